@@ -1,0 +1,47 @@
+# virtbench: `make demo` sets everything up and runs the quickstart; `make test` runs the tests.
+# Both are idempotent: a second run only does what is missing.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMPS := .stamps
+PYTEST_ARGS ?=
+
+.PHONY: setup demo test test-unit lint clean-venv
+
+setup: $(STAMPS)/deps $(STAMPS)/venv guest/build/vb-hello
+	@$(BIN)/virtbench setup
+
+$(STAMPS)/deps: scripts/install-deps.sh
+	@mkdir -p $(STAMPS)
+	@scripts/install-deps.sh
+	@touch $@
+
+$(STAMPS)/venv: requirements.lock pyproject.toml $(STAMPS)/deps
+	@mkdir -p $(STAMPS)
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(BIN)/python -m pip install -q --disable-pip-version-check -r requirements.lock
+	@$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
+	@touch $@
+
+guest/build/vb-hello: $(wildcard guest/*.c) guest/Makefile $(STAMPS)/deps
+	@$(MAKE) -s -C guest
+
+demo: setup
+	$(BIN)/virtbench doctor
+	$(BIN)/virtbench run quickstart
+
+# Strict: runtimes that setup installed must be present, so integration tests fail
+# rather than skip when one is missing.
+test: setup
+	VIRTBENCH_STRICT=1 $(BIN)/python -m pytest $(PYTEST_ARGS)
+
+test-unit: $(STAMPS)/venv
+	$(BIN)/python -m pytest tests/unit $(PYTEST_ARGS)
+
+lint: $(STAMPS)/venv
+	$(BIN)/ruff check src tests
+	$(BIN)/ruff format --check src tests
+
+clean-venv:
+	rm -rf $(VENV) $(STAMPS)

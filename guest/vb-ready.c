@@ -1,0 +1,100 @@
+/* vb-ready: tell the host this instance is ready, then exec the rest of argv.
+ *
+ *   vb-ready ADDRESS INSTANCE-ID [PROGRAM ARGS...]
+ *
+ * ADDRESS is udp:IPv4:PORT (a host listener reachable over the instance's
+ * network) or unix:PATH (a datagram socket bind-mounted into the instance, for
+ * instances without a network). Sends one datagram "ready INSTANCE-ID" and then
+ * execs PROGRAM, or exits 0 when none is given.
+ * Exit codes: 64 usage, 65 bad address, 70 socket/send failed, 71 exec failed. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define EX_USAGE_ 64
+#define EX_ADDR 65
+#define EX_SEND 70
+#define EX_EXEC 71
+
+static int send_udp(const char *spec, const char *msg, size_t len)
+{
+	char host[64];
+	const char *colon = strrchr(spec, ':');
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	char *end = NULL;
+	long port;
+	int fd;
+
+	if (colon == NULL || (size_t)(colon - spec) >= sizeof(host))
+		return EX_ADDR;
+	memcpy(host, spec, (size_t)(colon - spec));
+	host[colon - spec] = '\0';
+	port = strtol(colon + 1, &end, 10);
+	if (*end != '\0' || port <= 0 || port > 65535)
+		return EX_ADDR;
+	if (inet_pton(AF_INET, host, &sin.sin_addr) != 1)
+		return EX_ADDR;
+	sin.sin_port = htons((unsigned short)port);
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return EX_SEND;
+	if (sendto(fd, msg, len, 0, (struct sockaddr *)&sin, sizeof(sin)) != (ssize_t)len) {
+		close(fd);
+		return EX_SEND;
+	}
+	close(fd);
+	return 0;
+}
+
+static int send_unix(const char *path, const char *msg, size_t len)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int fd;
+
+	if (strlen(path) >= sizeof(sun.sun_path))
+		return EX_ADDR;
+	strcpy(sun.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return EX_SEND;
+	if (sendto(fd, msg, len, 0, (struct sockaddr *)&sun, sizeof(sun)) != (ssize_t)len) {
+		close(fd);
+		return EX_SEND;
+	}
+	close(fd);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	char msg[256];
+	int len, rc;
+
+	if (argc < 3) {
+		fprintf(stderr, "usage: vb-ready udp:IP:PORT|unix:PATH INSTANCE-ID [PROGRAM ARGS...]\n");
+		return EX_USAGE_;
+	}
+	len = snprintf(msg, sizeof(msg), "ready %s", argv[2]);
+	if (len < 0 || (size_t)len >= sizeof(msg))
+		return EX_USAGE_;
+	if (strncmp(argv[1], "udp:", 4) == 0)
+		rc = send_udp(argv[1] + 4, msg, (size_t)len);
+	else if (strncmp(argv[1], "unix:", 5) == 0)
+		rc = send_unix(argv[1] + 5, msg, (size_t)len);
+	else
+		rc = EX_ADDR;
+	if (rc != 0) {
+		fprintf(stderr, "vb-ready: cannot signal %s (exit %d)\n", argv[1], rc);
+		return rc;
+	}
+	if (argc == 3)
+		return 0;
+	execv(argv[3], &argv[3]);
+	perror("vb-ready: exec");
+	return EX_EXEC;
+}

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Install the Debian packages virtbench needs, once (idempotent, quiet when done).
+# Usage: scripts/install-deps.sh   (as root, on Debian 12)
+set -euo pipefail
+
+PACKAGES=(
+  # build the static guest programs
+  make gcc musl-tools
+  # Python environment
+  python3 python3-venv
+  # runtimes
+  runc crun
+  # host tools: networks, processes, mounts, timing by hand
+  iproute2 procps util-linux hyperfine
+)
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps: must run as root (apt-get install)" >&2
+  exit 1
+fi
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -1,0 +1,1 @@
+"""Built-in experiment specs (TOML), loadable by name: `virtbench run quickstart`."""

@@ -1,0 +1,169 @@
+"""Cgroups for instances, on cgroup v1 (one hierarchy per controller) or v2 (unified).
+
+virtbench's instance cgroups live under a `virtbench/` parent in each hierarchy and are
+named after the instance (`vb-<run-id>-<n>`), so the same relative path works for the
+native driver (which creates them) and for OCI runtimes (given as `cgroupsPath`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+PARENT = "virtbench"
+# v1 controllers the native driver puts its processes in (those that exist are used).
+V1_CONTROLLERS = ("memory", "cpuset", "cpu", "cpuacct", "pids", "blkio", "freezer")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Mounted hierarchies: controller name -> mount point (v1), or the unified root (v2)."""
+
+    version: int
+    v1: dict[str, Path]
+    unified: Path | None
+
+    @classmethod
+    def detect(cls, mounts_file: Path = Path("/proc/self/mounts")) -> Layout:
+        v1: dict[str, Path] = {}
+        unified = None
+        for line in mounts_file.read_text().splitlines():
+            parts = line.split()
+            if len(parts) < 4:
+                continue
+            mnt, fstype, opts = Path(parts[1]), parts[2], parts[3].split(",")
+            if fstype == "cgroup2":
+                unified = mnt
+            elif fstype == "cgroup":
+                for opt in opts:
+                    if opt in V1_CONTROLLERS or opt in ("hugetlb", "devices", "net_cls", "perf_event") or opt.startswith("name="):
+                        v1.setdefault(opt, mnt)
+        if v1.get("memory"):
+            return cls(1, v1, unified)
+        if unified is not None:
+            return cls(2, {}, unified)
+        return cls(0, {}, None)
+
+    @property
+    def hybrid_without_hugetlb(self) -> bool:
+        """crun refuses a v1 layout without the hugetlb controller mounted."""
+        return self.version == 1 and "hugetlb" not in self.v1
+
+    def roots(self) -> list[Path]:
+        """Every hierarchy root that may hold virtbench cgroups (each listed once)."""
+        seen: list[Path] = []
+        for p in [*self.v1.values(), *([self.unified] if self.unified else [])]:
+            if p not in seen:
+                seen.append(p)
+        return seen
+
+    def dirs(self, name: str) -> list[Path]:
+        """Every directory the cgroup `virtbench/<name>` has (one per hierarchy)."""
+        return [root / PARENT / name for root in self.roots()]
+
+    def memory_dir(self, name: str) -> Path:
+        if self.version == 1:
+            return self.v1["memory"] / PARENT / name
+        assert self.unified is not None
+        return self.unified / PARENT / name
+
+
+def _write(path: Path, value: str) -> None:
+    with open(path, "w") as fh:
+        fh.write(value)
+
+
+def _ensure_cpuset_parent(parent: Path) -> None:
+    """v1 cpuset children start empty; copy cpus/mems down from the root once."""
+    for f in ("cpuset.cpus", "cpuset.mems"):
+        p = parent / f
+        if p.exists() and not p.read_text().strip():
+            _write(p, (parent.parent / f).read_text().strip())
+
+
+def create(layout: Layout, name: str, memory_bytes: int | None, cpus: str | None) -> list[Path]:
+    """Create `virtbench/<name>` with the given limits; return the directories made."""
+    made: list[Path] = []
+    if layout.version == 1:
+        for ctrl in V1_CONTROLLERS:
+            root = layout.v1.get(ctrl)
+            if root is None or root / PARENT / name in made:
+                continue
+            parent = root / PARENT
+            parent.mkdir(exist_ok=True)
+            d = parent / name
+            d.mkdir(exist_ok=True)
+            made.append(d)
+            if ctrl == "cpuset":
+                _ensure_cpuset_parent(parent)
+                _write(d / "cpuset.mems", (parent / "cpuset.mems").read_text().strip())
+                _write(d / "cpuset.cpus", cpus or (parent / "cpuset.cpus").read_text().strip())
+            if ctrl == "memory" and memory_bytes:
+                _write(d / "memory.limit_in_bytes", str(memory_bytes))
+    elif layout.version == 2 and layout.unified is not None:
+        parent = layout.unified / PARENT
+        parent.mkdir(exist_ok=True)
+        with contextlib.suppress(OSError):
+            _write(parent / "cgroup.subtree_control", "+memory +cpuset +cpu +pids")
+        d = parent / name
+        d.mkdir(exist_ok=True)
+        made.append(d)
+        if memory_bytes:
+            _write(d / "memory.max", str(memory_bytes))
+        if cpus:
+            _write(d / "cpuset.cpus", cpus)
+    return made
+
+
+def enter(dirs: list[Path]) -> None:
+    """Move the calling process into each directory (used in a child before exec)."""
+    for d in dirs:
+        _write(d / "cgroup.procs", "0")
+
+
+def procs(layout: Layout, name: str) -> list[int]:
+    """Host pids of every process in the instance's cgroup."""
+    try:
+        text = (layout.memory_dir(name) / "cgroup.procs").read_text()
+    except OSError:
+        return []
+    return [int(x) for x in text.split()]
+
+
+def memory_bytes(layout: Layout, name: str) -> int | None:
+    """Memory charged to the cgroup (v1 usage_in_bytes, v2 memory.current)."""
+    d = layout.memory_dir(name)
+    f = d / ("memory.usage_in_bytes" if layout.version == 1 else "memory.current")
+    try:
+        return int(f.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def kill_and_remove(path: Path, timeout: float = 5.0) -> bool:
+    """SIGKILL every process in `path` (and below), then rmdir bottom-up. True if gone."""
+    if not path.exists():
+        return True
+    for sub in sorted((p for p in path.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
+        kill_and_remove(sub, timeout)
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            pids = [int(x) for x in (path / "cgroup.procs").read_text().split()]
+        except OSError:
+            pids = []
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, 9)
+        try:
+            path.rmdir()
+            return True
+        except FileNotFoundError:
+            return True
+        except OSError:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.02)

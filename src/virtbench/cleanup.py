@@ -1,0 +1,196 @@
+"""Find and remove everything a run left behind, by the `vb-<run-id>-` label alone.
+
+Kinds, in removal order: OCI containers (runc/crun state), processes (environment
+VIRTBENCH_INSTANCE or membership in a labelled cgroup), cgroups, network namespaces,
+network links (bridges, veths), mounts, and the run's state directory (bundles,
+sockets, ledger). Runs whose lock is still held (alive) are never touched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from virtbench import cgroups, naming, proc
+from virtbench.paths import Paths
+from virtbench.state import is_alive
+
+OCI_RUNTIMES = ("runc", "crun")
+NETNS_DIR = Path("/run/netns")
+
+
+@dataclass(frozen=True)
+class Leftover:
+    kind: str
+    name: str
+    run_id: str
+    detail: str = ""
+
+    def __str__(self) -> str:
+        extra = f" ({self.detail})" if self.detail else ""
+        return f"{self.kind:9} {self.name}{extra}"
+
+
+def live_runs(paths: Paths) -> set[str]:
+    if not paths.runs.is_dir():
+        return set()
+    return {d.name for d in paths.runs.iterdir() if d.is_dir() and is_alive(d)}
+
+
+def _containers(binary: str) -> list[str]:
+    if shutil.which(binary) is None:
+        return []
+    res = proc.run([binary, "list", "--format", "json"], check=False, timeout=30)
+    if res.returncode != 0 or not res.stdout.strip():
+        return []
+    return [c["id"] for c in (json.loads(res.stdout) or []) if "id" in c]
+
+
+def _proc_label(pid: int, labelled_cgroups: set[str]) -> str | None:
+    """The instance name a process belongs to, from its environment or its cgroup."""
+    try:
+        env = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        env = b""
+    for item in env.split(b"\0"):
+        if item.startswith(b"VIRTBENCH_INSTANCE="):
+            return item.split(b"=", 1)[1].decode(errors="replace")
+    if labelled_cgroups:
+        try:
+            text = Path(f"/proc/{pid}/cgroup").read_text()
+        except OSError:
+            return None
+        for line in text.splitlines():
+            leaf = line.rsplit("/", 1)[-1]
+            if leaf in labelled_cgroups:
+                return leaf
+    return None
+
+
+def _cgroup_dirs(layout: cgroups.Layout) -> list[Path]:
+    out = []
+    for root in layout.roots():
+        for base in (root / cgroups.PARENT, root):
+            if base.is_dir():
+                out.extend(d for d in base.iterdir() if d.is_dir() and naming.run_id_of(d.name))
+    return out
+
+
+def _links() -> list[str]:
+    res = proc.run(["ip", "-j", "link", "show"], check=False, timeout=30)
+    if res.returncode != 0:
+        return []
+    return [link["ifname"] for link in json.loads(res.stdout or "[]")]
+
+
+def _mounts() -> list[str]:
+    out = []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        mnt = line.split()[4].encode().decode("unicode_escape")
+        out.append(mnt)
+    return out
+
+
+def scan(
+    paths: Paths,
+    run_id: str | None = None,
+    layout: cgroups.Layout | None = None,
+    include_live: bool = False,
+) -> list[Leftover]:
+    """Everything labelled with a run id (or only `run_id`), skipping live runs unless
+    `include_live` (a run checking its own leftovers while it still holds its lock)."""
+    layout = layout or cgroups.Layout.detect()
+    live = set() if include_live else live_runs(paths)
+
+    def ours(name: str) -> str | None:
+        rid = naming.run_id_of(name)
+        if rid is None or rid in live or (run_id is not None and rid != run_id):
+            return None
+        return rid
+
+    found: list[Leftover] = []
+    for binary in OCI_RUNTIMES:
+        for cid in _containers(binary):
+            if rid := ours(cid):
+                found.append(Leftover("container", cid, rid, binary))
+    cg_dirs = [d for d in _cgroup_dirs(layout) if ours(d.name)]
+    cg_names = {d.name for d in cg_dirs}
+    for pid in (int(p) for p in os.listdir("/proc") if p.isdigit()):
+        if pid == os.getpid():
+            continue
+        label = _proc_label(pid, cg_names)
+        if label and (rid := ours(label)):
+            found.append(Leftover("process", str(pid), rid, label))
+    found += [Leftover("cgroup", str(d), ours(d.name) or "") for d in cg_dirs]
+    if NETNS_DIR.is_dir():
+        for ns in sorted(NETNS_DIR.iterdir()):
+            if rid := ours(ns.name):
+                found.append(Leftover("netns", ns.name, rid))
+    for link in _links():
+        if rid := ours(link.split("@", 1)[0]):
+            found.append(Leftover("link", link.split("@", 1)[0], rid))
+    state_prefix = str(paths.runs) + "/"
+    for mnt in _mounts():
+        parts = [p for p in mnt.split("/") if p]
+        rid = next((r for r in map(ours, parts) if r), None)
+        if rid is None and mnt.startswith(state_prefix):
+            candidate = mnt[len(state_prefix):].split("/", 1)[0]
+            if naming.is_run_id(candidate) and candidate not in live and run_id in (None, candidate):
+                rid = candidate
+        if rid and not mnt.startswith(str(NETNS_DIR) + "/"):
+            found.append(Leftover("mount", mnt, rid))
+    if paths.runs.is_dir():
+        for d in sorted(paths.runs.iterdir()):
+            if naming.is_run_id(d.name) and d.name not in live and run_id in (None, d.name):
+                found.append(Leftover("state", str(d), d.name))
+    return found
+
+
+def remove(items: list[Leftover], layout: cgroups.Layout | None = None) -> list[str]:
+    """Remove leftovers in a safe order; returns one message per thing that resisted."""
+    layout = layout or cgroups.Layout.detect()
+    errors: list[str] = []
+    by_kind: dict[str, list[Leftover]] = {}
+    for it in items:
+        by_kind.setdefault(it.kind, []).append(it)
+    for it in by_kind.get("container", []):
+        proc.run([it.detail, "delete", "--force", it.name], check=False, timeout=30)
+    for it in by_kind.get("process", []):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(it.name), signal.SIGKILL)
+    for it in by_kind.get("cgroup", []):
+        if not cgroups.kill_and_remove(Path(it.name)):
+            errors.append(f"cgroup {it.name} still busy")
+    for it in by_kind.get("netns", []):
+        res = proc.run(["ip", "netns", "delete", it.name], check=False)
+        if res.returncode != 0:
+            errors.append(f"netns {it.name}: {res.brief()}")
+    for it in by_kind.get("link", []):
+        res = proc.run(["ip", "link", "delete", it.name], check=False)
+        if res.returncode != 0 and "Cannot find device" not in res.stderr:
+            errors.append(f"link {it.name}: {res.brief()}")
+    for it in sorted(by_kind.get("mount", []), key=lambda i: -len(i.name)):
+        res = proc.run(["umount", "-l", it.name], check=False)
+        if res.returncode != 0 and "not mounted" not in res.stderr:
+            errors.append(f"mount {it.name}: {res.brief()}")
+    for it in by_kind.get("state", []):
+        shutil.rmtree(it.name, ignore_errors=True)
+        if Path(it.name).exists():
+            errors.append(f"state {it.name} could not be removed")
+    return errors
+
+
+def summarize(items: list[Leftover]) -> str:
+    """`3 runs: 12 cgroup, 4 process` style one-liner."""
+    kinds: dict[str, int] = {}
+    for it in items:
+        kinds[it.kind] = kinds.get(it.kind, 0) + 1
+    runs = sorted({it.run_id for it in items})
+    detail = ", ".join(f"{n} {k}" for k, n in kinds.items())
+    return f"{len(items)} leftovers of run(s) {', '.join(runs)}: {detail}"

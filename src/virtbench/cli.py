@@ -1,0 +1,237 @@
+"""The `virtbench` command: doctor, setup, build, run, list, show, clean.
+
+CLI options become typed, validated values before any engine code runs; every
+VirtbenchError reaches the user as one line (`error: ...`) and a non-zero exit.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+
+from virtbench import __version__, cgroups, cleanup, naming, spec as specmod
+from virtbench.errors import VirtbenchError
+from virtbench.paths import Paths
+from virtbench.store import Store
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="Compare virtualization runtimes on this host: boot time, memory, throughput.",
+)
+out = Console(highlight=False)
+err = Console(stderr=True, highlight=False)
+
+F = TypeVar("F", bound=Callable[..., Any])
+ResultsOpt = Annotated[
+    Path, typer.Option("--results", help="Results directory (SQLite store).", envvar="VIRTBENCH_RESULTS")
+]
+DEFAULT_RESULTS = Path("results")
+
+
+def one_line_errors(fn: F) -> F:
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except VirtbenchError as exc:
+            err.print(f"[red]error[/]: {exc}", soft_wrap=True)
+            raise typer.Exit(exc.exit_code) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _csv(value: str | None, flag: str) -> list[str] | None:
+    if value is None:
+        return None
+    items = [v.strip() for v in value.split(",") if v.strip()]
+    if not items:
+        raise VirtbenchError(f"{flag}: give a comma-separated list, e.g. native,crun")
+    return items
+
+
+def _require_root(what: str) -> None:
+    if os.geteuid() != 0:
+        raise VirtbenchError(f"{what} needs root (cgroups, runtimes, networks): run it with sudo")
+
+
+@app.command()
+def version() -> None:
+    """Print virtbench's version."""
+    out.print(__version__)
+
+
+@app.command()
+@one_line_errors
+def doctor() -> None:
+    """Say which runtimes can run here (and how to fix those that cannot), and host facts."""
+    from virtbench.doctor import all_checks
+
+    style = {"ok": "green", "fail": "red", "warn": "yellow", "info": "blue"}
+    for c in all_checks():
+        fix = f"  [dim]fix:[/] {c.fix}" if c.fix else ""
+        out.print(f"[{style[c.status]}]{c.status:4}[/] {c.name:18} {c.detail}{fix}", soft_wrap=True)
+
+
+@app.command()
+@one_line_errors
+def setup() -> None:
+    """Prepare the running host (idempotent): e.g. mount the hugetlb cgroup crun needs."""
+    from virtbench.setup_host import prepare
+
+    _require_root("setup")
+    done = prepare()
+    for line in done or ["host already prepared"]:
+        out.print(line)
+
+
+@app.command()
+@one_line_errors
+def build() -> None:
+    """Build the guest programs and the minimal rootfs artifact (cached by content)."""
+    from virtbench.artifacts import build_minimal_rootfs
+
+    paths = Paths.from_env()
+    art = build_minimal_rootfs(paths.guest_src, paths.cache)
+    out.print(f"{art.name} {art.digest[:16]} {art.disk_bytes / 1024:.0f} KiB on disk at {art.path}")
+
+
+@app.command()
+@one_line_errors
+def run(
+    spec: Annotated[str, typer.Argument(help="Spec file (.toml) or catalog name (quickstart, boot, density).")],
+    runtimes: Annotated[str | None, typer.Option("--runtimes", help="Comma-separated runtimes, e.g. native,runc,crun.")] = None,
+    runs: Annotated[int | None, typer.Option("--runs", help="Repetitions.")] = None,
+    warmups: Annotated[int | None, typer.Option("--warmups", help="Warm-up repetitions (boot).")] = None,
+    benchmark_times: Annotated[int | None, typer.Option("--benchmark-times", help="Measurements per repetition (boot).")] = None,
+    instances_per_benchmark: Annotated[int | None, typer.Option("--instances-per-benchmark", help="Instances between host-memory measurements (density).")] = None,
+    instances: Annotated[int | None, typer.Option("--instances", help="Instances to start (density).")] = None,
+    workloads: Annotated[str | None, typer.Option("--workloads", help="Comma-separated workloads (boot: hello,sleep).")] = None,
+    results: ResultsOpt = DEFAULT_RESULTS,
+) -> None:
+    """Run an experiment spec and print its result tables."""
+    from virtbench import runner
+
+    _, raw, where = specmod.load(spec)
+    flags = {
+        "--runs": runs, "--warmups": warmups, "--benchmark-times": benchmark_times,
+        "--instances-per-benchmark": instances_per_benchmark, "--instances": instances,
+        "--workloads": _csv(workloads, "--workloads"),
+    }  # fmt: skip
+    parsed = specmod.with_overrides(raw, where, _csv(runtimes, "--runtimes"), flags)
+    _require_root("run")
+    store = Store(results)
+    paths = Paths.from_env()
+    run_id = ""
+
+    def started(rid: str) -> None:
+        nonlocal run_id
+        run_id = rid
+        out.print(f"run {rid} started ({parsed.name}); results in {store.path}")
+
+    try:
+        run_id, status = runner.execute(parsed, store, paths, out.print, sys.argv, started)
+    except KeyboardInterrupt:
+        err.print(f"[yellow]interrupted[/]: run {run_id} stopped; its samples so far are stored")
+        _show(store, run_id)
+        raise typer.Exit(130) from None
+    _show(store, run_id)
+    out.print(f"run {run_id} {status}")
+
+
+def _show(store: Store, run_id: str, wide: bool = False) -> None:
+    from virtbench.report.tables import experiment_tables
+
+    if not run_id:
+        return
+    record = store.run(run_id)
+    samples = store.samples(run_id)
+    for table in experiment_tables(record, samples, wide):
+        out.print(table)
+    for _, level, message in store.events(run_id):
+        out.print(f"{level}: {message}", soft_wrap=True)
+    env = record.environment
+    if env:
+        out.print(
+            f"[dim]host: {env.get('cpu_model')} x{env.get('cpu_count')}, kernel {env.get('kernel')}, "
+            f"cgroup {env.get('cgroup_version')}, kvm {env.get('kvm')}; "
+            f"runtimes {', '.join(f'{k} {v}' for k, v in env.get('runtimes', {}).items())}[/]",
+            soft_wrap=True,
+        )
+    for art in record.artifacts:
+        out.print(f"[dim]artifact {art['name']} {art['digest'][:16]}: {art['disk_bytes'] / 1024:.0f} KiB on disk[/]")
+
+
+@app.command("list")
+@one_line_errors
+def list_runs(results: ResultsOpt = DEFAULT_RESULTS) -> None:
+    """List the runs in the store."""
+    from virtbench.report.tables import runs_table
+
+    store = Store(results)
+    rows = [(r, store.count_samples(r.id)) for r in store.runs()]
+    if not rows:
+        out.print(f"no runs in {store.path}")
+        return
+    out.print(runs_table(rows))
+
+
+@app.command()
+@one_line_errors
+def show(
+    run_id: Annotated[str, typer.Argument(metavar="RUN", help="Run id (see `virtbench list`).")],
+    wide: Annotated[bool, typer.Option("--wide", help="Also mean, SD and min-max.")] = False,
+    results: ResultsOpt = DEFAULT_RESULTS,
+) -> None:
+    """Show one run: per metric and runtime, median with 95% CI, CV and n."""
+    store = Store(results)
+    record = store.run(run_id)
+    out.print(f"run {record.id} ({record.name}): {record.status}")
+    _show(store, run_id, wide)
+
+
+@app.command()
+@one_line_errors
+def clean(
+    run_id: Annotated[str | None, typer.Option("--run", help="Only this run's leftovers.")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would be removed.")] = False,
+    results: ResultsOpt = DEFAULT_RESULTS,
+) -> None:
+    """Remove everything labelled with a run id that is no longer running."""
+    if run_id is not None and not naming.is_run_id(run_id):
+        raise VirtbenchError(f"--run: {run_id!r} is not a run id (6 characters a-z0-9)")
+    _require_root("clean")
+    paths = Paths.from_env()
+    layout = cgroups.Layout.detect()
+    items = cleanup.scan(paths, run_id=run_id, layout=layout)
+    if not items:
+        out.print("nothing to clean")
+    else:
+        for it in items:
+            out.print(f"{'would remove' if dry_run else 'removing'} {it}")
+        if not dry_run:
+            errors = cleanup.remove(items, layout)
+            for e in errors:
+                err.print(f"[red]error[/]: {e}")
+            if errors:
+                raise typer.Exit(1)
+            out.print(cleanup.summarize(items).replace("leftovers", "leftovers removed", 1))
+    if not dry_run and (results / "virtbench.sqlite").exists():
+        store = Store(results)
+        live = cleanup.live_runs(paths)
+        for r in store.runs():
+            if r.status == "running" and r.id not in live and run_id in (None, r.id):
+                store.finish_run(r.id, "crashed")
+                out.print(f"run {r.id} marked crashed")
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,95 @@
+"""`virtbench doctor`: an ordered list of small checks, each able to show and explain.
+
+Runtimes first (available or not, version, and when not, why and the command that
+fixes it), then host facts that decide what results mean (CPUs, SMT, memory, swap,
+cgroups, KVM kind, kernel), then what virtbench itself needs (root, guest compiler).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import psutil
+
+from virtbench import cgroups, runtimes
+from virtbench.measure import host
+
+GIB = 1024**3
+
+
+@dataclass(frozen=True)
+class Check:
+    """One line of doctor output. status: ok | warn | fail | info."""
+
+    name: str
+    status: str
+    detail: str
+    fix: str = ""
+
+
+def runtime_checks() -> Iterator[Check]:
+    for name in runtimes.names():
+        try:
+            avail = runtimes.get(name).available()
+        except Exception as exc:  # a broken third-party driver must not break doctor
+            yield Check(f"runtime {name}", "fail", f"driver failed to load: {exc}")
+            continue
+        if avail.ok:
+            yield Check(f"runtime {name}", "ok", f"available, version {avail.version}")
+        else:
+            yield Check(f"runtime {name}", "fail", avail.reason, avail.fix)
+
+
+def host_checks() -> Iterator[Check]:
+    n = os.cpu_count() or 0
+    yield Check("cpus", "info" if n > 2 else "warn",
+                f"{n} online ({host.cpu_model()}); "
+                + ("clients can be pinned away from instances" if n > 2
+                   else "too few to pin clients away from instances: results say so"))  # fmt: skip
+    smt = host.smt_active()
+    yield Check("smt", "info", {True: "active", False: "off", None: "unknown"}[smt])
+    vm, sw = psutil.virtual_memory(), psutil.swap_memory()
+    yield Check("memory", "info", f"{vm.total / GIB:.1f} GiB total, {vm.available / GIB:.1f} GiB available")
+    yield Check("swap", "info", f"{sw.total / GIB:.1f} GiB" if sw.total else "none")
+    layout = cgroups.Layout.detect()
+    if layout.version == 0:
+        yield Check("cgroups", "fail", "no cgroup hierarchy mounted", "mount cgroup2 or v1 hierarchies")
+    elif layout.hybrid_without_hugetlb:
+        yield Check("cgroups", "warn", "v1 hybrid without hugetlb (crun refuses)", "virtbench setup")
+    else:
+        kind = "v2" if layout.version == 2 else ("v1 (hybrid)" if layout.unified else "v1")
+        yield Check("cgroups", "ok", kind)
+    kvm = host.kvm_kind()
+    meaning = {
+        "none": "no /dev/kvm: VM runtimes emulate (TCG), results are functional only",
+        "pvm": "/dev/kvm is nested PVM: only the minimal guest boots under KVM; Linux guests need TCG",
+        "nested": "nested KVM: guests boot, timings include the outer hypervisor",
+        "hardware": "hardware KVM",
+    }[kvm]
+    yield Check("kvm", "info" if kvm in ("hardware", "nested") else "warn", f"{kvm}: {meaning}")
+    yield Check("kernel", "info", platform.release())
+
+
+def self_checks() -> Iterator[Check]:
+    if os.geteuid() != 0:
+        yield Check("root", "fail", "not root: runtimes, cgroups and networks need root", "sudo virtbench ...")
+    else:
+        yield Check("root", "ok", "running as root")
+    if shutil.which("musl-gcc"):
+        yield Check("guest compiler", "ok", "musl-gcc found")
+    else:
+        yield Check("guest compiler", "fail", "musl-gcc not found", "apt-get install musl-tools")
+    if shutil.which("ip"):
+        yield Check("iproute2", "ok", "ip found (bridge networks)")
+    else:
+        yield Check("iproute2", "fail", "ip not found", "apt-get install iproute2")
+
+
+def all_checks() -> Iterator[Check]:
+    yield from runtime_checks()
+    yield from host_checks()
+    yield from self_checks()

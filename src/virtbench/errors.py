@@ -1,0 +1,19 @@
+"""Errors that reach the user as one line naming what to fix."""
+
+
+class VirtbenchError(Exception):
+    """An error the CLI prints as a single line (no traceback) and exits non-zero on."""
+
+    exit_code = 2
+
+
+class SpecError(VirtbenchError):
+    """A spec file or CLI option is invalid; the message names the file and field."""
+
+
+class RuntimeUnavailable(VirtbenchError):
+    """A runtime cannot run here; the message says why and how to fix it."""
+
+
+class InstanceError(VirtbenchError):
+    """An instance failed to start, signal readiness, or stop."""

@@ -1,0 +1,103 @@
+"""`boot`: how long an instance takes to come up, and to go away.
+
+Timeline of one measurement (host monotonic clock):
+  spawn              the launch call is issued
+  spawn_to_started   the launcher returned (detached instances: the runtime's "run -d")
+  spawn_to_ready     the `sleep` workload's probe datagram reached the host listener
+  spawn_to_exit      the `hello` workload's main process exited (foreground launch)
+  teardown           stopping and deleting a `sleep` instance took this long
+
+Each repetition measures every runtime in turn, starting with a different runtime
+each time so slow drift on the host does not favour one. Warm-ups are stored,
+flagged, and left out of summaries.
+"""
+
+from __future__ import annotations
+
+from virtbench import workloads
+from virtbench.errors import InstanceError
+from virtbench.experiments.session import Session
+from virtbench.spec import BootExperiment
+from virtbench.store import Sample
+
+MAX_CONSECUTIVE_FAILURES = 3
+
+
+def _ms(ns: int) -> float:
+    return ns / 1e6
+
+
+def measure_once(s: Session, runtime: str, workload: str, rep: int, warmup: bool, timeout: float) -> None:
+    """One boot of `workload` under `runtime`; records its samples (or a failed one)."""
+    rt = s.runtimes[runtime]
+    wl = workloads.get(workload)
+    spec = s.instance_spec(runtime, wl.argv)
+    base = dict(
+        experiment="boot", direction="lower", runtime=runtime, workload=workload,
+        repetition=rep, warmup=warmup, params=s.params(runtime),
+    )  # fmt: skip
+    if wl.ENDS == "exit":
+        metric = "boot.spawn_to_exit"
+        try:
+            inst = rt.run_to_exit(spec, timeout)
+        except InstanceError as exc:
+            s.record(Sample(metric=metric, value=None, unit="ms", error=str(exc), **base))
+            raise
+        try:
+            if inst.exit_code != 0:
+                err = f"exit status {inst.exit_code}: {inst.log_tail()}"
+                s.record(Sample(metric=metric, value=None, unit="ms", error=err, **base))
+                raise InstanceError(f"{runtime}: {workload} {err}")
+            assert inst.t_exit_ns is not None
+            value = _ms(inst.t_exit_ns - inst.t_spawn_ns)
+            s.record(Sample(metric=metric, value=value, unit="ms", **base))
+        finally:
+            rt.stop(inst)
+        return
+    metric = "boot.spawn_to_ready"
+    inst = None
+    try:
+        inst = rt.start(spec, detach=True)
+        s.record(Sample(metric="boot.spawn_to_started", unit="ms",
+                        value=_ms(inst.t_started_ns - inst.t_spawn_ns), **base))  # fmt: skip
+        t_ready = s.probe.wait(spec.name, timeout)
+        if t_ready is None:
+            raise InstanceError(f"{runtime}: no ready signal in {timeout:g} s: {inst.log_tail()}")
+        s.record(Sample(metric=metric, value=_ms(t_ready - inst.t_spawn_ns), unit="ms", **base))
+    except InstanceError as exc:
+        s.record(Sample(metric=metric, value=None, unit="ms", error=str(exc), **base))
+        raise
+    finally:
+        if inst is not None:
+            seconds = rt.stop(inst)
+            s.record(Sample(metric="boot.teardown", value=seconds * 1e3, unit="ms", **base))
+
+
+def run(s: Session, cfg: BootExperiment) -> None:
+    names = list(s.spec.runtimes)
+    skipped: set[str] = set()
+    failures = dict.fromkeys(names, 0)
+    total = cfg.warmups + cfg.runs
+    for i in range(total):
+        warmup = i < cfg.warmups
+        rep = i - cfg.warmups if not warmup else i
+        order = names[i % len(names):] + names[: i % len(names)] if names else []
+        for runtime in order:
+            if runtime in skipped:
+                continue
+            for workload in cfg.workloads:
+                for _ in range(cfg.benchmark_times):
+                    try:
+                        measure_once(s, runtime, workload, rep, warmup, cfg.timeout_s)
+                        failures[runtime] = 0
+                    except InstanceError as exc:
+                        failures[runtime] += 1
+                        if failures[runtime] >= MAX_CONSECUTIVE_FAILURES:
+                            skipped.add(runtime)
+                            s.event("warning", f"boot: {runtime} skipped after "
+                                    f"{MAX_CONSECUTIVE_FAILURES} failures in a row: {exc}")  # fmt: skip
+                            break
+                if runtime in skipped:
+                    break
+        s.say(f"boot: {'warm-up' if warmup else 'repetition'} {rep + 1}/"
+              f"{cfg.warmups if warmup else cfg.runs} done")  # fmt: skip

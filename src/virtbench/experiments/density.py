@@ -1,0 +1,110 @@
+"""`density`: what each additional idle instance costs, as instances pile up.
+
+For each runtime (one at a time, so instances of different runtimes never share the
+host) and each run: drop caches and read MemAvailable, then start `sleep` instances
+one after another. After each start, record:
+  density.launch          spawn -> ready of the new instance (ms)
+  density.pss             PSS summed over the new instance's host processes (MiB)
+  density.cgroup_memory   memory charged to its cgroup (MiB)
+  density.mem_available   host MemAvailable (MiB)
+Every `instances_per_benchmark` instances (and at the end), drop caches again and record
+  density.host_per_instance   (MemAvailable before - now) / instances running (MiB)
+The memory guard stops growth before the host runs short: when MemAvailable falls below
+`guard_available_pct` % of MemTotal or `guard_available_mib`, whichever is larger. Why
+growth stopped is stored as an event and as `density.reached` (instances running).
+Then every instance is stopped and the total teardown time recorded.
+"""
+
+from __future__ import annotations
+
+import time
+
+from virtbench import workloads
+from virtbench.errors import InstanceError
+from virtbench.experiments.session import Session
+from virtbench.measure import memory
+from virtbench.runtimes.base import Instance
+from virtbench.spec import DensityExperiment
+from virtbench.store import Sample
+
+MIB = 1024 * 1024
+
+
+def guard_limit(cfg: DensityExperiment, mem_total: int) -> int:
+    """MemAvailable below which no more instances are started (bytes)."""
+    return max(int(cfg.guard_available_pct / 100 * mem_total), cfg.guard_available_mib * MIB)
+
+
+def run_one(s: Session, cfg: DensityExperiment, runtime: str, rep: int) -> None:
+    rt = s.runtimes[runtime]
+    wl = workloads.get(cfg.workload)
+    params = {**s.params(runtime), "instances_target": cfg.instances}
+
+    def sample(metric: str, value: float | None, unit: str, background: int, **kw) -> None:
+        s.record(Sample(
+            experiment="density", metric=metric, value=value, unit=unit,
+            direction=kw.pop("direction", "lower"), runtime=runtime, workload=cfg.workload,
+            repetition=rep, background=background, params=params, **kw,
+        ))  # fmt: skip
+
+    def host_per_instance(n: int) -> None:
+        memory.drop_caches()
+        per = (base - memory.mem_available()) / n / MIB
+        sample("density.host_per_instance", per, "MiB", n - 1)
+        s.say(f"density: {runtime} {n}/{cfg.instances} instances, host memory {per:.2f} MiB each")
+
+    limit = guard_limit(cfg, memory.meminfo()["MemTotal"])
+    memory.drop_caches()
+    base = memory.mem_available()
+    started: list[Instance] = []
+    reason = f"reached the target of {cfg.instances}"
+    try:
+        for i in range(cfg.instances):
+            avail = memory.mem_available()
+            if avail < limit:
+                reason = (f"memory guard: MemAvailable {avail / MIB:.0f} MiB < "
+                          f"{limit / MIB:.0f} MiB after {i} instances")  # fmt: skip
+                break
+            spec = s.instance_spec(runtime, wl.argv)
+            try:
+                inst = rt.start(spec, detach=True)
+                started.append(inst)
+                t_ready = s.probe.wait(spec.name, cfg.timeout_s)
+                if t_ready is None:
+                    raise InstanceError(f"no ready signal in {cfg.timeout_s:g} s: {inst.log_tail()}")
+            except InstanceError as exc:
+                sample("density.launch", None, "ms", i, error=str(exc))
+                reason = f"instance {i + 1} failed: {exc}"
+                break
+            sample("density.launch", (t_ready - inst.t_spawn_ns) / 1e6, "ms", i)
+            pids = rt.pids(inst)
+            if pids:
+                sample("density.pss", memory.pss_total(pids) / MIB, "MiB", i)
+            else:
+                sample("density.pss", None, "MiB", i, error="instance has no host processes")
+            cg = rt.memory_bytes(inst)
+            sample("density.cgroup_memory", None if cg is None else cg / MIB, "MiB", i,
+                   error="" if cg is not None else "no memory cgroup")  # fmt: skip
+            sample("density.mem_available", memory.mem_available() / MIB, "MiB", i,
+                   direction="higher")  # fmt: skip
+            if len(started) % cfg.instances_per_benchmark == 0:
+                host_per_instance(len(started))
+        if started and len(started) % cfg.instances_per_benchmark:
+            host_per_instance(len(started))  # the tail after the last full step
+    finally:
+        t0 = time.monotonic()
+        for inst in started:
+            rt.stop(inst)
+        teardown = time.monotonic() - t0
+    n = len(started)
+    sample("density.reached", float(n), "instances", n, direction="higher")
+    if n:
+        sample("density.teardown_all", teardown * 1e3 / n, "ms", n)
+    level = "info" if n == cfg.instances else "warning"
+    s.event(level, f"density: {runtime} run {rep + 1}: stopped at {n} instances ({reason})")
+
+
+def run(s: Session, cfg: DensityExperiment) -> None:
+    for runtime in s.spec.runtimes:
+        for rep in range(cfg.runs):
+            run_one(s, cfg, runtime, rep)

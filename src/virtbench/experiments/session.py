@@ -1,0 +1,64 @@
+"""What an experiment procedure gets: the run's runtimes, artifact, probe and store.
+
+The session names instances (`vb-<run-id>-<n>`), records samples the moment they
+exist, and turns a spec's instance options into an InstanceSpec for a runtime.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from virtbench import naming
+from virtbench.artifacts import Artifact
+from virtbench.measure.probe import ProbeListener
+from virtbench.runtimes.base import InstanceSpec, Runtime
+from virtbench.spec import Spec
+from virtbench.store import Sample, Store
+
+
+@dataclass
+class Session:
+    run_id: str
+    spec: Spec
+    store: Store
+    artifact: Artifact
+    probe: ProbeListener
+    runtimes: dict[str, Runtime]
+    say: Callable[[str], None] = print
+    _counter: int = 0
+
+    def instance_spec(
+        self, runtime: str, argv: Callable[[str], tuple[str, ...]]
+    ) -> InstanceSpec:
+        """A fresh instance name, its command (`argv(name)`), and the spec's options."""
+        self._counter += 1
+        opts = self.spec.instance_for(runtime)
+        name = naming.name(self.run_id, naming.base36(self._counter))
+        return InstanceSpec(
+            name=name,
+            argv=argv(name),
+            rootfs=self.artifact.path,
+            network=opts.network,
+            memory_mib=opts.memory_mib,
+            cpus=opts.cpus,
+        )
+
+    def params(self, runtime: str) -> dict[str, Any]:
+        """Instance options as really applied, recorded with every sample."""
+        opts = self.spec.instance_for(runtime)
+        rt = self.runtimes[runtime]
+        return {
+            "network": rt.effective_network(opts.network),
+            "memory_mib": opts.memory_mib,
+            "cpus": opts.cpus,
+            "artifact": self.artifact.digest[:16],
+        }
+
+    def record(self, sample: Sample) -> None:
+        self.store.add_sample(self.run_id, sample)
+
+    def event(self, level: str, message: str) -> None:
+        self.store.add_event(self.run_id, level, message)
+        self.say(f"[{'yellow' if level == 'warning' else 'cyan'}]{level}[/]: {message}")

@@ -1,0 +1,1 @@
+"""Measurement: the ready-probe listener, memory, host facts and the host sampler."""

@@ -1,0 +1,139 @@
+"""Host facts for the environment snapshot and `doctor`, and the host resource sampler.
+
+Every run stores a snapshot of the keys in `snapshot()`: kernel, CPU model and count,
+SMT, memory, swap, KVM kind, cgroup version, runtime and tool versions.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import psutil
+
+from virtbench import __version__, cgroups
+
+
+def cpu_model() -> str:
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown"
+
+
+def smt_active() -> bool | None:
+    p = Path("/sys/devices/system/cpu/smt/active")
+    try:
+        return p.read_text().strip() == "1"
+    except OSError:
+        return None
+
+
+def kvm_kind(sys_module: Path = Path("/sys/module"), dev: Path = Path("/dev/kvm")) -> str:
+    """none | pvm | nested | hardware: what /dev/kvm is, which decides what guests boot."""
+    if not dev.exists():
+        return "none"
+    if (sys_module / "kvm_pvm").exists():
+        return "pvm"
+    hypervisor = "hypervisor" in Path("/proc/cpuinfo").read_text().split("flags", 1)[-1][:4000]
+    return "nested" if hypervisor else "hardware"
+
+
+def tool_version(argv: list[str]) -> str | None:
+    if shutil.which(argv[0]) is None:
+        return None
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    text = (out.stdout or out.stderr).strip().splitlines()
+    return text[0] if text else None
+
+
+TOOLS = {
+    "musl-gcc": None,  # the guest compiler: presence only
+    "hyperfine": ["hyperfine", "--version"],
+    "ip": ["ip", "-V"],
+}
+
+
+def snapshot(runtime_versions: dict[str, str]) -> dict:
+    """The environment snapshot stored with each run."""
+    vm = psutil.virtual_memory()
+    sw = psutil.swap_memory()
+    layout = cgroups.Layout.detect()
+    tools = {}
+    for name, argv in TOOLS.items():
+        tools[name] = (tool_version(argv) if argv else shutil.which(name)) or "missing"
+    return {
+        "virtbench": __version__,
+        "hostname": platform.node(),
+        "kernel": platform.release(),
+        "os": _os_release(),
+        "python": platform.python_version(),
+        "cpu_model": cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "cpus_allowed": sorted(os.sched_getaffinity(0)),
+        "smt": smt_active(),
+        "memory_bytes": vm.total,
+        "swap_bytes": sw.total,
+        "kvm": kvm_kind(),
+        "cgroup_version": {1: "v1 (hybrid)" if layout.unified else "v1", 2: "v2"}.get(
+            layout.version, "none"
+        ),
+        "runtimes": runtime_versions,
+        "tools": tools,
+    }
+
+
+def _os_release() -> str:
+    try:
+        for line in Path("/etc/os-release").read_text().splitlines():
+            if line.startswith("PRETTY_NAME="):
+                return line.split("=", 1)[1].strip('"')
+    except OSError:
+        pass
+    return platform.platform()
+
+
+class HostSampler:
+    """Samples host CPU idle %, MemAvailable % and swap free % every `interval` seconds
+    in a thread, and hands batches of (name, unix time, value) to `sink`."""
+
+    def __init__(self, sink: Callable[[list[tuple[str, float, float]]], None], interval: float = 1.0) -> None:
+        self.sink = sink
+        self.interval = interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="vb-sampler", daemon=True)
+
+    def start(self) -> HostSampler:
+        psutil.cpu_percent(None)  # prime the idle counter
+        self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            now = time.time()
+            cpu = psutil.cpu_times_percent(None)
+            vm = psutil.virtual_memory()
+            sw = psutil.swap_memory()
+            points = [
+                ("host.cpu_idle_pct", now, float(cpu.idle)),
+                ("host.mem_available_pct", now, 100.0 * vm.available / vm.total),
+                ("host.swap_free_pct", now, 100.0 - sw.percent if sw.total else 100.0),
+            ]
+            try:
+                self.sink(points)
+            except Exception:  # the sampler must never take a run down
+                return
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)

@@ -1,0 +1,55 @@
+"""Memory figures: PSS over an instance's host processes, host MemAvailable, cache drop.
+
+PSS (proportional set size) splits shared pages among the processes sharing them, so
+summing it over every host process an instance owns (VMM, shim, sandbox, the workload)
+does not double-count shared libraries. It comes from /proc/<pid>/smaps_rollup.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+
+def pss_bytes(pid: int) -> int | None:
+    """PSS of one process, or None if it is gone."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"Pss:"):
+                    return int(line.split()[1]) * 1024
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+    return None
+
+
+def pss_total(pids: Iterable[int]) -> int:
+    """PSS summed over `pids` (processes that vanished count as 0)."""
+    return sum(p for p in (pss_bytes(pid) for pid in pids) if p)
+
+
+def meminfo(path: Path = Path("/proc/meminfo")) -> dict[str, int]:
+    """/proc/meminfo as bytes."""
+    out = {}
+    for line in path.read_text().splitlines():
+        key, _, rest = line.partition(":")
+        fields = rest.split()
+        if fields:
+            out[key] = int(fields[0]) * (1024 if len(fields) > 1 else 1)
+    return out
+
+
+def mem_available() -> int:
+    return meminfo()["MemAvailable"]
+
+
+def drop_caches() -> bool:
+    """sync, then drop page cache, dentries and inodes (root only). False if not allowed."""
+    os.sync()
+    try:
+        with open("/proc/sys/vm/drop_caches", "w") as fh:
+            fh.write("3")
+    except OSError:
+        return False
+    return True

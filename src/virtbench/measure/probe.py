@@ -1,0 +1,103 @@
+"""The host side of the ready probe: a listener that timestamps `ready <instance>` datagrams.
+
+Instances signal readiness with one datagram, over UDP (when they have a network that
+reaches the host: loopback or the run's bridge) or over a unix datagram socket
+bind-mounted into them (instances without a network). A background thread receives
+them and stamps each with the host's monotonic clock the moment it returns from
+recv; guest clocks are never used.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import socket
+import threading
+import time
+from pathlib import Path
+
+UNIX_NAME = "probe.sock"
+
+
+class ProbeListener:
+    """Listens on 127.0.0.1:<port>, optional extra UDP addresses, and a unix socket."""
+
+    def __init__(self, unix_dir: Path, port: int = 0) -> None:
+        self.unix_dir = unix_dir
+        self.unix_name = UNIX_NAME
+        self._sel = selectors.DefaultSelector()
+        self._socks: list[socket.socket] = []
+        self._ready: dict[str, int] = {}
+        self._cond = threading.Condition()
+        self._stop_r, self._stop_w = os.pipe()
+        self._sel.register(self._stop_r, selectors.EVENT_READ)
+        lo = self._bind_udp("127.0.0.1", port)
+        self.port = lo.getsockname()[1]
+        unix_dir.mkdir(parents=True, exist_ok=True)
+        us = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        path = unix_dir / UNIX_NAME
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        us.bind(str(path))
+        os.chmod(path, 0o666)
+        self._add(us)
+        self._thread = threading.Thread(target=self._loop, name="vb-probe", daemon=True)
+        self._thread.start()
+
+    def _bind_udp(self, host: str, port: int) -> socket.socket:
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind((host, port))
+        self._add(s)
+        return s
+
+    def _add(self, s: socket.socket) -> None:
+        s.setblocking(False)
+        self._socks.append(s)
+        self._sel.register(s, selectors.EVENT_READ)
+
+    def add_udp(self, host: str) -> None:
+        """Also listen on `host` (e.g. the run's bridge address), same port. Idempotent."""
+        if any(s.family == socket.AF_INET and s.getsockname()[0] == host for s in self._socks):
+            return
+        self._bind_udp(host, self.port)
+
+    def _loop(self) -> None:
+        while True:
+            for key, _ in self._sel.select():
+                if key.fileobj == self._stop_r:
+                    return
+                sock = key.fileobj
+                assert isinstance(sock, socket.socket)
+                while True:
+                    try:
+                        data = sock.recv(512)
+                    except BlockingIOError:
+                        break
+                    t = time.monotonic_ns()
+                    parts = data.decode("ascii", "replace").split()
+                    if len(parts) == 2 and parts[0] == "ready":
+                        with self._cond:
+                            self._ready.setdefault(parts[1], t)
+                            self._cond.notify_all()
+
+    def wait(self, instance: str, timeout: float) -> int | None:
+        """Monotonic ns at which `instance` signalled ready, or None on timeout."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while instance not in self._ready:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                self._cond.wait(left)
+            return self._ready.pop(instance)
+
+    def close(self) -> None:
+        os.write(self._stop_w, b"x")
+        self._thread.join(timeout=5)
+        for s in self._socks:
+            s.close()
+        os.close(self._stop_r)
+        os.close(self._stop_w)
+        with contextlib.suppress(FileNotFoundError):
+            (self.unix_dir / UNIX_NAME).unlink()

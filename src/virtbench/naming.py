@@ -1,0 +1,61 @@
+"""Run ids and the `vb-<run-id>-...` names of everything virtbench creates.
+
+Interface names are limited to 15 characters, so run ids are 6 characters of
+[a-z0-9] and per-instance suffixes are short base-36 counters.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import string
+
+PREFIX = "vb-"
+RUN_ID_LEN = 6
+_ALPHABET = string.ascii_lowercase + string.digits
+RUN_ID_RE = re.compile(rf"^[a-z0-9]{{{RUN_ID_LEN}}}$")
+# Any name virtbench created: vb-<run-id>-<suffix>; group 1 is the run id.
+NAME_RE = re.compile(rf"^{PREFIX}([a-z0-9]{{{RUN_ID_LEN}}})-[a-z0-9.-]+$")
+IFNAMSIZ = 15
+
+
+def new_run_id() -> str:
+    """A fresh random run id (6 characters, starts with a letter)."""
+    first = secrets.choice(string.ascii_lowercase)
+    return first + "".join(secrets.choice(_ALPHABET) for _ in range(RUN_ID_LEN - 1))
+
+
+def is_run_id(text: str) -> bool:
+    return bool(RUN_ID_RE.match(text))
+
+
+def base36(n: int) -> str:
+    """`n` in base 36 with digits 0-9a-z (short instance suffixes)."""
+    if n < 0:
+        raise ValueError("negative")
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    out = ""
+    while True:
+        n, r = divmod(n, 36)
+        out = digits[r] + out
+        if n == 0:
+            return out
+
+
+def name(run_id: str, suffix: str) -> str:
+    """`vb-<run-id>-<suffix>`, the label every created object carries."""
+    return f"{PREFIX}{run_id}-{suffix}"
+
+
+def ifname(run_id: str, suffix: str) -> str:
+    """An interface name; raises if it would not fit IFNAMSIZ."""
+    text = name(run_id, suffix)
+    if len(text) > IFNAMSIZ:
+        raise ValueError(f"interface name {text!r} longer than {IFNAMSIZ} characters")
+    return text
+
+
+def run_id_of(text: str) -> str | None:
+    """The run id a `vb-<run-id>-...` name belongs to, or None if it is not ours."""
+    m = NAME_RE.match(text)
+    return m.group(1) if m else None

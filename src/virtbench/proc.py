@@ -1,0 +1,148 @@
+"""The one subprocess helper: argv lists only, own process group, timeout, TERM then KILL.
+
+Every external command virtbench runs goes through :func:`run` (wait for it) or
+:func:`spawn` (keep it running). Children get their own process group so a Ctrl-C
+at the terminal reaches virtbench only, and virtbench stops them in order.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from virtbench.errors import VirtbenchError
+
+
+@dataclass(frozen=True)
+class Result:
+    """Outcome of a finished command."""
+
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+
+    def brief(self) -> str:
+        """Last line of stderr (or stdout): what a one-line error should quote."""
+        text = (self.stderr or self.stdout).strip().splitlines()
+        return text[-1] if text else f"exit status {self.returncode}"
+
+
+class CommandError(VirtbenchError):
+    """A command exited non-zero or timed out."""
+
+    def __init__(self, result: Result, what: str | None = None) -> None:
+        self.result = result
+        name = what or os.path.basename(result.argv[0])
+        super().__init__(f"{name} failed: {result.brief()}")
+
+
+def kill_group(proc: subprocess.Popen, grace: float = 2.0) -> None:
+    """Send TERM to the child's process group, then KILL after `grace` seconds."""
+    if proc.poll() is not None:
+        return
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def wait(p: subprocess.Popen, timeout: float) -> int:
+    """Wait for `p` to exit, waking the moment it does (pidfd + poll).
+
+    Popen.wait(timeout=...) polls with an exponential back-off of up to 50 ms, which
+    would be added to every timed exit; a pidfd becomes readable exactly at exit.
+    Raises subprocess.TimeoutExpired like Popen.wait.
+    """
+    if p.returncode is not None:
+        return p.returncode
+    try:
+        fd = os.pidfd_open(p.pid)
+    except ProcessLookupError:
+        return p.wait()
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        if not poller.poll(max(0, int(timeout * 1000))):
+            raise subprocess.TimeoutExpired(p.args, timeout)
+    finally:
+        os.close(fd)
+    return p.wait()
+
+
+def run(
+    argv: Sequence[str],
+    *,
+    timeout: float = 60.0,
+    check: bool = True,
+    input: str | None = None,
+    env: Mapping[str, str] | None = None,
+    what: str | None = None,
+) -> Result:
+    """Run `argv` to completion and capture its output.
+
+    Raises CommandError on a non-zero exit when `check` is true, and always on timeout.
+    The child is killed (its whole process group) if this call is interrupted.
+    """
+    start = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=dict(env) if env is not None else None,
+            process_group=0,
+        )
+    except FileNotFoundError as exc:
+        raise VirtbenchError(f"{argv[0]}: command not found") from exc
+    try:
+        out, err = proc.communicate(input=input, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill_group(proc)
+        out, err = proc.communicate()
+        res = Result(tuple(argv), -9, out, err + f"\ntimed out after {timeout:g} s", timeout)
+        raise CommandError(res, what) from None
+    except BaseException:
+        kill_group(proc)
+        raise
+    res = Result(tuple(argv), proc.returncode, out, err, time.monotonic() - start)
+    if check and proc.returncode != 0:
+        raise CommandError(res, what)
+    return res
+
+
+def spawn(
+    argv: Sequence[str],
+    *,
+    stdout: int | None = None,
+    stderr: int | None = None,
+    env: Mapping[str, str] | None = None,
+    preexec: Callable[[], None] | None = None,
+) -> subprocess.Popen:
+    """Start `argv` in its own process group and return without waiting."""
+    try:
+        return subprocess.Popen(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=stdout if stdout is not None else subprocess.DEVNULL,
+            stderr=stderr if stderr is not None else subprocess.DEVNULL,
+            env=dict(env) if env is not None else None,
+            process_group=0,
+            preexec_fn=preexec,
+        )
+    except FileNotFoundError as exc:
+        raise VirtbenchError(f"{argv[0]}: command not found") from exc

@@ -1,0 +1,1 @@
+"""Presenting results: terminal tables now; plots and the HTML report later."""

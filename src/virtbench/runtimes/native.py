@@ -1,0 +1,74 @@
+"""`native`: the workload as a plain host process in its own cgroup (the baseline).
+
+Programs named by their path inside the rootfs (`/bin/vb-hello`) run from the host copy
+of the artifact, so native runs exactly the same binary the containers do. Native
+processes always use the host network.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+from pathlib import Path
+from typing import ClassVar
+
+from virtbench import cgroups, proc
+from virtbench.runtimes.base import Availability, Family, Instance, Runtime, RuntimeContext
+
+
+class Native(Runtime):
+    name = "native"
+    family = Family.PROCESS
+    description = "host process in its own cgroup"
+    networks: ClassVar[tuple[str, ...]] = ("host",)
+
+    def __init__(self, ctx: RuntimeContext) -> None:
+        super().__init__(ctx)
+        self._dirs: dict[str, list[Path]] = {}
+
+    @classmethod
+    def available(cls) -> Availability:
+        layout = cgroups.Layout.detect()
+        if layout.version == 0:
+            return Availability(False, reason="no cgroup hierarchy mounted", fix="mount cgroups")
+        if os.geteuid() != 0:
+            return Availability(False, reason="needs root for cgroups", fix="run as root")
+        return Availability(True, version=os.uname().release)
+
+    def _host_argv(self, inst: Instance) -> list[str]:
+        root = inst.spec.rootfs
+        out = []
+        for arg in inst.argv:
+            host = root / arg.lstrip("/") if arg.startswith("/") else None
+            out.append(str(host) if host is not None and host.is_file() else arg)
+        return out
+
+    def _prepare(self, inst: Instance) -> None:
+        self.ctx.state.record("cgroup", inst.name)
+        mem = inst.spec.memory_mib * 1024 * 1024 if inst.spec.memory_mib else None
+        self._dirs[inst.name] = cgroups.create(self.ctx.layout, inst.name, mem, inst.spec.cpus)
+
+    def _start(self, inst: Instance, detach: bool) -> None:
+        dirs = self._dirs.pop(inst.name)
+        env = {"PATH": "/usr/bin:/bin", "VIRTBENCH_INSTANCE": inst.name}
+        with open(inst.log_path, "ab") as log:
+            inst.proc = proc.spawn(
+                self._host_argv(inst),
+                stdout=log.fileno(),
+                stderr=log.fileno(),
+                env=env,
+                preexec=lambda: cgroups.enter(dirs),
+            )
+
+    def _stop(self, inst: Instance) -> None:
+        self._dirs.pop(inst.name, None)
+        p = inst.proc
+        if p is None:
+            return
+        if p.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(p.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            p.wait(timeout=10)

@@ -1,0 +1,125 @@
+"""A run's private bridge: one Linux bridge, one veth and one netns per instance.
+
+Traffic stays on this bridge: the host end has the first address of a free private
+subnet, instances get the next ones, and no routes or NAT lead anywhere else.
+Names: bridge `vb-<rid>-br`, netns `vb-<rid>-<n>` (the instance name), host-side veth
+`vb-<rid>-v<k>` where k is a short base-36 counter (interface names fit in 15 characters).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+from pathlib import Path
+
+from virtbench import naming, proc
+from virtbench.errors import VirtbenchError
+from virtbench.state import RunState
+
+# Candidate subnets, tried in order; the first that overlaps nothing on the host wins.
+CANDIDATES = [ipaddress.ip_network(f"10.{a}.{b}.0/22") for a in (231, 232, 233) for b in range(0, 256, 4)]
+NETNS_DIR = Path("/run/netns")
+
+
+def _used_networks() -> list[ipaddress.IPv4Network]:
+    used = []
+    for argv in (["ip", "-j", "-4", "addr"], ["ip", "-j", "-4", "route"]):
+        data = json.loads(proc.run(argv, timeout=10).stdout or "[]")
+        for item in data:
+            for a in item.get("addr_info", []):
+                used.append(ipaddress.ip_network(f"{a['local']}/{a['prefixlen']}", strict=False))
+            dst = item.get("dst")
+            if dst and dst != "default":
+                used.append(ipaddress.ip_network(dst if "/" in dst else f"{dst}/32", strict=False))
+    return used
+
+
+def pick_subnet(used: list[ipaddress.IPv4Network]) -> ipaddress.IPv4Network:
+    """The first candidate subnet overlapping none of `used`."""
+    for net in CANDIDATES:
+        if not any(net.overlaps(u) for u in used):
+            return net
+    raise VirtbenchError("no free private subnet for a virtbench bridge (10.231-233.x all in use)")
+
+
+class BridgeNetwork:
+    """Created on first use, removed by `close()` (and by `virtbench clean` by name)."""
+
+    def __init__(self, run_id: str, state: RunState) -> None:
+        self.run_id = run_id
+        self.state = state
+        self.bridge = naming.ifname(run_id, "br")
+        self.subnet: ipaddress.IPv4Network | None = None
+        self._hosts: list[ipaddress.IPv4Address] = []
+        self._next = 0
+        self._veth: dict[str, str] = {}
+        self._idx: dict[str, int] = {}
+        self._free: list[int] = []
+
+    @property
+    def host_ip(self) -> str:
+        assert self.subnet is not None
+        return str(self._hosts[0])
+
+    def ensure(self) -> None:
+        if self.subnet is not None:
+            return
+        self.subnet = pick_subnet(_used_networks())
+        self._hosts = list(self.subnet.hosts())
+        self.state.record("bridge", self.bridge, subnet=str(self.subnet))
+        proc.run(["ip", "link", "add", self.bridge, "type", "bridge"], what="ip link add bridge")
+        proc.run(["ip", "addr", "add", f"{self.host_ip}/{self.subnet.prefixlen}", "dev", self.bridge])
+        proc.run(["ip", "link", "set", self.bridge, "up"])
+
+    def attach(self, instance: str) -> tuple[Path, str]:
+        """Make netns `instance` with eth0 on the bridge; return (netns path, address)."""
+        self.ensure()
+        assert self.subnet is not None
+        if self._free:
+            idx = self._free.pop()
+        else:
+            self._next += 1
+            if self._next >= len(self._hosts):
+                raise VirtbenchError(f"bridge {self.bridge}: subnet {self.subnet} is full")
+            idx = self._next
+        ip = str(self._hosts[idx])
+        veth = naming.ifname(self.run_id, "v" + naming.base36(idx))
+        self.state.record("netns", instance)
+        self.state.record("veth", veth)
+        self._veth[instance], self._idx[instance] = veth, idx
+        proc.run(["ip", "netns", "add", instance], what="ip netns add")
+        proc.run(
+            ["ip", "-batch", "-"],
+            input=(
+                f"link add {veth} type veth peer name eth0 netns {instance}\n"
+                f"link set {veth} master {self.bridge} up\n"
+            ),
+            what="ip link add veth",
+        )
+        proc.run(
+            ["ip", "-n", instance, "-batch", "-"],
+            input=(
+                f"addr add {ip}/{self.subnet.prefixlen} dev eth0\n"
+                "link set lo up\nlink set eth0 up\n"
+                f"route add default via {self.host_ip}\n"
+            ),
+            what="ip netns setup",
+        )
+        return NETNS_DIR / instance, ip
+
+    def detach(self, instance: str) -> None:
+        """Delete the instance's netns (which removes its veth pair)."""
+        veth = self._veth.pop(instance, None)
+        idx = self._idx.pop(instance, None)
+        proc.run(["ip", "netns", "delete", instance], check=False)
+        if veth:
+            proc.run(["ip", "link", "delete", veth], check=False)
+        if idx is not None:
+            self._free.append(idx)
+
+    def close(self) -> None:
+        for instance in list(self._veth):
+            self.detach(instance)
+        if self.subnet is not None:
+            proc.run(["ip", "link", "delete", self.bridge], check=False)
+            self.subnet = None

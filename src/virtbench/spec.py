@@ -1,0 +1,260 @@
+"""Experiment specs: TOML files validated into typed models.
+
+A spec names the runtimes, instance options (with per-runtime overrides) and one or
+more experiments. Unknown keys, unknown runtimes and out-of-range values are rejected
+with one line that names the file, the field and what is allowed.
+
+    name = "quickstart"
+    runtimes = ["native", "runc", "crun"]
+    [instance]                # defaults for every instance
+    network = "none"          # none | host | bridge (native always uses the host's)
+    [runtime.runc]            # overrides for one runtime
+    network = "host"
+    [[experiment]]
+    type = "boot"
+    runs = 10
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from virtbench import runtimes, workloads
+from virtbench.errors import SpecError
+
+CPUSET_RE = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class InstanceOptions(_Model):
+    """Resources and network of every instance (fields left unset keep the default)."""
+
+    network: Literal["none", "host", "bridge"] = "none"
+    memory_mib: int | None = Field(default=None, ge=4, le=1 << 20)
+    cpus: str | None = None
+
+    @field_validator("cpus")
+    @classmethod
+    def _cpuset(cls, v: str | None) -> str | None:
+        if v is not None and not CPUSET_RE.match(v):
+            raise ValueError("must be a cpuset list like '0' or '0-1,3'")
+        return v
+
+
+class RuntimeOptions(_Model):
+    """Per-runtime overrides of [instance]."""
+
+    network: Literal["none", "host", "bridge"] | None = None
+    memory_mib: int | None = Field(default=None, ge=4, le=1 << 20)
+    cpus: str | None = None
+
+    _cpuset = field_validator("cpus")(InstanceOptions._cpuset.__func__)  # type: ignore[attr-defined]
+
+
+class BootExperiment(_Model):
+    """Time to boot: spawn -> exit for `hello`, spawn -> ready for `sleep`; then teardown."""
+
+    type: Literal["boot"]
+    workloads: list[Literal["hello", "sleep"]] = Field(default=["hello", "sleep"], min_length=1)
+    runs: int = Field(default=10, ge=1, le=100_000)
+    warmups: int = Field(default=2, ge=0, le=1000)
+    benchmark_times: int = Field(default=1, ge=1, le=10_000)
+    timeout_s: float = Field(default=60.0, gt=0, le=3600)
+
+
+class DensityExperiment(_Model):
+    """Start idle instances one after another up to `instances`; memory after each."""
+
+    type: Literal["density"]
+    workload: Literal["sleep"] = "sleep"
+    instances: int = Field(default=50, ge=1, le=100_000)
+    runs: int = Field(default=1, ge=1, le=1000)
+    instances_per_benchmark: int = Field(default=10, ge=1, le=100_000)
+    guard_available_pct: float = Field(default=10.0, ge=0, le=90)
+    guard_available_mib: int = Field(default=1024, ge=0)
+    timeout_s: float = Field(default=60.0, gt=0, le=3600)
+
+
+Experiment = Annotated[BootExperiment | DensityExperiment, Field(discriminator="type")]
+EXPERIMENT_TYPES = {"boot": BootExperiment, "density": DensityExperiment}
+
+
+class Spec(_Model):
+    """A whole spec file."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")
+    description: str = ""
+    runtimes: list[str] = Field(min_length=1)
+    instance: InstanceOptions = InstanceOptions()
+    runtime: dict[str, RuntimeOptions] = {}
+    experiment: list[Experiment] = Field(min_length=1)
+
+    @field_validator("runtimes")
+    @classmethod
+    def _known_runtimes(cls, v: list[str]) -> list[str]:
+        known = runtimes.names()
+        for i, name in enumerate(v):
+            if name not in known:
+                raise ValueError(f"[{i}] unknown runtime {name!r} (allowed: {', '.join(known)})")
+        if len(set(v)) != len(v):
+            raise ValueError("lists a runtime twice")
+        return v
+
+    @field_validator("runtime")
+    @classmethod
+    def _known_runtime_tables(cls, v: dict[str, RuntimeOptions]) -> dict[str, RuntimeOptions]:
+        known = runtimes.names()
+        for name in v:
+            if name not in known:
+                raise ValueError(f".{name} unknown runtime (allowed: {', '.join(known)})")
+        return v
+
+    def instance_for(self, runtime: str) -> InstanceOptions:
+        """[instance] with the runtime's overrides applied."""
+        over = self.runtime.get(runtime)
+        if over is None:
+            return self.instance
+        changes = {k: v for k, v in over.model_dump().items() if v is not None}
+        return self.instance.model_copy(update=changes)
+
+
+def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    """The model class a validation error location points into (for 'allowed' keys)."""
+    model: type[BaseModel] | None = Spec
+    i = 0
+    while model is not None and i < len(loc) - 1:
+        key = loc[i]
+        if model is Spec and key == "experiment":
+            model = EXPERIMENT_TYPES.get(loc[i + 2]) if len(loc) > i + 2 else None
+            i += 3
+        elif model is Spec and key == "instance":
+            model, i = InstanceOptions, i + 1
+        elif model is Spec and key == "runtime":
+            model, i = RuntimeOptions, i + 2
+        else:
+            return None
+    return model
+
+
+def _format_loc(loc: tuple[Any, ...]) -> str:
+    out = ""
+    skip_tag = False
+    for part in loc:
+        if skip_tag:
+            skip_tag = False
+            if part in EXPERIMENT_TYPES:
+                continue
+        if isinstance(part, int):
+            out += f"[{part}]"
+            skip_tag = True
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+def describe(err: ValidationError, where: str) -> str:
+    """One line for the first error: `<where>: <field>: <problem>`."""
+    e = err.errors()[0]
+    loc = tuple(e["loc"])
+    field = _format_loc(loc)
+    if e["type"] == "extra_forbidden":
+        model = _model_at(loc)
+        allowed = f" (allowed: {', '.join(model.model_fields)})" if model else ""
+        msg = f"unknown key{allowed}"
+    elif e["type"] == "union_tag_invalid":
+        msg = f"unknown experiment type (allowed: {', '.join(EXPERIMENT_TYPES)})"
+    elif e["type"] == "union_tag_not_found":
+        msg = f"missing 'type' (allowed: {', '.join(EXPERIMENT_TYPES)})"
+    elif e["type"] == "literal_error":
+        msg = f"got {e.get('input')!r}, expected {e['ctx']['expected']}"
+    else:
+        msg = e["msg"].removeprefix("Value error, ")
+        if msg.startswith(("[", ".")):  # validator pointing inside the field
+            field, msg = field + msg.split(" ", 1)[0], msg.split(" ", 1)[1]
+    return f"{where}: {field}: {msg}" if field else f"{where}: {msg}"
+
+
+def parse(data: dict[str, Any], where: str) -> Spec:
+    try:
+        return Spec.model_validate(data)
+    except ValidationError as err:
+        raise SpecError(describe(err, where)) from None
+
+
+def catalog_names() -> list[str]:
+    files = resources.files("virtbench.catalog")
+    return sorted(p.name.removesuffix(".toml") for p in files.iterdir() if p.name.endswith(".toml"))
+
+
+def load(name_or_path: str) -> tuple[Spec, dict[str, Any], str]:
+    """Load a spec file, or a catalog entry by name. Returns (spec, raw dict, where)."""
+    path = Path(name_or_path)
+    if path.suffix == ".toml" or path.exists():
+        if not path.is_file():
+            raise SpecError(f"{name_or_path}: no such spec file")
+        text, where = path.read_text(encoding="utf-8"), str(path)
+    elif name_or_path in catalog_names():
+        res = resources.files("virtbench.catalog") / f"{name_or_path}.toml"
+        text, where = res.read_text(encoding="utf-8"), f"catalog/{name_or_path}.toml"
+    else:
+        raise SpecError(
+            f"{name_or_path}: not a spec file or catalog entry "
+            f"(catalog: {', '.join(catalog_names())})"
+        )
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"{where}: {exc}") from None
+    return parse(data, where), data, where
+
+
+# CLI flag -> experiment field it overrides.
+FLAG_FIELDS = {
+    "--runs": "runs",
+    "--warmups": "warmups",
+    "--benchmark-times": "benchmark_times",
+    "--instances-per-benchmark": "instances_per_benchmark",
+    "--instances": "instances",
+    "--workloads": "workloads",
+}
+
+
+def with_overrides(
+    data: dict[str, Any], where: str, runtimes_: list[str] | None, flags: dict[str, Any]
+) -> Spec:
+    """Apply CLI flags to the raw spec and validate again; errors name the flag."""
+    data = {**data, "experiment": [dict(e) for e in data.get("experiment", [])]}
+    if runtimes_ is not None:
+        data["runtimes"] = runtimes_
+    for flag, value in flags.items():
+        if value is None:
+            continue
+        field = FLAG_FIELDS[flag]
+        targets = [
+            e for e in data["experiment"]
+            if field in EXPERIMENT_TYPES.get(e.get("type", ""), BootExperiment).model_fields
+        ]  # fmt: skip
+        if not targets:
+            kinds = sorted(k for k, m in EXPERIMENT_TYPES.items() if field in m.model_fields)
+            raise SpecError(f"{flag}: does not apply to this spec (applies to: {', '.join(kinds)})")
+        for e in targets:
+            e[field] = value
+    try:
+        return Spec.model_validate(data)
+    except ValidationError as err:
+        line = describe(err, where)
+        for flag, field in FLAG_FIELDS.items():
+            if flags.get(flag) is not None and f".{field}:" in line:
+                raise SpecError(f"{flag}: {line.split(': ', 2)[-1]}") from None
+        if runtimes_ is not None and ": runtimes" in line:
+            raise SpecError(f"--runtimes: {line.split(': ', 2)[-1]}") from None
+        raise SpecError(line) from None

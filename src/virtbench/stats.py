@@ -1,0 +1,65 @@
+"""Summaries that always carry their spread: median, mean, SD, CV, a 95% CI and n.
+
+The confidence interval is a percentile bootstrap of the median (2000 resamples with
+a fixed seed, so the same data always gives the same interval). With n < 3 there is
+no interval and the summary says so rather than inventing one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+BOOTSTRAP_RESAMPLES = 2000
+CONFIDENCE = 0.95
+
+
+@dataclass(frozen=True)
+class Summary:
+    n: int
+    median: float
+    mean: float
+    sd: float
+    cv: float  # SD / mean; nan when the mean is 0
+    ci_low: float  # 95% CI of the median; nan when n < 3
+    ci_high: float
+    minimum: float
+    maximum: float
+
+
+def bootstrap_ci(values: np.ndarray, seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap CI of the median."""
+    if len(values) < 3:
+        return math.nan, math.nan
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(values), size=(BOOTSTRAP_RESAMPLES, len(values)))
+    medians = np.median(values[idx], axis=1)
+    alpha = (1 - CONFIDENCE) / 2
+    lo, hi = np.quantile(medians, [alpha, 1 - alpha])
+    return float(lo), float(hi)
+
+
+def summarize(values: Sequence[float]) -> Summary:
+    """Summary of finite values (NaN and None are dropped before counting)."""
+    arr = np.asarray([v for v in values if v is not None and math.isfinite(v)], dtype=float)
+    if arr.size == 0:
+        nan = math.nan
+        return Summary(0, nan, nan, nan, nan, nan, nan, nan, nan)
+    mean = float(arr.mean())
+    sd = float(arr.std(ddof=1)) if arr.size > 1 else math.nan
+    cv = sd / mean if mean != 0 and not math.isnan(sd) else math.nan
+    lo, hi = bootstrap_ci(arr)
+    return Summary(
+        n=int(arr.size), median=float(np.median(arr)), mean=mean, sd=sd, cv=cv,
+        ci_low=lo, ci_high=hi, minimum=float(arr.min()), maximum=float(arr.max()),
+    )  # fmt: skip
+
+
+def slowdown(value: float, baseline: float, direction: str) -> float:
+    """How much worse `value` is than `baseline` (0.1 = 10% worse), whichever the direction."""
+    if direction == "lower":
+        return value / baseline - 1
+    return baseline / value - 1
