@@ -235,3 +235,7 @@ def clean(
 
 def main() -> None:
     app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,97 @@
+"""Integration fixtures: real runtimes, real cgroups, real networks (root)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import need
+from virtbench import cgroups, cleanup, runtimes
+from virtbench.artifacts import Artifact, build_minimal_rootfs
+from virtbench.measure.probe import ProbeListener
+from virtbench.paths import Paths
+from virtbench.runtimes.base import Runtime, RuntimeContext
+from virtbench.state import RunState
+
+VIRTBENCH = [sys.executable, "-m", "virtbench.cli"]
+pytestmark = pytest.mark.root
+
+
+@pytest.fixture(autouse=True)
+def _root() -> None:
+    need(os.geteuid() == 0, "integration tests need root")
+
+
+@pytest.fixture
+def paths(tmp_path: Path) -> Paths:
+    base = Paths.from_env()
+    return Paths(state=tmp_path / "state", cache=base.cache, guest_src=base.guest_src)
+
+
+@pytest.fixture(scope="session")
+def artifact() -> Artifact:
+    base = Paths.from_env()
+    return build_minimal_rootfs(base.guest_src, base.cache)
+
+
+@pytest.fixture
+def ctx(paths: Paths) -> Iterator[RuntimeContext]:
+    run_id = "t" + os.urandom(3).hex()[:5]
+    state = RunState(paths.run_dir(run_id)).open()
+    probe = ProbeListener(state.dir / "probe")
+    c = RuntimeContext(run_id, state, paths, cgroups.Layout.detect(), probe=probe)
+    yield c
+    if c.bridge is not None:
+        c.bridge.close()
+    probe.close()
+    state.close()
+    left = cleanup.scan(paths, run_id=run_id, include_live=True)
+    assert not left, f"leftovers after test: {[str(x) for x in left]}"
+
+
+def driver(name: str, ctx: RuntimeContext) -> Runtime:
+    cls = runtimes.get(name)
+    avail = cls.available()
+    need(avail.ok, f"runtime {name} unavailable: {avail.reason}")
+    return cls(ctx)
+
+
+def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [*VIRTBENCH, *args], capture_output=True, text=True, timeout=timeout,
+        env={**os.environ, **(env or {}), "COLUMNS": "200"},
+    )  # fmt: skip
+
+
+def labelled(run_id: str) -> list[str]:
+    """Everything on the host carrying the run's label, found independently of cleanup.py."""
+    found = []
+    for binary in ("runc", "crun"):
+        out = subprocess.run([binary, "list", "--format", "json"], capture_output=True, text=True)
+        for c in json.loads(out.stdout or "null") or []:
+            if c["id"].startswith(f"vb-{run_id}-"):
+                found.append(f"container {c['id']}")
+    for root in Path("/sys/fs/cgroup").iterdir():
+        parent = root / "virtbench"
+        if parent.is_dir():
+            found += [f"cgroup {d}" for d in parent.glob(f"vb-{run_id}-*")]
+    links = json.loads(subprocess.run(["ip", "-j", "link"], capture_output=True, text=True).stdout)
+    found += [f"link {l['ifname']}" for l in links if l["ifname"].startswith(f"vb-{run_id}-")]
+    if Path("/run/netns").is_dir():
+        found += [f"netns {n}" for n in os.listdir("/run/netns") if n.startswith(f"vb-{run_id}-")]
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            env = Path(f"/proc/{pid}/environ").read_bytes()
+        except OSError:
+            continue
+        if f"VIRTBENCH_INSTANCE=vb-{run_id}-".encode() in env:
+            found.append(f"process {pid}")
+    mounts = Path("/proc/self/mountinfo").read_text()
+    found += [f"mount {line.split()[4]}" for line in mounts.splitlines() if f"/vb-{run_id}-" in line]
+    return found

@@ -1,0 +1,140 @@
+"""`virtbench run` end to end on real runtimes, bad input, Ctrl-C, kill -9 and clean."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.integration.conftest import VIRTBENCH, cli, labelled
+from virtbench.store import Store
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    return {"VIRTBENCH_STATE_DIR": str(tmp_path / "state"), "VIRTBENCH_RESULTS": str(tmp_path / "results")}
+
+
+def run_id_of(output: str) -> str:
+    m = re.search(r"run ([a-z0-9]{6}) started", output)
+    assert m, output
+    return m.group(1)
+
+
+@pytest.mark.slow
+def test_boot_and_density_on_three_runtimes(env, tmp_path):
+    res = cli("run", "quickstart", "--runs", "3", "--warmups", "1", "--instances", "5",
+              "--instances-per-benchmark", "2", env=env)  # fmt: skip
+    assert res.returncode == 0, res.stderr + res.stdout
+    rid = run_id_of(res.stdout)
+    assert f"run {rid} completed" in res.stdout
+    assert "median" in res.stdout and "95% CI" in res.stdout and "CV" in res.stdout
+    store = Store(tmp_path / "results")
+    run = store.run(rid)
+    assert run.status == "completed"
+    assert run.environment["runtimes"].keys() == {"native", "runc", "crun"}
+    assert run.environment["kvm"] in ("none", "pvm", "nested", "hardware")
+    assert run.artifacts[0]["disk_bytes"] > 0 and len(run.artifacts[0]["digest"]) == 64
+    samples = [s for s in store.samples(rid) if not s.warmup]
+    for rt in ("native", "runc", "crun"):
+        exits = [s for s in samples if s.runtime == rt and s.metric == "boot.spawn_to_exit"]
+        readies = [s for s in samples if s.runtime == rt and s.metric == "boot.spawn_to_ready"]
+        assert len(exits) == 3 and len(readies) == 3, rt
+        assert all(s.value and 0 < s.value < 10_000 and not s.error for s in exits + readies)
+        # --runs applies to density too: three pile-ups of 5
+        pss = [s for s in samples if s.runtime == rt and s.metric == "density.pss"]
+        assert len(pss) == 15 and all(s.value > 0 for s in pss)
+        assert [s.background for s in pss if s.repetition == 2] == [0, 1, 2, 3, 4]
+        host = [s for s in samples if s.runtime == rt and s.metric == "density.host_per_instance"]
+        assert [s.background + 1 for s in host if s.repetition == 0] == [2, 4, 5]
+        reached = [s.value for s in samples if s.runtime == rt and s.metric == "density.reached"]
+        assert reached == [5.0, 5.0, 5.0]
+    assert all(s.params["network"] in ("none", "host") for s in samples)
+    names = {name for name, _, _ in store.series(rid)}
+    assert {"host.cpu_idle_pct", "host.mem_available_pct", "host.swap_free_pct"} <= names
+    assert not labelled(rid)
+    listed = cli("list", env=env)
+    assert rid in listed.stdout and "completed" in listed.stdout
+    shown = cli("show", rid, "--wide", env=env)
+    assert shown.returncode == 0 and "spawn_to_exit (hello)" in shown.stdout and "SD" in shown.stdout
+
+
+def test_bad_spec_is_one_line_and_starts_nothing(env, tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "bad"\nruntimes = ["crun"]\n[[experiment]]\ntype = "boot"\nrnus = 3\n')
+    res = cli("run", str(bad), env=env)
+    assert res.returncode != 0
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and "experiment[0].rnus: unknown key" in lines[0] and str(bad) in lines[0]
+    res = cli("run", "boot", "--runtimes", "native,crunn", env=env)
+    assert res.returncode != 0
+    assert res.stderr.strip().count("\n") == 0 and "unknown runtime 'crunn'" in res.stderr
+    assert "Traceback" not in res.stderr + res.stdout
+    assert not (tmp_path / "state" / "runs").exists() or not list((tmp_path / "state" / "runs").iterdir())
+    assert not (tmp_path / "results").exists()
+
+
+def start_density(env, instances: int) -> tuple[subprocess.Popen, str]:
+    p = subprocess.Popen(
+        [*VIRTBENCH, "run", "density", "--runtimes", "crun", "--instances", str(instances)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, **env},
+    )  # fmt: skip
+    assert p.stdout is not None
+    first = p.stdout.readline()
+    rid = run_id_of(first)
+    deadline = time.monotonic() + 60
+    while len([x for x in labelled(rid) if x.startswith("container")]) < 10:
+        assert time.monotonic() < deadline, "instances did not start"
+        assert p.poll() is None, p.stdout.read()
+        time.sleep(0.1)
+    return p, rid
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_everything_and_marks_interrupted(env, tmp_path):
+    p, rid = start_density(env, 400)
+    p.send_signal(signal.SIGINT)
+    out, _ = p.communicate(timeout=120)
+    assert p.returncode == 130, out
+    assert "interrupted" in out
+    assert not labelled(rid)
+    assert Store(tmp_path / "results").run(rid).status == "interrupted"
+    assert not (tmp_path / "state" / "runs" / rid).exists()
+
+
+@pytest.mark.slow
+def test_kill_9_then_clean_leaves_nothing(env, tmp_path):
+    p, rid = start_density(env, 400)
+    p.kill()
+    p.communicate(timeout=30)
+    assert labelled(rid), "the run should have left instances behind"
+    dry = cli("clean", "--dry-run", "--run", rid, env=env)
+    assert dry.returncode == 0 and "would remove container" in dry.stdout
+    assert labelled(rid)
+    res = cli("clean", env=env)
+    assert res.returncode == 0, res.stderr
+    assert f"run {rid} marked crashed" in res.stdout
+    assert not labelled(rid)
+    assert not (tmp_path / "state" / "runs" / rid).exists()
+    assert cli("clean", env=env).stdout.strip() == "nothing to clean"
+
+
+@pytest.mark.slow
+def test_bridge_network_run(env, tmp_path):
+    spec = tmp_path / "bridge.toml"
+    spec.write_text(
+        'name = "bridged"\nruntimes = ["runc", "crun"]\n[instance]\nnetwork = "bridge"\n'
+        '[[experiment]]\ntype = "boot"\nworkloads = ["sleep"]\nruns = 3\nwarmups = 0\n'
+    )
+    res = cli("run", str(spec), env=env)
+    assert res.returncode == 0, res.stderr + res.stdout
+    rid = run_id_of(res.stdout)
+    samples = Store(tmp_path / "results").samples(rid)
+    ready = [s for s in samples if s.metric == "boot.spawn_to_ready"]
+    assert len(ready) == 6 and all(s.value and s.params["network"] == "bridge" for s in ready)
+    assert not labelled(rid)

@@ -1,0 +1,85 @@
+"""Each driver against the real runtime: hello exits, sleepers signal ready over every
+network mode, limits land in the cgroup, and stop leaves nothing behind."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.integration.conftest import driver, labelled
+from virtbench import cgroups, naming
+from virtbench.runtimes.base import InstanceSpec, RuntimeContext
+from virtbench.workloads import hello, sleep
+
+RUNTIMES = ["native", "runc", "crun"]
+
+
+def spec(ctx: RuntimeContext, artifact, wl, n: int, **kw) -> InstanceSpec:
+    name = naming.name(ctx.run_id, naming.base36(n))
+    return InstanceSpec(name=name, argv=wl.argv(name), rootfs=artifact.path, **kw)
+
+
+@pytest.mark.parametrize("name", RUNTIMES)
+def test_hello_runs_to_exit(name, ctx, artifact):
+    rt = driver(name, ctx)
+    inst = rt.run_to_exit(spec(ctx, artifact, hello, 1), timeout=60)
+    try:
+        assert inst.exit_code == 0, inst.log_tail()
+        assert "hello from virtbench" in inst.log_path.read_text()
+        assert inst.t_exit_ns > inst.t_spawn_ns
+        assert (inst.t_exit_ns - inst.t_spawn_ns) / 1e9 < 10
+    finally:
+        rt.stop(inst)
+
+
+@pytest.mark.parametrize(
+    ("name", "network"),
+    [("native", "host"), ("runc", "none"), ("crun", "none"), ("runc", "host"), ("crun", "host"),
+     ("runc", "bridge"), ("crun", "bridge")],
+)  # fmt: skip
+def test_sleeper_signals_ready_and_stops_clean(name, network, ctx, artifact):
+    rt = driver(name, ctx)
+    s = spec(ctx, artifact, sleep, 2, network=network, memory_mib=32, cpus="0")
+    inst = rt.start(s, detach=True)
+    try:
+        t_ready = ctx.probe.wait(s.name, 30)
+        assert t_ready is not None, f"no ready signal: {inst.log_tail()}"
+        assert t_ready > inst.t_spawn_ns
+        pids = rt.pids(inst)
+        assert pids, "instance has no host processes"
+        mem_dir = ctx.layout.memory_dir(s.name)
+        assert int((mem_dir / "memory.limit_in_bytes").read_text()) == 32 * 1024 * 1024
+        cpuset = ctx.layout.v1["cpuset"] / cgroups.PARENT / s.name / "cpuset.cpus"
+        assert cpuset.read_text().strip() == "0"
+        assert rt.memory_bytes(inst) is not None
+        if network == "bridge":
+            assert inst.address and inst.address.startswith("10.")
+            assert any(f"link vb-{ctx.run_id}-br" == x for x in labelled(ctx.run_id))
+    finally:
+        seconds = rt.stop(inst)
+    assert seconds >= 0
+    time.sleep(0.05)
+    left = [x for x in labelled(ctx.run_id) if not x.endswith("-br")]
+    assert not left, left
+    assert rt.stop(inst) == 0.0  # idempotent
+
+
+@pytest.mark.parametrize("name", ["runc", "crun"])
+def test_failed_start_is_cleaned_up(name, ctx, artifact):
+    rt = driver(name, ctx)
+    s = InstanceSpec(name=naming.name(ctx.run_id, "9"), argv=("/bin/no-such-program",),
+                     rootfs=artifact.path)  # fmt: skip
+    with pytest.raises(Exception, match="no-such-program|failed"):
+        rt.start(s, detach=True)
+    assert not labelled(ctx.run_id)
+
+
+def test_stop_all_stops_many(ctx, artifact):
+    rt = driver("crun", ctx)
+    insts = [rt.start(spec(ctx, artifact, sleep, 10 + i), detach=True) for i in range(5)]
+    for inst in insts:
+        assert ctx.probe.wait(inst.name, 30) is not None
+    rt.stop_all()
+    assert not rt.instances
+    assert not labelled(ctx.run_id)

@@ -1,0 +1,46 @@
+from pathlib import Path
+
+from virtbench import cgroups
+from virtbench.measure import host, memory
+
+
+def test_kvm_kind(tmp_path: Path):
+    mods = tmp_path / "mod"
+    mods.mkdir()
+    assert host.kvm_kind(mods, tmp_path / "nokvm") == "none"
+    dev = tmp_path / "kvm"
+    dev.touch()
+    (mods / "kvm_pvm").mkdir()
+    assert host.kvm_kind(mods, dev) == "pvm"
+
+
+def test_meminfo_parses_bytes(tmp_path: Path):
+    f = tmp_path / "meminfo"
+    f.write_text("MemTotal:       1000 kB\nMemAvailable:    500 kB\nHugePages_Total:       0\n")
+    info = memory.meminfo(f)
+    assert info["MemTotal"] == 1024000 and info["MemAvailable"] == 512000
+    assert info["HugePages_Total"] == 0
+
+
+def test_cgroup_layout_detection(tmp_path: Path):
+    hybrid = tmp_path / "hybrid"
+    hybrid.write_text(
+        "cgroup /sys/fs/cgroup/memory cgroup rw,relatime,memory 0 0\n"
+        "cgroup /sys/fs/cgroup/cpu cgroup rw,relatime,cpu 0 0\n"
+        "cgroup2 /sys/fs/cgroup/unified cgroup2 rw 0 0\n"
+    )
+    lay = cgroups.Layout.detect(hybrid)
+    assert lay.version == 1 and lay.hybrid_without_hugetlb
+    assert lay.memory_dir("vb-x") == Path("/sys/fs/cgroup/memory/virtbench/vb-x")
+    v2 = tmp_path / "v2"
+    v2.write_text("cgroup2 /sys/fs/cgroup cgroup2 rw 0 0\n")
+    lay2 = cgroups.Layout.detect(v2)
+    assert lay2.version == 2 and not lay2.hybrid_without_hugetlb
+    assert lay2.dirs("vb-x") == [Path("/sys/fs/cgroup/virtbench/vb-x")]
+
+
+def test_pss_of_this_process_is_positive():
+    import os
+
+    assert memory.pss_total([os.getpid()]) > 0
+    assert memory.pss_bytes(2**22 + 12345) is None

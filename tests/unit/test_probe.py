@@ -1,0 +1,35 @@
+import socket
+import time
+from pathlib import Path
+
+from virtbench.measure.probe import ProbeListener
+
+
+def test_udp_and_unix_datagrams_are_timestamped_on_arrival(tmp_path: Path):
+    lst = ProbeListener(tmp_path / "probe")
+    try:
+        before = time.monotonic_ns()
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.sendto(b"ready vb-abc123-1", ("127.0.0.1", lst.port))
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s:
+            s.sendto(b"ready vb-abc123-2", str(tmp_path / "probe" / lst.unix_name))
+        t1 = lst.wait("vb-abc123-1", 5)
+        t2 = lst.wait("vb-abc123-2", 5)
+        assert t1 is not None and t2 is not None
+        assert before <= t1 <= time.monotonic_ns() and before <= t2
+    finally:
+        lst.close()
+    assert not (tmp_path / "probe" / lst.unix_name).exists()
+
+
+def test_garbage_is_ignored_and_wait_times_out(tmp_path: Path):
+    lst = ProbeListener(tmp_path / "probe")
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.sendto(b"hello there friend", ("127.0.0.1", lst.port))
+            s.sendto(b"ready", ("127.0.0.1", lst.port))
+        t0 = time.monotonic()
+        assert lst.wait("vb-abc123-9", 0.3) is None
+        assert time.monotonic() - t0 >= 0.29
+    finally:
+        lst.close()

@@ -1,0 +1,90 @@
+from pathlib import Path
+
+import pytest
+
+from virtbench import spec
+from virtbench.errors import SpecError
+
+BASE = {"name": "t", "runtimes": ["crun"], "experiment": [{"type": "boot"}]}
+
+
+def err(data) -> str:
+    with pytest.raises(SpecError) as exc:
+        spec.parse(data, "t.toml")
+    msg = str(exc.value)
+    assert "\n" not in msg
+    return msg
+
+
+def test_catalog_entries_all_parse():
+    names = spec.catalog_names()
+    assert {"quickstart", "boot", "density"} <= set(names)
+    for n in names:
+        s, _, where = spec.load(n)
+        assert s.runtimes and s.experiment and where.endswith(f"{n}.toml")
+
+
+def test_defaults_and_overrides_per_runtime():
+    s = spec.parse(
+        {**BASE, "instance": {"memory_mib": 64}, "runtime": {"crun": {"network": "host"}}}, "t"
+    )
+    assert s.instance_for("crun").network == "host"
+    assert s.instance_for("crun").memory_mib == 64
+    assert s.instance_for("runc").network == "none"
+
+
+def test_misspelt_key_names_file_field_and_allowed_keys():
+    msg = err({**BASE, "experiment": [{"type": "boot", "rnus": 3}]})
+    assert msg.startswith("t.toml: experiment[0].rnus: unknown key")
+    assert "runs" in msg and "warmups" in msg
+
+
+def test_unknown_runtime_lists_allowed():
+    msg = err({**BASE, "runtimes": ["native", "crnu"]})
+    assert msg.startswith("t.toml: runtimes[1]: unknown runtime 'crnu'")
+    assert "crun" in msg and "runc" in msg
+
+
+def test_unknown_top_level_and_nested_keys():
+    assert err({**BASE, "runtims": ["crun"]}).startswith("t.toml: runtims: unknown key")
+    assert "instance.netwrok: unknown key" in err({**BASE, "instance": {"netwrok": "none"}})
+    assert "runtime.rnuc" in err({**BASE, "runtime": {"rnuc": {}}})
+
+
+def test_bad_values():
+    assert "instance.network: got 'wifi'" in err({**BASE, "instance": {"network": "wifi"}})
+    assert "experiment[0].runs" in err({**BASE, "experiment": [{"type": "boot", "runs": 0}]})
+    assert "unknown experiment type" in err({**BASE, "experiment": [{"type": "bot"}]})
+    assert "missing 'type'" in err({**BASE, "experiment": [{}]})
+    assert "cpuset" in err({**BASE, "instance": {"cpus": "0;rm -rf /"}})
+    assert "lists a runtime twice" in err({**BASE, "runtimes": ["crun", "crun"]})
+
+
+def test_load_file_and_toml_syntax_error(tmp_path: Path):
+    good = tmp_path / "good.toml"
+    good.write_text('name = "g"\nruntimes = ["native"]\n[[experiment]]\ntype = "density"\n')
+    s, _, _ = spec.load(str(good))
+    assert s.experiment[0].type == "density"
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "g"\nruntimes = [\n')
+    with pytest.raises(SpecError, match=r"bad.toml: "):
+        spec.load(str(bad))
+    with pytest.raises(SpecError, match="no such spec file"):
+        spec.load(str(tmp_path / "missing.toml"))
+    with pytest.raises(SpecError, match="catalog: "):
+        spec.load("no-such-entry")
+
+
+def test_cli_overrides_name_the_flag():
+    _, raw, where = spec.load("quickstart")
+    s = spec.with_overrides(raw, where, ["crun"], {"--runs": 5, "--instances": 7})
+    assert s.runtimes == ["crun"]
+    assert s.experiment[0].runs == 5 and s.experiment[1].runs == 5  # every experiment with runs
+    assert s.experiment[1].instances == 7
+    with pytest.raises(SpecError, match=r"^--runs: "):
+        spec.with_overrides(raw, where, None, {"--runs": 0})
+    with pytest.raises(SpecError, match=r"^--runtimes: .*unknown runtime 'nope'"):
+        spec.with_overrides(raw, where, ["nope"], {})
+    _, boot_raw, w = spec.load("boot")
+    with pytest.raises(SpecError, match=r"^--instances: does not apply .*density"):
+        spec.with_overrides(boot_raw, w, None, {"--instances": 3})
