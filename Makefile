@@ -33,7 +33,7 @@ demo: setup
 
 # Strict: runtimes that setup installed must be present, so integration tests fail
 # rather than skip when one is missing.
-test: setup
+test: setup lint
 	VIRTBENCH_STRICT=1 $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 test-unit: $(STAMPS)/venv

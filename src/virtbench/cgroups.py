@@ -39,7 +39,11 @@ class Layout:
                 unified = mnt
             elif fstype == "cgroup":
                 for opt in opts:
-                    if opt in V1_CONTROLLERS or opt in ("hugetlb", "devices", "net_cls", "perf_event") or opt.startswith("name="):
+                    if (
+                        opt in V1_CONTROLLERS
+                        or opt in ("hugetlb", "devices", "net_cls", "perf_event")
+                        or opt.startswith("name=")
+                    ):
                         v1.setdefault(opt, mnt)
         if v1.get("memory"):
             return cls(1, v1, unified)

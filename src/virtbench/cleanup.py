@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import signal
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -140,8 +139,12 @@ def scan(
         parts = [p for p in mnt.split("/") if p]
         rid = next((r for r in map(ours, parts) if r), None)
         if rid is None and mnt.startswith(state_prefix):
-            candidate = mnt[len(state_prefix):].split("/", 1)[0]
-            if naming.is_run_id(candidate) and candidate not in live and run_id in (None, candidate):
+            candidate = mnt[len(state_prefix) :].split("/", 1)[0]
+            if (
+                naming.is_run_id(candidate)
+                and candidate not in live
+                and run_id in (None, candidate)
+            ):
                 rid = candidate
         if rid and not mnt.startswith(str(NETNS_DIR) + "/"):
             found.append(Leftover("mount", mnt, rid))

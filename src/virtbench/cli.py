@@ -16,7 +16,8 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rich.console import Console
 
-from virtbench import __version__, cgroups, cleanup, naming, spec as specmod
+from virtbench import __version__, cgroups, cleanup, naming
+from virtbench import spec as specmod
 from virtbench.errors import VirtbenchError
 from virtbench.paths import Paths
 from virtbench.store import Store
@@ -32,7 +33,8 @@ err = Console(stderr=True, highlight=False)
 
 F = TypeVar("F", bound=Callable[..., Any])
 ResultsOpt = Annotated[
-    Path, typer.Option("--results", help="Results directory (SQLite store).", envvar="VIRTBENCH_RESULTS")
+    Path,
+    typer.Option("--results", help="Results directory (SQLite store).", envvar="VIRTBENCH_RESULTS"),
 ]
 DEFAULT_RESULTS = Path("results")
 
@@ -107,14 +109,34 @@ def build() -> None:
 @app.command()
 @one_line_errors
 def run(
-    spec: Annotated[str, typer.Argument(help="Spec file (.toml) or catalog name (quickstart, boot, density).")],
-    runtimes: Annotated[str | None, typer.Option("--runtimes", help="Comma-separated runtimes, e.g. native,runc,crun.")] = None,
+    spec: Annotated[
+        str, typer.Argument(help="Spec file (.toml) or catalog name (quickstart, boot, density).")
+    ],
+    runtimes: Annotated[
+        str | None,
+        typer.Option("--runtimes", help="Comma-separated runtimes, e.g. native,runc,crun."),
+    ] = None,
     runs: Annotated[int | None, typer.Option("--runs", help="Repetitions.")] = None,
-    warmups: Annotated[int | None, typer.Option("--warmups", help="Warm-up repetitions (boot).")] = None,
-    benchmark_times: Annotated[int | None, typer.Option("--benchmark-times", help="Measurements per repetition (boot).")] = None,
-    instances_per_benchmark: Annotated[int | None, typer.Option("--instances-per-benchmark", help="Instances between host-memory measurements (density).")] = None,
-    instances: Annotated[int | None, typer.Option("--instances", help="Instances to start (density).")] = None,
-    workloads: Annotated[str | None, typer.Option("--workloads", help="Comma-separated workloads (boot: hello,sleep).")] = None,
+    warmups: Annotated[
+        int | None, typer.Option("--warmups", help="Warm-up repetitions (boot).")
+    ] = None,
+    benchmark_times: Annotated[
+        int | None, typer.Option("--benchmark-times", help="Measurements per repetition (boot).")
+    ] = None,
+    instances_per_benchmark: Annotated[
+        int | None,
+        typer.Option(
+            "--instances-per-benchmark",
+            help="Instances between host-memory measurements (density).",
+        ),
+    ] = None,
+    instances: Annotated[
+        int | None, typer.Option("--instances", help="Instances to start (density).")
+    ] = None,
+    workloads: Annotated[
+        str | None,
+        typer.Option("--workloads", help="Comma-separated workloads (boot: hello,sleep)."),
+    ] = None,
     results: ResultsOpt = DEFAULT_RESULTS,
 ) -> None:
     """Run an experiment spec and print its result tables."""
@@ -122,10 +144,13 @@ def run(
 
     _, raw, where = specmod.load(spec)
     flags = {
-        "--runs": runs, "--warmups": warmups, "--benchmark-times": benchmark_times,
-        "--instances-per-benchmark": instances_per_benchmark, "--instances": instances,
+        "--runs": runs,
+        "--warmups": warmups,
+        "--benchmark-times": benchmark_times,
+        "--instances-per-benchmark": instances_per_benchmark,
+        "--instances": instances,
         "--workloads": _csv(workloads, "--workloads"),
-    }  # fmt: skip
+    }
     parsed = specmod.with_overrides(raw, where, _csv(runtimes, "--runtimes"), flags)
     _require_root("run")
     store = Store(results)
@@ -160,14 +185,16 @@ def _show(store: Store, run_id: str, wide: bool = False) -> None:
         out.print(f"{level}: {message}", soft_wrap=True)
     env = record.environment
     if env:
+        versions = ", ".join(f"{k} {v}" for k, v in env.get("runtimes", {}).items())
         out.print(
-            f"[dim]host: {env.get('cpu_model')} x{env.get('cpu_count')}, kernel {env.get('kernel')}, "
-            f"cgroup {env.get('cgroup_version')}, kvm {env.get('kvm')}; "
-            f"runtimes {', '.join(f'{k} {v}' for k, v in env.get('runtimes', {}).items())}[/]",
+            f"[dim]host: {env.get('cpu_model')} x{env.get('cpu_count')}, "
+            f"kernel {env.get('kernel')}, cgroup {env.get('cgroup_version')}, "
+            f"kvm {env.get('kvm')}; runtimes {versions}[/]",
             soft_wrap=True,
         )
     for art in record.artifacts:
-        out.print(f"[dim]artifact {art['name']} {art['digest'][:16]}: {art['disk_bytes'] / 1024:.0f} KiB on disk[/]")
+        size = f"{art['disk_bytes'] / 1024:.0f} KiB on disk"
+        out.print(f"[dim]artifact {art['name']} {art['digest'][:16]}: {size}[/]")
 
 
 @app.command("list")

@@ -46,27 +46,39 @@ def runtime_checks() -> Iterator[Check]:
 
 def host_checks() -> Iterator[Check]:
     n = os.cpu_count() or 0
-    yield Check("cpus", "info" if n > 2 else "warn",
-                f"{n} online ({host.cpu_model()}); "
-                + ("clients can be pinned away from instances" if n > 2
-                   else "too few to pin clients away from instances: results say so"))  # fmt: skip
+    yield Check(
+        "cpus",
+        "info" if n > 2 else "warn",
+        f"{n} online ({host.cpu_model()}); "
+        + (
+            "clients can be pinned away from instances"
+            if n > 2
+            else "too few to pin clients away from instances: results say so"
+        ),
+    )
     smt = host.smt_active()
     yield Check("smt", "info", {True: "active", False: "off", None: "unknown"}[smt])
     vm, sw = psutil.virtual_memory(), psutil.swap_memory()
-    yield Check("memory", "info", f"{vm.total / GIB:.1f} GiB total, {vm.available / GIB:.1f} GiB available")
+    yield Check(
+        "memory", "info", f"{vm.total / GIB:.1f} GiB total, {vm.available / GIB:.1f} GiB available"
+    )
     yield Check("swap", "info", f"{sw.total / GIB:.1f} GiB" if sw.total else "none")
     layout = cgroups.Layout.detect()
     if layout.version == 0:
-        yield Check("cgroups", "fail", "no cgroup hierarchy mounted", "mount cgroup2 or v1 hierarchies")
+        yield Check(
+            "cgroups", "fail", "no cgroup hierarchy mounted", "mount cgroup2 or v1 hierarchies"
+        )
     elif layout.hybrid_without_hugetlb:
-        yield Check("cgroups", "warn", "v1 hybrid without hugetlb (crun refuses)", "virtbench setup")
+        yield Check(
+            "cgroups", "warn", "v1 hybrid without hugetlb (crun refuses)", "virtbench setup"
+        )
     else:
         kind = "v2" if layout.version == 2 else ("v1 (hybrid)" if layout.unified else "v1")
         yield Check("cgroups", "ok", kind)
     kvm = host.kvm_kind()
     meaning = {
         "none": "no /dev/kvm: VM runtimes emulate (TCG), results are functional only",
-        "pvm": "/dev/kvm is nested PVM: only the minimal guest boots under KVM; Linux guests need TCG",
+        "pvm": "nested PVM: only the minimal guest boots under KVM; Linux guests need TCG",
         "nested": "nested KVM: guests boot, timings include the outer hypervisor",
         "hardware": "hardware KVM",
     }[kvm]
@@ -76,7 +88,12 @@ def host_checks() -> Iterator[Check]:
 
 def self_checks() -> Iterator[Check]:
     if os.geteuid() != 0:
-        yield Check("root", "fail", "not root: runtimes, cgroups and networks need root", "sudo virtbench ...")
+        yield Check(
+            "root",
+            "fail",
+            "not root: runtimes, cgroups and networks need root",
+            "sudo virtbench ...",
+        )
     else:
         yield Check("root", "ok", "running as root")
     if shutil.which("musl-gcc"):

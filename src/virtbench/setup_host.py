@@ -19,6 +19,8 @@ def prepare(layout: cgroups.Layout | None = None) -> list[str]:
     if layout.hybrid_without_hugetlb:
         mnt = Path("/sys/fs/cgroup/hugetlb")
         mnt.mkdir(exist_ok=True)
-        proc.run(["mount", "-t", "cgroup", "-o", "hugetlb", "cgroup", str(mnt)], what="mount hugetlb")
+        proc.run(
+            ["mount", "-t", "cgroup", "-o", "hugetlb", "cgroup", str(mnt)], what="mount hugetlb"
+        )
         done.append(f"mounted the cgroup v1 hugetlb controller at {mnt} (crun needs it)")
     return done

@@ -25,7 +25,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from virtbench import runtimes, workloads
+from virtbench import runtimes
 from virtbench.errors import SpecError
 
 CPUSET_RE = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
@@ -240,9 +240,10 @@ def with_overrides(
             continue
         field = FLAG_FIELDS[flag]
         targets = [
-            e for e in data["experiment"]
+            e
+            for e in data["experiment"]
             if field in EXPERIMENT_TYPES.get(e.get("type", ""), BootExperiment).model_fields
-        ]  # fmt: skip
+        ]
         if not targets:
             kinds = sorted(k for k, m in EXPERIMENT_TYPES.items() if field in m.model_fields)
             raise SpecError(f"{flag}: does not apply to this spec (applies to: {', '.join(kinds)})")

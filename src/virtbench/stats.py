@@ -53,9 +53,16 @@ def summarize(values: Sequence[float]) -> Summary:
     cv = sd / mean if mean != 0 and not math.isnan(sd) else math.nan
     lo, hi = bootstrap_ci(arr)
     return Summary(
-        n=int(arr.size), median=float(np.median(arr)), mean=mean, sd=sd, cv=cv,
-        ci_low=lo, ci_high=hi, minimum=float(arr.min()), maximum=float(arr.max()),
-    )  # fmt: skip
+        n=int(arr.size),
+        median=float(np.median(arr)),
+        mean=mean,
+        sd=sd,
+        cv=cv,
+        ci_low=lo,
+        ci_high=hi,
+        minimum=float(arr.min()),
+        maximum=float(arr.max()),
+    )
 
 
 def slowdown(value: float, baseline: float, direction: str) -> float:

@@ -200,10 +200,16 @@ class Store:
     @staticmethod
     def _run(r: sqlite3.Row) -> RunRecord:
         return RunRecord(
-            id=r["id"], name=r["name"], created=r["created"], finished=r["finished"],
-            status=r["status"], argv=json.loads(r["argv"]), spec=json.loads(r["spec"]),
-            environment=json.loads(r["environment"]), artifacts=json.loads(r["artifacts"]),
-        )  # fmt: skip
+            id=r["id"],
+            name=r["name"],
+            created=r["created"],
+            finished=r["finished"],
+            status=r["status"],
+            argv=json.loads(r["argv"]),
+            spec=json.loads(r["spec"]),
+            environment=json.loads(r["environment"]),
+            artifacts=json.loads(r["artifacts"]),
+        )
 
     # --- samples, series, events ---------------------------------------------------------------
     def add_sample(self, run_id: str, s: Sample) -> None:

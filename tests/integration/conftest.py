@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from tests.conftest import need
+
 from virtbench import cgroups, cleanup, runtimes
 from virtbench.artifacts import Artifact, build_minimal_rootfs
 from virtbench.measure.probe import ProbeListener
@@ -62,11 +62,16 @@ def driver(name: str, ctx: RuntimeContext) -> Runtime:
     return cls(ctx)
 
 
-def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
+def cli(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 600
+) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [*VIRTBENCH, *args], capture_output=True, text=True, timeout=timeout,
+        [*VIRTBENCH, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
         env={**os.environ, **(env or {}), "COLUMNS": "200"},
-    )  # fmt: skip
+    )
 
 
 def labelled(run_id: str) -> list[str]:
@@ -82,7 +87,7 @@ def labelled(run_id: str) -> list[str]:
         if parent.is_dir():
             found += [f"cgroup {d}" for d in parent.glob(f"vb-{run_id}-*")]
     links = json.loads(subprocess.run(["ip", "-j", "link"], capture_output=True, text=True).stdout)
-    found += [f"link {l['ifname']}" for l in links if l["ifname"].startswith(f"vb-{run_id}-")]
+    found += [f"link {x['ifname']}" for x in links if x["ifname"].startswith(f"vb-{run_id}-")]
     if Path("/run/netns").is_dir():
         found += [f"netns {n}" for n in os.listdir("/run/netns") if n.startswith(f"vb-{run_id}-")]
     for pid in filter(str.isdigit, os.listdir("/proc")):
@@ -93,5 +98,7 @@ def labelled(run_id: str) -> list[str]:
         if f"VIRTBENCH_INSTANCE=vb-{run_id}-".encode() in env:
             found.append(f"process {pid}")
     mounts = Path("/proc/self/mountinfo").read_text()
-    found += [f"mount {line.split()[4]}" for line in mounts.splitlines() if f"/vb-{run_id}-" in line]
+    found += [
+        f"mount {line.split()[4]}" for line in mounts.splitlines() if f"/vb-{run_id}-" in line
+    ]
     return found

@@ -10,14 +10,17 @@ import time
 from pathlib import Path
 
 import pytest
-
 from tests.integration.conftest import VIRTBENCH, cli, labelled
+
 from virtbench.store import Store
 
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
-    return {"VIRTBENCH_STATE_DIR": str(tmp_path / "state"), "VIRTBENCH_RESULTS": str(tmp_path / "results")}
+    return {
+        "VIRTBENCH_STATE_DIR": str(tmp_path / "state"),
+        "VIRTBENCH_RESULTS": str(tmp_path / "results"),
+    }
 
 
 def run_id_of(output: str) -> str:
@@ -28,8 +31,19 @@ def run_id_of(output: str) -> str:
 
 @pytest.mark.slow
 def test_boot_and_density_on_three_runtimes(env, tmp_path):
-    res = cli("run", "quickstart", "--runs", "3", "--warmups", "1", "--instances", "5",
-              "--instances-per-benchmark", "2", env=env)  # fmt: skip
+    res = cli(
+        "run",
+        "quickstart",
+        "--runs",
+        "3",
+        "--warmups",
+        "1",
+        "--instances",
+        "5",
+        "--instances-per-benchmark",
+        "2",
+        env=env,
+    )
     assert res.returncode == 0, res.stderr + res.stdout
     rid = run_id_of(res.stdout)
     assert f"run {rid} completed" in res.stdout
@@ -61,7 +75,9 @@ def test_boot_and_density_on_three_runtimes(env, tmp_path):
     listed = cli("list", env=env)
     assert rid in listed.stdout and "completed" in listed.stdout
     shown = cli("show", rid, "--wide", env=env)
-    assert shown.returncode == 0 and "spawn_to_exit (hello)" in shown.stdout and "SD" in shown.stdout
+    assert (
+        shown.returncode == 0 and "spawn_to_exit (hello)" in shown.stdout and "SD" in shown.stdout
+    )
 
 
 def test_bad_spec_is_one_line_and_starts_nothing(env, tmp_path):
@@ -70,20 +86,27 @@ def test_bad_spec_is_one_line_and_starts_nothing(env, tmp_path):
     res = cli("run", str(bad), env=env)
     assert res.returncode != 0
     lines = res.stderr.strip().splitlines()
-    assert len(lines) == 1 and "experiment[0].rnus: unknown key" in lines[0] and str(bad) in lines[0]
+    assert (
+        len(lines) == 1 and "experiment[0].rnus: unknown key" in lines[0] and str(bad) in lines[0]
+    )
     res = cli("run", "boot", "--runtimes", "native,crunn", env=env)
     assert res.returncode != 0
     assert res.stderr.strip().count("\n") == 0 and "unknown runtime 'crunn'" in res.stderr
     assert "Traceback" not in res.stderr + res.stdout
-    assert not (tmp_path / "state" / "runs").exists() or not list((tmp_path / "state" / "runs").iterdir())
+    assert not (tmp_path / "state" / "runs").exists() or not list(
+        (tmp_path / "state" / "runs").iterdir()
+    )
     assert not (tmp_path / "results").exists()
 
 
 def start_density(env, instances: int) -> tuple[subprocess.Popen, str]:
     p = subprocess.Popen(
         [*VIRTBENCH, "run", "density", "--runtimes", "crun", "--instances", str(instances)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, **env},
-    )  # fmt: skip
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, **env},
+    )
     assert p.stdout is not None
     first = p.stdout.readline()
     rid = run_id_of(first)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import time
 
 import pytest
-
 from tests.integration.conftest import driver, labelled
+
 from virtbench import cgroups, naming
 from virtbench.runtimes.base import InstanceSpec, RuntimeContext
 from virtbench.workloads import hello, sleep
@@ -35,9 +35,16 @@ def test_hello_runs_to_exit(name, ctx, artifact):
 
 @pytest.mark.parametrize(
     ("name", "network"),
-    [("native", "host"), ("runc", "none"), ("crun", "none"), ("runc", "host"), ("crun", "host"),
-     ("runc", "bridge"), ("crun", "bridge")],
-)  # fmt: skip
+    [
+        ("native", "host"),
+        ("runc", "none"),
+        ("crun", "none"),
+        ("runc", "host"),
+        ("crun", "host"),
+        ("runc", "bridge"),
+        ("crun", "bridge"),
+    ],
+)
 def test_sleeper_signals_ready_and_stops_clean(name, network, ctx, artifact):
     rt = driver(name, ctx)
     s = spec(ctx, artifact, sleep, 2, network=network, memory_mib=32, cpus="0")
@@ -68,9 +75,10 @@ def test_sleeper_signals_ready_and_stops_clean(name, network, ctx, artifact):
 @pytest.mark.parametrize("name", ["runc", "crun"])
 def test_failed_start_is_cleaned_up(name, ctx, artifact):
     rt = driver(name, ctx)
-    s = InstanceSpec(name=naming.name(ctx.run_id, "9"), argv=("/bin/no-such-program",),
-                     rootfs=artifact.path)  # fmt: skip
-    with pytest.raises(Exception, match="no-such-program|failed"):
+    s = InstanceSpec(
+        name=naming.name(ctx.run_id, "9"), argv=("/bin/no-such-program",), rootfs=artifact.path
+    )
+    with pytest.raises(Exception, match=r"no-such-program|failed"):
         rt.start(s, detach=True)
     assert not labelled(ctx.run_id)
 

@@ -26,14 +26,21 @@ def test_required_fields_and_labels():
     assert cfg["annotations"]["org.virtbench.run"] == "abc123"
     assert cfg["linux"]["cgroupsPath"] == "/virtbench/vb-abc123-1"
     assert "VIRTBENCH_INSTANCE=vb-abc123-1" in cfg["process"]["env"]
-    assert {"destination": "/run/vb", "type": "bind",
-            "source": "/run/virtbench/runs/abc123/probe", "options": ["rbind", "rw"]} in cfg["mounts"]
+    assert {
+        "destination": "/run/vb",
+        "type": "bind",
+        "source": "/run/virtbench/runs/abc123/probe",
+        "options": ["rbind", "rw"],
+    } in cfg["mounts"]
 
 
 def test_network_modes():
     assert ns_types(make("none"))["network"] is None and "network" in ns_types(make("none"))
     assert "network" not in ns_types(make("host"))
-    assert ns_types(make("bridge", Path("/run/netns/vb-abc123-1")))["network"] == "/run/netns/vb-abc123-1"
+    assert (
+        ns_types(make("bridge", Path("/run/netns/vb-abc123-1")))["network"]
+        == "/run/netns/vb-abc123-1"
+    )
     assert "user" not in ns_types(make())
 
 

@@ -8,8 +8,16 @@ from virtbench.store import SCHEMA_VERSION, Sample, Store
 
 
 def sample(value, **kw) -> Sample:
-    base = dict(experiment="boot", metric="boot.spawn_to_exit", value=value, unit="ms",
-                direction="lower", runtime="crun", workload="hello", repetition=0)
+    base = dict(
+        experiment="boot",
+        metric="boot.spawn_to_exit",
+        value=value,
+        unit="ms",
+        direction="lower",
+        runtime="crun",
+        workload="hello",
+        repetition=0,
+    )
     return Sample(**{**base, **kw})
 
 

@@ -27,15 +27,22 @@ def _ms(ns: int) -> float:
     return ns / 1e6
 
 
-def measure_once(s: Session, runtime: str, workload: str, rep: int, warmup: bool, timeout: float) -> None:
+def measure_once(
+    s: Session, runtime: str, workload: str, rep: int, warmup: bool, timeout: float
+) -> None:
     """One boot of `workload` under `runtime`; records its samples (or a failed one)."""
     rt = s.runtimes[runtime]
     wl = workloads.get(workload)
     spec = s.instance_spec(runtime, wl.argv)
     base = dict(
-        experiment="boot", direction="lower", runtime=runtime, workload=workload,
-        repetition=rep, warmup=warmup, params=s.params(runtime),
-    )  # fmt: skip
+        experiment="boot",
+        direction="lower",
+        runtime=runtime,
+        workload=workload,
+        repetition=rep,
+        warmup=warmup,
+        params=s.params(runtime),
+    )
     if wl.ENDS == "exit":
         metric = "boot.spawn_to_exit"
         try:
@@ -58,8 +65,14 @@ def measure_once(s: Session, runtime: str, workload: str, rep: int, warmup: bool
     inst = None
     try:
         inst = rt.start(spec, detach=True)
-        s.record(Sample(metric="boot.spawn_to_started", unit="ms",
-                        value=_ms(inst.t_started_ns - inst.t_spawn_ns), **base))  # fmt: skip
+        s.record(
+            Sample(
+                metric="boot.spawn_to_started",
+                unit="ms",
+                value=_ms(inst.t_started_ns - inst.t_spawn_ns),
+                **base,
+            )
+        )
         t_ready = s.probe.wait(spec.name, timeout)
         if t_ready is None:
             raise InstanceError(f"{runtime}: no ready signal in {timeout:g} s: {inst.log_tail()}")
@@ -75,29 +88,23 @@ def measure_once(s: Session, runtime: str, workload: str, rep: int, warmup: bool
 
 def run(s: Session, cfg: BootExperiment) -> None:
     names = list(s.spec.runtimes)
-    skipped: set[str] = set()
     failures = dict.fromkeys(names, 0)
-    total = cfg.warmups + cfg.runs
-    for i in range(total):
+    for i in range(cfg.warmups + cfg.runs):
         warmup = i < cfg.warmups
-        rep = i - cfg.warmups if not warmup else i
-        order = names[i % len(names):] + names[: i % len(names)] if names else []
-        for runtime in order:
-            if runtime in skipped:
-                continue
+        rep = i if warmup else i - cfg.warmups
+        shift = i % len(names)
+        for runtime in names[shift:] + names[:shift]:
             for workload in cfg.workloads:
                 for _ in range(cfg.benchmark_times):
+                    if failures[runtime] >= MAX_CONSECUTIVE_FAILURES:
+                        break
                     try:
                         measure_once(s, runtime, workload, rep, warmup, cfg.timeout_s)
                         failures[runtime] = 0
                     except InstanceError as exc:
                         failures[runtime] += 1
-                        if failures[runtime] >= MAX_CONSECUTIVE_FAILURES:
-                            skipped.add(runtime)
-                            s.event("warning", f"boot: {runtime} skipped after "
-                                    f"{MAX_CONSECUTIVE_FAILURES} failures in a row: {exc}")  # fmt: skip
-                            break
-                if runtime in skipped:
-                    break
-        s.say(f"boot: {'warm-up' if warmup else 'repetition'} {rep + 1}/"
-              f"{cfg.warmups if warmup else cfg.runs} done")  # fmt: skip
+                        if failures[runtime] == MAX_CONSECUTIVE_FAILURES:
+                            msg = f"{MAX_CONSECUTIVE_FAILURES} failures in a row: {exc}"
+                            s.event("warning", f"boot: {runtime} skipped after {msg}")
+        kind, total = ("warm-up", cfg.warmups) if warmup else ("repetition", cfg.runs)
+        s.say(f"boot: {kind} {rep + 1}/{total} done")

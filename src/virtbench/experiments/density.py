@@ -41,11 +41,21 @@ def run_one(s: Session, cfg: DensityExperiment, runtime: str, rep: int) -> None:
     params = {**s.params(runtime), "instances_target": cfg.instances}
 
     def sample(metric: str, value: float | None, unit: str, background: int, **kw) -> None:
-        s.record(Sample(
-            experiment="density", metric=metric, value=value, unit=unit,
-            direction=kw.pop("direction", "lower"), runtime=runtime, workload=cfg.workload,
-            repetition=rep, background=background, params=params, **kw,
-        ))  # fmt: skip
+        s.record(
+            Sample(
+                experiment="density",
+                metric=metric,
+                value=value,
+                unit=unit,
+                direction=kw.pop("direction", "lower"),
+                runtime=runtime,
+                workload=cfg.workload,
+                repetition=rep,
+                background=background,
+                params=params,
+                **kw,
+            )
+        )
 
     def host_per_instance(n: int) -> None:
         memory.drop_caches()
@@ -62,8 +72,10 @@ def run_one(s: Session, cfg: DensityExperiment, runtime: str, rep: int) -> None:
         for i in range(cfg.instances):
             avail = memory.mem_available()
             if avail < limit:
-                reason = (f"memory guard: MemAvailable {avail / MIB:.0f} MiB < "
-                          f"{limit / MIB:.0f} MiB after {i} instances")  # fmt: skip
+                reason = (
+                    f"memory guard: MemAvailable {avail / MIB:.0f} MiB < "
+                    f"{limit / MIB:.0f} MiB after {i} instances"
+                )
                 break
             spec = s.instance_spec(runtime, wl.argv)
             try:
@@ -71,7 +83,9 @@ def run_one(s: Session, cfg: DensityExperiment, runtime: str, rep: int) -> None:
                 started.append(inst)
                 t_ready = s.probe.wait(spec.name, cfg.timeout_s)
                 if t_ready is None:
-                    raise InstanceError(f"no ready signal in {cfg.timeout_s:g} s: {inst.log_tail()}")
+                    raise InstanceError(
+                        f"no ready signal in {cfg.timeout_s:g} s: {inst.log_tail()}"
+                    )
             except InstanceError as exc:
                 sample("density.launch", None, "ms", i, error=str(exc))
                 reason = f"instance {i + 1} failed: {exc}"
@@ -83,10 +97,16 @@ def run_one(s: Session, cfg: DensityExperiment, runtime: str, rep: int) -> None:
             else:
                 sample("density.pss", None, "MiB", i, error="instance has no host processes")
             cg = rt.memory_bytes(inst)
-            sample("density.cgroup_memory", None if cg is None else cg / MIB, "MiB", i,
-                   error="" if cg is not None else "no memory cgroup")  # fmt: skip
-            sample("density.mem_available", memory.mem_available() / MIB, "MiB", i,
-                   direction="higher")  # fmt: skip
+            sample(
+                "density.cgroup_memory",
+                None if cg is None else cg / MIB,
+                "MiB",
+                i,
+                error="" if cg is not None else "no memory cgroup",
+            )
+            sample(
+                "density.mem_available", memory.mem_available() / MIB, "MiB", i, direction="higher"
+            )
             if len(started) % cfg.instances_per_benchmark == 0:
                 host_per_instance(len(started))
         if started and len(started) % cfg.instances_per_benchmark:

@@ -29,9 +29,7 @@ class Session:
     say: Callable[[str], None] = print
     _counter: int = 0
 
-    def instance_spec(
-        self, runtime: str, argv: Callable[[str], tuple[str, ...]]
-    ) -> InstanceSpec:
+    def instance_spec(self, runtime: str, argv: Callable[[str], tuple[str, ...]]) -> InstanceSpec:
         """A fresh instance name, its command (`argv(name)`), and the spec's options."""
         self._counter += 1
         opts = self.spec.instance_for(runtime)

@@ -106,7 +106,9 @@ class HostSampler:
     """Samples host CPU idle %, MemAvailable % and swap free % every `interval` seconds
     in a thread, and hands batches of (name, unix time, value) to `sink`."""
 
-    def __init__(self, sink: Callable[[list[tuple[str, float, float]]], None], interval: float = 1.0) -> None:
+    def __init__(
+        self, sink: Callable[[list[tuple[str, float, float]]], None], interval: float = 1.0
+    ) -> None:
         self.sink = sink
         self.interval = interval
         self._stop = threading.Event()

@@ -89,5 +89,7 @@ def runs_table(rows: list[tuple[RunRecord, int]]) -> Table:
     for run, n in rows:
         when = dt.datetime.fromtimestamp(run.created).strftime("%Y-%m-%d %H:%M:%S")
         exps = ",".join(e.get("type", "?") for e in run.spec.get("experiment", []))
-        t.add_row(run.id, run.name, when, run.status, ",".join(run.spec.get("runtimes", [])), exps, str(n))
+        t.add_row(
+            run.id, run.name, when, run.status, ",".join(run.spec.get("runtimes", [])), exps, str(n)
+        )
     return t

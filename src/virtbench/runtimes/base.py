@@ -134,7 +134,7 @@ class Runtime(ABC):
     def available(cls) -> Availability:
         """Can this runtime run here? Never raises."""
 
-    def _prepare(self, inst: Instance) -> None:
+    def _prepare(self, inst: Instance) -> None:  # noqa: B027 - optional hook
         """Untimed set-up before the launch call (bundle files, cgroups); may record to the
         ledger. Default: nothing."""
 

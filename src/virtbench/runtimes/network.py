@@ -17,7 +17,9 @@ from virtbench.errors import VirtbenchError
 from virtbench.state import RunState
 
 # Candidate subnets, tried in order; the first that overlaps nothing on the host wins.
-CANDIDATES = [ipaddress.ip_network(f"10.{a}.{b}.0/22") for a in (231, 232, 233) for b in range(0, 256, 4)]
+CANDIDATES = [
+    ipaddress.ip_network(f"10.{a}.{b}.0/22") for a in (231, 232, 233) for b in range(0, 256, 4)
+]
 NETNS_DIR = Path("/run/netns")
 
 
@@ -68,7 +70,9 @@ class BridgeNetwork:
         self._hosts = list(self.subnet.hosts())
         self.state.record("bridge", self.bridge, subnet=str(self.subnet))
         proc.run(["ip", "link", "add", self.bridge, "type", "bridge"], what="ip link add bridge")
-        proc.run(["ip", "addr", "add", f"{self.host_ip}/{self.subnet.prefixlen}", "dev", self.bridge])
+        proc.run(
+            ["ip", "addr", "add", f"{self.host_ip}/{self.subnet.prefixlen}", "dev", self.bridge]
+        )
         proc.run(["ip", "link", "set", self.bridge, "up"])
 
     def attach(self, instance: str) -> tuple[Path, str]:

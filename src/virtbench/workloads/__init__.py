@@ -1,9 +1,9 @@
 """Workloads: what runs inside an instance. One module each, with a fixed contract:
 
-    NAME            the name used in specs
-    ENDS            "exit" (the instance's exit is the measured event) or "ready"
-    argv(instance)  the command inside the instance, paths inside the artifact;
-                    `{probe}` stands for the ready-probe address the runtime fills in
+NAME            the name used in specs
+ENDS            "exit" (the instance's exit is the measured event) or "ready"
+argv(instance)  the command inside the instance, paths inside the artifact;
+                `{probe}` stands for the ready-probe address the runtime fills in
 """
 
 from __future__ import annotations
