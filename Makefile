@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMPS := .stamps
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test test-unit lint clean-venv
+.PHONY: setup demo test test-unit lint bench clean-venv
 
 setup: $(STAMPS)/deps $(STAMPS)/venv guest/build/vb-hello
 	@$(BIN)/virtbench setup
@@ -45,3 +45,7 @@ lint: $(STAMPS)/venv
 
 clean-venv:
 	rm -rf $(VENV) $(STAMPS)
+
+# Benchmarks of virtbench itself (print measured ratios; not part of `make test`).
+bench: setup
+	$(BIN)/python bench/boot_vs_hyperfine.py --runs 20

@@ -161,3 +161,20 @@ def test_bridge_network_run(env, tmp_path):
     ready = [s for s in samples if s.metric == "boot.spawn_to_ready"]
     assert len(ready) == 6 and all(s.value and s.params["network"] == "bridge" for s in ready)
     assert not labelled(rid)
+
+
+def test_memory_guard_stops_growth_and_says_why(env, tmp_path):
+    spec = tmp_path / "guard.toml"
+    spec.write_text(
+        'name = "guard"\nruntimes = ["crun"]\n[[experiment]]\ntype = "density"\n'
+        "instances = 5\nguard_available_mib = 100000000\n"
+    )
+    res = cli("run", str(spec), env=env)
+    assert res.returncode == 0, res.stderr + res.stdout
+    rid = run_id_of(res.stdout)
+    store = Store(tmp_path / "results")
+    reached = [s.value for s in store.samples(rid) if s.metric == "density.reached"]
+    assert reached == [0.0]
+    events = [m for _, _, m in store.events(rid)]
+    assert any("memory guard" in m and "after 0 instances" in m for m in events), events
+    assert not labelled(rid)

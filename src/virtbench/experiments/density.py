@@ -12,7 +12,7 @@ Every `instances_per_benchmark` instances (and at the end), drop caches again an
 The memory guard stops growth before the host runs short: when MemAvailable falls below
 `guard_available_pct` % of MemTotal or `guard_available_mib`, whichever is larger. Why
 growth stopped is stored as an event and as `density.reached` (instances running).
-Then every instance is stopped and the total teardown time recorded.
+Then every instance is stopped; `density.teardown_per_instance` is the mean stop time (ms).
 """
 
 from __future__ import annotations
@@ -119,7 +119,7 @@ def run_one(s: Session, cfg: DensityExperiment, runtime: str, rep: int) -> None:
     n = len(started)
     sample("density.reached", float(n), "instances", n, direction="higher")
     if n:
-        sample("density.teardown_all", teardown * 1e3 / n, "ms", n)
+        sample("density.teardown_per_instance", teardown * 1e3 / n, "ms", n)
     level = "info" if n == cfg.instances else "warning"
     s.event(level, f"density: {runtime} run {rep + 1}: stopped at {n} instances ({reason})")
 

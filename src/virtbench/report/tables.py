@@ -47,8 +47,10 @@ def summary_table(
     if any(s.error for rows in groups.values() for s in rows):
         cols.append("failed")
     for col in cols:
-        t.add_column(col, justify="left" if col in ("measure", "runtime") else "right")
+        left = col in ("measure", "runtime")
+        t.add_column(col, justify="left" if left else "right", no_wrap=col == "measure")
     order = {r: i for i, r in enumerate(runtime_order)}
+    several_workloads = len({k[4] for k in groups}) > 1
     for key in sorted(groups, key=lambda k: (k[1], k[4], order.get(k[3], 99))):
         experiment, metric, unit, runtime, workload = key
         if metric in NOT_SUMMARISED:
@@ -57,7 +59,9 @@ def summary_table(
         st = summarize([r.value for r in rows if not r.error])
         ci = f"{fmt(st.ci_low)}-{fmt(st.ci_high)}" if not math.isnan(st.ci_low) else "n<3"
         cv = f"{st.cv * 100:.1f}%" if not math.isnan(st.cv) else "-"
-        measure = f"{metric.removeprefix(experiment + '.')} ({workload})"
+        measure = metric.removeprefix(experiment + ".")
+        if several_workloads:
+            measure += f" ({workload})"
         row = [measure, runtime, f"{fmt(st.median)} {unit}", ci, cv, str(st.n)]
         if wide:
             row += [fmt(st.mean), fmt(st.sd), f"{fmt(st.minimum)}-{fmt(st.maximum)}"]

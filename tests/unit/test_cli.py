@@ -1,0 +1,34 @@
+"""CLI argument handling that needs no root: errors are one line and name the flag."""
+
+from typer.testing import CliRunner
+
+from virtbench.cli import app
+
+runner = CliRunner()
+
+
+def test_unknown_catalog_entry():
+    res = runner.invoke(app, ["run", "no-such-experiment"])
+    assert res.exit_code == 2
+    assert "not a spec file or catalog entry" in res.output and "quickstart" in res.output
+
+
+def test_flag_errors_name_the_flag():
+    res = runner.invoke(app, ["run", "boot", "--runs", "0"])
+    assert res.exit_code == 2 and "--runs:" in res.output
+    res = runner.invoke(app, ["run", "boot", "--instances", "5"])
+    assert res.exit_code == 2 and "--instances: does not apply" in res.output
+    res = runner.invoke(app, ["run", "boot", "--runtimes", ","])
+    assert res.exit_code == 2 and "--runtimes: give a comma-separated list" in res.output
+
+
+def test_clean_validates_run_id():
+    res = runner.invoke(app, ["clean", "--run", "../etc"])
+    assert res.exit_code == 2 and "--run: '../etc' is not a run id" in res.output
+
+
+def test_show_unknown_run(tmp_path):
+    res = runner.invoke(app, ["show", "zzz999", "--results", str(tmp_path)])
+    assert res.exit_code == 2 and "run 'zzz999' not found" in res.output
+    res = runner.invoke(app, ["list", "--results", str(tmp_path)])
+    assert res.exit_code == 0 and "no runs" in res.output
