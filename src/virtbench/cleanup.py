@@ -1,6 +1,6 @@
 """Find and remove everything a run left behind, by the `vb-<run-id>-` label alone.
 
-Kinds, in removal order: OCI containers (runc/crun state), processes (environment
+Kinds, in removal order: instances any runtime driver still lists, processes (environment
 VIRTBENCH_INSTANCE or membership in a labelled cgroup), cgroups, network namespaces,
 network links (bridges, veths), mounts, and the run's state directory (bundles,
 sockets, ledger). Runs whose lock is still held (alive) are never touched.
@@ -16,11 +16,10 @@ import signal
 from dataclasses import dataclass
 from pathlib import Path
 
-from virtbench import cgroups, naming, proc
+from virtbench import cgroups, naming, proc, runtimes
 from virtbench.paths import Paths
 from virtbench.state import is_alive
 
-OCI_RUNTIMES = ("runc", "crun")
 NETNS_DIR = Path("/run/netns")
 
 
@@ -42,13 +41,15 @@ def live_runs(paths: Paths) -> set[str]:
     return {d.name for d in paths.runs.iterdir() if d.is_dir() and is_alive(d)}
 
 
-def _containers(binary: str) -> list[str]:
-    if shutil.which(binary) is None:
-        return []
-    res = proc.run([binary, "list", "--format", "json"], check=False, timeout=30)
-    if res.returncode != 0 or not res.stdout.strip():
-        return []
-    return [c["id"] for c in (json.loads(res.stdout) or []) if "id" in c]
+def _instances() -> list[tuple[str, str]]:
+    """(runtime, instance name) for every instance any registered runtime holds."""
+    found = []
+    for name in runtimes.names():
+        try:
+            found += [(name, inst) for inst in runtimes.get(name).list_instances()]
+        except Exception:  # a broken driver must not stop the sweep of the others
+            continue
+    return found
 
 
 def _proc_label(pid: int, labelled_cgroups: set[str]) -> str | None:
@@ -114,10 +115,9 @@ def scan(
         return rid
 
     found: list[Leftover] = []
-    for binary in OCI_RUNTIMES:
-        for cid in _containers(binary):
-            if rid := ours(cid):
-                found.append(Leftover("container", cid, rid, binary))
+    for runtime, inst in _instances():
+        if rid := ours(inst):
+            found.append(Leftover("instance", inst, rid, runtime))
     cg_dirs = [d for d in _cgroup_dirs(layout) if ours(d.name)]
     cg_names = {d.name for d in cg_dirs}
     for pid in (int(p) for p in os.listdir("/proc") if p.isdigit()):
@@ -162,8 +162,8 @@ def remove(items: list[Leftover], layout: cgroups.Layout | None = None) -> list[
     by_kind: dict[str, list[Leftover]] = {}
     for it in items:
         by_kind.setdefault(it.kind, []).append(it)
-    for it in by_kind.get("container", []):
-        proc.run([it.detail, "delete", "--force", it.name], check=False, timeout=30)
+    for it in by_kind.get("instance", []):
+        runtimes.get(it.detail).remove_instance(it.name)
     for it in by_kind.get("process", []):
         with contextlib.suppress(ProcessLookupError):
             os.kill(int(it.name), signal.SIGKILL)

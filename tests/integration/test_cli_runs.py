@@ -137,7 +137,7 @@ def test_kill_9_then_clean_leaves_nothing(env, tmp_path):
     p.communicate(timeout=30)
     assert labelled(rid), "the run should have left instances behind"
     dry = cli("clean", "--dry-run", "--run", rid, env=env)
-    assert dry.returncode == 0 and "would remove container" in dry.stdout
+    assert dry.returncode == 0 and "would remove instance" in dry.stdout
     assert labelled(rid)
     res = cli("clean", env=env)
     assert res.returncode == 0, res.stderr

@@ -151,6 +151,18 @@ class Runtime(ABC):
         assert inst.proc is not None
         return proc.wait(inst.proc, timeout)
 
+    @classmethod
+    def list_instances(cls) -> list[str]:
+        """Names of every instance this runtime holds on the host, ours or not (for
+        `virtbench clean`, which keeps the `vb-<run-id>-` ones). Default: none, for
+        runtimes whose instances are plain processes found by cgroup or environment."""
+        return []
+
+    @classmethod
+    def remove_instance(cls, name: str) -> None:
+        """Force-remove a leftover instance by name (for `virtbench clean`)."""
+        del name  # runtimes without a registry of their own have nothing to remove
+
     def pids(self, inst: Instance) -> list[int]:
         """Host pids that belong to the instance (its cgroup's processes by default)."""
         return cgroups.procs(self.ctx.layout, inst.name)

@@ -179,7 +179,7 @@ class OciRuntime(Runtime):
         remove_tree(self._bundle_dir(inst))
 
     @classmethod
-    def list_names(cls) -> list[str]:
+    def list_instances(cls) -> list[str]:
         """Names of every container this runtime knows (for clean)."""
         if which(cls.binary) is None:
             return []
@@ -190,5 +190,5 @@ class OciRuntime(Runtime):
         return [c["id"] for c in data if "id" in c]
 
     @classmethod
-    def delete(cls, name: str) -> None:
+    def remove_instance(cls, name: str) -> None:
         proc.run([cls.binary, "delete", "--force", name], check=False, timeout=30)
