@@ -122,12 +122,6 @@ def create(layout: Layout, name: str, memory_bytes: int | None, cpus: str | None
     return made
 
 
-def enter(dirs: list[Path]) -> None:
-    """Move the calling process into each directory (used in a child before exec)."""
-    for d in dirs:
-        _write(d / "cgroup.procs", "0")
-
-
 def procs(layout: Layout, name: str) -> list[int]:
     """Host pids of every process in the instance's cgroup."""
     try:

@@ -12,7 +12,7 @@ import select
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from virtbench.errors import VirtbenchError
@@ -131,7 +131,6 @@ def spawn(
     stdout: int | None = None,
     stderr: int | None = None,
     env: Mapping[str, str] | None = None,
-    preexec: Callable[[], None] | None = None,
 ) -> subprocess.Popen:
     """Start `argv` in its own process group and return without waiting."""
     try:
@@ -142,7 +141,6 @@ def spawn(
             stderr=stderr if stderr is not None else subprocess.DEVNULL,
             env=dict(env) if env is not None else None,
             process_group=0,
-            preexec_fn=preexec,
         )
     except FileNotFoundError as exc:
         raise VirtbenchError(f"{argv[0]}: command not found") from exc

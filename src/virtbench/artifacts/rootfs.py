@@ -17,7 +17,7 @@ from virtbench import proc
 from virtbench.errors import VirtbenchError
 
 LAYOUT_VERSION = "1"
-PROGRAMS = ("vb-hello", "vb-sleep", "vb-ready")
+PROGRAMS = ("vb-hello", "vb-sleep", "vb-ready", "vb-cgexec")
 EMPTY_DIRS = ("proc", "sys", "dev", "tmp", "run/vb", "etc")
 
 
