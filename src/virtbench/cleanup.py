@@ -76,9 +76,9 @@ def _proc_label(pid: int, labelled_cgroups: set[str]) -> str | None:
 def _cgroup_dirs(layout: cgroups.Layout) -> list[Path]:
     out = []
     for root in layout.roots():
-        for base in (root / cgroups.PARENT, root):
-            if base.is_dir():
-                out.extend(d for d in base.iterdir() if d.is_dir() and naming.run_id_of(d.name))
+        base = root / cgroups.PARENT
+        if base.is_dir():
+            out.extend(d for d in base.iterdir() if d.is_dir() and naming.run_id_of(d.name))
     return out
 
 
@@ -135,18 +135,11 @@ def scan(
         if rid := ours(link.split("@", 1)[0]):
             found.append(Leftover("link", link.split("@", 1)[0], rid))
     state_prefix = str(paths.runs) + "/"
-    for mnt in _mounts():
-        parts = [p for p in mnt.split("/") if p]
-        rid = next((r for r in map(ours, parts) if r), None)
-        if rid is None and mnt.startswith(state_prefix):
-            candidate = mnt[len(state_prefix) :].split("/", 1)[0]
-            if (
-                naming.is_run_id(candidate)
-                and candidate not in live
-                and run_id in (None, candidate)
-            ):
-                rid = candidate
-        if rid and not mnt.startswith(str(NETNS_DIR) + "/"):
+    for mnt in _mounts():  # only mounts inside a run's state directory are ours
+        if not mnt.startswith(state_prefix):
+            continue
+        rid = mnt[len(state_prefix) :].split("/", 1)[0]
+        if naming.is_run_id(rid) and rid not in live and run_id in (None, rid):
             found.append(Leftover("mount", mnt, rid))
     if paths.runs.is_dir():
         for d in sorted(paths.runs.iterdir()):

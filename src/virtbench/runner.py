@@ -41,28 +41,29 @@ def check_available(names: list[str]) -> dict[str, str]:
 
 @contextlib.contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM ends a run like Ctrl-C does: through the same cleanup."""
+    """SIGTERM and SIGHUP (a closed terminal) end a run like Ctrl-C: through cleanup."""
 
     def handler(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
 
-    old = signal.signal(signal.SIGTERM, handler)
+    old = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, old)
+        for sig, h in old.items():
+            signal.signal(sig, h)
 
 
 @contextlib.contextmanager
 def uninterruptible() -> Iterator[None]:
     """Cleanup must finish: hold off Ctrl-C and SIGTERM while it runs."""
-    old_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    old_term = signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    sigs = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    old = {sig: signal.signal(sig, signal.SIG_IGN) for sig in sigs}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, old_int)
-        signal.signal(signal.SIGTERM, old_term)
+        for sig, h in old.items():
+            signal.signal(sig, h)
 
 
 def execute(
@@ -81,9 +82,6 @@ def execute(
         say(f"[yellow]warning[/]: {cleanup.summarize(leftovers)}; `virtbench clean` removes them")
     run_id = naming.new_run_id()
     state = RunState(paths.run_dir(run_id)).open()
-    store.create_run(run_id, spec.name, argv or sys.argv, spec.model_dump(mode="json"))
-    if started:
-        started(run_id)
     status = "failed"
     drivers: dict[str, Runtime] = {}
     ctx: RuntimeContext | None = None
@@ -91,6 +89,9 @@ def execute(
     sampler: HostSampler | None = None
     try:
         with sigterm_as_interrupt():
+            store.create_run(run_id, spec.name, argv or sys.argv, spec.model_dump(mode="json"))
+            if started:
+                started(run_id)
             store.set_environment(run_id, snapshot(versions))
             artifact = build_minimal_rootfs(paths.guest_src, paths.cache)
             store.add_artifact(run_id, artifact.to_dict())
@@ -110,25 +111,52 @@ def execute(
         with uninterruptible():
             if status == "interrupted":
                 say("[yellow]interrupted[/]: stopping every instance")
-            if sampler:
-                sampler.stop()
-            errors = []
-            for drv in drivers.values():
+            try:
+                errors = _teardown(run_id, store, paths, layout, sampler, drivers, ctx, probe)
+                for e in errors:
+                    store.add_event(run_id, "error", f"cleanup: {e}")
+            finally:
                 try:
-                    drv.stop_all()
-                except Exception as exc:
-                    errors.append(str(exc))
-            if ctx is not None and ctx.bridge is not None:
-                ctx.bridge.close()
-            if probe is not None:
-                probe.close()
-            rest = cleanup.scan(paths, run_id=run_id, layout=layout, include_live=True)
-            rest = [r for r in rest if r.kind != "state"]
-            if rest:  # belt and braces: anything a driver missed
-                errors += cleanup.remove(rest, layout)
-                store.add_event(run_id, "warning", f"cleanup removed {cleanup.summarize(rest)}")
-            for e in errors:
-                store.add_event(run_id, "error", f"cleanup: {e}")
-            store.finish_run(run_id, status)
-            state.close()
+                    store.finish_run(run_id, status)
+                finally:
+                    state.close()
     return run_id, status
+
+
+def _teardown(
+    run_id: str,
+    store: Store,
+    paths: Paths,
+    layout: cgroups.Layout,
+    sampler: HostSampler | None,
+    drivers: dict[str, Runtime],
+    ctx: RuntimeContext | None,
+    probe: ProbeListener | None,
+) -> list[str]:
+    """Stop everything of the run; each step runs even if an earlier one failed."""
+    errors: list[str] = []
+
+    def attempt(what: str, fn: Callable[[], object]) -> None:
+        try:
+            fn()
+        except Exception as exc:
+            errors.append(f"{what}: {exc}")
+
+    if sampler:
+        attempt("sampler", sampler.stop)
+    for name, drv in drivers.items():
+        attempt(f"stop {name}", drv.stop_all)
+    if ctx is not None and ctx.bridge is not None:
+        attempt("bridge", ctx.bridge.close)
+    if probe is not None:
+        attempt("probe", probe.close)
+
+    def sweep() -> None:  # belt and braces: anything a driver missed
+        rest = cleanup.scan(paths, run_id=run_id, layout=layout, include_live=True)
+        rest = [r for r in rest if r.kind != "state"]
+        if rest:
+            errors.extend(cleanup.remove(rest, layout))
+            store.add_event(run_id, "warning", f"cleanup removed {cleanup.summarize(rest)}")
+
+    attempt("sweep", sweep)
+    return errors

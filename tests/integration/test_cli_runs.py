@@ -108,8 +108,12 @@ def start_density(env, instances: int) -> tuple[subprocess.Popen, str]:
         env={**os.environ, **env},
     )
     assert p.stdout is not None
-    first = p.stdout.readline()
-    rid = run_id_of(first)
+    seen = ""
+    while not re.search(r"run ([a-z0-9]{6}) started", seen):  # a leftovers warning may come first
+        line = p.stdout.readline()
+        assert line, seen
+        seen += line
+    rid = run_id_of(seen)
     deadline = time.monotonic() + 60
     while len([x for x in labelled(rid) if x.startswith("container")]) < 10:
         assert time.monotonic() < deadline, "instances did not start"
@@ -139,12 +143,12 @@ def test_kill_9_then_clean_leaves_nothing(env, tmp_path):
     dry = cli("clean", "--dry-run", "--run", rid, env=env)
     assert dry.returncode == 0 and "would remove instance" in dry.stdout
     assert labelled(rid)
-    res = cli("clean", env=env)
+    res = cli("clean", "--run", rid, env=env)
     assert res.returncode == 0, res.stderr
     assert f"run {rid} marked crashed" in res.stdout
     assert not labelled(rid)
     assert not (tmp_path / "state" / "runs" / rid).exists()
-    assert cli("clean", env=env).stdout.strip() == "nothing to clean"
+    assert cli("clean", "--run", rid, env=env).stdout.strip() == "nothing to clean"
 
 
 @pytest.mark.slow

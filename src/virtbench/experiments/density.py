@@ -88,6 +88,8 @@ def run_one(s: Session, cfg: DensityExperiment, runtime: str, rep: int) -> None:
                     )
             except InstanceError as exc:
                 sample("density.launch", None, "ms", i, error=str(exc))
+                if started and started[-1].name == spec.name:  # never ready: not counted
+                    rt.stop(started.pop())
                 reason = f"instance {i + 1} failed: {exc}"
                 break
             sample("density.launch", (t_ready - inst.t_spawn_ns) / 1e6, "ms", i)

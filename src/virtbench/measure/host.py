@@ -115,11 +115,11 @@ class HostSampler:
         self._thread = threading.Thread(target=self._loop, name="vb-sampler", daemon=True)
 
     def start(self) -> HostSampler:
-        psutil.cpu_percent(None)  # prime the idle counter
         self._thread.start()
         return self
 
     def _loop(self) -> None:
+        psutil.cpu_times_percent(None)  # prime (psutil keeps this state per thread)
         while not self._stop.wait(self.interval):
             now = time.time()
             cpu = psutil.cpu_times_percent(None)

@@ -200,6 +200,9 @@ class Runtime(ABC):
             self._prepare(inst)
             inst.t_spawn_ns = time.monotonic_ns()
             self._start(inst, detach)
+        except OSError as exc:  # e.g. a cpuset the host does not have
+            self.stop(inst)
+            raise InstanceError(f"{self.name}: cannot start {spec.name}: {exc}") from None
         except BaseException:
             self.stop(inst)
             raise
