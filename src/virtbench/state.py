@@ -38,19 +38,6 @@ class RunState:
         with open(self.dir / "ledger.jsonl", "a", encoding="utf-8") as fh:
             fh.write(line + "\n")
 
-    def ledger(self) -> list[dict]:
-        """Everything recorded so far (an unreadable last line from a crash is ignored)."""
-        path = self.dir / "ledger.jsonl"
-        if not path.exists():
-            return []
-        out = []
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-        return out
-
     def close(self, remove: bool = True) -> None:
         """Release the lock and (by default) delete the state directory."""
         if self._lock_fd is not None:

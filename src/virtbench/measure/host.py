@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import platform
 import shutil
-import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -17,7 +16,8 @@ from pathlib import Path
 
 import psutil
 
-from virtbench import __version__, cgroups
+from virtbench import __version__, cgroups, proc
+from virtbench.errors import VirtbenchError
 
 
 def cpu_model() -> str:
@@ -49,8 +49,8 @@ def tool_version(argv: list[str]) -> str | None:
     if shutil.which(argv[0]) is None:
         return None
     try:
-        out = subprocess.run(argv, capture_output=True, text=True, timeout=10, check=False)
-    except (OSError, subprocess.TimeoutExpired):
+        out = proc.run(argv, timeout=10, check=False)
+    except VirtbenchError:
         return None
     text = (out.stdout or out.stderr).strip().splitlines()
     return text[0] if text else None
