@@ -143,9 +143,12 @@ def memory_bytes(layout: Layout, name: str) -> int | None:
 
 def kill_and_remove(path: Path, timeout: float = 5.0) -> bool:
     """SIGKILL every process in `path` (and below), then rmdir bottom-up. True if gone."""
-    if not path.exists():
+    try:
+        with os.scandir(path) as it:
+            children = [Path(e.path) for e in it if e.is_dir(follow_symlinks=False)]
+    except FileNotFoundError:  # gone already (e.g. the runtime's own delete removed it)
         return True
-    for sub in sorted((p for p in path.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
+    for sub in children:
         kill_and_remove(sub, timeout)
     deadline = time.monotonic() + timeout
     while True:

@@ -204,7 +204,10 @@ class Runtime(ABC):
             self.stop(inst)
             raise InstanceError(f"{self.name}: cannot start {spec.name}: {exc}") from None
         except BaseException:
-            self.stop(inst)
+            # Ctrl-C or a driver error: clean up, but never let a clean-up error hide
+            # the original one (the run's teardown sweeps anything left by label).
+            with contextlib.suppress(Exception):
+                self.stop(inst)
             raise
         inst.t_started_ns = time.monotonic_ns()
         return inst
