@@ -9,7 +9,10 @@ PACKAGES=(
   # Python environment
   python3 python3-venv
   # runtimes
-  runc crun
+  runc crun runsc
+  docker.io containerd iptables
+  podman conmon containernetworking-plugins golang-github-containers-common
+  lxc lxd systemd-container
   # host tools: networks, processes, mounts, timing by hand
   iproute2 procps util-linux hyperfine
 )

@@ -123,12 +123,16 @@ def create(layout: Layout, name: str, memory_bytes: int | None, cpus: str | None
 
 
 def procs(layout: Layout, name: str) -> list[int]:
-    """Host pids of every process in the instance's cgroup."""
-    try:
-        text = (layout.memory_dir(name) / "cgroup.procs").read_text()
-    except OSError:
-        return []
-    return [int(x) for x in text.split()]
+    """Host pids of every process in the instance's cgroup and the cgroups below it
+    (engines such as docker or lxc nest their own cgroups under the one we give them)."""
+    found: list[int] = []
+    for dirpath, _dirs, _files in os.walk(layout.memory_dir(name)):
+        try:
+            text = (Path(dirpath) / "cgroup.procs").read_text()
+        except OSError:
+            continue
+        found += [int(x) for x in text.split()]
+    return found
 
 
 def memory_bytes(layout: Layout, name: str) -> int | None:

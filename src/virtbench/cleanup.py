@@ -1,9 +1,11 @@
 """Find and remove everything a run left behind, by the `vb-<run-id>-` label alone.
 
-Kinds, in removal order: instances any runtime driver still lists, processes (environment
-VIRTBENCH_INSTANCE or membership in a labelled cgroup), cgroups, network namespaces,
-network links (bridges, veths), mounts, and the run's state directory (bundles,
-sockets, ledger). Runs whose lock is still held (alive) are never touched.
+Kinds, in removal order: instances any runtime driver still lists, the engine images and
+networks drivers list, processes (environment VIRTBENCH_INSTANCE or membership in a
+labelled cgroup), cgroups, network namespaces, network links (bridges, veths), mounts,
+daemons a crashed run started (pid and start time from its ledger), and the run's state
+directory (bundles, sockets, ledger). Runs whose lock is still held (alive) are never
+touched.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 
 from virtbench import cgroups, naming, proc, runtimes
 from virtbench.paths import Paths
+from virtbench.runtimes import daemon
 from virtbench.state import is_alive
 
 NETNS_DIR = Path("/run/netns")
@@ -41,15 +44,30 @@ def live_runs(paths: Paths) -> set[str]:
     return {d.name for d in paths.runs.iterdir() if d.is_dir() and is_alive(d)}
 
 
-def _instances() -> list[tuple[str, str]]:
-    """(runtime, instance name) for every instance any registered runtime holds."""
+ENGINE_KINDS = ("instance", "image", "network", "volume")
+
+
+def _engine_objects() -> list[tuple[str, str, str]]:
+    """(runtime, kind, name) for everything any registered runtime's engine holds."""
     found = []
     for name in runtimes.names():
         try:
-            found += [(name, inst) for inst in runtimes.get(name).list_instances()]
+            found += [(name, k, n) for k, n in runtimes.get(name).list_objects()]
         except Exception:  # a broken driver must not stop the sweep of the others
             continue
     return found
+
+
+def _daemons(run_dir: Path) -> list[tuple[str, int, int | None]]:
+    """(name, pid, start time) of the daemons a run's ledger says it started."""
+    out = []
+    with contextlib.suppress(OSError):
+        for line in (run_dir / "ledger.jsonl").read_text().splitlines():
+            with contextlib.suppress(ValueError, KeyError):
+                rec = json.loads(line)
+                if rec["kind"] == "daemon-pid":
+                    out.append((rec["name"], int(rec["pid"]), rec.get("start")))
+    return out
 
 
 def _proc_label(pid: int, labelled_cgroups: set[str]) -> str | None:
@@ -66,10 +84,11 @@ def _proc_label(pid: int, labelled_cgroups: set[str]) -> str | None:
             text = Path(f"/proc/{pid}/cgroup").read_text()
         except OSError:
             return None
-        for line in text.splitlines():
-            leaf = line.rsplit("/", 1)[-1]
-            if leaf in labelled_cgroups:
-                return leaf
+        for line in text.splitlines():  # engines nest cgroups below ours: any component
+            path = line.split(":", 2)[-1]
+            for part in path.split("/"):
+                if part in labelled_cgroups:
+                    return part
     return None
 
 
@@ -115,9 +134,9 @@ def scan(
         return rid
 
     found: list[Leftover] = []
-    for runtime, inst in _instances():
-        if rid := ours(inst):
-            found.append(Leftover("instance", inst, rid, runtime))
+    for runtime, kind, obj in _engine_objects():
+        if rid := ours(obj):
+            found.append(Leftover(kind, obj, rid, runtime))
     cg_dirs = [d for d in _cgroup_dirs(layout) if ours(d.name)]
     cg_names = {d.name for d in cg_dirs}
     for pid in (int(p) for p in os.listdir("/proc") if p.isdigit()):
@@ -144,6 +163,9 @@ def scan(
     if paths.runs.is_dir():
         for d in sorted(paths.runs.iterdir()):
             if naming.is_run_id(d.name) and d.name not in live and run_id in (None, d.name):
+                for name, pid, start in _daemons(d):
+                    if start is not None and daemon.start_time(pid) == start:
+                        found.append(Leftover("daemon", str(pid), d.name, f"{name} {start}"))
                 found.append(Leftover("state", str(d), d.name))
     return found
 
@@ -155,8 +177,12 @@ def remove(items: list[Leftover], layout: cgroups.Layout | None = None) -> list[
     by_kind: dict[str, list[Leftover]] = {}
     for it in items:
         by_kind.setdefault(it.kind, []).append(it)
-    for it in by_kind.get("instance", []):
-        runtimes.get(it.detail).remove_instance(it.name)
+    for kind in ENGINE_KINDS:
+        for it in by_kind.get(kind, []):
+            try:
+                runtimes.get(it.detail).remove_object(kind, it.name)
+            except Exception as exc:  # keep going: the rest must still be removed
+                errors.append(f"{kind} {it.name}: {exc}")
     for it in by_kind.get("process", []):
         with contextlib.suppress(ProcessLookupError):
             os.kill(int(it.name), signal.SIGKILL)
@@ -175,6 +201,8 @@ def remove(items: list[Leftover], layout: cgroups.Layout | None = None) -> list[
         res = proc.run(["umount", "-l", it.name], check=False)
         if res.returncode != 0 and "not mounted" not in res.stderr:
             errors.append(f"mount {it.name}: {res.brief()}")
+    for it in by_kind.get("daemon", []):
+        daemon.stop_recorded(int(it.name), int(it.detail.rsplit(" ", 1)[1]))
     for it in by_kind.get("state", []):
         shutil.rmtree(it.name, ignore_errors=True)
         if Path(it.name).exists():

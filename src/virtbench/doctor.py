@@ -32,9 +32,11 @@ class Check:
 
 
 def runtime_checks() -> Iterator[Check]:
-    for name in runtimes.names():
+    """One line per runtime and per variant (docker:crun, podman:runsc, ...)."""
+    for name in runtimes.labels():
         try:
-            avail = runtimes.get(name).available()
+            cls = runtimes.get(name)
+            avail = cls.available(cls.Options(**runtimes.options_for(name, {})))
         except Exception as exc:  # a broken third-party driver must not break doctor
             yield Check(f"runtime {name}", "fail", f"driver failed to load: {exc}")
             continue

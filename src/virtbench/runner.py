@@ -27,15 +27,16 @@ from virtbench.state import RunState
 from virtbench.store import Store
 
 
-def check_available(names: list[str]) -> dict[str, str]:
-    """Versions of the named runtimes; raises naming the first that cannot run here."""
+def check_available(spec: Spec) -> dict[str, str]:
+    """Versions of the spec's runtimes; raises naming the first that cannot run here."""
     versions = {}
-    for name in names:
-        avail = runtimes.get(name).available()
+    for label in spec.runtimes:
+        cls = runtimes.get(label)
+        avail = cls.available(cls.Options(**spec.options_for(label)))
         if not avail.ok:
             fix = f"; fix: {avail.fix}" if avail.fix else ""
-            raise RuntimeUnavailable(f"runtime {name} is not available: {avail.reason}{fix}")
-        versions[name] = avail.version
+            raise RuntimeUnavailable(f"runtime {label} is not available: {avail.reason}{fix}")
+        versions[label] = avail.version
     return versions
 
 
@@ -75,7 +76,7 @@ def execute(
     started: Callable[[str], None] | None = None,
 ) -> tuple[str, str]:
     """Run `spec`; returns (run id, final status). KeyboardInterrupt is re-raised after cleanup."""
-    versions = check_available(spec.runtimes)
+    versions = check_available(spec)
     layout = cgroups.Layout.detect()
     leftovers = cleanup.scan(paths, layout=layout)
     if leftovers:
@@ -97,7 +98,8 @@ def execute(
             store.add_artifact(run_id, artifact.to_dict())
             probe = ProbeListener(state.dir / "probe")
             ctx = RuntimeContext(run_id, state, paths, layout, probe=probe)
-            drivers = {name: runtimes.get(name)(ctx) for name in spec.runtimes}
+            tables = {k: dict(t.model_extra or {}) for k, t in spec.runtime.items()}
+            drivers = {label: runtimes.create(label, ctx, tables) for label in spec.runtimes}
             sampler = HostSampler(lambda pts: store.add_series(run_id, pts)).start()
             session = Session(run_id, spec, store, artifact, probe, drivers, say=say)
             for exp in spec.experiment:
@@ -145,7 +147,9 @@ def _teardown(
     if sampler:
         attempt("sampler", sampler.stop)
     for name, drv in drivers.items():
-        attempt(f"stop {name}", drv.stop_all)
+        attempt(f"stop {name}", drv.close)
+    if ctx is not None:
+        attempt("daemons", ctx.daemons.close)
     if ctx is not None and ctx.bridge is not None:
         attempt("bridge", ctx.bridge.close)
     if probe is not None:

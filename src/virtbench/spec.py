@@ -51,7 +51,10 @@ class InstanceOptions(_Model):
 
 
 class RuntimeOptions(_Model):
-    """Per-runtime overrides of [instance]."""
+    """Per-runtime overrides of [instance], plus the driver's own options (e.g. docker's
+    `oci_runtime`, runsc's `platform`), which the driver's `Options` model validates."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
 
     network: Literal["none", "host", "bridge"] | None = None
     memory_mib: int | None = Field(default=None, ge=4, le=1 << 20)
@@ -101,10 +104,11 @@ class Spec(_Model):
     @field_validator("runtimes")
     @classmethod
     def _known_runtimes(cls, v: list[str]) -> list[str]:
-        known = runtimes.names()
-        for i, name in enumerate(v):
-            if name not in known:
-                raise ValueError(f"[{i}] unknown runtime {name!r} (allowed: {', '.join(known)})")
+        for i, label in enumerate(v):
+            try:
+                runtimes.check_label(label)
+            except ValueError as exc:
+                raise ValueError(f"[{i}] {exc}") from None
         if len(set(v)) != len(v):
             raise ValueError("lists a runtime twice")
         return v
@@ -112,19 +116,44 @@ class Spec(_Model):
     @field_validator("runtime")
     @classmethod
     def _known_runtime_tables(cls, v: dict[str, RuntimeOptions]) -> dict[str, RuntimeOptions]:
-        known = runtimes.names()
-        for name in v:
-            if name not in known:
-                raise ValueError(f".{name} unknown runtime (allowed: {', '.join(known)})")
+        for label, table in v.items():
+            try:
+                runtimes.check_label(label)
+            except ValueError as exc:
+                raise ValueError(f".{label} {exc}") from None
+            driver = runtimes.get(label)
+            extra = dict(table.model_extra or {})
+            try:
+                driver.Options.model_validate(runtimes.options_for(label, {label: extra}))
+            except ValidationError as err:
+                e = err.errors()[0]
+                key = ".".join(str(p) for p in e["loc"])
+                if e["type"] == "extra_forbidden":
+                    allowed = [*RuntimeOptions.model_fields, *driver.Options.model_fields]
+                    msg = f"unknown key (allowed: {', '.join(allowed)})"
+                elif e["type"] == "literal_error":
+                    msg = f"got {e.get('input')!r}, expected {e['ctx']['expected']}"
+                else:
+                    msg = e["msg"].removeprefix("Value error, ")
+                raise ValueError(f".{label}.{key} {msg}") from None
         return v
 
+    def options_for(self, label: str) -> dict[str, Any]:
+        """The driver options of `label` (tables for its name and its label, then variant)."""
+        tables = {k: dict(t.model_extra or {}) for k, t in self.runtime.items()}
+        return runtimes.options_for(label, tables)
+
     def instance_for(self, runtime: str) -> InstanceOptions:
-        """[instance] with the runtime's overrides applied."""
-        over = self.runtime.get(runtime)
-        if over is None:
-            return self.instance
-        changes = {k: v for k, v in over.model_dump().items() if v is not None}
-        return self.instance.model_copy(update=changes)
+        """[instance] with the runtime's overrides applied ([runtime.<name>], then the
+        label's own table, e.g. [runtime."docker:crun"])."""
+        opts = self.instance
+        base = runtimes.split(runtime)[0]
+        for key in dict.fromkeys((base, runtime)):
+            over = self.runtime.get(key)
+            if over is not None:
+                fields = over.model_dump(include=set(RuntimeOptions.model_fields))
+                opts = opts.model_copy(update={k: v for k, v in fields.items() if v is not None})
+        return opts
 
 
 def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:

@@ -47,6 +47,9 @@ def ctx(paths: Paths) -> Iterator[RuntimeContext]:
     probe = ProbeListener(state.dir / "probe")
     c = RuntimeContext(run_id, state, paths, cgroups.Layout.detect(), probe=probe)
     yield c
+    for d in reversed(_DRIVERS.pop(id(c), [])):
+        d.close()
+    c.daemons.close()
     if c.bridge is not None:
         c.bridge.close()
     probe.close()
@@ -55,11 +58,18 @@ def ctx(paths: Paths) -> Iterator[RuntimeContext]:
     assert not left, f"leftovers after test: {[str(x) for x in left]}"
 
 
-def driver(name: str, ctx: RuntimeContext) -> Runtime:
-    cls = runtimes.get(name)
-    avail = cls.available()
-    need(avail.ok, f"runtime {name} unavailable: {avail.reason}")
-    return cls(ctx)
+_DRIVERS: dict[int, list[Runtime]] = {}
+
+
+def driver(label: str, ctx: RuntimeContext, **options: object) -> Runtime:
+    """The driver for `label` on `ctx`; closed (instances stopped, set-up undone) with ctx."""
+    cls = runtimes.get(label)
+    opts = cls.Options(**{**runtimes.options_for(label, {}), **options})
+    avail = cls.available(opts)
+    need(avail.ok, f"runtime {label} unavailable: {avail.reason}")
+    rt = cls(ctx, opts, label=label)
+    _DRIVERS.setdefault(id(ctx), []).append(rt)
+    return rt
 
 
 def cli(

@@ -2,13 +2,17 @@
 
 Adding a runtime is one module plus one line here. Third-party drivers register through
 the `virtbench.runtimes` entry-point group (name = "module:Class").
+
+A runtime *label* is a name, optionally with a variant: `docker:crun` is the `docker`
+driver with its variant option (`oci_runtime`) set to `crun`. Labels are what specs,
+the CLI and every sample use.
 """
 
 from __future__ import annotations
 
 import importlib
 from importlib.metadata import entry_points
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from virtbench.runtimes.base import Runtime
@@ -17,6 +21,12 @@ BUILTIN: dict[str, str] = {
     "native": "virtbench.runtimes.native:Native",
     "runc": "virtbench.runtimes.runc:Runc",
     "crun": "virtbench.runtimes.crun:Crun",
+    "runsc": "virtbench.runtimes.runsc:Runsc",
+    "docker": "virtbench.runtimes.docker:Docker",
+    "podman": "virtbench.runtimes.podman:Podman",
+    "lxc": "virtbench.runtimes.lxc:Lxc",
+    "lxd": "virtbench.runtimes.lxd:Lxd",
+    "nspawn": "virtbench.runtimes.nspawn:Nspawn",
 }
 
 
@@ -28,12 +38,70 @@ def _all() -> dict[str, str]:
 
 
 def names() -> list[str]:
-    """Every runtime name virtbench knows (available here or not)."""
+    """Every runtime name virtbench knows (available here or not), without variants."""
     return list(_all())
 
 
-def get(name: str) -> type[Runtime]:
-    """The driver class for `name` (KeyError if unknown)."""
-    target = _all()[name]
+def split(label: str) -> tuple[str, str | None]:
+    """`docker:crun` -> ("docker", "crun"); `runc` -> ("runc", None)."""
+    base, sep, variant = label.partition(":")
+    return base, (variant if sep else None)
+
+
+def get(label: str) -> type[Runtime]:
+    """The driver class for a name or label (KeyError if the name is unknown)."""
+    target = _all()[split(label)[0]]
     module, _, attr = target.partition(":")
     return getattr(importlib.import_module(module), attr)
+
+
+def check_label(label: str) -> None:
+    """Raise ValueError naming what is wrong with a runtime label."""
+    base, variant = split(label)
+    if base not in _all():
+        raise ValueError(f"unknown runtime {label!r} (allowed: {', '.join(names())})")
+    if variant is None:
+        return
+    cls = get(base)
+    if cls.variant_option is None:
+        raise ValueError(f"runtime {base} has no variants ({label!r})")
+    if variant not in cls.variants:
+        raise ValueError(
+            f"unknown variant {label!r} (allowed: "
+            + ", ".join(f"{base}:{v}" for v in cls.variants)
+            + ")"
+        )
+
+
+def labels() -> list[str]:
+    """Every name plus every declared variant label (for doctor and error messages)."""
+    out = []
+    for base in names():
+        out.append(base)
+        try:
+            cls = get(base)
+        except Exception:  # a broken third-party driver is reported by doctor
+            continue
+        out += [f"{base}:{v}" for v in cls.variants if v != cls.default_variant]
+    return out
+
+
+def options_for(label: str, tables: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Driver options for `label`: `[runtime.<name>]`, then `[runtime."<label>"]`, then the
+    variant itself."""
+    base, variant = split(label)
+    merged: dict[str, Any] = {}
+    merged.update(tables.get(base, {}))
+    if label != base:
+        merged.update(tables.get(label, {}))
+    if variant is not None:
+        opt = get(base).variant_option
+        assert opt is not None
+        merged[opt] = variant
+    return merged
+
+
+def create(label: str, ctx: Any, tables: dict[str, dict[str, Any]] | None = None) -> Runtime:
+    """Instantiate the driver for `label` with its options."""
+    cls = get(label)
+    return cls(ctx, cls.Options(**options_for(label, tables or {})), label=label)

@@ -1,9 +1,15 @@
 """The Runtime protocol: a small driver lifecycle with the bookkeeping in the base class.
 
-A driver fills in `_start` (launch, detached or foreground), `_wait` and `_stop`.
-The public `start`/`run_to_exit`/`stop` own timing, the run's ledger, the ready-probe
-address, bridge networking, cgroup removal and idempotency. Every instance a Runtime
-started is tracked until stopped, and `stop_all` is what a `finally:` calls.
+A driver fills in `_start` (launch, detached or foreground), `_wait` and `_stop`, and
+optionally `_setup` (once per run, untimed: start a daemon, import an image) and
+`_close` (undo `_setup`). The public `start`/`run_to_exit`/`stop` own timing, the run's
+ledger, the ready-probe address, bridge networking, cgroup removal and idempotency. Every
+instance a Runtime started is tracked until stopped, and `close` (from the run's
+`finally:`) stops them all and then undoes the set-up.
+
+Drivers declare their spec options as a pydantic model `Options` (the keys allowed in a
+spec's `[runtime.<name>]` table) and may name one option as the variant picked by a
+label such as `docker:crun`.
 
 Timeline of one instance (host monotonic clock, ns):
   (prepare)  untimed: bundle files, cgroups, network namespace
@@ -25,6 +31,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
+from pydantic import BaseModel, ConfigDict
+
 from virtbench import cgroups, proc
 from virtbench.errors import InstanceError, SpecError
 
@@ -33,6 +41,7 @@ if TYPE_CHECKING:
 
     from virtbench.measure.probe import ProbeListener
     from virtbench.paths import Paths
+    from virtbench.runtimes.daemon import Daemons
     from virtbench.runtimes.network import BridgeNetwork
     from virtbench.state import RunState
 
@@ -110,10 +119,22 @@ class RuntimeContext:
     layout: cgroups.Layout
     probe: ProbeListener | None = None
     bridge: BridgeNetwork | None = None
+    daemons: Daemons = field(init=False)
+
+    def __post_init__(self) -> None:
+        from virtbench.runtimes.daemon import Daemons
+
+        self.daemons = Daemons(self.state)
 
     @property
     def scratch(self) -> Path:
         return self.state.dir
+
+
+class NoOptions(BaseModel):
+    """Driver options: none (the default for drivers without a spec table of their own)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class Runtime(ABC):
@@ -123,16 +144,41 @@ class Runtime(ABC):
     family: ClassVar[Family]
     description: ClassVar[str] = ""
     networks: ClassVar[tuple[str, ...]] = ("none", "host", "bridge")
+    Options: ClassVar[type[BaseModel]] = NoOptions
+    # False: the driver's engine makes its own bridge network (docker, podman), so no
+    # virtbench bridge/netns is attached and the probe goes through the unix socket.
+    virtbench_bridge: ClassVar[bool] = True
+    variant_option: ClassVar[str | None] = None  # the option a `name:variant` label sets
+    variants: ClassVar[tuple[str, ...]] = ()
+    default_variant: ClassVar[str | None] = None
 
-    def __init__(self, ctx: RuntimeContext) -> None:
+    def __init__(
+        self, ctx: RuntimeContext, options: BaseModel | None = None, label: str | None = None
+    ) -> None:
         self.ctx = ctx
+        self.options = options if options is not None else self.Options()
+        self.label = label or self.name
         self.instances: dict[str, Instance] = {}
+        self._set_up = False
 
     # --- what drivers provide -------------------------------------------------------
     @classmethod
     @abstractmethod
-    def available(cls) -> Availability:
-        """Can this runtime run here? Never raises."""
+    def available(cls, options: BaseModel | None = None) -> Availability:
+        """Can this runtime (with these options) run here? Never raises."""
+
+    def _setup(self) -> None:  # noqa: B027 - optional hook
+        """Untimed, once per run before the first instance: start a daemon, import an
+        image. Record what it creates in the ledger first."""
+
+    def _close(self) -> None:  # noqa: B027 - optional hook
+        """Undo `_setup` (remove images, networks; stop a daemon this run started)."""
+
+    def owner_pids(self, inst: Instance) -> list[int]:
+        """Host processes that belong to the instance outside its cgroup (a shim, a
+        monitor, conmon). Default: none."""
+        del inst
+        return []
 
     def _prepare(self, inst: Instance) -> None:  # noqa: B027 - optional hook
         """Untimed set-up before the launch call (bundle files, cgroups); may record to the
@@ -163,9 +209,24 @@ class Runtime(ABC):
         """Force-remove a leftover instance by name (for `virtbench clean`)."""
         del name  # runtimes without a registry of their own have nothing to remove
 
+    @classmethod
+    def list_objects(cls) -> list[tuple[str, str]]:
+        """(kind, name) of everything this runtime's engine holds that virtbench may have
+        made: instances, and for engines also images and networks. Names of ours start
+        with `vb-<run-id>-`. Default: the instances."""
+        return [("instance", n) for n in cls.list_instances()]
+
+    @classmethod
+    def remove_object(cls, kind: str, name: str) -> None:
+        """Force-remove one object `list_objects` returned."""
+        if kind == "instance":
+            cls.remove_instance(name)
+
     def pids(self, inst: Instance) -> list[int]:
-        """Host pids that belong to the instance (its cgroup's processes by default)."""
-        return cgroups.procs(self.ctx.layout, inst.name)
+        """Host pids that belong to the instance: its cgroup's processes (and below) plus
+        the driver's `owner_pids` (shims, monitors)."""
+        found = cgroups.procs(self.ctx.layout, inst.name)
+        return found + [p for p in self.owner_pids(inst) if p not in found]
 
     def memory_bytes(self, inst: Instance) -> int | None:
         """Memory charged to the instance's cgroup."""
@@ -178,7 +239,7 @@ class Runtime(ABC):
             if self.family is Family.PROCESS:
                 return "host"
             raise SpecError(
-                f"runtime {self.name}: network {requested!r} not supported "
+                f"runtime {self.label}: network {requested!r} not supported "
                 f"(allowed: {', '.join(self.networks)})"
             )
         return requested
@@ -188,13 +249,14 @@ class Runtime(ABC):
         if spec.name in self.instances:
             raise InstanceError(f"instance {spec.name} already started")
         network = self.effective_network(spec.network)
-        self.ctx.state.record("instance", spec.name, runtime=self.name)
+        self.setup()
+        self.ctx.state.record("instance", spec.name, runtime=self.label)
         log_dir = self.ctx.scratch / "logs"
         log_dir.mkdir(exist_ok=True)
-        inst = Instance(spec=spec, runtime=self.name, log_path=log_dir / f"{spec.name}.log")
+        inst = Instance(spec=spec, runtime=self.label, log_path=log_dir / f"{spec.name}.log")
         self.instances[spec.name] = inst
         inst.argv = self._resolve_probe(inst, network)
-        if network == "bridge":
+        if network == "bridge" and self.virtbench_bridge:
             inst.netns, inst.address = self._bridge().attach(spec.name)
         try:
             self._prepare(inst)
@@ -202,7 +264,7 @@ class Runtime(ABC):
             self._start(inst, detach)
         except OSError as exc:  # e.g. a cpuset the host does not have
             self.stop(inst)
-            raise InstanceError(f"{self.name}: cannot start {spec.name}: {exc}") from None
+            raise InstanceError(f"{self.label}: cannot start {spec.name}: {exc}") from None
         except BaseException:
             # Ctrl-C or a driver error: clean up, but never let a clean-up error hide
             # the original one (the run's teardown sweeps anything left by label).
@@ -219,7 +281,7 @@ class Runtime(ABC):
             inst.exit_code = self._wait(inst, timeout)
         except Exception as exc:
             self.stop(inst)
-            raise InstanceError(f"{self.name}: {spec.name} did not exit in {timeout:g} s") from exc
+            raise InstanceError(f"{self.label}: {spec.name} did not exit in {timeout:g} s") from exc
         inst.t_exit_ns = time.monotonic_ns()
         return inst
 
@@ -248,7 +310,23 @@ class Runtime(ABC):
             except Exception as exc:  # keep stopping the others
                 errors.append(f"{inst.name}: {exc}")
         if errors:
-            raise InstanceError(f"{self.name}: could not stop {len(errors)}: {errors[0]}")
+            raise InstanceError(f"{self.label}: could not stop {len(errors)}: {errors[0]}")
+
+    def setup(self) -> None:
+        """Run `_setup` once (the first `start` calls it; experiments may call it earlier
+        so that set-up time never lands in a measurement)."""
+        if not self._set_up:
+            self._set_up = True  # set first: a failed set-up is still undone by close()
+            self._setup()
+
+    def close(self) -> None:
+        """Stop every instance, then undo the set-up. Idempotent; for the run's `finally:`."""
+        try:
+            self.stop_all()
+        finally:
+            if self._set_up:
+                self._set_up = False
+                self._close()
 
     # --- helpers ---------------------------------------------------------------------------
     def _bridge(self) -> BridgeNetwork:
@@ -269,7 +347,7 @@ class Runtime(ABC):
         probe = self.ctx.probe
         if probe is None:
             raise InstanceError("workload needs the ready probe but none is listening")
-        if network == "bridge":
+        if network == "bridge" and self.virtbench_bridge:
             addr = f"udp:{self._bridge().host_ip}:{probe.port}"
         elif network == "host" or self.family is Family.PROCESS:
             addr = f"udp:127.0.0.1:{probe.port}"

@@ -4,6 +4,8 @@ crun refuses a cgroup v1/v2 hybrid layout unless the hugetlb v1 controller is mo
 `virtbench setup` mounts it, and `available()` says so when it is missing.
 """
 
+from pydantic import BaseModel
+
 from virtbench import cgroups
 from virtbench.runtimes.base import Availability
 from virtbench.runtimes.oci import OciRuntime
@@ -16,8 +18,8 @@ class Crun(OciRuntime):
     description = "OCI runtime (C), bundle from the artifact rootfs"
 
     @classmethod
-    def available(cls) -> Availability:
-        avail = super().available()
+    def available(cls, options: BaseModel | None = None) -> Availability:
+        avail = super().available(options)
         if avail.ok and cgroups.Layout.detect().hybrid_without_hugetlb:
             return Availability(
                 False,

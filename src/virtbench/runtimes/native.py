@@ -12,7 +12,9 @@ import os
 import signal
 import subprocess
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
+
+from pydantic import BaseModel
 
 from virtbench import cgroups, proc
 from virtbench.runtimes.base import Availability, Family, Instance, Runtime, RuntimeContext
@@ -24,12 +26,12 @@ class Native(Runtime):
     description = "host process in its own cgroup"
     networks: ClassVar[tuple[str, ...]] = ("host",)
 
-    def __init__(self, ctx: RuntimeContext) -> None:
-        super().__init__(ctx)
+    def __init__(self, ctx: RuntimeContext, *args: Any, **kwargs: Any) -> None:
+        super().__init__(ctx, *args, **kwargs)
         self._dirs: dict[str, list[Path]] = {}
 
     @classmethod
-    def available(cls) -> Availability:
+    def available(cls, options: BaseModel | None = None) -> Availability:
         layout = cgroups.Layout.detect()
         if layout.version == 0:
             return Availability(False, reason="no cgroup hierarchy mounted", fix="mount cgroups")

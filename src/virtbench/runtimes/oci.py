@@ -14,6 +14,8 @@ import subprocess
 from pathlib import Path
 from typing import Any, ClassVar
 
+from pydantic import BaseModel
+
 from virtbench import cgroups, proc
 from virtbench.errors import InstanceError
 from virtbench.runtimes.base import Availability, Family, Instance, Runtime, remove_tree, which
@@ -130,7 +132,7 @@ class OciRuntime(Runtime):
     start_timeout: ClassVar[float] = 60.0
 
     @classmethod
-    def available(cls) -> Availability:
+    def available(cls, options: BaseModel | None = None) -> Availability:
         path = which(cls.binary)
         if path is None:
             return Availability(

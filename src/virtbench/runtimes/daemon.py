@@ -1,0 +1,128 @@
+"""Daemons a run starts for its runtimes (dockerd, lxd), and stops again.
+
+A runtime that needs an engine daemon asks `Daemons.ensure`: if the daemon already
+answers, the run uses it and leaves it alone; otherwise the run starts it (recorded in
+the ledger first, with its pid and start time, so `virtbench clean` can stop it after a
+crash), waits until it answers, and stops it at the end of the run -- TERM, then KILL to
+its process group. PID 1 here is not an init that starts services, so this is how any
+engine gets started at all.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from virtbench import proc
+from virtbench.errors import RuntimeUnavailable
+
+if TYPE_CHECKING:
+    from virtbench.state import RunState
+
+
+def start_time(pid: int) -> int | None:
+    """The process's start time in clock ticks since boot (/proc/PID/stat field 22), which
+    together with the pid identifies it even after the pid is reused."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[19])
+
+
+@dataclass
+class Started:
+    name: str
+    popen: subprocess.Popen
+    log: Path
+    stop_timeout: float
+
+
+class Daemons:
+    """The daemons one run started, stopped in reverse order by `close`."""
+
+    def __init__(self, state: RunState) -> None:
+        self.state = state
+        self.started: dict[str, Started] = {}
+
+    def ensure(
+        self,
+        name: str,
+        is_up: Callable[[], bool],
+        argv: Sequence[str],
+        ready_timeout: float = 60.0,
+        stop_timeout: float = 30.0,
+        env: dict[str, str] | None = None,
+    ) -> bool:
+        """Make sure daemon `name` answers; start `argv` if it does not. True if this run
+        started it (and so will stop it)."""
+        if name in self.started or is_up():
+            return name in self.started
+        log = self.state.dir / f"daemon-{name}.log"
+        self.state.record("daemon", name, argv=list(argv))
+        with open(log, "ab") as fh:
+            popen = proc.spawn(argv, stdout=fh.fileno(), stderr=fh.fileno(), env=env)
+        self.state.record("daemon-pid", name, pid=popen.pid, start=start_time(popen.pid))
+        self.started[name] = Started(name, popen, log, stop_timeout)
+        deadline = time.monotonic() + ready_timeout
+        while not is_up():
+            if popen.poll() is not None or time.monotonic() > deadline:
+                tail = _tail(log)
+                exited = popen.returncode is not None
+                self.stop(name)
+                why = "exited" if exited else f"no answer in {ready_timeout:g} s"
+                raise RuntimeUnavailable(f"{name} {why}: {tail}")
+            time.sleep(0.05)
+        return True
+
+    def stop(self, name: str) -> None:
+        """Stop a daemon this run started: TERM, wait, then KILL its process group."""
+        d = self.started.pop(name, None)
+        if d is None:
+            return
+        p = d.popen
+        if p.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(p.pid, signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(p, d.stop_timeout)
+        # Children it left (e.g. a containerd it spawned) share its process group.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(p.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(p, 10)
+
+    def close(self) -> None:
+        for name in reversed(list(self.started)):
+            self.stop(name)
+
+
+def stop_recorded(pid: int, start: int | None) -> bool:
+    """Stop a daemon a crashed run started, if that very process still runs. True if it did."""
+    if start is None or start_time(pid) != start:
+        return False
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return False
+    deadline = time.monotonic() + 30
+    while start_time(pid) == start and time.monotonic() < deadline:
+        time.sleep(0.1)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)
+    return True
+
+
+def _tail(path: Path, lines: int = 3) -> str:
+    try:
+        text = path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return " | ".join(text[-lines:])
