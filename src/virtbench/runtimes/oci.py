@@ -130,6 +130,7 @@ class OciRuntime(Runtime):
     family = Family.CONTAINER
     package: ClassVar[str]
     start_timeout: ClassVar[float] = 60.0
+    detach_flag: ClassVar[str] = "-d"
 
     @classmethod
     def available(cls, options: BaseModel | None = None) -> Availability:
@@ -158,9 +159,15 @@ class OciRuntime(Runtime):
         config = bundle_config(inst, self.ctx.run_id, network, inst.netns)
         (bundle / "config.json").write_text(json.dumps(config))
 
+    def global_args(self, inst: Instance) -> list[str]:
+        """Flags before the subcommand (runsc's platform and network)."""
+        del inst
+        return []
+
     def _start(self, inst: Instance, detach: bool) -> None:
         bundle = self._bundle_dir(inst)
-        argv = [self.binary, "run", *(["-d"] if detach else []), "--bundle", str(bundle), inst.name]
+        argv = [self.binary, *self.global_args(inst), "run", *([self.detach_flag] if detach else [])]
+        argv += ["--bundle", str(bundle), inst.name]
         with open(inst.log_path, "ab") as log:
             inst.proc = proc.spawn(argv, stdout=log.fileno(), stderr=log.fileno())
         if detach:
@@ -168,11 +175,16 @@ class OciRuntime(Runtime):
                 rc = proc.wait(inst.proc, self.start_timeout)
             except subprocess.TimeoutExpired:
                 raise InstanceError(
-                    f"{self.binary} run -d {inst.name} did not return in {self.start_timeout:g} s"
+                    f"{self.binary} run -d {inst.name} did not return in "
+                    f"{self.start_timeout:g} s{self.hang_hint()}"
                 ) from None
             inst.proc = None
             if rc != 0:
                 raise InstanceError(f"{self.binary} run {inst.name} failed: {inst.log_tail()}")
+
+    def hang_hint(self) -> str:
+        """What to add to a start that timed out (a likely cause)."""
+        return ""
 
     def _stop(self, inst: Instance) -> None:
         if inst.proc is not None and inst.proc.poll() is None:
