@@ -47,7 +47,7 @@ def ctx(paths: Paths) -> Iterator[RuntimeContext]:
     probe = ProbeListener(state.dir / "probe")
     c = RuntimeContext(run_id, state, paths, cgroups.Layout.detect(), probe=probe)
     yield c
-    for d in reversed(_DRIVERS.pop(id(c), [])):
+    for d in reversed(vars(c).pop("test_drivers", [])):
         d.close()
     c.daemons.close()
     if c.bridge is not None:
@@ -58,9 +58,6 @@ def ctx(paths: Paths) -> Iterator[RuntimeContext]:
     assert not left, f"leftovers after test: {[str(x) for x in left]}"
 
 
-_DRIVERS: dict[int, list[Runtime]] = {}
-
-
 def driver(label: str, ctx: RuntimeContext, **options: object) -> Runtime:
     """The driver for `label` on `ctx`; closed (instances stopped, set-up undone) with ctx."""
     cls = runtimes.get(label)
@@ -68,7 +65,8 @@ def driver(label: str, ctx: RuntimeContext, **options: object) -> Runtime:
     avail = cls.available(opts)
     need(avail.ok, f"runtime {label} unavailable: {avail.reason}")
     rt = cls(ctx, opts, label=label)
-    _DRIVERS.setdefault(id(ctx), []).append(rt)
+    # Kept on ctx itself: pytest may import this conftest twice under different names.
+    vars(ctx).setdefault("test_drivers", []).append(rt)
     return rt
 
 

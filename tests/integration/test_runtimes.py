@@ -12,7 +12,7 @@ from virtbench import cgroups, naming
 from virtbench.runtimes.base import InstanceSpec, RuntimeContext
 from virtbench.workloads import hello, sleep
 
-RUNTIMES = ["native", "runc", "crun", "runsc"]
+RUNTIMES = ["native", "runc", "crun", "runsc", "lxc", "nspawn"]
 
 
 def in_subtree(top, filename: str) -> list[str]:
@@ -50,6 +50,12 @@ def test_hello_runs_to_exit(name, ctx, artifact):
         ("crun", "bridge"),
         ("runsc", "none"),
         ("runsc", "host"),
+        ("lxc", "none"),
+        ("lxc", "host"),
+        ("lxc", "bridge"),
+        ("nspawn", "none"),
+        ("nspawn", "host"),
+        ("nspawn", "bridge"),
     ],
 )
 def test_sleeper_signals_ready_and_stops_clean(name, network, ctx, artifact):
@@ -79,7 +85,8 @@ def test_sleeper_signals_ready_and_stops_clean(name, network, ctx, artifact):
     assert rt.stop(inst) == 0.0  # idempotent
 
 
-@pytest.mark.parametrize("name", ["runc", "crun", "runsc"])
+# nspawn stays in the foreground, so a bad program shows only as a missing ready signal.
+@pytest.mark.parametrize("name", ["runc", "crun", "runsc", "lxc"])
 def test_failed_start_is_cleaned_up(name, ctx, artifact):
     rt = driver(name, ctx)
     s = InstanceSpec(

@@ -18,7 +18,7 @@ from virtbench.errors import VirtbenchError
 
 LAYOUT_VERSION = "1"
 PROGRAMS = ("vb-hello", "vb-sleep", "vb-ready", "vb-cgexec")
-EMPTY_DIRS = ("proc", "sys", "dev", "tmp", "run/vb", "etc")
+EMPTY_DIRS = ("proc", "sys", "dev", "tmp", "run/vb", "etc", "usr")  # usr: nspawn wants it
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,10 @@ class Native(Runtime):
             return Availability(False, reason="needs root for cgroups", fix="run as root")
         return Availability(True, version=os.uname().release)
 
+    def _command(self, inst: Instance) -> list[str]:
+        """What vb-cgexec execs inside the instance's cgroups."""
+        return self._host_argv(inst)
+
     def _host_argv(self, inst: Instance) -> list[str]:
         root = inst.spec.rootfs
         out = []
@@ -60,7 +64,7 @@ class Native(Runtime):
         launcher = [str(inst.spec.rootfs / "bin" / "vb-cgexec"), *map(str, dirs), "--"]
         with open(inst.log_path, "ab") as log:
             inst.proc = proc.spawn(
-                [*launcher, *self._host_argv(inst)],
+                [*launcher, *self._command(inst)],
                 stdout=log.fileno(),
                 stderr=log.fileno(),
                 env=env,

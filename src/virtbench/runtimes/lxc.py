@@ -1,0 +1,122 @@
+"""`lxc`: LXC containers on the artifact rootfs, with a config file virtbench writes.
+
+Each instance gets `<state>/lxc/<name>/config` (no template, no download): the shared
+rootfs mounted read-only, /dev from autodev, and `lxc.init.cmd` = the workload, so the
+container's PID 1 is the workload itself. Detached instances start with `lxc-start -d`
+(an `[lxc monitor]` process stays with each); foreground ones with `lxc-start -F`, which
+returns when the init exits. `lxc.cgroup.dir` puts monitor and payload cgroups under
+`virtbench/<name>`, so memory and pids cover both. Networks: `none` (`type = empty`), `host`
+(`type = none` shares the host's), `bridge` (the virtbench bridge's per-instance netns,
+shared with `lxc.namespace.share.net`). This host has no lxcbr0 and needs none.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from virtbench import proc
+from virtbench.errors import InstanceError
+from virtbench.runtimes.base import Availability, Family, Instance, Runtime, remove_tree, which
+
+START_TIMEOUT = 60.0
+
+
+def lxc_config(inst: Instance, network: str, cgroup_version: int) -> str:
+    """The container's config file (pure, for tests)."""
+    spec = inst.spec
+    lines = [
+        f"lxc.uts.name = {spec.name}",
+        f"lxc.rootfs.path = dir:{spec.rootfs}",
+        "lxc.rootfs.options = ro",
+        "lxc.autodev = 1",
+        "lxc.mount.auto = proc:mixed sys:ro",
+        "lxc.mount.entry = tmpfs tmp tmpfs nosuid,nodev,create=dir 0 0",
+        f"lxc.environment = VIRTBENCH_INSTANCE={spec.name}",
+        "lxc.tty.max = 0",
+        "lxc.pty.max = 0",
+        "lxc.console.path = none",
+        f"lxc.cgroup.dir = virtbench/{spec.name}",
+        "lxc.init.cmd = " + " ".join(inst.argv),
+    ]
+    if network == "none":
+        lines.append("lxc.net.0.type = empty")
+    elif network == "host":
+        lines.append("lxc.net.0.type = none")
+    else:
+        assert inst.netns is not None
+        lines.append(f"lxc.namespace.share.net = {inst.netns}")
+    for host, dest in inst.binds:
+        lines.append(f"lxc.mount.entry = {host} {dest.lstrip('/')} none bind,create=dir 0 0")
+    key = "lxc.cgroup" if cgroup_version == 1 else "lxc.cgroup2"
+    if spec.memory_mib:
+        name = "memory.limit_in_bytes" if cgroup_version == 1 else "memory.max"
+        lines.append(f"{key}.{name} = {spec.memory_mib * 1024 * 1024}")
+    if spec.cpus:
+        lines.append(f"{key}.cpuset.cpus = {spec.cpus}")
+    return "\n".join(lines) + "\n"
+
+
+class Lxc(Runtime):
+    name = "lxc"
+    family = Family.CONTAINER
+    description = "LXC container (lxc-start), config from the artifact rootfs"
+
+    @classmethod
+    def available(cls, options: BaseModel | None = None) -> Availability:
+        if which("lxc-start") is None:
+            return Availability(False, reason="lxc-start not on PATH", fix="apt-get install lxc")
+        res = proc.run(["lxc-start", "--version"], check=False, timeout=10)
+        if res.returncode != 0:
+            return Availability(False, reason=f"lxc-start --version failed: {res.brief()}")
+        return Availability(True, version=res.stdout.strip())
+
+    @property
+    def lxcpath(self) -> Path:
+        return self.ctx.scratch / "lxc"
+
+    def _argv(self, inst: Instance, *rest: str) -> list[str]:
+        return [*rest, "-n", inst.name, "-P", str(self.lxcpath)]
+
+    def _prepare(self, inst: Instance) -> None:
+        network = self.effective_network(inst.spec.network)
+        self.ctx.state.record("cgroup", inst.name)
+        self.ctx.state.record("container", inst.name, runtime="lxc", lxcpath=str(self.lxcpath))
+        d = self.lxcpath / inst.name
+        d.mkdir(parents=True, exist_ok=True)
+        config = lxc_config(inst, network, self.ctx.layout.version)
+        config += f"lxc.log.file = {inst.log_path}\nlxc.log.level = ERROR\n"
+        (d / "config").write_text(config)
+
+    def _start(self, inst: Instance, detach: bool) -> None:
+        with open(inst.log_path, "ab") as log:
+            mode = "-d" if detach else "-F"
+            inst.proc = proc.spawn(
+                self._argv(inst, "lxc-start", mode), stdout=log.fileno(), stderr=log.fileno()
+            )
+        if detach:
+            try:
+                rc = proc.wait(inst.proc, START_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                raise InstanceError(f"lxc-start {inst.name} did not return") from None
+            inst.proc = None
+            if rc != 0:
+                raise InstanceError(f"lxc-start {inst.name} failed: {inst.log_tail()}")
+
+    def _stop(self, inst: Instance) -> None:
+        p = inst.proc
+        exited = p is not None and p.poll() is not None  # foreground: gone with its init
+        if not exited and (self.lxcpath / inst.name / "config").exists():
+            proc.run(self._argv(inst, "lxc-stop", "-k"), check=False, timeout=30)
+        if p is not None and p.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(p.pid, signal.SIGKILL)
+        if p is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(p, 10)
+        remove_tree(self.lxcpath / inst.name)
