@@ -166,8 +166,8 @@ class OciRuntime(Runtime):
 
     def _start(self, inst: Instance, detach: bool) -> None:
         bundle = self._bundle_dir(inst)
-        argv = [self.binary, *self.global_args(inst), "run", *([self.detach_flag] if detach else [])]
-        argv += ["--bundle", str(bundle), inst.name]
+        argv = [self.binary, *self.global_args(inst), "run"]
+        argv += [*([self.detach_flag] if detach else []), "--bundle", str(bundle), inst.name]
         with open(inst.log_path, "ab") as log:
             inst.proc = proc.spawn(argv, stdout=log.fileno(), stderr=log.fileno())
         if detach:
