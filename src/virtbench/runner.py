@@ -97,9 +97,12 @@ def execute(
             artifact = build_minimal_rootfs(paths.guest_src, paths.cache)
             store.add_artifact(run_id, artifact.to_dict())
             probe = ProbeListener(state.dir / "probe")
-            ctx = RuntimeContext(run_id, state, paths, layout, probe=probe)
+            ctx = RuntimeContext(run_id, state, paths, layout, probe=probe, rootfs=artifact.path)
             tables = {k: dict(t.model_extra or {}) for k, t in spec.runtime.items()}
             drivers = {label: runtimes.create(label, ctx, tables) for label in spec.runtimes}
+            for label, drv in drivers.items():  # daemons, images: never inside a measurement
+                say(f"setting up {label}")
+                drv.setup()
             sampler = HostSampler(lambda pts: store.add_series(run_id, pts)).start()
             session = Session(run_id, spec, store, artifact, probe, drivers, say=say)
             for exp in spec.experiment:

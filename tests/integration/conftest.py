@@ -41,11 +41,12 @@ def artifact() -> Artifact:
 
 
 @pytest.fixture
-def ctx(paths: Paths) -> Iterator[RuntimeContext]:
+def ctx(paths: Paths, artifact) -> Iterator[RuntimeContext]:
     run_id = "t" + os.urandom(3).hex()[:5]
     state = RunState(paths.run_dir(run_id)).open()
     probe = ProbeListener(state.dir / "probe")
-    c = RuntimeContext(run_id, state, paths, cgroups.Layout.detect(), probe=probe)
+    layout = cgroups.Layout.detect()
+    c = RuntimeContext(run_id, state, paths, layout, probe=probe, rootfs=artifact.path)
     yield c
     for d in reversed(vars(c).pop("test_drivers", [])):
         d.close()

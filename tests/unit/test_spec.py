@@ -88,3 +88,40 @@ def test_cli_overrides_name_the_flag():
     _, boot_raw, w = spec.load("boot")
     with pytest.raises(SpecError, match=r"^--instances: does not apply .*density"):
         spec.with_overrides(boot_raw, w, None, {"--instances": 3})
+
+
+def test_runtime_labels_with_variants_and_driver_options():
+    s = spec.parse(
+        {
+            **BASE,
+            "runtimes": ["docker", "docker:crun", "runsc"],
+            "runtime": {
+                "docker": {"network": "host", "image": "nginx:1.25"},
+                "docker:crun": {"memory_mib": 64},
+            },
+        },
+        "t",
+    )
+    assert s.options_for("docker") == {"image": "nginx:1.25"}
+    assert s.options_for("docker:crun") == {"image": "nginx:1.25", "oci_runtime": "crun"}
+    assert s.instance_for("docker:crun").network == "host"  # from [runtime.docker]
+    assert s.instance_for("docker:crun").memory_mib == 64
+    assert s.instance_for("docker").memory_mib is None
+    assert s.options_for("runsc") == {}
+
+
+def test_unknown_variant_names_the_allowed_ones():
+    msg = err({**BASE, "runtimes": ["docker:kata"]})
+    assert msg.startswith("t.toml: runtimes[0]: unknown variant 'docker:kata'")
+    assert "docker:crun" in msg and "docker:runsc" in msg
+    assert "has no variants" in err({**BASE, "runtimes": ["crun:x"]})
+
+
+def test_bad_driver_option_names_runtime_key_and_allowed_values():
+    msg = err({**BASE, "runtime": {"docker": {"oci_runtime": "kata"}}})
+    assert msg.startswith("t.toml: runtime.docker.oci_runtime:")
+    assert "'kata'" in msg and "'crun'" in msg
+    msg = err({**BASE, "runtime": {"runsc": {"platfrom": "kvm"}}})
+    assert "runtime.runsc.platfrom: unknown key" in msg and "platform" in msg
+    msg = err({**BASE, "runtime": {"lxc": {"image": "x"}}})
+    assert "runtime.lxc.image: unknown key" in msg

@@ -29,7 +29,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -96,6 +96,7 @@ class Instance:
     proc: subprocess.Popen | None = None
     stopped: bool = False
     binds: list[tuple[Path, str]] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)  # driver scratch between hooks
 
     @property
     def name(self) -> str:
@@ -119,6 +120,7 @@ class RuntimeContext:
     layout: cgroups.Layout
     probe: ProbeListener | None = None
     bridge: BridgeNetwork | None = None
+    rootfs: Path | None = None  # the run's artifact rootfs, for engines that import it
     daemons: Daemons = field(init=False)
 
     def __post_init__(self) -> None:

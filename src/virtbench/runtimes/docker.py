@@ -1,0 +1,312 @@
+"""`docker`: Docker Engine through the Docker SDK for Python, on an image imported from
+the artifact rootfs (no registry).
+
+Options (spec `[runtime.docker]`): `oci_runtime` = runc | crun | runsc (also picked by the
+labels `docker:crun`, `docker:runsc`), `image` = an image already on this host to use
+instead of the artifact's (the artifact's static programs are bind-mounted into it, so
+`vb-ready` and friends work in any image).
+
+When no daemon answers on the socket, the run starts dockerd itself with a config
+virtbench owns (overlay2, cgroupfs, crun and runsc registered) and stops it at the end;
+a daemon that was already running is used as it is, and `available()` says when it
+lacks the requested OCI runtime. Containers get `cgroup_parent=/virtbench/<name>`, so
+their cgroup sits under the instance's; the containerd-shim (and for runsc the sandbox
+and gofer below it) is added to the instance's processes. Network `none` and `host` are
+Docker's; `bridge` is a Docker bridge network this run creates (`vb-<run>-net`), with the
+workload's ports published on 127.0.0.1. The image, network and containers carry the
+label `org.virtbench.run=<run id>` and names starting `vb-<run id>-`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import tarfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from virtbench import proc
+from virtbench.errors import InstanceError, RuntimeUnavailable
+from virtbench.runtimes.base import Availability, Family, Instance, Runtime, which
+from virtbench.runtimes.owners import supervisor_tree
+
+if TYPE_CHECKING:
+    import docker as docker_sdk
+
+SOCKET = "/var/run/docker.sock"
+BASE_URL = f"unix://{SOCKET}"
+LABEL = "org.virtbench.run"
+OCI_PATHS = {"runc": "runc", "crun": "crun", "runsc": "runsc"}
+# runsc inside Docker: ptrace works on more hosts than kvm; a bind-mounted unix socket
+# (the ready probe) needs host-uds.
+RUNSC_ARGS = ["--platform=ptrace", "--host-uds=open"]
+API_TIMEOUT = 120
+
+
+class DockerOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    oci_runtime: Literal["runc", "crun", "runsc"] = "runc"
+    image: str | None = None
+
+
+def client(timeout: int = API_TIMEOUT) -> docker_sdk.DockerClient:
+    import docker
+
+    return docker.DockerClient(base_url=BASE_URL, version="auto", timeout=timeout)
+
+
+def daemon_up() -> bool:
+    """True when a Docker daemon answers on the socket."""
+    if not os.path.exists(SOCKET):
+        return False
+    try:
+        c = client(timeout=5)
+        try:
+            return bool(c.ping())
+        finally:
+            c.close()
+    except Exception:
+        return False
+
+
+def daemon_config(state_dir: Path) -> dict[str, Any]:
+    """daemon.json for a dockerd this run starts."""
+    runtimes: dict[str, Any] = {}
+    for name in ("crun", "runsc"):
+        path = which(OCI_PATHS[name])
+        if path:
+            runtimes[name] = {"path": path}
+    if "runsc" in runtimes:
+        runtimes["runsc"]["runtimeArgs"] = RUNSC_ARGS
+    return {
+        "storage-driver": "overlay2",
+        "exec-opts": ["native.cgroupdriver=cgroupfs"],
+        "runtimes": runtimes,
+        "log-driver": "json-file",
+        "pidfile": str(state_dir / "dockerd.pid"),
+    }
+
+
+def dockerd_argv(config_file: Path) -> list[str]:
+    return [which("dockerd") or "dockerd", "--config-file", str(config_file), "-H", BASE_URL]
+
+
+class Docker(Runtime):
+    name = "docker"
+    family = Family.CONTAINER
+    description = "Docker Engine (SDK), image imported from the artifact rootfs"
+    virtbench_bridge = False
+    Options = DockerOptions
+    variant_option = "oci_runtime"
+    variants = ("runc", "crun", "runsc")
+    default_variant = "runc"
+    engine: ClassVar[str] = "dockerd"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.api: Any = None
+        self.image = ""
+        self.network: str | None = None
+        self._ids: dict[str, str] = {}
+
+    @property
+    def networks(self) -> tuple[str, ...]:  # type: ignore[override]
+        # runsc's own netstack fails on this kernel: none or host only.
+        return ("none", "host") if self.options.oci_runtime == "runsc" else NETWORKS
+
+    # --- availability ------------------------------------------------------------------
+    @classmethod
+    def available(cls, options: BaseModel | None = None) -> Availability:
+        oci = getattr(options, "oci_runtime", "runc")
+        if which("dockerd") is None:
+            return Availability(
+                False, reason="dockerd not on PATH", fix="apt-get install docker.io"
+            )
+        try:
+            import docker  # noqa: F401
+        except ImportError:
+            return Availability(False, reason="Docker SDK missing", fix="make setup")
+        if which(OCI_PATHS[oci]) is None:
+            return Availability(False, reason=f"{oci} not on PATH", fix=f"apt-get install {oci}")
+        if not daemon_up():
+            version = proc.run(["dockerd", "--version"], check=False, timeout=10).stdout
+            v = version.split()[2].rstrip(",") if len(version.split()) > 2 else "?"
+            return Availability(True, version=f"{v} (dockerd started by virtbench)")
+        c = client(timeout=10)
+        try:
+            info = c.info()
+        finally:
+            c.close()
+        if oci != "runc" and oci not in (info.get("Runtimes") or {}):
+            return Availability(
+                False,
+                version=info.get("ServerVersion", "?"),
+                reason=f"the running dockerd has no runtime {oci!r} registered",
+                fix=f'add "runtimes": {{"{oci}": {{"path": "{which(oci)}"}}}} to '
+                "/etc/docker/daemon.json and restart dockerd (or stop it: virtbench starts "
+                "its own)",
+            )
+        return Availability(True, version=str(info.get("ServerVersion", "?")))
+
+    # --- set-up ------------------------------------------------------------------------
+    def _setup(self) -> None:
+        state = self.ctx.scratch
+        config = state / "dockerd.json"
+        config.write_text(json.dumps(daemon_config(state)))
+        self.ctx.daemons.ensure(self.engine, daemon_up, dockerd_argv(config), ready_timeout=90)
+        self.api = client().api
+        self.image = self._image()
+        self.network = None
+
+    def _image(self) -> str:
+        if self.options.image:
+            try:
+                self.api.inspect_image(self.options.image)
+            except Exception:
+                raise RuntimeUnavailable(
+                    f"docker image {self.options.image!r} is not on this host "
+                    "(virtbench uses no registry: docker load or build it first)"
+                ) from None
+            return self.options.image
+        return self.import_rootfs()
+
+    def import_rootfs(self) -> str:
+        """Import the run's artifact rootfs as `vb-<run>-rootfs:<digest>` (labelled)."""
+        artifact = self.ctx.rootfs
+        if artifact is None:
+            raise InstanceError(f"{self.label}: no artifact rootfs to import")
+        tag = f"vb-{self.ctx.run_id}-rootfs:{artifact.name.rsplit('-', 1)[-1][:12]}"
+        self.ctx.state.record("image", tag, runtime=self.label)
+        with contextlib.suppress(Exception):  # another variant of this run imported it
+            self.api.inspect_image(tag)
+            return tag
+        data = tar_of(artifact)
+        repo, _, version = tag.partition(":")
+        self.api.import_image_from_data(
+            data, repository=repo, tag=version, changes=[f"LABEL {LABEL}={self.ctx.run_id}"]
+        )
+        return tag
+
+    def _close(self) -> None:
+        if self.api is None:
+            return
+        if self.network:
+            with contextlib.suppress(Exception):
+                self.api.remove_network(self.network)
+        if self.image and not self.options.image:
+            with contextlib.suppress(Exception):
+                self.api.remove_image(self.image, force=True)
+        self.api.close()
+        self.api = None
+
+    # --- lifecycle ---------------------------------------------------------------------
+    def _bridge_network(self) -> str:
+        if self.network is None:
+            name = f"vb-{self.ctx.run_id}-net"
+            self.ctx.state.record("network", name, runtime=self.label)
+            self.api.create_network(name, driver="bridge", labels={LABEL: self.ctx.run_id})
+            self.network = name
+        return self.network
+
+    def _create_kwargs(self, inst: Instance) -> dict[str, Any]:
+        network = self.effective_network(inst.spec.network)
+        spec = inst.spec
+        binds = [f"{host}:{dest}:rw" for host, dest in inst.binds]
+        if self.options.image:  # the artifact's programs, into a user's image
+            for prog in sorted((spec.rootfs / "bin").iterdir()):
+                binds.append(f"{prog}:/bin/{prog.name}:ro")
+        host_config = self.api.create_host_config(
+            network_mode=self._bridge_network() if network == "bridge" else network,
+            mem_limit=spec.memory_mib * 1024 * 1024 if spec.memory_mib else None,
+            cpuset_cpus=spec.cpus,
+            cgroup_parent=f"/virtbench/{spec.name}",
+            binds=binds or None,
+            runtime=self.options.oci_runtime,
+        )
+        return dict(
+            image=self.image,
+            command=list(inst.argv),
+            name=spec.name,
+            labels={LABEL: self.ctx.run_id, "org.virtbench.instance": spec.name},
+            environment={"VIRTBENCH_INSTANCE": spec.name},
+            host_config=host_config,
+            detach=True,
+        )
+
+    def _prepare(self, inst: Instance) -> None:
+        self.ctx.state.record("container", inst.name, runtime=self.label)
+        self.ctx.state.record("cgroup", inst.name)
+        inst.extra["create"] = self._create_kwargs(inst)
+
+    def _start(self, inst: Instance, detach: bool) -> None:
+        del detach  # foreground: `_wait` blocks on the container's exit
+        cid = self.api.create_container(**inst.extra.pop("create"))["Id"]
+        self._ids[inst.name] = cid
+        self.api.start(cid)
+
+    def _wait(self, inst: Instance, timeout: float) -> int:
+        res = self.api.wait(self._ids[inst.name], timeout=timeout)
+        return int(res.get("StatusCode", -1))
+
+    def _stop(self, inst: Instance) -> None:
+        cid = self._ids.pop(inst.name, inst.name)
+        try:
+            self.api.remove_container(cid, force=True)
+        except Exception as exc:
+            if "No such container" not in str(exc) and "404" not in str(exc):
+                raise
+
+    def owner_pids(self, inst: Instance) -> list[int]:
+        cid = self._ids.get(inst.name)
+        if cid is None:
+            return []
+        try:
+            pid = self.api.inspect_container(cid)["State"]["Pid"]
+        except Exception:
+            return []
+        return supervisor_tree(pid, lambda n: n.startswith("containerd-shim"))
+
+    # --- clean -------------------------------------------------------------------------
+    @classmethod
+    def list_objects(cls) -> list[tuple[str, str]]:
+        if which("dockerd") is None or not daemon_up():
+            return []
+        c = client(timeout=30)
+        try:
+            found = [("instance", x.name) for x in c.containers.list(all=True)]
+            found += [("network", n.name) for n in c.networks.list()]
+            for img in c.images.list():
+                found += [("image", t) for t in img.tags]
+        finally:
+            c.close()
+        return found
+
+    @classmethod
+    def remove_object(cls, kind: str, name: str) -> None:
+        c = client(timeout=60)
+        try:
+            if kind == "instance":
+                c.api.remove_container(name, force=True)
+            elif kind == "network":
+                c.api.remove_network(name)
+            elif kind == "image":
+                c.api.remove_image(name, force=True)
+        finally:
+            c.close()
+
+
+NETWORKS = ("none", "host", "bridge")
+
+
+def tar_of(root: Path) -> bytes:
+    """The rootfs as an uncompressed tar stream, for `docker import`."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for entry in sorted(root.iterdir()):
+            tar.add(entry, arcname=entry.name)
+    return buf.getvalue()
