@@ -91,6 +91,22 @@ def labelled(run_id: str) -> list[str]:
         for c in json.loads(out.stdout or "null") or []:
             if c["id"].startswith(f"vb-{run_id}-"):
                 found.append(f"container {c['id']}")
+    if Path("/var/run/docker.sock").exists():  # docker containers and networks, if it runs
+        for what in (
+            ["ps", "-a", "--format", "{{.Names}}"],
+            ["network", "ls", "--format", "{{.Name}}"],
+        ):
+            out = subprocess.run(
+                ["docker", *what],
+                capture_output=True,
+                text=True,
+                env={**os.environ, "DOCKER_API_VERSION": "1.41"},
+            )
+            found += [
+                f"docker {what[0]} {n}"
+                for n in out.stdout.split()
+                if n.startswith(f"vb-{run_id}-") and not n.endswith("-net")
+            ]
     for root in Path("/sys/fs/cgroup").iterdir():
         parent = root / "virtbench"
         if parent.is_dir():

@@ -173,6 +173,12 @@ class Runtime(ABC):
         """Untimed, once per run before the first instance: start a daemon, import an
         image. Record what it creates in the ledger first."""
 
+    def _after_start(self, inst: Instance) -> None:  # noqa: B027 - optional hook
+        """Untimed, right after the launch returned (e.g. look up the address)."""
+
+    def _after_exit(self, inst: Instance) -> None:  # noqa: B027 - optional hook
+        """Untimed, after a foreground instance exited (e.g. fetch its output)."""
+
     def _close(self) -> None:  # noqa: B027 - optional hook
         """Undo `_setup` (remove images, networks; stop a daemon this run started)."""
 
@@ -274,6 +280,12 @@ class Runtime(ABC):
                 self.stop(inst)
             raise
         inst.t_started_ns = time.monotonic_ns()
+        try:
+            self._after_start(inst)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self.stop(inst)
+            raise
         return inst
 
     def run_to_exit(self, spec: InstanceSpec, timeout: float) -> Instance:
@@ -285,6 +297,7 @@ class Runtime(ABC):
             self.stop(inst)
             raise InstanceError(f"{self.label}: {spec.name} did not exit in {timeout:g} s") from exc
         inst.t_exit_ns = time.monotonic_ns()
+        self._after_exit(inst)
         return inst
 
     def stop(self, inst: Instance) -> float:

@@ -43,6 +43,7 @@ class Started:
     popen: subprocess.Popen
     log: Path
     stop_timeout: float
+    after_stop: Callable[[], None] | None = None
 
 
 class Daemons:
@@ -60,6 +61,7 @@ class Daemons:
         ready_timeout: float = 60.0,
         stop_timeout: float = 30.0,
         env: dict[str, str] | None = None,
+        after_stop: Callable[[], None] | None = None,
     ) -> bool:
         """Make sure daemon `name` answers; start `argv` if it does not. True if this run
         started it (and so will stop it)."""
@@ -70,7 +72,7 @@ class Daemons:
         with open(log, "ab") as fh:
             popen = proc.spawn(argv, stdout=fh.fileno(), stderr=fh.fileno(), env=env)
         self.state.record("daemon-pid", name, pid=popen.pid, start=start_time(popen.pid))
-        self.started[name] = Started(name, popen, log, stop_timeout)
+        self.started[name] = Started(name, popen, log, stop_timeout, after_stop)
         deadline = time.monotonic() + ready_timeout
         while not is_up():
             if popen.poll() is not None or time.monotonic() > deadline:
@@ -98,6 +100,8 @@ class Daemons:
             os.killpg(p.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(p, 10)
+        if d.after_stop is not None:
+            d.after_stop()
 
     def close(self) -> None:
         for name in reversed(list(self.started)):

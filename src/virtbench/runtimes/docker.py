@@ -31,8 +31,8 @@ from pydantic import BaseModel, ConfigDict
 
 from virtbench import proc
 from virtbench.errors import InstanceError, RuntimeUnavailable
+from virtbench.runtimes import owners
 from virtbench.runtimes.base import Availability, Family, Instance, Runtime, which
-from virtbench.runtimes.owners import supervisor_tree
 
 if TYPE_CHECKING:
     import docker as docker_sdk
@@ -41,9 +41,11 @@ SOCKET = "/var/run/docker.sock"
 BASE_URL = f"unix://{SOCKET}"
 LABEL = "org.virtbench.run"
 OCI_PATHS = {"runc": "runc", "crun": "crun", "runsc": "runsc"}
-# runsc inside Docker: ptrace works on more hosts than kvm; a bind-mounted unix socket
-# (the ready probe) needs host-uds.
-RUNSC_ARGS = ["--platform=ptrace", "--host-uds=open"]
+# runsc inside Docker: ptrace works on more hosts than kvm; its own netstack fails on
+# some kernels (and then leaks its processes), while host networking inside the
+# container's network namespace gives none/host/bridge what they promise; a bind-mounted
+# unix socket (the ready probe) needs host-uds.
+RUNSC_ARGS = ["--platform=ptrace", "--network=host", "--host-uds=open"]
 API_TIMEOUT = 120
 
 
@@ -75,7 +77,10 @@ def daemon_up() -> bool:
 
 
 def daemon_config(state_dir: Path) -> dict[str, Any]:
-    """daemon.json for a dockerd this run starts."""
+    """daemon.json for a dockerd this run starts: no default bridge, no iptables rules,
+    no forwarding -- it changes as little host state as it can, and nothing it runs can
+    reach beyond this host. Bridge networks are created per run and published ports go
+    through docker-proxy on 127.0.0.1."""
     runtimes: dict[str, Any] = {}
     for name in ("crun", "runsc"):
         path = which(OCI_PATHS[name])
@@ -87,6 +92,11 @@ def daemon_config(state_dir: Path) -> dict[str, Any]:
         "storage-driver": "overlay2",
         "exec-opts": ["native.cgroupdriver=cgroupfs"],
         "runtimes": runtimes,
+        "bridge": "none",
+        "iptables": False,
+        "ip-forward": False,
+        "ip-masq": False,
+        "live-restore": False,
         "log-driver": "json-file",
         "pidfile": str(state_dir / "dockerd.pid"),
     }
@@ -113,11 +123,6 @@ class Docker(Runtime):
         self.image = ""
         self.network: str | None = None
         self._ids: dict[str, str] = {}
-
-    @property
-    def networks(self) -> tuple[str, ...]:  # type: ignore[override]
-        # runsc's own netstack fails on this kernel: none or host only.
-        return ("none", "host") if self.options.oci_runtime == "runsc" else NETWORKS
 
     # --- availability ------------------------------------------------------------------
     @classmethod
@@ -158,7 +163,13 @@ class Docker(Runtime):
         state = self.ctx.scratch
         config = state / "dockerd.json"
         config.write_text(json.dumps(daemon_config(state)))
-        self.ctx.daemons.ensure(self.engine, daemon_up, dockerd_argv(config), ready_timeout=90)
+        self.ctx.daemons.ensure(
+            self.engine,
+            daemon_up,
+            dockerd_argv(config),
+            ready_timeout=90,
+            after_stop=remove_engine_cgroups,
+        )
         self.api = client().api
         self.image = self._image()
         self.network = None
@@ -249,27 +260,50 @@ class Docker(Runtime):
         self._ids[inst.name] = cid
         self.api.start(cid)
 
+    def _after_start(self, inst: Instance) -> None:
+        info = self.api.inspect_container(self._ids[inst.name])
+        inst.extra["shim"] = owners.snapshot(self.owner_pids(inst, info["State"]["Pid"]))
+        if self.network is not None and inst.spec.network == "bridge":
+            nets = info["NetworkSettings"]["Networks"]
+            inst.address = (nets.get(self.network) or {}).get("IPAddress") or None
+
     def _wait(self, inst: Instance, timeout: float) -> int:
         res = self.api.wait(self._ids[inst.name], timeout=timeout)
         return int(res.get("StatusCode", -1))
 
+    def _save_logs(self, inst: Instance) -> None:
+        cid = self._ids.get(inst.name)
+        if cid is not None and not inst.extra.get("logs_saved"):
+            with contextlib.suppress(Exception), open(inst.log_path, "ab") as log:
+                log.write(self.api.logs(cid, stdout=True, stderr=True))
+                inst.extra["logs_saved"] = True
+
+    def _after_exit(self, inst: Instance) -> None:
+        self._save_logs(inst)
+
     def _stop(self, inst: Instance) -> None:
-        cid = self._ids.pop(inst.name, inst.name)
+        self._save_logs(inst)
+        cid = self._ids.pop(inst.name, None)
+        shims = inst.extra.get("shim") or []
+        if cid is not None and not shims:  # it exited before we looked: find it by id
+            shims = owners.find_by_cmdline("containerd-shim", cid)
         try:
-            self.api.remove_container(cid, force=True)
+            self.api.remove_container(cid or inst.name, force=True)
         except Exception as exc:
             if "No such container" not in str(exc) and "404" not in str(exc):
                 raise
+        owners.end(shims)  # the shim goes with its container; never leave one behind
 
-    def owner_pids(self, inst: Instance) -> list[int]:
+    def owner_pids(self, inst: Instance, pid: int | None = None) -> list[int]:
         cid = self._ids.get(inst.name)
         if cid is None:
             return []
-        try:
-            pid = self.api.inspect_container(cid)["State"]["Pid"]
-        except Exception:
-            return []
-        return supervisor_tree(pid, lambda n: n.startswith("containerd-shim"))
+        if pid is None:
+            try:
+                pid = self.api.inspect_container(cid)["State"]["Pid"]
+            except Exception:
+                return []
+        return owners.supervisor_tree(pid, lambda n: n.startswith("containerd-shim"))
 
     # --- clean -------------------------------------------------------------------------
     @classmethod
@@ -300,13 +334,22 @@ class Docker(Runtime):
             c.close()
 
 
-NETWORKS = ("none", "host", "bridge")
-
-
 def tar_of(root: Path) -> bytes:
-    """The rootfs as an uncompressed tar stream, for `docker import`."""
+    """The rootfs as an uncompressed tar stream owned by root, for `docker import`."""
+
+    def root_owned(info: tarfile.TarInfo) -> tarfile.TarInfo:
+        info.uid = info.gid = 0
+        info.uname = info.gname = "root"
+        return info
+
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
-        for entry in sorted(root.iterdir()):
-            tar.add(entry, arcname=entry.name)
+        tar.add(root, arcname=".", filter=root_owned)
     return buf.getvalue()
+
+
+def remove_engine_cgroups() -> None:
+    """After stopping a dockerd we started: the empty `/docker` cgroups it made."""
+    for top in Path("/sys/fs/cgroup").glob("*/docker"):
+        with contextlib.suppress(OSError):
+            top.rmdir()

@@ -27,3 +27,36 @@ def supervisor_tree(pid: int | None, is_supervisor: Callable[[str], bool]) -> li
     except psutil.Error:
         return []
     return []
+
+
+def find_by_cmdline(prefix: str, needle: str) -> list[psutil.Process]:
+    """Processes whose name starts with `prefix` and whose command line contains `needle`."""
+    found = []
+    for p in psutil.process_iter(["name", "cmdline"]):
+        name = p.info["name"] or ""
+        if name.startswith(prefix) and needle in (p.info["cmdline"] or []):
+            found.append(p)
+    return found
+
+
+def snapshot(pids: list[int]) -> list[psutil.Process]:
+    """Process handles that remember each process's start time (safe against pid reuse)."""
+    out = []
+    for pid in pids:
+        try:
+            out.append(psutil.Process(pid))
+        except psutil.Error:
+            continue
+    return out
+
+
+def end(procs: list[psutil.Process], timeout: float = 5.0) -> None:
+    """Wait for these processes to exit; SIGKILL the ones still there after `timeout`.
+    psutil checks each handle's start time, so a reused pid is never signalled."""
+    _gone, alive = psutil.wait_procs(procs, timeout=timeout)
+    for p in alive:
+        try:
+            p.kill()
+        except psutil.Error:
+            continue
+    psutil.wait_procs(alive, timeout=5)
