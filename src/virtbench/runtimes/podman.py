@@ -1,0 +1,254 @@
+"""`podman`: Podman through its CLI, on an image imported from the artifact rootfs.
+
+Options (spec `[runtime.podman]`): `oci_runtime` = crun | runc | runsc (labels
+`podman:runc`, `podman:runsc`), `image` = an image already in this host's podman storage
+(the artifact's static programs are bind-mounted into it).
+
+Podman has no daemon. virtbench points it at a containers.conf of its own
+(CONTAINERS_CONF): cgroupfs (PID 1 is no systemd), default ulimits this host allows
+(its hard nofile limit is below podman's default), file events, and runsc registered.
+runsc gets `--network=host` (inside the container's network namespace, so `none` stays
+none; its own netstack fails on some kernels), `--host-uds=open` for the unix-socket
+probe and the ptrace platform. Containers get `--cgroup-parent=/virtbench/<name>`; conmon,
+the per-container monitor, is counted with the instance. `bridge` is a podman network
+this run creates (`vb-<run>-net`). Everything carries `org.virtbench.run=<run id>`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from virtbench import proc
+from virtbench.errors import InstanceError, RuntimeUnavailable
+from virtbench.runtimes import owners
+from virtbench.runtimes.base import Availability, Family, Instance, Runtime, which
+from virtbench.runtimes.docker import LABEL, tar_of
+
+RUNSC_FLAGS = ["platform=ptrace", "network=host", "host-uds=open"]
+START_TIMEOUT = 120.0
+
+
+class PodmanOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    oci_runtime: Literal["crun", "runc", "runsc"] = "crun"
+    image: str | None = None
+
+
+def containers_conf() -> str:
+    """The containers.conf virtbench runs podman with."""
+    # Podman's defaults exceed this host's hard limits (and crun then fails setrlimit):
+    # ask for what the host allows. (nproc at the very hard limit is refused too, hence
+    # the lower cap.)
+    nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    nproc = resource.getrlimit(resource.RLIMIT_NPROC)[1]
+    nofile = 1048576 if nofile == resource.RLIM_INFINITY else min(nofile, 1048576)
+    nproc = 32768 if nproc == resource.RLIM_INFINITY else min(nproc, 32768)
+    runtimes = "".join(
+        f'{name} = ["{path}"]\n' for name in ("crun", "runc", "runsc") if (path := which(name))
+    )
+    return (
+        "[containers]\n"
+        f'default_ulimits = ["nofile={nofile}:{nofile}", "nproc={nproc}:{nproc}"]\n'
+        'log_driver = "k8s-file"\n'
+        "[network]\n"
+        'network_backend = "cni"\n'
+        "[engine]\n"
+        'cgroup_manager = "cgroupfs"\n'
+        'events_logger = "file"\n'
+        "[engine.runtimes]\n" + runtimes
+    )
+
+
+class Podman(Runtime):
+    name = "podman"
+    family = Family.CONTAINER
+    description = "Podman (CLI), image imported from the artifact rootfs"
+    virtbench_bridge = False
+    Options = PodmanOptions
+    variant_option = "oci_runtime"
+    variants = ("crun", "runc", "runsc")
+    default_variant = "crun"
+    conf_name: ClassVar[str] = "containers.conf"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.image = ""
+        self.network: str | None = None
+        self.env: dict[str, str] = {}
+
+    @classmethod
+    def available(cls, options: BaseModel | None = None) -> Availability:
+        oci = getattr(options, "oci_runtime", "crun")
+        if which("podman") is None:
+            return Availability(False, reason="podman not on PATH", fix="apt-get install podman")
+        if which(oci) is None:
+            return Availability(False, reason=f"{oci} not on PATH", fix=f"apt-get install {oci}")
+        res = proc.run(["podman", "--version"], check=False, timeout=20)
+        if res.returncode != 0:
+            return Availability(False, reason=f"podman --version failed: {res.brief()}")
+        return Availability(True, version=res.stdout.split()[-1])
+
+    # --- helpers -------------------------------------------------------------------
+    def _podman(self, *args: str) -> list[str]:
+        argv = ["podman", f"--runtime={self.options.oci_runtime}"]
+        if self.options.oci_runtime == "runsc":
+            argv += [f"--runtime-flag={f}" for f in RUNSC_FLAGS]
+        return [*argv, *args]
+
+    def _run(self, *args: str, timeout: float = 120, check: bool = True) -> proc.Result:
+        return proc.run(self._podman(*args), env=self.env, timeout=timeout, check=check)
+
+    # --- set-up ----------------------------------------------------------------------
+    def _setup(self) -> None:
+        conf = self.ctx.scratch / self.conf_name
+        conf.write_text(containers_conf())
+        self.env = {**os.environ, "CONTAINERS_CONF": str(conf)}
+        if self.options.image:
+            res = self._run("image", "exists", self.options.image, check=False)
+            if res.returncode != 0:
+                raise RuntimeUnavailable(
+                    f"podman image {self.options.image!r} is not on this host "
+                    "(virtbench uses no registry: podman load or build it first)"
+                )
+            self.image = self.options.image
+            return
+        rootfs = self.ctx.rootfs
+        if rootfs is None:
+            raise InstanceError(f"{self.label}: no artifact rootfs to import")
+        tag = f"vb-{self.ctx.run_id}-rootfs:{rootfs.name.rsplit('-', 1)[-1][:12]}"
+        self.ctx.state.record("image", tag, runtime=self.label)
+        if self._run("image", "exists", tag, check=False).returncode != 0:
+            tar = self.ctx.scratch / "podman-rootfs.tar"
+            tar.write_bytes(tar_of(rootfs))
+            self._run("import", "--change", f"LABEL {LABEL}={self.ctx.run_id}", str(tar), tag)
+            tar.unlink()
+        self.image = tag
+
+    def _close(self) -> None:
+        if self.network:
+            self._run("network", "rm", "-f", self.network, check=False)
+        if self.image and not self.options.image:
+            self._run("rmi", "-f", self.image, check=False)
+
+    def _bridge_network(self) -> str:
+        if self.network is None:
+            name = f"vb-{self.ctx.run_id}-net"
+            self.ctx.state.record("network", name, runtime=self.label)
+            self._run("network", "create", "--disable-dns", "--label", self._label(), name)
+            self.network = name
+        return self.network
+
+    def _label(self) -> str:
+        return f"{LABEL}={self.ctx.run_id}"
+
+    # --- lifecycle -------------------------------------------------------------------
+    def _prepare(self, inst: Instance) -> None:
+        network = self.effective_network(inst.spec.network)
+        spec = inst.spec
+        self.ctx.state.record("container", inst.name, runtime=self.label)
+        self.ctx.state.record("cgroup", inst.name)
+        args = [
+            "--name",
+            spec.name,
+            "--label",
+            self._label(),
+            "--env",
+            f"VIRTBENCH_INSTANCE={spec.name}",
+            "--network",
+            self._bridge_network() if network == "bridge" else network,
+            "--cgroup-parent",
+            f"/virtbench/{spec.name}",
+            "--pull",
+            "never",
+        ]
+        if spec.memory_mib:
+            args += ["--memory", f"{spec.memory_mib}m"]
+        if spec.cpus:
+            args += ["--cpuset-cpus", spec.cpus]
+        for host, dest in inst.binds:
+            args += ["--volume", f"{host}:{dest}"]
+        if self.options.image:
+            for prog in sorted((spec.rootfs / "bin").iterdir()):
+                args += ["--volume", f"{prog}:/bin/{prog.name}:ro"]
+        inst.extra["args"] = args
+
+    def _start(self, inst: Instance, detach: bool) -> None:
+        argv = self._podman("run", *(["-d"] if detach else []), *inst.extra.pop("args"))
+        argv += [self.image, *inst.argv]
+        with open(inst.log_path, "ab") as log:
+            inst.proc = proc.spawn(argv, stdout=log.fileno(), stderr=log.fileno(), env=self.env)
+        if detach:
+            try:
+                rc = proc.wait(inst.proc, START_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                raise InstanceError(f"podman run -d {inst.name} did not return") from None
+            inst.proc = None
+            if rc != 0:
+                raise InstanceError(f"podman run {inst.name} failed: {inst.log_tail()}")
+
+    def _inspect(self, inst: Instance) -> dict[str, Any]:
+        res = self._run("inspect", "--type", "container", inst.name, check=False, timeout=30)
+        try:
+            data = json.loads(res.stdout or "[]")
+        except ValueError:
+            return {}
+        return data[0] if data else {}
+
+    def _after_start(self, inst: Instance) -> None:
+        info = self._inspect(inst)
+        state = info.get("State") or {}
+        conmon = state.get("ConmonPid") or 0
+        inst.extra["conmon"] = owners.snapshot(
+            [conmon, *owners.supervisor_tree(state.get("Pid"), lambda n: n == "conmon")]
+        )
+        if self.network is not None and inst.spec.network == "bridge":
+            nets = (info.get("NetworkSettings") or {}).get("Networks") or {}
+            inst.address = (nets.get(self.network) or {}).get("IPAddress") or None
+
+    def _stop(self, inst: Instance) -> None:
+        p = inst.proc
+        if p is not None and p.poll() is None:
+            proc.kill_group(p)
+        self._run("rm", "--force", "--time", "0", inst.name, check=False, timeout=60)
+        owners.end(inst.extra.get("conmon") or [])
+
+    def owner_pids(self, inst: Instance) -> list[int]:
+        return [p.pid for p in inst.extra.get("conmon") or [] if p.is_running()]
+
+    # --- clean -------------------------------------------------------------------------
+    @classmethod
+    def list_objects(cls) -> list[tuple[str, str]]:
+        if which("podman") is None:
+            return []
+        found: list[tuple[str, str]] = []
+        res = proc.run(["podman", "ps", "-a", "--format", "json"], check=False, timeout=60)
+        for c in json.loads(res.stdout or "[]") or []:
+            found += [("instance", n) for n in c.get("Names") or []]
+        res = proc.run(["podman", "network", "ls", "--format", "json"], check=False, timeout=60)
+        found += [("network", n["name"]) for n in json.loads(res.stdout or "[]") or []]
+        res = proc.run(["podman", "images", "--format", "json"], check=False, timeout=60)
+        for img in json.loads(res.stdout or "[]") or []:
+            found += [("image", _short(n)) for n in img.get("Names") or []]
+        return found
+
+    @classmethod
+    def remove_object(cls, kind: str, name: str) -> None:
+        argv = {
+            "instance": ["podman", "rm", "--force", "--time", "0", name],
+            "network": ["podman", "network", "rm", "--force", name],
+            "image": ["podman", "rmi", "--force", name],
+        }[kind]
+        proc.run(argv, check=False, timeout=120)
+
+
+def _short(image_name: str) -> str:
+    """`localhost/vb-abc123-rootfs:tag` -> `vb-abc123-rootfs:tag` (our label prefix first)."""
+    return Path(image_name).name if image_name.startswith("localhost/") else image_name
