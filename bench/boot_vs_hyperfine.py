@@ -1,10 +1,14 @@
-"""Boot-measurement overhead: virtbench's crun `spawn_to_exit` against hyperfine.
+"""Boot-measurement overhead: virtbench's `spawn_to_exit` against hyperfine, per runtime.
 
-Both time `crun run` of the same bundle (the config.json virtbench's crun driver writes
-for the `hello` workload, network none). Prints both medians and their ratio; the
-target is a ratio <= 1.2.
+For each runtime the driver prepares a `hello` instance exactly as a run would (bundle,
+config, image) and says which command a user would type to do the same by hand
+(`Runtime.command_line`: e.g. `crun run --bundle B name`, `docker run --rm ... IMG
+/bin/vb-hello`, `lxc-start -F -n name -P path`). hyperfine times that command before
+and after `virtbench run boot --runtimes <label> --workloads hello` on the same host;
+the ratio of virtbench's median to the mean of the two hyperfine medians is printed.
+Target: every ratio <= 1.2.
 
-    .venv/bin/python bench/boot_vs_hyperfine.py [--runs 20]
+    .venv/bin/python bench/boot_vs_hyperfine.py [--runs 20] [--runtimes crun,docker,...]
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -20,64 +25,79 @@ import sys
 import tempfile
 from pathlib import Path
 
+from virtbench import cgroups, naming, runtimes
 from virtbench.artifacts import build_minimal_rootfs
 from virtbench.paths import Paths
-from virtbench.runtimes.base import Instance, InstanceSpec
-from virtbench.runtimes.oci import bundle_config
+from virtbench.runtimes.base import InstanceSpec, RuntimeContext
+from virtbench.state import RunState
 from virtbench.store import Store
 from virtbench.workloads import hello
 
 
-def hyperfine_median(bundle: Path, runs: int) -> float:
-    name = "vb-bench0-hf"
+def hyperfine_median(argv: list[str], env: dict[str, str], runs: int) -> float:
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
         subprocess.run(
             ["hyperfine", "-N", "--warmup", "3", "--runs", str(runs), "--export-json", out.name,
-             f"crun run --bundle {bundle} {name}"],
-            check=True, stdout=subprocess.DEVNULL,
+             shlex.join(argv)],
+            check=True, stdout=subprocess.DEVNULL, env={**os.environ, **env},
         )  # fmt: skip
         data = json.loads(Path(out.name).read_text())
     return statistics.median(data["results"][0]["times"]) * 1e3
 
 
-def virtbench_median(runs: int) -> tuple[float, str]:
+def virtbench_median(label: str, runs: int) -> float:
     results = Path(tempfile.mkdtemp(prefix="vb-bench-"))
     try:
-        cmd = [sys.executable, "-m", "virtbench.cli", "run", "boot", "--runtimes", "crun",
+        cmd = [sys.executable, "-m", "virtbench.cli", "run", "boot", "--runtimes", label,
                "--workloads", "hello", "--runs", str(runs), "--warmups", "3",
                "--results", str(results)]  # fmt: skip
-        res = subprocess.run(cmd, capture_output=True, text=True, check=True)
-        rid = re.search(r"run ([a-z0-9]{6}) started", res.stdout).group(1)
-        vals = [s.value for s in Store(results).samples(rid)
+        res = subprocess.run(cmd, capture_output=True, text=True)
+        found = re.search(r"run ([a-z0-9]{6}) started", res.stdout)
+        if res.returncode != 0 or found is None:
+            raise SystemExit(f"{label}: virtbench run failed: {res.stdout[-500:]}{res.stderr}")
+        vals = [s.value for s in Store(results).samples(found.group(1))
                 if s.metric == "boot.spawn_to_exit" and not s.warmup and s.value]  # fmt: skip
-        return statistics.median(vals), " ".join(cmd[2:-2])
+        return statistics.median(vals)
     finally:
         shutil.rmtree(results, ignore_errors=True)
+
+
+def compare(label: str, runs: int, paths: Paths, rootfs: Path) -> tuple[float, float, float, str]:
+    rid = naming.new_run_id()
+    state = RunState(paths.run_dir(rid)).open()
+    ctx = RuntimeContext(rid, state, paths, cgroups.Layout.detect(), rootfs=rootfs)
+    rt = runtimes.create(label, ctx)
+    name = naming.name(rid, "hf")
+    inst, argv, env = rt.command_line(InstanceSpec(name, hello.argv(name), rootfs))
+    try:
+        hf1 = hyperfine_median(argv, env, runs)
+        vb = virtbench_median(label, runs)  # uses the daemon we started, if any
+        hf2 = hyperfine_median(argv, env, runs)
+    finally:
+        rt.stop(inst)
+        rt.close()
+        ctx.daemons.close()
+        state.close()
+    return hf1, hf2, vb, shlex.join(argv)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--runtimes", default="crun")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("run as root")
     paths = Paths.from_env()
     art = build_minimal_rootfs(paths.guest_src, paths.cache)
-    with tempfile.TemporaryDirectory(prefix="vb-bench-bundle-") as tmp:
-        spec = InstanceSpec(name="vb-bench0-hf", argv=hello.argv("x"), rootfs=art.path)
-        inst = Instance(spec=spec, runtime="crun", log_path=Path(os.devnull), argv=spec.argv)
-        (Path(tmp) / "config.json").write_text(
-            json.dumps(bundle_config(inst, "bench0", "none", None))
-        )
-        hf = hyperfine_median(Path(tmp), args.runs)
-        vb, cmd = virtbench_median(args.runs)
-        hf2 = hyperfine_median(Path(tmp), args.runs)  # before and after: host drift shows
-    hf_mid = statistics.mean([hf, hf2])
-    print(
-        f"hyperfine -N --warmup 3 'crun run --bundle B ...': median {hf:.2f} ms, again {hf2:.2f} ms"
-    )
-    print(f"virtbench {cmd}: median spawn_to_exit {vb:.2f} ms")
-    print(f"ratio virtbench/hyperfine = {vb / hf_mid:.3f} (target <= 1.2)")
+    worst = 0.0
+    for label in args.runtimes.split(","):
+        hf1, hf2, vb, cmd = compare(label, args.runs, paths, art.path)
+        ratio = vb / statistics.mean([hf1, hf2])
+        worst = max(worst, ratio)
+        print(f"{label:14} hyperfine {hf1:8.2f} / {hf2:8.2f} ms   virtbench {vb:8.2f} ms   "
+              f"ratio {ratio:.3f}   [{cmd}]", flush=True)  # fmt: skip
+    print(f"worst ratio virtbench/hyperfine = {worst:.3f} (target <= 1.2)")
 
 
 if __name__ == "__main__":

@@ -252,8 +252,8 @@ class Runtime(ABC):
             )
         return requested
 
-    def start(self, spec: InstanceSpec, detach: bool = True) -> Instance:
-        """Start an instance. The ledger records it before anything is created."""
+    def _begin(self, spec: InstanceSpec) -> Instance:
+        """Everything before the launch: ledger, log, probe address, network."""
         if spec.name in self.instances:
             raise InstanceError(f"instance {spec.name} already started")
         network = self.effective_network(spec.network)
@@ -266,6 +266,28 @@ class Runtime(ABC):
         inst.argv = self._resolve_probe(inst, network)
         if network == "bridge" and self.virtbench_bridge:
             inst.netns, inst.address = self._bridge().attach(spec.name)
+        return inst
+
+    def command_line(self, spec: InstanceSpec) -> tuple[Instance, list[str], dict[str, str]]:
+        """(instance, argv, extra environment) a user would type to do by hand what
+        `run_to_exit(spec)` does -- for checking virtbench's timing against hyperfine.
+        The instance is prepared but not started; `stop` it afterwards."""
+        inst = self._begin(spec)
+        try:
+            self._prepare(inst)
+            argv, env = self._command_line(inst)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self.stop(inst)
+            raise
+        return inst, argv, env
+
+    def _command_line(self, inst: Instance) -> tuple[list[str], dict[str, str]]:
+        raise NotImplementedError(f"{self.label}: no command-line equivalent")
+
+    def start(self, spec: InstanceSpec, detach: bool = True) -> Instance:
+        """Start an instance. The ledger records it before anything is created."""
+        inst = self._begin(spec)
         try:
             self._prepare(inst)
             inst.t_spawn_ns = time.monotonic_ns()

@@ -254,6 +254,14 @@ class Docker(Runtime):
         self.ctx.state.record("cgroup", inst.name)
         inst.extra["create"] = self._create_kwargs(inst)
 
+    def _command_line(self, inst: Instance) -> tuple[list[str], dict[str, str]]:
+        spec = inst.spec
+        argv = ["docker", "run", "--rm", "--runtime", self.options.oci_runtime]
+        argv += ["--network", self.effective_network(spec.network)]
+        argv += ["--cgroup-parent", f"/virtbench/{spec.name}", "--pull", "never"]
+        argv += ["--label", f"{LABEL}={self.ctx.run_id}"]
+        return [*argv, self.image, *inst.argv], {"DOCKER_HOST": BASE_URL}
+
     def _start(self, inst: Instance, detach: bool) -> None:
         del detach  # foreground: `_wait` blocks on the container's exit
         cid = self.api.create_container(**inst.extra.pop("create"))["Id"]

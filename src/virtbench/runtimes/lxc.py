@@ -4,10 +4,11 @@ Each instance gets `<state>/lxc/<name>/config` (no template, no download): the s
 rootfs mounted read-only, /dev from autodev, and `lxc.init.cmd` = the workload, so the
 container's PID 1 is the workload itself. Detached instances start with `lxc-start -d`
 (an `[lxc monitor]` process stays with each); foreground ones with `lxc-start -F`, which
-returns when the init exits. `lxc.cgroup.dir` puts monitor and payload cgroups under
-`virtbench/<name>`, so memory and pids cover both. Networks: `none` (`type = empty`), `host`
-(`type = none` shares the host's), `bridge` (the virtbench bridge's per-instance netns,
-shared with `lxc.namespace.share.net`). This host has no lxcbr0 and needs none.
+returns when the init exits. `lxc.cgroup.dir.*` puts the cgroups at `virtbench/<name>`
+(payload) and `virtbench/<name>-m` (monitor); LXC creates and removes both as it would
+by hand, and the monitor is counted with the instance. Networks: `none` (`type =
+empty`), `host` (`type = none` shares the host's), `bridge` (the virtbench bridge's
+per-instance netns, shared with `lxc.namespace.share.net`). This host has no lxcbr0.
 """
 
 from __future__ import annotations
@@ -20,11 +21,12 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from virtbench import proc
+from virtbench import cgroups, proc
 from virtbench.errors import InstanceError
 from virtbench.runtimes.base import Availability, Family, Instance, Runtime, remove_tree, which
 
 START_TIMEOUT = 60.0
+MONITOR_SUFFIX = "-m"
 
 
 def lxc_config(inst: Instance, network: str, cgroup_version: int) -> str:
@@ -41,7 +43,10 @@ def lxc_config(inst: Instance, network: str, cgroup_version: int) -> str:
         "lxc.tty.max = 0",
         "lxc.pty.max = 0",
         "lxc.console.path = none",
-        f"lxc.cgroup.dir = virtbench/{spec.name}",
+        # LXC makes and removes both cgroups itself, as it would by hand; the monitor's
+        # is named after the instance too, so it is counted and cleaned with it.
+        f"lxc.cgroup.dir.container = virtbench/{spec.name}",
+        f"lxc.cgroup.dir.monitor = virtbench/{spec.name}{MONITOR_SUFFIX}",
         "lxc.init.cmd = " + " ".join(inst.argv),
     ]
     if network == "none":
@@ -108,6 +113,13 @@ class Lxc(Runtime):
             if rc != 0:
                 raise InstanceError(f"lxc-start {inst.name} failed: {inst.log_tail()}")
 
+    def owner_pids(self, inst: Instance) -> list[int]:
+        """The `[lxc monitor]` process, in its own cgroup next to the container's."""
+        return cgroups.procs(self.ctx.layout, inst.name + MONITOR_SUFFIX)
+
+    def _command_line(self, inst: Instance) -> tuple[list[str], dict[str, str]]:
+        return self._argv(inst, "lxc-start", "-F"), {}
+
     def _stop(self, inst: Instance) -> None:
         p = inst.proc
         exited = p is not None and p.poll() is not None  # foreground: gone with its init
@@ -120,3 +132,5 @@ class Lxc(Runtime):
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(p, 10)
         remove_tree(self.lxcpath / inst.name)
+        for d in self.ctx.layout.dirs(inst.name + MONITOR_SUFFIX):  # if LXC left it
+            cgroups.kill_and_remove(d)

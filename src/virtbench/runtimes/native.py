@@ -43,6 +43,9 @@ class Native(Runtime):
         """What vb-cgexec execs inside the instance's cgroups."""
         return self._host_argv(inst)
 
+    def _command_line(self, inst: Instance) -> tuple[list[str], dict[str, str]]:
+        return self._command(inst), {}
+
     def _host_argv(self, inst: Instance) -> list[str]:
         root = inst.spec.rootfs
         out = []

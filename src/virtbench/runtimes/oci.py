@@ -182,6 +182,10 @@ class OciRuntime(Runtime):
             if rc != 0:
                 raise InstanceError(f"{self.binary} run {inst.name} failed: {inst.log_tail()}")
 
+    def _command_line(self, inst: Instance) -> tuple[list[str], dict[str, str]]:
+        bundle = self._bundle_dir(inst)
+        return [self.binary, *self.global_args(inst), "run", "--bundle", str(bundle), inst.name], {}
+
     def hang_hint(self) -> str:
         """What to add to a start that timed out (a likely cause)."""
         return ""

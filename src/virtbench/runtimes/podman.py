@@ -28,7 +28,14 @@ from pydantic import BaseModel, ConfigDict
 from virtbench import proc
 from virtbench.errors import InstanceError, RuntimeUnavailable
 from virtbench.runtimes import owners
-from virtbench.runtimes.base import Availability, Family, Instance, Runtime, which
+from virtbench.runtimes.base import (
+    Availability,
+    Family,
+    Instance,
+    Runtime,
+    remove_tree,
+    which,
+)
 from virtbench.runtimes.docker import LABEL, tar_of
 
 RUNSC_FLAGS = ["platform=ptrace", "network=host", "host-uds=open"]
@@ -135,6 +142,8 @@ class Podman(Runtime):
     def _close(self) -> None:
         if self.network:
             self._run("network", "rm", "-f", self.network, check=False)
+            # CNI's host-local IP allocations outlive the network in podman 4.3
+            remove_tree(Path("/var/lib/cni/networks") / self.network)
         if self.image and not self.options.image:
             self._run("rmi", "-f", self.image, check=False)
 
@@ -179,6 +188,12 @@ class Podman(Runtime):
             for prog in sorted((spec.rootfs / "bin").iterdir()):
                 args += ["--volume", f"{prog}:/bin/{prog.name}:ro"]
         inst.extra["args"] = args
+
+    def _command_line(self, inst: Instance) -> tuple[list[str], dict[str, str]]:
+        args = list(inst.extra["args"])
+        del args[args.index("--name") : args.index("--name") + 2]  # repeated runs
+        argv = self._podman("run", "--rm", *args, self.image, *inst.argv)
+        return argv, {"CONTAINERS_CONF": self.env["CONTAINERS_CONF"]}
 
     def _start(self, inst: Instance, detach: bool) -> None:
         argv = self._podman("run", *(["-d"] if detach else []), *inst.extra.pop("args"))
