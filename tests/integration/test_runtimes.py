@@ -113,7 +113,9 @@ def test_sleeper_signals_ready_and_stops_clean(name, network, ctx, artifact):
         assert in_cgroup and set(in_cgroup) <= set(pids)
         # The workload (for runsc: the sandbox running it) is confined to the cpuset;
         # monitors such as conmon may sit outside it.
-        workload = [p for p in in_cgroup if comm(p) in ("vb-sleep", "exe", "runsc-sandbox")]
+        workload = [
+            p for p in in_cgroup if comm(p) in ("vb-ready", "vb-sleep", "exe", "runsc-sandbox")
+        ]
         allowed = {cpus_allowed(p) for p in workload} - {None}
         assert allowed == {"0"}, allowed
         assert rt.memory_bytes(inst) is not None

@@ -141,7 +141,7 @@ class Docker(Runtime):
         if not daemon_up():
             version = proc.run(["dockerd", "--version"], check=False, timeout=10).stdout
             v = version.split()[2].rstrip(",") if len(version.split()) > 2 else "?"
-            return Availability(True, version=f"{v} (dockerd started by virtbench)")
+            return Availability(True, version=f"{v} (not running: virtbench starts dockerd)")
         c = client(timeout=10)
         try:
             info = c.info()
