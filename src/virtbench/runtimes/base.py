@@ -162,6 +162,7 @@ class Runtime(ABC):
         self.label = label or self.name
         self.instances: dict[str, Instance] = {}
         self._set_up = False
+        self._reap: list[Any] = []  # psutil handles of supervisors that exit after removal
 
     # --- what drivers provide -------------------------------------------------------
     @classmethod
@@ -356,10 +357,20 @@ class Runtime(ABC):
             self._set_up = True  # set first: a failed set-up is still undone by close()
             self._setup()
 
+    def reap_later(self, procs: list[Any]) -> None:
+        """Supervisors (shim, conmon) that linger a moment after their container is
+        removed: not waited for in the timed teardown, but ended by `close`."""
+        self._reap += [p for p in procs if p.is_running()]
+
     def close(self) -> None:
         """Stop every instance, then undo the set-up. Idempotent; for the run's `finally:`."""
         try:
             self.stop_all()
+            if self._reap:
+                from virtbench.runtimes import owners
+
+                owners.end(self._reap, timeout=30)
+                self._reap = []
         finally:
             if self._set_up:
                 self._set_up = False

@@ -300,7 +300,7 @@ class Docker(Runtime):
         except Exception as exc:
             if "No such container" not in str(exc) and "404" not in str(exc):
                 raise
-        owners.end(shims)  # the shim goes with its container; never leave one behind
+        self.reap_later(shims)  # the shim goes with its container; never leave one behind
 
     def owner_pids(self, inst: Instance, pid: int | None = None) -> list[int]:
         cid = self._ids.get(inst.name)

@@ -233,7 +233,7 @@ class Podman(Runtime):
         if p is not None and p.poll() is None:
             proc.kill_group(p)
         self._run("rm", "--force", "--time", "0", inst.name, check=False, timeout=60)
-        owners.end(inst.extra.get("conmon") or [])
+        self.reap_later(inst.extra.get("conmon") or [])
 
     def owner_pids(self, inst: Instance) -> list[int]:
         return [p.pid for p in inst.extra.get("conmon") or [] if p.is_running()]
