@@ -23,7 +23,9 @@ Timeline of one instance (host monotonic clock, ns):
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
+import subprocess
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -37,8 +39,6 @@ from virtbench import cgroups, proc
 from virtbench.errors import InstanceError, SpecError
 
 if TYPE_CHECKING:
-    import subprocess
-
     from virtbench.measure.probe import ProbeListener
     from virtbench.paths import Paths
     from virtbench.runtimes.daemon import Daemons
@@ -377,6 +377,31 @@ class Runtime(ABC):
                 self._close()
 
     # --- helpers ---------------------------------------------------------------------------
+    def _launch(
+        self,
+        inst: Instance,
+        argv: list[str],
+        detach: bool,
+        timeout: float,
+        env: dict[str, str] | None = None,
+        hint: str = "",
+    ) -> None:
+        """Spawn a launcher CLI with its output in the instance log. Foreground: keep it as
+        `inst.proc`. Detached: wait for it to return (the instance then exists) and raise
+        with the log's tail if it failed."""
+        with open(inst.log_path, "ab") as log:
+            inst.proc = proc.spawn(argv, stdout=log.fileno(), stderr=log.fileno(), env=env)
+        if not detach:
+            return
+        what = f"{os.path.basename(argv[0])} {inst.name}"
+        try:
+            rc = proc.wait(inst.proc, timeout)
+        except subprocess.TimeoutExpired:
+            raise InstanceError(f"{what} did not return in {timeout:g} s{hint}") from None
+        inst.proc = None
+        if rc != 0:
+            raise InstanceError(f"{what} failed: {inst.log_tail()}")
+
     def _bridge(self) -> BridgeNetwork:
         if self.ctx.bridge is None:
             from virtbench.runtimes.network import BridgeNetwork

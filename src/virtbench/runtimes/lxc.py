@@ -22,7 +22,6 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from virtbench import cgroups, proc
-from virtbench.errors import InstanceError
 from virtbench.runtimes.base import Availability, Family, Instance, Runtime, remove_tree, which
 
 START_TIMEOUT = 60.0
@@ -99,19 +98,8 @@ class Lxc(Runtime):
         (d / "config").write_text(config)
 
     def _start(self, inst: Instance, detach: bool) -> None:
-        with open(inst.log_path, "ab") as log:
-            mode = "-d" if detach else "-F"
-            inst.proc = proc.spawn(
-                self._argv(inst, "lxc-start", mode), stdout=log.fileno(), stderr=log.fileno()
-            )
-        if detach:
-            try:
-                rc = proc.wait(inst.proc, START_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                raise InstanceError(f"lxc-start {inst.name} did not return") from None
-            inst.proc = None
-            if rc != 0:
-                raise InstanceError(f"lxc-start {inst.name} failed: {inst.log_tail()}")
+        argv = self._argv(inst, "lxc-start", "-d" if detach else "-F")
+        self._launch(inst, argv, detach, START_TIMEOUT)
 
     def owner_pids(self, inst: Instance) -> list[int]:
         """The `[lxc monitor]` process, in its own cgroup next to the container's."""

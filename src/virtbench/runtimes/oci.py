@@ -10,14 +10,12 @@ container when it exits. Stopping is `delete --force`.
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
 from virtbench import cgroups, proc
-from virtbench.errors import InstanceError
 from virtbench.runtimes.base import Availability, Family, Instance, Runtime, remove_tree, which
 
 OCI_VERSION = "1.0.2"
@@ -168,19 +166,7 @@ class OciRuntime(Runtime):
         bundle = self._bundle_dir(inst)
         argv = [self.binary, *self.global_args(inst), "run"]
         argv += [*([self.detach_flag] if detach else []), "--bundle", str(bundle), inst.name]
-        with open(inst.log_path, "ab") as log:
-            inst.proc = proc.spawn(argv, stdout=log.fileno(), stderr=log.fileno())
-        if detach:
-            try:
-                rc = proc.wait(inst.proc, self.start_timeout)
-            except subprocess.TimeoutExpired:
-                raise InstanceError(
-                    f"{self.binary} run -d {inst.name} did not return in "
-                    f"{self.start_timeout:g} s{self.hang_hint()}"
-                ) from None
-            inst.proc = None
-            if rc != 0:
-                raise InstanceError(f"{self.binary} run {inst.name} failed: {inst.log_tail()}")
+        self._launch(inst, argv, detach, self.start_timeout, hint=self.hang_hint())
 
     def _command_line(self, inst: Instance) -> tuple[list[str], dict[str, str]]:
         bundle = self._bundle_dir(inst)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import resource
-import subprocess
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -198,16 +197,7 @@ class Podman(Runtime):
     def _start(self, inst: Instance, detach: bool) -> None:
         argv = self._podman("run", *(["-d"] if detach else []), *inst.extra.pop("args"))
         argv += [self.image, *inst.argv]
-        with open(inst.log_path, "ab") as log:
-            inst.proc = proc.spawn(argv, stdout=log.fileno(), stderr=log.fileno(), env=self.env)
-        if detach:
-            try:
-                rc = proc.wait(inst.proc, START_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                raise InstanceError(f"podman run -d {inst.name} did not return") from None
-            inst.proc = None
-            if rc != 0:
-                raise InstanceError(f"podman run {inst.name} failed: {inst.log_tail()}")
+        self._launch(inst, argv, detach, START_TIMEOUT, env=self.env)
 
     def _inspect(self, inst: Instance) -> dict[str, Any]:
         res = self._run("inspect", "--type", "container", inst.name, check=False, timeout=30)
