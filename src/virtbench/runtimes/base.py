@@ -231,10 +231,15 @@ class Runtime(ABC):
         if kind == "instance":
             cls.remove_instance(name)
 
+    def cgroup_names(self, inst: Instance) -> list[str]:
+        """The instance's cgroups under `virtbench/` (counted, and removed by `stop`).
+        Default: the one named after it; LXC adds its monitor's."""
+        return [inst.name]
+
     def pids(self, inst: Instance) -> list[int]:
-        """Host pids that belong to the instance: its cgroup's processes (and below) plus
+        """Host pids that belong to the instance: its cgroups' processes (and below) plus
         the driver's `owner_pids` (shims, monitors)."""
-        found = cgroups.procs(self.ctx.layout, inst.name)
+        found = [p for n in self.cgroup_names(inst) for p in cgroups.procs(self.ctx.layout, n)]
         return found + [p for p in self.owner_pids(inst) if p not in found]
 
     def memory_bytes(self, inst: Instance) -> int | None:
@@ -332,8 +337,9 @@ class Runtime(ABC):
             self._stop(inst)
         finally:
             inst.stopped = True
-            for d in self.ctx.layout.dirs(inst.name):
-                cgroups.kill_and_remove(d)
+            for name in self.cgroup_names(inst):
+                for d in self.ctx.layout.dirs(name):
+                    cgroups.kill_and_remove(d)
             if inst.netns is not None and self.ctx.bridge is not None:
                 self.ctx.bridge.detach(inst.name)
             self.instances.pop(inst.name, None)

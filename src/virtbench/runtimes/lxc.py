@@ -21,7 +21,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from virtbench import cgroups, proc
+from virtbench import proc
 from virtbench.runtimes.base import Availability, Family, Instance, Runtime, remove_tree, which
 
 START_TIMEOUT = 60.0
@@ -101,9 +101,9 @@ class Lxc(Runtime):
         argv = self._argv(inst, "lxc-start", "-d" if detach else "-F")
         self._launch(inst, argv, detach, START_TIMEOUT)
 
-    def owner_pids(self, inst: Instance) -> list[int]:
-        """The `[lxc monitor]` process, in its own cgroup next to the container's."""
-        return cgroups.procs(self.ctx.layout, inst.name + MONITOR_SUFFIX)
+    def cgroup_names(self, inst: Instance) -> list[str]:
+        """The payload's cgroup and the `[lxc monitor]`'s, next to it."""
+        return [inst.name, inst.name + MONITOR_SUFFIX]
 
     def _command_line(self, inst: Instance) -> tuple[list[str], dict[str, str]]:
         return self._argv(inst, "lxc-start", "-F"), {}
@@ -120,5 +120,3 @@ class Lxc(Runtime):
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(p, 10)
         remove_tree(self.lxcpath / inst.name)
-        for d in self.ctx.layout.dirs(inst.name + MONITOR_SUFFIX):  # if LXC left it
-            cgroups.kill_and_remove(d)
