@@ -98,8 +98,10 @@ def execute(
             store.add_artifact(run_id, artifact.to_dict())
             probe = ProbeListener(state.dir / "probe")
             ctx = RuntimeContext(run_id, state, paths, layout, probe=probe, rootfs=artifact.path)
-            tables = {k: dict(t.model_extra or {}) for k, t in spec.runtime.items()}
-            drivers = {label: runtimes.create(label, ctx, tables) for label in spec.runtimes}
+            drivers = {
+                label: runtimes.create(label, ctx, spec.options_for(label))
+                for label in spec.runtimes
+            }
             for label, drv in drivers.items():  # daemons, images: never inside a measurement
                 say(f"setting up {label}")
                 drv.setup()

@@ -101,7 +101,9 @@ def options_for(label: str, tables: dict[str, dict[str, Any]]) -> dict[str, Any]
     return merged
 
 
-def create(label: str, ctx: Any, tables: dict[str, dict[str, Any]] | None = None) -> Runtime:
-    """Instantiate the driver for `label` with its options."""
+def create(label: str, ctx: Any, options: dict[str, Any] | None = None) -> Runtime:
+    """Instantiate the driver for `label` with its options (e.g. `Spec.options_for(label)`;
+    default: just what the label's variant sets)."""
     cls = get(label)
-    return cls(ctx, cls.Options(**options_for(label, tables or {})), label=label)
+    opts = options if options is not None else options_for(label, {})
+    return cls(ctx, cls.Options(**opts), label=label)

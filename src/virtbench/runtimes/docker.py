@@ -20,26 +20,23 @@ label `org.virtbench.run=<run id>` and names starting `vb-<run id>-`.
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import os
-import tarfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from virtbench import proc
-from virtbench.errors import InstanceError, RuntimeUnavailable
 from virtbench.runtimes import owners
-from virtbench.runtimes.base import Availability, Family, Instance, Runtime, which
+from virtbench.runtimes.base import Availability, Instance, which
+from virtbench.runtimes.engine import LABEL, Engine
 
 if TYPE_CHECKING:
     import docker as docker_sdk
 
 SOCKET = "/var/run/docker.sock"
 BASE_URL = f"unix://{SOCKET}"
-LABEL = "org.virtbench.run"
 OCI_PATHS = {"runc": "runc", "crun": "crun", "runsc": "runsc"}
 # runsc inside Docker: ptrace works on more hosts than kvm; its own netstack fails on
 # some kernels (and then leaks its processes), while host networking inside the
@@ -106,22 +103,16 @@ def dockerd_argv(config_file: Path) -> list[str]:
     return [which("dockerd") or "dockerd", "--config-file", str(config_file), "-H", BASE_URL]
 
 
-class Docker(Runtime):
+class Docker(Engine):
     name = "docker"
-    family = Family.CONTAINER
     description = "Docker Engine (SDK), image imported from the artifact rootfs"
-    virtbench_bridge = False
     Options = DockerOptions
-    variant_option = "oci_runtime"
     variants = ("runc", "crun", "runsc")
     default_variant = "runc"
-    engine: ClassVar[str] = "dockerd"
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.api: Any = None
-        self.image = ""
-        self.network: str | None = None
         self._ids: dict[str, str] = {}
 
     # --- availability ------------------------------------------------------------------
@@ -158,79 +149,54 @@ class Docker(Runtime):
             )
         return Availability(True, version=str(info.get("ServerVersion", "?")))
 
-    # --- set-up ------------------------------------------------------------------------
-    def _setup(self) -> None:
-        state = self.ctx.scratch
-        config = state / "dockerd.json"
-        config.write_text(json.dumps(daemon_config(state)))
+    # --- the engine -------------------------------------------------------------------
+    def _connect(self) -> None:
+        config = self.ctx.scratch / "dockerd.json"
+        config.write_text(json.dumps(daemon_config(self.ctx.scratch)))
         self.ctx.daemons.ensure(
-            self.engine,
+            "dockerd",
             daemon_up,
             dockerd_argv(config),
             ready_timeout=90,
             after_stop=remove_engine_cgroups,
         )
         self.api = client().api
-        self.image = self._image()
-        self.network = None
 
-    def _image(self) -> str:
-        if self.options.image:
-            try:
-                self.api.inspect_image(self.options.image)
-            except Exception:
-                raise RuntimeUnavailable(
-                    f"docker image {self.options.image!r} is not on this host "
-                    "(virtbench uses no registry: docker load or build it first)"
-                ) from None
-            return self.options.image
-        return self.import_rootfs()
+    def _disconnect(self) -> None:
+        if self.api is not None:
+            self.api.close()
+            self.api = None
 
-    def import_rootfs(self) -> str:
-        """Import the run's artifact rootfs as `vb-<run>-rootfs:<digest>` (labelled)."""
-        artifact = self.ctx.rootfs
-        if artifact is None:
-            raise InstanceError(f"{self.label}: no artifact rootfs to import")
-        tag = f"vb-{self.ctx.run_id}-rootfs:{artifact.name.rsplit('-', 1)[-1][:12]}"
-        self.ctx.state.record("image", tag, runtime=self.label)
-        with contextlib.suppress(Exception):  # another variant of this run imported it
-            self.api.inspect_image(tag)
-            return tag
-        data = tar_of(artifact)
+    def _has_image(self, image: str) -> bool:
+        try:
+            self.api.inspect_image(image)
+        except Exception:
+            return False
+        return True
+
+    def _import(self, tar: bytes, tag: str) -> None:
         repo, _, version = tag.partition(":")
         self.api.import_image_from_data(
-            data, repository=repo, tag=version, changes=[f"LABEL {LABEL}={self.ctx.run_id}"]
+            tar, repository=repo, tag=version, changes=[f"LABEL {self.run_label}"]
         )
-        return tag
 
-    def _close(self) -> None:
-        if self.api is None:
-            return
-        if self.network:
+    def _create_network(self, name: str) -> None:
+        self.api.create_network(name, driver="bridge", labels={LABEL: self.ctx.run_id})
+
+    def _remove(self, kind: str, name: str) -> None:
+        if self.api is not None:
             with contextlib.suppress(Exception):
-                self.api.remove_network(self.network)
-        if self.image and not self.options.image:
-            with contextlib.suppress(Exception):
-                self.api.remove_image(self.image, force=True)
-        self.api.close()
-        self.api = None
+                if kind == "network":
+                    self.api.remove_network(name)
+                else:
+                    self.api.remove_image(name, force=True)
 
     # --- lifecycle ---------------------------------------------------------------------
-    def _bridge_network(self) -> str:
-        if self.network is None:
-            name = f"vb-{self.ctx.run_id}-net"
-            self.ctx.state.record("network", name, runtime=self.label)
-            self.api.create_network(name, driver="bridge", labels={LABEL: self.ctx.run_id})
-            self.network = name
-        return self.network
-
     def _create_kwargs(self, inst: Instance) -> dict[str, Any]:
         network = self.effective_network(inst.spec.network)
         spec = inst.spec
         binds = [f"{host}:{dest}:rw" for host, dest in inst.binds]
-        if self.options.image:  # the artifact's programs, into a user's image
-            for prog in sorted((spec.rootfs / "bin").iterdir()):
-                binds.append(f"{prog}:/bin/{prog.name}:ro")
+        binds += [f"{host}:{dest}:ro" for host, dest in self.program_binds(spec)]
         host_config = self.api.create_host_config(
             network_mode=self._bridge_network() if network == "bridge" else network,
             mem_limit=spec.memory_mib * 1024 * 1024 if spec.memory_mib else None,
@@ -259,7 +225,7 @@ class Docker(Runtime):
         argv = ["docker", "run", "--rm", "--runtime", self.options.oci_runtime]
         argv += ["--network", self.effective_network(spec.network)]
         argv += ["--cgroup-parent", f"/virtbench/{spec.name}", "--pull", "never"]
-        argv += ["--label", f"{LABEL}={self.ctx.run_id}"]
+        argv += ["--label", self.run_label]
         return [*argv, self.image, *inst.argv], {"DOCKER_HOST": BASE_URL}
 
     def _start(self, inst: Instance, detach: bool) -> None:
@@ -340,20 +306,6 @@ class Docker(Runtime):
                 c.api.remove_image(name, force=True)
         finally:
             c.close()
-
-
-def tar_of(root: Path) -> bytes:
-    """The rootfs as an uncompressed tar stream owned by root, for `docker import`."""
-
-    def root_owned(info: tarfile.TarInfo) -> tarfile.TarInfo:
-        info.uid = info.gid = 0
-        info.uname = info.gname = "root"
-        return info
-
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        tar.add(root, arcname=".", filter=root_owned)
-    return buf.getvalue()
 
 
 def remove_engine_cgroups() -> None:

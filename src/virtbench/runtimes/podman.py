@@ -20,22 +20,19 @@ import json
 import os
 import resource
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from virtbench import proc
-from virtbench.errors import InstanceError, RuntimeUnavailable
 from virtbench.runtimes import owners
 from virtbench.runtimes.base import (
     Availability,
-    Family,
     Instance,
-    Runtime,
     remove_tree,
     which,
 )
-from virtbench.runtimes.docker import LABEL, tar_of
+from virtbench.runtimes.engine import Engine
 
 RUNSC_FLAGS = ["platform=ptrace", "network=host", "host-uds=open"]
 START_TIMEOUT = 120.0
@@ -73,21 +70,15 @@ def containers_conf() -> str:
     )
 
 
-class Podman(Runtime):
+class Podman(Engine):
     name = "podman"
-    family = Family.CONTAINER
     description = "Podman (CLI), image imported from the artifact rootfs"
-    virtbench_bridge = False
     Options = PodmanOptions
-    variant_option = "oci_runtime"
     variants = ("crun", "runc", "runsc")
     default_variant = "crun"
-    conf_name: ClassVar[str] = "containers.conf"
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.image = ""
-        self.network: str | None = None
         self.env: dict[str, str] = {}
 
     @classmethod
@@ -112,50 +103,31 @@ class Podman(Runtime):
     def _run(self, *args: str, timeout: float = 120, check: bool = True) -> proc.Result:
         return proc.run(self._podman(*args), env=self.env, timeout=timeout, check=check)
 
-    # --- set-up ----------------------------------------------------------------------
-    def _setup(self) -> None:
-        conf = self.ctx.scratch / self.conf_name
+    # --- the engine -------------------------------------------------------------------
+    def _connect(self) -> None:
+        conf = self.ctx.scratch / "containers.conf"
         conf.write_text(containers_conf())
         self.env = {**os.environ, "CONTAINERS_CONF": str(conf)}
-        if self.options.image:
-            res = self._run("image", "exists", self.options.image, check=False)
-            if res.returncode != 0:
-                raise RuntimeUnavailable(
-                    f"podman image {self.options.image!r} is not on this host "
-                    "(virtbench uses no registry: podman load or build it first)"
-                )
-            self.image = self.options.image
-            return
-        rootfs = self.ctx.rootfs
-        if rootfs is None:
-            raise InstanceError(f"{self.label}: no artifact rootfs to import")
-        tag = f"vb-{self.ctx.run_id}-rootfs:{rootfs.name.rsplit('-', 1)[-1][:12]}"
-        self.ctx.state.record("image", tag, runtime=self.label)
-        if self._run("image", "exists", tag, check=False).returncode != 0:
-            tar = self.ctx.scratch / "podman-rootfs.tar"
-            tar.write_bytes(tar_of(rootfs))
-            self._run("import", "--change", f"LABEL {LABEL}={self.ctx.run_id}", str(tar), tag)
-            tar.unlink()
-        self.image = tag
 
-    def _close(self) -> None:
-        if self.network:
-            self._run("network", "rm", "-f", self.network, check=False)
+    def _has_image(self, image: str) -> bool:
+        return self._run("image", "exists", image, check=False).returncode == 0
+
+    def _import(self, tar: bytes, tag: str) -> None:
+        path = self.ctx.scratch / "podman-rootfs.tar"
+        path.write_bytes(tar)
+        self._run("import", "--change", f"LABEL {self.run_label}", str(path), tag)
+        path.unlink()
+
+    def _create_network(self, name: str) -> None:
+        self._run("network", "create", "--disable-dns", "--label", self.run_label, name)
+
+    def _remove(self, kind: str, name: str) -> None:
+        if kind == "network":
+            self._run("network", "rm", "-f", name, check=False)
             # CNI's host-local IP allocations outlive the network in podman 4.3
-            remove_tree(Path("/var/lib/cni/networks") / self.network)
-        if self.image and not self.options.image:
-            self._run("rmi", "-f", self.image, check=False)
-
-    def _bridge_network(self) -> str:
-        if self.network is None:
-            name = f"vb-{self.ctx.run_id}-net"
-            self.ctx.state.record("network", name, runtime=self.label)
-            self._run("network", "create", "--disable-dns", "--label", self._label(), name)
-            self.network = name
-        return self.network
-
-    def _label(self) -> str:
-        return f"{LABEL}={self.ctx.run_id}"
+            remove_tree(Path("/var/lib/cni/networks") / name)
+        else:
+            self._run("rmi", "-f", name, check=False)
 
     # --- lifecycle -------------------------------------------------------------------
     def _prepare(self, inst: Instance) -> None:
@@ -167,7 +139,7 @@ class Podman(Runtime):
             "--name",
             spec.name,
             "--label",
-            self._label(),
+            self.run_label,
             "--env",
             f"VIRTBENCH_INSTANCE={spec.name}",
             "--network",
@@ -183,9 +155,8 @@ class Podman(Runtime):
             args += ["--cpuset-cpus", spec.cpus]
         for host, dest in inst.binds:
             args += ["--volume", f"{host}:{dest}"]
-        if self.options.image:
-            for prog in sorted((spec.rootfs / "bin").iterdir()):
-                args += ["--volume", f"{prog}:/bin/{prog.name}:ro"]
+        for host, dest in self.program_binds(spec):
+            args += ["--volume", f"{host}:{dest}:ro"]
         inst.extra["args"] = args
 
     def _command_line(self, inst: Instance) -> tuple[list[str], dict[str, str]]:
@@ -210,10 +181,10 @@ class Podman(Runtime):
     def _after_start(self, inst: Instance) -> None:
         info = self._inspect(inst)
         state = info.get("State") or {}
-        conmon = state.get("ConmonPid") or 0
-        inst.extra["conmon"] = owners.snapshot(
-            [conmon, *owners.supervisor_tree(state.get("Pid"), lambda n: n == "conmon")]
-        )
+        # conmon and everything under it; just conmon once the container has exited
+        tree = owners.supervisor_tree(state.get("Pid"), lambda n: n == "conmon")
+        conmon = state.get("ConmonPid")
+        inst.extra["conmon"] = owners.snapshot(tree or ([conmon] if conmon else []))
         if self.network is not None and inst.spec.network == "bridge":
             nets = (info.get("NetworkSettings") or {}).get("Networks") or {}
             inst.address = (nets.get(self.network) or {}).get("IPAddress") or None

@@ -1,0 +1,118 @@
+"""What container engines (docker, podman) share: the image and the bridge network a run
+sets up once, labelled with the run id, and removes again.
+
+An engine driver says how to talk to its engine (`_connect`, `_disconnect`) and how to
+do four things with it (`_has_image`, `_import`, `_create_network`, `_remove`); the
+base decides when. The image is the artifact rootfs imported as `vb-<run>-rootfs:<digest>`
+(no registry), or a user's local image (option `image`) into which the artifact's static
+programs are bind-mounted.
+"""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from abc import abstractmethod
+from pathlib import Path
+from typing import Any
+
+from virtbench.errors import InstanceError, RuntimeUnavailable
+from virtbench.runtimes.base import Family, InstanceSpec, Runtime
+
+LABEL = "org.virtbench.run"
+
+
+def tar_of(root: Path) -> bytes:
+    """The rootfs as an uncompressed tar stream owned by root, for an engine's import."""
+
+    def root_owned(info: tarfile.TarInfo) -> tarfile.TarInfo:
+        info.uid = info.gid = 0
+        info.uname = info.gname = "root"
+        return info
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        tar.add(root, arcname=".", filter=root_owned)
+    return buf.getvalue()
+
+
+class Engine(Runtime):
+    """Base of drivers for container engines with images and networks of their own."""
+
+    family = Family.CONTAINER
+    virtbench_bridge = False
+    variant_option = "oci_runtime"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.image = ""
+        self.network: str | None = None
+
+    @property
+    def run_label(self) -> str:
+        return f"{LABEL}={self.ctx.run_id}"
+
+    # --- what engine drivers provide --------------------------------------------------
+    @abstractmethod
+    def _connect(self) -> None:
+        """Reach the engine (start its daemon, write its config)."""
+
+    def _disconnect(self) -> None:
+        """Let go of the engine after everything of the run is removed."""
+
+    @abstractmethod
+    def _has_image(self, image: str) -> bool: ...
+
+    @abstractmethod
+    def _import(self, tar: bytes, tag: str) -> None:
+        """Import a rootfs tar as image `tag`, labelled with the run id."""
+
+    @abstractmethod
+    def _create_network(self, name: str) -> None:
+        """Create a bridge network labelled with the run id."""
+
+    @abstractmethod
+    def _remove(self, kind: str, name: str) -> None:
+        """Remove a network or image of this run; must not raise."""
+
+    # --- the shared part -------------------------------------------------------------
+    def _setup(self) -> None:
+        self._connect()
+        user = getattr(self.options, "image", None)
+        if user:
+            if not self._has_image(user):
+                raise RuntimeUnavailable(
+                    f"{self.name} image {user!r} is not on this host "
+                    f"(virtbench uses no registry: {self.name} load or build it first)"
+                )
+            self.image = user
+            return
+        rootfs = self.ctx.rootfs
+        if rootfs is None:
+            raise InstanceError(f"{self.label}: no artifact rootfs to import")
+        tag = f"vb-{self.ctx.run_id}-rootfs:{rootfs.name.rsplit('-', 1)[-1][:12]}"
+        self.ctx.state.record("image", tag, runtime=self.label)
+        if not self._has_image(tag):  # another variant of this run may have imported it
+            self._import(tar_of(rootfs), tag)
+        self.image = tag
+
+    def _close(self) -> None:
+        if self.network:
+            self._remove("network", self.network)
+        if self.image and not getattr(self.options, "image", None):
+            self._remove("image", self.image)
+        self._disconnect()
+
+    def _bridge_network(self) -> str:
+        if self.network is None:
+            name = f"vb-{self.ctx.run_id}-net"
+            self.ctx.state.record("network", name, runtime=self.label)
+            self._create_network(name)
+            self.network = name
+        return self.network
+
+    def program_binds(self, spec: InstanceSpec) -> list[tuple[Path, str]]:
+        """With a user's image: the artifact's static programs, bind-mounted read-only."""
+        if not getattr(self.options, "image", None):
+            return []
+        return [(p, f"/bin/{p.name}") for p in sorted((spec.rootfs / "bin").iterdir())]
