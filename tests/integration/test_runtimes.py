@@ -109,8 +109,11 @@ def test_sleeper_signals_ready_and_stops_clean(name, network, ctx, artifact):
         assert pids, "instance has no host processes"
         limits = in_subtree(ctx.layout.memory_dir(s.name), "memory.limit_in_bytes")
         assert str(32 * 1024 * 1024) in limits, limits
+        # Read the cgroup first: a sandbox (runsc) may still be forking its stubs, and
+        # pids() read afterwards must include every process the cgroup had.
         in_cgroup = cgroups.procs(ctx.layout, s.name)
-        assert in_cgroup and set(in_cgroup) <= set(pids)
+        alive = {p for p in in_cgroup if Path(f"/proc/{p}").exists()}
+        assert in_cgroup and alive <= set(rt.pids(inst))
         # The workload (for runsc: the sandbox running it) is confined to the cpuset;
         # monitors such as conmon may sit outside it.
         workload = [
