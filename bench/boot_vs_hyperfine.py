@@ -6,6 +6,10 @@ config, image) and says which command a user would type to do the same by hand
 /bin/vb-hello`, `lxc-start -F -n name -P path`). hyperfine times that command before
 and after `virtbench run boot --runtimes <label> --workloads hello` on the same host;
 the ratio of virtbench's median to the mean of the two hyperfine medians is printed.
+Where the by-hand foreground command returns long after the exit (LXD's `lxc launch`
+waits ~5 s for an init that already left), the detached launch of `sleep` is compared
+with `spawn_to_started` instead, each hyperfine run preceded by the driver's untimed
+`prepare_command` (removing the previous instance).
 Target: every ratio <= 1.2.
 
     .venv/bin/python bench/boot_vs_hyperfine.py [--runs 20] [--runtimes crun,docker,...]
@@ -34,29 +38,38 @@ from virtbench.store import Store
 from virtbench.workloads import hello
 
 
-def hyperfine_median(argv: list[str], env: dict[str, str], runs: int) -> float:
+def hyperfine_median(
+    argv: list[str], env: dict[str, str], runs: int, prepare: list[str] | None
+) -> float:
+    env = {**os.environ, **env}
+    extra = []
+    if prepare:  # e.g. remove the instance the previous run left; it must exist first
+        subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, env=env)
+        extra = ["--prepare", shlex.join(prepare)]
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
         subprocess.run(
             ["hyperfine", "-N", "--warmup", "3", "--runs", str(runs), "--export-json", out.name,
-             shlex.join(argv)],
-            check=True, stdout=subprocess.DEVNULL, env={**os.environ, **env},
+             *extra, shlex.join(argv)],
+            check=True, stdout=subprocess.DEVNULL, env=env,
         )  # fmt: skip
+        if prepare:
+            subprocess.run(prepare, check=True, stdout=subprocess.DEVNULL, env=env)
         data = json.loads(Path(out.name).read_text())
     return statistics.median(data["results"][0]["times"]) * 1e3
 
 
-def virtbench_median(label: str, runs: int) -> float:
+def virtbench_median(label: str, runs: int, workload: str, metric: str) -> float:
     results = Path(tempfile.mkdtemp(prefix="vb-bench-"))
     try:
         cmd = [sys.executable, "-m", "virtbench.cli", "run", "boot", "--runtimes", label,
-               "--workloads", "hello", "--runs", str(runs), "--warmups", "3",
+               "--workloads", workload, "--runs", str(runs), "--warmups", "3",
                "--results", str(results)]  # fmt: skip
         res = subprocess.run(cmd, capture_output=True, text=True)
         found = re.search(r"run ([a-z0-9]{6}) started", res.stdout)
         if res.returncode != 0 or found is None:
             raise SystemExit(f"{label}: virtbench run failed: {res.stdout[-500:]}{res.stderr}")
         vals = [s.value for s in Store(results).samples(found.group(1))
-                if s.metric == "boot.spawn_to_exit" and not s.warmup and s.value]  # fmt: skip
+                if s.metric == metric and not s.warmup and s.value]  # fmt: skip
         return statistics.median(vals)
     finally:
         shutil.rmtree(results, ignore_errors=True)
@@ -68,11 +81,16 @@ def compare(label: str, runs: int, paths: Paths, rootfs: Path) -> tuple[float, f
     ctx = RuntimeContext(rid, state, paths, cgroups.Layout.detect(), rootfs=rootfs)
     rt = runtimes.create(label, ctx)
     name = naming.name(rid, "hf")
-    inst, argv, env = rt.command_line(InstanceSpec(name, hello.argv(name), rootfs))
+    if rt.hyperfine_detached:  # the launch of a sleeper, to "started"
+        workload, metric, argv_in = "sleep", "boot.spawn_to_started", ("/bin/vb-sleep",)
+    else:
+        workload, metric, argv_in = "hello", "boot.spawn_to_exit", hello.argv(name)
+    inst, argv, env = rt.command_line(InstanceSpec(name, argv_in, rootfs))
+    prepare = rt.prepare_command(inst)
     try:
-        hf1 = hyperfine_median(argv, env, runs)
-        vb = virtbench_median(label, runs)  # uses the daemon we started, if any
-        hf2 = hyperfine_median(argv, env, runs)
+        hf1 = hyperfine_median(argv, env, runs, prepare)
+        vb = virtbench_median(label, runs, workload, metric)  # uses our daemon, if any
+        hf2 = hyperfine_median(argv, env, runs, prepare)
     finally:
         rt.stop(inst)
         rt.close()

@@ -135,6 +135,34 @@ def procs(layout: Layout, name: str) -> list[int]:
     return found
 
 
+def ran_and_emptied(layout: Layout, name: str) -> bool:
+    """True once a process has run in the cgroup and none is left: the exit of an init
+    whose runtime reports it late or not at all (LXD). The CPU time charged tells "not
+    started yet" (empty, nothing charged) from "already exited" (empty, time charged)."""
+    if layout.version == 1:
+        if "cpuacct" in layout.v1:
+            d = layout.v1["cpuacct"] / PARENT / name
+            usage_file = d / "cpuacct.usage"
+        else:
+            d = layout.v1["memory"] / PARENT / name
+            usage_file = d / "memory.max_usage_in_bytes"
+        parse = int
+    else:
+        assert layout.unified is not None
+        d = layout.unified / PARENT / name
+        usage_file = d / "cpu.stat"
+
+        def parse(text: str) -> int:
+            return int(text.split("usage_usec", 1)[1].split()[0])
+
+    try:
+        procs = (d / "cgroup.procs").read_text().split()
+        used = parse(usage_file.read_text())
+    except (OSError, ValueError, IndexError):
+        return False
+    return not procs and used > 0
+
+
 def memory_bytes(layout: Layout, name: str) -> int | None:
     """Memory charged to the cgroup (v1 usage_in_bytes, v2 memory.current)."""
     d = layout.memory_dir(name)

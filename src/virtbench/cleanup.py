@@ -44,7 +44,7 @@ def live_runs(paths: Paths) -> set[str]:
     return {d.name for d in paths.runs.iterdir() if d.is_dir() and is_alive(d)}
 
 
-ENGINE_KINDS = ("instance", "image", "network", "volume")
+ENGINE_KINDS = ("instance", "image", "network", "volume", "profile", "pool")
 
 
 def _engine_objects() -> list[tuple[str, str, str]]:

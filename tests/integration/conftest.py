@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -31,6 +32,9 @@ def _root() -> None:
 @pytest.fixture
 def paths(tmp_path: Path) -> Paths:
     base = Paths.from_env()
+    # unprivileged LXD containers under the state dir need every parent searchable
+    for d in [tmp_path, *tmp_path.parents]:
+        d.chmod(d.stat().st_mode | stat.S_IXOTH)
     return Paths(state=tmp_path / "state", cache=base.cache, guest_src=base.guest_src)
 
 

@@ -19,6 +19,7 @@ RUNTIMES = [
     "crun",
     "runsc",
     "lxc",
+    "lxd",
     "nspawn",
     "docker",
     "docker:crun",
@@ -47,6 +48,12 @@ def comm(pid: int) -> str:
 def in_subtree(top, filename: str) -> list[str]:
     """Values of `filename` in the cgroup dir `top` and every dir below it (engines nest)."""
     return [p.read_text().strip() for p in sorted(top.rglob(filename))] if top.is_dir() else []
+
+
+def instance_leftovers(run_id: str) -> list[str]:
+    """What the run's instances left; run-wide objects (the bridge, the netns of the run's
+    LXD daemon, LXD's name for the host's netns) go at the end and are checked by `ctx`."""
+    return [x for x in labelled(run_id) if not x.endswith(("-br", "-lxd", "-host"))]
 
 
 def spec(ctx: RuntimeContext, artifact, wl, n: int, **kw) -> InstanceSpec:
@@ -82,6 +89,9 @@ def test_hello_runs_to_exit(name, ctx, artifact):
         ("lxc", "none"),
         ("lxc", "host"),
         ("lxc", "bridge"),
+        ("lxd", "none"),
+        ("lxd", "host"),
+        ("lxd", "bridge"),
         ("nspawn", "none"),
         ("nspawn", "host"),
         ("nspawn", "bridge"),
@@ -131,14 +141,15 @@ def test_sleeper_signals_ready_and_stops_clean(name, network, ctx, artifact):
         seconds = rt.stop(inst)
     assert seconds >= 0
     time.sleep(0.05)
-    left = [x for x in labelled(ctx.run_id) if not x.endswith("-br")]
+    left = instance_leftovers(ctx.run_id)
     assert not left, left
     assert rt.stop(inst) == 0.0  # idempotent
 
 
 # nspawn stays in the foreground, so a bad program shows only as a missing ready signal.
 @pytest.mark.parametrize(
-    "name", ["runc", "crun", "runsc", "lxc", "docker", "docker:runsc", "podman", "podman:runsc"]
+    "name",
+    ["runc", "crun", "runsc", "lxc", "lxd", "docker", "docker:runsc", "podman", "podman:runsc"],
 )
 def test_failed_start_is_cleaned_up(name, ctx, artifact):
     rt = driver(name, ctx)
@@ -147,7 +158,8 @@ def test_failed_start_is_cleaned_up(name, ctx, artifact):
     )
     with pytest.raises(Exception, match=r"no-such-program|failed"):
         rt.start(s, detach=True)
-    assert not labelled(ctx.run_id)
+    left = instance_leftovers(ctx.run_id)
+    assert not left, left
 
 
 def test_stop_all_stops_many(ctx, artifact):

@@ -153,6 +153,10 @@ class Runtime(ABC):
     variant_option: ClassVar[str | None] = None  # the option a `name:variant` label sets
     variants: ClassVar[tuple[str, ...]] = ()
     default_variant: ClassVar[str | None] = None
+    # The hyperfine check (bench/boot_vs_hyperfine.py) times `command_line`: the by-hand
+    # foreground run of `hello`, or -- where that command returns long after the exit
+    # (LXD) -- the detached launch of `sleep`, against `spawn_to_started`.
+    hyperfine_detached: ClassVar[bool] = False
 
     def __init__(
         self, ctx: RuntimeContext, options: BaseModel | None = None, label: str | None = None
@@ -202,7 +206,8 @@ class Runtime(ABC):
         """Stop and delete `inst`; must tolerate an instance that already exited."""
 
     def _wait(self, inst: Instance, timeout: float) -> int:
-        """Wait for a foreground instance's exit; return its exit status."""
+        """Wait for a foreground instance's exit; return its exit status. May set
+        `inst.t_exit_ns` when the exit is seen before this returns."""
         assert inst.proc is not None
         return proc.wait(inst.proc, timeout)
 
@@ -291,6 +296,12 @@ class Runtime(ABC):
     def _command_line(self, inst: Instance) -> tuple[list[str], dict[str, str]]:
         raise NotImplementedError(f"{self.label}: no command-line equivalent")
 
+    def prepare_command(self, inst: Instance) -> list[str] | None:
+        """What to run (untimed) before each by-hand `command_line` run, e.g. removing
+        the previous instance of that name. Default: nothing."""
+        del inst
+        return None
+
     def start(self, spec: InstanceSpec, detach: bool = True) -> Instance:
         """Start an instance. The ledger records it before anything is created."""
         inst = self._begin(spec)
@@ -321,10 +332,14 @@ class Runtime(ABC):
         inst = self.start(spec, detach=False)
         try:
             inst.exit_code = self._wait(inst, timeout)
+        except InstanceError:
+            self.stop(inst)
+            raise
         except Exception as exc:
             self.stop(inst)
             raise InstanceError(f"{self.label}: {spec.name} did not exit in {timeout:g} s") from exc
-        inst.t_exit_ns = time.monotonic_ns()
+        if inst.t_exit_ns is None:  # `_wait` may know the exit time better (LXD)
+            inst.t_exit_ns = time.monotonic_ns()
         self._after_exit(inst)
         return inst
 

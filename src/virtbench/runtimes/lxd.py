@@ -1,0 +1,382 @@
+"""`lxd`: LXD system containers, on an image imported from the artifact rootfs.
+
+Daemon: if an LXD already answers on this host's socket (/var/lib/lxd), the run uses it
+and leaves it running. Otherwise the run starts its own `lxd` with a private LXD_DIR in
+the run's state directory, inside an empty network namespace (`vb-<run>-lxd`): at start
+LXD looks up images.linuxcontainers.org, and no traffic may leave this host. That daemon,
+its directory and its namespace go away with the run.
+
+Per run, everything named `vb-<run>-...`: a `dir` storage pool, a profile (root disk on
+that pool, `boot.autostart` off) and the image (metadata.yaml + rootfs tarballs, no
+remote). Instances are unprivileged (LXD's default) and launched with `lxc launch`;
+`raw.lxc` makes the workload the container's init (`lxc.init.cmd`), puts its cgroups at
+`virtbench/<name>` (payload) and `virtbench/<name>-m` (the `[lxc monitor]`, counted with
+the instance) and adds the probe's bind mount. Networks: `none` (LXD's own empty netns);
+`host` and `bridge` share the host's or the virtbench bridge's per-instance namespace
+(`lxc.namespace.share.net`) -- a namespace an unprivileged container does not own, so
+those instances get no /sys (sysfs cannot be mounted there).
+
+Foreground (`hello`): LXD's `lxc launch` returns about 5 s after an init that exits at
+once (it waits for a RUNNING state it never sees) and LXD does not report the init's
+exit status. The exit is therefore taken from the payload cgroup (CPU time charged, no
+process left), the console output is copied to the instance log, and the hyperfine check
+compares the detached launch (`spawn_to_started` of `sleep`) instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import io
+import json
+import os
+import socket
+import stat
+import subprocess
+import tarfile
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from virtbench import cgroups, proc
+from virtbench.errors import InstanceError, RuntimeUnavailable
+from virtbench.runtimes.base import (
+    Availability,
+    Family,
+    Instance,
+    Runtime,
+    remove_tree,
+    which,
+)
+from virtbench.runtimes.engine import tar_of
+
+SYSTEM_DIR = Path("/var/lib/lxd")
+START_TIMEOUT = 120.0
+STOP_TIMEOUT = 60.0  # a stop LXD is still busy with (see the module doc) ends after ~5 s
+RUN_KEY = "user.virtbench.run"
+MONITOR_SUFFIX = "-m"
+POLL_S = 0.002
+CONSOLE_WAIT_S = 10.0
+LAUNCH_GRACE_S = 15.0  # `lxc launch` returns ~5 s after an init that exits at once
+
+
+class _UnixHTTP(http.client.HTTPConnection):
+    def __init__(self, path: Path, timeout: float) -> None:
+        super().__init__("lxd", timeout=timeout)
+        self.path = path
+
+    def connect(self) -> None:
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(self.timeout)
+        self.sock.connect(str(self.path))
+
+
+def answers(lxd_dir: Path, timeout: float = 2.0) -> bool:
+    """Does an LXD daemon answer on `lxd_dir`'s socket (GET /1.0)?"""
+    sock = lxd_dir / "unix.socket"
+    if not sock.exists():
+        return False
+    conn = _UnixHTTP(sock, timeout)
+    try:
+        conn.request("GET", "/1.0")
+        return conn.getresponse().status == 200
+    except OSError:
+        return False
+    finally:
+        conn.close()
+
+
+def image_tarballs(rootfs: Path, description: str) -> tuple[bytes, bytes]:
+    """(metadata tarball, rootfs tarball) for `lxc image import` (split image). The
+    description (with the run id) makes the fingerprint unique to the run."""
+    meta = (
+        "architecture: x86_64\n"
+        f"creation_date: {int(time.time())}\n"
+        "properties:\n"
+        f"  description: {description}\n"
+        "  os: virtbench\n"
+    ).encode()
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        info = tarfile.TarInfo("metadata.yaml")
+        info.size = len(meta)
+        info.mtime = int(time.time())
+        tar.addfile(info, io.BytesIO(meta))
+    return buf.getvalue(), tar_of(rootfs)
+
+
+def raw_lxc(inst: Instance, network: str, netns: Path | None) -> str:
+    """The `raw.lxc` lines of one instance (pure, for tests)."""
+    lines = [
+        "lxc.init.cmd = " + " ".join(inst.argv),
+        f"lxc.environment = VIRTBENCH_INSTANCE={inst.name}",
+        f"lxc.cgroup.dir.container = {cgroups.PARENT}/{inst.name}",
+        f"lxc.cgroup.dir.monitor = {cgroups.PARENT}/{inst.name}{MONITOR_SUFFIX}",
+    ]
+    if network in ("host", "bridge"):
+        assert netns is not None
+        lines += [
+            f"lxc.namespace.share.net = {netns}",
+            # sysfs of a network namespace the container's user namespace does not own
+            # cannot be mounted: keep /proc only
+            "lxc.mount.auto =",
+            "lxc.mount.auto = proc:rw",
+        ]
+    for host, dest in inst.binds:
+        lines.append(f"lxc.mount.entry = {host} {dest.lstrip('/')} none bind,create=dir 0 0")
+    return "\n".join(lines)
+
+
+def limits_cpu(cpus: str) -> str:
+    """A cpuset (`1`, `0-1`, `0,2`) as LXD's `limits.cpu`, where a bare number is a count."""
+    return f"{cpus}-{cpus}" if cpus.isdigit() else cpus
+
+
+class Lxd(Runtime):
+    name = "lxd"
+    family = Family.CONTAINER
+    description = "LXD system container (lxc launch), image imported from the artifact rootfs"
+    hyperfine_detached = True  # `lxc launch` of an init that exits returns ~5 s late
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lxd_dir = SYSTEM_DIR
+        self.env: dict[str, str] = dict(os.environ)
+        self.objects: list[tuple[str, str]] = []  # (kind, name) this run created, in order
+        self.image = self.profile = ""
+
+    @classmethod
+    def available(cls, options: BaseModel | None = None) -> Availability:
+        for binary in ("lxd", "lxc", "nsenter"):
+            if which(binary) is None:
+                return Availability(
+                    False, reason=f"{binary} not on PATH", fix="apt-get install lxd util-linux"
+                )
+        res = proc.run(["lxd", "--version"], check=False, timeout=20)
+        if res.returncode != 0:
+            return Availability(False, reason=f"lxd --version failed: {res.brief()}")
+        return Availability(True, version=res.stdout.strip())
+
+    # --- the daemon and the run's objects ----------------------------------------------
+    def lxc(self, *args: str, check: bool = True, timeout: float = 120) -> proc.Result:
+        return proc.run(["lxc", *args], env=self.env, check=check, timeout=timeout)
+
+    def _setup(self) -> None:
+        rid = self.ctx.run_id
+        if not answers(SYSTEM_DIR):
+            self._start_daemon()
+        pool, self.profile = f"vb-{rid}-pool", f"vb-{rid}"
+        self._create("pool", pool, ["storage", "create", pool, "dir"])
+        self._create("profile", self.profile, ["profile", "create", self.profile])
+        self.lxc("profile", "set", self.profile, "boot.autostart", "false")
+        self.lxc("profile", "device", "add", self.profile, "root", "disk", "path=/", f"pool={pool}")
+        rootfs = self.ctx.rootfs
+        if rootfs is None:
+            raise InstanceError(f"{self.label}: no artifact rootfs to import")
+        self.image = f"vb-{rid}-rootfs"
+        meta, root = image_tarballs(rootfs, f"virtbench {rootfs.name} run {rid}")
+        d = self.ctx.scratch / "lxd-image"
+        d.mkdir(exist_ok=True)
+        (d / "meta.tar").write_bytes(meta)
+        (d / "rootfs.tar").write_bytes(root)
+        self._create(
+            "image",
+            self.image,
+            ["image", "import", str(d / "meta.tar"), str(d / "rootfs.tar"), "--alias", self.image],
+        )
+        remove_tree(d)
+
+    def _create(self, kind: str, name: str, args: list[str]) -> None:
+        self.ctx.state.record(kind, name, runtime=self.label)
+        self.objects.append((kind, name))
+        self.lxc(*args)
+
+    def _start_daemon(self) -> None:
+        """This run's own LXD: private directory, empty network namespace."""
+        self.lxd_dir = self.ctx.scratch / "lxd"
+        for d in self.lxd_dir.parents:  # an unprivileged container's root must pass
+            if not d.stat().st_mode & stat.S_IXOTH:
+                raise RuntimeUnavailable(
+                    f"lxd: {d} is not searchable by others, so unprivileged containers "
+                    f"below it cannot start (chmod o+x {d}, or set VIRTBENCH_STATE_DIR)"
+                )
+        self.lxd_dir.mkdir(mode=0o711, exist_ok=True)
+        self.env = {
+            **os.environ,
+            "LXD_DIR": str(self.lxd_dir),
+            "LXD_CONF": str(self.ctx.scratch / "lxd-client"),
+        }
+        netns = f"vb-{self.ctx.run_id}-lxd"
+        self.ctx.state.record("netns", netns)
+        proc.run(["ip", "netns", "add", netns])
+        pivots = [root / "lxc.pivot" for root in self.ctx.layout.roots()]
+        pivots = [p for p in pivots if not p.exists()]
+
+        def after_stop() -> None:
+            self._unmount_below(self.lxd_dir)
+            remove_tree(self.lxd_dir)
+            proc.run(["ip", "netns", "delete", netns], check=False)
+            for p in pivots:  # liblxc's, made on our behalf; only if still empty
+                with contextlib.suppress(OSError):
+                    p.rmdir()
+
+        argv = ["nsenter", f"--net=/run/netns/{netns}", "lxd", "--group", "root"]
+        argv += ["--logfile", str(self.ctx.scratch / "lxd.log")]
+        try:
+            self.ctx.daemons.ensure(
+                "lxd",
+                lambda: answers(self.lxd_dir),
+                argv,
+                ready_timeout=60,
+                env=self.env,
+                after_stop=after_stop,
+            )
+        except BaseException:
+            after_stop()
+            raise
+
+    @staticmethod
+    def _unmount_below(path: Path) -> None:
+        prefix = str(path) + "/"
+        mounts = []
+        for line in Path("/proc/self/mountinfo").read_text().splitlines():
+            mnt = line.split()[4].encode().decode("unicode_escape")
+            if mnt.startswith(prefix):
+                mounts.append(mnt)
+        for mnt in sorted(mounts, key=len, reverse=True):
+            proc.run(["umount", "-l", mnt], check=False)
+
+    def _host_netns(self) -> Path:
+        """The host's network namespace (ours) under a name (liblxc cannot open another
+        process's /proc/PID/ns/net where it sets up the container; a bind mount it can)."""
+        name = f"vb-{self.ctx.run_id}-host"
+        path = Path("/run/netns") / name
+        if not path.exists():
+            self.ctx.state.record("netns", name)
+            self.objects.append(("netns", name))
+            proc.run(["ip", "netns", "attach", name, str(os.getpid())])
+        return path
+
+    def _close(self) -> None:
+        for kind, name in reversed(self.objects):
+            if kind == "image":
+                self.lxc("image", "delete", name, check=False)
+            elif kind == "profile":
+                self.lxc("profile", "delete", name, check=False)
+            elif kind == "pool":
+                self.lxc("storage", "delete", name, check=False)
+            elif kind == "netns":  # only the name goes: it is the host's namespace
+                proc.run(["ip", "netns", "delete", name], check=False)
+        self.objects = []
+
+    # --- instances -----------------------------------------------------------------------
+    def _prepare(self, inst: Instance) -> None:
+        network = self.effective_network(inst.spec.network)
+        self.ctx.state.record("container", inst.name, runtime=self.label)
+        self.ctx.state.record("cgroup", inst.name)
+        spec = inst.spec
+        netns = self._host_netns() if network == "host" else inst.netns
+        config = {RUN_KEY: self.ctx.run_id, "raw.lxc": raw_lxc(inst, network, netns)}
+        if spec.memory_mib:
+            config["limits.memory"] = f"{spec.memory_mib}MiB"
+        if spec.cpus:
+            config["limits.cpu"] = limits_cpu(spec.cpus)
+        argv = ["lxc", "launch", self.image, spec.name, "--profile", self.profile]
+        for key, value in config.items():
+            argv += ["--config", f"{key}={value}"]
+        inst.extra["argv"] = argv
+
+    def _start(self, inst: Instance, detach: bool) -> None:
+        self._launch(inst, inst.extra["argv"], detach, START_TIMEOUT, env=self.env)
+
+    def _command_line(self, inst: Instance) -> tuple[list[str], dict[str, str]]:
+        return inst.extra["argv"], {k: v for k, v in self.env.items() if k.startswith("LXD_")}
+
+    def prepare_command(self, inst: Instance) -> list[str] | None:
+        return ["lxc", "delete", "--force", inst.name]
+
+    def cgroup_names(self, inst: Instance) -> list[str]:
+        return [inst.name, inst.name + MONITOR_SUFFIX]
+
+    def _wait(self, inst: Instance, timeout: float) -> int:
+        """The init's exit, seen in its cgroup (see the module doc); then the launch's
+        own result, which tells a workload that ran from a start that failed."""
+        p = inst.proc
+        assert p is not None
+        deadline = time.monotonic() + timeout
+        while not cgroups.ran_and_emptied(self.ctx.layout, inst.name):
+            if p.poll() not in (None, 0) or time.monotonic() > deadline:
+                break
+            time.sleep(POLL_S)
+        else:
+            inst.t_exit_ns = time.monotonic_ns()
+        rc = proc.wait(p, max(deadline - time.monotonic(), 0) + LAUNCH_GRACE_S)
+        if rc != 0:
+            raise InstanceError(f"lxc launch {inst.name} failed: {inst.log_tail()}")
+        if inst.t_exit_ns is None:
+            raise subprocess.TimeoutExpired(inst.extra["argv"], timeout)
+        return 0  # LXD does not report the init's exit status
+
+    def _after_exit(self, inst: Instance) -> None:
+        console = self.lxd_dir / "logs" / inst.name / "console.log"
+        deadline = time.monotonic() + CONSOLE_WAIT_S  # the monitor writes it shortly after
+        while True:
+            with contextlib.suppress(OSError):
+                if text := console.read_bytes():
+                    with open(inst.log_path, "ab") as log:
+                        log.write(text)
+                    return
+            if time.monotonic() > deadline:
+                return
+            time.sleep(0.02)
+
+    def _stop(self, inst: Instance) -> None:
+        p = inst.proc
+        deadline = time.monotonic() + STOP_TIMEOUT
+        while True:
+            res = self.lxc("delete", "--force", inst.name, check=False, timeout=STOP_TIMEOUT)
+            if res.returncode == 0 or "not found" in res.stderr.lower():
+                break
+            if "busy" not in res.stderr or time.monotonic() > deadline:
+                raise InstanceError(f"lxc delete {inst.name} failed: {res.brief()}")
+            time.sleep(0.1)  # LXD still finishing the launch of an init that exited
+        if p is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(p, 30)
+            if p.poll() is None:
+                proc.kill_group(p)
+
+    # --- clean -------------------------------------------------------------------------
+    @classmethod
+    def _system_lxc(cls, *args: str) -> Any:
+        env = {k: v for k, v in os.environ.items() if k not in ("LXD_DIR", "LXD_CONF")}
+        res = proc.run(["lxc", *args, "--format", "json"], env=env, check=False, timeout=60)
+        try:
+            return json.loads(res.stdout or "[]") or []
+        except ValueError:
+            return []
+
+    @classmethod
+    def list_objects(cls) -> list[tuple[str, str]]:
+        """What the host's own LXD holds (a run's private LXD dies with its directory)."""
+        if which("lxc") is None or not answers(SYSTEM_DIR):
+            return []
+        found = [("instance", i["name"]) for i in cls._system_lxc("list")]
+        for img in cls._system_lxc("image", "list"):
+            found += [("image", a["name"]) for a in img.get("aliases") or []]
+        found += [("profile", p["name"]) for p in cls._system_lxc("profile", "list")]
+        found += [("pool", p["name"]) for p in cls._system_lxc("storage", "list")]
+        return found
+
+    @classmethod
+    def remove_object(cls, kind: str, name: str) -> None:
+        argv = {
+            "instance": ["delete", "--force", name],
+            "image": ["image", "delete", name],
+            "profile": ["profile", "delete", name],
+            "pool": ["storage", "delete", name],
+        }[kind]
+        env = {k: v for k, v in os.environ.items() if k not in ("LXD_DIR", "LXD_CONF")}
+        proc.run(["lxc", *argv], env=env, check=False, timeout=120)
