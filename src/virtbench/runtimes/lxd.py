@@ -157,7 +157,11 @@ class Lxd(Runtime):
         res = proc.run(["lxd", "--version"], check=False, timeout=20)
         if res.returncode != 0:
             return Availability(False, reason=f"lxd --version failed: {res.brief()}")
-        return Availability(True, version=res.stdout.strip())
+        if answers(SYSTEM_DIR):
+            return Availability(True, version=f"{res.stdout.strip()} (uses the running LXD)")
+        return Availability(
+            True, version=f"{res.stdout.strip()} (not running: virtbench starts its own)"
+        )
 
     # --- the daemon and the run's objects ----------------------------------------------
     def lxc(self, *args: str, check: bool = True, timeout: float = 120) -> proc.Result:
