@@ -63,3 +63,48 @@ def test_docker_user_image_gets_the_artifact_programs(ctx, artifact):
             bad.setup()
     finally:
         subprocess.run(["docker", "rmi", user], check=False, env=DOCKER_ENV)
+
+
+def lxd_names(rt, *what: str) -> list[str]:
+    res = subprocess.run(
+        ["lxc", *what, "--format", "csv", "-c", "n"] if what[0] == "list" else ["lxc", *what],
+        capture_output=True,
+        text=True,
+        env=rt.env,
+    )
+    assert res.returncode == 0, res.stderr
+    return res.stdout.split()
+
+
+def test_lxd_setup_is_labelled_and_undone(ctx, artifact):
+    from virtbench.runtimes import lxd as lxd_mod
+
+    was_up = lxd_mod.answers(lxd_mod.SYSTEM_DIR)
+    rt = driver("lxd", ctx)
+    inst = rt.start(spec(ctx, artifact, sleep, 1, memory_mib=64), detach=True)
+    assert ctx.probe.wait(inst.name, 30) is not None, inst.log_tail()
+    rid = ctx.run_id
+    assert rt.image == f"vb-{rid}-rootfs" and rt.profile == f"vb-{rid}"
+    assert rt.image in " ".join(lxd_names(rt, "image", "list", "--format", "csv"))
+    assert f"vb-{rid}" in " ".join(lxd_names(rt, "profile", "list", "--format", "csv"))
+    assert f"vb-{rid}-pool" in " ".join(lxd_names(rt, "storage", "list", "--format", "csv"))
+    assert inst.name in lxd_names(rt, "list")
+    config = subprocess.run(
+        ["lxc", "config", "get", inst.name, "user.virtbench.run"],
+        capture_output=True,
+        text=True,
+        env=rt.env,
+    )
+    assert config.stdout.strip() == rid
+    # the payload and its [lxc monitor], in cgroups named after the instance
+    cmds = [" ".join(psutil.Process(p).cmdline()) for p in rt.pids(inst)]
+    assert any(c.startswith("/bin/vb-sleep") for c in cmds), cmds
+    assert any(c.startswith("[lxc monitor]") for c in cmds), cmds
+    daemon = None if was_up else ctx.daemons.started["lxd"].popen.pid
+    rt.close()
+    ctx.daemons.close()
+    assert lxd_mod.answers(lxd_mod.SYSTEM_DIR) == was_up
+    if daemon is not None:  # our own daemon: stopped, its directory and namespace gone
+        assert not psutil.pid_exists(daemon) or psutil.Process(daemon).status() == "zombie"
+        assert not rt.lxd_dir.exists()
+        assert not os.path.exists(f"/run/netns/vb-{rid}-lxd")
