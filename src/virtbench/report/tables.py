@@ -48,7 +48,9 @@ def summary_table(
         cols.append("failed")
     for col in cols:
         left = col in ("measure", "runtime")
-        t.add_column(col, justify="left" if left else "right", no_wrap=col == "measure")
+        t.add_column(
+            col, justify="left" if left else "right", no_wrap=col in ("measure", "runtime")
+        )
     order = {r: i for i, r in enumerate(runtime_order)}
     several_workloads = len({k[4] for k in groups}) > 1
     for key in sorted(groups, key=lambda k: (k[1], k[4], order.get(k[3], 99))):
