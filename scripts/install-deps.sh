@@ -15,6 +15,8 @@ PACKAGES=(
   lxc lxd systemd-container
   # host tools: networks, processes, mounts, timing by hand
   iproute2 procps util-linux hyperfine
+  # servers copied into the artifacts (the same binaries everywhere), and their clients
+  nginx redis-server wrk redis-tools
 )
 
 if [ "$(id -u)" -ne 0 ]; then

@@ -24,6 +24,7 @@ from virtbench.runtimes import daemon
 from virtbench.state import is_alive
 
 NETNS_DIR = Path("/run/netns")
+TMP_DIR = Path("/tmp")
 
 
 @dataclass(frozen=True)
@@ -153,6 +154,11 @@ def scan(
     for link in _links():
         if rid := ours(link.split("@", 1)[0]):
             found.append(Leftover("link", link.split("@", 1)[0], rid))
+    # files a native (host) process left in the host's /tmp under its instance's name,
+    # e.g. nginx's pid file
+    for f in sorted(TMP_DIR.glob("vb-*")) if TMP_DIR.is_dir() else []:
+        if f.is_file() and (rid := ours(f.name)):
+            found.append(Leftover("file", str(f), rid))
     state_prefix = str(paths.runs) + "/"
     for mnt in _mounts():  # only mounts inside a run's state directory are ours
         if not mnt.startswith(state_prefix):
@@ -203,6 +209,9 @@ def remove(items: list[Leftover], layout: cgroups.Layout | None = None) -> list[
             errors.append(f"mount {it.name}: {res.brief()}")
     for it in by_kind.get("daemon", []):
         daemon.stop_recorded(int(it.name), int(it.detail.rsplit(" ", 1)[1]))
+    for it in by_kind.get("file", []):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(it.name)
     for it in by_kind.get("state", []):
         shutil.rmtree(it.name, ignore_errors=True)
         if Path(it.name).exists():

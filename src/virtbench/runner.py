@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from virtbench import cgroups, cleanup, experiments, naming, runtimes
-from virtbench.artifacts import build_minimal_rootfs
+from virtbench.artifacts import build_for
 from virtbench.errors import RuntimeUnavailable
 from virtbench.experiments.session import Session
 from virtbench.measure.host import HostSampler, snapshot
@@ -94,7 +94,7 @@ def execute(
             if started:
                 started(run_id)
             store.set_environment(run_id, snapshot(versions))
-            artifact = build_minimal_rootfs(paths.guest_src, paths.cache)
+            artifact = build_for(spec.experiment, paths.guest_src, paths.cache)
             store.add_artifact(run_id, artifact.to_dict())
             probe = ProbeListener(state.dir / "probe")
             ctx = RuntimeContext(run_id, state, paths, layout, probe=probe, rootfs=artifact.path)

@@ -23,7 +23,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from virtbench import runtimes
 from virtbench.errors import SpecError
@@ -87,8 +94,71 @@ class DensityExperiment(_Model):
     timeout_s: float = Field(default=60.0, gt=0, le=3600)
 
 
-Experiment = Annotated[BootExperiment | DensityExperiment, Field(discriminator="type")]
-EXPERIMENT_TYPES = {"boot": BootExperiment, "density": DensityExperiment}
+class ThroughputExperiment(_Model):
+    """A server in each instance, a client on the host (nginx+wrk, redis+redis-benchmark,
+    ...). `workloads = ["all"]` means every serving workload; `[experiment.params.<name>]`
+    sets that workload's client parameters (validated by the workload)."""
+
+    type: Literal["throughput"]
+    workloads: list[str] = Field(default=["all"], min_length=1, validate_default=True)
+    runs: int = Field(default=3, ge=1, le=10_000)
+    warmups: int = Field(default=0, ge=0, le=1000)
+    params: dict[str, dict[str, Any]] = {}
+    ready_timeout_s: float = Field(default=60.0, gt=0, le=3600)
+    client_timeout_s: float = Field(default=900.0, gt=0, le=86_400)
+
+    @field_validator("workloads")
+    @classmethod
+    def _serving(cls, v: list[str]) -> list[str]:
+        from virtbench import workloads
+
+        serving = workloads.serving()
+        if v == ["all"]:
+            return serving
+        for i, name in enumerate(v):
+            if name not in serving:
+                raise ValueError(
+                    f"[{i}] unknown workload {name!r} (allowed: all, {', '.join(serving)})"
+                )
+        if len(set(v)) != len(v):
+            raise ValueError("lists a workload twice")
+        return v
+
+    @model_validator(mode="after")
+    def _params(self) -> ThroughputExperiment:
+        from virtbench import workloads
+
+        for name, table in self.params.items():
+            if name not in self.workloads:
+                these = ", ".join(self.workloads)
+                raise ValueError(f"params.{name}: not a workload of this experiment ({these})")
+            try:
+                workloads.get(name).Params.model_validate(table)
+            except ValidationError as err:
+                e = err.errors()[0]
+                key = ".".join(str(p) for p in e["loc"])
+                if e["type"] == "extra_forbidden":
+                    allowed = ", ".join(workloads.get(name).Params.model_fields)
+                    raise ValueError(
+                        f"params.{name}.{key}: unknown key (allowed: {allowed})"
+                    ) from None
+                raise ValueError(f"params.{name}.{key}: {e['msg']}") from None
+        return self
+
+    def params_for(self, name: str) -> Any:
+        from virtbench import workloads
+
+        return workloads.get(name).Params.model_validate(self.params.get(name, {}))
+
+
+Experiment = Annotated[
+    BootExperiment | DensityExperiment | ThroughputExperiment, Field(discriminator="type")
+]
+EXPERIMENT_TYPES = {
+    "boot": BootExperiment,
+    "density": DensityExperiment,
+    "throughput": ThroughputExperiment,
+}
 
 
 class Spec(_Model):

@@ -125,3 +125,31 @@ def test_bad_driver_option_names_runtime_key_and_allowed_values():
     assert "runtime.runsc.platfrom: unknown key" in msg and "platform" in msg
     msg = err({**BASE, "runtime": {"lxc": {"image": "x"}}})
     assert "runtime.lxc.image: unknown key" in msg
+
+
+TP = {**BASE, "experiment": [{"type": "throughput"}]}
+
+
+def test_throughput_all_workloads_and_params_validated_by_the_workload():
+    s = spec.parse(TP, "t")
+    assert set(s.experiment[0].workloads) >= {"nginx", "redis"}
+    s = spec.parse(
+        {**BASE, "experiment": [{"type": "throughput", "workloads": ["nginx"],
+                                 "params": {"nginx": {"connections": [1, 10]}}}]},
+        "t",
+    )  # fmt: skip
+    assert s.experiment[0].params_for("nginx").connections == [1, 10]
+    assert s.experiment[0].params_for("nginx").duration_s == 20  # S1's default
+    bad = {"type": "throughput", "params": {"nginx": {"conections": 3}}}
+    msg = err({**BASE, "experiment": [bad]})
+    assert "params.nginx.conections: unknown key" in msg and "connections" in msg
+    msg = err({**BASE, "experiment": [{"type": "throughput", "workloads": ["ngnix"]}]})
+    assert "unknown workload 'ngnix'" in msg and "nginx" in msg
+    wrong = {"type": "throughput", "workloads": ["redis"], "params": {"nginx": {}}}
+    assert "params.nginx: not a workload of this experiment" in err({**BASE, "experiment": [wrong]})
+
+
+def test_throughput_cli_workloads_all():
+    _, raw, where = spec.load("throughput")
+    s = spec.with_overrides(raw, where, ["native"], {"--workloads": ["all"], "--runs": 1})
+    assert "nginx" in s.experiment[0].workloads and s.experiment[0].runs == 1

@@ -54,14 +54,50 @@ def disk_usage(root: Path) -> tuple[int, int]:
     return disk, apparent
 
 
-def _digest(files: dict[str, Path]) -> str:
+def _digest(files: dict[str, tuple[bytes, int]]) -> str:
     h = hashlib.sha256(f"layout {LAYOUT_VERSION}\n".encode())
     for rel in sorted(files):
-        h.update(f"{rel}\0{files[rel].stat().st_mode & 0o777:o}\0".encode())
-        h.update(files[rel].read_bytes())
+        content, mode = files[rel]
+        h.update(f"{rel}\0{mode & 0o777:o}\0".encode())
+        h.update(content)
     for d in EMPTY_DIRS:
         h.update(f"dir {d}\n".encode())
     return h.hexdigest()
+
+
+def library_closure(binary: Path) -> list[Path]:
+    """The shared libraries `binary` loads (ldd), the dynamic loader included, as the
+    paths the loader looks them up by."""
+    res = proc.run(["ldd", str(binary)], check=False, timeout=30)
+    if res.returncode != 0 or "not a dynamic executable" in res.stdout + res.stderr:
+        return []
+    found = []
+    for line in res.stdout.splitlines():
+        parts = line.split()
+        if "=>" in parts and len(parts) > parts.index("=>") + 1:
+            target = parts[parts.index("=>") + 1]
+            if target.startswith("/"):
+                found.append(Path(target))
+        elif parts and parts[0].startswith("/"):  # the loader itself
+            found.append(Path(parts[0]))
+    missing = [line.strip() for line in res.stdout.splitlines() if "not found" in line]
+    if missing:
+        raise VirtbenchError(f"{binary}: libraries not found: {'; '.join(missing)}")
+    return found
+
+
+def host_files(binaries: list[str]) -> dict[str, tuple[bytes, int]]:
+    """Host binaries and every library they load, at the same paths (symlinks resolved
+    to their content), for a rootfs."""
+    out: dict[str, tuple[bytes, int]] = {}
+    for b in binaries:
+        path = Path(b)
+        if not path.is_file():
+            raise VirtbenchError(f"{b} not found on the host (install its Debian package)")
+        for p in [path, *library_closure(path)]:
+            real = p.resolve()
+            out[str(p).lstrip("/")] = (real.read_bytes(), real.stat().st_mode)
+    return out
 
 
 def build_guest_programs(guest_src: Path, out: Path) -> dict[str, Path]:
@@ -76,21 +112,50 @@ def build_guest_programs(guest_src: Path, out: Path) -> dict[str, Path]:
 
 def build_minimal_rootfs(guest_src: Path, cache: Path) -> Artifact:
     """Build (or reuse) the minimal rootfs; returns the cached artifact."""
+    return build_rootfs(guest_src, cache, "rootfs-minimal", {})
+
+
+def build_rootfs(
+    guest_src: Path, cache: Path, name: str, extra: dict[str, tuple[bytes, int]]
+) -> Artifact:
+    """Build (or reuse) a rootfs: the guest programs plus `extra` (path in the rootfs ->
+    (content, mode)), e.g. host servers with their libraries and config files."""
     build = cache / "guest-build"
     programs = build_guest_programs(guest_src, build)
-    files = {f"bin/{n}": p for n, p in programs.items()}
+    files = {f"bin/{n}": (p.read_bytes(), p.stat().st_mode) for n, p in programs.items()}
+    files.update(extra)
     digest = _digest(files)
-    name = "rootfs-minimal"
     final = cache / "artifacts" / f"{name}-{digest[:16]}"
     if not final.exists():
         tmp = final.with_name(final.name + f".tmp{os.getpid()}")
         shutil.rmtree(tmp, ignore_errors=True)
         for d in EMPTY_DIRS:
             (tmp / d).mkdir(parents=True, exist_ok=True)
-        (tmp / "bin").mkdir(exist_ok=True)
-        for rel, src in files.items():
-            shutil.copy2(src, tmp / rel)
+        for rel, (content, mode) in files.items():
+            dest = tmp / rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(content)
+            dest.chmod(mode & 0o777)
+        for d in tmp.rglob("*"):  # unprivileged containers' root must read every file
+            if d.is_dir():
+                d.chmod(0o755)
         (tmp / "etc" / "virtbench-artifact").write_text(f"{name} {digest}\n")
         os.replace(tmp, final)
     disk, apparent = disk_usage(final)
     return Artifact(name, "rootfs", digest, final, disk, apparent)
+
+
+def build_servers_rootfs(guest_src: Path, cache: Path, workload_names: list[str]) -> Artifact:
+    """The minimal rootfs plus the servers of these workloads (the same Debian binaries
+    in every runtime), their libraries, config and data files."""
+    from virtbench import workloads
+
+    binaries: list[str] = []
+    extra: dict[str, tuple[bytes, int]] = {}
+    for name in sorted(set(workload_names)):
+        wl = workloads.get(name)
+        binaries += [b for b in getattr(wl, "HOST_BINARIES", []) if b not in binaries]
+        for rel, text in getattr(wl, "FILES", {}).items():
+            extra[rel] = (text.encode(), 0o644)
+    extra.update(host_files(binaries))
+    return build_rootfs(guest_src, cache, "rootfs-servers", extra)

@@ -5,7 +5,11 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-BUILTIN = {"boot": "virtbench.experiments.boot", "density": "virtbench.experiments.density"}
+BUILTIN = {
+    "boot": "virtbench.experiments.boot",
+    "density": "virtbench.experiments.density",
+    "throughput": "virtbench.experiments.throughput",
+}
 
 
 def get(kind: str) -> ModuleType:

@@ -16,11 +16,9 @@ from __future__ import annotations
 
 from virtbench import workloads
 from virtbench.errors import InstanceError
-from virtbench.experiments.session import Session
+from virtbench.experiments.session import Failures, Session
 from virtbench.spec import BootExperiment
 from virtbench.store import Sample
-
-MAX_CONSECUTIVE_FAILURES = 3
 
 
 def _ms(ns: int) -> float:
@@ -87,24 +85,17 @@ def measure_once(
 
 
 def run(s: Session, cfg: BootExperiment) -> None:
-    names = list(s.spec.runtimes)
-    failures = dict.fromkeys(names, 0)
-    for i in range(cfg.warmups + cfg.runs):
-        warmup = i < cfg.warmups
-        rep = i if warmup else i - cfg.warmups
-        shift = i % len(names)
-        for runtime in names[shift:] + names[:shift]:
+    failures = Failures(s, "boot")
+    for rep, warmup, order in s.schedule(cfg.warmups, cfg.runs):
+        for runtime in order:
             for workload in cfg.workloads:
                 for _ in range(cfg.benchmark_times):
-                    if failures[runtime] >= MAX_CONSECUTIVE_FAILURES:
+                    if failures.skip(runtime):
                         break
                     try:
                         measure_once(s, runtime, workload, rep, warmup, cfg.timeout_s)
-                        failures[runtime] = 0
+                        failures.ok(runtime)
                     except InstanceError as exc:
-                        failures[runtime] += 1
-                        if failures[runtime] == MAX_CONSECUTIVE_FAILURES:
-                            msg = f"{MAX_CONSECUTIVE_FAILURES} failures in a row: {exc}"
-                            s.event("warning", f"boot: {runtime} skipped after {msg}")
+                        failures.failed(runtime, exc)
         kind, total = ("warm-up", cfg.warmups) if warmup else ("repetition", cfg.runs)
         s.say(f"boot: {kind} {rep + 1}/{total} done")

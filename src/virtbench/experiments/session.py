@@ -6,7 +6,7 @@ exist, and turns a spec's instance options into an InstanceSpec for a runtime.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,3 +60,36 @@ class Session:
     def event(self, level: str, message: str) -> None:
         self.store.add_event(self.run_id, level, message)
         self.say(f"[{'yellow' if level == 'warning' else 'cyan'}]{level}[/]: {message}")
+
+    def schedule(self, warmups: int, runs: int) -> Iterator[tuple[int, bool, list[str]]]:
+        """(repetition, warm-up?, runtimes in order) for every repetition, warm-ups first;
+        each repetition starts with a different runtime so slow drift favours none."""
+        names = list(self.spec.runtimes)
+        for i in range(warmups + runs):
+            warmup = i < warmups
+            shift = i % len(names)
+            yield (i if warmup else i - warmups), warmup, names[shift:] + names[:shift]
+
+
+class Failures:
+    """Consecutive failures per runtime; after MAX in a row the runtime is skipped for the
+    rest of the experiment, with a warning event saying why."""
+
+    MAX = 3
+
+    def __init__(self, s: Session, experiment: str) -> None:
+        self.s = s
+        self.experiment = experiment
+        self.count = dict.fromkeys(s.spec.runtimes, 0)
+
+    def skip(self, runtime: str) -> bool:
+        return self.count[runtime] >= self.MAX
+
+    def ok(self, runtime: str) -> None:
+        self.count[runtime] = 0
+
+    def failed(self, runtime: str, exc: Exception) -> None:
+        self.count[runtime] += 1
+        if self.count[runtime] == self.MAX:
+            msg = f"{self.MAX} failures in a row: {exc}"
+            self.s.event("warning", f"{self.experiment}: {runtime} skipped after {msg}")

@@ -22,10 +22,20 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from virtbench import proc
+from virtbench.errors import InstanceError
 from virtbench.runtimes.base import Availability, Family, Instance, Runtime, remove_tree, which
 
 START_TIMEOUT = 60.0
 MONITOR_SUFFIX = "-m"
+
+
+def init_cmd(argv: tuple[str, ...] | list[str]) -> str:
+    """`lxc.init.cmd`'s value. liblxc splits it on spaces and knows no quoting, so an
+    argument with blanks cannot be passed: say so instead of running something else."""
+    for arg in argv:
+        if not arg or any(c.isspace() for c in arg):
+            raise InstanceError(f"lxc.init.cmd cannot carry the argument {arg!r} (blank)")
+    return " ".join(argv)
 
 
 def lxc_config(inst: Instance, network: str, cgroup_version: int) -> str:
@@ -46,7 +56,7 @@ def lxc_config(inst: Instance, network: str, cgroup_version: int) -> str:
         # is named after the instance too, so it is counted and cleaned with it.
         f"lxc.cgroup.dir.container = virtbench/{spec.name}",
         f"lxc.cgroup.dir.monitor = virtbench/{spec.name}{MONITOR_SUFFIX}",
-        "lxc.init.cmd = " + " ".join(inst.argv),
+        "lxc.init.cmd = " + init_cmd(inst.argv),
     ]
     if network == "none":
         lines.append("lxc.net.0.type = empty")

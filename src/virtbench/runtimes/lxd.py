@@ -51,6 +51,7 @@ from virtbench.runtimes.base import (
     which,
 )
 from virtbench.runtimes.engine import tar_of
+from virtbench.runtimes.lxc import init_cmd
 
 SYSTEM_DIR = Path("/var/lib/lxd")
 START_TIMEOUT = 120.0
@@ -110,7 +111,7 @@ def image_tarballs(rootfs: Path, description: str) -> tuple[bytes, bytes]:
 def raw_lxc(inst: Instance, network: str, netns: Path | None) -> str:
     """The `raw.lxc` lines of one instance (pure, for tests)."""
     lines = [
-        "lxc.init.cmd = " + " ".join(inst.argv),
+        "lxc.init.cmd = " + init_cmd(inst.argv),
         f"lxc.environment = VIRTBENCH_INSTANCE={inst.name}",
         f"lxc.cgroup.dir.container = {cgroups.PARENT}/{inst.name}",
         f"lxc.cgroup.dir.monitor = {cgroups.PARENT}/{inst.name}{MONITOR_SUFFIX}",

@@ -19,6 +19,8 @@ from pydantic import BaseModel
 from virtbench import cgroups, proc
 from virtbench.runtimes.base import Availability, Family, Instance, Runtime, RuntimeContext
 
+TERM_GRACE_S = 2.0
+
 
 class Native(Runtime):
     name = "native"
@@ -51,7 +53,11 @@ class Native(Runtime):
         out = []
         for arg in inst.argv:
             host = root / arg.lstrip("/") if arg.startswith("/") else None
-            out.append(str(host) if host is not None and host.is_file() else arg)
+            # the artifact's files and non-empty directories (not /tmp, /proc, ...)
+            inside = host is not None and (
+                host.is_file() or (host.is_dir() and any(host.iterdir()))
+            )
+            out.append(str(host) if inside else arg)
         return out
 
     def _prepare(self, inst: Instance) -> None:
@@ -78,8 +84,14 @@ class Native(Runtime):
         p = inst.proc
         if p is None:
             return
-        if p.poll() is None:
+        if p.poll() is None:  # TERM first: servers remove their pid files on the way out
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(p.pid, signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(p, TERM_GRACE_S)
+        if p.poll() is None:  # the leader is not reaped yet, so its group id is still ours
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(p.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             p.wait(timeout=10)
+        # anything else left in the instance's cgroup is killed by the base's removal

@@ -1,0 +1,128 @@
+"""`throughput`: a server in the instance, a client on the host, figures from the client.
+
+For each repetition, runtime (rotated as in boot) and serving workload: start a fresh
+instance running the server, wait until its TCP port accepts connections, run the
+workload's client once per level of its swept parameter (e.g. wrk's connections), parse
+the client's output and store every figure, then stop the instance. Clients run on the
+host, outside the instance's cgroup, and talk to the instance over the host network or
+the run's bridge (never anything else); `none` cannot be reached, so it is an error.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import time
+from typing import Any
+
+from virtbench import proc, workloads
+from virtbench.errors import InstanceError, SpecError
+from virtbench.experiments.session import Failures, Session
+from virtbench.proc import CommandError
+from virtbench.runtimes.base import Instance
+from virtbench.spec import ThroughputExperiment
+from virtbench.store import Sample
+
+
+def wait_tcp(inst: Instance, address: str, port: int, timeout: float) -> None:
+    """Until `address:port` accepts a connection; raise if the server exits or is slow."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with socket.create_connection((address, port), timeout=1.0):
+                return
+        except OSError:
+            pass
+        if inst.proc is not None and inst.proc.poll() is not None:
+            raise InstanceError(f"server exited ({inst.proc.returncode}): {inst.log_tail()}")
+        if time.monotonic() > deadline:
+            raise InstanceError(f"port {port} not open after {timeout:g} s: {inst.log_tail()}")
+        time.sleep(0.05)
+
+
+def check_clients(cfg: ThroughputExperiment) -> None:
+    for name in cfg.workloads:
+        wl = workloads.get(name)
+        if shutil.which(wl.CLIENT) is None:
+            raise SpecError(f"throughput: {name} needs {wl.CLIENT} on the host (make setup)")
+
+
+def measure(
+    s: Session, cfg: ThroughputExperiment, runtime: str, name: str, rep: int, warmup: bool
+) -> None:
+    wl = workloads.get(name)
+    params = cfg.params_for(name)
+    rt = s.runtimes[runtime]
+    base_params = {**s.params(runtime), **params.model_dump(mode="json")}
+    levels = wl.levels(params)
+    levels_done: list[Any] = []
+
+    def record(metric: str, value: float | None, unit: str, direction: str, level: Any,
+               error: str = "") -> None:  # fmt: skip
+        suffix = f"@{level}" if len(levels) > 1 else ""
+        s.record(
+            Sample(
+                experiment="throughput",
+                metric=f"{metric}{suffix}",
+                value=value,
+                unit=unit,
+                direction=direction,
+                runtime=runtime,
+                workload=name,
+                repetition=rep,
+                warmup=warmup,
+                params={**base_params, "level": level},
+                error=error,
+            )
+        )
+
+    network = rt.effective_network(s.spec.instance_for(runtime).network)
+    if network == "none":
+        raise SpecError(
+            f"throughput: {runtime} has network none, so the host client cannot reach "
+            f'{name}: set [instance] network = "bridge" or "host" (or [runtime.{runtime}])'
+        )
+    inst = None
+    try:
+        inst = rt.start(s.instance_spec(runtime, wl.argv), detach=True)
+        address = inst.address or "127.0.0.1"
+        wait_tcp(inst, address, wl.PORT, cfg.ready_timeout_s)
+        for level in levels:
+            try:
+                res = proc.run(
+                    wl.client(address, params, level), check=False, timeout=cfg.client_timeout_s
+                )
+            except CommandError as exc:  # timed out
+                raise InstanceError(f"{name} client at level {level}: {exc}") from None
+            try:
+                metrics = wl.parse(res.stdout + res.stderr)
+            except workloads.ParseError as exc:
+                raise InstanceError(f"{name} client at level {level}: {exc}") from None
+            for m in metrics:
+                record(m.name, m.value, m.unit, m.direction, level)
+            levels_done.append(level)
+    except InstanceError as exc:  # stored with its reason: counted, never averaged
+        failed = next((lv for lv in levels if lv not in levels_done), levels[0])
+        record(wl.PRIMARY, None, "req/s", "higher", failed, error=str(exc))
+        raise
+    finally:
+        if inst is not None:
+            rt.stop(inst)
+
+
+def run(s: Session, cfg: ThroughputExperiment) -> None:
+    check_clients(cfg)
+    failures = Failures(s, "throughput")
+    for rep, warmup, order in s.schedule(cfg.warmups, cfg.runs):
+        for runtime in order:
+            for name in cfg.workloads:
+                if failures.skip(runtime):
+                    break
+                kind = "warm-up" if warmup else "run"
+                s.say(f"throughput: {name} on {runtime} ({kind} {rep + 1})")
+                try:
+                    measure(s, cfg, runtime, name, rep, warmup)
+                    failures.ok(runtime)
+                except InstanceError as exc:
+                    s.event("warning", f"throughput: {runtime} {name}: {exc}")
+                    failures.failed(runtime, exc)

@@ -1,0 +1,95 @@
+"""`redis`: redis-server with persistence off, driven by redis-benchmark from the host.
+
+Defaults as S1: 30 clients, pipeline 16, GET and SET; `requests` per test is
+configurable. Metrics per test from `--csv`: requests/s and latency avg/p50/p95/p99.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from virtbench.workloads import Metric, ParseError, first_line
+
+NAME = "redis"
+ENDS = "serve"
+PRIMARY = "get.requests_per_s"  # the metric a failed measurement is stored under
+DESCRIPTION = "redis-server (no persistence), redis-benchmark GET/SET from the host"
+PORT = 16379
+CLIENT = "redis-benchmark"
+HOST_BINARIES = ["/usr/bin/redis-server"]
+CONF = "/etc/virtbench/redis.conf"
+FILES = {
+    CONF.lstrip("/"): f"""\
+port {PORT}
+bind 0.0.0.0
+protected-mode no
+daemonize no
+save ""
+appendonly no
+dir /tmp
+logfile ""
+""",
+}
+
+
+class Params(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    clients: int | list[int] = Field(default=30)
+    pipeline: int = Field(default=16, ge=1, le=10_000)
+    requests: int = Field(default=1_000_000, ge=1000)
+    tests: list[str] = Field(default=["get", "set"], min_length=1)
+    value_bytes: int = Field(default=3, ge=1, le=1 << 20)
+
+
+def argv(instance: str) -> tuple[str, ...]:
+    del instance
+    return ("/usr/bin/redis-server", CONF)
+
+
+def levels(params: Params) -> list[int]:
+    c = params.clients
+    return list(c) if isinstance(c, list) else [c]
+
+
+def client(address: str, params: Params, level: int) -> list[str]:
+    return [
+        "redis-benchmark",
+        "-h",
+        address,
+        "-p",
+        str(PORT),
+        "-c",
+        str(level),
+        "-P",
+        str(params.pipeline),
+        "-n",
+        str(params.requests),
+        "-d",
+        str(params.value_bytes),
+        "-t",
+        ",".join(params.tests),
+        "--csv",
+    ]
+
+
+def parse(output: str) -> list[Metric]:
+    """redis-benchmark --csv (redis 7: test, rps, avg/min/p50/p95/p99/max latency ms)."""
+    lines = [x for x in output.splitlines() if x.startswith('"')]
+    rows = list(csv.DictReader(io.StringIO("\n".join(lines))))
+    if not rows or "rps" not in rows[0]:
+        raise ParseError(f"redis-benchmark: no result: {first_line(output)}")
+    out = []
+    for row in rows:
+        test = row["test"].lower()
+        try:
+            out.append(Metric(f"{test}.requests_per_s", float(row["rps"]), "req/s", "higher"))
+            for key in ("avg", "p50", "p95", "p99"):
+                ms = float(row[f"{key}_latency_ms"])
+                out.append(Metric(f"{test}.latency_{key}", ms, "ms", "lower"))
+        except (KeyError, ValueError) as exc:
+            raise ParseError(f"redis-benchmark: unreadable row {row}: {exc}") from None
+    return out
