@@ -112,7 +112,7 @@ class ThroughputExperiment(_Model):
     def _serving(cls, v: list[str]) -> list[str]:
         from virtbench import workloads
 
-        serving = workloads.serving()
+        serving = workloads.measuring()
         if v == ["all"]:
             return serving
         for i, name in enumerate(v):

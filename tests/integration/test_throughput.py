@@ -28,13 +28,21 @@ CASES = [
     ("docker:runsc", "bridge"),
     ("podman", "bridge"),
 ]
-QUICK = {"nginx": {"connections": 4, "duration_s": 1}, "redis": {"requests": 20000}}
+QUICK = {
+    "nginx": {"connections": 4, "duration_s": 1},
+    "redis": {"requests": 20000},
+    "stream": {"elements": 100000, "times": 3},
+    "syscall": {"batches": 1, "batch_ms": 1},
+    "sqlite": {"rows": 2000},
+    "sysbench": {"time_s": 1, "tests": ["cpu", "memory"]},
+}
+INSIDE = ["stream", "syscall", "sqlite", "sysbench"]
 
 
 @pytest.fixture(scope="module")
 def servers():
     base = Paths.from_env()
-    return build_servers_rootfs(base.guest_src, base.cache, ["nginx", "redis"])
+    return build_servers_rootfs(base.guest_src, base.cache, ["nginx", "redis", *INSIDE])
 
 
 @pytest.mark.parametrize("workload", ["nginx", "redis"])
@@ -61,6 +69,30 @@ def test_server_answers_the_host_client(name, network, workload, ctx, servers):
             assert metrics["errors"] == 0, res.stdout
     finally:
         rt.stop(inst)
+    assert not [x for x in labelled(ctx.run_id) if not x.endswith(("-br", "-lxd", "-host"))]
+
+
+@pytest.mark.parametrize("workload", INSIDE)
+@pytest.mark.parametrize("name", [c[0] for c in CASES])
+def test_measuring_program_runs_inside(name, workload, ctx, servers):
+    """stream, syscall, sqlite and sysbench run to their exit inside the instance (the
+    same binaries everywhere), and what they print parses."""
+    wl = get(workload)
+    ctx.rootfs = servers.path
+    rt = driver(name, ctx)
+    params = wl.Params(**QUICK[workload])
+    levels = wl.levels(params) if hasattr(wl, "levels") else [None]
+    for i, level in enumerate(levels):
+        iname = naming.name(ctx.run_id, f"x{i}")
+        spec = InstanceSpec(iname, wl.command(params, level), servers.path)
+        inst = rt.run_to_exit(spec, timeout=120)
+        try:
+            output = inst.log_path.read_text(errors="replace")
+            assert inst.exit_code == 0, output[-500:]
+            metrics = wl.parse(output)
+        finally:
+            rt.stop(inst)
+        assert metrics and all(m.value > 0 for m in metrics), metrics
     assert not [x for x in labelled(ctx.run_id) if not x.endswith(("-br", "-lxd", "-host"))]
 
 

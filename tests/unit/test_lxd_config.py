@@ -35,7 +35,10 @@ def test_shared_netns_drops_sysfs_and_probe_is_bind_mounted():
     k = keys(raw_lxc(i, "bridge", Path("/run/netns/vb-abc123-1")))
     assert k["lxc.namespace.share.net"] == ["/run/netns/vb-abc123-1"]
     assert k["lxc.mount.auto"] == ["", "proc:rw"]  # reset LXD's, then /proc only
-    assert k["lxc.mount.entry"] == ["/run/virtbench/x/probe run/vb none bind,create=dir 0 0"]
+    assert k["lxc.mount.entry"] == [
+        "tmpfs tmp tmpfs nosuid,nodev,create=dir 0 0",
+        "/run/virtbench/x/probe run/vb none bind,create=dir 0 0",
+    ]
 
 
 def test_limits_cpu_pins_a_single_cpu_instead_of_counting():

@@ -65,3 +65,56 @@ def test_client_command_lines():
     assert argv[-1] == "http://10.231.0.2:18080/index.html" and "5s" in argv
     r = redis.client("127.0.0.1", redis.Params(), 30)
     assert r[r.index("-P") + 1] == "16" and r[r.index("-t") + 1] == "get,set"
+
+
+def test_stream_best_rates_and_usage_error():
+    from virtbench.workloads import stream
+
+    m = by_name(stream.parse((DATA / "vb-stream.txt").read_text()))
+    assert m["copy_mb_s"].value == 33192.0 and m["triad_mb_s"].value == 31364.7
+    assert m["add_mb_s"].unit == "MB/s" and m["add_mb_s"].direction == "higher"
+    with pytest.raises(ParseError, match="usage"):
+        stream.parse((DATA / "vb-stream-usage.txt").read_text())
+
+
+def test_syscall_every_batch_is_a_sample_and_sizes_are_named():
+    from virtbench.workloads import syscall
+
+    metrics = syscall.parse((DATA / "vb-syscall.txt").read_text())
+    names = [m.name for m in metrics]
+    assert names.count("getppid_ns") == 2  # one per batch: the distribution is kept
+    assert "sendto_recvfrom_8192b_ns" in names and "read_1b_ns" in names
+    assert {"open_close_ns", "stat_ns", "fork_ns", "page_fault_ns"} <= set(names)
+    fork = [m.value for m in metrics if m.name == "fork_ns"]
+    assert fork == [118039.4, 140349.1]
+    with pytest.raises(ParseError, match="usage"):
+        syscall.parse((DATA / "vb-syscall-usage.txt").read_text())
+
+
+def test_sqlite_inserts_and_usage_error():
+    from virtbench.workloads import sqlite
+
+    m = by_name(sqlite.parse((DATA / "vb-sqlite.txt").read_text()))
+    assert m["inserts_per_s"].value == pytest.approx(19349.8)
+    assert m["seconds"].value == pytest.approx(3.100808)
+    with pytest.raises(ParseError, match="usage"):
+        sqlite.parse((DATA / "vb-sqlite-usage.txt").read_text())
+
+
+def test_sysbench_cpu_memory_and_unknown_test():
+    from virtbench.workloads import sysbench
+
+    cpu = by_name(sysbench.parse((DATA / "sysbench-cpu.txt").read_text()))
+    assert cpu["cpu.events_per_s"].value > 0 and cpu["cpu.latency_p95"].unit == "ms"
+    mem = by_name(sysbench.parse((DATA / "sysbench-memory.txt").read_text()))
+    assert mem["memory.mib_per_s"].value == pytest.approx(6483.16)
+    assert mem["memory.ops_per_s"].value == pytest.approx(6638752.40)
+    with pytest.raises(ParseError, match="sysbench"):
+        sysbench.parse((DATA / "sysbench-bad.txt").read_text())
+    p = sysbench.Params(threads=[1, 2])
+    assert sysbench.levels(p) == ["cpu:1", "cpu:2", "memory:1", "memory:2"]
+    assert (
+        sysbench.label(p, "memory:2") == "@t2" and sysbench.label(sysbench.Params(), "cpu:1") == ""
+    )
+    argv = sysbench.command(p, "cpu:2")
+    assert argv[-2:] == ("cpu", "run") and "--threads=2" in argv and "--cpu-max-prime=10000" in argv

@@ -12,7 +12,10 @@ __all__ = ["Artifact", "build_for", "build_minimal_rootfs", "build_servers_rootf
 
 def build_for(experiments: list[Any], guest_src: Path, cache: Path) -> Artifact:
     """The rootfs a spec's experiments need: with servers if any experiment serves."""
-    serving = [w for e in experiments if e.type == "throughput" for w in e.workloads]
-    if serving:
-        return build_servers_rootfs(guest_src, cache, serving)
+    from virtbench import workloads
+
+    needed = [w for e in experiments if e.type == "throughput" for w in e.workloads]
+    extras = ("HOST_BINARIES", "GUEST_PROGRAMS")
+    if any(getattr(workloads.get(w), x, None) for w in needed for x in extras):
+        return build_servers_rootfs(guest_src, cache, needed)
     return build_minimal_rootfs(guest_src, cache)

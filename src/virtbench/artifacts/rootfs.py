@@ -17,7 +17,7 @@ from virtbench import proc
 from virtbench.errors import VirtbenchError
 
 LAYOUT_VERSION = "1"
-PROGRAMS = ("vb-hello", "vb-sleep", "vb-ready", "vb-cgexec")
+PROGRAMS = ("vb-hello", "vb-sleep", "vb-ready", "vb-cgexec", "vb-stream", "vb-syscall")
 EMPTY_DIRS = ("proc", "sys", "dev", "tmp", "run/vb", "etc", "usr")  # usr: nspawn wants it
 
 
@@ -86,9 +86,12 @@ def library_closure(binary: Path) -> list[Path]:
     return found
 
 
-def host_files(binaries: list[str]) -> dict[str, tuple[bytes, int]]:
+def host_files(
+    binaries: list[str], renamed: dict[str, str] | None = None
+) -> dict[str, tuple[bytes, int]]:
     """Host binaries and every library they load, at the same paths (symlinks resolved
-    to their content), for a rootfs."""
+    to their content), for a rootfs; `renamed` maps a binary to another path in it."""
+    renamed = renamed or {}
     out: dict[str, tuple[bytes, int]] = {}
     for b in binaries:
         path = Path(b)
@@ -96,7 +99,8 @@ def host_files(binaries: list[str]) -> dict[str, tuple[bytes, int]]:
             raise VirtbenchError(f"{b} not found on the host (install its Debian package)")
         for p in [path, *library_closure(path)]:
             real = p.resolve()
-            out[str(p).lstrip("/")] = (real.read_bytes(), real.stat().st_mode)
+            dest = renamed.get(str(p), str(p))
+            out[dest.lstrip("/")] = (real.read_bytes(), real.stat().st_mode)
     return out
 
 
@@ -151,11 +155,17 @@ def build_servers_rootfs(guest_src: Path, cache: Path, workload_names: list[str]
     from virtbench import workloads
 
     binaries: list[str] = []
+    renamed: dict[str, str] = {}  # our dynamically linked programs go to /bin
     extra: dict[str, tuple[bytes, int]] = {}
     for name in sorted(set(workload_names)):
         wl = workloads.get(name)
         binaries += [b for b in getattr(wl, "HOST_BINARIES", []) if b not in binaries]
+        for prog in getattr(wl, "GUEST_PROGRAMS", ()):
+            built = str(cache / "guest-build" / prog)
+            binaries.append(built)
+            renamed[built] = f"/bin/{prog}"
         for rel, text in getattr(wl, "FILES", {}).items():
             extra[rel] = (text.encode(), 0o644)
-    extra.update(host_files(binaries))
+    build_guest_programs(guest_src, cache / "guest-build")
+    extra.update(host_files(binaries, renamed))
     return build_rootfs(guest_src, cache, "rootfs-servers", extra)

@@ -43,8 +43,27 @@ def wait_tcp(inst: Instance, address: str, port: int, timeout: float) -> None:
 def check_clients(cfg: ThroughputExperiment) -> None:
     for name in cfg.workloads:
         wl = workloads.get(name)
-        if shutil.which(wl.CLIENT) is None:
+        if wl.ENDS == "serve" and shutil.which(wl.CLIENT) is None:
             raise SpecError(f"throughput: {name} needs {wl.CLIENT} on the host (make setup)")
+
+
+def _inside(
+    s: Session, cfg: ThroughputExperiment, runtime: str, wl: Any, params: Any, level: Any
+) -> list[workloads.Metric]:
+    """Run a measuring program to its exit in a fresh instance; parse what it printed."""
+    rt = s.runtimes[runtime]
+    inst = rt.run_to_exit(
+        s.instance_spec(runtime, lambda _name: wl.command(params, level)), cfg.client_timeout_s
+    )
+    try:
+        if inst.exit_code != 0:
+            raise InstanceError(f"{wl.NAME} exited {inst.exit_code}: {inst.log_tail()}")
+        try:
+            return wl.parse(inst.log_path.read_text(errors="replace"))
+        except workloads.ParseError as exc:
+            raise InstanceError(f"{wl.NAME}: {exc}") from None
+    finally:
+        rt.stop(inst)
 
 
 def measure(
@@ -54,12 +73,15 @@ def measure(
     params = cfg.params_for(name)
     rt = s.runtimes[runtime]
     base_params = {**s.params(runtime), **params.model_dump(mode="json")}
-    levels = wl.levels(params)
+    levels = wl.levels(params) if hasattr(wl, "levels") else [None]
     levels_done: list[Any] = []
 
     def record(metric: str, value: float | None, unit: str, direction: str, level: Any,
                error: str = "") -> None:  # fmt: skip
-        suffix = f"@{level}" if len(levels) > 1 else ""
+        if hasattr(wl, "label"):
+            suffix = wl.label(params, level)
+        else:
+            suffix = f"@{level}" if len(levels) > 1 else ""
         s.record(
             Sample(
                 experiment="throughput",
@@ -71,11 +93,22 @@ def measure(
                 workload=name,
                 repetition=rep,
                 warmup=warmup,
-                params={**base_params, "level": level},
+                params={**base_params, **({"level": level} if level is not None else {})},
                 error=error,
             )
         )
 
+    if wl.ENDS == "exit":  # runs inside the instance and prints its own figures
+        for level in levels:  # a fresh instance per level
+            try:
+                metrics = _inside(s, cfg, runtime, wl, params, level)
+            except InstanceError as exc:
+                unit, direction = wl.PRIMARY_UNIT, wl.PRIMARY_DIRECTION
+                record(wl.PRIMARY, None, unit, direction, level, error=str(exc))
+                raise
+            for m in metrics:
+                record(m.name, m.value, m.unit, m.direction, level)
+        return
     network = rt.effective_network(s.spec.instance_for(runtime).network)
     if network == "none":
         raise SpecError(
@@ -103,7 +136,7 @@ def measure(
             levels_done.append(level)
     except InstanceError as exc:  # stored with its reason: counted, never averaged
         failed = next((lv for lv in levels if lv not in levels_done), levels[0])
-        record(wl.PRIMARY, None, "req/s", "higher", failed, error=str(exc))
+        record(wl.PRIMARY, None, wl.PRIMARY_UNIT, wl.PRIMARY_DIRECTION, failed, error=str(exc))
         raise
     finally:
         if inst is not None:

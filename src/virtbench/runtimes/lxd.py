@@ -115,6 +115,7 @@ def raw_lxc(inst: Instance, network: str, netns: Path | None) -> str:
         f"lxc.environment = VIRTBENCH_INSTANCE={inst.name}",
         f"lxc.cgroup.dir.container = {cgroups.PARENT}/{inst.name}",
         f"lxc.cgroup.dir.monitor = {cgroups.PARENT}/{inst.name}{MONITOR_SUFFIX}",
+        "lxc.mount.entry = tmpfs tmp tmpfs nosuid,nodev,create=dir 0 0",  # as lxc, oci
     ]
     if network in ("host", "bridge"):
         assert netns is not None

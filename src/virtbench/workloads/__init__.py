@@ -6,16 +6,23 @@ ENDS            "exit" (the instance's exit is the measured event), "ready" (the
 argv(instance)  the command inside the instance, paths inside the artifact;
                 `{probe}` stands for the ready-probe address the runtime fills in
 
-Serving workloads (ENDS == "serve") also give:
-HOST_BINARIES   host programs copied into the artifact with their libraries
-FILES           {path in rootfs: text} config and data files for the artifact
+Measuring workloads (the throughput experiment's) also give:
+Params          pydantic model of their parameters (spec `[experiment.params.NAME]`)
+parse(output)   -> [Metric]: a pure parser of the output (ParseError if it failed)
+PRIMARY, PRIMARY_UNIT, PRIMARY_DIRECTION   the metric a failed measurement is stored under
+HOST_BINARIES   optional: host programs copied into the artifact with their libraries
+GUEST_PROGRAMS  optional: dynamically linked guest/ programs (to /bin, with libraries)
+FILES           optional: {path in rootfs: text} config and data files for the artifact
+and either, for a server a host client drives (ENDS == "serve"):
 PORT            the TCP port the server listens on
-PRIMARY         the metric a failed measurement is stored under
 CLIENT          the host program that drives it (checked before the run)
-Params          pydantic model of the client parameters (spec `[experiment.params.NAME]`)
 client(address, params, level)  the client's argv for one measurement
-parse(output)   -> [Metric]: a pure parser of the client's output (ParseError if it failed)
 levels(params)  the values of the swept parameter (e.g. connections), one measurement each
+or, for a program that measures inside the instance and prints (ENDS == "exit"):
+command(params, level)  its argv inside the instance (one fresh instance per level)
+levels(params)  optional: the swept parameter's values (e.g. threads); default one run
+label(params, level)  optional: the metric suffix of a level (default "@<level>" when
+                several levels are measured, else none)
 """
 
 from __future__ import annotations
@@ -31,6 +38,10 @@ BUILTIN = {
     "sleep": "virtbench.workloads.sleep",
     "nginx": "virtbench.workloads.nginx",
     "redis": "virtbench.workloads.redis",
+    "sqlite": "virtbench.workloads.sqlite",
+    "stream": "virtbench.workloads.stream",
+    "sysbench": "virtbench.workloads.sysbench",
+    "syscall": "virtbench.workloads.syscall",
 }
 
 
@@ -56,9 +67,10 @@ def get(name: str) -> ModuleType:
     return importlib.import_module(BUILTIN[name])
 
 
-def serving() -> list[str]:
-    """Workloads a host-side client drives (the throughput experiment's)."""
-    return [n for n in BUILTIN if get(n).ENDS == "serve"]
+def measuring() -> list[str]:
+    """Workloads that yield figures (the throughput experiment's): servers a host-side
+    client drives, and programs that measure inside the instance and print the result."""
+    return [n for n in BUILTIN if hasattr(get(n), "parse")]
 
 
 def first_line(text: str, limit: int = 160) -> str:

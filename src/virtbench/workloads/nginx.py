@@ -19,6 +19,7 @@ from virtbench.workloads import Metric, ParseError, first_line
 NAME = "nginx"
 ENDS = "serve"
 PRIMARY = "requests_per_s"  # the metric a failed measurement is stored under
+PRIMARY_UNIT, PRIMARY_DIRECTION = "req/s", "higher"
 DESCRIPTION = "nginx static file, wrk from the host (requests/s, latency percentiles)"
 PORT = 18080
 CLIENT = "wrk"

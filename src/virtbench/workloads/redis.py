@@ -16,6 +16,7 @@ from virtbench.workloads import Metric, ParseError, first_line
 NAME = "redis"
 ENDS = "serve"
 PRIMARY = "get.requests_per_s"  # the metric a failed measurement is stored under
+PRIMARY_UNIT, PRIMARY_DIRECTION = "req/s", "higher"
 DESCRIPTION = "redis-server (no persistence), redis-benchmark GET/SET from the host"
 PORT = 16379
 CLIENT = "redis-benchmark"

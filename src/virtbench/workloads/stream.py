@@ -1,0 +1,45 @@
+"""`stream`: the STREAM copy/scale/add/triad kernels (guest/vb-stream.c), one thread,
+inside the instance; best rate over `times` passes (first not counted), as STREAM does.
+
+Array size: `elements` doubles per array (default 2^24 = 128 MiB each, 384 MiB in all;
+STREAM's rule is at least 4x the last-level cache). The instance needs that much memory.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from virtbench.workloads import Metric, ParseError, first_line
+
+NAME = "stream"
+ENDS = "exit"
+PRIMARY = "triad_mb_s"
+PRIMARY_UNIT, PRIMARY_DIRECTION = "MB/s", "higher"
+DESCRIPTION = "STREAM copy/scale/add/triad memory bandwidth (MB/s), one thread"
+KERNELS = ("copy", "scale", "add", "triad")
+
+
+class Params(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    elements: int = Field(default=1 << 24, ge=1000, le=1 << 31)
+    times: int = Field(default=10, ge=2, le=1000)
+
+
+def argv(instance: str) -> tuple[str, ...]:
+    del instance
+    return command(Params())
+
+
+def command(params: Params, level: None = None) -> tuple[str, ...]:
+    del level
+    return ("/bin/vb-stream", str(params.elements), str(params.times))
+
+
+def parse(output: str) -> list[Metric]:
+    found = dict(re.findall(r"^stream (\w+) best_mb_s=([\d.]+)", output, re.M))
+    if set(found) != set(KERNELS):
+        raise ParseError(f"vb-stream: no result: {first_line(output)}")
+    return [Metric(f"{k}_mb_s", float(found[k]), "MB/s", "higher") for k in KERNELS]
