@@ -31,24 +31,35 @@ CASES = [
 QUICK = {
     "nginx": {"connections": 4, "duration_s": 1},
     "redis": {"requests": 20000},
+    "iperf3": {"duration_s": 1, "tests": ["udp", "tcp"]},
     "stream": {"elements": 100000, "times": 3},
     "syscall": {"batches": 1, "batch_ms": 1},
     "sqlite": {"rows": 2000},
     "sysbench": {"time_s": 1, "tests": ["cpu", "memory"]},
 }
 INSIDE = ["stream", "syscall", "sqlite", "sysbench"]
+SERVE = ["nginx", "redis", "iperf3"]
 
 
 @pytest.fixture(scope="module")
 def servers():
     base = Paths.from_env()
-    return build_servers_rootfs(base.guest_src, base.cache, ["nginx", "redis", *INSIDE])
+    return build_servers_rootfs(base.guest_src, base.cache, [*SERVE, *INSIDE])
 
 
-@pytest.mark.parametrize("workload", ["nginx", "redis"])
+@pytest.mark.parametrize("workload", SERVE)
 @pytest.mark.parametrize(("name", "network"), CASES)
-def test_server_answers_the_host_client(name, network, workload, ctx, servers):
+def test_server_answers_the_host_client(name, network, workload, ctx, servers, request):
     import subprocess
+
+    if workload == "iperf3" and "runsc" in name:
+        request.applymarker(
+            pytest.mark.xfail(
+                reason="runsc 20221219 host networking: iperf3's server reads its parameters "
+                "short (EAGAIN) and drops the control connection",
+                strict=False,
+            )
+        )
 
     wl = get(workload)
     ctx.rootfs = servers.path
@@ -60,13 +71,16 @@ def test_server_answers_the_host_client(name, network, workload, ctx, servers):
         address = inst.address or "127.0.0.1"
         wait_tcp(inst, address, wl.PORT, 60)
         params = wl.Params(**QUICK[workload])
-        argv = wl.client(address, params, wl.levels(params)[0])
-        res = subprocess.run(argv, capture_output=True, text=True, timeout=120)
-        metrics = {m.name: m.value for m in wl.parse(res.stdout + res.stderr)}
-        primary = metrics[wl.PRIMARY]
-        assert primary > 100, metrics
+        metrics = {}
+        for level in wl.levels(params):
+            argv = wl.client(address, params, level)
+            res = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+            metrics.update({m.name: m.value for m in wl.parse(res.stdout + res.stderr)})
+        assert metrics[wl.PRIMARY] > (0.01 if workload == "iperf3" else 100), metrics
         if workload == "nginx":
             assert metrics["errors"] == 0, res.stdout
+        if workload == "iperf3":
+            assert metrics["udp.gbit_s"] > 0.01, metrics
     finally:
         rt.stop(inst)
     assert not [x for x in labelled(ctx.run_id) if not x.endswith(("-br", "-lxd", "-host"))]

@@ -118,3 +118,22 @@ def test_sysbench_cpu_memory_and_unknown_test():
     )
     argv = sysbench.command(p, "cpu:2")
     assert argv[-2:] == ("cpu", "run") and "--threads=2" in argv and "--cpu-max-prime=10000" in argv
+
+
+def test_iperf3_json_both_ways_udp_and_refused():
+    from virtbench.workloads import iperf3
+
+    tcp = by_name(iperf3.parse((DATA / "iperf3-tcp.json").read_text()))
+    assert tcp["tcp.gbit_s"].value == pytest.approx(18.841, rel=1e-3)
+    assert tcp["tcp.retransmits"].direction == "lower"
+    rev = by_name(iperf3.parse((DATA / "iperf3-tcp-reverse.json").read_text()))
+    assert "tcp_reverse.gbit_s" in rev
+    udp = by_name(iperf3.parse((DATA / "iperf3-udp.json").read_text()))
+    assert udp["udp.gbit_s"].value == pytest.approx(0.1, rel=0.05)
+    assert {"udp.jitter_ms", "udp.lost_percent"} <= set(udp)
+    with pytest.raises(ParseError, match="Connection refused"):  # iperf3 exits 0 here
+        iperf3.parse((DATA / "iperf3-refused.json").read_text())
+    with pytest.raises(ParseError):
+        iperf3.parse("iperf3: error - unable to connect")
+    argv = iperf3.client("10.231.0.2", iperf3.Params(), "udp")
+    assert argv[argv.index("-b") + 1] == "100M" and "-J" in argv

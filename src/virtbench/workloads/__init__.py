@@ -38,6 +38,7 @@ BUILTIN = {
     "sleep": "virtbench.workloads.sleep",
     "nginx": "virtbench.workloads.nginx",
     "redis": "virtbench.workloads.redis",
+    "iperf3": "virtbench.workloads.iperf3",
     "sqlite": "virtbench.workloads.sqlite",
     "stream": "virtbench.workloads.stream",
     "sysbench": "virtbench.workloads.sysbench",
