@@ -106,6 +106,9 @@ def start_density(env, instances: int) -> tuple[subprocess.Popen, str]:
         stderr=subprocess.STDOUT,
         text=True,
         env={**os.environ, **env},
+        # as from a terminal: a shell's background job (e.g. `make test &`) would hand
+        # down SIGINT ignored, and then Python installs no KeyboardInterrupt handler
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     assert p.stdout is not None
     seen = ""
