@@ -15,6 +15,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from virtbench import __version__, cgroups, cleanup, naming
 from virtbench import spec as specmod
@@ -45,7 +46,7 @@ def one_line_errors(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except VirtbenchError as exc:
-            err.print(f"[red]error[/]: {exc}", soft_wrap=True)
+            err.print(f"[red]error[/]: {escape(str(exc))}", soft_wrap=True)
             raise typer.Exit(exc.exit_code) from None
 
     return wrapper  # type: ignore[return-value]
@@ -182,7 +183,7 @@ def _show(store: Store, run_id: str, wide: bool = False) -> None:
     for table in experiment_tables(record, samples, wide):
         out.print(table)
     for _, level, message in store.events(run_id):
-        out.print(f"{level}: {message}", soft_wrap=True)
+        out.print(f"{level}: {escape(message)}", soft_wrap=True)
     env = record.environment
     if env:
         versions = ", ".join(f"{k} {v}" for k, v in env.get("runtimes", {}).items())
@@ -247,7 +248,7 @@ def clean(
         if not dry_run:
             errors = cleanup.remove(items, layout)
             for e in errors:
-                err.print(f"[red]error[/]: {e}")
+                err.print(f"[red]error[/]: {escape(e)}")
             if errors:
                 raise typer.Exit(1)
             out.print(cleanup.summarize(items).replace("leftovers", "leftovers removed", 1))

@@ -135,3 +135,42 @@ def test_throughput_run_records_every_metric(tmp_path):
     nginx = next(s for s in samples if s.metric == "requests_per_s@8")
     assert nginx.params["connections"] == [2, 8] and nginx.params["level"] == 8
     assert nginx.params["network"] in ("host", "bridge")
+
+
+def test_network_none_is_refused_before_any_measurement(tmp_path):
+    spec = tmp_path / "none.toml"
+    spec.write_text(
+        'name = "tp-none"\nruntimes = ["crun"]\n[instance]\nnetwork = "none"\n'
+        '[[experiment]]\ntype = "throughput"\nworkloads = ["redis"]\nruns = 1\n'
+    )
+    res = cli("run", str(spec), "--results", str(tmp_path / "r"))
+    assert res.returncode != 0
+    said = " ".join((res.stdout + res.stderr).split())
+    assert "crun has network none, so the host's redis-benchmark cannot reach redis" in said
+    assert 'set [instance] network = "bridge"' in said
+    store = Store(tmp_path / "r")
+    assert not store.samples(store.runs()[0].id)
+
+
+def test_host_port_taken_by_another_process_is_not_measured(tmp_path):
+    import socket
+
+    spec = tmp_path / "busy.toml"
+    spec.write_text(
+        'name = "tp-busy"\nruntimes = ["native"]\n[instance]\nnetwork = "host"\n'
+        '[[experiment]]\ntype = "throughput"\nworkloads = ["redis"]\nruns = 1\n'
+        "[experiment.params.redis]\nrequests = 20000\n"
+    )
+    squatter = socket.socket()
+    squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    squatter.bind(("127.0.0.1", get("redis").PORT))
+    squatter.listen(8)
+    try:
+        res = cli("run", str(spec), "--results", str(tmp_path / "r"))
+    finally:
+        squatter.close()
+    assert res.returncode == 0, res.stdout + res.stderr  # recorded as a failure, run goes on
+    store = Store(tmp_path / "r")
+    samples = store.samples(store.runs()[0].id)
+    assert [s.value for s in samples] == [None]
+    assert "already in use by another process" in samples[0].error

@@ -10,6 +10,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from rich.markup import escape
+
 from virtbench import naming
 from virtbench.artifacts import Artifact
 from virtbench.measure.probe import ProbeListener
@@ -59,7 +61,8 @@ class Session:
 
     def event(self, level: str, message: str) -> None:
         self.store.add_event(self.run_id, level, message)
-        self.say(f"[{'yellow' if level == 'warning' else 'cyan'}]{level}[/]: {message}")
+        colour = "yellow" if level == "warning" else "cyan"
+        self.say(f"[{colour}]{level}[/]: {escape(message)}")
 
     def schedule(self, warmups: int, runs: int) -> Iterator[tuple[int, bool, list[str]]]:
         """(repetition, warm-up?, runtimes in order) for every repetition, warm-ups first;

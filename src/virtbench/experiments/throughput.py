@@ -40,11 +40,30 @@ def wait_tcp(inst: Instance, address: str, port: int, timeout: float) -> None:
         time.sleep(0.05)
 
 
-def check_clients(cfg: ThroughputExperiment) -> None:
+def port_open(address: str, port: int) -> bool:
+    try:
+        with socket.create_connection((address, port), timeout=1.0):
+            return True
+    except OSError:
+        return False
+
+
+def check(s: Session, cfg: ThroughputExperiment) -> None:
+    """Before any measurement: clients installed, every server reachable from the host."""
     for name in cfg.workloads:
         wl = workloads.get(name)
-        if wl.ENDS == "serve" and shutil.which(wl.CLIENT) is None:
+        if wl.ENDS != "serve":
+            continue
+        if shutil.which(wl.CLIENT) is None:
             raise SpecError(f"throughput: {name} needs {wl.CLIENT} on the host (make setup)")
+        for runtime in s.spec.runtimes:
+            network = s.runtimes[runtime].effective_network(s.spec.instance_for(runtime).network)
+            if network == "none":
+                raise SpecError(
+                    f"throughput: {runtime} has network none, so the host's {wl.CLIENT} cannot "
+                    f'reach {name}: set [instance] network = "bridge" or "host" '
+                    f"(or in [runtime.{runtime}])"
+                )
 
 
 def _inside(
@@ -110,11 +129,10 @@ def measure(
                 record(m.name, m.value, m.unit, m.direction, level)
         return
     network = rt.effective_network(s.spec.instance_for(runtime).network)
-    if network == "none":
-        raise SpecError(
-            f"throughput: {runtime} has network none, so the host client cannot reach "
-            f'{name}: set [instance] network = "bridge" or "host" (or [runtime.{runtime}])'
-        )
+    if network == "host" and port_open("127.0.0.1", wl.PORT):  # we would measure it instead
+        err = f"port {wl.PORT} on the host is already in use by another process: stop it"
+        record(wl.PRIMARY, None, wl.PRIMARY_UNIT, wl.PRIMARY_DIRECTION, levels[0], error=err)
+        raise InstanceError(f"{name} on {runtime}: {err}")
     inst = None
     try:
         inst = rt.start(s.instance_spec(runtime, wl.argv), detach=True)
@@ -144,7 +162,7 @@ def measure(
 
 
 def run(s: Session, cfg: ThroughputExperiment) -> None:
-    check_clients(cfg)
+    check(s, cfg)
     failures = Failures(s, "throughput")
     for rep, warmup, order in s.schedule(cfg.warmups, cfg.runs):
         for runtime in order:
