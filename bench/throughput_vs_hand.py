@@ -18,7 +18,6 @@ import argparse
 import os
 import re
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -27,6 +26,7 @@ import time
 from pathlib import Path
 
 from virtbench.artifacts import build_servers_rootfs
+from virtbench.experiments.throughput import port_open
 from virtbench.paths import Paths
 from virtbench.store import Store
 from virtbench.workloads import nginx, redis
@@ -34,13 +34,10 @@ from virtbench.workloads import nginx, redis
 
 def wait_port(port: int, timeout: float = 30) -> None:
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise SystemExit(f"port {port} did not open")
+    while not port_open("127.0.0.1", port):
+        if time.monotonic() > deadline:
+            raise SystemExit(f"port {port} did not open")
+        time.sleep(0.05)
 
 
 def by_hand(server: list[str], port: int, client: list[str]) -> dict[str, float]:

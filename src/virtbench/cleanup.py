@@ -24,7 +24,6 @@ from virtbench.runtimes import daemon
 from virtbench.state import is_alive
 
 NETNS_DIR = Path("/run/netns")
-TMP_DIR = Path("/tmp")
 
 
 @dataclass(frozen=True)
@@ -109,7 +108,8 @@ def _links() -> list[str]:
     return [link["ifname"] for link in json.loads(res.stdout or "[]")]
 
 
-def _mounts() -> list[str]:
+def mounts() -> list[str]:
+    """Every mount point of this mount namespace."""
     out = []
     for line in Path("/proc/self/mountinfo").read_text().splitlines():
         mnt = line.split()[4].encode().decode("unicode_escape")
@@ -154,13 +154,8 @@ def scan(
     for link in _links():
         if rid := ours(link.split("@", 1)[0]):
             found.append(Leftover("link", link.split("@", 1)[0], rid))
-    # files a native (host) process left in the host's /tmp under its instance's name,
-    # e.g. nginx's pid file
-    for f in sorted(TMP_DIR.glob("vb-*")) if TMP_DIR.is_dir() else []:
-        if f.is_file() and (rid := ours(f.name)):
-            found.append(Leftover("file", str(f), rid))
     state_prefix = str(paths.runs) + "/"
-    for mnt in _mounts():  # only mounts inside a run's state directory are ours
+    for mnt in mounts():  # only mounts inside a run's state directory are ours
         if not mnt.startswith(state_prefix):
             continue
         rid = mnt[len(state_prefix) :].split("/", 1)[0]
@@ -209,9 +204,6 @@ def remove(items: list[Leftover], layout: cgroups.Layout | None = None) -> list[
             errors.append(f"mount {it.name}: {res.brief()}")
     for it in by_kind.get("daemon", []):
         daemon.stop_recorded(int(it.name), int(it.detail.rsplit(" ", 1)[1]))
-    for it in by_kind.get("file", []):
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(it.name)
     for it in by_kind.get("state", []):
         shutil.rmtree(it.name, ignore_errors=True)
         if Path(it.name).exists():

@@ -38,6 +38,18 @@ from virtbench.errors import SpecError
 CPUSET_RE = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
 
 
+def option_error(err: ValidationError, allowed: list[str]) -> tuple[str, str]:
+    """(dotted key, message) of the first error in a table validated by a model of its
+    own (a driver's Options, a workload's Params); `allowed` names the keys it takes."""
+    e = err.errors()[0]
+    key = ".".join(str(p) for p in e["loc"])
+    if e["type"] == "extra_forbidden":
+        return key, f"unknown key (allowed: {', '.join(allowed)})"
+    if e["type"] == "literal_error":
+        return key, f"got {e.get('input')!r}, expected {e['ctx']['expected']}"
+    return key, e["msg"].removeprefix("Value error, ")
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -132,17 +144,12 @@ class ThroughputExperiment(_Model):
             if name not in self.workloads:
                 these = ", ".join(self.workloads)
                 raise ValueError(f"params.{name}: not a workload of this experiment ({these})")
+            model = workloads.get(name).Params
             try:
-                workloads.get(name).Params.model_validate(table)
+                model.model_validate(table)
             except ValidationError as err:
-                e = err.errors()[0]
-                key = ".".join(str(p) for p in e["loc"])
-                if e["type"] == "extra_forbidden":
-                    allowed = ", ".join(workloads.get(name).Params.model_fields)
-                    raise ValueError(
-                        f"params.{name}.{key}: unknown key (allowed: {allowed})"
-                    ) from None
-                raise ValueError(f"params.{name}.{key}: {e['msg']}") from None
+                key, msg = option_error(err, list(model.model_fields))
+                raise ValueError(f"params.{name}.{key}: {msg}") from None
         return self
 
     def params_for(self, name: str) -> Any:
@@ -196,15 +203,8 @@ class Spec(_Model):
             try:
                 driver.Options.model_validate(runtimes.options_for(label, {label: extra}))
             except ValidationError as err:
-                e = err.errors()[0]
-                key = ".".join(str(p) for p in e["loc"])
-                if e["type"] == "extra_forbidden":
-                    allowed = [*RuntimeOptions.model_fields, *driver.Options.model_fields]
-                    msg = f"unknown key (allowed: {', '.join(allowed)})"
-                elif e["type"] == "literal_error":
-                    msg = f"got {e.get('input')!r}, expected {e['ctx']['expected']}"
-                else:
-                    msg = e["msg"].removeprefix("Value error, ")
+                allowed = [*RuntimeOptions.model_fields, *driver.Options.model_fields]
+                key, msg = option_error(err, allowed)
                 raise ValueError(f".{label}.{key} {msg}") from None
         return v
 

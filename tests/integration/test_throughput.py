@@ -5,7 +5,8 @@ parsed figures are sane."""
 from __future__ import annotations
 
 import pytest
-from tests.integration.conftest import cli, driver, labelled
+from tests.integration.conftest import cli, driver
+from tests.integration.test_runtimes import instance_leftovers
 
 from virtbench import naming
 from virtbench.artifacts import build_servers_rootfs
@@ -83,7 +84,7 @@ def test_server_answers_the_host_client(name, network, workload, ctx, servers, r
             assert metrics["udp.gbit_s"] > 0.01, metrics
     finally:
         rt.stop(inst)
-    assert not [x for x in labelled(ctx.run_id) if not x.endswith(("-br", "-lxd", "-host"))]
+    assert not instance_leftovers(ctx.run_id)
 
 
 @pytest.mark.parametrize("workload", INSIDE)
@@ -107,7 +108,7 @@ def test_measuring_program_runs_inside(name, workload, ctx, servers):
         finally:
             rt.stop(inst)
         assert metrics and all(m.value > 0 for m in metrics), metrics
-    assert not [x for x in labelled(ctx.run_id) if not x.endswith(("-br", "-lxd", "-host"))]
+    assert not instance_leftovers(ctx.run_id)
 
 
 def test_throughput_run_records_every_metric(tmp_path):

@@ -116,16 +116,15 @@ def build_guest_programs(guest_src: Path, out: Path) -> dict[str, Path]:
 
 def build_minimal_rootfs(guest_src: Path, cache: Path) -> Artifact:
     """Build (or reuse) the minimal rootfs; returns the cached artifact."""
-    return build_rootfs(guest_src, cache, "rootfs-minimal", {})
+    programs = build_guest_programs(guest_src, cache / "guest-build")
+    return build_rootfs(programs, cache, "rootfs-minimal", {})
 
 
 def build_rootfs(
-    guest_src: Path, cache: Path, name: str, extra: dict[str, tuple[bytes, int]]
+    programs: dict[str, Path], cache: Path, name: str, extra: dict[str, tuple[bytes, int]]
 ) -> Artifact:
-    """Build (or reuse) a rootfs: the guest programs plus `extra` (path in the rootfs ->
-    (content, mode)), e.g. host servers with their libraries and config files."""
-    build = cache / "guest-build"
-    programs = build_guest_programs(guest_src, build)
+    """Build (or reuse) a rootfs: the built guest `programs` in /bin plus `extra` (path in
+    the rootfs -> (content, mode)), e.g. host servers with their libraries and config."""
     files = {f"bin/{n}": (p.read_bytes(), p.stat().st_mode) for n, p in programs.items()}
     files.update(extra)
     digest = _digest(files)
@@ -154,6 +153,8 @@ def build_servers_rootfs(guest_src: Path, cache: Path, workload_names: list[str]
     in every runtime), their libraries, config and data files."""
     from virtbench import workloads
 
+    build = cache / "guest-build"
+    programs = build_guest_programs(guest_src, build)  # dynamic ones are built there too
     binaries: list[str] = []
     renamed: dict[str, str] = {}  # our dynamically linked programs go to /bin
     extra: dict[str, tuple[bytes, int]] = {}
@@ -161,11 +162,10 @@ def build_servers_rootfs(guest_src: Path, cache: Path, workload_names: list[str]
         wl = workloads.get(name)
         binaries += [b for b in getattr(wl, "HOST_BINARIES", []) if b not in binaries]
         for prog in getattr(wl, "GUEST_PROGRAMS", ()):
-            built = str(cache / "guest-build" / prog)
+            built = str(build / prog)
             binaries.append(built)
             renamed[built] = f"/bin/{prog}"
         for rel, text in getattr(wl, "FILES", {}).items():
             extra[rel] = (text.encode(), 0o644)
-    build_guest_programs(guest_src, cache / "guest-build")
     extra.update(host_files(binaries, renamed))
-    return build_rootfs(guest_src, cache, "rootfs-servers", extra)
+    return build_rootfs(programs, cache, "rootfs-servers", extra)

@@ -24,28 +24,23 @@ from virtbench.spec import ThroughputExperiment
 from virtbench.store import Sample
 
 
-def wait_tcp(inst: Instance, address: str, port: int, timeout: float) -> None:
-    """Until `address:port` accepts a connection; raise if the server exits or is slow."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            with socket.create_connection((address, port), timeout=1.0):
-                return
-        except OSError:
-            pass
-        if inst.proc is not None and inst.proc.poll() is not None:
-            raise InstanceError(f"server exited ({inst.proc.returncode}): {inst.log_tail()}")
-        if time.monotonic() > deadline:
-            raise InstanceError(f"port {port} not open after {timeout:g} s: {inst.log_tail()}")
-        time.sleep(0.05)
-
-
 def port_open(address: str, port: int) -> bool:
     try:
         with socket.create_connection((address, port), timeout=1.0):
             return True
     except OSError:
         return False
+
+
+def wait_tcp(inst: Instance, address: str, port: int, timeout: float) -> None:
+    """Until `address:port` accepts a connection; raise if the server exits or is slow."""
+    deadline = time.monotonic() + timeout
+    while not port_open(address, port):
+        if inst.proc is not None and inst.proc.poll() is not None:
+            raise InstanceError(f"server exited ({inst.proc.returncode}): {inst.log_tail()}")
+        if time.monotonic() > deadline:
+            raise InstanceError(f"port {port} not open after {timeout:g} s: {inst.log_tail()}")
+        time.sleep(0.05)
 
 
 def check(s: Session, cfg: ThroughputExperiment) -> None:

@@ -38,6 +38,22 @@ def init_cmd(argv: tuple[str, ...] | list[str]) -> str:
     return " ".join(argv)
 
 
+def instance_lines(inst: Instance) -> list[str]:
+    """The liblxc lines lxc's config and LXD's raw.lxc share: the workload as init, its
+    label, a tmpfs /tmp, both cgroups named after the instance -- LXC makes and removes
+    them itself, as it would by hand, and the monitor's is counted and cleaned with the
+    payload's -- and the instance's bind mounts."""
+    return [
+        "lxc.init.cmd = " + init_cmd(inst.argv),
+        f"lxc.environment = VIRTBENCH_INSTANCE={inst.name}",
+        "lxc.mount.entry = tmpfs tmp tmpfs nosuid,nodev,create=dir 0 0",
+        f"lxc.cgroup.dir.container = virtbench/{inst.name}",
+        f"lxc.cgroup.dir.monitor = virtbench/{inst.name}{MONITOR_SUFFIX}",
+        *(f"lxc.mount.entry = {host} {dest.lstrip('/')} none bind,create=dir 0 0"
+          for host, dest in inst.binds),
+    ]  # fmt: skip
+
+
 def lxc_config(inst: Instance, network: str, cgroup_version: int) -> str:
     """The container's config file (pure, for tests)."""
     spec = inst.spec
@@ -47,16 +63,10 @@ def lxc_config(inst: Instance, network: str, cgroup_version: int) -> str:
         "lxc.rootfs.options = ro",
         "lxc.autodev = 1",
         "lxc.mount.auto = proc:mixed sys:ro",
-        "lxc.mount.entry = tmpfs tmp tmpfs nosuid,nodev,create=dir 0 0",
-        f"lxc.environment = VIRTBENCH_INSTANCE={spec.name}",
         "lxc.tty.max = 0",
         "lxc.pty.max = 0",
         "lxc.console.path = none",
-        # LXC makes and removes both cgroups itself, as it would by hand; the monitor's
-        # is named after the instance too, so it is counted and cleaned with it.
-        f"lxc.cgroup.dir.container = virtbench/{spec.name}",
-        f"lxc.cgroup.dir.monitor = virtbench/{spec.name}{MONITOR_SUFFIX}",
-        "lxc.init.cmd = " + init_cmd(inst.argv),
+        *instance_lines(inst),
     ]
     if network == "none":
         lines.append("lxc.net.0.type = empty")
@@ -65,8 +75,6 @@ def lxc_config(inst: Instance, network: str, cgroup_version: int) -> str:
     else:
         assert inst.netns is not None
         lines.append(f"lxc.namespace.share.net = {inst.netns}")
-    for host, dest in inst.binds:
-        lines.append(f"lxc.mount.entry = {host} {dest.lstrip('/')} none bind,create=dir 0 0")
     key = "lxc.cgroup" if cgroup_version == 1 else "lxc.cgroup2"
     if spec.memory_mib:
         name = "memory.limit_in_bytes" if cgroup_version == 1 else "memory.max"

@@ -40,7 +40,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from virtbench import cgroups, proc
+from virtbench import cgroups, cleanup, proc
 from virtbench.errors import InstanceError, RuntimeUnavailable
 from virtbench.runtimes.base import (
     Availability,
@@ -51,13 +51,12 @@ from virtbench.runtimes.base import (
     which,
 )
 from virtbench.runtimes.engine import tar_of
-from virtbench.runtimes.lxc import init_cmd
+from virtbench.runtimes.lxc import Lxc, instance_lines
 
 SYSTEM_DIR = Path("/var/lib/lxd")
 START_TIMEOUT = 120.0
 STOP_TIMEOUT = 60.0  # a stop LXD is still busy with (see the module doc) ends after ~5 s
 RUN_KEY = "user.virtbench.run"
-MONITOR_SUFFIX = "-m"
 POLL_S = 0.002
 CONSOLE_WAIT_S = 10.0
 LAUNCH_GRACE_S = 15.0  # `lxc launch` returns ~5 s after an init that exits at once
@@ -110,13 +109,7 @@ def image_tarballs(rootfs: Path, description: str) -> tuple[bytes, bytes]:
 
 def raw_lxc(inst: Instance, network: str, netns: Path | None) -> str:
     """The `raw.lxc` lines of one instance (pure, for tests)."""
-    lines = [
-        "lxc.init.cmd = " + init_cmd(inst.argv),
-        f"lxc.environment = VIRTBENCH_INSTANCE={inst.name}",
-        f"lxc.cgroup.dir.container = {cgroups.PARENT}/{inst.name}",
-        f"lxc.cgroup.dir.monitor = {cgroups.PARENT}/{inst.name}{MONITOR_SUFFIX}",
-        "lxc.mount.entry = tmpfs tmp tmpfs nosuid,nodev,create=dir 0 0",  # as lxc, oci
-    ]
+    lines = instance_lines(inst)
     if network in ("host", "bridge"):
         assert netns is not None
         lines += [
@@ -126,8 +119,6 @@ def raw_lxc(inst: Instance, network: str, netns: Path | None) -> str:
             "lxc.mount.auto =",
             "lxc.mount.auto = proc:rw",
         ]
-    for host, dest in inst.binds:
-        lines.append(f"lxc.mount.entry = {host} {dest.lstrip('/')} none bind,create=dir 0 0")
     return "\n".join(lines)
 
 
@@ -221,7 +212,10 @@ class Lxd(Runtime):
         pivots = [p for p in pivots if not p.exists()]
 
         def after_stop() -> None:
-            self._unmount_below(self.lxd_dir)
+            # what LXD left mounted in its directory, removed as `clean` would
+            prefix = f"{self.lxd_dir}/"
+            left = [m for m in cleanup.mounts() if m.startswith(prefix)]
+            cleanup.remove([cleanup.Leftover("mount", m, self.ctx.run_id) for m in left])
             remove_tree(self.lxd_dir)
             proc.run(["ip", "netns", "delete", netns], check=False)
             for p in pivots:  # liblxc's, made on our behalf; only if still empty
@@ -242,17 +236,6 @@ class Lxd(Runtime):
         except BaseException:
             after_stop()
             raise
-
-    @staticmethod
-    def _unmount_below(path: Path) -> None:
-        prefix = str(path) + "/"
-        mounts = []
-        for line in Path("/proc/self/mountinfo").read_text().splitlines():
-            mnt = line.split()[4].encode().decode("unicode_escape")
-            if mnt.startswith(prefix):
-                mounts.append(mnt)
-        for mnt in sorted(mounts, key=len, reverse=True):
-            proc.run(["umount", "-l", mnt], check=False)
 
     def _host_netns(self) -> Path:
         """The host's network namespace (ours) under a name (liblxc cannot open another
@@ -303,8 +286,7 @@ class Lxd(Runtime):
     def prepare_command(self, inst: Instance) -> list[str] | None:
         return ["lxc", "delete", "--force", inst.name]
 
-    def cgroup_names(self, inst: Instance) -> list[str]:
-        return [inst.name, inst.name + MONITOR_SUFFIX]
+    cgroup_names = Lxc.cgroup_names  # the payload's and the [lxc monitor]'s, as for lxc
 
     def _wait(self, inst: Instance, timeout: float) -> int:
         """The init's exit, seen in its cgroup (see the module doc); then the launch's
@@ -355,9 +337,14 @@ class Lxd(Runtime):
                 proc.kill_group(p)
 
     # --- clean -------------------------------------------------------------------------
+    @staticmethod
+    def _system_env() -> dict[str, str]:
+        """The environment of an `lxc` client talking to the host's own LXD."""
+        return {k: v for k, v in os.environ.items() if k not in ("LXD_DIR", "LXD_CONF")}
+
     @classmethod
     def _system_lxc(cls, *args: str) -> Any:
-        env = {k: v for k, v in os.environ.items() if k not in ("LXD_DIR", "LXD_CONF")}
+        env = cls._system_env()
         res = proc.run(["lxc", *args, "--format", "json"], env=env, check=False, timeout=60)
         try:
             return json.loads(res.stdout or "[]") or []
@@ -384,5 +371,4 @@ class Lxd(Runtime):
             "profile": ["profile", "delete", name],
             "pool": ["storage", "delete", name],
         }[kind]
-        env = {k: v for k, v in os.environ.items() if k not in ("LXD_DIR", "LXD_CONF")}
-        proc.run(["lxc", *argv], env=env, check=False, timeout=120)
+        proc.run(["lxc", *argv], env=cls._system_env(), check=False, timeout=120)

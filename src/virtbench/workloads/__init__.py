@@ -5,6 +5,7 @@ ENDS            "exit" (the instance's exit is the measured event), "ready" (the
                 datagram), or "serve" (a server a host-side client drives: throughput)
 argv(instance)  the command inside the instance, paths inside the artifact;
                 `{probe}` stands for the ready-probe address the runtime fills in
+                (boot/density workloads and servers; measuring programs give `command`)
 
 Measuring workloads (the throughput experiment's) also give:
 Params          pydantic model of their parameters (spec `[experiment.params.NAME]`)

@@ -26,11 +26,6 @@ class Params(BaseModel):
     rows_per_transaction: int = Field(default=1, ge=1)
 
 
-def argv(instance: str) -> tuple[str, ...]:
-    del instance
-    return command(Params())
-
-
 def command(params: Params, level: None = None) -> tuple[str, ...]:
     del level
     return ("/bin/vb-sqlite", str(params.rows), str(params.rows_per_transaction))

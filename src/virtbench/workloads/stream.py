@@ -28,11 +28,6 @@ class Params(BaseModel):
     times: int = Field(default=10, ge=2, le=1000)
 
 
-def argv(instance: str) -> tuple[str, ...]:
-    del instance
-    return command(Params())
-
-
 def command(params: Params, level: None = None) -> tuple[str, ...]:
     del level
     return ("/bin/vb-stream", str(params.elements), str(params.times))

@@ -49,11 +49,6 @@ def label(params: Params, level: str) -> str:
     return f"@t{level.split(':')[1]}" if len(_threads(params)) > 1 else ""
 
 
-def argv(instance: str) -> tuple[str, ...]:
-    del instance
-    return command(Params(), "cpu:1")
-
-
 def command(params: Params, level: str) -> tuple[str, ...]:
     test, threads = level.split(":")
     argv = ["/usr/bin/sysbench", f"--threads={threads}", f"--time={params.time_s}"]

@@ -30,11 +30,6 @@ class Params(BaseModel):
     batch_ms: float = Field(default=20.0, gt=0, le=10_000)
 
 
-def argv(instance: str) -> tuple[str, ...]:
-    del instance
-    return command(Params())
-
-
 def command(params: Params, level: None = None) -> tuple[str, ...]:
     del level
     return ("/bin/vb-syscall", str(params.batches), f"{params.batch_ms:g}")
