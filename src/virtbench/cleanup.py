@@ -3,9 +3,9 @@
 Kinds, in removal order: instances any runtime driver still lists, the engine images and
 networks drivers list, processes (environment VIRTBENCH_INSTANCE or membership in a
 labelled cgroup), cgroups, network namespaces, network links (bridges, veths), mounts,
-daemons a crashed run started (pid and start time from its ledger), and the run's state
-directory (bundles, sockets, ledger). Runs whose lock is still held (alive) are never
-touched.
+daemons a crashed run started (pid and start time from its ledger), the run's data
+directories on disk, and the run's state directory (bundles, sockets, ledger). Runs
+whose lock is still held (alive) are never touched.
 """
 
 from __future__ import annotations
@@ -161,6 +161,10 @@ def scan(
         rid = mnt[len(state_prefix) :].split("/", 1)[0]
         if naming.is_run_id(rid) and rid not in live and run_id in (None, rid):
             found.append(Leftover("mount", mnt, rid))
+    if paths.data.is_dir():
+        for d in sorted(paths.data.iterdir()):
+            if naming.is_run_id(d.name) and d.name not in live and run_id in (None, d.name):
+                found.append(Leftover("data", str(d), d.name))
     if paths.runs.is_dir():
         for d in sorted(paths.runs.iterdir()):
             if naming.is_run_id(d.name) and d.name not in live and run_id in (None, d.name):
@@ -204,10 +208,11 @@ def remove(items: list[Leftover], layout: cgroups.Layout | None = None) -> list[
             errors.append(f"mount {it.name}: {res.brief()}")
     for it in by_kind.get("daemon", []):
         daemon.stop_recorded(int(it.name), int(it.detail.rsplit(" ", 1)[1]))
-    for it in by_kind.get("state", []):
-        shutil.rmtree(it.name, ignore_errors=True)
-        if Path(it.name).exists():
-            errors.append(f"state {it.name} could not be removed")
+    for kind in ("data", "state"):
+        for it in by_kind.get(kind, []):
+            shutil.rmtree(it.name, ignore_errors=True)
+            if Path(it.name).exists():
+                errors.append(f"{kind} {it.name} could not be removed")
     return errors
 
 

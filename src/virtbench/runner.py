@@ -9,6 +9,7 @@ directory, and marks the run completed, interrupted (Ctrl-C / SIGTERM) or failed
 from __future__ import annotations
 
 import contextlib
+import shutil
 import signal
 import sys
 from collections.abc import Callable, Iterator
@@ -159,6 +160,8 @@ def _teardown(
         attempt("bridge", ctx.bridge.close)
     if probe is not None:
         attempt("probe", probe.close)
+    if paths.data_dir(run_id).exists():  # the instances' directories went with them
+        attempt("data", lambda: shutil.rmtree(paths.data_dir(run_id)))
 
     def sweep() -> None:  # belt and braces: anything a driver missed
         rest = cleanup.scan(paths, run_id=run_id, layout=layout, include_live=True)

@@ -111,7 +111,7 @@ def test_sysbench_cpu_memory_and_unknown_test():
     assert mem["memory.ops_per_s"].value == pytest.approx(6638752.40)
     with pytest.raises(ParseError, match="sysbench"):
         sysbench.parse((DATA / "sysbench-bad.txt").read_text())
-    p = sysbench.Params(threads=[1, 2])
+    p = sysbench.Params(threads=[1, 2], tests=["cpu", "memory"])
     assert sysbench.levels(p) == ["cpu:1", "cpu:2", "memory:1", "memory:2"]
     assert (
         sysbench.label(p, "memory:2") == "@t2" and sysbench.label(sysbench.Params(), "cpu:1") == ""
@@ -137,3 +137,99 @@ def test_iperf3_json_both_ways_udp_and_refused():
         iperf3.parse("iperf3: error - unable to connect")
     argv = iperf3.client("10.231.0.2", iperf3.Params(), "udp")
     assert argv[argv.index("-b") + 1] == "100M" and "-J" in argv
+
+
+def test_sysbench_fileio_prepare_run_cleanup_in_one_log():
+    from virtbench.workloads import sysbench
+
+    rndrw = by_name(sysbench.parse((DATA / "sysbench-fileio-rndrw.txt").read_text()))
+    assert set(rndrw) == {
+        f"fileio.rndrw.{k}"
+        for k in ("reads_per_s", "writes_per_s", "fsyncs_per_s", "read_mib_per_s",
+                  "written_mib_per_s")
+    }  # fmt: skip
+    assert rndrw["fileio.rndrw.reads_per_s"].value > 0
+    seqrd = by_name(sysbench.parse((DATA / "sysbench-fileio-seqrd.txt").read_text()))
+    assert seqrd["fileio.seqrd.read_mib_per_s"].value > 0
+    assert seqrd["fileio.seqrd.written_mib_per_s"].value == 0
+    with pytest.raises(ParseError, match="seqrd: incomplete"):  # run without prepare
+        sysbench.parse((DATA / "sysbench-fileio-missing.txt").read_text())
+    p = sysbench.Params(tests=["fileio"], fileio_modes=["seqrd"], fileio_total_size="1G")
+    assert sysbench.levels(p) == ["fileio.seqrd:1"]
+    argv = sysbench.command(p, "fileio.seqrd:1")
+    assert argv[:4] == ("/bin/vb-run", "--chdir", "/data", "--")
+    steps = " ".join(argv[4:]).split(" ; ")
+    assert [s.split()[-1] for s in steps] == ["prepare", "run", "cleanup"]
+    assert all("--file-total-size=1G" in s and "--file-test-mode=seqrd" in s for s in steps)
+
+
+def test_fio_json_and_failed_job():
+    from virtbench.workloads import fio
+
+    m = by_name(fio.parse((DATA / "fio-randrw.json").read_text()))
+    assert m["randrw.read.iops"].value > 0 and m["randrw.write.iops"].value > 0
+    assert m["randrw.read.clat_p99"].unit == "us"
+    assert m["randrw.read.clat_p99"].value >= m["randrw.read.clat_p50"].value
+    with pytest.raises(ParseError, match="error 20"):  # ENOTDIR; text before the JSON
+        fio.parse((DATA / "fio-error.txt").read_text())
+    with pytest.raises(ParseError, match="no result"):
+        fio.parse("fio: unrecognized option '--bogus'\n")
+    argv = fio.command(fio.Params(), "randrw")
+    assert "--bs=4k" in argv and "--direct=1" in argv and "--iodepth=1" in argv
+    assert "--rw=read" in fio.command(fio.Params(), "seqread")
+
+
+def test_pgbench_summary_and_refused():
+    from virtbench.workloads import postgres
+
+    m = by_name(postgres.parse((DATA / "pgbench.txt").read_text()))
+    assert m["tps"].value == pytest.approx(3448.999496)
+    assert m["latency_avg"].value == pytest.approx(1.160) and m["failed"].value == 0
+    with pytest.raises(ParseError, match="Connection refused"):
+        postgres.parse((DATA / "pgbench-refused.txt").read_text())
+    argv = postgres.client("10.0.0.2", postgres.Params(), 16)
+    assert argv[argv.index("-c") + 1] == "16" and "prepared" in argv
+
+
+def test_latency_rr_ping_and_errors():
+    from virtbench.workloads import latency
+
+    tcp = by_name(latency.parse((DATA / "vb-rr-tcp.txt").read_text()))
+    assert tcp["tcp.64B.rtt_p50"].value == pytest.approx(17.195)
+    assert tcp["tcp.64B.rtt_p999"].value == pytest.approx(87.269)
+    assert tcp["tcp.64B.lost"].value == 0
+    udp = by_name(latency.parse((DATA / "vb-rr-udp.txt").read_text()))
+    assert udp["udp.1024B.rtt_p99"].value == pytest.approx(92.557)
+    icmp = by_name(latency.parse((DATA / "ping.txt").read_text()))
+    assert icmp["icmp.rtt_avg"].value == pytest.approx(61.0)
+    assert icmp["icmp.loss_pct"].value == 0
+    for bad in ("vb-rr-refused.txt", "ping-unreachable.txt"):
+        with pytest.raises(ParseError):
+            latency.parse((DATA / bad).read_text())
+    p = latency.Params()
+    assert latency.levels(p) == ["tcp:64", "tcp:1024", "udp:64", "udp:1024", "icmp:0"]
+    assert latency.client("10.1.1.2", p, "icmp:0")[0] == "ping"
+    with pytest.raises(ValueError):
+        latency.Params(sizes=[4])
+
+
+def test_udp_echo_flood_and_no_reply():
+    from virtbench.workloads import udp_echo
+
+    m = by_name(udp_echo.parse((DATA / "vb-rr-flood.txt").read_text()))
+    assert m["seconds"].value == pytest.approx(0.400049) and m["lost_pct"].value == 0
+    assert m["replies_per_s"].value == pytest.approx(20000 / 0.400049)
+    with pytest.raises(ParseError, match="no reply"):
+        udp_echo.parse((DATA / "vb-rr-flood-refused.txt").read_text())
+
+
+def test_httperf_report_and_refused():
+    from virtbench.workloads import http_fixed
+
+    m = by_name(http_fixed.parse((DATA / "httperf.txt").read_text()))
+    assert m["reply_rate"].value == pytest.approx(3000 / 5.999)
+    assert m["response_ms"].value == pytest.approx(0.2) and m["errors"].value == 0
+    with pytest.raises(ParseError, match="no replies"):  # httperf exited 0
+        http_fixed.parse((DATA / "httperf-refused.txt").read_text())
+    argv = http_fixed.client("10.0.0.2", http_fixed.Params(), 500)
+    assert argv[argv.index("--num-conns") + 1] == str(500 * 60)

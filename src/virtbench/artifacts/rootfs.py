@@ -17,8 +17,18 @@ from virtbench import proc
 from virtbench.errors import VirtbenchError
 
 LAYOUT_VERSION = "1"
-PROGRAMS = ("vb-hello", "vb-sleep", "vb-ready", "vb-cgexec", "vb-stream", "vb-syscall")
-EMPTY_DIRS = ("proc", "sys", "dev", "tmp", "run/vb", "etc", "usr")  # usr: nspawn wants it
+PROGRAMS = (
+    "vb-hello",
+    "vb-sleep",
+    "vb-ready",
+    "vb-cgexec",
+    "vb-stream",
+    "vb-syscall",
+    "vb-run",
+    "vb-rr",
+)
+# usr: nspawn wants it; data: where an instance's data directory is mounted
+EMPTY_DIRS = ("proc", "sys", "dev", "tmp", "run/vb", "etc", "usr", "data")
 
 
 @dataclass(frozen=True)
@@ -104,6 +114,41 @@ def host_files(
     return out
 
 
+def host_tree(directory: str) -> dict[str, tuple[bytes, int]]:
+    """Every file under a host directory (symlinks resolved), at the same paths."""
+    root = Path(directory)
+    if not root.is_dir():
+        raise VirtbenchError(f"{directory} not found on the host (install its Debian package)")
+    out = {}
+    for p in sorted(root.rglob("*")):
+        if p.is_file():
+            real = p.resolve()
+            out[str(p).lstrip("/")] = (real.read_bytes(), real.stat().st_mode)
+    return out
+
+
+def accounts(users: list[str]) -> dict[str, tuple[bytes, int]]:
+    """/etc/passwd and /etc/group: root, nobody, and these host users with their host ids
+    (a server that refuses root, e.g. postgres, runs as the same uid natively and in every
+    instance)."""
+    import grp
+    import pwd
+
+    passwd = ["root:x:0:0:root:/root:/bin/sh", "nobody:x:65534:65534:nobody:/:/bin/false"]
+    group = ["root:x:0:", "nogroup:x:65534:"]
+    for user in users:
+        try:
+            pw = pwd.getpwnam(user)
+        except KeyError:
+            raise VirtbenchError(f"host user {user!r} not found (make setup installs it)") from None
+        passwd.append(f"{user}:x:{pw.pw_uid}:{pw.pw_gid}:{user}:/data:/bin/false")
+        group.append(f"{grp.getgrgid(pw.pw_gid).gr_name}:x:{pw.pw_gid}:")
+    return {
+        "etc/passwd": ("\n".join(passwd).encode() + b"\n", 0o644),
+        "etc/group": ("\n".join(group).encode() + b"\n", 0o644),
+    }
+
+
 def build_guest_programs(guest_src: Path, out: Path) -> dict[str, Path]:
     """Compile guest/ with its Makefile into `out`; return program name -> path."""
     if not (guest_src / "Makefile").exists():
@@ -158,9 +203,13 @@ def build_servers_rootfs(guest_src: Path, cache: Path, workload_names: list[str]
     binaries: list[str] = []
     renamed: dict[str, str] = {}  # our dynamically linked programs go to /bin
     extra: dict[str, tuple[bytes, int]] = {}
+    users: list[str] = []
     for name in sorted(set(workload_names)):
         wl = workloads.get(name)
         binaries += [b for b in getattr(wl, "HOST_BINARIES", []) if b not in binaries]
+        users += [u for u in getattr(wl, "USERS", []) if u not in users]
+        for d in getattr(wl, "HOST_DIRS", []):
+            extra.update(host_tree(d))
         for prog in getattr(wl, "GUEST_PROGRAMS", ()):
             built = str(build / prog)
             binaries.append(built)
@@ -168,4 +217,5 @@ def build_servers_rootfs(guest_src: Path, cache: Path, workload_names: list[str]
         for rel, text in getattr(wl, "FILES", {}).items():
             extra[rel] = (text.encode(), 0o644)
     extra.update(host_files(binaries, renamed))
+    extra.update(accounts(users))
     return build_rootfs(programs, cache, "rootfs-servers", extra)

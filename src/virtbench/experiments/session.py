@@ -31,8 +31,11 @@ class Session:
     say: Callable[[str], None] = print
     _counter: int = 0
 
-    def instance_spec(self, runtime: str, argv: Callable[[str], tuple[str, ...]]) -> InstanceSpec:
-        """A fresh instance name, its command (`argv(name)`), and the spec's options."""
+    def instance_spec(
+        self, runtime: str, argv: Callable[[str], tuple[str, ...]], data: bool = False
+    ) -> InstanceSpec:
+        """A fresh instance name, its command (`argv(name)`), and the spec's options;
+        `data`: give it a data directory on disk."""
         self._counter += 1
         opts = self.spec.instance_for(runtime)
         name = naming.name(self.run_id, naming.base36(self._counter))
@@ -43,6 +46,7 @@ class Session:
             network=opts.network,
             memory_mib=opts.memory_mib,
             cpus=opts.cpus,
+            data=data,
         )
 
     def params(self, runtime: str) -> dict[str, Any]:

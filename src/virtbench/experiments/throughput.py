@@ -43,14 +43,23 @@ def wait_tcp(inst: Instance, address: str, port: int, timeout: float) -> None:
         time.sleep(0.05)
 
 
+def client_argv(s: Session, argv: list[str]) -> list[str]:
+    """A client command as run on the host: a client that is one of the artifact's own
+    static programs (`/bin/vb-rr`) runs from the artifact."""
+    if argv[0].startswith("/bin/vb-"):
+        return [str(s.artifact.path / argv[0].lstrip("/")), *argv[1:]]
+    return argv
+
+
 def check(s: Session, cfg: ThroughputExperiment) -> None:
     """Before any measurement: clients installed, every server reachable from the host."""
     for name in cfg.workloads:
         wl = workloads.get(name)
         if wl.ENDS != "serve":
             continue
-        if shutil.which(wl.CLIENT) is None:
-            raise SpecError(f"throughput: {name} needs {wl.CLIENT} on the host (make setup)")
+        for client in (wl.CLIENT, *getattr(wl, "EXTRA_CLIENTS", ())):
+            if shutil.which(client_argv(s, [client])[0]) is None:
+                raise SpecError(f"throughput: {name} needs {client} on the host (make setup)")
         for runtime in s.spec.runtimes:
             network = s.runtimes[runtime].effective_network(s.spec.instance_for(runtime).network)
             if network == "none":
@@ -61,14 +70,41 @@ def check(s: Session, cfg: ThroughputExperiment) -> None:
                 )
 
 
+def prepare_server(
+    s: Session, cfg: ThroughputExperiment, wl: Any, params: Any, inst: Instance, address: str
+) -> None:
+    """Untimed, once per server instance after its port opened: wait until the workload's
+    readiness check passes (a database still starting accepts connections and refuses
+    queries), then run its client-side preparation (create and fill tables)."""
+    if hasattr(wl, "ready"):
+        argv = client_argv(s, wl.ready(address, params))
+        deadline = time.monotonic() + cfg.ready_timeout_s
+        while (res := proc.run(argv, check=False, timeout=30)).returncode != 0:
+            if inst.proc is not None and inst.proc.poll() is not None:
+                raise InstanceError(f"server exited ({inst.proc.returncode}): {inst.log_tail()}")
+            if time.monotonic() > deadline:
+                raise InstanceError(
+                    f"{wl.NAME} not ready after {cfg.ready_timeout_s:g} s: {res.brief()}"
+                )
+            time.sleep(0.2)
+    for argv in wl.prepare(address, params) if hasattr(wl, "prepare") else []:
+        try:
+            res = proc.run(client_argv(s, argv), check=False, timeout=cfg.client_timeout_s)
+        except CommandError as exc:  # timed out
+            raise InstanceError(f"{wl.NAME} preparation: {exc}") from None
+        if res.returncode != 0:
+            raise InstanceError(f"{wl.NAME} preparation ({argv[0]}) failed: {res.brief()}")
+
+
 def _inside(
     s: Session, cfg: ThroughputExperiment, runtime: str, wl: Any, params: Any, level: Any
 ) -> list[workloads.Metric]:
     """Run a measuring program to its exit in a fresh instance; parse what it printed."""
     rt = s.runtimes[runtime]
-    inst = rt.run_to_exit(
-        s.instance_spec(runtime, lambda _name: wl.command(params, level)), cfg.client_timeout_s
+    spec = s.instance_spec(
+        runtime, lambda _name: wl.command(params, level), data=getattr(wl, "DATA", False)
     )
+    inst = rt.run_to_exit(spec, cfg.client_timeout_s)
     try:
         if inst.exit_code != 0:
             raise InstanceError(f"{wl.NAME} exited {inst.exit_code}: {inst.log_tail()}")
@@ -130,14 +166,15 @@ def measure(
         raise InstanceError(f"{name} on {runtime}: {err}")
     inst = None
     try:
-        inst = rt.start(s.instance_spec(runtime, wl.argv), detach=True)
+        spec = s.instance_spec(runtime, wl.argv, data=getattr(wl, "DATA", False))
+        inst = rt.start(spec, detach=True)
         address = inst.address or "127.0.0.1"
         wait_tcp(inst, address, wl.PORT, cfg.ready_timeout_s)
+        prepare_server(s, cfg, wl, params, inst, address)
         for level in levels:
             try:
-                res = proc.run(
-                    wl.client(address, params, level), check=False, timeout=cfg.client_timeout_s
-                )
+                argv = client_argv(s, wl.client(address, params, level))
+                res = proc.run(argv, check=False, timeout=cfg.client_timeout_s)
             except CommandError as exc:  # timed out
                 raise InstanceError(f"{name} client at level {level}: {exc}") from None
             try:

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 
 PROBE_PLACEHOLDER = "{probe}"
 PROBE_MOUNT = "/run/vb"  # where the probe socket directory appears inside containers
+DATA_MOUNT = "/data"  # an instance's own writable directory on disk (InstanceSpec.data)
 
 
 class Family(StrEnum):
@@ -77,6 +78,7 @@ class InstanceSpec:
     network: str = "none"
     memory_mib: int | None = None
     cpus: str | None = None
+    data: bool = False  # a fresh directory on the host's disk at DATA_MOUNT (not tmpfs)
 
 
 @dataclass
@@ -96,6 +98,7 @@ class Instance:
     proc: subprocess.Popen | None = None
     stopped: bool = False
     binds: list[tuple[Path, str]] = field(default_factory=list)
+    data_dir: Path | None = None  # the host directory behind DATA_MOUNT
     extra: dict[str, Any] = field(default_factory=dict)  # driver scratch between hooks
 
     @property
@@ -277,7 +280,24 @@ class Runtime(ABC):
         inst.argv = self._resolve_probe(inst, network)
         if network == "bridge" and self.virtbench_bridge:
             inst.netns, inst.address = self._bridge().attach(spec.name)
+        if spec.data:
+            self._attach_data(inst)
         return inst
+
+    def _attach_data(self, inst: Instance) -> None:
+        """The instance's data directory: `<data>/<run-id>/<name>` on the host's disk,
+        bind-mounted at DATA_MOUNT, removed with the instance. World-writable so that an
+        unprivileged container's root (LXD maps it to another host uid) can write it;
+        its parents are root's."""
+        run_dir = self.ctx.paths.data_dir(self.ctx.run_id)
+        d = run_dir / inst.name
+        self.ctx.state.record("data", str(d))
+        run_dir.mkdir(parents=True, exist_ok=True)
+        run_dir.chmod(0o755)
+        d.mkdir()
+        d.chmod(0o777)
+        inst.data_dir = d
+        inst.binds.append((d, DATA_MOUNT))
 
     def command_line(self, spec: InstanceSpec) -> tuple[Instance, list[str], dict[str, str]]:
         """(instance, argv, extra environment) a user would type to do by hand what
@@ -357,6 +377,8 @@ class Runtime(ABC):
                     cgroups.kill_and_remove(d)
             if inst.netns is not None and self.ctx.bridge is not None:
                 self.ctx.bridge.detach(inst.name)
+            if inst.data_dir is not None:
+                remove_tree(inst.data_dir)
             self.instances.pop(inst.name, None)
         return time.monotonic() - t0
 

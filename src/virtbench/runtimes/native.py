@@ -1,8 +1,8 @@
 """`native`: the workload as a plain host process in its own cgroup (the baseline).
 
 Programs named by their path inside the rootfs (`/bin/vb-hello`) run from the host copy
-of the artifact, so native runs exactly the same binary the containers do. Native
-processes always use the host network.
+of the artifact, so native runs exactly the same binary the containers do; `/data` is
+the instance's data directory. Native processes always use the host network.
 """
 
 from __future__ import annotations
@@ -17,7 +17,14 @@ from typing import Any, ClassVar
 from pydantic import BaseModel
 
 from virtbench import cgroups, proc
-from virtbench.runtimes.base import Availability, Family, Instance, Runtime, RuntimeContext
+from virtbench.runtimes.base import (
+    DATA_MOUNT,
+    Availability,
+    Family,
+    Instance,
+    Runtime,
+    RuntimeContext,
+)
 
 TERM_GRACE_S = 2.0
 
@@ -49,15 +56,26 @@ class Native(Runtime):
         return self._command(inst), {}
 
     def _host_argv(self, inst: Instance) -> list[str]:
+        """The argv with paths inside the instance replaced by their host copies: the
+        artifact's files and non-empty directories (not /tmp, /proc, ...), and the data
+        directory. Also the value of `--opt=/path` and `key=/path` arguments."""
         root = inst.spec.rootfs
+
+        def host(path: str) -> str:
+            if not path.startswith("/"):
+                return path
+            if inst.data_dir is not None and (
+                path == DATA_MOUNT or path.startswith(DATA_MOUNT + "/")
+            ):
+                return str(inst.data_dir) + path[len(DATA_MOUNT) :]
+            p = root / path.lstrip("/")
+            inside = p.is_file() or (p.is_dir() and any(p.iterdir()))
+            return str(p) if inside else path
+
         out = []
         for arg in inst.argv:
-            host = root / arg.lstrip("/") if arg.startswith("/") else None
-            # the artifact's files and non-empty directories (not /tmp, /proc, ...)
-            inside = host is not None and (
-                host.is_file() or (host.is_dir() and any(host.iterdir()))
-            )
-            out.append(str(host) if inside else arg)
+            key, eq, value = arg.partition("=")
+            out.append(key + eq + host(value) if eq and value.startswith("/") else host(arg))
         return out
 
     def _prepare(self, inst: Instance) -> None:

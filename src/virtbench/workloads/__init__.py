@@ -13,12 +13,22 @@ parse(output)   -> [Metric]: a pure parser of the output (ParseError if it faile
 PRIMARY, PRIMARY_UNIT, PRIMARY_DIRECTION   the metric a failed measurement is stored under
 HOST_BINARIES   optional: host programs copied into the artifact with their libraries
 GUEST_PROGRAMS  optional: dynamically linked guest/ programs (to /bin, with libraries)
+HOST_DIRS       optional: host directories copied whole (a server's share/ and lib/)
+USERS           optional: host users (e.g. postgres) the rootfs's /etc/passwd must know
 FILES           optional: {path in rootfs: text} config and data files for the artifact
+DATA            optional: True when the instance needs a data directory on disk at /data
+                (fio's O_DIRECT, a database's files)
 and either, for a server a host client drives (ENDS == "serve"):
 PORT            the TCP port the server listens on
-CLIENT          the host program that drives it (checked before the run)
+CLIENT          the host program that drives it (checked before the run); a path under
+                /bin/vb- is one of the artifact's static programs, run from the artifact
+EXTRA_CLIENTS   optional: other host programs some levels use (checked too)
 client(address, params, level)  the client's argv for one measurement
 levels(params)  the values of the swept parameter (e.g. connections), one measurement each
+ready(address, params)    optional: a host command polled until it exits 0 (a database
+                that accepts connections before it accepts queries)
+prepare(address, params)  optional: host commands run once per server instance, untimed,
+                before the measurements (create and fill tables)
 or, for a program that measures inside the instance and prints (ENDS == "exit"):
 command(params, level)  its argv inside the instance (one fresh instance per level)
 levels(params)  optional: the swept parameter's values (e.g. threads); default one run
@@ -44,6 +54,11 @@ BUILTIN = {
     "stream": "virtbench.workloads.stream",
     "sysbench": "virtbench.workloads.sysbench",
     "syscall": "virtbench.workloads.syscall",
+    "fio": "virtbench.workloads.fio",
+    "postgres": "virtbench.workloads.postgres",
+    "latency": "virtbench.workloads.latency",
+    "udp-echo": "virtbench.workloads.udp_echo",
+    "http-fixed": "virtbench.workloads.http_fixed",
 }
 
 

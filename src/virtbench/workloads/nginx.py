@@ -25,6 +25,8 @@ PORT = 18080
 CLIENT = "wrk"
 HOST_BINARIES = ["/usr/sbin/nginx"]
 PREFIX = "/srv/nginx"
+FIXED_PORT = 18081  # the http-fixed workload's fixed-size reply (S2)
+FIXED_BODY = "x" * 1300
 FILES = {
     f"{PREFIX}/nginx.conf".lstrip("/"): f"""\
 master_process on;
@@ -47,11 +49,13 @@ http {{
         root www;
         location / {{ }}
     }}
+    server {{
+        listen {FIXED_PORT};
+        location / {{ default_type text/plain; return 200 "{FIXED_BODY}"; }}
+    }}
 }}
 """,
     f"{PREFIX}/www/index.html".lstrip("/"): "<html><body>hello from virtbench</body></html>\n" * 10,
-    "etc/passwd": "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n",
-    "etc/group": "root:x:0:\nnogroup:x:65534:\n",
 }
 
 

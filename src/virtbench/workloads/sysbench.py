@@ -1,9 +1,13 @@
-"""`sysbench`: sysbench's cpu (primes up to `cpu_max_prime`, S5's 10000) and memory tests
-inside the instance, each with 1..N threads (`threads`, a list sweeps); the Debian binary
-and its libraries go into the artifact. One fresh instance per (test, threads).
+"""`sysbench`: sysbench's cpu (primes up to `cpu_max_prime`, S5's 10000), memory and
+fileio tests inside the instance, each with 1..N threads (`threads`, a list sweeps); the
+Debian binary and its libraries go into the artifact. One fresh instance per (test, mode,
+threads). fileio runs `prepare`, `run` and `cleanup` in one instance (guest/vb-run) on the
+instance's data directory on disk, modes `fileio_modes` (S5: seqrd, seqwr; 5 GB, 30 s --
+`fileio_total_size` fits it to the disk).
 
 Metrics: `cpu.events_per_s`, `cpu.latency_avg`/`_p95` (ms); `memory.mib_per_s`,
-`memory.ops_per_s`; with several thread counts each gets `@t<threads>`.
+`memory.ops_per_s`; `fileio.<mode>.read_mib_per_s`/`written_mib_per_s`/`reads_per_s`/
+`writes_per_s`/`fsyncs_per_s`; with several thread counts each gets `@t<threads>`.
 """
 
 from __future__ import annotations
@@ -19,20 +23,30 @@ NAME = "sysbench"
 ENDS = "exit"
 PRIMARY = "cpu.events_per_s"
 PRIMARY_UNIT, PRIMARY_DIRECTION = "events/s", "higher"
-DESCRIPTION = "sysbench cpu (primes) and memory, 1..N threads"
+DESCRIPTION = "sysbench cpu (primes), memory and fileio, 1..N threads"
 HOST_BINARIES = ["/usr/bin/sysbench"]
+DATA = True  # fileio's files
+FILEIO_MODES = ("seqwr", "seqrewr", "seqrd", "rndrd", "rndwr", "rndrw")
 
 
 class Params(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    tests: list[Literal["cpu", "memory"]] = Field(default=["cpu", "memory"], min_length=1)
+    tests: list[Literal["cpu", "memory", "fileio"]] = Field(
+        default=["cpu", "memory", "fileio"], min_length=1
+    )
     threads: int | list[int] = 1
     time_s: int = Field(default=10, ge=1, le=3600)
     cpu_max_prime: int = Field(default=10000, ge=3)
     memory_block_size: str = Field(default="1K", pattern=r"^\d+[KMG]?$")
     memory_total_size: str = Field(default="100G", pattern=r"^\d+[KMG]?$")
     memory_oper: Literal["read", "write"] = "write"
+    fileio_modes: list[Literal["seqwr", "seqrewr", "seqrd", "rndrd", "rndwr", "rndrw"]] = Field(
+        default=["seqrd", "seqwr", "rndrw"], min_length=1
+    )
+    fileio_total_size: str = Field(default="5G", pattern=r"^\d+[KMG]?$")
+    fileio_num: int = Field(default=16, ge=1, le=1024)
+    fileio_extra_flags: Literal["", "direct", "sync", "dsync"] = ""
 
 
 def _threads(params: Params) -> list[int]:
@@ -41,7 +55,12 @@ def _threads(params: Params) -> list[int]:
 
 
 def levels(params: Params) -> list[str]:
-    return [f"{test}:{n}" for test in params.tests for n in _threads(params)]
+    """`test:threads`, and `fileio.<mode>:threads` per fileio mode."""
+    tests = [
+        t2 for t in params.tests for t2 in
+        ([f"fileio.{m}" for m in params.fileio_modes] if t == "fileio" else [t])
+    ]  # fmt: skip
+    return [f"{test}:{n}" for test in tests for n in _threads(params)]
 
 
 def label(params: Params, level: str) -> str:
@@ -49,8 +68,29 @@ def label(params: Params, level: str) -> str:
     return f"@t{level.split(':')[1]}" if len(_threads(params)) > 1 else ""
 
 
+def _fileio(params: Params, mode: str, threads: str) -> tuple[str, ...]:
+    """prepare, run and cleanup in one instance, in its data directory."""
+    common = [
+        "fileio",
+        f"--file-total-size={params.fileio_total_size}",
+        f"--file-num={params.fileio_num}",
+        f"--file-test-mode={mode}",
+    ]
+    if params.fileio_extra_flags:
+        common.append(f"--file-extra-flags={params.fileio_extra_flags}")
+    run = [f"--threads={threads}", f"--time={params.time_s}", *common, "run"]
+    return (
+        "/bin/vb-run", "--chdir", "/data", "--",
+        "/usr/bin/sysbench", *common, "prepare", ";",
+        "/usr/bin/sysbench", *run, ";",
+        "/usr/bin/sysbench", *common, "cleanup",
+    )  # fmt: skip
+
+
 def command(params: Params, level: str) -> tuple[str, ...]:
     test, threads = level.split(":")
+    if test.startswith("fileio."):
+        return _fileio(params, test.split(".", 1)[1], threads)
     argv = ["/usr/bin/sysbench", f"--threads={threads}", f"--time={params.time_s}"]
     if test == "cpu":
         argv.append(f"--cpu-max-prime={params.cpu_max_prime}")
@@ -68,9 +108,43 @@ def _num(pattern: str, text: str) -> float | None:
     return float(m.group(1)) if m else None
 
 
+FILEIO_HEADINGS = {  # "Doing <this> test" -> the mode
+    "sequential write (creation)": "seqwr",
+    "sequential rewrite": "seqrewr",
+    "sequential read": "seqrd",
+    "random read": "rndrd",
+    "random write": "rndwr",
+    "random r/w": "rndrw",
+}
+
+
+def _parse_fileio(output: str) -> list[Metric]:
+    """The `run` step's report; prepare's and cleanup's lines around it are ignored."""
+    m = re.search(r"^Doing (.+) test$", output, re.M)
+    mode = FILEIO_HEADINGS.get(m.group(1)) if m else None
+    if m is None or mode is None:
+        raise ParseError(f"sysbench fileio: no test heading: {first_line(output)}")
+    run = output[m.end() :]
+    out = []
+    for pattern, name, unit in (
+        (r"^\s+reads/s:\s+([\d.]+)", "reads_per_s", "ops/s"),
+        (r"^\s+writes/s:\s+([\d.]+)", "writes_per_s", "ops/s"),
+        (r"^\s+fsyncs/s:\s+([\d.]+)", "fsyncs_per_s", "ops/s"),
+        (r"^\s+read, MiB/s:\s+([\d.]+)", "read_mib_per_s", "MiB/s"),
+        (r"^\s+written, MiB/s:\s+([\d.]+)", "written_mib_per_s", "MiB/s"),
+    ):
+        if (v := _num(pattern, run)) is not None:
+            out.append(Metric(f"fileio.{mode}.{name}", v, unit, "higher"))
+    if len(out) < 5:
+        raise ParseError(f"sysbench fileio {mode}: incomplete report: {first_line(run)}")
+    return out
+
+
 def parse(output: str) -> list[Metric]:
     """One test's report (sysbench 1.0)."""
     out = []
+    if re.search(r"^Doing .+ test$", output, re.M):
+        return _parse_fileio(output)
     if (eps := _num(r"^\s+events per second:\s+([\d.]+)", output)) is not None:
         out.append(Metric("cpu.events_per_s", eps, "events/s", "higher"))
         for key, name in (("avg", "latency_avg"), ("95th percentile", "latency_p95")):

@@ -1,0 +1,79 @@
+"""`http-fixed`: S2's TCP service -- a fixed ~1.3 KB HTTP reply (nginx `return 200`, the same
+nginx binary and configuration as the `nginx` workload, second port), driven by httperf
+from the host at a set request rate (S2: 500 and 1000 new connections per second for
+60 s, timeout 2 s; `rates` sweeps).
+
+Metrics per rate (`@<rate>` when several): `reply_rate` (replies over the test's
+duration), `response_ms`,
+`errors` (all httperf counts, refused and timed-out connections included),
+`replies`.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from virtbench.workloads import Metric, ParseError, first_line
+from virtbench.workloads import nginx as _nginx
+
+NAME = "http-fixed"
+ENDS = "serve"
+PRIMARY = "reply_rate"
+PRIMARY_UNIT, PRIMARY_DIRECTION = "replies/s", "higher"
+DESCRIPTION = "S2 fixed 1.3 KB HTTP reply (nginx), httperf at a set rate"
+PORT = _nginx.FIXED_PORT
+CLIENT = "httperf"
+HOST_BINARIES = _nginx.HOST_BINARIES
+FILES = _nginx.FILES
+
+
+class Params(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    rates: list[int] = Field(default=[500, 1000], min_length=1)
+    duration_s: int = Field(default=60, ge=1, le=3600)
+    timeout_s: float = Field(default=2.0, gt=0, le=60)
+
+
+def argv(instance: str) -> tuple[str, ...]:
+    return _nginx.argv(instance)
+
+
+def levels(params: Params) -> list[int]:
+    return list(params.rates)
+
+
+def client(address: str, params: Params, level: int) -> list[str]:
+    return ["httperf", "--hog", "--server", address, "--port", str(PORT), "--uri", "/",
+            "--rate", str(level), "--num-conns", str(level * params.duration_s),
+            "--timeout", f"{params.timeout_s:g}"]  # fmt: skip
+
+
+def _num(pattern: str, text: str) -> float:
+    m = re.search(pattern, text, re.M)
+    if m is None:
+        raise ParseError(f"httperf: no {pattern.split(':')[0].strip('^')!r}: {first_line(text)}")
+    return float(m.group(1))
+
+
+def parse(output: str) -> list[Metric]:
+    """httperf 0.9's report; it exits 0 even when every connection failed."""
+    if "Total: connections" not in output:
+        raise ParseError(f"httperf: no result: {first_line(output)}")
+    replies = _num(r"^Total: connections \d+ requests \d+ replies (\d+)", output)
+    errors = _num(r"^Errors: total (\d+)", output)
+    if replies == 0:
+        raise ParseError(f"httperf: no replies ({errors:g} errors)")
+    # replies over the test's duration (httperf's own "Reply rate" samples every 5 s,
+    # and has none in a shorter test)
+    duration = _num(r"^Total: connections .* test-duration ([\d.]+) s", output)
+    reply_rate = replies / duration if duration > 0 else 0.0
+    response = _num(r"^Reply time \[ms\]: response ([\d.]+)", output)
+    return [
+        Metric("reply_rate", reply_rate, "replies/s", "higher"),
+        Metric("response_ms", response, "ms", "lower"),
+        Metric("errors", errors, "errors", "lower"),
+        Metric("replies", replies, "replies", "higher"),
+    ]

@@ -1,0 +1,85 @@
+"""`latency`: request/response round trips between the host and an instance.
+
+guest/vb-rr serves TCP and UDP on one port inside the instance; the same static program
+runs on the host as the client (`vb-rr ping`): `count` round trips per message size on one
+TCP connection or as UDP datagrams (a reply missing after 1 s counts as lost), each timed
+with the monotonic clock, after count/10 untimed warm-up trips. `icmp` pings the
+instance's address with the host's ping (S3's network round trip).
+
+Metrics per test and size: `<tcp|udp>.<size>B.rtt_p50` / `_p90` / `_p99` / `_p999` /
+`_avg` / `_min` / `_max` (us) and `.lost`; `icmp.rtt_avg` / `_min` / `_max` / `_mdev` (us)
+and `icmp.loss_pct`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from virtbench.workloads import Metric, ParseError, first_line
+
+NAME = "latency"
+ENDS = "serve"
+PRIMARY = "tcp.64B.rtt_p50"
+PRIMARY_UNIT, PRIMARY_DIRECTION = "us", "lower"
+DESCRIPTION = "TCP/UDP request-response round trips (vb-rr) and ICMP ping, percentiles"
+PORT = 15300
+CLIENT = "/bin/vb-rr"  # from the artifact (runs on the host)
+EXTRA_CLIENTS = ("ping",)
+
+
+class Params(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tests: list[Literal["tcp", "udp", "icmp"]] = Field(default=["tcp", "udp", "icmp"], min_length=1)
+    sizes: list[Annotated[int, Field(ge=8, le=65507)]] = Field(default=[64, 1024], min_length=1)
+    count: int = Field(default=20000, ge=10, le=10_000_000)
+    ping_count: int = Field(default=50, ge=1, le=100_000)
+    ping_interval_s: float = Field(default=0.2, ge=0.002, le=10)
+
+
+def argv(instance: str) -> tuple[str, ...]:
+    del instance
+    return ("/bin/vb-rr", "serve", str(PORT))
+
+
+def levels(params: Params) -> list[str]:
+    return [f"{t}:{size}" for t in params.tests for size in ([0] if t == "icmp" else params.sizes)]
+
+
+def label(params: Params, level: str) -> str:
+    del params, level  # test and size are in every metric's name
+    return ""
+
+
+def client(address: str, params: Params, level: str) -> list[str]:
+    test, size = level.split(":")
+    if test == "icmp":
+        return ["ping", "-q", "-n", "-c", str(params.ping_count), "-i",
+                f"{params.ping_interval_s:g}", "-W", "2", address]  # fmt: skip
+    return ["/bin/vb-rr", "ping", test, address, str(PORT), str(params.count), size]
+
+
+def parse(output: str) -> list[Metric]:
+    """One `vb-rr ping` line, or ping -q's summary (iputils)."""
+    m = re.search(r"^rr proto=(\w+) size=(\d+) count=(\d+) lost=(\d+) (.*)$", output, re.M)
+    if m:
+        proto, size, lost = m.group(1), m.group(2), float(m.group(4))
+        figures = dict(kv.split("=") for kv in m.group(5).split())
+        out = [
+            Metric(f"{proto}.{size}B.rtt_{k[:-3]}", float(v), "us", "lower")
+            for k, v in figures.items()
+            if k.endswith("_us")
+        ]
+        return [*out, Metric(f"{proto}.{size}B.lost", lost, "messages", "lower")]
+    loss = re.search(r"(\d+) packets transmitted, (\d+) received.*?([\d.]+)% packet loss", output)
+    rtt = re.search(r"^rtt min/avg/max/mdev = ([\d.]+)/([\d.]+)/([\d.]+)/([\d.]+) ms", output, re.M)
+    if loss and rtt:
+        out = [
+            Metric(f"icmp.rtt_{k}", float(v) * 1000.0, "us", "lower")
+            for k, v in zip(("min", "avg", "max", "mdev"), rtt.groups(), strict=True)
+        ]
+        return [*out, Metric("icmp.loss_pct", float(loss.group(3)), "%", "lower")]
+    raise ParseError(f"latency: no result: {first_line(output)}")

@@ -1,0 +1,113 @@
+"""`postgres`: PostgreSQL 15 (the host's Debian binaries) in the instance, pgbench from the
+host with a client-count sweep.
+
+postgres refuses to run as root, so the instance starts guest/vb-run, which creates the
+data directory `/data/pg` (on the host's disk) owned by the host's `postgres` user, drops
+to that uid (the rootfs's /etc/passwd carries it), runs `initdb` (untimed; it needs
+/bin/sh, so dash goes into the artifact) and execs the server with trust authentication
+for the host's client, JIT off, GMT. pgbench initialises its tables once per instance
+(`scale`), then runs `-M prepared` for `duration_s` at each client count (threads fitted
+to the host). The server's port is open before it accepts queries: pg_isready is polled.
+
+Metrics per client count (`@<clients>` when several): `tps` (without the initial
+connection time), `latency_avg` (ms), `failed` (transactions).
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import re
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from virtbench.workloads import Metric, ParseError, first_line
+
+NAME = "postgres"
+ENDS = "serve"
+PRIMARY = "tps"
+PRIMARY_UNIT, PRIMARY_DIRECTION = "tx/s", "higher"
+DESCRIPTION = "PostgreSQL 15, pgbench TPC-B-like from the host, client sweep"
+PORT = 15432
+BIN = "/usr/lib/postgresql/15/bin"
+CLIENT = f"{BIN}/pgbench"
+EXTRA_CLIENTS = (f"{BIN}/pg_isready",)
+USER = "postgres"
+USERS = [USER]
+DATA = True
+HOST_BINARIES = [
+    f"{BIN}/postgres",
+    f"{BIN}/initdb",
+    "/bin/sh",  # initdb runs postgres through popen()
+    "/usr/lib/postgresql/15/lib/plpgsql.so",
+    "/usr/lib/postgresql/15/lib/dict_snowball.so",
+]
+HOST_DIRS = ["/usr/share/postgresql/15"]
+HBA = "/etc/virtbench/pg_hba.conf"
+FILES = {HBA.lstrip("/"): "local all all trust\nhost all all 0.0.0.0/0 trust\n"}
+
+
+class Params(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    clients: int | list[int] = Field(default=[1, 4, 16])
+    duration_s: int = Field(default=20, ge=1, le=3600)
+    scale: int = Field(default=10, ge=1, le=10_000)  # pgbench -i -s (100,000 rows each)
+    threads: int | None = Field(default=None, ge=1, le=1024)  # None: fitted to the host
+    mode: str = Field(default="prepared", pattern="^(simple|extended|prepared)$")
+
+
+def argv(instance: str) -> tuple[str, ...]:
+    del instance
+    pw = pwd.getpwnam(USER)
+    return (
+        "/bin/vb-run", "--mkdir", "/data/pg", "--user", f"{pw.pw_uid}:{pw.pw_gid}",
+        "--env", "TZ=GMT", "--",
+        f"{BIN}/initdb", "-D", "/data/pg", "-U", "postgres", "--auth=trust", "--no-locale",
+        "-E", "UTF8", "--no-sync", ";",
+        f"{BIN}/postgres", "-D", "/data/pg", "-k", "/data/pg", "-p", str(PORT),
+        "-c", "listen_addresses=*", "-c", "jit=off", "-c", "timezone=GMT",
+        "-c", "log_timezone=GMT", "-c", f"hba_file={HBA}",
+        "-c", "dynamic_shared_memory_type=mmap",
+    )  # fmt: skip
+
+
+def levels(params: Params) -> list[int]:
+    c = params.clients
+    return list(c) if isinstance(c, list) else [c]
+
+
+def _conn(address: str) -> list[str]:
+    return ["-h", address, "-p", str(PORT), "-U", "postgres"]
+
+
+def ready(address: str, params: Params) -> list[str]:
+    del params
+    return [f"{BIN}/pg_isready", *_conn(address)]
+
+
+def prepare(address: str, params: Params) -> list[list[str]]:
+    return [[CLIENT, "-i", "-q", "-s", str(params.scale), *_conn(address), "postgres"]]
+
+
+def client(address: str, params: Params, level: int) -> list[str]:
+    threads = params.threads or max(1, min(level, os.cpu_count() or 1))
+    return [CLIENT, "-c", str(level), "-j", str(min(threads, level)), "-T",
+            str(params.duration_s), "-M", params.mode, *_conn(address), "postgres"]  # fmt: skip
+
+
+def parse(output: str) -> list[Metric]:
+    """pgbench 15's summary."""
+    tps = re.search(r"^tps = ([\d.]+) \(without initial connection time\)", output, re.M)
+    if tps is None:
+        raise ParseError(f"pgbench: no result: {first_line(_errors(output) or output)}")
+    out = [Metric("tps", float(tps.group(1)), "tx/s", "higher")]
+    if lat := re.search(r"^latency average = ([\d.]+) ms", output, re.M):
+        out.append(Metric("latency_avg", float(lat.group(1)), "ms", "lower"))
+    if failed := re.search(r"^number of failed transactions: (\d+)", output, re.M):
+        out.append(Metric("failed", float(failed.group(1)), "transactions", "lower"))
+    return out
+
+
+def _errors(output: str) -> str:
+    return "\n".join(x for x in output.splitlines() if "error" in x)
