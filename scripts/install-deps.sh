@@ -17,6 +17,8 @@ PACKAGES=(
   iproute2 procps util-linux hyperfine
   # servers copied into the artifacts (the same binaries everywhere), and their clients
   nginx redis-server wrk redis-tools sysbench libsqlite3-dev iperf3
+  postgresql-15 postgresql-client-15 mariadb-server-core
+  fio httperf iputils-ping
 )
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -34,5 +36,10 @@ if [ ${#missing[@]} -eq 0 ]; then
 fi
 echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
+# virtbench runs its own postgres in each instance: no system cluster (and its daemon)
+if [ ! -e /etc/postgresql-common/createcluster.conf ]; then
+  mkdir -p /etc/postgresql-common/createcluster.d
+  printf 'create_main_cluster = false\n' > /etc/postgresql-common/createcluster.d/virtbench.conf
+fi
 apt-get update -q
 apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -35,7 +35,9 @@ def paths(tmp_path: Path) -> Paths:
     # unprivileged LXD containers under the state dir need every parent searchable
     for d in [tmp_path, *tmp_path.parents]:
         d.chmod(d.stat().st_mode | stat.S_IXOTH)
-    return Paths(state=tmp_path / "state", cache=base.cache, guest_src=base.guest_src)
+    return Paths(
+        state=tmp_path / "state", cache=base.cache, guest_src=base.guest_src, data=tmp_path / "data"
+    )
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,8 @@
-"""Serving workloads under real runtimes: the same Debian nginx and redis binaries from
-the servers artifact answer the host-side clients (wrk, redis-benchmark), and the
-parsed figures are sane."""
+"""Serving workloads under real runtimes: the same Debian nginx, redis, postgres, mariadb
+binaries (and guest/vb-rr) from the servers artifact answer the host-side clients (wrk,
+redis-benchmark, iperf3, pgbench, sysbench OLTP, httperf, vb-rr, ping); measuring
+programs (STREAM, syscalls, SQLite, sysbench, fio) run inside; the parsed figures are
+sane and the data directories are removed with their instances."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from tests.integration.test_runtimes import instance_leftovers
 
 from virtbench import naming
 from virtbench.artifacts import build_servers_rootfs
-from virtbench.experiments.throughput import wait_tcp
+from virtbench.experiments.throughput import client_argv, prepare_server, wait_tcp
 from virtbench.paths import Paths
 from virtbench.runtimes.base import InstanceSpec
 from virtbench.store import Store
@@ -36,10 +38,24 @@ QUICK = {
     "stream": {"elements": 100000, "times": 3},
     "syscall": {"batches": 1, "batch_ms": 1},
     "sqlite": {"rows": 2000},
-    "sysbench": {"time_s": 1, "tests": ["cpu", "memory"]},
+    "sysbench": {
+        "time_s": 1,
+        "tests": ["cpu", "memory", "fileio"],
+        "fileio_total_size": "16M",
+        "fileio_num": 2,
+        "fileio_modes": ["seqwr", "rndrw"],
+    },
+    "fio": {"runtime_s": 1, "size": "16M"},
+    "postgres": {"clients": [2], "duration_s": 1, "scale": 1},
+    "mariadb": {"threads": [2], "duration_s": 1, "tables": 1, "table_size": 1000},
+    "latency": {"count": 200, "ping_count": 3, "ping_interval_s": 0.05},
+    "udp-echo": {"count": 2000, "gap_us": 50},
+    "http-fixed": {"rates": [100], "duration_s": 1},
 }
-INSIDE = ["stream", "syscall", "sqlite", "sysbench"]
-SERVE = ["nginx", "redis", "iperf3"]
+INSIDE = ["stream", "syscall", "sqlite", "sysbench", "fio"]
+SERVE = ["nginx", "redis", "iperf3", "postgres", "mariadb", "latency", "udp-echo", "http-fixed"]
+ZERO_OK = {"fileio.seqwr.reads_per_s", "fileio.seqwr.read_mib_per_s"}  # a write-only test
+MINIMUM = {"iperf3": 0.01, "latency": 0.5, "udp-echo": 0.0001}  # else > 100 (per second)
 
 
 @pytest.fixture(scope="module")
@@ -66,40 +82,52 @@ def test_server_answers_the_host_client(name, network, workload, ctx, servers, r
     ctx.rootfs = servers.path
     rt = driver(name, ctx)
     iname = naming.name(ctx.run_id, "s")
-    spec = InstanceSpec(iname, wl.argv(iname), servers.path, network=network)
+    data = getattr(wl, "DATA", False)
+    spec = InstanceSpec(iname, wl.argv(iname), servers.path, network=network, data=data)
     inst = rt.start(spec, detach=True)
     try:
+        assert (inst.data_dir is not None) == data and (not data or inst.data_dir.is_dir())
         address = inst.address or "127.0.0.1"
         wait_tcp(inst, address, wl.PORT, 60)
         params = wl.Params(**QUICK[workload])
+        prepare_server(wl, params, inst, address, 60, 300)
         metrics = {}
         for level in wl.levels(params):
-            argv = wl.client(address, params, level)
+            argv = client_argv(servers.path, wl.client(address, params, level))
             res = subprocess.run(argv, capture_output=True, text=True, timeout=120)
             metrics.update({m.name: m.value for m in wl.parse(res.stdout + res.stderr)})
-        assert metrics[wl.PRIMARY] > (0.01 if workload == "iperf3" else 100), metrics
-        if workload == "nginx":
+        assert metrics[wl.PRIMARY] > MINIMUM.get(workload, 100), metrics
+        if workload in ("nginx", "http-fixed"):
             assert metrics["errors"] == 0, res.stdout
         if workload == "iperf3":
             assert metrics["udp.gbit_s"] > 0.01, metrics
+        if workload == "latency":
+            assert metrics["udp.1024B.rtt_p99"] >= metrics["udp.1024B.rtt_p50"] > 0, metrics
+            assert metrics["icmp.loss_pct"] == 0 and metrics["icmp.rtt_avg"] > 0, metrics
+        if workload == "mariadb":
+            assert metrics["write_only.tps"] > 100 and "read_write.errors" in metrics, metrics
+        if workload == "postgres":
+            assert metrics["failed"] == 0, metrics
     finally:
         rt.stop(inst)
+    assert not data or not inst.data_dir.exists()
     assert not instance_leftovers(ctx.run_id)
 
 
 @pytest.mark.parametrize("workload", INSIDE)
 @pytest.mark.parametrize("name", [c[0] for c in CASES])
 def test_measuring_program_runs_inside(name, workload, ctx, servers):
-    """stream, syscall, sqlite and sysbench run to their exit inside the instance (the
-    same binaries everywhere), and what they print parses."""
+    """stream, syscall, sqlite, sysbench and fio run to their exit inside the instance
+    (the same binaries everywhere), and what they print parses."""
     wl = get(workload)
     ctx.rootfs = servers.path
     rt = driver(name, ctx)
     params = wl.Params(**QUICK[workload])
     levels = wl.levels(params) if hasattr(wl, "levels") else [None]
+    data = getattr(wl, "DATA", False)
     for i, level in enumerate(levels):
         iname = naming.name(ctx.run_id, f"x{i}")
-        spec = InstanceSpec(iname, wl.command(params, level), servers.path)
+        spec = InstanceSpec(iname, wl.command(params, level), servers.path, data=data)
         inst = rt.run_to_exit(spec, timeout=120)
         try:
             output = inst.log_path.read_text(errors="replace")
@@ -107,7 +135,8 @@ def test_measuring_program_runs_inside(name, workload, ctx, servers):
             metrics = wl.parse(output)
         finally:
             rt.stop(inst)
-        assert metrics and all(m.value > 0 for m in metrics), metrics
+        got = {m.name: m.value for m in metrics}
+        assert got and all(v > 0 for k, v in got.items() if k not in ZERO_OK), got
     assert not instance_leftovers(ctx.run_id)
 
 

@@ -233,3 +233,23 @@ def test_httperf_report_and_refused():
         http_fixed.parse((DATA / "httperf-refused.txt").read_text())
     argv = http_fixed.client("10.0.0.2", http_fixed.Params(), 500)
     assert argv[argv.index("--num-conns") + 1] == str(500 * 60)
+
+
+def test_sysbench_oltp_reports_and_refused():
+    from virtbench.workloads import mariadb
+
+    for test in ("read_only", "write_only", "read_write"):
+        m = by_name(mariadb.parse((DATA / f"sysbench-oltp-{test}.txt").read_text()))
+        assert set(m) == {f"{test}.{k}" for k in ("tps", "qps", "latency_avg",
+                                                  "latency_p95", "errors")}  # fmt: skip
+    rw = by_name(mariadb.parse((DATA / "sysbench-oltp-read_write.txt").read_text()))
+    assert rw["read_write.tps"].value == pytest.approx(750.34)
+    assert rw["read_write.latency_p95"].value == pytest.approx(3.82)
+    with pytest.raises(ParseError, match="unable to connect to MySQL"):
+        mariadb.parse((DATA / "sysbench-oltp-refused.txt").read_text())
+    p = mariadb.Params(threads=[10, 70])
+    assert mariadb.levels(p)[:2] == ["read_only:10", "read_only:70"]
+    assert mariadb.label(p, "write_only:70") == "@t70"
+    assert "oltp_write_only" in mariadb.client("10.0.0.2", p, "write_only:70")
+    argv = mariadb.argv("x")
+    assert argv[argv.index("--stdin") + 1] == mariadb.INIT_SQL and argv.count(";") == 1

@@ -214,7 +214,8 @@ def build_servers_rootfs(guest_src: Path, cache: Path, workload_names: list[str]
             built = str(build / prog)
             binaries.append(built)
             renamed[built] = f"/bin/{prog}"
-        for rel, text in getattr(wl, "FILES", {}).items():
+        files = getattr(wl, "FILES", {})
+        for rel, text in (files() if callable(files) else files).items():
             extra[rel] = (text.encode(), 0o644)
     extra.update(host_files(binaries, renamed))
     extra.update(accounts(users))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import shutil
 import socket
 import time
+from pathlib import Path
 from typing import Any
 
 from virtbench import proc, workloads
@@ -43,11 +44,11 @@ def wait_tcp(inst: Instance, address: str, port: int, timeout: float) -> None:
         time.sleep(0.05)
 
 
-def client_argv(s: Session, argv: list[str]) -> list[str]:
+def client_argv(artifact: Path, argv: list[str]) -> list[str]:
     """A client command as run on the host: a client that is one of the artifact's own
     static programs (`/bin/vb-rr`) runs from the artifact."""
     if argv[0].startswith("/bin/vb-"):
-        return [str(s.artifact.path / argv[0].lstrip("/")), *argv[1:]]
+        return [str(artifact / argv[0].lstrip("/")), *argv[1:]]
     return argv
 
 
@@ -58,7 +59,7 @@ def check(s: Session, cfg: ThroughputExperiment) -> None:
         if wl.ENDS != "serve":
             continue
         for client in (wl.CLIENT, *getattr(wl, "EXTRA_CLIENTS", ())):
-            if shutil.which(client_argv(s, [client])[0]) is None:
+            if shutil.which(client_argv(s.artifact.path, [client])[0]) is None:
                 raise SpecError(f"throughput: {name} needs {client} on the host (make setup)")
         for runtime in s.spec.runtimes:
             network = s.runtimes[runtime].effective_network(s.spec.instance_for(runtime).network)
@@ -71,25 +72,24 @@ def check(s: Session, cfg: ThroughputExperiment) -> None:
 
 
 def prepare_server(
-    s: Session, cfg: ThroughputExperiment, wl: Any, params: Any, inst: Instance, address: str
+    wl: Any, params: Any, inst: Instance, address: str, ready_timeout: float, timeout: float
 ) -> None:
     """Untimed, once per server instance after its port opened: wait until the workload's
     readiness check passes (a database still starting accepts connections and refuses
     queries), then run its client-side preparation (create and fill tables)."""
+    artifact = inst.spec.rootfs
     if hasattr(wl, "ready"):
-        argv = client_argv(s, wl.ready(address, params))
-        deadline = time.monotonic() + cfg.ready_timeout_s
+        argv = client_argv(artifact, wl.ready(address, params))
+        deadline = time.monotonic() + ready_timeout
         while (res := proc.run(argv, check=False, timeout=30)).returncode != 0:
             if inst.proc is not None and inst.proc.poll() is not None:
                 raise InstanceError(f"server exited ({inst.proc.returncode}): {inst.log_tail()}")
             if time.monotonic() > deadline:
-                raise InstanceError(
-                    f"{wl.NAME} not ready after {cfg.ready_timeout_s:g} s: {res.brief()}"
-                )
+                raise InstanceError(f"{wl.NAME} not ready after {ready_timeout:g} s: {res.brief()}")
             time.sleep(0.2)
     for argv in wl.prepare(address, params) if hasattr(wl, "prepare") else []:
         try:
-            res = proc.run(client_argv(s, argv), check=False, timeout=cfg.client_timeout_s)
+            res = proc.run(client_argv(artifact, argv), check=False, timeout=timeout)
         except CommandError as exc:  # timed out
             raise InstanceError(f"{wl.NAME} preparation: {exc}") from None
         if res.returncode != 0:
@@ -170,10 +170,10 @@ def measure(
         inst = rt.start(spec, detach=True)
         address = inst.address or "127.0.0.1"
         wait_tcp(inst, address, wl.PORT, cfg.ready_timeout_s)
-        prepare_server(s, cfg, wl, params, inst, address)
+        prepare_server(wl, params, inst, address, cfg.ready_timeout_s, cfg.client_timeout_s)
         for level in levels:
             try:
-                argv = client_argv(s, wl.client(address, params, level))
+                argv = client_argv(s.artifact.path, wl.client(address, params, level))
                 res = proc.run(argv, check=False, timeout=cfg.client_timeout_s)
             except CommandError as exc:  # timed out
                 raise InstanceError(f"{name} client at level {level}: {exc}") from None

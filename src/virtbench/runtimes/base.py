@@ -288,7 +288,7 @@ class Runtime(ABC):
         """The instance's data directory: `<data>/<run-id>/<name>` on the host's disk,
         bind-mounted at DATA_MOUNT, removed with the instance. World-writable so that an
         unprivileged container's root (LXD maps it to another host uid) can write it;
-        its parents are root's."""
+        its parents are root's; the run's directory goes with its last instance."""
         run_dir = self.ctx.paths.data_dir(self.ctx.run_id)
         d = run_dir / inst.name
         self.ctx.state.record("data", str(d))
@@ -379,6 +379,8 @@ class Runtime(ABC):
                 self.ctx.bridge.detach(inst.name)
             if inst.data_dir is not None:
                 remove_tree(inst.data_dir)
+                with contextlib.suppress(OSError):  # the run's directory, once empty
+                    inst.data_dir.parent.rmdir()
             self.instances.pop(inst.name, None)
         return time.monotonic() - t0
 

@@ -16,6 +16,7 @@ GUEST_PROGRAMS  optional: dynamically linked guest/ programs (to /bin, with libr
 HOST_DIRS       optional: host directories copied whole (a server's share/ and lib/)
 USERS           optional: host users (e.g. postgres) the rootfs's /etc/passwd must know
 FILES           optional: {path in rootfs: text} config and data files for the artifact
+                (or a function returning them, called when the artifact is built)
 DATA            optional: True when the instance needs a data directory on disk at /data
                 (fio's O_DIRECT, a database's files)
 and either, for a server a host client drives (ENDS == "serve"):
@@ -56,6 +57,7 @@ BUILTIN = {
     "syscall": "virtbench.workloads.syscall",
     "fio": "virtbench.workloads.fio",
     "postgres": "virtbench.workloads.postgres",
+    "mariadb": "virtbench.workloads.mariadb",
     "latency": "virtbench.workloads.latency",
     "udp-echo": "virtbench.workloads.udp_echo",
     "http-fixed": "virtbench.workloads.http_fixed",
