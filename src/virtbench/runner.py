@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from virtbench import cgroups, cleanup, experiments, naming, runtimes
-from virtbench.artifacts import build_for
+from virtbench.artifacts import Artifact, build_for
 from virtbench.errors import RuntimeUnavailable
 from virtbench.experiments.session import Session
 from virtbench.measure.host import HostSampler, snapshot
@@ -25,7 +25,7 @@ from virtbench.paths import Paths
 from virtbench.runtimes.base import Runtime, RuntimeContext
 from virtbench.spec import Spec
 from virtbench.state import RunState
-from virtbench.store import Store
+from virtbench.store import Sample, Store
 
 
 def check_available(spec: Spec) -> dict[str, str]:
@@ -106,6 +106,7 @@ def execute(
             for label, drv in drivers.items():  # daemons, images: never inside a measurement
                 say(f"setting up {label}")
                 drv.setup()
+                record_image_size(store, run_id, label, drv, artifact)
             sampler = HostSampler(lambda pts: store.add_series(run_id, pts)).start()
             session = Session(run_id, spec, store, artifact, probe, drivers, say=say)
             for exp in spec.experiment:
@@ -129,6 +130,34 @@ def execute(
                 finally:
                     state.close()
     return run_id, status
+
+
+def record_image_size(
+    store: Store, run_id: str, label: str, drv: Runtime, artifact: Artifact
+) -> None:
+    """The artifact as this runtime stores it (rootfs du, engine image size): one sample of
+    the `image` experiment per runtime and run."""
+    try:
+        size = drv.image_size()
+    except Exception as exc:  # a figure we cannot read is not a reason to stop the run
+        store.add_event(run_id, "warning", f"image size on {label}: {exc}")
+        return
+    if size is None:
+        return
+    store.add_sample(
+        run_id,
+        Sample(
+            experiment="image",
+            metric="image_size",
+            value=size[0] / 2**20,
+            unit="MiB",
+            direction="lower",
+            runtime=label,
+            workload=artifact.name,
+            repetition=0,
+            params={"measured_by": size[1], "artifact": artifact.digest[:16]},
+        ),
+    )
 
 
 def _teardown(

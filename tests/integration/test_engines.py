@@ -39,6 +39,9 @@ def test_docker_setup_is_labelled_and_undone(ctx, artifact):
     names = {psutil.Process(p).name() for p in rt.pids(inst)}
     assert any(n.startswith("containerd-shim") for n in names), names
     assert "vb-sleep" in names
+    size, how = rt.image_size()
+    inspected = docker_names("image", "inspect", "--format", "{{.Size}}", tag)
+    assert (size, how) == (int(inspected[0]), "docker image size") and size > 50_000
     rt.close()
     if was_up:  # someone else's daemon: still up, our objects gone
         assert tag not in docker_names("image", "ls", "--format", "{{.Repository}}:{{.Tag}}")
@@ -89,6 +92,8 @@ def test_lxd_setup_is_labelled_and_undone(ctx, artifact):
     assert f"vb-{rid}" in " ".join(lxd_names(rt, "profile", "list", "--format", "csv"))
     assert f"vb-{rid}-pool" in " ".join(lxd_names(rt, "storage", "list", "--format", "csv"))
     assert inst.name in lxd_names(rt, "list")
+    size, how = rt.image_size()
+    assert how == "lxd image size" and 10_000 < size < 50 * 2**20  # the compressed tarballs
     config = subprocess.run(
         ["lxc", "config", "get", inst.name, "user.virtbench.run"],
         capture_output=True,

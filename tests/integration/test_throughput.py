@@ -144,7 +144,7 @@ def test_throughput_run_records_every_metric(tmp_path):
     spec = tmp_path / "tp.toml"
     spec.write_text(
         'name = "tp"\nruntimes = ["native", "crun"]\n[instance]\nnetwork = "bridge"\n'
-        '[[experiment]]\ntype = "throughput"\nruns = 1\n'
+        '[[experiment]]\ntype = "throughput"\nworkloads = ["nginx", "redis"]\nruns = 1\n'
         "[experiment.params.nginx]\nconnections = [2, 8]\nduration_s = 1\n"
         "[experiment.params.redis]\nrequests = 20000\n"
     )
@@ -162,6 +162,11 @@ def test_throughput_run_records_every_metric(tmp_path):
             "set.latency_p50",
         ) in got
     assert not [s for s in samples if s.error], [s.error for s in samples if s.error]
+    images = {s.runtime: s for s in samples if s.experiment == "image"}
+    assert set(images) == {"native", "crun"}
+    for img in images.values():  # both start from the artifact rootfs: its du
+        assert img.metric == "image_size" and img.params["measured_by"] == "rootfs du"
+        assert img.value * 2**20 == pytest.approx(store.runs()[0].artifacts[0]["disk_bytes"])
     nginx = next(s for s in samples if s.metric == "requests_per_s@8")
     assert nginx.params["connections"] == [2, 8] and nginx.params["level"] == 8
     assert nginx.params["network"] in ("host", "bridge")

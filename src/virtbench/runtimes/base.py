@@ -239,6 +239,16 @@ class Runtime(ABC):
         if kind == "instance":
             cls.remove_instance(name)
 
+    def image_size(self) -> tuple[int, str] | None:
+        """(bytes, how measured) of what this runtime keeps on disk to start the run's
+        artifact -- the image size per runtime family. Default: the artifact rootfs as du
+        counts it (runtimes that start straight from it). Call after `setup`."""
+        if self.ctx.rootfs is None:
+            return None
+        from virtbench.artifacts.rootfs import disk_usage
+
+        return disk_usage(self.ctx.rootfs)[0], "rootfs du"
+
     def cgroup_names(self, inst: Instance) -> list[str]:
         """The instance's cgroups under `virtbench/` (counted, and removed by `stop`).
         Default: the one named after it; LXC adds its monitor's."""

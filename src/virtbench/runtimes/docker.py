@@ -174,6 +174,9 @@ class Docker(Engine):
             return False
         return True
 
+    def _image_bytes(self, image: str) -> int:
+        return int(self.api.inspect_image(image)["Size"])
+
     def _import(self, tar: bytes, tag: str) -> None:
         repo, _, version = tag.partition(":")
         self.api.import_image_from_data(

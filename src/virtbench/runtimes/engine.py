@@ -68,6 +68,10 @@ class Engine(Runtime):
         """Import a rootfs tar as image `tag`, labelled with the run id."""
 
     @abstractmethod
+    def _image_bytes(self, image: str) -> int:
+        """The engine's own figure for an image's size."""
+
+    @abstractmethod
     def _create_network(self, name: str) -> None:
         """Create a bridge network labelled with the run id."""
 
@@ -95,6 +99,11 @@ class Engine(Runtime):
         if not self._has_image(tag):  # another variant of this run may have imported it
             self._import(tar_of(rootfs), tag)
         self.image = tag
+
+    def image_size(self) -> tuple[int, str] | None:
+        if not self.image:
+            return None
+        return self._image_bytes(self.image), f"{self.name} image size"
 
     def _close(self) -> None:
         if self.network:

@@ -185,6 +185,14 @@ class Lxd(Runtime):
         )
         remove_tree(d)
 
+    def image_size(self) -> tuple[int, str] | None:
+        """The imported image's size as LXD reports it (its compressed tarballs)."""
+        if not self.image:
+            return None
+        alias = json.loads(self.lxc("query", f"/1.0/images/aliases/{self.image}").stdout)
+        image = json.loads(self.lxc("query", f"/1.0/images/{alias['target']}").stdout)
+        return int(image["size"]), "lxd image size"
+
     def _create(self, kind: str, name: str, args: list[str]) -> None:
         self.ctx.state.record(kind, name, runtime=self.label)
         self.objects.append((kind, name))

@@ -112,6 +112,9 @@ class Podman(Engine):
     def _has_image(self, image: str) -> bool:
         return self._run("image", "exists", image, check=False).returncode == 0
 
+    def _image_bytes(self, image: str) -> int:
+        return int(self._run("image", "inspect", "--format", "{{.Size}}", image).stdout)
+
     def _import(self, tar: bytes, tag: str) -> None:
         path = self.ctx.scratch / "podman-rootfs.tar"
         path.write_bytes(tar)

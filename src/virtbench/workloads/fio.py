@@ -76,10 +76,11 @@ def command(params: Params, level: str) -> tuple[str, ...]:
 
 
 def parse(output: str) -> list[Metric]:
-    """fio --output-format=json (3.x); anything before the first `{` (warnings) is skipped."""
+    """fio --output-format=json (3.x); anything before the first `{` (warnings) and after
+    the document (a runtime's own last words, e.g. nspawn's) is skipped."""
     start = output.find("{")
     try:
-        doc = json.loads(output[start:]) if start >= 0 else None
+        doc = json.JSONDecoder().raw_decode(output[start:])[0] if start >= 0 else None
     except json.JSONDecodeError:
         doc = None
     jobs = doc.get("jobs") if isinstance(doc, dict) else None
