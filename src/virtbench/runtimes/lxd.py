@@ -58,6 +58,7 @@ START_TIMEOUT = 120.0
 STOP_TIMEOUT = 60.0  # a stop LXD is still busy with (see the module doc) ends after ~5 s
 RUN_KEY = "user.virtbench.run"
 POLL_S = 0.002
+CONSOLE_STEADY_S = 0.2  # the console log is complete once it stopped growing this long
 CONSOLE_WAIT_S = 10.0
 LAUNCH_GRACE_S = 15.0  # `lxc launch` returns ~5 s after an init that exits at once
 
@@ -318,15 +319,18 @@ class Lxd(Runtime):
     def _after_exit(self, inst: Instance) -> None:
         console = self.lxd_dir / "logs" / inst.name / "console.log"
         deadline = time.monotonic() + CONSOLE_WAIT_S  # the monitor writes it shortly after
-        while True:
+        text, steady_since = b"", time.monotonic()
+        while time.monotonic() < deadline:  # until it stops growing (it may be half written)
             with contextlib.suppress(OSError):
-                if text := console.read_bytes():
-                    with open(inst.log_path, "ab") as log:
-                        log.write(text)
-                    return
-            if time.monotonic() > deadline:
-                return
+                now = console.read_bytes()
+                if now != text:
+                    text, steady_since = now, time.monotonic()
+            if text and time.monotonic() - steady_since > CONSOLE_STEADY_S:
+                break
             time.sleep(0.02)
+        if text:
+            with open(inst.log_path, "ab") as log:
+                log.write(text)
 
     def _stop(self, inst: Instance) -> None:
         p = inst.proc
