@@ -106,9 +106,14 @@ def execute(
             for label, drv in drivers.items():  # daemons, images: never inside a measurement
                 say(f"setting up {label}")
                 drv.setup()
+            session = Session(run_id, spec, store, artifact, probe, drivers, say=say)
+            for exp in spec.experiment:  # a spec that cannot run fails before any sample
+                module = experiments.get(exp.type)
+                if hasattr(module, "check"):
+                    module.check(session, exp)
+            for label, drv in drivers.items():
                 record_image_size(store, run_id, label, drv, artifact)
             sampler = HostSampler(lambda pts: store.add_series(run_id, pts)).start()
-            session = Session(run_id, spec, store, artifact, probe, drivers, say=say)
             for exp in spec.experiment:
                 say(f"[bold]{exp.type}[/] on {', '.join(spec.runtimes)}")
                 experiments.get(exp.type).run(session, exp)

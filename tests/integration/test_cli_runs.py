@@ -68,7 +68,11 @@ def test_boot_and_density_on_three_runtimes(env, tmp_path):
         assert [s.background + 1 for s in host if s.repetition == 0] == [2, 4, 5]
         reached = [s.value for s in samples if s.runtime == rt and s.metric == "density.reached"]
         assert reached == [5.0, 5.0, 5.0]
-    assert all(s.params["network"] in ("none", "host") for s in samples)
+    measured = [s for s in samples if s.experiment != "image"]
+    assert all(s.params["network"] in ("none", "host") for s in measured)
+    images = {s.runtime: s for s in samples if s.experiment == "image"}
+    assert images.keys() == {"native", "runc", "crun"}
+    assert all(s.params["measured_by"] == "rootfs du" and s.value > 0 for s in images.values())
     names = {name for name, _, _ in store.series(rid)}
     assert {"host.cpu_idle_pct", "host.mem_available_pct", "host.swap_free_pct"} <= names
     assert not labelled(rid)

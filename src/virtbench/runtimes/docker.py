@@ -53,24 +53,37 @@ class DockerOptions(BaseModel):
     image: str | None = None
 
 
+# Any version the daemon accepts, for the calls that negotiate the real one.
+PROBE_API_VERSION = "1.24"
+
+
 def client(timeout: int = API_TIMEOUT) -> docker_sdk.DockerClient:
+    """A client speaking the daemon's API version. The SDK's own version="auto" asks the
+    daemon inside the constructor and leaks its socket when that fails (a daemon still
+    starting); here every connection is closed whatever happens."""
     import docker
 
-    return docker.DockerClient(base_url=BASE_URL, version="auto", timeout=timeout)
+    probe = docker.APIClient(base_url=BASE_URL, version=PROBE_API_VERSION, timeout=timeout)
+    try:
+        version = probe.version(api_version=False)["ApiVersion"]
+    finally:
+        probe.close()
+    return docker.DockerClient(base_url=BASE_URL, version=version, timeout=timeout)
 
 
 def daemon_up() -> bool:
     """True when a Docker daemon answers on the socket."""
     if not os.path.exists(SOCKET):
         return False
+    import docker
+
+    c = docker.APIClient(base_url=BASE_URL, version=PROBE_API_VERSION, timeout=5)
     try:
-        c = client(timeout=5)
-        try:
-            return bool(c.ping())
-        finally:
-            c.close()
+        return bool(c.ping())
     except Exception:
         return False
+    finally:
+        c.close()
 
 
 def daemon_config(state_dir: Path) -> dict[str, Any]:
