@@ -61,6 +61,11 @@ def _csv(value: str | None, flag: str) -> list[str] | None:
     return items
 
 
+def _typed(name: str, alias: str) -> str:
+    """Which of an option's two names the user typed, so an error names that one."""
+    return alias if any(a == alias or a.startswith(alias + "=") for a in sys.argv) else name
+
+
 def _require_root(what: str) -> None:
     if os.geteuid() != 0:
         raise VirtbenchError(f"{what} needs root (cgroups, runtimes, networks): run it with sudo")
@@ -122,21 +127,55 @@ def run(
         int | None, typer.Option("--warmups", help="Warm-up repetitions (boot).")
     ] = None,
     benchmark_times: Annotated[
-        int | None, typer.Option("--benchmark-times", help="Measurements per repetition (boot).")
+        int | None,
+        typer.Option(
+            "--benchmark-times",
+            help="Measurements per repetition (boot); steps of background instances "
+            "(scalability, as S1).",
+        ),
     ] = None,
     instances_per_benchmark: Annotated[
         int | None,
         typer.Option(
             "--instances-per-benchmark",
-            help="Instances between host-memory measurements (density).",
+            "--step",
+            help="Instances between host-memory measurements (density); background "
+            "instances added between measurements (scalability).",
         ),
     ] = None,
     instances: Annotated[
-        int | None, typer.Option("--instances", help="Instances to start (density).")
+        int | None,
+        typer.Option(
+            "--instances",
+            "--max",
+            help="Instances to start (density); background instances at the end (scalability).",
+        ),
     ] = None,
     workloads: Annotated[
         str | None,
         typer.Option("--workloads", help="Comma-separated workloads (boot: hello,sleep)."),
+    ] = None,
+    worker: Annotated[
+        str | None,
+        typer.Option(
+            "--worker", help="What is measured (scalability: boot or a workload; isolation)."
+        ),
+    ] = None,
+    background: Annotated[
+        str | None,
+        typer.Option("--background", help="Idle background instances: sleep, nginx, redis."),
+    ] = None,
+    attackers: Annotated[
+        str | None,
+        typer.Option("--attackers", help="Comma-separated attackers (isolation), e.g. cpu,fork."),
+    ] = None,
+    placements: Annotated[
+        str | None,
+        typer.Option(
+            "--placements",
+            help="Comma-separated placements (isolation): same-cpu, smt-sibling, other-cpu, "
+            "all-other.",
+        ),
     ] = None,
     results: ResultsOpt = DEFAULT_RESULTS,
 ) -> None:
@@ -148,9 +187,13 @@ def run(
         "--runs": runs,
         "--warmups": warmups,
         "--benchmark-times": benchmark_times,
-        "--instances-per-benchmark": instances_per_benchmark,
-        "--instances": instances,
+        _typed("--instances-per-benchmark", "--step"): instances_per_benchmark,
+        _typed("--instances", "--max"): instances,
         "--workloads": _csv(workloads, "--workloads"),
+        "--worker": worker,
+        "--background": background,
+        "--attackers": _csv(attackers, "--attackers"),
+        "--placements": _csv(placements, "--placements"),
     }
     parsed = specmod.with_overrides(raw, where, _csv(runtimes, "--runtimes"), flags)
     _require_root("run")

@@ -34,6 +34,7 @@ from pydantic import (
 
 from virtbench import runtimes
 from virtbench.errors import SpecError
+from virtbench.workloads.attackers import ATTACKERS, S1_ATTACKERS
 
 CPUSET_RE = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
 
@@ -138,33 +139,171 @@ class ThroughputExperiment(_Model):
 
     @model_validator(mode="after")
     def _params(self) -> ThroughputExperiment:
-        from virtbench import workloads
-
-        for name, table in self.params.items():
-            if name not in self.workloads:
-                these = ", ".join(self.workloads)
-                raise ValueError(f"params.{name}: not a workload of this experiment ({these})")
-            model = workloads.get(name).Params
-            try:
-                model.model_validate(table)
-            except ValidationError as err:
-                key, msg = option_error(err, list(model.model_fields))
-                raise ValueError(f"params.{name}.{key}: {msg}") from None
+        _check_params(self.params, self.workloads)
         return self
 
     def params_for(self, name: str) -> Any:
-        from virtbench import workloads
+        return _params_for(self.params, name)
 
-        return workloads.get(name).Params.model_validate(self.params.get(name, {}))
+    def workloads_needed(self) -> list[str]:
+        return list(self.workloads)
+
+
+def _check_params(params: dict[str, dict[str, Any]], names: list[str]) -> None:
+    """`[experiment.params.<workload>]` tables: only for this experiment's workloads, and
+    valid for the workload's Params model."""
+    from virtbench import workloads
+
+    for name, table in params.items():
+        if name not in names:
+            these = ", ".join(names) or "none takes params"
+            raise ValueError(f"params.{name}: not a workload of this experiment ({these})")
+        model = workloads.get(name).Params
+        try:
+            model.model_validate(table)
+        except ValidationError as err:
+            key, msg = option_error(err, list(model.model_fields))
+            raise ValueError(f"params.{name}.{key}: {msg}") from None
+
+
+def _params_for(params: dict[str, dict[str, Any]], name: str) -> Any:
+    from virtbench import workloads
+
+    return workloads.get(name).Params.model_validate(params.get(name, {}))
+
+
+def _measuring_worker(v: str, also: tuple[str, ...] = ()) -> str:
+    """A worker name: one of `also`, or a workload that yields figures (aliases resolved)."""
+    from virtbench import workloads
+
+    v = workloads.ALIASES.get(v, v)
+    allowed = [*also, *workloads.measuring()]
+    if v not in allowed:
+        raise ValueError(f"unknown worker {v!r} (allowed: {', '.join(allowed)})")
+    return v
+
+
+class _WorkerExperiment(_Model):
+    """What experiments that measure a worker share: the worker's parameters and the
+    time limits for instances (ready signal), servers (port and readiness) and clients."""
+
+    params: dict[str, dict[str, Any]] = {}
+    timeout_s: float = Field(default=60.0, gt=0, le=3600)
+    ready_timeout_s: float = Field(default=60.0, gt=0, le=3600)
+    client_timeout_s: float = Field(default=900.0, gt=0, le=86_400)
+
+    def params_for(self, name: str) -> Any:
+        return _params_for(self.params, name)
+
+
+class ScalabilityExperiment(_WorkerExperiment):
+    """A worker measured alone, then again after every `instances_per_benchmark` more
+    idle background instances, up to `instances` (S1's scalability runner). The worker
+    is `boot` (a hello instance, spawn to exit) or any workload that yields figures."""
+
+    type: Literal["scalability"]
+    worker: str = "boot"
+    background: Literal["sleep", "nginx", "redis"] = "sleep"
+    background_network: Literal["none", "host", "bridge"] = "none"
+    instances_per_benchmark: int = Field(default=10, ge=1, le=100_000)
+    # the final count: `instances`, or S1's way, `instances_per_benchmark` x `benchmark_times`
+    instances: int | None = Field(default=None, ge=0, le=100_000)
+    benchmark_times: int | None = Field(default=None, ge=1, le=100_000)
+    runs: int = Field(default=3, ge=1, le=1000)
+    measurements_per_point: int = Field(default=1, ge=1, le=1000)
+    warmups: int = Field(default=1, ge=0, le=100)
+    settle_s: float = Field(default=1.0, ge=0, le=600)
+    guard_available_pct: float = Field(default=10.0, ge=0, le=90)
+    guard_available_mib: int = Field(default=1024, ge=0)
+
+    @field_validator("worker")
+    @classmethod
+    def _worker(cls, v: str) -> str:
+        return _measuring_worker(v, also=("boot",))
+
+    @model_validator(mode="after")
+    def _params(self) -> ScalabilityExperiment:
+        _check_params(self.params, [] if self.worker == "boot" else [self.worker])
+        both = self.instances is not None and self.benchmark_times is not None
+        if both and self.instances != self.instances_per_benchmark * self.benchmark_times:
+            raise ValueError(
+                "instances: give instances (the final count) or benchmark_times (steps "
+                "of instances_per_benchmark), not both"
+            )
+        return self
+
+    @property
+    def target(self) -> int:
+        """Background instances at the last point."""
+        if self.instances is not None:
+            return self.instances
+        return self.instances_per_benchmark * (self.benchmark_times or 10)
+
+    def workloads_needed(self) -> list[str]:
+        return [w for w in (self.worker, self.background) if w not in ("boot", "sleep")]
+
+
+class IsolationExperiment(_WorkerExperiment):
+    """A worker pinned to one CPU, measured alone and next to each attacker at each
+    placement (S1's performance isolation); slowdown against the alone measurements."""
+
+    type: Literal["isolation"]
+    worker: str = "sqlite"
+    attackers: list[str] = Field(default=list(S1_ATTACKERS), min_length=1)
+    placements: list[Literal["same-cpu", "smt-sibling", "other-cpu", "all-other"]] = Field(
+        default=["same-cpu", "smt-sibling", "other-cpu", "all-other"], min_length=1
+    )
+    worker_cpu: int | None = Field(default=None, ge=0)
+    runs: int = Field(default=20, ge=1, le=10_000)
+    warmups: int = Field(default=1, ge=0, le=100)
+    settle_s: float = Field(default=0.5, ge=0, le=600)
+
+    @field_validator("worker")
+    @classmethod
+    def _worker(cls, v: str) -> str:
+        return _measuring_worker(v)
+
+    @field_validator("attackers")
+    @classmethod
+    def _attackers(cls, v: list[str]) -> list[str]:
+        for i, name in enumerate(v):
+            if name not in ATTACKERS:
+                allowed = ", ".join(ATTACKERS)
+                raise ValueError(f"[{i}] unknown attacker {name!r} (allowed: {allowed})")
+        if len(set(v)) != len(v):
+            raise ValueError("lists an attacker twice")
+        return v
+
+    @field_validator("placements")
+    @classmethod
+    def _unique(cls, v: list[str]) -> list[str]:
+        if len(set(v)) != len(v):
+            raise ValueError("lists a placement twice")
+        return v
+
+    @model_validator(mode="after")
+    def _params(self) -> IsolationExperiment:
+        _check_params(self.params, [self.worker])
+        return self
+
+    def workloads_needed(self) -> list[str]:
+        return [self.worker, *(w for a in self.attackers for w in ATTACKERS[a].needs)]
 
 
 Experiment = Annotated[
-    BootExperiment | DensityExperiment | ThroughputExperiment, Field(discriminator="type")
+    BootExperiment
+    | DensityExperiment
+    | ThroughputExperiment
+    | ScalabilityExperiment
+    | IsolationExperiment,
+    Field(discriminator="type"),
 ]
 EXPERIMENT_TYPES = {
     "boot": BootExperiment,
     "density": DensityExperiment,
     "throughput": ThroughputExperiment,
+    "scalability": ScalabilityExperiment,
+    "isolation": IsolationExperiment,
 }
 
 
@@ -316,15 +455,31 @@ def load(name_or_path: str) -> tuple[Spec, dict[str, Any], str]:
     return parse(data, where), data, where
 
 
-# CLI flag -> experiment field it overrides.
+# CLI flag -> experiment field it overrides (--step and --max are the scalability
+# experiment's words for the same fields).
 FLAG_FIELDS = {
     "--runs": "runs",
     "--warmups": "warmups",
     "--benchmark-times": "benchmark_times",
     "--instances-per-benchmark": "instances_per_benchmark",
+    "--step": "instances_per_benchmark",
     "--instances": "instances",
+    "--max": "instances",
     "--workloads": "workloads",
+    "--worker": "worker",
+    "--background": "background",
+    "--attackers": "attackers",
+    "--placements": "placements",
 }
+
+
+# The scalability experiment's final count is given one way or the other.
+SCALABILITY_EITHER = {"instances": "benchmark_times", "benchmark_times": "instances"}
+
+
+def flags_set(flags: dict[str, Any], field: str) -> bool:
+    """Whether any CLI flag for `field` was given."""
+    return any(v is not None for f, v in flags.items() if FLAG_FIELDS[f] == field)
 
 
 def with_overrides(
@@ -348,13 +503,18 @@ def with_overrides(
             raise SpecError(f"{flag}: does not apply to this spec (applies to: {', '.join(kinds)})")
         for e in targets:
             e[field] = value
+            other = SCALABILITY_EITHER.get(field)
+            if e.get("type") == "scalability" and other and not flags_set(flags, other):
+                e.pop(other, None)  # the command line's final count wins over the file's
     try:
         return Spec.model_validate(data)
     except ValidationError as err:
         line = describe(err, where)
         for flag, field in FLAG_FIELDS.items():
-            if flags.get(flag) is not None and f".{field}:" in line:
-                raise SpecError(f"{flag}: {line.split(': ', 2)[-1]}") from None
+            m = re.search(rf"\.{field}(\[\d+\])?: (.*)$", line)
+            if flags.get(flag) is not None and m:
+                index = f"{m.group(1)} " if m.group(1) else ""
+                raise SpecError(f"{flag}: {index}{m.group(2)}") from None
         if runtimes_ is not None and ": runtimes" in line:
             raise SpecError(f"--runtimes: {line.split(': ', 2)[-1]}") from None
         raise SpecError(line) from None

@@ -70,3 +70,28 @@ def slowdown(value: float, baseline: float, direction: str) -> float:
     if direction == "lower":
         return value / baseline - 1
     return baseline / value - 1
+
+
+def slowdown_ci(
+    baseline: Sequence[float], attacked: Sequence[float], direction: str, seed: int = 0
+) -> tuple[float, float, float]:
+    """(slowdown of the attacked median against the baseline median, 95% CI low, high):
+    a percentile bootstrap resampling both groups independently; no interval (nan) when
+    either group has fewer than 3 values."""
+
+    def clean(values: Sequence[float]) -> np.ndarray:
+        return np.asarray([v for v in values if v is not None and math.isfinite(v)], dtype=float)
+
+    b, a = clean(baseline), clean(attacked)
+    if b.size == 0 or a.size == 0:
+        return math.nan, math.nan, math.nan
+    point = slowdown(float(np.median(a)), float(np.median(b)), direction)
+    if b.size < 3 or a.size < 3:
+        return point, math.nan, math.nan
+    rng = np.random.default_rng(seed)
+    mb = np.median(b[rng.integers(0, b.size, size=(BOOTSTRAP_RESAMPLES, b.size))], axis=1)
+    ma = np.median(a[rng.integers(0, a.size, size=(BOOTSTRAP_RESAMPLES, a.size))], axis=1)
+    ratios = ma / mb - 1 if direction == "lower" else mb / ma - 1
+    alpha = (1 - CONFIDENCE) / 2
+    lo, hi = np.quantile(ratios, [alpha, 1 - alpha])
+    return point, float(lo), float(hi)

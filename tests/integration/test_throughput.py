@@ -12,7 +12,7 @@ from tests.integration.test_runtimes import instance_leftovers
 
 from virtbench import naming
 from virtbench.artifacts import build_servers_rootfs
-from virtbench.experiments.throughput import client_argv, prepare_server, wait_tcp
+from virtbench.experiments.worker import client_argv, prepare_server, wait_tcp
 from virtbench.paths import Paths
 from virtbench.runtimes.base import InstanceSpec
 from virtbench.store import Store

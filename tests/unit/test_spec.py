@@ -153,3 +153,68 @@ def test_throughput_cli_workloads_all():
     _, raw, where = spec.load("throughput")
     s = spec.with_overrides(raw, where, ["native"], {"--workloads": ["all"], "--runs": 1})
     assert "nginx" in s.experiment[0].workloads and s.experiment[0].runs == 1
+
+
+def test_scalability_flags_map_as_s1_and_the_command_line_count_wins():
+    _, raw, where = spec.load("d_ng_s")
+    s = spec.with_overrides(
+        raw, where, None, {"--runs": 5, "--benchmark-times": 3, "--instances-per-benchmark": 10}
+    )
+    e = s.experiment[0]
+    assert (e.runs, e.instances_per_benchmark, e.target) == (5, 10, 30)
+    _, raw, where = spec.load("d_boot")  # the file counts steps; --max names the final count
+    e = spec.with_overrides(raw, where, ["crun"], {"--step": 50, "--max": 500}).experiment[0]
+    assert (e.instances_per_benchmark, e.target, e.benchmark_times) == (50, 500, None)
+    _, raw, where = spec.load("scalability")
+    e = spec.with_overrides(
+        raw, where, None, {"--worker": "sqlite-bench", "--background": "redis"}
+    ).experiment[0]
+    assert (e.worker, e.background, e.workloads_needed()) == (
+        "sqlite",
+        "redis",
+        ["sqlite", "redis"],
+    )
+    with pytest.raises(
+        SpecError, match=r"^--worker: unknown worker 'ngnix' \(allowed: boot, nginx"
+    ):
+        spec.with_overrides(raw, where, None, {"--worker": "ngnix"})
+    with pytest.raises(SpecError, match=r"^--background: got 'postgres'"):
+        spec.with_overrides(raw, where, None, {"--background": "postgres"})
+    with pytest.raises(SpecError, match=r"^--max: .*greater than or equal to 0"):
+        spec.with_overrides(raw, where, None, {"--max": -1})
+    with pytest.raises(SpecError, match=r"^--attackers: does not apply.*isolation"):
+        spec.with_overrides(raw, where, None, {"--attackers": ["cpu"]})
+    both = {"type": "scalability", "instances": 100, "benchmark_times": 3}
+    assert "not both" in err({**BASE, "experiment": [both]})
+    boot_params = {"type": "scalability", "params": {"nginx": {}}}
+    assert "params.nginx: not a workload" in err({**BASE, "experiment": [boot_params]})
+
+
+def test_isolation_attackers_and_placements_validated():
+    _, raw, where = spec.load("isolation")
+    e = spec.with_overrides(
+        raw,
+        where,
+        ["native", "crun", "runsc"],
+        {"--worker": "sqlite-bench", "--attackers": ["cpu", "fork"], "--placements": ["same-cpu"]},
+    ).experiment[0]
+    assert (e.worker, e.attackers, e.placements, e.runs) == (
+        "sqlite",
+        ["cpu", "fork"],
+        ["same-cpu"],
+        20,
+    )
+    with pytest.raises(
+        SpecError, match=r"^--attackers: \[1\] unknown attacker 'forks' \(allowed: cpu"
+    ):
+        spec.with_overrides(raw, where, None, {"--attackers": ["cpu", "forks"]})
+    with pytest.raises(SpecError, match=r"^--placements: .*got 'same-core'"):
+        spec.with_overrides(raw, where, None, {"--placements": ["same-core"]})
+    assert "lists an attacker twice" in err(
+        {**BASE, "experiment": [{"type": "isolation", "attackers": ["cpu", "cpu"]}]}
+    )
+    assert "worker: unknown worker 'boot'" in err(
+        {**BASE, "experiment": [{"type": "isolation", "worker": "boot"}]}
+    )
+    disk = spec.parse({**BASE, "experiment": [{"type": "isolation", "attackers": ["disk"]}]}, "t")
+    assert disk.experiment[0].workloads_needed() == ["sqlite", "fio"]

@@ -28,3 +28,16 @@ def test_slowdown_respects_direction():
     assert math.isclose(slowdown(110, 100, "lower"), 0.10)  # boot time 10% longer
     assert math.isclose(slowdown(90, 100, "higher"), 100 / 90 - 1)  # throughput lower
     assert slowdown(100, 100, "higher") == 0
+
+
+def test_slowdown_ci_direction_and_interval():
+    from virtbench.stats import slowdown_ci
+
+    base = [100.0, 101.0, 99.0, 100.5, 99.5]
+    slower = [v * 0.8 for v in base]  # throughput down 20%: 25% slower
+    point, lo, hi = slowdown_ci(base, slower, "higher")
+    assert math.isclose(point, 0.25) and lo <= point <= hi and lo > 0.2
+    point, lo, hi = slowdown_ci([10.0] * 5, [12.0] * 5, "lower")  # latency up 20%
+    assert math.isclose(point, 0.2) and math.isclose(lo, 0.2) and math.isclose(hi, 0.2)
+    assert math.isnan(slowdown_ci(base, [90.0, 91.0], "higher")[1])  # n < 3: no interval
+    assert math.isnan(slowdown_ci([], slower, "higher")[0])

@@ -14,7 +14,9 @@ def build_for(experiments: list[Any], guest_src: Path, cache: Path) -> Artifact:
     """The rootfs a spec's experiments need: with servers if any experiment serves."""
     from virtbench import workloads
 
-    needed = [w for e in experiments if e.type == "throughput" for w in e.workloads]
+    needed = [
+        w for e in experiments if hasattr(e, "workloads_needed") for w in e.workloads_needed()
+    ]
     extras = ("HOST_BINARIES", "GUEST_PROGRAMS")
     if any(getattr(workloads.get(w), x, None) for w in needed for x in extras):
         return build_servers_rootfs(guest_src, cache, needed)

@@ -26,6 +26,7 @@ PROGRAMS = (
     "vb-syscall",
     "vb-run",
     "vb-rr",
+    "vb-attack",
 )
 # usr: nspawn wants it; data: where an instance's data directory is mounted
 EMPTY_DIRS = ("proc", "sys", "dev", "tmp", "run/vb", "etc", "usr", "data")

@@ -1,4 +1,6 @@
-"""Experiment procedures: one module per experiment type, each with `run(session, config)`."""
+"""Experiment procedures: one module per experiment type, each with `run(session, config)`
+and optionally `check(session, config)`, which the runner calls for every experiment of the
+spec before the first sample is taken (a spec that cannot run fails with nothing measured)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ BUILTIN = {
     "boot": "virtbench.experiments.boot",
     "density": "virtbench.experiments.density",
     "throughput": "virtbench.experiments.throughput",
+    "scalability": "virtbench.experiments.scalability",
+    "isolation": "virtbench.experiments.isolation",
 }
 
 

@@ -26,20 +26,31 @@ def _ms(ns: int) -> float:
 
 
 def measure_once(
-    s: Session, runtime: str, workload: str, rep: int, warmup: bool, timeout: float
+    s: Session,
+    runtime: str,
+    workload: str,
+    rep: int,
+    warmup: bool,
+    timeout: float,
+    experiment: str = "boot",
+    params: dict | None = None,
+    **labels: int,
 ) -> None:
-    """One boot of `workload` under `runtime`; records its samples (or a failed one)."""
+    """One boot of `workload` under `runtime`; records its samples (or a failed one).
+    `experiment`, `params` (added to the instance options) and `labels` (e.g.
+    `background`) let scalability reuse it."""
     rt = s.runtimes[runtime]
     wl = workloads.get(workload)
     spec = s.instance_spec(runtime, wl.argv)
     base = dict(
-        experiment="boot",
+        experiment=experiment,
         direction="lower",
         runtime=runtime,
         workload=workload,
         repetition=rep,
         warmup=warmup,
-        params=s.params(runtime),
+        params={**s.params(runtime), **(params or {})},
+        **labels,
     )
     if wl.ENDS == "exit":
         metric = "boot.spawn_to_exit"

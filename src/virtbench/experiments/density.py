@@ -77,19 +77,13 @@ def run_one(s: Session, cfg: DensityExperiment, runtime: str, rep: int) -> None:
                     f"{limit / MIB:.0f} MiB after {i} instances"
                 )
                 break
-            spec = s.instance_spec(runtime, wl.argv)
-            try:
-                inst = rt.start(spec, detach=True)
+            try:  # an instance that never gets ready is stopped, not counted
+                inst, t_ready = s.start_ready(
+                    runtime, s.instance_spec(runtime, wl.argv), cfg.timeout_s
+                )
                 started.append(inst)
-                t_ready = s.probe.wait(spec.name, cfg.timeout_s)
-                if t_ready is None:
-                    raise InstanceError(
-                        f"no ready signal in {cfg.timeout_s:g} s: {inst.log_tail()}"
-                    )
             except InstanceError as exc:
                 sample("density.launch", None, "ms", i, error=str(exc))
-                if started and started[-1].name == spec.name:  # never ready: not counted
-                    rt.stop(started.pop())
                 reason = f"instance {i + 1} failed: {exc}"
                 break
             sample("density.launch", (t_ready - inst.t_spawn_ns) / 1e6, "ms", i)

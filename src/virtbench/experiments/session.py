@@ -14,8 +14,9 @@ from rich.markup import escape
 
 from virtbench import naming
 from virtbench.artifacts import Artifact
+from virtbench.errors import InstanceError
 from virtbench.measure.probe import ProbeListener
-from virtbench.runtimes.base import InstanceSpec, Runtime
+from virtbench.runtimes.base import Instance, InstanceSpec, Runtime
 from virtbench.spec import Spec
 from virtbench.store import Sample, Store
 
@@ -32,10 +33,16 @@ class Session:
     _counter: int = 0
 
     def instance_spec(
-        self, runtime: str, argv: Callable[[str], tuple[str, ...]], data: bool = False
+        self,
+        runtime: str,
+        argv: Callable[[str], tuple[str, ...]],
+        data: bool = False,
+        cpus: str | None = None,
+        network: str | None = None,
     ) -> InstanceSpec:
         """A fresh instance name, its command (`argv(name)`), and the spec's options;
-        `data`: give it a data directory on disk."""
+        `data`: give it a data directory on disk; `cpus`, `network`: override the spec's
+        (the isolation experiment pins, scalability's background needs no network)."""
         self._counter += 1
         opts = self.spec.instance_for(runtime)
         name = naming.name(self.run_id, naming.base36(self._counter))
@@ -43,11 +50,26 @@ class Session:
             name=name,
             argv=argv(name),
             rootfs=self.artifact.path,
-            network=opts.network,
+            network=network or opts.network,
             memory_mib=opts.memory_mib,
-            cpus=opts.cpus,
+            cpus=cpus if cpus is not None else opts.cpus,
             data=data,
         )
+
+    def start_ready(self, runtime: str, spec: InstanceSpec, timeout: float) -> tuple[Instance, int]:
+        """Start a detached instance and wait for its ready datagram: (instance, host
+        monotonic ns of the datagram). If it never comes, the instance is stopped and
+        InstanceError raised with its console output."""
+        rt = self.runtimes[runtime]
+        inst = rt.start(spec, detach=True)
+        try:
+            t_ready = self.probe.wait(spec.name, timeout)
+            if t_ready is None:
+                raise InstanceError(f"no ready signal in {timeout:g} s: {inst.log_tail()}")
+        except BaseException:
+            rt.stop(inst)
+            raise
+        return inst, t_ready
 
     def params(self, runtime: str) -> dict[str, Any]:
         """Instance options as really applied, recorded with every sample."""

@@ -102,6 +102,23 @@ def _os_release() -> str:
     return platform.platform()
 
 
+def availability(window_s: float) -> dict[str, float]:
+    """Host resource availability (%): CPU idle over the next `window_s` seconds (this
+    call sleeps that long), then MemAvailable and free swap (100 without swap)."""
+    before = psutil.cpu_times()
+    time.sleep(window_s)
+    after = psutil.cpu_times()
+    total = sum(after) - sum(before)
+    idle = (after.idle - before.idle) / total * 100 if total > 0 else float("nan")
+    vm = psutil.virtual_memory()
+    sw = psutil.swap_memory()
+    return {
+        "host.cpu_idle_pct": idle,
+        "host.mem_available_pct": 100.0 * vm.available / vm.total,
+        "host.swap_free_pct": 100.0 - sw.percent if sw.total else 100.0,
+    }
+
+
 class HostSampler:
     """Samples host CPU idle %, MemAvailable % and swap free % every `interval` seconds
     in a thread, and hands batches of (name, unix time, value) to `sink`."""

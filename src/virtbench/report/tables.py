@@ -9,7 +9,7 @@ from collections.abc import Iterable
 
 from rich.table import Table
 
-from virtbench.stats import summarize
+from virtbench.stats import slowdown_ci, summarize
 from virtbench.store import RunRecord, Sample
 
 
@@ -73,19 +73,122 @@ def summary_table(
     return t
 
 
+# Per-point series of the scalability experiment, shown by scalability_table instead.
+HOST_AVAILABILITY = ("host.cpu_idle_pct", "host.mem_available_pct", "host.swap_free_pct")
+
+
+def worker_metric(samples: list[Sample]) -> str | None:
+    """The figure a scalability or isolation table follows: the metric of the first
+    failed or successful worker measurement (the workload's primary one comes first)."""
+    for s in samples:
+        side = s.metric in ("boot.teardown", "boot.spawn_to_started")
+        if not side and not s.metric.startswith(("host.", "scalability.")):
+            return s.metric
+    return None
+
+
+def scalability_table(title: str, samples: list[Sample], runtime_order: list[str]) -> Table:
+    """The worker's figure at each background count (median, CV, and relative to the
+    point with no background, as S1 normalised), next to host CPU idle and MemAvailable."""
+    t = Table(title=title, title_justify="left")
+    rows = [s for s in samples if not s.warmup]
+    metric = worker_metric(rows)
+    runtimes = [r for r in runtime_order if any(s.runtime == r for s in rows)]
+    t.add_column("background", justify="right")
+    unit = next((s.unit for s in rows if s.metric == metric), "")
+    for r in runtimes:
+        t.add_column(f"{r} {metric} ({unit})", justify="right")
+        t.add_column(f"{r} vs 0", justify="right")
+        t.add_column(f"{r} CPU idle", justify="right")
+        t.add_column(f"{r} mem avail", justify="right")
+    points = sorted({s.background for s in rows if s.metric == metric})
+    first: dict[str, float] = {}
+    for n in points:
+        cells = [str(n)]
+        for r in runtimes:
+
+            def med(name: str, r: str = r, n: int = n) -> tuple[float, float, int, int]:
+                these = [
+                    s for s in rows if s.runtime == r and s.metric == name and s.background == n
+                ]
+                st = summarize([s.value for s in these if not s.error])
+                return st.median, st.cv, st.n, sum(1 for s in these if s.error)
+
+            value, cv, count, failed = med(metric)
+            first.setdefault(r, value)
+            rel = value / first[r] if first[r] and not math.isnan(value) else math.nan
+            cv_text = f" ±{cv * 100:.0f}%" if not math.isnan(cv) else ""
+            fail_text = f" ({failed} failed)" if failed else ""
+            cells += [
+                f"{fmt(value)}{cv_text} n={count}{fail_text}" if count or failed else "-",
+                f"{rel:.2f}x" if not math.isnan(rel) else "-",
+                f"{fmt(med('host.cpu_idle_pct')[0])}%",
+                f"{fmt(med('host.mem_available_pct')[0])}%",
+            ]
+        t.add_row(*cells)
+    return t
+
+
+def isolation_table(title: str, samples: list[Sample], runtime_order: list[str]) -> Table:
+    """Per attacker and placement: the worker's median and its slowdown against the
+    baseline (positive = slower, whichever way the metric improves) with a 95% CI."""
+    t = Table(title=title, title_justify="left")
+    rows = [s for s in samples if not s.warmup]
+    metric = worker_metric(rows)
+    rows = [s for s in rows if s.metric == metric]
+    runtimes = [r for r in runtime_order if any(s.runtime == r for s in rows)]
+    unit = rows[0].unit if rows else ""
+    direction = rows[0].direction if rows else "higher"
+    t.add_column("attacker")
+    t.add_column("placement")
+    for r in runtimes:
+        t.add_column(f"{r} {metric} ({unit})", justify="right")
+        t.add_column(f"{r} slowdown (95% CI)", justify="right")
+    conditions: list[tuple[str, str]] = []
+    for s in sorted(rows, key=lambda s: (s.attacker != "", s.attacker, s.placement)):
+        if (s.attacker, s.placement) not in conditions:
+            conditions.append((s.attacker, s.placement))
+    for attacker, placement in conditions:
+        cells = [attacker or "(baseline)", placement or "-"]
+        for r in runtimes:
+            mine = [s for s in rows if s.runtime == r]
+            base = [s.value for s in mine if not s.attacker and not s.error]
+            these = [s for s in mine if (s.attacker, s.placement) == (attacker, placement)]
+            ok = [s.value for s in these if not s.error]
+            failed = len(these) - len(ok)
+            st = summarize(ok)
+            fail_text = f" ({failed} failed)" if failed else ""
+            cells.append(f"{fmt(st.median)} n={st.n}{fail_text}" if these else "-")
+            if not attacker or not ok or not base:
+                cells.append("-")
+                continue
+            point, lo, hi = slowdown_ci(base, ok, direction)
+            ci = f" ({lo * 100:+.1f}..{hi * 100:+.1f})" if not math.isnan(lo) else " (n<3)"
+            cells.append(f"{point * 100:+.1f}%{ci}")
+        t.add_row(*cells)
+    return t
+
+
 def experiment_tables(run: RunRecord, samples: list[Sample], wide: bool = False) -> list[Table]:
-    """One summary table per experiment type in the run, in spec order."""
+    """One summary table per experiment type in the run, in spec order; scalability and
+    isolation add their per-point and slowdown tables."""
     order = run.spec.get("runtimes", [])
     kinds: list[str] = []
     for s in samples:
         if s.experiment not in kinds:
             kinds.append(s.experiment)
-    return [
-        summary_table(
-            f"{kind} — run {run.id}", [s for s in samples if s.experiment == kind], order, wide
-        )
-        for kind in kinds
-    ]
+    tables = []
+    for kind in kinds:
+        mine = [s for s in samples if s.experiment == kind]
+        title = f"{kind} — run {run.id}"
+        if kind == "scalability":
+            tables.append(scalability_table(f"{title}: by background instances", mine, order))
+            mine = [s for s in mine if s.metric.startswith("scalability.")]
+        elif kind == "isolation":  # a summary over all conditions would mix them
+            tables.append(isolation_table(f"{title}: slowdown", mine, order))
+            continue
+        tables.append(summary_table(title, mine, order, wide))
+    return tables
 
 
 def runs_table(rows: list[tuple[RunRecord, int]]) -> Table:

@@ -63,6 +63,9 @@ BUILTIN = {
     "http-fixed": "virtbench.workloads.http_fixed",
 }
 
+# Other names users know a workload by (S1 and the issue tracker call vb-sqlite "sqlite-bench").
+ALIASES = {"sqlite-bench": "sqlite"}
+
 
 class ParseError(VirtbenchError):
     """A client's output holds no result (it failed, or its format is not understood)."""
@@ -83,7 +86,7 @@ def names() -> list[str]:
 
 
 def get(name: str) -> ModuleType:
-    return importlib.import_module(BUILTIN[name])
+    return importlib.import_module(BUILTIN[ALIASES.get(name, name)])
 
 
 def measuring() -> list[str]:

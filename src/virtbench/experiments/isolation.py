@@ -1,0 +1,167 @@
+"""`isolation`: how much a misbehaving neighbour slows a well-behaved instance (S1).
+
+The worker's instance is pinned to one CPU (`worker_cpu`, default the last online one).
+Each repetition, for each runtime (rotated as in boot), the worker is measured under
+every condition, in an order rotated by repetition so slow drift favours none:
+  baseline             no attacker                      (attacker = "", placement = "")
+  <attacker>/<place>   attacker instances of the same runtime, pinned as the placement
+                       says (measure/topology.py), each started and waited for until its
+                       ready datagram arrives, then `settle_s` before the worker runs
+Every figure the worker yields is stored with its attacker and placement labels. After
+each attacked measurement the attackers must still be running (a neighbour that died
+early would flatter the runtime); if one is not, the measurement is stored as failed with
+its console output. Attackers are stopped after every measurement. Placements the host
+cannot offer are skipped, with the reason stored as an event.
+
+Slowdown (report/tables.py) compares the medians of attacked and baseline measurements of
+the workload's primary metric, in the direction that metric improves:
+  slowdown = worse / better - 1, with a bootstrap 95% CI; positive means slower.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from virtbench.errors import InstanceError, SpecError
+from virtbench.experiments.session import Failures, Session
+from virtbench.experiments.worker import Worker, check_reachable
+from virtbench.measure.topology import Topology
+from virtbench.runtimes.base import Instance
+from virtbench.spec import IsolationExperiment
+from virtbench.workloads import attackers
+
+Condition = tuple[str, str, list[int]]  # attacker, placement, attacker CPUs
+
+
+def worker_cpu(cfg: IsolationExperiment, topo: Topology) -> int:
+    cpu = topo.default_worker_cpu() if cfg.worker_cpu is None else cfg.worker_cpu
+    if cpu not in topo.cpus:
+        online = ",".join(map(str, topo.cpus))
+        raise SpecError(f"isolation: worker_cpu {cpu} is not an online CPU (online: {online})")
+    return cpu
+
+
+def check(s: Session, cfg: IsolationExperiment) -> None:
+    """Before any measurement: the worker CPU exists and a serving worker is reachable."""
+    worker_cpu(cfg, Topology.detect())
+    check_reachable(s, "isolation", cfg.worker, s.spec.runtimes)
+
+
+def conditions(s: Session, cfg: IsolationExperiment, topo: Topology, cpu: int) -> list[Condition]:
+    """Baseline first, then every attacker at every placement the host offers."""
+    out: list[Condition] = [("", "", [])]
+    for placement in cfg.placements:
+        cpus, why = topo.placement(placement, cpu)
+        if not cpus:
+            s.event("warning", f"isolation: placement {placement} skipped: {why}")
+            continue
+        out += [(a, placement, cpus) for a in cfg.attackers]
+    return out
+
+
+def start_attackers(
+    s: Session, cfg: IsolationExperiment, runtime: str, name: str, cpus: list[int]
+) -> list[Instance]:
+    """One attacker instance per CPU, each pinned there and ready; all stopped if one fails."""
+    rt = s.runtimes[runtime]
+    attacker = attackers.ATTACKERS[name]
+    started: list[Instance] = []
+    try:
+        for cpu in cpus:
+            spec = s.instance_spec(
+                runtime,
+                lambda inst: attackers.argv(name, inst),
+                data=attacker.data,
+                cpus=str(cpu),
+            )
+            started.append(s.start_ready(runtime, spec, cfg.timeout_s)[0])
+    except BaseException:
+        for inst in started:
+            rt.stop(inst)
+        raise
+    return started
+
+
+def measure(
+    s: Session,
+    cfg: IsolationExperiment,
+    worker: Worker,
+    cond: Condition,
+    rep: int,
+    warmup: bool,
+) -> None:
+    """The worker once (every level) under one condition; samples stored as they come."""
+    name, placement, cpus = cond
+    rt = worker.rt
+    labels: dict[str, Any] = {
+        "repetition": rep,
+        "warmup": warmup,
+        "attacker": name,
+        "placement": placement,
+        "params": {"attacker_cpus": ",".join(map(str, cpus))} if name else {},
+    }
+    level = worker.levels[0]
+    running: list[Instance] = []
+    try:
+        if name:
+            running = start_attackers(s, cfg, worker.runtime, name, cpus)
+            time.sleep(cfg.settle_s)
+        for level in worker.levels:
+            metrics = worker.measure(level)
+            dead = [a for a in running if not rt.pids(a)]
+            if dead:
+                raise InstanceError(
+                    f"attacker {name} stopped during the measurement: {dead[0].log_tail()}"
+                )
+            for m in metrics:
+                fields = (m.name, m.value, m.unit, m.direction, level)
+                s.record(worker.sample("isolation", *fields, **labels))
+    except InstanceError as exc:  # stored with its reason: counted, never averaged
+        s.record(worker.failed("isolation", level, str(exc), **labels))
+        raise
+    finally:
+        for inst in running:
+            rt.stop(inst)
+
+
+def run(s: Session, cfg: IsolationExperiment) -> None:
+    topo = Topology.detect()
+    cpu = worker_cpu(cfg, topo)
+    conds = conditions(s, cfg, topo, cpu)
+    if len(topo.cpus) < 4:
+        s.event(
+            "info",
+            f"isolation: {len(topo.cpus)} CPUs: the host's clients and virtbench itself share "
+            "CPUs with the worker and the attackers",
+        )
+    failures = Failures(s, "isolation")
+    params = cfg.params_for(cfg.worker)
+    for rep, warmup, order in s.schedule(cfg.warmups, cfg.runs):
+        shift = rep % len(conds)
+        for runtime in order:
+            if failures.skip(runtime):
+                continue
+            worker = Worker(
+                s, runtime, cfg.worker, params, cfg.ready_timeout_s, cfg.client_timeout_s,
+                cpus=str(cpu),
+            )  # fmt: skip
+            with worker:
+                try:
+                    worker.start()
+                except InstanceError as exc:
+                    s.record(worker.failed("isolation", worker.levels[0], str(exc),
+                                           repetition=rep, warmup=warmup))  # fmt: skip
+                    failures.failed(runtime, exc)
+                    continue
+                for cond in conds[shift:] + conds[:shift]:
+                    if failures.skip(runtime):
+                        break
+                    try:
+                        measure(s, cfg, worker, cond, rep, warmup)
+                        failures.ok(runtime)
+                    except InstanceError as exc:
+                        s.event("warning", f"isolation: {runtime} {cond[0] or 'baseline'}: {exc}")
+                        failures.failed(runtime, exc)
+        kind, total = ("warm-up", cfg.warmups) if warmup else ("repetition", cfg.runs)
+        s.say(f"isolation: {kind} {rep + 1}/{total} done")

@@ -1,0 +1,224 @@
+"""`scalability`: how a worker's performance changes as idle instances pile up (S1).
+
+For each runtime (one at a time: instances of different runtimes never share the host)
+and each run, with the worker's server started once (serving workers):
+  1. at the current background count n (0 first): sleep `settle_s` while measuring host
+     CPU idle %, then read MemAvailable % and swap free %; stored as
+       host.cpu_idle_pct, host.mem_available_pct, host.swap_free_pct   (background = n)
+     Warm-ups (n = 0 only, flagged) come before the first point.
+  2. measure the worker `measurements_per_point` times (a failure is stored with its
+     reason; three in a row end the run); every figure is stored with background = n:
+       boot.spawn_to_exit                 worker `boot`: a hello instance, spawn -> exit
+       <the workload's metrics>           any workload that yields figures (nginx+wrk...)
+  3. unless n reached the final count (`instances`, or `instances_per_benchmark` x
+     `benchmark_times`): start `instances_per_benchmark` more background
+     instances (idle `sleep`, `nginx` or `redis`, network `background_network`), each
+     waited for until its ready datagram arrives:
+       scalability.launch                 spawn -> ready of that background instance (ms)
+     and go back to 1.
+The memory guard stops growth before the host runs short or swaps: MemAvailable below
+`guard_available_pct` % of MemTotal or `guard_available_mib`, or swap in use growing by
+more than 64 MiB since the run began. The point growth got to is still measured; why it
+stopped is an event and `scalability.reached` (background instances at the end). Then
+the worker and every background instance are stopped: `scalability.teardown_per_instance`.
+
+S1's flags map directly: `--runs 5 --benchmark-times 3 --instances-per-benchmark 10` is
+five runs of 4 points (0, 10, 20, 30 background instances); `--step` and `--max` name
+the step and the final count instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import Any
+
+from virtbench import workloads
+from virtbench.errors import InstanceError, SpecError
+from virtbench.experiments import boot
+from virtbench.experiments.session import Session
+from virtbench.experiments.worker import Worker, check_reachable
+from virtbench.measure import host, memory
+from virtbench.runtimes.base import Instance
+from virtbench.spec import ScalabilityExperiment
+from virtbench.store import Sample
+
+MIB = 1024 * 1024
+SWAP_GROWTH_LIMIT = 64 * MIB
+
+
+def check(s: Session, cfg: ScalabilityExperiment) -> None:
+    """Before any measurement: the worker is reachable, and idle servers in the
+    background would not fight over one host port."""
+    if cfg.worker != "boot":
+        check_reachable(s, "scalability", cfg.worker, s.spec.runtimes)
+    if cfg.background == "sleep":
+        return
+    port = workloads.get(cfg.background).PORT
+    for runtime in s.spec.runtimes:
+        if s.runtimes[runtime].effective_network(cfg.background_network) == "host":
+            raise SpecError(
+                f"scalability: {runtime} runs background instances on the host network, so "
+                f"idle {cfg.background} instances would all bind port {port}: use background "
+                '= "sleep", or background_network = "none" on a runtime with its own network'
+            )
+
+
+def background_argv(name: str) -> Any:
+    """The background instance's command: it signals ready over the probe first (servers
+    are wrapped in vb-ready, which then execs them)."""
+    wl = workloads.get(name)
+    if wl.ENDS == "ready":
+        return wl.argv
+    return lambda instance: ("/bin/vb-ready", "{probe}", instance, *wl.argv(instance))
+
+
+def growth_stop(limit: int, swap_base: int, n: int) -> str:
+    """Why no more background instances may start ("" when they may)."""
+    info = memory.meminfo()
+    avail = info["MemAvailable"]
+    if avail < limit:
+        return (
+            f"memory guard: MemAvailable {avail / MIB:.0f} MiB < {limit / MIB:.0f} MiB "
+            f"after {n} background instances"
+        )
+    swap_used = info.get("SwapTotal", 0) - info.get("SwapFree", 0)
+    if swap_used - swap_base > SWAP_GROWTH_LIMIT:
+        return f"memory guard: the host started swapping after {n} background instances"
+    return ""
+
+
+def run_one(s: Session, cfg: ScalabilityExperiment, runtime: str, rep: int) -> None:
+    rt = s.runtimes[runtime]
+    worker = None
+    if cfg.worker != "boot":
+        params = cfg.params_for(cfg.worker)
+        worker = Worker(s, runtime, cfg.worker, params, cfg.ready_timeout_s, cfg.client_timeout_s)
+    base_params = {
+        **s.params(runtime),
+        "background_workload": cfg.background,
+        "background_network": rt.effective_network(cfg.background_network),
+        "step": cfg.instances_per_benchmark,
+        "instances_target": cfg.target,
+    }
+
+    def record(metric: str, value: float | None, unit: str, direction: str, n: int,
+               error: str = "") -> None:  # fmt: skip
+        s.record(
+            Sample(
+                experiment="scalability",
+                metric=metric,
+                value=value,
+                unit=unit,
+                direction=direction,
+                runtime=runtime,
+                workload="hello" if worker is None else cfg.worker,
+                repetition=rep,
+                background=n,
+                params=base_params,
+                error=error,
+            )
+        )
+
+    def measure_worker(n: int, warmup: bool) -> None:
+        labels = {"repetition": rep, "warmup": warmup, "background": n}
+        if worker is None:
+            boot.measure_once(
+                s, runtime, "hello", rep, warmup, cfg.timeout_s, "scalability", base_params,
+                background=n,
+            )  # fmt: skip
+            return
+        for level in worker.levels:
+            try:
+                metrics = worker.measure(level)
+            except InstanceError as exc:
+                error = str(exc)
+                s.record(worker.failed("scalability", level, error, params=base_params, **labels))
+                raise
+            for m in metrics:
+                fields = (m.name, m.value, m.unit, m.direction, level)
+                s.record(worker.sample("scalability", *fields, params=base_params, **labels))
+
+    limit = max(
+        int(cfg.guard_available_pct / 100 * memory.meminfo()["MemTotal"]),
+        cfg.guard_available_mib * MIB,
+    )
+    info = memory.meminfo()
+    swap_base = info.get("SwapTotal", 0) - info.get("SwapFree", 0)
+    argv = background_argv(cfg.background)
+    background: list[Instance] = []
+    failures = 0
+
+    def point(n: int) -> None:
+        """Host availability, then the worker's measurements, at n background instances."""
+        nonlocal failures
+        for name, value in host.availability(cfg.settle_s).items():
+            record(name, value, "%", "higher", n)
+        for _ in range(cfg.measurements_per_point):
+            try:
+                measure_worker(n, warmup=False)
+                failures = 0
+            except InstanceError:  # stored as a failed sample; three in a row end the run
+                failures += 1
+                if failures == 3:
+                    raise
+        s.say(f"scalability: {runtime} run {rep + 1}: measured at {n} background instances")
+
+    def grow(count: int) -> str:
+        """Start `count` more background instances; why growth stopped ("" if it did not)."""
+        for _ in range(count):
+            i = len(background)
+            stop = growth_stop(limit, swap_base, i)
+            if stop:
+                return stop
+            spec = s.instance_spec(runtime, argv, network=cfg.background_network)
+            try:  # an instance that never gets ready is stopped, not counted
+                inst, t_ready = s.start_ready(runtime, spec, cfg.timeout_s)
+                background.append(inst)
+            except InstanceError as exc:
+                record("scalability.launch", None, "ms", "lower", i, error=str(exc))
+                return f"background instance {i + 1} failed: {exc}"
+            record("scalability.launch", (t_ready - inst.t_spawn_ns) / 1e6, "ms", "lower", i)
+        return ""
+
+    target = cfg.target
+    reason = f"reached the target of {target}"
+    try:
+        if worker is not None:
+            worker.start()
+        for _ in range(cfg.warmups):
+            with contextlib.suppress(InstanceError):  # stored, flagged; never summarised
+                measure_worker(0, warmup=True)
+        point(0)
+        while len(background) < target:
+            n = len(background)
+            stop = grow(min(cfg.instances_per_benchmark, target - n))
+            if len(background) > n:  # measure where growth got to, even if it stopped
+                point(len(background))
+            if stop:
+                reason = stop
+                break
+    except InstanceError as exc:
+        reason = f"the worker failed: {exc}"
+    finally:
+        t0 = time.monotonic()
+        if worker is not None:
+            worker.stop()
+        for inst in background:
+            rt.stop(inst)
+        teardown = time.monotonic() - t0
+    n = len(background)
+    record("scalability.reached", float(n), "instances", "higher", n)
+    if n:
+        record("scalability.teardown_per_instance", teardown * 1e3 / n, "ms", "lower", n)
+    done = n == target and reason.startswith("reached")
+    s.event(
+        "info" if done else "warning",
+        f"scalability: {runtime} run {rep + 1}: stopped at {n} background instances ({reason})",
+    )
+
+
+def run(s: Session, cfg: ScalabilityExperiment) -> None:
+    for runtime in s.spec.runtimes:
+        for rep in range(cfg.runs):
+            run_one(s, cfg, runtime, rep)

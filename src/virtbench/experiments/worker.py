@@ -1,0 +1,237 @@
+"""The measured workload ("worker") that throughput, scalability and isolation share.
+
+A worker is one workload that yields figures, under one runtime:
+  serve   a server in one instance, started once (`start`): wait until its TCP port
+          accepts connections and its readiness check passes, run its preparation
+          (untimed); then each `measure(level)` runs the host-side client once and parses
+          what it printed. Clients run on the host, outside the instance's cgroup, over
+          the host network or the run's bridge (never anything else).
+  exit    a program that measures inside the instance: each `measure(level)` starts a
+          fresh instance, waits for its exit and parses its console output.
+Samples are built by `sample()`, so every experiment labels them the same way: the
+metric name with its level suffix, the workload's parameters and the instance options.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+from virtbench import proc, workloads
+from virtbench.errors import InstanceError, SpecError
+from virtbench.experiments.session import Session
+from virtbench.proc import CommandError
+from virtbench.runtimes.base import Instance
+from virtbench.store import Sample
+
+
+def port_open(address: str, port: int) -> bool:
+    try:
+        with socket.create_connection((address, port), timeout=1.0):
+            return True
+    except OSError:
+        return False
+
+
+def wait_tcp(inst: Instance, address: str, port: int, timeout: float) -> None:
+    """Until `address:port` accepts a connection; raise if the server exits or is slow."""
+    deadline = time.monotonic() + timeout
+    while not port_open(address, port):
+        if inst.proc is not None and inst.proc.poll() is not None:
+            raise InstanceError(f"server exited ({inst.proc.returncode}): {inst.log_tail()}")
+        if time.monotonic() > deadline:
+            raise InstanceError(f"port {port} not open after {timeout:g} s: {inst.log_tail()}")
+        time.sleep(0.05)
+
+
+def client_argv(artifact: Path, argv: list[str]) -> list[str]:
+    """A client command as run on the host: a client that is one of the artifact's own
+    static programs (`/bin/vb-rr`) runs from the artifact."""
+    if argv[0].startswith("/bin/vb-"):
+        return [str(artifact / argv[0].lstrip("/")), *argv[1:]]
+    return argv
+
+
+def check_reachable(s: Session, experiment: str, name: str, runtimes: list[str]) -> None:
+    """Before any measurement: a serving workload's clients are installed and its
+    server is reachable from the host under every runtime."""
+    wl = workloads.get(name)
+    if wl.ENDS != "serve":
+        return
+    for client in (wl.CLIENT, *getattr(wl, "EXTRA_CLIENTS", ())):
+        if shutil.which(client_argv(s.artifact.path, [client])[0]) is None:
+            raise SpecError(f"{experiment}: {name} needs {client} on the host (make setup)")
+    for runtime in runtimes:
+        network = s.runtimes[runtime].effective_network(s.spec.instance_for(runtime).network)
+        if network == "none":
+            raise SpecError(
+                f"{experiment}: {runtime} has network none, so the host's {wl.CLIENT} cannot "
+                f'reach {name}: set [instance] network = "bridge" or "host" '
+                f"(or in [runtime.{runtime}])"
+            )
+
+
+def prepare_server(
+    wl: Any, params: Any, inst: Instance, address: str, ready_timeout: float, timeout: float
+) -> None:
+    """Untimed, once per server instance after its port opened: wait until the workload's
+    readiness check passes (a database still starting accepts connections and refuses
+    queries), then run its client-side preparation (create and fill tables)."""
+    artifact = inst.spec.rootfs
+    if hasattr(wl, "ready"):
+        argv = client_argv(artifact, wl.ready(address, params))
+        deadline = time.monotonic() + ready_timeout
+        while (res := proc.run(argv, check=False, timeout=30)).returncode != 0:
+            if inst.proc is not None and inst.proc.poll() is not None:
+                raise InstanceError(f"server exited ({inst.proc.returncode}): {inst.log_tail()}")
+            if time.monotonic() > deadline:
+                raise InstanceError(f"{wl.NAME} not ready after {ready_timeout:g} s: {res.brief()}")
+            time.sleep(0.2)
+    for argv in wl.prepare(address, params) if hasattr(wl, "prepare") else []:
+        try:
+            res = proc.run(client_argv(artifact, argv), check=False, timeout=timeout)
+        except CommandError as exc:  # timed out
+            raise InstanceError(f"{wl.NAME} preparation: {exc}") from None
+        if res.returncode != 0:
+            raise InstanceError(f"{wl.NAME} preparation ({argv[0]}) failed: {res.brief()}")
+
+
+class Worker:
+    """One measuring workload under one runtime; `cpus` pins its instance."""
+
+    def __init__(
+        self,
+        s: Session,
+        runtime: str,
+        name: str,
+        params: Any,
+        ready_timeout: float,
+        client_timeout: float,
+        cpus: str | None = None,
+    ) -> None:
+        self.s = s
+        self.runtime = runtime
+        self.name = name
+        self.wl = workloads.get(name)
+        self.params = params
+        self.ready_timeout = ready_timeout
+        self.client_timeout = client_timeout
+        self.cpus = cpus
+        self.rt = s.runtimes[runtime]
+        self.inst: Instance | None = None
+        self.address = ""
+        self.levels: list[Any] = self.wl.levels(params) if hasattr(self.wl, "levels") else [None]
+        self.base_params = {**s.params(runtime), **params.model_dump(mode="json")}
+        if cpus is not None:
+            self.base_params["cpus"] = cpus
+
+    @property
+    def serves(self) -> bool:
+        return self.wl.ENDS == "serve"
+
+    def _spec(self, argv: Any) -> Any:
+        return self.s.instance_spec(
+            self.runtime, argv, data=getattr(self.wl, "DATA", False), cpus=self.cpus
+        )
+
+    def start(self) -> None:
+        """Start the server (serving workloads; nothing for the others)."""
+        if not self.serves or self.inst is not None:
+            return
+        wl = self.wl
+        network = self.rt.effective_network(self.s.spec.instance_for(self.runtime).network)
+        if network == "host" and port_open("127.0.0.1", wl.PORT):  # we would measure it instead
+            raise InstanceError(
+                f"{self.name} on {self.runtime}: port {wl.PORT} on the host is already in use "
+                "by another process: stop it"
+            )
+        self.inst = self.rt.start(self._spec(wl.argv), detach=True)
+        self.address = self.inst.address or "127.0.0.1"
+        wait_tcp(self.inst, self.address, wl.PORT, self.ready_timeout)
+        prepare_server(
+            wl, self.params, self.inst, self.address, self.ready_timeout, self.client_timeout
+        )
+
+    def measure(self, level: Any) -> list[workloads.Metric]:
+        """One measurement at `level`: the client once, or a fresh measuring instance."""
+        wl = self.wl
+        if not self.serves:
+            inst = self.rt.run_to_exit(
+                self._spec(lambda _name: wl.command(self.params, level)), self.client_timeout
+            )
+            try:
+                if inst.exit_code != 0:
+                    raise InstanceError(f"{wl.NAME} exited {inst.exit_code}: {inst.log_tail()}")
+                try:
+                    return wl.parse(inst.log_path.read_text(errors="replace"))
+                except workloads.ParseError as exc:
+                    raise InstanceError(f"{wl.NAME}: {exc}") from None
+            finally:
+                self.rt.stop(inst)
+        if self.inst is None:
+            raise InstanceError(f"{self.name}: the server is not running")
+        try:
+            argv = client_argv(self.s.artifact.path, wl.client(self.address, self.params, level))
+            res = proc.run(argv, check=False, timeout=self.client_timeout)
+        except CommandError as exc:  # timed out
+            raise InstanceError(f"{self.name} client at level {level}: {exc}") from None
+        try:
+            return wl.parse(res.stdout + res.stderr)
+        except workloads.ParseError as exc:
+            raise InstanceError(f"{self.name} client at level {level}: {exc}") from None
+
+    def stop(self) -> None:
+        if self.inst is not None:
+            inst, self.inst = self.inst, None
+            self.rt.stop(inst)
+
+    def metric_name(self, metric: str, level: Any) -> str:
+        if hasattr(self.wl, "label"):
+            return metric + self.wl.label(self.params, level)
+        return metric + (f"@{level}" if len(self.levels) > 1 else "")
+
+    def sample(
+        self,
+        experiment: str,
+        metric: str,
+        value: float | None,
+        unit: str,
+        direction: str,
+        level: Any,
+        error: str = "",
+        **labels: Any,
+    ) -> Sample:
+        """A sample of this worker: `labels` are the Sample's own fields (repetition,
+        warmup, background, attacker, placement); extra params go in `params=`."""
+        params = {**self.base_params, **labels.pop("params", {})}
+        if level is not None:
+            params["level"] = level
+        return Sample(
+            experiment=experiment,
+            metric=self.metric_name(metric, level),
+            value=value,
+            unit=unit,
+            direction=direction,
+            runtime=self.runtime,
+            workload=self.name,
+            params=params,
+            error=error,
+            **labels,
+        )
+
+    def failed(self, experiment: str, level: Any, error: str, **labels: Any) -> Sample:
+        """The sample of a failed measurement, under the workload's primary metric."""
+        wl = self.wl
+        unit, direction = wl.PRIMARY_UNIT, wl.PRIMARY_DIRECTION
+        return self.sample(
+            experiment, wl.PRIMARY, None, unit, direction, level, error=error, **labels
+        )
+
+    def __enter__(self) -> Worker:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
