@@ -24,6 +24,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -143,6 +144,13 @@ static int memfd(const char *mode, long bytes, char **buf)
 	return fd;
 }
 
+static void wait_ready(int fd, short events)
+{
+	struct pollfd p = { .fd = fd, .events = events };
+
+	poll(&p, 1, 100);
+}
+
 static int attack_net(long bytes, unsigned long *ops)
 {
 	struct sockaddr_in addr;
@@ -168,9 +176,17 @@ static int attack_net(long bytes, unsigned long *ops)
 
 		if (c < 0)
 			_exit(1);
-		while (read(c, buf, bytes) > 0)
-			;
-		_exit(0);
+		for (;;) {
+			ssize_t n = read(c, buf, bytes);
+
+			if (n > 0)
+				continue;
+			if (n < 0 && (errno == EINTR || errno == EAGAIN)) {
+				wait_ready(c, POLLIN);
+				continue;
+			}
+			_exit(0);
+		}
 	}
 	close(lsock);
 	sock = socket(AF_INET, SOCK_STREAM, 0);
@@ -180,6 +196,10 @@ static int attack_net(long bytes, unsigned long *ops)
 		if (write(sock, buf, bytes) < 0) {
 			if (errno == EINTR)
 				continue;
+			if (errno == EAGAIN) { /* gVisor's netstack says so on blocking sockets */
+				wait_ready(sock, POLLOUT);
+				continue;
+			}
 			return fail("net", "write");
 		}
 		(*ops)++;

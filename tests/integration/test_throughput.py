@@ -206,6 +206,6 @@ def test_host_port_taken_by_another_process_is_not_measured(tmp_path):
         squatter.close()
     assert res.returncode == 0, res.stdout + res.stderr  # recorded as a failure, run goes on
     store = Store(tmp_path / "r")
-    samples = store.samples(store.runs()[0].id)
-    assert [s.value for s in samples] == [None]
+    samples = [s for s in store.samples(store.runs()[0].id) if s.experiment != "image"]
+    assert [s.value for s in samples] == [None]  # the image's size is measured all the same
     assert "already in use by another process" in samples[0].error

@@ -88,44 +88,49 @@ def worker_metric(samples: list[Sample]) -> str | None:
 
 
 def scalability_table(title: str, samples: list[Sample], runtime_order: list[str]) -> Table:
-    """The worker's figure at each background count (median, CV, and relative to the
-    point with no background, as S1 normalised), next to host CPU idle and MemAvailable."""
-    t = Table(title=title, title_justify="left")
+    """Per runtime and background count: the worker's figure (median, 95% CI, CV, n, and
+    relative to the point with no background, as S1 normalised), next to the host's CPU
+    idle, MemAvailable and free swap measured at that point."""
     rows = [s for s in samples if not s.warmup]
     metric = worker_metric(rows)
-    runtimes = [r for r in runtime_order if any(s.runtime == r for s in rows)]
-    t.add_column("background", justify="right")
     unit = next((s.unit for s in rows if s.metric == metric), "")
+    t = Table(title=f"{title} ({metric}, {unit})", title_justify="left")
+    for col in ("runtime", "background", "median", "95% CI", "CV", "n", "vs 0"):
+        left = col == "runtime"
+        t.add_column(
+            col, justify="left" if left else "right", no_wrap=col in ("runtime", "background")
+        )
+    for col in ("CPU idle", "mem avail", "swap free"):
+        t.add_column(col, justify="right")
+    runtimes = [r for r in runtime_order if any(s.runtime == r for s in rows)]
     for r in runtimes:
-        t.add_column(f"{r} {metric} ({unit})", justify="right")
-        t.add_column(f"{r} vs 0", justify="right")
-        t.add_column(f"{r} CPU idle", justify="right")
-        t.add_column(f"{r} mem avail", justify="right")
-    points = sorted({s.background for s in rows if s.metric == metric})
-    first: dict[str, float] = {}
-    for n in points:
-        cells = [str(n)]
-        for r in runtimes:
+        mine = [s for s in rows if s.runtime == r]
+        first = math.nan
+        for n in sorted({s.background for s in mine if s.metric == metric}):
+            at = [s for s in mine if s.background == n]
 
-            def med(name: str, r: str = r, n: int = n) -> tuple[float, float, int, int]:
-                these = [
-                    s for s in rows if s.runtime == r and s.metric == name and s.background == n
-                ]
-                st = summarize([s.value for s in these if not s.error])
-                return st.median, st.cv, st.n, sum(1 for s in these if s.error)
+            def median(name: str, at: list[Sample] = at) -> float:
+                return summarize([s.value for s in at if s.metric == name and not s.error]).median
 
-            value, cv, count, failed = med(metric)
-            first.setdefault(r, value)
-            rel = value / first[r] if first[r] and not math.isnan(value) else math.nan
-            cv_text = f" ±{cv * 100:.0f}%" if not math.isnan(cv) else ""
-            fail_text = f" ({failed} failed)" if failed else ""
-            cells += [
-                f"{fmt(value)}{cv_text} n={count}{fail_text}" if count or failed else "-",
+            worker = [s for s in at if s.metric == metric]
+            st = summarize([s.value for s in worker if not s.error])
+            failed = sum(1 for s in worker if s.error)
+            if math.isnan(first):
+                first = st.median
+            rel = st.median / first if first and not math.isnan(st.median) else math.nan
+            t.add_row(
+                r,
+                str(n),
+                fmt(st.median),
+                f"{fmt(st.ci_low)}-{fmt(st.ci_high)}" if not math.isnan(st.ci_low) else "n<3",
+                f"{st.cv * 100:.1f}%" if not math.isnan(st.cv) else "-",
+                f"{st.n}" + (f" ({failed} failed)" if failed else ""),
                 f"{rel:.2f}x" if not math.isnan(rel) else "-",
-                f"{fmt(med('host.cpu_idle_pct')[0])}%",
-                f"{fmt(med('host.mem_available_pct')[0])}%",
-            ]
-        t.add_row(*cells)
+                *(
+                    f"{fmt(median(f'host.{k}_pct'))}%"
+                    for k in ("cpu_idle", "mem_available", "swap_free")
+                ),
+            )
     return t
 
 
