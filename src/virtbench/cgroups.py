@@ -69,8 +69,12 @@ class Layout:
         return [root / PARENT / name for root in self.roots()]
 
     def memory_dir(self, name: str) -> Path:
+        return self.controller_dir("memory", name)
+
+    def controller_dir(self, controller: str, name: str) -> Path:
+        """The instance's cgroup for `controller` (v1), or its one cgroup (v2)."""
         if self.version == 1:
-            return self.v1["memory"] / PARENT / name
+            return self.v1[controller] / PARENT / name
         assert self.unified is not None
         return self.unified / PARENT / name
 
@@ -88,7 +92,13 @@ def _ensure_cpuset_parent(parent: Path) -> None:
             _write(p, (parent.parent / f).read_text().strip())
 
 
-def create(layout: Layout, name: str, memory_bytes: int | None, cpus: str | None) -> list[Path]:
+def create(
+    layout: Layout,
+    name: str,
+    memory_bytes: int | None,
+    cpus: str | None,
+    pids_limit: int | None = None,
+) -> list[Path]:
     """Create `virtbench/<name>` with the given limits; return the directories made."""
     made: list[Path] = []
     if layout.version == 1:
@@ -107,6 +117,8 @@ def create(layout: Layout, name: str, memory_bytes: int | None, cpus: str | None
                 _write(d / "cpuset.cpus", cpus or (parent / "cpuset.cpus").read_text().strip())
             if ctrl == "memory" and memory_bytes:
                 _write(d / "memory.limit_in_bytes", str(memory_bytes))
+            if ctrl == "pids" and pids_limit:
+                _write(d / "pids.max", str(pids_limit))
     elif layout.version == 2 and layout.unified is not None:
         parent = layout.unified / PARENT
         parent.mkdir(exist_ok=True)
@@ -119,6 +131,8 @@ def create(layout: Layout, name: str, memory_bytes: int | None, cpus: str | None
             _write(d / "memory.max", str(memory_bytes))
         if cpus:
             _write(d / "cpuset.cpus", cpus)
+        if pids_limit:
+            _write(d / "pids.max", str(pids_limit))
     return made
 
 

@@ -61,6 +61,7 @@ class InstanceOptions(_Model):
     network: Literal["none", "host", "bridge"] = "none"
     memory_mib: int | None = Field(default=None, ge=4, le=1 << 20)
     cpus: str | None = None
+    pids_limit: int | None = Field(default=None, ge=1, le=1 << 22)
 
     @field_validator("cpus")
     @classmethod
@@ -79,6 +80,7 @@ class RuntimeOptions(_Model):
     network: Literal["none", "host", "bridge"] | None = None
     memory_mib: int | None = Field(default=None, ge=4, le=1 << 20)
     cpus: str | None = None
+    pids_limit: int | None = Field(default=None, ge=1, le=1 << 22)
 
     _cpuset = field_validator("cpus")(InstanceOptions._cpuset.__func__)  # type: ignore[attr-defined]
 
@@ -254,6 +256,7 @@ class IsolationExperiment(_WorkerExperiment):
         default=["same-cpu", "smt-sibling", "other-cpu", "all-other"], min_length=1
     )
     worker_cpu: int | None = Field(default=None, ge=0)
+    attacker_pids_limit: int = Field(default=64, ge=8, le=1 << 22)  # bounds the fork attacker
     runs: int = Field(default=20, ge=1, le=10_000)
     warmups: int = Field(default=1, ge=0, le=100)
     settle_s: float = Field(default=0.5, ge=0, le=600)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -75,6 +76,21 @@ def driver(label: str, ctx: RuntimeContext, **options: object) -> Runtime:
     # Kept on ctx itself: pytest may import this conftest twice under different names.
     vars(ctx).setdefault("test_drivers", []).append(rt)
     return rt
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    """A CLI run's own state directory and results store."""
+    return {
+        "VIRTBENCH_STATE_DIR": str(tmp_path / "state"),
+        "VIRTBENCH_RESULTS": str(tmp_path / "results"),
+    }
+
+
+def run_id_of(output: str) -> str:
+    m = re.search(r"run ([a-z0-9]{6}) started", output)
+    assert m, output
+    return m.group(1)
 
 
 def cli(

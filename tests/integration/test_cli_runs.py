@@ -7,26 +7,11 @@ import re
 import signal
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
-from tests.integration.conftest import VIRTBENCH, cli, labelled
+from tests.integration.conftest import VIRTBENCH, cli, labelled, run_id_of
 
 from virtbench.store import Store
-
-
-@pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    return {
-        "VIRTBENCH_STATE_DIR": str(tmp_path / "state"),
-        "VIRTBENCH_RESULTS": str(tmp_path / "results"),
-    }
-
-
-def run_id_of(output: str) -> str:
-    m = re.search(r"run ([a-z0-9]{6}) started", output)
-    assert m, output
-    return m.group(1)
 
 
 @pytest.mark.slow

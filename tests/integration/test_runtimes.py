@@ -109,7 +109,7 @@ def test_hello_runs_to_exit(name, ctx, artifact):
 )
 def test_sleeper_signals_ready_and_stops_clean(name, network, ctx, artifact):
     rt = driver(name, ctx)
-    s = spec(ctx, artifact, sleep, 2, network=network, memory_mib=32, cpus="0")
+    s = spec(ctx, artifact, sleep, 2, network=network, memory_mib=32, cpus="0", pids_limit=48)
     inst = rt.start(s, detach=True)
     try:
         t_ready = ctx.probe.wait(s.name, 30)
@@ -119,6 +119,8 @@ def test_sleeper_signals_ready_and_stops_clean(name, network, ctx, artifact):
         assert pids, "instance has no host processes"
         limits = in_subtree(ctx.layout.memory_dir(s.name), "memory.limit_in_bytes")
         assert str(32 * 1024 * 1024) in limits, limits
+        tasks = in_subtree(ctx.layout.controller_dir("pids", s.name), "pids.max")
+        assert ("48" in tasks) == (name != "podman:runsc"), tasks  # see podman.py
         # Read the cgroup first: a sandbox (runsc) may still be forking its stubs, and
         # pids() read afterwards must include every process the cgroup had.
         in_cgroup = cgroups.procs(ctx.layout, s.name)

@@ -18,7 +18,7 @@ def keys(text: str) -> dict[str, list[str]]:
 
 
 def test_config_runs_workload_as_init_on_read_only_rootfs_in_our_cgroup():
-    k = keys(lxc_config(inst(memory_mib=32, cpus="0"), "none", 1))
+    k = keys(lxc_config(inst(memory_mib=32, cpus="0", pids_limit=64), "none", 1))
     assert k["lxc.rootfs.path"] == ["dir:/r"] and k["lxc.rootfs.options"] == ["ro"]
     assert k["lxc.init.cmd"] == ["/bin/vb-sleep"]
     assert k["lxc.cgroup.dir.container"] == ["virtbench/vb-abc123-1"]
@@ -26,6 +26,7 @@ def test_config_runs_workload_as_init_on_read_only_rootfs_in_our_cgroup():
     assert k["lxc.net.0.type"] == ["empty"]
     assert k["lxc.cgroup.memory.limit_in_bytes"] == [str(32 << 20)]
     assert k["lxc.cgroup.cpuset.cpus"] == ["0"]
+    assert k["lxc.cgroup.pids.max"] == ["64"]
     assert "VIRTBENCH_INSTANCE=vb-abc123-1" in k["lxc.environment"]
 
 

@@ -45,7 +45,9 @@ def test_network_modes():
 
 
 def test_limits():
-    cfg = make(memory_mib=64, cpus="1")
+    cfg = make(memory_mib=64, cpus="1", pids_limit=64)
     assert cfg["linux"]["resources"]["memory"] == {"limit": 64 * 1024 * 1024}
     assert cfg["linux"]["resources"]["cpu"] == {"cpus": "1"}
+    assert cfg["linux"]["resources"]["pids"] == {"limit": 64}
     assert "memory" not in make()["linux"]["resources"]
+    assert "pids" not in make()["linux"]["resources"]

@@ -48,3 +48,34 @@ def test_single_cpu_offers_only_same_cpu(tmp_path):
     assert topo.placement("same-cpu", 0) == ([0], "")
     assert topo.placement("other-cpu", 0)[0] == []
     assert "every online CPU" in topo.placement("all-other", 0)[1]
+
+
+class _Events:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str]] = []
+
+    def event(self, level: str, message: str) -> None:
+        self.events.append((level, message))
+
+
+def test_conditions_skip_placements_that_repeat_an_earlier_one(tmp_path):
+    from virtbench.experiments.isolation import conditions
+    from virtbench.spec import IsolationExperiment
+
+    cfg = IsolationExperiment(type="isolation", attackers=["cpu", "fork"])
+    s = _Events()
+    two = Topology.detect(fake_sysfs(tmp_path / "two", "0-1", {0: "0", 1: "1"}))
+    conds = conditions(s, cfg, two, 1)
+    assert conds == [
+        ("", "", []),
+        ("cpu", "same-cpu", [1]),
+        ("fork", "same-cpu", [1]),
+        ("cpu", "other-cpu", [0]),
+        ("fork", "other-cpu", [0]),
+    ]
+    said = [m for _, m in s.events]
+    assert any("smt-sibling skipped" in m and "no SMT sibling" in m for m in said)
+    assert any("all-other skipped: the same attacker CPUs (0) as other-cpu" in m for m in said)
+    four = Topology.detect(fake_sysfs(tmp_path / "four", "0-3", {c: str(c) for c in range(4)}))
+    placed = {p: cpus for _, p, cpus in conditions(_Events(), cfg, four, 3)}
+    assert placed == {"": [], "same-cpu": [3], "other-cpu": [0], "all-other": [0, 1, 2]}

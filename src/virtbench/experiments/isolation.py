@@ -11,7 +11,8 @@ Every figure the worker yields is stored with its attacker and placement labels.
 each attacked measurement the attackers must still be running (a neighbour that died
 early would flatter the runtime); if one is not, the measurement is stored as failed with
 its console output. Attackers are stopped after every measurement. Placements the host
-cannot offer are skipped, with the reason stored as an event.
+cannot offer, or that would pin the attackers exactly as an earlier placement does (all-other
+on a 2-CPU host is other-cpu), are skipped, with the reason stored as an event.
 
 Slowdown (report/tables.py) compares the medians of attacked and baseline measurements of
 the workload's primary metric, in the direction that metric improves:
@@ -51,11 +52,17 @@ def check(s: Session, cfg: IsolationExperiment) -> None:
 def conditions(s: Session, cfg: IsolationExperiment, topo: Topology, cpu: int) -> list[Condition]:
     """Baseline first, then every attacker at every placement the host offers."""
     out: list[Condition] = [("", "", [])]
+    taken: dict[tuple[int, ...], str] = {}
     for placement in cfg.placements:
         cpus, why = topo.placement(placement, cpu)
+        if cpus and tuple(cpus) in taken:  # e.g. all-other on a 2-CPU host is other-cpu
+            same = ",".join(map(str, cpus))
+            why = f"the same attacker CPUs ({same}) as {taken[tuple(cpus)]} on this host"
+            cpus = []
         if not cpus:
             s.event("warning", f"isolation: placement {placement} skipped: {why}")
             continue
+        taken[tuple(cpus)] = placement
         out += [(a, placement, cpus) for a in cfg.attackers]
     return out
 
@@ -74,6 +81,7 @@ def start_attackers(
                 lambda inst: attackers.argv(name, inst),
                 data=attacker.data,
                 cpus=str(cpu),
+                pids_limit=cfg.attacker_pids_limit,
             )
             started.append(s.start_ready(runtime, spec, cfg.timeout_s)[0])
     except BaseException:
@@ -99,7 +107,12 @@ def measure(
         "warmup": warmup,
         "attacker": name,
         "placement": placement,
-        "params": {"attacker_cpus": ",".join(map(str, cpus))} if name else {},
+        "params": {
+            "attacker_cpus": ",".join(map(str, cpus)),
+            "attacker_pids_limit": cfg.attacker_pids_limit,
+        }
+        if name
+        else {},
     }
     level = worker.levels[0]
     running: list[Instance] = []

@@ -201,9 +201,9 @@ def run_one(s: Session, cfg: ScalabilityExperiment, runtime: str, rep: int) -> N
     except InstanceError as exc:
         reason = f"the worker failed: {exc}"
     finally:
-        t0 = time.monotonic()
         if worker is not None:
             worker.stop()
+        t0 = time.monotonic()
         for inst in background:
             rt.stop(inst)
         teardown = time.monotonic() - t0

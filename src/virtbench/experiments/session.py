@@ -39,10 +39,12 @@ class Session:
         data: bool = False,
         cpus: str | None = None,
         network: str | None = None,
+        pids_limit: int | None = None,
     ) -> InstanceSpec:
         """A fresh instance name, its command (`argv(name)`), and the spec's options;
-        `data`: give it a data directory on disk; `cpus`, `network`: override the spec's
-        (the isolation experiment pins, scalability's background needs no network)."""
+        `data`: give it a data directory on disk; `cpus`, `network`, `pids_limit`:
+        override the spec's (isolation pins and bounds its attackers, scalability's
+        background needs no network)."""
         self._counter += 1
         opts = self.spec.instance_for(runtime)
         name = naming.name(self.run_id, naming.base36(self._counter))
@@ -53,6 +55,7 @@ class Session:
             network=network or opts.network,
             memory_mib=opts.memory_mib,
             cpus=cpus if cpus is not None else opts.cpus,
+            pids_limit=pids_limit or opts.pids_limit,
             data=data,
         )
 
@@ -79,6 +82,7 @@ class Session:
             "network": rt.effective_network(opts.network),
             "memory_mib": opts.memory_mib,
             "cpus": opts.cpus,
+            "pids_limit": opts.pids_limit,
             "artifact": self.artifact.digest[:16],
         }
 

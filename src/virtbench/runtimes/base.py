@@ -78,6 +78,7 @@ class InstanceSpec:
     network: str = "none"
     memory_mib: int | None = None
     cpus: str | None = None
+    pids_limit: int | None = None  # most tasks (processes + threads) the instance may have
     data: bool = False  # a fresh directory on the host's disk at DATA_MOUNT (not tmpfs)
 
 

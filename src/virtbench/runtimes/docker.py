@@ -217,6 +217,7 @@ class Docker(Engine):
             network_mode=self._bridge_network() if network == "bridge" else network,
             mem_limit=spec.memory_mib * 1024 * 1024 if spec.memory_mib else None,
             cpuset_cpus=spec.cpus,
+            pids_limit=spec.pids_limit,
             cgroup_parent=f"/virtbench/{spec.name}",
             binds=binds or None,
             runtime=self.options.oci_runtime,

@@ -81,6 +81,8 @@ def lxc_config(inst: Instance, network: str, cgroup_version: int) -> str:
         lines.append(f"{key}.{name} = {spec.memory_mib * 1024 * 1024}")
     if spec.cpus:
         lines.append(f"{key}.cpuset.cpus = {spec.cpus}")
+    if spec.pids_limit:
+        lines.append(f"{key}.pids.max = {spec.pids_limit}")
     return "\n".join(lines) + "\n"
 
 

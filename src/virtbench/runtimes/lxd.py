@@ -281,6 +281,8 @@ class Lxd(Runtime):
             config["limits.memory"] = f"{spec.memory_mib}MiB"
         if spec.cpus:
             config["limits.cpu"] = limits_cpu(spec.cpus)
+        if spec.pids_limit:
+            config["limits.processes"] = str(spec.pids_limit)
         argv = ["lxc", "launch", self.image, spec.name, "--profile", self.profile]
         for key, value in config.items():
             argv += ["--config", f"{key}={value}"]

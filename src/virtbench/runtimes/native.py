@@ -81,7 +81,10 @@ class Native(Runtime):
     def _prepare(self, inst: Instance) -> None:
         self.ctx.state.record("cgroup", inst.name)
         mem = inst.spec.memory_mib * 1024 * 1024 if inst.spec.memory_mib else None
-        self._dirs[inst.name] = cgroups.create(self.ctx.layout, inst.name, mem, inst.spec.cpus)
+        spec = inst.spec
+        self._dirs[inst.name] = cgroups.create(
+            self.ctx.layout, inst.name, mem, spec.cpus, spec.pids_limit
+        )
 
     def _start(self, inst: Instance, detach: bool) -> None:
         dirs = self._dirs.pop(inst.name)

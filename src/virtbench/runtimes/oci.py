@@ -51,6 +51,8 @@ def bundle_config(inst: Instance, run_id: str, network: str, netns: Path | None)
         resources["memory"] = {"limit": spec.memory_mib * 1024 * 1024}
     if spec.cpus:
         resources["cpu"] = {"cpus": spec.cpus}
+    if spec.pids_limit:
+        resources["pids"] = {"limit": spec.pids_limit}
     mounts: list[dict[str, Any]] = [
         {"destination": "/proc", "type": "proc", "source": "proc"},
         {

@@ -156,6 +156,10 @@ class Podman(Engine):
             args += ["--memory", f"{spec.memory_mib}m"]
         if spec.cpus:
             args += ["--cpuset-cpus", spec.cpus]
+        if spec.pids_limit and self.options.oci_runtime != "runsc":
+            # runsc 20221219 under podman then starts its sandbox in the root cgroups,
+            # outside every limit and out of sight: no pids limit rather than that
+            args += ["--pids-limit", str(spec.pids_limit)]
         for host, dest in inst.binds:
             args += ["--volume", f"{host}:{dest}"]
         for host, dest in self.program_binds(spec):
