@@ -66,10 +66,10 @@ def summarize(values: Sequence[float]) -> Summary:
 
 
 def slowdown(value: float, baseline: float, direction: str) -> float:
-    """How much worse `value` is than `baseline` (0.1 = 10% worse), whichever the direction."""
-    if direction == "lower":
-        return value / baseline - 1
-    return baseline / value - 1
+    """How much worse `value` is than `baseline` (0.1 = 10% worse), whichever the direction;
+    nan when the divisor is 0 (e.g. an attacked server that answered nothing)."""
+    num, den = (value, baseline) if direction == "lower" else (baseline, value)
+    return num / den - 1 if den else math.nan
 
 
 def slowdown_ci(
@@ -91,7 +91,11 @@ def slowdown_ci(
     rng = np.random.default_rng(seed)
     mb = np.median(b[rng.integers(0, b.size, size=(BOOTSTRAP_RESAMPLES, b.size))], axis=1)
     ma = np.median(a[rng.integers(0, a.size, size=(BOOTSTRAP_RESAMPLES, a.size))], axis=1)
-    ratios = ma / mb - 1 if direction == "lower" else mb / ma - 1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = ma / mb - 1 if direction == "lower" else mb / ma - 1
+    ratios = ratios[np.isfinite(ratios)]
+    if ratios.size == 0:
+        return point, math.nan, math.nan
     alpha = (1 - CONFIDENCE) / 2
     lo, hi = np.quantile(ratios, [alpha, 1 - alpha])
     return point, float(lo), float(hi)

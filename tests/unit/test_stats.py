@@ -41,3 +41,12 @@ def test_slowdown_ci_direction_and_interval():
     assert math.isclose(point, 0.2) and math.isclose(lo, 0.2) and math.isclose(hi, 0.2)
     assert math.isnan(slowdown_ci(base, [90.0, 91.0], "higher")[1])  # n < 3: no interval
     assert math.isnan(slowdown_ci([], slower, "higher")[0])
+
+
+def test_slowdown_against_a_zero_median_is_not_a_crash():
+    from virtbench.stats import slowdown_ci
+
+    point, lo, hi = slowdown_ci([100.0, 110.0, 90.0], [0.0, 0.0, 0.0], "higher")
+    assert math.isnan(point) and math.isnan(lo) and math.isnan(hi)
+    point, _, _ = slowdown_ci([10.0, 10.0, 10.0], [20.0, 20.0, 20.0], "lower")
+    assert point == 1.0

@@ -85,8 +85,7 @@ def start_attackers(
             )
             started.append(s.start_ready(runtime, spec, cfg.timeout_s)[0])
     except BaseException:
-        for inst in started:
-            rt.stop(inst)
+        rt.stop_each(started)
         raise
     return started
 
@@ -134,8 +133,9 @@ def measure(
         s.record(worker.failed("isolation", level, str(exc), **labels))
         raise
     finally:
-        for inst in running:
-            rt.stop(inst)
+        errors = rt.stop_each(running)
+        if errors:  # a neighbour left running would slow every later condition, baseline too
+            raise RuntimeError(f"isolation: {worker.runtime}: could not stop attacker {errors[0]}")
 
 
 def run(s: Session, cfg: IsolationExperiment) -> None:

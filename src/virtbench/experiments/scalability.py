@@ -201,12 +201,17 @@ def run_one(s: Session, cfg: ScalabilityExperiment, runtime: str, rep: int) -> N
     except InstanceError as exc:
         reason = f"the worker failed: {exc}"
     finally:
+        errors = []
         if worker is not None:
-            worker.stop()
+            try:
+                worker.stop()
+            except Exception as exc:  # the background must still go
+                errors.append(f"the worker: {exc}")
         t0 = time.monotonic()
-        for inst in background:
-            rt.stop(inst)
+        errors += rt.stop_each(background)  # every one, past failures
         teardown = time.monotonic() - t0
+        for error in errors:
+            s.event("warning", f"scalability: {runtime} run {rep + 1}: could not stop {error}")
     n = len(background)
     record("scalability.reached", float(n), "instances", "higher", n)
     if n:

@@ -115,7 +115,7 @@ def scalability_table(title: str, samples: list[Sample], runtime_order: list[str
             worker = [s for s in at if s.metric == metric]
             st = summarize([s.value for s in worker if not s.error])
             failed = sum(1 for s in worker if s.error)
-            if math.isnan(first):
+            if n == 0:  # "vs 0": only ever against the measurements alone
                 first = st.median
             rel = st.median / first if first and not math.isnan(st.median) else math.nan
             t.add_row(

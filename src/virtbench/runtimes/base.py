@@ -395,14 +395,19 @@ class Runtime(ABC):
             self.instances.pop(inst.name, None)
         return time.monotonic() - t0
 
-    def stop_all(self) -> None:
-        """Stop every instance this driver still has (used from `finally:`)."""
+    def stop_each(self, instances: list[Instance]) -> list[str]:
+        """Stop every one of `instances`, going on past failures; the failures' messages."""
         errors = []
-        for inst in list(self.instances.values()):
+        for inst in instances:
             try:
                 self.stop(inst)
             except Exception as exc:  # keep stopping the others
                 errors.append(f"{inst.name}: {exc}")
+        return errors
+
+    def stop_all(self) -> None:
+        """Stop every instance this driver still has (used from `finally:`)."""
+        errors = self.stop_each(list(self.instances.values()))
         if errors:
             raise InstanceError(f"{self.label}: could not stop {len(errors)}: {errors[0]}")
 
