@@ -282,8 +282,12 @@ int main(int argc, char **argv)
 			if (pid == 0)
 				_exit(0);
 			if (pid < 0) {
-				if (errno == EAGAIN) /* at a pids limit: back off, keep going */
+				if (errno == EAGAIN) { /* at a pids limit: back off, keep going */
+					struct timespec ms = { 0, 1000000 };
+
+					nanosleep(&ms, NULL);
 					continue;
+				}
 				return fail(mode, "fork");
 			}
 			while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
