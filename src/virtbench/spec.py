@@ -34,6 +34,7 @@ from pydantic import (
 
 from virtbench import runtimes
 from virtbench.errors import SpecError
+from virtbench.measure.topology import PLACEMENTS
 from virtbench.workloads.attackers import ATTACKERS, S1_ATTACKERS
 
 CPUSET_RE = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
@@ -253,7 +254,7 @@ class IsolationExperiment(_WorkerExperiment):
     worker: str = "sqlite"
     attackers: list[str] = Field(default=list(S1_ATTACKERS), min_length=1)
     placements: list[Literal["same-cpu", "smt-sibling", "other-cpu", "all-other"]] = Field(
-        default=["same-cpu", "smt-sibling", "other-cpu", "all-other"], min_length=1
+        default=list(PLACEMENTS), min_length=1
     )
     worker_cpu: int | None = Field(default=None, ge=0)
     attacker_pids_limit: int = Field(default=64, ge=8, le=1 << 22)  # bounds the fork attacker

@@ -30,21 +30,33 @@ class Summary:
     maximum: float
 
 
+def _finite(values: Sequence[float]) -> np.ndarray:
+    """The finite values (NaN and None dropped)."""
+    return np.asarray([v for v in values if v is not None and math.isfinite(v)], dtype=float)
+
+
+def _boot_medians(values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Medians of BOOTSTRAP_RESAMPLES resamples (with replacement) of `values`."""
+    idx = rng.integers(0, len(values), size=(BOOTSTRAP_RESAMPLES, len(values)))
+    return np.median(values[idx], axis=1)
+
+
+def _interval(estimates: np.ndarray) -> tuple[float, float]:
+    alpha = (1 - CONFIDENCE) / 2
+    lo, hi = np.quantile(estimates, [alpha, 1 - alpha])
+    return float(lo), float(hi)
+
+
 def bootstrap_ci(values: np.ndarray, seed: int = 0) -> tuple[float, float]:
     """Percentile bootstrap CI of the median."""
     if len(values) < 3:
         return math.nan, math.nan
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, len(values), size=(BOOTSTRAP_RESAMPLES, len(values)))
-    medians = np.median(values[idx], axis=1)
-    alpha = (1 - CONFIDENCE) / 2
-    lo, hi = np.quantile(medians, [alpha, 1 - alpha])
-    return float(lo), float(hi)
+    return _interval(_boot_medians(values, np.random.default_rng(seed)))
 
 
 def summarize(values: Sequence[float]) -> Summary:
     """Summary of finite values (NaN and None are dropped before counting)."""
-    arr = np.asarray([v for v in values if v is not None and math.isfinite(v)], dtype=float)
+    arr = _finite(values)
     if arr.size == 0:
         nan = math.nan
         return Summary(0, nan, nan, nan, nan, nan, nan, nan, nan)
@@ -78,24 +90,17 @@ def slowdown_ci(
     """(slowdown of the attacked median against the baseline median, 95% CI low, high):
     a percentile bootstrap resampling both groups independently; no interval (nan) when
     either group has fewer than 3 values."""
-
-    def clean(values: Sequence[float]) -> np.ndarray:
-        return np.asarray([v for v in values if v is not None and math.isfinite(v)], dtype=float)
-
-    b, a = clean(baseline), clean(attacked)
+    b, a = _finite(baseline), _finite(attacked)
     if b.size == 0 or a.size == 0:
         return math.nan, math.nan, math.nan
     point = slowdown(float(np.median(a)), float(np.median(b)), direction)
     if b.size < 3 or a.size < 3:
         return point, math.nan, math.nan
     rng = np.random.default_rng(seed)
-    mb = np.median(b[rng.integers(0, b.size, size=(BOOTSTRAP_RESAMPLES, b.size))], axis=1)
-    ma = np.median(a[rng.integers(0, a.size, size=(BOOTSTRAP_RESAMPLES, a.size))], axis=1)
+    mb, ma = _boot_medians(b, rng), _boot_medians(a, rng)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratios = ma / mb - 1 if direction == "lower" else mb / ma - 1
     ratios = ratios[np.isfinite(ratios)]
     if ratios.size == 0:
         return point, math.nan, math.nan
-    alpha = (1 - CONFIDENCE) / 2
-    lo, hi = np.quantile(ratios, [alpha, 1 - alpha])
-    return point, float(lo), float(hi)
+    return (point, *_interval(ratios))

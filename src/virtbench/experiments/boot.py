@@ -103,10 +103,7 @@ def run(s: Session, cfg: BootExperiment) -> None:
                 for _ in range(cfg.benchmark_times):
                     if failures.skip(runtime):
                         break
-                    try:
+                    with failures.attempt(runtime):
                         measure_once(s, runtime, workload, rep, warmup, cfg.timeout_s)
-                        failures.ok(runtime)
-                    except InstanceError as exc:
-                        failures.failed(runtime, exc)
         kind, total = ("warm-up", cfg.warmups) if warmup else ("repetition", cfg.runs)
         s.say(f"boot: {kind} {rep + 1}/{total} done")

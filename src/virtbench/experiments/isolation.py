@@ -113,25 +113,24 @@ def measure(
         if name
         else {},
     }
-    level = worker.levels[0]
     running: list[Instance] = []
+
+    def attackers_alive() -> None:  # a neighbour that died early would flatter the runtime
+        dead = [a for a in running if not rt.pids(a)]
+        if dead:
+            raise InstanceError(
+                f"attacker {name} stopped during the measurement: {dead[0].log_tail()}"
+            )
+
     try:
         if name:
-            running = start_attackers(s, cfg, worker.runtime, name, cpus)
+            try:
+                running = start_attackers(s, cfg, worker.runtime, name, cpus)
+            except InstanceError as exc:  # stored with its reason: counted, never averaged
+                s.record(worker.failed("isolation", worker.levels[0], str(exc), **labels))
+                raise
             time.sleep(cfg.settle_s)
-        for level in worker.levels:
-            metrics = worker.measure(level)
-            dead = [a for a in running if not rt.pids(a)]
-            if dead:
-                raise InstanceError(
-                    f"attacker {name} stopped during the measurement: {dead[0].log_tail()}"
-                )
-            for m in metrics:
-                fields = (m.name, m.value, m.unit, m.direction, level)
-                s.record(worker.sample("isolation", *fields, **labels))
-    except InstanceError as exc:  # stored with its reason: counted, never averaged
-        s.record(worker.failed("isolation", level, str(exc), **labels))
-        raise
+        worker.measure_levels("isolation", check=attackers_alive, **labels)
     finally:
         errors = rt.stop_each(running)
         if errors:  # a neighbour left running would slow every later condition, baseline too
@@ -170,11 +169,7 @@ def run(s: Session, cfg: IsolationExperiment) -> None:
                 for cond in conds[shift:] + conds[:shift]:
                     if failures.skip(runtime):
                         break
-                    try:
+                    with failures.attempt(runtime, cond[0] or "baseline"):
                         measure(s, cfg, worker, cond, rep, warmup)
-                        failures.ok(runtime)
-                    except InstanceError as exc:
-                        s.event("warning", f"isolation: {runtime} {cond[0] or 'baseline'}: {exc}")
-                        failures.failed(runtime, exc)
         kind, total = ("warm-up", cfg.warmups) if warmup else ("repetition", cfg.runs)
         s.say(f"isolation: {kind} {rep + 1}/{total} done")

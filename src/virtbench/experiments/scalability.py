@@ -128,16 +128,7 @@ def run_one(s: Session, cfg: ScalabilityExperiment, runtime: str, rep: int) -> N
                 background=n,
             )  # fmt: skip
             return
-        for level in worker.levels:
-            try:
-                metrics = worker.measure(level)
-            except InstanceError as exc:
-                error = str(exc)
-                s.record(worker.failed("scalability", level, error, params=base_params, **labels))
-                raise
-            for m in metrics:
-                fields = (m.name, m.value, m.unit, m.direction, level)
-                s.record(worker.sample("scalability", *fields, params=base_params, **labels))
+        worker.measure_levels("scalability", params=base_params, **labels)
 
     limit = max(
         int(cfg.guard_available_pct / 100 * memory.meminfo()["MemTotal"]),

@@ -6,6 +6,7 @@ exist, and turns a spec's instance options into an InstanceSpec for a runtime.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -74,12 +75,15 @@ class Session:
             raise
         return inst, t_ready
 
+    def network(self, runtime: str) -> str:
+        """The network `runtime`'s instances really get (native: always the host's)."""
+        return self.runtimes[runtime].effective_network(self.spec.instance_for(runtime).network)
+
     def params(self, runtime: str) -> dict[str, Any]:
         """Instance options as really applied, recorded with every sample."""
         opts = self.spec.instance_for(runtime)
-        rt = self.runtimes[runtime]
         return {
-            "network": rt.effective_network(opts.network),
+            "network": self.network(runtime),
             "memory_mib": opts.memory_mib,
             "cpus": opts.cpus,
             "pids_limit": opts.pids_limit,
@@ -120,6 +124,19 @@ class Failures:
 
     def ok(self, runtime: str) -> None:
         self.count[runtime] = 0
+
+    @contextlib.contextmanager
+    def attempt(self, runtime: str, what: str = "") -> Iterator[None]:
+        """One measurement of `runtime`: its InstanceError is counted (and, naming `what`,
+        a warning event), not raised; success resets the count."""
+        try:
+            yield
+        except InstanceError as exc:
+            if what:
+                self.s.event("warning", f"{self.experiment}: {runtime} {what}: {exc}")
+            self.failed(runtime, exc)
+        else:
+            self.ok(runtime)
 
     def failed(self, runtime: str, exc: Exception) -> None:
         self.count[runtime] += 1

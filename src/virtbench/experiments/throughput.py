@@ -31,21 +31,13 @@ def measure(
         s, runtime, name, cfg.params_for(name), cfg.ready_timeout_s, cfg.client_timeout_s
     )
     labels = {"repetition": rep, "warmup": warmup}
-    done: list[object] = []
     with worker:
         try:
             worker.start()
-            for level in worker.levels:
-                for m in worker.measure(level):
-                    sample = worker.sample(
-                        "throughput", m.name, m.value, m.unit, m.direction, level, **labels
-                    )
-                    s.record(sample)
-                done.append(level)
         except InstanceError as exc:  # stored with its reason: counted, never averaged
-            failed = next((lv for lv in worker.levels if lv not in done), worker.levels[0])
-            s.record(worker.failed("throughput", failed, str(exc), **labels))
+            s.record(worker.failed("throughput", worker.levels[0], str(exc), **labels))
             raise
+        worker.measure_levels("throughput", **labels)
 
 
 def run(s: Session, cfg: ThroughputExperiment) -> None:
@@ -57,9 +49,5 @@ def run(s: Session, cfg: ThroughputExperiment) -> None:
                     break
                 kind = "warm-up" if warmup else "run"
                 s.say(f"throughput: {name} on {runtime} ({kind} {rep + 1})")
-                try:
+                with failures.attempt(runtime, name):
                     measure(s, cfg, runtime, name, rep, warmup)
-                    failures.ok(runtime)
-                except InstanceError as exc:
-                    s.event("warning", f"throughput: {runtime} {name}: {exc}")
-                    failures.failed(runtime, exc)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import shutil
 import socket
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -65,8 +66,7 @@ def check_reachable(s: Session, experiment: str, name: str, runtimes: list[str])
         if shutil.which(client_argv(s.artifact.path, [client])[0]) is None:
             raise SpecError(f"{experiment}: {name} needs {client} on the host (make setup)")
     for runtime in runtimes:
-        network = s.runtimes[runtime].effective_network(s.spec.instance_for(runtime).network)
-        if network == "none":
+        if s.network(runtime) == "none":
             raise SpecError(
                 f"{experiment}: {runtime} has network none, so the host's {wl.CLIENT} cannot "
                 f'reach {name}: set [instance] network = "bridge" or "host" '
@@ -142,8 +142,9 @@ class Worker:
         if not self.serves or self.inst is not None:
             return
         wl = self.wl
-        network = self.rt.effective_network(self.s.spec.instance_for(self.runtime).network)
-        if network == "host" and port_open("127.0.0.1", wl.PORT):  # we would measure it instead
+        if self.s.network(self.runtime) == "host" and port_open(
+            "127.0.0.1", wl.PORT
+        ):  # we would measure it instead
             raise InstanceError(
                 f"{self.name} on {self.runtime}: port {wl.PORT} on the host is already in use "
                 "by another process: stop it"
@@ -182,6 +183,24 @@ class Worker:
             return wl.parse(res.stdout + res.stderr)
         except workloads.ParseError as exc:
             raise InstanceError(f"{self.name} client at level {level}: {exc}") from None
+
+    def measure_levels(
+        self, experiment: str, check: Callable[[], None] | None = None, **labels: Any
+    ) -> None:
+        """Every level measured once, each figure stored as soon as it is parsed; `check`
+        runs after each measurement, before its figures count. A failure is stored under
+        the level it hit, with its reason (counted, never averaged), and raised."""
+        for level in self.levels:
+            try:
+                metrics = self.measure(level)
+                if check is not None:
+                    check()
+            except InstanceError as exc:
+                self.s.record(self.failed(experiment, level, str(exc), **labels))
+                raise
+            for m in metrics:
+                fields = (m.name, m.value, m.unit, m.direction, level)
+                self.s.record(self.sample(experiment, *fields, **labels))
 
     def stop(self) -> None:
         if self.inst is not None:

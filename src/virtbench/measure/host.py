@@ -102,21 +102,21 @@ def _os_release() -> str:
     return platform.platform()
 
 
-def availability(window_s: float) -> dict[str, float]:
-    """Host resource availability (%): CPU idle over the next `window_s` seconds (this
-    call sleeps that long), then MemAvailable and free swap (100 without swap)."""
-    before = psutil.cpu_times()
-    time.sleep(window_s)
-    after = psutil.cpu_times()
-    total = sum(after) - sum(before)
-    idle = (after.idle - before.idle) / total * 100 if total > 0 else float("nan")
+def _memory_pct() -> dict[str, float]:
+    """MemAvailable and free swap, % (100 without swap)."""
     vm = psutil.virtual_memory()
     sw = psutil.swap_memory()
     return {
-        "host.cpu_idle_pct": idle,
         "host.mem_available_pct": 100.0 * vm.available / vm.total,
         "host.swap_free_pct": 100.0 - sw.percent if sw.total else 100.0,
     }
+
+
+def availability(window_s: float) -> dict[str, float]:
+    """Host resource availability (%): CPU idle over the next `window_s` seconds (this
+    call sleeps that long), then MemAvailable and free swap."""
+    idle = float(psutil.cpu_times_percent(interval=window_s).idle)
+    return {"host.cpu_idle_pct": idle, **_memory_pct()}
 
 
 class HostSampler:
@@ -139,14 +139,11 @@ class HostSampler:
         psutil.cpu_times_percent(None)  # prime (psutil keeps this state per thread)
         while not self._stop.wait(self.interval):
             now = time.time()
-            cpu = psutil.cpu_times_percent(None)
-            vm = psutil.virtual_memory()
-            sw = psutil.swap_memory()
-            points = [
-                ("host.cpu_idle_pct", now, float(cpu.idle)),
-                ("host.mem_available_pct", now, 100.0 * vm.available / vm.total),
-                ("host.swap_free_pct", now, 100.0 - sw.percent if sw.total else 100.0),
-            ]
+            values = {
+                "host.cpu_idle_pct": float(psutil.cpu_times_percent(None).idle),
+                **_memory_pct(),
+            }
+            points = [(name, now, value) for name, value in values.items()]
             try:
                 self.sink(points)
             except Exception:  # the sampler must never take a run down

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 
 from rich.table import Table
 
-from virtbench.stats import slowdown_ci, summarize
+from virtbench.stats import Summary, slowdown_ci, summarize
 from virtbench.store import RunRecord, Sample
 
 
@@ -19,6 +19,23 @@ def fmt(x: float, digits: int = 3) -> str:
     if abs(x) >= 1000:
         return f"{x:,.0f}"
     return f"{x:.{digits}g}"
+
+
+def spread(st: Summary) -> tuple[str, str]:
+    """The 95% CI and CV cells of a summary ("n<3" and "-" when there are none)."""
+    ci = f"{fmt(st.ci_low)}-{fmt(st.ci_high)}" if not math.isnan(st.ci_low) else "n<3"
+    cv = f"{st.cv * 100:.1f}%" if not math.isnan(st.cv) else "-"
+    return ci, cv
+
+
+def add_columns(
+    t: Table, cols: list[str], labels: tuple[str, ...], keep: tuple[str, ...] = ()
+) -> None:
+    """Columns right-aligned, but the `labels` ones: left-aligned; those and the `keep`
+    ones are never wrapped."""
+    for col in cols:
+        left = col in labels
+        t.add_column(col, justify="left" if left else "right", no_wrap=left or col in keep)
 
 
 def group(samples: Iterable[Sample]) -> dict[tuple[str, str, str, str, str], list[Sample]]:
@@ -46,11 +63,7 @@ def summary_table(
     groups = group(samples)
     if any(s.error for rows in groups.values() for s in rows):
         cols.append("failed")
-    for col in cols:
-        left = col in ("measure", "runtime")
-        t.add_column(
-            col, justify="left" if left else "right", no_wrap=col in ("measure", "runtime")
-        )
+    add_columns(t, cols, ("measure", "runtime"))
     order = {r: i for i, r in enumerate(runtime_order)}
     several_workloads = len({k[4] for k in groups}) > 1
     for key in sorted(groups, key=lambda k: (k[1], k[4], order.get(k[3], 99))):
@@ -59,8 +72,7 @@ def summary_table(
             continue
         rows = groups[key]
         st = summarize([r.value for r in rows if not r.error])
-        ci = f"{fmt(st.ci_low)}-{fmt(st.ci_high)}" if not math.isnan(st.ci_low) else "n<3"
-        cv = f"{st.cv * 100:.1f}%" if not math.isnan(st.cv) else "-"
+        ci, cv = spread(st)
         measure = metric.removeprefix(experiment + ".")
         if several_workloads:
             measure += f" ({workload})"
@@ -95,13 +107,8 @@ def scalability_table(title: str, samples: list[Sample], runtime_order: list[str
     metric = worker_metric(rows)
     unit = next((s.unit for s in rows if s.metric == metric), "")
     t = Table(title=f"{title} ({metric}, {unit})", title_justify="left")
-    for col in ("runtime", "background", "median", "95% CI", "CV", "n", "vs 0"):
-        left = col == "runtime"
-        t.add_column(
-            col, justify="left" if left else "right", no_wrap=col in ("runtime", "background")
-        )
-    for col in ("CPU idle", "mem avail", "swap free"):
-        t.add_column(col, justify="right")
+    cols = ["runtime", "background", "median", "95% CI", "CV", "n", "vs 0"]
+    add_columns(t, [*cols, "CPU idle", "mem avail", "swap free"], ("runtime",), ("background",))
     runtimes = [r for r in runtime_order if any(s.runtime == r for s in rows)]
     for r in runtimes:
         mine = [s for s in rows if s.runtime == r]
@@ -122,8 +129,7 @@ def scalability_table(title: str, samples: list[Sample], runtime_order: list[str
                 r,
                 str(n),
                 fmt(st.median),
-                f"{fmt(st.ci_low)}-{fmt(st.ci_high)}" if not math.isnan(st.ci_low) else "n<3",
-                f"{st.cv * 100:.1f}%" if not math.isnan(st.cv) else "-",
+                *spread(st),
                 f"{st.n}" + (f" ({failed} failed)" if failed else ""),
                 f"{rel:.2f}x" if not math.isnan(rel) else "-",
                 *(
