@@ -149,6 +149,26 @@ def procs(layout: Layout, name: str) -> list[int]:
     return found
 
 
+def tasks(layout: Layout, name: str) -> tuple[int | None, int]:
+    """(peak number of host tasks, threads included, in the instance's pids cgroup (None
+    where the kernel keeps no peak); how many forks a pids.max in it or below refused)."""
+    if layout.version == 1 and "pids" not in layout.v1:
+        return None, 0
+    d = layout.controller_dir("pids", name)
+    try:
+        peak: int | None = int((d / "pids.peak").read_text())
+    except (OSError, ValueError):
+        peak = None
+    refused = 0  # counted where the limit is: ours, or an engine's cgroup below it
+    for dirpath, _dirs, _files in os.walk(d):
+        with contextlib.suppress(OSError, ValueError):
+            for line in (Path(dirpath) / "pids.events").read_text().splitlines():
+                key, _, value = line.partition(" ")
+                if key == "max":
+                    refused += int(value)
+    return peak, refused
+
+
 def ran_and_emptied(layout: Layout, name: str) -> bool:
     """True once a process has run in the cgroup and none is left: the exit of an init
     whose runtime reports it late or not at all (LXD). The CPU time charged tells "not

@@ -257,7 +257,9 @@ class IsolationExperiment(_WorkerExperiment):
         default=list(PLACEMENTS), min_length=1
     )
     worker_cpu: int | None = Field(default=None, ge=0)
-    attacker_pids_limit: int = Field(default=64, ge=8, le=1 << 22)  # bounds the fork attacker
+    # Host tasks (threads too) each attacker may have; None: a quarter of the host's
+    # pid_max shared by the placement's attackers, at most 8192 (isolation.pids_limit).
+    attacker_pids_limit: int | None = Field(default=None, ge=8, le=1 << 22)
     runs: int = Field(default=20, ge=1, le=10_000)
     warmups: int = Field(default=1, ge=0, le=100)
     settle_s: float = Field(default=0.5, ge=0, le=600)

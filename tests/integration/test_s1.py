@@ -139,6 +139,34 @@ def test_isolation_cpu_attacker_on_the_worker_cpu_slows_it(env, tmp_path):
     assert labelled(rid) == []
 
 
+def test_isolation_runsc_fork_attacker_and_its_pids_limit(env, tmp_path):
+    """gVisor's ptrace platform turns a guest fork loop into thousands of host threads:
+    the default limit lets the attacker run (its peak is stored); a tiny one ends it, and
+    the failure names attacker_pids_limit."""
+    spec = (
+        'name = "iso-fork"\nruntimes = ["runsc"]\n[instance]\nnetwork = "host"\n'
+        '[[experiment]]\ntype = "isolation"\nworker = "sqlite"\nattackers = ["fork"]\n'
+        'placements = ["same-cpu"]\nruns = 1\nwarmups = 0\nsettle_s = 1.0\n{limit}'
+        "[experiment.params.sqlite]\nrows = 5000\n"
+    )
+    _, rid = run_ok(tmp_path, env, spec.format(limit=""))
+    store = Store(tmp_path / "results")
+    samples = [s for s in store.samples(rid) if s.attacker == "fork"]
+    assert samples and all(s.error == "" for s in samples), [s.error for s in samples]
+    peak = [s for s in samples if s.metric == "isolation.attacker_tasks_peak"]
+    assert len(peak) == 1 and peak[0].value > 100, peak  # far more than the loop's 2
+    limit = peak[0].params["attacker_pids_limit"]
+    assert 64 <= limit <= 8192 and peak[0].value <= limit
+    assert labelled(rid) == []
+
+    _, rid = run_ok(tmp_path, env, spec.format(limit="attacker_pids_limit = 40\n"))
+    failed = [s for s in store.samples(rid) if s.attacker == "fork" and s.error]
+    assert failed, store.samples(rid)
+    assert "pids limit of 40 host tasks refused" in failed[0].error
+    assert "raise attacker_pids_limit" in failed[0].error
+    assert labelled(rid) == []
+
+
 def test_isolation_refuses_unknown_attacker_and_cpu(env, tmp_path):
     res = cli("run", "isolation", "--attackers", "cpu,bogus", env=env)
     assert res.returncode != 0

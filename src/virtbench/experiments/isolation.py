@@ -21,7 +21,9 @@ the workload's primary metric, in the direction that metric improves:
 
 from __future__ import annotations
 
+import dataclasses
 import time
+from pathlib import Path
 from typing import Any
 
 from virtbench.errors import InstanceError, SpecError
@@ -33,6 +35,7 @@ from virtbench.spec import IsolationExperiment
 from virtbench.workloads import attackers
 
 Condition = tuple[str, str, list[int]]  # attacker, placement, attacker CPUs
+TASKS = "isolation.attacker_tasks_peak"  # host tasks (threads too) of all attackers at peak
 
 
 def worker_cpu(cfg: IsolationExperiment, topo: Topology) -> int:
@@ -67,6 +70,20 @@ def conditions(s: Session, cfg: IsolationExperiment, topo: Topology, cpu: int) -
     return out
 
 
+def pids_limit(cfg: IsolationExperiment, attackers: int) -> int:
+    """Host tasks each attacker may have: the spec's `attacker_pids_limit`, else a quarter
+    of the host's pid_max shared among the attackers, at most 8192. gVisor's ptrace platform
+    turns a guest fork loop into thousands of host threads (~4,000 in 20 s here), so a
+    limit of tens would end the sandbox, not bound the loop."""
+    if cfg.attacker_pids_limit is not None:
+        return cfg.attacker_pids_limit
+    try:
+        pid_max = int(Path("/proc/sys/kernel/pid_max").read_text())
+    except (OSError, ValueError):
+        pid_max = 32768
+    return max(64, min(8192, pid_max // 4 // max(1, attackers)))
+
+
 def start_attackers(
     s: Session, cfg: IsolationExperiment, runtime: str, name: str, cpus: list[int]
 ) -> list[Instance]:
@@ -81,7 +98,7 @@ def start_attackers(
                 lambda inst: attackers.argv(name, inst),
                 data=attacker.data,
                 cpus=str(cpu),
-                pids_limit=cfg.attacker_pids_limit,
+                pids_limit=pids_limit(cfg, len(cpus)),
             )
             started.append(s.start_ready(runtime, spec, cfg.timeout_s)[0])
     except BaseException:
@@ -108,7 +125,7 @@ def measure(
         "placement": placement,
         "params": {
             "attacker_cpus": ",".join(map(str, cpus)),
-            "attacker_pids_limit": cfg.attacker_pids_limit,
+            "attacker_pids_limit": pids_limit(cfg, len(cpus)),
         }
         if name
         else {},
@@ -118,8 +135,15 @@ def measure(
     def attackers_alive() -> None:  # a neighbour that died early would flatter the runtime
         dead = [a for a in running if not rt.pids(a)]
         if dead:
+            _, refused = rt.tasks(dead[0])
+            limit = (
+                f" (its pids limit of {pids_limit(cfg, len(cpus))} host tasks refused {refused} "
+                "forks: raise attacker_pids_limit)"
+                if refused
+                else ""
+            )
             raise InstanceError(
-                f"attacker {name} stopped during the measurement: {dead[0].log_tail()}"
+                f"attacker {name} stopped during the measurement{limit}: {dead[0].log_tail()}"
             )
 
     try:
@@ -132,6 +156,12 @@ def measure(
             time.sleep(cfg.settle_s)
         worker.measure_levels("isolation", check=attackers_alive, **labels)
     finally:
+        if running:  # what the neighbours cost the host: a runtime may multiply them
+            peaks = [rt.tasks(a)[0] for a in running]
+            if all(p is not None for p in peaks):
+                total = float(sum(p for p in peaks if p is not None))
+                sample = worker.sample("isolation", TASKS, total, "tasks", "lower", None, **labels)
+                s.record(dataclasses.replace(sample, metric=TASKS))
         errors = rt.stop_each(running)
         if errors:  # a neighbour left running would slow every later condition, baseline too
             raise RuntimeError(f"isolation: {worker.runtime}: could not stop attacker {errors[0]}")

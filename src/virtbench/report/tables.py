@@ -94,7 +94,7 @@ def worker_metric(samples: list[Sample]) -> str | None:
     failed or successful worker measurement (the workload's primary one comes first)."""
     for s in samples:
         side = s.metric in ("boot.teardown", "boot.spawn_to_started")
-        if not side and not s.metric.startswith(("host.", "scalability.")):
+        if not side and not s.metric.startswith(("host.", "scalability.", "isolation.")):
             return s.metric
     return None
 

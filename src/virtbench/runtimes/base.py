@@ -261,6 +261,18 @@ class Runtime(ABC):
         found = [p for n in self.cgroup_names(inst) for p in cgroups.procs(self.ctx.layout, n)]
         return found + [p for p in self.owner_pids(inst) if p not in found]
 
+    def tasks(self, inst: Instance) -> tuple[int | None, int]:
+        """(peak host tasks, threads included, of the instance's cgroups, None where the
+        kernel keeps no peak; forks refused by its pids limit)."""
+        peak: int | None = None
+        refused = 0
+        for n in self.cgroup_names(inst):
+            p, r = cgroups.tasks(self.ctx.layout, n)
+            refused += r
+            if p is not None:
+                peak = (peak or 0) + p
+        return peak, refused
+
     def memory_bytes(self, inst: Instance) -> int | None:
         """Memory charged to the instance's cgroup."""
         return cgroups.memory_bytes(self.ctx.layout, inst.name)
