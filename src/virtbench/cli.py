@@ -1,4 +1,5 @@
-"""The `virtbench` command: doctor, setup, build, run, list, show, clean.
+"""The `virtbench` command: doctor, setup, build, run, list, show, compare, export,
+report, clean.
 
 CLI options become typed, validated values before any engine code runs; every
 VirtbenchError reaches the user as one line (`error: ...`) and a non-zero exit.
@@ -267,6 +268,82 @@ def show(
     record = store.run(run_id)
     out.print(f"run {record.id} ({record.name}): {record.status}")
     _show(store, run_id, wide)
+
+
+def _side(store: Store, run_id: str, runtime: str | None) -> list:
+    """A run's samples, or those of one of its runtimes (named by --runtimes)."""
+    samples = store.samples(store.run(run_id).id)
+    if runtime is None:
+        return samples
+    have = sorted({s.runtime for s in samples})
+    if runtime not in have:
+        raise VirtbenchError(
+            f"--runtimes: run {run_id} has no {runtime!r} samples (it has: {', '.join(have)})"
+        )
+    return [s for s in samples if s.runtime == runtime]
+
+
+@app.command()
+@one_line_errors
+def compare(
+    run_ids: Annotated[
+        list[str],
+        typer.Argument(metavar="A [B]", help="Two runs, or one run with --runtimes a,b."),
+    ],
+    runtimes: Annotated[
+        str | None,
+        typer.Option(
+            "--runtimes",
+            help="a,b: runtime a (of run A) against runtime b (of run B, or of the same run).",
+        ),
+    ] = None,
+    min_effect: Annotated[
+        float, typer.Option("--min-effect", help="Smallest change that counts, in %.")
+    ] = 5.0,
+    alpha: Annotated[
+        float, typer.Option("--alpha", help="Significance level (after Holm's correction).")
+    ] = 0.05,
+    metric: Annotated[
+        str | None,
+        typer.Option("--metric", help="Only these metrics: comma-separated glob patterns."),
+    ] = None,
+    fail_on: Annotated[
+        str,
+        typer.Option("--fail-on", help="Exit 1 when a verdict is: worse | change | never."),
+    ] = "worse",
+    results: ResultsOpt = DEFAULT_RESULTS,
+) -> None:
+    """Is B slower than A? Per metric: medians, change, permutation p, verdict; exit 1 on
+    a regression (for CI jobs)."""
+    from virtbench.report import compare as cmp
+
+    if len(run_ids) > 2:
+        raise VirtbenchError("compare: give one run (with --runtimes a,b) or two runs")
+    if not 0 < alpha < 1:
+        raise VirtbenchError(f"--alpha: {alpha:g} must be between 0 and 1, e.g. 0.05")
+    if min_effect < 0:
+        raise VirtbenchError(f"--min-effect: {min_effect:g} must be a percentage >= 0, e.g. 5")
+    if fail_on not in ("worse", "change", "never"):
+        raise VirtbenchError(f"--fail-on: {fail_on!r} is not one of worse, change, never")
+    pair = _csv(runtimes, "--runtimes")
+    n_pair = len(pair or [])
+    if (pair is not None and n_pair not in (1, 2)) or (len(run_ids) == 1 and n_pair != 2):
+        raise VirtbenchError("--runtimes: give two runtimes a,b (one is enough with two runs)")
+    store = Store(results)
+    id_a, id_b = run_ids[0], run_ids[-1]
+    rt_a, rt_b = (pair[0], pair[-1]) if pair else (None, None)
+    a, b = _side(store, id_a, rt_a), _side(store, id_b, rt_b)
+    rows = cmp.compare(a, b, with_runtime=pair is None, alpha=alpha,
+                       min_effect=min_effect / 100, metrics=_csv(metric, "--metric"))  # fmt: skip
+    name_a = f"{id_a}" + (f" {rt_a}" if rt_a else "")
+    name_b = f"{id_b}" + (f" {rt_b}" if rt_b else "")
+    title = f"B against A (min effect {min_effect:g}%, alpha {alpha:g})"
+    out.print(cmp.verdict_table(title, rows, name_a, name_b))
+    n = cmp.counts(rows)
+    out.print(", ".join(f"{v} {k}" for k, v in n.items()))
+    bad = n["worse"] + (n["better"] if fail_on == "change" else 0)
+    if bad and fail_on != "never":
+        raise typer.Exit(1)
 
 
 @app.command()

@@ -1,8 +1,12 @@
-"""Summaries that always carry their spread: median, mean, SD, CV, a 95% CI and n.
+"""Statistics: summaries that always carry their spread, outlier flags, slowdown, A/B
+tests, global tests over several runtimes, and DESMET-style scores.
 
 The confidence interval is a percentile bootstrap of the median (2000 resamples with
 a fixed seed, so the same data always gives the same interval). With n < 3 there is
-no interval and the summary says so rather than inventing one.
+no interval and the summary says so rather than inventing one. Outliers are flagged by
+Tukey's fences and counted, never dropped. A/B: a two-sample permutation test with Holm's
+correction over the metrics compared and a minimum effect (report/compare.py). Several
+runtimes: Kruskal-Wallis with Dunn's pairs, or ANOVA with Tukey's HSD (as S3).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ class Summary:
     ci_high: float
     minimum: float
     maximum: float
+    outliers: int = 0  # values outside Tukey's fences (shown, never dropped)
 
 
 def _finite(values: Sequence[float]) -> np.ndarray:
@@ -74,6 +79,7 @@ def summarize(values: Sequence[float]) -> Summary:
         ci_high=hi,
         minimum=float(arr.min()),
         maximum=float(arr.max()),
+        outliers=int(outliers(arr).sum()),
     )
 
 
@@ -104,3 +110,191 @@ def slowdown_ci(
     if ratios.size == 0:
         return point, math.nan, math.nan
     return (point, *_interval(ratios))
+
+
+# --- outliers ---------------------------------------------------------------------------
+def outliers(values: Sequence[float]) -> np.ndarray:
+    """Flags (same order as the finite values) outside Tukey's fences: below Q1 - 1.5 IQR or
+    above Q3 + 1.5 IQR. Flagged values are shown, never dropped."""
+    arr = _finite(values)
+    if arr.size < 4:
+        return np.zeros(arr.size, dtype=bool)
+    q1, q3 = np.quantile(arr, [0.25, 0.75])
+    fence = 1.5 * (q3 - q1)
+    return (arr < q1 - fence) | (arr > q3 + fence)
+
+
+# --- A/B: one metric, two groups ----------------------------------------------------------
+PERMUTATIONS = 9999
+Verdict = str  # "better" | "worse" | "no change" | "too few"
+
+
+@dataclass(frozen=True)
+class ABResult:
+    """B against A for one metric. `change` = median(B) / median(A) - 1 (raw, not
+    direction-adjusted); `p` the two-sided permutation p-value of the difference of
+    means (before any correction for several metrics)."""
+
+    n_a: int
+    n_b: int
+    median_a: float
+    median_b: float
+    change: float
+    p: float
+
+
+def _mean_diff(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.mean(y, axis=axis) - np.mean(x, axis=axis)
+
+
+def min_p(n_a: int, n_b: int) -> float:
+    """The smallest two-sided p an exact permutation test of n_a vs n_b values can give."""
+    return min(1.0, 2 / math.comb(n_a + n_b, n_a)) if n_a and n_b else 1.0
+
+
+def ab_test(a: Sequence[float], b: Sequence[float], seed: int = 0) -> ABResult:
+    """Two-sample permutation test of the difference of means, as Firecracker's A/B tool
+    does (exact when the permutations are fewer than PERMUTATIONS, else PERMUTATIONS
+    random ones with a fixed seed). Means, not medians, for the test: the median of a
+    few values ignores most of them, so its permutation distribution is too coarse to
+    ever be significant at 5 vs 5; the effect reported is still the change of medians."""
+    from scipy import stats as sps
+
+    x, y = _finite(a), _finite(b)
+    nan = math.nan
+    if x.size == 0 or y.size == 0:
+        return ABResult(x.size, y.size, nan, nan, nan, nan)
+    ma, mb = float(np.median(x)), float(np.median(y))
+    change = mb / ma - 1 if ma else nan
+    if x.size < 2 or y.size < 2 or (np.all(x == x[0]) and np.all(y == x[0])):
+        p = 1.0 if x.size >= 2 and y.size >= 2 else nan
+        return ABResult(x.size, y.size, ma, mb, change, p)
+    res = sps.permutation_test(
+        (x, y),
+        _mean_diff,
+        permutation_type="independent",
+        vectorized=True,
+        n_resamples=PERMUTATIONS,
+        alternative="two-sided",
+        rng=np.random.default_rng(seed),
+    )
+    return ABResult(x.size, y.size, ma, mb, change, float(res.pvalue))
+
+
+def holm(pvalues: Sequence[float]) -> list[float]:
+    """Holm-Bonferroni adjusted p-values (nan stays nan and is not counted)."""
+    idx = [i for i, p in enumerate(pvalues) if not math.isnan(p)]
+    order = sorted(idx, key=lambda i: pvalues[i])
+    out = [math.nan] * len(pvalues)
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(order) - rank) * pvalues[i]))
+        out[i] = running
+    return out
+
+
+def verdict(r: ABResult, direction: str, p: float, alpha: float, min_effect: float) -> Verdict:
+    """ "better"/"worse" (B against A, in the metric's direction) when the difference is
+    significant (`p` <= alpha, p already corrected) and at least `min_effect` (0.05 = 5%);
+    "too few" when no permutation test of these sizes could reach alpha; else "no change"."""
+    if min_p(r.n_a, r.n_b) > alpha or math.isnan(p):
+        return "too few"
+    if p > alpha or math.isnan(r.change) or abs(r.change) < min_effect:
+        return "no change"
+    worse = r.change > 0 if direction == "lower" else r.change < 0
+    return "worse" if worse else "better"
+
+
+# --- several groups: global test and post-hoc pairs (S3) -----------------------------------
+@dataclass(frozen=True)
+class PairTest:
+    a: str
+    b: str
+    p: float  # adjusted for the number of pairs
+    significant: bool
+
+
+@dataclass(frozen=True)
+class GroupTest:
+    test: str  # "Kruskal-Wallis + Dunn (Holm)" or "ANOVA + Tukey HSD"
+    statistic: float
+    p: float
+    pairs: list[PairTest]
+
+
+def kruskal_dunn(groups: dict[str, Sequence[float]], alpha: float = 0.05) -> GroupTest | None:
+    """Kruskal-Wallis over the groups, then Dunn's test for every pair with Holm's
+    correction (ties corrected). None with fewer than 2 groups of at least 2 values."""
+    from scipy import stats as sps
+
+    data = {k: _finite(v) for k, v in groups.items()}
+    data = {k: v for k, v in data.items() if v.size >= 2}
+    if len(data) < 2:
+        return None
+    pooled = np.concatenate(list(data.values()))
+    if np.all(pooled == pooled[0]):
+        names = list(data)
+        pairs = [PairTest(a, b, 1.0, False) for i, a in enumerate(names) for b in names[i + 1 :]]
+        return GroupTest("Kruskal-Wallis + Dunn (Holm)", 0.0, 1.0, pairs)
+    h, p = sps.kruskal(*data.values())
+    ranks = sps.rankdata(pooled)
+    n = pooled.size
+    _, counts = np.unique(pooled, return_counts=True)
+    ties = float(np.sum(counts**3 - counts)) / (12 * (n - 1))
+    mean_rank, start = {}, 0
+    for k, v in data.items():
+        mean_rank[k] = float(ranks[start : start + v.size].mean())
+        start += v.size
+    names = list(data)
+    raw, keys = [], []
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            se = math.sqrt((n * (n + 1) / 12 - ties) * (1 / data[a].size + 1 / data[b].size))
+            z = (mean_rank[a] - mean_rank[b]) / se
+            raw.append(float(2 * sps.norm.sf(abs(z))))
+            keys.append((a, b))
+    adj = holm(raw)
+    pairs = [PairTest(a, b, q, q <= alpha) for (a, b), q in zip(keys, adj, strict=True)]
+    return GroupTest("Kruskal-Wallis + Dunn (Holm)", float(h), float(p), pairs)
+
+
+def anova_tukey(groups: dict[str, Sequence[float]], alpha: float = 0.05) -> GroupTest | None:
+    """One-way ANOVA over the groups, then Tukey's HSD for every pair (as S3 did). None
+    with fewer than 2 groups of at least 2 values or no variance at all."""
+    from scipy import stats as sps
+
+    data = {k: _finite(v) for k, v in groups.items()}
+    data = {k: v for k, v in data.items() if v.size >= 2}
+    if len(data) < 2 or all(np.all(v == v[0]) for v in data.values()):
+        return None
+    f, p = sps.f_oneway(*data.values())
+    hsd = sps.tukey_hsd(*data.values())
+    names = list(data)
+    pairs = [
+        PairTest(a, b, float(hsd.pvalue[i, j]), bool(hsd.pvalue[i, j] <= alpha))
+        for i, a in enumerate(names)
+        for j, b in enumerate(names)
+        if j > i
+    ]
+    return GroupTest("ANOVA + Tukey HSD", float(f), float(p), pairs)
+
+
+# --- DESMET-style scores against a baseline (S5) --------------------------------------------
+# A result scores 0-4: one point per band it meets, as a percentage of the baseline's median.
+DESMET_BANDS = {
+    "higher": (60.0, 70.0, 80.0, 90.0),  # throughput-like: at least this % of the baseline
+    "lower": (140.0, 130.0, 120.0, 110.0),  # latency-like: at most this %
+    "boot": (40.0, 30.0, 20.0, 10.0),  # boot-like: at most this % (S5 scored boot so)
+}
+
+
+def desmet_score(value: float, baseline: float, kind: str, bands: dict | None = None) -> float:
+    """0-4 (nan when either median is missing or the baseline is 0). `kind`: "higher",
+    "lower" or "boot" (lower is better, scored on its own bands)."""
+    if math.isnan(value) or math.isnan(baseline) or baseline == 0:
+        return math.nan
+    pct = value / baseline * 100
+    thresholds = (bands or DESMET_BANDS)[kind]
+    if kind == "higher":
+        return float(sum(pct >= t for t in thresholds))
+    return float(sum(pct <= t for t in thresholds))

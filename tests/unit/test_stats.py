@@ -50,3 +50,74 @@ def test_slowdown_against_a_zero_median_is_not_a_crash():
     assert math.isnan(point) and math.isnan(lo) and math.isnan(hi)
     point, _, _ = slowdown_ci([10.0, 10.0, 10.0], [20.0, 20.0, 20.0], "lower")
     assert point == 1.0
+
+
+def test_outliers_are_flagged_by_tukey_fences():
+    from virtbench.stats import outliers
+
+    flags = outliers([10.0, 11.0, 10.5, 9.5, 10.2, 50.0])
+    assert flags.tolist() == [False, False, False, False, False, True]
+    assert summarize([10.0, 11.0, 10.5, 9.5, 10.2, 50.0]).outliers == 1
+    assert not outliers([1.0, 100.0]).any()  # too few to call anything an outlier
+
+
+def test_ab_test_finds_a_10pct_slowdown_and_not_a_copy():
+    import numpy as np
+
+    from virtbench.stats import ab_test, verdict
+
+    rng = np.random.default_rng(3)
+    a = 20 * rng.lognormal(0, 0.05, 20)
+    b = 22 * rng.lognormal(0, 0.05, 20)
+    r = ab_test(a, b)
+    assert r.p < 0.01 and 0.05 < r.change < 0.15
+    assert verdict(r, "lower", r.p, 0.05, 0.05) == "worse"  # boot time up: worse
+    assert verdict(r, "higher", r.p, 0.05, 0.05) == "better"  # throughput up: better
+    assert verdict(r, "lower", r.p, 0.05, 0.20) == "no change"  # below the minimum effect
+    same = ab_test(a, a.copy())
+    assert same.change == 0 and same.p > 0.9
+    assert verdict(same, "lower", same.p, 0.05, 0.05) == "no change"
+
+
+def test_ab_test_says_too_few_when_no_test_could_reach_alpha():
+    from virtbench.stats import ab_test, min_p, verdict
+
+    assert math.isclose(min_p(3, 3), 0.1) and min_p(5, 5) < 0.05
+    r = ab_test([10.0, 10.1, 10.2], [20.0, 20.1, 20.2])
+    assert r.p >= 0.1 and verdict(r, "lower", r.p, 0.05, 0.05) == "too few"
+
+
+def test_holm_adjusts_in_order_and_keeps_nan():
+    from virtbench.stats import holm
+
+    adj = holm([0.01, 0.04, 0.03, math.nan])
+    assert adj[:3] == [0.03, 0.06, 0.06] and math.isnan(adj[3])
+
+
+def test_global_tests_and_post_hoc_pairs():
+    import numpy as np
+
+    from virtbench.stats import anova_tukey, kruskal_dunn
+
+    rng = np.random.default_rng(5)
+    base = 100 * rng.lognormal(0, 0.03, 15)
+    groups = {"a": base, "b": base * 1.2, "c": base * 1.003}
+    for test in (kruskal_dunn(groups), anova_tukey(groups)):
+        assert test is not None and test.p < 0.001
+        sig = {(p.a, p.b): p.significant for p in test.pairs}
+        assert sig == {("a", "b"): True, ("a", "c"): False, ("b", "c"): True}
+    assert kruskal_dunn({"a": [1.0, 2.0]}) is None  # one group: nothing to compare
+    flat = kruskal_dunn({"a": [1.0, 1.0], "b": [1.0, 1.0]})
+    assert flat is not None and flat.p == 1.0 and not flat.pairs[0].significant
+
+
+def test_desmet_scores_follow_s5_bands():
+    from virtbench.stats import desmet_score
+
+    assert desmet_score(95, 100, "higher") == 4 and desmet_score(65, 100, "higher") == 1
+    assert desmet_score(50, 100, "higher") == 0
+    assert desmet_score(105, 100, "lower") == 4 and desmet_score(135, 100, "lower") == 1
+    assert desmet_score(25, 100, "boot") == 2  # boots in 25% of the baseline's time
+    assert math.isnan(desmet_score(1, 0, "higher"))
+    custom = {"higher": (50.0, 60.0, 70.0, 80.0)}
+    assert desmet_score(65, 100, "higher", custom) == 2

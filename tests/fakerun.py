@@ -1,0 +1,124 @@
+"""A fake runtime for the CLI, store and report tests: no root, no instances.
+
+It writes a run into a store the way a real run does (spec, environment, artifacts,
+samples with every label, host series, events, warm-ups, a failed sample) from seeded
+log-normal distributions, so a test knows the truth it injected: `factors` scales each
+runtime's figures in the metric's worse direction (1.10 = 10% slower).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from virtbench.store import Sample, Store
+
+ENVIRONMENT = {
+    "virtbench": "0.1.0",
+    "hostname": "fake",
+    "kernel": "6.1.0-fake",
+    "os": "Debian GNU/Linux 12 (bookworm)",
+    "cpu_model": "Fake CPU",
+    "cpu_count": 2,
+    "smt": False,
+    "memory_bytes": 24 << 30,
+    "swap_bytes": 0,
+    "kvm": "none",
+    "cgroup_version": "v1 (hybrid)",
+    "runtimes": {},
+}
+
+BOOT_MS = 20.0
+CV = 0.05
+
+
+def fake_run(
+    store: Store,
+    run_id: str,
+    factors: dict[str, float],
+    experiments: tuple[str, ...] = ("boot",),
+    n: int = 20,
+    seed: int = 0,
+    cv: float = CV,
+    name: str = "fake",
+) -> str:
+    """Write run `run_id` with runtimes `factors` (name -> slowdown factor) and return it."""
+    rng = np.random.default_rng(seed)
+    runtimes = list(factors)
+    spec = {"name": name, "runtimes": runtimes, "experiment": [{"type": e} for e in experiments]}
+    store.create_run(run_id, name, ["virtbench", "run", name], spec)
+    env = {**ENVIRONMENT, "runtimes": {r: "0.0-fake" for r in runtimes}}
+    store.set_environment(run_id, env)
+    store.add_artifact(run_id, {"name": "rootfs-fake", "digest": "f" * 64, "disk_bytes": 4096})
+    t0 = time.time()
+
+    def draw(median: float, factor: float, direction: str, size: int = n) -> np.ndarray:
+        scale = factor if direction == "lower" else 1 / factor
+        return median * scale * rng.lognormal(0.0, cv, size)
+
+    def add(runtime: str, experiment: str, metric: str, value: float | None, unit: str,
+            direction: str, workload: str, rep: int, **kw: object) -> None:  # fmt: skip
+        store.add_sample(run_id, Sample(
+            experiment=experiment, metric=metric, value=value, unit=unit, direction=direction,  # type: ignore[arg-type]
+            runtime=runtime, workload=workload, repetition=rep, t=t0 + rep, **kw,  # type: ignore[arg-type]
+        ))  # fmt: skip
+
+    for runtime, f in factors.items():
+        params = {"network": "none", "artifact": "f" * 16}
+        if "boot" in experiments:
+            for i, v in enumerate(draw(BOOT_MS, f, "lower", n + 2)):
+                add(runtime, "boot", "boot.spawn_to_exit", float(v), "ms", "lower", "hello",
+                    max(0, i - 2), warmup=i < 2, params=params)  # fmt: skip
+            for i, v in enumerate(draw(5.0, f, "lower")):
+                add(runtime, "boot", "boot.teardown", float(v), "ms", "lower", "sleep", i,
+                    params=params)  # fmt: skip
+        if "density" in experiments:
+            for k in range(1, 51):
+                add(runtime, "density", "density.pss", float(draw(2.0, f, "lower", 1)[0]),
+                    "MiB", "lower", "sleep", 0, background=k - 1, params=params)  # fmt: skip
+                if k % 10 == 0:
+                    add(runtime, "density", "density.host_per_instance",
+                        float(draw(4.0, f, "lower", 1)[0]), "MiB", "lower", "sleep", 0,
+                        background=k, params=params)  # fmt: skip
+        if "throughput" in experiments:
+            for level in (1, 4, 16):
+                for i, v in enumerate(draw(1000.0 * min(level, 4), f, "higher", 5)):
+                    add(runtime, "throughput", f"tps@{level}", float(v), "tx/s", "higher",
+                        "postgres", i, params={**params, "level": level})  # fmt: skip
+            add(
+                runtime,
+                "throughput",
+                "tps@16",
+                None,
+                "tx/s",
+                "higher",
+                "postgres",
+                5,
+                error="pgbench: connection refused",
+                params={**params, "level": 16},
+            )
+        if "scalability" in experiments:
+            for rep in range(3):
+                for bg in (0, 10, 20, 30):
+                    grow = 1 + bg / 100
+                    add(runtime, "scalability", "boot.spawn_to_exit",
+                        float(draw(BOOT_MS * grow, f, "lower", 1)[0]), "ms", "lower", "hello",
+                        rep, background=bg, params=params)  # fmt: skip
+                    for metric, v in (("host.cpu_idle_pct", 97 - bg / 10),
+                                      ("host.mem_available_pct", 98 - bg / 20),
+                                      ("host.swap_free_pct", 100.0)):  # fmt: skip
+                        add(runtime, "scalability", metric, v, "%", "higher", "hello", rep,
+                            background=bg, params=params)  # fmt: skip
+        if "isolation" in experiments:
+            conds = [("", "", 1.0), ("cpu", "same-cpu", 2.0), ("cpu", "other-cpu", 1.02),
+                     ("fork", "same-cpu", 1.5)]  # fmt: skip
+            for attacker, placement, slow in conds:
+                for i, v in enumerate(draw(1000.0, f * slow, "higher", n)):
+                    add(runtime, "isolation", "inserts_per_s", float(v), "rows/s", "higher",
+                        "sqlite", i, attacker=attacker, placement=placement,
+                        params=params)  # fmt: skip
+    store.add_series(run_id, [("host.cpu_idle_pct", t0 + i, 50.0 + i % 7) for i in range(30)])
+    store.add_event(run_id, "warning", "isolation: placement smt-sibling skipped: no SMT")
+    store.finish_run(run_id, "completed")
+    return run_id

@@ -1,0 +1,66 @@
+"""`virtbench compare` on runs of the fake runtime (tests/fakerun.py): an injected 10%
+slowdown is flagged, identical data is not, and the exit code tells a CI job which."""
+
+from __future__ import annotations
+
+from tests.fakerun import fake_run
+from typer.testing import CliRunner
+
+from virtbench.cli import app
+from virtbench.store import Store
+
+runner = CliRunner()
+
+
+def compare(tmp_path, *args):
+    argv = ["compare", *args, "--results", str(tmp_path)]
+    return runner.invoke(app, argv, env={"COLUMNS": "200"})
+
+
+def test_compare_flags_an_injected_10pct_slowdown(tmp_path):
+    store = Store(tmp_path)
+    fake_run(store, "aaaaa1", {"fake": 1.0}, seed=1)
+    fake_run(store, "bbbbb2", {"fake": 1.10}, seed=2)
+    res = compare(tmp_path, "aaaaa1", "bbbbb2")
+    assert res.exit_code == 1, res.output  # a regression: CI fails
+    line = next(ln for ln in res.output.splitlines() if "spawn_to_exit" in ln)
+    assert "worse" in line and "+" in line
+    assert "2 worse, 0 better, 0 no change" in res.output  # spawn_to_exit and teardown
+    # the other way round it is an improvement, and that is not a failure
+    res = compare(tmp_path, "bbbbb2", "aaaaa1")
+    assert res.exit_code == 0 and "better" in res.output
+    res = compare(tmp_path, "bbbbb2", "aaaaa1", "--fail-on", "change")
+    assert res.exit_code == 1
+
+
+def test_compare_reports_no_change_on_identical_data(tmp_path):
+    store = Store(tmp_path)
+    fake_run(store, "aaaaa1", {"fake": 1.0}, seed=7)
+    fake_run(store, "bbbbb2", {"fake": 1.0}, seed=7)  # the same samples again
+    res = compare(tmp_path, "aaaaa1", "bbbbb2")
+    assert res.exit_code == 0, res.output
+    assert "0 worse, 0 better, 2 no change" in res.output
+
+
+def test_compare_two_runtimes_of_one_run_with_levels_and_too_few(tmp_path):
+    store = Store(tmp_path)
+    fake_run(store, "ccccc3", {"crun": 1.0, "runc": 1.5}, experiments=("boot", "throughput"))
+    res = compare(tmp_path, "ccccc3", "--runtimes", "crun,runc", "--metric", "tps*,boot.*")
+    assert res.exit_code == 1, res.output
+    lines = [ln for ln in res.output.splitlines() if "tps@" in ln]
+    assert len(lines) == 3 and all("worse" in ln for ln in lines)  # one row per level
+    assert "tps@4 (postgres)" in res.output
+    res = compare(tmp_path, "ccccc3", "--runtimes", "crun,docker")
+    assert res.exit_code == 2 and "--runtimes: run ccccc3 has no 'docker' samples" in res.output
+
+
+def test_compare_input_errors_name_the_flag(tmp_path):
+    store = Store(tmp_path)
+    fake_run(store, "aaaaa1", {"fake": 1.0})
+    assert "--runtimes: give two runtimes" in compare(tmp_path, "aaaaa1").output
+    assert "--alpha" in compare(tmp_path, "aaaaa1", "aaaaa1", "--alpha", "2").output
+    assert "--fail-on" in compare(tmp_path, "aaaaa1", "aaaaa1", "--fail-on", "x").output
+    res = compare(tmp_path, "aaaaa1", "zzzzz9")
+    assert res.exit_code == 2 and "run 'zzzzz9' not found" in res.output
+    res = compare(tmp_path, "aaaaa1", "aaaaa1", "--metric", "nothing.*")
+    assert res.exit_code == 2 and "no measurement appears on both sides" in res.output
