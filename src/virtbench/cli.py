@@ -348,6 +348,45 @@ def compare(
 
 @app.command()
 @one_line_errors
+def export(
+    run_id: Annotated[
+        str | None, typer.Argument(metavar="RUN", help="Run id (see `virtbench list`).")
+    ] = None,
+    fmt: Annotated[str, typer.Option("--format", help="ndjson or csv.")] = "ndjson",
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="File to write (default: stdout).")
+    ] = None,
+    show_schema: Annotated[
+        bool, typer.Option("--schema", help="Print the JSON Schema of the export instead.")
+    ] = False,
+    results: ResultsOpt = DEFAULT_RESULTS,
+) -> None:
+    """Export a run's samples (and, as NDJSON, the run and its events)."""
+    from virtbench import export as ex
+
+    if show_schema:
+        sys.stdout.write(ex.schema_text())
+        return
+    if run_id is None:
+        raise VirtbenchError("export: give a run id (see `virtbench list`), or --schema")
+    if fmt not in ex.FORMATS:
+        raise VirtbenchError(f"--format: {fmt!r} is not one of {', '.join(ex.FORMATS)}")
+    store = Store(results)
+    store.run(run_id)  # unknown run: one line, before any file is created
+    write = ex.write_ndjson if fmt == "ndjson" else ex.write_csv
+    if output is None:
+        write(store, run_id, sys.stdout)
+        return
+    try:
+        with open(output, "w", newline="") as fh:
+            n = write(store, run_id, fh)
+    except OSError as exc:
+        raise VirtbenchError(f"-o {output}: cannot write ({exc.strerror})") from None
+    err.print(f"{n} {'lines' if fmt == 'ndjson' else 'rows'} written to {output}")
+
+
+@app.command()
+@one_line_errors
 def clean(
     run_id: Annotated[str | None, typer.Option("--run", help="Only this run's leftovers.")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would be removed.")] = False,

@@ -1,0 +1,117 @@
+"""Exports of a stored run, and the JSON Schema they follow (schema/export.schema.json).
+
+NDJSON: one JSON object per line, each with a `record` field saying what it is:
+  {"record": "run", ...}      first: id, name, times, status, argv, spec, environment, artifacts
+  {"record": "sample", ...}   every sample in the order measured, with its `run_id`
+  {"record": "event", ...}    warnings, skips and guard stops, in time order
+CSV: the samples only, one row each, `params` as a JSON object in one column.
+Failed measurements have `value` null (NDJSON) or empty (CSV) and a non-empty `error`;
+warm-ups are exported with `warmup` true. Non-finite numbers become null: JSON has none.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import math
+from collections.abc import Iterator
+from typing import IO, Any
+
+from pydantic import TypeAdapter
+
+from virtbench.store import RunRecord, Sample, Store
+
+SCHEMA_ID = "https://virtbench.dev/schema/export.schema.json"
+FORMATS = ("ndjson", "csv")
+SAMPLE_FIELDS = ["run_id", *(f.name for f in dataclasses.fields(Sample))]
+
+
+def _clean(x: Any) -> Any:
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, dict):
+        return {k: _clean(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_clean(v) for v in x]
+    return x
+
+
+def lines(store: Store, run_id: str) -> Iterator[dict[str, Any]]:
+    """The run's NDJSON records, in order."""
+    run = store.run(run_id)
+    yield {"record": "run", **dataclasses.asdict(run)}
+    for s in store.samples(run.id):
+        yield {"record": "sample", "run_id": run.id, **_clean(dataclasses.asdict(s))}
+    for t, level, message in store.events(run.id):
+        yield {"record": "event", "run_id": run.id, "t": t, "level": level, "message": message}
+
+
+def write_ndjson(store: Store, run_id: str, out: IO[str]) -> int:
+    n = 0
+    for rec in lines(store, run_id):
+        out.write(json.dumps(rec, allow_nan=False, sort_keys=False) + "\n")
+        n += 1
+    return n
+
+
+def write_csv(store: Store, run_id: str, out: IO[str]) -> int:
+    run = store.run(run_id)
+    w = csv.DictWriter(out, fieldnames=SAMPLE_FIELDS, lineterminator="\n")
+    w.writeheader()
+    n = 0
+    for s in store.samples(run.id):
+        row = _clean(dataclasses.asdict(s))
+        row["params"] = json.dumps(row["params"], sort_keys=True)
+        row["warmup"], row["emulated"] = int(s.warmup), int(s.emulated)
+        w.writerow({"run_id": run.id, **row})
+        n += 1
+    return n
+
+
+def _strict(schema: dict[str, Any], record: str, extra: dict[str, Any]) -> dict[str, Any]:
+    """A dataclass's schema with the `record` tag and `extra` fields, every field required
+    (exports always write all of them) and nothing else allowed."""
+    props = {"record": {"const": record}, **extra, **schema.get("properties", {})}
+    out = {k: v for k, v in schema.items() if k not in ("properties", "required")}
+    return {**out, "properties": props, "required": list(props), "additionalProperties": False}
+
+
+def schema() -> dict[str, Any]:
+    """The JSON Schema of one NDJSON export line (a run, a sample or an event)."""
+    run_id = {"type": "string", "pattern": "^[a-z0-9]{6}$", "description": "run id"}
+    sample = TypeAdapter(Sample).json_schema()
+    run = TypeAdapter(RunRecord).json_schema()
+    event = {
+        "title": "Event",
+        "description": "A warning, skip or guard stop the run recorded, with its time.",
+        "type": "object",
+        "properties": {
+            "t": {"type": "number", "description": "Unix time"},
+            "level": {"type": "string", "enum": ["info", "warning", "error"]},
+            "message": {"type": "string"},
+        },
+    }
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": SCHEMA_ID,
+        "title": "virtbench export line",
+        "description": (
+            "One line of `virtbench export RUN --format ndjson`: the run first, then its "
+            "samples, then its events. CSV exports carry the sample fields as columns."
+        ),
+        "oneOf": [
+            {"$ref": "#/$defs/run"},
+            {"$ref": "#/$defs/sample"},
+            {"$ref": "#/$defs/event"},
+        ],
+        "$defs": {
+            "run": _strict(run, "run", {}),
+            "sample": _strict(sample, "sample", {"run_id": run_id}),
+            "event": _strict(event, "event", {"run_id": run_id}),
+        },
+    }
+
+
+def schema_text() -> str:
+    return json.dumps(schema(), indent=2, sort_keys=True) + "\n"

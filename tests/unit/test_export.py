@@ -1,0 +1,69 @@
+"""Exports: every NDJSON line validates against the published JSON Schema, CSV has one
+row per sample, and the published schema file is the one the code generates."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import jsonschema
+from tests.fakerun import fake_run
+from typer.testing import CliRunner
+
+from virtbench import export
+from virtbench.cli import app
+from virtbench.store import Store
+
+runner = CliRunner()
+PUBLISHED = Path(__file__).resolve().parents[2] / "schema" / "export.schema.json"
+
+
+def test_published_schema_is_current():
+    assert json.loads(PUBLISHED.read_text()) == export.schema(), (
+        "schema/export.schema.json is stale: virtbench export --schema > schema/export.schema.json"
+    )
+
+
+def test_ndjson_lines_validate_and_keep_everything(tmp_path):
+    store = Store(tmp_path)
+    rid = fake_run(store, "aaaaa1", {"crun": 1.0, "runc": 1.2}, experiments=("boot", "throughput"))
+    res = runner.invoke(app, ["export", rid, "--results", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    recs = [json.loads(line) for line in res.stdout.splitlines()]
+    validator = jsonschema.Draft202012Validator(export.schema())
+    for rec in recs:
+        validator.validate(rec)
+    assert recs[0]["record"] == "run" and recs[0]["id"] == rid
+    samples = [r for r in recs if r["record"] == "sample"]
+    assert len(samples) == len(store.samples(rid))
+    failed = [r for r in samples if r["error"]]
+    assert failed and all(r["value"] is None for r in failed)
+    assert any(r["warmup"] for r in samples)
+    assert any(r["record"] == "event" for r in recs)
+    bad = {**samples[0], "value": "fast"}
+    assert not validator.is_valid(bad)  # the schema can fail
+
+
+def test_csv_has_a_row_per_sample_and_params_as_json(tmp_path):
+    store = Store(tmp_path)
+    rid = fake_run(store, "bbbbb2", {"crun": 1.0}, experiments=("throughput",))
+    out = tmp_path / "x.csv"
+    res = runner.invoke(app, ["export", rid, "--format", "csv", "-o", str(out),
+                              "--results", str(tmp_path)])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    rows = list(csv.DictReader(io.StringIO(out.read_text())))
+    assert len(rows) == len(store.samples(rid)) and list(rows[0]) == export.SAMPLE_FIELDS
+    assert json.loads(rows[0]["params"])["level"] == 1
+    assert any(r["value"] == "" and r["error"] for r in rows)
+
+
+def test_export_errors_are_one_line(tmp_path):
+    Store(tmp_path)
+    res = runner.invoke(app, ["export", "zzzzz9", "--results", str(tmp_path)])
+    assert res.exit_code == 2 and "run 'zzzzz9' not found" in res.output
+    res = runner.invoke(app, ["export", "zzzzz9", "--format", "xml", "--results", str(tmp_path)])
+    assert res.exit_code == 2 and "--format: 'xml' is not one of ndjson, csv" in res.output
+    res = runner.invoke(app, ["export", "--results", str(tmp_path)])
+    assert res.exit_code == 2 and "give a run id" in res.output
