@@ -260,7 +260,9 @@ def list_runs(results: ResultsOpt = DEFAULT_RESULTS) -> None:
 @one_line_errors
 def show(
     run_id: Annotated[str, typer.Argument(metavar="RUN", help="Run id (see `virtbench list`).")],
-    wide: Annotated[bool, typer.Option("--wide", help="Also mean, SD and min-max.")] = False,
+    wide: Annotated[
+        bool, typer.Option("--wide", help="Also mean, SD, min-max and outliers.")
+    ] = False,
     results: ResultsOpt = DEFAULT_RESULTS,
 ) -> None:
     """Show one run: per metric and runtime, median with 95% CI, CV and n."""
@@ -344,6 +346,80 @@ def compare(
     bad = n["worse"] + (n["better"] if fail_on == "change" else 0)
     if bad and fail_on != "never":
         raise typer.Exit(1)
+
+
+def _bands(value: str | None, flag: str, default: tuple[float, ...]) -> tuple[float, ...]:
+    """Four DESMET thresholds in %, e.g. 60,70,80,90."""
+    if value is None:
+        return default
+    try:
+        bands = tuple(float(v) for v in _csv(value, flag) or [])
+    except ValueError:
+        bands = ()
+    if len(bands) != 4 or any(b <= 0 for b in bands):
+        example = ",".join(f"{b:g}" for b in default)
+        raise VirtbenchError(f"{flag}: give four percentages, e.g. {example}")
+    return bands
+
+
+@app.command()
+@one_line_errors
+def report(
+    run_ids: Annotated[list[str], typer.Argument(metavar="RUN...", help="Runs to report.")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="HTML file to write.")] = Path(
+        "report.html"
+    ),
+    baseline: Annotated[
+        str | None,
+        typer.Option("--baseline", help="Runtime the scores are against (default: native)."),
+    ] = None,
+    bands_higher: Annotated[
+        str | None,
+        typer.Option("--bands-higher", help="Score bands, % of baseline (default 60,70,80,90)."),
+    ] = None,
+    bands_lower: Annotated[
+        str | None,
+        typer.Option("--bands-lower", help="Latency-like bands, % (default 140,130,120,110)."),
+    ] = None,
+    bands_boot: Annotated[
+        str | None, typer.Option("--bands-boot", help="Boot bands, % (default 40,30,20,10).")
+    ] = None,
+    cv_warn: Annotated[
+        float, typer.Option("--cv-warn", help="Warn about groups with a CV above this %.")
+    ] = 10.0,
+    plots: Annotated[
+        Path | None, typer.Option("--plots", help="Also write every plot as PNG and SVG here.")
+    ] = None,
+    results: ResultsOpt = DEFAULT_RESULTS,
+) -> None:
+    """Write one self-contained HTML report (tables, plots, warnings, scores) of runs."""
+    from virtbench.report import html
+    from virtbench.stats import DESMET_BANDS
+
+    if cv_warn <= 0:
+        raise VirtbenchError(f"--cv-warn: {cv_warn:g} must be a percentage > 0, e.g. 10")
+    bands = {
+        "higher": _bands(bands_higher, "--bands-higher", DESMET_BANDS["higher"]),
+        "lower": _bands(bands_lower, "--bands-lower", DESMET_BANDS["lower"]),
+        "boot": _bands(bands_boot, "--bands-boot", DESMET_BANDS["boot"]),
+    }
+    store = Store(results)
+    for rid in run_ids:
+        store.run(rid)
+    if baseline is not None:
+        have = {s.runtime for rid in run_ids for s in store.samples(rid)}
+        if baseline not in have:
+            raise VirtbenchError(
+                f"--baseline: no {baseline!r} samples in these runs (they have: "
+                f"{', '.join(sorted(have))})"
+            )
+    opts = html.Options(baseline=baseline, bands=bands, cv_warn=cv_warn / 100, plots_dir=plots)
+    text = html.render(store, run_ids, opts)
+    try:
+        output.write_text(text)
+    except OSError as exc:
+        raise VirtbenchError(f"-o {output}: cannot write ({exc.strerror})") from None
+    out.print(f"report of {', '.join(run_ids)} written to {output} ({len(text) / 1024:.0f} KiB)")
 
 
 @app.command()

@@ -55,11 +55,12 @@ def summary_table(
     title: str, samples: list[Sample], runtime_order: list[str], wide: bool = False
 ) -> Table:
     """One row per (metric, workload, runtime): median, 95% CI of the median, CV, n;
-    `wide` adds mean, SD and min-max. Failed measurements are counted, never averaged."""
+    `wide` adds mean, SD, min-max and outliers (Tukey's fences). Failed measurements are
+    counted, never averaged."""
     t = Table(title=title, title_justify="left")
     cols = ["measure", "runtime", "median", "95% CI", "CV", "n"]
     if wide:
-        cols += ["mean", "SD", "min-max"]
+        cols += ["mean", "SD", "min-max", "outliers"]
     groups = group(samples)
     if any(s.error for rows in groups.values() for s in rows):
         cols.append("failed")
@@ -78,7 +79,8 @@ def summary_table(
             measure += f" ({workload})"
         row = [measure, runtime, f"{fmt(st.median)} {unit}", ci, cv, str(st.n)]
         if wide:
-            row += [fmt(st.mean), fmt(st.sd), f"{fmt(st.minimum)}-{fmt(st.maximum)}"]
+            row += [fmt(st.mean), fmt(st.sd), f"{fmt(st.minimum)}-{fmt(st.maximum)}",
+                    str(st.outliers)]  # fmt: skip
         if "failed" in cols:
             row.append(str(sum(1 for r in rows if r.error)) or "")
         t.add_row(*row)

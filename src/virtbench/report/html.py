@@ -1,0 +1,209 @@
+"""`virtbench report`: one self-contained HTML file (inline CSS and SVG, no script, no
+fetch) for one or more runs.
+
+Per run: what ran and where (status, command, environment, artifacts, the spec), what to
+distrust (events such as skipped placements and guard stops, failed samples, samples
+taken under emulation, and every group whose CV is above `cv_warn`), the tables the
+terminal shows (with mean, SD, min-max and outliers), the plots (report/plots.py), the
+differences between runtimes (Kruskal-Wallis with Dunn's pairs for every measure three
+or more runtimes share; two runtimes: the permutation test of compare), and a
+DESMET-style score table against a baseline runtime (S5's bands unless configured).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+import json
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from rich.table import Table
+from rich.text import Text
+
+from virtbench import __version__
+from virtbench.report import plots as plotmod
+from virtbench.report.compare import condition, label
+from virtbench.report.tables import experiment_tables, fmt
+from virtbench.stats import DESMET_BANDS, ab_test, desmet_score, kruskal_dunn, summarize
+from virtbench.store import RunRecord, Sample, Store
+
+TEMPLATE = "report.html.j2"
+NOT_COMPARED = ("host.", "density.mem_available", "density.reached", "image_size")
+
+
+@dataclass
+class Options:
+    baseline: str | None = None  # runtime the scores are against; default native, or first
+    bands: dict[str, tuple[float, ...]] = field(default_factory=lambda: dict(DESMET_BANDS))
+    cv_warn: float = 0.10  # groups with a CV above this are listed as warnings
+    plots_dir: Path | None = None  # also write every plot there as PNG and SVG
+
+
+@dataclass
+class HtmlTable:
+    title: str
+    headers: list[str]
+    rows: list[list[str]]
+    numeric: list[bool]
+
+
+def from_rich(t: Table) -> HtmlTable:
+    """A Rich table's text (markup removed), for an HTML <table>."""
+    cols = [[Text.from_markup(str(c)).plain for c in col.cells] for col in t.columns]
+    rows = [list(r) for r in zip(*cols, strict=True)] if cols else []
+    numeric = [col.justify == "right" for col in t.columns]
+    title = Text.from_markup(str(t.title)).plain if t.title else ""
+    return HtmlTable(title, [str(c.header) for c in t.columns], rows, numeric)
+
+
+def _when(t: float | None) -> str:
+    return dt.datetime.fromtimestamp(t).strftime("%Y-%m-%d %H:%M:%S") if t else "-"
+
+
+def _groups(samples: list[Sample]) -> dict[tuple[str, ...], dict[str, list[float]]]:
+    """Successful, non-warm-up values by condition (without runtime), then runtime."""
+    out: dict[tuple[str, ...], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for s in samples:
+        if s.warmup or s.error or s.value is None or s.metric.startswith(NOT_COMPARED):
+            continue
+        out[condition(s, with_runtime=False)][s.runtime].append(s.value)
+    return out
+
+
+def warnings(samples: list[Sample], events: list[tuple[float, str, str]], cv_warn: float
+             ) -> list[tuple[str, str]]:  # fmt: skip
+    """(level, text) of everything a reader should weigh before trusting the numbers."""
+    out = [(level, msg) for _, level, msg in events]
+    emulated = sum(1 for s in samples if s.emulated and not s.warmup)
+    if emulated:
+        out.append(("warning", f"{emulated} samples were measured under emulation (QEMU TCG): "
+                               "functional results only, not performance"))  # fmt: skip
+    failed: dict[tuple[str, str], list[Sample]] = defaultdict(list)
+    for s in samples:
+        if s.error and not s.warmup:
+            failed[(s.runtime, s.metric)].append(s)
+    for (runtime, metric), rows in sorted(failed.items()):
+        out.append(("warning", f"{runtime} {metric}: {len(rows)} failed measurement(s), e.g. "
+                               f"{rows[0].error[:300]}"))  # fmt: skip
+    for key, by_rt in _groups(samples).items():
+        for runtime, values in by_rt.items():
+            st = summarize(values)
+            if st.n >= 3 and not math.isnan(st.cv) and st.cv > cv_warn:
+                out.append(("info", f"high spread: {label(key)} on {runtime}: CV "
+                                    f"{st.cv * 100:.1f}% over n={st.n}"))  # fmt: skip
+    return out
+
+
+def differences(samples: list[Sample], order: list[str]) -> HtmlTable:
+    """Per measure shared by two or more runtimes: the global test and the pairs that
+    differ significantly."""
+    rows = []
+    for key, by_rt in _groups(samples).items():
+        groups = {r: by_rt[r] for r in order if len(by_rt.get(r, [])) >= 2}
+        if len(groups) < 2:
+            continue
+        if len(groups) == 2:
+            a, b = groups
+            r = ab_test(groups[a], groups[b])
+            sig = f"{a} vs {b}" if r.p <= 0.05 else "none"
+            rows.append([label(key), "permutation (means)", "-", f"{r.p:.3g}", sig])
+            continue
+        test = kruskal_dunn(groups)
+        if test is None:
+            continue
+        pairs = ", ".join(f"{p.a} vs {p.b}" for p in test.pairs if p.significant) or "none"
+        rows.append([label(key), test.test, f"{test.statistic:.3g}", f"{test.p:.3g}", pairs])
+    headers = ["measure", "test", "statistic", "p", "significantly different (5%)"]
+    return HtmlTable("differences between runtimes", headers, rows,
+                     [False, False, True, True, False])  # fmt: skip
+
+
+def desmet(samples: list[Sample], order: list[str], opts: Options) -> tuple[str, HtmlTable]:
+    """(baseline, table): per measure each runtime's score 0-4 against the baseline's
+    median, and each runtime's mean score."""
+    have = [r for r in order if any(s.runtime == r for s in samples)]
+    base = opts.baseline or ("native" if "native" in have else (have[0] if have else ""))
+    others = [r for r in have if r != base]
+    rows, totals = [], defaultdict(list)
+    for key, by_rt in _groups(samples).items():
+        if base not in by_rt:
+            continue
+        one = next(s for s in samples if condition(s, False) == key)
+        kind = "boot" if key[1].startswith("boot.") else one.direction
+        ref = summarize(by_rt[base]).median
+        cells = [label(key), kind, f"{fmt(ref)} {key[2]}"]
+        for r in others:
+            score = desmet_score(summarize(by_rt.get(r, [])).median, ref, kind, opts.bands)
+            cells.append("-" if math.isnan(score) else f"{score:.0f}")
+            if not math.isnan(score):
+                totals[r].append(score)
+        rows.append(cells)
+    rows.append(["mean score", "", ""] + [
+        f"{sum(totals[r]) / len(totals[r]):.2f} (n={len(totals[r])})" if totals[r] else "-"
+        for r in others
+    ])  # fmt: skip
+    headers = ["measure", "bands", f"baseline {base}", *others]
+    return base, HtmlTable(
+        "DESMET scores", headers, rows, [False, False, True] + [True] * len(others)
+    )
+
+
+def run_section(store: Store, run: RunRecord, opts: Options) -> dict[str, Any]:
+    samples = store.samples(run.id)
+    order = list(run.spec.get("runtimes", []))
+    order += sorted({s.runtime for s in samples} - set(order))
+    figs = plotmod.figures(samples, order)
+    svgs = []
+    for p in figs:
+        if opts.plots_dir is not None:
+            p.save(opts.plots_dir / run.id)
+        svgs.append({"title": p.title, "svg": p.svg()})
+        p.close()
+    base, scores = desmet(samples, order, opts)
+    env = dict(run.environment)
+    versions = env.pop("runtimes", {})
+    return {
+        "run": run,
+        "started": _when(run.created),
+        "finished": _when(run.finished),
+        "duration": f"{(run.finished - run.created) / 60:.1f} min" if run.finished else "-",
+        "argv": " ".join(run.argv),
+        "environment": [(k, v if isinstance(v, str) else json.dumps(v)) for k, v in env.items()],
+        "versions": sorted(versions.items()),
+        "artifacts": run.artifacts,
+        "spec": json.dumps(run.spec, indent=2),
+        "counts": {
+            "samples": sum(1 for s in samples if not s.warmup),
+            "warmups": sum(1 for s in samples if s.warmup),
+            "failed": sum(1 for s in samples if s.error and not s.warmup),
+        },
+        "warnings": warnings(samples, store.events(run.id), opts.cv_warn),
+        "tables": [from_rich(t) for t in experiment_tables(run, samples, wide=True)],
+        "plots": svgs,
+        "differences": differences(samples, order),
+        "baseline": base,
+        "scores": scores,
+        "bands": opts.bands,
+    }
+
+
+def render(store: Store, run_ids: list[str], opts: Options) -> str:
+    runs = [store.run(r) for r in run_ids]  # unknown ids fail before any work
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("virtbench.report", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    sections = [run_section(store, r, opts) for r in runs]
+    return env.get_template(TEMPLATE).render(
+        title="virtbench report: " + ", ".join(f"{r.id} ({r.name})" for r in runs),
+        sections=sections,
+        version=__version__,
+        generated=_when(dt.datetime.now().timestamp()),
+        esc=html.escape,
+    )

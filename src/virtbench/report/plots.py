@@ -1,0 +1,337 @@
+"""Plots of a run (matplotlib, Agg): each a `Plot` that saves as PNG and SVG, or inlines
+as SVG in the HTML report.
+
+  boot         per boot metric: box plot with every sample (left) and CDF (right)
+  latency      per latency test: the percentile profile (p50..p99.9) per runtime, median
+               over repetitions with min-max bars
+  concurrency  throughput (or latency) against the workload's level (connections,
+               clients, threads): median with its 95% CI per runtime
+  scalability  the worker's figure against background instances, normalised to the
+               first point, mean +- SD band, with host CPU idle, MemAvailable and free swap
+               normalised the same way on the same axis (as S1's figures)
+  isolation    per runtime, bars of the worker's median under baseline and every
+               attacker x placement, with 95% CI error bars
+  density      memory per instance against instances running (PSS of each new instance,
+               and host MemAvailable drop per instance)
+Warm-ups and failed samples are never plotted.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import re
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.figure import Figure
+
+from virtbench.report.tables import worker_metric
+from virtbench.stats import summarize
+from virtbench.store import Sample
+
+STYLE = {
+    "figure.dpi": 100,
+    "savefig.dpi": 110,
+    "font.size": 9,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "svg.fonttype": "none",  # text stays text: smaller, searchable
+    "svg.hashsalt": "virtbench",  # the same data gives the same file
+}
+COLOURS = plt.get_cmap("tab10").colors
+MAX_PER_KIND = 12  # a run with 100 metrics gets the first dozen of each kind, not 100 plots
+
+
+@dataclass
+class Plot:
+    name: str  # file stem, e.g. "boot-spawn_to_exit"
+    title: str
+    fig: Figure
+
+    def save(self, directory: Path) -> list[Path]:
+        directory.mkdir(parents=True, exist_ok=True)
+        out = []
+        with plt.rc_context(STYLE):  # svg.* settings are read when saving
+            for ext in ("png", "svg"):
+                path = directory / f"{self.name}.{ext}"
+                self.fig.savefig(path, bbox_inches="tight", metadata=_metadata(ext))
+                out.append(path)
+        return out
+
+    def svg(self) -> str:
+        """The figure as an inline <svg> element, its ids prefixed so that several plots
+        in one page never share one."""
+        buf = io.StringIO()
+        with plt.rc_context(STYLE):
+            self.fig.savefig(buf, format="svg", bbox_inches="tight", metadata=_metadata("svg"))
+        text = buf.getvalue()
+        text = text[text.index("<svg") :]
+        prefix = re.sub(r"[^a-zA-Z0-9]", "-", self.name) + "-"
+        text = re.sub(r'\bid="([^"]+)"', rf'id="{prefix}\1"', text)
+        text = re.sub(r"url\(#([^)]+)\)", rf"url(#{prefix}\1)", text)
+        return re.sub(r'href="#([^"]+)"', rf'href="#{prefix}\1"', text)
+
+    def close(self) -> None:
+        plt.close(self.fig)
+
+
+def _metadata(ext: str) -> dict[str, str | None]:
+    return {"Date": None} if ext == "svg" else {"Software": "virtbench"}
+
+
+def _colour(order: list[str]) -> Callable[[str], tuple[float, ...]]:
+    return lambda r: COLOURS[order.index(r) % len(COLOURS)] if r in order else COLOURS[-1]
+
+
+def _ok(samples: list[Sample]) -> list[Sample]:
+    return [s for s in samples if not s.warmup and not s.error and s.value is not None]
+
+
+def _runtimes(samples: list[Sample], order: list[str]) -> list[str]:
+    have = {s.runtime for s in samples}
+    return [r for r in order if r in have] + sorted(have - set(order))
+
+
+def _figure(title: str, ncols: int = 1, width: float = 6.4) -> tuple[Figure, list]:
+    fig, axes = plt.subplots(1, ncols, figsize=(width * ncols if ncols > 1 else width, 3.8),
+                             squeeze=False)  # fmt: skip
+    fig.suptitle(title, fontsize=10)
+    return fig, list(axes[0])
+
+
+def boot(samples: list[Sample], order: list[str]) -> list[Plot]:
+    ok = [s for s in _ok(samples) if s.experiment == "boot"]
+    plots = []
+    for metric in sorted({s.metric for s in ok}):
+        mine = [s for s in ok if s.metric == metric]
+        runtimes = _runtimes(mine, order)
+        colour = _colour(order)
+        unit = mine[0].unit
+        fig, (box, cdf) = _figure(f"{metric} ({unit}): distribution per runtime", 2, 4.2)
+        data = [[s.value for s in mine if s.runtime == r] for r in runtimes]
+        parts = box.boxplot(data, tick_labels=runtimes, showfliers=False, patch_artist=True)
+        for patch, r in zip(parts["boxes"], runtimes, strict=True):
+            patch.set(facecolor=colour(r), alpha=0.35)
+        rng = np.random.default_rng(0)
+        for i, (values, r) in enumerate(zip(data, runtimes, strict=True)):
+            x = i + 1 + rng.uniform(-0.12, 0.12, len(values))
+            box.scatter(x, values, s=8, color=colour(r), zorder=3)
+        box.set_ylabel(unit)
+        box.tick_params(axis="x", labelrotation=30)
+        for values, r in zip(data, runtimes, strict=True):
+            v = np.sort(values)
+            cdf.step(v, np.arange(1, len(v) + 1) / len(v), where="post", label=r, color=colour(r))
+        cdf.set_xlabel(unit)
+        cdf.set_ylabel("fraction of samples")
+        if max(max(v) for v in data) / max(min(min(v) for v in data), 1e-9) > 20:
+            box.set_yscale("log")
+            cdf.set_xscale("log")
+        cdf.legend(fontsize=7)
+        plots.append(Plot(f"boot-{_slug(metric)}", f"boot: {metric}", fig))
+    return plots
+
+
+PERCENTILE = re.compile(r"^(?P<test>.+)\.rtt_p(?P<p>\d+)$")
+
+
+def latency(samples: list[Sample], order: list[str]) -> list[Plot]:
+    """Percentile profiles of the latency workload's request-response tests."""
+    ok = [s for s in _ok(samples) if s.experiment == "throughput"]
+    tests: dict[str, list[tuple[float, Sample]]] = defaultdict(list)
+    for s in ok:
+        m = PERCENTILE.match(s.metric)
+        if m:
+            digits = m["p"]
+            pct = float(digits) if len(digits) <= 2 else float(digits) / 10 ** (len(digits) - 2)
+            tests[f"{s.workload}: {m['test']}"].append((pct, s))
+    plots = []
+    colour = _colour(order)
+    for test in sorted(tests)[:MAX_PER_KIND]:
+        points = tests[test]
+        unit = points[0][1].unit
+        fig, (ax,) = _figure(f"{test} round trip ({unit}) by percentile")
+        for r in _runtimes([s for _, s in points], order):
+            pcts = sorted({p for p, s in points if s.runtime == r})
+            med, lo, hi = [], [], []
+            for p in pcts:
+                vals = [s.value for q, s in points if q == p and s.runtime == r]
+                med.append(float(np.median(vals)))
+                lo.append(med[-1] - min(vals))
+                hi.append(max(vals) - med[-1])
+            ax.errorbar([_pct_x(p) for p in pcts], med, yerr=[lo, hi], marker="o", capsize=3,
+                        label=r, color=colour(r))  # fmt: skip
+        ticks = sorted({p for p, _ in points})
+        ax.set_xticks([_pct_x(p) for p in ticks], [f"p{p:g}" for p in ticks])
+        ax.set_ylabel(unit)
+        ax.legend(fontsize=7)
+        plots.append(Plot(f"latency-{_slug(test)}", f"latency: {test}", fig))
+    return plots
+
+
+def _pct_x(p: float) -> float:
+    """Percentiles on a log scale of the tail: p50 -> 1, p90 -> 2, p99 -> 3, p99.9 -> 4."""
+    return -math.log10(1 - p / 100) + 0.7
+
+
+def concurrency(samples: list[Sample], order: list[str]) -> list[Plot]:
+    ok = [s for s in _ok(samples) if s.experiment == "throughput"]
+    series: dict[tuple[str, str], list[Sample]] = defaultdict(list)
+    for s in ok:
+        level = s.params.get("level")
+        if isinstance(level, int | float) and not isinstance(level, bool):
+            series[(s.workload, s.metric.rsplit("@", 1)[0])].append(s)
+    plots = []
+    colour = _colour(order)
+    keys = [k for k in sorted(series) if len({s.params["level"] for s in series[k]}) >= 2]
+    for workload, metric in keys[:MAX_PER_KIND]:
+        mine = series[(workload, metric)]
+        unit = mine[0].unit
+        fig, (ax,) = _figure(f"{workload}: {metric} ({unit}) against concurrency")
+        for r in _runtimes(mine, order):
+            levels = sorted({s.params["level"] for s in mine if s.runtime == r})
+            sts = [summarize([s.value for s in mine if s.runtime == r and
+                              s.params["level"] == lv]) for lv in levels]  # fmt: skip
+            med = [st.median for st in sts]
+            err = _ci_err(sts)
+            ax.errorbar(levels, med, yerr=err, marker="o", capsize=3, label=r, color=colour(r))
+        ax.set_xscale("log" if max(levels) / max(min(levels), 1) >= 8 else "linear")
+        ax.set_xlabel("level (connections / clients / threads)")
+        ax.set_ylabel(unit)
+        ax.legend(fontsize=7)
+        plots.append(Plot(f"concurrency-{_slug(workload)}-{_slug(metric)}",
+                          f"{workload}: {metric} against concurrency", fig))  # fmt: skip
+    return plots
+
+
+def _ci_err(sts: list) -> list[list[float]]:
+    """Error bar lengths from each summary's 95% CI (0 where there is none)."""
+    lo = [st.median - st.ci_low if not math.isnan(st.ci_low) else 0.0 for st in sts]
+    hi = [st.ci_high - st.median if not math.isnan(st.ci_high) else 0.0 for st in sts]
+    return [lo, hi]
+
+
+HOST = (("host.cpu_idle_pct", "CPU idle"), ("host.mem_available_pct", "MemAvailable"),
+        ("host.swap_free_pct", "swap free"))  # fmt: skip
+
+
+def scalability(samples: list[Sample], order: list[str]) -> list[Plot]:
+    ok = [s for s in _ok(samples) if s.experiment == "scalability"]
+    metric = worker_metric(ok)
+    if metric is None:
+        return []
+    runtimes = _runtimes([s for s in ok if s.metric == metric], order)
+    fig, axes = _figure(f"scalability: {metric}, normalised to 0 background instances",
+                        len(runtimes), 4.6)  # fmt: skip
+    for ax, r in zip(axes, runtimes, strict=True):
+        mine = [s for s in ok if s.runtime == r]
+        points = sorted({s.background for s in mine if s.metric == metric})
+        by = {n: np.array([s.value for s in mine if s.metric == metric and s.background == n])
+              for n in points}  # fmt: skip
+        first = float(np.mean(by[points[0]])) or math.nan
+        mean = np.array([np.mean(by[n]) for n in points]) / first
+        sd = np.array([np.std(by[n], ddof=1) if len(by[n]) > 1 else 0.0 for n in points]) / first
+        ax.plot(points, mean, marker="o", color=COLOURS[0], label=f"{metric} (mean)")
+        ax.fill_between(points, mean - sd, mean + sd, color=COLOURS[0], alpha=0.2, label="± SD")
+        for (name, label), c in zip(HOST, COLOURS[1:], strict=False):
+            vals = [np.mean([s.value for s in mine if s.metric == name and s.background == n]
+                            or [math.nan]) for n in points]  # fmt: skip
+            if vals and not math.isnan(vals[0]) and vals[0]:
+                ax.plot(points, np.array(vals) / vals[0], ls="--", color=c, label=label)
+        ax.axhline(1.0, color="grey", lw=0.8)
+        ax.set_title(r, fontsize=9)
+        ax.set_xlabel("background instances")
+        ax.set_ylabel("relative to the first point")
+        ax.legend(fontsize=7)
+    return [Plot(f"scalability-{_slug(metric)}", f"scalability: {metric}", fig)]
+
+
+def isolation(samples: list[Sample], order: list[str]) -> list[Plot]:
+    ok = [s for s in _ok(samples) if s.experiment == "isolation"]
+    metric = worker_metric(ok)
+    if metric is None:
+        return []
+    ok = [s for s in ok if s.metric == metric]
+    runtimes = _runtimes(ok, order)
+    unit, direction = ok[0].unit, ok[0].direction
+    attackers = sorted({s.attacker for s in ok if s.attacker})
+    placements = sorted({s.placement for s in ok if s.placement}, key=_placement_order)
+    fig, axes = _figure(f"isolation: {metric} ({unit}, {direction} is better), median and "
+                        "95% CI", len(runtimes), 5.2)  # fmt: skip
+    width = 0.8 / max(1, len(placements))
+    for ax, r in zip(axes, runtimes, strict=True):
+        mine = [s for s in ok if s.runtime == r]
+        base = summarize([s.value for s in mine if not s.attacker])
+        ax.bar([0], [base.median], 0.6, yerr=_ci_err([base]), capsize=3, color="grey",
+               label="baseline")  # fmt: skip
+        for j, p in enumerate(placements):
+            sts = [summarize([s.value for s in mine if (s.attacker, s.placement) == (a, p)])
+                   for a in attackers]  # fmt: skip
+            x = np.arange(1, len(attackers) + 1) + (j - (len(placements) - 1) / 2) * width
+            med = [st.median if st.n else 0.0 for st in sts]
+            ax.bar(x, med, width, yerr=_ci_err(sts), capsize=2, color=COLOURS[j], label=p)
+        ax.set_xticks(range(len(attackers) + 1), ["baseline", *attackers], rotation=30)
+        ax.set_title(r, fontsize=9)
+        ax.set_ylabel(unit)
+        ax.legend(fontsize=7)
+    return [Plot(f"isolation-{_slug(metric)}", f"isolation: {metric}", fig)]
+
+
+def _placement_order(p: str) -> int:
+    known = ["same-cpu", "smt-sibling", "other-cpu", "all-other"]
+    return known.index(p) if p in known else len(known)
+
+
+def density(samples: list[Sample], order: list[str]) -> list[Plot]:
+    ok = [s for s in _ok(samples) if s.experiment == "density"]
+    if not any(s.metric in ("density.pss", "density.host_per_instance") for s in ok):
+        return []
+    colour = _colour(order)
+    fig, axes = _figure("density: memory per instance against instances running", 2, 4.6)
+    for ax, metric, what in ((axes[0], "density.pss", "PSS of each new instance"),
+                             (axes[1], "density.host_per_instance",
+                              "host MemAvailable drop per instance")):  # fmt: skip
+        mine = [s for s in ok if s.metric == metric]
+        for r in _runtimes(mine, order):
+            pts = sorted((s.background + (1 if metric == "density.pss" else 0), s.value)
+                         for s in mine if s.runtime == r)  # fmt: skip
+            by: dict[int, list[float]] = defaultdict(list)
+            for n, v in pts:
+                by[n].append(v)
+            xs = sorted(by)
+            ax.plot(xs, [np.median(by[n]) for n in xs], marker="." if len(xs) > 30 else "o",
+                    ms=3, lw=1, label=r, color=colour(r))  # fmt: skip
+        ax.set_title(what, fontsize=9)
+        ax.set_xlabel("instances running")
+        ax.set_ylabel("MiB per instance")
+        ax.set_ylim(bottom=0)
+        if mine:
+            ax.legend(fontsize=7)
+    return [Plot("density-memory-per-instance", "density: memory per instance", fig)]
+
+
+KINDS = (boot, latency, concurrency, scalability, isolation, density)
+
+
+def figures(samples: list[Sample], runtime_order: list[str]) -> list[Plot]:
+    """Every plot the run's samples allow, in a fixed order."""
+    out: list[Plot] = []
+    with plt.rc_context(STYLE):
+        for kind in KINDS:
+            for p in kind(samples, runtime_order):
+                p.fig.tight_layout()
+                out.append(p)
+    return out
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-zA-Z0-9_.-]+", "_", text).strip("_")

@@ -1,0 +1,75 @@
+"""The HTML report and plots of fake-runtime runs (tests/fakerun.py): self-contained,
+every section present, plots for every experiment kind, flags validated."""
+
+from __future__ import annotations
+
+import re
+
+from tests.fakerun import fake_run
+from typer.testing import CliRunner
+
+from virtbench.cli import app
+from virtbench.report import plots
+from virtbench.store import Store
+
+runner = CliRunner()
+ALL = ("boot", "density", "throughput", "scalability", "isolation")
+
+
+def test_plots_for_every_experiment_kind_as_png_and_svg(tmp_path):
+    store = Store(tmp_path)
+    rid = fake_run(store, "aaaaa1", {"native": 1.0, "crun": 1.05, "runsc": 1.6}, ALL)
+    figs = plots.figures(store.samples(rid), ["native", "crun", "runsc"])
+    names = [p.name for p in figs]
+    assert names == [
+        "boot-boot.spawn_to_exit", "boot-boot.teardown", "concurrency-postgres-tps",
+        "scalability-boot.spawn_to_exit", "isolation-inserts_per_s",
+        "density-memory-per-instance",
+    ]  # fmt: skip
+    written = figs[0].save(tmp_path / "plots")
+    assert [p.suffix for p in written] == [".png", ".svg"]
+    assert written[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    svgs = [p.svg() for p in figs]
+    for p in figs:
+        p.close()
+    ids = [i for s in svgs for i in re.findall(r'\bid="([^"]+)"', s)]
+    assert len(ids) == len(set(ids))  # inline in one page: no id twice
+    assert all(s.startswith("<svg") for s in svgs)
+
+
+def test_report_is_self_contained_with_every_section(tmp_path):
+    store = Store(tmp_path)
+    fake_run(store, "aaaaa1", {"native": 1.0, "crun": 1.05, "runsc": 1.6}, ALL)
+    fake_run(store, "bbbbb2", {"native": 1.0, "crun": 1.0}, ("boot",), seed=4)
+    out = tmp_path / "r.html"
+    res = runner.invoke(app, ["report", "aaaaa1", "bbbbb2", "-o", str(out), "--results",
+                              str(tmp_path), "--plots", str(tmp_path / "p")])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    page = out.read_text()
+    for part in ("Run aaaaa1", "Run bbbbb2", "Environment", "Warnings", "Spec",
+                 "differences between runtimes", "DESMET scores", "Kruskal-Wallis"):  # fmt: skip
+        assert part in page, part
+    assert page.count("<svg") == 8  # six plots of the first run, two of the second
+    assert "placement smt-sibling skipped: no SMT" in page  # events are warnings
+    assert "failed measurement(s), e.g. pgbench: connection refused" in page
+    assert "outliers" in page  # the wide table
+    # nothing fetched: no script, stylesheet, image or font from anywhere
+    assert "<script" not in page and not re.search(r'(src|href)="(https?:)?//', page)
+    assert "url(http" not in page and "@import" not in page
+    assert (tmp_path / "p" / "aaaaa1" / "density-memory-per-instance.svg").exists()
+    # DESMET: runsc is 1.6x slower: boot 160% of native, 0 points; crun 105%: boot bands 0
+    row = re.search(r"<td>mean score</td>(.*?)</tr>", page, re.S)
+    assert row and "(n=" in row.group(1)
+
+
+def test_report_flags_name_what_to_fix(tmp_path):
+    store = Store(tmp_path)
+    fake_run(store, "aaaaa1", {"native": 1.0})
+    base = ["report", "aaaaa1", "--results", str(tmp_path), "-o", str(tmp_path / "r.html")]
+    res = runner.invoke(app, [*base, "--baseline", "docker"])
+    assert res.exit_code == 2 and "--baseline: no 'docker' samples" in res.output
+    res = runner.invoke(app, [*base, "--bands-higher", "60,70"])
+    assert res.exit_code == 2 and "--bands-higher: give four percentages" in res.output
+    res = runner.invoke(app, ["report", "zzzzz9", "--results", str(tmp_path)])
+    assert res.exit_code == 2 and "run 'zzzzz9' not found" in res.output
+    assert not (tmp_path / "r.html").exists()
