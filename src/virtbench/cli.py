@@ -178,6 +178,18 @@ def run(
             "all-other.",
         ),
     ] = None,
+    target_cv: Annotated[
+        float | None,
+        typer.Option(
+            "--target-cv",
+            help="Repeat past --runs until every group's CV is at most this % (boot, "
+            "throughput, isolation).",
+        ),
+    ] = None,
+    max_runs: Annotated[
+        int | None,
+        typer.Option("--max-runs", help="At most this many repetitions with --target-cv."),
+    ] = None,
     results: ResultsOpt = DEFAULT_RESULTS,
 ) -> None:
     """Run an experiment spec and print its result tables."""
@@ -195,6 +207,8 @@ def run(
         "--background": background,
         "--attackers": _csv(attackers, "--attackers"),
         "--placements": _csv(placements, "--placements"),
+        "--target-cv": target_cv,
+        "--max-runs": max_runs,
     }
     parsed = specmod.with_overrides(raw, where, _csv(runtimes, "--runtimes"), flags)
     _require_root("run")

@@ -86,7 +86,31 @@ class RuntimeOptions(_Model):
     _cpuset = field_validator("cpus")(InstanceOptions._cpuset.__func__)  # type: ignore[attr-defined]
 
 
-class BootExperiment(_Model):
+class _Repeated(_Model):
+    """Adaptive repetition: after `runs`, go on until every measured group's CV is at most
+    `target_cv` % or `max_runs` repetitions are done (default 10 x runs, at most 1000)."""
+
+    target_cv: float | None = Field(default=None, gt=0, le=100)
+    max_runs: int | None = Field(default=None, ge=1, le=100_000)
+
+    @model_validator(mode="after")
+    def _adaptive(self) -> _Repeated:
+        runs = getattr(self, "runs", 1)
+        if self.max_runs is not None and self.target_cv is None:
+            raise ValueError("max_runs: needs target_cv (the CV to repeat until)")
+        if self.max_runs is not None and self.max_runs < runs:
+            raise ValueError(f"max_runs: {self.max_runs} is below runs ({runs})")
+        return self
+
+    def run_limit(self) -> int | None:
+        """The most repetitions adaptive repetition may do; None when it is off."""
+        if self.target_cv is None:
+            return None
+        runs = getattr(self, "runs", 1)
+        return self.max_runs if self.max_runs is not None else max(runs, min(10 * runs, 1000))
+
+
+class BootExperiment(_Repeated):
     """Time to boot: spawn -> exit for `hello`, spawn -> ready for `sleep`; then teardown."""
 
     type: Literal["boot"]
@@ -110,7 +134,7 @@ class DensityExperiment(_Model):
     timeout_s: float = Field(default=60.0, gt=0, le=3600)
 
 
-class ThroughputExperiment(_Model):
+class ThroughputExperiment(_Repeated):
     """A server in each instance, a client on the host (nginx+wrk, redis+redis-benchmark,
     ...). `workloads = ["all"]` means every serving workload; `[experiment.params.<name>]`
     sets that workload's client parameters (validated by the workload)."""
@@ -246,7 +270,7 @@ class ScalabilityExperiment(_WorkerExperiment):
         return [w for w in (self.worker, self.background) if w not in ("boot", "sleep")]
 
 
-class IsolationExperiment(_WorkerExperiment):
+class IsolationExperiment(_WorkerExperiment, _Repeated):
     """A worker pinned to one CPU, measured alone and next to each attacker at each
     placement (S1's performance isolation); slowdown against the alone measurements."""
 
@@ -476,6 +500,8 @@ FLAG_FIELDS = {
     "--background": "background",
     "--attackers": "attackers",
     "--placements": "placements",
+    "--target-cv": "target_cv",
+    "--max-runs": "max_runs",
 }
 
 
@@ -517,7 +543,7 @@ def with_overrides(
     except ValidationError as err:
         line = describe(err, where)
         for flag, field in FLAG_FIELDS.items():
-            m = re.search(rf"\.{field}(\[\d+\])?: (.*)$", line)
+            m = re.search(rf"[.\s]{field}(\[\d+\])?: (.*)$", line)
             if flags.get(flag) is not None and m:
                 index = f"{m.group(1)} " if m.group(1) else ""
                 raise SpecError(f"{flag}: {index}{m.group(2)}") from None

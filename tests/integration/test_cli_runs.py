@@ -174,3 +174,24 @@ def test_memory_guard_stops_growth_and_says_why(env, tmp_path):
     events = [m for _, _, m in store.events(rid)]
     assert any("memory guard" in m and "after 0 instances" in m for m in events), events
     assert not labelled(rid)
+
+
+def test_adaptive_repetition_and_report_of_a_real_run(env, tmp_path):
+    """--target-cv repeats past --runs (up to --max-runs) and says when it stopped; the
+    run then exports and reports like any other."""
+    res = cli("run", "boot", "--runtimes", "native,crun", "--workloads", "hello", "--runs", "3",
+              "--warmups", "1", "--target-cv", "0.01", "--max-runs", "5", env=env)  # fmt: skip
+    assert res.returncode == 0, res.stdout + res.stderr
+    rid = run_id_of(res.stdout)
+    store = Store(tmp_path / "results")
+    boots = [s for s in store.samples(rid) if s.metric == "boot.spawn_to_exit" and not s.warmup]
+    assert sorted({s.repetition for s in boots}) == [0, 1, 2, 3, 4]  # 0.01% is never met
+    said = " ".join(m for _, _, m in store.events(rid))
+    assert "5 repetitions (max_runs)" in said and "target 0.01%" in said
+    report = tmp_path / "r.html"
+    res = cli("report", rid, "-o", str(report), env=env)
+    assert res.returncode == 0, res.stdout + res.stderr
+    page = report.read_text()
+    assert "5 repetitions (max_runs)" in page and page.count("<svg") == 2
+    res = cli("export", rid, "--format", "csv", env=env)
+    assert res.returncode == 0 and res.stdout.count("\n") == len(store.samples(rid)) + 1

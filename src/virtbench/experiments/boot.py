@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from virtbench import workloads
 from virtbench.errors import InstanceError
-from virtbench.experiments.session import Failures, Session
+from virtbench.experiments.session import Failures, Session, total_runs
 from virtbench.spec import BootExperiment
 from virtbench.store import Sample
 
@@ -97,7 +97,9 @@ def measure_once(
 
 def run(s: Session, cfg: BootExperiment) -> None:
     failures = Failures(s, "boot")
-    for rep, warmup, order in s.schedule(cfg.warmups, cfg.runs):
+    for rep, warmup, order in s.schedule(
+        cfg.warmups, cfg.runs, "boot", cfg.target_cv, cfg.run_limit()
+    ):
         for runtime in order:
             for workload in cfg.workloads:
                 for _ in range(cfg.benchmark_times):
@@ -105,5 +107,5 @@ def run(s: Session, cfg: BootExperiment) -> None:
                         break
                     with failures.attempt(runtime):
                         measure_once(s, runtime, workload, rep, warmup, cfg.timeout_s)
-        kind, total = ("warm-up", cfg.warmups) if warmup else ("repetition", cfg.runs)
+        kind, total = ("warm-up", cfg.warmups) if warmup else ("repetition", total_runs(cfg))
         s.say(f"boot: {kind} {rep + 1}/{total} done")

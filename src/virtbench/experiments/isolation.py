@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from virtbench.errors import InstanceError, SpecError
-from virtbench.experiments.session import Failures, Session
+from virtbench.experiments.session import Failures, Session, total_runs
 from virtbench.experiments.worker import Worker, check_reachable
 from virtbench.measure.topology import Topology
 from virtbench.runtimes.base import Instance
@@ -179,7 +179,9 @@ def run(s: Session, cfg: IsolationExperiment) -> None:
         )
     failures = Failures(s, "isolation")
     params = cfg.params_for(cfg.worker)
-    for rep, warmup, order in s.schedule(cfg.warmups, cfg.runs):
+    for rep, warmup, order in s.schedule(
+        cfg.warmups, cfg.runs, "isolation", cfg.target_cv, cfg.run_limit()
+    ):
         shift = rep % len(conds)
         for runtime in order:
             if failures.skip(runtime):
@@ -201,5 +203,5 @@ def run(s: Session, cfg: IsolationExperiment) -> None:
                         break
                     with failures.attempt(runtime, cond[0] or "baseline"):
                         measure(s, cfg, worker, cond, rep, warmup)
-        kind, total = ("warm-up", cfg.warmups) if warmup else ("repetition", cfg.runs)
+        kind, total = ("warm-up", cfg.warmups) if warmup else ("repetition", total_runs(cfg))
         s.say(f"isolation: {kind} {rep + 1}/{total} done")

@@ -7,6 +7,8 @@ exist, and turns a spec's instance options into an InstanceSpec for a runtime.
 from __future__ import annotations
 
 import contextlib
+import math
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -19,7 +21,11 @@ from virtbench.errors import InstanceError
 from virtbench.measure.probe import ProbeListener
 from virtbench.runtimes.base import Instance, InstanceSpec, Runtime
 from virtbench.spec import Spec
+from virtbench.stats import summarize
 from virtbench.store import Sample, Store
+
+# Figures that are not repeated measurements of the same thing (host state, one-offs).
+UNREPEATED = ("host.", "image_size", "isolation.attacker_tasks_peak", "boot.teardown")
 
 
 @dataclass
@@ -98,14 +104,72 @@ class Session:
         colour = "yellow" if level == "warning" else "cyan"
         self.say(f"[{colour}]{level}[/]: {escape(message)}")
 
-    def schedule(self, warmups: int, runs: int) -> Iterator[tuple[int, bool, list[str]]]:
+    def schedule(
+        self,
+        warmups: int,
+        runs: int,
+        experiment: str = "",
+        target_cv: float | None = None,
+        max_runs: int | None = None,
+    ) -> Iterator[tuple[int, bool, list[str]]]:
         """(repetition, warm-up?, runtimes in order) for every repetition, warm-ups first;
-        each repetition starts with a different runtime so slow drift favours none."""
+        each repetition starts with a different runtime so slow drift favours none.
+        With `target_cv` (%), repetitions go on past `runs` until every group of this
+        experiment's samples has a CV at most that, or `max_runs` are done; either way
+        an event says which, and why."""
         names = list(self.spec.runtimes)
-        for i in range(warmups + runs):
+        since = time.time()
+        i = 0
+        while True:
+            done = i - warmups
+            if done >= runs:
+                if target_cv is None or max_runs is None:
+                    return
+                worst = self.worst_cv(experiment, since)
+                if worst is None or worst[0] * 100 <= target_cv:
+                    cv = f" (largest CV {worst[0] * 100:.1f}%, {worst[1]})" if worst else ""
+                    self.event("info", f"{experiment}: CV target {target_cv:g}% met after "
+                                       f"{done} repetitions{cv}")  # fmt: skip
+                    return
+                if done >= max_runs:
+                    self.event("warning", f"{experiment}: {done} repetitions (max_runs) and the "
+                                          f"CV of {worst[1]} is still {worst[0] * 100:.1f}% "
+                                          f"(target {target_cv:g}%)")  # fmt: skip
+                    return
             warmup = i < warmups
             shift = i % len(names)
-            yield (i if warmup else i - warmups), warmup, names[shift:] + names[:shift]
+            yield (i if warmup else done), warmup, names[shift:] + names[:shift]
+            i += 1
+
+    def repetitions(self, experiment: str, cfg: Any) -> Iterator[tuple[int, bool, list[str]]]:
+        """`schedule` as an experiment's config says (warmups, runs, target_cv, max_runs)."""
+        return self.schedule(cfg.warmups, cfg.runs, experiment, cfg.target_cv, cfg.run_limit())
+
+    def worst_cv(self, experiment: str, since: float) -> tuple[float, str] | None:
+        """The largest CV over the groups (metric, workload, runtime and conditions) of
+        this experiment's successful samples since `since`, and which group; None when no
+        group has 2 values. A group without a CV (mean 0) counts as met."""
+        groups: dict[tuple[str, ...], list[float]] = {}
+        for smp in self.store.samples(self.run_id):
+            if (smp.experiment != experiment or smp.t < since or smp.warmup or smp.error
+                    or smp.value is None or smp.metric.startswith(UNREPEATED)):  # fmt: skip
+                continue
+            key = (smp.metric, smp.workload, smp.runtime, str(smp.background), smp.attacker,
+                   smp.placement)  # fmt: skip
+            groups.setdefault(key, []).append(smp.value)
+        worst: tuple[float, str] | None = None
+        for key, values in groups.items():
+            cv = summarize(values).cv
+            if len(values) >= 2 and not math.isnan(cv) and (worst is None or cv > worst[0]):
+                where = "/".join(k for k in key[4:] if k)
+                worst = (cv, f"{key[2]} {key[0]}" + (f" ({where})" if where else ""))
+        return worst
+
+
+def total_runs(cfg: Any) -> str:
+    """How many repetitions an experiment does: "10", or "10-100" when adaptive."""
+    limit = cfg.run_limit()
+    return str(cfg.runs) if limit is None or limit == cfg.runs else f"{cfg.runs}-{limit}"
 
 
 class Failures:
