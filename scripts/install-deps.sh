@@ -19,6 +19,8 @@ PACKAGES=(
   nginx redis-server wrk redis-tools sysbench libsqlite3-dev iperf3
   postgresql-15 postgresql-client-15 mariadb-server-core
   fio httperf iputils-ping
+  # the HTML report's test opens it in a real headless browser
+  chromium chromium-driver
 )
 
 if [ "$(id -u)" -ne 0 ]; then
