@@ -20,7 +20,7 @@ PACKAGES=(
   postgresql-15 postgresql-client-15 mariadb-server-core
   fio httperf iputils-ping
   # the HTML report's test opens it in a real headless browser
-  chromium chromium-driver
+  chromium chromium-driver fonts-dejavu-core
 )
 
 if [ "$(id -u)" -ne 0 ]; then
