@@ -535,6 +535,12 @@ def with_overrides(
             raise SpecError(f"{flag}: does not apply to this spec (applies to: {', '.join(kinds)})")
         for e in targets:
             e[field] = value
+            if field == "worker" and isinstance(e.get("params"), dict):
+                from virtbench import workloads
+
+                # the file's parameters were for the worker the flag replaces
+                keep = workloads.ALIASES.get(value, value)
+                e["params"] = {k: v for k, v in e["params"].items() if k == keep}
             other = SCALABILITY_EITHER.get(field)
             if e.get("type") == "scalability" and other and not flags_set(flags, other):
                 e.pop(other, None)  # the command line's final count wins over the file's

@@ -218,3 +218,7 @@ def test_isolation_attackers_and_placements_validated():
     )
     disk = spec.parse({**BASE, "experiment": [{"type": "isolation", "attackers": ["disk"]}]}, "t")
     assert disk.experiment[0].workloads_needed() == ["sqlite", "fio"]
+    # --worker replaces the catalog's worker and drops the parameters that were for it
+    assert e.params == {"sqlite": {"rows": 10000}}  # sqlite-bench is sqlite: kept
+    redis = spec.with_overrides(raw, where, None, {"--worker": "redis"}).experiment[0]
+    assert (redis.worker, redis.params) == ("redis", {})

@@ -79,3 +79,28 @@ def test_conditions_skip_placements_that_repeat_an_earlier_one(tmp_path):
     four = Topology.detect(fake_sysfs(tmp_path / "four", "0-3", {c: str(c) for c in range(4)}))
     placed = {p: cpus for _, p, cpus in conditions(_Events(), cfg, four, 3)}
     assert placed == {"": [], "same-cpu": [3], "other-cpu": [0], "all-other": [0, 1, 2]}
+
+
+def test_isolation_conditions_skip_memory_hogs_that_would_not_fit(tmp_path, monkeypatch):
+    """all-other on 8 CPUs x a 256 MiB attacker is 1.75 GiB: with 2 GiB available that is
+    more than half, so it is skipped with the reason; on one CPU it fits."""
+    from types import SimpleNamespace
+
+    from virtbench.experiments import isolation
+    from virtbench.spec import parse
+
+    sib = {c: str(c) for c in range(8)}
+    topo = Topology.detect(fake_sysfs(tmp_path, "0-7", sib))
+    monkeypatch.setattr(isolation.memory, "mem_available", lambda: 2 << 30)
+    events = []
+    s = SimpleNamespace(event=lambda level, msg: events.append((level, msg)))
+    exp = {"type": "isolation", "attackers": ["cpu", "mempressure"],
+           "placements": ["same-cpu", "all-other"]}  # fmt: skip
+    cfg = parse({"name": "i", "runtimes": ["crun"], "experiment": [exp]}, "t").experiment[0]
+    conds = isolation.conditions(s, cfg, topo, 7)
+    assert [(a, p) for a, p, _ in conds] == [
+        ("", ""), ("cpu", "same-cpu"), ("mempressure", "same-cpu"), ("cpu", "all-other"),
+    ]  # fmt: skip
+    ((level, msg),) = events
+    assert level == "warning" and "mempressure at all-other skipped: 7 attackers" in msg
+    assert "1792 MiB" in msg and "MemAvailable (2048 MiB)" in msg

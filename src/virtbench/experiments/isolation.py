@@ -12,7 +12,9 @@ each attacked measurement the attackers must still be running (a neighbour that 
 early would flatter the runtime); if one is not, the measurement is stored as failed with
 its console output. Attackers are stopped after every measurement. Placements the host
 cannot offer, or that would pin the attackers exactly as an earlier placement does (all-other
-on a 2-CPU host is other-cpu), are skipped, with the reason stored as an event.
+on a 2-CPU host is other-cpu), are skipped, with the reason stored as an event; so is a
+memory-holding attacker (memory, mempressure, disk) whose instances at a placement would
+together hold more than half of MemAvailable (all-other on a host with many CPUs).
 
 Slowdown (report/tables.py) compares the medians of attacked and baseline measurements of
 the workload's primary metric, in the direction that metric improves:
@@ -29,12 +31,14 @@ from typing import Any
 from virtbench.errors import InstanceError, SpecError
 from virtbench.experiments.session import Failures, Session, total_runs
 from virtbench.experiments.worker import Worker, check_reachable
+from virtbench.measure import memory
 from virtbench.measure.topology import Topology
 from virtbench.runtimes.base import Instance
 from virtbench.spec import IsolationExperiment
 from virtbench.workloads import attackers
 
 Condition = tuple[str, str, list[int]]  # attacker, placement, attacker CPUs
+MEMORY_SHARE = 0.5  # attackers together may hold at most this share of MemAvailable
 TASKS = "isolation.attacker_tasks_peak"  # host tasks (threads too) of all attackers at peak
 
 
@@ -55,6 +59,7 @@ def check(s: Session, cfg: IsolationExperiment) -> None:
 def conditions(s: Session, cfg: IsolationExperiment, topo: Topology, cpu: int) -> list[Condition]:
     """Baseline first, then every attacker at every placement the host offers."""
     out: list[Condition] = [("", "", [])]
+    available_mib = memory.mem_available() / 2**20
     taken: dict[tuple[int, ...], str] = {}
     for placement in cfg.placements:
         cpus, why = topo.placement(placement, cpu)
@@ -66,7 +71,15 @@ def conditions(s: Session, cfg: IsolationExperiment, topo: Topology, cpu: int) -
             s.event("warning", f"isolation: placement {placement} skipped: {why}")
             continue
         taken[tuple(cpus)] = placement
-        out += [(a, placement, cpus) for a in cfg.attackers]
+        for a in cfg.attackers:
+            need = attackers.ATTACKERS[a].memory_mib * len(cpus)
+            if need > MEMORY_SHARE * available_mib:  # many CPUs x a memory hog: no OOM
+                s.event("warning", f"isolation: {a} at {placement} skipped: {len(cpus)} "
+                                   f"attackers would hold {need} MiB, more than "
+                                   f"{MEMORY_SHARE:.0%} of MemAvailable "
+                                   f"({available_mib:.0f} MiB)")  # fmt: skip
+                continue
+            out.append((a, placement, cpus))
     return out
 
 
@@ -125,7 +138,8 @@ def measure(
         "placement": placement,
         "params": {
             "attacker_cpus": ",".join(map(str, cpus)),
-            "attacker_pids_limit": pids_limit(cfg, len(cpus)),
+            # None where the runtime cannot enforce one (podman:runsc)
+            "attacker_pids_limit": pids_limit(cfg, len(cpus)) if rt.applies_pids_limit() else None,
         }
         if name
         else {},

@@ -92,7 +92,7 @@ class Session:
             "network": self.network(runtime),
             "memory_mib": opts.memory_mib,
             "cpus": opts.cpus,
-            "pids_limit": opts.pids_limit,
+            "pids_limit": opts.pids_limit if self.runtimes[runtime].applies_pids_limit() else None,
             "artifact": self.artifact.digest[:16],
         }
 

@@ -261,6 +261,10 @@ class Runtime(ABC):
         found = [p for n in self.cgroup_names(inst) for p in cgroups.procs(self.ctx.layout, n)]
         return found + [p for p in self.owner_pids(inst) if p not in found]
 
+    def applies_pids_limit(self) -> bool:
+        """Whether an InstanceSpec's pids_limit is enforced (recorded as None if not)."""
+        return True
+
     def tasks(self, inst: Instance) -> tuple[int | None, int]:
         """(peak host tasks, threads included, of the instance's cgroups, None where the
         kernel keeps no peak; forks refused by its pids limit)."""

@@ -156,7 +156,7 @@ class Podman(Engine):
             args += ["--memory", f"{spec.memory_mib}m"]
         if spec.cpus:
             args += ["--cpuset-cpus", spec.cpus]
-        if spec.pids_limit and self.options.oci_runtime != "runsc":
+        if spec.pids_limit and self.applies_pids_limit():
             # runsc 20221219 under podman then starts its sandbox in the root cgroups,
             # outside every limit and out of sight: no pids limit rather than that
             args += ["--pids-limit", str(spec.pids_limit)]
@@ -202,6 +202,9 @@ class Podman(Engine):
             proc.kill_group(p)
         self._run("rm", "--force", "--time", "0", inst.name, check=False, timeout=60)
         self.reap_later(inst.extra.get("conmon") or [])
+
+    def applies_pids_limit(self) -> bool:
+        return self.options.oci_runtime != "runsc"  # see _args: runsc would escape it
 
     def owner_pids(self, inst: Instance) -> list[int]:
         return [p.pid for p in inst.extra.get("conmon") or [] if p.is_running()]

@@ -20,6 +20,7 @@ class Attacker:
     command: tuple[str, ...]  # inside the instance, run after the ready datagram
     data: bool = False  # needs a data directory on disk at /data
     needs: tuple[str, ...] = ()  # workloads whose host binaries the artifact must carry
+    memory_mib: int = 0  # what one instance of it holds (the isolation memory guard)
 
 
 ATTACK = "/bin/vb-attack"
@@ -27,13 +28,23 @@ ATTACKERS = {
     a.name: a
     for a in (
         Attacker("cpu", "primality test of 2..1e9, repeated (S1)", (ATTACK, "cpu")),
-        Attacker("memory", "STREAM kernels over 3 x 80 MB, repeated (S1)", (ATTACK, "memory")),
+        Attacker(
+            "memory",
+            "STREAM kernels over 3 x 80 MB, repeated (S1)",
+            (ATTACK, "memory"),
+            memory_mib=240,
+        ),
         Attacker("open", "open()+close() of a cached file (S1)", (ATTACK, "open", ATTACK)),
         Attacker("read", "4 KiB pread() from a file on tmpfs (S1)", (ATTACK, "read")),
         Attacker("write", "4 KiB pwrite() to a file on tmpfs (S1)", (ATTACK, "write")),
         Attacker("stat", "stat() of a cached file (S1)", (ATTACK, "stat", ATTACK)),
         Attacker("fork", "fork()+_exit()+wait(), two processes at most (S1)", (ATTACK, "fork")),
-        Attacker("mempressure", "map, touch and unmap 256 MiB, repeated", (ATTACK, "mempressure")),
+        Attacker(
+            "mempressure",
+            "map, touch and unmap 256 MiB, repeated",
+            (ATTACK, "mempressure"),
+            memory_mib=256,
+        ),
         Attacker("network", "TCP bulk transfer over the instance's loopback", (ATTACK, "net")),
         Attacker(
             "disk",
@@ -53,6 +64,7 @@ ATTACKERS = {
             ),
             data=True,
             needs=("fio",),
+            memory_mib=256,  # the page cache of its file, at most
         ),
     )
 }
