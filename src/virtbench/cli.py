@@ -404,12 +404,20 @@ def report(
     plots: Annotated[
         Path | None, typer.Option("--plots", help="Also write every plot as PNG and SVG here.")
     ] = None,
+    global_test: Annotated[
+        str,
+        typer.Option(
+            "--global-test", help="Across runtimes: kruskal (+ Dunn) or anova (+ Tukey HSD)."
+        ),
+    ] = "kruskal",
     results: ResultsOpt = DEFAULT_RESULTS,
 ) -> None:
     """Write one self-contained HTML report (tables, plots, warnings, scores) of runs."""
     from virtbench.report import html
     from virtbench.stats import DESMET_BANDS
 
+    if global_test not in ("kruskal", "anova"):
+        raise VirtbenchError(f"--global-test: {global_test!r} is not one of kruskal, anova")
     if cv_warn <= 0:
         raise VirtbenchError(f"--cv-warn: {cv_warn:g} must be a percentage > 0, e.g. 10")
     bands = {
@@ -427,7 +435,8 @@ def report(
                 f"--baseline: no {baseline!r} samples in these runs (they have: "
                 f"{', '.join(sorted(have))})"
             )
-    opts = html.Options(baseline=baseline, bands=bands, cv_warn=cv_warn / 100, plots_dir=plots)
+    opts = html.Options(baseline=baseline, bands=bands, cv_warn=cv_warn / 100, plots_dir=plots,
+                        global_test=global_test)  # fmt: skip
     text = html.render(store, run_ids, opts)
     try:
         output.write_text(text)

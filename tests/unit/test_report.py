@@ -60,6 +60,9 @@ def test_report_is_self_contained_with_every_section(tmp_path):
     # DESMET: runsc is 1.6x slower: boot 160% of native, 0 points; crun 105%: boot bands 0
     row = re.search(r"<td>mean score</td>(.*?)</tr>", page, re.S)
     assert row and "(n=" in row.group(1)
+    res = runner.invoke(app, ["report", "aaaaa1", "-o", str(out), "--results", str(tmp_path),
+                              "--global-test", "anova"])  # fmt: skip
+    assert res.exit_code == 0 and "ANOVA + Tukey HSD" in out.read_text()
 
 
 def test_report_flags_name_what_to_fix(tmp_path):
@@ -70,6 +73,8 @@ def test_report_flags_name_what_to_fix(tmp_path):
     assert res.exit_code == 2 and "--baseline: no 'docker' samples" in res.output
     res = runner.invoke(app, [*base, "--bands-higher", "60,70"])
     assert res.exit_code == 2 and "--bands-higher: give four percentages" in res.output
+    res = runner.invoke(app, [*base, "--global-test", "t"])
+    assert res.exit_code == 2 and "--global-test: 't' is not one of kruskal, anova" in res.output
     res = runner.invoke(app, ["report", "zzzzz9", "--results", str(tmp_path)])
     assert res.exit_code == 2 and "run 'zzzzz9' not found" in res.output
     assert not (tmp_path / "r.html").exists()

@@ -5,8 +5,9 @@ Per run: what ran and where (status, command, environment, artifacts, the spec),
 distrust (events such as skipped placements and guard stops, failed samples, samples
 taken under emulation, and every group whose CV is above `cv_warn`), the tables the
 terminal shows (with mean, SD, min-max and outliers), the plots (report/plots.py), the
-differences between runtimes (Kruskal-Wallis with Dunn's pairs for every measure three
-or more runtimes share; two runtimes: the permutation test of compare), and a
+differences between runtimes (Kruskal-Wallis with Dunn's pairs, or ANOVA with Tukey's
+HSD as S3 did, for every measure three or more runtimes share; two runtimes: the
+permutation test of compare), and a
 DESMET-style score table against a baseline runtime (S5's bands unless configured).
 """
 
@@ -29,7 +30,14 @@ from virtbench import __version__
 from virtbench.report import plots as plotmod
 from virtbench.report.compare import condition, label
 from virtbench.report.tables import experiment_tables, fmt
-from virtbench.stats import DESMET_BANDS, ab_test, desmet_score, kruskal_dunn, summarize
+from virtbench.stats import (
+    DESMET_BANDS,
+    ab_test,
+    anova_tukey,
+    desmet_score,
+    kruskal_dunn,
+    summarize,
+)
 from virtbench.store import RunRecord, Sample, Store
 
 TEMPLATE = "report.html.j2"
@@ -42,6 +50,7 @@ class Options:
     bands: dict[str, tuple[float, ...]] = field(default_factory=lambda: dict(DESMET_BANDS))
     cv_warn: float = 0.10  # groups with a CV above this are listed as warnings
     plots_dir: Path | None = None  # also write every plot there as PNG and SVG
+    global_test: str = "kruskal"  # or "anova": ANOVA with Tukey's HSD, as S3 did
 
 
 @dataclass
@@ -99,7 +108,8 @@ def warnings(samples: list[Sample], events: list[tuple[float, str, str]], cv_war
     return out
 
 
-def differences(samples: list[Sample], order: list[str]) -> HtmlTable:
+def differences(samples: list[Sample], order: list[str], global_test: str = "kruskal"
+                ) -> HtmlTable:  # fmt: skip
     """Per measure shared by two or more runtimes: the global test and the pairs that
     differ significantly."""
     rows = []
@@ -113,7 +123,7 @@ def differences(samples: list[Sample], order: list[str]) -> HtmlTable:
             sig = f"{a} vs {b}" if r.p <= 0.05 else "none"
             rows.append([label(key), "permutation (means)", "-", f"{r.p:.3g}", sig])
             continue
-        test = kruskal_dunn(groups)
+        test = anova_tukey(groups) if global_test == "anova" else kruskal_dunn(groups)
         if test is None:
             continue
         pairs = ", ".join(f"{p.a} vs {p.b}" for p in test.pairs if p.significant) or "none"
@@ -185,7 +195,7 @@ def run_section(store: Store, run: RunRecord, opts: Options) -> dict[str, Any]:
         "warnings": warnings(samples, store.events(run.id), opts.cv_warn),
         "tables": [from_rich(t) for t in experiment_tables(run, samples, wide=True)],
         "plots": svgs,
-        "differences": differences(samples, order),
+        "differences": differences(samples, order, opts.global_test),
         "baseline": base,
         "scores": scores,
         "bands": opts.bands,
