@@ -33,10 +33,16 @@ from virtbench.store import Sample
 Key = tuple[str, ...]
 
 
+# Figures taken once per instance as they pile up: the background count is where in the
+# pile-up, not a condition, so all of a run's values are one group.
+PILE_UP = ("density.", "scalability.")
+
+
 def condition(s: Sample, with_runtime: bool) -> Key:
     """What must match for two samples to be compared."""
     level = s.params.get("level")
-    key = (s.experiment, s.metric, s.unit, s.workload, str(s.background), s.attacker,
+    background = "0" if s.metric.startswith(PILE_UP) else str(s.background)
+    key = (s.experiment, s.metric, s.unit, s.workload, background, s.attacker,
            s.placement, "" if level is None else str(level))  # fmt: skip
     return (*key, s.runtime) if with_runtime else key
 

@@ -36,12 +36,15 @@ from virtbench.stats import (
     anova_tukey,
     desmet_score,
     kruskal_dunn,
+    min_p,
     summarize,
 )
 from virtbench.store import RunRecord, Sample, Store
 
 TEMPLATE = "report.html.j2"
-NOT_COMPARED = ("host.", "density.mem_available", "density.reached", "image_size")
+MAX_SPREAD = 25  # high-CV groups listed by name (largest first); the rest are counted
+NOT_COMPARED = ("host.", "density.mem_available", "density.reached", "scalability.reached",
+                "image_size")  # fmt: skip
 
 
 @dataclass
@@ -99,12 +102,18 @@ def warnings(samples: list[Sample], events: list[tuple[float, str, str]], cv_war
     for (runtime, metric), rows in sorted(failed.items()):
         out.append(("warning", f"{runtime} {metric}: {len(rows)} failed measurement(s), e.g. "
                                f"{rows[0].error[:300]}"))  # fmt: skip
+    spread = []
     for key, by_rt in _groups(samples).items():
         for runtime, values in by_rt.items():
             st = summarize(values)
             if st.n >= 3 and not math.isnan(st.cv) and st.cv > cv_warn:
-                out.append(("info", f"high spread: {label(key)} on {runtime}: CV "
-                                    f"{st.cv * 100:.1f}% over n={st.n}"))  # fmt: skip
+                spread.append((st.cv, f"{label(key)} on {runtime}: CV {st.cv * 100:.1f}% "
+                                      f"over n={st.n}"))  # fmt: skip
+    spread.sort(reverse=True)
+    out += [("info", f"high spread: {text}") for _, text in spread[:MAX_SPREAD]]
+    if len(spread) > MAX_SPREAD:
+        out.append(("info", f"high spread: {len(spread) - MAX_SPREAD} more groups with a CV "
+                            f"above {cv_warn * 100:g}%"))  # fmt: skip
     return out
 
 
@@ -121,6 +130,8 @@ def differences(samples: list[Sample], order: list[str], global_test: str = "kru
             a, b = groups
             r = ab_test(groups[a], groups[b])
             sig = f"{a} vs {b}" if r.p <= 0.05 else "none"
+            if min_p(r.n_a, r.n_b) > 0.05:
+                sig = f"too few values to tell ({r.n_a} vs {r.n_b})"
             rows.append([label(key), "permutation (means)", "-", f"{r.p:.3g}", sig])
             continue
         test = anova_tukey(groups) if global_test == "anova" else kruskal_dunn(groups)
@@ -163,6 +174,12 @@ def desmet(samples: list[Sample], order: list[str], opts: Options) -> tuple[str,
     )
 
 
+def _env_value(key: str, value: Any) -> str:
+    if key.endswith("_bytes") and isinstance(value, int):
+        return f"{value / 2**30:.1f} GiB ({value:,} bytes)"
+    return value if isinstance(value, str) else json.dumps(value)
+
+
 def run_section(store: Store, run: RunRecord, opts: Options) -> dict[str, Any]:
     samples = store.samples(run.id)
     order = list(run.spec.get("runtimes", []))
@@ -183,7 +200,7 @@ def run_section(store: Store, run: RunRecord, opts: Options) -> dict[str, Any]:
         "finished": _when(run.finished),
         "duration": f"{(run.finished - run.created) / 60:.1f} min" if run.finished else "-",
         "argv": " ".join(run.argv),
-        "environment": [(k, v if isinstance(v, str) else json.dumps(v)) for k, v in env.items()],
+        "environment": [(k, _env_value(k, v)) for k, v in env.items()],
         "versions": sorted(versions.items()),
         "artifacts": run.artifacts,
         "spec": json.dumps(run.spec, indent=2),

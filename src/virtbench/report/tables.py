@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import re
 from collections import defaultdict
 from collections.abc import Iterable
 
@@ -47,6 +48,11 @@ def group(samples: Iterable[Sample]) -> dict[tuple[str, str, str, str, str], lis
     return out
 
 
+def natural(text: str) -> tuple:
+    """Sort key that orders numbers inside names by value: tps@4 before tps@16."""
+    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", text))
+
+
 # Stored for plots and time series, but not summarised as a distribution.
 NOT_SUMMARISED = {"density.mem_available"}
 
@@ -67,7 +73,7 @@ def summary_table(
     add_columns(t, cols, ("measure", "runtime"))
     order = {r: i for i, r in enumerate(runtime_order)}
     several_workloads = len({k[4] for k in groups}) > 1
-    for key in sorted(groups, key=lambda k: (k[1], k[4], order.get(k[3], 99))):
+    for key in sorted(groups, key=lambda k: (natural(k[1]), k[4], order.get(k[3], 99))):
         experiment, metric, unit, runtime, workload = key
         if metric in NOT_SUMMARISED:
             continue
@@ -200,7 +206,9 @@ def experiment_tables(run: RunRecord, samples: list[Sample], wide: bool = False)
         elif kind == "isolation":  # a summary over all conditions would mix them
             tables.append(isolation_table(f"{title}: slowdown", mine, order))
             continue
-        tables.append(summary_table(title, mine, order, wide))
+        table = summary_table(title, mine, order, wide)
+        if table.row_count:  # e.g. a scalability run whose only figures are per point
+            tables.append(table)
     return tables
 
 
