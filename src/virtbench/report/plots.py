@@ -49,7 +49,7 @@ STYLE = {
     "svg.hashsalt": "virtbench",  # the same data gives the same file
 }
 COLOURS = plt.get_cmap("tab10").colors
-MAX_PER_KIND = 12  # a run with 100 metrics gets the first dozen of each kind, not 100 plots
+MAX_PER_KIND = 16  # a run with 100 metrics gets the first 16 of each kind, not 100 plots
 
 
 @dataclass
@@ -185,22 +185,25 @@ def _pct_x(p: float) -> float:
 
 def concurrency(samples: list[Sample], order: list[str]) -> list[Plot]:
     ok = [s for s in _ok(samples) if s.experiment == "throughput"]
-    series: dict[tuple[str, str], list[Sample]] = defaultdict(list)
+    series: dict[tuple[str, str], list[tuple[float, Sample]]] = defaultdict(list)
     for s in ok:
-        level = s.params.get("level")
-        if isinstance(level, int | float) and not isinstance(level, bool):
-            series[(s.workload, s.metric.rsplit("@", 1)[0])].append(s)
+        level = _numeric_level(s.params.get("level"))
+        if level is not None:
+            series[(s.workload, s.metric.rsplit("@", 1)[0])].append((level, s))
     plots = []
     colour = _colour(order)
-    keys = [k for k in sorted(series) if len({s.params["level"] for s in series[k]}) >= 2]
+    # several levels and not all zero (error counts); throughput-like first, then the rest
+    keys = [k for k in sorted(series) if len({lv for lv, _ in series[k]}) >= 2
+            and any(s.value for _, s in series[k])]  # fmt: skip
+    keys.sort(key=lambda k: series[k][0][1].direction != "higher")
     for workload, metric in keys[:MAX_PER_KIND]:
         mine = series[(workload, metric)]
-        unit = mine[0].unit
+        unit = mine[0][1].unit
         fig, (ax,) = _figure(f"{workload}: {metric} ({unit}) against concurrency")
-        for r in _runtimes(mine, order):
-            levels = sorted({s.params["level"] for s in mine if s.runtime == r})
-            sts = [summarize([s.value for s in mine if s.runtime == r and
-                              s.params["level"] == lv]) for lv in levels]  # fmt: skip
+        for r in _runtimes([s for _, s in mine], order):
+            levels = sorted({lv for lv, s in mine if s.runtime == r})
+            sts = [summarize([s.value for v, s in mine if s.runtime == r and v == lv])
+                   for lv in levels]  # fmt: skip
             med = [st.median for st in sts]
             err = _ci_err(sts)
             ax.errorbar(levels, med, yerr=err, marker="o", capsize=3, label=r, color=colour(r))
@@ -211,6 +214,17 @@ def concurrency(samples: list[Sample], order: list[str]) -> list[Plot]:
         plots.append(Plot(f"concurrency-{_slug(workload)}-{_slug(metric)}",
                           f"{workload}: {metric} against concurrency", fig))  # fmt: skip
     return plots
+
+
+def _numeric_level(level: object) -> float | None:
+    """A level's number: 16 (clients), or 40 of "read_write:40" (mariadb's test:threads)."""
+    if isinstance(level, int | float) and not isinstance(level, bool):
+        return float(level)
+    if isinstance(level, str):
+        m = re.fullmatch(r"[A-Za-z_.]+:(\d+)", level)
+        if m:
+            return float(m[1])
+    return None
 
 
 def _ci_err(sts: list) -> list[list[float]]:
