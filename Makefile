@@ -30,6 +30,7 @@ guest/build/vb-hello: $(wildcard guest/*.c) guest/Makefile $(STAMPS)/deps
 demo: setup
 	$(BIN)/virtbench doctor
 	$(BIN)/virtbench run quickstart
+	$(BIN)/virtbench report latest -o results/report.html
 
 # Strict: runtimes that setup installed must be present, so integration tests fail
 # rather than skip when one is missing.

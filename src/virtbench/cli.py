@@ -273,7 +273,9 @@ def list_runs(results: ResultsOpt = DEFAULT_RESULTS) -> None:
 @app.command()
 @one_line_errors
 def show(
-    run_id: Annotated[str, typer.Argument(metavar="RUN", help="Run id (see `virtbench list`).")],
+    run_id: Annotated[
+        str, typer.Argument(metavar="RUN", help="Run id (see `virtbench list`), or latest.")
+    ],
     wide: Annotated[
         bool, typer.Option("--wide", help="Also mean, SD, min-max and outliers.")
     ] = False,
@@ -283,7 +285,7 @@ def show(
     store = Store(results)
     record = store.run(run_id)
     out.print(f"run {record.id} ({record.name}): {record.status}")
-    _show(store, run_id, wide)
+    _show(store, record.id, wide)
 
 
 def _side(store: Store, run_id: str, runtime: str | None) -> list:
@@ -346,7 +348,7 @@ def compare(
     if (pair is not None and n_pair not in (1, 2)) or (len(run_ids) == 1 and n_pair != 2):
         raise VirtbenchError("--runtimes: give two runtimes a,b (one is enough with two runs)")
     store = Store(results)
-    id_a, id_b = run_ids[0], run_ids[-1]
+    id_a, id_b = store.run(run_ids[0]).id, store.run(run_ids[-1]).id
     rt_a, rt_b = (pair[0], pair[-1]) if pair else (None, None)
     a, b = _side(store, id_a, rt_a), _side(store, id_b, rt_b)
     rows = cmp.compare(a, b, with_runtime=pair is None, alpha=alpha,
@@ -379,7 +381,7 @@ def _bands(value: str | None, flag: str, default: tuple[float, ...]) -> tuple[fl
 @app.command()
 @one_line_errors
 def report(
-    run_ids: Annotated[list[str], typer.Argument(metavar="RUN...", help="Runs to report.")],
+    run_ids: Annotated[list[str], typer.Argument(metavar="RUN...", help="Run ids, or latest.")],
     output: Annotated[Path, typer.Option("-o", "--output", help="HTML file to write.")] = Path(
         "report.html"
     ),
@@ -426,8 +428,7 @@ def report(
         "boot": _bands(bands_boot, "--bands-boot", DESMET_BANDS["boot"]),
     }
     store = Store(results)
-    for rid in run_ids:
-        store.run(rid)
+    run_ids = [store.run(rid).id for rid in run_ids]  # "latest" -> its id; unknown: error
     if baseline is not None:
         have = {s.runtime for rid in run_ids for s in store.samples(rid)}
         if baseline not in have:
@@ -449,7 +450,7 @@ def report(
 @one_line_errors
 def export(
     run_id: Annotated[
-        str | None, typer.Argument(metavar="RUN", help="Run id (see `virtbench list`).")
+        str | None, typer.Argument(metavar="RUN", help="Run id (see `virtbench list`), or latest.")
     ] = None,
     fmt: Annotated[str, typer.Option("--format", help="ndjson or csv.")] = "ndjson",
     output: Annotated[

@@ -193,6 +193,13 @@ class Store:
         return [self._run(r) for r in rows]
 
     def run(self, run_id: str) -> RunRecord:
+        """A run by id; "latest" is the one started last."""
+        if run_id == "latest":
+            q = "SELECT * FROM runs ORDER BY created DESC LIMIT 1"
+            row = self.db.execute(q).fetchone()
+            if row is None:
+                raise VirtbenchError(f"no runs in {self.path}: nothing is 'latest'")
+            return self._run(row)
         row = self.db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
             known = [r.id for r in self.runs()][-5:]

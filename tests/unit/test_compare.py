@@ -31,6 +31,8 @@ def test_compare_flags_an_injected_10pct_slowdown(tmp_path):
     assert res.exit_code == 0 and "better" in res.output
     res = compare(tmp_path, "bbbbb2", "aaaaa1", "--fail-on", "change")
     assert res.exit_code == 1
+    res = compare(tmp_path, "aaaaa1", "latest")  # the run started last: bbbbb2
+    assert res.exit_code == 1 and "B: bbbbb2" in res.output
 
 
 def test_compare_reports_no_change_on_identical_data(tmp_path):
