@@ -24,7 +24,7 @@ $(STAMPS)/venv: requirements.lock pyproject.toml $(STAMPS)/deps
 	@$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
 	@touch $@
 
-guest/build/vb-hello: $(wildcard guest/*.c) guest/Makefile $(STAMPS)/deps
+guest/build/vb-hello: $(wildcard guest/*.c guest/minikernel/*) guest/Makefile $(STAMPS)/deps
 	@$(MAKE) -s -C guest
 
 demo: setup

@@ -1,0 +1,131 @@
+/*
+ * vb-minikernel: virtbench's unikernel-style hello world for VMMs.
+ *
+ * Command line (from the PVH start_info): vb.mode=hello|sleep (default hello),
+ * vb.name=NAME (echoed, so a console log names its instance).
+ *   hello  prints "VB-HELLO NAME" on COM1 and powers the VM off
+ *   sleep  prints "VB-READY NAME" on COM1 and halts forever (an idle instance)
+ * The first line, "vb-minikernel: MODE", is the first serial output of a boot.
+ *
+ * Power-off tries each VMM's way in turn; on the others the write goes nowhere:
+ *   QEMU             isa-debug-exit at 0xf4 (exit status 1 for a write of 0)
+ *   Cloud Hypervisor its ACPI shutdown device at 0x600, S5 | SLP_EN
+ *   QEMU q35         ICH9 PM1a control at 0x604, SLP_EN (S5)
+ *   Firecracker      i8042 reset (0xfe to 0x64), on which it exits
+ * No FPU or SSE instruction is ever executed (built with -mgeneral-regs-only).
+ */
+
+typedef unsigned char u8;
+typedef unsigned short u16;
+typedef unsigned int u32;
+typedef unsigned long long u64;
+
+struct hvm_start_info {
+	u32 magic; /* 0x336ec578 */
+	u32 version;
+	u32 flags;
+	u32 nr_modules;
+	u64 modlist_paddr;
+	u64 cmdline_paddr;
+	u64 rsdp_paddr;
+	u64 memmap_paddr;
+	u32 memmap_entries;
+	u32 reserved;
+};
+
+#define START_MAGIC 0x336ec578u
+#define COM1 0x3f8
+
+void kmain(const struct hvm_start_info *si);
+
+static inline void outb(u16 port, u8 v) { __asm__ volatile("outb %0, %1" : : "a"(v), "Nd"(port)); }
+static inline void outw(u16 port, u16 v) { __asm__ volatile("outw %0, %1" : : "a"(v), "Nd"(port)); }
+static inline void outl(u16 port, u32 v) { __asm__ volatile("outl %0, %1" : : "a"(v), "Nd"(port)); }
+static inline u8 inb(u16 port)
+{
+	u8 v;
+	__asm__ volatile("inb %1, %0" : "=a"(v) : "Nd"(port));
+	return v;
+}
+
+static void putc_serial(char c)
+{
+	/* wait for the transmitter, but never forever: a VMM without a UART reads 0xff */
+	for (int i = 0; i < 100000 && !(inb(COM1 + 5) & 0x20); i++)
+		;
+	outb(COM1, (u8)c);
+}
+
+static void puts_serial(const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\n')
+			putc_serial('\r');
+		putc_serial(*s);
+	}
+}
+
+/* The value of KEY=... in the command line, copied into out (at most n-1 bytes). */
+static int arg(const char *cmdline, const char *key, char *out, int n)
+{
+	const char *p = cmdline;
+	while (p && *p) {
+		while (*p == ' ')
+			p++;
+		const char *k = key, *q = p;
+		while (*k && *q == *k)
+			k++, q++;
+		if (!*k && *q == '=') {
+			int i = 0;
+			for (q++; *q && *q != ' ' && i < n - 1; q++)
+				out[i++] = *q;
+			out[i] = 0;
+			return 1;
+		}
+		while (*p && *p != ' ')
+			p++;
+	}
+	return 0;
+}
+
+static int same(const char *a, const char *b)
+{
+	while (*a && *a == *b)
+		a++, b++;
+	return *a == *b;
+}
+
+static void power_off(void)
+{
+	outl(0xf4, 0);
+	outb(0x600, (5 << 2) | (1 << 5));
+	outw(0x604, 1 << 13);
+	outb(0x64, 0xfe);
+}
+
+void kmain(const struct hvm_start_info *si)
+{
+	const char *cmdline = "";
+	char mode[16] = "hello", name[64] = "";
+
+	if (si && si->magic == START_MAGIC && si->cmdline_paddr)
+		cmdline = (const char *)(unsigned long)si->cmdline_paddr;
+	arg(cmdline, "vb.mode", mode, sizeof mode);
+	arg(cmdline, "vb.name", name, sizeof name);
+
+	puts_serial("vb-minikernel: ");
+	puts_serial(mode);
+	puts_serial("\n");
+	if (same(mode, "sleep")) {
+		puts_serial("VB-READY ");
+		puts_serial(name);
+		puts_serial("\n");
+	} else {
+		puts_serial("VB-HELLO ");
+		puts_serial(name);
+		puts_serial("\n");
+		power_off();
+	}
+	for (;;)
+		__asm__ volatile("cli; hlt");
+}
