@@ -28,6 +28,7 @@ PROGRAMS = (
     "vb-rr",
     "vb-attack",
 )
+KERNEL = "vb-minikernel"  # the minimal guest kernel for VM runtimes, at /boot in the rootfs
 # usr: nspawn wants it; data: where an instance's data directory is mounted
 EMPTY_DIRS = ("proc", "sys", "dev", "tmp", "run/vb", "etc", "usr", "data")
 
@@ -157,7 +158,7 @@ def build_guest_programs(guest_src: Path, out: Path) -> dict[str, Path]:
     if shutil.which("musl-gcc") is None:
         raise VirtbenchError("musl-gcc not found: apt-get install musl-tools (or make setup)")
     proc.run(["make", "-s", "-C", str(guest_src), f"OUT={out}"], timeout=300, what="make guest")
-    return {p: out / p for p in PROGRAMS}
+    return {p: out / p for p in (*PROGRAMS, KERNEL)}
 
 
 def build_minimal_rootfs(guest_src: Path, cache: Path) -> Artifact:
@@ -171,7 +172,10 @@ def build_rootfs(
 ) -> Artifact:
     """Build (or reuse) a rootfs: the built guest `programs` in /bin plus `extra` (path in
     the rootfs -> (content, mode)), e.g. host servers with their libraries and config."""
-    files = {f"bin/{n}": (p.read_bytes(), p.stat().st_mode) for n, p in programs.items()}
+    files = {
+        ("boot/" if n == KERNEL else "bin/") + n: (p.read_bytes(), p.stat().st_mode)
+        for n, p in programs.items()
+    }
     files.update(extra)
     digest = _digest(files)
     final = cache / "artifacts" / f"{name}-{digest[:16]}"

@@ -7,6 +7,7 @@ exist, and turns a spec's instance options into an InstanceSpec for a runtime.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import time
 from collections.abc import Callable, Iterator
@@ -97,6 +98,9 @@ class Session:
         }
 
     def record(self, sample: Sample) -> None:
+        rt = self.runtimes.get(sample.runtime)
+        if rt is not None and rt.emulated and not sample.emulated:  # functional only
+            sample = dataclasses.replace(sample, emulated=True)
         self.store.add_sample(self.run_id, sample)
 
     def event(self, level: str, message: str) -> None:

@@ -27,6 +27,7 @@ BUILTIN: dict[str, str] = {
     "lxc": "virtbench.runtimes.lxc:Lxc",
     "lxd": "virtbench.runtimes.lxd:Lxd",
     "nspawn": "virtbench.runtimes.nspawn:Nspawn",
+    "qemu": "virtbench.runtimes.qemu:Qemu",
 }
 
 

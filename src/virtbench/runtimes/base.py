@@ -261,6 +261,12 @@ class Runtime(ABC):
         found = [p for n in self.cgroup_names(inst) for p in cgroups.procs(self.ctx.layout, n)]
         return found + [p for p in self.owner_pids(inst) if p not in found]
 
+    @property
+    def emulated(self) -> bool:
+        """True when instances run under emulation (QEMU TCG): functional results only,
+        and every sample says so."""
+        return False
+
     def applies_pids_limit(self) -> bool:
         """Whether an InstanceSpec's pids_limit is enforced (recorded as None if not)."""
         return True
