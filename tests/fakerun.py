@@ -98,6 +98,11 @@ def fake_run(
                 error="pgbench: connection refused",
                 params={**params, "level": 16},
             )
+            for i in range(5):  # the latency workload's percentiles, one set per repetition
+                base = float(draw(80.0, f, "lower", 1)[0])
+                for pct, mult in (("50", 1.0), ("90", 1.3), ("99", 2.0), ("999", 4.0)):
+                    add(runtime, "throughput", f"tcp.64B.rtt_p{pct}", base * mult, "us",
+                        "lower", "latency", i, params={**params, "level": "tcp:64"})  # fmt: skip
         if "scalability" in experiments:
             for rep in range(3):
                 for bg in (0, 10, 20, 30):

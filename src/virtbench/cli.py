@@ -331,8 +331,9 @@ def compare(
     ] = "worse",
     results: ResultsOpt = DEFAULT_RESULTS,
 ) -> None:
-    """Is B slower than A? Per metric: medians, change, permutation p, verdict; exit 1 on
-    a regression (for CI jobs)."""
+    """Is B slower than A? Per metric: medians, change, permutation p, verdict. Exit 1 on a
+    regression (worse, failed, missing), 3 when too few samples decide nothing, 2 on bad
+    input (for CI jobs)."""
     from virtbench.report import compare as cmp
 
     if len(run_ids) > 2:
@@ -358,10 +359,14 @@ def compare(
     title = f"B against A (min effect {min_effect:g}%, alpha {alpha:g})"
     out.print(cmp.verdict_table(title, rows, name_a, name_b))
     n = cmp.counts(rows)
-    out.print(", ".join(f"{v} {k}" for k, v in n.items()))
-    bad = n["worse"] + (n["better"] if fail_on == "change" else 0)
+    always = ("worse", "better", "no change", "too few")
+    out.print(", ".join(f"{v} {k}" for k, v in n.items() if v or k in always))
+    bad = sum(n[k] for k in cmp.REGRESSIONS) + (n["better"] if fail_on == "change" else 0)
     if bad and fail_on != "never":
         raise typer.Exit(1)
+    if n["too few"] == len(rows) and fail_on != "never":
+        err.print("[yellow]inconclusive[/]: too few samples to decide anything; add --runs")
+        raise typer.Exit(3)
 
 
 def _bands(value: str | None, flag: str, default: tuple[float, ...]) -> tuple[float, ...]:
@@ -388,6 +393,10 @@ def report(
     baseline: Annotated[
         str | None,
         typer.Option("--baseline", help="Runtime the scores are against (default: native)."),
+    ] = None,
+    boot_baseline: Annotated[
+        str | None,
+        typer.Option("--boot-baseline", help="Runtime boot is scored against (S5: a VM)."),
     ] = None,
     bands_higher: Annotated[
         str | None,
@@ -429,15 +438,14 @@ def report(
     }
     store = Store(results)
     run_ids = [store.run(rid).id for rid in run_ids]  # "latest" -> its id; unknown: error
-    if baseline is not None:
-        have = {s.runtime for rid in run_ids for s in store.samples(rid)}
-        if baseline not in have:
+    have = {s.runtime for rid in run_ids for s in store.samples(rid)}
+    for flag, value in (("--baseline", baseline), ("--boot-baseline", boot_baseline)):
+        if value is not None and value not in have:
             raise VirtbenchError(
-                f"--baseline: no {baseline!r} samples in these runs (they have: "
-                f"{', '.join(sorted(have))})"
+                f"{flag}: no {value!r} samples in these runs (they have: {', '.join(sorted(have))})"
             )
     opts = html.Options(baseline=baseline, bands=bands, cv_warn=cv_warn / 100, plots_dir=plots,
-                        global_test=global_test)  # fmt: skip
+                        global_test=global_test, boot_baseline=boot_baseline)  # fmt: skip
     text = html.render(store, run_ids, opts)
     try:
         output.write_text(text)

@@ -40,7 +40,7 @@ def _clean(x: Any) -> Any:
 def lines(store: Store, run_id: str) -> Iterator[dict[str, Any]]:
     """The run's NDJSON records, in order."""
     run = store.run(run_id)
-    yield {"record": "run", **dataclasses.asdict(run)}
+    yield {"record": "run", **_clean(dataclasses.asdict(run))}
     for s in store.samples(run.id):
         yield {"record": "sample", "run_id": run.id, **_clean(dataclasses.asdict(s))}
     for t, level, message in store.events(run.id):

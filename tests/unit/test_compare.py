@@ -44,6 +44,34 @@ def test_compare_reports_no_change_on_identical_data(tmp_path):
     assert "0 worse, 0 better, 2 no change" in res.output
 
 
+def test_compare_has_no_false_alarm_on_two_samples_of_the_same_distribution(tmp_path):
+    store = Store(tmp_path)
+    for seed in range(5):  # five independent pairs, none of them a real change
+        fake_run(store, f"aaaa{seed}a", {"fake": 1.0}, seed=100 + seed)
+        fake_run(store, f"bbbb{seed}b", {"fake": 1.0}, seed=200 + seed)
+        res = compare(tmp_path, f"aaaa{seed}a", f"bbbb{seed}b")
+        assert res.exit_code == 0, res.output
+        assert "0 worse, 0 better, 2 no change" in res.output
+
+
+def test_compare_counts_failed_and_missing_measurements_as_regressions(tmp_path):
+    store = Store(tmp_path)
+    fake_run(store, "aaaaa1", {"crun": 1.0}, experiments=("boot", "throughput"), seed=1)
+    fake_run(store, "bbbbb2", {"crun": 1.0}, experiments=("boot",), seed=1)
+    res = compare(tmp_path, "aaaaa1", "bbbbb2")
+    assert res.exit_code == 1, res.output  # B lost its throughput measurements
+    assert "7 missing" in res.output  # 3 postgres levels, 4 latency percentiles
+    assert next(ln for ln in res.output.splitlines() if "tps@4" in ln).count("missing") == 1
+
+
+def test_compare_too_few_samples_is_inconclusive(tmp_path):
+    store = Store(tmp_path)
+    fake_run(store, "aaaaa1", {"crun": 1.0}, n=3, seed=1)
+    fake_run(store, "bbbbb2", {"crun": 1.0}, n=3, seed=2)
+    res = compare(tmp_path, "aaaaa1", "bbbbb2")
+    assert res.exit_code == 3 and "inconclusive" in res.output and "2 too few" in res.output
+
+
 def test_compare_two_runtimes_of_one_run_with_levels_and_too_few(tmp_path):
     store = Store(tmp_path)
     fake_run(store, "ccccc3", {"crun": 1.0, "runc": 1.5}, experiments=("boot", "throughput"))

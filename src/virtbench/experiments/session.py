@@ -130,10 +130,15 @@ class Session:
                 if target_cv is None or max_runs is None:
                     return
                 worst = self.worst_cv(experiment, since)
-                if worst is None or worst[0] * 100 <= target_cv:
-                    cv = f" (largest CV {worst[0] * 100:.1f}%, {worst[1]})" if worst else ""
+                if worst is None:  # nothing to judge by: say so rather than claim success
+                    self.event("warning", f"{experiment}: CV target {target_cv:g}% not "
+                                          f"checked after {done} repetitions: no measure "
+                                          "has two successful values")  # fmt: skip
+                    return
+                if worst[0] * 100 <= target_cv:
                     self.event("info", f"{experiment}: CV target {target_cv:g}% met after "
-                                       f"{done} repetitions{cv}")  # fmt: skip
+                                       f"{done} repetitions (largest CV {worst[0] * 100:.1f}%, "
+                                       f"{worst[1]})")  # fmt: skip
                     return
                 if done >= max_runs:
                     self.event("warning", f"{experiment}: {done} repetitions (max_runs) and the "

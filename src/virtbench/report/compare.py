@@ -11,9 +11,13 @@ when both sides hold the same runtimes. For every condition present on both side
           over all the conditions compared, so more metrics do not mean more false alarms
   verdict "worse" / "better" (in the metric's direction) when p <= alpha and
           |change| >= the minimum effect; "too few" when no test of these sample sizes
-          could reach alpha (3 vs 3 cannot: its smallest p is 0.1); else "no change"
+          could reach alpha after Holm's correction over the m conditions (smallest
+          possible p x m > alpha; 3 vs 3 never can: its smallest p is 0.1); "failed"
+          when B has only failed samples where A has values, "missing" when B lacks a
+          condition A measured; else "no change"
 
-Failed and warm-up samples are left out; host availability series are not compared.
+Failed samples count only as failures, warm-ups not at all; host availability series are
+not compared. Conditions only B measured are not shown.
 """
 
 from __future__ import annotations
@@ -23,11 +27,12 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass
 
+import numpy as np
 from rich.table import Table
 
 from virtbench.errors import VirtbenchError
 from virtbench.report.tables import add_columns, fmt
-from virtbench.stats import ABResult, ab_test, holm, verdict
+from virtbench.stats import ABResult, ab_test, holm, min_p, verdict
 from virtbench.store import Sample
 
 Key = tuple[str, ...]
@@ -72,11 +77,16 @@ class Row:
 
 
 def _groups(samples: list[Sample], with_runtime: bool) -> dict[Key, list[Sample]]:
+    """Non-warm-up samples by condition, failed ones included (they count as failures)."""
     out: dict[Key, list[Sample]] = defaultdict(list)
     for s in samples:
-        if not s.warmup and not s.error and not s.metric.startswith("host."):
+        if not s.warmup and not s.metric.startswith("host."):
             out[condition(s, with_runtime)].append(s)
     return out
+
+
+def _values(rows: list[Sample]) -> list[float]:
+    return [s.value for s in rows if not s.error and s.value is not None]
 
 
 def compare(
@@ -87,26 +97,47 @@ def compare(
     min_effect: float = 0.05,
     metrics: list[str] | None = None,
 ) -> list[Row]:
-    """One row per condition found on both sides (`metrics`: glob patterns to keep)."""
+    """One row per condition measured in A (`metrics`: glob patterns to keep). A condition
+    B lacks is "missing", one where B has no successful value while A has is "failed":
+    both are regressions, not rows to leave out."""
     ga, gb = _groups(a, with_runtime), _groups(b, with_runtime)
-    keys = [k for k in ga if k in gb]
+    keys = [k for k in ga if _values(ga[k])]
     if metrics:
         keys = [k for k in keys if any(fnmatch.fnmatchcase(k[1], m) for m in metrics)]
-    if not keys:
+    if not any(k in gb for k in keys):
         raise VirtbenchError(
             "compare: no measurement appears on both sides (same experiment, metric, "
             "workload and conditions); check the runs, --runtimes or --metric"
         )
-    results = [ab_test([s.value for s in ga[k]], [s.value for s in gb[k]]) for k in keys]
-    adjusted = holm([r.p for r in results])
+    tested = [k for k in keys if _values(gb.get(k, []))]
+    results = {k: ab_test(_values(ga[k]), _values(gb[k])) for k in tested}
+    adjusted = dict(zip(tested, holm([results[k].p for k in tested]), strict=True))
+    m = sum(1 for k in tested if not math.isnan(results[k].p))
     rows = []
-    for k, r, p in zip(keys, results, adjusted, strict=True):
+    for k in keys:
         direction = ga[k][0].direction
-        rows.append(Row(k, direction, r, p, verdict(r, direction, p, alpha, min_effect)))
+        if k not in results:
+            va = _values(ga[k])
+            r = ABResult(len(va), 0, float(np.median(va)), math.nan, math.nan, math.nan)
+            rows.append(Row(k, direction, r, math.nan, "failed" if k in gb else "missing"))
+            continue
+        r, p = results[k], adjusted[k]
+        v = verdict(r, direction, p, alpha, min_effect)
+        if v == "no change" and min_p(r.n_a, r.n_b) * m > alpha:
+            v = "too few"  # Holm multiplies the smallest p by m: these sizes cannot reach alpha
+        rows.append(Row(k, direction, r, p, v))
     return rows
 
 
-VERDICT_STYLE = {"worse": "red", "better": "green", "no change": "", "too few": "dim"}
+VERDICT_STYLE = {
+    "worse": "red",
+    "failed": "red",
+    "missing": "red",
+    "better": "green",
+    "no change": "",
+    "too few": "dim",
+}
+REGRESSIONS = ("worse", "failed", "missing")
 
 
 def verdict_table(title: str, rows: list[Row], name_a: str, name_b: str) -> Table:

@@ -35,6 +35,7 @@ from virtbench.stats import (
     ab_test,
     anova_tukey,
     desmet_score,
+    holm,
     kruskal_dunn,
     min_p,
     summarize,
@@ -54,6 +55,7 @@ class Options:
     cv_warn: float = 0.10  # groups with a CV above this are listed as warnings
     plots_dir: Path | None = None  # also write every plot there as PNG and SVG
     global_test: str = "kruskal"  # or "anova": ANOVA with Tukey's HSD, as S3 did
+    boot_baseline: str | None = None  # boot is scored against this one (default: baseline)
 
 
 @dataclass
@@ -119,9 +121,11 @@ def warnings(samples: list[Sample], events: list[tuple[float, str, str]], cv_war
 
 def differences(samples: list[Sample], order: list[str], global_test: str = "kruskal"
                 ) -> HtmlTable:  # fmt: skip
-    """Per measure shared by two or more runtimes: the global test and the pairs that
-    differ significantly."""
-    rows = []
+    """Per measure shared by two or more runtimes: the global test (three or more: Kruskal-
+    Wallis or ANOVA; two: the permutation test of compare), its p corrected by Holm over
+    all the measures of the table, and -- only where that is significant -- the pairs the
+    post-hoc test (Dunn or Tukey HSD) tells apart."""
+    tests: list[tuple[str, str, float, float, list[tuple[str, str]]]] = []
     for key, by_rt in _groups(samples).items():
         groups = {r: by_rt[r] for r in order if len(by_rt.get(r, [])) >= 2}
         if len(groups) < 2:
@@ -129,39 +133,62 @@ def differences(samples: list[Sample], order: list[str], global_test: str = "kru
         if len(groups) == 2:
             a, b = groups
             r = ab_test(groups[a], groups[b])
-            sig = f"{a} vs {b}" if r.p <= 0.05 else "none"
             if min_p(r.n_a, r.n_b) > 0.05:
-                sig = f"too few values to tell ({r.n_a} vs {r.n_b})"
-            rows.append([label(key), "permutation (means)", "-", f"{r.p:.3g}", sig])
+                tests.append((label(key), f"too few values ({r.n_a} vs {r.n_b})", math.nan,
+                              math.nan, []))  # fmt: skip
+            else:
+                tests.append((label(key), "permutation (means)", math.nan, r.p, [(a, b)]))
             continue
         test = anova_tukey(groups) if global_test == "anova" else kruskal_dunn(groups)
-        if test is None:
-            continue
-        pairs = ", ".join(f"{p.a} vs {p.b}" for p in test.pairs if p.significant) or "none"
-        rows.append([label(key), test.test, f"{test.statistic:.3g}", f"{test.p:.3g}", pairs])
-    headers = ["measure", "test", "statistic", "p", "significantly different (5%)"]
+        if test is not None:
+            pairs = [(p.a, p.b) for p in test.pairs if p.significant]
+            tests.append((label(key), test.test, test.statistic, test.p, pairs))
+    adjusted = holm([t[3] for t in tests])
+    rows = []
+    for (measure, name, stat, _, pairs), p in zip(tests, adjusted, strict=True):
+        if math.isnan(p):
+            differ = "-"
+        elif p > 0.05:
+            differ = "none (the global test is not significant)"
+        else:
+            differ = ", ".join(f"{a} vs {b}" for a, b in pairs) or "none of the pairs"
+        rows.append([measure, name, "-" if math.isnan(stat) else f"{stat:.3g}",
+                     "-" if math.isnan(p) else f"{p:.3g}", differ])  # fmt: skip
+    headers = ["measure", "test", "statistic", f"p (Holm over {len(tests)})",
+               "significantly different pairs (5%)"]  # fmt: skip
     return HtmlTable("differences between runtimes", headers, rows,
                      [False, False, True, True, False])  # fmt: skip
 
 
-def desmet(samples: list[Sample], order: list[str], opts: Options) -> tuple[str, HtmlTable]:
-    """(baseline, table): per measure each runtime's score 0-4 against the baseline's
-    median, and each runtime's mean score."""
+def desmet(samples: list[Sample], order: list[str], opts: Options
+           ) -> tuple[str, HtmlTable | None, str]:  # fmt: skip
+    """(baseline, table or None, note): per measure each runtime's score 0-4 against the
+    baseline's median (boot against the boot baseline's), and each runtime's mean score.
+    No table when the baseline has no samples or no other runtime does."""
     have = [r for r in order if any(s.runtime == r for s in samples)]
     base = opts.baseline or ("native" if "native" in have else (have[0] if have else ""))
+    boot_base = opts.boot_baseline or base
     others = [r for r in have if r != base]
+    if base not in have or not others:
+        return base, None, ""
+    direction = {condition(s, False): s.direction for s in samples}
+    note = ""
+    if boot_base == "native":
+        note = ("Boot is not scored against native, whose boot is a process start: give "
+                "--boot-baseline (S5 scored boot against a VM).")  # fmt: skip
     rows, totals = [], defaultdict(list)
     for key, by_rt in _groups(samples).items():
-        if base not in by_rt:
+        boot = key[1].startswith("boot.")
+        ref_rt = boot_base if boot else base
+        if (boot and boot_base == "native") or ref_rt not in by_rt:
             continue
-        one = next(s for s in samples if condition(s, False) == key)
-        kind = "boot" if key[1].startswith("boot.") else one.direction
-        ref = summarize(by_rt[base]).median
-        cells = [label(key), kind, f"{fmt(ref)} {key[2]}"]
+        kind = "boot" if boot else direction[key]
+        ref = summarize(by_rt[ref_rt]).median
+        cells = [label(key), kind, f"{fmt(ref)} {key[2]}" + (f" ({ref_rt})" if boot else "")]
         for r in others:
             score = desmet_score(summarize(by_rt.get(r, [])).median, ref, kind, opts.bands)
-            cells.append("-" if math.isnan(score) else f"{score:.0f}")
-            if not math.isnan(score):
+            cells.append("-" if math.isnan(score) or r == ref_rt else f"{score:.0f}")
+            if not math.isnan(score) and r != ref_rt:
                 totals[r].append(score)
         rows.append(cells)
     rows.append(["mean score", "", ""] + [
@@ -169,9 +196,8 @@ def desmet(samples: list[Sample], order: list[str], opts: Options) -> tuple[str,
         for r in others
     ])  # fmt: skip
     headers = ["measure", "bands", f"baseline {base}", *others]
-    return base, HtmlTable(
-        "DESMET scores", headers, rows, [False, False, True] + [True] * len(others)
-    )
+    numeric = [False, False, True] + [True] * len(others)
+    return base, HtmlTable("DESMET scores", headers, rows, numeric), note
 
 
 def _env_value(key: str, value: Any) -> str:
@@ -189,9 +215,9 @@ def run_section(store: Store, run: RunRecord, opts: Options) -> dict[str, Any]:
     for p in figs:
         if opts.plots_dir is not None:
             p.save(opts.plots_dir / run.id)
-        svgs.append({"title": p.title, "svg": p.svg()})
+        svgs.append({"title": p.title, "svg": p.svg(scope=run.id)})
         p.close()
-    base, scores = desmet(samples, order, opts)
+    base, scores, score_note = desmet(samples, order, opts)
     env = dict(run.environment)
     versions = env.pop("runtimes", {})
     return {
@@ -215,6 +241,12 @@ def run_section(store: Store, run: RunRecord, opts: Options) -> dict[str, Any]:
         "differences": differences(samples, order, opts.global_test),
         "baseline": base,
         "scores": scores,
+        "score_note": score_note,
+        "global_test": (
+            "ANOVA with Tukey's HSD"
+            if opts.global_test == "anova"
+            else "Kruskal-Wallis with Dunn's pairs (Holm)"
+        ),
         "bands": opts.bands,
     }
 

@@ -2,8 +2,8 @@
 as SVG in the HTML report.
 
   boot         per boot metric: box plot with every sample (left) and CDF (right)
-  latency      per latency test: the percentile profile (p50..p99.9) per runtime, median
-               over repetitions with min-max bars
+  latency      per latency test: box plot of each repetition's median round trip, and
+               the CDF its percentiles (p50..p99.9) give, per runtime
   concurrency  throughput (or latency) against the workload's level (connections,
                clients, threads): median with its 95% CI per runtime
   scalability  the worker's figure against background instances, normalised to the
@@ -68,15 +68,15 @@ class Plot:
                 out.append(path)
         return out
 
-    def svg(self) -> str:
-        """The figure as an inline <svg> element, its ids prefixed so that several plots
-        in one page never share one."""
+    def svg(self, scope: str = "") -> str:
+        """The figure as an inline <svg> element, its ids prefixed (by `scope`, e.g. the
+        run id, and the plot's name) so that several plots in one page never share one."""
         buf = io.StringIO()
         with plt.rc_context(STYLE):
             self.fig.savefig(buf, format="svg", bbox_inches="tight", metadata=_metadata("svg"))
         text = buf.getvalue()
         text = text[text.index("<svg") :]
-        prefix = re.sub(r"[^a-zA-Z0-9]", "-", self.name) + "-"
+        prefix = re.sub(r"[^a-zA-Z0-9]", "-", f"{scope}-{self.name}" if scope else self.name) + "-"
         text = re.sub(r'\bid="([^"]+)"', rf'id="{prefix}\1"', text)
         text = re.sub(r"url\(#([^)]+)\)", rf"url(#{prefix}\1)", text)
         return re.sub(r'href="#([^"]+)"', rf'href="#{prefix}\1"', text)
@@ -145,7 +145,10 @@ PERCENTILE = re.compile(r"^(?P<test>.+)\.rtt_p(?P<p>\d+)$")
 
 
 def latency(samples: list[Sample], order: list[str]) -> list[Plot]:
-    """Percentile profiles of the latency workload's request-response tests."""
+    """Per request-response test of the latency workload: the median round trip of each
+    repetition as a box plot (left), and the distribution of round trips within a run as
+    the CDF its percentiles give (right: median over repetitions, min-max bars; the
+    fraction axis stretches the tail, p50 .. p99.9)."""
     ok = [s for s in _ok(samples) if s.experiment == "throughput"]
     tests: dict[str, list[tuple[float, Sample]]] = defaultdict(list)
     for s in ok:
@@ -159,8 +162,16 @@ def latency(samples: list[Sample], order: list[str]) -> list[Plot]:
     for test in sorted(tests)[:MAX_PER_KIND]:
         points = tests[test]
         unit = points[0][1].unit
-        fig, (ax,) = _figure(f"{test} round trip ({unit}) by percentile")
-        for r in _runtimes([s for _, s in points], order):
+        runtimes = _runtimes([s for _, s in points], order)
+        fig, (box, cdf) = _figure(f"{test} round trip ({unit})", 2, 4.2)
+        p50 = [[s.value for p, s in points if p == 50 and s.runtime == r] for r in runtimes]
+        parts = box.boxplot(p50, tick_labels=runtimes, showfliers=False, patch_artist=True)
+        for patch, r in zip(parts["boxes"], runtimes, strict=True):
+            patch.set(facecolor=colour(r), alpha=0.35)
+        box.set_title("median round trip per repetition", fontsize=9)
+        box.set_ylabel(unit)
+        box.tick_params(axis="x", labelrotation=30)
+        for r in runtimes:
             pcts = sorted({p for p, s in points if s.runtime == r})
             med, lo, hi = [], [], []
             for p in pcts:
@@ -168,12 +179,20 @@ def latency(samples: list[Sample], order: list[str]) -> list[Plot]:
                 med.append(float(np.median(vals)))
                 lo.append(med[-1] - min(vals))
                 hi.append(max(vals) - med[-1])
-            ax.errorbar([_pct_x(p) for p in pcts], med, yerr=[lo, hi], marker="o", capsize=3,
-                        label=r, color=colour(r))  # fmt: skip
+            cdf.errorbar(med, [_pct_x(p) for p in pcts], xerr=[lo, hi], marker="o", capsize=3,
+                         label=r, color=colour(r))  # fmt: skip
         ticks = sorted({p for p, _ in points})
-        ax.set_xticks([_pct_x(p) for p in ticks], [f"p{p:g}" for p in ticks])
-        ax.set_ylabel(unit)
-        ax.legend(fontsize=7)
+        cdf.set_yticks([_pct_x(p) for p in ticks], [f"{p:g}%" for p in ticks])
+        cdf.set_title("within a run: CDF from its percentiles", fontsize=9)
+        cdf.set_xlabel(unit)
+        cdf.set_ylabel("fraction of requests")
+        if (
+            max(v for _, s in points for v in [s.value])
+            / max(min(s.value for _, s in points), 1e-9)
+            > 20
+        ):
+            cdf.set_xscale("log")
+        cdf.legend(fontsize=7)
         plots.append(Plot(f"latency-{_slug(test)}", f"latency: {test}", fig))
     return plots
 
@@ -207,7 +226,9 @@ def concurrency(samples: list[Sample], order: list[str]) -> list[Plot]:
             med = [st.median for st in sts]
             err = _ci_err(sts)
             ax.errorbar(levels, med, yerr=err, marker="o", capsize=3, label=r, color=colour(r))
-        ax.set_xscale("log" if max(levels) / max(min(levels), 1) >= 8 else "linear")
+        every = sorted({lv for lv, _ in mine})
+        if every[0] > 0 and every[-1] / every[0] >= 8:  # a sweep such as 1, 4, 16, 64
+            ax.set_xscale("log")
         ax.set_xlabel("level (connections / clients / threads)")
         ax.set_ylabel(unit)
         ax.legend(fontsize=7)
@@ -244,7 +265,7 @@ def scalability(samples: list[Sample], order: list[str]) -> list[Plot]:
     if metric is None:
         return []
     runtimes = _runtimes([s for s in ok if s.metric == metric], order)
-    fig, axes = _figure(f"scalability: {metric}, normalised to 0 background instances",
+    fig, axes = _figure(f"scalability: {metric}, normalised to the first point",
                         len(runtimes), 4.6)  # fmt: skip
     for ax, r in zip(axes, runtimes, strict=True):
         mine = [s for s in ok if s.runtime == r]
@@ -291,8 +312,12 @@ def isolation(samples: list[Sample], order: list[str]) -> list[Plot]:
             sts = [summarize([s.value for s in mine if (s.attacker, s.placement) == (a, p)])
                    for a in attackers]  # fmt: skip
             x = np.arange(1, len(attackers) + 1) + (j - (len(placements) - 1) / 2) * width
-            med = [st.median if st.n else 0.0 for st in sts]
+            med = [st.median if st.n else math.nan for st in sts]  # not measured: no bar
             ax.bar(x, med, width, yerr=_ci_err(sts), capsize=2, color=COLOURS[j], label=p)
+            for xi, st in zip(x, sts, strict=True):
+                if not st.n:
+                    ax.annotate("n/a", (xi, 0), ha="center", va="bottom", fontsize=7,
+                                color="grey")  # fmt: skip
         ax.set_xticks(range(len(attackers) + 1), ["baseline", *attackers], rotation=30)
         ax.set_title(r, fontsize=9)
         ax.set_ylabel(unit)
