@@ -58,6 +58,7 @@ def test_report_is_self_contained_with_every_section(tmp_path):
     assert "<script" not in page and not re.search(r'(src|href)="(https?:)?//', page)
     assert "url(http" not in page and "@import" not in page
     assert (tmp_path / "p" / "aaaaa1" / "density-memory-per-instance.svg").exists()
+
     # DESMET against native: crun is 1.05x slower (95% of native's throughput: 4 points,
     # 105% of its latency-like figures: 4), runsc 1.6x (62.5%: 1 point; 160%: 0)
     def scores(measure: str) -> list[str]:
