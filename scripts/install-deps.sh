@@ -21,6 +21,8 @@ PACKAGES=(
   fio httperf iputils-ping
   # the HTML report's test opens it in a real headless browser
   chromium chromium-driver fonts-dejavu-core
+  # VM-class runtimes (the minimal guest boots under KVM or TCG)
+  qemu-system-x86
 )
 
 if [ "$(id -u)" -ne 0 ]; then

@@ -17,7 +17,7 @@ from typing import Any
 
 from virtbench import cgroups, cleanup, experiments, naming, runtimes
 from virtbench.artifacts import Artifact, build_for
-from virtbench.errors import RuntimeUnavailable
+from virtbench.errors import RuntimeUnavailable, SpecError
 from virtbench.experiments.session import Session
 from virtbench.measure.host import HostSampler, snapshot
 from virtbench.measure.probe import ProbeListener
@@ -38,6 +38,11 @@ def check_available(spec: Spec) -> dict[str, str]:
             fix = f"; fix: {avail.fix}" if avail.fix else ""
             raise RuntimeUnavailable(f"runtime {label} is not available: {avail.reason}{fix}")
         versions[label] = avail.version
+        for exp in spec.experiment:  # e.g. a VM's minimal guest runs only hello and sleep
+            for w in exp.instance_workloads():
+                why = cls.cannot_run(w)
+                if why:
+                    raise SpecError(f"runtime {label} cannot run {w} ({exp.type}): {why}")
     return versions
 
 

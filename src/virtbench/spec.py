@@ -120,6 +120,10 @@ class BootExperiment(_Repeated):
     benchmark_times: int = Field(default=1, ge=1, le=10_000)
     timeout_s: float = Field(default=60.0, gt=0, le=3600)
 
+    def instance_workloads(self) -> list[str]:
+        """What this experiment's instances run (for runtimes that run only some)."""
+        return list(self.workloads)
+
 
 class DensityExperiment(_Model):
     """Start idle instances one after another up to `instances`; memory after each."""
@@ -132,6 +136,9 @@ class DensityExperiment(_Model):
     guard_available_pct: float = Field(default=10.0, ge=0, le=90)
     guard_available_mib: int = Field(default=1024, ge=0)
     timeout_s: float = Field(default=60.0, gt=0, le=3600)
+
+    def instance_workloads(self) -> list[str]:
+        return [self.workload]
 
 
 class ThroughputExperiment(_Repeated):
@@ -173,6 +180,9 @@ class ThroughputExperiment(_Repeated):
         return _params_for(self.params, name)
 
     def workloads_needed(self) -> list[str]:
+        return list(self.workloads)
+
+    def instance_workloads(self) -> list[str]:
         return list(self.workloads)
 
 
@@ -269,6 +279,9 @@ class ScalabilityExperiment(_WorkerExperiment):
     def workloads_needed(self) -> list[str]:
         return [w for w in (self.worker, self.background) if w not in ("boot", "sleep")]
 
+    def instance_workloads(self) -> list[str]:
+        return ["hello" if self.worker == "boot" else self.worker, self.background]
+
 
 class IsolationExperiment(_WorkerExperiment, _Repeated):
     """A worker pinned to one CPU, measured alone and next to each attacker at each
@@ -318,6 +331,9 @@ class IsolationExperiment(_WorkerExperiment, _Repeated):
 
     def workloads_needed(self) -> list[str]:
         return [self.worker, *(w for a in self.attackers for w in ATTACKERS[a].needs)]
+
+    def instance_workloads(self) -> list[str]:
+        return [self.worker, *(f"attacker {a}" for a in self.attackers)]
 
 
 Experiment = Annotated[
@@ -535,12 +551,14 @@ def with_overrides(
             raise SpecError(f"{flag}: does not apply to this spec (applies to: {', '.join(kinds)})")
         for e in targets:
             e[field] = value
-            if field == "worker" and isinstance(e.get("params"), dict):
+            if field in ("worker", "workloads") and isinstance(e.get("params"), dict):
                 from virtbench import workloads
 
-                # the file's parameters were for the worker the flag replaces
-                keep = workloads.ALIASES.get(value, value)
-                e["params"] = {k: v for k, v in e["params"].items() if k == keep}
+                # the file's parameters of workloads the flag leaves out go with them
+                names = value if isinstance(value, list) else [value]
+                keep = {workloads.ALIASES.get(v, v) for v in names}
+                if "all" not in keep:
+                    e["params"] = {k: v for k, v in e["params"].items() if k in keep}
             other = SCALABILITY_EITHER.get(field)
             if e.get("type") == "scalability" and other and not flags_set(flags, other):
                 e.pop(other, None)  # the command line's final count wins over the file's

@@ -149,6 +149,12 @@ def test_throughput_all_workloads_and_params_validated_by_the_workload():
     assert "params.nginx: not a workload of this experiment" in err({**BASE, "experiment": [wrong]})
 
 
+def test_throughput_cli_workloads_drop_the_params_of_the_others():
+    _, raw, where = spec.load("throughput")
+    e = spec.with_overrides(raw, where, None, {"--workloads": ["nginx"]}).experiment[0]
+    assert e.workloads == ["nginx"] and set(e.params) <= {"nginx"}
+
+
 def test_throughput_cli_workloads_all():
     _, raw, where = spec.load("throughput")
     s = spec.with_overrides(raw, where, ["native"], {"--workloads": ["all"], "--runs": 1})

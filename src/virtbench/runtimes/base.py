@@ -178,6 +178,12 @@ class Runtime(ABC):
     def available(cls, options: BaseModel | None = None) -> Availability:
         """Can this runtime (with these options) run here? Never raises."""
 
+    @classmethod
+    def cannot_run(cls, workload: str) -> str | None:
+        """Why this runtime cannot run `workload` in its instances (None: it can)."""
+        del workload
+        return None
+
     def _setup(self) -> None:  # noqa: B027 - optional hook
         """Untimed, once per run before the first instance: start a daemon, import an
         image. Record what it creates in the ledger first."""

@@ -124,6 +124,12 @@ class Qemu(Native):
         m = re.search(r"version (\S+)", out)
         return Availability(True, version=m.group(1) if m else "?")
 
+    @classmethod
+    def cannot_run(cls, workload: str) -> str | None:
+        if workload in ("hello", "sleep"):
+            return None
+        return "its minimal guest runs only hello and sleep (Linux guests: not yet)"
+
     def _prepare(self, inst: Instance) -> None:
         if guest_mode(inst.spec.argv) is None:
             raise InstanceError(
@@ -139,7 +145,8 @@ class Qemu(Native):
         o, spec = self.opts, inst.spec
         cpu = o.cpu or ("host,-arch-capabilities" if o.accel == "kvm" else "max")
         argv = [
-            which(o.binary) or o.binary, "-M", o.machine, "-accel", o.accel, "-cpu", cpu,
+            which(o.binary) or o.binary, "-name", inst.name,
+            "-M", o.machine, "-accel", o.accel, "-cpu", cpu,
             "-smp", str(o.vcpus), "-m", str(spec.memory_mib or o.memory_mib),
             "-nodefaults", "-no-user-config", "-display", "none", "-monitor", "none",
             "-serial", "stdio", "-no-reboot",
@@ -156,9 +163,10 @@ class Qemu(Native):
         del detach  # both ways the VM runs on; run_to_exit waits for QEMU to end
         dirs = self._dirs.pop(inst.name)
         launcher = [str(inst.spec.rootfs / "bin" / "vb-cgexec"), *map(str, dirs), "--"]
+        env = {"PATH": "/usr/bin:/bin", "VIRTBENCH_INSTANCE": inst.name}  # found by clean
+        argv = [*launcher, *self._command(inst)]
         with open(inst.log_path, "ab") as log:
-            inst.proc = proc.spawn([*launcher, *self._command(inst)],
-                                   stdout=subprocess.PIPE, stderr=log.fileno())  # fmt: skip
+            inst.proc = proc.spawn(argv, stdout=subprocess.PIPE, stderr=log.fileno(), env=env)
         reader = threading.Thread(target=self._read_console, args=(inst,), daemon=True,
                                   name=f"vb-console-{inst.name}")  # fmt: skip
         self._readers[inst.name] = reader

@@ -1,0 +1,48 @@
+"""VM-class runtimes on real VMMs: QEMU booting virtbench's minimal guest kernel under KVM
+(microvm and q35) and under TCG (emulated: every sample says so)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.integration.conftest import cli, labelled, run_id_of
+
+from virtbench.store import Store
+
+
+def run_spec(tmp_path: Path, env: dict[str, str], text: str) -> tuple[str, Store]:
+    path = tmp_path / "spec.toml"
+    path.write_text(text)
+    res = cli("run", str(path), env=env)
+    assert res.returncode == 0, res.stdout + res.stderr
+    rid = run_id_of(res.stdout)
+    assert f"run {rid} completed" in res.stdout
+    return rid, Store(tmp_path / "results")
+
+
+def test_qemu_minimal_guest_boot_and_density_under_kvm_and_tcg(env, tmp_path):
+    rid, store = run_spec(tmp_path, env, (
+        'name = "vms"\nruntimes = ["qemu", "qemu:q35", "qemu:microvm:tcg"]\n'
+        '[[experiment]]\ntype = "boot"\nruns = 3\nwarmups = 1\n'
+        '[[experiment]]\ntype = "density"\ninstances = 5\ninstances_per_benchmark = 5\n'
+    ))  # fmt: skip
+    samples = [s for s in store.samples(rid) if s.experiment in ("boot", "density")]
+    assert samples and not [s.error for s in samples if s.error]
+    for rt in ("qemu", "qemu:q35", "qemu:microvm:tcg"):
+        mine = [s for s in samples if s.runtime == rt and not s.warmup]
+        exits = [s.value for s in mine if s.metric == "boot.spawn_to_exit"]
+        ready = [s.value for s in mine if s.metric == "boot.spawn_to_ready"]
+        assert len(exits) == 3 and all(0 < v < 10_000 for v in exits), (rt, exits)
+        assert len(ready) == 3 and all(0 < v < 10_000 for v in ready), (rt, ready)
+        pss = [s.value for s in mine if s.metric == "density.pss"]
+        assert len(pss) == 5 and all(v > 1 for v in pss), (rt, pss)  # a VMM is MiBs
+        assert all(s.emulated == rt.endswith(":tcg") for s in mine), rt
+    assert labelled(rid) == []
+
+
+def test_qemu_refuses_workloads_its_guest_cannot_run(env, tmp_path):
+    res = cli("run", "throughput", "--workloads", "nginx", "--runtimes", "qemu", env=env)
+    assert res.returncode == 2
+    said = " ".join((res.stdout + res.stderr).split())
+    assert "runtime qemu cannot run nginx (throughput)" in said and "hello and sleep" in said
+    assert "started" not in res.stdout
