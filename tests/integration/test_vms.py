@@ -36,6 +36,8 @@ def test_qemu_minimal_guest_boot_and_density_under_kvm_and_tcg(env, tmp_path):
         assert len(ready) == 3 and all(0 < v < 10_000 for v in ready), (rt, ready)
         pss = [s.value for s in mine if s.metric == "density.pss"]
         assert len(pss) == 5 and all(v > 1 for v in pss), (rt, pss)  # a VMM is MiBs
+        vmm = [s.value for s in mine if s.metric == "density.pss_without_guest_ram"]
+        assert len(vmm) == 5 and all(0 < v < p for v, p in zip(vmm, pss, strict=True)), vmm
         assert all(s.emulated == rt.endswith(":tcg") for s in mine), rt
     assert labelled(rid) == []
 

@@ -5,6 +5,7 @@ host) and each run: drop caches and read MemAvailable, then start `sleep` instan
 one after another. After each start, record:
   density.launch          spawn -> ready of the new instance (ms)
   density.pss             PSS summed over the new instance's host processes (MiB)
+  density.pss_without_guest_ram   VMs: the same less the PSS of the guest's RAM mapping
   density.cgroup_memory   memory charged to its cgroup (MiB)
   density.mem_available   host MemAvailable (MiB)
 Every `instances_per_benchmark` instances (and at the end), drop caches again and record
@@ -89,7 +90,11 @@ def run_one(s: Session, cfg: DensityExperiment, runtime: str, rep: int) -> None:
             sample("density.launch", (t_ready - inst.t_spawn_ns) / 1e6, "ms", i)
             pids = rt.pids(inst)
             if pids:
-                sample("density.pss", memory.pss_total(pids) / MIB, "MiB", i)
+                pss = memory.pss_total(pids)
+                sample("density.pss", pss / MIB, "MiB", i)
+                guest = rt.guest_ram_pss(inst)
+                if guest is not None:  # VMs: the VMM's own cost, without the guest's RAM
+                    sample("density.pss_without_guest_ram", (pss - guest) / MIB, "MiB", i)
             else:
                 sample("density.pss", None, "MiB", i, error="instance has no host processes")
             cg = rt.memory_bytes(inst)

@@ -24,6 +24,24 @@ def pss_bytes(pid: int) -> int | None:
     return None
 
 
+def pss_of_mappings(pid: int, size_kib: int) -> int | None:
+    """PSS (bytes) of the process's mappings of exactly `size_kib` KiB -- a VMM's guest RAM,
+    which it maps in one piece of the guest's memory size; None if the process is gone
+    or has no such mapping."""
+    total, found, size = 0, False, None
+    try:
+        with open(f"/proc/{pid}/smaps", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"Size:"):
+                    size = int(line.split()[1])
+                elif line.startswith(b"Pss:") and size == size_kib:
+                    total += int(line.split()[1]) * 1024
+                    found = True
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+    return total if found else None
+
+
 def pss_total(pids: Iterable[int]) -> int:
     """PSS summed over `pids` (processes that vanished count as 0)."""
     return sum(p for p in (pss_bytes(pid) for pid in pids) if p)

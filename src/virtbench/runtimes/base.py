@@ -289,6 +289,12 @@ class Runtime(ABC):
                 peak = (peak or 0) + p
         return peak, refused
 
+    def guest_ram_pss(self, inst: Instance) -> int | None:
+        """PSS (bytes) of the guest's RAM inside the instance's host processes (VMs: the
+        VMM's guest memory mapping); None where there is no guest RAM."""
+        del inst
+        return None
+
     def memory_bytes(self, inst: Instance) -> int | None:
         """Memory charged to the instance's cgroup."""
         return cgroups.memory_bytes(self.ctx.layout, inst.name)

@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from virtbench import proc
 from virtbench.errors import InstanceError
+from virtbench.measure import memory
 from virtbench.runtimes.base import Availability, Family, Instance, RuntimeContext, which
 from virtbench.runtimes.native import Native
 
@@ -218,6 +219,12 @@ class Qemu(Native):
             reader.join(timeout=5)
         if inst.proc is not None and inst.proc.stdout is not None:
             inst.proc.stdout.close()
+
+    def guest_ram_pss(self, inst: Instance) -> int | None:
+        size_kib = (inst.spec.memory_mib or self.opts.memory_mib) * 1024
+        found = [memory.pss_of_mappings(pid, size_kib) for pid in self.pids(inst)]
+        values = [v for v in found if v is not None]
+        return sum(values) if values else None
 
     def image_size(self) -> tuple[int, str] | None:
         if self.ctx.rootfs is None:
