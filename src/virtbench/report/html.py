@@ -44,8 +44,10 @@ from virtbench.store import RunRecord, Sample, Store
 
 TEMPLATE = "report.html.j2"
 MAX_SPREAD = 25  # high-CV groups listed by name (largest first); the rest are counted
+# Not scored or tested across runtimes: host state, counts, and the attackers' own cost
+# (a side figure of the isolation experiment, not the worker's performance).
 NOT_COMPARED = ("host.", "density.mem_available", "density.reached", "scalability.reached",
-                "image_size")  # fmt: skip
+                "image_size", "isolation.attacker_tasks_peak")  # fmt: skip
 
 
 @dataclass
