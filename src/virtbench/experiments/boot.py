@@ -3,6 +3,7 @@
 Timeline of one measurement (host monotonic clock):
   spawn              the launch call is issued
   spawn_to_started   the launcher returned (detached instances: the runtime's "run -d")
+  spawn_to_first_output  VMs: the guest's first byte on the serial console
   spawn_to_ready     the `sleep` workload's probe datagram reached the host listener
   spawn_to_exit      the `hello` workload's main process exited (foreground launch)
   teardown           stopping and deleting a `sleep` instance took this long
@@ -17,12 +18,21 @@ from __future__ import annotations
 from virtbench import workloads
 from virtbench.errors import InstanceError
 from virtbench.experiments.session import Failures, Session, total_runs
+from virtbench.runtimes.base import Instance
 from virtbench.spec import BootExperiment
 from virtbench.store import Sample
 
 
 def _ms(ns: int) -> float:
     return ns / 1e6
+
+
+def _first_output(s: Session, inst: Instance, base: dict) -> None:
+    """VMs: spawn -> the first byte of the guest's serial console, when there was one."""
+    t = inst.extra.get("t_first_output_ns")
+    if t is not None:
+        value = _ms(t - inst.t_spawn_ns)
+        s.record(Sample(metric="boot.spawn_to_first_output", value=value, unit="ms", **base))
 
 
 def measure_once(
@@ -66,6 +76,7 @@ def measure_once(
                 raise InstanceError(f"{runtime}: {workload} {err}")
             assert inst.t_exit_ns is not None
             value = _ms(inst.t_exit_ns - inst.t_spawn_ns)
+            _first_output(s, inst, base)
             s.record(Sample(metric=metric, value=value, unit="ms", **base))
         finally:
             rt.stop(inst)
@@ -85,6 +96,7 @@ def measure_once(
         t_ready = s.probe.wait(spec.name, timeout)
         if t_ready is None:
             raise InstanceError(f"{runtime}: no ready signal in {timeout:g} s: {inst.log_tail()}")
+        _first_output(s, inst, base)
         s.record(Sample(metric=metric, value=_ms(t_ready - inst.t_spawn_ns), unit="ms", **base))
     except InstanceError as exc:
         s.record(Sample(metric=metric, value=None, unit="ms", error=str(exc), **base))

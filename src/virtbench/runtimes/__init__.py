@@ -28,6 +28,8 @@ BUILTIN: dict[str, str] = {
     "lxd": "virtbench.runtimes.lxd:Lxd",
     "nspawn": "virtbench.runtimes.nspawn:Nspawn",
     "qemu": "virtbench.runtimes.qemu:Qemu",
+    "firecracker": "virtbench.runtimes.firecracker:Firecracker",
+    "cloud-hypervisor": "virtbench.runtimes.cloud_hypervisor:CloudHypervisor",
 }
 
 

@@ -26,11 +26,9 @@ compares the detached launch (`spawn_to_started` of `sleep`) instead.
 from __future__ import annotations
 
 import contextlib
-import http.client
 import io
 import json
 import os
-import socket
 import stat
 import subprocess
 import tarfile
@@ -52,6 +50,7 @@ from virtbench.runtimes.base import (
 )
 from virtbench.runtimes.engine import tar_of
 from virtbench.runtimes.lxc import Lxc, instance_lines
+from virtbench.unixhttp import UnixHTTPConnection
 
 SYSTEM_DIR = Path("/var/lib/lxd")
 START_TIMEOUT = 120.0
@@ -63,23 +62,12 @@ CONSOLE_WAIT_S = 10.0
 LAUNCH_GRACE_S = 15.0  # `lxc launch` returns ~5 s after an init that exits at once
 
 
-class _UnixHTTP(http.client.HTTPConnection):
-    def __init__(self, path: Path, timeout: float) -> None:
-        super().__init__("lxd", timeout=timeout)
-        self.path = path
-
-    def connect(self) -> None:
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(self.timeout)
-        self.sock.connect(str(self.path))
-
-
 def answers(lxd_dir: Path, timeout: float = 2.0) -> bool:
     """Does an LXD daemon answer on `lxd_dir`'s socket (GET /1.0)?"""
     sock = lxd_dir / "unix.socket"
     if not sock.exists():
         return False
-    conn = _UnixHTTP(sock, timeout)
+    conn = UnixHTTPConnection(sock, timeout, host="lxd")
     try:
         conn.request("GET", "/1.0")
         return conn.getresponse().status == 200

@@ -4,7 +4,8 @@ import pytest
 from pydantic import ValidationError
 
 from virtbench import runtimes
-from virtbench.runtimes.qemu import QemuOptions, guest_mode
+from virtbench.runtimes.qemu import QemuOptions
+from virtbench.runtimes.vm import guest_mode
 
 
 def options(label: str) -> QemuOptions:

@@ -1,0 +1,34 @@
+"""`cloud-hypervisor`: one Cloud Hypervisor VM per instance, configured by its command line.
+
+The binary is found on PATH (`binary` option; Cloud Hypervisor is not in Debian: static
+release binaries are at https://github.com/cloud-hypervisor/cloud-hypervisor/releases, or
+build it with cargo). Per instance: `cloud-hypervisor --kernel <minimal guest> --cmdline
+... --cpus boot=N --memory size=<M>M --serial tty --console off` in the instance's
+cgroups, so the VM boots as soon as the process starts and the serial port (COM1, which
+the minimal guest writes) is the process's stdout. The minimal guest boots by PVH; hello
+powers off through the ACPI shutdown port (0x600), on which Cloud Hypervisor exits 0.
+"""
+
+from __future__ import annotations
+
+from virtbench.runtimes.base import Instance, which
+from virtbench.runtimes.vm import Vm, VmOptions
+
+
+class CloudHypervisor(Vm):
+    name = "cloud-hypervisor"
+    description = "Cloud Hypervisor VM booting the minimal guest kernel"
+    Options = VmOptions
+    default_binary = "cloud-hypervisor"
+    get_it = ("download a static release from github.com/cloud-hypervisor/cloud-hypervisor/"
+              "releases or build it with cargo, and put `cloud-hypervisor` on PATH")  # fmt: skip
+
+    def _command(self, inst: Instance) -> list[str]:
+        o = self.vm_opts
+        binary = self.binary_of(o)
+        return [
+            which(binary) or binary,
+            "--kernel", str(self.kernel(inst)), "--cmdline", self.cmdline(inst),
+            "--cpus", f"boot={o.vcpus}", "--memory", f"size={self.memory_mib(inst)}M",
+            "--serial", "tty", "--console", "off",
+        ]  # fmt: skip

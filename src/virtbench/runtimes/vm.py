@@ -1,0 +1,213 @@
+"""What every VM-class driver shares: a VMM process per instance booting a guest kernel.
+
+A driver (qemu, firecracker, cloud-hypervisor) says how to start its VMM (`_command`, and
+optionally `_configure` for VMMs set up over an API socket after they start) and what its
+exit status means; this base does the rest the same way for all of them:
+
+- the VMM runs in the instance's cgroups (launched through vb-cgexec, as for native), so
+  its memory, threads and leftovers are accounted and cleaned like any instance's;
+- its serial console (the VMM's stdout) is read by a thread that stamps the first byte
+  (`inst.extra["t_first_output_ns"]`) and the guest's markers: `VB-READY <name>` is handed
+  to the probe listener as if it were the ready datagram, `VB-HELLO <name>` says the hello
+  workload ran (the exit status is then reported as the guest's 0);
+- the guest is the artifact's minimal kernel (`/boot/vb-minikernel`, guest/minikernel/):
+  `vb.mode=hello` prints its marker and powers off, `vb.mode=sleep` prints `VB-READY` and
+  halts. Other workloads need a Linux guest: refused before anything starts;
+- memory: the VMM's PSS, and without the guest's RAM mapping (`guest_ram_pss`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from virtbench import proc
+from virtbench.errors import InstanceError
+from virtbench.measure import memory
+from virtbench.runtimes.base import Availability, Family, Instance, RuntimeContext, which
+from virtbench.runtimes.native import Native
+
+KERNEL = "boot/vb-minikernel"  # inside the artifact rootfs
+MARKER = re.compile(rb"VB-(READY|HELLO) (\S+)")
+
+
+class VmOptions(BaseModel):
+    """Options every VM driver takes (`[runtime.<name>]`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    vcpus: int = Field(default=1, ge=1, le=256)
+    memory_mib: int = Field(default=64, ge=16, le=1 << 22)  # when the instance sets none
+    binary: str = ""  # the VMM's executable, looked up on PATH (driver default when empty)
+
+
+def guest_mode(argv: tuple[str, ...]) -> str | None:
+    """The minimal guest's mode for a workload's argv: hello, sleep, or None."""
+    if argv == ("/bin/vb-hello",):
+        return "hello"
+    if argv and argv[0] == "/bin/vb-ready" and argv[-1] == "/bin/vb-sleep":
+        return "sleep"
+    return None
+
+
+class Vm(Native):
+    """Base of the VM drivers (not a runtime of its own)."""
+
+    family = Family.VM
+    networks: ClassVar[tuple[str, ...]] = ("none",)
+    Options: ClassVar[type[BaseModel]] = VmOptions
+    default_binary: ClassVar[str] = ""
+    get_it: ClassVar[str] = ""  # where to get the binary, for `doctor`
+    # the exit status of a VMM whose guest powered off normally
+    clean_exit: ClassVar[int] = 0
+
+    def __init__(self, ctx: RuntimeContext, *args: Any, **kwargs: Any) -> None:
+        super().__init__(ctx, *args, **kwargs)
+        self._readers: dict[str, threading.Thread] = {}
+
+    @property
+    def vm_opts(self) -> VmOptions:
+        assert isinstance(self.options, VmOptions)
+        return self.options
+
+    @classmethod
+    def binary_of(cls, options: BaseModel | None) -> str:
+        name = options.binary if isinstance(options, VmOptions) else ""
+        return name or cls.default_binary
+
+    @classmethod
+    def needs_kvm(cls, options: BaseModel | None) -> bool:
+        del options
+        return True
+
+    @classmethod
+    def version_of(cls, path: str) -> str:
+        out = proc.run([path, "--version"], timeout=10).stdout
+        m = re.search(r"(\d+\.\d+(?:\.\d+)?\S*)", out)
+        return m.group(1) if m else "?"
+
+    @classmethod
+    def available(cls, options: BaseModel | None = None) -> Availability:
+        binary = cls.binary_of(options)
+        path = which(binary)
+        if path is None:
+            return Availability(False, reason=f"{binary} not on PATH", fix=cls.get_it)
+        if cls.needs_kvm(options) and not os.access("/dev/kvm", os.R_OK | os.W_OK):
+            fix = "load kvm_intel or kvm_amd (in a VM: enable nested virtualization)"
+            return Availability(False, reason="/dev/kvm missing or not accessible", fix=fix)
+        base = super().available(options)
+        if not base.ok:
+            return base
+        try:
+            return Availability(True, version=cls.version_of(path))
+        except Exception as exc:
+            return Availability(False, reason=f"{binary} --version failed: {exc}")
+
+    @classmethod
+    def cannot_run(cls, workload: str) -> str | None:
+        if workload in ("hello", "sleep"):
+            return None
+        return "its minimal guest runs only hello and sleep (Linux guests: not yet)"
+
+    def memory_mib(self, inst: Instance) -> int:
+        return inst.spec.memory_mib or self.vm_opts.memory_mib
+
+    def kernel(self, inst: Instance) -> Path:
+        return inst.spec.rootfs / KERNEL
+
+    def cmdline(self, inst: Instance) -> str:
+        return f"vb.mode={guest_mode(inst.spec.argv)} vb.name={inst.name}"
+
+    def _prepare(self, inst: Instance) -> None:
+        if guest_mode(inst.spec.argv) is None:
+            raise InstanceError(
+                f"{self.label}: the minimal guest runs only the hello and sleep workloads "
+                f"(got {' '.join(inst.spec.argv)}); Linux guests are not supported yet"
+            )
+        if not self.kernel(inst).is_file():
+            raise InstanceError(f"{self.label}: no guest kernel at {self.kernel(inst)} "
+                                "(run make setup)")  # fmt: skip
+        super()._prepare(inst)
+
+    def _configure(self, inst: Instance) -> None:
+        """Timed, right after the VMM started: configure and boot it over its API."""
+        del inst  # VMMs configured by their command line have nothing to do here
+
+    def _start(self, inst: Instance, detach: bool) -> None:
+        del detach  # both ways the VM runs on; run_to_exit waits for the VMM to end
+        dirs = self._dirs.pop(inst.name)
+        launcher = [str(inst.spec.rootfs / "bin" / "vb-cgexec"), *map(str, dirs), "--"]
+        env = {"PATH": "/usr/bin:/bin", "VIRTBENCH_INSTANCE": inst.name}  # found by clean
+        argv = [*launcher, *self._command(inst)]
+        with open(inst.log_path, "ab") as log:
+            inst.proc = proc.spawn(argv, stdout=subprocess.PIPE, stderr=log.fileno(), env=env)
+        reader = threading.Thread(target=self._read_console, args=(inst,), daemon=True,
+                                  name=f"vb-console-{inst.name}")  # fmt: skip
+        self._readers[inst.name] = reader
+        reader.start()
+        self._configure(inst)
+
+    def _read_console(self, inst: Instance) -> None:
+        """Copy the serial console to the log, stamping its first byte and the markers."""
+        assert inst.proc is not None and inst.proc.stdout is not None
+        fd = inst.proc.stdout.fileno()
+        pending = b""
+        with open(inst.log_path, "ab", buffering=0) as log:
+            while True:
+                try:
+                    chunk = os.read(fd, 4096)
+                except OSError:
+                    break
+                t = time.monotonic_ns()
+                if not chunk:
+                    break
+                inst.extra.setdefault("t_first_output_ns", t)
+                log.write(chunk)
+                pending = (pending + chunk)[-256:]
+                for m in MARKER.finditer(pending):
+                    if m.group(2).decode(errors="replace") != inst.name:
+                        continue
+                    if m.group(1) == b"READY" and "t_ready_ns" not in inst.extra:
+                        inst.extra["t_ready_ns"] = t
+                        if self.ctx.probe is not None:
+                            self.ctx.probe.mark(inst.name, t)
+                    elif m.group(1) == b"HELLO":
+                        inst.extra["hello"] = True
+                pending = pending[pending.rfind(b"\n") + 1 :]
+
+    def _wait(self, inst: Instance, timeout: float) -> int:
+        assert inst.proc is not None
+        rc = proc.wait(inst.proc, timeout)
+        t_exit = time.monotonic_ns()
+        reader = self._readers.get(inst.name)
+        if reader is not None:
+            reader.join(timeout=5)  # the console is read to its end: the marker counts
+        inst.t_exit_ns = t_exit
+        return 0 if rc == self.clean_exit and inst.extra.get("hello") else rc
+
+    def _stop(self, inst: Instance) -> None:
+        super()._stop(inst)
+        reader = self._readers.pop(inst.name, None)
+        if reader is not None:
+            reader.join(timeout=5)
+        if inst.proc is not None and inst.proc.stdout is not None:
+            inst.proc.stdout.close()
+
+    def guest_ram_pss(self, inst: Instance) -> int | None:
+        size_kib = self.memory_mib(inst) * 1024
+        found = [memory.pss_of_mappings(pid, size_kib) for pid in self.pids(inst)]
+        values = [v for v in found if v is not None]
+        return sum(values) if values else None
+
+    def image_size(self) -> tuple[int, str] | None:
+        if self.ctx.rootfs is None:
+            return None
+        kernel = self.ctx.rootfs / KERNEL
+        return (kernel.stat().st_blocks * 512, "guest kernel du") if kernel.exists() else None
