@@ -76,3 +76,29 @@ def test_other_vmms_boot_the_minimal_guest(env, tmp_path, vmm):
     assert all(0 < v < p for v, p in zip(vmm_only, pss, strict=True)), (vmm_only, pss)
     assert not any(s.emulated for s in mine)
     assert labelled(rid) == []
+
+
+def test_bring_your_own_image_is_booted_and_timed_like_the_minimal_guest(env, tmp_path):
+    """An image built elsewhere: here the minimal kernel given by path, with its own
+    command line and a ready expression on its console (`{name}` filled in by virtbench)."""
+    kernel = Path(__file__).parents[2] / "guest" / "build" / "vb-minikernel"
+    for mode, workload, metric in (("sleep", "sleep", "boot.spawn_to_ready"),
+                                   ("hello", "hello", "boot.spawn_to_exit")):  # fmt: skip
+        rid, store = run_spec(tmp_path, env, (
+            f'name = "byo"\nruntimes = ["qemu"]\n[runtime.qemu]\nguest = "image"\n'
+            f'kernel = "{kernel}"\ncmdline = "vb.mode={mode} vb.name={{name}}"\n'
+            'ready = "VB-READY {name}"\n'
+            f'[[experiment]]\ntype = "boot"\nworkloads = ["{workload}"]\nruns = 2\nwarmups = 0\n'
+        ))  # fmt: skip
+        mine = [s for s in store.samples(rid) if s.experiment == "boot"]
+        assert not [s.error for s in mine if s.error]
+        values = [s.value for s in mine if s.metric == metric]
+        assert len(values) == 2 and all(0 < v < 10_000 for v in values), (mode, values)
+        sizes = [s for s in store.samples(rid) if s.metric == "image_size"]
+        assert sizes and sizes[0].value == kernel.stat().st_blocks * 512 / 2**20, sizes
+        assert labelled(rid) == []
+    path = tmp_path / "bad.toml"
+    path.write_text('name = "bad"\nruntimes = ["qemu"]\n[runtime.qemu]\nguest = "image"\n'
+                    '[[experiment]]\ntype = "boot"\n')  # fmt: skip
+    res = cli("run", str(path), env=env)
+    assert res.returncode == 2 and 'needs kernel = "/path/to/kernel"' in res.stdout + res.stderr

@@ -30,3 +30,31 @@ def test_minimal_guest_modes_and_refusals():
     cls = runtimes.get("qemu")
     assert cls.cannot_run("hello") is None and cls.cannot_run("sleep") is None
     assert "hello and sleep" in (cls.cannot_run("nginx") or "")
+
+
+def test_bring_your_own_image_options(tmp_path):
+    kernel = tmp_path / "unikernel.elf"
+    kernel.write_bytes(b"\x7fELF")
+    cls = runtimes.get("qemu")
+    opts = cls.Options(guest="image", kernel=kernel, cmdline="name={name}", ready="booted")
+    assert opts.kernel == kernel and opts.ready == "booted"
+    with pytest.raises(ValidationError, match='needs kernel = "/path/to/kernel"'):
+        cls.Options(guest="image")
+    with pytest.raises(ValidationError, match="no such file"):
+        cls.Options(guest="image", kernel=tmp_path / "missing")
+    with pytest.raises(ValidationError, match="not a regular expression"):
+        cls.Options(guest="image", kernel=kernel, ready="(unclosed")
+    with pytest.raises(ValidationError, match='need guest = "image"'):
+        cls.Options(kernel=kernel)  # a kernel without saying it is an image
+    for name in ("firecracker", "cloud-hypervisor"):
+        other = runtimes.get(name).Options(guest="image", kernel=kernel, initrd=kernel)
+        assert other.initrd == kernel
+
+
+def test_vmm_drivers_say_where_to_get_missing_binaries():
+    for name in ("firecracker", "cloud-hypervisor"):
+        cls = runtimes.get(name)
+        avail = cls.available(cls.Options(binary="vb-no-such-vmm"))
+        assert not avail.ok and avail.reason == "vb-no-such-vmm not on PATH"
+        assert "github.com" in (avail.fix or "") and "PATH" in (avail.fix or "")
+        assert cls.cannot_run("nginx") and cls.cannot_run("hello") is None

@@ -26,9 +26,12 @@ class CloudHypervisor(Vm):
     def _command(self, inst: Instance) -> list[str]:
         o = self.vm_opts
         binary = self.binary_of(o)
+        extra = ["--initramfs", str(o.initrd)] if o.initrd is not None else []
+        if o.disk is not None:
+            extra += ["--disk", f"path={o.disk},readonly=on"]
         return [
             which(binary) or binary,
             "--kernel", str(self.kernel(inst)), "--cmdline", self.cmdline(inst),
             "--cpus", f"boot={o.vcpus}", "--memory", f"size={self.memory_mib(inst)}M",
-            "--serial", "tty", "--console", "off",
+            "--serial", "tty", "--console", "off", *extra,
         ]  # fmt: skip

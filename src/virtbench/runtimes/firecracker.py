@@ -68,7 +68,14 @@ class Firecracker(Vm):
     def _settings(self, inst: Instance) -> dict[str, dict[str, Any]]:
         machine = {"vcpu_count": self.opts.vcpus, "mem_size_mib": self.memory_mib(inst)}
         boot = {"kernel_image_path": str(self.kernel(inst)), "boot_args": self.cmdline(inst)}
-        return {"machine-config": machine, "boot-source": boot}
+        o = self.opts
+        if o.initrd is not None:
+            boot["initrd_path"] = str(o.initrd)
+        settings: dict[str, dict[str, Any]] = {"machine-config": machine, "boot-source": boot}
+        if o.disk is not None:
+            settings["drives/rootfs"] = {"drive_id": "rootfs", "path_on_host": str(o.disk),
+                                         "is_root_device": True, "is_read_only": True}  # fmt: skip
+        return settings
 
     def _prepare(self, inst: Instance) -> None:
         super()._prepare(inst)
@@ -80,7 +87,9 @@ class Firecracker(Vm):
         sock.unlink(missing_ok=True)
         if not self.opts.api:
             config = self.ctx.scratch / f"{inst.name}.json"
-            config.write_text(json.dumps(self._settings(inst)))
+            settings = self._settings(inst)
+            drive = settings.pop("drives/rootfs", None)  # the config file lists drives
+            config.write_text(json.dumps({**settings, "drives": [drive] if drive else []}))
 
     def _command(self, inst: Instance) -> list[str]:
         binary = self.binary_of(self.opts)

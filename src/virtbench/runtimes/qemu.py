@@ -94,4 +94,10 @@ class Qemu(Vm):
         firmware = FIRMWARE[o.firmware] if o.machine == "q35" else None
         if firmware:
             argv += ["-bios", firmware]
+        if o.initrd is not None:
+            argv += ["-initrd", str(o.initrd)]
+        if o.disk is not None:
+            blk = "virtio-blk-device" if o.machine == "microvm" else "virtio-blk-pci"
+            argv += ["-drive", f"id=vbdisk,file={o.disk},format=raw,if=none,readonly=on",
+                     "-device", f"{blk},drive=vbdisk"]  # fmt: skip
         return argv

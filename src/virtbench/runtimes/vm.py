@@ -14,6 +14,14 @@ exit status means; this base does the rest the same way for all of them:
   `vb.mode=hello` prints its marker and powers off, `vb.mode=sleep` prints `VB-READY` and
   halts. Other workloads need a Linux guest: refused before anything starts;
 - memory: the VMM's PSS, and without the guest's RAM mapping (`guest_ram_pss`).
+
+Bring your own image (`guest = "image"` in `[runtime.<name>]`): a kernel built elsewhere
+(Unikraft, OSv, IncludeOS, Hermit, a Linux of your own) with optional `initrd` and `disk`
+(attached read-only as the first virtio disk), its `cmdline` and a `ready` regular
+expression matched against its serial console (in both, `{name}` stands for the instance
+name). Such an image runs as the `hello` workload (spawn -> the VMM exits after the guest
+powers off) or the `sleep` workload (spawn -> the console matched `ready`); both are timed
+the same way as the minimal guest, and the files' size is the image size.
 """
 
 from __future__ import annotations
@@ -24,9 +32,9 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from virtbench import proc
 from virtbench.errors import InstanceError
@@ -46,6 +54,39 @@ class VmOptions(BaseModel):
     vcpus: int = Field(default=1, ge=1, le=256)
     memory_mib: int = Field(default=64, ge=16, le=1 << 22)  # when the instance sets none
     binary: str = ""  # the VMM's executable, looked up on PATH (driver default when empty)
+    guest: Literal["minimal", "image"] = "minimal"
+    # guest = "image": files built elsewhere, and how to tell it is up
+    kernel: Path | None = None
+    initrd: Path | None = None
+    disk: Path | None = None
+    cmdline: str = ""
+    ready: str | None = None  # regular expression on the serial console (sleep workload)
+
+    @field_validator("kernel", "initrd", "disk")
+    @classmethod
+    def _exists(cls, v: Path | None) -> Path | None:
+        if v is not None and not v.is_file():
+            raise ValueError(f"no such file: {v}")
+        return v
+
+    @field_validator("ready")
+    @classmethod
+    def _regex(cls, v: str | None) -> str | None:
+        if v is not None:
+            try:
+                re.compile(v.encode())
+            except re.error as exc:
+                raise ValueError(f"not a regular expression ({exc}): {v!r}") from None
+        return v
+
+    @model_validator(mode="after")
+    def _image(self) -> VmOptions:
+        if self.guest == "image" and self.kernel is None:
+            raise ValueError('guest = "image" needs kernel = "/path/to/kernel"')
+        if self.guest == "minimal" and any((self.kernel, self.initrd, self.disk, self.cmdline,
+                                            self.ready)):  # fmt: skip
+            raise ValueError('kernel, initrd, disk, cmdline and ready need guest = "image"')
+        return self
 
 
 def guest_mode(argv: tuple[str, ...]) -> str | None:
@@ -119,18 +160,31 @@ class Vm(Native):
     def memory_mib(self, inst: Instance) -> int:
         return inst.spec.memory_mib or self.vm_opts.memory_mib
 
+    @property
+    def byo(self) -> bool:
+        """A bring-your-own image rather than the minimal guest."""
+        return self.vm_opts.guest == "image"
+
     def kernel(self, inst: Instance) -> Path:
+        if self.vm_opts.kernel is not None:
+            return self.vm_opts.kernel
         return inst.spec.rootfs / KERNEL
 
     def cmdline(self, inst: Instance) -> str:
+        if self.byo:
+            return self.vm_opts.cmdline.replace("{name}", inst.name)
         return f"vb.mode={guest_mode(inst.spec.argv)} vb.name={inst.name}"
 
     def _prepare(self, inst: Instance) -> None:
-        if guest_mode(inst.spec.argv) is None:
+        mode = guest_mode(inst.spec.argv)
+        if mode is None:
             raise InstanceError(
-                f"{self.label}: the minimal guest runs only the hello and sleep workloads "
-                f"(got {' '.join(inst.spec.argv)}); Linux guests are not supported yet"
+                f"{self.label}: the minimal guest and images run only the hello and sleep "
+                f"workloads (got {' '.join(inst.spec.argv)}); Linux guests are not supported yet"
             )
+        if self.byo and mode == "sleep" and self.vm_opts.ready is None:
+            raise InstanceError(f"{self.label}: the sleep workload on an image needs "
+                                "ready = \"<regex on its console>\"")  # fmt: skip
         if not self.kernel(inst).is_file():
             raise InstanceError(f"{self.label}: no guest kernel at {self.kernel(inst)} "
                                 "(run make setup)")  # fmt: skip
@@ -159,6 +213,11 @@ class Vm(Native):
         assert inst.proc is not None and inst.proc.stdout is not None
         fd = inst.proc.stdout.fileno()
         pending = b""
+        pattern = self.vm_opts.ready
+        if pattern is not None:  # `{name}` stands for the instance's name, as in cmdline
+            pattern = pattern.replace("{name}", re.escape(inst.name))
+        ready = re.compile(pattern.encode()) if pattern is not None else None
+        seen = b""  # the console so far, for the image's ready expression (first 64 KiB)
         with open(inst.log_path, "ab", buffering=0) as log:
             while True:
                 try:
@@ -170,17 +229,24 @@ class Vm(Native):
                     break
                 inst.extra.setdefault("t_first_output_ns", t)
                 log.write(chunk)
+                if ready is not None and "t_ready_ns" not in inst.extra and len(seen) < 65536:
+                    seen += chunk
+                    if ready.search(seen):
+                        self._ready(inst, t)
                 pending = (pending + chunk)[-256:]
                 for m in MARKER.finditer(pending):
                     if m.group(2).decode(errors="replace") != inst.name:
                         continue
                     if m.group(1) == b"READY" and "t_ready_ns" not in inst.extra:
-                        inst.extra["t_ready_ns"] = t
-                        if self.ctx.probe is not None:
-                            self.ctx.probe.mark(inst.name, t)
+                        self._ready(inst, t)
                     elif m.group(1) == b"HELLO":
                         inst.extra["hello"] = True
                 pending = pending[pending.rfind(b"\n") + 1 :]
+
+    def _ready(self, inst: Instance, t: int) -> None:
+        inst.extra["t_ready_ns"] = t
+        if self.ctx.probe is not None:
+            self.ctx.probe.mark(inst.name, t)
 
     def _wait(self, inst: Instance, timeout: float) -> int:
         assert inst.proc is not None
@@ -190,7 +256,11 @@ class Vm(Native):
         if reader is not None:
             reader.join(timeout=5)  # the console is read to its end: the marker counts
         inst.t_exit_ns = t_exit
-        return 0 if rc == self.clean_exit and inst.extra.get("hello") else rc
+        if rc == self.clean_exit and inst.extra.get("hello"):
+            return 0
+        if self.byo and rc in (0, self.clean_exit):
+            return 0  # an image's own status is not known: a clean VMM exit is success
+        return rc
 
     def _stop(self, inst: Instance) -> None:
         super()._stop(inst)
@@ -207,6 +277,10 @@ class Vm(Native):
         return sum(values) if values else None
 
     def image_size(self) -> tuple[int, str] | None:
+        o = self.vm_opts
+        if self.byo:
+            files = [p for p in (o.kernel, o.initrd, o.disk) if p is not None]
+            return sum(p.stat().st_blocks * 512 for p in files), "image files du"
         if self.ctx.rootfs is None:
             return None
         kernel = self.ctx.rootfs / KERNEL
