@@ -3,13 +3,17 @@
 
 from __future__ import annotations
 
+import ipaddress
 import shutil
 from pathlib import Path
 
 import pytest
-from tests.integration.conftest import cli, labelled, run_id_of
+from tests.integration.conftest import cli, driver, labelled, run_id_of
 
+from virtbench import naming
+from virtbench.runtimes.base import InstanceSpec
 from virtbench.store import Store
+from virtbench.workloads import sleep
 
 
 def run_spec(tmp_path: Path, env: dict[str, str], text: str) -> tuple[str, Store]:
@@ -102,3 +106,33 @@ def test_bring_your_own_image_is_booted_and_timed_like_the_minimal_guest(env, tm
                     '[[experiment]]\ntype = "boot"\n')  # fmt: skip
     res = cli("run", str(path), env=env)
     assert res.returncode == 2 and 'needs kernel = "/path/to/kernel"' in res.stdout + res.stderr
+
+
+@pytest.mark.parametrize("label", ["qemu", "qemu:q35"])
+def test_vm_on_the_bridge_gets_a_tap_that_goes_with_it(label, ctx, artifact):
+    rt = driver(label, ctx)
+    name = naming.name(ctx.run_id, "1")
+    spec = InstanceSpec(name=name, argv=sleep.argv(name), rootfs=artifact.path, network="bridge")
+    inst = rt.start(spec, detach=True)
+    tap = inst.extra["tap"]
+    assert ctx.probe is not None and ctx.probe.wait(name, 30) is not None
+    assert tap.startswith(f"vb-{ctx.run_id}-t") and len(tap) <= 15
+    net = Path("/sys/class/net") / tap
+    assert (net / "master").resolve().name == f"vb-{ctx.run_id}-br"
+    assert (net / "carrier").read_text().strip() == "1"  # QEMU holds it open
+    assert inst.address is not None and ipaddress.ip_address(inst.address) in ipaddress.ip_network(
+        f"{ctx.bridge.host_ip}/{ctx.bridge.prefixlen}", strict=False
+    )
+    rt.stop(inst)
+    assert not net.exists()
+    assert [x for x in labelled(ctx.run_id) if not x.endswith("-br")] == []
+
+
+def test_density_of_bridged_vms_leaves_no_tap(env, tmp_path):
+    rid, store = run_spec(tmp_path, env, (
+        'name = "taps"\nruntimes = ["qemu"]\n[instance]\nnetwork = "bridge"\n'
+        '[[experiment]]\ntype = "density"\ninstances = 8\ninstances_per_benchmark = 4\n'
+    ))  # fmt: skip
+    reached = [s.value for s in store.samples(rid) if s.metric == "density.reached"]
+    assert reached == [8.0]
+    assert labelled(rid) == []

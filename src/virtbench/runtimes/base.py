@@ -324,10 +324,14 @@ class Runtime(ABC):
         self.instances[spec.name] = inst
         inst.argv = self._resolve_probe(inst, network)
         if network == "bridge" and self.virtbench_bridge:
-            inst.netns, inst.address = self._bridge().attach(spec.name)
+            self._attach_bridge(inst)
         if spec.data:
             self._attach_data(inst)
         return inst
+
+    def _attach_bridge(self, inst: Instance) -> None:
+        """Put the instance on the run's bridge: a netns with a veth (VMs: a tap)."""
+        inst.netns, inst.address = self._bridge().attach(inst.name)
 
     def _attach_data(self, inst: Instance) -> None:
         """The instance's data directory: `<data>/<run-id>/<name>` on the host's disk,
@@ -420,7 +424,7 @@ class Runtime(ABC):
             for name in self.cgroup_names(inst):
                 for d in self.ctx.layout.dirs(name):
                     cgroups.kill_and_remove(d)
-            if inst.netns is not None and self.ctx.bridge is not None:
+            if (inst.netns or inst.extra.get("tap")) and self.ctx.bridge is not None:
                 self.ctx.bridge.detach(inst.name)
             if inst.data_dir is not None:
                 remove_tree(inst.data_dir)

@@ -29,6 +29,8 @@ class CloudHypervisor(Vm):
         extra = ["--initramfs", str(o.initrd)] if o.initrd is not None else []
         if o.disk is not None:
             extra += ["--disk", f"path={o.disk},readonly=on"]
+        if inst.extra.get("tap"):
+            extra += ["--net", f"tap={inst.extra['tap']},mac={inst.extra['mac']}"]
         return [
             which(binary) or binary,
             "--kernel", str(self.kernel(inst)), "--cmdline", self.cmdline(inst),

@@ -72,6 +72,10 @@ class Firecracker(Vm):
         if o.initrd is not None:
             boot["initrd_path"] = str(o.initrd)
         settings: dict[str, dict[str, Any]] = {"machine-config": machine, "boot-source": boot}
+        if inst.extra.get("tap"):
+            settings["network-interfaces/eth0"] = {"iface_id": "eth0",
+                                                   "host_dev_name": inst.extra["tap"],
+                                                   "guest_mac": inst.extra["mac"]}  # fmt: skip
         if o.disk is not None:
             settings["drives/rootfs"] = {"drive_id": "rootfs", "path_on_host": str(o.disk),
                                          "is_root_device": True, "is_read_only": True}  # fmt: skip
@@ -88,8 +92,10 @@ class Firecracker(Vm):
         if not self.opts.api:
             config = self.ctx.scratch / f"{inst.name}.json"
             settings = self._settings(inst)
-            drive = settings.pop("drives/rootfs", None)  # the config file lists drives
-            config.write_text(json.dumps({**settings, "drives": [drive] if drive else []}))
+            drive = settings.pop("drives/rootfs", None)  # the config file lists these
+            nic = settings.pop("network-interfaces/eth0", None)
+            lists = {"drives": [drive] if drive else [], "network-interfaces": [nic] if nic else []}
+            config.write_text(json.dumps({**settings, **lists}))
 
     def _command(self, inst: Instance) -> list[str]:
         binary = self.binary_of(self.opts)

@@ -1,9 +1,11 @@
-"""A run's private bridge: one Linux bridge, one veth and one netns per instance.
+"""A run's private bridge: one Linux bridge; per container one veth and one netns, per VM
+one tap device.
 
 Traffic stays on this bridge: the host end has the first address of a free private
 subnet, instances get the next ones, and no routes or NAT lead anywhere else.
 Names: bridge `vb-<rid>-br`, netns `vb-<rid>-<n>` (the instance name), host-side veth
-`vb-<rid>-v<k>` where k is a short base-36 counter (interface names fit in 15 characters).
+`vb-<rid>-v<k>` and tap `vb-<rid>-t<k>` where k is a short base-36 counter (interface
+names fit in 15 characters).
 """
 
 from __future__ import annotations
@@ -54,9 +56,10 @@ class BridgeNetwork:
         self.subnet: ipaddress.IPv4Network | None = None
         self._hosts: list[ipaddress.IPv4Address] = []
         self._next = 0
-        self._veth: dict[str, str] = {}
+        self._veth: dict[str, str] = {}  # instance -> its host-side link (veth or tap)
         self._idx: dict[str, int] = {}
         self._free: list[int] = []
+        self._taps: set[str] = set()  # instances with a tap (no netns)
 
     @property
     def host_ip(self) -> str:
@@ -75,8 +78,12 @@ class BridgeNetwork:
         )
         proc.run(["ip", "link", "set", self.bridge, "up"])
 
-    def attach(self, instance: str) -> tuple[Path, str]:
-        """Make netns `instance` with eth0 on the bridge; return (netns path, address)."""
+    @property
+    def prefixlen(self) -> int:
+        assert self.subnet is not None
+        return self.subnet.prefixlen
+
+    def _allocate(self) -> tuple[int, str]:
         self.ensure()
         assert self.subnet is not None
         if self._free:
@@ -86,7 +93,27 @@ class BridgeNetwork:
             if self._next >= len(self._hosts):
                 raise VirtbenchError(f"bridge {self.bridge}: subnet {self.subnet} is full")
             idx = self._next
-        ip = str(self._hosts[idx])
+        return idx, str(self._hosts[idx])
+
+    def attach_tap(self, instance: str) -> tuple[str, str]:
+        """Make a tap device on the bridge for VM `instance`; return (tap name, the address
+        the guest is to configure on its NIC)."""
+        idx, ip = self._allocate()
+        tap = naming.ifname(self.run_id, "t" + naming.base36(idx))
+        self.state.record("tap", tap)
+        self._veth[instance], self._idx[instance] = tap, idx
+        self._taps.add(instance)
+        proc.run(
+            ["ip", "-batch", "-"],
+            input=f"tuntap add dev {tap} mode tap\nlink set {tap} master {self.bridge} up\n",
+            what="ip tuntap add",
+        )
+        return tap, ip
+
+    def attach(self, instance: str) -> tuple[Path, str]:
+        """Make netns `instance` with eth0 on the bridge; return (netns path, address)."""
+        idx, ip = self._allocate()
+        assert self.subnet is not None
         veth = naming.ifname(self.run_id, "v" + naming.base36(idx))
         self.state.record("netns", instance)
         self.state.record("veth", veth)
@@ -112,10 +139,13 @@ class BridgeNetwork:
         return NETNS_DIR / instance, ip
 
     def detach(self, instance: str) -> None:
-        """Delete the instance's netns (which removes its veth pair)."""
+        """Delete the instance's netns (which removes its veth pair) or its tap."""
         veth = self._veth.pop(instance, None)
         idx = self._idx.pop(instance, None)
-        proc.run(["ip", "netns", "delete", instance], check=False)
+        if instance in self._taps:
+            self._taps.discard(instance)
+        else:
+            proc.run(["ip", "netns", "delete", instance], check=False)
         if veth:
             proc.run(["ip", "link", "delete", veth], check=False)
         if idx is not None:

@@ -94,6 +94,10 @@ class Qemu(Vm):
         firmware = FIRMWARE[o.firmware] if o.machine == "q35" else None
         if firmware:
             argv += ["-bios", firmware]
+        if inst.extra.get("tap"):
+            nic = "virtio-net-device" if o.machine == "microvm" else "virtio-net-pci"
+            argv += ["-netdev", f"tap,id=vbnet,ifname={inst.extra['tap']},script=no,downscript=no",
+                     "-device", f"{nic},netdev=vbnet,mac={inst.extra['mac']}"]  # fmt: skip
         if o.initrd is not None:
             argv += ["-initrd", str(o.initrd)]
         if o.disk is not None:

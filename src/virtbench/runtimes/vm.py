@@ -89,6 +89,11 @@ class VmOptions(BaseModel):
         return self
 
 
+def mac_of(ip: str) -> str:
+    """A locally administered unicast MAC for a guest, from its IPv4 address."""
+    return "06:00:" + ":".join(f"{int(b):02x}" for b in ip.split("."))
+
+
 def guest_mode(argv: tuple[str, ...]) -> str | None:
     """The minimal guest's mode for a workload's argv: hello, sleep, or None."""
     if argv == ("/bin/vb-hello",):
@@ -102,7 +107,8 @@ class Vm(Native):
     """Base of the VM drivers (not a runtime of its own)."""
 
     family = Family.VM
-    networks: ClassVar[tuple[str, ...]] = ("none",)
+    # bridge: a tap device on the run's bridge, the VM's first NIC (virtio-net)
+    networks: ClassVar[tuple[str, ...]] = ("none", "bridge")
     Options: ClassVar[type[BaseModel]] = VmOptions
     default_binary: ClassVar[str] = ""
     get_it: ClassVar[str] = ""  # where to get the binary, for `doctor`
@@ -170,9 +176,23 @@ class Vm(Native):
             return self.vm_opts.kernel
         return inst.spec.rootfs / KERNEL
 
+    def _attach_bridge(self, inst: Instance) -> None:
+        bridge = self._bridge()
+        tap, ip = bridge.attach_tap(inst.name)
+        inst.address = ip
+        inst.extra.update(tap=tap, mac=mac_of(ip), gateway=bridge.host_ip,
+                          prefixlen=bridge.prefixlen)  # fmt: skip
+
     def cmdline(self, inst: Instance) -> str:
+        """The guest's command line. An image's may use {name}, and on the bridge {ip},
+        {prefixlen}, {gateway} and {mac} for its NIC."""
         if self.byo:
-            return self.vm_opts.cmdline.replace("{name}", inst.name)
+            fields = {"name": inst.name, "ip": inst.address or ""}
+            fields.update({k: str(inst.extra.get(k, "")) for k in ("prefixlen", "gateway", "mac")})
+            out = self.vm_opts.cmdline
+            for key, value in fields.items():
+                out = out.replace("{" + key + "}", value)
+            return out
         return f"vb.mode={guest_mode(inst.spec.argv)} vb.name={inst.name}"
 
     def _prepare(self, inst: Instance) -> None:
