@@ -4,10 +4,13 @@
  *
  * ADDRESS is udp:IPv4:PORT (a host listener reachable over the instance's
  * network) or unix:PATH (a datagram socket bind-mounted into the instance, for
- * instances without a network). Sends one datagram "ready INSTANCE-ID" and then
+ * instances without a network), or file:PATH (a VM guest's console: the line
+ * "VB-READY INSTANCE-ID" is written to PATH, e.g. file:/dev/console, and the host
+ * reads it from the serial port). Sends one datagram "ready INSTANCE-ID" and then
  * execs PROGRAM, or exits 0 when none is given.
  * Exit codes: 64 usage, 65 bad address, 70 socket/send failed, 71 exec failed. */
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,6 +73,24 @@ static int send_unix(const char *path, const char *msg, size_t len)
 	return 0;
 }
 
+static int write_marker(const char *path, const char *id)
+{
+	char line[256];
+	int fd, len = snprintf(line, sizeof(line), "VB-READY %s\n", id);
+
+	if (len < 0 || (size_t)len >= sizeof(line))
+		return EX_USAGE_;
+	fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return EX_ADDR;
+	if (write(fd, line, (size_t)len) != len) {
+		close(fd);
+		return EX_SEND;
+	}
+	close(fd);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	char msg[256];
@@ -86,6 +107,8 @@ int main(int argc, char **argv)
 		rc = send_udp(argv[1] + 4, msg, (size_t)len);
 	else if (strncmp(argv[1], "unix:", 5) == 0)
 		rc = send_unix(argv[1] + 5, msg, (size_t)len);
+	else if (strncmp(argv[1], "file:", 5) == 0)
+		rc = write_marker(argv[1] + 5, argv[2]);
 	else
 		rc = EX_ADDR;
 	if (rc != 0) {

@@ -23,6 +23,8 @@ PACKAGES=(
   chromium chromium-driver fonts-dejavu-core
   # VM-class runtimes (the minimal guest boots under KVM or TCG)
   qemu-system-x86
+  # Linux guests: the cloud kernel is fetched with apt-get download; cpio checks the initramfs
+  cpio
 )
 
 if [ "$(id -u)" -ne 0 ]; then

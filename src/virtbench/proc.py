@@ -14,6 +14,7 @@ import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from virtbench.errors import VirtbenchError
 
@@ -90,8 +91,9 @@ def run(
     input: str | None = None,
     env: Mapping[str, str] | None = None,
     what: str | None = None,
+    cwd: Path | None = None,
 ) -> Result:
-    """Run `argv` to completion and capture its output.
+    """Run `argv` to completion (in `cwd`, if given) and capture its output.
 
     Raises CommandError on a non-zero exit when `check` is true, and always on timeout.
     The child is killed (its whole process group) if this call is interrupted.
@@ -106,6 +108,7 @@ def run(
             text=True,
             env=dict(env) if env is not None else None,
             process_group=0,
+            cwd=cwd,
         )
     except FileNotFoundError as exc:
         raise VirtbenchError(f"{argv[0]}: command not found") from exc

@@ -33,14 +33,15 @@ def check_available(spec: Spec) -> dict[str, str]:
     versions = {}
     for label in spec.runtimes:
         cls = runtimes.get(label)
-        avail = cls.available(cls.Options(**spec.options_for(label)))
+        opts = cls.Options(**spec.options_for(label))
+        avail = cls.available(opts)
         if not avail.ok:
             fix = f"; fix: {avail.fix}" if avail.fix else ""
             raise RuntimeUnavailable(f"runtime {label} is not available: {avail.reason}{fix}")
         versions[label] = avail.version
         for exp in spec.experiment:  # e.g. a VM's minimal guest runs only hello and sleep
             for w in exp.instance_workloads():
-                why = cls.cannot_run(w)
+                why = cls.cannot_run(w, opts)
                 if why:
                     raise SpecError(f"runtime {label} cannot run {w} ({exp.type}): {why}")
     return versions

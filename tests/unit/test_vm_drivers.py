@@ -29,7 +29,11 @@ def test_minimal_guest_modes_and_refusals():
     assert guest_mode(("/usr/sbin/nginx",)) is None
     cls = runtimes.get("qemu")
     assert cls.cannot_run("hello") is None and cls.cannot_run("sleep") is None
-    assert "hello and sleep" in (cls.cannot_run("nginx") or "")
+    minimal = cls.Options(guest="minimal")
+    assert "hello and sleep" in (cls.cannot_run("nginx", minimal) or "")
+    tcg = cls.Options(variant="q35:tcg", guest="linux")
+    assert cls.cannot_run("nginx", tcg) is None  # Linux under emulation boots anywhere
+    assert "data disk" in (cls.cannot_run("fio", tcg) or "")
 
 
 def test_bring_your_own_image_options(tmp_path):
@@ -57,4 +61,5 @@ def test_vmm_drivers_say_where_to_get_missing_binaries():
         avail = cls.available(cls.Options(binary="vb-no-such-vmm"))
         assert not avail.ok and avail.reason == "vb-no-such-vmm not on PATH"
         assert "github.com" in (avail.fix or "") and "PATH" in (avail.fix or "")
-        assert cls.cannot_run("nginx") and cls.cannot_run("hello") is None
+        assert cls.cannot_run("hello") is None
+        assert cls.cannot_run("nginx", cls.Options(guest="minimal"))

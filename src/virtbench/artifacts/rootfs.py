@@ -27,6 +27,7 @@ PROGRAMS = (
     "vb-run",
     "vb-rr",
     "vb-attack",
+    "vb-init",  # PID 1 of Linux guests (VM runtimes), in their initramfs
 )
 KERNEL = "vb-minikernel"  # the minimal guest kernel for VM runtimes, at /boot in the rootfs
 # usr: nspawn wants it; data: where an instance's data directory is mounted

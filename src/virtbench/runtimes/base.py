@@ -179,9 +179,9 @@ class Runtime(ABC):
         """Can this runtime (with these options) run here? Never raises."""
 
     @classmethod
-    def cannot_run(cls, workload: str) -> str | None:
-        """Why this runtime cannot run `workload` in its instances (None: it can)."""
-        del workload
+    def cannot_run(cls, workload: str, options: BaseModel | None = None) -> str | None:
+        """Why this runtime (with these options) cannot run `workload` (None: it can)."""
+        del workload, options
         return None
 
     def _setup(self) -> None:  # noqa: B027 - optional hook

@@ -26,7 +26,8 @@ class CloudHypervisor(Vm):
     def _command(self, inst: Instance) -> list[str]:
         o = self.vm_opts
         binary = self.binary_of(o)
-        extra = ["--initramfs", str(o.initrd)] if o.initrd is not None else []
+        initrd = self.initrd(inst)
+        extra = ["--initramfs", str(initrd)] if initrd is not None else []
         if o.disk is not None:
             extra += ["--disk", f"path={o.disk},readonly=on"]
         if inst.extra.get("tap"):

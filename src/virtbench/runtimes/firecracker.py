@@ -69,8 +69,8 @@ class Firecracker(Vm):
         machine = {"vcpu_count": self.opts.vcpus, "mem_size_mib": self.memory_mib(inst)}
         boot = {"kernel_image_path": str(self.kernel(inst)), "boot_args": self.cmdline(inst)}
         o = self.opts
-        if o.initrd is not None:
-            boot["initrd_path"] = str(o.initrd)
+        if (initrd := self.initrd(inst)) is not None:
+            boot["initrd_path"] = str(initrd)
         settings: dict[str, dict[str, Any]] = {"machine-config": machine, "boot-source": boot}
         if inst.extra.get("tap"):
             settings["network-interfaces/eth0"] = {"iface_id": "eth0",

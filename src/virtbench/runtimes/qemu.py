@@ -60,6 +60,7 @@ class Qemu(Vm):
     default_binary = "qemu-system-x86_64"
     get_it = "apt-get install qemu-system-x86"
     clean_exit = 1  # isa-debug-exit: QEMU exits with (value << 1) | 1; the guest writes 0
+    isa_exit = True
 
     @property
     def opts(self) -> QemuOptions:
@@ -98,8 +99,8 @@ class Qemu(Vm):
             nic = "virtio-net-device" if o.machine == "microvm" else "virtio-net-pci"
             argv += ["-netdev", f"tap,id=vbnet,ifname={inst.extra['tap']},script=no,downscript=no",
                      "-device", f"{nic},netdev=vbnet,mac={inst.extra['mac']}"]  # fmt: skip
-        if o.initrd is not None:
-            argv += ["-initrd", str(o.initrd)]
+        if (initrd := self.initrd(inst)) is not None:
+            argv += ["-initrd", str(initrd)]
         if o.disk is not None:
             blk = "virtio-blk-device" if o.machine == "microvm" else "virtio-blk-pci"
             argv += ["-drive", f"id=vbdisk,file={o.disk},format=raw,if=none,readonly=on",

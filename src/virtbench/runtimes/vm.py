@@ -10,9 +10,18 @@ exit status means; this base does the rest the same way for all of them:
   (`inst.extra["t_first_output_ns"]`) and the guest's markers: `VB-READY <name>` is handed
   to the probe listener as if it were the ready datagram, `VB-HELLO <name>` says the hello
   workload ran (the exit status is then reported as the guest's 0);
-- the guest is the artifact's minimal kernel (`/boot/vb-minikernel`, guest/minikernel/):
-  `vb.mode=hello` prints its marker and powers off, `vb.mode=sleep` prints `VB-READY` and
-  halts. Other workloads need a Linux guest: refused before anything starts;
+- the guest (option `guest`, default `auto`: the minimal guest for hello and sleep, Linux
+  for every other workload):
+  - `minimal`: the artifact's minimal kernel (`/boot/vb-minikernel`, guest/minikernel/):
+    `vb.mode=hello` prints its marker and powers off, `vb.mode=sleep` prints `VB-READY`
+    and halts;
+  - `linux`: a Linux kernel (Debian's linux-image-cloud-amd64 unless `kernel` is given)
+    with an initramfs of the run's artifact rootfs whose /init is vb-init
+    (artifacts/linux.py, guest/vb-init.c): the workload's argv, the instance name and the
+    NIC's address go on the kernel command line; vb-init prints `VB-EXIT <name> <status>`
+    when the workload ends and powers off. The ready probe goes over the bridge (UDP to the
+    host) or, without a network, as a `VB-READY` line on the console. Linux cannot boot
+    under a nested PVM KVM (`virtbench doctor` says which): use TCG there;
 - memory: the VMM's PSS, and without the guest's RAM mapping (`guest_ram_pss`).
 
 Bring your own image (`guest = "image"` in `[runtime.<name>]`): a kernel built elsewhere
@@ -39,11 +48,20 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from virtbench import proc
 from virtbench.errors import InstanceError
 from virtbench.measure import memory
-from virtbench.runtimes.base import Availability, Family, Instance, RuntimeContext, which
+from virtbench.runtimes.base import (
+    PROBE_PLACEHOLDER,
+    Availability,
+    Family,
+    Instance,
+    RuntimeContext,
+    which,
+)
 from virtbench.runtimes.native import Native
 
 KERNEL = "boot/vb-minikernel"  # inside the artifact rootfs
-MARKER = re.compile(rb"VB-(READY|HELLO) (\S+)")
+MARKER = re.compile(rb"VB-(READY|HELLO|EXIT) (\S+)(?: (\d+))?\r*\n")  # whole lines
+MEMORY_MIB = {"minimal": 64, "image": 64, "linux": 512}  # when neither instance nor option says
+LINUX_CMDLINE = "console=ttyS0 panic=-1 quiet rdinit=/init"
 
 
 class VmOptions(BaseModel):
@@ -52,10 +70,12 @@ class VmOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     vcpus: int = Field(default=1, ge=1, le=256)
-    memory_mib: int = Field(default=64, ge=16, le=1 << 22)  # when the instance sets none
+    # when the instance sets none; default 64 (minimal guest, image) or 512 (Linux)
+    memory_mib: int | None = Field(default=None, ge=16, le=1 << 22)
     binary: str = ""  # the VMM's executable, looked up on PATH (driver default when empty)
-    guest: Literal["minimal", "image"] = "minimal"
-    # guest = "image": files built elsewhere, and how to tell it is up
+    guest: Literal["auto", "minimal", "linux", "image"] = "auto"
+    # guest = "image": files built elsewhere, and how to tell it is up; guest = "linux": a
+    # kernel of your own (default Debian's cloud kernel) and `cmdline` added to vb-init's
     kernel: Path | None = None
     initrd: Path | None = None
     disk: Path | None = None
@@ -83,9 +103,13 @@ class VmOptions(BaseModel):
     def _image(self) -> VmOptions:
         if self.guest == "image" and self.kernel is None:
             raise ValueError('guest = "image" needs kernel = "/path/to/kernel"')
-        if self.guest == "minimal" and any((self.kernel, self.initrd, self.disk, self.cmdline,
-                                            self.ready)):  # fmt: skip
-            raise ValueError('kernel, initrd, disk, cmdline and ready need guest = "image"')
+        if self.guest == "linux" and any((self.initrd, self.disk, self.ready)):
+            raise ValueError('initrd, disk and ready need guest = "image" (a Linux guest\'s '
+                             "initramfs is built from the artifact)")  # fmt: skip
+        if self.guest in ("auto", "minimal") and any((self.kernel, self.initrd, self.disk,
+                                                      self.cmdline, self.ready)):  # fmt: skip
+            raise ValueError('kernel, initrd, disk, cmdline and ready need guest = "image" '
+                             '(or "linux": kernel and cmdline)')  # fmt: skip
         return self
 
 
@@ -118,6 +142,10 @@ class Vm(Native):
     def __init__(self, ctx: RuntimeContext, *args: Any, **kwargs: Any) -> None:
         super().__init__(ctx, *args, **kwargs)
         self._readers: dict[str, threading.Thread] = {}
+        self._linux_files: dict[str, tuple[Path, Path]] = {}
+
+    # the VMM has QEMU's isa-debug-exit device: a Linux guest's vb-init exits through it
+    isa_exit: ClassVar[bool] = False
 
     @property
     def vm_opts(self) -> VmOptions:
@@ -158,13 +186,35 @@ class Vm(Native):
             return Availability(False, reason=f"{binary} --version failed: {exc}")
 
     @classmethod
-    def cannot_run(cls, workload: str) -> str | None:
-        if workload in ("hello", "sleep"):
-            return None
-        return "its minimal guest runs only hello and sleep (Linux guests: not yet)"
+    def cannot_run(cls, workload: str, options: BaseModel | None = None) -> str | None:
+        opts = options if isinstance(options, VmOptions) else cls.Options()
+        assert isinstance(opts, VmOptions)
+        simple = workload in ("hello", "sleep")
+        if opts.guest == "minimal" and not simple:
+            return ('its minimal guest runs only hello and sleep (guest = "auto" or "linux" '
+                    "boots Linux for other workloads)")  # fmt: skip
+        if opts.guest == "image" and not simple:
+            return "an image runs as the hello or sleep workload only"
+        if opts.guest == "linux" or not simple:
+            from virtbench import workloads
+            from virtbench.measure.host import kvm_kind
+
+            if cls.needs_kvm(opts) and kvm_kind() == "pvm":
+                return ("a Linux guest cannot boot under this host's nested PVM KVM (only "
+                        "the minimal guest can): use emulation, e.g. qemu:q35:tcg")  # fmt: skip
+            if getattr(workloads.get(workload), "DATA", False):
+                return "it needs a data disk, which Linux guests do not have yet"
+        return None
+
+    def guest(self, inst: Instance) -> str:
+        """minimal | linux | image, for this instance's workload."""
+        g = self.vm_opts.guest
+        if g == "auto":
+            return "minimal" if guest_mode(inst.spec.argv) else "linux"
+        return g
 
     def memory_mib(self, inst: Instance) -> int:
-        return inst.spec.memory_mib or self.vm_opts.memory_mib
+        return inst.spec.memory_mib or self.vm_opts.memory_mib or MEMORY_MIB[self.guest(inst)]
 
     @property
     def byo(self) -> bool:
@@ -174,7 +224,26 @@ class Vm(Native):
     def kernel(self, inst: Instance) -> Path:
         if self.vm_opts.kernel is not None:
             return self.vm_opts.kernel
+        if self.guest(inst) == "linux":
+            return self._linux(inst)[0]
         return inst.spec.rootfs / KERNEL
+
+    def initrd(self, inst: Instance) -> Path | None:
+        if self.guest(inst) == "linux":
+            return self._linux(inst)[1]
+        return self.vm_opts.initrd
+
+    def _linux(self, inst: Instance) -> tuple[Path, Path]:
+        """(kernel, initramfs) of a Linux guest of this instance's rootfs; made once."""
+        key = str(inst.spec.rootfs)
+        if key not in self._linux_files:
+            from virtbench.artifacts.linux import build_initramfs, debian_kernel
+
+            cache = self.ctx.paths.cache
+            kernel = debian_kernel(cache)
+            initrd = build_initramfs(inst.spec.rootfs, kernel, cache / "initramfs")
+            self._linux_files[key] = (self.vm_opts.kernel or kernel.image, initrd)
+        return self._linux_files[key]
 
     def _attach_bridge(self, inst: Instance) -> None:
         bridge = self._bridge()
@@ -186,6 +255,15 @@ class Vm(Native):
     def cmdline(self, inst: Instance) -> str:
         """The guest's command line. An image's may use {name}, and on the bridge {ip},
         {prefixlen}, {gateway} and {mac} for its NIC."""
+        if self.guest(inst) == "linux":
+            argv = "".join(a + "\0" for a in inst.argv).encode().hex()
+            line = f"{LINUX_CMDLINE} vb.name={inst.name} vb.argv={argv}"
+            if self.isa_exit:
+                line += " vb.exit=isa"
+            if inst.address:
+                line += f" vb.ip={inst.address}/{inst.extra['prefixlen']} "
+                line += f"vb.gw={inst.extra['gateway']}"
+            return f"{line} {self.vm_opts.cmdline}".strip()
         if self.byo:
             fields = {"name": inst.name, "ip": inst.address or ""}
             fields.update({k: str(inst.extra.get(k, "")) for k in ("prefixlen", "gateway", "mac")})
@@ -195,12 +273,18 @@ class Vm(Native):
             return out
         return f"vb.mode={guest_mode(inst.spec.argv)} vb.name={inst.name}"
 
+    def _resolve_probe(self, inst: Instance, network: str) -> tuple[str, ...]:
+        if network == "none":  # no way out of the VM but its console
+            return tuple("file:/dev/console" if a == PROBE_PLACEHOLDER else a
+                         for a in inst.spec.argv)  # fmt: skip
+        return super()._resolve_probe(inst, network)
+
     def _prepare(self, inst: Instance) -> None:
         mode = guest_mode(inst.spec.argv)
-        if mode is None:
+        if mode is None and self.guest(inst) != "linux":
             raise InstanceError(
                 f"{self.label}: the minimal guest and images run only the hello and sleep "
-                f"workloads (got {' '.join(inst.spec.argv)}); Linux guests are not supported yet"
+                f'workloads (got {" ".join(inst.spec.argv)}); use guest = "linux"'
             )
         if self.byo and mode == "sleep" and self.vm_opts.ready is None:
             raise InstanceError(f"{self.label}: the sleep workload on an image needs "
@@ -261,6 +345,8 @@ class Vm(Native):
                         self._ready(inst, t)
                     elif m.group(1) == b"HELLO":
                         inst.extra["hello"] = True
+                    elif m.group(1) == b"EXIT" and m.group(3) is not None:
+                        inst.extra["guest_status"] = int(m.group(3))
                 pending = pending[pending.rfind(b"\n") + 1 :]
 
     def _ready(self, inst: Instance, t: int) -> None:
@@ -276,6 +362,8 @@ class Vm(Native):
         if reader is not None:
             reader.join(timeout=5)  # the console is read to its end: the marker counts
         inst.t_exit_ns = t_exit
+        if "guest_status" in inst.extra:  # a Linux guest said how its workload ended
+            return int(inst.extra["guest_status"])
         if rc == self.clean_exit and inst.extra.get("hello"):
             return 0
         if self.byo and rc in (0, self.clean_exit):

@@ -1,0 +1,161 @@
+"""Linux guests for VM runtimes: a Debian kernel and an initramfs made from a rootfs.
+
+Kernel: by default Debian's `linux-image-cloud-amd64` (its versioned package), fetched
+with `apt-get download` from the host's Debian mirror and unpacked (never installed)
+under `<cache>/kernels/<package>/`: `/boot/vmlinuz-*` and the modules the guest loads.
+
+Initramfs: a newc cpio written here (no root-owned staging tree, device nodes without
+mknod) of the artifact rootfs, its static `/bin/vb-init` as `/init`, `/dev/console`, and
+the virtio modules (with their dependencies) under `/lib/modules/vb/`, their load order in
+`/lib/modules/vb/order`. It is cached by content in the cache's `initramfs/` directory.
+vb-init (guest/vb-init.c) reads everything else from the kernel command line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from virtbench import proc
+from virtbench.errors import VirtbenchError
+
+META_PACKAGE = "linux-image-cloud-amd64"
+# what the guest needs to reach its NIC and disk on microvm (virtio-mmio) and q35 (PCI)
+GUEST_MODULES = ("virtio_mmio", "virtio_pci", "virtio_net", "virtio_blk")
+MODULE_DIR = "lib/modules/vb"
+
+
+@dataclass(frozen=True)
+class Kernel:
+    release: str  # e.g. 6.1.0-56-cloud-amd64
+    image: Path  # the bzImage
+    modules: Path  # lib/modules/<release>
+
+
+def debian_kernel(cache: Path, meta: str = META_PACKAGE) -> Kernel:
+    """The kernel of Debian's `meta` package, fetched and unpacked once into the cache."""
+    base = cache / "kernels"
+    found = _unpacked(base)
+    if found is not None:
+        return found
+    depends = proc.run(["apt-cache", "depends", meta], timeout=60, what="apt-cache depends").stdout
+    m = re.search(r"Depends: (linux-image-\S+)", depends)
+    if m is None:
+        raise VirtbenchError(f"{meta}: no linux-image package found by apt-cache depends "
+                             "(apt-get update, or give the guest's kernel = /path)")  # fmt: skip
+    package = m.group(1)
+    tmp = base / f".{package}.tmp{os.getpid()}"
+    tmp.mkdir(parents=True, exist_ok=True)
+    try:
+        proc.run(["apt-get", "download", "-q", "-o", "APT::Sandbox::User=root", package],
+                 timeout=600, cwd=tmp, what=f"apt-get download {package}")  # fmt: skip
+        deb = next(tmp.glob("*.deb"))
+        proc.run(["dpkg-deb", "-x", str(deb), str(tmp / "root")], timeout=300, what="dpkg-deb")
+        deb.unlink()
+        os.replace(tmp / "root", base / package)
+    finally:
+        proc.run(["rm", "-rf", str(tmp)], check=False)
+    found = _unpacked(base)
+    if found is None:
+        raise VirtbenchError(f"{package}: no /boot/vmlinuz-* in the package")
+    return found
+
+
+def _unpacked(base: Path) -> Kernel | None:
+    for image in sorted(base.glob("linux-image-*/boot/vmlinuz-*")):
+        release = image.name.removeprefix("vmlinuz-")
+        return Kernel(release, image, image.parents[1] / "lib" / "modules" / release)
+    return None
+
+
+def module_order(modules: Path, wanted: tuple[str, ...]) -> list[Path]:
+    """The .ko files of `wanted` and their dependencies (from each module's `depends=`
+    modinfo), dependencies first. Built-in modules are skipped."""
+    files = {p.name.removesuffix(".ko").replace("-", "_"): p for p in modules.rglob("*.ko")}
+    order: list[Path] = []
+    seen: set[str] = set()
+
+    def visit(name: str) -> None:
+        name = name.replace("-", "_")
+        if name in seen or name not in files:
+            return  # built in, or already placed
+        seen.add(name)
+        m = re.search(rb"\x00depends=([\w,-]*)\x00", files[name].read_bytes())
+        for dep in m.group(1).decode().split(",") if m and m.group(1) else []:
+            visit(dep)
+        order.append(files[name])
+
+    for name in wanted:
+        visit(name)
+    return order
+
+
+def _entry(name: str, mode: int, data: bytes = b"", rdev: tuple[int, int] = (0, 0),
+           ino: int = 0) -> bytes:  # fmt: skip
+    """One newc cpio entry (header, name, data, each padded to 4 bytes)."""
+    fields = [ino, mode, 0, 0, 1, 0, len(data), 0, 0, rdev[0], rdev[1], len(name) + 1, 0]
+    head = b"070701" + b"".join(b"%08X" % f for f in fields)
+    out = head + name.encode() + b"\x00"
+    out += b"\x00" * (-len(out) % 4) + data
+    return out + b"\x00" * (-len(out) % 4)
+
+
+def write_cpio(path: Path, entries: list[tuple[str, int, bytes, tuple[int, int]]]) -> None:
+    """A newc cpio archive of (name, mode, data, rdev) entries, parents before children."""
+    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+    with open(tmp, "wb") as fh:
+        for ino, (name, mode, data, rdev) in enumerate(entries, start=1):
+            fh.write(_entry(name, mode, data, rdev, ino))
+        fh.write(_entry("TRAILER!!!", 0))
+    os.replace(tmp, path)
+
+
+def tree_entries(root: Path) -> list[tuple[str, int, bytes, tuple[int, int]]]:
+    """Entries for every directory, file and symlink under `root`, as the guest sees them."""
+    out: list[tuple[str, int, bytes, tuple[int, int]]] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for n in [*dirnames, *sorted(filenames)]:
+            p = Path(dirpath) / n
+            st = p.lstat()
+            rel = str(p.relative_to(root))
+            if stat.S_ISLNK(st.st_mode):
+                out.append((rel, st.st_mode, os.readlink(p).encode(), (0, 0)))
+            elif stat.S_ISDIR(st.st_mode):
+                out.append((rel, st.st_mode, b"", (0, 0)))
+            elif stat.S_ISREG(st.st_mode):
+                out.append((rel, st.st_mode, p.read_bytes(), (0, 0)))
+    return out
+
+
+def build_initramfs(rootfs: Path, kernel: Kernel, out_dir: Path) -> Path:
+    """The initramfs of `rootfs` for `kernel`, made once per content and kept in `out_dir`."""
+    init = rootfs / "bin" / "vb-init"
+    if not init.is_file():
+        raise VirtbenchError(f"no /bin/vb-init in {rootfs} (rebuild the artifact: make setup)")
+    modules = module_order(kernel.modules, GUEST_MODULES)
+    digest = hashlib.sha256()
+    for part in (rootfs.name, kernel.release, init.read_bytes(), *map(str, modules)):
+        digest.update(part if isinstance(part, bytes) else part.encode())
+    path = out_dir / f"initramfs-{rootfs.name}-{digest.hexdigest()[:16]}.cpio"
+    order = "".join(f"/{MODULE_DIR}/{m.name}\n" for m in modules).encode()
+    if path.exists():
+        return path
+    entries = [e for e in tree_entries(rootfs) if e[0] not in ("init", "dev/console")]
+    dirs = {e[0] for e in entries}
+    for d in ("lib", "lib/modules", MODULE_DIR, "dev"):
+        if d not in dirs:
+            entries.append((d, stat.S_IFDIR | 0o755, b"", (0, 0)))
+    entries.append(("dev/console", stat.S_IFCHR | 0o600, b"", (5, 1)))
+    entries.append(("init", stat.S_IFREG | 0o755, init.read_bytes(), (0, 0)))
+    entries.append((f"{MODULE_DIR}/order", stat.S_IFREG | 0o644, order, (0, 0)))
+    entries += [(f"{MODULE_DIR}/{m.name}", stat.S_IFREG | 0o644, m.read_bytes(), (0, 0))
+                for m in modules]  # fmt: skip
+    entries.sort(key=lambda e: e[0].count("/"))  # parents first
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write_cpio(path, entries)
+    return path
