@@ -154,13 +154,13 @@ def test_linux_guest_under_tcg_runs_hello_and_sleep(env, tmp_path):
     emulation (these hosts' PVM KVM cannot boot Linux): hello's status comes back from the
     guest, sleep's ready line from its console; every sample says emulated."""
     rid, store = run_spec(tmp_path, env, (
-        'name = "linux"\nruntimes = ["qemu:microvm:tcg", "qemu:q35:tcg"]\n'
+        'name = "linux"\nruntimes = ["qemu:q35:tcg"]\n'
         '[runtime.qemu]\nguest = "linux"\n'
         '[[experiment]]\ntype = "boot"\nruns = 1\nwarmups = 0\ntimeout_s = 180\n'
     ))  # fmt: skip
     boots = [s for s in store.samples(rid) if s.experiment == "boot"]
     assert boots and not [s.error for s in boots if s.error]
-    for rt in ("qemu:microvm:tcg", "qemu:q35:tcg"):
+    for rt in ("qemu:q35:tcg",):
         mine = {s.metric: s for s in boots if s.runtime == rt}
         assert {"boot.spawn_to_exit", "boot.spawn_to_ready", "boot.spawn_to_first_output"} <= set(
             mine
@@ -169,6 +169,13 @@ def test_linux_guest_under_tcg_runs_hello_and_sleep(env, tmp_path):
         first = mine["boot.spawn_to_first_output"].value
         assert first is not None and 0 < first < mine["boot.spawn_to_ready"].value
     assert labelled(rid) == []
+    res = cli("run", "boot", "--runtimes", "qemu:microvm:tcg", "--workloads", "hello", env=env)
+    assert res.returncode == 0  # the minimal guest
+    path = tmp_path / "mvm.toml"
+    path.write_text('name = "m"\nruntimes = ["qemu:microvm:tcg"]\n[runtime.qemu]\n'
+                    'guest = "linux"\n[[experiment]]\ntype = "boot"\n')  # fmt: skip
+    res = cli("run", str(path), env=env)
+    assert res.returncode == 2 and "use qemu:q35:tcg" in res.stdout + res.stderr
 
 
 def test_linux_guest_serves_nginx_to_the_host_under_tcg(env, tmp_path):

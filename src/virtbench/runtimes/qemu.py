@@ -19,7 +19,7 @@ from pydantic import BaseModel, field_validator
 
 from virtbench import proc
 from virtbench.runtimes.base import Instance, which
-from virtbench.runtimes.vm import Vm, VmOptions
+from virtbench.runtimes.vm import SIMPLE, Vm, VmOptions
 
 MACHINES = ("microvm", "q35")
 ACCELS = ("kvm", "tcg")
@@ -74,6 +74,17 @@ class Qemu(Vm):
     @classmethod
     def needs_kvm(cls, options: BaseModel | None) -> bool:
         return not isinstance(options, QemuOptions) or options.accel == "kvm"
+
+    @classmethod
+    def cannot_run(cls, workload: str, options: BaseModel | None = None) -> str | None:
+        why = super().cannot_run(workload, options)
+        opts = options if isinstance(options, QemuOptions) else QemuOptions()
+        linux = opts.guest == "linux" or (opts.guest == "auto" and workload not in SIMPLE)
+        if why is None and linux and opts.machine == "microvm" and opts.accel == "tcg":
+            # microvm has no HPET/PM timer: Linux cannot calibrate its clock under TCG
+            # (tried: pit=on, lpj=, tsc=reliable) and hangs before init
+            why = "a Linux guest hangs on microvm under TCG (no usable clock): use qemu:q35:tcg"
+        return why
 
     @classmethod
     def version_of(cls, path: str) -> str:

@@ -62,6 +62,7 @@ KERNEL = "boot/vb-minikernel"  # inside the artifact rootfs
 MARKER = re.compile(rb"VB-(READY|HELLO|EXIT) (\S+)(?: (\d+))?\r*\n")  # whole lines
 MEMORY_MIB = {"minimal": 64, "image": 64, "linux": 512}  # when neither instance nor option says
 LINUX_CMDLINE = "console=ttyS0 panic=-1 quiet rdinit=/init"
+SIMPLE = ("hello", "sleep")  # the workloads the minimal guest (and an image) can be
 
 
 class VmOptions(BaseModel):
@@ -189,7 +190,7 @@ class Vm(Native):
     def cannot_run(cls, workload: str, options: BaseModel | None = None) -> str | None:
         opts = options if isinstance(options, VmOptions) else cls.Options()
         assert isinstance(opts, VmOptions)
-        simple = workload in ("hello", "sleep")
+        simple = workload in SIMPLE
         if opts.guest == "minimal" and not simple:
             return ('its minimal guest runs only hello and sleep (guest = "auto" or "linux" '
                     "boots Linux for other workloads)")  # fmt: skip
@@ -225,23 +226,23 @@ class Vm(Native):
         if self.vm_opts.kernel is not None:
             return self.vm_opts.kernel
         if self.guest(inst) == "linux":
-            return self._linux(inst)[0]
+            return self._linux(inst.spec.rootfs)[0]
         return inst.spec.rootfs / KERNEL
 
     def initrd(self, inst: Instance) -> Path | None:
         if self.guest(inst) == "linux":
-            return self._linux(inst)[1]
+            return self._linux(inst.spec.rootfs)[1]
         return self.vm_opts.initrd
 
-    def _linux(self, inst: Instance) -> tuple[Path, Path]:
-        """(kernel, initramfs) of a Linux guest of this instance's rootfs; made once."""
-        key = str(inst.spec.rootfs)
+    def _linux(self, rootfs: Path) -> tuple[Path, Path]:
+        """(kernel, initramfs) of a Linux guest of `rootfs`; made once (and cached)."""
+        key = str(rootfs)
         if key not in self._linux_files:
             from virtbench.artifacts.linux import build_initramfs, debian_kernel
 
             cache = self.ctx.paths.cache
             kernel = debian_kernel(cache)
-            initrd = build_initramfs(inst.spec.rootfs, kernel, cache / "initramfs")
+            initrd = build_initramfs(rootfs, kernel, cache / "initramfs")
             self._linux_files[key] = (self.vm_opts.kernel or kernel.image, initrd)
         return self._linux_files[key]
 
@@ -391,5 +392,11 @@ class Vm(Native):
             return sum(p.stat().st_blocks * 512 for p in files), "image files du"
         if self.ctx.rootfs is None:
             return None
+        # auto: the run's artifact holds more than the minimal programs (servers, measuring
+        # programs) exactly when some workload is not hello/sleep, i.e. boots Linux
+        servers = not self.ctx.rootfs.name.startswith("rootfs-minimal")
+        if o.guest == "linux" or (o.guest == "auto" and servers):
+            size = sum(p.stat().st_blocks * 512 for p in self._linux(self.ctx.rootfs))
+            return size, "Linux kernel + initramfs du"
         kernel = self.ctx.rootfs / KERNEL
         return (kernel.stat().st_blocks * 512, "guest kernel du") if kernel.exists() else None
