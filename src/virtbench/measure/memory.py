@@ -24,9 +24,13 @@ def pss_bytes(pid: int) -> int | None:
     return None
 
 
+MERGE_SLACK_KIB = 2048  # the kernel may merge a neighbouring anonymous mapping into it
+
+
 def pss_of_mappings(pid: int, size_kib: int) -> int | None:
-    """PSS (bytes) of the process's mappings of exactly `size_kib` KiB -- a VMM's guest RAM,
-    which it maps in one piece of the guest's memory size; None if the process is gone
+    """PSS (bytes) of the process's mappings of `size_kib` KiB -- a VMM's guest RAM, which
+    it maps in one piece of the guest's memory size (Firecracker's comes merged with a
+    small neighbour: up to MERGE_SLACK_KIB more is accepted); None if the process is gone
     or has no such mapping."""
     total, found, size = 0, False, None
     try:
@@ -34,7 +38,11 @@ def pss_of_mappings(pid: int, size_kib: int) -> int | None:
             for line in fh:
                 if line.startswith(b"Size:"):
                     size = int(line.split()[1])
-                elif line.startswith(b"Pss:") and size == size_kib:
+                elif (
+                    line.startswith(b"Pss:")
+                    and size is not None
+                    and (size_kib <= size <= size_kib + MERGE_SLACK_KIB)
+                ):
                     total += int(line.split()[1]) * 1024
                     found = True
     except (FileNotFoundError, ProcessLookupError, PermissionError):
