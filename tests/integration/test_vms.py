@@ -4,11 +4,15 @@
 from __future__ import annotations
 
 import ipaddress
+import os
+import re
 import shutil
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
-from tests.integration.conftest import cli, driver, labelled, run_id_of
+from tests.integration.conftest import VIRTBENCH, cli, driver, labelled, run_id_of
 
 from virtbench import naming
 from virtbench.measure.host import kvm_kind
@@ -191,4 +195,38 @@ def test_linux_guest_serves_nginx_to_the_host_under_tcg(env, tmp_path):
     rps = [s.value for s in mine if s.metric.endswith("requests_per_s")]
     assert rps and all(v > 0 for v in rps), sorted({s.metric for s in mine})
     assert all(s.emulated for s in mine)
+    assert labelled(rid) == []
+
+
+def test_kill_9_of_a_run_of_bridged_vms_then_clean_removes_vms_and_taps(env, tmp_path):
+    path = tmp_path / "vms.toml"
+    path.write_text('name = "k"\nruntimes = ["qemu"]\n[instance]\nnetwork = "bridge"\n'
+                    '[[experiment]]\ntype = "density"\ninstances = 60\n')  # fmt: skip
+    p = subprocess.Popen(
+        [*VIRTBENCH, "run", str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, **env},
+    )
+    assert p.stdout is not None
+    seen = ""
+    while not re.search(r"run ([a-z0-9]{6}) started", seen):
+        line = p.stdout.readline()
+        assert line, seen
+        seen += line
+    rid = run_id_of(seen)
+    deadline = time.monotonic() + 60
+    while len([x for x in labelled(rid) if x.startswith(f"link vb-{rid}-t")]) < 5:
+        assert time.monotonic() < deadline and p.poll() is None, "VMs did not start"
+        time.sleep(0.1)
+    p.kill()
+    p.communicate(timeout=30)
+    left = labelled(rid)
+    assert any(x.startswith("process") for x in left) and any("-t" in x for x in left), left
+    res = cli("clean", "--run", rid, env=env)
+    assert res.returncode == 0 and f"run {rid} marked crashed" in res.stdout, res.stderr
+    deadline = time.monotonic() + 10  # SIGKILLed QEMUs may take a moment to be reaped
+    while labelled(rid) and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert labelled(rid) == []
