@@ -101,7 +101,7 @@ def worker_metric(samples: list[Sample]) -> str | None:
     """The figure a scalability or isolation table follows: the metric of the first
     failed or successful worker measurement (the workload's primary one comes first)."""
     for s in samples:
-        side = s.metric in ("boot.teardown", "boot.spawn_to_started")
+        side = s.metric in ("boot.teardown", "boot.spawn_to_started", "boot.spawn_to_first_output")
         if not side and not s.metric.startswith(("host.", "scalability.", "isolation.")):
             return s.metric
     return None
