@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shutil
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,7 +59,7 @@ def debian_kernel(cache: Path, meta: str = META_PACKAGE) -> Kernel:
         deb.unlink()
         os.replace(tmp / "root", base / package)
     finally:
-        proc.run(["rm", "-rf", str(tmp)], check=False)
+        shutil.rmtree(tmp, ignore_errors=True)
     found = _unpacked(base)
     if found is None:
         raise VirtbenchError(f"{package}: no /boot/vmlinuz-* in the package")

@@ -424,7 +424,7 @@ class Runtime(ABC):
             for name in self.cgroup_names(inst):
                 for d in self.ctx.layout.dirs(name):
                     cgroups.kill_and_remove(d)
-            if (inst.netns or inst.extra.get("tap")) and self.ctx.bridge is not None:
+            if self.ctx.bridge is not None:
                 self.ctx.bridge.detach(inst.name)
             if inst.data_dir is not None:
                 remove_tree(inst.data_dir)

@@ -65,6 +65,9 @@ class Firecracker(Vm):
     def _socket(self, inst: Instance) -> Path:
         return self.ctx.scratch / f"{inst.name}.sock"
 
+    def _config(self, inst: Instance) -> Path:
+        return self.ctx.scratch / f"{inst.name}.json"
+
     def _settings(self, inst: Instance) -> dict[str, dict[str, Any]]:
         machine = {"vcpu_count": self.opts.vcpus, "mem_size_mib": self.memory_mib(inst)}
         boot = {"kernel_image_path": str(self.kernel(inst)), "boot_args": self.cmdline(inst)}
@@ -89,20 +92,21 @@ class Firecracker(Vm):
                                 f"{SUN_PATH_MAX} bytes; set VIRTBENCH_STATE_DIR to a shorter "
                                 "directory")  # fmt: skip
         sock.unlink(missing_ok=True)
-        if not self.opts.api:
-            config = self.ctx.scratch / f"{inst.name}.json"
-            settings = self._settings(inst)
+        settings = self._settings(inst)  # untimed: the launch only sends them
+        if self.opts.api:
+            inst.extra["fc_settings"] = settings
+        else:
             drive = settings.pop("drives/rootfs", None)  # the config file lists these
             nic = settings.pop("network-interfaces/eth0", None)
             lists = {"drives": [drive] if drive else [], "network-interfaces": [nic] if nic else []}
-            config.write_text(json.dumps({**settings, **lists}))
+            self._config(inst).write_text(json.dumps({**settings, **lists}))
 
     def _command(self, inst: Instance) -> list[str]:
         binary = self.binary_of(self.opts)
         argv = [which(binary) or binary, "--id", inst.name, "--level", "Warning"]
         if self.opts.api:
             return [*argv, "--api-sock", str(self._socket(inst))]
-        return [*argv, "--no-api", "--config-file", str(self.ctx.scratch / f"{inst.name}.json")]
+        return [*argv, "--no-api", "--config-file", str(self._config(inst))]
 
     def _configure(self, inst: Instance) -> None:
         if not self.opts.api:
@@ -124,7 +128,7 @@ class Firecracker(Vm):
                     raise InstanceError(f"firecracker: {why}") from None
                 time.sleep(0.0005)
         try:
-            for path, body in self._settings(inst).items():
+            for path, body in inst.extra["fc_settings"].items():
                 api_put(conn, f"/{path}", body)
             api_put(conn, "/actions", {"action_type": "InstanceStart"})
         finally:

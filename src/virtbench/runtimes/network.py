@@ -56,7 +56,7 @@ class BridgeNetwork:
         self.subnet: ipaddress.IPv4Network | None = None
         self._hosts: list[ipaddress.IPv4Address] = []
         self._next = 0
-        self._veth: dict[str, str] = {}  # instance -> its host-side link (veth or tap)
+        self._links: dict[str, str] = {}  # instance -> its host-side link (veth or tap)
         self._idx: dict[str, int] = {}
         self._free: list[int] = []
         self._taps: set[str] = set()  # instances with a tap (no netns)
@@ -101,7 +101,7 @@ class BridgeNetwork:
         idx, ip = self._allocate()
         tap = naming.ifname(self.run_id, "t" + naming.base36(idx))
         self.state.record("tap", tap)
-        self._veth[instance], self._idx[instance] = tap, idx
+        self._links[instance], self._idx[instance] = tap, idx
         self._taps.add(instance)
         proc.run(
             ["ip", "-batch", "-"],
@@ -117,7 +117,7 @@ class BridgeNetwork:
         veth = naming.ifname(self.run_id, "v" + naming.base36(idx))
         self.state.record("netns", instance)
         self.state.record("veth", veth)
-        self._veth[instance], self._idx[instance] = veth, idx
+        self._links[instance], self._idx[instance] = veth, idx
         proc.run(["ip", "netns", "add", instance], what="ip netns add")
         proc.run(
             ["ip", "-batch", "-"],
@@ -139,20 +139,20 @@ class BridgeNetwork:
         return NETNS_DIR / instance, ip
 
     def detach(self, instance: str) -> None:
-        """Delete the instance's netns (which removes its veth pair) or its tap."""
-        veth = self._veth.pop(instance, None)
-        idx = self._idx.pop(instance, None)
+        """Delete the instance's netns (which removes its veth pair) or its tap; nothing for
+        an instance this bridge did not attach."""
+        link = self._links.pop(instance, None)
+        if link is None:
+            return
         if instance in self._taps:
             self._taps.discard(instance)
         else:
             proc.run(["ip", "netns", "delete", instance], check=False)
-        if veth:
-            proc.run(["ip", "link", "delete", veth], check=False)
-        if idx is not None:
-            self._free.append(idx)
+        proc.run(["ip", "link", "delete", link], check=False)
+        self._free.append(self._idx.pop(instance))
 
     def close(self) -> None:
-        for instance in list(self._veth):
+        for instance in list(self._links):
             self.detach(instance)
         if self.subnet is not None:
             proc.run(["ip", "link", "delete", self.bridge], check=False)

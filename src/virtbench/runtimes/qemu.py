@@ -12,12 +12,10 @@ reported as 0 once the hello marker was seen). Samples under TCG are marked emul
 
 from __future__ import annotations
 
-import re
 from typing import ClassVar, Literal
 
 from pydantic import BaseModel, field_validator
 
-from virtbench import proc
 from virtbench.runtimes.base import Instance, which
 from virtbench.runtimes.vm import SIMPLE, Vm, VmOptions
 
@@ -85,11 +83,6 @@ class Qemu(Vm):
             # (tried: pit=on, lpj=, tsc=reliable) and hangs before init
             why = "a Linux guest hangs on microvm under TCG (no usable clock): use qemu:q35:tcg"
         return why
-
-    @classmethod
-    def version_of(cls, path: str) -> str:
-        m = re.search(r"version (\S+)", proc.run([path, "--version"], timeout=10).stdout)
-        return m.group(1) if m else "?"
 
     def _command(self, inst: Instance) -> list[str]:
         o = self.opts

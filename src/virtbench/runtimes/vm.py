@@ -139,14 +139,13 @@ class Vm(Native):
     get_it: ClassVar[str] = ""  # where to get the binary, for `doctor`
     # the exit status of a VMM whose guest powered off normally
     clean_exit: ClassVar[int] = 0
+    # the VMM has QEMU's isa-debug-exit device: a Linux guest's vb-init exits through it
+    isa_exit: ClassVar[bool] = False
 
     def __init__(self, ctx: RuntimeContext, *args: Any, **kwargs: Any) -> None:
         super().__init__(ctx, *args, **kwargs)
         self._readers: dict[str, threading.Thread] = {}
         self._linux_files: dict[str, tuple[Path, Path]] = {}
-
-    # the VMM has QEMU's isa-debug-exit device: a Linux guest's vb-init exits through it
-    isa_exit: ClassVar[bool] = False
 
     @property
     def vm_opts(self) -> VmOptions:
@@ -387,16 +386,18 @@ class Vm(Native):
 
     def image_size(self) -> tuple[int, str] | None:
         o = self.vm_opts
+
+        def du(*files: Path | None) -> int:
+            return sum(p.stat().st_blocks * 512 for p in files if p is not None)
+
         if self.byo:
-            files = [p for p in (o.kernel, o.initrd, o.disk) if p is not None]
-            return sum(p.stat().st_blocks * 512 for p in files), "image files du"
+            return du(o.kernel, o.initrd, o.disk), "image files du"
         if self.ctx.rootfs is None:
             return None
         # auto: the run's artifact holds more than the minimal programs (servers, measuring
         # programs) exactly when some workload is not hello/sleep, i.e. boots Linux
         servers = not self.ctx.rootfs.name.startswith("rootfs-minimal")
         if o.guest == "linux" or (o.guest == "auto" and servers):
-            size = sum(p.stat().st_blocks * 512 for p in self._linux(self.ctx.rootfs))
-            return size, "Linux kernel + initramfs du"
+            return du(*self._linux(self.ctx.rootfs)), "Linux kernel + initramfs du"
         kernel = self.ctx.rootfs / KERNEL
-        return (kernel.stat().st_blocks * 512, "guest kernel du") if kernel.exists() else None
+        return (du(kernel), "guest kernel du") if kernel.exists() else None
