@@ -8,8 +8,10 @@
  *   vb.gw=ADDR              ... and a default route through this gateway (the host bridge)
  *   vb.argv=HEX             the workload's argv: its arguments, each followed by a NUL,
  *                           hex-encoded (so that no quoting survives the command line)
- *   vb.exit=isa|poweroff    how to end the VM when the workload exits: QEMU's
- *                           isa-debug-exit port 0xf4 (carries the status) or a power-off
+ *   vb.exit=isa|reboot|poweroff  how to end the VM when the workload exits: QEMU's
+ *                           isa-debug-exit port 0xf4 (carries the status), a reboot
+ *                           (Firecracker exits on the keyboard controller's reset,
+ *                           with reboot=k) or a power-off (ACPI)
  *
  * It mounts /proc, /sys, /dev, /tmp and /run, loads the modules, configures the network,
  * prints "VB-START NAME" on the console, runs the workload as its child with the console
@@ -44,7 +46,7 @@
 
 static char cmdline[4096];
 static char name[128] = "?";
-static int use_isa_exit;
+static char exit_mode[16] = "poweroff";
 
 static const char *param(const char *key)
 {
@@ -80,9 +82,9 @@ static char *value(const char *key, char *buf, size_t size)
 static void end_vm(int status)
 {
 	sync();
-	if (use_isa_exit && ioperm(ISA_DEBUG_EXIT, 4, 1) == 0)
+	if (strcmp(exit_mode, "isa") == 0 && ioperm(ISA_DEBUG_EXIT, 4, 1) == 0)
 		outl((unsigned)status, ISA_DEBUG_EXIT); /* QEMU exits with (status << 1) | 1 */
-	reboot(RB_POWER_OFF);
+	reboot(strcmp(exit_mode, "reboot") == 0 ? RB_AUTOBOOT : RB_POWER_OFF);
 	for (;;)
 		pause();
 }
@@ -232,7 +234,7 @@ static int decode_argv(char *buf, size_t size, char **argv)
 int main(void)
 {
 	static char argbuf[4096];
-	char *argv[MAX_ARGS], mode[16];
+	char *argv[MAX_ARGS];
 	char *envp[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", "TERM=linux", NULL };
 	int fd, status = 0;
 	pid_t child, pid;
@@ -247,7 +249,7 @@ int main(void)
 		close(fd);
 	}
 	value("vb.name", name, sizeof(name));
-	use_isa_exit = value("vb.exit", mode, sizeof(mode)) && strcmp(mode, "isa") == 0;
+	value("vb.exit", exit_mode, sizeof(exit_mode));
 	mount_or_fail("sysfs", "/sys", "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC);
 	mount_or_fail("devtmpfs", "/dev", "devtmpfs", MS_NOSUID);
 	mount_or_fail("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV);

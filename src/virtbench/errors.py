@@ -17,3 +17,10 @@ class RuntimeUnavailable(VirtbenchError):
 
 class InstanceError(VirtbenchError):
     """An instance failed to start, signal readiness, or stop."""
+
+
+class StoreError(VirtbenchError):
+    """The results store cannot be written (full disk, read-only, removed): the run stops,
+    what was committed before stays."""
+
+    exit_code = 1

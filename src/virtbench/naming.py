@@ -14,8 +14,9 @@ PREFIX = "vb-"
 RUN_ID_LEN = 6
 _ALPHABET = string.ascii_lowercase + string.digits
 RUN_ID_RE = re.compile(rf"^[a-z0-9]{{{RUN_ID_LEN}}}$")
-# Any name virtbench created: vb-<run-id>-<suffix>; group 1 is the run id.
-NAME_RE = re.compile(rf"^{PREFIX}([a-z0-9]{{{RUN_ID_LEN}}})-[a-z0-9.-]+$")
+# Any name virtbench created: vb-<run-id>-<suffix>; group 1 is the run id. The suffix may
+# carry an image tag (`vb-<run-id>-rootfs:<digest>`).
+NAME_RE = re.compile(rf"^{PREFIX}([a-z0-9]{{{RUN_ID_LEN}}})-[a-z0-9.-]+(?::[a-z0-9._-]+)?$")
 IFNAMSIZ = 15
 
 

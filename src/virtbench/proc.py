@@ -92,18 +92,21 @@ def run(
     env: Mapping[str, str] | None = None,
     what: str | None = None,
     cwd: Path | None = None,
+    stdout_path: Path | None = None,
 ) -> Result:
-    """Run `argv` to completion (in `cwd`, if given) and capture its output.
+    """Run `argv` to completion (in `cwd`, if given) and capture its output (its stdout
+    goes to the file `stdout_path` instead, if given: binary output).
 
     Raises CommandError on a non-zero exit when `check` is true, and always on timeout.
     The child is killed (its whole process group) if this call is interrupted.
     """
     start = time.monotonic()
+    sink = open(stdout_path, "wb") if stdout_path is not None else None  # noqa: SIM115
     try:
         proc = subprocess.Popen(
             list(argv),
             stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
+            stdout=sink if sink is not None else subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
             env=dict(env) if env is not None else None,
@@ -112,8 +115,12 @@ def run(
         )
     except FileNotFoundError as exc:
         raise VirtbenchError(f"{argv[0]}: command not found") from exc
+    finally:
+        if sink is not None:
+            sink.close()  # the child has its own copy
     try:
         out, err = proc.communicate(input=input, timeout=timeout)
+        out = out or ""
     except subprocess.TimeoutExpired:
         kill_group(proc)
         out, err = proc.communicate()

@@ -8,6 +8,7 @@ The store knows nothing of runtimes or experiments: a sample is a flat record.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import threading
@@ -17,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from virtbench.errors import VirtbenchError
+from virtbench.errors import StoreError, VirtbenchError
 
 DB_NAME = "virtbench.sqlite"
 SCHEMA_VERSION = 1
@@ -136,18 +137,35 @@ class Store:
         except OSError as exc:
             raise VirtbenchError(f"--results {directory}: cannot create ({exc.strerror})") from None
         self.path = directory / DB_NAME
-        # Shared with the host sampler's thread; sqlite serialises, the lock orders writes.
-        self.db = sqlite3.connect(
-            self.path, timeout=30, isolation_level=None, check_same_thread=False
-        )
         self._lock = threading.Lock()
-        self.db.row_factory = sqlite3.Row
         try:
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=NORMAL")
-            self._migrate()
+            # Shared with the host sampler's thread; sqlite serialises, the lock orders writes.
+            self.db = sqlite3.connect(
+                self.path, timeout=30, isolation_level=None, check_same_thread=False
+            )
+            self.db.row_factory = sqlite3.Row
+            with self._writing():
+                self.db.execute("PRAGMA journal_mode=WAL")
+                self.db.execute("PRAGMA synchronous=NORMAL")
+                self._migrate()
         except sqlite3.DatabaseError as exc:
             raise VirtbenchError(f"{self.path}: not a virtbench results database ({exc})") from None
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """A write; a full disk or a read-only or vanished store becomes a StoreError naming
+        the directory. Every write is one transaction: what was committed before stays."""
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            text = str(exc)
+            if "full" in text:
+                why = f"the disk is full ({text}); free space under {self.directory}"
+            elif "readonly" in text or "unable to open" in text or "disk I/O" in text:
+                why = f"{text}; check {self.directory} is writable and still there"
+            else:
+                raise
+            raise StoreError(f"results store {self.path}: cannot write: {why}") from None
 
     def _migrate(self) -> None:
         version = self.db.execute("PRAGMA user_version").fetchone()[0]
@@ -169,24 +187,34 @@ class Store:
 
     # --- runs ----------------------------------------------------------------------------
     def create_run(self, run_id: str, name: str, argv: list[str], spec: dict[str, Any]) -> None:
-        self.db.execute(
-            "INSERT INTO runs (id, name, created, status, argv, spec) VALUES (?, ?, ?, ?, ?, ?)",
-            (run_id, name, time.time(), "running", json.dumps(argv), json.dumps(spec)),
-        )
+        with self._writing():
+            self.db.execute(
+                "INSERT INTO runs (id, name, created, status, argv, spec) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (run_id, name, time.time(), "running", json.dumps(argv), json.dumps(spec)),
+            )
 
     def set_environment(self, run_id: str, env: dict[str, Any]) -> None:
-        self.db.execute("UPDATE runs SET environment = ? WHERE id = ?", (json.dumps(env), run_id))
+        with self._writing():
+            self.db.execute(
+                "UPDATE runs SET environment = ? WHERE id = ?", (json.dumps(env), run_id)
+            )
 
     def add_artifact(self, run_id: str, artifact: dict[str, Any]) -> None:
         row = self.db.execute("SELECT artifacts FROM runs WHERE id = ?", (run_id,)).fetchone()
         arts = [a for a in json.loads(row[0]) if a.get("digest") != artifact.get("digest")]
         arts.append(artifact)
-        self.db.execute("UPDATE runs SET artifacts = ? WHERE id = ?", (json.dumps(arts), run_id))
+        with self._writing():
+            self.db.execute(
+                "UPDATE runs SET artifacts = ? WHERE id = ?", (json.dumps(arts), run_id)
+            )
 
     def finish_run(self, run_id: str, status: str) -> None:
-        self.db.execute(
-            "UPDATE runs SET status = ?, finished = ? WHERE id = ?", (status, time.time(), run_id)
-        )
+        with self._writing():
+            self.db.execute(
+                "UPDATE runs SET status = ?, finished = ? WHERE id = ?",
+                (status, time.time(), run_id),
+            )
 
     def runs(self) -> list[RunRecord]:
         rows = self.db.execute("SELECT * FROM runs ORDER BY created").fetchall()
@@ -229,7 +257,7 @@ class Store:
         d["warmup"], d["emulated"] = int(s.warmup), int(s.emulated)
         cols = ", ".join(["run_id", *d])
         marks = ", ".join("?" * (len(d) + 1))
-        with self._lock:
+        with self._lock, self._writing():
             self.db.execute(f"INSERT INTO samples ({cols}) VALUES ({marks})", (run_id, *d.values()))
 
     def samples(self, run_id: str) -> list[Sample]:
@@ -248,7 +276,7 @@ class Store:
         return self.db.execute(q, (run_id,)).fetchone()[0]
 
     def add_series(self, run_id: str, points: list[tuple[str, float, float]]) -> None:
-        with self._lock, self.db:
+        with self._lock, self._writing(), self.db:
             self.db.execute("BEGIN")
             self.db.executemany(
                 "INSERT INTO series (run_id, name, t, value) VALUES (?, ?, ?, ?)",
@@ -260,10 +288,11 @@ class Store:
         yield from self.db.execute(q, (run_id,))
 
     def add_event(self, run_id: str, level: str, message: str) -> None:
-        self.db.execute(
-            "INSERT INTO events (run_id, t, level, message) VALUES (?, ?, ?, ?)",
-            (run_id, time.time(), level, message),
-        )
+        with self._writing():
+            self.db.execute(
+                "INSERT INTO events (run_id, t, level, message) VALUES (?, ?, ?, ?)",
+                (run_id, time.time(), level, message),
+            )
 
     def events(self, run_id: str) -> list[tuple[float, str, str]]:
         q = "SELECT t, level, message FROM events WHERE run_id = ? ORDER BY t"

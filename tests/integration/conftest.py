@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import stat
 import subprocess
 import sys
@@ -113,22 +114,22 @@ def labelled(run_id: str) -> list[str]:
         for c in json.loads(out.stdout or "null") or []:
             if c["id"].startswith(f"vb-{run_id}-"):
                 found.append(f"container {c['id']}")
-    if Path("/var/run/docker.sock").exists():  # docker containers and networks, if it runs
-        for what in (
-            ["ps", "-a", "--format", "{{.Names}}"],
-            ["network", "ls", "--format", "{{.Name}}"],
-        ):
-            out = subprocess.run(
-                ["docker", *what],
-                capture_output=True,
-                text=True,
-                env={**os.environ, "DOCKER_API_VERSION": "1.41"},
-            )
-            found += [
-                f"docker {what[0]} {n}"
-                for n in out.stdout.split()
-                if n.startswith(f"vb-{run_id}-") and not n.endswith("-net")
-            ]
+    engines = {  # containers, networks and images, where the engine answers
+        "docker": (["ps", "-a", "--format", "{{.Names}}"], ["network", "ls", "--format",
+                   "{{.Name}}"], ["images", "--format", "{{.Repository}}:{{.Tag}}"]),
+        "podman": (["ps", "-a", "--format", "{{.Names}}"], ["network", "ls", "--format",
+                   "{{.Name}}"], ["images", "--format", "{{.Repository}}:{{.Tag}}"]),
+    }  # fmt: skip
+    for engine, queries in engines.items():
+        if engine == "docker" and not Path("/var/run/docker.sock").exists():
+            continue
+        if shutil.which(engine) is None:
+            continue
+        for what in queries:
+            out = subprocess.run([engine, *what], capture_output=True, text=True,
+                                 env={**os.environ, "DOCKER_API_VERSION": "1.41"})  # fmt: skip
+            names = [n.removeprefix("localhost/") for n in out.stdout.split()]
+            found += [f"{engine} {what[0]} {n}" for n in names if n.startswith(f"vb-{run_id}-")]
     for root in Path("/sys/fs/cgroup").iterdir():
         parent = root / "virtbench"
         if parent.is_dir():

@@ -87,9 +87,9 @@ def test_lxd_setup_is_labelled_and_undone(ctx, artifact):
     inst = rt.start(spec(ctx, artifact, sleep, 1, memory_mib=64), detach=True)
     assert ctx.probe.wait(inst.name, 30) is not None, inst.log_tail()
     rid = ctx.run_id
-    assert rt.image == f"vb-{rid}-rootfs" and rt.profile == f"vb-{rid}"
+    assert rt.image == f"vb-{rid}-rootfs" and rt.profile == f"vb-{rid}-profile"
     assert rt.image in " ".join(lxd_names(rt, "image", "list", "--format", "csv"))
-    assert f"vb-{rid}" in " ".join(lxd_names(rt, "profile", "list", "--format", "csv"))
+    assert f"vb-{rid}-profile" in " ".join(lxd_names(rt, "profile", "list", "--format", "csv"))
     assert f"vb-{rid}-pool" in " ".join(lxd_names(rt, "storage", "list", "--format", "csv"))
     assert inst.name in lxd_names(rt, "list")
     size, how = rt.image_size()

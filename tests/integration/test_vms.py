@@ -15,7 +15,9 @@ import pytest
 from tests.integration.conftest import VIRTBENCH, cli, driver, labelled, run_id_of
 
 from virtbench import naming
+from virtbench.artifacts.linux import debian_kernel, elf_kernel
 from virtbench.measure.host import kvm_kind
+from virtbench.paths import Paths
 from virtbench.runtimes.base import InstanceSpec
 from virtbench.store import Store
 from virtbench.workloads import sleep
@@ -178,6 +180,25 @@ def test_linux_guest_under_tcg_runs_hello_and_sleep(env, tmp_path):
                     'guest = "linux"\n[[experiment]]\ntype = "boot"\n')  # fmt: skip
     res = cli("run", str(path), env=env)
     assert res.returncode == 2 and "use qemu:q35:tcg" in res.stdout + res.stderr
+
+
+def test_linux_kernel_unpacked_for_firecracker_boots_by_its_pvh_entry(env, tmp_path):
+    """Firecracker and Cloud Hypervisor load only ELF kernels, so a Linux guest's bzImage is
+    unpacked for them; they need KVM, which cannot boot Linux on these hosts, so QEMU (which
+    loads an ELF vmlinux by its PVH entry) boots that very file under emulation."""
+    cache = Paths.from_env().cache
+    vmlinux = elf_kernel(debian_kernel(cache).image, cache / "kernels" / "elf")
+    assert vmlinux.read_bytes()[:4] == b"\x7fELF"
+    rid, store = run_spec(tmp_path, env, (
+        'name = "pvh"\nruntimes = ["qemu:q35:tcg"]\n'
+        f'[runtime.qemu]\nguest = "linux"\nkernel = "{vmlinux}"\n'
+        '[[experiment]]\ntype = "boot"\nworkloads = ["hello"]\nruns = 1\nwarmups = 0\n'
+        'timeout_s = 180\n'
+    ))  # fmt: skip
+    mine = {s.metric: s for s in store.samples(rid) if s.experiment == "boot"}
+    assert "boot.spawn_to_exit" in mine and not [s.error for s in mine.values() if s.error]
+    assert all(s.emulated for s in mine.values())
+    assert labelled(rid) == []
 
 
 def test_linux_guest_serves_nginx_to_the_host_under_tcg(env, tmp_path):

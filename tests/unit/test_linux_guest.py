@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import re
 import stat
+import struct
 import subprocess
 
-from virtbench.artifacts.linux import module_order, tree_entries, write_cpio
+import pytest
+
+from virtbench.artifacts.linux import elf_kernel, module_order, tree_entries, write_cpio
+from virtbench.errors import VirtbenchError
 
 
 def test_cpio_is_read_back_by_gnu_cpio_with_device_node_and_symlink(tmp_path):
@@ -52,3 +56,45 @@ def test_module_order_puts_dependencies_first(tmp_path):
     order = [p.stem for p in module_order(tmp_path, ("virtio_net", "builtin_one"))]
     assert order.index("failover") < order.index("net_failover") < order.index("virtio_net")
     assert set(order) == {"virtio_net", "net_failover", "failover", "virtio", "virtio_ring"}
+
+
+def fake_bzimage(path, kernel: bytes, compress: list[str], size: int | None = None):
+    """A bzImage as the boot protocol lays it out: setup sectors with the setup header
+    (HdrS, setup_sects, payload_offset/length), then the compressed kernel + its size."""
+    packed = subprocess.run(compress, input=kernel, capture_output=True, check=True).stdout
+    payload = packed + struct.pack("<I", len(kernel) if size is None else size)
+    setup = bytearray(5 * 512)  # setup_sects = 4
+    setup[0x1F1] = 4
+    setup[0x202:0x206] = b"HdrS"
+    struct.pack_into("<II", setup, 0x248, 64, len(payload))  # payload after 64 bytes of code
+    path.write_bytes(bytes(setup) + b"\x90" * 64 + payload + b"\x00" * 100)
+    return path
+
+
+@pytest.mark.parametrize("compress", [["gzip", "-9c"], ["xz", "-c", "--check=crc32"],
+                                      ["lz4", "-lc"], ["zstd", "-c"], ["bzip2", "-c"]],
+                         ids=["gzip", "xz", "lz4-legacy", "zstd", "bzip2"])  # fmt: skip
+def test_bzimage_is_unpacked_to_its_elf_kernel_once(tmp_path, compress):
+    kernel = b"\x7fELF" + bytes(range(256)) * 5000  # 1.3 MB
+    image = fake_bzimage(tmp_path / "vmlinuz-test", kernel, compress)
+    out = elf_kernel(image, tmp_path / "elf")
+    assert out.read_bytes() == kernel
+    assert elf_kernel(image, tmp_path / "elf") == out  # cached
+    assert sorted(p.name for p in (tmp_path / "elf").iterdir()) == [out.name]  # no leftovers
+
+
+def test_elf_kernel_is_used_as_it_is_and_bad_kernels_are_named(tmp_path):
+    elf = tmp_path / "vmlinux"
+    elf.write_bytes(b"\x7fELF" + b"\x00" * 1000)
+    assert elf_kernel(elf, tmp_path / "elf") == elf
+    junk = tmp_path / "junk"
+    junk.write_bytes(b"\x00" * 2000)
+    with pytest.raises(VirtbenchError, match="junk: neither an ELF kernel nor a bzImage"):
+        elf_kernel(junk, tmp_path / "elf")
+    short = fake_bzimage(tmp_path / "short", b"\x7fELF" * 100, ["gzip", "-c"], size=9999)
+    with pytest.raises(VirtbenchError, match="short: gzip could not unpack the kernel: 400 by"):
+        elf_kernel(short, tmp_path / "elf")
+    odd = fake_bzimage(tmp_path / "odd", b"\x7fELF" * 100, ["cat"])
+    with pytest.raises(VirtbenchError, match="odd: unknown compression of the kernel payload"):
+        elf_kernel(odd, tmp_path / "elf")
+    assert not (tmp_path / "elf").exists() or not any((tmp_path / "elf").iterdir())

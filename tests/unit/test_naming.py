@@ -18,6 +18,11 @@ def test_names_carry_the_run_id():
     assert naming.run_id_of("vb-ABC123-1") is None
     assert naming.run_id_of("docker0") is None
     assert naming.run_id_of("vb-abc12-1") is None
+    # engine image tags and the LXD profile are found by `clean` too
+    assert naming.run_id_of("vb-abc123-rootfs:0123abcdef01") == "abc123"
+    assert naming.run_id_of("vb-abc123-profile") == "abc123"
+    assert naming.run_id_of("vb-abc123") is None  # a bare prefix could be anyone's
+    assert naming.run_id_of("vb-abc123-rootfs:x/../y") is None
 
 
 def test_interface_names_fit_ifnamsiz():

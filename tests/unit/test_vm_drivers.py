@@ -1,9 +1,15 @@
-"""The qemu driver's options and labels, and which workloads its minimal guest runs."""
+"""The VM drivers' options and labels, which workloads their guests run, and the kernel
+and command line each VMM gets for a Linux guest."""
+
+import re
+from types import SimpleNamespace
 
 import pytest
 from pydantic import ValidationError
+from tests.unit.test_linux_guest import fake_bzimage
 
 from virtbench import runtimes
+from virtbench.runtimes.base import Instance, InstanceSpec
 from virtbench.runtimes.qemu import QemuOptions
 from virtbench.runtimes.vm import guest_mode
 
@@ -63,3 +69,25 @@ def test_vmm_drivers_say_where_to_get_missing_binaries():
         assert "github.com" in (avail.fix or "") and "PATH" in (avail.fix or "")
         assert cls.cannot_run("hello") is None
         assert cls.cannot_run("nginx", cls.Options(guest="minimal"))
+
+
+@pytest.mark.parametrize(("name", "exit_mode", "elf"), [
+    ("qemu", "vb.exit=isa", False),  # QEMU loads a bzImage and has isa-debug-exit
+    ("firecracker", "vb.exit=reboot", True),  # no power-off: the i8042 reset (reboot=k)
+    ("cloud-hypervisor", "vb.exit=poweroff", True),  # ACPI power-off
+])  # fmt: skip
+def test_linux_guest_kernel_and_command_line_per_vmm(tmp_path, name, exit_mode, elf):
+    image = fake_bzimage(tmp_path / "vmlinuz", b"\x7fELF" + b"k" * 4000, ["gzip", "-c"])
+    cls = runtimes.get(name)
+    ctx = SimpleNamespace(paths=SimpleNamespace(cache=tmp_path / "cache"))
+    rt = cls(ctx, cls.Options(guest="linux", kernel=image))  # type: ignore[arg-type]
+    spec = InstanceSpec("vb-r1-nginx-1", ("/usr/sbin/nginx", "-g", "x y"), tmp_path)
+    inst = Instance(spec, name, tmp_path / "log", argv=spec.argv)
+    line = rt.cmdline(inst)
+    assert exit_mode in line.split() and "vb.name=vb-r1-nginx-1" in line.split()
+    argv = bytes.fromhex(re.search(r"vb\.argv=(\w+)", line).group(1)).split(b"\0")
+    assert argv == [b"/usr/sbin/nginx", b"-g", b"x y", b""]
+    assert ("reboot=k" in line.split()) == (name == "firecracker")
+    kernel = rt.kernel(inst)
+    assert (kernel != image) == elf
+    assert kernel.read_bytes() == (b"\x7fELF" + b"k" * 4000 if elf else image.read_bytes())

@@ -18,6 +18,7 @@ import os
 import re
 import shutil
 import stat
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,6 +72,59 @@ def _unpacked(base: Path) -> Kernel | None:
         release = image.name.removeprefix("vmlinuz-")
         return Kernel(release, image, image.parents[1] / "lib" / "modules" / release)
     return None
+
+
+# the bzImage payload's first bytes -> the command that decompresses it to stdout
+DECOMPRESSORS = {
+    b"\x1f\x8b": ["gzip", "-dc"],
+    b"\xfd7zXZ\x00": ["xz", "-dc"],
+    b"\x5d\x00\x00": ["xz", "-dc", "--format=lzma"],
+    b"BZh": ["bzip2", "-dc"],
+    b"\x02\x21\x4c\x18": ["lz4", "-dc"],  # the kernel's legacy lz4 frame
+    b"\x28\xb5\x2f\xfd": ["zstd", "-dc"],
+}
+
+
+def elf_kernel(image: Path, out_dir: Path) -> Path:
+    """`image` as an uncompressed ELF vmlinux (Firecracker and Cloud Hypervisor load
+    only ELF kernels): itself if it is one, else its bzImage payload decompressed once
+    into `out_dir`. The payload is found from the boot protocol's setup header
+    (payload_offset, payload_length); its last 4 bytes are the uncompressed size."""
+    with open(image, "rb") as fh:
+        head = fh.read(0x250)
+    if head[:4] == b"\x7fELF":
+        return image
+    if len(head) < 0x250 or head[0x202:0x206] != b"HdrS":
+        raise VirtbenchError(f"{image}: neither an ELF kernel nor a bzImage")
+    st = image.stat()
+    key = hashlib.sha256(f"{image.resolve()}:{st.st_size}:{st.st_mtime_ns}".encode())
+    out = out_dir / f"vmlinux-{image.name}-{key.hexdigest()[:12]}"
+    if out.exists():
+        return out
+    data = image.read_bytes()
+    offset, length = struct.unpack_from("<II", data, 0x248)
+    start = ((data[0x1F1] or 4) + 1) * 512 + offset
+    payload = data[start : start + length]
+    size = struct.unpack("<I", payload[-4:])[0]
+    argv = next((a for magic, a in DECOMPRESSORS.items() if payload.startswith(magic)), None)
+    if argv is None:
+        raise VirtbenchError(f"{image}: unknown compression of the kernel payload "
+                             f"(first bytes {payload[:6].hex()})")  # fmt: skip
+    out_dir.mkdir(parents=True, exist_ok=True)
+    packed, tmp = (out.with_name(f"{out.name}.{x}{os.getpid()}") for x in ("in", "tmp"))
+    try:
+        packed.write_bytes(payload[:-4])
+        r = proc.run([*argv, str(packed)], timeout=120, check=False, stdout_path=tmp)
+        with open(tmp, "rb") as fh:
+            magic = fh.read(4)
+        if r.returncode != 0 or tmp.stat().st_size != size or magic != b"\x7fELF":
+            why = r.brief() if r.returncode else f"{tmp.stat().st_size} bytes, not {size}"
+            raise VirtbenchError(f"{image}: {argv[0]} could not unpack the kernel: {why}")
+        os.replace(tmp, out)
+    finally:
+        packed.unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
+    return out
 
 
 def module_order(modules: Path, wanted: tuple[str, ...]) -> list[Path]:

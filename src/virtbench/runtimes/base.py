@@ -378,8 +378,9 @@ class Runtime(ABC):
             self._prepare(inst)
             inst.t_spawn_ns = time.monotonic_ns()
             self._start(inst, detach)
-        except OSError as exc:  # e.g. a cpuset the host does not have
-            self.stop(inst)
+        except OSError as exc:  # e.g. a cpuset the host does not have, a daemon gone
+            with contextlib.suppress(Exception):  # the run's teardown sweeps by label
+                self.stop(inst)
             raise InstanceError(f"{self.label}: cannot start {spec.name}: {exc}") from None
         except BaseException:
             # Ctrl-C or a driver error: clean up, but never let a clean-up error hide
@@ -401,12 +402,18 @@ class Runtime(ABC):
         inst = self.start(spec, detach=False)
         try:
             inst.exit_code = self._wait(inst, timeout)
-        except InstanceError:
-            self.stop(inst)
-            raise
         except Exception as exc:
-            self.stop(inst)
-            raise InstanceError(f"{self.label}: {spec.name} did not exit in {timeout:g} s") from exc
+            with contextlib.suppress(Exception):  # never hide why: the teardown sweeps
+                self.stop(inst)
+            if isinstance(exc, InstanceError):
+                raise
+            if isinstance(exc, subprocess.TimeoutExpired | TimeoutError) or (
+                "timed out" in str(exc).lower()  # an engine API's read timeout
+            ):
+                why = f"did not exit in {timeout:g} s"
+            else:  # e.g. the engine's daemon went away
+                why = f"waiting for its exit failed: {exc}"
+            raise InstanceError(f"{self.label}: {spec.name} {why}") from exc
         if inst.t_exit_ns is None:  # `_wait` may know the exit time better (LXD)
             inst.t_exit_ns = time.monotonic_ns()
         self._after_exit(inst)

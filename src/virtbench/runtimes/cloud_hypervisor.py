@@ -6,7 +6,8 @@ build it with cargo). Per instance: `cloud-hypervisor --kernel <minimal guest> -
 ... --cpus boot=N --memory size=<M>M --serial tty --console off` in the instance's
 cgroups, so the VM boots as soon as the process starts and the serial port (COM1, which
 the minimal guest writes) is the process's stdout. The minimal guest boots by PVH; hello
-powers off through the ACPI shutdown port (0x600), on which Cloud Hypervisor exits 0.
+powers off through the ACPI shutdown port (0x600), on which Cloud Hypervisor exits 0; a
+Linux guest (its bzImage unpacked to an ELF vmlinux) powers off through ACPI too.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from virtbench.runtimes.vm import Vm, VmOptions
 
 class CloudHypervisor(Vm):
     name = "cloud-hypervisor"
-    description = "Cloud Hypervisor VM booting the minimal guest kernel"
+    description = "Cloud Hypervisor VM: minimal guest, Linux guest or image"
     Options = VmOptions
+    elf_only = True
     default_binary = "cloud-hypervisor"
     get_it = ("download a static release from github.com/cloud-hypervisor/cloud-hypervisor/"
               "releases or build it with cargo, and put `cloud-hypervisor` on PATH")  # fmt: skip

@@ -11,7 +11,8 @@ inside the timed launch: booting a Firecracker VM means doing it. `api = false` 
 
 The minimal guest boots by PVH (Firecracker loads any ELF kernel with the
 XEN_ELFNOTE_PHYS32_ENTRY note); its serial console is Firecracker's stdout; hello powers
-off through the i8042 reset line, on which Firecracker exits with status 0.
+off through the i8042 reset line, on which Firecracker exits with status 0. A Linux
+guest gets the ELF vmlinux unpacked from its bzImage and ends with a reboot (reboot=k).
 """
 
 from __future__ import annotations
@@ -51,8 +52,11 @@ def api_put(conn: http.client.HTTPConnection, path: str, body: dict[str, Any]) -
 
 class Firecracker(Vm):
     name = "firecracker"
-    description = "Firecracker microVM booting the minimal guest kernel (API socket)"
+    description = "Firecracker microVM (API socket): minimal guest, Linux guest or image"
     Options = FirecrackerOptions
+    elf_only = True
+    linux_exit = "reboot"
+    linux_cmdline = "reboot=k pci=off"
     default_binary = "firecracker"
     get_it = ("download a release from github.com/firecracker-microvm/firecracker/releases "
               "or build it with cargo, and put `firecracker` on PATH")  # fmt: skip

@@ -38,7 +38,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from virtbench import cgroups, cleanup, proc
+from virtbench import cgroups, cleanup, naming, proc
 from virtbench.errors import InstanceError, RuntimeUnavailable
 from virtbench.runtimes.base import (
     Availability,
@@ -153,7 +153,7 @@ class Lxd(Runtime):
         rid = self.ctx.run_id
         if not answers(SYSTEM_DIR):
             self._start_daemon()
-        pool, self.profile = f"vb-{rid}-pool", f"vb-{rid}"
+        pool, self.profile = naming.name(rid, "pool"), naming.name(rid, "profile")
         self._create("pool", pool, ["storage", "create", pool, "dir"])
         self._create("profile", self.profile, ["profile", "create", self.profile])
         self.lxc("profile", "set", self.profile, "boot.autostart", "false")

@@ -58,7 +58,7 @@ class Qemu(Vm):
     default_binary = "qemu-system-x86_64"
     get_it = "apt-get install qemu-system-x86"
     clean_exit = 1  # isa-debug-exit: QEMU exits with (value << 1) | 1; the guest writes 0
-    isa_exit = True
+    linux_exit = "isa"
 
     @property
     def opts(self) -> QemuOptions:

@@ -139,13 +139,19 @@ class Vm(Native):
     get_it: ClassVar[str] = ""  # where to get the binary, for `doctor`
     # the exit status of a VMM whose guest powered off normally
     clean_exit: ClassVar[int] = 0
-    # the VMM has QEMU's isa-debug-exit device: a Linux guest's vb-init exits through it
-    isa_exit: ClassVar[bool] = False
+    # how a Linux guest's vb-init ends the VM (vb.exit=): QEMU's isa-debug-exit device
+    # (carries the status), a reboot (with reboot=k: Firecracker has no power-off) or ACPI
+    # power-off; and what the guest's command line needs for it
+    linux_exit: ClassVar[str] = "poweroff"
+    linux_cmdline: ClassVar[str] = ""
+    # loads only ELF kernels: a Linux guest's (or an image's) bzImage is unpacked first
+    elf_only: ClassVar[bool] = False
 
     def __init__(self, ctx: RuntimeContext, *args: Any, **kwargs: Any) -> None:
         super().__init__(ctx, *args, **kwargs)
         self._readers: dict[str, threading.Thread] = {}
         self._linux_files: dict[str, tuple[Path, Path]] = {}
+        self._elf: dict[Path, Path] = {}  # kernel image -> its ELF vmlinux
 
     @property
     def vm_opts(self) -> VmOptions:
@@ -223,10 +229,18 @@ class Vm(Native):
 
     def kernel(self, inst: Instance) -> Path:
         if self.vm_opts.kernel is not None:
-            return self.vm_opts.kernel
-        if self.guest(inst) == "linux":
-            return self._linux(inst.spec.rootfs)[0]
-        return inst.spec.rootfs / KERNEL
+            image = self.vm_opts.kernel
+        elif self.guest(inst) == "linux":
+            image = self._linux(inst.spec.rootfs)[0]
+        else:
+            return inst.spec.rootfs / KERNEL
+        if not self.elf_only:
+            return image
+        if image not in self._elf:
+            from virtbench.artifacts.linux import elf_kernel
+
+            self._elf[image] = elf_kernel(image, self.ctx.paths.cache / "kernels" / "elf")
+        return self._elf[image]
 
     def initrd(self, inst: Instance) -> Path | None:
         if self.guest(inst) == "linux":
@@ -257,9 +271,8 @@ class Vm(Native):
         {prefixlen}, {gateway} and {mac} for its NIC."""
         if self.guest(inst) == "linux":
             argv = "".join(a + "\0" for a in inst.argv).encode().hex()
-            line = f"{LINUX_CMDLINE} vb.name={inst.name} vb.argv={argv}"
-            if self.isa_exit:
-                line += " vb.exit=isa"
+            line = f"{LINUX_CMDLINE} {self.linux_cmdline}".strip()
+            line += f" vb.name={inst.name} vb.argv={argv} vb.exit={self.linux_exit}"
             if inst.address:
                 line += f" vb.ip={inst.address}/{inst.extra['prefixlen']} "
                 line += f"vb.gw={inst.extra['gateway']}"
