@@ -52,8 +52,10 @@ def in_subtree(top, filename: str) -> list[str]:
 
 def instance_leftovers(run_id: str) -> list[str]:
     """What the run's instances left; run-wide objects (the bridge, the netns of the run's
-    LXD daemon, LXD's name for the host's netns) go at the end and are checked by `ctx`."""
-    return [x for x in labelled(run_id) if not x.endswith(("-br", "-lxd", "-host"))]
+    LXD daemon, LXD's name for the host's netns, an engine's image and network) go at the
+    end and are checked by `ctx`."""
+    run_wide = ("-br", "-lxd", "-host", "-net")
+    return [x for x in labelled(run_id) if not x.endswith(run_wide) and " images " not in x]
 
 
 def spec(ctx: RuntimeContext, artifact, wl, n: int, **kw) -> InstanceSpec:
