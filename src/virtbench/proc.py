@@ -120,11 +120,11 @@ def run(
             sink.close()  # the child has its own copy
     try:
         out, err = proc.communicate(input=input, timeout=timeout)
-        out = out or ""
+        out = out or ""  # None when stdout went to `stdout_path`
     except subprocess.TimeoutExpired:
         kill_group(proc)
         out, err = proc.communicate()
-        res = Result(tuple(argv), -9, out, err + f"\ntimed out after {timeout:g} s", timeout)
+        res = Result(tuple(argv), -9, out or "", err + f"\ntimed out after {timeout:g} s", timeout)
         raise CommandError(res, what) from None
     except BaseException:
         kill_group(proc)
