@@ -4,20 +4,26 @@ Order: check every runtime is available (before anything is created), take the r
 lock, build the artifact, snapshot the environment, then run each experiment. The
 `finally:` stops every instance, removes the bridge, probe socket and state
 directory, and marks the run completed, interrupted (Ctrl-C / SIGTERM) or failed.
+
+`resume` (`run --resume RUN`) goes on with an interrupted or failed run under its own id
+and stored spec: what the run left on the host is removed first, samples of the units it
+did not finish are discarded, and every experiment skips the units it finished.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import json
 import shutil
 import signal
 import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from virtbench import cgroups, cleanup, experiments, naming, runtimes
+from virtbench import cgroups, cleanup, experiments, naming, runtimes, state
 from virtbench.artifacts import Artifact, build_for
-from virtbench.errors import RuntimeUnavailable, SpecError
+from virtbench.errors import RuntimeUnavailable, SpecError, VirtbenchError
 from virtbench.experiments.session import Session
 from virtbench.measure.host import HostSampler, snapshot
 from virtbench.measure.probe import ProbeListener
@@ -25,7 +31,7 @@ from virtbench.paths import Paths
 from virtbench.runtimes.base import Runtime, RuntimeContext
 from virtbench.spec import Spec
 from virtbench.state import RunState
-from virtbench.store import Sample, Store
+from virtbench.store import RunRecord, Sample, Store
 
 
 def check_available(spec: Spec) -> dict[str, str]:
@@ -81,15 +87,19 @@ def execute(
     say: Callable[[str], None],
     argv: list[str] | None = None,
     started: Callable[[str], None] | None = None,
+    resume: RunRecord | None = None,
 ) -> tuple[str, str]:
-    """Run `spec`; returns (run id, final status). KeyboardInterrupt is re-raised after cleanup."""
+    """Run `spec` (or go on with `resume`, whose spec it is); returns (run id, final
+    status). KeyboardInterrupt is re-raised after cleanup."""
     versions = check_available(spec)
     layout = cgroups.Layout.detect()
+    if resume is not None:
+        check_resumable(resume, paths, layout, say)
     leftovers = cleanup.scan(paths, layout=layout)
     if leftovers:
         say(f"[yellow]warning[/]: {cleanup.summarize(leftovers)}; `virtbench clean` removes them")
-    run_id = naming.new_run_id()
-    state = RunState(paths.run_dir(run_id)).open()
+    run_id = resume.id if resume is not None else naming.new_run_id()
+    run_state = RunState(paths.run_dir(run_id)).open()
     status = "failed"
     drivers: dict[str, Runtime] = {}
     ctx: RuntimeContext | None = None
@@ -97,14 +107,23 @@ def execute(
     sampler: HostSampler | None = None
     try:
         with sigterm_as_interrupt():
-            store.create_run(run_id, spec.name, argv or sys.argv, spec.model_dump(mode="json"))
+            if resume is None:
+                store.create_run(run_id, spec.name, argv or sys.argv, spec.model_dump(mode="json"))
+            else:
+                store.reopen_run(run_id)
             if started:
                 started(run_id)
-            store.set_environment(run_id, snapshot(versions))
+            env = snapshot(versions)
+            if resume is None:
+                store.set_environment(run_id, env)
+            else:
+                resume_events(store, resume, env, argv or sys.argv)
             artifact = build_for(spec.experiment, paths.guest_src, paths.cache)
             store.add_artifact(run_id, artifact.to_dict())
-            probe = ProbeListener(state.dir / "probe")
-            ctx = RuntimeContext(run_id, state, paths, layout, probe=probe, rootfs=artifact.path)
+            probe = ProbeListener(run_state.dir / "probe")
+            ctx = RuntimeContext(
+                run_id, run_state, paths, layout, probe=probe, rootfs=artifact.path
+            )
             drivers = {
                 label: runtimes.create(label, ctx, spec.options_for(label))
                 for label in spec.runtimes
@@ -113,16 +132,27 @@ def execute(
                 say(f"setting up {label}")
                 drv.setup()
             session = Session(run_id, spec, store, artifact, probe, drivers, say=say)
+            if resume is not None:
+                session.resumed, session.done = True, store.units(run_id)
+                discard_unfinished(session, say)
             for exp in spec.experiment:  # a spec that cannot run fails before any sample
                 module = experiments.get(exp.type)
                 if hasattr(module, "check"):
                     module.check(session, exp)
+            measured = {smp.runtime for smp in store.samples(run_id) if smp.experiment == "image"}
             for label, drv in drivers.items():
-                record_image_size(store, run_id, label, drv, artifact)
+                if label not in measured:
+                    record_image_size(store, run_id, label, drv, artifact)
             sampler = HostSampler(lambda pts: store.add_series(run_id, pts)).start()
-            for exp in spec.experiment:
+            for i, exp in enumerate(spec.experiment):
+                whole = ("experiment", json.dumps([i, exp.type]))
+                if whole in session.done:
+                    say(f"[bold]{exp.type}[/]: finished before the interruption")
+                    continue
                 say(f"[bold]{exp.type}[/] on {', '.join(spec.runtimes)}")
                 experiments.get(exp.type).run(session, exp)
+                store.add_unit(run_id, *whole)
+                session.done.add(whole)
             status = "completed"
     except KeyboardInterrupt:
         status = "interrupted"
@@ -139,8 +169,57 @@ def execute(
                 try:
                     store.finish_run(run_id, status)
                 finally:
-                    state.close()
+                    run_state.close()
     return run_id, status
+
+
+def check_resumable(
+    run: RunRecord, paths: Paths, layout: cgroups.Layout, say: Callable[[str], None]
+) -> None:
+    """A run can go on when it is not running and did not complete; whatever it left on
+    the host (it was killed) is removed first, so its instance names are free again."""
+    if state.is_alive(paths.run_dir(run.id)):
+        raise VirtbenchError(f"run {run.id} is still running: wait for it or stop it first")
+    if run.status == "completed":
+        raise VirtbenchError(f"run {run.id} completed: nothing to resume")
+    rest = cleanup.scan(paths, run_id=run.id, layout=layout)
+    if rest:
+        say(f"removing what run {run.id} left: {cleanup.summarize(rest)}")
+        errors = cleanup.remove(rest, layout)
+        if errors:
+            raise VirtbenchError(f"run {run.id}: cannot remove what it left: {errors[0]}")
+
+
+def resume_events(store: Store, run: RunRecord, env: dict[str, Any], argv: list[str]) -> None:
+    """Say in the run's events that it was resumed, and by what; a host or runtime that
+    changed since it started is a warning (the samples keep the versions they were taken
+    with only through these events)."""
+    store.add_event(run.id, "info", f"resumed ({run.status}) by: {' '.join(argv)}")
+    before = run.environment.get("runtimes", {})
+    for label, version in env.get("runtimes", {}).items():
+        if label in before and before[label] != version:
+            store.add_event(
+                run.id, "warning", f"resume: {label} is now {version} (was {before[label]})"
+            )
+
+
+def discard_unfinished(session: Session, say: Callable[[str], None]) -> None:
+    """Samples of units the interrupted run did not finish go: those units are measured
+    again whole. Warm-ups and image sizes stay."""
+    done = session.done
+
+    def keep(smp: Sample) -> bool:
+        if smp.warmup or smp.experiment not in experiments.BUILTIN:
+            return True
+        key = Session.unit_key(smp.experiment, dataclasses.asdict(smp))
+        return (smp.experiment, key) in done
+
+    gone = session.store.discard_samples(session.run_id, keep)
+    finished = len([d for d in done if d[0] != "experiment"])
+    msg = f"resume: {finished} units already measured are skipped"
+    if gone:
+        msg += f"; {gone} samples of units the interruption cut short are measured again"
+    session.event("info", msg)
 
 
 def record_image_size(

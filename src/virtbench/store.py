@@ -2,6 +2,7 @@
 
 Schema history (PRAGMA user_version):
   1  runs, samples, series (host time series), events (warnings, skips, guard stops)
+  2  units: the measurements of a run that finished (what `run --resume` skips)
 
 The store knows nothing of runtimes or experiments: a sample is a flat record.
 """
@@ -13,7 +14,7 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -21,7 +22,7 @@ from typing import Any, Literal
 from virtbench.errors import StoreError, VirtbenchError
 
 DB_NAME = "virtbench.sqlite"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 Direction = Literal["lower", "higher"]
 
@@ -71,6 +72,15 @@ _MIGRATIONS: dict[int, str] = {
         t       REAL NOT NULL,
         level   TEXT NOT NULL,
         message TEXT NOT NULL
+    );
+    """,
+    2: """
+    CREATE TABLE units (
+        run_id     TEXT NOT NULL REFERENCES runs(id),
+        experiment TEXT NOT NULL,
+        key        TEXT NOT NULL,
+        t          REAL NOT NULL,
+        PRIMARY KEY (run_id, experiment, key)
     );
     """,
 }
@@ -216,6 +226,13 @@ class Store:
                 (status, time.time(), run_id),
             )
 
+    def reopen_run(self, run_id: str) -> None:
+        """An interrupted or failed run goes on (`run --resume`): running again."""
+        with self._writing():
+            self.db.execute(
+                "UPDATE runs SET status = 'running', finished = NULL WHERE id = ?", (run_id,)
+            )
+
     def runs(self) -> list[RunRecord]:
         rows = self.db.execute("SELECT * FROM runs ORDER BY created").fetchall()
         return [self._run(r) for r in rows]
@@ -262,14 +279,36 @@ class Store:
 
     def samples(self, run_id: str) -> list[Sample]:
         rows = self.db.execute("SELECT * FROM samples WHERE run_id = ? ORDER BY id", (run_id,))
-        out = []
-        for r in rows:
-            d = dict(r)
-            d.pop("id"), d.pop("run_id")
-            d["params"] = json.loads(d["params"])
-            d["warmup"], d["emulated"] = bool(d["warmup"]), bool(d["emulated"])
-            out.append(Sample(**d))
-        return out
+        return [self._sample(r) for r in rows]
+
+    @staticmethod
+    def _sample(r: sqlite3.Row) -> Sample:
+        d = dict(r)
+        d.pop("id"), d.pop("run_id")
+        d["params"] = json.loads(d["params"])
+        d["warmup"], d["emulated"] = bool(d["warmup"]), bool(d["emulated"])
+        return Sample(**d)
+
+    def discard_samples(self, run_id: str, keep: Callable[[Sample], bool]) -> int:
+        """Delete the run's samples `keep` rejects, in one transaction; how many went."""
+        rows = self.db.execute("SELECT * FROM samples WHERE run_id = ?", (run_id,)).fetchall()
+        gone = [r["id"] for r in rows if not keep(self._sample(r))]
+        with self._lock, self._writing(), self.db:
+            self.db.execute("BEGIN")
+            self.db.executemany("DELETE FROM samples WHERE id = ?", [(i,) for i in gone])
+        return len(gone)
+
+    def add_unit(self, run_id: str, experiment: str, key: str) -> None:
+        """Record that one measurement unit (an experiment's own key) finished."""
+        with self._lock, self._writing():
+            self.db.execute(
+                "INSERT OR REPLACE INTO units (run_id, experiment, key, t) VALUES (?, ?, ?, ?)",
+                (run_id, experiment, key, time.time()),
+            )
+
+    def units(self, run_id: str) -> set[tuple[str, str]]:
+        q = "SELECT experiment, key FROM units WHERE run_id = ?"
+        return {(r[0], r[1]) for r in self.db.execute(q, (run_id,))}
 
     def count_samples(self, run_id: str) -> int:
         q = "SELECT COUNT(*) FROM samples WHERE run_id = ? AND warmup = 0"

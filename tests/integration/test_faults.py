@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import json
+import os
+import re
 import shutil
+import signal
 import sqlite3
 import subprocess
+import time
+from collections import Counter
+from pathlib import Path
 
-from tests.integration.conftest import cli, labelled, run_id_of
+from tests.integration.conftest import VIRTBENCH, cli, labelled, run_id_of
+from tests.integration.test_cli_runs import start_density
+
+from virtbench.store import Store
 
 
 def test_full_disk_under_results_stops_the_run_cleanly_with_the_database_intact(env, tmp_path):
@@ -47,3 +57,94 @@ def test_full_disk_under_results_stops_the_run_cleanly_with_the_database_intact(
         assert f"run {rid} marked crashed" in cleaned.stdout, cleaned.stdout
     else:
         assert status == "failed"
+
+
+def _boots(db: Path, rid: str) -> int:
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
+    try:
+        q = "SELECT COUNT(*) FROM samples WHERE run_id = ? AND warmup = 0"
+        return con.execute(q, (rid,)).fetchone()[0]
+    except sqlite3.OperationalError:  # not created yet
+        return 0
+    finally:
+        con.close()
+
+
+def test_ctrl_c_then_resume_finishes_the_run_without_redoing_what_was_done(env, tmp_path):
+    """Ctrl-C half-way through 40 repetitions of hello on native and crun; `run --resume`
+    measures only what is missing: every (runtime, repetition) has exactly one boot in the
+    end, and the samples taken before the interruption are the very same rows."""
+    p = subprocess.Popen(
+        [*VIRTBENCH, "run", "boot", "--runtimes", "native,crun", "--workloads", "hello",
+         "--runs", "40", "--warmups", "1", "--benchmark-times", "1"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, **env, "COLUMNS": "200"},
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
+    assert p.stdout is not None
+    seen = ""
+    while not re.search(r"run ([a-z0-9]{6}) started", seen):
+        line = p.stdout.readline()
+        assert line, seen
+        seen += line
+    rid = run_id_of(seen)
+    db = tmp_path / "results" / "virtbench.sqlite"
+    deadline = time.monotonic() + 120
+    while _boots(db, rid) < 30:
+        assert p.poll() is None and time.monotonic() < deadline, seen + p.stdout.read()
+        time.sleep(0.05)
+    p.send_signal(signal.SIGINT)
+    out, _ = p.communicate(timeout=120)
+    assert p.returncode == 130, out
+    assert f"virtbench run --resume {rid}" in " ".join(out.split())
+    store = Store(tmp_path / "results")
+    assert store.run(rid).status == "interrupted"
+    units = store.units(rid)
+    assert 0 < len([u for u in units if u[0] == "boot"]) < 80
+    before = {(s.runtime, s.repetition, s.metric, s.t) for s in store.samples(rid)
+              if not s.warmup and s.experiment == "boot"}  # fmt: skip
+    assert not labelled(rid)
+
+    res = cli("run", "--resume", rid, env=env)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert f"run {rid} resumed" in res.stdout and f"run {rid} completed" in res.stdout
+    store = Store(tmp_path / "results")
+    samples = [s for s in store.samples(rid) if not s.warmup and s.experiment == "boot"]
+    exits = Counter((s.runtime, s.repetition) for s in samples
+                    if s.metric == "boot.spawn_to_exit")  # fmt: skip
+    want = {(rt, rep) for rt in ("native", "crun") for rep in range(40)}
+    assert set(exits) == want and set(exits.values()) == {1}, exits
+    assert all(s.value is not None for s in samples if s.metric == "boot.spawn_to_exit")
+    after = {(s.runtime, s.repetition, s.metric, s.t) for s in samples}
+    done_before = {(json.loads(k)[0], json.loads(k)[1]) for e, k in units if e == "boot"}
+    kept = {b for b in before if (b[0], b[1]) in done_before}
+    assert kept and kept <= after  # finished units are not measured again
+    assert store.run(rid).status == "completed"
+    messages = " ".join(m for _, _, m in store.events(rid))
+    assert "resumed (interrupted)" in messages and "units already measured" in messages
+    assert not labelled(rid)
+    again = cli("run", "--resume", rid, env=env)
+    assert again.returncode == 1 and again.stderr.strip() == (
+        f"error: run {rid} completed: nothing to resume"
+    )
+
+
+def test_kill_9_then_resume_removes_the_leftovers_and_redoes_the_pile_up(env, tmp_path):
+    """kill -9 in the middle of a density pile-up: `run --resume` removes what the killed
+    run left, throws away the half pile-up and measures it again whole."""
+    p, rid = start_density(env, 60)
+    p.kill()
+    p.communicate(timeout=30)
+    killed_at = time.time()
+    assert labelled(rid), "the run should have left instances behind"
+    res = cli("run", "--resume", rid, env=env)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert f"removing what run {rid} left" in res.stdout
+    store = Store(tmp_path / "results")
+    dens = [s for s in store.samples(rid) if s.experiment == "density"]
+    reached = [s.value for s in dens if s.metric == "density.reached"]
+    assert reached == [60.0], reached
+    assert all(s.t > killed_at for s in dens)  # the cut-short pile-up went
+    assert store.run(rid).status == "completed"
+    assert not labelled(rid)
+    assert not (tmp_path / "state" / "runs" / rid).exists()

@@ -71,3 +71,33 @@ def test_series_and_events(tmp_path: Path):
     assert [v for _, _, v in st.series("abc123")] == [50.0, 60.0]
     st.add_event("abc123", "warning", "guard")
     assert st.events("abc123")[0][1:] == ("warning", "guard")
+
+
+def test_version_1_store_gains_units_and_keeps_its_runs(tmp_path: Path):
+    """A store written before `run --resume` existed opens, migrates and can be resumed."""
+    from virtbench.store import _MIGRATIONS
+
+    db = sqlite3.connect(tmp_path / "virtbench.sqlite")
+    db.executescript(_MIGRATIONS[1] + "PRAGMA user_version = 1;")
+    db.execute("INSERT INTO runs (id, name, created, status, spec) VALUES "
+               "('old123', 'o', 1, 'interrupted', '{}')")  # fmt: skip
+    db.commit()
+    db.close()
+    st = Store(tmp_path)
+    assert st.run("old123").status == "interrupted"
+    assert st.units("old123") == set()
+    st.add_unit("old123", "boot", '["crun", 0, "hello"]')
+    st.add_unit("old123", "boot", '["crun", 0, "hello"]')  # twice is once
+    assert st.units("old123") == {("boot", '["crun", 0, "hello"]')}
+    st.reopen_run("old123")
+    assert st.run("old123").status == "running" and st.run("old123").finished is None
+
+
+def test_discard_samples_removes_only_what_keep_rejects(tmp_path: Path):
+    st = Store(tmp_path)
+    st.create_run("abc123", "t", ["virtbench"], {})
+    for rep in range(4):
+        st.add_sample("abc123", sample(float(rep), repetition=rep))
+    assert st.discard_samples("abc123", lambda s: s.repetition != 2) == 1
+    assert [s.repetition for s in st.samples("abc123")] == [0, 1, 3]
+    assert st.discard_samples("abc123", lambda s: True) == 0

@@ -22,6 +22,9 @@ from virtbench.runtimes.base import Instance
 from virtbench.spec import BootExperiment
 from virtbench.store import Sample
 
+# One unit of measurement (`run --resume` skips the finished ones): a sample's fields.
+UNIT = ("runtime", "repetition", "workload")
+
 
 def _ms(ns: int) -> float:
     return ns / 1e6
@@ -114,10 +117,14 @@ def run(s: Session, cfg: BootExperiment) -> None:
     ):
         for runtime in order:
             for workload in cfg.workloads:
+                unit = {"runtime": runtime, "repetition": rep, "workload": workload}
+                if not s.pending("boot", warmup, **unit):
+                    continue
                 for _ in range(cfg.benchmark_times):
                     if failures.skip(runtime):
                         break
                     with failures.attempt(runtime):
                         measure_once(s, runtime, workload, rep, warmup, cfg.timeout_s)
+                s.finished("boot", warmup, **unit)
         kind, total = ("warm-up", cfg.warmups) if warmup else ("repetition", total_runs(cfg))
         s.say(f"boot: {kind} {rep + 1}/{total} done")

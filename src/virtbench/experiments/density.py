@@ -28,6 +28,8 @@ from virtbench.runtimes.base import Instance
 from virtbench.spec import DensityExperiment
 from virtbench.store import Sample
 
+# One unit of measurement (`run --resume` skips the finished ones): a sample's fields.
+UNIT = ("runtime", "repetition")
 MIB = 1024 * 1024
 
 
@@ -127,5 +129,7 @@ def run_one(s: Session, cfg: DensityExperiment, runtime: str, rep: int) -> None:
 
 def run(s: Session, cfg: DensityExperiment) -> None:
     for runtime in s.spec.runtimes:
-        for rep in range(cfg.runs):
-            run_one(s, cfg, runtime, rep)
+        for rep in range(cfg.runs):  # a pile-up stopped half-way is redone whole on --resume
+            if s.pending("density", False, runtime=runtime, repetition=rep):
+                run_one(s, cfg, runtime, rep)
+                s.finished("density", False, runtime=runtime, repetition=rep)

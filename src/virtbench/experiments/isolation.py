@@ -38,6 +38,8 @@ from virtbench.spec import IsolationExperiment
 from virtbench.workloads import attackers
 
 Condition = tuple[str, str, list[int]]  # attacker, placement, attacker CPUs
+# One unit of measurement (`run --resume` skips the finished ones): a sample's fields.
+UNIT = ("runtime", "repetition", "attacker", "placement")
 MEMORY_SHARE = 0.5  # attackers together may hold at most this share of MemAvailable
 TASKS = "isolation.attacker_tasks_peak"  # host tasks (threads too) of all attackers at peak
 
@@ -198,7 +200,12 @@ def run(s: Session, cfg: IsolationExperiment) -> None:
     ):
         shift = rep % len(conds)
         for runtime in order:
-            if failures.skip(runtime):
+            units = [
+                {"runtime": runtime, "repetition": rep, "attacker": a, "placement": p}
+                for a, p, *_ in conds[shift:] + conds[:shift]
+            ]
+            todo = [u for u in units if s.pending("isolation", warmup, **u)]
+            if failures.skip(runtime) or not todo:
                 continue
             worker = Worker(
                 s, runtime, cfg.worker, params, cfg.ready_timeout_s, cfg.client_timeout_s,
@@ -211,11 +218,16 @@ def run(s: Session, cfg: IsolationExperiment) -> None:
                     s.record(worker.failed("isolation", worker.levels[0], str(exc),
                                            repetition=rep, warmup=warmup))  # fmt: skip
                     failures.failed(runtime, exc)
+                    for u in todo:  # settled as in an uninterrupted run: not retried
+                        s.finished("isolation", warmup, **u)
                     continue
-                for cond in conds[shift:] + conds[:shift]:
+                for cond, unit in zip(conds[shift:] + conds[:shift], units, strict=True):
                     if failures.skip(runtime):
                         break
+                    if unit not in todo:
+                        continue
                     with failures.attempt(runtime, cond[0] or "baseline"):
                         measure(s, cfg, worker, cond, rep, warmup)
+                    s.finished("isolation", warmup, **unit)
         kind, total = ("warm-up", cfg.warmups) if warmup else ("repetition", total_runs(cfg))
         s.say(f"isolation: {kind} {rep + 1}/{total} done")

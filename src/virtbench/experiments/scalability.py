@@ -43,6 +43,8 @@ from virtbench.runtimes.base import Instance
 from virtbench.spec import ScalabilityExperiment
 from virtbench.store import Sample
 
+# One unit of measurement (`run --resume` skips the finished ones): a sample's fields.
+UNIT = ("runtime", "repetition")
 MIB = 1024 * 1024
 SWAP_GROWTH_LIMIT = 64 * MIB
 
@@ -216,5 +218,7 @@ def run_one(s: Session, cfg: ScalabilityExperiment, runtime: str, rep: int) -> N
 
 def run(s: Session, cfg: ScalabilityExperiment) -> None:
     for runtime in s.spec.runtimes:
-        for rep in range(cfg.runs):
-            run_one(s, cfg, runtime, rep)
+        for rep in range(cfg.runs):  # a pile-up stopped half-way is redone whole on --resume
+            if s.pending("scalability", False, runtime=runtime, repetition=rep):
+                run_one(s, cfg, runtime, rep)
+                s.finished("scalability", False, runtime=runtime, repetition=rep)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import math
 import time
 from collections.abc import Callable, Iterator
@@ -16,7 +17,7 @@ from typing import Any
 
 from rich.markup import escape
 
-from virtbench import naming
+from virtbench import experiments, naming
 from virtbench.artifacts import Artifact
 from virtbench.errors import InstanceError
 from virtbench.measure.probe import ProbeListener
@@ -38,6 +39,10 @@ class Session:
     probe: ProbeListener
     runtimes: dict[str, Runtime]
     say: Callable[[str], None] = print
+    # Units of measurement already finished: (experiment, key) from the store when the
+    # run is resumed (`run --resume`), and every unit this session finishes.
+    done: set[tuple[str, str]] = dataclasses.field(default_factory=set)
+    resumed: bool = False
     _counter: int = 0
 
     def instance_spec(
@@ -108,6 +113,27 @@ class Session:
         colour = "yellow" if level == "warning" else "cyan"
         self.say(f"[{colour}]{level}[/]: {escape(message)}")
 
+    @staticmethod
+    def unit_key(experiment: str, labels: dict[str, Any]) -> str:
+        """The key of one unit of `experiment` (the fields its module's UNIT names)."""
+        fields = experiments.get(experiment).UNIT
+        return json.dumps([labels[f] for f in fields])
+
+    def pending(self, experiment: str, warmup: bool, **labels: Any) -> bool:
+        """Must this unit be measured? Warm-ups always are; a unit finished before the run
+        was interrupted is not measured again on `--resume`."""
+        return warmup or (experiment, self.unit_key(experiment, labels)) not in self.done
+
+    def finished(self, experiment: str, warmup: bool, **labels: Any) -> None:
+        """Mark a unit finished (its samples, failed ones too, are all in the store)."""
+        if warmup:
+            return
+        key = self.unit_key(experiment, labels)
+        if set(labels) != set(experiments.get(experiment).UNIT):
+            raise ValueError(f"{experiment}: a unit is {experiments.get(experiment).UNIT}")
+        self.store.add_unit(self.run_id, experiment, key)
+        self.done.add((experiment, key))
+
     def schedule(
         self,
         warmups: int,
@@ -122,7 +148,7 @@ class Session:
         experiment's samples has a CV at most that, or `max_runs` are done; either way
         an event says which, and why."""
         names = list(self.spec.runtimes)
-        since = time.time()
+        since = 0.0 if self.resumed else time.time()  # resumed: the samples before count
         i = 0
         while True:
             done = i - warmups

@@ -15,6 +15,9 @@ from virtbench.experiments.session import Failures, Session
 from virtbench.experiments.worker import Worker, check_reachable
 from virtbench.spec import ThroughputExperiment
 
+# One unit of measurement (`run --resume` skips the finished ones): a sample's fields.
+UNIT = ("runtime", "repetition", "workload")
+
 
 def check(s: Session, cfg: ThroughputExperiment) -> None:
     """Before any measurement: clients installed, every server reachable from the host."""
@@ -49,7 +52,11 @@ def run(s: Session, cfg: ThroughputExperiment) -> None:
             for name in cfg.workloads:
                 if failures.skip(runtime):
                     break
+                unit = {"runtime": runtime, "repetition": rep, "workload": name}
+                if not s.pending("throughput", warmup, **unit):
+                    continue
                 kind = "warm-up" if warmup else "run"
                 s.say(f"throughput: {name} on {runtime} ({kind} {rep + 1})")
                 with failures.attempt(runtime, name):
                     measure(s, cfg, runtime, name, rep, warmup)
+                s.finished("throughput", warmup, **unit)

@@ -1,0 +1,64 @@
+"""What every `virtbench` command shares: the Typer app, the consoles, one-line errors
+and the options several commands take."""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from virtbench.errors import VirtbenchError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="Compare virtualization runtimes on this host: boot time, memory, throughput.",
+)
+out = Console(highlight=False)
+err = Console(stderr=True, highlight=False)
+
+F = TypeVar("F", bound=Callable[..., Any])
+ResultsOpt = Annotated[
+    Path,
+    typer.Option("--results", help="Results directory (SQLite store).", envvar="VIRTBENCH_RESULTS"),
+]
+DEFAULT_RESULTS = Path("results")
+
+
+def one_line_errors(fn: F) -> F:
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except VirtbenchError as exc:
+            err.print(f"[red]error[/]: {escape(str(exc))}", soft_wrap=True)
+            raise typer.Exit(exc.exit_code) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _csv(value: str | None, flag: str) -> list[str] | None:
+    if value is None:
+        return None
+    items = [v.strip() for v in value.split(",") if v.strip()]
+    if not items:
+        raise VirtbenchError(f"{flag}: give a comma-separated list, e.g. native,crun")
+    return items
+
+
+def _typed(name: str, alias: str) -> str:
+    """Which of an option's two names the user typed, so an error names that one."""
+    return alias if any(a == alias or a.startswith(alias + "=") for a in sys.argv) else name
+
+
+def _require_root(what: str) -> None:
+    if os.geteuid() != 0:
+        raise VirtbenchError(f"{what} needs root (cgroups, runtimes, networks): run it with sudo")

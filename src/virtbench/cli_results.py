@@ -1,0 +1,218 @@
+"""The commands that read the store: compare, report, export."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from virtbench.cli_common import DEFAULT_RESULTS, ResultsOpt, _csv, app, err, one_line_errors, out
+from virtbench.errors import VirtbenchError
+from virtbench.store import Store
+
+
+def _side(store: Store, run_id: str, runtime: str | None) -> list:
+    """A run's samples, or those of one of its runtimes (named by --runtimes)."""
+    samples = store.samples(store.run(run_id).id)
+    if runtime is None:
+        return samples
+    have = sorted({s.runtime for s in samples})
+    if runtime not in have:
+        raise VirtbenchError(
+            f"--runtimes: run {run_id} has no {runtime!r} samples (it has: {', '.join(have)})"
+        )
+    return [s for s in samples if s.runtime == runtime]
+
+
+@app.command()
+@one_line_errors
+def compare(
+    run_ids: Annotated[
+        list[str],
+        typer.Argument(metavar="A [B]", help="Two runs, or one run with --runtimes a,b."),
+    ],
+    runtimes: Annotated[
+        str | None,
+        typer.Option(
+            "--runtimes",
+            help="a,b: runtime a (of run A) against runtime b (of run B, or of the same run).",
+        ),
+    ] = None,
+    min_effect: Annotated[
+        float, typer.Option("--min-effect", help="Smallest change that counts, in %.")
+    ] = 5.0,
+    alpha: Annotated[
+        float, typer.Option("--alpha", help="Significance level (after Holm's correction).")
+    ] = 0.05,
+    metric: Annotated[
+        str | None,
+        typer.Option("--metric", help="Only these metrics: comma-separated glob patterns."),
+    ] = None,
+    fail_on: Annotated[
+        str,
+        typer.Option("--fail-on", help="Exit 1 when a verdict is: worse | change | never."),
+    ] = "worse",
+    results: ResultsOpt = DEFAULT_RESULTS,
+) -> None:
+    """Is B slower than A? Per metric: medians, change, permutation p, verdict. Exit 1 on a
+    regression (worse, failed, missing), 3 when too few samples decide nothing, 2 on bad
+    input (for CI jobs)."""
+    from virtbench.report import compare as cmp
+
+    if len(run_ids) > 2:
+        raise VirtbenchError("compare: give one run (with --runtimes a,b) or two runs")
+    if not 0 < alpha < 1:
+        raise VirtbenchError(f"--alpha: {alpha:g} must be between 0 and 1, e.g. 0.05")
+    if min_effect < 0:
+        raise VirtbenchError(f"--min-effect: {min_effect:g} must be a percentage >= 0, e.g. 5")
+    if fail_on not in ("worse", "change", "never"):
+        raise VirtbenchError(f"--fail-on: {fail_on!r} is not one of worse, change, never")
+    pair = _csv(runtimes, "--runtimes")
+    n_pair = len(pair or [])
+    if (pair is not None and n_pair not in (1, 2)) or (len(run_ids) == 1 and n_pair != 2):
+        raise VirtbenchError("--runtimes: give two runtimes a,b (one is enough with two runs)")
+    store = Store(results)
+    id_a, id_b = store.run(run_ids[0]).id, store.run(run_ids[-1]).id
+    rt_a, rt_b = (pair[0], pair[-1]) if pair else (None, None)
+    a, b = _side(store, id_a, rt_a), _side(store, id_b, rt_b)
+    rows = cmp.compare(a, b, with_runtime=pair is None, alpha=alpha,
+                       min_effect=min_effect / 100, metrics=_csv(metric, "--metric"))  # fmt: skip
+    name_a = f"{id_a}" + (f" {rt_a}" if rt_a else "")
+    name_b = f"{id_b}" + (f" {rt_b}" if rt_b else "")
+    title = f"B against A (min effect {min_effect:g}%, alpha {alpha:g})"
+    out.print(cmp.verdict_table(title, rows, name_a, name_b))
+    n = cmp.counts(rows)
+    always = ("worse", "better", "no change", "too few")
+    out.print(", ".join(f"{v} {k}" for k, v in n.items() if v or k in always))
+    bad = sum(n[k] for k in cmp.REGRESSIONS) + (n["better"] if fail_on == "change" else 0)
+    if bad and fail_on != "never":
+        raise typer.Exit(1)
+    if n["too few"] == len(rows) and fail_on != "never":
+        err.print("[yellow]inconclusive[/]: too few samples to decide anything; add --runs")
+        raise typer.Exit(3)
+
+
+def _bands(value: str | None, flag: str, default: tuple[float, ...]) -> tuple[float, ...]:
+    """Four DESMET thresholds in %, e.g. 60,70,80,90."""
+    if value is None:
+        return default
+    try:
+        bands = tuple(float(v) for v in _csv(value, flag) or [])
+    except ValueError:
+        bands = ()
+    if len(bands) != 4 or any(b <= 0 for b in bands):
+        example = ",".join(f"{b:g}" for b in default)
+        raise VirtbenchError(f"{flag}: give four percentages, e.g. {example}")
+    return bands
+
+
+@app.command()
+@one_line_errors
+def report(
+    run_ids: Annotated[list[str], typer.Argument(metavar="RUN...", help="Run ids, or latest.")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="HTML file to write.")] = Path(
+        "report.html"
+    ),
+    baseline: Annotated[
+        str | None,
+        typer.Option("--baseline", help="Runtime the scores are against (default: native)."),
+    ] = None,
+    boot_baseline: Annotated[
+        str | None,
+        typer.Option("--boot-baseline", help="Runtime boot is scored against (S5: a VM)."),
+    ] = None,
+    bands_higher: Annotated[
+        str | None,
+        typer.Option("--bands-higher", help="Score bands, % of baseline (default 60,70,80,90)."),
+    ] = None,
+    bands_lower: Annotated[
+        str | None,
+        typer.Option("--bands-lower", help="Latency-like bands, % (default 140,130,120,110)."),
+    ] = None,
+    bands_boot: Annotated[
+        str | None, typer.Option("--bands-boot", help="Boot bands, % (default 40,30,20,10).")
+    ] = None,
+    cv_warn: Annotated[
+        float, typer.Option("--cv-warn", help="Warn about groups with a CV above this %.")
+    ] = 10.0,
+    plots: Annotated[
+        Path | None, typer.Option("--plots", help="Also write every plot as PNG and SVG here.")
+    ] = None,
+    global_test: Annotated[
+        str,
+        typer.Option(
+            "--global-test", help="Across runtimes: kruskal (+ Dunn) or anova (+ Tukey HSD)."
+        ),
+    ] = "kruskal",
+    results: ResultsOpt = DEFAULT_RESULTS,
+) -> None:
+    """Write one self-contained HTML report (tables, plots, warnings, scores) of runs."""
+    from virtbench.report import html
+    from virtbench.stats import DESMET_BANDS
+
+    if global_test not in ("kruskal", "anova"):
+        raise VirtbenchError(f"--global-test: {global_test!r} is not one of kruskal, anova")
+    if cv_warn <= 0:
+        raise VirtbenchError(f"--cv-warn: {cv_warn:g} must be a percentage > 0, e.g. 10")
+    bands = {
+        "higher": _bands(bands_higher, "--bands-higher", DESMET_BANDS["higher"]),
+        "lower": _bands(bands_lower, "--bands-lower", DESMET_BANDS["lower"]),
+        "boot": _bands(bands_boot, "--bands-boot", DESMET_BANDS["boot"]),
+    }
+    store = Store(results)
+    run_ids = [store.run(rid).id for rid in run_ids]  # "latest" -> its id; unknown: error
+    have = {s.runtime for rid in run_ids for s in store.samples(rid)}
+    for flag, value in (("--baseline", baseline), ("--boot-baseline", boot_baseline)):
+        if value is not None and value not in have:
+            raise VirtbenchError(
+                f"{flag}: no {value!r} samples in these runs (they have: {', '.join(sorted(have))})"
+            )
+    opts = html.Options(baseline=baseline, bands=bands, cv_warn=cv_warn / 100, plots_dir=plots,
+                        global_test=global_test, boot_baseline=boot_baseline)  # fmt: skip
+    text = html.render(store, run_ids, opts)
+    try:
+        output.write_text(text)
+    except OSError as exc:
+        raise VirtbenchError(f"-o {output}: cannot write ({exc.strerror})") from None
+    out.print(f"report of {', '.join(run_ids)} written to {output} ({len(text) / 1024:.0f} KiB)")
+
+
+@app.command()
+@one_line_errors
+def export(
+    run_id: Annotated[
+        str | None, typer.Argument(metavar="RUN", help="Run id (see `virtbench list`), or latest.")
+    ] = None,
+    fmt: Annotated[str, typer.Option("--format", help="ndjson or csv.")] = "ndjson",
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="File to write (default: stdout).")
+    ] = None,
+    show_schema: Annotated[
+        bool, typer.Option("--schema", help="Print the JSON Schema of the export instead.")
+    ] = False,
+    results: ResultsOpt = DEFAULT_RESULTS,
+) -> None:
+    """Export a run's samples (and, as NDJSON, the run and its events)."""
+    from virtbench import export as ex
+
+    if show_schema:
+        sys.stdout.write(ex.schema_text())
+        return
+    if run_id is None:
+        raise VirtbenchError("export: give a run id (see `virtbench list`), or --schema")
+    if fmt not in ex.FORMATS:
+        raise VirtbenchError(f"--format: {fmt!r} is not one of {', '.join(ex.FORMATS)}")
+    store = Store(results)
+    store.run(run_id)  # unknown run: one line, before any file is created
+    write = ex.write_ndjson if fmt == "ndjson" else ex.write_csv
+    if output is None:
+        write(store, run_id, sys.stdout)
+        return
+    try:
+        with open(output, "w", newline="") as fh:
+            n = write(store, run_id, fh)
+    except OSError as exc:
+        raise VirtbenchError(f"-o {output}: cannot write ({exc.strerror})") from None
+    err.print(f"{n} {'lines' if fmt == 'ndjson' else 'rows'} written to {output}")
