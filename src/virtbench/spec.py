@@ -485,7 +485,15 @@ def load(name_or_path: str) -> tuple[Spec, dict[str, Any], str]:
     if path.suffix == ".toml" or path.exists():
         if not path.is_file():
             raise SpecError(f"{name_or_path}: no such spec file")
-        text, where = path.read_text(encoding="utf-8"), str(path)
+        where = str(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise SpecError(f"{where}: cannot read ({exc.strerror})") from None
+        except UnicodeDecodeError as exc:
+            raise SpecError(
+                f"{where}: not UTF-8 text (byte {exc.start}); save it as UTF-8"
+            ) from None
     elif name_or_path in catalog_names():
         res = resources.files("virtbench.catalog") / f"{name_or_path}.toml"
         text, where = res.read_text(encoding="utf-8"), f"catalog/{name_or_path}.toml"
@@ -556,7 +564,7 @@ def with_overrides(
 
                 # the file's parameters of workloads the flag leaves out go with them
                 names = value if isinstance(value, list) else [value]
-                keep = {workloads.ALIASES.get(v, v) for v in names}
+                keep = {workloads.ALIASES.get(v, v) for v in names if isinstance(v, str)}
                 if "all" not in keep:
                     e["params"] = {k: v for k, v in e["params"].items() if k in keep}
             other = SCALABILITY_EITHER.get(field)

@@ -124,7 +124,7 @@ def test_ctrl_c_then_resume_finishes_the_run_without_redoing_what_was_done(env, 
     assert "resumed (interrupted)" in messages and "units already measured" in messages
     assert not labelled(rid)
     again = cli("run", "--resume", rid, env=env)
-    assert again.returncode == 1 and again.stderr.strip() == (
+    assert again.returncode == 2 and again.stderr.strip() == (
         f"error: run {rid} completed: nothing to resume"
     )
 
