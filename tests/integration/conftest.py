@@ -6,6 +6,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -104,6 +105,27 @@ def cli(
         timeout=timeout,
         env={**os.environ, **(env or {}), "COLUMNS": "200"},
     )
+
+
+def start_run(*args: str, env: dict[str, str]) -> tuple[subprocess.Popen, str]:
+    """`virtbench run ARGS` in the background, as from a terminal (a shell's background job,
+    e.g. `make test &`, would hand down SIGINT ignored, and Python would then install no
+    KeyboardInterrupt handler); returns it and its run id once it says it started."""
+    p = subprocess.Popen(
+        [*VIRTBENCH, "run", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, **env, "COLUMNS": "200"},
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    assert p.stdout is not None
+    seen = ""
+    while not re.search(r"run ([a-z0-9]{6}) started", seen):  # a leftovers warning may come first
+        line = p.stdout.readline()
+        assert line, seen
+        seen += line
+    return p, run_id_of(seen)
 
 
 def labelled(run_id: str) -> list[str]:

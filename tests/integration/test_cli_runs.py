@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import re
 import signal
 import subprocess
 import time
 
 import pytest
-from tests.integration.conftest import VIRTBENCH, cli, labelled, run_id_of
+from tests.integration.conftest import cli, labelled, run_id_of, start_run
 
 from virtbench.store import Store
 
@@ -89,23 +87,7 @@ def test_bad_spec_is_one_line_and_starts_nothing(env, tmp_path):
 
 
 def start_density(env, instances: int) -> tuple[subprocess.Popen, str]:
-    p = subprocess.Popen(
-        [*VIRTBENCH, "run", "density", "--runtimes", "crun", "--instances", str(instances)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env={**os.environ, **env},
-        # as from a terminal: a shell's background job (e.g. `make test &`) would hand
-        # down SIGINT ignored, and then Python installs no KeyboardInterrupt handler
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )
-    assert p.stdout is not None
-    seen = ""
-    while not re.search(r"run ([a-z0-9]{6}) started", seen):  # a leftovers warning may come first
-        line = p.stdout.readline()
-        assert line, seen
-        seen += line
-    rid = run_id_of(seen)
+    p, rid = start_run("density", "--runtimes", "crun", "--instances", str(instances), env=env)
     deadline = time.monotonic() + 60
     while len([x for x in labelled(rid) if x.startswith("container")]) < 10:
         assert time.monotonic() < deadline, "instances did not start"

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import re
 import shutil
 import signal
 import sqlite3
@@ -13,7 +11,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from tests.integration.conftest import VIRTBENCH, cli, labelled, run_id_of
+from tests.integration.conftest import cli, labelled, run_id_of, start_run
 from tests.integration.test_cli_runs import start_density
 
 from virtbench.store import Store
@@ -74,24 +72,12 @@ def test_ctrl_c_then_resume_finishes_the_run_without_redoing_what_was_done(env, 
     """Ctrl-C half-way through 40 repetitions of hello on native and crun; `run --resume`
     measures only what is missing: every (runtime, repetition) has exactly one boot in the
     end, and the samples taken before the interruption are the very same rows."""
-    p = subprocess.Popen(
-        [*VIRTBENCH, "run", "boot", "--runtimes", "native,crun", "--workloads", "hello",
-         "--runs", "40", "--warmups", "1", "--benchmark-times", "1"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        env={**os.environ, **env, "COLUMNS": "200"},
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )  # fmt: skip
-    assert p.stdout is not None
-    seen = ""
-    while not re.search(r"run ([a-z0-9]{6}) started", seen):
-        line = p.stdout.readline()
-        assert line, seen
-        seen += line
-    rid = run_id_of(seen)
+    p, rid = start_run("boot", "--runtimes", "native,crun", "--workloads", "hello", "--runs",
+                       "40", "--warmups", "1", "--benchmark-times", "1", env=env)  # fmt: skip
     db = tmp_path / "results" / "virtbench.sqlite"
     deadline = time.monotonic() + 120
     while _boots(db, rid) < 30:
-        assert p.poll() is None and time.monotonic() < deadline, seen + p.stdout.read()
+        assert p.poll() is None and time.monotonic() < deadline, p.communicate()[0]
         time.sleep(0.05)
     p.send_signal(signal.SIGINT)
     out, _ = p.communicate(timeout=120)

@@ -4,15 +4,12 @@
 from __future__ import annotations
 
 import ipaddress
-import os
-import re
 import shutil
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
-from tests.integration.conftest import VIRTBENCH, cli, driver, labelled, run_id_of
+from tests.integration.conftest import cli, driver, labelled, run_id_of, start_run
 
 from virtbench import naming
 from virtbench.artifacts.linux import debian_kernel, elf_kernel
@@ -221,20 +218,7 @@ def test_kill_9_of_a_run_of_bridged_vms_then_clean_removes_vms_and_taps(env, tmp
     path = tmp_path / "vms.toml"
     path.write_text('name = "k"\nruntimes = ["qemu"]\n[instance]\nnetwork = "bridge"\n'
                     '[[experiment]]\ntype = "density"\ninstances = 60\n')  # fmt: skip
-    p = subprocess.Popen(
-        [*VIRTBENCH, "run", str(path)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env={**os.environ, **env},
-    )
-    assert p.stdout is not None
-    seen = ""
-    while not re.search(r"run ([a-z0-9]{6}) started", seen):
-        line = p.stdout.readline()
-        assert line, seen
-        seen += line
-    rid = run_id_of(seen)
+    p, rid = start_run(str(path), env=env)
     deadline = time.monotonic() + 60
     while len([x for x in labelled(rid) if x.startswith(f"link vb-{rid}-t")]) < 5:
         assert time.monotonic() < deadline and p.poll() is None, "VMs did not start"
