@@ -60,6 +60,17 @@ def kill_group(proc: subprocess.Popen, grace: float = 2.0) -> None:
             continue
 
 
+def describe_status(rc: int) -> str:
+    """A Popen return code in words: "exited with status 3", "killed by SIGKILL"."""
+    if rc < 0:
+        try:
+            name = signal.Signals(-rc).name
+        except ValueError:
+            name = f"signal {-rc}"
+        return f"killed by {name}"
+    return f"exited with status {rc}"
+
+
 def wait(p: subprocess.Popen, timeout: float) -> int:
     """Wait for `p` to exit, waking the moment it does (pidfd + poll).
 

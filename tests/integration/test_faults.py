@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import sqlite3
@@ -11,9 +12,14 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import psutil
+import pytest
+from tests.conftest import need
 from tests.integration.conftest import cli, labelled, run_id_of, start_run
 from tests.integration.test_cli_runs import start_density
 
+from virtbench import runtimes
+from virtbench.runtimes import daemon
 from virtbench.store import Store
 
 
@@ -134,3 +140,101 @@ def test_kill_9_then_resume_removes_the_leftovers_and_redoes_the_pile_up(env, tm
     assert store.run(rid).status == "completed"
     assert not labelled(rid)
     assert not (tmp_path / "state" / "runs" / rid).exists()
+
+
+def _instance_pids(rid: str, comm: str) -> list[int]:
+    """Host pids of the run's instances' processes named `comm` (by their environment)."""
+    found = []
+    for proc in psutil.process_iter(["name", "environ"]):
+        environ = proc.info["environ"] or {}
+        if proc.info["name"] == comm and environ.get("VIRTBENCH_INSTANCE", "").startswith(
+            f"vb-{rid}-"
+        ):
+            found.append(proc.pid)
+    return found
+
+
+def test_a_server_killed_mid_measurement_is_a_failed_sample_with_how_and_the_run_goes_on(
+    env, tmp_path
+):
+    """While wrk measures the first nginx, every nginx process of it gets SIGKILL: that
+    measurement is stored as a failed sample saying the server ended during it (not a
+    client parse error, not a figure from half a measurement), and every other
+    repetition is measured."""
+    spec = tmp_path / "kill.toml"
+    spec.write_text(
+        'name = "killed-server"\nruntimes = ["native", "crun"]\n[instance]\nnetwork = "bridge"\n'
+        '[runtime.native]\nnetwork = "host"\n[[experiment]]\ntype = "throughput"\n'
+        'workloads = ["nginx"]\nruns = 3\nwarmups = 0\n[experiment.params.nginx]\n'
+        "connections = 4\nduration_s = 4\n"
+    )
+    p, rid = start_run(str(spec), env=env)
+    deadline = time.monotonic() + 120
+    while not any(c.name() == "wrk" for c in psutil.Process(p.pid).children(recursive=True)):
+        assert p.poll() is None and time.monotonic() < deadline, p.communicate()[0]
+        time.sleep(0.05)
+    victims = _instance_pids(rid, "nginx")
+    assert victims
+    for pid in victims:
+        os.kill(pid, signal.SIGKILL)
+    out, _ = p.communicate(timeout=300)
+    assert p.returncode == 0, out
+    store = Store(tmp_path / "results")
+    samples = [s for s in store.samples(rid) if s.experiment == "throughput"]
+    failed = [s for s in samples if s.error]
+    assert len(failed) == 1, [s.error for s in failed]
+    bad = failed[0]
+    assert bad.value is None and bad.metric == "requests_per_s" and bad.repetition == 0
+    why = "killed by SIGKILL" if bad.runtime == "native" else "ended (no process of it is left"
+    assert f"the server {why}" in bad.error and "during the measurement" in bad.error, bad.error
+    good = {(s.runtime, s.repetition) for s in samples if s.metric == "requests_per_s" and
+            s.value}  # fmt: skip
+    want = {(rt, rep) for rt in ("native", "crun") for rep in range(3)}
+    assert good == want - {(bad.runtime, 0)}
+    events = " ".join(m for _, _, m in store.events(rid))
+    assert f"throughput: {bad.runtime} nginx: the server" in events
+    assert store.run(rid).status == "completed"
+    assert not labelled(rid)
+
+
+def _docker_disk_mentions(rid: str) -> list[str]:
+    """Files of the default Docker data root that name the run (its image's tag, its
+    containers' configs, its networks), read from disk: the run's own dockerd is gone."""
+    root = Path("/var/lib/docker")
+    files = [root / "image/overlay2/repositories.json", root / "network/files/local-kv.db",
+             *root.glob("containers/*/config.v2.json")]  # fmt: skip
+    marker = f"vb-{rid}-".encode()
+    return [str(f) for f in files if f.is_file() and marker in f.read_bytes()]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("runtime", ["runc", "runsc", "docker", "podman", "lxc", "lxd", "nspawn"])
+def test_kill_9_then_clean_leaves_nothing_of_any_runtime_kind(runtime, env, tmp_path):
+    """kill -9 of a density run while its instances pile up, then `virtbench clean`: no
+    instance, process, cgroup, image, network, netns, link or mount of the run is left,
+    a daemon the run started (dockerd, its own LXD) is stopped, and its state is gone.
+    (crun: test_cli_runs; QEMU with taps: test_vms.)"""
+    avail = runtimes.get(runtime).available()
+    need(avail.ok, f"{runtime}: {avail.reason}")
+    p, rid = start_run("density", "--runtimes", runtime, "--instances", "40", "--runs", "1",
+                       env=env)  # fmt: skip
+    deadline = time.monotonic() + 300
+    while len([x for x in labelled(rid) if x.startswith("cgroup")]) < 3:
+        assert p.poll() is None and time.monotonic() < deadline, p.communicate()[0]
+        time.sleep(0.2)
+    ledger = tmp_path / "state" / "runs" / rid / "ledger.jsonl"
+    p.kill()
+    p.communicate(timeout=30)
+    records = [json.loads(line) for line in ledger.read_text().splitlines()]
+    daemons = [(r["pid"], r["start"]) for r in records if r["kind"] == "daemon-pid"]
+    assert labelled(rid), "the run should have left instances behind"
+    res = cli("clean", "--run", rid, env=env, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert f"run {rid} marked crashed" in res.stdout
+    assert not labelled(rid)
+    for pid, start in daemons:  # stopped, not merely forgotten
+        assert daemon.start_time(pid) != start, f"daemon {pid} still runs"
+    if runtime == "docker":
+        assert not _docker_disk_mentions(rid)
+    assert not (tmp_path / "state" / "runs" / rid).exists()
+    assert cli("clean", "--run", rid, env=env).stdout.strip() == "nothing to clean"

@@ -10,6 +10,7 @@ import pytest
 from tests.integration.conftest import driver, labelled
 
 from virtbench import cgroups, naming
+from virtbench.errors import InstanceError
 from virtbench.runtimes.base import InstanceSpec, RuntimeContext
 from virtbench.workloads import hello, sleep
 
@@ -117,6 +118,7 @@ def test_sleeper_signals_ready_and_stops_clean(name, network, ctx, artifact):
         t_ready = ctx.probe.wait(s.name, 30)
         assert t_ready is not None, f"no ready signal: {inst.log_tail()}"
         assert t_ready > inst.t_spawn_ns
+        assert rt.exit_reason(inst) is None  # it runs: never mistaken for a dead one
         pids = rt.pids(inst)
         assert pids, "instance has no host processes"
         limits = in_subtree(ctx.layout.memory_dir(s.name), "memory.limit_in_bytes")
@@ -148,6 +150,40 @@ def test_sleeper_signals_ready_and_stops_clean(name, network, ctx, artifact):
     left = instance_leftovers(ctx.run_id)
     assert not left, left
     assert rt.stop(inst) == 0.0  # idempotent
+
+
+# Runtimes that keep the payload's exit status say it; the others say it ended.
+KEEP_STATUS = ("native", "nspawn", "docker", "docker:crun", "docker:runsc", "podman",
+               "podman:runc", "podman:runsc")  # fmt: skip
+NO_CONSOLE = ("lxc", "lxd", "podman")
+
+
+@pytest.mark.parametrize("name", RUNTIMES)
+def test_an_instance_that_ends_before_it_is_ready_is_reported_at_once_with_how(name, ctx, artifact):
+    """vb-ready given an address it cannot use prints why and exits 65 without signalling:
+    the wait for its ready signal ends within seconds (not at the timeout) and says how
+    the instance ended, with its console output."""
+    rt = driver(name, ctx)
+    iname = naming.name(ctx.run_id, "7")
+    s = InstanceSpec(name=iname, argv=("/bin/vb-ready", "bogus:", iname), rootfs=artifact.path)
+    inst = rt.start(s, detach=True)
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(InstanceError) as err:
+            rt.wait_ready(inst, 60)
+        assert time.monotonic() - t0 < 15
+        msg = str(err.value)
+        assert f"{iname} " in msg and "before it signalled ready" in msg, msg
+        if name in KEEP_STATUS:
+            assert "exited with status 65" in msg, msg
+        else:
+            assert "ended (no process of it is left" in msg, msg
+        if not name.startswith(NO_CONSOLE):  # their detached payload's output goes elsewhere
+            assert "vb-ready: cannot signal bogus:" in msg, msg
+    finally:
+        rt.stop(inst)
+    left = instance_leftovers(ctx.run_id)
+    assert not left, left
 
 
 # nspawn stays in the foreground, so a bad program shows only as a missing ready signal.

@@ -88,9 +88,9 @@ def test_server_answers_the_host_client(name, network, workload, ctx, servers, r
     try:
         assert (inst.data_dir is not None) == data and (not data or inst.data_dir.is_dir())
         address = inst.address or "127.0.0.1"
-        wait_tcp(inst, address, wl.PORT, 60)
+        wait_tcp(rt, inst, address, wl.PORT, 60)
         params = wl.Params(**QUICK[workload])
-        prepare_server(wl, params, inst, address, 60, 300)
+        prepare_server(rt, wl, params, inst, address, 60, 300)
         metrics = {}
         for level in wl.levels(params):
             argv = client_argv(servers.path, wl.client(address, params, level))

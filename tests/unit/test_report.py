@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from virtbench.cli import app
 from virtbench.report import plots
-from virtbench.store import Store
+from virtbench.store import Sample, Store
 
 runner = CliRunner()
 ALL = ("boot", "density", "throughput", "scalability", "isolation")
@@ -92,3 +92,36 @@ def test_report_flags_name_what_to_fix(tmp_path):
     res = runner.invoke(app, ["report", "zzzzz9", "--results", str(tmp_path)])
     assert res.exit_code == 2 and "run 'zzzzz9' not found" in res.output
     assert not (tmp_path / "r.html").exists()
+
+
+HOSTILE = '<script>alert(1)</script>"><img src=x onerror=alert(2)>{{ 7*7 }}&amp;'
+
+
+def test_report_escapes_every_string_from_the_store(tmp_path):
+    """Strings that reach the page from a store (a run's name, its runtime labels, the
+    environment, artifact names, events, failed samples' errors with an instance's
+    console output) are text, never markup: a store from elsewhere cannot inject any."""
+    store = Store(tmp_path)
+    rt = "crun<b onmouseover=alert(3)>"
+    rid = fake_run(store, "ccccc3", {"native": 1.0, rt: 1.1}, ALL, name=f"n{HOSTILE}")
+    store.set_environment(rid, {**store.run(rid).environment, "hostname": HOSTILE,
+                                "kernel": HOSTILE})  # fmt: skip
+    store.add_artifact(rid, {"name": HOSTILE, "digest": "e" * 64, "disk_bytes": 1})
+    store.add_event(rid, "warning", f"isolation: {HOSTILE}")
+    store.add_sample(rid, Sample(experiment="boot", metric="boot.spawn_to_exit", value=None,
+                                 unit="ms", direction="lower", runtime=rt, workload="hello",
+                                 repetition=99, error=f"console: {HOSTILE}"))  # fmt: skip
+    out = tmp_path / "r.html"
+    res = runner.invoke(app, ["report", rid, "-o", str(out), "--results", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    page = out.read_text()
+    for markup in ("<script", "<img", "<b onmouseover"):
+        assert markup not in page, markup
+    assert "}}&amp;amp;" in page and "&amp;amp;amp;" not in page  # escaped once, not twice
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "&lt;img src=x onerror=alert(2)&gt;" in page
+    assert page.count("{{ 7*7 }}") >= 5  # name, hostname, kernel, artifact, event: as text
+    assert "crun&lt;b onmouseover=alert(3)&gt;" in page
+    # the plots inline as SVG: their text is escaped too
+    for svg in re.findall(r"<svg.*?</svg>", page, re.S):
+        assert "<b " not in svg and "<script" not in svg

@@ -91,3 +91,23 @@ def test_linux_guest_kernel_and_command_line_per_vmm(tmp_path, name, exit_mode, 
     kernel = rt.kernel(inst)
     assert (kernel != image) == elf
     assert kernel.read_bytes() == (b"\x7fELF" + b"k" * 4000 if elf else image.read_bytes())
+
+
+def test_qemu_disk_path_with_commas_stays_one_option_value(tmp_path):
+    """A disk at `a,b` must not add `b` as a -drive option (QEMU: a doubled comma)."""
+    kernel = tmp_path / "k.elf"
+    kernel.write_bytes(b"\x7fELF")
+    disk = tmp_path / "disk,format=qcow2,if=ide.img"
+    disk.write_bytes(b"\0" * 512)
+    cls = runtimes.get("qemu")
+    ctx = SimpleNamespace(paths=SimpleNamespace(cache=tmp_path / "cache"))
+    opts = cls.Options(guest="image", kernel=kernel, disk=disk, ready="up")
+    rt = cls(ctx, opts)  # type: ignore[arg-type]
+    spec = InstanceSpec("vb-r1-1", ("/bin/vb-hello",), tmp_path)
+    argv = rt._command(Instance(spec, "qemu", tmp_path / "log", argv=spec.argv))
+    drive = argv[argv.index("-drive") + 1]
+    want = f"file={str(disk).replace(',', ',,')},format=raw,if=none,readonly=on"
+    assert drive == f"id=vbdisk,{want}"
+    # read back the way QEMU splits it: on single commas only
+    fields = re.split(r"(?<!,),(?!,)", drive)
+    assert [f.replace(",,", ",") for f in fields][1] == f"file={disk}"

@@ -96,9 +96,7 @@ def measure_once(
                 **base,
             )
         )
-        t_ready = s.probe.wait(spec.name, timeout)
-        if t_ready is None:
-            raise InstanceError(f"{runtime}: no ready signal in {timeout:g} s: {inst.log_tail()}")
+        t_ready = rt.wait_ready(inst, timeout)
         _first_output(s, inst, base)
         s.record(Sample(metric=metric, value=_ms(t_ready - inst.t_spawn_ns), unit="ms", **base))
     except InstanceError as exc:

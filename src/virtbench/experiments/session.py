@@ -74,14 +74,13 @@ class Session:
 
     def start_ready(self, runtime: str, spec: InstanceSpec, timeout: float) -> tuple[Instance, int]:
         """Start a detached instance and wait for its ready datagram: (instance, host
-        monotonic ns of the datagram). If it never comes, the instance is stopped and
-        InstanceError raised with its console output."""
+        monotonic ns of the datagram). If it never comes, or the instance ends first, the
+        instance is stopped and InstanceError raised with how it ended and its console
+        output."""
         rt = self.runtimes[runtime]
         inst = rt.start(spec, detach=True)
         try:
-            t_ready = self.probe.wait(spec.name, timeout)
-            if t_ready is None:
-                raise InstanceError(f"no ready signal in {timeout:g} s: {inst.log_tail()}")
+            t_ready = rt.wait_ready(inst, timeout)
         except BaseException:
             rt.stop(inst)
             raise

@@ -25,7 +25,7 @@ from virtbench import proc, workloads
 from virtbench.errors import InstanceError, SpecError
 from virtbench.experiments.session import Session
 from virtbench.proc import CommandError
-from virtbench.runtimes.base import Instance
+from virtbench.runtimes.base import Instance, Runtime
 from virtbench.store import Sample
 
 
@@ -37,12 +37,20 @@ def port_open(address: str, port: int) -> bool:
         return False
 
 
-def wait_tcp(inst: Instance, address: str, port: int, timeout: float) -> None:
-    """Until `address:port` accepts a connection; raise if the server exits or is slow."""
+def ended(rt: Runtime, inst: Instance, what: str) -> InstanceError | None:
+    """The error to raise if the server instance has ended (how, and its last output)."""
+    why = rt.exit_reason(inst)
+    if why is None:
+        return None
+    return InstanceError(f"the server {why} {what}: {inst.log_tail()}")
+
+
+def wait_tcp(rt: Runtime, inst: Instance, address: str, port: int, timeout: float) -> None:
+    """Until `address:port` accepts a connection; raise if the server ends or is slow."""
     deadline = time.monotonic() + timeout
     while not port_open(address, port):
-        if inst.proc is not None and inst.proc.poll() is not None:
-            raise InstanceError(f"server exited ({inst.proc.returncode}): {inst.log_tail()}")
+        if err := ended(rt, inst, f"before port {port} opened"):
+            raise err
         if time.monotonic() > deadline:
             raise InstanceError(f"port {port} not open after {timeout:g} s: {inst.log_tail()}")
         time.sleep(0.05)
@@ -75,7 +83,13 @@ def check_reachable(s: Session, experiment: str, name: str, runtimes: list[str])
 
 
 def prepare_server(
-    wl: Any, params: Any, inst: Instance, address: str, ready_timeout: float, timeout: float
+    rt: Runtime,
+    wl: Any,
+    params: Any,
+    inst: Instance,
+    address: str,
+    ready_timeout: float,
+    timeout: float,
 ) -> None:
     """Untimed, once per server instance after its port opened: wait until the workload's
     readiness check passes (a database still starting accepts connections and refuses
@@ -85,8 +99,8 @@ def prepare_server(
         argv = client_argv(artifact, wl.ready(address, params))
         deadline = time.monotonic() + ready_timeout
         while (res := proc.run(argv, check=False, timeout=30)).returncode != 0:
-            if inst.proc is not None and inst.proc.poll() is not None:
-                raise InstanceError(f"server exited ({inst.proc.returncode}): {inst.log_tail()}")
+            if err := ended(rt, inst, f"before {wl.NAME} was ready"):
+                raise err
             if time.monotonic() > deadline:
                 raise InstanceError(f"{wl.NAME} not ready after {ready_timeout:g} s: {res.brief()}")
             time.sleep(0.2)
@@ -151,9 +165,15 @@ class Worker:
             )
         self.inst = self.rt.start(self._spec(wl.argv), detach=True)
         self.address = self.inst.address or "127.0.0.1"
-        wait_tcp(self.inst, self.address, wl.PORT, self.ready_timeout)
+        wait_tcp(self.rt, self.inst, self.address, wl.PORT, self.ready_timeout)
         prepare_server(
-            wl, self.params, self.inst, self.address, self.ready_timeout, self.client_timeout
+            self.rt,
+            wl,
+            self.params,
+            self.inst,
+            self.address,
+            self.ready_timeout,
+            self.client_timeout,
         )
 
     def measure(self, level: Any) -> list[workloads.Metric]:
@@ -172,17 +192,28 @@ class Worker:
                     raise InstanceError(f"{wl.NAME}: {exc}") from None
             finally:
                 self.rt.stop(inst)
-        if self.inst is None:
+        inst = self.inst
+        if inst is None:
             raise InstanceError(f"{self.name}: the server is not running")
+        where = f"at level {level}" if len(self.levels) > 1 else ""
+        if err := ended(self.rt, inst, f"before the measurement {where}".rstrip()):
+            raise err
         try:
             argv = client_argv(self.s.artifact.path, wl.client(self.address, self.params, level))
             res = proc.run(argv, check=False, timeout=self.client_timeout)
-        except CommandError as exc:  # timed out
-            raise InstanceError(f"{self.name} client at level {level}: {exc}") from None
-        try:
-            return wl.parse(res.stdout + res.stderr)
-        except workloads.ParseError as exc:
-            raise InstanceError(f"{self.name} client at level {level}: {exc}") from None
+            metrics = wl.parse(res.stdout + res.stderr)
+        except (CommandError, workloads.ParseError) as exc:  # timed out, or nothing to parse
+            # A server that died under its client is the reason, not the client's output.
+            deadline = time.monotonic() + 2  # a killed server takes a moment to be reaped
+            while (err := ended(self.rt, inst, f"during the measurement {where}".rstrip())) is None:
+                if time.monotonic() > deadline:
+                    raise InstanceError(f"{self.name} client at level {level}: {exc}") from None
+                time.sleep(0.1)
+            raise err from None
+        # Figures a client got from a server that died half-way are not a measurement.
+        if err := ended(self.rt, inst, f"during the measurement {where}".rstrip()):
+            raise err
+        return metrics
 
     def measure_levels(
         self, experiment: str, check: Callable[[], None] | None = None, **labels: Any

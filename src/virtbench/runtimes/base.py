@@ -28,119 +28,42 @@ import shutil
 import subprocess
 import time
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
 from virtbench import cgroups, proc
 from virtbench.errors import InstanceError, SpecError
+from virtbench.runtimes.model import (  # re-exported: drivers import them from here
+    DATA_MOUNT,
+    PROBE_MOUNT,
+    PROBE_PLACEHOLDER,
+    Availability,
+    Family,
+    Instance,
+    InstanceSpec,
+    NoOptions,
+    RuntimeContext,
+)
 
 if TYPE_CHECKING:
-    from virtbench.measure.probe import ProbeListener
-    from virtbench.paths import Paths
-    from virtbench.runtimes.daemon import Daemons
     from virtbench.runtimes.network import BridgeNetwork
-    from virtbench.state import RunState
 
-PROBE_PLACEHOLDER = "{probe}"
-PROBE_MOUNT = "/run/vb"  # where the probe socket directory appears inside containers
-DATA_MOUNT = "/data"  # an instance's own writable directory on disk (InstanceSpec.data)
-
-
-class Family(StrEnum):
-    PROCESS = "process"
-    CONTAINER = "container"
-    SANDBOX = "sandbox"
-    VM = "vm"
-
-
-@dataclass(frozen=True)
-class Availability:
-    """Whether a runtime can run here; when not, why and the command that fixes it."""
-
-    ok: bool
-    version: str = ""
-    reason: str = ""
-    fix: str = ""
-
-
-@dataclass(frozen=True)
-class InstanceSpec:
-    """What an experiment asks a runtime to start. `argv` uses paths inside the rootfs
-    and may contain PROBE_PLACEHOLDER, replaced by the address the instance can reach."""
-
-    name: str
-    argv: tuple[str, ...]
-    rootfs: Path
-    network: str = "none"
-    memory_mib: int | None = None
-    cpus: str | None = None
-    pids_limit: int | None = None  # most tasks (processes + threads) the instance may have
-    data: bool = False  # a fresh directory on the host's disk at DATA_MOUNT (not tmpfs)
-
-
-@dataclass
-class Instance:
-    """One running (or finished) thing a runtime started."""
-
-    spec: InstanceSpec
-    runtime: str
-    log_path: Path
-    argv: tuple[str, ...] = ()
-    t_spawn_ns: int = 0
-    t_started_ns: int = 0
-    t_exit_ns: int | None = None
-    exit_code: int | None = None
-    address: str | None = None
-    netns: Path | None = None
-    proc: subprocess.Popen | None = None
-    stopped: bool = False
-    binds: list[tuple[Path, str]] = field(default_factory=list)
-    data_dir: Path | None = None  # the host directory behind DATA_MOUNT
-    extra: dict[str, Any] = field(default_factory=dict)  # driver scratch between hooks
-
-    @property
-    def name(self) -> str:
-        return self.spec.name
-
-    def log_tail(self, lines: int = 5) -> str:
-        try:
-            text = self.log_path.read_text(errors="replace").strip().splitlines()
-        except OSError:
-            return ""
-        return " | ".join(text[-lines:])
-
-
-@dataclass
-class RuntimeContext:
-    """What every driver of one run shares (passed in, never read from globals)."""
-
-    run_id: str
-    state: RunState
-    paths: Paths
-    layout: cgroups.Layout
-    probe: ProbeListener | None = None
-    bridge: BridgeNetwork | None = None
-    rootfs: Path | None = None  # the run's artifact rootfs, for engines that import it
-    daemons: Daemons = field(init=False)
-
-    def __post_init__(self) -> None:
-        from virtbench.runtimes.daemon import Daemons
-
-        self.daemons = Daemons(self.state)
-
-    @property
-    def scratch(self) -> Path:
-        return self.state.dir
-
-
-class NoOptions(BaseModel):
-    """Driver options: none (the default for drivers without a spec table of their own)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
+__all__ = [
+    "DATA_MOUNT",
+    "PROBE_MOUNT",
+    "PROBE_PLACEHOLDER",
+    "Availability",
+    "Family",
+    "Instance",
+    "InstanceSpec",
+    "NoOptions",
+    "Runtime",
+    "RuntimeContext",
+    "remove_tree",
+    "which",
+]
 
 
 class Runtime(ABC):
@@ -266,6 +189,45 @@ class Runtime(ABC):
         the driver's `owner_pids` (shims, monitors)."""
         found = [p for n in self.cgroup_names(inst) for p in cgroups.procs(self.ctx.layout, n)]
         return found + [p for p in self.owner_pids(inst) if p not in found]
+
+    def exit_reason(self, inst: Instance) -> str | None:
+        """How a started instance ended ("exited with status 3", "killed by SIGKILL"), or
+        None while it runs. Default: its launcher's status where the driver keeps one
+        (native, VMs, nspawn), else whether a process is left in its cgroup; engines ask
+        their daemon (which knows the exit status)."""
+        if inst.proc is not None:
+            rc = inst.proc.poll()
+            return None if rc is None else proc.describe_status(rc)
+        if cgroups.procs(self.ctx.layout, inst.name):
+            return None
+        return "ended (no process of it is left; its runtime keeps no exit status)"
+
+    def wait_ready(self, inst: Instance, timeout: float) -> int:
+        """Host monotonic ns of `inst`'s ready datagram. InstanceError, with the console's
+        last lines, if none comes in `timeout` s or the instance ends first (looked at
+        every 0.25 s at first, then less often, so a dead instance is reported within a
+        few seconds without a busy loop beside the boot being timed)."""
+        assert self.ctx.probe is not None, "waiting for a ready signal needs the probe"
+        deadline = time.monotonic() + timeout
+        step = 0.25
+        while True:
+            left = deadline - time.monotonic()
+            t = self.ctx.probe.wait(inst.name, max(0.0, min(step, left)))
+            if t is not None:
+                return t
+            if left <= step:
+                raise InstanceError(
+                    f"{self.label}: no ready signal in {timeout:g} s: {inst.log_tail()}"
+                )
+            why = self.exit_reason(inst)
+            if why is not None:
+                t = self.ctx.probe.wait(inst.name, 0)  # it may have signalled, then ended
+                if t is not None:
+                    return t
+                raise InstanceError(
+                    f"{self.label}: {inst.name} {why} before it signalled ready: {inst.log_tail()}"
+                )
+            step = min(step * 2, 2.0)
 
     @property
     def emulated(self) -> bool:

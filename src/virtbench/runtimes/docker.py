@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict
 from virtbench import proc
 from virtbench.runtimes import owners
 from virtbench.runtimes.base import Availability, Instance, which
-from virtbench.runtimes.engine import LABEL, Engine
+from virtbench.runtimes.engine import LABEL, Engine, engine_exit_reason
 
 if TYPE_CHECKING:
     import docker as docker_sdk
@@ -261,6 +261,21 @@ class Docker(Engine):
     def _wait(self, inst: Instance, timeout: float) -> int:
         res = self.api.wait(self._ids[inst.name], timeout=timeout)
         return int(res.get("StatusCode", -1))
+
+    def exit_reason(self, inst: Instance) -> str | None:
+        cid = self._ids.get(inst.name)
+        if cid is None:
+            return "ended (its container is gone)"
+        try:
+            state = self.api.inspect_container(cid)["State"]
+        except Exception as exc:  # the container, or dockerd, went away
+            return f"ended (dockerd cannot inspect it: {exc})"
+        why = engine_exit_reason(
+            state.get("Running"), state.get("ExitCode"), state.get("OOMKilled"), state.get("Error")
+        )
+        if why is not None:
+            self._save_logs(inst)  # what it printed, for the error that names how it ended
+        return why
 
     def _save_logs(self, inst: Instance) -> None:
         cid = self._ids.get(inst.name)

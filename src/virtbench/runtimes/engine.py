@@ -36,6 +36,16 @@ def tar_of(root: Path) -> bytes:
     return buf.getvalue()
 
 
+def engine_exit_reason(running: object, code: object, oom: object, error: object) -> str | None:
+    """An engine's container state (docker's and podman's inspect agree) in words."""
+    if running:
+        return None
+    why = f"exited with status {code}" if code is not None else "ended"
+    if oom:
+        why += ", killed by the OOM killer"
+    return why + (f" ({error})" if error else "")
+
+
 class Engine(Runtime):
     """Base of drivers for container engines with images and networks of their own."""
 

@@ -50,6 +50,17 @@ def snapshot(pids: list[int]) -> list[psutil.Process]:
     return out
 
 
+def any_alive(procs: list[psutil.Process]) -> bool:
+    """Whether one of these processes still runs (a zombie has ended)."""
+    for p in procs:
+        try:
+            if p.is_running() and p.status() != psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.Error:
+            continue
+    return False
+
+
 def end(procs: list[psutil.Process], timeout: float = 5.0) -> None:
     """Wait for these processes to exit; SIGKILL the ones still there after `timeout`.
     psutil checks each handle's start time, so a reused pid is never signalled."""

@@ -32,7 +32,7 @@ from virtbench.runtimes.base import (
     remove_tree,
     which,
 )
-from virtbench.runtimes.engine import Engine
+from virtbench.runtimes.engine import Engine, engine_exit_reason
 
 RUNSC_FLAGS = ["platform=ptrace", "network=host", "host-uds=open"]
 START_TIMEOUT = 120.0
@@ -195,6 +195,18 @@ class Podman(Engine):
         if self.network is not None and inst.spec.network == "bridge":
             nets = (info.get("NetworkSettings") or {}).get("Networks") or {}
             inst.address = (nets.get(self.network) or {}).get("IPAddress") or None
+
+    def exit_reason(self, inst: Instance) -> str | None:
+        if inst.proc is not None:  # foreground: `podman run` itself
+            return super().exit_reason(inst)
+        if owners.any_alive(inst.extra.get("conmon") or []):
+            return None  # conmon watches the container until it exits (cheap to ask)
+        state = self._inspect(inst).get("State")
+        if not state:
+            return "ended (podman no longer knows it)"
+        return engine_exit_reason(
+            state.get("Running"), state.get("ExitCode"), state.get("OOMKilled"), state.get("Error")
+        )
 
     def _stop(self, inst: Instance) -> None:
         p = inst.proc

@@ -107,6 +107,7 @@ class Qemu(Vm):
             argv += ["-initrd", str(initrd)]
         if o.disk is not None:
             blk = "virtio-blk-device" if o.machine == "microvm" else "virtio-blk-pci"
-            argv += ["-drive", f"id=vbdisk,file={o.disk},format=raw,if=none,readonly=on",
+            disk = str(o.disk).replace(",", ",,")  # QEMU's option syntax: a comma doubled
+            argv += ["-drive", f"id=vbdisk,file={disk},format=raw,if=none,readonly=on",
                      "-device", f"{blk},drive=vbdisk"]  # fmt: skip
         return argv

@@ -1,0 +1,121 @@
+"""What drivers and experiments exchange: an instance's spec, the instance itself, the
+context every driver of one run shares, and whether a runtime can run here.
+
+Kept apart from the Runtime base class (runtimes/base.py), which re-exports them.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict
+
+from virtbench import cgroups
+
+if TYPE_CHECKING:
+    from virtbench.measure.probe import ProbeListener
+    from virtbench.paths import Paths
+    from virtbench.runtimes.daemon import Daemons
+    from virtbench.runtimes.network import BridgeNetwork
+    from virtbench.state import RunState
+
+PROBE_PLACEHOLDER = "{probe}"
+PROBE_MOUNT = "/run/vb"  # where the probe socket directory appears inside containers
+DATA_MOUNT = "/data"  # an instance's own writable directory on disk (InstanceSpec.data)
+
+
+class Family(StrEnum):
+    PROCESS = "process"
+    CONTAINER = "container"
+    SANDBOX = "sandbox"
+    VM = "vm"
+
+
+@dataclass(frozen=True)
+class Availability:
+    """Whether a runtime can run here; when not, why and the command that fixes it."""
+
+    ok: bool
+    version: str = ""
+    reason: str = ""
+    fix: str = ""
+
+
+@dataclass(frozen=True)
+class InstanceSpec:
+    """What an experiment asks a runtime to start. `argv` uses paths inside the rootfs
+    and may contain PROBE_PLACEHOLDER, replaced by the address the instance can reach."""
+
+    name: str
+    argv: tuple[str, ...]
+    rootfs: Path
+    network: str = "none"
+    memory_mib: int | None = None
+    cpus: str | None = None
+    pids_limit: int | None = None  # most tasks (processes + threads) the instance may have
+    data: bool = False  # a fresh directory on the host's disk at DATA_MOUNT (not tmpfs)
+
+
+@dataclass
+class Instance:
+    """One running (or finished) thing a runtime started."""
+
+    spec: InstanceSpec
+    runtime: str
+    log_path: Path
+    argv: tuple[str, ...] = ()
+    t_spawn_ns: int = 0
+    t_started_ns: int = 0
+    t_exit_ns: int | None = None
+    exit_code: int | None = None
+    address: str | None = None
+    netns: Path | None = None
+    proc: subprocess.Popen | None = None
+    stopped: bool = False
+    binds: list[tuple[Path, str]] = field(default_factory=list)
+    data_dir: Path | None = None  # the host directory behind DATA_MOUNT
+    extra: dict[str, Any] = field(default_factory=dict)  # driver scratch between hooks
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def log_tail(self, lines: int = 5) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace").strip().splitlines()
+        except OSError:
+            return ""
+        return " | ".join(text[-lines:])
+
+
+@dataclass
+class RuntimeContext:
+    """What every driver of one run shares (passed in, never read from globals)."""
+
+    run_id: str
+    state: RunState
+    paths: Paths
+    layout: cgroups.Layout
+    probe: ProbeListener | None = None
+    bridge: BridgeNetwork | None = None
+    rootfs: Path | None = None  # the run's artifact rootfs, for engines that import it
+    daemons: Daemons = field(init=False)
+
+    def __post_init__(self) -> None:
+        from virtbench.runtimes.daemon import Daemons
+
+        self.daemons = Daemons(self.state)
+
+    @property
+    def scratch(self) -> Path:
+        return self.state.dir
+
+
+class NoOptions(BaseModel):
+    """Driver options: none (the default for drivers without a spec table of their own)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
