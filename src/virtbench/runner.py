@@ -119,6 +119,8 @@ def execute(
             else:
                 resume_events(store, resume, env, argv or sys.argv)
             artifact = build_for(spec.experiment, paths.guest_src, paths.cache)
+            if resume is not None:
+                artifact_event(store, resume, artifact.to_dict())
             store.add_artifact(run_id, artifact.to_dict())
             probe = ProbeListener(run_state.dir / "probe")
             ctx = RuntimeContext(
@@ -201,6 +203,21 @@ def resume_events(store: Store, run: RunRecord, env: dict[str, Any], argv: list[
             store.add_event(
                 run.id, "warning", f"resume: {label} is now {version} (was {before[label]})"
             )
+
+
+def artifact_event(store: Store, run: RunRecord, now: dict[str, Any]) -> None:
+    """On resume: an artifact built differently from the one the run started with (its
+    programs rebuilt, its packages updated) is a warning; samples say which they used
+    (`params.artifact`)."""
+    before = [a for a in run.artifacts if a.get("name") == now.get("name")]
+    if before and all(a.get("digest") != now.get("digest") for a in before):
+        was = ", ".join(str(a.get("digest", ""))[:16] for a in before)
+        store.add_event(
+            run.id,
+            "warning",
+            f"resume: artifact {now.get('name')} is now {str(now.get('digest'))[:16]} (was "
+            f"{was}); each sample's params.artifact says which it was measured with",
+        )
 
 
 def discard_unfinished(session: Session, say: Callable[[str], None]) -> None:

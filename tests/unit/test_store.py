@@ -101,3 +101,17 @@ def test_discard_samples_removes_only_what_keep_rejects(tmp_path: Path):
     assert st.discard_samples("abc123", lambda s: s.repetition != 2) == 1
     assert [s.repetition for s in st.samples("abc123")] == [0, 1, 3]
     assert st.discard_samples("abc123", lambda s: True) == 0
+
+
+def test_resume_warns_when_the_artifact_was_built_differently(tmp_path):
+    from virtbench.runner import artifact_event
+
+    store = Store(tmp_path)
+    store.create_run("aaaaa1", "x", ["virtbench"], {})
+    old = {"name": "rootfs-servers", "digest": "a" * 64, "disk_bytes": 1}
+    store.add_artifact("aaaaa1", old)
+    artifact_event(store, store.run("aaaaa1"), old)
+    assert store.events("aaaaa1") == []  # the same artifact: nothing to say
+    artifact_event(store, store.run("aaaaa1"), {**old, "digest": "b" * 64})
+    [(_, level, msg)] = store.events("aaaaa1")
+    assert level == "warning" and f"is now {'b' * 16} (was {'a' * 16})" in msg
