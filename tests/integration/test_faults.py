@@ -7,6 +7,7 @@ import os
 import shutil
 import signal
 import sqlite3
+import stat
 import subprocess
 import time
 from collections import Counter
@@ -143,13 +144,15 @@ def test_kill_9_then_resume_removes_the_leftovers_and_redoes_the_pile_up(env, tm
 
 
 def _instance_pids(rid: str, comm: str) -> list[int]:
-    """Host pids of the run's instances' processes named `comm` (by their environment)."""
+    """Host pids of the run's instances' processes named `comm`, by their cgroup (nginx
+    overwrites its environment with its process title)."""
     found = []
-    for proc in psutil.process_iter(["name", "environ"]):
-        environ = proc.info["environ"] or {}
-        if proc.info["name"] == comm and environ.get("VIRTBENCH_INSTANCE", "").startswith(
-            f"vb-{rid}-"
-        ):
+    for proc in psutil.process_iter(["name"]):
+        try:
+            cgroup = Path(f"/proc/{proc.pid}/cgroup").read_text()
+        except OSError:
+            continue
+        if proc.info["name"] == comm and f"/virtbench/vb-{rid}-" in cgroup:
             found.append(proc.pid)
     return found
 
@@ -169,15 +172,20 @@ def test_a_server_killed_mid_measurement_is_a_failed_sample_with_how_and_the_run
         "connections = 4\nduration_s = 4\n"
     )
     p, rid = start_run(str(spec), env=env)
-    deadline = time.monotonic() + 120
-    while not any(c.name() == "wrk" for c in psutil.Process(p.pid).children(recursive=True)):
-        assert p.poll() is None and time.monotonic() < deadline, p.communicate()[0]
-        time.sleep(0.05)
-    victims = _instance_pids(rid, "nginx")
-    assert victims
-    for pid in victims:
-        os.kill(pid, signal.SIGKILL)
-    out, _ = p.communicate(timeout=300)
+    try:
+        deadline = time.monotonic() + 120
+        while not any(c.name() == "wrk" for c in psutil.Process(p.pid).children(recursive=True)):
+            assert p.poll() is None and time.monotonic() < deadline, p.communicate()[0]
+            time.sleep(0.05)
+        victims = _instance_pids(rid, "nginx")
+        assert victims
+        for pid in victims:
+            os.kill(pid, signal.SIGKILL)
+        out, _ = p.communicate(timeout=300)
+    finally:
+        if p.poll() is None:  # a failed assertion: stop the run the way Ctrl-C does
+            p.send_signal(signal.SIGINT)
+            p.communicate(timeout=120)
     assert p.returncode == 0, out
     store = Store(tmp_path / "results")
     samples = [s for s in store.samples(rid) if s.experiment == "throughput"]
@@ -216,6 +224,8 @@ def test_kill_9_then_clean_leaves_nothing_of_any_runtime_kind(runtime, env, tmp_
     (crun: test_cli_runs; QEMU with taps: test_vms.)"""
     avail = runtimes.get(runtime).available()
     need(avail.ok, f"{runtime}: {avail.reason}")
+    for d in [tmp_path, *tmp_path.parents]:  # unprivileged LXD containers below the state
+        d.chmod(d.stat().st_mode | stat.S_IXOTH)
     p, rid = start_run("density", "--runtimes", runtime, "--instances", "40", "--runs", "1",
                        env=env)  # fmt: skip
     deadline = time.monotonic() + 300
