@@ -24,3 +24,8 @@ class StoreError(VirtbenchError):
     what was committed before stays."""
 
     exit_code = 1
+
+
+class EngineGone(InstanceError):
+    """A runtime's engine daemon (dockerd, LXD) died or stopped answering mid-run: the
+    runtime is skipped for the rest of the run, the others go on."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -248,3 +249,74 @@ def test_kill_9_then_clean_leaves_nothing_of_any_runtime_kind(runtime, env, tmp_
         assert not _docker_disk_mentions(rid)
     assert not (tmp_path / "state" / "runs" / rid).exists()
     assert cli("clean", "--run", rid, env=env).stdout.strip() == "nothing to clean"
+
+
+def _boot_samples(db: Path, rid: str, runtime: str) -> list[tuple[float | None, str]]:
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
+    try:
+        q = (
+            "SELECT value, error FROM samples WHERE run_id = ? AND runtime = ? AND warmup = 0"
+            " AND experiment = 'boot'"
+        )
+        return con.execute(q, (rid, runtime)).fetchall()
+    except sqlite3.OperationalError:  # not created yet
+        return []
+    finally:
+        con.close()
+
+
+@pytest.mark.slow
+def test_dockerd_killed_mid_run_skips_docker_and_the_run_goes_on(env, tmp_path):
+    """The run's own dockerd gets SIGKILL (by the pid its ledger records) after a few docker
+    boots: docker's next boot is a failed sample saying so, docker is skipped for the rest
+    of the run with that reason, crun is measured to the end, and a fresh dockerd removes
+    what the dead one kept on disk; every daemon the run started is stopped."""
+    avail = runtimes.get("docker").available()
+    need(avail.ok, f"docker: {avail.reason}")
+    assert "not running" in avail.version, "a dockerd runs already: the run must start its own"
+    p, rid = start_run("boot", "--runtimes", "docker,crun", "--workloads", "hello", "--runs",
+                       "12", "--warmups", "0", env=env)  # fmt: skip
+    db = tmp_path / "results" / "virtbench.sqlite"
+    ledger = tmp_path / "state" / "runs" / rid / "ledger.jsonl"
+    deadline = time.monotonic() + 300
+    while len([v for v, _ in _boot_samples(db, rid, "docker") if v is not None]) < 3:
+        assert p.poll() is None and time.monotonic() < deadline, p.communicate()[0]
+        time.sleep(0.1)
+    records = [json.loads(line) for line in ledger.read_text().splitlines()]
+    (first,) = [(r["pid"], r["start"]) for r in records if r["kind"] == "daemon-pid"]
+    assert daemon.start_time(first[0]) == first[1]
+    os.kill(first[0], signal.SIGKILL)
+    daemons = [first]
+
+    def more_daemons() -> None:  # the fresh dockerd of the clean-up, while the run is on
+        with contextlib.suppress(OSError):
+            for line in ledger.read_text().splitlines():
+                r = json.loads(line)
+                if r["kind"] == "daemon-pid" and (r["pid"], r["start"]) not in daemons:
+                    daemons.append((r["pid"], r["start"]))
+
+    while p.poll() is None and time.monotonic() < deadline:
+        more_daemons()
+        time.sleep(0.05)
+    out, _ = p.communicate(timeout=60)
+    assert p.returncode == 0, out
+    gone = f"dockerd (pid {first[0]}), started by this run, killed by SIGKILL mid-run"
+    assert gone in " ".join(out.split()), out
+    store = Store(tmp_path / "results")
+    assert store.run(rid).status == "completed"
+    docker = [s for s in store.samples(rid) if s.runtime == "docker" and s.experiment == "boot"]
+    failed = [s for s in docker if s.value is None]
+    assert len(failed) == 1 and gone in failed[0].error, [s.error for s in failed]
+    assert len([s for s in docker if s.value is not None]) >= 3
+    crun = [s for s in store.samples(rid) if s.runtime == "crun" and s.metric ==
+            "boot.spawn_to_exit" and not s.warmup]  # fmt: skip
+    assert sorted(s.repetition for s in crun) == list(range(12))
+    assert all(s.value is not None for s in crun)
+    events = " ".join(m for _, _, m in store.events(rid))
+    assert f"boot: docker skipped for the rest of the run: docker: {gone}" in events
+    assert len(daemons) == 2, "a fresh dockerd should have removed what the dead one kept"
+    for pid, start in daemons:
+        assert daemon.start_time(pid) != start, f"dockerd {pid} still runs"
+    assert not labelled(rid)
+    assert not _docker_disk_mentions(rid), events
+    assert not (tmp_path / "state" / "runs" / rid).exists()

@@ -22,7 +22,7 @@ import time
 
 from virtbench import workloads
 from virtbench.errors import InstanceError
-from virtbench.experiments.session import Session
+from virtbench.experiments.session import Failures, Session
 from virtbench.measure import memory
 from virtbench.runtimes.base import Instance
 from virtbench.spec import DensityExperiment
@@ -128,8 +128,13 @@ def run_one(s: Session, cfg: DensityExperiment, runtime: str, rep: int) -> None:
 
 
 def run(s: Session, cfg: DensityExperiment) -> None:
+    # A pile-up stops at its own first failure; only a dead engine (EngineGone) skips
+    # a runtime's remaining repetitions.
+    failures = Failures(s, "density")
     for runtime in s.spec.runtimes:
         for rep in range(cfg.runs):  # a pile-up stopped half-way is redone whole on --resume
+            if failures.skip(runtime):
+                break
             if s.pending("density", False, runtime=runtime, repetition=rep):
                 run_one(s, cfg, runtime, rep)
                 s.finished("density", False, runtime=runtime, repetition=rep)

@@ -36,7 +36,7 @@ from typing import Any
 from virtbench import workloads
 from virtbench.errors import InstanceError, SpecError
 from virtbench.experiments import boot
-from virtbench.experiments.session import Session
+from virtbench.experiments.session import Failures, Session
 from virtbench.experiments.worker import Worker, check_reachable
 from virtbench.measure import host, memory
 from virtbench.runtimes.base import Instance
@@ -217,8 +217,13 @@ def run_one(s: Session, cfg: ScalabilityExperiment, runtime: str, rep: int) -> N
 
 
 def run(s: Session, cfg: ScalabilityExperiment) -> None:
+    # A pile-up stops at its own first failure; only a dead engine (EngineGone) skips
+    # a runtime's remaining repetitions.
+    failures = Failures(s, "scalability")
     for runtime in s.spec.runtimes:
         for rep in range(cfg.runs):  # a pile-up stopped half-way is redone whole on --resume
+            if failures.skip(runtime):
+                break
             if s.pending("scalability", False, runtime=runtime, repetition=rep):
                 run_one(s, cfg, runtime, rep)
                 s.finished("scalability", False, runtime=runtime, repetition=rep)

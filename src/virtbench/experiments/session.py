@@ -19,7 +19,7 @@ from rich.markup import escape
 
 from virtbench import experiments, naming
 from virtbench.artifacts import Artifact
-from virtbench.errors import InstanceError
+from virtbench.errors import EngineGone, InstanceError
 from virtbench.measure.probe import ProbeListener
 from virtbench.runtimes.base import Instance, InstanceSpec, Runtime
 from virtbench.spec import Spec
@@ -208,7 +208,8 @@ def total_runs(cfg: Any) -> str:
 
 class Failures:
     """Consecutive failures per runtime; after MAX in a row the runtime is skipped for the
-    rest of the experiment, with a warning event saying why."""
+    rest of the experiment, with a warning event saying why. A runtime whose engine died
+    (EngineGone: dockerd killed mid-run) is skipped at once, and for the rest of the run."""
 
     MAX = 3
 
@@ -218,6 +219,9 @@ class Failures:
         self.count = dict.fromkeys(s.spec.runtimes, 0)
 
     def skip(self, runtime: str) -> bool:
+        dead = self.s.runtimes[runtime].dead
+        if dead is not None and self.count[runtime] < self.MAX:
+            self.failed(runtime, EngineGone(f"{runtime}: {dead}"))
         return self.count[runtime] >= self.MAX
 
     def ok(self, runtime: str) -> None:
@@ -237,6 +241,12 @@ class Failures:
             self.ok(runtime)
 
     def failed(self, runtime: str, exc: Exception) -> None:
+        if isinstance(exc, EngineGone):
+            if self.count[runtime] < self.MAX:
+                self.count[runtime] = self.MAX
+                msg = f"{self.experiment}: {runtime} skipped for the rest of the run: {exc}"
+                self.s.event("warning", msg)
+            return
         self.count[runtime] += 1
         if self.count[runtime] == self.MAX:
             msg = f"{self.MAX} failures in a row: {exc}"

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel
 
 from virtbench import cgroups, proc
-from virtbench.errors import InstanceError, SpecError
+from virtbench.errors import EngineGone, InstanceError, SpecError
 from virtbench.runtimes.model import (  # re-exported: drivers import them from here
     DATA_MOUNT,
     PROBE_MOUNT,
@@ -94,6 +94,9 @@ class Runtime(ABC):
         self.instances: dict[str, Instance] = {}
         self._set_up = False
         self._reap: list[Any] = []  # psutil handles of supervisors that exit after removal
+        # Why the runtime's engine can no longer be used (its daemon died mid-run): from
+        # then on every start fails at once, and `close` revives the engine to clean up.
+        self.dead: str | None = None
 
     # --- what drivers provide -------------------------------------------------------
     @classmethod
@@ -119,6 +122,16 @@ class Runtime(ABC):
 
     def _close(self) -> None:  # noqa: B027 - optional hook
         """Undo `_setup` (remove images, networks; stop a daemon this run started)."""
+
+    def engine_gone(self) -> str | None:
+        """Why this runtime's engine (the daemon its instances go through: dockerd, LXD)
+        can no longer be used -- it died or stopped answering -- or None. Asked only after
+        something failed. Default: None (no engine)."""
+        return None
+
+    def _revive(self) -> None:  # noqa: B027 - optional hook
+        """After the engine died: bring it back (a fresh daemon) so that `close` can
+        remove what the run made through it. Default: nothing to revive."""
 
     def owner_pids(self, inst: Instance) -> list[int]:
         """Host processes that belong to the instance outside its cgroup (a shim, a
@@ -216,6 +229,7 @@ class Runtime(ABC):
             if t is not None:
                 return t
             if left <= step:
+                self.check_engine()
                 raise InstanceError(
                     f"{self.label}: no ready signal in {timeout:g} s: {inst.log_tail()}"
                 )
@@ -224,6 +238,7 @@ class Runtime(ABC):
                 t = self.ctx.probe.wait(inst.name, 0)  # it may have signalled, then ended
                 if t is not None:
                     return t
+                self.check_engine()
                 raise InstanceError(
                     f"{self.label}: {inst.name} {why} before it signalled ready: {inst.log_tail()}"
                 )
@@ -333,29 +348,35 @@ class Runtime(ABC):
         del inst
         return None
 
+    def check_engine(self) -> None:
+        """After a failure: raise EngineGone if the runtime's engine died (remembered, so
+        every later start fails at once with the same reason)."""
+        if self.dead is None:
+            self.dead = self.engine_gone()
+        if self.dead is not None:
+            raise EngineGone(f"{self.label}: {self.dead}")
+
     def start(self, spec: InstanceSpec, detach: bool = True) -> Instance:
         """Start an instance. The ledger records it before anything is created."""
+        if self.dead is not None:
+            raise EngineGone(f"{self.label}: {self.dead}")
         inst = self._begin(spec)
         try:
             self._prepare(inst)
             inst.t_spawn_ns = time.monotonic_ns()
             self._start(inst, detach)
-        except OSError as exc:  # e.g. a cpuset the host does not have, a daemon gone
-            with contextlib.suppress(Exception):  # the run's teardown sweeps by label
-                self.stop(inst)
-            raise InstanceError(f"{self.label}: cannot start {spec.name}: {exc}") from None
-        except BaseException:
+            inst.t_started_ns = time.monotonic_ns()
+            self._after_start(inst)
+        except BaseException as exc:
             # Ctrl-C or a driver error: clean up, but never let a clean-up error hide
             # the original one (the run's teardown sweeps anything left by label).
             with contextlib.suppress(Exception):
                 self.stop(inst)
-            raise
-        inst.t_started_ns = time.monotonic_ns()
-        try:
-            self._after_start(inst)
-        except BaseException:
-            with contextlib.suppress(Exception):
-                self.stop(inst)
+            if not isinstance(exc, Exception) or isinstance(exc, InstanceError):
+                raise
+            self.check_engine()
+            if isinstance(exc, OSError):  # e.g. a cpuset the host does not have
+                raise InstanceError(f"{self.label}: cannot start {spec.name}: {exc}") from None
             raise
         return inst
 
@@ -369,6 +390,7 @@ class Runtime(ABC):
                 self.stop(inst)
             if isinstance(exc, InstanceError):
                 raise
+            self.check_engine()
             if isinstance(exc, subprocess.TimeoutExpired | TimeoutError) or (
                 "timed out" in str(exc).lower()  # an engine API's read timeout
             ):
@@ -388,6 +410,14 @@ class Runtime(ABC):
         t0 = time.monotonic()
         try:
             self._stop(inst)
+        except Exception:
+            # With its engine gone, the instance cannot be removed through it: its
+            # processes go with its cgroups below, and `close` removes what the engine
+            # kept once it is revived.
+            if self.dead is None:
+                self.dead = self.engine_gone()
+            if self.dead is None:
+                raise
         finally:
             inst.stopped = True
             for name in self.cgroup_names(inst):
@@ -431,9 +461,14 @@ class Runtime(ABC):
         self._reap += [p for p in procs if p.is_running()]
 
     def close(self) -> None:
-        """Stop every instance, then undo the set-up. Idempotent; for the run's `finally:`."""
+        """Stop every instance, then undo the set-up. Idempotent; for the run's `finally:`.
+        If the engine died, it is revived first, to remove what the run made through it."""
         try:
-            self.stop_all()
+            try:
+                if self._set_up and (self.dead is not None or self.engine_gone() is not None):
+                    self._revive()
+            finally:
+                self.stop_all()
             if self._reap:
                 from virtbench.runtimes import owners
 

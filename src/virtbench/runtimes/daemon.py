@@ -43,6 +43,10 @@ class Started:
     popen: subprocess.Popen
     log: Path
     stop_timeout: float
+    argv: Sequence[str] = ()
+    is_up: Callable[[], bool] = bool
+    ready_timeout: float = 60.0
+    env: dict[str, str] | None = None
     after_stop: Callable[[], None] | None = None
 
 
@@ -72,7 +76,9 @@ class Daemons:
         with open(log, "ab") as fh:
             popen = proc.spawn(argv, stdout=fh.fileno(), stderr=fh.fileno(), env=env)
         self.state.record("daemon-pid", name, pid=popen.pid, start=start_time(popen.pid))
-        self.started[name] = Started(name, popen, log, stop_timeout, after_stop)
+        self.started[name] = Started(
+            name, popen, log, stop_timeout, list(argv), is_up, ready_timeout, env, after_stop
+        )
         deadline = time.monotonic() + ready_timeout
         while not is_up():
             if popen.poll() is not None or time.monotonic() > deadline:
@@ -83,6 +89,28 @@ class Daemons:
                 raise RuntimeUnavailable(f"{name} {why}: {tail}")
             time.sleep(0.05)
         return True
+
+    def gone(self, name: str) -> str | None:
+        """Why daemon `name`, which this run started, is no longer there ("dockerd (pid
+        12), started by this run, killed by SIGKILL mid-run: <its log's last lines>"), or
+        None while it runs (or when this run did not start it)."""
+        d = self.started.get(name)
+        if d is None or d.popen.poll() is None:
+            return None
+        how = proc.describe_status(d.popen.returncode)
+        tail = _tail(d.log, 1) if d.popen.returncode > 0 else ""  # killed: the log knows not why
+        return f"{name} (pid {d.popen.pid}), started by this run, {how} mid-run" + (
+            f": {tail}" if tail else ""
+        )
+
+    def restart(self, name: str) -> None:
+        """Start again a daemon of this run that died: what it left of its own process
+        group (a containerd) is ended first, then the same argv is started and waited
+        for, as `ensure` did the first time."""
+        d = self.started[name]
+        argv, is_up = d.argv, d.is_up
+        self.stop(name)
+        self.ensure(name, is_up, argv, d.ready_timeout, d.stop_timeout, d.env, d.after_stop)
 
     def stop(self, name: str) -> None:
         """Stop a daemon this run started: TERM, wait, then KILL its process group."""

@@ -25,9 +25,11 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+import psutil
 from pydantic import BaseModel, ConfigDict
 
 from virtbench import proc
+from virtbench.errors import InstanceError
 from virtbench.runtimes import owners
 from virtbench.runtimes.base import Availability, Instance, which
 from virtbench.runtimes.engine import LABEL, Engine, engine_exit_reason
@@ -36,6 +38,8 @@ if TYPE_CHECKING:
     import docker as docker_sdk
 
 SOCKET = "/var/run/docker.sock"
+# dockerd's own containerd; a new dockerd reuses the one this names while its pid exists
+CONTAINERD_PIDFILE = Path("/var/run/docker/containerd/containerd.pid")
 BASE_URL = f"unix://{SOCKET}"
 OCI_PATHS = {"runc": "runc", "crun": "crun", "runsc": "runsc"}
 # runsc inside Docker: ptrace works on more hosts than kvm; its own netstack fails on
@@ -127,6 +131,7 @@ class Docker(Engine):
         super().__init__(*args, **kwargs)
         self.api: Any = None
         self._ids: dict[str, str] = {}
+        self._created: set[str] = set()  # every container id of the run, for `_revive`
 
     # --- availability ------------------------------------------------------------------
     @classmethod
@@ -179,6 +184,38 @@ class Docker(Engine):
         if self.api is not None:
             self.api.close()
             self.api = None
+
+    def engine_gone(self) -> str | None:
+        why = self.ctx.daemons.gone("dockerd")
+        if why is None and self.api is not None and not daemon_up():
+            why = f"dockerd no longer answers on {SOCKET}"
+        return why
+
+    def _revive(self) -> None:
+        """A dockerd this run started died: start a fresh one on the same data root, so
+        the run's containers, network and image it kept on disk can be removed (the
+        fresh one ends the containers the dead one left). A daemon the run did not start
+        is not ours to restart: what it kept stays until it is back (`virtbench clean`)."""
+        if "dockerd" not in self.ctx.daemons.started:
+            return
+        self._disconnect()
+        # The shims of the run's containers outlive their containerd (whose successor
+        # would spend its start-up timeout on them): their containers are gone with their
+        # cgroups, so they are ended first.
+        shims = [p for cid in self._created for p in owners.find_by_cmdline("containerd-shim", cid)]
+        owners.end(shims + self._reap + dead_containerd(), timeout=0)
+        self._reap = []
+        CONTAINERD_PIDFILE.unlink(missing_ok=True)
+        self.ctx.daemons.restart("dockerd")
+        self.api = client().api
+        errors = []
+        for c in self.api.containers(all=True, filters={"label": self.run_label}):
+            try:
+                self.api.remove_container(c["Id"], force=True)
+            except Exception as exc:  # keep going: the others, the network, the image
+                errors.append(f"{c['Names']}: {exc}")
+        if errors:
+            raise InstanceError(f"{self.label}: cannot remove {len(errors)}: {errors[0]}")
 
     def _has_image(self, image: str) -> bool:
         try:
@@ -249,6 +286,7 @@ class Docker(Engine):
         del detach  # foreground: `_wait` blocks on the container's exit
         cid = self.api.create_container(**inst.extra.pop("create"))["Id"]
         self._ids[inst.name] = cid
+        self._created.add(cid)
         self.api.start(cid)
 
     def _after_start(self, inst: Instance) -> None:
@@ -298,7 +336,8 @@ class Docker(Engine):
         except Exception as exc:
             if "No such container" not in str(exc) and "404" not in str(exc):
                 raise
-        self.reap_later(shims)  # the shim goes with its container; never leave one behind
+        finally:  # the shim goes with its container; never leave one behind
+            self.reap_later(shims)
 
     def owner_pids(self, inst: Instance, pid: int | None = None) -> list[int]:
         cid = self._ids.get(inst.name)
@@ -338,6 +377,18 @@ class Docker(Engine):
                 c.api.remove_image(name, force=True)
         finally:
             c.close()
+
+
+def dead_containerd() -> list[psutil.Process]:
+    """The containerd of a dockerd that died (called only for a dockerd this run started):
+    it gets SIGKILL with its parent, but where PID 1 reaps no orphans it stays a zombie,
+    and a new dockerd would wait for that pid's socket until its start-up timeout."""
+    try:
+        pid = int(CONTAINERD_PIDFILE.read_text().strip())
+        p = psutil.Process(pid)
+        return [p] if p.name() == "containerd" else []
+    except (OSError, ValueError, psutil.Error):
+        return []
 
 
 def remove_engine_cgroups() -> None:

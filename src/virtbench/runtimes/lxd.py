@@ -245,6 +245,15 @@ class Lxd(Runtime):
             proc.run(["ip", "netns", "attach", name, str(os.getpid())])
         return path
 
+    def engine_gone(self) -> str | None:
+        """This run's LXD died, or the host's stopped answering. Nothing to revive: the
+        instances' processes go with their cgroups, and this run's own LXD directory (the
+        image, pool and profile in it) with its daemon."""
+        why = self.ctx.daemons.gone("lxd")
+        if why is None and self._set_up and not answers(self.lxd_dir):
+            why = f"LXD no longer answers in {self.lxd_dir}"
+        return why
+
     def _close(self) -> None:
         for kind, name in reversed(self.objects):
             if kind == "image":
