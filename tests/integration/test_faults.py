@@ -320,3 +320,73 @@ def test_dockerd_killed_mid_run_skips_docker_and_the_run_goes_on(env, tmp_path):
     assert not labelled(rid)
     assert not _docker_disk_mentions(rid), events
     assert not (tmp_path / "state" / "runs" / rid).exists()
+
+
+def _answers() -> bool:
+    res = subprocess.run(["docker", "-H", "unix:///var/run/docker.sock", "version"],
+                         capture_output=True, timeout=30)  # fmt: skip
+    return res.returncode == 0
+
+
+def _hosts_dockerd(tmp_path: Path) -> subprocess.Popen:
+    """A dockerd as the host's admin would run it (not started by virtbench)."""
+    from virtbench.runtimes.docker import CONTAINERD_PIDFILE, daemon_config, dockerd_argv
+
+    # PID 1 here reaps no orphans: the containerd of a dockerd killed before is a zombie
+    # whose pid file would make this one wait for it (the run's own revival does the same).
+    CONTAINERD_PIDFILE.unlink(missing_ok=True)
+    conf = tmp_path / "hosts-dockerd.json"
+    conf.write_text(json.dumps(daemon_config(tmp_path)))
+    log = open(tmp_path / "hosts-dockerd.log", "ab")  # noqa: SIM115 - the daemon's, for its life
+    p = subprocess.Popen(dockerd_argv(conf), stdout=log, stderr=log, start_new_session=True)
+    log.close()
+    deadline = time.monotonic() + 90
+    while not _answers():
+        assert p.poll() is None and time.monotonic() < deadline, tmp_path / "hosts-dockerd.log"
+        time.sleep(0.2)
+    return p
+
+
+@pytest.mark.slow
+def test_the_hosts_dockerd_dying_mid_run_is_reported_and_clean_finishes_when_it_is_back(
+    env, tmp_path
+):
+    """A dockerd the run did not start dies (SIGKILL) after a few docker boots: docker is
+    skipped saying the daemon no longer answers, crun goes on, the run says what stays in
+    that daemon; once it is back, `virtbench clean --run` removes it."""
+    avail = runtimes.get("docker").available()
+    need(avail.ok, f"docker: {avail.reason}")
+    assert "not running" in avail.version, "a dockerd runs already: the test starts its own"
+    hosts = _hosts_dockerd(tmp_path)
+    try:
+        p, rid = start_run("boot", "--runtimes", "docker,crun", "--workloads", "hello",
+                           "--runs", "10", "--warmups", "0", env=env)  # fmt: skip
+        db = tmp_path / "results" / "virtbench.sqlite"
+        deadline = time.monotonic() + 300
+        while len([v for v, _ in _boot_samples(db, rid, "docker") if v is not None]) < 3:
+            assert p.poll() is None and time.monotonic() < deadline, p.communicate()[0]
+            time.sleep(0.1)
+        hosts.kill()
+        hosts.wait(30)
+        out, _ = p.communicate(timeout=300)
+        assert p.returncode == 0, out
+        flat = " ".join(out.split())
+        assert "docker: dockerd no longer answers on /var/run/docker.sock" in flat, out
+        assert f"then `virtbench clean --run {rid}` removes them" in flat, out
+        store = Store(tmp_path / "results")
+        assert store.run(rid).status == "completed"
+        crun = [s for s in store.samples(rid) if s.runtime == "crun" and s.metric ==
+                "boot.spawn_to_exit"]  # fmt: skip
+        assert sorted(s.repetition for s in crun) == list(range(10))
+        events = " ".join(m for _, _, m in store.events(rid))
+        assert "boot: docker skipped for the rest of the run" in events
+        assert _docker_disk_mentions(rid), "the dead daemon's store should still hold the image"
+        hosts = _hosts_dockerd(tmp_path)  # the admin brings it back
+        res = cli("clean", "--run", rid, env=env, timeout=300)
+        assert res.returncode == 0, res.stdout + res.stderr
+        assert not labelled(rid)
+    finally:
+        if hosts.poll() is None:
+            hosts.terminate()
+            hosts.wait(60)
+    assert not _docker_disk_mentions(rid)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from virtbench.errors import RuntimeUnavailable
 from virtbench.runtimes.daemon import Daemons, start_time
 from virtbench.state import RunState
 
@@ -73,3 +74,21 @@ def test_restart_starts_the_same_daemon_again_and_close_stops_it(daemons, tmp_pa
     started = start_time(second)
     daemons.close()
     assert start_time(second) != started
+
+
+def test_a_daemon_that_cannot_start_is_one_line_with_its_log(daemons, tmp_path):
+    argv = ["sh", "-c", "echo 'level=fatal msg=\"pid file found, ensure docker is not running\"'"
+            " >&2; exit 1"]  # fmt: skip
+    with pytest.raises(RuntimeUnavailable) as err:
+        daemons.ensure("fake", lambda: False, argv, ready_timeout=10)
+    assert str(err.value) == (
+        'fake exited: level=fatal msg="pid file found, ensure docker is not running"'
+    )
+    assert "fake" not in daemons.started  # nothing of it is left to stop
+
+
+def test_a_daemon_that_never_answers_is_stopped_and_says_so(daemons, tmp_path):
+    with pytest.raises(RuntimeUnavailable, match=r"^fake no answer in 0.5 s: waiting$"):
+        daemons.ensure("fake", lambda: False, ["sh", "-c", "echo waiting; sleep 30"],
+                       ready_timeout=0.5, stop_timeout=2)  # fmt: skip
+    assert "fake" not in daemons.started

@@ -41,6 +41,14 @@ def test_shared_netns_drops_sysfs_and_probe_is_bind_mounted():
     ]
 
 
+def test_a_cpuset_is_in_raw_lxc_so_the_init_starts_pinned():
+    i = inst()
+    i.spec = InstanceSpec(name=i.name, argv=i.argv, rootfs=Path("/r"), cpus="1")
+    assert keys(raw_lxc(i, "none", None))["lxc.cgroup.cpuset.cpus"] == ["1"]
+    assert keys(raw_lxc(i, "none", None, 2))["lxc.cgroup2.cpuset.cpus"] == ["1"]
+    assert "lxc.cgroup.cpuset.cpus" not in keys(raw_lxc(inst(), "none", None))
+
+
 def test_limits_cpu_pins_a_single_cpu_instead_of_counting():
     assert limits_cpu("1") == "1-1"
     assert limits_cpu("0-1") == "0-1"

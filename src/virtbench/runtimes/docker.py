@@ -195,9 +195,13 @@ class Docker(Engine):
         """A dockerd this run started died: start a fresh one on the same data root, so
         the run's containers, network and image it kept on disk can be removed (the
         fresh one ends the containers the dead one left). A daemon the run did not start
-        is not ours to restart: what it kept stays until it is back (`virtbench clean`)."""
+        is not ours to restart: what it kept stays until it is back, and the error says so."""
         if "dockerd" not in self.ctx.daemons.started:
-            return
+            raise InstanceError(
+                f"{self.label}: the host's dockerd is gone: this run's containers and image "
+                f"stay in it until it is back; then `virtbench clean --run {self.ctx.run_id}` "
+                "removes them"
+            )
         self._disconnect()
         # The shims of the run's containers outlive their containerd (whose successor
         # would spend its start-up timeout on them): their containers are gone with their

@@ -96,9 +96,14 @@ def image_tarballs(rootfs: Path, description: str) -> tuple[bytes, bytes]:
     return buf.getvalue(), tar_of(rootfs)
 
 
-def raw_lxc(inst: Instance, network: str, netns: Path | None) -> str:
-    """The `raw.lxc` lines of one instance (pure, for tests)."""
+def raw_lxc(inst: Instance, network: str, netns: Path | None, cgroup_version: int = 1) -> str:
+    """The `raw.lxc` lines of one instance (pure, for tests). A cpuset is also set here,
+    so the init starts pinned: LXD applies `limits.cpu` only after the start (its CPU
+    balancer), and a loaded host showed a sleeper still on every CPU when it was ready."""
     lines = instance_lines(inst)
+    if inst.spec.cpus:
+        key = "lxc.cgroup" if cgroup_version == 1 else "lxc.cgroup2"
+        lines.append(f"{key}.cpuset.cpus = {inst.spec.cpus}")
     if network in ("host", "bridge"):
         assert netns is not None
         lines += [
@@ -273,7 +278,10 @@ class Lxd(Runtime):
         self.ctx.state.record("cgroup", inst.name)
         spec = inst.spec
         netns = self._host_netns() if network == "host" else inst.netns
-        config = {RUN_KEY: self.ctx.run_id, "raw.lxc": raw_lxc(inst, network, netns)}
+        config = {
+            RUN_KEY: self.ctx.run_id,
+            "raw.lxc": raw_lxc(inst, network, netns, self.ctx.layout.version),
+        }
         if spec.memory_mib:
             config["limits.memory"] = f"{spec.memory_mib}MiB"
         if spec.cpus:
