@@ -201,7 +201,7 @@ def run(
         nonlocal run_id
         run_id = rid
         how = "resumed" if record is not None else "started"
-        out.print(f"run {rid} {how} ({parsed.name}); results in {store.path}")
+        out.print(f"run {rid} {how} ({parsed.name}); results in {store.location}")
 
     try:
         run_id, status = runner.execute(
@@ -252,7 +252,7 @@ def list_runs(results: ResultsOpt = DEFAULT_RESULTS) -> None:
     store = Store(results)
     rows = [(r, store.count_samples(r.id)) for r in store.runs()]
     if not rows:
-        out.print(f"no runs in {store.path}")
+        out.print(f"no runs in {store.location}")
         return
     out.print(runs_table(rows))
 

@@ -1,89 +1,38 @@
-"""The results store: SQLite in WAL mode, one row per sample, committed as measured.
+"""The results store: one row per sample, committed as measured, in SQLite (a results
+directory, WAL mode) or PostgreSQL (`--store postgresql://...`, which a fleet shares).
 
-Schema history (PRAGMA user_version):
+Both run the same SQL through one `Store` (store_sql.py holds the schema and the dialects,
+store_pg.py the PostgreSQL connection); `open_store` picks the backend from the location.
+
+Schema history (SQLite: PRAGMA user_version; PostgreSQL: table virtbench_meta):
   1  runs, samples, series (host time series), events (warnings, skips, guard stops)
   2  units: the measurements of a run that finished (what `run --resume` skips)
+  3  fleets: samples.host, runs.host (the host a sample was measured on and a run ran on;
+     '' is this machine, not a fleet run) and runs.fleet (the fleet run it belongs to)
 
 The store knows nothing of runtimes or experiments: a sample is a flat record.
 """
 
 from __future__ import annotations
 
-import contextlib
+import dataclasses
 import json
+import re
 import sqlite3
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from virtbench.errors import StoreError, VirtbenchError
+from virtbench.errors import VirtbenchError
+from virtbench.store_sql import MIGRATIONS as _MIGRATIONS  # noqa: F401 (its old home)
+from virtbench.store_sql import SCHEMA_VERSION, Backend, Row, SqliteBackend  # noqa: F401
 
 DB_NAME = "virtbench.sqlite"
-SCHEMA_VERSION = 2
+_RUN_JSON = ("argv", "spec", "environment", "artifacts")  # runs' columns holding JSON
 
 Direction = Literal["lower", "higher"]
-
-_MIGRATIONS: dict[int, str] = {
-    1: """
-    CREATE TABLE runs (
-        id          TEXT PRIMARY KEY,
-        name        TEXT NOT NULL,
-        created     REAL NOT NULL,
-        finished    REAL,
-        status      TEXT NOT NULL,
-        argv        TEXT NOT NULL DEFAULT '[]',
-        spec        TEXT NOT NULL,
-        environment TEXT NOT NULL DEFAULT '{}',
-        artifacts   TEXT NOT NULL DEFAULT '[]'
-    );
-    CREATE TABLE samples (
-        id          INTEGER PRIMARY KEY,
-        run_id      TEXT NOT NULL REFERENCES runs(id),
-        experiment  TEXT NOT NULL,
-        metric      TEXT NOT NULL,
-        value       REAL,
-        unit        TEXT NOT NULL,
-        direction   TEXT NOT NULL CHECK (direction IN ('lower', 'higher')),
-        runtime     TEXT NOT NULL,
-        workload    TEXT NOT NULL,
-        repetition  INTEGER NOT NULL,
-        background  INTEGER NOT NULL DEFAULT 0,
-        attacker    TEXT NOT NULL DEFAULT '',
-        placement   TEXT NOT NULL DEFAULT '',
-        warmup      INTEGER NOT NULL DEFAULT 0,
-        emulated    INTEGER NOT NULL DEFAULT 0,
-        error       TEXT NOT NULL DEFAULT '',
-        params      TEXT NOT NULL DEFAULT '{}',
-        t           REAL NOT NULL
-    );
-    CREATE INDEX samples_run ON samples(run_id, experiment, metric, runtime);
-    CREATE TABLE series (
-        run_id TEXT NOT NULL REFERENCES runs(id),
-        name   TEXT NOT NULL,
-        t      REAL NOT NULL,
-        value  REAL NOT NULL
-    );
-    CREATE INDEX series_run ON series(run_id, name);
-    CREATE TABLE events (
-        run_id  TEXT NOT NULL REFERENCES runs(id),
-        t       REAL NOT NULL,
-        level   TEXT NOT NULL,
-        message TEXT NOT NULL
-    );
-    """,
-    2: """
-    CREATE TABLE units (
-        run_id     TEXT NOT NULL REFERENCES runs(id),
-        experiment TEXT NOT NULL,
-        key        TEXT NOT NULL,
-        t          REAL NOT NULL,
-        PRIMARY KEY (run_id, experiment, key)
-    );
-    """,
-}
 
 
 @dataclass(frozen=True)
@@ -104,6 +53,8 @@ class Sample:
     emulated    true when measured under emulation (functional only)
     error       why the measurement failed ("" when it did not)
     params      everything else that identifies the condition (network, limits, ...)
+    host        the host it was measured on, in a fleet ("" for this machine)
+    t           Unix time it was measured
     """
 
     experiment: str
@@ -121,11 +72,26 @@ class Sample:
     emulated: bool = False
     error: str = ""
     params: dict[str, Any] = field(default_factory=dict)
+    host: str = ""
     t: float = field(default_factory=time.time)
 
 
 @dataclass(frozen=True)
 class RunRecord:
+    """One run; maps 1:1 to a row of `runs`.
+
+    id          six-character run id
+    name        the spec's name
+    created     Unix time it started; finished: when it ended (None while running)
+    status      running, completed, failed, interrupted, crashed
+    argv        the command line that started it
+    spec        the validated spec it ran
+    environment the host snapshot (kernel, CPU, runtimes' versions, ...)
+    artifacts   the artifacts it used, with digests and sizes
+    host        the host it ran on, in a fleet ("" for this machine)
+    fleet       the id of the fleet run it belongs to ("" when none)
+    """
+
     id: str
     name: str
     created: float
@@ -135,10 +101,15 @@ class RunRecord:
     spec: dict[str, Any]
     environment: dict[str, Any]
     artifacts: list[dict[str, Any]]
+    host: str = ""
+    fleet: str = ""
 
 
 class Store:
-    """A results directory holding one SQLite database."""
+    """A results store. `Store(directory)` is the SQLite database in a results directory;
+    `open_store(location)` also reaches PostgreSQL. Safe to share between threads."""
+
+    location: str  # where it is, for messages: a path, or a URL without its password
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
@@ -147,142 +118,118 @@ class Store:
         except OSError as exc:
             raise VirtbenchError(f"--results {directory}: cannot create ({exc.strerror})") from None
         self.path = directory / DB_NAME
-        self._lock = threading.Lock()
         try:
-            # Shared with the host sampler's thread; sqlite serialises, the lock orders writes.
-            self.db = sqlite3.connect(
-                self.path, timeout=30, isolation_level=None, check_same_thread=False
-            )
-            self.db.row_factory = sqlite3.Row
-            with self._writing():
-                self.db.execute("PRAGMA journal_mode=WAL")
-                self.db.execute("PRAGMA synchronous=NORMAL")
-                self._migrate()
+            self._attach(SqliteBackend(self.path))
         except sqlite3.DatabaseError as exc:
             raise VirtbenchError(f"{self.path}: not a virtbench results database ({exc})") from None
 
-    @contextlib.contextmanager
-    def _writing(self) -> Iterator[None]:
-        """A write; a full disk or a read-only or vanished store becomes a StoreError naming
-        the directory. Every write is one transaction: what was committed before stays."""
-        try:
-            yield
-        except sqlite3.OperationalError as exc:
-            text = str(exc)
-            if "full" in text:
-                why = f"the disk is full ({text}); free space under {self.directory}"
-            elif "readonly" in text or "unable to open" in text or "disk I/O" in text:
-                why = f"{text}; check {self.directory} is writable and still there"
-            else:
-                raise
-            raise StoreError(f"results store {self.path}: cannot write: {why}") from None
-
-    def _migrate(self) -> None:
-        version = self.db.execute("PRAGMA user_version").fetchone()[0]
-        if version > SCHEMA_VERSION:
-            raise VirtbenchError(
-                f"{self.path}: schema version {version} is newer than this virtbench "
-                f"({SCHEMA_VERSION}); upgrade virtbench"
-            )
-        for v in range(version + 1, SCHEMA_VERSION + 1):
-            with self.db:
-                self.db.execute("BEGIN")
-                for stmt in _MIGRATIONS[v].split(";"):
-                    if stmt.strip():
-                        self.db.execute(stmt)
-                self.db.execute(f"PRAGMA user_version = {v}")
+    def _attach(self, backend: Backend) -> None:
+        """Use `backend` (connected) for everything, migrating its schema first."""
+        self._db = backend
+        self.location = backend.location
+        self._hosts: dict[str, str] = {}  # run id -> its host, for add_sample's label
+        backend.migrate()
 
     def close(self) -> None:
-        self.db.close()
+        self._db.close()
 
     # --- runs ----------------------------------------------------------------------------
-    def create_run(self, run_id: str, name: str, argv: list[str], spec: dict[str, Any]) -> None:
-        with self._writing():
-            self.db.execute(
-                "INSERT INTO runs (id, name, created, status, argv, spec) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (run_id, name, time.time(), "running", json.dumps(argv), json.dumps(spec)),
-            )
+    def create_run(
+        self,
+        run_id: str,
+        name: str,
+        argv: list[str],
+        spec: dict[str, Any],
+        *,
+        host: str = "",
+        fleet: str = "",
+    ) -> None:
+        """A new run, running; `host` and `fleet` label a run on a fleet host."""
+        self._db.execute(
+            "INSERT INTO runs (id, name, created, status, argv, spec, host, fleet) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (run_id, name, time.time(), "running", json.dumps(argv), json.dumps(spec), host, fleet),
+        )
+        self._hosts[run_id] = host
 
     def set_environment(self, run_id: str, env: dict[str, Any]) -> None:
-        with self._writing():
-            self.db.execute(
-                "UPDATE runs SET environment = ? WHERE id = ?", (json.dumps(env), run_id)
-            )
+        self._db.execute("UPDATE runs SET environment = ? WHERE id = ?", (json.dumps(env), run_id))
 
     def add_artifact(self, run_id: str, artifact: dict[str, Any]) -> None:
-        row = self.db.execute("SELECT artifacts FROM runs WHERE id = ?", (run_id,)).fetchone()
-        arts = [a for a in json.loads(row[0]) if a.get("digest") != artifact.get("digest")]
-        arts.append(artifact)
-        with self._writing():
-            self.db.execute(
+        """Record an artifact the run uses (once per digest)."""
+        with self._db.transaction():
+            [row] = self._db.rows("SELECT artifacts FROM runs WHERE id = ?", (run_id,))
+            arts = [
+                a for a in json.loads(row["artifacts"]) if a.get("digest") != artifact.get("digest")
+            ]
+            arts.append(artifact)
+            self._db.execute(
                 "UPDATE runs SET artifacts = ? WHERE id = ?", (json.dumps(arts), run_id)
             )
 
     def finish_run(self, run_id: str, status: str) -> None:
-        with self._writing():
-            self.db.execute(
-                "UPDATE runs SET status = ?, finished = ? WHERE id = ?",
-                (status, time.time(), run_id),
-            )
+        self._db.execute(
+            "UPDATE runs SET status = ?, finished = ? WHERE id = ?", (status, time.time(), run_id)
+        )
 
     def reopen_run(self, run_id: str) -> None:
         """An interrupted or failed run goes on (`run --resume`): running again."""
-        with self._writing():
-            self.db.execute(
-                "UPDATE runs SET status = 'running', finished = NULL WHERE id = ?", (run_id,)
-            )
+        self._db.execute(
+            "UPDATE runs SET status = 'running', finished = NULL WHERE id = ?", (run_id,)
+        )
 
     def runs(self) -> list[RunRecord]:
-        rows = self.db.execute("SELECT * FROM runs ORDER BY created").fetchall()
-        return [self._run(r) for r in rows]
+        return [self._run(r) for r in self._db.rows("SELECT * FROM runs ORDER BY created")]
 
     def run(self, run_id: str) -> RunRecord:
         """A run by id; "latest" is the one started last."""
         if run_id == "latest":
-            q = "SELECT * FROM runs ORDER BY created DESC LIMIT 1"
-            row = self.db.execute(q).fetchone()
-            if row is None:
-                raise VirtbenchError(f"no runs in {self.path}: nothing is 'latest'")
-            return self._run(row)
-        row = self.db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
-        if row is None:
+            rows = self._db.rows("SELECT * FROM runs ORDER BY created DESC LIMIT 1")
+            if not rows:
+                raise VirtbenchError(f"no runs in {self.location}: nothing is 'latest'")
+            return self._run(rows[0])
+        rows = self._db.rows("SELECT * FROM runs WHERE id = ?", (run_id,))
+        if not rows:
             known = [r.id for r in self.runs()][-5:]
             hint = f" (recent: {', '.join(known)})" if known else " (the store is empty)"
-            raise VirtbenchError(f"run {run_id!r} not found in {self.path}{hint}")
-        return self._run(row)
+            raise VirtbenchError(f"run {run_id!r} not found in {self.location}{hint}")
+        return self._run(rows[0])
 
     @staticmethod
-    def _run(r: sqlite3.Row) -> RunRecord:
-        return RunRecord(
-            id=r["id"],
-            name=r["name"],
-            created=r["created"],
-            finished=r["finished"],
-            status=r["status"],
-            argv=json.loads(r["argv"]),
-            spec=json.loads(r["spec"]),
-            environment=json.loads(r["environment"]),
-            artifacts=json.loads(r["artifacts"]),
-        )
+    def _run(r: Row) -> RunRecord:
+        d = dict(r)
+        for key in _RUN_JSON:
+            d[key] = json.loads(d[key])
+        return RunRecord(**d)
 
     # --- samples, series, events ---------------------------------------------------------------
     def add_sample(self, run_id: str, s: Sample) -> None:
-        """Insert and commit one sample (so a crash loses nothing measured)."""
-        d = asdict(s)
-        d["params"] = json.dumps(d["params"], sort_keys=True)
-        d["warmup"], d["emulated"] = int(s.warmup), int(s.emulated)
-        cols = ", ".join(["run_id", *d])
-        marks = ", ".join("?" * (len(d) + 1))
-        with self._lock, self._writing():
-            self.db.execute(f"INSERT INTO samples ({cols}) VALUES ({marks})", (run_id, *d.values()))
+        """Insert and commit one sample (so a crash loses nothing measured). A sample with
+        no host of its own is labelled with its run's."""
+        if not s.host:
+            s = dataclasses.replace(s, host=self._run_host(run_id))
+        self._insert_samples(run_id, [s])
+
+    def _run_host(self, run_id: str) -> str:
+        if run_id not in self._hosts:
+            rows = self._db.rows("SELECT host FROM runs WHERE id = ?", (run_id,))
+            self._hosts[run_id] = rows[0]["host"] if rows else ""
+        return self._hosts[run_id]
+
+    def _insert_samples(self, run_id: str, samples: list[Sample]) -> None:
+        cols = ["run_id", *(f.name for f in dataclasses.fields(Sample))]
+        marks = ", ".join("?" * len(cols))
+        self._db.executemany(
+            f"INSERT INTO samples ({', '.join(cols)}) VALUES ({marks})",
+            [(run_id, *_sample_row(s).values()) for s in samples],
+        )
 
     def samples(self, run_id: str) -> list[Sample]:
-        rows = self.db.execute("SELECT * FROM samples WHERE run_id = ? ORDER BY id", (run_id,))
+        rows = self._db.rows("SELECT * FROM samples WHERE run_id = ? ORDER BY id", (run_id,))
         return [self._sample(r) for r in rows]
 
     @staticmethod
-    def _sample(r: sqlite3.Row) -> Sample:
+    def _sample(r: Row) -> Sample:
         d = dict(r)
         d.pop("id"), d.pop("run_id")
         d["params"] = json.loads(d["params"])
@@ -291,48 +238,121 @@ class Store:
 
     def discard_samples(self, run_id: str, keep: Callable[[Sample], bool]) -> int:
         """Delete the run's samples `keep` rejects, in one transaction; how many went."""
-        rows = self.db.execute("SELECT * FROM samples WHERE run_id = ?", (run_id,)).fetchall()
-        gone = [r["id"] for r in rows if not keep(self._sample(r))]
-        with self._lock, self._writing(), self.db:
-            self.db.execute("BEGIN")
-            self.db.executemany("DELETE FROM samples WHERE id = ?", [(i,) for i in gone])
+        with self._db.transaction():
+            rows = self._db.rows("SELECT * FROM samples WHERE run_id = ?", (run_id,))
+            gone = [r["id"] for r in rows if not keep(self._sample(r))]
+            self._db.executemany("DELETE FROM samples WHERE id = ?", [(i,) for i in gone])
         return len(gone)
 
     def add_unit(self, run_id: str, experiment: str, key: str) -> None:
         """Record that one measurement unit (an experiment's own key) finished."""
-        with self._lock, self._writing():
-            self.db.execute(
-                "INSERT OR REPLACE INTO units (run_id, experiment, key, t) VALUES (?, ?, ?, ?)",
-                (run_id, experiment, key, time.time()),
-            )
+        self._add_units(run_id, [(experiment, key, time.time())])
+
+    def _add_units(self, run_id: str, units: list[tuple[str, str, float]]) -> None:
+        self._db.executemany(
+            "INSERT INTO units (run_id, experiment, key, t) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (run_id, experiment, key) DO UPDATE SET t = excluded.t",
+            [(run_id, *u) for u in units],
+        )
 
     def units(self, run_id: str) -> set[tuple[str, str]]:
-        q = "SELECT experiment, key FROM units WHERE run_id = ?"
-        return {(r[0], r[1]) for r in self.db.execute(q, (run_id,))}
+        rows = self._db.rows("SELECT experiment, key FROM units WHERE run_id = ?", (run_id,))
+        return {(r["experiment"], r["key"]) for r in rows}
 
     def count_samples(self, run_id: str) -> int:
-        q = "SELECT COUNT(*) FROM samples WHERE run_id = ? AND warmup = 0"
-        return self.db.execute(q, (run_id,)).fetchone()[0]
+        q = "SELECT COUNT(*) AS n FROM samples WHERE run_id = ? AND warmup = 0"
+        return self._db.rows(q, (run_id,))[0]["n"]
 
     def add_series(self, run_id: str, points: list[tuple[str, float, float]]) -> None:
-        with self._lock, self._writing(), self.db:
-            self.db.execute("BEGIN")
-            self.db.executemany(
-                "INSERT INTO series (run_id, name, t, value) VALUES (?, ?, ?, ?)",
-                [(run_id, n, t, v) for n, t, v in points],
-            )
+        """Host time series points (name, t, value), in one transaction."""
+        self._db.executemany(
+            "INSERT INTO series (run_id, name, t, value) VALUES (?, ?, ?, ?)",
+            [(run_id, n, t, v) for n, t, v in points],
+        )
 
     def series(self, run_id: str) -> Iterator[tuple[str, float, float]]:
         q = "SELECT name, t, value FROM series WHERE run_id = ? ORDER BY t"
-        yield from self.db.execute(q, (run_id,))
+        for r in self._db.rows(q, (run_id,)):
+            yield r["name"], r["t"], r["value"]
 
     def add_event(self, run_id: str, level: str, message: str) -> None:
-        with self._writing():
-            self.db.execute(
-                "INSERT INTO events (run_id, t, level, message) VALUES (?, ?, ?, ?)",
-                (run_id, time.time(), level, message),
-            )
+        self._add_events(run_id, [(time.time(), level, message)])
+
+    def _add_events(self, run_id: str, events: list[tuple[float, str, str]]) -> None:
+        self._db.executemany(
+            "INSERT INTO events (run_id, t, level, message) VALUES (?, ?, ?, ?)",
+            [(run_id, *e) for e in events],
+        )
 
     def events(self, run_id: str) -> list[tuple[float, str, str]]:
         q = "SELECT t, level, message FROM events WHERE run_id = ? ORDER BY t"
-        return [tuple(r) for r in self.db.execute(q, (run_id,))]
+        return [(r["t"], r["level"], r["message"]) for r in self._db.rows(q, (run_id,))]
+
+    # --- fleets --------------------------------------------------------------------------
+    def import_run(self, src: Store, run_id: str, host: str, fleet: str = "") -> RunRecord:
+        """Copy run `run_id` whole from `src` (record, environment, artifacts, samples,
+        series, events, units), labelling the run and every sample with `host` and `fleet`.
+
+        A run id already here is refused, unless it is the same run of the same host (a
+        re-merge): that replaces it whole. Either way it is one transaction."""
+        run = src.run(run_id)
+        if src is self:
+            raise VirtbenchError(f"run {run.id}: cannot import a run into its own store")
+        rec = dataclasses.replace(run, host=host, fleet=fleet)
+        samples = [dataclasses.replace(s, host=host) for s in src.samples(run.id)]
+        series = list(src.series(run.id))
+        events = src.events(run.id)
+        units = src._db.rows("SELECT experiment, key, t FROM units WHERE run_id = ?", (run.id,))
+        with self._db.transaction():
+            have = self._db.rows("SELECT host, created FROM runs WHERE id = ?", (run.id,))
+            if have and (have[0]["host"], have[0]["created"]) != (host, run.created):
+                raise VirtbenchError(
+                    f"run {run.id} from {host or 'this host'}: {self.location} already holds "
+                    f"a different run {run.id} (from {have[0]['host'] or 'this host'}); "
+                    "not imported"
+                )
+            if have:
+                for table in ("samples", "series", "events", "units"):
+                    self._db.execute(f"DELETE FROM {table} WHERE run_id = ?", (run.id,))
+                self._db.execute("DELETE FROM runs WHERE id = ?", (run.id,))
+            row = asdict(rec)
+            for key in _RUN_JSON:
+                row[key] = json.dumps(row[key])
+            marks = ", ".join("?" * len(row))
+            self._db.execute(
+                f"INSERT INTO runs ({', '.join(row)}) VALUES ({marks})", [*row.values()]
+            )
+            self._insert_samples(run.id, samples)
+            self.add_series(run.id, series)
+            self._add_events(run.id, events)
+            self._add_units(run.id, [(u["experiment"], u["key"], u["t"]) for u in units])
+        self._hosts[run.id] = host
+        return rec
+
+
+def _sample_row(s: Sample) -> dict[str, Any]:
+    """A sample as the columns of its row (after run_id), in Sample's field order."""
+    d = asdict(s)
+    d["params"] = json.dumps(d["params"], sort_keys=True)
+    d["warmup"], d["emulated"] = int(s.warmup), int(s.emulated)
+    return d
+
+
+_URL = re.compile(r"^(postgres|postgresql)://", re.IGNORECASE)
+
+
+def open_store(location: str | Path) -> Store:
+    """The store at `location`: a `postgresql://` URL (shared, e.g. by a fleet), or a results
+    directory holding the SQLite database."""
+    text = str(location)
+    if isinstance(location, str) and _URL.match(text):
+        from virtbench.store_pg import PgStore  # only a PostgreSQL store needs psycopg
+
+        return PgStore(text)
+    if isinstance(location, str) and re.match(r"^[a-z][a-z0-9+.-]*://", text, re.IGNORECASE):
+        scheme = text.split("://", 1)[0]
+        raise VirtbenchError(
+            f"--store {scheme}://...: unknown kind of store; give a results directory "
+            "or a postgresql://user@host/database URL"
+        )
+    return Store(Path(location))

@@ -1,4 +1,5 @@
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -55,8 +56,15 @@ def test_direction_is_constrained(tmp_path: Path):
         st.add_sample("abc123", sample(1.0, direction="sideways"))
 
 
-def test_unknown_run_names_recent_ones(tmp_path: Path):
-    st = Store(tmp_path)
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    """A SQLite store (tests/integration/test_store_pg.py runs the tests taking it on
+    PostgreSQL too)."""
+    return Store(tmp_path)
+
+
+def test_unknown_run_names_recent_ones(store: Store):
+    st = store
     with pytest.raises(VirtbenchError, match="store is empty"):
         st.run("zzz999")
     st.create_run("abc123", "t", [], {})
@@ -64,8 +72,8 @@ def test_unknown_run_names_recent_ones(tmp_path: Path):
         st.run("zzz999")
 
 
-def test_series_and_events(tmp_path: Path):
-    st = Store(tmp_path)
+def test_series_and_events(store: Store):
+    st = store
     st.create_run("abc123", "t", [], {})
     st.add_series("abc123", [("host.cpu_idle_pct", 1.0, 50.0), ("host.cpu_idle_pct", 2.0, 60.0)])
     assert [v for _, _, v in st.series("abc123")] == [50.0, 60.0]
@@ -93,8 +101,8 @@ def test_version_1_store_gains_units_and_keeps_its_runs(tmp_path: Path):
     assert st.run("old123").status == "running" and st.run("old123").finished is None
 
 
-def test_discard_samples_removes_only_what_keep_rejects(tmp_path: Path):
-    st = Store(tmp_path)
+def test_discard_samples_removes_only_what_keep_rejects(store: Store):
+    st = store
     st.create_run("abc123", "t", ["virtbench"], {})
     for rep in range(4):
         st.add_sample("abc123", sample(float(rep), repetition=rep))
@@ -115,3 +123,126 @@ def test_resume_warns_when_the_artifact_was_built_differently(tmp_path):
     artifact_event(store, store.run("aaaaa1"), {**old, "digest": "b" * 64})
     [(_, level, msg)] = store.events("aaaaa1")
     assert level == "warning" and f"is now {'b' * 16} (was {'a' * 16})" in msg
+
+
+def _version_2_store(directory: Path) -> None:
+    """A store as virtbench wrote it before fleets: schema 2, a run with a sample."""
+    from virtbench.store import _MIGRATIONS
+
+    db = sqlite3.connect(directory / "virtbench.sqlite")
+    db.executescript(_MIGRATIONS[1] + _MIGRATIONS[2] + "PRAGMA user_version = 2;")
+    db.execute("INSERT INTO runs (id, name, created, status, spec) VALUES "
+               "('old222', 'o', 1, 'completed', '{}')")  # fmt: skip
+    db.execute("INSERT INTO samples (run_id, experiment, metric, value, unit, direction, "
+               "runtime, workload, repetition, t) VALUES ('old222', 'boot', 'm', 2.5, 'ms', "
+               "'lower', 'crun', 'hello', 0, 1)")  # fmt: skip
+    db.commit()
+    db.close()
+
+
+def test_version_2_store_gains_hosts_and_keeps_its_runs(tmp_path: Path):
+    _version_2_store(tmp_path)
+    st = Store(tmp_path)
+    run = st.run("old222")
+    assert (run.host, run.fleet, run.status) == ("", "", "completed")
+    [s] = st.samples("old222")
+    assert (s.host, s.value, s.runtime) == ("", 2.5, "crun")
+    st.close()
+    db = sqlite3.connect(tmp_path / "virtbench.sqlite")
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+
+
+def test_samples_carry_their_runs_host_unless_they_have_one(tmp_path: Path):
+    st = Store(tmp_path)
+    st.create_run("abc123", "t", [], {}, host="node1", fleet="f00001")
+    st.add_sample("abc123", sample(1.0))
+    st.add_sample("abc123", sample(2.0, host="node2"))
+    assert [s.host for s in st.samples("abc123")] == ["node1", "node2"]
+    run = st.run("abc123")
+    assert (run.host, run.fleet) == ("node1", "f00001")
+    st.create_run("loc123", "t", [], {})
+    st.add_sample("loc123", sample(1.0))
+    assert st.samples("loc123")[0].host == ""
+
+
+def _full_run(st: Store, run_id: str = "abc123") -> None:
+    from tests.fakerun import fake_run
+
+    fake_run(st, run_id, {"crun": 1.0, "runc": 1.1}, experiments=("boot", "throughput"))
+    st.add_unit(run_id, "boot", '["crun", 0, "hello"]')
+
+
+def test_import_run_copies_everything_and_labels_the_host(tmp_path: Path):
+    src, dst = Store(tmp_path / "node1"), Store(tmp_path / "merged")
+    _full_run(src)
+    got = dst.import_run(src, "latest", host="node1", fleet="f00001")
+    assert got.id == "abc123" and (got.host, got.fleet) == ("node1", "f00001")
+    a, b = src.run("abc123"), dst.run("abc123")
+    assert (b.host, b.fleet) == ("node1", "f00001")
+    strip = ("host", "fleet")
+    assert {k: v for k, v in vars(a).items() if k not in strip} == {
+        k: v for k, v in vars(b).items() if k not in strip
+    }
+    assert [replace(s, host="node1") for s in src.samples("abc123")] == dst.samples("abc123")
+    assert list(src.series("abc123")) == list(dst.series("abc123"))
+    assert src.events("abc123") == dst.events("abc123")
+    assert dst.units("abc123") == {("boot", '["crun", 0, "hello"]')}
+    assert dst.count_samples("abc123") == src.count_samples("abc123")
+
+
+def test_import_run_again_replaces_it_and_another_hosts_run_is_refused(tmp_path: Path):
+    src, dst = Store(tmp_path / "node1"), Store(tmp_path / "merged")
+    _full_run(src)
+    dst.import_run(src, "abc123", host="node1")
+    n = len(dst.samples("abc123"))
+    src.add_event("abc123", "info", "later")
+    dst.import_run(src, "abc123", host="node1")  # a re-merge: replaced whole, not doubled
+    assert len(dst.samples("abc123")) == n and dst.events("abc123")[-1][2] == "later"
+    assert len(list(dst.series("abc123"))) == len(list(src.series("abc123")))
+    with pytest.raises(VirtbenchError, match="already holds a different run abc123") as exc:
+        dst.import_run(src, "abc123", host="node2")
+    assert "\n" not in str(exc.value)
+    assert {s.host for s in dst.samples("abc123")} == {"node1"}  # untouched
+    other = Store(tmp_path / "node2")
+    _full_run(other)  # the same id, by chance, on another host at another time
+    with pytest.raises(VirtbenchError, match="from node1"):
+        dst.import_run(other, "abc123", host="node2")
+    with pytest.raises(VirtbenchError, match="own store"):
+        src.import_run(src, "abc123", host="node1")
+
+
+def test_exports_carry_the_host(tmp_path: Path):
+    import csv
+    import io
+    import json
+
+    import jsonschema
+
+    from virtbench import export
+
+    src, dst = Store(tmp_path / "node1"), Store(tmp_path / "merged")
+    _full_run(src)
+    dst.import_run(src, "abc123", host="node1", fleet="f00001")
+    out = io.StringIO()
+    export.write_ndjson(dst, "abc123", out)
+    recs = [json.loads(line) for line in out.getvalue().splitlines()]
+    validator = jsonschema.Draft202012Validator(export.schema())
+    for rec in recs:
+        validator.validate(rec)
+    assert recs[0]["host"] == "node1" and recs[0]["fleet"] == "f00001"
+    assert {r["host"] for r in recs if r["record"] == "sample"} == {"node1"}
+    assert not validator.is_valid({**recs[1], "host": None})
+    out = io.StringIO()
+    export.write_csv(dst, "abc123", out)
+    rows = list(csv.DictReader(io.StringIO(out.getvalue())))
+    assert "host" in export.SAMPLE_FIELDS and {r["host"] for r in rows} == {"node1"}
+
+
+def test_open_store_picks_the_backend_from_the_location(tmp_path: Path):
+    from virtbench.store import open_store
+
+    st = open_store(tmp_path / "r")
+    assert type(st) is Store and st.path == tmp_path / "r" / "virtbench.sqlite"
+    assert type(open_store(str(tmp_path / "s"))) is Store
+    with pytest.raises(VirtbenchError, match=r"mysql://\.\.\.: unknown kind of store"):
+        open_store("mysql://u:secret@localhost/db")
