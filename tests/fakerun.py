@@ -42,12 +42,15 @@ def fake_run(
     seed: int = 0,
     cv: float = CV,
     name: str = "fake",
+    host: str = "",
+    fleet: str = "",
 ) -> str:
-    """Write run `run_id` with runtimes `factors` (name -> slowdown factor) and return it."""
+    """Write run `run_id` with runtimes `factors` (name -> slowdown factor) and return it;
+    `host` and `fleet` make it one host's run of a fleet."""
     rng = np.random.default_rng(seed)
     runtimes = list(factors)
     spec = {"name": name, "runtimes": runtimes, "experiment": [{"type": e} for e in experiments]}
-    store.create_run(run_id, name, ["virtbench", "run", name], spec)
+    store.create_run(run_id, name, ["virtbench", "run", name], spec, host=host, fleet=fleet)
     env = {**ENVIRONMENT, "runtimes": {r: "0.0-fake" for r in runtimes}}
     store.set_environment(run_id, env)
     store.add_artifact(run_id, {"name": "rootfs-fake", "digest": "f" * 64, "disk_bytes": 4096})

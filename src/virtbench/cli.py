@@ -18,12 +18,14 @@ from virtbench import spec as specmod
 from virtbench.cli_common import (
     DEFAULT_RESULTS,
     ResultsOpt,
+    StoreOpt,
     _csv,
     _require_root,
     _typed,
     app,
     err,
     one_line_errors,
+    open_results,
     out,
 )
 from virtbench.errors import VirtbenchError
@@ -159,9 +161,18 @@ def run(
         ),
     ] = None,
     results: ResultsOpt = DEFAULT_RESULTS,
+    store_url: StoreOpt = None,
+    host_label: Annotated[
+        str, typer.Option("--host-label", hidden=True, help="Fleet: the host's inventory name.")
+    ] = "",
+    fleet: Annotated[str, typer.Option("--fleet", hidden=True, help="Fleet: the fleet id.")] = "",
 ) -> None:
     """Run an experiment spec and print its result tables."""
     from virtbench import runner
+
+    naming.check_host_label(host_label, "--host-label")
+    if fleet and not naming.is_run_id(fleet):
+        raise VirtbenchError(f"--fleet: {fleet!r} is not a fleet id (6 characters a-z0-9)")
 
     flags = {
         "--runs": runs,
@@ -183,7 +194,7 @@ def run(
             what = "a spec" if spec is not None else (given or ["--runtimes"])[0]
             raise VirtbenchError(f"--resume goes on with the run's own spec: drop {what}")
         _require_root("run")
-        store = Store(results)
+        store = open_results(results, store_url)
         record = store.run(resume)
         parsed = specmod.parse(record.spec, f"run {record.id}'s stored spec")
     elif spec is None:
@@ -192,7 +203,7 @@ def run(
         _, raw, where = specmod.load(spec)
         parsed = specmod.with_overrides(raw, where, _csv(runtimes, "--runtimes"), flags)
         _require_root("run")
-        store = Store(results)
+        store = open_results(results, store_url)
         record = None
     paths = Paths.from_env()
     run_id = ""
@@ -205,8 +216,9 @@ def run(
 
     try:
         run_id, status = runner.execute(
-            parsed, store, paths, out.print, sys.argv, started, resume=record
-        )
+            parsed, store, paths, out.print, sys.argv, started, resume=record,
+            labels={"host": host_label, "fleet": fleet},
+        )  # fmt: skip
     except KeyboardInterrupt:
         err.print(
             f"[yellow]interrupted[/]: run {run_id} stopped; its samples so far are stored; "
@@ -245,11 +257,11 @@ def _show(store: Store, run_id: str, wide: bool = False) -> None:
 
 @app.command("list")
 @one_line_errors
-def list_runs(results: ResultsOpt = DEFAULT_RESULTS) -> None:
+def list_runs(results: ResultsOpt = DEFAULT_RESULTS, store_url: StoreOpt = None) -> None:
     """List the runs in the store."""
     from virtbench.report.tables import runs_table
 
-    store = Store(results)
+    store = open_results(results, store_url)
     rows = [(r, store.count_samples(r.id)) for r in store.runs()]
     if not rows:
         out.print(f"no runs in {store.location}")
@@ -267,9 +279,10 @@ def show(
         bool, typer.Option("--wide", help="Also mean, SD, min-max and outliers.")
     ] = False,
     results: ResultsOpt = DEFAULT_RESULTS,
+    store_url: StoreOpt = None,
 ) -> None:
     """Show one run: per metric and runtime, median with 95% CI, CV and n."""
-    store = Store(results)
+    store = open_results(results, store_url)
     record = store.run(run_id)
     out.print(f"run {record.id} ({record.name}): {record.status}")
     _show(store, record.id, wide)
@@ -281,6 +294,7 @@ def clean(
     run_id: Annotated[str | None, typer.Option("--run", help="Only this run's leftovers.")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would be removed.")] = False,
     results: ResultsOpt = DEFAULT_RESULTS,
+    store_url: StoreOpt = None,
 ) -> None:
     """Remove everything labelled with a run id that is no longer running."""
     if run_id is not None and not naming.is_run_id(run_id):
@@ -301,8 +315,8 @@ def clean(
             if errors:
                 raise typer.Exit(1)
             out.print(cleanup.summarize(items).replace("leftovers", "leftovers removed", 1))
-    if not dry_run and (results / "virtbench.sqlite").exists():
-        store = Store(results)
+    if not dry_run and (store_url or (results / "virtbench.sqlite").exists()):
+        store = open_results(results, store_url)
         live = cleanup.live_runs(paths)
         for r in store.runs():
             if r.status == "running" and r.id not in live and run_id in (None, r.id):

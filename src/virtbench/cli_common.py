@@ -8,13 +8,16 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
 from virtbench.errors import VirtbenchError
+
+if TYPE_CHECKING:
+    from virtbench.store import Store
 
 app = typer.Typer(
     add_completion=False,
@@ -31,6 +34,21 @@ ResultsOpt = Annotated[
     typer.Option("--results", help="Results directory (SQLite store).", envvar="VIRTBENCH_RESULTS"),
 ]
 DEFAULT_RESULTS = Path("results")
+StoreOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--store",
+        help="A shared results database (postgresql://user@host/db) instead of --results.",
+        envvar="VIRTBENCH_STORE",
+    ),
+]
+
+
+def open_results(results: Path, store: str | None) -> Store:
+    """The store a command reads or writes: `--store URL` if given, else `--results DIR`."""
+    from virtbench.store import open_store
+
+    return open_store(store) if store else open_store(results)
 
 
 def one_line_errors(fn: F) -> F:

@@ -8,9 +8,43 @@ from typing import Annotated
 
 import typer
 
-from virtbench.cli_common import DEFAULT_RESULTS, ResultsOpt, _csv, app, err, one_line_errors, out
+from virtbench.cli_common import (
+    DEFAULT_RESULTS,
+    ResultsOpt,
+    StoreOpt,
+    _csv,
+    app,
+    err,
+    one_line_errors,
+    open_results,
+    out,
+)
 from virtbench.errors import VirtbenchError
 from virtbench.store import Store
+
+
+def resolve(store: Store, ids: list[str]) -> list[str]:
+    """Run ids for what the user named: runs (or latest), or fleet ids (`virtbench fleet
+    run` prints one), which stand for every run of that fleet, ordered by host."""
+    out: list[str] = []
+    for given in ids:
+        fleet = sorted((r for r in store.runs() if r.fleet and r.fleet == given),
+                       key=lambda r: r.host)  # fmt: skip
+        found = [r.id for r in fleet] if fleet else [store.run(given).id]
+        out += [rid for rid in found if rid not in out]
+    return out
+
+
+def _fleet_host(store: Store, fleet: str, host: str) -> str:
+    """The run of `host` in `fleet` (for compare --hosts)."""
+    runs = [r for r in store.runs() if r.fleet == fleet]
+    if not runs:
+        raise VirtbenchError(f"--hosts: {fleet!r} is not a fleet id in {store.location}")
+    mine = [r.id for r in runs if r.host == host]
+    if not mine:
+        have = ", ".join(sorted({r.host for r in runs}))
+        raise VirtbenchError(f"--hosts: fleet {fleet} has no run of {host!r} (it has: {have})")
+    return mine[-1]
 
 
 def _side(store: Store, run_id: str, runtime: str | None) -> list:
@@ -54,7 +88,12 @@ def compare(
         str,
         typer.Option("--fail-on", help="Exit 1 when a verdict is: worse | change | never."),
     ] = "worse",
+    hosts: Annotated[
+        str | None,
+        typer.Option("--hosts", help="a,b: with a fleet id, host a's run against host b's."),
+    ] = None,
     results: ResultsOpt = DEFAULT_RESULTS,
+    store_url: StoreOpt = None,
 ) -> None:
     """Is B slower than A? Per metric: medians, change, permutation p, verdict. Exit 1 on a
     regression (worse, failed, missing), 3 when too few samples decide nothing, 2 on bad
@@ -70,17 +109,25 @@ def compare(
     if fail_on not in ("worse", "change", "never"):
         raise VirtbenchError(f"--fail-on: {fail_on!r} is not one of worse, change, never")
     pair = _csv(runtimes, "--runtimes")
+    host_pair = _csv(hosts, "--hosts")
     n_pair = len(pair or [])
-    if (pair is not None and n_pair not in (1, 2)) or (len(run_ids) == 1 and n_pair != 2):
+    if host_pair is not None and (len(host_pair) != 2 or len(run_ids) != 1):
+        raise VirtbenchError("--hosts: give two hosts a,b and one fleet id")
+    if (pair is not None and n_pair not in (1, 2)) or (
+        len(run_ids) == 1 and n_pair != 2 and host_pair is None
+    ):
         raise VirtbenchError("--runtimes: give two runtimes a,b (one is enough with two runs)")
-    store = Store(results)
-    id_a, id_b = store.run(run_ids[0]).id, store.run(run_ids[-1]).id
+    store = open_results(results, store_url)
+    if host_pair is not None:
+        id_a, id_b = (_fleet_host(store, run_ids[0], h) for h in host_pair)
+    else:
+        id_a, id_b = store.run(run_ids[0]).id, store.run(run_ids[-1]).id
     rt_a, rt_b = (pair[0], pair[-1]) if pair else (None, None)
     a, b = _side(store, id_a, rt_a), _side(store, id_b, rt_b)
     rows = cmp.compare(a, b, with_runtime=pair is None, alpha=alpha,
                        min_effect=min_effect / 100, metrics=_csv(metric, "--metric"))  # fmt: skip
-    name_a = f"{id_a}" + (f" {rt_a}" if rt_a else "")
-    name_b = f"{id_b}" + (f" {rt_b}" if rt_b else "")
+    name_a = f"{id_a}" + (f" {host_pair[0]}" if host_pair else "") + (f" {rt_a}" if rt_a else "")
+    name_b = f"{id_b}" + (f" {host_pair[1]}" if host_pair else "") + (f" {rt_b}" if rt_b else "")
     title = f"B against A (min effect {min_effect:g}%, alpha {alpha:g})"
     out.print(cmp.verdict_table(title, rows, name_a, name_b))
     n = cmp.counts(rows)
@@ -147,8 +194,10 @@ def report(
         ),
     ] = "kruskal",
     results: ResultsOpt = DEFAULT_RESULTS,
+    store_url: StoreOpt = None,
 ) -> None:
-    """Write one self-contained HTML report (tables, plots, warnings, scores) of runs."""
+    """Write one self-contained HTML report (tables, plots, warnings, scores) of runs; a
+    fleet id stands for its runs, and runs of several hosts are also compared by host."""
     from virtbench.report import html
     from virtbench.stats import DESMET_BANDS
 
@@ -161,8 +210,8 @@ def report(
         "lower": _bands(bands_lower, "--bands-lower", DESMET_BANDS["lower"]),
         "boot": _bands(bands_boot, "--bands-boot", DESMET_BANDS["boot"]),
     }
-    store = Store(results)
-    run_ids = [store.run(rid).id for rid in run_ids]  # "latest" -> its id; unknown: error
+    store = open_results(results, store_url)
+    run_ids = resolve(store, run_ids)  # "latest", a fleet -> run ids; unknown: error
     have = {s.runtime for rid in run_ids for s in store.samples(rid)}
     for flag, value in (("--baseline", baseline), ("--boot-baseline", boot_baseline)):
         if value is not None and value not in have:
@@ -193,6 +242,7 @@ def export(
         bool, typer.Option("--schema", help="Print the JSON Schema of the export instead.")
     ] = False,
     results: ResultsOpt = DEFAULT_RESULTS,
+    store_url: StoreOpt = None,
 ) -> None:
     """Export a run's samples (and, as NDJSON, the run and its events)."""
     from virtbench import export as ex
@@ -204,7 +254,7 @@ def export(
         raise VirtbenchError("export: give a run id (see `virtbench list`), or --schema")
     if fmt not in ex.FORMATS:
         raise VirtbenchError(f"--format: {fmt!r} is not one of {', '.join(ex.FORMATS)}")
-    store = Store(results)
+    store = open_results(results, store_url)
     store.run(run_id)  # unknown run: one line, before any file is created
     write = ex.write_ndjson if fmt == "ndjson" else ex.write_csv
     if output is None:

@@ -10,6 +10,8 @@ import re
 import secrets
 import string
 
+from virtbench.errors import VirtbenchError
+
 PREFIX = "vb-"
 RUN_ID_LEN = 6
 _ALPHABET = string.ascii_lowercase + string.digits
@@ -60,3 +62,15 @@ def run_id_of(text: str) -> str | None:
     """The run id a `vb-<run-id>-...` name belongs to, or None if it is not ours."""
     m = NAME_RE.match(text)
     return m.group(1) if m else None
+
+
+HOST_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def check_host_label(label: str, flag: str) -> None:
+    """A host's name as a label ("" for this machine): it ends up in file names and
+    commands on the controller, so letters, digits, `.`, `_` and `-` only."""
+    if label and not HOST_LABEL.fullmatch(label):
+        raise VirtbenchError(
+            f"{flag}: {label!r} is not a host name (letters, digits, '.', '_', '-'; at most 64)"
+        )

@@ -88,9 +88,11 @@ def execute(
     argv: list[str] | None = None,
     started: Callable[[str], None] | None = None,
     resume: RunRecord | None = None,
+    labels: dict[str, str] | None = None,
 ) -> tuple[str, str]:
     """Run `spec` (or go on with `resume`, whose spec it is); returns (run id, final
-    status). KeyboardInterrupt is re-raised after cleanup."""
+    status). `labels`: the run's `host` and `fleet` (a fleet run on one of its hosts).
+    KeyboardInterrupt is re-raised after cleanup."""
     versions = check_available(spec)
     layout = cgroups.Layout.detect()
     if resume is not None:
@@ -108,7 +110,10 @@ def execute(
     try:
         with sigterm_as_interrupt():
             if resume is None:
-                store.create_run(run_id, spec.name, argv or sys.argv, spec.model_dump(mode="json"))
+                store.create_run(
+                    run_id, spec.name, argv or sys.argv, spec.model_dump(mode="json"),
+                    **(labels or {}),
+                )  # fmt: skip
             else:
                 store.reopen_run(run_id)
             if started:

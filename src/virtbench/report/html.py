@@ -27,6 +27,8 @@ from rich.table import Table
 from rich.text import Text
 
 from virtbench import __version__
+from virtbench.report import compare as cmp
+from virtbench.report import hosts as hostsmod
 from virtbench.report import plots as plotmod
 from virtbench.report.compare import condition, label
 from virtbench.report.tables import experiment_tables, fmt
@@ -224,6 +226,7 @@ def run_section(store: Store, run: RunRecord, opts: Options) -> dict[str, Any]:
     versions = env.pop("runtimes", {})
     return {
         "run": run,
+        "host": hostsmod.host_of(run),
         "started": _when(run.created),
         "finished": _when(run.finished),
         "duration": f"{(run.finished - run.created) / 60:.1f} min" if run.finished else "-",
@@ -261,9 +264,18 @@ def render(store: Store, run_ids: list[str], opts: Options) -> str:
         undefined=jinja2.StrictUndefined,
     )
     sections = [run_section(store, r, opts) for r in runs]
+    across = []
+    for first, other, rows in hostsmod.comparisons(store, runs):
+        if isinstance(rows, str):
+            across.append({"a": first, "b": other, "table": None, "note": rows})
+            continue
+        title = f"{other} against {first} (min effect 5%, alpha 0.05)"
+        table = from_rich(cmp.verdict_table(title, rows, first, other))
+        across.append({"a": first, "b": other, "table": table, "note": ""})
     return env.get_template(TEMPLATE).render(
         title="virtbench report: " + ", ".join(f"{r.id} ({r.name})" for r in runs),
         sections=sections,
+        hosts=across,
         version=__version__,
         generated=_when(dt.datetime.now().timestamp()),
         esc=html.escape,

@@ -213,13 +213,16 @@ def experiment_tables(run: RunRecord, samples: list[Sample], wide: bool = False)
 
 
 def runs_table(rows: list[tuple[RunRecord, int]]) -> Table:
+    """The store's runs; with a host and fleet column once a fleet's runs are in it."""
     t = Table(title="runs", title_justify="left")
-    for col in ("run", "name", "started", "status", "runtimes", "experiments", "samples"):
+    fleets = any(run.host or run.fleet for run, _ in rows)
+    cols = ["run", "name", "started", "status", "runtimes", "experiments", "samples"]
+    for col in cols + (["host", "fleet"] if fleets else []):
         t.add_column(col)
     for run, n in rows:
         when = dt.datetime.fromtimestamp(run.created).strftime("%Y-%m-%d %H:%M:%S")
         exps = ",".join(e.get("type", "?") for e in run.spec.get("experiment", []))
-        t.add_row(
-            run.id, run.name, when, run.status, ",".join(run.spec.get("runtimes", [])), exps, str(n)
-        )
+        cells = [run.id, run.name, when, run.status, ",".join(run.spec.get("runtimes", [])),
+                 exps, str(n)]  # fmt: skip
+        t.add_row(*cells, *([run.host, run.fleet] if fleets else []))
     return t

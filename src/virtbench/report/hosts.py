@@ -1,0 +1,50 @@
+"""Runs of several hosts side by side (a fleet run, or runs merged from other machines).
+
+For every host after the first (in the order the runs were given), each measure both hosts
+took is compared as `virtbench compare` does: medians, change = median(host) /
+median(first host) - 1, a permutation test Holm-corrected over the measures, and a verdict
+in the metric's direction. Runtimes are part of the condition, so crun on one host is
+compared with crun on the other; a sharded fleet (different runtimes per host) shares no
+measure and says so instead of showing an empty table.
+"""
+
+from __future__ import annotations
+
+from virtbench.errors import VirtbenchError
+from virtbench.report import compare as cmp
+from virtbench.store import RunRecord, Sample, Store
+
+
+def host_of(run: RunRecord) -> str:
+    """The run's host: its fleet label, else the hostname its environment recorded."""
+    return run.host or str(run.environment.get("hostname") or "this machine")
+
+
+def by_host(store: Store, runs: list[RunRecord]) -> dict[str, list[Sample]]:
+    """Samples of the runs, grouped by host in the order of the runs."""
+    out: dict[str, list[Sample]] = {}
+    for r in runs:
+        out.setdefault(host_of(r), []).extend(store.samples(r.id))
+    return out
+
+
+def comparisons(
+    store: Store, runs: list[RunRecord], alpha: float = 0.05, min_effect: float = 0.05
+) -> list[tuple[str, str, list[cmp.Row] | str]]:
+    """(first host, other host, rows -- or why there are none) for every other host; []
+    when the runs are all of one host."""
+    groups = by_host(store, runs)
+    if len(groups) < 2:
+        return []
+    hosts = list(groups)
+    first = hosts[0]
+    out: list[tuple[str, str, list[cmp.Row] | str]] = []
+    for other in hosts[1:]:
+        try:
+            rows = cmp.compare(groups[first], groups[other], with_runtime=True, alpha=alpha,
+                               min_effect=min_effect)  # fmt: skip
+        except VirtbenchError:  # e.g. sharded by runtime: nothing measured on both
+            rows = []
+        shared = [r for r in rows if r.verdict != "missing"]
+        out.append((first, other, shared or "no measure was taken on both hosts"))
+    return out
