@@ -25,6 +25,8 @@ PACKAGES=(
   qemu-system-x86
   # Linux guests: the cloud kernel is fetched with apt-get download; cpio checks the initramfs
   cpio
+  # fleet mode: Ansible reaches hosts over ssh; the tests run sshd in network namespaces
+  openssh-client openssh-server
 )
 
 if [ "$(id -u)" -ne 0 ]; then

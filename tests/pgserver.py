@@ -52,7 +52,10 @@ def _free_port() -> int:
 class PgServer:
     """One PostgreSQL server in its own directory; `start()`, `database()`, `stop()`."""
 
-    def __init__(self) -> None:
+    def __init__(self, also_on: str | None = None) -> None:
+        """`also_on`: another address of this host to listen on (a fleet test's bridge),
+        whose /24 may log in with the password too."""
+        self.also_on = also_on
         self.dir = Path(tempfile.mkdtemp(prefix="vb-pg-"))
         self.data = self.dir / "data"
         self.password = secrets.token_hex(12)
@@ -78,10 +81,16 @@ class PgServer:
             "--no-sync",
         )  # fmt: skip
         pwfile.unlink()
+        listen = "127.0.0.1"
+        if self.also_on:
+            listen += f",{self.also_on}"
+            net = ".".join(self.also_on.split(".")[:3]) + ".0/24"
+            with open(self.data / "pg_hba.conf", "a") as hba:
+                hba.write(f"host all all {net} scram-sha-256\n")
         self.port = _free_port()
         log = open(self.dir / "log", "wb")  # noqa: SIM115 (the server writes it until stop)
         self.proc = subprocess.Popen(
-            [str(BIN / "postgres"), "-D", str(self.data), "-h", "127.0.0.1", "-p",
+            [str(BIN / "postgres"), "-D", str(self.data), "-h", listen, "-p",
              str(self.port), "-k", str(self.dir), "-c", "fsync=off", "-c",
              "synchronous_commit=off", "-c", "full_page_writes=off"],
             cwd=self.dir, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
@@ -112,19 +121,22 @@ class PgServer:
             return (self.dir / "log").read_text(errors="replace")[-2000:]
         return ""
 
-    def url(self, database: str, password: str | None = None, port: int | None = None) -> str:
+    def url(
+        self, database: str, password: str | None = None, port: int | None = None,
+        host: str = "127.0.0.1",
+    ) -> str:  # fmt: skip
         pw = self.password if password is None else password
-        return f"postgresql://{USER}:{pw}@127.0.0.1:{port or self.port}/{database}"
+        return f"postgresql://{USER}:{pw}@{host}:{port or self.port}/{database}"
 
-    def database(self) -> str:
-        """A new, empty database; its URL (with the password)."""
+    def database(self, host: str = "127.0.0.1") -> str:
+        """A new, empty database; its URL (with the password) through `host`."""
         import psycopg
 
         self._n += 1
         name = f"vb_test_{self._n}"
         with psycopg.connect(self.url("postgres"), autocommit=True) as conn:
             conn.execute(f"CREATE DATABASE {name}")
-        return self.url(name)
+        return self.url(name, host=host)
 
     def stop(self) -> None:
         """Fast shutdown by pid (SIGINT), SIGKILL if it lingers; then remove everything."""

@@ -8,7 +8,7 @@ VirtbenchError reaches the user as one line (`error: ...`) and a non-zero exit.
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -30,6 +30,7 @@ from virtbench.cli_common import (
 )
 from virtbench.errors import VirtbenchError
 from virtbench.paths import Paths
+from virtbench.spec import Spec
 from virtbench.store import Store
 
 
@@ -174,20 +175,7 @@ def run(
     if fleet and not naming.is_run_id(fleet):
         raise VirtbenchError(f"--fleet: {fleet!r} is not a fleet id (6 characters a-z0-9)")
 
-    flags = {
-        "--runs": runs,
-        "--warmups": warmups,
-        "--benchmark-times": benchmark_times,
-        _typed("--instances-per-benchmark", "--step"): instances_per_benchmark,
-        _typed("--instances", "--max"): instances,
-        "--workloads": _csv(workloads, "--workloads"),
-        "--worker": worker,
-        "--background": background,
-        "--attackers": _csv(attackers, "--attackers"),
-        "--placements": _csv(placements, "--placements"),
-        "--target-cv": target_cv,
-        "--max-runs": max_runs,
-    }
+    flags = run_flags(locals())
     if resume is not None:
         given = [f for f, v in flags.items() if v is not None]
         if spec is not None or runtimes is not None or given:
@@ -200,8 +188,7 @@ def run(
     elif spec is None:
         raise VirtbenchError("give a spec file or catalog name (e.g. quickstart), or --resume RUN")
     else:
-        _, raw, where = specmod.load(spec)
-        parsed = specmod.with_overrides(raw, where, _csv(runtimes, "--runtimes"), flags)
+        parsed = resolve_spec(spec, runtimes, flags)
         _require_root("run")
         store = open_results(results, store_url)
         record = None
@@ -228,6 +215,31 @@ def run(
         raise typer.Exit(130) from None
     _show(store, run_id)
     out.print(f"run {run_id} {status}")
+
+
+def run_flags(p: dict[str, Any]) -> dict[str, Any]:
+    """`virtbench run`'s spec-overriding options (its parsed parameters `p`), by the flag
+    the user typed (errors name that one)."""
+    return {
+        "--runs": p["runs"],
+        "--warmups": p["warmups"],
+        "--benchmark-times": p["benchmark_times"],
+        _typed("--instances-per-benchmark", "--step"): p["instances_per_benchmark"],
+        _typed("--instances", "--max"): p["instances"],
+        "--workloads": _csv(p["workloads"], "--workloads"),
+        "--worker": p["worker"],
+        "--background": p["background"],
+        "--attackers": _csv(p["attackers"], "--attackers"),
+        "--placements": _csv(p["placements"], "--placements"),
+        "--target-cv": p["target_cv"],
+        "--max-runs": p["max_runs"],
+    }
+
+
+def resolve_spec(spec: str, runtimes: str | None, flags: dict[str, Any]) -> Spec:
+    """The spec `virtbench run SPEC --runtimes ... FLAGS` runs (errors name file and field)."""
+    _, raw, where = specmod.load(spec)
+    return specmod.with_overrides(raw, where, _csv(runtimes, "--runtimes"), flags)
 
 
 def _show(store: Store, run_id: str, wide: bool = False) -> None:
@@ -325,9 +337,9 @@ def clean(
 
 
 # compare, report, export: registered after the commands above, so help lists them in order
-from virtbench import cli_results  # noqa: E402
+from virtbench import cli_fleet, cli_results  # noqa: E402
 
-__all__ = ["app", "cli_results", "main"]
+__all__ = ["app", "cli_fleet", "cli_results", "main"]
 
 
 def main() -> None:

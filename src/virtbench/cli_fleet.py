@@ -1,0 +1,91 @@
+"""`virtbench fleet run`: one experiment on every host of an Ansible inventory (see
+virtbench/fleet/__init__.py), results merged into the local store (or written by every
+host to one PostgreSQL database with --store)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from virtbench.cli_common import (
+    DEFAULT_RESULTS,
+    ResultsOpt,
+    StoreOpt,
+    app,
+    err,
+    one_line_errors,
+    open_results,
+    out,
+)
+from virtbench.errors import VirtbenchError
+from virtbench.paths import Paths
+
+fleet_app = typer.Typer(no_args_is_help=True, help="Run experiments across many hosts (Ansible).")
+app.add_typer(fleet_app, name="fleet")
+
+# `virtbench run` flags the fleet sets itself on every host
+OWN_FLAGS = ("--runtimes", "--results", "--store", "--resume", "--host-label", "--fleet")
+
+
+@fleet_app.command(
+    "run", context_settings={"allow_extra_args": True, "ignore_unknown_options": True}
+)
+@one_line_errors
+def fleet_run(
+    ctx: typer.Context,
+    spec: Annotated[str, typer.Argument(help="Spec file (.toml) or catalog name.")],
+    inventory: Annotated[
+        Path, typer.Option("--inventory", "-i", help="Ansible inventory of the hosts.")
+    ],
+    runtimes: Annotated[
+        str | None,
+        typer.Option("--runtimes", help="Comma-separated runtimes, e.g. native,crun."),
+    ] = None,
+    shard: Annotated[
+        str,
+        typer.Option("--shard", help="none: the whole spec on every host; runtime: share them."),
+    ] = "none",
+    results: ResultsOpt = DEFAULT_RESULTS,
+    store_url: StoreOpt = None,
+) -> None:
+    """Install virtbench on every host (make setup), run SPEC there with the other flags
+    of `virtbench run` (--runs, --workloads, ...), and merge each host's results here with
+    the host as a label. Exit 1 when a host failed or was unreachable (the others' results
+    are kept)."""
+    from virtbench import cli, fleet
+
+    if shard not in ("none", "runtime"):
+        raise VirtbenchError(f"--shard: {shard!r} is not one of none, runtime")
+    args = list(ctx.args)
+    for a in args:
+        if a.split("=", 1)[0] in OWN_FLAGS:
+            raise VirtbenchError(f"fleet run: {a.split('=', 1)[0]} is set by the fleet; drop it")
+    # The flags as `virtbench run` will parse them on the hosts: bad ones fail here first.
+    run_cmd = typer.main.get_command(app).commands["run"]  # type: ignore[attr-defined]
+    params = run_cmd.make_context("virtbench run", [spec, *args]).params
+    parsed = cli.resolve_spec(spec, runtimes, cli.run_flags(params))
+    plan = fleet.Plan(spec=spec, spec_name=parsed.name, args=args,
+                      runtimes=list(parsed.runtimes), shard=shard)  # fmt: skip
+    if runtimes is not None and shard == "none":
+        plan.args = [*args, "--runtimes", ",".join(parsed.runtimes)]
+    store = open_results(results, store_url)
+    fid, outcomes, merged = fleet.run(plan, inventory, store, store_url, Paths.from_env(),
+                                      out.print)  # fmt: skip
+    t = Table(title=f"fleet {fid}", title_justify="left")
+    for col in ("host", "status", "runs", "samples", "why"):
+        t.add_column(col)
+    for host, o in outcomes.items():
+        ids = merged.get(host, [])
+        n = sum(store.count_samples(r) for r in ids)
+        style = {"ok": "green", "failed": "red", "unreachable": "red"}[o.status]
+        t.add_row(host, f"[{style}]{o.status}[/]", ",".join(ids), str(n), o.message)
+    out.print(t)
+    bad = [h for h, o in outcomes.items() if o.status != "ok"]
+    out.print(f"fleet {fid}: {len(outcomes) - len(bad)} of {len(outcomes)} hosts completed; "
+              f"`virtbench report {fid}` shows them")  # fmt: skip
+    if bad:
+        err.print(f"[red]error[/]: fleet {fid}: {', '.join(bad)} did not complete (see above)")
+        raise typer.Exit(1)

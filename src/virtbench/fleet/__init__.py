@@ -1,0 +1,207 @@
+"""Fleet mode: one experiment on many hosts through Ansible, results merged here.
+
+`virtbench fleet run SPEC --inventory hosts.ini` does, for every host of the inventory:
+
+  install   the controller's source tree (git's files) is unpacked in `virtbench_dir`
+            (inventory variable, default /opt/virtbench) when it changed, then
+            `make setup` -- what `make demo` does before it runs anything
+  run       `virtbench run SPEC ...` there, with the same flags, labelled with the host's
+            inventory name and the fleet id (`--host-label`, `--fleet`); the whole spec, or
+            with `--shard runtime` a share of its runtimes (round robin over the hosts)
+  fetch     the host's results store comes back and each of its runs is merged into the
+            local store with the host as a label (samples and run); with
+            `--store postgresql://...` every host writes to that database instead
+  report    a host that failed or could not be reached is reported (and recorded as a run
+            of that host with status failed or unreachable and the reason as an event);
+            it never costs the other hosts their results
+
+Inventory variables: `virtbench_dir`; `virtbench_env` (a dict of environment variables
+for virtbench on that host, e.g. VIRTBENCH_STATE_DIR); `virtbench_offline` (true: the
+host has no route to PyPI, so the controller ships the pinned wheels and pip installs
+from them -- Debian's packages must then already be installed there). The fleet id names the
+run everywhere (`virtbench report FLEET`, `virtbench compare FLEET --hosts a,b`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+import sys
+import tarfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from virtbench import naming
+from virtbench.errors import VirtbenchError
+from virtbench.fleet.play import HostOutcome, inventory_hosts, run_playbook
+from virtbench.paths import Paths
+from virtbench.store import Store
+
+SOURCE_ROOT = Path(__file__).resolve().parents[3]
+
+
+@dataclass
+class Plan:
+    """What to run: the spec as the user named it (a catalog entry or a file), the other
+    `virtbench run` flags, the spec's runtimes and how to share them out."""
+
+    spec: str
+    spec_name: str
+    args: list[str]
+    runtimes: list[str]
+    shard: str = "none"  # or "runtime"
+
+
+def shares(hosts: list[str], runtimes: list[str], shard: str) -> dict[str, list[str]]:
+    """The runtimes each host runs: all of them, or (shard=runtime) round robin; hosts
+    left without a runtime are left out."""
+    if shard == "none":
+        return {h: list(runtimes) for h in hosts}
+    out: dict[str, list[str]] = {}
+    for i, rt in enumerate(runtimes):
+        out.setdefault(hosts[i % len(hosts)], []).append(rt)
+    return out
+
+
+def source_tarball(dest: Path, root: Path = SOURCE_ROOT) -> tuple[Path, str]:
+    """The source tree git knows of (tracked, and new files it does not ignore) as a
+    gzip tarball in `dest`, and the digest of its files' names and contents."""
+    if not (root / "Makefile").is_file() or not (root / ".git").exists():
+        raise VirtbenchError(
+            f"fleet: virtbench runs from {root}, not from its source tree (a git checkout), "
+            "so it cannot install itself on the hosts"
+        )
+    res = subprocess.run(
+        ["git", "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        capture_output=True, check=False, timeout=60,
+    )  # fmt: skip
+    if res.returncode != 0:
+        raise VirtbenchError(f"fleet: git ls-files in {root} failed: {res.stderr.decode()[:200]}")
+    names = sorted({n for n in res.stdout.decode().split("\0") if n and (root / n).is_file()})
+    digest = hashlib.sha256()
+    for n in names:
+        digest.update(n.encode() + b"\0" + (root / n).read_bytes() + b"\0")
+    path = dest / "virtbench-source.tar.gz"
+    with tarfile.open(path, "w:gz") as tar:
+        for n in names:
+            tar.add(root / n, arcname=n, recursive=False)
+    return path, digest.hexdigest()[:16]
+
+
+def wheelhouse(dest: Path, root: Path = SOURCE_ROOT) -> tuple[Path, str]:
+    """The pinned Python packages (requirements.lock) as wheels in one tarball, for hosts
+    with no route to PyPI (inventory variable `virtbench_offline`); its digest."""
+    wheels = dest / "wheels"
+    res = subprocess.run(
+        [sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check",
+         "--only-binary=:all:", "-r", str(root / "requirements.lock"), "-d", str(wheels)],
+        capture_output=True, text=True, timeout=1800, check=False,
+    )  # fmt: skip
+    if res.returncode != 0:
+        last = (res.stderr.strip().splitlines() or ["?"])[-1]
+        raise VirtbenchError(f"fleet: cannot gather the wheels for offline hosts: {last}")
+    names = sorted(p.name for p in wheels.iterdir())
+    path = dest / "wheels.tar"
+    with tarfile.open(path, "w") as tar:
+        for n in names:
+            tar.add(wheels / n, arcname=n)
+    shutil.rmtree(wheels)
+    return path, hashlib.sha256("\n".join(names).encode()).hexdigest()[:16]
+
+
+def run(
+    plan: Plan,
+    inventory: Path,
+    store: Store,
+    store_url: str | None,
+    paths: Paths,
+    say: Callable[[str], None],
+) -> tuple[str, dict[str, HostOutcome], dict[str, list[str]]]:
+    """Run `plan` on the inventory's hosts: (fleet id, each host's outcome, each host's
+    runs now in `store`)."""
+    fleet = naming.new_run_id()
+    work = paths.state / "fleets" / fleet
+    work.mkdir(parents=True)
+    try:
+        hosts = inventory_hosts(inventory, work)
+        share = shares(list(hosts), plan.runtimes, plan.shard)
+        for h in hosts:
+            if h not in share:
+                say(f"[yellow]{h}[/]: no runtime left for it (--shard runtime): not used")
+        tarball, digest = source_tarball(work)
+        offline = [h for h in share if _truthy(hosts[h].get("virtbench_offline"))]
+        wheels, wheels_digest = ("", "")
+        if offline:
+            say(f"gathering the Python packages for {', '.join(offline)} (virtbench_offline)")
+            path, wheels_digest = wheelhouse(work)
+            wheels = str(path)
+        say(f"fleet {fleet} started: {plan.spec_name} on {', '.join(share)}")
+        spec_file = Path(plan.spec)
+        extravars = {
+            "vb_fleet": fleet,
+            "vb_digest": digest,
+            "vb_tarball": str(tarball),
+            "vb_spec": plan.spec,
+            "vb_spec_file": str(spec_file.resolve()) if spec_file.is_file() else "",
+            "vb_args": plan.args,
+            "vb_runtimes": {h: ",".join(rts) for h, rts in share.items()}
+            if plan.shard != "none"
+            else {},
+            "vb_store": store_url or "",
+            "vb_fetch": str(work / "fetched"),
+            "vb_wheels": wheels,
+            "vb_wheels_digest": wheels_digest,
+        }
+        outcomes = run_playbook(work, inventory, list(share), extravars)
+        merged = _merge(store, store_url, fleet, plan, outcomes, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return fleet, outcomes, merged
+
+
+def _truthy(value: object) -> bool:
+    return str(value).strip().lower() in ("1", "true", "yes", "on")
+
+
+def _merge(
+    store: Store,
+    store_url: str | None,
+    fleet: str,
+    plan: Plan,
+    outcomes: dict[str, HostOutcome],
+    work: Path,
+) -> dict[str, list[str]]:
+    """Every host's runs into `store`, labelled with the host; a host that left none gets
+    a run record saying what happened to it."""
+    merged: dict[str, list[str]] = {}
+    for host, o in outcomes.items():
+        fetched = work / "fetched" / host
+        if store_url:  # the host wrote to the shared database itself
+            ids = [r.id for r in store.runs() if r.fleet == fleet and r.host == host]
+        elif (fetched / "virtbench.sqlite").is_file():
+            o.fetched = fetched
+            src = Store(fetched)
+            try:
+                ids = [r.id for r in src.runs() if r.fleet == fleet]
+                for rid in ids:
+                    store.import_run(src, rid, host, fleet)
+            finally:
+                src.close()
+        else:
+            ids = []
+        if not ids and o.status != "ok":
+            ids = [_failed_run(store, fleet, host, plan, o)]
+        merged[host] = ids
+    return merged
+
+
+def _failed_run(store: Store, fleet: str, host: str, plan: Plan, o: HostOutcome) -> str:
+    rid = naming.new_run_id()
+    argv = ["virtbench", "fleet", "run", plan.spec, *plan.args]
+    spec = {"name": plan.spec_name, "runtimes": plan.runtimes, "experiment": []}
+    store.create_run(rid, plan.spec_name, argv, spec, host=host, fleet=fleet)
+    store.add_event(rid, "error", f"fleet {fleet}: {host} {o.status} at {o.task!r}: {o.message}")
+    store.finish_run(rid, o.status)
+    return rid

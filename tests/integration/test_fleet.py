@@ -1,0 +1,177 @@
+"""Fleet mode on real hosts: network namespaces with their own sshd, reached by Ansible
+through an INI inventory; virtbench installed on each by `make setup`, results merged
+here (or written to a real PostgreSQL server); a host killed mid-run."""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from tests import pgserver
+from tests.conftest import need
+from tests.integration import fleethosts
+from tests.integration.conftest import VIRTBENCH, cli, labelled
+
+from virtbench.store import Store, open_store
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
+
+
+@pytest.fixture(scope="module")
+def hosts(tmp_path_factory) -> Iterator[fleethosts.Hosts]:
+    why = fleethosts.available()
+    need(why is None, str(why))
+    h = fleethosts.Hosts(tmp_path_factory.mktemp("fleet"), 2)
+    try:
+        yield h.start()
+    finally:
+        h.close()
+        for name in h.names:  # whatever a killed host's run left: its own state directory
+            env = {**os.environ, "VIRTBENCH_STATE_DIR": str(h.dir(name) / "state"),
+                   "VIRTBENCH_DATA_DIR": str(h.dir(name) / "data")}  # fmt: skip
+            subprocess.run([*VIRTBENCH, "clean"], env=env, capture_output=True, timeout=300)
+
+
+def fleet_id(output: str) -> str:
+    m = re.search(r"fleet ([a-z0-9]{6}) started", output)
+    assert m, output
+    return m.group(1)
+
+
+def fleet_run(tmp_path: Path, *args: str, timeout: float = 1200) -> subprocess.CompletedProcess:
+    return cli("fleet", "run", *args, env={"VIRTBENCH_STATE_DIR": str(tmp_path / "state")},
+               timeout=timeout)  # fmt: skip
+
+
+def test_two_hosts_boot_native_and_crun_merged_with_the_host_as_label(hosts, tmp_path):
+    """The acceptance run: boot on native and crun on both hosts; each host's run comes back
+    with its environment, every sample carries its host, and the report shows both hosts
+    and compares them; nothing of either run is left on the machine."""
+    inv = hosts.inventory(tmp_path / "hosts.ini")
+    results = tmp_path / "results"
+    res = fleet_run(tmp_path, "boot", "-i", str(inv), "--runtimes", "native,crun",
+                    "--workloads", "hello", "--runs", "3", "--warmups", "0",
+                    "--results", str(results))  # fmt: skip
+    assert res.returncode == 0, res.stdout + res.stderr
+    fid = fleet_id(res.stdout)
+    assert f"fleet {fid}: 2 of 2 hosts completed" in res.stdout
+    store = Store(results)
+    runs = {r.host: r for r in store.runs() if r.fleet == fid}
+    assert set(runs) == {"h1", "h2"}
+    for host, run in runs.items():
+        assert run.status == "completed"
+        assert run.environment.get("kernel") and run.environment.get("runtimes", {}).get("crun")
+        samples = [s for s in store.samples(run.id) if s.metric == "boot.spawn_to_exit"]
+        assert {s.host for s in samples} == {host}
+        assert sorted((s.runtime, s.repetition) for s in samples) == sorted(
+            (rt, r) for rt in ("native", "crun") for r in range(3)
+        )
+        assert all(s.value is not None and s.value > 0 for s in samples)
+        assert not labelled(run.id)
+    out = tmp_path / "fleet.html"
+    rep = cli("report", fid, "-o", str(out), "--results", str(results))
+    assert rep.returncode == 0, rep.stdout + rep.stderr
+    text = out.read_text()
+    assert f"Run {runs['h1'].id}: boot on h1" in text and f"Run {runs['h2'].id}: boot on h2" in text
+    assert "Hosts compared" in text and "h2 against h1" in text
+    cmp = cli("compare", fid, "--hosts", "h1,h2", "--fail-on", "never", "--results", str(results))
+    assert cmp.returncode == 0 and "spawn_to_exit (hello, crun)" in cmp.stdout, cmp.stdout
+    listed = cli("list", "--results", str(results)).stdout
+    assert all(f"h{i}" in listed for i in (1, 2)) and fid in listed
+    # Installed once: the second fleet run finds the same source and does not unpack it.
+    for h in hosts.names:
+        assert (hosts.dir(h) / "virtbench" / ".fleet-source").is_file()
+        assert (hosts.dir(h) / "virtbench" / ".venv" / "bin" / "virtbench").exists()
+
+
+def _remote_samples(hosts: fleethosts.Hosts, host: str, fid: str) -> int:
+    db = hosts.dir(host) / "virtbench" / "fleet-results" / fid / "virtbench.sqlite"
+    if not db.exists():
+        return 0
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=10)
+        try:
+            q = "SELECT COUNT(*) FROM samples WHERE experiment = 'boot'"
+            return con.execute(q).fetchone()[0]
+        finally:
+            con.close()
+    except sqlite3.OperationalError:
+        return 0
+
+
+def test_a_host_killed_mid_run_is_reported_and_the_other_hosts_samples_are_kept(hosts, tmp_path):
+    """Every process of h2 (its sshd, the session, virtbench) gets SIGKILL while both hosts
+    measure: h1's run is merged whole, h2 is reported unreachable (exit 1) and recorded
+    as a run of h2 saying so."""
+    inv = hosts.inventory(tmp_path / "hosts.ini")
+    results = tmp_path / "results"
+    p = subprocess.Popen(
+        [*VIRTBENCH, "fleet", "run", "boot", "-i", str(inv), "--runtimes", "native,crun",
+         "--workloads", "hello", "--runs", "60", "--warmups", "0", "--results", str(results)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, "VIRTBENCH_STATE_DIR": str(tmp_path / "state"), "COLUMNS": "200"},
+    )  # fmt: skip
+    assert p.stdout is not None
+    seen = ""
+    while "started:" not in seen:
+        line = p.stdout.readline()
+        assert line, seen
+        seen += line
+    fid = fleet_id(seen)
+    deadline = time.monotonic() + 900
+    while _remote_samples(hosts, "h2", fid) < 10:
+        assert p.poll() is None and time.monotonic() < deadline, seen + p.stdout.read()
+        time.sleep(0.5)
+    killed = hosts.kill("h2")
+    assert killed
+    out = seen + p.communicate(timeout=900)[0]
+    assert p.returncode == 1, out
+    flat = " ".join(out.split())
+    row = next(ln for ln in out.splitlines() if ln.startswith("│ h2 "))
+    assert "unreachable" in row and "10.213." in row, out  # the host's address, and what ssh said
+    assert f"fleet {fid}: h2 did not complete" in flat
+    store = Store(results)
+    runs = {r.host: r for r in store.runs() if r.fleet == fid}
+    assert runs["h1"].status == "completed"
+    good = [s for s in store.samples(runs["h1"].id) if s.metric == "boot.spawn_to_exit"]
+    assert len([s for s in good if s.value is not None]) == 120
+    assert runs["h2"].status == "unreachable"
+    events = " ".join(m for _, _, m in store.events(runs["h2"].id))
+    assert f"fleet {fid}: h2 unreachable" in events
+    hosts.start_sshd("h2")  # the host is back for the next test
+
+
+def test_fleet_with_a_postgresql_store_sharded_by_runtime(hosts, tmp_path):
+    """Both hosts write their runs straight to one real PostgreSQL server (listening on the
+    hosts' bridge), each with its share of the runtimes; nothing is fetched."""
+    why = pgserver.available()
+    need(why is None, str(why))
+    inv = hosts.inventory(tmp_path / "hosts.ini")
+    server = pgserver.PgServer(also_on=hosts.gateway).start()
+    try:
+        url = server.database(host=hosts.gateway)
+        res = fleet_run(tmp_path, "boot", "-i", str(inv), "--runtimes", "native,crun",
+                        "--workloads", "hello", "--runs", "3", "--warmups", "0",
+                        "--shard", "runtime", "--store", url)  # fmt: skip
+        assert res.returncode == 0, res.stdout + res.stderr
+        assert server.password not in res.stdout + res.stderr
+        fid = fleet_id(res.stdout)
+        store = open_store(url)
+        runs = {r.host: r for r in store.runs() if r.fleet == fid}
+        assert set(runs) == {"h1", "h2"}
+        by_host = {h: {s.runtime for s in store.samples(r.id) if s.metric.startswith("boot.")}
+                   for h, r in runs.items()}  # fmt: skip
+        assert by_host == {"h1": {"native"}, "h2": {"crun"}}
+        n = sum(1 for r in runs.values() for s in store.samples(r.id)
+                if s.metric == "boot.spawn_to_exit" and s.value is not None)  # fmt: skip
+        assert n == 6
+        assert not (tmp_path / "results").exists()  # nothing went to a local SQLite store
+        store.close()
+    finally:
+        server.stop()
