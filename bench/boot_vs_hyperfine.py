@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shlex
 import shutil
 import statistics
@@ -29,6 +28,8 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+import virtbench_run
 
 from virtbench import cgroups, naming, runtimes
 from virtbench.artifacts import build_minimal_rootfs
@@ -65,14 +66,11 @@ def hyperfine_median(
 def virtbench_median(label: str, runs: int, workload: str, metric: str) -> float:
     results = Path(tempfile.mkdtemp(prefix="vb-bench-"))
     try:
-        cmd = [sys.executable, "-m", "virtbench.cli", "run", "boot", "--runtimes", label,
-               "--workloads", workload, "--runs", str(runs), "--warmups", "3",
-               "--results", str(results)]  # fmt: skip
-        res = subprocess.run(cmd, capture_output=True, text=True)
-        found = re.search(r"run ([a-z0-9]{6}) started", res.stdout)
-        if res.returncode != 0 or found is None:
-            raise SystemExit(f"{label}: virtbench run failed: {res.stdout[-500:]}{res.stderr}")
-        vals = [s.value for s in Store(results).samples(found.group(1))
+        run_id = virtbench_run.run(
+            ["boot", "--runtimes", label, "--workloads", workload, "--runs", str(runs),
+             "--warmups", "3"], results,
+        )  # fmt: skip
+        vals = [s.value for s in Store(results).samples(run_id)
                 if s.metric == metric and not s.warmup and s.value]  # fmt: skip
         return statistics.median(vals)
     finally:

@@ -32,15 +32,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 import tomllib
 from pathlib import Path
 
+import virtbench_run
 from shell_sleepers import ShellSleepers
 
 from virtbench import spec as specmod
@@ -67,12 +66,8 @@ def virtbench_launch(n: int) -> tuple[float, float, float]:
     with tempfile.TemporaryDirectory(prefix="vb-bench-") as tmp:
         path = Path(tmp) / "launch.toml"
         path.write_text(spec_text(n))
-        cmd = [sys.executable, "-m", "virtbench.cli", "run", str(path), "--results", tmp]
-        res = subprocess.run(cmd, capture_output=True, text=True)
-        found = re.search(r"run ([a-z0-9]{6}) started", res.stdout)
-        if res.returncode != 0 or found is None:
-            raise SystemExit(f"virtbench run failed: {res.stdout[-800:]}{res.stderr}")
-        samples = sorted(Store(Path(tmp)).samples(found.group(1)), key=lambda s: s.t)
+        run_id = virtbench_run.run([str(path)], Path(tmp))
+        samples = sorted(Store(Path(tmp)).samples(run_id), key=lambda s: s.t)
     launches = [s for s in samples if s.metric == "scalability.launch"]
     if len(launches) != n or any(s.value is None for s in launches):
         errors = [s.error for s in launches if s.error]
