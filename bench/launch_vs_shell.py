@@ -20,14 +20,18 @@ bundle directories, then per instance the config written by bash builtins and `c
 datagrams arrived. The two alternate, shell first and last, `--rounds` virtbench runs in
 all; the ratio is the mean of virtbench's times over the mean of the shell's (on a host
 with other load, one round can be off by 30% either way: look at the spread printed).
-Each timed phase starts after `--settle` seconds of rest, so the kernel's deferred work
-from the previous teardown (cgroup release) is not in it.
+Each timed phase starts after `--settle` seconds of rest. With 5 s, the same side's
+phases here differed by up to 50% (virtbench 16.8 against 11.1 s), with 20 s by about
+10%: the kernel's deferred work after the previous 1000-instance teardown (network
+namespaces, cgroups) is the likely cause, other load on the host another.
+The shell's one `mkdir` for all bundles is the cheapest way; a `mkdir` per instance
+would add a process each (~1 ms here), which virtbench does not pay.
 Also printed, without a target: virtbench's mean `scalability.launch` (spawn -> ready)
 against its whole time per instance (the rest is its own bookkeeping), and teardown
 (virtbench's `scalability.teardown_per_instance`, the shell's `crun delete` loop).
 Target: ratio <= 1.2.
 
-    .venv/bin/python bench/launch_vs_shell.py [--instances 1000] [--rounds 2] [--settle 5]
+    .venv/bin/python bench/launch_vs_shell.py [--instances 1000] [--rounds 2] [--settle 20]
 """
 
 from __future__ import annotations
@@ -94,7 +98,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--instances", type=int, default=1000)
     ap.add_argument("--rounds", type=int, default=2, help="virtbench runs (shell: one more)")
-    ap.add_argument("--settle", type=float, default=5, help="rest before each phase (s)")
+    ap.add_argument("--settle", type=float, default=20, help="rest before each phase (s)")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("run as root")
