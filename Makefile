@@ -47,6 +47,17 @@ lint: $(STAMPS)/venv
 clean-venv:
 	rm -rf $(VENV) $(STAMPS)
 
-# Benchmarks of virtbench itself (print measured ratios; not part of `make test`).
+# Benchmarks of virtbench's own overhead (not part of `make test`): boot measurement against
+# hyperfine, launching BENCH_INSTANCES background crun sleepers against a bash loop, and the
+# host sampler's CPU at 10 Hz with that many running. Each prints its ratio; a summary ends.
+BENCH_INSTANCES ?= 1000
 bench: setup
-	$(BIN)/python bench/boot_vs_hyperfine.py --runs 20
+	@log=$$(mktemp); rc=0; export PYTHONUNBUFFERED=1; \
+	$(BIN)/python bench/boot_vs_hyperfine.py --runs 20 --runtimes crun | tee -a $$log; \
+	  rc=$$(( rc | PIPESTATUS[0] )); \
+	$(BIN)/python bench/launch_vs_shell.py --instances $(BENCH_INSTANCES) | tee -a $$log; \
+	  rc=$$(( rc | PIPESTATUS[0] )); \
+	$(BIN)/python bench/sampler_cpu.py --instances $(BENCH_INSTANCES) | tee -a $$log; \
+	  rc=$$(( rc | PIPESTATUS[0] )); \
+	echo "--- virtbench's own overhead ---"; \
+	grep -E '^(worst ratio|launch ratio|sampler CPU)' $$log; rm -f $$log; exit $$rc

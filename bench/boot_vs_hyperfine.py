@@ -10,7 +10,8 @@ Where the by-hand foreground command returns long after the exit (LXD's `lxc lau
 waits ~5 s for an init that already left), the detached launch of `sleep` is compared
 with `spawn_to_started` instead, each hyperfine run preceded by the driver's untimed
 `prepare_command` (removing the previous instance).
-Target: every ratio <= 1.2.
+Target: ratio <= 1.1 for crun (the issue's figure for virtbench's own overhead), <= 1.2
+for every other runtime.
 
     .venv/bin/python bench/boot_vs_hyperfine.py [--runs 20] [--runtimes crun,docker,...]
 """
@@ -20,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shlex
 import shutil
 import statistics
@@ -29,6 +29,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import virtbench_run
+
 from virtbench import cgroups, naming, runtimes
 from virtbench.artifacts import build_minimal_rootfs
 from virtbench.paths import Paths
@@ -36,6 +38,9 @@ from virtbench.runtimes.base import InstanceSpec, RuntimeContext
 from virtbench.state import RunState
 from virtbench.store import Store
 from virtbench.workloads import hello
+
+TARGETS = {"crun": 1.1}  # by label; any other runtime: DEFAULT_TARGET
+DEFAULT_TARGET = 1.2
 
 
 def hyperfine_median(
@@ -61,14 +66,11 @@ def hyperfine_median(
 def virtbench_median(label: str, runs: int, workload: str, metric: str) -> float:
     results = Path(tempfile.mkdtemp(prefix="vb-bench-"))
     try:
-        cmd = [sys.executable, "-m", "virtbench.cli", "run", "boot", "--runtimes", label,
-               "--workloads", workload, "--runs", str(runs), "--warmups", "3",
-               "--results", str(results)]  # fmt: skip
-        res = subprocess.run(cmd, capture_output=True, text=True)
-        found = re.search(r"run ([a-z0-9]{6}) started", res.stdout)
-        if res.returncode != 0 or found is None:
-            raise SystemExit(f"{label}: virtbench run failed: {res.stdout[-500:]}{res.stderr}")
-        vals = [s.value for s in Store(results).samples(found.group(1))
+        run_id = virtbench_run.run(
+            ["boot", "--runtimes", label, "--workloads", workload, "--runs", str(runs),
+             "--warmups", "3"], results,
+        )  # fmt: skip
+        vals = [s.value for s in Store(results).samples(run_id)
                 if s.metric == metric and not s.warmup and s.value]  # fmt: skip
         return statistics.median(vals)
     finally:
@@ -108,14 +110,17 @@ def main() -> None:
         sys.exit("run as root")
     paths = Paths.from_env()
     art = build_minimal_rootfs(paths.guest_src, paths.cache)
-    worst = 0.0
+    worst = (0.0, 0.0, "")  # (ratio over its target, ratio, label)
     for label in args.runtimes.split(","):
         hf1, hf2, vb, cmd = compare(label, args.runs, paths, art.path)
         ratio = vb / statistics.mean([hf1, hf2])
-        worst = max(worst, ratio)
+        target = TARGETS.get(label, DEFAULT_TARGET)
+        worst = max(worst, (ratio / target, ratio, label))
         print(f"{label:14} hyperfine {hf1:8.2f} / {hf2:8.2f} ms   virtbench {vb:8.2f} ms   "
-              f"ratio {ratio:.3f}   [{cmd}]", flush=True)  # fmt: skip
-    print(f"worst ratio virtbench/hyperfine = {worst:.3f} (target <= 1.2)")
+              f"ratio {ratio:.3f} (target <= {target})   [{cmd}]", flush=True)  # fmt: skip
+    _, ratio, label = worst
+    target = TARGETS.get(label, DEFAULT_TARGET)
+    print(f"worst ratio virtbench/hyperfine = {ratio:.3f} ({label}; target <= {target})")
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import signal
 import statistics
 import subprocess
@@ -24,6 +23,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import virtbench_run
 
 from virtbench.artifacts import build_servers_rootfs
 from virtbench.experiments.throughput import port_open
@@ -61,13 +62,9 @@ def virtbench(runs: int, duration: int, requests: int) -> dict[str, list[float]]
             f"[experiment.params.nginx]\nconnections = 30\nduration_s = {duration}\n"
             f"[experiment.params.redis]\nclients = 30\npipeline = 16\nrequests = {requests}\n"
         )
-        cmd = [sys.executable, "-m", "virtbench.cli", "run", str(spec), "--results", tmp]
-        res = subprocess.run(cmd, capture_output=True, text=True)
-        found = re.search(r"run ([a-z0-9]{6}) started", res.stdout)
-        if res.returncode != 0 or found is None:
-            raise SystemExit(f"virtbench run failed: {res.stdout[-800:]}{res.stderr}")
+        run_id = virtbench_run.run([str(spec)], Path(tmp))
         out: dict[str, list[float]] = {}
-        for s in Store(Path(tmp)).samples(found.group(1)):
+        for s in Store(Path(tmp)).samples(run_id):
             if s.value is not None and not s.warmup:
                 out.setdefault(f"{s.workload}.{s.metric}", []).append(s.value)
         return out

@@ -150,7 +150,9 @@ def execute(
             for label, drv in drivers.items():
                 if label not in measured:
                     record_image_size(store, run_id, label, drv, artifact)
-            sampler = HostSampler(lambda pts: store.add_series(run_id, pts)).start()
+            sampler = HostSampler(
+                lambda pts: store.add_series(run_id, pts), interval=spec.sample_interval_s
+            ).start()
             for i, exp in enumerate(spec.experiment):
                 whole = ("experiment", json.dumps([i, exp.type]))
                 if whole in session.done:

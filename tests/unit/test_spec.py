@@ -228,3 +228,9 @@ def test_isolation_attackers_and_placements_validated():
     assert e.params == {"sqlite": {"rows": 10000}}  # sqlite-bench is sqlite: kept
     redis = spec.with_overrides(raw, where, None, {"--worker": "redis"}).experiment[0]
     assert (redis.worker, redis.params) == ("redis", {})
+
+
+def test_sample_interval_default_and_bounds():
+    assert spec.parse(BASE, "t").sample_interval_s == 1.0
+    assert spec.parse({**BASE, "sample_interval_s": 0.1}, "t").sample_interval_s == 0.1
+    assert "sample_interval_s" in err({**BASE, "sample_interval_s": 0.01})
