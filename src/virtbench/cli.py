@@ -24,6 +24,7 @@ from virtbench.cli_common import (
     _typed,
     app,
     err,
+    one_line,
     one_line_errors,
     open_results,
     out,
@@ -357,7 +358,7 @@ def main() -> None:
             sys.exit(exc.exit_code)
         hint = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
         msg = " ".join(exc.format_message().split())
-        err.print(f"[red]error[/]: {escape(msg)}{hint}", soft_wrap=True)
+        err.print(f"[red]error[/]: {escape(one_line(msg))}{hint}", soft_wrap=True)
         sys.exit(exc.exit_code)
     except typer.Abort:  # end of input at a prompt
         err.print("[yellow]aborted[/]")
@@ -365,7 +366,7 @@ def main() -> None:
     except Exception as exc:
         if os.environ.get("VIRTBENCH_DEBUG"):
             raise
-        what = " ".join(f"{type(exc).__name__}: {exc}".split())
+        what = one_line(" ".join(f"{type(exc).__name__}: {exc}".split()))
         err.print(f"[red]error[/]: internal error ({escape(what)}); VIRTBENCH_DEBUG=1 shows "
                   "where; please report it", soft_wrap=True)  # fmt: skip
         sys.exit(70)

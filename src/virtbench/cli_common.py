@@ -51,13 +51,21 @@ def open_results(results: Path, store: str | None) -> Store:
     return open_store(store) if store else open_store(results)
 
 
+def one_line(text: str) -> str:
+    """`text` as one printable line: control characters and everything else Python counts
+    as a line break (NEL, U+2028, ...) that user input put in an error are escaped."""
+    return "".join(
+        c.encode("unicode_escape").decode() if not c.isprintable() and c != " " else c for c in text
+    )
+
+
 def one_line_errors(fn: F) -> F:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
         except VirtbenchError as exc:
-            err.print(f"[red]error[/]: {escape(str(exc))}", soft_wrap=True)
+            err.print(f"[red]error[/]: {escape(one_line(str(exc)))}", soft_wrap=True)
             raise typer.Exit(exc.exit_code) from None
 
     return wrapper  # type: ignore[return-value]

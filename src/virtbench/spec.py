@@ -21,7 +21,7 @@ import re
 import tomllib
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -29,31 +29,40 @@ from pydantic import (
     Field,
     ValidationError,
     field_validator,
-    model_validator,
 )
 
 from virtbench import runtimes
 from virtbench.errors import SpecError
-from virtbench.measure.topology import PLACEMENTS
-from virtbench.workloads.attackers import ATTACKERS, S1_ATTACKERS
+from virtbench.spec_experiments import (
+    EXPERIMENT_TYPES,
+    BootExperiment,
+    DensityExperiment,
+    Experiment,
+    IsolationExperiment,
+    ScalabilityExperiment,
+    ThroughputExperiment,
+    _Model,
+    option_error,
+)
+
+__all__ = [
+    "EXPERIMENT_TYPES",
+    "BootExperiment",
+    "DensityExperiment",
+    "Experiment",
+    "InstanceOptions",
+    "IsolationExperiment",
+    "RuntimeOptions",
+    "ScalabilityExperiment",
+    "Spec",
+    "ThroughputExperiment",
+    "load",
+    "option_error",
+    "parse",
+    "with_overrides",
+]
 
 CPUSET_RE = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
-
-
-def option_error(err: ValidationError, allowed: list[str]) -> tuple[str, str]:
-    """(dotted key, message) of the first error in a table validated by a model of its
-    own (a driver's Options, a workload's Params); `allowed` names the keys it takes."""
-    e = err.errors()[0]
-    key = ".".join(str(p) for p in e["loc"])
-    if e["type"] == "extra_forbidden":
-        return key, f"unknown key (allowed: {', '.join(allowed)})"
-    if e["type"] == "literal_error":
-        return key, f"got {e.get('input')!r}, expected {e['ctx']['expected']}"
-    return key, e["msg"].removeprefix("Value error, ")
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class InstanceOptions(_Model):
@@ -84,273 +93,6 @@ class RuntimeOptions(_Model):
     pids_limit: int | None = Field(default=None, ge=1, le=1 << 22)
 
     _cpuset = field_validator("cpus")(InstanceOptions._cpuset.__func__)  # type: ignore[attr-defined]
-
-
-class _Repeated(_Model):
-    """Adaptive repetition: after `runs`, go on until every measured group's CV is at most
-    `target_cv` % or `max_runs` repetitions are done (default 10 x runs, at most 1000)."""
-
-    target_cv: float | None = Field(default=None, gt=0, le=100)
-    max_runs: int | None = Field(default=None, ge=1, le=100_000)
-
-    @model_validator(mode="after")
-    def _adaptive(self) -> _Repeated:
-        runs = getattr(self, "runs", 1)
-        if self.max_runs is not None and self.target_cv is None:
-            raise ValueError("max_runs: needs target_cv (the CV to repeat until)")
-        if self.max_runs is not None and self.max_runs < runs:
-            raise ValueError(f"max_runs: {self.max_runs} is below runs ({runs})")
-        return self
-
-    def run_limit(self) -> int | None:
-        """The most repetitions adaptive repetition may do; None when it is off."""
-        if self.target_cv is None:
-            return None
-        runs = getattr(self, "runs", 1)
-        return self.max_runs if self.max_runs is not None else max(runs, min(10 * runs, 1000))
-
-
-class BootExperiment(_Repeated):
-    """Time to boot: spawn -> exit for `hello`, spawn -> ready for `sleep`; then teardown."""
-
-    type: Literal["boot"]
-    workloads: list[Literal["hello", "sleep"]] = Field(default=["hello", "sleep"], min_length=1)
-    runs: int = Field(default=10, ge=1, le=100_000)
-    warmups: int = Field(default=2, ge=0, le=1000)
-    benchmark_times: int = Field(default=1, ge=1, le=10_000)
-    timeout_s: float = Field(default=60.0, gt=0, le=3600)
-
-    def instance_workloads(self) -> list[str]:
-        """What this experiment's instances run (for runtimes that run only some)."""
-        return list(self.workloads)
-
-
-class DensityExperiment(_Model):
-    """Start idle instances one after another up to `instances`; memory after each."""
-
-    type: Literal["density"]
-    workload: Literal["sleep"] = "sleep"
-    instances: int = Field(default=50, ge=1, le=100_000)
-    runs: int = Field(default=1, ge=1, le=1000)
-    instances_per_benchmark: int = Field(default=10, ge=1, le=100_000)
-    guard_available_pct: float = Field(default=10.0, ge=0, le=90)
-    guard_available_mib: int = Field(default=1024, ge=0)
-    timeout_s: float = Field(default=60.0, gt=0, le=3600)
-
-    def instance_workloads(self) -> list[str]:
-        return [self.workload]
-
-
-class ThroughputExperiment(_Repeated):
-    """A server in each instance, a client on the host (nginx+wrk, redis+redis-benchmark,
-    ...). `workloads = ["all"]` means every serving workload; `[experiment.params.<name>]`
-    sets that workload's client parameters (validated by the workload)."""
-
-    type: Literal["throughput"]
-    workloads: list[str] = Field(default=["all"], min_length=1, validate_default=True)
-    runs: int = Field(default=3, ge=1, le=10_000)
-    warmups: int = Field(default=0, ge=0, le=1000)
-    params: dict[str, dict[str, Any]] = {}
-    ready_timeout_s: float = Field(default=60.0, gt=0, le=3600)
-    client_timeout_s: float = Field(default=900.0, gt=0, le=86_400)
-
-    @field_validator("workloads")
-    @classmethod
-    def _serving(cls, v: list[str]) -> list[str]:
-        from virtbench import workloads
-
-        serving = workloads.measuring()
-        if v == ["all"]:
-            return serving
-        for i, name in enumerate(v):
-            if name not in serving:
-                raise ValueError(
-                    f"[{i}] unknown workload {name!r} (allowed: all, {', '.join(serving)})"
-                )
-        if len(set(v)) != len(v):
-            raise ValueError("lists a workload twice")
-        return v
-
-    @model_validator(mode="after")
-    def _params(self) -> ThroughputExperiment:
-        _check_params(self.params, self.workloads)
-        return self
-
-    def params_for(self, name: str) -> Any:
-        return _params_for(self.params, name)
-
-    def workloads_needed(self) -> list[str]:
-        return list(self.workloads)
-
-    def instance_workloads(self) -> list[str]:
-        return list(self.workloads)
-
-
-def _check_params(params: dict[str, dict[str, Any]], names: list[str]) -> None:
-    """`[experiment.params.<workload>]` tables: only for this experiment's workloads, and
-    valid for the workload's Params model."""
-    from virtbench import workloads
-
-    for name, table in params.items():
-        if name not in names:
-            these = ", ".join(names) or "none takes params"
-            raise ValueError(f"params.{name}: not a workload of this experiment ({these})")
-        model = workloads.get(name).Params
-        try:
-            model.model_validate(table)
-        except ValidationError as err:
-            key, msg = option_error(err, list(model.model_fields))
-            raise ValueError(f"params.{name}.{key}: {msg}") from None
-
-
-def _params_for(params: dict[str, dict[str, Any]], name: str) -> Any:
-    from virtbench import workloads
-
-    return workloads.get(name).Params.model_validate(params.get(name, {}))
-
-
-def _measuring_worker(v: str, also: tuple[str, ...] = ()) -> str:
-    """A worker name: one of `also`, or a workload that yields figures (aliases resolved)."""
-    from virtbench import workloads
-
-    v = workloads.ALIASES.get(v, v)
-    allowed = [*also, *workloads.measuring()]
-    if v not in allowed:
-        raise ValueError(f"unknown worker {v!r} (allowed: {', '.join(allowed)})")
-    return v
-
-
-class _WorkerExperiment(_Model):
-    """What experiments that measure a worker share: the worker's parameters and the
-    time limits for instances (ready signal), servers (port and readiness) and clients."""
-
-    params: dict[str, dict[str, Any]] = {}
-    timeout_s: float = Field(default=60.0, gt=0, le=3600)
-    ready_timeout_s: float = Field(default=60.0, gt=0, le=3600)
-    client_timeout_s: float = Field(default=900.0, gt=0, le=86_400)
-
-    def params_for(self, name: str) -> Any:
-        return _params_for(self.params, name)
-
-
-class ScalabilityExperiment(_WorkerExperiment):
-    """A worker measured alone, then again after every `instances_per_benchmark` more
-    idle background instances, up to `instances` (S1's scalability runner). The worker
-    is `boot` (a hello instance, spawn to exit) or any workload that yields figures."""
-
-    type: Literal["scalability"]
-    worker: str = "boot"
-    background: Literal["sleep", "nginx", "redis"] = "sleep"
-    background_network: Literal["none", "host", "bridge"] = "none"
-    instances_per_benchmark: int = Field(default=10, ge=1, le=100_000)
-    # the final count: `instances`, or S1's way, `instances_per_benchmark` x `benchmark_times`
-    instances: int | None = Field(default=None, ge=0, le=100_000)
-    benchmark_times: int | None = Field(default=None, ge=1, le=100_000)
-    runs: int = Field(default=3, ge=1, le=1000)
-    measurements_per_point: int = Field(default=1, ge=1, le=1000)
-    warmups: int = Field(default=1, ge=0, le=100)
-    settle_s: float = Field(default=1.0, ge=0, le=600)
-    guard_available_pct: float = Field(default=10.0, ge=0, le=90)
-    guard_available_mib: int = Field(default=1024, ge=0)
-
-    @field_validator("worker")
-    @classmethod
-    def _worker(cls, v: str) -> str:
-        return _measuring_worker(v, also=("boot",))
-
-    @model_validator(mode="after")
-    def _params(self) -> ScalabilityExperiment:
-        _check_params(self.params, [] if self.worker == "boot" else [self.worker])
-        both = self.instances is not None and self.benchmark_times is not None
-        if both and self.instances != self.instances_per_benchmark * self.benchmark_times:
-            raise ValueError(
-                "instances: give instances (the final count) or benchmark_times (steps "
-                "of instances_per_benchmark), not both"
-            )
-        return self
-
-    @property
-    def target(self) -> int:
-        """Background instances at the last point."""
-        if self.instances is not None:
-            return self.instances
-        return self.instances_per_benchmark * (self.benchmark_times or 10)
-
-    def workloads_needed(self) -> list[str]:
-        return [w for w in (self.worker, self.background) if w not in ("boot", "sleep")]
-
-    def instance_workloads(self) -> list[str]:
-        return ["hello" if self.worker == "boot" else self.worker, self.background]
-
-
-class IsolationExperiment(_WorkerExperiment, _Repeated):
-    """A worker pinned to one CPU, measured alone and next to each attacker at each
-    placement (S1's performance isolation); slowdown against the alone measurements."""
-
-    type: Literal["isolation"]
-    worker: str = "sqlite"
-    attackers: list[str] = Field(default=list(S1_ATTACKERS), min_length=1)
-    placements: list[Literal["same-cpu", "smt-sibling", "other-cpu", "all-other"]] = Field(
-        default=list(PLACEMENTS), min_length=1
-    )
-    worker_cpu: int | None = Field(default=None, ge=0)
-    # Host tasks (threads too) each attacker may have; None: a quarter of the host's
-    # pid_max shared by the placement's attackers, at most 8192 (isolation.pids_limit).
-    attacker_pids_limit: int | None = Field(default=None, ge=8, le=1 << 22)
-    runs: int = Field(default=20, ge=1, le=10_000)
-    warmups: int = Field(default=1, ge=0, le=100)
-    settle_s: float = Field(default=0.5, ge=0, le=600)
-
-    @field_validator("worker")
-    @classmethod
-    def _worker(cls, v: str) -> str:
-        return _measuring_worker(v)
-
-    @field_validator("attackers")
-    @classmethod
-    def _attackers(cls, v: list[str]) -> list[str]:
-        for i, name in enumerate(v):
-            if name not in ATTACKERS:
-                allowed = ", ".join(ATTACKERS)
-                raise ValueError(f"[{i}] unknown attacker {name!r} (allowed: {allowed})")
-        if len(set(v)) != len(v):
-            raise ValueError("lists an attacker twice")
-        return v
-
-    @field_validator("placements")
-    @classmethod
-    def _unique(cls, v: list[str]) -> list[str]:
-        if len(set(v)) != len(v):
-            raise ValueError("lists a placement twice")
-        return v
-
-    @model_validator(mode="after")
-    def _params(self) -> IsolationExperiment:
-        _check_params(self.params, [self.worker])
-        return self
-
-    def workloads_needed(self) -> list[str]:
-        return [self.worker, *(w for a in self.attackers for w in ATTACKERS[a].needs)]
-
-    def instance_workloads(self) -> list[str]:
-        return [self.worker, *(f"attacker {a}" for a in self.attackers)]
-
-
-Experiment = Annotated[
-    BootExperiment
-    | DensityExperiment
-    | ThroughputExperiment
-    | ScalabilityExperiment
-    | IsolationExperiment,
-    Field(discriminator="type"),
-]
-EXPERIMENT_TYPES = {
-    "boot": BootExperiment,
-    "density": DensityExperiment,
-    "throughput": ThroughputExperiment,
-    "scalability": ScalabilityExperiment,
-    "isolation": IsolationExperiment,
-}
 
 
 class Spec(_Model):

@@ -32,3 +32,13 @@ def test_show_unknown_run(tmp_path):
     assert res.exit_code == 2 and "run 'zzz999' not found" in res.output
     res = runner.invoke(app, ["list", "--results", str(tmp_path)])
     assert res.exit_code == 0 and "no runs" in res.output
+
+
+def test_an_error_echoing_line_breaks_of_the_input_stays_one_line():
+    """The fuzzer's find: NEL (U+0085) in a spec name split the error in two."""
+    from virtbench.cli_common import one_line
+
+    assert one_line("a\x85b\u2028c\nd\x00 é 中") == "a\\x85b\\u2028c\\nd\\x00 é 中"
+    res = runner.invoke(app, ["run", "x\x85y"])
+    assert res.exit_code == 2
+    assert res.output.count("\n") == 1 and "x\\x85y: not a spec file" in res.output

@@ -35,6 +35,8 @@ from pydantic import BaseModel
 
 from virtbench import cgroups, proc
 from virtbench.errors import EngineGone, InstanceError, SpecError
+from virtbench.runtimes.byhand import ByHand
+from virtbench.runtimes.leftovers import Leftovers
 from virtbench.runtimes.model import (  # re-exported: drivers import them from here
     DATA_MOUNT,
     PROBE_MOUNT,
@@ -66,7 +68,7 @@ __all__ = [
 ]
 
 
-class Runtime(ABC):
+class Runtime(ByHand, Leftovers, ABC):
     """Base class of every runtime driver."""
 
     name: ClassVar[str]
@@ -80,10 +82,6 @@ class Runtime(ABC):
     variant_option: ClassVar[str | None] = None  # the option a `name:variant` label sets
     variants: ClassVar[tuple[str, ...]] = ()
     default_variant: ClassVar[str | None] = None
-    # The hyperfine check (bench/boot_vs_hyperfine.py) times `command_line`: the by-hand
-    # foreground run of `hello`, or -- where that command returns long after the exit
-    # (LXD) -- the detached launch of `sleep`, against `spawn_to_started`.
-    hyperfine_detached: ClassVar[bool] = False
 
     def __init__(
         self, ctx: RuntimeContext, options: BaseModel | None = None, label: str | None = None
@@ -110,17 +108,17 @@ class Runtime(ABC):
         del workload, options
         return None
 
-    def _setup(self) -> None:  # noqa: B027 - optional hook
+    def _setup(self) -> None:
         """Untimed, once per run before the first instance: start a daemon, import an
         image. Record what it creates in the ledger first."""
 
-    def _after_start(self, inst: Instance) -> None:  # noqa: B027 - optional hook
+    def _after_start(self, inst: Instance) -> None:
         """Untimed, right after the launch returned (e.g. look up the address)."""
 
-    def _after_exit(self, inst: Instance) -> None:  # noqa: B027 - optional hook
+    def _after_exit(self, inst: Instance) -> None:
         """Untimed, after a foreground instance exited (e.g. fetch its output)."""
 
-    def _close(self) -> None:  # noqa: B027 - optional hook
+    def _close(self) -> None:
         """Undo `_setup` (remove images, networks; stop a daemon this run started)."""
 
     def engine_gone(self) -> str | None:
@@ -129,7 +127,7 @@ class Runtime(ABC):
         something failed. Default: None (no engine)."""
         return None
 
-    def _revive(self) -> None:  # noqa: B027 - optional hook
+    def _revive(self) -> None:
         """After the engine died: bring it back (a fresh daemon) so that `close` can
         remove what the run made through it. Default: nothing to revive."""
 
@@ -139,7 +137,7 @@ class Runtime(ABC):
         del inst
         return []
 
-    def _prepare(self, inst: Instance) -> None:  # noqa: B027 - optional hook
+    def _prepare(self, inst: Instance) -> None:
         """Untimed set-up before the launch call (bundle files, cgroups); may record to the
         ledger. Default: nothing."""
 
@@ -156,31 +154,6 @@ class Runtime(ABC):
         `inst.t_exit_ns` when the exit is seen before this returns."""
         assert inst.proc is not None
         return proc.wait(inst.proc, timeout)
-
-    @classmethod
-    def list_instances(cls) -> list[str]:
-        """Names of every instance this runtime holds on the host, ours or not (for
-        `virtbench clean`, which keeps the `vb-<run-id>-` ones). Default: none, for
-        runtimes whose instances are plain processes found by cgroup or environment."""
-        return []
-
-    @classmethod
-    def remove_instance(cls, name: str) -> None:
-        """Force-remove a leftover instance by name (for `virtbench clean`)."""
-        del name  # runtimes without a registry of their own have nothing to remove
-
-    @classmethod
-    def list_objects(cls) -> list[tuple[str, str]]:
-        """(kind, name) of everything this runtime's engine holds that virtbench may have
-        made: instances, and for engines also images and networks. Names of ours start
-        with `vb-<run-id>-`. Default: the instances."""
-        return [("instance", n) for n in cls.list_instances()]
-
-    @classmethod
-    def remove_object(cls, kind: str, name: str) -> None:
-        """Force-remove one object `list_objects` returned."""
-        if kind == "instance":
-            cls.remove_instance(name)
 
     def image_size(self) -> tuple[int, str] | None:
         """(bytes, how measured) of what this runtime keeps on disk to start the run's
@@ -324,29 +297,6 @@ class Runtime(ABC):
         d.chmod(0o777)
         inst.data_dir = d
         inst.binds.append((d, DATA_MOUNT))
-
-    def command_line(self, spec: InstanceSpec) -> tuple[Instance, list[str], dict[str, str]]:
-        """(instance, argv, extra environment) a user would type to do by hand what
-        `run_to_exit(spec)` does -- for checking virtbench's timing against hyperfine.
-        The instance is prepared but not started; `stop` it afterwards."""
-        inst = self._begin(spec)
-        try:
-            self._prepare(inst)
-            argv, env = self._command_line(inst)
-        except BaseException:
-            with contextlib.suppress(Exception):
-                self.stop(inst)
-            raise
-        return inst, argv, env
-
-    def _command_line(self, inst: Instance) -> tuple[list[str], dict[str, str]]:
-        raise NotImplementedError(f"{self.label}: no command-line equivalent")
-
-    def prepare_command(self, inst: Instance) -> list[str] | None:
-        """What to run (untimed) before each by-hand `command_line` run, e.g. removing
-        the previous instance of that name. Default: nothing."""
-        del inst
-        return None
 
     def check_engine(self) -> None:
         """After a failure: raise EngineGone if the runtime's engine died (remembered, so
