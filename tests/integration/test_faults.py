@@ -305,8 +305,11 @@ def test_dockerd_killed_mid_run_skips_docker_and_the_run_goes_on(env, tmp_path):
     store = Store(tmp_path / "results")
     assert store.run(rid).status == "completed"
     docker = [s for s in store.samples(rid) if s.runtime == "docker" and s.experiment == "boot"]
+    # The boot under way when dockerd died is a failed sample saying so -- unless dockerd
+    # died between boots (while one was being removed): then none is cut short, and the
+    # next is not tried at all (the event below says why).
     failed = [s for s in docker if s.value is None]
-    assert len(failed) == 1 and gone in failed[0].error, [s.error for s in failed]
+    assert len(failed) <= 1 and all(gone in f.error for f in failed), [s.error for s in failed]
     assert len([s for s in docker if s.value is not None]) >= 3
     crun = [s for s in store.samples(rid) if s.runtime == "crun" and s.metric ==
             "boot.spawn_to_exit" and not s.warmup]  # fmt: skip
