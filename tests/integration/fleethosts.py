@@ -181,6 +181,20 @@ class Hosts:
             p.wait(30)
         return pids
 
+    def kill_sshd(self, host: str) -> list[int]:
+        """Only the host's sshd dies: the listener and its per-connection processes, by
+        pid (SIGKILL); what the sessions ran is orphaned, not killed. Returns the pids."""
+        import psutil
+
+        listener = psutil.Process(self.sshd[host].pid)
+        procs = [listener, *(c for c in listener.children(recursive=True)
+                             if c.name().startswith("sshd"))]  # fmt: skip
+        for p in procs:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                p.kill()
+        self.sshd[host].wait(30)
+        return [p.pid for p in procs]
+
     def close(self) -> None:
         for h in self.names:
             for pid in self.pids(h):  # sshd and anything still running in the host

@@ -4,6 +4,7 @@ here (or written to a real PostgreSQL server); a host killed mid-run."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sqlite3
@@ -105,10 +106,29 @@ def _remote_samples(hosts: fleethosts.Hosts, host: str, fid: str) -> int:
         return 0
 
 
-def test_a_host_killed_mid_run_is_reported_and_the_other_hosts_samples_are_kept(hosts, tmp_path):
-    """Every process of h2 (its sshd, the session, virtbench) gets SIGKILL while both hosts
-    measure: h1's run is merged whole, h2 is reported unreachable (exit 1) and recorded
-    as a run of h2 saying so."""
+def _wait_orphans(hosts: fleethosts.Hosts, host: str) -> list[str]:
+    """The host's virtbench runs that outlived its sshd, waited for (by the pid in each
+    run's lock) until they end; their run ids."""
+    runs = hosts.dir(host) / "state" / "runs"
+    ids = []
+    for lock in runs.glob("*/lock") if runs.is_dir() else []:
+        ids.append(lock.parent.name)
+        with contextlib.suppress(OSError, ValueError):
+            pid = int(lock.read_text().split()[0])
+            deadline = time.monotonic() + 600
+            while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+                time.sleep(0.5)
+    return ids
+
+
+@pytest.mark.parametrize("what", ["sshd", "host"])
+def test_a_host_killed_mid_run_is_reported_and_the_other_hosts_samples_are_kept(
+    what, hosts, tmp_path
+):
+    """While both hosts measure, h2's sshd dies (the listener and its sessions), or the
+    whole host does (every process in its namespace, virtbench included): h1's run is
+    merged whole, h2 is reported unreachable (exit 1) and recorded as a run of h2 saying
+    so. A run orphaned by its sshd ends by itself and leaves nothing behind."""
     inv = hosts.inventory(tmp_path / "hosts.ini")
     results = tmp_path / "results"
     p = subprocess.Popen(
@@ -128,7 +148,7 @@ def test_a_host_killed_mid_run_is_reported_and_the_other_hosts_samples_are_kept(
     while _remote_samples(hosts, "h2", fid) < 10:
         assert p.poll() is None and time.monotonic() < deadline, seen + p.stdout.read()
         time.sleep(0.5)
-    killed = hosts.kill("h2")
+    killed = hosts.kill_sshd("h2") if what == "sshd" else hosts.kill("h2")
     assert killed
     out = seen + p.communicate(timeout=900)[0]
     assert p.returncode == 1, out
@@ -144,6 +164,9 @@ def test_a_host_killed_mid_run_is_reported_and_the_other_hosts_samples_are_kept(
     assert runs["h2"].status == "unreachable"
     events = " ".join(m for _, _, m in store.events(runs["h2"].id))
     assert f"fleet {fid}: h2 unreachable" in events
+    if what == "sshd":
+        for rid in _wait_orphans(hosts, "h2"):
+            assert not labelled(rid)
     hosts.start_sshd("h2")  # the host is back for the next test
 
 
