@@ -17,6 +17,10 @@ $(STAMPS)/deps: scripts/install-deps.sh
 	@scripts/install-deps.sh
 	@touch $@
 
+$(STAMPS)/test-deps: scripts/install-deps.sh $(STAMPS)/deps
+	@scripts/install-deps.sh test
+	@touch $@
+
 $(STAMPS)/venv: requirements.lock pyproject.toml $(STAMPS)/deps
 	@mkdir -p $(STAMPS)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -34,7 +38,7 @@ demo: setup
 
 # Strict: runtimes that setup installed must be present, so integration tests fail
 # rather than skip when one is missing.
-test: setup lint
+test: setup lint $(STAMPS)/test-deps
 	VIRTBENCH_STRICT=1 $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 test-unit: $(STAMPS)/venv

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install the Debian packages virtbench needs, once (idempotent, quiet when done).
-# Usage: scripts/install-deps.sh   (as root, on Debian 12)
+# Usage: scripts/install-deps.sh [test]   (as root, on Debian 12)
 set -euo pipefail
 
 PACKAGES=(
@@ -25,9 +25,15 @@ PACKAGES=(
   qemu-system-x86
   # Linux guests: the cloud kernel is fetched with apt-get download; cpio checks the initramfs
   cpio
-  # fleet mode: Ansible reaches hosts over ssh; the tests run sshd in network namespaces
-  openssh-client openssh-server
+  # fleet mode: Ansible reaches hosts over ssh
+  openssh-client
 )
+# `install-deps.sh test` (make test) also installs what only the tests need: sshd for the
+# fleet tests' hosts (network namespaces). Not for `make demo`: on a host whose init
+# starts services, installing it would open an SSH server nobody asked for.
+if [ "${1:-}" = "test" ]; then
+  PACKAGES+=(openssh-server)
+fi
 
 if [ "$(id -u)" -ne 0 ]; then
   echo "install-deps: must run as root (apt-get install)" >&2
