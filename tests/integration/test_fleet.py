@@ -172,22 +172,24 @@ def test_a_host_killed_mid_run_is_reported_and_the_other_hosts_samples_are_kept(
 
 def test_fleet_with_a_postgresql_store_sharded_by_runtime(hosts, tmp_path):
     """Both hosts write their runs straight to one real PostgreSQL server (listening on the
-    hosts' bridge), each with its share of the runtimes; nothing is fetched."""
+    hosts' bridge), each with its share of the runtimes of a spec file of the user's (copied
+    to every host); nothing is fetched."""
     why = pgserver.available()
     need(why is None, str(why))
     inv = hosts.inventory(tmp_path / "hosts.ini")
+    spec = tmp_path / "my-boot.toml"
+    spec.write_text('name = "my-boot"\nruntimes = ["native", "crun"]\n[[experiment]]\n'
+                    'type = "boot"\nworkloads = ["hello"]\nruns = 3\nwarmups = 0\n')  # fmt: skip
     server = pgserver.PgServer(also_on=hosts.gateway).start()
     try:
         url = server.database(host=hosts.gateway)
-        res = fleet_run(tmp_path, "boot", "-i", str(inv), "--runtimes", "native,crun",
-                        "--workloads", "hello", "--runs", "3", "--warmups", "0",
-                        "--shard", "runtime", "--store", url)  # fmt: skip
+        res = fleet_run(tmp_path, str(spec), "-i", str(inv), "--shard", "runtime", "--store", url)
         assert res.returncode == 0, res.stdout + res.stderr
         assert server.password not in res.stdout + res.stderr
         fid = fleet_id(res.stdout)
         store = open_store(url)
         runs = {r.host: r for r in store.runs() if r.fleet == fid}
-        assert set(runs) == {"h1", "h2"}
+        assert set(runs) == {"h1", "h2"} and {r.name for r in runs.values()} == {"my-boot"}
         by_host = {h: {s.runtime for s in store.samples(r.id) if s.metric.startswith("boot.")}
                    for h, r in runs.items()}  # fmt: skip
         assert by_host == {"h1": {"native"}, "h2": {"crun"}}
