@@ -48,7 +48,7 @@ def open_results(results: Path, store: str | None) -> Store:
     """The store a command reads or writes: `--store URL` if given, else `--results DIR`."""
     from virtbench.store import open_store
 
-    return open_store(store) if store else open_store(results)
+    return open_store(store or results)
 
 
 def one_line(text: str) -> str:

@@ -27,9 +27,9 @@ def resolve(store: Store, ids: list[str]) -> list[str]:
     """Run ids for what the user named: runs (or latest), or fleet ids (`virtbench fleet
     run` prints one), which stand for every run of that fleet, ordered by host."""
     out: list[str] = []
+    runs = store.runs()
     for given in ids:
-        fleet = sorted((r for r in store.runs() if r.fleet and r.fleet == given),
-                       key=lambda r: r.host)  # fmt: skip
+        fleet = sorted((r for r in runs if r.fleet == given), key=lambda r: r.host)
         found = [r.id for r in fleet] if fleet else [store.run(given).id]
         out += [rid for rid in found if rid not in out]
     return out

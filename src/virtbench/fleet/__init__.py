@@ -176,12 +176,12 @@ def _merge(
     """Every host's runs into `store`, labelled with the host; a host that left none gets
     a run record saying what happened to it."""
     merged: dict[str, list[str]] = {}
+    shared = [r for r in store.runs() if r.fleet == fleet] if store_url else []
     for host, o in outcomes.items():
         fetched = work / "fetched" / host
         if store_url:  # the host wrote to the shared database itself
-            ids = [r.id for r in store.runs() if r.fleet == fleet and r.host == host]
+            ids = [r.id for r in shared if r.host == host]
         elif (fetched / "virtbench.sqlite").is_file():
-            o.fetched = fetched
             src = Store(fetched)
             try:
                 ids = [r.id for r in src.runs() if r.fleet == fleet]

@@ -15,7 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -29,16 +29,12 @@ SSH_ARGS = ("-o ControlMaster=no -o ControlPath=none -o ServerAliveInterval=2 "
 @dataclass
 class HostOutcome:
     """What happened on one host: `status` is ok, failed or unreachable; `task` the last
-    task that ran (or failed); `message` why it failed; `fetched` the results directory
-    its store was fetched into (None if it was not)."""
+    task that ran (or failed); `message` why it failed."""
 
     host: str
     status: str = "ok"
     task: str = ""
     message: str = ""
-    fetched: Path | None = None
-    rc: int | None = None
-    tail: list[str] = field(default_factory=list)
 
 
 def ansible_env(work: Path) -> dict[str, str]:
@@ -112,9 +108,6 @@ def run_playbook(
         kind = ev.get("event", "")
         res = data.get("res") or {}
         o.task = data.get("task", o.task)
-        if data.get("task") == "Run the experiment" and kind == "runner_on_ok":
-            o.rc = res.get("rc")
-            o.tail = (res.get("stdout") or "").splitlines()[-8:]
         if kind == "runner_on_unreachable":
             o.status, o.message = "unreachable", _first_line(res.get("msg", "unreachable"))
         elif (kind == "runner_on_failed" and not data.get("ignore_errors")

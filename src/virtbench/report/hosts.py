@@ -33,9 +33,9 @@ def comparisons(
 ) -> list[tuple[str, str, list[cmp.Row] | str]]:
     """(first host, other host, rows -- or why there are none) for every other host; []
     when the runs are all of one host."""
-    groups = by_host(store, runs)
-    if len(groups) < 2:
+    if len({host_of(r) for r in runs}) < 2:  # before any sample is read
         return []
+    groups = by_host(store, runs)
     hosts = list(groups)
     first = hosts[0]
     out: list[tuple[str, str, list[cmp.Row] | str]] = []

@@ -108,9 +108,8 @@ class Daemons:
         group (a containerd) is ended first, then the same argv is started and waited
         for, as `ensure` did the first time."""
         d = self.started[name]
-        argv, is_up = d.argv, d.is_up
         self.stop(name)
-        self.ensure(name, is_up, argv, d.ready_timeout, d.stop_timeout, d.env, d.after_stop)
+        self.ensure(name, d.is_up, d.argv, d.ready_timeout, d.stop_timeout, d.env, d.after_stop)
 
     def stop(self, name: str) -> None:
         """Stop a daemon this run started: TERM, wait, then KILL its process group."""

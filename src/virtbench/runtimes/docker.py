@@ -206,7 +206,7 @@ class Docker(Engine):
         # The shims of the run's containers outlive their containerd (whose successor
         # would spend its start-up timeout on them): their containers are gone with their
         # cgroups, so they are ended first.
-        shims = [p for cid in self._created for p in owners.find_by_cmdline("containerd-shim", cid)]
+        shims = owners.find_by_cmdline("containerd-shim", *self._created)
         owners.end(shims + self._reap + dead_containerd(), timeout=0)
         self._reap = []
         CONTAINERD_PIDFILE.unlink(missing_ok=True)

@@ -29,12 +29,14 @@ def supervisor_tree(pid: int | None, is_supervisor: Callable[[str], bool]) -> li
     return []
 
 
-def find_by_cmdline(prefix: str, needle: str) -> list[psutil.Process]:
-    """Processes whose name starts with `prefix` and whose command line contains `needle`."""
+def find_by_cmdline(prefix: str, *needles: str) -> list[psutil.Process]:
+    """Processes whose name starts with `prefix` and whose command line contains one of
+    `needles` as an argument (one pass over the process table, however many)."""
+    wanted = set(needles)
     found = []
     for p in psutil.process_iter(["name", "cmdline"]):
         name = p.info["name"] or ""
-        if name.startswith(prefix) and needle in (p.info["cmdline"] or []):
+        if name.startswith(prefix) and wanted.intersection(p.info["cmdline"] or []):
             found.append(p)
     return found
 
