@@ -27,6 +27,7 @@ from virtbench.errors import RuntimeUnavailable, SpecError, VirtbenchError
 from virtbench.experiments.session import Session
 from virtbench.measure.host import HostSampler, snapshot
 from virtbench.measure.probe import ProbeListener
+from virtbench.measure.quiet import Primer, Quiet
 from virtbench.paths import Paths
 from virtbench.runtimes.base import Runtime, RuntimeContext
 from virtbench.spec import Spec
@@ -107,6 +108,7 @@ def execute(
     ctx: RuntimeContext | None = None
     probe: ProbeListener | None = None
     sampler: HostSampler | None = None
+    primer: Primer | None = None
     try:
         with sigterm_as_interrupt():
             if resume is None:
@@ -153,6 +155,8 @@ def execute(
             sampler = HostSampler(
                 lambda pts: store.add_series(run_id, pts), interval=spec.sample_interval_s
             ).start()
+            session.sampler = sampler
+            primer = prepare_quiet(session, drivers, ctx)
             for i, exp in enumerate(spec.experiment):
                 whole = ("experiment", json.dumps([i, exp.type]))
                 if whole in session.done:
@@ -171,6 +175,11 @@ def execute(
             if status == "interrupted":
                 say("[yellow]interrupted[/]: stopping every instance")
             try:
+                if primer is not None:
+                    try:
+                        primer.close()
+                    except Exception as exc:
+                        store.add_event(run_id, "error", f"cleanup: quiet sentinel: {exc}")
                 errors = _teardown(run_id, store, paths, layout, sampler, drivers, ctx, probe)
                 for e in errors:
                     store.add_event(run_id, "error", f"cleanup: {e}")
@@ -244,6 +253,43 @@ def discard_unfinished(session: Session, say: Callable[[str], None]) -> None:
     if gone:
         msg += f"; {gone} samples of units the interruption cut short are measured again"
     session.event("info", msg)
+
+
+def prepare_quiet(
+    session: Session, drivers: dict[str, Runtime], ctx: RuntimeContext
+) -> Primer | None:
+    """Timed launches wait for a quiet host (measure/quiet.py): the previous instance's
+    lingering supervisors gone, nothing else runnable. Other work found on the host
+    before the first launch is said in an event: every sample then counts as under load."""
+    spec = session.spec
+    session.quiet = Quiet(
+        settled=lambda: all(d.settled() for d in drivers.values()), enabled=spec.quiescence
+    )
+    if len(spec.runtimes) > 1:
+        session.event(
+            "info",
+            "order: runtimes measured in the rows of a Williams design (each follows each "
+            f"other equally often), seed {session.order_seed}",
+        )
+    if not spec.quiescence:
+        session.event("warning", "quiescence off: each launch follows the previous one at once")
+        return None
+    primer = None
+    if ctx.layout.version:
+        primer = Primer(
+            ctx.layout,
+            lambda suffix: naming.name(ctx.run_id, suffix),
+            lambda cg: ctx.state.record("cgroup", cg),
+        )
+        session.quiet.prime = primer.prime
+    other = session.quiet.calibrate()
+    if other:
+        session.event(
+            "warning",
+            f"host noise: {other} task(s) of other work kept a CPU busy before the run; "
+            "samples measured next to them are flagged (load > 0)",
+        )
+    return primer
 
 
 def record_image_size(

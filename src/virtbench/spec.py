@@ -107,6 +107,12 @@ class Spec(_Model):
     # The host sampler's period (CPU idle %, MemAvailable %, swap free % as time series);
     # at 0.1 s (10 Hz) it costs under 1% of one core (bench/sampler_cpu.py).
     sample_interval_s: float = Field(default=1.0, ge=0.1, le=60)
+    # Each timed launch waits for a quiet host first (measure/quiet.py); off: launches
+    # follow one another at once (what the previous one left may slow the next).
+    quiescence: bool = True
+    # Seeds the order runtimes are measured in (experiments/order.py); default: derived
+    # from the run id.
+    order_seed: int | None = Field(default=None, ge=0, le=2**32 - 1)
 
     @field_validator("runtimes")
     @classmethod

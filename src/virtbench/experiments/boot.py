@@ -65,10 +65,12 @@ def measure_once(
         params={**s.params(runtime), **(params or {})},
         **labels,
     )
+    timed = s.timed(experiment, runtime, base["params"])  # quiet host, recorded in params
     if wl.ENDS == "exit":
         metric = "boot.spawn_to_exit"
         try:
-            inst = rt.run_to_exit(spec, timeout)
+            with timed:
+                inst = rt.run_to_exit(spec, timeout)
         except InstanceError as exc:
             s.record(Sample(metric=metric, value=None, unit="ms", error=str(exc), **base))
             raise
@@ -87,7 +89,9 @@ def measure_once(
     metric = "boot.spawn_to_ready"
     inst = None
     try:
-        inst = rt.start(spec, detach=True)
+        with timed:
+            inst = rt.start(spec, detach=True)
+            t_ready = rt.wait_ready(inst, timeout)
         s.record(
             Sample(
                 metric="boot.spawn_to_started",
@@ -96,7 +100,6 @@ def measure_once(
                 **base,
             )
         )
-        t_ready = rt.wait_ready(inst, timeout)
         _first_output(s, inst, base)
         s.record(Sample(metric=metric, value=_ms(t_ready - inst.t_spawn_ns), unit="ms", **base))
     except InstanceError as exc:

@@ -55,7 +55,7 @@ def run_one(s: Session, cfg: DensityExperiment, runtime: str, rep: int) -> None:
                 workload=cfg.workload,
                 repetition=rep,
                 background=background,
-                params=params,
+                params=kw.pop("params", params),
                 **kw,
             )
         )
@@ -80,16 +80,17 @@ def run_one(s: Session, cfg: DensityExperiment, runtime: str, rep: int) -> None:
                     f"{limit / MIB:.0f} MiB after {i} instances"
                 )
                 break
+            timed: dict = {**params}  # the launch's quiet wait goes in its sample
             try:  # an instance that never gets ready is stopped, not counted
                 inst, t_ready = s.start_ready(
-                    runtime, s.instance_spec(runtime, wl.argv), cfg.timeout_s
+                    runtime, s.instance_spec(runtime, wl.argv), cfg.timeout_s, ("density", timed)
                 )
                 started.append(inst)
             except InstanceError as exc:
-                sample("density.launch", None, "ms", i, error=str(exc))
+                sample("density.launch", None, "ms", i, error=str(exc), params=timed)
                 reason = f"instance {i + 1} failed: {exc}"
                 break
-            sample("density.launch", (t_ready - inst.t_spawn_ns) / 1e6, "ms", i)
+            sample("density.launch", (t_ready - inst.t_spawn_ns) / 1e6, "ms", i, params=timed)
             pids = rt.pids(inst)
             if pids:
                 pss = memory.pss_total(pids)

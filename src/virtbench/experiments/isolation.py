@@ -170,7 +170,7 @@ def measure(
                 s.record(worker.failed("isolation", worker.levels[0], str(exc), **labels))
                 raise
             time.sleep(cfg.settle_s)
-        worker.measure_levels("isolation", check=attackers_alive, **labels)
+        worker.measure_levels("isolation", check=attackers_alive, quiet=not name, **labels)
     finally:
         if running:  # what the neighbours cost the host: a runtime may multiply them
             peaks = [rt.tasks(a)[0] for a in running]

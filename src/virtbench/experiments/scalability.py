@@ -105,7 +105,7 @@ def run_one(s: Session, cfg: ScalabilityExperiment, runtime: str, rep: int) -> N
     }
 
     def record(metric: str, value: float | None, unit: str, direction: str, n: int,
-               error: str = "") -> None:  # fmt: skip
+               error: str = "", params: dict | None = None) -> None:  # fmt: skip
         s.record(
             Sample(
                 experiment="scalability",
@@ -117,7 +117,7 @@ def run_one(s: Session, cfg: ScalabilityExperiment, runtime: str, rep: int) -> N
                 workload="hello" if worker is None else cfg.worker,
                 repetition=rep,
                 background=n,
-                params=base_params,
+                params=base_params if params is None else params,
                 error=error,
             )
         )
@@ -165,13 +165,15 @@ def run_one(s: Session, cfg: ScalabilityExperiment, runtime: str, rep: int) -> N
             if stop:
                 return stop
             spec = s.instance_spec(runtime, argv, network=cfg.background_network)
+            timed: dict = {**base_params}  # the launch's quiet wait goes in its sample
             try:  # an instance that never gets ready is stopped, not counted
-                inst, t_ready = s.start_ready(runtime, spec, cfg.timeout_s)
+                inst, t_ready = s.start_ready(runtime, spec, cfg.timeout_s, ("scalability", timed))
                 background.append(inst)
             except InstanceError as exc:
-                record("scalability.launch", None, "ms", "lower", i, error=str(exc))
+                record("scalability.launch", None, "ms", "lower", i, str(exc), timed)
                 return f"background instance {i + 1} failed: {exc}"
-            record("scalability.launch", (t_ready - inst.t_spawn_ns) / 1e6, "ms", "lower", i)
+            value = (t_ready - inst.t_spawn_ns) / 1e6
+            record("scalability.launch", value, "ms", "lower", i, params=timed)
         return ""
 
     target = cfg.target

@@ -20,7 +20,10 @@ from rich.markup import escape
 from virtbench import experiments, naming
 from virtbench.artifacts import Artifact
 from virtbench.errors import EngineGone, InstanceError
+from virtbench.experiments.order import Predecessors, orders, seed_for
+from virtbench.measure.host import HostSampler
 from virtbench.measure.probe import ProbeListener
+from virtbench.measure.quiet import Quiet
 from virtbench.runtimes.base import Instance, InstanceSpec, Runtime
 from virtbench.spec import Spec
 from virtbench.stats import summarize
@@ -43,7 +46,29 @@ class Session:
     # run is resumed (`run --resume`), and every unit this session finishes.
     done: set[tuple[str, str]] = dataclasses.field(default_factory=set)
     resumed: bool = False
+    # Every timed launch waits for a quiet host (measure/quiet.py); the runner gives it
+    # the runtimes' "previous instance gone" check and calibrates it before the run.
+    quiet: Quiet = dataclasses.field(default_factory=Quiet)
+    sampler: HostSampler | None = None  # held (no tick) while a launch is timed
     _counter: int = 0
+    _pred: Predecessors = dataclasses.field(default_factory=Predecessors)
+
+    @property
+    def order_seed(self) -> int:
+        """Seeds the runtimes' order (the spec's `order_seed`, else from the run id)."""
+        return seed_for(self.run_id, self.spec.order_seed)
+
+    @contextlib.contextmanager
+    def timed(self, experiment: str, runtime: str, params: dict[str, Any]) -> Iterator[None]:
+        """Around one timed launch: wait for a quiet host first and record in `params`
+        how long that took, whether it was reached, the load seen and the runtime measured
+        just before (`predecessor`); hold the host sampler while the launch runs."""
+        wait = self.quiet.wait()
+        params.update(wait.params(), predecessor=self._pred.take(experiment, runtime))
+        with self.sampler.hold() if self.sampler is not None else contextlib.nullcontext():
+            if self.quiet.enabled:
+                self.quiet.prime()
+            yield
 
     def instance_spec(
         self,
@@ -72,18 +97,27 @@ class Session:
             data=data,
         )
 
-    def start_ready(self, runtime: str, spec: InstanceSpec, timeout: float) -> tuple[Instance, int]:
+    def start_ready(
+        self,
+        runtime: str,
+        spec: InstanceSpec,
+        timeout: float,
+        timed: tuple[str, dict[str, Any]] | None = None,
+    ) -> tuple[Instance, int]:
         """Start a detached instance and wait for its ready datagram: (instance, host
         monotonic ns of the datagram). If it never comes, or the instance ends first, the
         instance is stopped and InstanceError raised with how it ended and its console
-        output."""
+        output. `timed` (experiment, params): a timed launch (`Session.timed`), its
+        quiet wait recorded in those params."""
         rt = self.runtimes[runtime]
-        inst = rt.start(spec, detach=True)
-        try:
-            t_ready = rt.wait_ready(inst, timeout)
-        except BaseException:
-            rt.stop(inst)
-            raise
+        ctx = self.timed(runtime=runtime, experiment=timed[0], params=timed[1]) if timed else None
+        with ctx or contextlib.nullcontext():
+            inst = rt.start(spec, detach=True)
+            try:
+                t_ready = rt.wait_ready(inst, timeout)
+            except BaseException:
+                rt.stop(inst)
+                raise
         return inst, t_ready
 
     def network(self, runtime: str) -> str:
@@ -142,11 +176,12 @@ class Session:
         max_runs: int | None = None,
     ) -> Iterator[tuple[int, bool, list[str]]]:
         """(repetition, warm-up?, runtimes in order) for every repetition, warm-ups first;
-        each repetition starts with a different runtime so slow drift favours none.
+        the orders are the rows of a seeded Williams design (experiments/order.py), so
+        each runtime follows each other equally often and slow drift favours none.
         With `target_cv` (%), repetitions go on past `runs` until every group of this
         experiment's samples has a CV at most that, or `max_runs` are done; either way
         an event says which, and why."""
-        names = list(self.spec.runtimes)
+        rows = orders(list(self.spec.runtimes), self.order_seed)
         since = 0.0 if self.resumed else time.time()  # resumed: the samples before count
         i = 0
         while True:
@@ -171,8 +206,7 @@ class Session:
                                           f"(target {target_cv:g}%)")  # fmt: skip
                     return
             warmup = i < warmups
-            shift = i % len(names)
-            yield (i if warmup else done), warmup, names[shift:] + names[:shift]
+            yield (i if warmup else done), warmup, list(rows[i % len(rows)])
             i += 1
 
     def repetitions(self, experiment: str, cfg: Any) -> Iterator[tuple[int, bool, list[str]]]:

@@ -216,12 +216,21 @@ class Worker:
         return metrics
 
     def measure_levels(
-        self, experiment: str, check: Callable[[], None] | None = None, **labels: Any
+        self,
+        experiment: str,
+        check: Callable[[], None] | None = None,
+        quiet: bool = True,
+        **labels: Any,
     ) -> None:
         """Every level measured once, each figure stored as soon as it is parsed; `check`
         runs after each measurement, before its figures count. A failure is stored under
-        the level it hit, with its reason (counted, never averaged), and raised."""
+        the level it hit, with its reason (counted, never averaged), and raised. `quiet`:
+        each measurement waits for a quiet host first (not next to attackers), and its
+        samples record that wait."""
+        given = labels.pop("params", {})
         for level in self.levels:
+            waited = self.s.quiet.wait().params() if quiet else {}
+            labels["params"] = {**given, **waited}
             try:
                 metrics = self.measure(level)
                 if check is not None:

@@ -6,12 +6,13 @@ SMT, memory, swap, KVM kind, cgroup version, runtime and tool versions.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import shutil
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psutil
@@ -129,6 +130,9 @@ class HostSampler:
         self.sink = sink
         self.interval = interval
         self._stop = threading.Event()
+        # Held while a launch is timed: the sampler's tick (and its store write) waits,
+        # so the harness's own thread never competes with the launch it measures.
+        self._gate = threading.Lock()
         self._thread = threading.Thread(target=self._loop, name="vb-sampler", daemon=True)
 
     def start(self) -> HostSampler:
@@ -138,16 +142,25 @@ class HostSampler:
     def _loop(self) -> None:
         psutil.cpu_times_percent(None)  # prime (psutil keeps this state per thread)
         while not self._stop.wait(self.interval):
-            now = time.time()
-            values = {
-                "host.cpu_idle_pct": float(psutil.cpu_times_percent(None).idle),
-                **_memory_pct(),
-            }
-            points = [(name, now, value) for name, value in values.items()]
-            try:
-                self.sink(points)
-            except Exception:  # the sampler must never take a run down
-                return
+            with self._gate:
+                now = time.time()
+                cpu = psutil.cpu_times_percent(None)
+                values = {
+                    "host.cpu_idle_pct": float(cpu.idle),
+                    "host.steal_pct": float(getattr(cpu, "steal", 0.0)),
+                    **_memory_pct(),
+                }
+                points = [(name, now, value) for name, value in values.items()]
+                try:
+                    self.sink(points)
+                except Exception:  # the sampler must never take a run down
+                    return
+
+    @contextlib.contextmanager
+    def hold(self) -> Iterator[None]:
+        """No tick while this is held (a launch being timed)."""
+        with self._gate:
+            yield
 
     def stop(self) -> None:
         self._stop.set()

@@ -410,6 +410,20 @@ class Runtime(ByHand, Leftovers, ABC):
         removed: not waited for in the timed teardown, but ended by `close`."""
         self._reap += [p for p in procs if p.is_running()]
 
+    def settled(self) -> bool:
+        """Whether every supervisor that lingers after a removal (`reap_later`) has
+        exited (zombies count as exited: this host's PID 1 may never reap them)."""
+        import psutil
+
+        def alive(p: Any) -> bool:
+            try:
+                return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+            except psutil.Error:
+                return False
+
+        self._reap = [p for p in self._reap if alive(p)]
+        return not self._reap
+
     def close(self) -> None:
         """Stop every instance, then undo the set-up. Idempotent; for the run's `finally:`.
         If the engine died, it is revived first, to remove what the run made through it."""

@@ -1,0 +1,167 @@
+"""Quiescence: every timed launch starts from a quiet host.
+
+Before a timed launch the host must be quiet: the previous instance fully gone (its
+runtime's delete returned, its cgroups removed, and the supervisors that linger after a
+removal, such as a container shim, exited) and no task runnable on any CPU but the one
+asking, for a short window. The kernel's own clean-up of the previous instance (network
+and mount namespaces torn down by kworkers, cgroup release) shows up as runnable tasks, so
+it is waited for rather than measured as part of the next launch.
+
+Why a short window, polled, and not a blind sleep: on hosts whose idle vCPUs halt and
+take milliseconds to wake (nested hypervisors; here a native `hello` takes 0.7 ms after
+1 ms of idle, 15 ms after 50 ms and 6 ms after 200 ms), a longer rest makes the next
+launch slower and bimodal instead of independent. A window of a few milliseconds, read
+every millisecond from /proc/stat's `procs_running`, removes the carry-over of one
+launch into the next without letting the host go cold.
+
+Other work on the host (a task that keeps a CPU busy) is measured before the run
+(`Quiet.calibrate`): the quiet window then allows that many runnable tasks, so a run on a
+loaded host is not stalled, and every sample measured while more than the reader itself
+was runnable carries `load` > 0 (flagged in `show`, `compare` and the report).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+WINDOW_S = 0.003
+STEP_S = 0.001
+TIMEOUT_S = 1.0  # at most this long; the sample is then flagged as taken under load
+CALIBRATE_S = 0.5  # how long the host is watched before the run
+
+
+def procs_running(path: str = "/proc/stat") -> int:
+    """Tasks runnable right now on all CPUs, the reader included (kernel's nr_running)."""
+    with open(path, "rb") as fh:
+        for line in fh:
+            if line.startswith(b"procs_running"):
+                return int(line.split()[1])
+    raise OSError(f"{path}: no procs_running line")
+
+
+@dataclass(frozen=True)
+class Wait:
+    """How one quiet wait went: `waited_ms` until the window was quiet (or the timeout),
+    `quiet` whether it was reached, `load` the most runnable tasks besides the reader
+    seen in the last window (0: nothing else ran)."""
+
+    waited_ms: float
+    quiet: bool
+    load: int
+
+    def params(self) -> dict[str, float | int | bool]:
+        """What every timed sample records of its wait."""
+        return {"quiet_wait_ms": round(self.waited_ms, 3), "quiet": self.quiet, "load": self.load}
+
+
+@dataclass
+class Quiet:
+    """Waits for a quiet host. `running` and `settled` are seams: the count of runnable
+    tasks (default /proc/stat) and whether the previous instances are fully gone (the
+    runtimes' lingering supervisors exited); tests inject both."""
+
+    running: Callable[[], int] = procs_running
+    settled: Callable[[], bool] = lambda: True
+    window_s: float = WINDOW_S
+    step_s: float = STEP_S
+    timeout_s: float = TIMEOUT_S
+    background: int = 0  # runnable tasks of other work seen before the run (calibrate)
+    enabled: bool = True
+    prime: Callable[[], None] = lambda: None  # right before the launch (Primer.prime)
+
+    def calibrate(self, seconds: float = CALIBRATE_S) -> int:
+        """Watch the host before the run: the fewest runnable tasks besides the reader
+        seen over `seconds` is other work that will not go away by waiting."""
+        end = time.monotonic() + seconds
+        least = None
+        while time.monotonic() < end:
+            n = max(0, self.running() - 1)
+            least = n if least is None else min(least, n)
+            time.sleep(self.step_s)
+        self.background = least or 0
+        return self.background
+
+    def wait(self) -> Wait:
+        """Until the previous instances are gone and no more than the reader (plus the
+        calibrated background) was runnable for `window_s`, at most `timeout_s`."""
+        t0 = time.monotonic()
+        if not self.enabled:
+            return Wait(0.0, True, 0)
+        since: float | None = None
+        peak = 0  # most other runnable tasks in the current window
+        while True:
+            now = time.monotonic()
+            others = max(0, self.running() - 1)
+            if others > self.background or not self.settled():
+                since, peak = None, others
+            else:
+                if since is None:
+                    since, peak = now, others
+                peak = max(peak, others)
+                if now - since >= self.window_s:
+                    return Wait((now - t0) * 1e3, True, peak)
+            if now - t0 >= self.timeout_s:
+                return Wait((now - t0) * 1e3, False, max(peak, others))
+            time.sleep(self.step_s)
+
+
+class Primer:
+    """Puts the kernel's cgroup migration lock in the same state before every launch.
+
+    Moving a task between cgroups takes a lock whose writer waits for an RCU grace
+    period (about 8 ms here) unless another migration ran within the last one. Every
+    runtime migrates its instance into cgroups, so without this a launch right after a
+    launch is fast and one after a pause, or after a slow runtime, pays the grace
+    period: measured here, a native `hello` takes 0.4 ms after a migration and 7.7 ms
+    0.2 s after one. `prime` moves a sentinel process of the run (`sleep`, in two
+    cgroups `vb-<run>-quiet-a/b` of one hierarchy) from one cgroup to the other just
+    before the launch, so no launch inherits or misses that from its predecessor; a
+    by-hand loop of launches (hyperfine) runs in the same state."""
+
+    def __init__(self, layout: Any, name: Callable[[str], str], record: Callable[[str], None]):
+        from virtbench import cgroups
+
+        self.dirs: list[Path] = []
+        self.proc: subprocess.Popen | None = None
+        self._at = 0
+        controller = "pids" if layout.version == 1 and "pids" in layout.v1 else None
+        for side in ("a", "b"):
+            cg = name(f"quiet-{side}")
+            record(cg)  # in the run's state before it exists: `clean` finds it
+            made = cgroups.create(layout, cg, None, None)
+            keep = [
+                d for d in made if controller is None or d.parent.parent == layout.v1[controller]
+            ]
+            self.dirs.append(keep[0])
+            for d in made:
+                if d != keep[0]:
+                    d.rmdir()
+        self.proc = subprocess.Popen(
+            ["sleep", "infinity"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, start_new_session=True,
+        )  # fmt: skip
+        self.prime()
+
+    def prime(self) -> None:
+        """Move the sentinel to the other cgroup (one migration)."""
+        assert self.proc is not None
+        self._at ^= 1
+        with open(self.dirs[self._at] / "cgroup.procs", "w") as fh:
+            fh.write(str(self.proc.pid))
+
+    def close(self) -> None:
+        """End the sentinel and remove its cgroups."""
+        from virtbench import cgroups
+
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+            self.proc = None
+        for d in self.dirs:
+            cgroups.kill_and_remove(d)
+        self.dirs = []
