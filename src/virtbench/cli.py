@@ -244,7 +244,7 @@ def resolve_spec(spec: str, runtimes: str | None, flags: dict[str, Any]) -> Spec
 
 
 def _show(store: Store, run_id: str, wide: bool = False) -> None:
-    from virtbench.report.tables import experiment_tables
+    from virtbench.report.tables import CI_NOTE, experiment_tables, trust_notes
 
     if not run_id:
         return
@@ -252,7 +252,10 @@ def _show(store: Store, run_id: str, wide: bool = False) -> None:
     samples = store.samples(run_id)
     for table in experiment_tables(record, samples, wide):
         out.print(table)
+    out.print(f"[dim]{CI_NOTE}[/]", soft_wrap=True)
     for _, level, message in store.events(run_id):
+        out.print(f"{level}: {escape(message)}", soft_wrap=True)
+    for level, message in trust_notes(samples):
         out.print(f"{level}: {escape(message)}", soft_wrap=True)
     env = record.environment
     if env:

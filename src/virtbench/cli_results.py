@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from virtbench.cli_common import (
     DEFAULT_RESULTS,
@@ -99,6 +100,7 @@ def compare(
     regression (worse, failed, missing), 3 when too few samples decide nothing, 2 on bad
     input (for CI jobs)."""
     from virtbench.report import compare as cmp
+    from virtbench.report.tables import trust_notes
 
     if len(run_ids) > 2:
         raise VirtbenchError("compare: give one run (with --runtimes a,b) or two runs")
@@ -133,6 +135,11 @@ def compare(
     n = cmp.counts(rows)
     always = ("worse", "better", "no change", "too few")
     out.print(", ".join(f"{v} {k}" for k, v in n.items() if v or k in always))
+    out.print("[dim]n: independent units per side (repetitions; nested values averaged "
+              "within each)[/]", soft_wrap=True)  # fmt: skip
+    for side, rows_ in (("A", a), ("B", b)):
+        for level, message in trust_notes(rows_):
+            out.print(f"{side}: {level}: {escape(message)}", soft_wrap=True)
     bad = sum(n[k] for k in cmp.REGRESSIONS) + (n["better"] if fail_on == "change" else 0)
     if bad and fail_on != "never":
         raise typer.Exit(1)

@@ -2,8 +2,12 @@
 tests, global tests over several runtimes, and DESMET-style scores.
 
 The confidence interval is a percentile bootstrap of the median (2000 resamples with
-a fixed seed, so the same data always gives the same interval). With n < 3 there is
-no interval and the summary says so rather than inventing one. Outliers are flagged by
+a fixed seed, so the same data always gives the same interval) over the independent
+units: when values are nested (several batches of one instance, several boots of one
+pile-up) the units are resampled whole (a cluster bootstrap), never the values inside
+them as if they were independent. With fewer than MIN_UNITS units there is no interval
+(a 95% CI of 3 values is their range, which covers ~75%); the range is shown instead and
+named as such. Outliers are flagged by
 Tukey's fences and counted, never dropped. A/B: a two-sample permutation test with Holm's
 correction over the metrics compared and a minimum effect (report/compare.py). Several
 runtimes: Kruskal-Wallis with Dunn's pairs, or ANOVA with Tukey's HSD (as S3).
@@ -12,13 +16,14 @@ runtimes: Kruskal-Wallis with Dunn's pairs, or ANOVA with Tukey's HSD (as S3).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 BOOTSTRAP_RESAMPLES = 2000
 CONFIDENCE = 0.95
+MIN_UNITS = 5  # fewer independent units: no interval, the range
 
 
 @dataclass(frozen=True)
@@ -28,16 +33,56 @@ class Summary:
     mean: float
     sd: float
     cv: float  # SD / mean; nan when the mean is 0
-    ci_low: float  # 95% CI of the median; nan when n < 3
+    ci_low: float  # 95% CI of the median; nan with fewer than MIN_UNITS units
     ci_high: float
     minimum: float
     maximum: float
     outliers: int = 0  # values outside Tukey's fences (shown, never dropped)
+    units: int = 0  # independent units the values come from (n when not nested)
+
+    @property
+    def has_ci(self) -> bool:
+        return not math.isnan(self.ci_low)
 
 
 def _finite(values: Sequence[float]) -> np.ndarray:
     """The finite values (NaN and None dropped)."""
     return np.asarray([v for v in values if v is not None and math.isfinite(v)], dtype=float)
+
+
+def _finite_pairs(
+    values: Sequence[float], units: Sequence[Hashable] | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(finite values, the index of each one's unit); without `units` each value is one."""
+    if units is None:
+        arr = _finite(values)
+        return arr, np.arange(arr.size)
+    if len(units) != len(values):
+        raise ValueError("one unit per value")
+    keep = [(v, u) for v, u in zip(values, units, strict=True)
+            if v is not None and math.isfinite(v)]  # fmt: skip
+    index: dict[Hashable, int] = {}
+    idx = [index.setdefault(u, len(index)) for _, u in keep]
+    return np.asarray([v for v, _ in keep], dtype=float), np.asarray(idx, dtype=int)
+
+
+def _cluster_medians(values: np.ndarray, unit: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Medians of BOOTSTRAP_RESAMPLES cluster resamples: the units drawn with replacement,
+    each bringing all its values (a weighted median over the sorted values)."""
+    k = int(unit.max()) + 1
+    if k == values.size:  # one value per unit: the plain bootstrap
+        return _boot_medians(values, rng)
+    order = np.argsort(values, kind="stable")
+    sorted_values, sorted_unit = values[order], unit[order]
+    draws = rng.integers(0, k, size=(BOOTSTRAP_RESAMPLES, k))
+    counts = np.zeros((BOOTSTRAP_RESAMPLES, k))
+    np.add.at(counts, (np.arange(BOOTSTRAP_RESAMPLES)[:, None], draws), 1)
+    weights = counts[:, sorted_unit]
+    cum = np.cumsum(weights, axis=1)
+    half = cum[:, -1:] / 2
+    lower = np.argmax(cum >= half, axis=1)  # the weighted median (average of the two
+    upper = np.argmax(cum > half, axis=1)  # middle values when the weight splits evenly)
+    return (sorted_values[lower] + sorted_values[upper]) / 2
 
 
 def _boot_medians(values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -52,23 +97,28 @@ def _interval(estimates: np.ndarray) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-def bootstrap_ci(values: np.ndarray, seed: int = 0) -> tuple[float, float]:
-    """Percentile bootstrap CI of the median."""
-    if len(values) < 3:
+def bootstrap_ci(
+    values: np.ndarray, seed: int = 0, unit: np.ndarray | None = None
+) -> tuple[float, float]:
+    """Percentile bootstrap CI of the median, resampling whole units (`unit`: each
+    value's unit index; default: every value its own); none below MIN_UNITS units."""
+    unit = np.arange(len(values)) if unit is None else unit
+    if len(values) == 0 or int(unit.max()) + 1 < MIN_UNITS:
         return math.nan, math.nan
-    return _interval(_boot_medians(values, np.random.default_rng(seed)))
+    return _interval(_cluster_medians(values, unit, np.random.default_rng(seed)))
 
 
-def summarize(values: Sequence[float]) -> Summary:
-    """Summary of finite values (NaN and None are dropped before counting)."""
-    arr = _finite(values)
+def summarize(values: Sequence[float], units: Sequence[Hashable] | None = None) -> Summary:
+    """Summary of finite values (NaN and None are dropped before counting). `units`: the
+    independent unit of each value (e.g. its repetition), when values are nested."""
+    arr, unit = _finite_pairs(values, units)
     if arr.size == 0:
         nan = math.nan
         return Summary(0, nan, nan, nan, nan, nan, nan, nan, nan)
     mean = float(arr.mean())
     sd = float(arr.std(ddof=1)) if arr.size > 1 else math.nan
     cv = sd / mean if mean != 0 and not math.isnan(sd) else math.nan
-    lo, hi = bootstrap_ci(arr)
+    lo, hi = bootstrap_ci(arr, unit=unit)
     return Summary(
         n=int(arr.size),
         median=float(np.median(arr)),
@@ -80,6 +130,7 @@ def summarize(values: Sequence[float]) -> Summary:
         minimum=float(arr.min()),
         maximum=float(arr.max()),
         outliers=int(outliers(arr).sum()),
+        units=int(unit.max()) + 1,
     )
 
 
@@ -91,19 +142,25 @@ def slowdown(value: float, baseline: float, direction: str) -> float:
 
 
 def slowdown_ci(
-    baseline: Sequence[float], attacked: Sequence[float], direction: str, seed: int = 0
+    baseline: Sequence[float],
+    attacked: Sequence[float],
+    direction: str,
+    seed: int = 0,
+    units_b: Sequence[Hashable] | None = None,
+    units_a: Sequence[Hashable] | None = None,
 ) -> tuple[float, float, float]:
     """(slowdown of the attacked median against the baseline median, 95% CI low, high):
-    a percentile bootstrap resampling both groups independently; no interval (nan) when
-    either group has fewer than 3 values."""
-    b, a = _finite(baseline), _finite(attacked)
+    a percentile bootstrap resampling both groups' units independently; no interval
+    (nan) when either group has fewer than MIN_UNITS units."""
+    b, ub = _finite_pairs(baseline, units_b)
+    a, ua = _finite_pairs(attacked, units_a)
     if b.size == 0 or a.size == 0:
         return math.nan, math.nan, math.nan
     point = slowdown(float(np.median(a)), float(np.median(b)), direction)
-    if b.size < 3 or a.size < 3:
+    if int(ub.max()) + 1 < MIN_UNITS or int(ua.max()) + 1 < MIN_UNITS:
         return point, math.nan, math.nan
     rng = np.random.default_rng(seed)
-    mb, ma = _boot_medians(b, rng), _boot_medians(a, rng)
+    mb, ma = _cluster_medians(b, ub, rng), _cluster_medians(a, ua, rng)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratios = ma / mb - 1 if direction == "lower" else mb / ma - 1
     ratios = ratios[np.isfinite(ratios)]

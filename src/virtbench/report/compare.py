@@ -6,7 +6,8 @@ Samples are paired by condition: experiment, metric, workload, background count,
 attacker, placement and the workload's level (connections, clients...), plus the runtime
 when both sides hold the same runtimes. For every condition present on both sides:
 
-  change  = median(B) / median(A) - 1
+  change  = median(B) / median(A) - 1, over one value per independent unit (repetition;
+          a pile-up's instance): nested values are averaged within their unit first
   p       permutation test of the difference of means (stats.ab_test), Holm-corrected
           over all the conditions compared, so more metrics do not mean more false alarms
   verdict "worse" / "better" (in the metric's direction) when p <= alpha and
@@ -31,7 +32,7 @@ import numpy as np
 from rich.table import Table
 
 from virtbench.errors import VirtbenchError
-from virtbench.report.tables import add_columns, fmt
+from virtbench.report.tables import add_columns, fmt, unit_values
 from virtbench.stats import ABResult, ab_test, holm, min_p, verdict
 from virtbench.store import Sample
 
@@ -86,7 +87,10 @@ def _groups(samples: list[Sample], with_runtime: bool) -> dict[Key, list[Sample]
 
 
 def _values(rows: list[Sample]) -> list[float]:
-    return [s.value for s in rows if not s.error and s.value is not None]
+    """One value per independent unit (report/tables.py `unit_of`): the mean of a unit's
+    nested values (batches of one instance, boots at one point of one pile-up), so the
+    test counts units, not the correlated values inside them."""
+    return unit_values(rows)
 
 
 def compare(

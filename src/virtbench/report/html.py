@@ -31,7 +31,7 @@ from virtbench.report import compare as cmp
 from virtbench.report import hosts as hostsmod
 from virtbench.report import plots as plotmod
 from virtbench.report.compare import condition, label
-from virtbench.report.tables import experiment_tables, fmt
+from virtbench.report.tables import experiment_tables, fmt, trust_notes, unit_values
 from virtbench.stats import (
     DESMET_BANDS,
     ab_test,
@@ -85,18 +85,20 @@ def _when(t: float | None) -> str:
 
 def _groups(samples: list[Sample]) -> dict[tuple[str, ...], dict[str, list[float]]]:
     """Successful, non-warm-up values by condition (without runtime), then runtime."""
-    out: dict[tuple[str, ...], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    rows: dict[tuple[str, ...], dict[str, list[Sample]]] = defaultdict(lambda: defaultdict(list))
     for s in samples:
         if s.warmup or s.error or s.value is None or s.metric.startswith(NOT_COMPARED):
             continue
-        out[condition(s, with_runtime=False)][s.runtime].append(s.value)
-    return out
+        rows[condition(s, with_runtime=False)][s.runtime].append(s)
+    # one value per independent unit: tests and scores count units, not nested values
+    return {k: {r: unit_values(v) for r, v in by.items()} for k, by in rows.items()}
 
 
 def warnings(samples: list[Sample], events: list[tuple[float, str, str]], cv_warn: float
              ) -> list[tuple[str, str]]:  # fmt: skip
     """(level, text) of everything a reader should weigh before trusting the numbers."""
     out = [(level, msg) for _, level, msg in events]
+    out += trust_notes(samples)
     emulated = sum(1 for s in samples if s.emulated and not s.warmup)
     if emulated:
         out.append(("warning", f"{emulated} samples were measured under emulation (QEMU TCG): "

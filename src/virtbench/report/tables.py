@@ -23,10 +23,55 @@ def fmt(x: float, digits: int = 3) -> str:
 
 
 def spread(st: Summary) -> tuple[str, str]:
-    """The 95% CI and CV cells of a summary ("n<3" and "-" when there are none)."""
-    ci = f"{fmt(st.ci_low)}-{fmt(st.ci_high)}" if not math.isnan(st.ci_low) else "n<3"
+    """The 95% CI and CV cells of a summary. With fewer than MIN_UNITS independent units
+    there is no CI: the range is shown, named as such ("0.6-0.9 (range of 3)")."""
+    if st.has_ci:
+        ci = f"{fmt(st.ci_low)}-{fmt(st.ci_high)}"
+    elif st.n:
+        ci = f"{fmt(st.minimum)}-{fmt(st.maximum)} (range of {st.units})"
+    else:
+        ci = "-"
     cv = f"{st.cv * 100:.1f}%" if not math.isnan(st.cv) else "-"
     return ci, cv
+
+
+# Figures taken once per instance of a pile-up: each instance is an independent unit.
+# Every other figure's unit is its repetition (a fresh instance, or one pile-up), whose
+# nested values (batches of one instance, boots at one point of one pile-up) are resampled
+# together.
+PER_INSTANCE = ("density.", "scalability.launch")
+
+
+def unit_of(s: Sample) -> tuple[int, int]:
+    """The independent unit a sample belongs to (what a confidence interval resamples)."""
+    if s.metric.startswith(PER_INSTANCE):
+        return (s.repetition, s.background)
+    return (s.repetition, -1)
+
+
+def summarize_samples(rows: Iterable[Sample]) -> Summary:
+    """Summary of the successful values of `rows`, over their independent units."""
+    ok = [r for r in rows if not r.error and r.value is not None]
+    return summarize([r.value for r in ok], [unit_of(r) for r in ok])  # type: ignore[misc]
+
+
+def unit_values(rows: Iterable[Sample]) -> list[float]:
+    """The successful values of `rows` averaged within each independent unit."""
+    by: dict[tuple[int, int], list[float]] = defaultdict(list)
+    for r in rows:
+        if not r.error and r.value is not None:
+            by[unit_of(r)].append(r.value)
+    return [sum(v) / len(v) for v in by.values()]
+
+
+def flagged(rows: Iterable[Sample]) -> int:
+    """How many samples were measured on a host that was not quiet (other work ran,
+    or the quiet wait timed out): `load` > 0 or `quiet` false in their params."""
+    return sum(
+        1
+        for r in rows
+        if not r.warmup and (r.params.get("load", 0) or r.params.get("quiet", True) is False)
+    )
 
 
 def add_columns(
@@ -78,7 +123,7 @@ def summary_table(
         if metric in NOT_SUMMARISED:
             continue
         rows = groups[key]
-        st = summarize([r.value for r in rows if not r.error])
+        st = summarize_samples(rows)
         ci, cv = spread(st)
         measure = metric.removeprefix(experiment + ".")
         if several_workloads:
@@ -125,10 +170,10 @@ def scalability_table(title: str, samples: list[Sample], runtime_order: list[str
             at = [s for s in mine if s.background == n]
 
             def median(name: str, at: list[Sample] = at) -> float:
-                return summarize([s.value for s in at if s.metric == name and not s.error]).median
+                return summarize_samples([s for s in at if s.metric == name]).median
 
             worker = [s for s in at if s.metric == metric]
-            st = summarize([s.value for s in worker if not s.error])
+            st = summarize_samples(worker)
             failed = sum(1 for s in worker if s.error)
             if n == 0:  # "vs 0": only ever against the measurements alone
                 first = st.median
@@ -171,18 +216,26 @@ def isolation_table(title: str, samples: list[Sample], runtime_order: list[str])
         cells = [attacker or "(baseline)", placement or "-"]
         for r in runtimes:
             mine = [s for s in rows if s.runtime == r]
-            base = [s.value for s in mine if not s.attacker and not s.error]
+            base = [s for s in mine if not s.attacker and not s.error]
             these = [s for s in mine if (s.attacker, s.placement) == (attacker, placement)]
-            ok = [s.value for s in these if not s.error]
+            ok = [s for s in these if not s.error]
             failed = len(these) - len(ok)
-            st = summarize(ok)
+            st = summarize_samples(ok)
             fail_text = f" ({failed} failed)" if failed else ""
             cells.append(f"{fmt(st.median)} n={st.n}{fail_text}" if these else "-")
             if not attacker or not ok or not base:
                 cells.append("-")
                 continue
-            point, lo, hi = slowdown_ci(base, ok, direction)
-            ci = f" ({lo * 100:+.1f}..{hi * 100:+.1f})" if not math.isnan(lo) else " (n<3)"
+            point, lo, hi = slowdown_ci(
+                [s.value for s in base], [s.value for s in ok], direction,
+                units_b=[unit_of(s) for s in base], units_a=[unit_of(s) for s in ok],
+            )  # fmt: skip
+            units = min(len({unit_of(s) for s in base}), len({unit_of(s) for s in ok}))
+            ci = (
+                f" ({lo * 100:+.1f}..{hi * 100:+.1f})"
+                if not math.isnan(lo)
+                else f" (no CI: {units} units)"
+            )
             cells.append(f"{point * 100:+.1f}%{ci}")
         t.add_row(*cells)
     return t
@@ -226,3 +279,31 @@ def runs_table(rows: list[tuple[RunRecord, int]]) -> Table:
                  exps, str(n)]  # fmt: skip
         t.add_row(*cells, *([run.host, run.fleet] if fleets else []))
     return t
+
+
+CI_NOTE = (
+    "95% CI: percentile bootstrap of the median over independent units (repetitions; a "
+    "pile-up's instances for per-instance figures), nested values resampled together; "
+    "fewer than 5 units: the range instead"
+)
+
+
+def trust_notes(samples: list[Sample]) -> list[tuple[str, str]]:
+    """(level, text) a reader must weigh: samples measured on a host that was not quiet,
+    and groups whose figures depend on the runtime measured before them."""
+    from virtbench.experiments.order import order_effects
+
+    rows = [s for s in samples if not s.warmup]
+    out: list[tuple[str, str]] = []
+    n = flagged(rows)
+    if n:
+        out.append(("warning", f"{n} of {len(rows)} samples were measured while other work "
+                               "ran on the host, or its quiet wait timed out (their params: "
+                               "load > 0 or quiet = false)"))  # fmt: skip
+    groups: dict[str, list[tuple[str, float]]] = defaultdict(list)
+    for s in rows:
+        if "predecessor" in s.params and not s.error and s.value is not None:
+            name = f"{s.metric} ({s.workload}) on {s.runtime}"
+            groups[name].append((s.params["predecessor"], s.value))
+    out += [("warning", e.text()) for e in order_effects(groups.items())]
+    return out
