@@ -39,7 +39,7 @@ def test_slowdown_ci_direction_and_interval():
     assert math.isclose(point, 0.25) and lo <= point <= hi and lo > 0.2
     point, lo, hi = slowdown_ci([10.0] * 5, [12.0] * 5, "lower")  # latency up 20%
     assert math.isclose(point, 0.2) and math.isclose(lo, 0.2) and math.isclose(hi, 0.2)
-    assert math.isnan(slowdown_ci(base, [90.0, 91.0], "higher")[1])  # n < 3: no interval
+    assert math.isnan(slowdown_ci(base, [90.0, 91.0], "higher")[1])  # n < 5: no interval
     assert math.isnan(slowdown_ci([], slower, "higher")[0])
 
 
@@ -121,3 +121,50 @@ def test_desmet_scores_follow_s5_bands():
     assert math.isnan(desmet_score(1, 0, "higher"))
     custom = {"higher": (50.0, 60.0, 70.0, 80.0)}
     assert desmet_score(65, 100, "higher", custom) == 2
+
+
+def _nested(rng, units: int, per_unit: int, between: float, within: float) -> tuple:
+    """Values of `units` independent units (e.g. instances), `per_unit` correlated values
+    each (batches): true median 10, a unit effect of SD `between`."""
+
+    effects = rng.normal(0, between, units)
+    values = [10 + e + rng.normal(0, within) for e in effects for _ in range(per_unit)]
+    return values, [u for u in range(units) for _ in range(per_unit)]
+
+
+def test_cluster_bootstrap_covers_the_truth_where_the_naive_one_does_not():
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    hit_cluster = hit_naive = 0
+    trials = 120
+    for _ in range(trials):
+        values, units = _nested(rng, units=8, per_unit=10, between=1.0, within=0.2)
+        c, n = summarize(values, units), summarize(values)
+        assert c.units == 8 and n.units == 80 and c.n == n.n == 80
+        hit_cluster += c.ci_low <= 10 <= c.ci_high
+        hit_naive += n.ci_low <= 10 <= n.ci_high
+    assert hit_cluster / trials >= 0.85  # nominal 95%; percentile bootstrap of 8 units
+    assert hit_naive / trials <= 0.6  # values of one unit taken as independent: far too narrow
+
+
+def test_below_five_units_there_is_no_interval_only_the_range():
+    from virtbench.report.tables import spread
+
+    values = [1.0, 1.1, 1.2, 5.0, 5.1, 5.2, 9.0, 9.1, 9.2]  # 3 units of 3 batches
+    s = summarize(values, [0, 0, 0, 1, 1, 1, 2, 2, 2])
+    assert s.n == 9 and s.units == 3 and not s.has_ci
+    assert spread(s)[0] == "1-9.2 (range of 3)"
+    assert summarize(values).has_ci  # the same values as 9 units do get one
+
+
+def test_slowdown_ci_resamples_units():
+    from virtbench.stats import slowdown_ci
+
+    base = [100.0, 100.0, 104.0, 104.0, 98.0, 98.0, 101.0, 101.0, 99.0, 99.0]
+    units = [0, 0, 1, 1, 2, 2, 3, 3, 4, 4]
+    point, lo, hi = slowdown_ci(base, [v / 2 for v in base], "higher", units_b=units,
+                                units_a=units)  # fmt: skip
+    assert math.isclose(point, 1.0) and lo <= 1.0 <= hi
+    few = [0, 0, 1, 1, 2, 2, 3, 3, 3, 3]  # 4 units
+    assert math.isnan(slowdown_ci(base, base, "higher", units_b=few, units_a=units)[1])
