@@ -31,9 +31,9 @@ import numpy as np
 from rich.table import Table
 
 from virtbench.errors import VirtbenchError
+from virtbench.records import Sample
 from virtbench.report.tables import add_columns, fmt
 from virtbench.stats import ABResult, ab_test, holm, min_p, verdict
-from virtbench.store import Sample
 
 Key = tuple[str, ...]
 

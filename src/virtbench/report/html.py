@@ -27,6 +27,7 @@ from rich.table import Table
 from rich.text import Text
 
 from virtbench import __version__
+from virtbench.records import RunRecord, Sample
 from virtbench.report import compare as cmp
 from virtbench.report import hosts as hostsmod
 from virtbench.report import plots as plotmod
@@ -42,7 +43,7 @@ from virtbench.stats import (
     min_p,
     summarize,
 )
-from virtbench.store import RunRecord, Sample, Store
+from virtbench.store import Store
 
 TEMPLATE = "report.html.j2"
 MAX_SPREAD = 25  # high-CV groups listed by name (largest first); the rest are counted

@@ -33,9 +33,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
+from virtbench.records import Sample
 from virtbench.report.tables import worker_metric
 from virtbench.stats import summarize
-from virtbench.store import Sample
 
 STYLE = {
     "figure.dpi": 100,

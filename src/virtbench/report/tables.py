@@ -10,8 +10,8 @@ from collections.abc import Iterable
 
 from rich.table import Table
 
+from virtbench.records import RunRecord, Sample
 from virtbench.stats import Summary, slowdown_ci, summarize
-from virtbench.store import RunRecord, Sample
 
 
 def fmt(x: float, digits: int = 3) -> str:
