@@ -20,7 +20,8 @@ from typing import IO, Any
 
 from pydantic import TypeAdapter
 
-from virtbench.store import RunRecord, Sample, Store
+from virtbench.records import RunRecord, Sample
+from virtbench.store import Store
 
 SCHEMA_ID = "https://virtbench.dev/schema/export.schema.json"
 FORMATS = ("ndjson", "csv")

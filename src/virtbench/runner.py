@@ -29,10 +29,11 @@ from virtbench.measure.host import HostSampler, snapshot
 from virtbench.measure.probe import ProbeListener
 from virtbench.measure.quiet import Primer, Quiet
 from virtbench.paths import Paths
+from virtbench.records import RunRecord, Sample
 from virtbench.runtimes.base import Runtime, RuntimeContext
 from virtbench.spec import Spec
 from virtbench.state import RunState
-from virtbench.store import RunRecord, Sample, Store
+from virtbench.store import Store
 
 
 def check_available(spec: Spec) -> dict[str, str]:

@@ -10,7 +10,7 @@ Schema history (SQLite: PRAGMA user_version; PostgreSQL: table virtbench_meta):
   3  fleets: samples.host, runs.host (the host a sample was measured on and a run ran on;
      '' is this machine, not a fleet run) and runs.fleet (the fleet run it belongs to)
 
-The store knows nothing of runtimes or experiments: a sample is a flat record.
+The store knows nothing of runtimes or experiments: a sample is a flat record (records.py).
 """
 
 from __future__ import annotations
@@ -21,88 +21,17 @@ import re
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from virtbench.errors import VirtbenchError
+from virtbench.records import Direction, RunRecord, Sample  # noqa: F401 (their old home)
 from virtbench.store_sql import MIGRATIONS as _MIGRATIONS  # noqa: F401 (its old home)
 from virtbench.store_sql import SCHEMA_VERSION, Backend, Row, SqliteBackend  # noqa: F401
 
 DB_NAME = "virtbench.sqlite"
 _RUN_JSON = ("argv", "spec", "environment", "artifacts")  # runs' columns holding JSON
-
-Direction = Literal["lower", "higher"]
-
-
-@dataclass(frozen=True)
-class Sample:
-    """One measured value; maps 1:1 to a row of `samples`.
-
-    metric      what was measured, e.g. "boot.spawn_to_exit"
-    value       the number (None when the measurement failed: see `error`)
-    unit        "ms", "MiB", ...
-    direction   "lower" or "higher": which way is better
-    runtime     runtime name as in the spec ("crun", "docker:runsc")
-    workload    workload name ("hello", "sleep")
-    repetition  0-based repetition index within the run
-    background  instances already running when this was measured
-    attacker    isolation attacker ("" when none)
-    placement   attacker placement ("" when none)
-    warmup      true for warm-up measurements (kept, never summarised)
-    emulated    true when measured under emulation (functional only)
-    error       why the measurement failed ("" when it did not)
-    params      everything else that identifies the condition (network, limits, ...)
-    host        the host it was measured on, in a fleet ("" for this machine)
-    t           Unix time it was measured
-    """
-
-    experiment: str
-    metric: str
-    value: float | None
-    unit: str
-    direction: Direction
-    runtime: str
-    workload: str
-    repetition: int
-    background: int = 0
-    attacker: str = ""
-    placement: str = ""
-    warmup: bool = False
-    emulated: bool = False
-    error: str = ""
-    params: dict[str, Any] = field(default_factory=dict)
-    host: str = ""
-    t: float = field(default_factory=time.time)
-
-
-@dataclass(frozen=True)
-class RunRecord:
-    """One run; maps 1:1 to a row of `runs`.
-
-    id          six-character run id
-    name        the spec's name
-    created     Unix time it started; finished: when it ended (None while running)
-    status      running, completed, failed, interrupted, crashed
-    argv        the command line that started it
-    spec        the validated spec it ran
-    environment the host snapshot (kernel, CPU, runtimes' versions, ...)
-    artifacts   the artifacts it used, with digests and sizes
-    host        the host it ran on, in a fleet ("" for this machine)
-    fleet       the id of the fleet run it belongs to ("" when none)
-    """
-
-    id: str
-    name: str
-    created: float
-    finished: float | None
-    status: str
-    argv: list[str]
-    spec: dict[str, Any]
-    environment: dict[str, Any]
-    artifacts: list[dict[str, Any]]
-    host: str = ""
-    fleet: str = ""
 
 
 class Store:

@@ -17,7 +17,7 @@ from typing import Any
 
 from rich.markup import escape
 
-from virtbench import experiments, naming
+from virtbench import experiments, metrics, naming
 from virtbench.artifacts import Artifact
 from virtbench.errors import EngineGone, InstanceError
 from virtbench.experiments.order import Predecessors, orders, seed_for
@@ -28,9 +28,6 @@ from virtbench.runtimes.base import Instance, InstanceSpec, Runtime
 from virtbench.spec import Spec
 from virtbench.stats import summarize
 from virtbench.store import Sample, Store
-
-# Figures that are not repeated measurements of the same thing (host state, one-offs).
-UNREPEATED = ("host.", "image_size", "isolation.attacker_tasks_peak", "boot.teardown")
 
 
 @dataclass
@@ -220,7 +217,8 @@ class Session:
         groups: dict[tuple[str, ...], list[float]] = {}
         for smp in self.store.samples(self.run_id):
             if (smp.experiment != experiment or smp.t < since or smp.warmup or smp.error
-                    or smp.value is None or smp.metric.startswith(UNREPEATED)):  # fmt: skip
+                    or smp.value is None
+                    or not metrics.is_repeated(smp.metric, smp.workload)):  # fmt: skip
                 continue
             key = (smp.metric, smp.workload, smp.runtime, str(smp.background), smp.attacker,
                    smp.placement)  # fmt: skip

@@ -17,8 +17,9 @@ when both sides hold the same runtimes. For every condition present on both side
           when B has only failed samples where A has values, "missing" when B lacks a
           condition A measured; else "no change"
 
-Failed samples count only as failures, warm-ups not at all; host availability series are
-not compared. Conditions only B measured are not shown.
+Failed samples count only as failures, warm-ups not at all; figures the registry keeps
+out (metrics.py `ab_compared`: the host's availability) are not compared. Conditions only
+B measured are not shown.
 """
 
 from __future__ import annotations
@@ -31,23 +32,20 @@ from dataclasses import dataclass
 import numpy as np
 from rich.table import Table
 
+from virtbench import metrics
 from virtbench.errors import VirtbenchError
+from virtbench.records import Sample
 from virtbench.report.tables import add_columns, fmt, unit_values
 from virtbench.stats import ABResult, ab_test, holm, min_p, verdict
-from virtbench.store import Sample
 
 Key = tuple[str, ...]
-
-
-# Figures taken once per instance as they pile up: the background count is where in the
-# pile-up, not a condition, so all of a run's values are one group.
-PILE_UP = ("density.", "scalability.")
 
 
 def condition(s: Sample, with_runtime: bool) -> Key:
     """What must match for two samples to be compared."""
     level = s.params.get("level")
-    background = "0" if s.metric.startswith(PILE_UP) else str(s.background)
+    # a pile-up's background count is where in it, not a condition: one group per run
+    background = "0" if metrics.lookup(s.metric, s.workload).pile_up else str(s.background)
     key = (s.experiment, s.metric, s.unit, s.workload, background, s.attacker,
            s.placement, "" if level is None else str(level))  # fmt: skip
     return (*key, s.runtime) if with_runtime else key
@@ -81,7 +79,7 @@ def _groups(samples: list[Sample], with_runtime: bool) -> dict[Key, list[Sample]
     """Non-warm-up samples by condition, failed ones included (they count as failures)."""
     out: dict[Key, list[Sample]] = defaultdict(list)
     for s in samples:
-        if not s.warmup and not s.metric.startswith("host."):
+        if not s.warmup and metrics.lookup(s.metric, s.workload).ab_compared:
             out[condition(s, with_runtime)].append(s)
     return out
 

@@ -11,8 +11,9 @@ measure and says so instead of showing an empty table.
 from __future__ import annotations
 
 from virtbench.errors import VirtbenchError
+from virtbench.records import RunRecord, Sample
 from virtbench.report import compare as cmp
-from virtbench.store import RunRecord, Sample, Store
+from virtbench.store import Store
 
 
 def host_of(run: RunRecord) -> str:

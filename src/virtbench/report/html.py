@@ -26,7 +26,8 @@ import jinja2
 from rich.table import Table
 from rich.text import Text
 
-from virtbench import __version__
+from virtbench import __version__, metrics
+from virtbench.records import RunRecord, Sample
 from virtbench.report import compare as cmp
 from virtbench.report import hosts as hostsmod
 from virtbench.report import plots as plotmod
@@ -42,14 +43,10 @@ from virtbench.stats import (
     min_p,
     summarize,
 )
-from virtbench.store import RunRecord, Sample, Store
+from virtbench.store import Store
 
 TEMPLATE = "report.html.j2"
 MAX_SPREAD = 25  # high-CV groups listed by name (largest first); the rest are counted
-# Not scored or tested across runtimes: host state, counts, and the attackers' own cost
-# (a side figure of the isolation experiment, not the worker's performance).
-NOT_COMPARED = ("host.", "density.mem_available", "density.reached", "scalability.reached",
-                "image_size", "isolation.attacker_tasks_peak")  # fmt: skip
 
 
 @dataclass
@@ -84,10 +81,12 @@ def _when(t: float | None) -> str:
 
 
 def _groups(samples: list[Sample]) -> dict[tuple[str, ...], dict[str, list[float]]]:
-    """Successful, non-warm-up values by condition (without runtime), then runtime."""
+    """Successful, non-warm-up values of the figures the report compares (not host state,
+    counts or side figures: metrics.py) by condition (without runtime), then runtime: one
+    value per independent unit."""
     rows: dict[tuple[str, ...], dict[str, list[Sample]]] = defaultdict(lambda: defaultdict(list))
     for s in samples:
-        if s.warmup or s.error or s.value is None or s.metric.startswith(NOT_COMPARED):
+        if s.warmup or s.error or s.value is None or not metrics.is_compared(s.metric, s.workload):
             continue
         rows[condition(s, with_runtime=False)][s.runtime].append(s)
     # one value per independent unit: tests and scores count units, not nested values
@@ -184,7 +183,7 @@ def desmet(samples: list[Sample], order: list[str], opts: Options
                 "--boot-baseline (S5 scored boot against a VM).")  # fmt: skip
     rows, totals = [], defaultdict(list)
     for key, by_rt in _groups(samples).items():
-        boot = key[1].startswith("boot.")
+        boot = metrics.lookup(key[1], key[3]).desmet == "boot"
         ref_rt = boot_base if boot else base
         if (boot and boot_base == "native") or ref_rt not in by_rt:
             continue

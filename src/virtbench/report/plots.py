@@ -33,9 +33,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
+from virtbench import metrics
+from virtbench.records import Sample
 from virtbench.report.tables import worker_metric
 from virtbench.stats import summarize
-from virtbench.store import Sample
 
 STYLE = {
     "figure.dpi": 100,
@@ -109,8 +110,13 @@ def _figure(title: str, ncols: int = 1, width: float = 6.4) -> tuple[Figure, lis
     return fig, list(axes[0])
 
 
+def _drawn(s: Sample, kind: metrics.PlotKind) -> bool:
+    """Does the registry have plot `kind` draw this sample's metric?"""
+    return metrics.lookup(s.metric, s.workload).plot == kind
+
+
 def boot(samples: list[Sample], order: list[str]) -> list[Plot]:
-    ok = [s for s in _ok(samples) if s.experiment == "boot"]
+    ok = [s for s in _ok(samples) if s.experiment == "boot" and _drawn(s, "boot")]
     plots = []
     for metric in sorted({s.metric for s in ok}):
         mine = [s for s in ok if s.metric == metric]
@@ -149,7 +155,7 @@ def latency(samples: list[Sample], order: list[str]) -> list[Plot]:
     repetition as a box plot (left), and the distribution of round trips within a run as
     the CDF its percentiles give (right: median over repetitions, min-max bars; the
     fraction axis stretches the tail, p50 .. p99.9)."""
-    ok = [s for s in _ok(samples) if s.experiment == "throughput"]
+    ok = [s for s in _ok(samples) if s.experiment == "throughput" and _drawn(s, "latency")]
     tests: dict[str, list[tuple[float, Sample]]] = defaultdict(list)
     for s in ok:
         m = PERCENTILE.match(s.metric)
@@ -203,7 +209,7 @@ def _pct_x(p: float) -> float:
 
 
 def concurrency(samples: list[Sample], order: list[str]) -> list[Plot]:
-    ok = [s for s in _ok(samples) if s.experiment == "throughput"]
+    ok = [s for s in _ok(samples) if s.experiment == "throughput" and _drawn(s, "concurrency")]
     series: dict[tuple[str, str], list[tuple[float, Sample]]] = defaultdict(list)
     for s in ok:
         level = _numeric_level(s.params.get("level"))
@@ -255,10 +261,6 @@ def _ci_err(sts: list) -> list[list[float]]:
     return [lo, hi]
 
 
-HOST = (("host.cpu_idle_pct", "CPU idle"), ("host.mem_available_pct", "MemAvailable"),
-        ("host.swap_free_pct", "swap free"))  # fmt: skip
-
-
 def scalability(samples: list[Sample], order: list[str]) -> list[Plot]:
     ok = [s for s in _ok(samples) if s.experiment == "scalability"]
     metric = worker_metric(ok)
@@ -277,11 +279,11 @@ def scalability(samples: list[Sample], order: list[str]) -> list[Plot]:
         sd = np.array([np.std(by[n], ddof=1) if len(by[n]) > 1 else 0.0 for n in points]) / first
         ax.plot(points, mean, marker="o", color=COLOURS[0], label=f"{metric} (mean)")
         ax.fill_between(points, mean - sd, mean + sd, color=COLOURS[0], alpha=0.2, label="± SD")
-        for (name, label), c in zip(HOST, COLOURS[1:], strict=False):
-            vals = [np.mean([s.value for s in mine if s.metric == name and s.background == n]
+        for host, c in zip(metrics.plotted("scalability"), COLOURS[1:], strict=False):
+            vals = [np.mean([s.value for s in mine if s.metric == host.name and s.background == n]
                             or [math.nan]) for n in points]  # fmt: skip
             if vals and not math.isnan(vals[0]) and vals[0]:
-                ax.plot(points, np.array(vals) / vals[0], ls="--", color=c, label=label)
+                ax.plot(points, np.array(vals) / vals[0], ls="--", color=c, label=host.label)
         ax.axhline(1.0, color="grey", lw=0.8)
         ax.set_title(r, fontsize=9)
         ax.set_xlabel("background instances")
@@ -332,24 +334,26 @@ def _placement_order(p: str) -> int:
 
 def density(samples: list[Sample], order: list[str]) -> list[Plot]:
     ok = [s for s in _ok(samples) if s.experiment == "density"]
-    if not any(s.metric in ("density.pss", "density.host_per_instance") for s in ok):
+    panels = metrics.plotted("density")  # each new instance's PSS, the host's drop per instance
+    if not any(s.metric == m.name for s in ok for m in panels):
         return []
     colour = _colour(order)
-    fig, axes = _figure("density: memory per instance against instances running", 2, 4.6)
-    for ax, metric, what in ((axes[0], "density.pss", "PSS of each new instance"),
-                             (axes[1], "density.host_per_instance",
-                              "host MemAvailable drop per instance")):  # fmt: skip
-        mine = [s for s in ok if s.metric == metric]
+    fig, axes = _figure("density: memory per instance against instances running", len(panels),
+                        4.6)  # fmt: skip
+    for ax, m in zip(axes, panels, strict=True):
+        mine = [s for s in ok if s.metric == m.name]
+        # a new instance's PSS is drawn at the instances running with it (background + 1),
+        # the host's drop per instance at the background it was recorded with
+        shift = 1 if m is panels[0] else 0
         for r in _runtimes(mine, order):
-            pts = sorted((s.background + (1 if metric == "density.pss" else 0), s.value)
-                         for s in mine if s.runtime == r)  # fmt: skip
+            pts = sorted((s.background + shift, s.value) for s in mine if s.runtime == r)
             by: dict[int, list[float]] = defaultdict(list)
             for n, v in pts:
                 by[n].append(v)
             xs = sorted(by)
             ax.plot(xs, [np.median(by[n]) for n in xs], marker="." if len(xs) > 30 else "o",
                     ms=3, lw=1, label=r, color=colour(r))  # fmt: skip
-        ax.set_title(what, fontsize=9)
+        ax.set_title(m.label, fontsize=9)
         ax.set_xlabel("instances running")
         ax.set_ylabel("MiB per instance")
         ax.set_ylim(bottom=0)

@@ -10,8 +10,9 @@ from collections.abc import Iterable
 
 from rich.table import Table
 
+from virtbench import metrics
+from virtbench.records import RunRecord, Sample
 from virtbench.stats import Summary, slowdown_ci, summarize
-from virtbench.store import RunRecord, Sample
 
 
 def fmt(x: float, digits: int = 3) -> str:
@@ -35,16 +36,14 @@ def spread(st: Summary) -> tuple[str, str]:
     return ci, cv
 
 
-# Figures taken once per instance of a pile-up: each instance is an independent unit.
-# Every other figure's unit is its repetition (a fresh instance, or one pile-up), whose
-# nested values (batches of one instance, boots at one point of one pile-up) are resampled
-# together.
-PER_INSTANCE = ("density.", "scalability.launch")
-
-
 def unit_of(s: Sample) -> tuple[int, int]:
-    """The independent unit a sample belongs to (what a confidence interval resamples)."""
-    if s.metric.startswith(PER_INSTANCE):
+    """The independent unit a sample belongs to (what a confidence interval resamples):
+    a figure taken once per instance of a pile-up (metrics.py: repeated and `pile_up`)
+    is its instance's; every other figure's is its repetition (a fresh instance, or one
+    pile-up), whose nested values (batches of one instance, boots at one point of one
+    pile-up) are resampled together."""
+    m = metrics.lookup(s.metric, s.workload)
+    if m.pile_up and m.repeated:
         return (s.repetition, s.background)
     return (s.repetition, -1)
 
@@ -98,10 +97,6 @@ def natural(text: str) -> tuple:
     return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", text))
 
 
-# Stored for plots and time series, but not summarised as a distribution.
-NOT_SUMMARISED = {"density.mem_available"}
-
-
 def summary_table(
     title: str, samples: list[Sample], runtime_order: list[str], wide: bool = False
 ) -> Table:
@@ -120,7 +115,7 @@ def summary_table(
     several_workloads = len({k[4] for k in groups}) > 1
     for key in sorted(groups, key=lambda k: (natural(k[1]), k[4], order.get(k[3], 99))):
         experiment, metric, unit, runtime, workload = key
-        if metric in NOT_SUMMARISED:
+        if metrics.lookup(metric, workload).summary != "median":  # a per-point series
             continue
         rows = groups[key]
         st = summarize_samples(rows)
@@ -138,16 +133,16 @@ def summary_table(
     return t
 
 
-# Per-point series of the scalability experiment, shown by scalability_table instead.
-HOST_AVAILABILITY = ("host.cpu_idle_pct", "host.mem_available_pct", "host.swap_free_pct")
+# Headers of the host's availability at each scalability point: the series the registry
+# has the scalability plot draw (metrics.plotted), in its order.
+HOST_COLUMNS = ("CPU idle", "mem avail", "swap free")
 
 
 def worker_metric(samples: list[Sample]) -> str | None:
     """The figure a scalability or isolation table follows: the metric of the first
     failed or successful worker measurement (the workload's primary one comes first)."""
     for s in samples:
-        side = s.metric in ("boot.teardown", "boot.spawn_to_started", "boot.spawn_to_first_output")
-        if not side and not s.metric.startswith(("host.", "scalability.", "isolation.")):
+        if metrics.lookup(s.metric, s.workload).headline:
             return s.metric
     return None
 
@@ -161,7 +156,8 @@ def scalability_table(title: str, samples: list[Sample], runtime_order: list[str
     unit = next((s.unit for s in rows if s.metric == metric), "")
     t = Table(title=f"{title} ({metric}, {unit})", title_justify="left")
     cols = ["runtime", "background", "median", "95% CI", "CV", "n", "vs 0"]
-    add_columns(t, [*cols, "CPU idle", "mem avail", "swap free"], ("runtime",), ("background",))
+    host = metrics.plotted("scalability")
+    add_columns(t, [*cols, *HOST_COLUMNS], ("runtime",), ("background",))
     runtimes = [r for r in runtime_order if any(s.runtime == r for s in rows)]
     for r in runtimes:
         mine = [s for s in rows if s.runtime == r]
@@ -186,8 +182,8 @@ def scalability_table(title: str, samples: list[Sample], runtime_order: list[str
                 f"{st.n}" + (f" ({failed} failed)" if failed else ""),
                 f"{rel:.2f}x" if not math.isnan(rel) else "-",
                 *(
-                    f"{fmt(median(f'host.{k}_pct'))}%"
-                    for k in ("cpu_idle", "mem_available", "swap_free")
+                    f"{fmt(median(m.name))}{m.unit}"
+                    for _, m in zip(HOST_COLUMNS, host, strict=True)  # one column each
                 ),
             )
     return t
@@ -255,7 +251,8 @@ def experiment_tables(run: RunRecord, samples: list[Sample], wide: bool = False)
         title = f"{kind} — run {run.id}"
         if kind == "scalability":
             tables.append(scalability_table(f"{title}: by background instances", mine, order))
-            mine = [s for s in mine if s.metric.startswith("scalability.")]
+            # the pile-up's own figures; the worker's are in the per-point table
+            mine = [s for s in mine if metrics.lookup(s.metric, s.workload).pile_up]
         elif kind == "isolation":  # a summary over all conditions would mix them
             tables.append(isolation_table(f"{title}: slowdown", mine, order))
             continue

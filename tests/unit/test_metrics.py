@@ -1,0 +1,220 @@
+"""The metric registry (metrics.py): every figure the code records is declared, with the
+unit and direction it is recorded in; level suffixes and families resolve; a workload
+figure nobody declared gets the default; figures that are not repeated measurements stay
+out of the CV target and the comparisons, as they always did."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from virtbench import metrics, workloads
+from virtbench.experiments.session import Session
+from virtbench.measure import host
+from virtbench.records import Sample
+from virtbench.report import compare, html
+from virtbench.spec import parse
+from virtbench.store import Store
+
+SRC = Path(metrics.__file__).parent
+DATA = Path(__file__).parent.parent / "data" / "workloads"
+# Output captured from every measuring workload's client (tests/data/workloads).
+OUTPUTS = {
+    "nginx": ["wrk-latency.txt"],
+    "redis": ["redis-benchmark.csv"],
+    "postgres": ["pgbench.txt"],
+    "mariadb": [f"sysbench-oltp-{t}.txt" for t in ("read_only", "write_only", "read_write")],
+    "sysbench": [f"sysbench-{t}.txt" for t in ("cpu", "memory", "fileio-rndrw", "fileio-seqrd")],
+    "fio": ["fio-randrw.json"],
+    "iperf3": ["iperf3-tcp.json", "iperf3-tcp-reverse.json", "iperf3-udp.json"],
+    "latency": ["vb-rr-tcp.txt", "vb-rr-udp.txt", "ping.txt"],
+    "http-fixed": ["httperf.txt"],
+    "udp-echo": ["vb-rr-flood.txt"],
+    "sqlite": ["vb-sqlite.txt"],
+    "stream": ["vb-stream.txt"],
+    "syscall": ["vb-syscall.txt"],
+}
+# The experiments' own figures: a name as a string literal in the code that records them.
+RECORDED = re.compile(r"(boot|density|scalability|isolation|host)\.[a-z_]+|image_size")
+RECORDERS = [*sorted((SRC / "experiments").glob("*.py")), SRC / "runner.py",
+             SRC / "measure" / "host.py"]  # fmt: skip
+NOT_REPEATED = ["host.cpu_idle_pct", "host.mem_available_pct", "host.swap_free_pct",
+                "image_size", "isolation.attacker_tasks_peak", "boot.teardown"]  # fmt: skip
+NOT_COMPARED = ["host.cpu_idle_pct", "density.mem_available", "density.reached",
+                "scalability.reached", "image_size", "isolation.attacker_tasks_peak"]  # fmt: skip
+
+
+def declared(name: str, workload: str = "") -> metrics.Metric:
+    """Its own declaration: not the default, nor a family's catch-all pattern."""
+    m = metrics.find(name, workload)
+    assert m is not None and m.unit and m.direction, f"{name} ({workload}) is not declared"
+    return m
+
+
+def test_every_measuring_workload_has_its_output_here():
+    assert set(OUTPUTS) == set(workloads.measuring())
+
+
+@pytest.mark.parametrize("name", sorted(OUTPUTS))
+def test_workload_figures_are_declared_as_parsed(name):
+    wl = workloads.get(name)
+    for file in OUTPUTS[name]:
+        for fig in wl.parse((DATA / file).read_text()):
+            m = declared(fig.name, name)
+            assert (m.unit, m.direction) == (fig.unit, fig.direction), fig
+            assert m.workload == name and m.includes
+            for suffix in ("@16", "@t40"):  # a swept level's suffix is no part of the name
+                assert metrics.lookup(fig.name + suffix, name) is m
+
+
+@pytest.mark.parametrize("name", sorted(OUTPUTS))
+def test_primary_metric_is_declared_with_its_unit_and_direction(name):
+    wl = workloads.get(name)
+    m = declared(wl.PRIMARY, name)
+    assert (m.unit, m.direction) == (wl.PRIMARY_UNIT, wl.PRIMARY_DIRECTION)
+    assert m.repeated and m.compared and m.headline and m.summary == "median"
+
+
+def _recorded_calls(path: Path) -> tuple[set[str], list[tuple[set[str], set[str]]]]:
+    """Metric names written as literals in `path`, and for each call naming one (directly
+    or through a variable holding it): (those names, the call's other string literals)."""
+    tree = ast.parse(path.read_text())
+    names = {n.value for n in ast.walk(tree)
+             if isinstance(n, ast.Constant) and isinstance(n.value, str)
+             and RECORDED.fullmatch(n.value)}  # fmt: skip
+    bound: dict[str, set[str]] = {}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant):
+            for t in n.targets:
+                if isinstance(t, ast.Name) and n.value.value in names:
+                    bound.setdefault(t.id, set()).add(n.value.value)
+    calls = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Call):
+            args = [*n.args, *(k.value for k in n.keywords)]
+            strs = {a.value for a in args if isinstance(a, ast.Constant) and type(a.value) is str}
+            named = (strs & names) | {v for a in args if isinstance(a, ast.Name)
+                                      for v in bound.get(a.id, ())}  # fmt: skip
+            if named and strs - names:
+                calls.append((named, strs - names))
+    return names, calls
+
+
+@pytest.mark.parametrize("path", RECORDERS, ids=lambda p: p.name)
+def test_experiment_figures_are_declared_in_the_unit_recorded(path):
+    names, calls = _recorded_calls(path)
+    for name in names:
+        assert declared(name).name == name
+    for named, strings in calls:  # e.g. sample("density.launch", None, "ms", i)
+        for name in named:
+            m = declared(name)
+            assert m.unit in strings, (path.name, name, strings)
+            assert not {"lower", "higher"} & strings or m.direction in strings, (name, strings)
+
+
+def test_nothing_is_declared_that_no_code_records():
+    found = set().union(*(_recorded_calls(p)[0] for p in RECORDERS))
+    own = {m.name for m in metrics.REGISTRY if not m.is_pattern and not m.workload}
+    assert own <= found
+    hit = {
+        metrics.find(fig.name, name)
+        for name, files in OUTPUTS.items()
+        for file in files
+        for fig in workloads.get(name).parse((DATA / file).read_text())
+    }
+    assert {m for m in metrics.REGISTRY if m.workload} <= hit
+
+
+def test_host_availability_is_what_scalability_records():
+    series = metrics.plotted("scalability")
+    assert [m.name for m in series] == list(host.availability(0.0))
+    assert all((m.unit, m.direction, m.summary) == ("%", "higher", "series") for m in series)
+
+
+def test_patterns_resolve_families_and_level_suffixes():
+    assert metrics.lookup("tps@16", "postgres").name == "tps"
+    m = metrics.lookup("read_only.tps@t40", "mariadb")
+    assert (m.name, m.unit, m.plot) == ("*.tps", "tx/s", "concurrency")
+    p99 = metrics.lookup("tcp.64B.rtt_p99", "latency")
+    assert (p99.unit, p99.direction, p99.plot) == ("us", "lower", "latency")
+    assert metrics.lookup("udp.1024B.rtt_max", "latency").plot is None  # not a percentile
+    # the narrower pattern is declared first: MiB/s, not the operations' ops/s
+    assert metrics.lookup("fileio.seqrd.read_mib_per_s@t4", "sysbench").unit == "MiB/s"
+    assert metrics.lookup("fileio.seqrd.reads_per_s@t4", "sysbench").unit == "ops/s"
+    # one name, two workloads: the workload tells them apart
+    assert metrics.lookup("errors", "nginx").unit == "count"
+    assert metrics.lookup("errors", "http-fixed").unit == "errors"
+    assert metrics.lookup("replies@500", "udp-echo").unit == "datagrams"
+
+
+def test_a_workload_figure_nobody_declared_gets_the_default():
+    for name, workload in (("frobs_per_s@8", "newload"), ("bogus", "nginx"), ("x", "")):
+        assert metrics.find(name, workload) is None
+        m = metrics.lookup(name, workload)
+        assert m.name == name and (m.unit, m.direction) == ("", None)  # the sample's own
+        assert m.repeated and m.compared and m.ab_compared and m.headline
+        assert m.summary == "median" and m.plot == "concurrency" and not m.pile_up
+        assert metrics.is_repeated(name, workload) and metrics.is_compared(name, workload)
+
+
+def test_an_undeclared_figure_of_an_experiment_is_treated_as_its_family():
+    assert metrics.lookup("boot.spawn_to_login").desmet == "boot"
+    assert metrics.lookup("density.swap_used").pile_up
+    assert not metrics.lookup("scalability.settle").headline
+    new_host = metrics.lookup("host.load_avg")
+    assert not (new_host.repeated or new_host.compared or new_host.ab_compared)
+    assert new_host.summary == "series" and new_host.unit == ""
+
+
+def test_declarations_are_whole():
+    exact = [(m.workload, m.name) for m in metrics.REGISTRY if not m.is_pattern]
+    assert len(exact) == len(set(exact))
+    for m in metrics.REGISTRY:
+        assert m.includes and m.summary in ("median", "series")
+        assert m.desmet == ("boot" if m.name.startswith("boot.") else m.direction), m.name
+        if not m.is_pattern or m.workload:
+            assert m.unit and m.direction in ("lower", "higher"), m.name
+            assert m.resolution is None or m.resolution > 0
+    times = [m for m in metrics.REGISTRY if m.unit in ("ms", "us", "ns", "s", "MiB")]
+    assert all(m.lower_bound == 0.0 for m in times if m.name != "density.host_per_instance")
+    assert [m.name for m in metrics.plotted("density")] == [
+        "density.pss", "density.host_per_instance"]  # fmt: skip
+
+
+def sample(metric: str, value: float, experiment: str = "boot", **kw) -> Sample:
+    kw = {"unit": "ms", "direction": "lower", "runtime": "crun", "workload": "hello", **kw}
+    return Sample(experiment, metric, value, repetition=0, **kw)
+
+
+def test_figures_not_repeated_stay_out_of_the_cv_target(tmp_path):
+    spec = parse({"name": "a", "runtimes": ["crun"], "experiment": [{"type": "boot"}]}, "t")
+    store = Store(tmp_path)
+    store.create_run("aaaaa1", "a", [], {})
+    s = Session("aaaaa1", spec, store, None, None, {}, say=lambda m: None)  # type: ignore[arg-type]
+    for name in NOT_REPEATED:
+        assert not metrics.is_repeated(name)
+        for v in (1.0, 100.0, 10.0):  # a CV far above any target
+            s.record(sample(name, v))
+    assert s.worst_cv("boot", 0.0) is None  # nothing to judge by
+    for v in (10.0, 11.0):
+        s.record(sample("boot.spawn_to_exit", v))
+    worst = s.worst_cv("boot", 0.0)
+    assert worst is not None and worst[1] == "crun boot.spawn_to_exit"
+    for name in ("density.reached", "scalability.reached", "density.mem_available"):
+        assert not metrics.is_repeated(name)
+
+
+def test_figures_not_compared_stay_out_of_the_report_and_host_state_out_of_compare():
+    rows = [sample(name, float(v), background=v) for name in NOT_COMPARED for v in (1, 2, 3)]
+    rows += [sample(n, 1.0) for n in ("boot.teardown", "density.pss", "tps@4")]
+    assert {k[1] for k in html._groups(rows)} == {"boot.teardown", "density.pss", "tps@4"}
+    assert all(not metrics.is_compared(n) for n in NOT_COMPARED)
+    keys = compare._groups(rows, with_runtime=False)
+    assert {k[1] for k in keys} == {*NOT_COMPARED, "boot.teardown", "density.pss", "tps@4"} - {
+        "host.cpu_idle_pct"}  # fmt: skip
+    # a pile-up's background count is where in it: one group per run, not three
+    assert len([k for k in keys if k[1] == "density.reached"]) == 1
+    assert len([k for k in keys if k[1] == "image_size"]) == 3
