@@ -52,8 +52,10 @@ clean-venv:
 	rm -rf $(VENV) $(STAMPS)
 
 # Benchmarks of virtbench's own overhead (not part of `make test`): boot measurement against
-# hyperfine, launching BENCH_INSTANCES background crun sleepers against a bash loop, and the
-# host sampler's CPU at 10 Hz with that many running. Each prints its ratio; a summary ends.
+# hyperfine, launching BENCH_INSTANCES background crun sleepers against a bash loop, the
+# host sampler's CPU at 10 Hz with that many running, and the trust checks (bench/trust.py:
+# mixed against alone runs, compare's A/A false-positive rate, hyperfine with a CPU hog).
+# Each prints its ratio; a summary ends.
 BENCH_INSTANCES ?= 1000
 bench: setup
 	@log=$$(mktemp); rc=0; export PYTHONUNBUFFERED=1; \
@@ -63,5 +65,7 @@ bench: setup
 	  rc=$$(( rc | PIPESTATUS[0] )); \
 	$(BIN)/python bench/sampler_cpu.py --instances $(BENCH_INSTANCES) | tee -a $$log; \
 	  rc=$$(( rc | PIPESTATUS[0] )); \
-	echo "--- virtbench's own overhead ---"; \
-	grep -E '^(worst ratio|launch ratio|sampler CPU)' $$log; rm -f $$log; exit $$rc
+	$(BIN)/python bench/trust.py --runs 30 | tee -a $$log; \
+	  rc=$$(( rc | PIPESTATUS[0] )); \
+	echo "--- virtbench's own overhead, and whether its figures hold ---"; \
+	grep -E '^(worst ratio|launch ratio|sampler CPU|trust:)' $$log; rm -f $$log; exit $$rc

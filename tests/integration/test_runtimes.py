@@ -3,6 +3,7 @@ network mode, limits land in the cgroup, and stop leaves nothing behind."""
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -81,6 +82,8 @@ def test_hello_runs_to_exit(name, ctx, artifact):
     ("name", "network"),
     [
         ("native", "host"),
+        ("native", "none"),
+        ("native", "bridge"),
         ("runc", "none"),
         ("crun", "none"),
         ("runc", "host"),
@@ -141,6 +144,10 @@ def test_sleeper_signals_ready_and_stops_clean(name, network, ctx, artifact):
         allowed = {cpus_allowed(p) for p in workload} - {None}
         assert allowed == {"0"}, allowed
         assert rt.memory_bytes(inst) is not None
+        if name == "native":  # the same kind of network namespace a container gets
+            host_net = os.readlink("/proc/self/ns/net")
+            nets = {os.readlink(f"/proc/{p}/ns/net") for p in alive}
+            assert (nets == {host_net}) == (network == "host"), (network, nets)
         if network == "bridge":
             assert inst.address, "bridge instance has no address"
             if rt.virtbench_bridge:

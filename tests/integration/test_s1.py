@@ -91,10 +91,13 @@ def test_scalability_memory_guard_stops_growth_and_says_why(env, tmp_path):
 
 
 def test_scalability_refuses_idle_servers_sharing_the_host_port(env, tmp_path):
-    res = cli(
-        "run", "scalability", "--runtimes", "native", "--background", "nginx", "--max", "2",
-        "--step", "1", env=env,
-    )  # fmt: skip
+    path = tmp_path / "bg.toml"
+    path.write_text(
+        'name = "bg"\nruntimes = ["native"]\n[[experiment]]\ntype = "scalability"\n'
+        'background = "nginx"\nbackground_network = "host"\ninstances = 2\n'
+        "instances_per_benchmark = 1\n"
+    )
+    res = cli("run", str(path), env=env)
     assert res.returncode != 0
     said = " ".join((res.stdout + res.stderr).split())
     assert "native runs background instances on the host network" in said

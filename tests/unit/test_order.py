@@ -64,7 +64,8 @@ def test_a_host_that_never_quietens_is_flagged_not_waited_for_forever():
 
 def test_calibrated_background_load_is_allowed_but_flagged():
     q = Quiet(running=lambda: 2, window_s=0.002, step_s=0.0005, timeout_s=0.5)
-    assert q.calibrate(0.01) == 1
+    assert q.calibrate(0.01, grace=lambda: 0.004) == 1
+    assert q.window_s == 0.004  # one grace period
     w = q.wait()
     assert w.quiet and w.load == 1  # not stalled, and every such sample says so
 
@@ -82,3 +83,14 @@ def test_order_effect_found_when_injected_and_not_otherwise():
 def test_order_effect_needs_enough_values_per_predecessor():
     few = [("crun", 1.0), ("crun", 1.1), ("runc", 9.0), ("runc", 9.5)]
     assert order_effects([("g", few)]) == []
+
+
+def test_the_window_is_one_grace_period_within_bounds():
+    q = Quiet(running=lambda: 1)
+    q.calibrate(0.001, grace=lambda: 0.5)
+    assert q.window_s == 0.05
+    q.calibrate(0.001, grace=lambda: 0.0001)
+    assert q.window_s == 0.003
+    q.window_s = 0.02
+    q.calibrate(0.001, grace=lambda: None)  # no membarrier: the window stays
+    assert q.window_s == 0.02

@@ -56,12 +56,17 @@ class Session:
         return seed_for(self.run_id, self.spec.order_seed)
 
     @contextlib.contextmanager
-    def timed(self, experiment: str, runtime: str, params: dict[str, Any]) -> Iterator[None]:
+    def timed(
+        self, experiment: str, runtime: str, params: dict[str, Any], wait: bool = True
+    ) -> Iterator[None]:
         """Around one timed launch: wait for a quiet host first and record in `params`
         how long that took, whether it was reached, the load seen and the runtime measured
-        just before (`predecessor`); hold the host sampler while the launch runs."""
-        wait = self.quiet.wait()
-        params.update(wait.params(), predecessor=self._pred.take(experiment, runtime))
+        just before (`predecessor`); hold the host sampler while the launch runs. `wait`
+        false: a launch of a pile-up, which follows the previous one at once (as S1's
+        runner does; pile-ups are one runtime at a time, never compared across an order)."""
+        if wait:
+            params.update(self.quiet.wait().params())
+        params["predecessor"] = self._pred.take(experiment, runtime)
         with self.sampler.hold() if self.sampler is not None else contextlib.nullcontext():
             if self.quiet.enabled:
                 self.quiet.prime()
@@ -104,10 +109,10 @@ class Session:
         """Start a detached instance and wait for its ready datagram: (instance, host
         monotonic ns of the datagram). If it never comes, or the instance ends first, the
         instance is stopped and InstanceError raised with how it ended and its console
-        output. `timed` (experiment, params): a timed launch (`Session.timed`), its
-        quiet wait recorded in those params."""
+        output. `timed` (experiment, params): a timed launch of a pile-up
+        (`Session.timed` without the quiet wait), recorded in those params."""
         rt = self.runtimes[runtime]
-        ctx = self.timed(runtime=runtime, experiment=timed[0], params=timed[1]) if timed else None
+        ctx = self.timed(timed[0], runtime, timed[1], wait=False) if timed else None
         with ctx or contextlib.nullcontext():
             inst = rt.start(spec, detach=True)
             try:
@@ -118,7 +123,7 @@ class Session:
         return inst, t_ready
 
     def network(self, runtime: str) -> str:
-        """The network `runtime`'s instances really get (native: always the host's)."""
+        """The network `runtime`'s instances really get."""
         return self.runtimes[runtime].effective_network(self.spec.instance_for(runtime).network)
 
     def params(self, runtime: str) -> dict[str, Any]:

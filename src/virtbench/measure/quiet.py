@@ -7,12 +7,19 @@ asking, for a short window. The kernel's own clean-up of the previous instance (
 and mount namespaces torn down by kworkers, cgroup release) shows up as runnable tasks, so
 it is waited for rather than measured as part of the next launch.
 
-Why a short window, polled, and not a blind sleep: on hosts whose idle vCPUs halt and
-take milliseconds to wake (nested hypervisors; here a native `hello` takes 0.7 ms after
-1 ms of idle, 15 ms after 50 ms and 6 ms after 200 ms), a longer rest makes the next
-launch slower and bimodal instead of independent. A window of a few milliseconds, read
-every millisecond from /proc/stat's `procs_running`, removes the carry-over of one
-launch into the next without letting the host go cold.
+The window is one RCU grace period, measured before the run (`membarrier`, which returns
+after one: ~15 ms here): the kernel tears a network namespace down only after a grace
+period, holding the lock a new one needs, so a launch that creates one right after an
+instance with its own network was removed would wait for that teardown (measured here:
+native `hello` 1.48 ms after runc and 1.22 ms after crun with a 3 ms window; 1.48 and
+1.56 with 15 ms). It is polled (every millisecond, from /proc/stat's `procs_running`)
+rather than slept: a runnable task restarts it.
+
+Why a rest alone would not do: moving a task between cgroups (every launch does) takes a
+lock whose writer waits for a grace period unless another migration ran within the last
+one; so after any rest a launch is slower (native `hello` 0.7 ms back to back, 6-15 ms
+after 50-200 ms of rest), and after a slow predecessor slower than after a fast one.
+`Primer` makes that lock's state the same before every launch.
 
 Other work on the host (a task that keeps a CPU busy) is measured before the run
 (`Quiet.calibrate`): the quiet window then allows that many runnable tasks, so a run on a
@@ -29,10 +36,30 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-WINDOW_S = 0.003
-STEP_S = 0.001
+WINDOW_S = 0.015  # quiet for this long before a timed launch (until calibrated)
+MIN_WINDOW_S, MAX_WINDOW_S = 0.003, 0.05
+STEP_S = 0.001  # polled this often (keeps the asking CPU awake; see above)
 TIMEOUT_S = 1.0  # at most this long; the sample is then flagged as taken under load
 CALIBRATE_S = 0.5  # how long the host is watched before the run
+
+
+def grace_period_s(tries: int = 3) -> float | None:
+    """How long an RCU grace period takes here (the median of `tries`): membarrier's
+    MEMBARRIER_CMD_GLOBAL returns after one. None where the kernel refuses it."""
+    import ctypes
+    import platform
+    import statistics
+
+    if platform.machine() != "x86_64":
+        return None
+    libc = ctypes.CDLL(None, use_errno=True)
+    times = []
+    for _ in range(tries):
+        t0 = time.monotonic()
+        if libc.syscall(324, 1, 0, 0) != 0:  # __NR_membarrier, MEMBARRIER_CMD_GLOBAL
+            return None
+        times.append(time.monotonic() - t0)
+    return statistics.median(times)
 
 
 def procs_running(path: str = "/proc/stat") -> int:
@@ -74,9 +101,15 @@ class Quiet:
     enabled: bool = True
     prime: Callable[[], None] = lambda: None  # right before the launch (Primer.prime)
 
-    def calibrate(self, seconds: float = CALIBRATE_S) -> int:
-        """Watch the host before the run: the fewest runnable tasks besides the reader
-        seen over `seconds` is other work that will not go away by waiting."""
+    def calibrate(
+        self, seconds: float = CALIBRATE_S, grace: Callable[[], float | None] = grace_period_s
+    ) -> int:
+        """Before the run: the window becomes one grace period (`grace`, bounded), and the
+        fewest runnable tasks besides the reader seen over `seconds` is other work that
+        will not go away by waiting."""
+        gp = grace()
+        if gp is not None:
+            self.window_s = min(MAX_WINDOW_S, max(MIN_WINDOW_S, gp))
         end = time.monotonic() + seconds
         least = None
         while time.monotonic() < end:

@@ -2,7 +2,12 @@
 
 Programs named by their path inside the rootfs (`/bin/vb-hello`) run from the host copy
 of the artifact, so native runs exactly the same binary the containers do; `/data` is
-the instance's data directory. Native processes always use the host network.
+the instance's data directory.
+
+The network is the same kind a container gets, so native is a clean baseline: `none` a
+new, empty network namespace (unshared by the launcher, as an OCI runtime does), `bridge`
+the namespace on the run's bridge, `host` the host's own. The ready probe reaches the host
+over loopback (`host`), the bridge, or (`none`) the listener's unix socket by its host path.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from pydantic import BaseModel
 from virtbench import cgroups, proc
 from virtbench.runtimes.base import (
     DATA_MOUNT,
+    PROBE_PLACEHOLDER,
     Availability,
     Family,
     Instance,
@@ -33,7 +39,7 @@ class Native(Runtime):
     name = "native"
     family = Family.PROCESS
     description = "host process in its own cgroup"
-    networks: ClassVar[tuple[str, ...]] = ("host",)
+    networks: ClassVar[tuple[str, ...]] = ("none", "host", "bridge")
 
     def __init__(self, ctx: RuntimeContext, *args: Any, **kwargs: Any) -> None:
         super().__init__(ctx, *args, **kwargs)
@@ -53,7 +59,34 @@ class Native(Runtime):
         return self._host_argv(inst)
 
     def _command_line(self, inst: Instance) -> tuple[list[str], dict[str, str]]:
-        return self._command(inst), {}
+        return [*self._launcher(inst, self._dirs[inst.name]), *self._command(inst)], {}
+
+    def _launcher(self, inst: Instance, dirs: list[Path]) -> list[str]:
+        """vb-cgexec: joins the cgroups, then the instance's network namespace (a new one
+        for `none`, the bridge's for `bridge`), then execs the workload."""
+        net: list[str] = []
+        network = self.effective_network(inst.spec.network)
+        if self.family is not Family.PROCESS:  # nspawn: its own launcher does the network
+            pass
+        elif network == "none":
+            net = ["-N"]
+        elif network == "bridge" and inst.netns is not None:
+            net = ["-n", str(inst.netns)]
+        return [str(inst.spec.rootfs / "bin" / "vb-cgexec"), *net, *map(str, dirs), "--"]
+
+    def _resolve_probe(self, inst: Instance, network: str) -> tuple[str, ...]:
+        """In a namespace of its own without a network, the probe's unix socket by its
+        host path (no mount namespace to bind it into); otherwise as for any runtime."""
+        probe = self.ctx.probe
+        if (
+            self.family is not Family.PROCESS
+            or network != "none"
+            or probe is None
+            or PROBE_PLACEHOLDER not in inst.spec.argv
+        ):
+            return super()._resolve_probe(inst, network)
+        addr = f"unix:{probe.unix_dir / probe.unix_name}"
+        return tuple(addr if a == PROBE_PLACEHOLDER else a for a in inst.spec.argv)
 
     def _host_argv(self, inst: Instance) -> list[str]:
         """The argv with paths inside the instance replaced by their host copies: the
@@ -91,7 +124,7 @@ class Native(Runtime):
         env = {"PATH": "/usr/bin:/bin", "VIRTBENCH_INSTANCE": inst.name}
         # vb-cgexec joins the cgroups and execs the workload: a vfork/exec launch, where
         # joining from a preexec_fn would force a full fork of this process (~3 ms).
-        launcher = [str(inst.spec.rootfs / "bin" / "vb-cgexec"), *map(str, dirs), "--"]
+        launcher = self._launcher(inst, dirs)
         with open(inst.log_path, "ab") as log:
             inst.proc = proc.spawn(
                 [*launcher, *self._command(inst)],
