@@ -57,3 +57,15 @@ def test_scalability_table_normalises_to_the_first_point():
     assert "1.50x" in last and "80%" in last and "95%" in last and "100%" not in last
     first = next(ln for ln in out.splitlines() if ln.strip().startswith("│") and " 0 " in ln)
     assert "1.00x" in first and "10 " in first
+
+
+def test_a_placement_whose_attack_slowdowns_overlap_says_it_cannot_tell_kinds_apart():
+    from virtbench.report.tables import inseparable
+
+    same = [("cpu", 1.0, 0.9, 1.1), ("fork", 1.05, 0.95, 1.15), ("open", 0.97, 0.89, 1.04)]
+    apart = [("cpu", 0.02, -0.01, 0.05), ("memory", 0.3, 0.25, 0.35)]
+    notes = inseparable({("native", "same-cpu"): same, ("native", "other-cpu"): apart})
+    assert len(notes) == 1
+    assert notes[0].startswith("native at same-cpu: the 3 attackers' slowdowns (+97% to +105%)")
+    assert "cannot tell attack kinds apart" in notes[0] and "share the worker's CPU" in notes[0]
+    assert inseparable({("crun", "same-cpu"): same[:1]}) == []  # one attacker: nothing to tell

@@ -24,6 +24,7 @@ from virtbench.experiments.order import Predecessors, orders, seed_for
 from virtbench.measure.host import HostSampler
 from virtbench.measure.probe import ProbeListener
 from virtbench.measure.quiet import Quiet
+from virtbench.measure.topology import Topology
 from virtbench.runtimes.base import Instance, InstanceSpec, Runtime
 from virtbench.spec import Spec
 from virtbench.stats import summarize
@@ -49,6 +50,7 @@ class Session:
     sampler: HostSampler | None = None  # held (no tick) while a launch is timed
     _counter: int = 0
     _pred: Predecessors = dataclasses.field(default_factory=Predecessors)
+    _topology: Topology | None = None
 
     @property
     def order_seed(self) -> int:
@@ -121,6 +123,29 @@ class Session:
                 rt.stop(inst)
                 raise
         return inst, t_ready
+
+    def worker_cpus(self, runtime: str) -> str:
+        """Where a measured worker's instance runs, the same in every experiment: the
+        spec's `cpus` for this runtime, else the last online CPU (as isolation pins it)."""
+        opts = self.spec.instance_for(runtime)
+        if opts.cpus is not None:
+            return opts.cpus
+        return str(self.topology().default_worker_cpu())
+
+    def client_cpus(self, instance_cpus: str) -> str:
+        """Where host-side clients run: every online CPU the instance does not use (all of
+        them when it uses every one: then they share, and the placement says so)."""
+        from virtbench.measure.topology import parse_cpulist
+
+        online = self.topology().cpus
+        taken = set(parse_cpulist(instance_cpus))
+        rest = [c for c in online if c not in taken] or list(online)
+        return ",".join(map(str, rest))
+
+    def topology(self) -> Topology:
+        if self._topology is None:
+            self._topology = Topology.detect()
+        return self._topology
 
     def network(self, runtime: str) -> str:
         """The network `runtime`'s instances really get."""

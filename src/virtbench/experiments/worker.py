@@ -133,14 +133,16 @@ class Worker:
         self.params = params
         self.ready_timeout = ready_timeout
         self.client_timeout = client_timeout
-        self.cpus = cpus
         self.rt = s.runtimes[runtime]
         self.inst: Instance | None = None
         self.address = ""
         self.levels: list[Any] = self.wl.levels(params) if hasattr(self.wl, "levels") else [None]
+        # The same placement in every experiment: the instance on the worker CPU(s),
+        # its clients on the others (recorded with every sample).
+        self.cpus = cpus if cpus is not None else s.worker_cpus(runtime)
+        self.client_cpus = s.client_cpus(self.cpus)
         self.base_params = {**s.params(runtime), **params.model_dump(mode="json")}
-        if cpus is not None:
-            self.base_params["cpus"] = cpus
+        self.base_params.update(cpus=self.cpus, client_cpus=self.client_cpus)
 
     @property
     def serves(self) -> bool:
@@ -200,6 +202,7 @@ class Worker:
             raise err
         try:
             argv = client_argv(self.s.artifact.path, wl.client(self.address, self.params, level))
+            argv = ["taskset", "-c", self.client_cpus, *argv]  # away from the instance
             res = proc.run(argv, check=False, timeout=self.client_timeout)
             metrics = wl.parse(res.stdout + res.stderr)
         except (CommandError, workloads.ParseError) as exc:  # timed out, or nothing to parse

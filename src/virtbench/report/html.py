@@ -32,7 +32,13 @@ from virtbench.report import compare as cmp
 from virtbench.report import hosts as hostsmod
 from virtbench.report import plots as plotmod
 from virtbench.report.compare import condition, label
-from virtbench.report.tables import experiment_tables, fmt, trust_notes, unit_values
+from virtbench.report.tables import (
+    CI_NOTE,
+    experiment_tables,
+    fmt,
+    trust_notes,
+    unit_values,
+)
 from virtbench.stats import (
     DESMET_BANDS,
     ab_test,
@@ -65,6 +71,7 @@ class HtmlTable:
     headers: list[str]
     rows: list[list[str]]
     numeric: list[bool]
+    notes: list[str] = field(default_factory=list)  # the table's caption, line by line
 
 
 def from_rich(t: Table) -> HtmlTable:
@@ -73,7 +80,8 @@ def from_rich(t: Table) -> HtmlTable:
     rows = [list(r) for r in zip(*cols, strict=True)] if cols else []
     numeric = [col.justify == "right" for col in t.columns]
     title = Text.from_markup(str(t.title)).plain if t.title else ""
-    return HtmlTable(title, [str(c.header) for c in t.columns], rows, numeric)
+    notes = Text.from_markup(str(t.caption)).plain.splitlines() if t.caption else []
+    return HtmlTable(title, [str(c.header) for c in t.columns], rows, numeric, notes)
 
 
 def _when(t: float | None) -> str:
@@ -243,6 +251,7 @@ def run_section(store: Store, run: RunRecord, opts: Options) -> dict[str, Any]:
         },
         "warnings": warnings(samples, store.events(run.id), opts.cv_warn),
         "tables": [from_rich(t) for t in experiment_tables(run, samples, wide=True)],
+        "ci_note": CI_NOTE,
         "plots": svgs,
         "differences": differences(samples, order, opts.global_test),
         "baseline": base,

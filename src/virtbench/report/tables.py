@@ -208,6 +208,9 @@ def isolation_table(title: str, samples: list[Sample], runtime_order: list[str])
     for s in sorted(rows, key=lambda s: (s.attacker != "", s.attacker, s.placement)):
         if (s.attacker, s.placement) not in conditions:
             conditions.append((s.attacker, s.placement))
+    # per (runtime, placement): each attacker's slowdown interval, to say where a
+    # placement cannot tell attack kinds apart
+    intervals: dict[tuple[str, str], list[tuple[str, float, float, float]]] = defaultdict(list)
     for attacker, placement in conditions:
         cells = [attacker or "(baseline)", placement or "-"]
         for r in runtimes:
@@ -232,9 +235,36 @@ def isolation_table(title: str, samples: list[Sample], runtime_order: list[str])
                 if not math.isnan(lo)
                 else f" (no CI: {units} units)"
             )
+            if not math.isnan(lo):
+                intervals[(r, placement)].append((attacker, point, lo, hi))
             cells.append(f"{point * 100:+.1f}%{ci}")
         t.add_row(*cells)
+    notes = inseparable(intervals)
+    if notes:
+        t.caption = "\n".join(notes)
+        t.caption_justify = "left"
     return t
+
+
+def inseparable(
+    intervals: dict[tuple[str, str], list[tuple[str, float, float, float]]],
+) -> list[str]:
+    """Placements where every attacker's slowdown interval overlaps every other's: there
+    the figure says how much the worker loses to its neighbours, not which kind of attack
+    costs more (on a CPU the attackers share with the worker, they take CPU time whatever
+    they do)."""
+    out = []
+    for (runtime, placement), rows in intervals.items():
+        if len(rows) < 2 or max(lo for _, _, lo, _ in rows) > min(hi for *_, hi in rows):
+            continue
+        lo, hi = min(p for _, p, _, _ in rows), max(p for _, p, _, _ in rows)
+        why = " (they share the worker's CPU)" if placement == "same-cpu" else ""
+        out.append(
+            f"{runtime} at {placement}: the {len(rows)} attackers' slowdowns ({lo * 100:+.0f}% "
+            f"to {hi * 100:+.0f}%) overlap within their 95% CIs: this placement cannot tell "
+            f"attack kinds apart on this host{why}"
+        )
+    return out
 
 
 def experiment_tables(run: RunRecord, samples: list[Sample], wide: bool = False) -> list[Table]:
