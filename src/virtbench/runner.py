@@ -158,6 +158,14 @@ def execute(
             ).start()
             session.sampler = sampler
             primer = prepare_quiet(session, drivers, ctx)
+            if resume is None:  # how quiet the host was, beside the rest of its facts
+                env["quiescence"] = {
+                    "enabled": spec.quiescence,
+                    "window_ms": round(session.quiet.window_s * 1e3, 3),
+                    "other_runnable_before": session.quiet.background,
+                    "primer": primer is not None,
+                }
+                store.set_environment(run_id, env)
             for i, exp in enumerate(spec.experiment):
                 whole = ("experiment", json.dumps([i, exp.type]))
                 if whole in session.done:
