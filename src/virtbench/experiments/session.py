@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import gc
 import json
 import math
 import time
@@ -63,16 +64,23 @@ class Session:
     ) -> Iterator[None]:
         """Around one timed launch: wait for a quiet host first and record in `params`
         how long that took, whether it was reached, the load seen and the runtime measured
-        just before (`predecessor`); hold the host sampler while the launch runs. `wait`
+        just before (`predecessor`); hold the host sampler (and the garbage collector) while
+        the launch runs. `wait`
         false: a launch of a pile-up, which follows the previous one at once (as S1's
         runner does; pile-ups are one runtime at a time, never compared across an order)."""
         if wait:
             params.update(self.quiet.wait().params())
         params["predecessor"] = self._pred.take(experiment, runtime)
-        with self.sampler.hold() if self.sampler is not None else contextlib.nullcontext():
-            if self.quiet.enabled:
-                self.quiet.prime()
-            yield
+        was = gc.isenabled()
+        gc.disable()  # no collection of this process's garbage inside a timed launch
+        try:
+            with self.sampler.hold() if self.sampler is not None else contextlib.nullcontext():
+                if self.quiet.enabled:
+                    self.quiet.prime()
+                yield
+        finally:
+            if was:
+                gc.enable()
 
     def instance_spec(
         self,
