@@ -264,6 +264,7 @@ def test_a_whole_spec_runs_on_the_fake_and_leaves_nothing(tmp_path, monkeypatch)
     events = [(level, m) for _, level, m in store.events(run_id)]
     assert not [e for e in events if e[0] == "error" or "cleanup removed" in e[1]], events
     assert any("seed 7" in m for _, m in events)
+    assert not any("host noise" in m for _, m in events)  # the quiet wait read the fake host
     store.close()
 
 
