@@ -197,6 +197,7 @@ class FakeHost(Host):
 
     def __init__(self, world: World) -> None:
         self.world = world
+        self.running_reads = 0  # how often the quiet wait asked (tests check it did)
 
     def meminfo(self) -> dict[str, int]:
         total = int(self.world.truth.mem_total_mib * MIB)
@@ -219,6 +220,7 @@ class FakeHost(Host):
         return TOPOLOGY
 
     def running(self) -> int:
+        self.running_reads += 1
         return 1  # only the reader: a quiet wait ends after its window
 
     def snapshot(self, runtime_versions: dict[str, str]) -> dict[str, Any]:
@@ -230,6 +232,8 @@ class FakeHost(Host):
 class FakeHarness(Harness):
     """A run on the World without root: no cgroups (so no quiet sentinel), an empty
     artifact directory under `root`, and the World's running instances as leftovers."""
+
+    host: FakeHost
 
     def __init__(self, world: World, root: Path) -> None:
         super().__init__(FakeHost(world))
