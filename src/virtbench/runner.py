@@ -22,10 +22,11 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from virtbench import cgroups, cleanup, experiments, naming, runtimes, state
-from virtbench.artifacts import Artifact, build_for
+from virtbench.artifacts import Artifact
 from virtbench.errors import RuntimeUnavailable, SpecError, VirtbenchError
 from virtbench.experiments.session import Session
-from virtbench.measure.host import HostSampler, snapshot
+from virtbench.harness import Harness
+from virtbench.measure.host import HostSampler
 from virtbench.measure.probe import ProbeListener
 from virtbench.measure.quiet import Primer, Quiet
 from virtbench.paths import Paths
@@ -91,15 +92,18 @@ def execute(
     started: Callable[[str], None] | None = None,
     resume: RunRecord | None = None,
     labels: dict[str, str] | None = None,
+    harness: Harness | None = None,
 ) -> tuple[str, str]:
     """Run `spec` (or go on with `resume`, whose spec it is); returns (run id, final
     status). `labels`: the run's `host` and `fleet` (a fleet run on one of its hosts).
+    `harness`: the host as the run prepares, reads and cleans it (default: this one).
     KeyboardInterrupt is re-raised after cleanup."""
+    harness = harness if harness is not None else Harness()
     versions = check_available(spec)
-    layout = cgroups.Layout.detect()
+    layout = harness.layout()
     if resume is not None:
-        check_resumable(resume, paths, layout, say)
-    leftovers = cleanup.scan(paths, layout=layout)
+        check_resumable(resume, paths, layout, say, harness)
+    leftovers = harness.leftovers(paths, layout)
     if leftovers:
         say(f"[yellow]warning[/]: {cleanup.summarize(leftovers)}; `virtbench clean` removes them")
     run_id = resume.id if resume is not None else naming.new_run_id()
@@ -121,12 +125,12 @@ def execute(
                 store.reopen_run(run_id)
             if started:
                 started(run_id)
-            env = snapshot(versions)
+            env = harness.host.snapshot(versions)
             if resume is None:
                 store.set_environment(run_id, env)
             else:
                 resume_events(store, resume, env, argv or sys.argv)
-            artifact = build_for(spec.experiment, paths.guest_src, paths.cache)
+            artifact = harness.artifact(spec.experiment, paths)
             if resume is not None:
                 artifact_event(store, resume, artifact.to_dict())
             store.add_artifact(run_id, artifact.to_dict())
@@ -141,7 +145,9 @@ def execute(
             for label, drv in drivers.items():  # daemons, images: never inside a measurement
                 say(f"setting up {label}")
                 drv.setup()
-            session = Session(run_id, spec, store, artifact, probe, drivers, say=say)
+            session = Session(
+                run_id, spec, store, artifact, probe, drivers, say=say, host=harness.host
+            )
             if resume is not None:
                 session.resumed, session.done = True, store.units(run_id)
                 discard_unfinished(session, say)
@@ -189,7 +195,9 @@ def execute(
                         primer.close()
                     except Exception as exc:
                         store.add_event(run_id, "error", f"cleanup: quiet sentinel: {exc}")
-                errors = _teardown(run_id, store, paths, layout, sampler, drivers, ctx, probe)
+                errors = _teardown(
+                    run_id, store, paths, layout, sampler, drivers, ctx, probe, harness
+                )
                 for e in errors:
                     store.add_event(run_id, "error", f"cleanup: {e}")
             finally:
@@ -201,7 +209,11 @@ def execute(
 
 
 def check_resumable(
-    run: RunRecord, paths: Paths, layout: cgroups.Layout, say: Callable[[str], None]
+    run: RunRecord,
+    paths: Paths,
+    layout: cgroups.Layout,
+    say: Callable[[str], None],
+    harness: Harness,
 ) -> None:
     """A run can go on when it is not running and did not complete; whatever it left on
     the host (it was killed) is removed first, so its instance names are free again."""
@@ -209,10 +221,10 @@ def check_resumable(
         raise VirtbenchError(f"run {run.id} is still running: wait for it or stop it first")
     if run.status == "completed":
         raise VirtbenchError(f"run {run.id} completed: nothing to resume")
-    rest = cleanup.scan(paths, run_id=run.id, layout=layout)
+    rest = harness.leftovers(paths, layout, run_id=run.id)
     if rest:
         say(f"removing what run {run.id} left: {cleanup.summarize(rest)}")
-        errors = cleanup.remove(rest, layout)
+        errors = harness.remove(rest, layout)
         if errors:
             raise VirtbenchError(f"run {run.id}: cannot remove what it left: {errors[0]}")
 
@@ -272,7 +284,9 @@ def prepare_quiet(
     before the first launch is said in an event: every sample then counts as under load."""
     spec = session.spec
     session.quiet = Quiet(
-        settled=lambda: all(d.settled() for d in drivers.values()), enabled=spec.quiescence
+        running=session.host.running,
+        settled=lambda: all(d.settled() for d in drivers.values()),
+        enabled=spec.quiescence,
     )
     if len(spec.runtimes) > 1:
         session.event(
@@ -338,6 +352,7 @@ def _teardown(
     drivers: dict[str, Runtime],
     ctx: RuntimeContext | None,
     probe: ProbeListener | None,
+    harness: Harness,
 ) -> list[str]:
     """Stop everything of the run; each step runs even if an earlier one failed."""
     errors: list[str] = []
@@ -362,10 +377,10 @@ def _teardown(
         attempt("data", lambda: shutil.rmtree(paths.data_dir(run_id)))
 
     def sweep() -> None:  # belt and braces: anything a driver missed
-        rest = cleanup.scan(paths, run_id=run_id, layout=layout, include_live=True)
+        rest = harness.leftovers(paths, layout, run_id=run_id, include_live=True)
         rest = [r for r in rest if r.kind != "state"]
         if rest:
-            errors.extend(cleanup.remove(rest, layout))
+            errors.extend(harness.remove(rest, layout))
             store.add_event(run_id, "warning", f"cleanup removed {cleanup.summarize(rest)}")
 
     attempt("sweep", sweep)

@@ -2,6 +2,7 @@ from pathlib import Path
 
 from virtbench import cgroups
 from virtbench.measure import host, memory
+from virtbench.measure.topology import Topology
 
 
 def test_kvm_kind(tmp_path: Path):
@@ -44,3 +45,16 @@ def test_pss_of_this_process_is_positive():
 
     assert memory.pss_total([os.getpid()]) > 0
     assert memory.pss_bytes(2**22 + 12345) is None
+
+
+def test_the_host_seam_reads_this_machine():
+    """Session.host and the runner's harness default to the real readings."""
+    from virtbench.harness import Harness
+    from virtbench.measure.machine import Host
+
+    h = Host()
+    info = h.meminfo()
+    assert 0 < h.mem_available() <= info["MemTotal"]
+    assert h.running() >= 1  # the reader itself
+    assert h.topology() == Topology.detect()
+    assert Harness().layout() == cgroups.Layout.detect()

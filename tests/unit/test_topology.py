@@ -52,7 +52,10 @@ def test_single_cpu_offers_only_same_cpu(tmp_path):
 
 class _Events:
     def __init__(self) -> None:
+        from virtbench.measure.machine import Host
+
         self.events: list[tuple[str, str]] = []
+        self.host = Host()
 
     def event(self, level: str, message: str) -> None:
         self.events.append((level, message))
@@ -81,7 +84,7 @@ def test_conditions_skip_placements_that_repeat_an_earlier_one(tmp_path):
     assert placed == {"": [], "same-cpu": [3], "other-cpu": [0], "all-other": [0, 1, 2]}
 
 
-def test_isolation_conditions_skip_memory_hogs_that_would_not_fit(tmp_path, monkeypatch):
+def test_isolation_conditions_skip_memory_hogs_that_would_not_fit(tmp_path):
     """all-other on 8 CPUs x a 256 MiB attacker is 1.75 GiB: with 2 GiB available that is
     more than half, so it is skipped with the reason; on one CPU it fits."""
     from types import SimpleNamespace
@@ -91,9 +94,11 @@ def test_isolation_conditions_skip_memory_hogs_that_would_not_fit(tmp_path, monk
 
     sib = {c: str(c) for c in range(8)}
     topo = Topology.detect(fake_sysfs(tmp_path, "0-7", sib))
-    monkeypatch.setattr(isolation.memory, "mem_available", lambda: 2 << 30)
     events = []
-    s = SimpleNamespace(event=lambda level, msg: events.append((level, msg)))
+    s = SimpleNamespace(
+        event=lambda level, msg: events.append((level, msg)),
+        host=SimpleNamespace(mem_available=lambda: 2 << 30),
+    )
     exp = {"type": "isolation", "attackers": ["cpu", "mempressure"],
            "placements": ["same-cpu", "all-other"]}  # fmt: skip
     cfg = parse({"name": "i", "runtimes": ["crun"], "experiment": [exp]}, "t").experiment[0]

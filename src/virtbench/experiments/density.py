@@ -23,7 +23,6 @@ import time
 from virtbench import workloads
 from virtbench.errors import InstanceError
 from virtbench.experiments.session import Failures, Session
-from virtbench.measure import memory
 from virtbench.runtimes.base import Instance
 from virtbench.spec import DensityExperiment
 from virtbench.store import Sample
@@ -40,6 +39,7 @@ def guard_limit(cfg: DensityExperiment, mem_total: int) -> int:
 
 def run_one(s: Session, cfg: DensityExperiment, runtime: str, rep: int) -> None:
     rt = s.runtimes[runtime]
+    host = s.host
     wl = workloads.get(cfg.workload)
     params = {**s.params(runtime), "instances_target": cfg.instances}
 
@@ -61,19 +61,19 @@ def run_one(s: Session, cfg: DensityExperiment, runtime: str, rep: int) -> None:
         )
 
     def host_per_instance(n: int) -> None:
-        memory.drop_caches()
-        per = (base - memory.mem_available()) / n / MIB
+        host.drop_caches()
+        per = (base - host.mem_available()) / n / MIB
         sample("density.host_per_instance", per, "MiB", n - 1)
         s.say(f"density: {runtime} {n}/{cfg.instances} instances, host memory {per:.2f} MiB each")
 
-    limit = guard_limit(cfg, memory.meminfo()["MemTotal"])
-    memory.drop_caches()
-    base = memory.mem_available()
+    limit = guard_limit(cfg, host.meminfo()["MemTotal"])
+    host.drop_caches()
+    base = host.mem_available()
     started: list[Instance] = []
     reason = f"reached the target of {cfg.instances}"
     try:
         for i in range(cfg.instances):
-            avail = memory.mem_available()
+            avail = host.mem_available()
             if avail < limit:
                 reason = (
                     f"memory guard: MemAvailable {avail / MIB:.0f} MiB < "
@@ -91,9 +91,8 @@ def run_one(s: Session, cfg: DensityExperiment, runtime: str, rep: int) -> None:
                 reason = f"instance {i + 1} failed: {exc}"
                 break
             sample("density.launch", (t_ready - inst.t_spawn_ns) / 1e6, "ms", i, params=timed)
-            pids = rt.pids(inst)
-            if pids:
-                pss = memory.pss_total(pids)
+            pss = rt.pss_bytes(inst)
+            if pss is not None:
                 sample("density.pss", pss / MIB, "MiB", i)
                 guest = rt.guest_ram_pss(inst)
                 if guest is not None:  # VMs: the VMM's own cost, without the guest's RAM
@@ -109,7 +108,7 @@ def run_one(s: Session, cfg: DensityExperiment, runtime: str, rep: int) -> None:
                 error="" if cg is not None else "no memory cgroup",
             )
             sample(
-                "density.mem_available", memory.mem_available() / MIB, "MiB", i, direction="higher"
+                "density.mem_available", host.mem_available() / MIB, "MiB", i, direction="higher"
             )
             if len(started) % cfg.instances_per_benchmark == 0:
                 host_per_instance(len(started))

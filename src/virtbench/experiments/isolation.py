@@ -31,7 +31,6 @@ from typing import Any
 from virtbench.errors import InstanceError, SpecError
 from virtbench.experiments.session import Failures, Session, total_runs
 from virtbench.experiments.worker import Worker, check_reachable
-from virtbench.measure import memory
 from virtbench.measure.topology import Topology
 from virtbench.runtimes.base import Instance
 from virtbench.spec import IsolationExperiment
@@ -54,14 +53,14 @@ def worker_cpu(cfg: IsolationExperiment, topo: Topology) -> int:
 
 def check(s: Session, cfg: IsolationExperiment) -> None:
     """Before any measurement: the worker CPU exists and a serving worker is reachable."""
-    worker_cpu(cfg, Topology.detect())
+    worker_cpu(cfg, s.host.topology())
     check_reachable(s, "isolation", cfg.worker, s.spec.runtimes)
 
 
 def conditions(s: Session, cfg: IsolationExperiment, topo: Topology, cpu: int) -> list[Condition]:
     """Baseline first, then every attacker at every placement the host offers."""
     out: list[Condition] = [("", "", [])]
-    available_mib = memory.mem_available() / 2**20
+    available_mib = s.host.mem_available() / 2**20
     taken: dict[tuple[int, ...], str] = {}
     for placement in cfg.placements:
         cpus, why = topo.placement(placement, cpu)
@@ -184,7 +183,7 @@ def measure(
 
 
 def run(s: Session, cfg: IsolationExperiment) -> None:
-    topo = Topology.detect()
+    topo = s.host.topology()
     cpu = worker_cpu(cfg, topo)
     conds = conditions(s, cfg, topo, cpu)
     if len(topo.cpus) < 4:

@@ -38,7 +38,6 @@ from virtbench.errors import InstanceError, SpecError
 from virtbench.experiments import boot
 from virtbench.experiments.session import Failures, Session
 from virtbench.experiments.worker import Worker, check_reachable
-from virtbench.measure import host, memory
 from virtbench.runtimes.base import Instance
 from virtbench.spec import ScalabilityExperiment
 from virtbench.store import Sample
@@ -75,9 +74,9 @@ def background_argv(name: str) -> Any:
     return lambda instance: ("/bin/vb-ready", "{probe}", instance, *wl.argv(instance))
 
 
-def growth_stop(limit: int, swap_base: int, n: int) -> str:
-    """Why no more background instances may start ("" when they may)."""
-    info = memory.meminfo()
+def growth_stop(info: dict[str, int], limit: int, swap_base: int, n: int) -> str:
+    """Why no more background instances may start ("" when they may), from the host's
+    meminfo `info`."""
     avail = info["MemAvailable"]
     if avail < limit:
         return (
@@ -132,11 +131,11 @@ def run_one(s: Session, cfg: ScalabilityExperiment, runtime: str, rep: int) -> N
             return
         worker.measure_levels("scalability", params=base_params, **labels)
 
+    info = s.host.meminfo()
     limit = max(
-        int(cfg.guard_available_pct / 100 * memory.meminfo()["MemTotal"]),
+        int(cfg.guard_available_pct / 100 * info["MemTotal"]),
         cfg.guard_available_mib * MIB,
     )
-    info = memory.meminfo()
     swap_base = info.get("SwapTotal", 0) - info.get("SwapFree", 0)
     argv = background_argv(cfg.background)
     background: list[Instance] = []
@@ -145,7 +144,7 @@ def run_one(s: Session, cfg: ScalabilityExperiment, runtime: str, rep: int) -> N
     def point(n: int) -> None:
         """Host availability, then the worker's measurements, at n background instances."""
         nonlocal failures
-        for name, value in host.availability(cfg.settle_s).items():
+        for name, value in s.host.availability(cfg.settle_s).items():
             record(name, value, "%", "higher", n)
         for _ in range(cfg.measurements_per_point):
             try:
@@ -161,7 +160,7 @@ def run_one(s: Session, cfg: ScalabilityExperiment, runtime: str, rep: int) -> N
         """Start `count` more background instances; why growth stopped ("" if it did not)."""
         for _ in range(count):
             i = len(background)
-            stop = growth_stop(limit, swap_base, i)
+            stop = growth_stop(s.host.meminfo(), limit, swap_base, i)
             if stop:
                 return stop
             spec = s.instance_spec(runtime, argv, network=cfg.background_network)

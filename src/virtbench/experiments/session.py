@@ -23,6 +23,7 @@ from virtbench.artifacts import Artifact
 from virtbench.errors import EngineGone, InstanceError
 from virtbench.experiments.order import Predecessors, orders, seed_for
 from virtbench.measure.host import HostSampler
+from virtbench.measure.machine import Host
 from virtbench.measure.probe import ProbeListener
 from virtbench.measure.quiet import Quiet
 from virtbench.measure.topology import Topology
@@ -49,6 +50,9 @@ class Session:
     # the runtimes' "previous instance gone" check and calibrates it before the run.
     quiet: Quiet = dataclasses.field(default_factory=Quiet)
     sampler: HostSampler | None = None  # held (no tick) while a launch is timed
+    # Every host-level reading an experiment takes (memory, CPU idle, topology) goes
+    # through this one object (measure/machine.py), which a test may replace.
+    host: Host = dataclasses.field(default_factory=Host)
     _counter: int = 0
     _pred: Predecessors = dataclasses.field(default_factory=Predecessors)
     _topology: Topology | None = None

@@ -35,6 +35,7 @@ from pydantic import BaseModel
 
 from virtbench import cgroups, proc
 from virtbench.errors import EngineGone, InstanceError, SpecError
+from virtbench.measure import memory
 from virtbench.runtimes.byhand import ByHand
 from virtbench.runtimes.leftovers import Leftovers
 from virtbench.runtimes.model import (  # re-exported: drivers import them from here
@@ -248,6 +249,14 @@ class Runtime(ByHand, Leftovers, ABC):
     def memory_bytes(self, inst: Instance) -> int | None:
         """Memory charged to the instance's cgroup."""
         return cgroups.memory_bytes(self.ctx.layout, inst.name)
+
+    def pss_bytes(self, inst: Instance) -> int | None:
+        """PSS (bytes) summed over the instance's host processes (`pids`); None when it
+        has none. Drivers keep the default; a test's fake runtime injects its own."""
+        pids = self.pids(inst)
+        if not pids:
+            return None
+        return memory.pss_total(pids)
 
     # --- the public lifecycle -----------------------------------------------------------
     def effective_network(self, requested: str) -> str:

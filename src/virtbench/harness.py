@@ -1,0 +1,51 @@
+"""What a run does on the host around its measurements, as one seam of `runner.execute`.
+
+A run reads the cgroup layout, builds its artifact, looks for what earlier runs left, and
+at its end removes whatever of its own is left, all through a `Harness`; the defaults
+here are the real ones, so a real run behaves exactly as without it. The host's readings
+(memory, CPU idle, topology, runnable tasks, the environment snapshot) come from
+`Harness.host` (measure/machine.py), which the run's Session and quiet wait use.
+
+A unit test runs a whole spec on a fake runtime without root by passing a Harness of its
+own (tests/fakeruntime.py): a layout without cgroups (the run then makes no quiet
+sentinel either: measure/quiet.py's Primer needs cgroups), an artifact directory of its
+own, and its fake instances as the leftovers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from virtbench import cgroups, cleanup
+from virtbench.artifacts import Artifact, build_for
+from virtbench.measure.machine import Host
+from virtbench.paths import Paths
+
+
+class Harness:
+    """The host a run prepares and cleans up. Subclasses override what they fake."""
+
+    def __init__(self, host: Host | None = None) -> None:
+        self.host = host if host is not None else Host()
+
+    def layout(self) -> cgroups.Layout:
+        """The mounted cgroup hierarchies (version 0: none)."""
+        return cgroups.Layout.detect()
+
+    def artifact(self, experiments: list[Any], paths: Paths) -> Artifact:
+        """The rootfs the spec's experiments need, built or taken from the cache."""
+        return build_for(experiments, paths.guest_src, paths.cache)
+
+    def leftovers(
+        self,
+        paths: Paths,
+        layout: cgroups.Layout,
+        run_id: str | None = None,
+        include_live: bool = False,
+    ) -> list[cleanup.Leftover]:
+        """What runs (or only `run_id`) left on the host (cleanup.scan)."""
+        return cleanup.scan(paths, run_id=run_id, layout=layout, include_live=include_live)
+
+    def remove(self, items: list[cleanup.Leftover], layout: cgroups.Layout) -> list[str]:
+        """Remove leftovers; one message per thing that resisted (cleanup.remove)."""
+        return cleanup.remove(items, layout)

@@ -1,0 +1,48 @@
+"""The host as experiments read it: memory, CPU availability, topology, runnable tasks.
+
+Experiments and the quiet wait read host-level figures through one `Host` object that
+the Session holds, never straight from /proc, so that every reading of the host goes
+through one seam: the real implementations are the defaults here, and a test replaces
+the whole host (tests/fakeruntime.py: a host whose MemAvailable falls with its fake
+instances) without touching the experiments.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from virtbench.measure import host, memory, quiet
+from virtbench.measure.topology import Topology
+
+
+class Host:
+    """This machine. Subclasses override what they fake; each method is one reading."""
+
+    def meminfo(self) -> dict[str, int]:
+        """/proc/meminfo as bytes (MemTotal, MemAvailable, SwapTotal, SwapFree, ...)."""
+        return memory.meminfo()
+
+    def mem_available(self) -> int:
+        """MemAvailable (bytes)."""
+        return memory.mem_available()
+
+    def drop_caches(self) -> bool:
+        """sync, then drop page cache, dentries and inodes; False if not allowed."""
+        return memory.drop_caches()
+
+    def availability(self, window_s: float) -> dict[str, float]:
+        """CPU idle % over the next `window_s` seconds (sleeps that long), then
+        MemAvailable % and free swap % (measure/host.py)."""
+        return host.availability(window_s)
+
+    def topology(self) -> Topology:
+        """Online CPUs and their SMT siblings."""
+        return Topology.detect()
+
+    def running(self) -> int:
+        """Tasks runnable right now, the reader included (the quiet wait's count)."""
+        return quiet.procs_running()
+
+    def snapshot(self, runtime_versions: dict[str, str]) -> dict[str, Any]:
+        """The environment snapshot stored with each run."""
+        return host.snapshot(runtime_versions)

@@ -1,0 +1,200 @@
+"""A fake runtime driver with known truth (tests/faketruth.py), for tests only.
+
+Registered for a test by `install` (monkeypatching the runtime registry), never offered
+to users. Its instances run nothing: a launch draws its duration from the Truth and sets
+the instance's timestamps from it (`_wait` sets t_exit_ns, `wait_ready` returns the
+ready time) instead of sleeping for it; a measuring worker (`sqlite`) gets the figure it
+would print written to its console log, which virtbench parses as it parses the real
+program's. Memory, stops that have not settled and attackers act through the World,
+which the fake host (Session.host) reads, so virtbench's experiments, the quiet wait
+and the runner run unchanged: what they report can be checked against what was injected.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+from tests.faketruth import FakeHarness, Truth, World, classify
+
+from virtbench import experiments, runtimes
+from virtbench.errors import InstanceError
+from virtbench.experiments.session import Session
+from virtbench.measure.quiet import Quiet
+from virtbench.paths import Paths
+from virtbench.runtimes.base import Availability, Family, Instance, Runtime, RuntimeContext
+from virtbench.spec import Spec, parse
+from virtbench.state import RunState
+from virtbench.store import Sample, Store
+
+WORLD: World | None = None  # the current test's (set by `install`)
+RUN_ID = "fake01"
+
+
+class FakeRuntime(Runtime):
+    """Every label registered by `install` is this driver; its truth is the label's."""
+
+    name = "fake"
+    family = Family.CONTAINER
+    description = "test-only: instances that follow an injected truth"
+    networks = ("none", "host")  # no bridge: nothing may touch the host's network
+
+    @property
+    def world(self) -> World:
+        assert WORLD is not None, "tests.fakeruntime.install() first"
+        return WORLD
+
+    @classmethod
+    def available(cls, options: BaseModel | None = None) -> Availability:
+        return Availability(True, "fake 1.0")
+
+    @classmethod
+    def cannot_run(cls, workload: str, options: BaseModel | None = None) -> str | None:
+        if workload in ("hello", "sleep", "sqlite") or workload.startswith("attacker "):
+            return None
+        return "the fake runtime runs hello, sleep, sqlite and attackers only"
+
+    def _start(self, inst: Instance, detach: bool) -> None:
+        try:
+            kind, what = classify(inst.argv)
+        except ValueError as exc:
+            raise InstanceError(str(exc)) from None
+        if detach == (kind == "exit"):
+            raise InstanceError(f"fake: {what} cannot run {'detached' if detach else 'attached'}")
+        ms = self.world.duration_ms(self.label, kind, inst.t_spawn_ns)
+        inst.extra["done_ns"] = inst.t_spawn_ns + round(ms * 1e6)
+        if kind == "exit":
+            if what == "sqlite":  # the figure it prints is taken now, beside what runs now
+                self._print_sqlite(inst)
+            return
+        self.world.add(inst.name, self.label, kind, what, inst.spec.cpus)
+
+    def _print_sqlite(self, inst: Instance) -> None:
+        """What vb-sqlite prints (workloads/sqlite.py parses it), with the injected figure."""
+        rows, per_txn = int(inst.argv[1]), int(inst.argv[2])
+        ips = self.world.figure(self.label, inst.spec.cpus)
+        line = (f"sqlite rows={rows} per_txn={per_txn} dir=/tmp seconds={rows / ips:.6f} "
+                f"inserts_per_s={ips:.4f}\n")  # fmt: skip
+        inst.log_path.write_text(line)
+
+    def _wait(self, inst: Instance, timeout: float) -> int:
+        inst.t_exit_ns = inst.extra["done_ns"]
+        return 0
+
+    def wait_ready(self, inst: Instance, timeout: float) -> int:
+        if inst.name not in self.world.running:
+            raise InstanceError(f"{self.label}: {inst.name} is not running")
+        return inst.extra["done_ns"]
+
+    def _stop(self, inst: Instance) -> None:
+        self.world.stop(inst.name, self.label)
+
+    def settled(self) -> bool:
+        return self.world.settled(self.label)
+
+    def exit_reason(self, inst: Instance) -> str | None:
+        return None if inst.name in self.world.running else "exited with status 0"
+
+    def pids(self, inst: Instance) -> list[int]:
+        i = self.world.running.get(inst.name)
+        return [] if i is None else [i.pid]
+
+    def pss_bytes(self, inst: Instance) -> int | None:
+        i = self.world.running.get(inst.name)
+        return None if i is None else i.pss
+
+    def memory_bytes(self, inst: Instance) -> int | None:
+        i = self.world.running.get(inst.name)
+        return None if i is None else i.pss + i.kernel
+
+    def tasks(self, inst: Instance) -> tuple[int | None, int]:
+        return (1 if inst.name in self.world.running else None), 0
+
+    def image_size(self) -> tuple[int, str] | None:
+        return 4096, "fake"
+
+
+def install(monkeypatch: pytest.MonkeyPatch, truth: Truth) -> World:
+    """Register every label of `truth` as the fake runtime, for this test only; the World
+    its instances live in."""
+    world = World(truth)
+    monkeypatch.setattr(sys.modules[__name__], "WORLD", world)
+    for label in truth.runtimes:
+        monkeypatch.setitem(runtimes.BUILTIN, label, f"{__name__}:FakeRuntime")
+    return world
+
+
+def tmp_paths(root: Path) -> Paths:
+    """Every host location of a run under `root`."""
+    return Paths(state=root / "state", cache=root / "cache", guest_src=root / "guest",
+                 data=root / "data")  # fmt: skip
+
+
+@contextlib.contextmanager
+def fake_session(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    truth: Truth,
+    runtimes_: list[str],
+    experiment: dict[str, Any],
+    **spec: Any,
+) -> Iterator[tuple[Session, World]]:
+    """A Session on the fake runtime, as runner.execute builds one (a fake host through
+    the same seams), but with a fast quiet wait (1 ms window) and no run around it."""
+    world = install(monkeypatch, truth)
+    parsed: Spec = parse({"name": "truth", "runtimes": runtimes_, "experiment": [experiment],
+                          **spec}, "test")  # fmt: skip
+    store = Store(tmp_path / "results")
+    store.create_run(RUN_ID, parsed.name, [], parsed.model_dump(mode="json"))
+    paths = tmp_paths(tmp_path)
+    state = RunState(paths.run_dir(RUN_ID)).open()
+    harness = FakeHarness(world, tmp_path)
+    artifact = harness.artifact(parsed.experiment, paths)
+    probe: Any = SimpleNamespace(port=0, unix_dir=tmp_path / "probe", unix_name="probe.sock")
+    ctx = RuntimeContext(RUN_ID, state, paths, harness.layout(), probe=probe, rootfs=artifact.path)
+    drivers = {label: runtimes.create(label, ctx, parsed.options_for(label)) for label in runtimes_}
+    s = Session(RUN_ID, parsed, store, artifact, probe, drivers, say=lambda m: None,
+                host=harness.host)  # fmt: skip
+    s.quiet = Quiet(
+        running=s.host.running,
+        settled=lambda: all(d.settled() for d in drivers.values()),
+        enabled=parsed.quiescence,
+        window_s=0.001,
+        step_s=0.0005,
+    )
+    try:
+        yield s, world
+    finally:
+        for d in drivers.values():
+            d.close()
+        state.close()
+        store.close()
+
+
+def run(s: Session) -> list[Sample]:
+    """Every experiment of the session's spec (check, then run), as the runner does; the
+    run's successful, non-warm-up samples."""
+    for exp in s.spec.experiment:
+        module = experiments.get(exp.type)
+        if hasattr(module, "check"):
+            module.check(s, exp)
+        module.run(s, exp)
+    return [x for x in s.store.samples(s.run_id) if not x.warmup and not x.error]
+
+
+def values(samples: list[Sample], metric: str, runtime: str, **labels: Any) -> list[float]:
+    """The values of `metric` on `runtime` whose sample fields match `labels`."""
+    return [
+        x.value
+        for x in samples
+        if x.metric == metric
+        and x.runtime == runtime
+        and x.value is not None
+        and all(getattr(x, k) == v for k, v in labels.items())
+    ]

@@ -1,0 +1,273 @@
+"""The truth a test injects into the fake runtime (tests/fakeruntime.py), and the fake
+host that holds its instances.
+
+A `Truth` says, per runtime label, how its instances behave: boot durations (log-normal
+with a median and a CV), how boot and a worker's figure grow with every running instance
+of the runtime, what an instance costs in memory (user side: the PSS of its processes;
+kernel side: what the host loses beyond that), what a stop leaves for the next launch
+until it settles, and how much each attacker kind at each placement slows the worker.
+The `World` is the fake host's state (its running instances, the last stop, the seeded
+draws); `FakeHost` and `FakeHarness` give it to virtbench through the seams a real run
+uses (Session.host, runner.execute's harness), so every experiment runs unchanged.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from virtbench import cgroups, cleanup, naming
+from virtbench.artifacts import Artifact
+from virtbench.harness import Harness
+from virtbench.measure.machine import Host
+from virtbench.measure.topology import PLACEMENTS, Topology
+from virtbench.paths import Paths
+from virtbench.workloads import attackers
+
+MIB = 1 << 20
+# Two cores of two hardware threads: the worker on cpu 3 has every placement, each on a
+# CPU set of its own (same-cpu 3, smt-sibling 2, other-cpu 0, all-other 0-1).
+TOPOLOGY = Topology((0, 1, 2, 3), {0: (0, 1), 1: (0, 1), 2: (2, 3), 3: (2, 3)})
+FAKE_PID = 1 << 22  # above any pid_max: a fake pid is never a real process
+
+
+@dataclass(frozen=True)
+class RuntimeTruth:
+    """How one runtime label's fake instances behave."""
+
+    exit_ms: float = 10.0  # median spawn -> exit of a foreground instance (hello, sqlite)
+    ready_ms: float = 20.0  # median spawn -> ready of a detached one (sleep, attackers)
+    cv: float = 0.05  # of both durations (log-normal)
+    slope_ms: float = 0.0  # boot grows by this per running instance of the runtime
+    pss_mib: float = 2.0  # user side of one instance: PSS of its processes (median)
+    pss_cv: float = 0.02
+    kernel_mib: float = 1.0  # what the host loses per instance beyond its PSS
+    carry_ms: float = 0.0  # a launch before this runtime's last stop settled pays this
+    settle_s: float = 0.002  # a stop settles this long after it returned
+    figure: float = 1000.0  # the worker's figure (sqlite inserts/s), median alone
+    figure_cv: float = 0.05
+    figure_slope: float = 0.0  # the figure changes by this per running instance
+    slowdown: dict[tuple[str, str], float] = field(default_factory=dict)  # (attacker,
+    # placement) -> factor the figure is divided by while those attackers run (2 = half)
+
+
+@dataclass(frozen=True)
+class Truth:
+    """Everything a test injects: per runtime label, and the host's memory."""
+
+    runtimes: dict[str, RuntimeTruth]
+    seed: int = 0
+    mem_total_mib: float = 65536.0
+    mem_available_mib: float = 60000.0  # with no instance running
+    mem_noise_mib: float = 0.25  # SD of each MemAvailable reading
+
+
+@dataclass
+class FakeInstance:
+    """A running fake instance: what it is and what it holds."""
+
+    label: str
+    kind: str  # "ready" (sleep, a background server) or "attacker"
+    attacker: str  # its attacker kind ("" for others)
+    cpus: str | None
+    pss: int
+    kernel: int
+    pid: int
+
+
+def lognormal(rng: np.random.Generator, median: float, cv: float) -> float:
+    """One draw of a log-normal with this median and coefficient of variation."""
+    return median * math.exp(math.sqrt(math.log1p(cv * cv)) * rng.standard_normal())
+
+
+def classify(argv: tuple[str, ...]) -> tuple[str, str]:
+    """(kind, what) of an instance's command: ("exit", "hello"), ("exit", "sqlite"),
+    ("ready", "sleep"), ("attacker", "cpu")... ValueError for anything else."""
+    if argv[:1] == ("/bin/vb-hello",):
+        return "exit", "hello"
+    if argv[:1] == ("/bin/vb-sqlite",):
+        return "exit", "sqlite"
+    if argv[:1] == ("/bin/vb-ready",) and len(argv) > 3:
+        rest = argv[3:]
+        for a in attackers.ATTACKERS.values():
+            if rest == a.command:
+                return "attacker", a.name
+        return "ready", rest[0]
+    raise ValueError(f"the fake runtime cannot run {' '.join(argv)!r}")
+
+
+class World:
+    """The fake host's state: its running instances, its stops, its seeded draws."""
+
+    def __init__(self, truth: Truth) -> None:
+        self.truth = truth
+        self.rng = np.random.default_rng(truth.seed)
+        self.running: dict[str, FakeInstance] = {}
+        self.last_stop: tuple[str, int] | None = None  # (label, monotonic ns), host-wide
+        self.stopped_at: dict[str, int] = {}  # label -> monotonic ns of its last stop
+        self.carried: list[str] = []  # labels of launches that paid a carry-over
+        self.started = 0  # detached instances started (numbers their fake pids)
+
+    def of(self, label: str) -> RuntimeTruth:
+        return self.truth.runtimes[label]
+
+    def background(self, label: str) -> int:
+        """Running instances of `label` that are not attackers (what boot grows with)."""
+        return sum(1 for i in self.running.values() if i.label == label and i.kind != "attacker")
+
+    def carry_ms(self, label: str, t_ns: int) -> float:
+        """What a launch of `label` at `t_ns` pays for the previous instance's stop: that
+        runtime's carry-over, if it had not settled yet."""
+        if self.last_stop is None:
+            return 0.0
+        prev, at = self.last_stop
+        if t_ns - at >= self.of(prev).settle_s * 1e9 or not self.of(prev).carry_ms:
+            return 0.0
+        self.carried.append(label)
+        return self.of(prev).carry_ms
+
+    def settled(self, label: str) -> bool:
+        """Whether `label`'s last stop has settled (Runtime.settled of the fake)."""
+        at = self.stopped_at.get(label)
+        return at is None or time.monotonic_ns() - at >= self.of(label).settle_s * 1e9
+
+    def duration_ms(self, label: str, kind: str, t_ns: int) -> float:
+        """A launch's spawn -> exit (foreground) or spawn -> ready (detached)."""
+        rt = self.of(label)
+        median = rt.exit_ms if kind == "exit" else rt.ready_ms
+        grown = rt.slope_ms * self.background(label)
+        return lognormal(self.rng, median, rt.cv) + grown + self.carry_ms(label, t_ns)
+
+    def figure(self, label: str, cpus: str | None) -> float:
+        """The worker's figure now: its draw, grown with the running instances, divided
+        by the slowdown of every attacker group running, at the placement its CPUs are."""
+        rt = self.of(label)
+        grown = rt.figure_slope * self.background(label)
+        value = lognormal(self.rng, rt.figure, rt.figure_cv) + grown
+        worker = int(cpus) if cpus is not None and cpus.isdigit() else TOPOLOGY.cpus[-1]
+        groups: dict[str, set[int]] = {}
+        for i in self.running.values():
+            if i.label == label and i.kind == "attacker" and i.cpus is not None:
+                groups.setdefault(i.attacker, set()).add(int(i.cpus))
+        for name, cpus_of in groups.items():
+            for placement in PLACEMENTS:
+                if set(TOPOLOGY.placement(placement, worker)[0]) == cpus_of:
+                    value /= rt.slowdown.get((name, placement), 1.0)
+                    break
+        return value
+
+    def add(self, name: str, label: str, kind: str, what: str, cpus: str | None) -> FakeInstance:
+        """A detached instance starts running (and holding memory)."""
+        rt = self.of(label)
+        self.started += 1
+        inst = FakeInstance(
+            label=label,
+            kind=kind,
+            attacker=what if kind == "attacker" else "",
+            cpus=cpus,
+            pss=int(lognormal(self.rng, rt.pss_mib, rt.pss_cv) * MIB),
+            kernel=int(rt.kernel_mib * MIB),
+            pid=FAKE_PID + self.started,
+        )
+        self.running[name] = inst
+        return inst
+
+    def stop(self, name: str, label: str) -> None:
+        """An instance was stopped: its memory is back; its stop starts settling."""
+        self.running.pop(name, None)
+        now = time.monotonic_ns()
+        self.last_stop = (label, now)
+        self.stopped_at[label] = now
+
+    def mem_available(self) -> int:
+        """MemAvailable: the base less every running instance's PSS and kernel side,
+        plus the reading's noise."""
+        used = sum(i.pss + i.kernel for i in self.running.values())
+        noise = self.rng.normal(0.0, self.truth.mem_noise_mib) * MIB
+        return int(self.truth.mem_available_mib * MIB - used + noise)
+
+
+class FakeHost(Host):
+    """The host as virtbench reads it, from the World: never /proc."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self.running_reads = 0  # how often the quiet wait asked (tests check it did)
+
+    def meminfo(self) -> dict[str, int]:
+        total = int(self.world.truth.mem_total_mib * MIB)
+        return {"MemTotal": total, "MemAvailable": self.mem_available(), "SwapTotal": 0,
+                "SwapFree": 0}  # fmt: skip
+
+    def mem_available(self) -> int:
+        return self.world.mem_available()
+
+    def drop_caches(self) -> bool:
+        return True
+
+    def availability(self, window_s: float) -> dict[str, float]:
+        del window_s  # no CPU idle to watch: the fake's instances use none
+        total = self.world.truth.mem_total_mib * MIB
+        return {"host.cpu_idle_pct": 100.0, "host.swap_free_pct": 100.0,
+                "host.mem_available_pct": 100.0 * self.mem_available() / total}  # fmt: skip
+
+    def topology(self) -> Topology:
+        return TOPOLOGY
+
+    def running(self) -> int:
+        self.running_reads += 1
+        return 1  # only the reader: a quiet wait ends after its window
+
+    def snapshot(self, runtime_versions: dict[str, str]) -> dict[str, Any]:
+        from tests.fakerun import ENVIRONMENT
+
+        return {**ENVIRONMENT, "cpu_count": len(TOPOLOGY.cpus), "runtimes": runtime_versions}
+
+
+class FakeHarness(Harness):
+    """A run on the World without root: no cgroups (so no quiet sentinel), an empty
+    artifact directory under `root`, and the World's running instances as leftovers."""
+
+    host: FakeHost
+
+    def __init__(self, world: World, root: Path) -> None:
+        super().__init__(FakeHost(world))
+        self.world = world
+        self.root = root
+
+    def layout(self) -> cgroups.Layout:
+        return cgroups.Layout(0, {}, None)
+
+    def artifact(self, experiments: list[Any], paths: Paths) -> Artifact:
+        del experiments, paths
+        path = self.root / "rootfs"
+        path.mkdir(parents=True, exist_ok=True)
+        return Artifact("rootfs-fake", "minimal", "f" * 64, path, 0, 0)
+
+    def leftovers(
+        self,
+        paths: Paths,
+        layout: cgroups.Layout,
+        run_id: str | None = None,
+        include_live: bool = False,
+    ) -> list[cleanup.Leftover]:
+        del paths, layout, include_live
+        found = [(naming.run_id_of(n), n) for n in self.world.running]
+        return [
+            cleanup.Leftover("instance", n, rid, "fake")
+            for rid, n in found
+            if rid and run_id in (None, rid)
+        ]
+
+    def remove(self, items: list[cleanup.Leftover], layout: cgroups.Layout) -> list[str]:
+        del layout
+        for it in items:
+            inst = self.world.running.get(it.name)
+            if inst is not None:
+                self.world.stop(it.name, inst.label)
+        return []

@@ -1,0 +1,290 @@
+"""Every experiment, the runner and `compare` recover what the fake runtime was told.
+
+The fake runtime (tests/fakeruntime.py) follows an injected Truth (tests/faketruth.py):
+boot durations, growth with running instances, memory per instance, a carry-over from a
+stop that has not settled, slowdowns by attackers. virtbench's own experiment code runs
+on it unchanged (no root, nothing started), and each test checks that what virtbench
+reports is what was injected: within its 95% CI where virtbench gives one, within a
+tolerance otherwise. With many intervals in one test, about 5% of them miss the truth by
+chance alone, so such tests allow the few misses that a 1% risk allows (binomial), and
+hold every point estimate to a tolerance as well.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import defaultdict
+
+import numpy as np
+from scipy import stats as sps
+from tests.fakeruntime import fake_session, install, run, tmp_paths, values
+from tests.faketruth import FakeHarness, RuntimeTruth, Truth
+
+from virtbench import runner
+from virtbench.experiments.order import order_effects
+from virtbench.report.compare import compare
+from virtbench.spec import parse
+from virtbench.stats import slowdown_ci, summarize
+from virtbench.store import Sample, Store
+
+ALL = ["fa", "fb", "fc"]
+
+
+def covered(cases: list[tuple[str, float, float, float, float]], tolerance: float) -> None:
+    """`cases`: (what, truth, estimate, CI low, CI high). Every estimate is within
+    `tolerance` of the truth (relative); the truth lies in the CIs but for the misses
+    that 95% intervals make by chance (allowed at a 1% risk)."""
+    far = [c for c in cases if abs(c[2] - c[1]) > tolerance * abs(c[1])]
+    assert not far, f"estimates off the truth by more than {tolerance:.0%}: {far}"
+    misses = [c for c in cases if not c[3] <= c[1] <= c[4]]
+    allowed = int(sps.binom.ppf(0.99, len(cases), 0.05)) if len(cases) > 1 else 0
+    assert len(misses) <= allowed, f"{len(misses)} CIs of {len(cases)} miss the truth: {misses}"
+
+
+def median_case(
+    what: str, truth: float, vals: list[float]
+) -> tuple[str, float, float, float, float]:
+    st = summarize(vals)
+    assert st.n >= 10, (what, st.n)
+    return what, truth, st.median, st.ci_low, st.ci_high
+
+
+def by_predecessor(samples: list[Sample], metric: str) -> list[tuple[str, list[tuple[str, float]]]]:
+    """order_effects' groups: per runtime, (predecessor, value) of `metric`."""
+    groups: dict[str, list[tuple[str, float]]] = defaultdict(list)
+    for x in samples:
+        if x.metric == metric and x.value is not None:
+            groups[f"{metric} on {x.runtime}"].append((x.params["predecessor"], x.value))
+    return sorted(groups.items())
+
+
+# --- boot -----------------------------------------------------------------------------
+BOOT = Truth(
+    {
+        "fa": RuntimeTruth(exit_ms=10.0, ready_ms=25.0, carry_ms=4.0, settle_s=0.02),
+        "fb": RuntimeTruth(exit_ms=15.0, ready_ms=30.0, cv=0.10),
+        "fc": RuntimeTruth(exit_ms=20.0, ready_ms=12.0),
+    },
+    seed=1,
+)
+
+
+def test_boot_medians_recovered_and_quiescence_removes_the_carry_over(tmp_path, monkeypatch):
+    """fa's stop slows the next launch by 4 ms for 20 ms; with quiescence on, every launch
+    waits until it settled: the medians are the injected ones and no order effect shows."""
+    exp = {"type": "boot", "runs": 30, "warmups": 1}
+    with fake_session(tmp_path, monkeypatch, BOOT, ALL, exp, order_seed=11) as (s, world):
+        samples = run(s)
+    cases = []
+    for rt, truth in BOOT.runtimes.items():
+        cases.append(median_case(f"{rt} exit", truth.exit_ms,
+                                 values(samples, "boot.spawn_to_exit", rt)))  # fmt: skip
+        cases.append(median_case(f"{rt} ready", truth.ready_ms,
+                                 values(samples, "boot.spawn_to_ready", rt)))  # fmt: skip
+    covered(cases, tolerance=0.10)  # fb: CV 10%, 30 values: 4 SE of the median
+    assert world.carried == []  # no launch started before the previous stop settled
+    timed = [x for x in samples if x.metric in ("boot.spawn_to_exit", "boot.spawn_to_ready")]
+    assert all(x.params["quiet"] for x in timed)
+    for metric in ("boot.spawn_to_exit", "boot.spawn_to_ready"):
+        assert order_effects(by_predecessor(samples, metric)) == []
+
+
+def test_without_quiescence_the_carry_over_shows_as_an_order_effect(tmp_path, monkeypatch):
+    """quiescence = false: a launch right after fa's stop pays the injected 4 ms, so the
+    runtimes measured after fa are flagged, shifted by about that much."""
+    exp = {"type": "boot", "runs": 120, "warmups": 0, "workloads": ["hello"]}
+    with fake_session(tmp_path, monkeypatch, BOOT, ALL, exp, order_seed=11,
+                      quiescence=False) as (s, world):  # fmt: skip
+        samples = run(s)
+    assert world.carried, "the fake never saw a launch before fa's stop settled"
+    effects = order_effects(by_predecessor(samples, "boot.spawn_to_exit"))
+    flagged = {e.group.rsplit(" ", 1)[1] for e in effects}
+    assert {"fb", "fc"} <= flagged, effects  # fa too: it sometimes follows itself
+    for e in effects:  # in every flagged group, the slowest is the follower of fa
+        assert max(e.medians, key=lambda p: e.medians[p][0]) == "fa", e.text()
+    for rt in ("fb", "fc"):
+        after: dict[str, list[float]] = defaultdict(list)
+        for x in samples:
+            if x.runtime == rt and x.metric == "boot.spawn_to_exit":
+                after[x.params["predecessor"]].append(x.value)
+        other = next(p for p in after if p not in ("fa", rt, ""))
+        shift = statistics.median(after["fa"]) - statistics.median(after[other])
+        assert abs(shift - 4.0) < 1.5, (rt, shift)  # ~3.5 SE of a difference of medians
+
+
+# --- density --------------------------------------------------------------------------
+def test_density_recovers_memory_per_instance(tmp_path, monkeypatch):
+    """PSS per instance is the injected user side; the host's MemAvailable falls per
+    instance by that PSS plus the injected kernel side."""
+    truth = Truth(
+        {
+            "fa": RuntimeTruth(pss_mib=3.0, kernel_mib=1.5),
+            "fb": RuntimeTruth(pss_mib=40.0, pss_cv=0.05, kernel_mib=8.0),
+        },
+        seed=2,
+    )
+    exp = {"type": "density", "instances": 20, "instances_per_benchmark": 5, "runs": 2}
+    with fake_session(tmp_path, monkeypatch, truth, ["fa", "fb"], exp) as (s, world):
+        samples = run(s)
+    assert world.running == {}
+    cases = [
+        median_case(f"{rt} pss", t.pss_mib, values(samples, "density.pss", rt))
+        for rt, t in truth.runtimes.items()
+    ]
+    covered(cases, tolerance=0.05)
+    for rt, t in truth.runtimes.items():
+        hosts = [x for x in samples if x.runtime == rt and x.metric == "density.host_per_instance"]
+        assert len(hosts) == 2 * 4
+        for h in hosts:  # MemAvailable lost per instance = their mean PSS + the kernel side
+            n = h.background + 1
+            pss = [x.value for x in samples if x.metric == "density.pss" and x.runtime == rt
+                   and x.repetition == h.repetition and x.background < n]  # fmt: skip
+            assert len(pss) == n
+            kernel = h.value - statistics.fmean(pss)
+            # two MemAvailable readings' noise, shared by n instances, at 4 SD
+            noise = 4 * math.sqrt(2) * truth.mem_noise_mib / n
+            assert abs(kernel - t.kernel_mib) < noise, (rt, n, kernel)
+
+
+# --- scalability ----------------------------------------------------------------------
+def slope_ci(samples: list[Sample], metric: str, runtime: str) -> tuple[float, float, float]:
+    """Least-squares slope of `metric` against the background count, and its 95% CI."""
+    pts = [(x.background, x.value) for x in samples
+           if x.metric == metric and x.runtime == runtime]  # fmt: skip
+    x, y = np.array(pts, dtype=float).T
+    fit = sps.linregress(x, y)
+    half = sps.t.ppf(0.975, len(x) - 2) * fit.stderr
+    assert np.isclose(np.polyfit(x, y, 1)[0], fit.slope)
+    return fit.slope, fit.slope - half, fit.slope + half
+
+
+SCALE = {"type": "scalability", "instances": 20, "instances_per_benchmark": 5, "runs": 3,
+         "measurements_per_point": 4, "warmups": 1, "settle_s": 0}  # fmt: skip
+
+
+def test_scalability_recovers_the_boot_slope(tmp_path, monkeypatch):
+    """fa's boot grows 0.25 ms per background instance, fb's not at all: the fitted
+    slopes' CIs hold 0.25 and 0."""
+    truth = Truth({"fa": RuntimeTruth(slope_ms=0.25), "fb": RuntimeTruth(exit_ms=12.0)}, seed=3)
+    with fake_session(tmp_path, monkeypatch, truth, ["fa", "fb"], SCALE) as (s, world):
+        samples = run(s)
+    assert world.running == {}
+    assert {x.background for x in samples if x.metric == "boot.spawn_to_exit"} == {0, 5, 10, 15, 20}
+    for rt, t in truth.runtimes.items():
+        slope, lo, hi = slope_ci(samples, "boot.spawn_to_exit", rt)
+        assert lo <= t.slope_ms <= hi, (rt, slope, lo, hi)
+        assert abs(slope - t.slope_ms) < 0.05, (rt, slope)
+
+
+def test_scalability_recovers_a_worker_figure_slope(tmp_path, monkeypatch):
+    """A measuring worker (sqlite): fa's figure falls by 8 inserts/s per background
+    instance, fb's stays flat."""
+    truth = Truth(
+        {"fa": RuntimeTruth(figure_slope=-8.0), "fb": RuntimeTruth(figure=1500.0)}, seed=4
+    )
+    exp = {**SCALE, "worker": "sqlite"}
+    with fake_session(tmp_path, monkeypatch, truth, ["fa", "fb"], exp) as (s, _):
+        samples = run(s)
+    for rt, t in truth.runtimes.items():
+        slope, lo, hi = slope_ci(samples, "inserts_per_s", rt)
+        assert lo <= t.figure_slope <= hi, (rt, slope, lo, hi)
+
+
+# --- throughput -----------------------------------------------------------------------
+def test_throughput_recovers_each_runtimes_figure(tmp_path, monkeypatch):
+    truth = Truth(
+        {"fa": RuntimeTruth(figure=1000.0), "fb": RuntimeTruth(figure=2500.0, figure_cv=0.1)},
+        seed=5,
+    )
+    exp = {"type": "throughput", "workloads": ["sqlite"], "runs": 30}
+    with fake_session(tmp_path, monkeypatch, truth, ["fa", "fb"], exp) as (s, _):
+        samples = run(s)
+    cases = []
+    for rt, t in truth.runtimes.items():
+        cases.append(median_case(f"{rt} inserts/s", t.figure, values(samples, "inserts_per_s", rt)))
+        rows = 60000  # sqlite's default, so seconds = rows / figure
+        cases.append(median_case(f"{rt} s", rows / t.figure, values(samples, "seconds", rt)))
+    covered(cases, tolerance=0.10)  # fb: CV 10%, 30 values: 4 SE of the median
+
+
+# --- isolation ------------------------------------------------------------------------
+def test_isolation_recovers_the_slowdown_per_attacker_and_placement(tmp_path, monkeypatch):
+    """fa's worker runs at half speed beside a cpu attacker on its own CPU, 1.3x slower
+    beside one on its SMT sibling, ...; every attacker/placement not listed, not at all."""
+    fa = {("cpu", "same-cpu"): 2.0, ("cpu", "smt-sibling"): 1.3, ("cpu", "other-cpu"): 1.05,
+          ("fork", "same-cpu"): 1.5}  # fmt: skip
+    fb = {("cpu", "same-cpu"): 1.2, ("fork", "all-other"): 1.1}
+    truth = Truth(
+        {"fa": RuntimeTruth(slowdown=fa), "fb": RuntimeTruth(figure=800.0, slowdown=fb)}, seed=6
+    )
+    exp = {"type": "isolation", "worker": "sqlite", "attackers": ["cpu", "fork"], "runs": 20,
+           "warmups": 1, "settle_s": 0}  # fmt: skip
+    with fake_session(tmp_path, monkeypatch, truth, ["fa", "fb"], exp) as (s, world):
+        samples = run(s)
+    assert world.running == {}
+    cases = []
+    for rt, t in truth.runtimes.items():
+        base = values(samples, "inserts_per_s", rt, attacker="")
+        for attacker in ("cpu", "fork"):
+            for placement in ("same-cpu", "smt-sibling", "other-cpu", "all-other"):
+                hit = values(samples, "inserts_per_s", rt, attacker=attacker, placement=placement)
+                assert len(hit) == 20, (rt, attacker, placement)
+                point, lo, hi = slowdown_ci(base, hit, "higher")
+                factor = t.slowdown.get((attacker, placement), 1.0)  # slowdown + 1
+                cases.append((f"{rt} {attacker}/{placement}", factor, point + 1, lo + 1, hi + 1))
+    covered(cases, tolerance=0.10)  # 2 medians of 20 values with a CV of 5% each
+
+
+# --- the runner -----------------------------------------------------------------------
+def test_a_whole_spec_runs_on_the_fake_and_leaves_nothing(tmp_path, monkeypatch):
+    """runner.execute with boot and density on two fake runtimes, without root: the run
+    completes, its samples are stored, nothing of it is left running or on disk."""
+    truth = Truth({"fa": RuntimeTruth(), "fb": RuntimeTruth(exit_ms=14.0)}, seed=7)
+    world = install(monkeypatch, truth)
+    spec = parse({"name": "whole", "runtimes": ["fa", "fb"], "order_seed": 7, "experiment": [
+        {"type": "boot", "runs": 3, "warmups": 1},
+        {"type": "density", "instances": 6, "instances_per_benchmark": 3},
+    ]}, "test")  # fmt: skip
+    store = Store(tmp_path / "results")
+    paths = tmp_paths(tmp_path)
+    said: list[str] = []
+    harness = FakeHarness(world, tmp_path)
+    run_id, status = runner.execute(spec, store, paths, said.append, ["virtbench", "run"],
+                                    harness=harness)  # fmt: skip
+    assert status == "completed" and store.run(run_id).status == "completed"
+    samples = store.samples(run_id)
+    assert not [x for x in samples if x.error]
+    got = {(x.experiment, x.runtime) for x in samples}
+    assert got == {(e, r) for e in ("boot", "density", "image") for r in ("fa", "fb")}
+    boots = [x for x in samples if x.metric == "boot.spawn_to_exit" and not x.warmup]
+    assert len(boots) == 6 and all(x.params["quiet"] for x in boots)
+    assert len(values(samples, "density.pss", "fa")) == 6
+    assert world.running == {}  # every instance stopped ...
+    assert not paths.run_dir(run_id).exists()  # ... and the run's state removed
+    events = [(level, m) for _, level, m in store.events(run_id)]
+    assert not [e for e in events if e[0] == "error" or "cleanup removed" in e[1]], events
+    assert any("seed 7" in m for _, m in events)
+    assert harness.host.running_reads > 0  # the quiet wait read the fake host, not /proc
+    store.close()
+
+
+# --- compare --------------------------------------------------------------------------
+def test_compare_flags_few_a_a_splits(tmp_path, monkeypatch):
+    """Random halves of one fake runtime's repetitions are the same distribution: compare
+    calls one half worse or better than the other in at most ~5% of 100 splits. Compared:
+    the injected boot times (spawn_to_started and teardown time the fake's own code)."""
+    truth = Truth({"fa": RuntimeTruth(cv=0.1)}, seed=8)
+    exp = {"type": "boot", "runs": 60, "warmups": 0}
+    with fake_session(tmp_path, monkeypatch, truth, ["fa"], exp) as (s, _):
+        samples = run(s)
+    rng = np.random.default_rng(0)
+    flagged = 0
+    for _ in range(100):
+        half = set(rng.permutation(60)[:30].tolist())
+        a = [x for x in samples if x.repetition in half]
+        b = [x for x in samples if x.repetition not in half]
+        rows = compare(a, b, with_runtime=True, metrics=["boot.spawn_to_[er]*"])
+        assert len(rows) == 2  # spawn_to_exit (hello), spawn_to_ready (sleep)
+        flagged += any(r.verdict in ("worse", "better") for r in rows)
+    assert flagged <= 8, flagged
