@@ -155,8 +155,9 @@ class Session:
         return ",".join(map(str, rest))
 
     def topology(self) -> Topology:
+        """The host's CPUs (read once per session, through the host seam)."""
         if self._topology is None:
-            self._topology = Topology.detect()
+            self._topology = self.host.topology()
         return self._topology
 
     def network(self, runtime: str) -> str:
