@@ -217,6 +217,7 @@ def kill_and_remove(path: Path, timeout: float = 5.0) -> bool:
     for sub in children:
         kill_and_remove(sub, timeout)
     deadline = time.monotonic() + timeout
+    pause = 0.001  # a killed task leaves in about a millisecond: look again soon, then less
     while True:
         try:
             pids = [int(x) for x in (path / "cgroup.procs").read_text().split()]
@@ -233,4 +234,5 @@ def kill_and_remove(path: Path, timeout: float = 5.0) -> bool:
         except OSError:
             if time.monotonic() > deadline:
                 return False
-            time.sleep(0.02)
+            time.sleep(pause)
+            pause = min(pause * 2, 0.02)

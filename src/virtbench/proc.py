@@ -11,6 +11,7 @@ import os
 import select
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -129,17 +130,30 @@ def run(
     finally:
         if sink is not None:
             sink.close()  # the child has its own copy
-    try:
-        out, err = proc.communicate(input=input, timeout=timeout)
-        out = out or ""  # None when stdout went to `stdout_path`
-    except subprocess.TimeoutExpired:
+    # The timeout is a timer that kills the group, not communicate(timeout=...): with a
+    # timeout, Popen waits for the exit by polling with a back-off of up to 50 ms, which
+    # would land in timed commands (a runtime's delete is the teardown figure).
+    expired = threading.Event()
+
+    def expire() -> None:
+        expired.set()
         kill_group(proc)
-        out, err = proc.communicate()
-        res = Result(tuple(argv), -9, out or "", err + f"\ntimed out after {timeout:g} s", timeout)
-        raise CommandError(res, what) from None
+
+    timer = threading.Timer(timeout, expire)
+    timer.daemon = True
+    timer.start()
+    try:
+        out, err = proc.communicate(input=input)
+        out = out or ""  # None when stdout went to `stdout_path`
     except BaseException:
         kill_group(proc)
         raise
+    finally:
+        timer.cancel()
+    if expired.is_set():
+        res = Result(tuple(argv), -9, out, (err or "") + f"\ntimed out after {timeout:g} s",
+                     timeout)  # fmt: skip
+        raise CommandError(res, what) from None
     res = Result(tuple(argv), proc.returncode, out, err, time.monotonic() - start)
     if check and proc.returncode != 0:
         raise CommandError(res, what)

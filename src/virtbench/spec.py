@@ -215,7 +215,9 @@ def describe(err: ValidationError, where: str) -> str:
         msg = e["msg"].removeprefix("Value error, ")
         if msg.startswith(("[", ".")):  # validator pointing inside the field
             field, msg = field + msg.split(" ", 1)[0], msg.split(" ", 1)[1]
-    return f"{where}: {field}: {msg}" if field else f"{where}: {msg}"
+    text = f"{where}: {field}: {msg}" if field else f"{where}: {msg}"
+    # a key or value of the user's may hold a line break: the error stays one line
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
 
 
 def parse(data: dict[str, Any], where: str) -> Spec:

@@ -28,9 +28,8 @@ def spread(st: Summary) -> tuple[str, str]:
     there is no CI: the range is shown, named as such ("0.6-0.9 (range of 3)")."""
     if st.has_ci:
         ci = f"{fmt(st.ci_low)}-{fmt(st.ci_high)}"
-    elif st.units == 1:  # one run's figure (a pile-up's count, a per-step series)
-        ci = "- (one unit)" if st.minimum == st.maximum else (
-            f"{fmt(st.minimum)}-{fmt(st.maximum)} (range, one unit)")  # fmt: skip
+    elif st.units == 1 and st.minimum == st.maximum:  # one run's figure (a pile-up's count)
+        ci = "- (1 unit)"
     elif st.n:
         ci = f"{fmt(st.minimum)}-{fmt(st.maximum)} (range of {st.units})"
     else:
