@@ -1,10 +1,12 @@
 """Do virtbench's figures survive a skeptic? Three checks on this host, in one run.
 
-1. Independence: the hello `spawn_to_exit` median of each runtime in one mixed run over
-   its median measured alone, in alone runs right before and right after the mixed one
-   (their mean: this host's speed drifts by up to ~15% over minutes, which a single
-   alone run would put on one side). Target: within 0.9-1.1, or within 0.5 ms where the
-   median is below 5 ms.
+1. Independence: the hello `spawn_to_exit` median of each runtime in mixed runs over its
+   median measured alone, alone and mixed runs alternating (alone, mixed, alone, mixed,
+   alone with the default 2 rounds) and each side's samples pooled: this host's speed
+   drifts by 15-30% between runs minutes apart, which one alone run and one mixed run
+   would put on one side. Target: within 0.9-1.1, or within 0.5 ms where the median is
+   below 5 ms. The mixed runs' order-effect check (a predecessor that explains a
+   difference) is printed too.
 2. A/A false positives: the alone runs' repetitions split at random into two halves,
    >= 100 times in all, each split compared by `virtbench compare`'s test (the same
    function). Both halves come from one distribution, so every "worse" or "better" is a
@@ -15,7 +17,7 @@
    at most 1.1 each.
 
     .venv/bin/python bench/trust.py [--runs 30] [--runtimes native,crun,runc,lxc]
-        [--splits 200] [--rounds 3]
+        [--splits 200] [--rounds 2]
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ import virtbench_run
 from virtbench.artifacts import build_minimal_rootfs
 from virtbench.paths import Paths
 from virtbench.report.compare import compare
+from virtbench.report.tables import trust_notes
 from virtbench.store import Sample, Store
 
 METRIC = "boot.spawn_to_exit"
@@ -72,31 +75,41 @@ def alone_runs(runtimes: list[str], runs: int) -> dict[str, list[Sample]]:
     }
 
 
-def independence(runtimes: list[str], runs: int) -> tuple[bool, dict[str, list[Sample]]]:
-    before = alone_runs(runtimes, runs)
-    mixed = boot_samples(["--runtimes", ",".join(runtimes), "--runs", str(runs)])
-    after = alone_runs(runtimes, runs)
+def independence(
+    runtimes: list[str], runs: int, rounds: int
+) -> tuple[bool, list[dict[str, list[Sample]]]]:
+    alone = [alone_runs(runtimes, runs)]
+    mixed: list[Sample] = []
+    for _ in range(rounds):
+        mixed += boot_samples(["--runtimes", ",".join(runtimes), "--runs", str(runs)])
+        alone.append(alone_runs(runtimes, runs))
     ok = True
     for label in runtimes:
-        a1, a2 = median_of(before[label], label), median_of(after[label], label)
-        a, m = (a1 + a2) / 2, median_of(mixed, label)
+        each = [median_of(a[label], label) for a in alone]
+        a = median_of([s for run in alone for s in run[label]], label)
+        m = median_of(mixed, label)
         ratio = m / a
         small = a < SMALL_MS
         good = abs(m - a) <= ABS_MS if small else RATIO_BAND[0] <= ratio <= RATIO_BAND[1]
         ok &= good
         band = f"|diff| <= {ABS_MS} ms" if small else f"{RATIO_BAND[0]}-{RATIO_BAND[1]}"
-        print(f"{label:8} alone {a1:8.3f} / {a2:8.3f} ms   mixed {m:8.3f} ms   mixed/alone "
-              f"{ratio:.3f}   diff {m - a:+.3f} ms   ({band}: {'ok' if good else 'MISSED'})",
-              flush=True)  # fmt: skip
-    return ok, before
+        runs_text = " / ".join(f"{x:.2f}" for x in each)
+        print(f"{label:8} alone {a:8.3f} ms (runs {runs_text})   mixed {m:8.3f} ms   "
+              f"mixed/alone {ratio:.3f}   diff {m - a:+.3f} ms   "
+              f"({band}: {'ok' if good else 'MISSED'})", flush=True)  # fmt: skip
+    notes = trust_notes(mixed)
+    effects = [text for _, text in notes if text.startswith("order effect")]
+    print("order effects in the mixed runs: " + ("; ".join(effects) or "none"), flush=True)
+    return ok, alone
 
 
-def aa_rate(alone: dict[str, list[Sample]], splits: int, seed: int = 1) -> float:
-    """Share of random half-splits of one runtime's repetitions that compare flags."""
+def aa_rate(alone: list[tuple[str, list[Sample]]], splits: int, seed: int = 1) -> float:
+    """Share of random half-splits of one run's repetitions (of one runtime) that
+    compare flags."""
     rng = random.Random(seed)
     flagged = total = 0
-    per = max(1, splits // len(alone))
-    for samples in alone.values():
+    per = max(1, -(-splits // len(alone)))
+    for _, samples in alone:
         reps = sorted({s.repetition for s in samples})
         for _ in range(per):
             half = set(rng.sample(reps, len(reps) // 2))
@@ -144,20 +157,21 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--runtimes", default="native,crun,runc,lxc")
     ap.add_argument("--splits", type=int, default=200)
-    ap.add_argument("--rounds", type=int, default=3, help="hyperfine rounds per condition")
+    ap.add_argument("--rounds", type=int, default=2, help="mixed runs (each between alone "
+                    "runs); hyperfine: rounds + 1 per condition")  # fmt: skip
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("run as root")
     runtimes = args.runtimes.split(",")
     print(f"--- 1. independence: mixed run over alone runs ({args.runs} repetitions each)")
-    ok1, alone = independence(runtimes, args.runs)
+    ok1, alone = independence(runtimes, args.runs, args.rounds)
     print(f"--- 2. A/A: {args.splits} random half-splits of the alone runs' repetitions")
-    rate = aa_rate(alone, args.splits)
+    rate = aa_rate([a for run in alone for a in run.items()], args.splits)
     print(f"A/A false-positive rate {rate:.3f} (target <= {AA_TARGET})", flush=True)
     print("--- 3. virtbench / hyperfine, crun hello: quiet host, then a CPU hog on CPU 0")
-    quiet = hyperfine_ratio(args.runs, args.rounds)
+    quiet = hyperfine_ratio(args.runs, args.rounds + 1)
     with cpu_hog(0):
-        loaded = hyperfine_ratio(args.runs, args.rounds)
+        loaded = hyperfine_ratio(args.runs, args.rounds + 1)
     ok = ok1 and rate <= AA_TARGET and max(quiet, loaded) <= HYPERFINE_TARGET
     print(f"trust: mixed/alone {'ok' if ok1 else 'MISSED'}; A/A rate {rate:.3f}; hyperfine "
           f"ratio {quiet:.3f} quiet, {loaded:.3f} with a CPU hog (target <= "

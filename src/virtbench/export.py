@@ -2,6 +2,8 @@
 
 NDJSON: one JSON object per line, each with a `record` field saying what it is:
   {"record": "run", ...}      first: id, name, times, status, argv, spec, environment, artifacts
+  {"record": "metric", ...}   each figure the samples hold, as metrics.py declares it: unit,
+                              direction, what it includes, lower bound, resolution, ...
   {"record": "sample", ...}   every sample in the order measured, with its `run_id`
   {"record": "event", ...}    warnings, skips and guard stops, in time order
 CSV: the samples only, one row each, `params` as a JSON object in one column.
@@ -20,6 +22,7 @@ from typing import IO, Any
 
 from pydantic import TypeAdapter
 
+from virtbench import metrics
 from virtbench.records import RunRecord, Sample
 from virtbench.store import Store
 
@@ -42,10 +45,37 @@ def lines(store: Store, run_id: str) -> Iterator[dict[str, Any]]:
     """The run's NDJSON records, in order."""
     run = store.run(run_id)
     yield {"record": "run", **_clean(dataclasses.asdict(run))}
-    for s in store.samples(run.id):
+    samples = store.samples(run.id)
+    for name, workload in dict.fromkeys((s.metric, s.workload) for s in samples):
+        yield {"record": "metric", "run_id": run.id, **declared(name, workload)}
+    for s in samples:
         yield {"record": "sample", "run_id": run.id, **_clean(dataclasses.asdict(s))}
     for t, level, message in store.events(run.id):
         yield {"record": "event", "run_id": run.id, "t": t, "level": level, "message": message}
+
+
+METRIC_FIELDS = {
+    "metric": {"type": "string", "description": "the name as stored in samples"},
+    "workload": {"type": "string"},
+    "unit": {"type": "string", "description": '"" where the samples carry their own'},
+    "direction": {"enum": ["lower", "higher", None]},
+    "includes": {"type": "string", "description": "what the figure includes"},
+    "lower_bound": {"type": ["number", "null"]},
+    "resolution": {"type": ["number", "null"], "description": "in `unit`; null: unknown"},
+    "repeated": {"type": "boolean", "description": "repeated measurements of one thing"},
+    "summary": {"type": "string", "description": "median (a distribution) or series"},
+    "compared": {"type": "boolean", "description": "compared across runtimes"},
+}
+
+
+def declared(name: str, workload: str) -> dict[str, Any]:
+    """What metrics.py declares of the figure `name` of `workload`."""
+    m = metrics.lookup(name, workload)
+    return _clean({
+        "metric": name, "workload": workload, "unit": m.unit, "direction": m.direction,
+        "includes": m.includes, "lower_bound": m.lower_bound, "resolution": m.resolution,
+        "repeated": m.repeated, "summary": m.summary, "compared": m.compared,
+    })  # fmt: skip
 
 
 def write_ndjson(store: Store, run_id: str, out: IO[str]) -> int:
@@ -93,21 +123,30 @@ def schema() -> dict[str, Any]:
             "message": {"type": "string"},
         },
     }
+    metric = {
+        "title": "Metric",
+        "description": "A figure the run's samples hold, as virtbench declares it.",
+        "type": "object",
+        "properties": METRIC_FIELDS,
+    }
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": SCHEMA_ID,
         "title": "virtbench export line",
         "description": (
-            "One line of `virtbench export RUN --format ndjson`: the run first, then its "
-            "samples, then its events. CSV exports carry the sample fields as columns."
+            "One line of `virtbench export RUN --format ndjson`: the run first, then the "
+            "declaration of each figure its samples hold, then its samples, then its "
+            "events. CSV exports carry the sample fields as columns."
         ),
         "oneOf": [
             {"$ref": "#/$defs/run"},
+            {"$ref": "#/$defs/metric"},
             {"$ref": "#/$defs/sample"},
             {"$ref": "#/$defs/event"},
         ],
         "$defs": {
             "run": _strict(run, "run", {}),
+            "metric": _strict(metric, "metric", {"run_id": run_id}),
             "sample": _strict(sample, "sample", {"run_id": run_id}),
             "event": _strict(event, "event", {"run_id": run_id}),
         },

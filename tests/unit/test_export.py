@@ -42,6 +42,14 @@ def test_ndjson_lines_validate_and_keep_everything(tmp_path):
     assert failed and all(r["value"] is None for r in failed)
     assert any(r["warmup"] for r in samples)
     assert any(r["record"] == "event" for r in recs)
+    # every figure the samples hold is declared once, as the registry has it
+    declared = {(r["metric"], r["workload"]): r for r in recs if r["record"] == "metric"}
+    assert set(declared) == {(r["metric"], r["workload"]) for r in samples}
+    boot = declared[("boot.spawn_to_exit", "hello")]
+    assert boot["unit"] == "ms" and boot["direction"] == "lower" and boot["lower_bound"] == 0
+    assert boot["repeated"] and "exited" in boot["includes"] and boot["resolution"] > 0
+    order = [r["record"] for r in recs]
+    assert order.index("metric") < order.index("sample")
     bad = {**samples[0], "value": "fast"}
     assert not validator.is_valid(bad)  # the schema can fail
 

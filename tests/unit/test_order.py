@@ -65,7 +65,7 @@ def test_a_host_that_never_quietens_is_flagged_not_waited_for_forever():
 def test_calibrated_background_load_is_allowed_but_flagged():
     q = Quiet(running=lambda: 2, window_s=0.002, step_s=0.0005, timeout_s=0.5)
     assert q.calibrate(0.01, grace=lambda: 0.004) == 1
-    assert q.window_s == 0.004  # one grace period
+    assert q.window_s == 0.008  # two grace periods
     w = q.wait()
     assert w.quiet and w.load == 1  # not stalled, and every such sample says so
 
@@ -85,7 +85,7 @@ def test_order_effect_needs_enough_values_per_predecessor():
     assert order_effects([("g", few)]) == []
 
 
-def test_the_window_is_one_grace_period_within_bounds():
+def test_the_window_is_two_grace_periods_within_bounds():
     q = Quiet(running=lambda: 1)
     q.calibrate(0.001, grace=lambda: 0.5)
     assert q.window_s == 0.05

@@ -7,12 +7,12 @@ asking, for a short window. The kernel's own clean-up of the previous instance (
 and mount namespaces torn down by kworkers, cgroup release) shows up as runnable tasks, so
 it is waited for rather than measured as part of the next launch.
 
-The window is one RCU grace period, measured before the run (`membarrier`, which returns
-after one: ~15 ms here): the kernel tears a network namespace down only after a grace
-period, holding the lock a new one needs, so a launch that creates one right after an
-instance with its own network was removed would wait for that teardown (measured here:
-native `hello` 1.48 ms after runc and 1.22 ms after crun with a 3 ms window; 1.48 and
-1.56 with 15 ms). It is polled (every millisecond, from /proc/stat's `procs_running`)
+The window is two RCU grace periods, measured before the run (`membarrier`, which returns
+after one: 8-16 ms here): the kernel tears a network namespace down in the background
+over several grace periods, holding the lock a new one needs, so a launch that creates
+one right after an instance with its own network was removed would wait for that
+teardown (measured here: native `hello` 1.48 ms after runc and 1.22 ms after crun with a
+3 ms window; 1.48 and 1.56 with 15 ms). It is polled (every millisecond, from /proc/stat's `procs_running`)
 rather than slept: a runnable task restarts it.
 
 Why a rest alone would not do: moving a task between cgroups (every launch does) takes a
@@ -38,6 +38,7 @@ from typing import Any
 
 WINDOW_S = 0.015  # quiet for this long before a timed launch (until calibrated)
 MIN_WINDOW_S, MAX_WINDOW_S = 0.003, 0.05
+GRACE_PERIODS = 2  # a network namespace's teardown waits for several (see above)
 STEP_S = 0.001  # polled this often (keeps the asking CPU awake; see above)
 TIMEOUT_S = 1.0  # at most this long; the sample is then flagged as taken under load
 CALIBRATE_S = 0.5  # how long the host is watched before the run
@@ -109,7 +110,7 @@ class Quiet:
         will not go away by waiting."""
         gp = grace()
         if gp is not None:
-            self.window_s = min(MAX_WINDOW_S, max(MIN_WINDOW_S, gp))
+            self.window_s = min(MAX_WINDOW_S, max(MIN_WINDOW_S, GRACE_PERIODS * gp))
         end = time.monotonic() + seconds
         least = None
         while time.monotonic() < end:
