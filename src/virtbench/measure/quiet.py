@@ -12,14 +12,15 @@ after one: 8-16 ms here): the kernel tears a network namespace down in the backg
 over several grace periods, holding the lock a new one needs, so a launch that creates
 one right after an instance with its own network was removed would wait for that
 teardown (measured here: native `hello` 1.48 ms after runc and 1.22 ms after crun with a
-3 ms window; 1.48 and 1.56 with 15 ms). It is polled (every millisecond, from /proc/stat's `procs_running`)
-rather than slept: a runnable task restarts it.
+3 ms window; 1.48 and 1.56 with 15 ms). It is polled (every millisecond, from
+/proc/stat's `procs_running`) rather than slept: a runnable task restarts it.
 
 Why a rest alone would not do: moving a task between cgroups (every launch does) takes a
 lock whose writer waits for a grace period unless another migration ran within the last
 one; so after any rest a launch is slower (native `hello` 0.7 ms back to back, 6-15 ms
 after 50-200 ms of rest), and after a slow predecessor slower than after a fast one.
-`Primer` makes that lock's state the same before every launch.
+`Primer` makes that lock's state, and how recently a process was started, the same
+before every launch.
 
 Other work on the host (a task that keeps a CPU busy) is measured before the run
 (`Quiet.calibrate`): the quiet window then allows that many runnable tasks, so a run on a
@@ -29,6 +30,7 @@ was runnable carries `load` > 0 (flagged in `show`, `compare` and the report).
 
 from __future__ import annotations
 
+import os
 import subprocess
 import time
 from collections.abc import Callable
@@ -144,8 +146,12 @@ class Quiet:
             time.sleep(self.step_s)
 
 
+WARM_PROGRAM = "/bin/true"
+
+
 class Primer:
-    """Puts the kernel's cgroup migration lock in the same state before every launch.
+    """Puts the host in the same state before every launch: the kernel's cgroup migration
+    lock, and process creation.
 
     Moving a task between cgroups takes a lock whose writer waits for an RCU grace
     period (about 8 ms here) unless another migration ran within the last one. Every
@@ -155,7 +161,11 @@ class Primer:
     0.2 s after one. `prime` moves a sentinel process of the run (`sleep`, in two
     cgroups `vb-<run>-quiet-a/b` of one hierarchy) from one cgroup to the other just
     before the launch, so no launch inherits or misses that from its predecessor; a
-    by-hand loop of launches (hyperfine) runs in the same state."""
+    by-hand loop of launches (hyperfine) runs in the same state. It then starts and waits
+    for /bin/true: after the quiet window, starting a process is slower than right after
+    another (a plain exec here: 0.2 ms back to back, 0.65 ms after 0.2 s; crun hello by
+    virtbench over hyperfine's back-to-back loop under a CPU hog: 1.09-1.19 without it,
+    0.99 with it)."""
 
     def __init__(self, layout: Any, name: Callable[[str], str], record: Callable[[str], None]):
         from virtbench import cgroups
@@ -187,6 +197,10 @@ class Primer:
         self._at ^= 1
         with open(self.dirs[self._at] / "cgroup.procs", "w") as fh:
             fh.write(str(self.proc.pid))
+        # and one trivial program started and waited for, as the previous launch of a
+        # by-hand loop would have: process creation is as warm before every launch
+        pid = os.posix_spawn(WARM_PROGRAM, [WARM_PROGRAM], {})
+        os.waitpid(pid, 0)
 
     def close(self) -> None:
         """End the sentinel and remove its cgroups."""
