@@ -194,7 +194,10 @@ def test_export_validates(store: Store):
     recs = list(export.lines(store, "abc123"))
     for rec in recs:
         validator.validate(rec)
-    assert len(recs) == 1 + len(store.samples("abc123")) + len(store.events("abc123"))
+    samples = store.samples("abc123")
+    figures = {(s.metric, s.workload) for s in samples}  # each declared once
+    assert len(recs) == 1 + len(figures) + len(samples) + len(store.events("abc123"))
+    assert {(r["metric"], r["workload"]) for r in recs if r["record"] == "metric"} == figures
 
 
 def test_concurrent_writes_from_two_threads(store: Store):
