@@ -68,10 +68,11 @@ class Session:
     ) -> Iterator[None]:
         """Around one timed launch: wait for a quiet host first and record in `params`
         how long that took, whether it was reached, the load seen and the runtime measured
-        just before (`predecessor`); hold the host sampler (and the garbage collector) while
-        the launch runs. `wait`
-        false: a launch of a pile-up, which follows the previous one at once (as S1's
-        runner does; pile-ups are one runtime at a time, never compared across an order)."""
+        just before (`predecessor`), prime the host (measure/quiet.py `Primer`); hold the
+        host sampler (and the garbage collector) while the launch runs. `wait` false: a
+        launch of a pile-up, which follows the previous one at once, neither waited for nor
+        primed (as S1's runner does; pile-ups are one runtime at a time, never compared
+        across an order)."""
         if wait:
             params.update(self.quiet.wait().params())
         params["predecessor"] = self._pred.take(experiment, runtime)
@@ -79,7 +80,7 @@ class Session:
         gc.disable()  # no collection of this process's garbage inside a timed launch
         try:
             with self.sampler.hold() if self.sampler is not None else contextlib.nullcontext():
-                if self.quiet.enabled:
+                if wait and self.quiet.enabled:  # a pile-up's launches are warm already
                     self.quiet.prime()
                 yield
         finally:
