@@ -28,8 +28,8 @@ from virtbench.stats import holm
 
 MIN_PER_PREDECESSOR = 4
 ALPHA = 0.05
-MIN_EFFECT = 0.10  # a predecessor must move the median by at least 10% (and 0.5 ms-like
-# resolution is the metric's business: the test's p alone flags tiny, steady shifts)
+MIN_EFFECT = 0.10  # a predecessor must move the median by at least 10%: with many
+# values the test's p alone would flag tiny, steady shifts
 
 
 def williams(n: int) -> list[list[int]]:

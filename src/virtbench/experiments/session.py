@@ -26,7 +26,7 @@ from virtbench.measure.host import HostSampler
 from virtbench.measure.machine import Host
 from virtbench.measure.probe import ProbeListener
 from virtbench.measure.quiet import Quiet
-from virtbench.measure.topology import Topology
+from virtbench.measure.topology import Topology, parse_cpulist
 from virtbench.runtimes.base import Instance, InstanceSpec, Runtime
 from virtbench.spec import Spec
 from virtbench.stats import summarize
@@ -148,8 +148,6 @@ class Session:
     def client_cpus(self, instance_cpus: str) -> str:
         """Where host-side clients run: every online CPU the instance does not use (all of
         them when it uses every one: then they share, and the placement says so)."""
-        from virtbench.measure.topology import parse_cpulist
-
         online = self.topology().cpus
         taken = set(parse_cpulist(instance_cpus))
         rest = [c for c in online if c not in taken] or list(online)

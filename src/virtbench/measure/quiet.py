@@ -30,13 +30,17 @@ was runnable carries `load` > 0 (flagged in `show`, `compare` and the report).
 
 from __future__ import annotations
 
+import ctypes
 import os
+import platform
+import statistics
 import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+from virtbench import cgroups
 
 WINDOW_S = 0.015  # quiet for this long before a timed launch (until calibrated)
 MIN_WINDOW_S, MAX_WINDOW_S = 0.003, 0.05
@@ -49,10 +53,6 @@ CALIBRATE_S = 0.5  # how long the host is watched before the run
 def grace_period_s(tries: int = 3) -> float | None:
     """How long an RCU grace period takes here (the median of `tries`): membarrier's
     MEMBARRIER_CMD_GLOBAL returns after one. None where the kernel refuses it."""
-    import ctypes
-    import platform
-    import statistics
-
     if platform.machine() != "x86_64":
         return None
     libc = ctypes.CDLL(None, use_errno=True)
@@ -167,24 +167,23 @@ class Primer:
     virtbench over hyperfine's back-to-back loop under a CPU hog: 1.09-1.19 without it,
     0.99 with it)."""
 
-    def __init__(self, layout: Any, name: Callable[[str], str], record: Callable[[str], None]):
-        from virtbench import cgroups
-
+    def __init__(
+        self, layout: cgroups.Layout, name: Callable[[str], str], record: Callable[[str], None]
+    ) -> None:
         self.dirs: list[Path] = []
         self.proc: subprocess.Popen | None = None
         self._at = 0
-        controller = "pids" if layout.version == 1 and "pids" in layout.v1 else None
+        # One hierarchy is enough (the lock is global); not cpuset, whose cgroups take no
+        # task before their CPUs are set.
+        controller = "pids"
+        if layout.version == 1 and controller not in layout.v1:
+            controller = next(c for c in layout.v1 if c != "cpuset")
         for side in ("a", "b"):
             cg = name(f"quiet-{side}")
             record(cg)  # in the run's state before it exists: `clean` finds it
-            made = cgroups.create(layout, cg, None, None)
-            keep = [
-                d for d in made if controller is None or d.parent.parent == layout.v1[controller]
-            ]
-            self.dirs.append(keep[0])
-            for d in made:
-                if d != keep[0]:
-                    d.rmdir()
+            d = layout.controller_dir(controller, cg)
+            d.mkdir(parents=True, exist_ok=True)
+            self.dirs.append(d)
         self.proc = subprocess.Popen(
             ["sleep", "infinity"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL, start_new_session=True,
@@ -204,8 +203,6 @@ class Primer:
 
     def close(self) -> None:
         """End the sentinel and remove its cgroups."""
-        from virtbench import cgroups
-
         if self.proc is not None:
             self.proc.kill()
             self.proc.wait(timeout=10)

@@ -176,7 +176,7 @@ class Docker(Engine):
             daemon_up,
             dockerd_argv(config),
             ready_timeout=90,
-            after_stop=remove_engine_cgroups,
+            after_stop=remove_engine_leftovers,
         )
         self.api = client().api
 
@@ -395,8 +395,17 @@ def dead_containerd() -> list[psutil.Process]:
         return []
 
 
-def remove_engine_cgroups() -> None:
-    """After stopping a dockerd we started: the empty `/docker` cgroups it made."""
+HOST_NETNS_MOUNT = "/run/docker/netns/default"
+
+
+def remove_engine_leftovers() -> None:
+    """After stopping a dockerd we started: the empty `/docker` cgroups it made, and the
+    bind mount of the host's network namespace it keeps at HOST_NETNS_MOUNT (a stopped
+    dockerd leaves it mounted)."""
+    from virtbench.cleanup import mounts
+
     for top in Path("/sys/fs/cgroup").glob("*/docker"):
         with contextlib.suppress(OSError):
             top.rmdir()
+    if HOST_NETNS_MOUNT in mounts():
+        proc.run(["umount", HOST_NETNS_MOUNT], check=False)

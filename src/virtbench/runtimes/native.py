@@ -62,16 +62,16 @@ class Native(Runtime):
         return [*self._launcher(inst, self._dirs[inst.name]), *self._command(inst)], {}
 
     def _launcher(self, inst: Instance, dirs: list[Path]) -> list[str]:
-        """vb-cgexec: joins the cgroups, then the instance's network namespace (a new one
-        for `none`, the bridge's for `bridge`), then execs the workload."""
+        """vb-cgexec: joins the cgroups, then (native only: nspawn and VMs do their own
+        network) the instance's network namespace (a new one for `none`, the bridge's for
+        `bridge`), then execs the workload."""
         net: list[str] = []
-        network = self.effective_network(inst.spec.network)
-        if self.family is not Family.PROCESS:  # nspawn: its own launcher does the network
-            pass
-        elif network == "none":
-            net = ["-N"]
-        elif network == "bridge" and inst.netns is not None:
-            net = ["-n", str(inst.netns)]
+        if self.family is Family.PROCESS:
+            network = self.effective_network(inst.spec.network)
+            if network == "none":
+                net = ["-N"]
+            elif network == "bridge" and inst.netns is not None:
+                net = ["-n", str(inst.netns)]
         return [str(inst.spec.rootfs / "bin" / "vb-cgexec"), *net, *map(str, dirs), "--"]
 
     def _resolve_probe(self, inst: Instance, network: str) -> tuple[str, ...]:

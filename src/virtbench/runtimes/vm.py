@@ -314,7 +314,7 @@ class Vm(Native):
     def _start(self, inst: Instance, detach: bool) -> None:
         del detach  # both ways the VM runs on; run_to_exit waits for the VMM to end
         dirs = self._dirs.pop(inst.name)
-        launcher = [str(inst.spec.rootfs / "bin" / "vb-cgexec"), *map(str, dirs), "--"]
+        launcher = self._launcher(inst, dirs)  # native's: cgroups only, for a VM
         env = {"PATH": "/usr/bin:/bin", "VIRTBENCH_INSTANCE": inst.name}  # found by clean
         argv = [*launcher, *self._command(inst)]
         with open(inst.log_path, "ab") as log:
