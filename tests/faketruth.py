@@ -43,6 +43,8 @@ class RuntimeTruth:
     exit_ms: float = 10.0  # median spawn -> exit of a foreground instance (hello, sqlite)
     ready_ms: float = 20.0  # median spawn -> ready of a detached one (sleep, attackers)
     cv: float = 0.05  # of both durations (log-normal)
+    second_ms: float = 0.0  # a second mode: this much more, in `second_share` of launches
+    second_share: float = 0.0
     slope_ms: float = 0.0  # boot grows by this per running instance of the runtime
     pss_mib: float = 2.0  # user side of one instance: PSS of its processes (median)
     pss_cv: float = 0.02
@@ -141,7 +143,8 @@ class World:
         rt = self.of(label)
         median = rt.exit_ms if kind == "exit" else rt.ready_ms
         grown = rt.slope_ms * self.background(label)
-        return lognormal(self.rng, median, rt.cv) + grown + self.carry_ms(label, t_ns)
+        second = rt.second_ms if self.rng.random() < rt.second_share else 0.0
+        return lognormal(self.rng, median, rt.cv) + grown + second + self.carry_ms(label, t_ns)
 
     def figure(self, label: str, cpus: str | None) -> float:
         """The worker's figure now: its draw, grown with the running instances, divided

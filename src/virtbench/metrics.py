@@ -88,6 +88,7 @@ class Metric:
 
 NS_MS = 1e-6  # a host monotonic clock read in ns, in ms
 KIB_MIB = 1 / 1024  # /proc reports kB
+CHARGE_BATCH_MIB = 64 * 4096 / 2**20  # memcg charges in batches of 64 pages (4 KiB pages)
 OPEN: dict[str, Any] = {"unit": "", "direction": None, "lower_bound": None}  # samples say
 
 
@@ -145,8 +146,9 @@ REGISTRY: tuple[Metric, ...] = (
     _pile("density.pss_without_guest_ram", "MiB", "lower", "VMs: density.pss less the PSS "
           "of the guest's RAM mapping, the VMM's own cost", resolution=KIB_MIB),
     _pile("density.cgroup_memory", "MiB", "lower", "memory charged to the new instance's "
-          "cgroup (memory.current, v1 usage_in_bytes: page cache included)",
-          resolution=1 / 2**20),
+          "cgroup (memory.current, v1 usage_in_bytes: page cache included); the kernel "
+          "charges a cgroup 64 pages at a time and keeps the rest per CPU, so the figure "
+          "moves in steps of 0.25 MiB", resolution=CHARGE_BATCH_MIB),
     _pile("density.mem_available", "MiB", "higher", "the host's MemAvailable after the new "
           "instance got ready", resolution=KIB_MIB, repeated=False, summary="series",
           compared=False),

@@ -181,6 +181,56 @@ def outliers(values: Sequence[float]) -> np.ndarray:
     return (arr < q1 - fence) | (arr > q3 + fence)
 
 
+# --- two modes ----------------------------------------------------------------------------
+MODES_MIN_N = 20  # fewer values: heavy-tailed unimodal draws split apart by chance
+MODES_MIN_SHARE = 0.2  # each mode holds at least this share (a few outliers are no mode)
+MODES_MIN_SEPARATION = 6.0  # Ashman's D; >2 is commonly read as separated, see `modes`
+
+
+@dataclass(frozen=True)
+class Modes:
+    """A group whose values fall in two separated clusters: how many in each and each
+    one's median. Its median describes neither."""
+
+    low_n: int
+    low_median: float
+    high_n: int
+    high_median: float
+    separation: float  # Ashman's D of the best split
+
+
+def modes(values: Sequence[float], resolution: float | None = None) -> Modes | None:
+    """Two modes, if `values` have them clearly; else None.
+
+    Every split of the sorted values into a lower and an upper cluster (each at least
+    MODES_MIN_SHARE of them) is scored by Ashman's D = sqrt(2) |m1 - m2| / sqrt(s1^2 +
+    s2^2); the best split counts if D >= MODES_MIN_SEPARATION and the clusters' medians
+    lie more than twice `resolution` apart (a quantised figure's two steps are no modes).
+    The threshold is high because the best of many splits is taken: over 2000 draws of
+    20 values, a normal reached 6 never, an exponential, a log-normal (sigma 1) and a
+    Pareto (a=2) in 1.0-1.5% of draws; two normals 10 SDs apart (4:6) always."""
+    arr = np.sort(_finite(values))
+    n = arr.size
+    if n < MODES_MIN_N:
+        return None
+    least = math.ceil(MODES_MIN_SHARE * n)
+    best: tuple[float, int] = (0.0, 0)
+    for k in range(least, n - least + 1):
+        lo, hi = arr[:k], arr[k:]
+        spread = math.sqrt(float(lo.var() + hi.var()))
+        gap = float(hi.mean() - lo.mean())
+        d = math.inf if spread == 0 and gap > 0 else (math.sqrt(2) * gap / spread if spread else 0)
+        if d > best[0]:
+            best = (d, k)
+    d, k = best
+    if d < MODES_MIN_SEPARATION:
+        return None
+    lo_med, hi_med = float(np.median(arr[:k])), float(np.median(arr[k:]))
+    if resolution is not None and hi_med - lo_med <= 2 * resolution:
+        return None
+    return Modes(k, lo_med, n - k, hi_med, d)
+
+
 # --- A/B: one metric, two groups ----------------------------------------------------------
 PERMUTATIONS = 9999
 Verdict = str  # "better" | "worse" | "no change" | "too few"

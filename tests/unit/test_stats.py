@@ -1,6 +1,8 @@
 import math
 
-from virtbench.stats import slowdown, summarize
+import numpy as np
+
+from virtbench.stats import modes, slowdown, summarize
 
 
 def test_summary_of_known_values():
@@ -154,7 +156,9 @@ def test_below_five_units_there_is_no_interval_only_the_range():
     values = [1.0, 1.1, 1.2, 5.0, 5.1, 5.2, 9.0, 9.1, 9.2]  # 3 units of 3 batches
     s = summarize(values, [0, 0, 0, 1, 1, 1, 2, 2, 2])
     assert s.n == 9 and s.units == 3 and not s.has_ci
-    assert spread(s)[0] == "1-9.2 (range of 3)"
+    assert spread(s)[0] == "1-9.2 (range of 9 in 3 units)"
+    assert spread(summarize([1.0, 5.0, 9.2], [0, 1, 2]))[0] == "1-9.2 (range of 3)"
+    assert spread(summarize([1.0, 5.0, 9.2], [0, 0, 0]))[0] == "1-9.2 (range of 3 in 1 unit)"
     assert summarize(values).has_ci  # the same values as 9 units do get one
 
 
@@ -168,3 +172,24 @@ def test_slowdown_ci_resamples_units():
     assert math.isclose(point, 1.0) and lo <= 1.0 <= hi
     few = [0, 0, 1, 1, 2, 2, 3, 3, 3, 3]  # 4 units
     assert math.isnan(slowdown_ci(base, base, "higher", units_b=few, units_a=units)[1])
+
+
+def test_two_modes_found_where_separated_and_not_in_one_skewed_mode():
+    rng = np.random.default_rng(7)
+    two = np.concatenate([rng.normal(5, 0.5, 8), rng.normal(15.5, 0.6, 12)])
+    found = modes(two)
+    assert found is not None and (found.low_n, found.high_n) == (8, 12)
+    assert abs(found.low_median - 5) < 0.6 and abs(found.high_median - 15.5) < 0.6
+    assert modes(two[:19]) is None  # too few values to tell
+    # one mode, skewed or heavy-tailed: at most the rare chance split (1-1.5% here)
+    hits = sum(
+        modes(draw) is not None
+        for _ in range(100)
+        for draw in (rng.lognormal(0, 1, 30), rng.exponential(1, 30), rng.normal(10, 1, 30))
+    )
+    assert hits <= 6, hits
+    # a quantised figure's two steps (64 pages charged at a time) are no modes
+    steps = [0.25] * 12 + [0.5] * 18
+    assert modes(steps) is not None and modes(steps, resolution=0.25) is None
+    outliers_ = np.concatenate([rng.normal(10, 0.3, 17), [50.0, 51.0, 52.0]])
+    assert modes(outliers_) is None  # three far values of twenty are outliers, no mode

@@ -13,6 +13,7 @@ hold every point estimate to a tolerance as well.
 from __future__ import annotations
 
 import math
+import re
 import statistics
 from collections import defaultdict
 
@@ -24,6 +25,7 @@ from tests.faketruth import FakeHarness, RuntimeTruth, Truth
 from virtbench import runner
 from virtbench.experiments.order import order_effects
 from virtbench.report.compare import compare
+from virtbench.report.tables import trust_notes
 from virtbench.spec import parse
 from virtbench.stats import slowdown_ci, summarize
 from virtbench.store import Sample, Store
@@ -111,6 +113,29 @@ def test_without_quiescence_the_carry_over_shows_as_an_order_effect(tmp_path, mo
         other = next(p for p in after if p not in ("fa", rt, ""))
         shift = statistics.median(after["fa"]) - statistics.median(after[other])
         assert abs(shift - 4.0) < 1.5, (rt, shift)  # ~3.5 SE of a difference of medians
+
+
+def test_an_injected_second_mode_is_named_and_a_single_one_is_not(tmp_path, monkeypatch):
+    """fa's launches take 10 ms more in 40% of them (a runtime that sometimes retries):
+    the notes name fa's group with its two modes and their sizes, and no group of fb or
+    fc (one log-normal mode each, fb with a CV of 10%)."""
+    truth = Truth(
+        {
+            "fa": RuntimeTruth(exit_ms=5.0, second_ms=10.0, second_share=0.4),
+            "fb": RuntimeTruth(exit_ms=15.0, cv=0.10),
+            "fc": RuntimeTruth(exit_ms=20.0),
+        },
+        seed=5,
+    )
+    exp = {"type": "boot", "runs": 40, "warmups": 0, "workloads": ["hello"]}
+    with fake_session(tmp_path, monkeypatch, truth, ALL, exp, order_seed=3) as (s, _):
+        samples = run(s)
+    notes = [text for _, text in trust_notes(samples) if "two modes" in text]
+    assert len(notes) == 1 and notes[0].startswith("boot.spawn_to_exit (hello) on fa "), notes
+    slow = sum(1 for v in values(samples, "boot.spawn_to_exit", "fa") if v > 10)
+    low, high = re.findall(r"(\d+) (?:values )?near ([\d.]+) ms", notes[0])
+    assert (int(low[0]), int(high[0])) == (40 - slow, slow)
+    assert abs(float(low[1]) - 5.0) < 0.5 and abs(float(high[1]) - 15.0) < 1.0, notes
 
 
 # --- density --------------------------------------------------------------------------

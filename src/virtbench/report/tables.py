@@ -12,7 +12,7 @@ from rich.table import Table
 
 from virtbench import metrics
 from virtbench.records import RunRecord, Sample
-from virtbench.stats import Summary, slowdown_ci, summarize
+from virtbench.stats import Summary, modes, slowdown_ci, summarize
 
 
 def fmt(x: float, digits: int = 3) -> str:
@@ -31,7 +31,9 @@ def spread(st: Summary) -> tuple[str, str]:
     elif st.units == 1 and st.minimum == st.maximum:  # one run's figure (a pile-up's count)
         ci = "- (1 unit)"
     elif st.n:
-        ci = f"{fmt(st.minimum)}-{fmt(st.maximum)} (range of {st.units})"
+        of = f"{st.units}" if st.units == st.n else f"{st.n} in {st.units} unit"
+        of += "s" if st.units > 1 and st.units != st.n else ""
+        ci = f"{fmt(st.minimum)}-{fmt(st.maximum)} (range of {of})"
     else:
         ci = "-"
     cv = f"{st.cv * 100:.1f}%" if not math.isnan(st.cv) else "-"
@@ -317,9 +319,39 @@ CI_NOTE = (
 )
 
 
+def two_modes(rows: list[Sample]) -> list[str]:
+    """One line per group of values measured under one condition (metric, workload,
+    runtime, background instances, attacker and placement) that fall in two separated
+    clusters (stats.modes): its median stands for neither. A pile-up's figures, which
+    change along the pile-up by design, are not looked at."""
+    groups: dict[tuple, list[float]] = defaultdict(list)
+    for s in rows:
+        m = metrics.lookup(s.metric, s.workload)
+        if s.error or s.value is None or m.summary != "median" or m.pile_up:
+            continue
+        condition = (s.background, str(s.params.get("attacker", "")),
+                     str(s.params.get("placement", "")))  # fmt: skip
+        groups[(s.metric, s.workload, s.runtime, s.unit, condition)].append(s.value)
+    out = []
+    for (metric, workload, runtime, unit, condition), vals in sorted(groups.items()):
+        found = modes(vals, metrics.lookup(metric, workload).resolution)
+        if found:
+            background, attacker, placement = condition
+            where = f" with {background} in the background" if background else ""
+            where += f" beside {attacker} ({placement})" if attacker else ""
+            out.append(
+                f"{metric} ({workload}) on {runtime}{where} has two modes: "
+                f"{found.low_n} values near {fmt(found.low_median)} {unit} and "
+                f"{found.high_n} near {fmt(found.high_median)} {unit}; its median "
+                "describes neither"
+            )
+    return out
+
+
 def trust_notes(samples: list[Sample]) -> list[tuple[str, str]]:
     """(level, text) a reader must weigh: samples measured on a host that was not quiet,
-    and groups whose figures depend on the runtime measured before them."""
+    groups whose figures depend on the runtime measured before them, and groups with two
+    modes."""
     from virtbench.experiments.order import order_effects
 
     rows = [s for s in samples if not s.warmup]
@@ -335,4 +367,5 @@ def trust_notes(samples: list[Sample]) -> list[tuple[str, str]]:
             name = f"{s.metric} ({s.workload}) on {s.runtime}"
             groups[name].append((s.params["predecessor"], s.value))
     out += [("warning", e.text()) for e in order_effects(groups.items())]
+    out += [("warning", text) for text in two_modes(rows)]
     return out
