@@ -54,7 +54,8 @@ clean-venv:
 # Benchmarks of virtbench's own overhead (not part of `make test`): boot measurement against
 # hyperfine, launching BENCH_INSTANCES background crun sleepers against a bash loop, the
 # host sampler's CPU at 10 Hz with that many running, and the trust checks (bench/trust.py:
-# mixed against alone runs, compare's A/A false-positive rate, hyperfine with a CPU hog).
+# mixed against alone runs, compare's A/A false-positive rate, hyperfine with a CPU hog,
+# memory per instance against /proc/meminfo by hand).
 # Each prints its ratio; a summary ends.
 BENCH_INSTANCES ?= 1000
 bench: setup

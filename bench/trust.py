@@ -21,9 +21,13 @@
    command by hand (bench/boot_vs_hyperfine.py), on a quiet host and again with a CPU
    hog (a busy loop this script starts, pinned to CPU 0, and ends by its pid). Target:
    at most 1.1 each.
+4. Memory per instance: virtbench's fitted host cost and its kernel side for crun,
+   docker and runsc at 100 sleepers over /proc/meminfo read before and after by hand
+   (bench/memory_vs_hand.py). Target: within 0.85-1.15 each.
 
     .venv/bin/python bench/trust.py [--runs 30] [--runtimes native,crun,runc,lxc]
         [--splits 200] [--rounds 6] [--hyperfine-rounds 3]
+        [--memory-runtimes crun,docker,runsc] [--memory-instances 100]
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import boot_vs_hyperfine
+import memory_vs_hand
 import virtbench_run
 
 from virtbench.artifacts import build_minimal_rootfs
@@ -168,6 +173,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=6, help="mixed runs (each between alone "
                     "runs)")  # fmt: skip
     ap.add_argument("--hyperfine-rounds", type=int, default=3, help="per condition")
+    ap.add_argument("--memory-runtimes", default="crun,docker,runsc")
+    ap.add_argument("--memory-instances", type=int, default=100)
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("run as root")
@@ -181,10 +188,16 @@ def main() -> None:
     quiet = hyperfine_ratio(args.runs, args.hyperfine_rounds)
     with cpu_hog(0):
         loaded = hyperfine_ratio(args.runs, args.hyperfine_rounds)
-    ok = ok1 and rate <= AA_TARGET and max(quiet, loaded) <= HYPERFINE_TARGET
+    print(
+        f"--- 4. memory per instance at {args.memory_instances} sleepers: virtbench's "
+        "fitted host cost and kernel side over /proc/meminfo before and after by hand"
+    )
+    ok4 = memory_vs_hand.check(args.memory_runtimes.split(","), args.memory_instances, 10)
+    ok = ok1 and rate <= AA_TARGET and max(quiet, loaded) <= HYPERFINE_TARGET and ok4
     print(f"trust: mixed/alone {'ok' if ok1 else 'MISSED'}; A/A rate {rate:.3f}; hyperfine "
           f"ratio {quiet:.3f} quiet, {loaded:.3f} with a CPU hog (target <= "
-          f"{HYPERFINE_TARGET}): {'ok' if ok else 'MISSED'}")  # fmt: skip
+          f"{HYPERFINE_TARGET}); memory vs hand {'ok' if ok4 else 'MISSED'}: "
+          f"{'ok' if ok else 'MISSED'}")  # fmt: skip
     sys.exit(0 if ok else 1)
 
 

@@ -80,10 +80,13 @@ def fake_run(
             for k in range(1, 51):
                 add(runtime, "density", "density.pss", float(draw(2.0, f, "lower", 1)[0]),
                     "MiB", "lower", "sleep", 0, background=k - 1, params=params)  # fmt: skip
-                if k % 10 == 0:
-                    add(runtime, "density", "density.host_per_instance",
-                        float(draw(4.0, f, "lower", 1)[0]), "MiB", "lower", "sleep", 0,
-                        background=k, params=params)  # fmt: skip
+            for k in range(0, 51, 10):  # the host at each step: 4 MiB x f per instance
+                for metric, base, per in (("density.host_used", 900.0, 4.0),
+                                          ("density.kernel_used", 300.0, 1.0),
+                                          ("density.user_pss", 0.0, 2.0)):  # fmt: skip
+                    noise = float(rng.normal(0.0, 0.2))
+                    add(runtime, "density", metric, base + per * f * k + noise, "MiB",
+                        "lower", "sleep", 0, background=k, params=params)  # fmt: skip
         if "throughput" in experiments:
             for level in (1, 4, 16):
                 for i, v in enumerate(draw(1000.0 * min(level, 4), f, "higher", 5)):

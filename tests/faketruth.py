@@ -66,7 +66,8 @@ class Truth:
     seed: int = 0
     mem_total_mib: float = 65536.0
     mem_available_mib: float = 60000.0  # with no instance running
-    mem_noise_mib: float = 0.25  # SD of each MemAvailable reading
+    mem_noise_mib: float = 0.25  # SD of each MemAvailable (and Slab) reading
+    slab_mib: float = 300.0  # Slab with no instance running
 
 
 @dataclass
@@ -187,6 +188,12 @@ class World:
         self.last_stop = (label, now)
         self.stopped_at[label] = now
 
+    def slab(self) -> int:
+        """Slab: the base plus every running instance's kernel side, plus noise."""
+        used = sum(i.kernel for i in self.running.values())
+        noise = self.rng.normal(0.0, self.truth.mem_noise_mib) * MIB
+        return int(self.truth.slab_mib * MIB + used + noise)
+
     def mem_available(self) -> int:
         """MemAvailable: the base less every running instance's PSS and kernel side,
         plus the reading's noise."""
@@ -205,13 +212,17 @@ class FakeHost(Host):
     def meminfo(self) -> dict[str, int]:
         total = int(self.world.truth.mem_total_mib * MIB)
         return {"MemTotal": total, "MemAvailable": self.mem_available(), "SwapTotal": 0,
-                "SwapFree": 0}  # fmt: skip
+                "SwapFree": 0, "Slab": self.world.slab(), "PageTables": 8 * MIB,
+                "KernelStack": 4 * MIB, "Percpu": 2 * MIB}  # fmt: skip
 
     def mem_available(self) -> int:
         return self.world.mem_available()
 
     def drop_caches(self) -> bool:
         return True
+
+    def settle_memory(self, window_s: float, timeout_s: float = 120.0) -> tuple[float, bool]:
+        return 0.0, True  # the fake's memory has no deferred frees
 
     def availability(self, window_s: float) -> dict[str, float]:
         del window_s  # no CPU idle to watch: the fake's instances use none

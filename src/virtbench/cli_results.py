@@ -132,6 +132,8 @@ def compare(
     name_b = f"{id_b}" + (f" {host_pair[1]}" if host_pair else "") + (f" {rt_b}" if rt_b else "")
     title = f"B against A (min effect {min_effect:g}%, alpha {alpha:g})"
     out.print(cmp.verdict_table(title, rows, name_a, name_b))
+    for line in cmp.reasons(rows):
+        out.print(f"no ratio: {escape(line)}", soft_wrap=True)
     n = cmp.counts(rows)
     always = ("worse", "better", "no change", "too few")
     out.print(", ".join(f"{v} {k}" for k, v in n.items() if v or k in always))

@@ -63,7 +63,12 @@ METRIC_FIELDS = {
     "lower_bound": {"type": ["number", "null"]},
     "resolution": {"type": ["number", "null"], "description": "in `unit`; null: unknown"},
     "repeated": {"type": "boolean", "description": "repeated measurements of one thing"},
-    "summary": {"type": "string", "description": "median (a distribution) or series"},
+    "summary": {
+        "type": "string",
+        "description": "median (a distribution), series (values at "
+        "their point), or fit (the slope of a series, computed when read; never "
+        "stored)",
+    },
     "compared": {"type": "boolean", "description": "compared across runtimes"},
 }
 

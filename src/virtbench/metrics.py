@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from virtbench.records import Direction
 
-Summary = Literal["median", "series"]
+Summary = Literal["median", "series", "fit"]
 PlotKind = Literal["boot", "latency", "concurrency", "scalability", "density"]
 DesmetKind = Literal["boot", "lower", "higher"]
 
@@ -46,7 +46,10 @@ class Metric:
                  is (adaptive repetition's target); False: host state, one-off figures,
                  per-step series, side figures kept out of that target
     summary      "median": summarised as a distribution (median, 95% CI, CV);
-                 "series": per-point values shown at their point, never summarised
+                 "series": per-point values shown at their point, never summarised;
+                 "fit": the slope of the series `fits` against its background count,
+                 computed when read (report/fits.py), never stored
+    fits         for "fit": the series metric whose slope it is
     compared     the report compares runtimes on it: tests, DESMET scores, spread warnings
     ab_compared  `virtbench compare` tests it between its two sides: more than `compared`,
                  as a run that reached fewer instances or kept a bigger image regressed
@@ -76,6 +79,7 @@ class Metric:
     headline: bool = True
     workload: str = ""
     label: str = ""
+    fits: str = ""
 
     def __post_init__(self) -> None:
         if self.desmet is None:  # scored in its own direction unless declared boot-like
@@ -99,6 +103,15 @@ def _boot(name: str, includes: str, **kw: Any) -> Metric:
 
 def _pile(name: str, unit: str, direction: Direction | None, includes: str, **kw: Any) -> Metric:
     return Metric(name, unit, direction, includes, pile_up=True, headline=False, **kw)
+
+
+_STEP: dict[str, Any] = {
+    "resolution": KIB_MIB,
+    "repeated": False,
+    "summary": "series",
+    "compared": False,
+    "ab_compared": False,
+}
 
 
 def _host(name: str, includes: str, resolution: float | None, label: str) -> Metric:
@@ -152,11 +165,31 @@ REGISTRY: tuple[Metric, ...] = (
     _pile("density.mem_available", "MiB", "higher", "the host's MemAvailable after the new "
           "instance got ready", resolution=KIB_MIB, repeated=False, summary="series",
           compared=False),
-    # per step: an average over every instance so far, not one instance measured again
+    # the host at each step of a pile-up (caches dropped), at the instances running then
+    _pile("density.host_used", "MiB", "lower", "host memory in use: MemTotal - MemAvailable",
+          **_STEP),
+    _pile("density.kernel_used", "MiB", "lower", "the kernel's memory that grows with "
+          "instances: Slab + PageTables + KernelStack + Percpu from /proc/meminfo", **_STEP),
+    _pile("density.user_pss", "MiB", "lower", "PSS summed over every host process of every "
+          "running instance (shims, monitors, sandboxes, VMMs) and the daemons the run "
+          "started for the runtime", **_STEP),
+    # what each instance costs: the slope of a step series against instances running
+    # (report/fits.py), computed when read, not stored
+    _pile("density.host_cost", "MiB", "lower", "host memory per instance: the slope of "
+          "density.host_used against instances running, least squares over every step",
+          summary="fit", plot="density", label="host memory in use", fits="density.host_used",
+          resolution=KIB_MIB),
+    _pile("density.kernel_cost", "MiB", "lower", "its kernel side: the slope of "
+          "density.kernel_used", summary="fit", plot="density", label="kernel memory",
+          fits="density.kernel_used", resolution=KIB_MIB),
+    _pile("density.user_cost", "MiB", "lower", "its user side: the slope of "
+          "density.user_pss", summary="fit", fits="density.user_pss", resolution=KIB_MIB,
+          label="PSS of instances and daemons"),
+    # an earlier virtbench's per-step ratio, kept so its runs still read
     _pile("density.host_per_instance", "MiB", "lower", "(MemAvailable before the first "
-          "instance - now) / instances running, caches dropped before each reading",
-          lower_bound=None, repeated=False, plot="density",
-          label="host MemAvailable drop per instance"),
+          "instance - now) / instances running, caches dropped before each reading (runs "
+          "of an earlier virtbench; replaced by density.host_cost)", lower_bound=None,
+          repeated=False, summary="series", compared=False, ab_compared=False),
     # counts of how far a pile-up got: reported, not scored across runtimes
     _pile("density.reached", "instances", "higher", "instances running when growth stopped "
           "(the target, the memory guard, or an instance that failed)", resolution=1.0,
@@ -325,6 +358,11 @@ def is_repeated(name: str, workload: str = "") -> bool:
 def is_compared(name: str, workload: str = "") -> bool:
     """Does the report compare runtimes on it (tests, DESMET scores, spread warnings)?"""
     return lookup(name, workload).compared
+
+
+def fitted() -> list[Metric]:
+    """The figures read as the slope of a series (summary "fit"), in the order declared."""
+    return [m for m in REGISTRY if m.summary == "fit"]
 
 
 def plotted(kind: PlotKind) -> list[Metric]:

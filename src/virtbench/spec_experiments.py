@@ -79,6 +79,9 @@ class DensityExperiment(_Model):
     guard_available_pct: float = Field(default=10.0, ge=0, le=90)
     guard_available_mib: int = Field(default=1024, ge=0)
     timeout_s: float = Field(default=60.0, gt=0, le=3600)
+    # before each pile-up, memory in use must hold still this long (caches dropped): the
+    # kernel frees what an earlier teardown left in bursts, up to ~10 s later here
+    memory_settle_s: float = Field(default=15.0, ge=0, le=600)
 
     def instance_workloads(self) -> list[str]:
         return [self.workload]

@@ -47,8 +47,9 @@ def test_boot_and_density_on_three_runtimes(env, tmp_path):
         pss = [s for s in samples if s.runtime == rt and s.metric == "density.pss"]
         assert len(pss) == 15 and all(s.value > 0 for s in pss)
         assert [s.background for s in pss if s.repetition == 2] == [0, 1, 2, 3, 4]
-        host = [s for s in samples if s.runtime == rt and s.metric == "density.host_per_instance"]
-        assert [s.background + 1 for s in host if s.repetition == 0] == [2, 4, 5]
+        host = [s for s in samples if s.runtime == rt and s.metric == "density.host_used"]
+        assert [s.background for s in host if s.repetition == 0] == [0, 2, 4, 5]
+        assert all(s.value > 0 and s.params["caches_dropped"] for s in host)
         reached = [s.value for s in samples if s.runtime == rt and s.metric == "density.reached"]
         assert reached == [5.0, 5.0, 5.0]
     measured = [s for s in samples if s.experiment != "image"]

@@ -30,6 +30,7 @@ def test_scalability_measures_boot_at_every_step(env, tmp_path):
     rid = run_id_of(res.stdout)
     assert f"run {rid} completed" in res.stdout
     assert "vs 0" in res.stdout and "mem avail" in res.stdout
+    assert "slope per 100" in res.stdout and "verdict" in res.stdout  # the trend table
     samples = Store(tmp_path / "results").samples(rid)
     for rt in ("native", "crun"):
         mine = [s for s in samples if s.runtime == rt and s.experiment == "scalability"]

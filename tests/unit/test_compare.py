@@ -94,3 +94,24 @@ def test_compare_input_errors_name_the_flag(tmp_path):
     assert res.exit_code == 2 and "run 'zzzzz9' not found" in res.output
     res = compare(tmp_path, "aaaaa1", "aaaaa1", "--metric", "nothing.*")
     assert res.exit_code == 2 and "no measurement appears on both sides" in res.output
+
+
+def test_compare_memory_costs_by_their_slopes_and_refuses_a_baseline_below_resolution(tmp_path):
+    """Memory per instance is compared as fitted slopes; where A's is below resolution (an
+    instance that costs nothing) there is no ratio, and one line says why."""
+    store = Store(tmp_path)
+    fake_run(store, "ddddd4", {"crun": 1.0}, experiments=("density",), seed=1)
+    fake_run(store, "eeeee5", {"crun": 1.5}, experiments=("density",), seed=2)
+    res = compare(tmp_path, "ddddd4", "eeeee5")
+    assert res.exit_code == 1, res.output
+    host = next(ln for ln in res.output.splitlines() if "host_cost" in ln)
+    assert "worse" in host and ("+49.9" in host or "+50" in host) and "6/6 steps" in host, host
+    fake_run(store, "fffff6", {"native": 0.0, "crun": 1.0}, experiments=("density",), seed=3)
+    res = compare(tmp_path, "fffff6", "--runtimes", "native,crun")
+    lines = res.output.splitlines()
+    host = next(ln for ln in lines if "host_cost" in ln and "no ratio" in ln)
+    assert "< " in host and "-%" not in host, host
+    why = [ln for ln in lines if ln.startswith("no ratio:")]
+    assert any("host_cost" in ln and "A's slope is below the method's resolution" in ln
+               for ln in why), why  # fmt: skip
+    assert any("pss" in ln and "median is 0 MiB" in ln for ln in why), why

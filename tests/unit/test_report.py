@@ -68,11 +68,26 @@ def test_report_is_self_contained_with_every_section(tmp_path):
 
     assert scores("inserts_per_s (sqlite)") == ["4", "1"]
     assert scores("pss (sleep)") == ["4", "0"]
+    assert scores("density.host_cost") == ["4", "0"]  # slopes: 4.2 and 6.4 MiB against 4
     assert "Boot is not scored against native" in page  # no boot rows against a process
     assert "spawn_to_exit (hello)</td><td>boot" not in page
     res = runner.invoke(app, ["report", "aaaaa1", "-o", str(out), "--results", str(tmp_path),
                               "--global-test", "anova"])  # fmt: skip
     assert res.exit_code == 0 and "ANOVA + Tukey HSD" in out.read_text()
+
+
+def test_desmet_scores_nothing_against_a_baseline_below_resolution(tmp_path):
+    """An instance that costs nothing measurable is no baseline: no score is a ratio to
+    it, and the table says so, one line each."""
+    store = Store(tmp_path)
+    fake_run(store, "ccccc3", {"native": 0.0, "crun": 1.0}, ("density",))
+    out = tmp_path / "r.html"
+    res = runner.invoke(app, ["report", "ccccc3", "-o", str(out), "--results", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    page = out.read_text()
+    assert "pss (sleep) not scored: native&#39;s median is 0 MiB" in page
+    assert "density.host_cost not scored: native&#39;s slope is below the method&#39;s" in page
+    assert "<td>density.host_cost</td>" not in page
 
 
 def test_report_flags_name_what_to_fix(tmp_path):

@@ -69,3 +69,13 @@ def test_a_placement_whose_attack_slowdowns_overlap_says_it_cannot_tell_kinds_ap
     assert notes[0].startswith("native at same-cpu: the 3 attackers' slowdowns (+97% to +105%)")
     assert "cannot tell attack kinds apart" in notes[0] and "share the worker's CPU" in notes[0]
     assert inseparable({("crun", "same-cpu"): same[:1]}) == []  # one attacker: nothing to tell
+
+
+def test_a_slowdown_against_a_baseline_of_nothing_is_refused_with_its_reason():
+    rows = [sample("seconds", 0.0, unit="s", direction="lower", repetition=i) for i in range(5)]
+    rows += [sample("seconds", 0.5, unit="s", direction="lower", attacker="cpu",
+                    placement="same-cpu", repetition=i) for i in range(5)]  # fmt: skip
+    out = text(isolation_table("t", rows, ["crun"]))
+    line = next(ln for ln in out.splitlines() if "same-cpu" in ln)
+    assert "no ratio" in line and "%" not in line
+    assert "crun: crun's baseline's median is 0 s: a ratio to it means nothing" in out

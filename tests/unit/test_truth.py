@@ -12,7 +12,6 @@ hold every point estimate to a tolerance as well.
 
 from __future__ import annotations
 
-import math
 import re
 import statistics
 from collections import defaultdict
@@ -24,8 +23,11 @@ from tests.faketruth import FakeHarness, RuntimeTruth, Truth
 
 from virtbench import runner
 from virtbench.experiments.order import order_effects
+from virtbench.fit import verdict
+from virtbench.records import RunRecord
 from virtbench.report.compare import compare
-from virtbench.report.tables import trust_notes
+from virtbench.report.fits import baseline_refusal, cost_cells, cost_fits, trend
+from virtbench.report.tables import experiment_tables, trust_notes
 from virtbench.spec import parse
 from virtbench.stats import slowdown_ci, summarize
 from virtbench.store import Sample, Store
@@ -140,8 +142,9 @@ def test_an_injected_second_mode_is_named_and_a_single_one_is_not(tmp_path, monk
 
 # --- density --------------------------------------------------------------------------
 def test_density_recovers_memory_per_instance(tmp_path, monkeypatch):
-    """PSS per instance is the injected user side; the host's MemAvailable falls per
-    instance by that PSS plus the injected kernel side."""
+    """PSS per instance is the injected user side; the host's memory in use grows per
+    instance by that PSS plus the injected kernel side, the kernel's by the kernel side,
+    the instances' PSS by their PSS: each slope's CI holds the injected value."""
     truth = Truth(
         {
             "fa": RuntimeTruth(pss_mib=3.0, kernel_mib=1.5),
@@ -158,32 +161,36 @@ def test_density_recovers_memory_per_instance(tmp_path, monkeypatch):
         for rt, t in truth.runtimes.items()
     ]
     covered(cases, tolerance=0.05)
+    fits = cost_fits(samples)
+    cases = []
     for rt, t in truth.runtimes.items():
-        hosts = [x for x in samples if x.runtime == rt and x.metric == "density.host_per_instance"]
-        assert len(hosts) == 2 * 4
-        for h in hosts:  # MemAvailable lost per instance = their mean PSS + the kernel side
-            n = h.background + 1
-            pss = [x.value for x in samples if x.metric == "density.pss" and x.runtime == rt
-                   and x.repetition == h.repetition and x.background < n]  # fmt: skip
-            assert len(pss) == n
-            kernel = h.value - statistics.fmean(pss)
-            # two MemAvailable readings' noise, shared by n instances, at 4 SD
-            noise = 4 * math.sqrt(2) * truth.mem_noise_mib / n
-            assert abs(kernel - t.kernel_mib) < noise, (rt, n, kernel)
+        steps = [x for x in samples if x.runtime == rt and x.metric == "density.host_used"]
+        assert sorted({x.background for x in steps}) == [0, 5, 10, 15, 20] and len(steps) == 10
+        for metric, injected in (("density.host_cost", t.pss_mib + t.kernel_mib),
+                                 ("density.kernel_cost", t.kernel_mib),
+                                 ("density.user_cost", t.pss_mib)):  # fmt: skip
+            f = fits[(metric, rt)]
+            assert f.points == 10 and f.groups == 2
+            cases.append((f"{rt} {metric}", injected, f.slope, f.ci_low, f.ci_high))
+    covered(cases, tolerance=0.05)
+
+
+def test_density_of_an_instance_that_costs_nothing_reads_below_resolution(tmp_path, monkeypatch):
+    """Injected zero memory: every cost reads "< X MiB", never a negative figure, and no
+    ratio may use it as a baseline."""
+    truth = Truth({"fa": RuntimeTruth(pss_mib=0.0, pss_cv=0.0, kernel_mib=0.0)}, seed=4,
+                  mem_noise_mib=1.0)  # fmt: skip
+    exp = {"type": "density", "instances": 20, "instances_per_benchmark": 4, "runs": 1}
+    with fake_session(tmp_path, monkeypatch, truth, ["fa"], exp) as (s, _):
+        samples = run(s)
+    for (metric, _rt), f in cost_fits(samples).items():
+        value, ci = cost_cells(f, metric)
+        assert value.startswith("< ") and ci == "below resolution", (metric, value, f)
+        assert float(value.split()[1]) > 0
+        assert baseline_refusal(f, metric, "fa") is not None
 
 
 # --- scalability ----------------------------------------------------------------------
-def slope_ci(samples: list[Sample], metric: str, runtime: str) -> tuple[float, float, float]:
-    """Least-squares slope of `metric` against the background count, and its 95% CI."""
-    pts = [(x.background, x.value) for x in samples
-           if x.metric == metric and x.runtime == runtime]  # fmt: skip
-    x, y = np.array(pts, dtype=float).T
-    fit = sps.linregress(x, y)
-    half = sps.t.ppf(0.975, len(x) - 2) * fit.stderr
-    assert np.isclose(np.polyfit(x, y, 1)[0], fit.slope)
-    return fit.slope, fit.slope - half, fit.slope + half
-
-
 SCALE = {"type": "scalability", "instances": 20, "instances_per_benchmark": 5, "runs": 3,
          "measurements_per_point": 4, "warmups": 1, "settle_s": 0}  # fmt: skip
 
@@ -196,10 +203,16 @@ def test_scalability_recovers_the_boot_slope(tmp_path, monkeypatch):
         samples = run(s)
     assert world.running == {}
     assert {x.background for x in samples if x.metric == "boot.spawn_to_exit"} == {0, 5, 10, 15, 20}
-    for rt, t in truth.runtimes.items():
-        slope, lo, hi = slope_ci(samples, "boot.spawn_to_exit", rt)
-        assert lo <= t.slope_ms <= hi, (rt, slope, lo, hi)
-        assert abs(slope - t.slope_ms) < 0.05, (rt, slope)
+    for rt, t in truth.runtimes.items():  # virtbench's own trend, per 100 background
+        f = trend(samples, "boot.spawn_to_exit", rt)
+        assert f is not None and f.points == 15 and f.groups == 3
+        assert f.ci_low <= 100 * t.slope_ms <= f.ci_high, (rt, f)
+        assert abs(f.slope - 100 * t.slope_ms) < 5, (rt, f)
+    assert verdict(trend(samples, "boot.spawn_to_exit", "fa")) == "grows"
+    assert verdict(trend(samples, "boot.spawn_to_exit", "fb")) == "flat"  # injected zero
+    record = RunRecord("r", "", 0.0, None, "completed", [], {"runtimes": ["fa", "fb"]}, {}, [])
+    shown = experiment_tables(record, samples)
+    assert any("trend" in str(t.title) and t.row_count == 2 for t in shown)
 
 
 def test_scalability_recovers_a_worker_figure_slope(tmp_path, monkeypatch):
@@ -212,8 +225,10 @@ def test_scalability_recovers_a_worker_figure_slope(tmp_path, monkeypatch):
     with fake_session(tmp_path, monkeypatch, truth, ["fa", "fb"], exp) as (s, _):
         samples = run(s)
     for rt, t in truth.runtimes.items():
-        slope, lo, hi = slope_ci(samples, "inserts_per_s", rt)
-        assert lo <= t.figure_slope <= hi, (rt, slope, lo, hi)
+        f = trend(samples, "inserts_per_s", rt)
+        assert f is not None and f.ci_low <= 100 * t.figure_slope <= f.ci_high, (rt, f)
+    assert verdict(trend(samples, "inserts_per_s", "fa")) == "shrinks"
+    assert verdict(trend(samples, "inserts_per_s", "fb")) == "flat"
 
 
 # --- throughput -----------------------------------------------------------------------

@@ -8,8 +8,15 @@ one after another. After each start, record:
   density.pss_without_guest_ram   VMs: the same less the PSS of the guest's RAM mapping
   density.cgroup_memory   memory charged to its cgroup (MiB)
   density.mem_available   host MemAvailable (MiB)
-Every `instances_per_benchmark` instances (and at the end), drop caches again and record
-  density.host_per_instance   (MemAvailable before - now) / instances running (MiB)
+Before the first instance, every `instances_per_benchmark` instances and at the end,
+drop caches and record, at the instances running then (the sample's `background`):
+  density.host_used       host memory in use: MemTotal - MemAvailable (MiB)
+  density.kernel_used     the kernel's: Slab + PageTables + KernelStack + Percpu (MiB)
+  density.user_pss        PSS over every host process of every running instance, plus
+                          the daemons this run started (a share of which is each one's)
+The report fits a line through each of these against the instances running (report/
+fits.py): its slope is the memory each instance costs the host, its kernel side and its
+user side, with a 95% CI.
 The memory guard stops growth before the host runs short: when MemAvailable falls below
 `guard_available_pct` % of MemTotal or `guard_available_mib`, whichever is larger. Why
 growth stopped is stored as an event and as `density.reached` (instances running).
@@ -30,6 +37,9 @@ from virtbench.store import Sample
 # One unit of measurement (`run --resume` skips the finished ones): a sample's fields.
 UNIT = ("runtime", "repetition")
 MIB = 1024 * 1024
+# /proc/meminfo's kernel-side memory that grows with instances (namespaces, cgroups,
+# page tables, task stacks, per-CPU counters); caches are dropped before each reading
+KERNEL_FIELDS = ("Slab", "PageTables", "KernelStack", "Percpu")
 
 
 def guard_limit(cfg: DensityExperiment, mem_total: int) -> int:
@@ -60,16 +70,33 @@ def run_one(s: Session, cfg: DensityExperiment, runtime: str, rep: int) -> None:
             )
         )
 
-    def host_per_instance(n: int) -> None:
-        host.drop_caches()
-        per = (base - host.mem_available()) / n / MIB
-        sample("density.host_per_instance", per, "MiB", n - 1)
-        s.say(f"density: {runtime} {n}/{cfg.instances} instances, host memory {per:.2f} MiB each")
+    def step(running: list[Instance]) -> None:
+        """The host's memory with `running` instances up, caches dropped."""
+        n = len(running)
+        at = {**params, "caches_dropped": host.drop_caches()}
+        info = host.meminfo()
+        used = (info["MemTotal"] - info["MemAvailable"]) / MIB
+        kernel = sum(info.get(k, 0) for k in KERNEL_FIELDS) / MIB
+        pss = sum(rt.pss_bytes(i) or 0 for i in running) + (rt.daemons_pss_bytes() or 0)
+        sample("density.host_used", used, "MiB", n, params=at)
+        sample("density.kernel_used", kernel, "MiB", n, params=at)
+        sample("density.user_pss", pss / MIB, "MiB", n, params=at)
+        if n:
+            s.say(f"density: {runtime} {n}/{cfg.instances} instances, host memory in use "
+                  f"{used - first[0]:+.1f} MiB since none")  # fmt: skip
+        else:
+            first.append(used)
 
     limit = guard_limit(cfg, host.meminfo()["MemTotal"])
-    host.drop_caches()
-    base = host.mem_available()
     started: list[Instance] = []
+    first: list[float] = []
+    waited, settled = host.settle_memory(cfg.memory_settle_s)  # an earlier teardown's frees
+    params = {**params, "memory_settle_wait_s": round(waited, 2), "memory_settled": settled}
+    if not settled:
+        s.event("warning", f"density: {runtime} run {rep + 1}: the host's memory in use "
+                f"was still changing after {waited:.0f} s; its figures may carry that "
+                "drift")  # fmt: skip
+    step(started)
     reason = f"reached the target of {cfg.instances}"
     try:
         for i in range(cfg.instances):
@@ -111,9 +138,9 @@ def run_one(s: Session, cfg: DensityExperiment, runtime: str, rep: int) -> None:
                 "density.mem_available", host.mem_available() / MIB, "MiB", i, direction="higher"
             )
             if len(started) % cfg.instances_per_benchmark == 0:
-                host_per_instance(len(started))
+                step(started)
         if started and len(started) % cfg.instances_per_benchmark:
-            host_per_instance(len(started))  # the tail after the last full step
+            step(started)  # the tail after the last full step
     finally:
         t0 = time.monotonic()
         for inst in started:

@@ -34,8 +34,9 @@ from rich.table import Table
 
 from virtbench import metrics
 from virtbench.errors import VirtbenchError
+from virtbench.fit import p_difference
 from virtbench.records import Sample
-from virtbench.report.tables import add_columns, fmt, unit_values
+from virtbench.report.tables import add_columns, fmt, refusal, unit_values
 from virtbench.stats import ABResult, ab_test, holm, min_p, verdict
 
 Key = tuple[str, ...]
@@ -73,6 +74,34 @@ class Row:
     result: ABResult
     p_adjusted: float
     verdict: str
+    reason: str = ""  # why there is no ratio ("no ratio")
+    cells: tuple[str, str] = ("", "")  # A's and B's figure as shown, where not a median
+
+
+def _fit_results(
+    a: list[Sample], b: list[Sample], with_runtime: bool
+) -> dict[Key, tuple[ABResult, str, tuple[str, str]]]:
+    """Memory costs (slopes, report/fits.py) on both sides: B's slope against A's, the
+    p of their difference, and why there is no ratio where A's is below resolution."""
+    from virtbench.report.fits import baseline_refusal, cost_cells, cost_fits
+
+    fa, fb = cost_fits(a), cost_fits(b)
+    out: dict[Key, tuple[ABResult, str, tuple[str, str]]] = {}
+    for (metric, rt), x in fa.items():
+        m = metrics.lookup(metric)
+        side_b = [f for (mb, rb), f in fb.items()
+                  if mb == metric and (rb == rt or not with_runtime)]  # fmt: skip
+        if len(side_b) != 1:
+            continue
+        y = side_b[0]
+        workload = next((s.workload for s in a if s.metric == m.fits and s.runtime == rt), "")
+        key = ("density", metric, m.unit, workload, "0", "", "", "")
+        key = (*key, rt) if with_runtime else key
+        why = baseline_refusal(x, metric, "A") or ""
+        change = math.nan if why else y.slope / x.slope - 1
+        r = ABResult(x.points, y.points, x.slope, y.slope, change, p_difference(x, y))
+        out[key] = (r, why, (cost_cells(x, metric)[0], cost_cells(y, metric)[0]))
+    return out
 
 
 def _groups(samples: list[Sample], with_runtime: bool) -> dict[Key, list[Sample]]:
@@ -113,21 +142,36 @@ def compare(
         )
     tested = [k for k in keys if _values(gb.get(k, []))]
     results = {k: ab_test(_values(ga[k]), _values(gb[k])) for k in tested}
+    why = {k: refusal(k[1], k[3], results[k].median_a) for k in tested}
+    fitted = _fit_results(a, b, with_runtime)
+    if metrics:
+        fitted = {k: v for k, v in fitted.items()
+                  if any(fnmatch.fnmatchcase(k[1], m) for m in metrics)}  # fmt: skip
+    shown = {}
+    for k, (r, reason, cells) in fitted.items():
+        results[k], why[k], shown[k] = r, reason, cells
+    tested += list(fitted)
+    keys += list(fitted)
     adjusted = dict(zip(tested, holm([results[k].p for k in tested]), strict=True))
     m = sum(1 for k in tested if not math.isnan(results[k].p))
     rows = []
     for k in keys:
-        direction = ga[k][0].direction
         if k not in results:
+            direction = ga[k][0].direction
             va = _values(ga[k])
             r = ABResult(len(va), 0, float(np.median(va)), math.nan, math.nan, math.nan)
             rows.append(Row(k, direction, r, math.nan, "failed" if k in gb else "missing"))
             continue
+        direction = ga[k][0].direction if k in ga else "lower"  # a memory cost: less is better
         r, p = results[k], adjusted[k]
+        cells = shown.get(k, ("", ""))
+        if why[k]:
+            rows.append(Row(k, direction, r, p, "no ratio", why[k], cells))
+            continue
         v = verdict(r, direction, p, alpha, min_effect)
         if v == "no change" and min_p(r.n_a, r.n_b) * m > alpha:
             v = "too few"  # Holm multiplies the smallest p by m: these sizes cannot reach alpha
-        rows.append(Row(k, direction, r, p, v))
+        rows.append(Row(k, direction, r, p, v, "", cells))
     return rows
 
 
@@ -138,6 +182,7 @@ VERDICT_STYLE = {
     "better": "green",
     "no change": "",
     "too few": "dim",
+    "no ratio": "yellow",
 }
 REGRESSIONS = ("worse", "failed", "missing")
 
@@ -150,11 +195,21 @@ def verdict_table(title: str, rows: list[Row], name_a: str, name_b: str) -> Tabl
         r, unit = row.result, row.key[2]
         change = f"{r.change * 100:+.1f}%" if not math.isnan(r.change) else "-"
         p = f"{row.p_adjusted:.3g}" if not math.isnan(row.p_adjusted) else "-"
-        style = VERDICT_STYLE[row.verdict]
-        cell = f"[{style}]{row.verdict}[/]" if style else row.verdict
-        t.add_row(label(row.key), f"{fmt(r.median_a)} {unit}", f"{fmt(r.median_b)} {unit}",
-                  change, p, f"{r.n_a}/{r.n_b}", cell)  # fmt: skip
+        a_cell, b_cell = row.cells if row.cells[0] else (f"{fmt(r.median_a)} {unit}",
+                                                         f"{fmt(r.median_b)} {unit}")  # fmt: skip
+        n = f"{r.n_a}/{r.n_b}" + (" steps" if row.cells[0] else "")
+        t.add_row(label(row.key), a_cell, b_cell, change, p, n, _styled(row.verdict))
     return t
+
+
+def _styled(v: str) -> str:
+    style = VERDICT_STYLE[v]
+    return f"[{style}]{v}[/]" if style else v
+
+
+def reasons(rows: list[Row]) -> list[str]:
+    """One line per row without a ratio: what it is and why."""
+    return [f"{label(row.key)}: {row.reason}" for row in rows if row.reason]
 
 
 def counts(rows: list[Row]) -> dict[str, int]:

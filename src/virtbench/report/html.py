@@ -32,6 +32,7 @@ from virtbench.report import compare as cmp
 from virtbench.report import hosts as hostsmod
 from virtbench.report import plots as plotmod
 from virtbench.report.compare import condition, label
+from virtbench.report.fits import baseline_refusal, cost_cells, cost_fits
 from virtbench.report.tables import (
     CI_NOTE,
     experiment_tables,
@@ -189,7 +190,19 @@ def desmet(samples: list[Sample], order: list[str], opts: Options
     if boot_base == "native":
         note = ("Boot is not scored against native, whose boot is a process start: give "
                 "--boot-baseline (S5 scored boot against a VM).")  # fmt: skip
-    rows, totals = [], defaultdict(list)
+    rows: list[list[str]] = []
+    totals: dict[str, list[float]] = defaultdict(list)
+    refused: list[str] = []
+
+    def score_row(cells: list[str], values: dict[str, float], ref: float, kind: str,
+                  ref_rt: str) -> None:  # fmt: skip
+        for r in others:
+            score = desmet_score(values[r], ref, kind, opts.bands) if r in values else math.nan
+            cells.append("-" if math.isnan(score) or r == ref_rt else f"{score:.0f}")
+            if not math.isnan(score) and r != ref_rt:
+                totals[r].append(score)
+        rows.append(cells)
+
     for key, by_rt in _groups(samples).items():
         boot = metrics.lookup(key[1], key[3]).desmet == "boot"
         ref_rt = boot_base if boot else base
@@ -197,20 +210,32 @@ def desmet(samples: list[Sample], order: list[str], opts: Options
             continue
         kind = "boot" if boot else direction[key]
         ref = summarize(by_rt[ref_rt]).median
+        why = cmp.refusal(key[1], key[3], ref, ref_rt)
+        if why:  # a score is a ratio to the baseline: none against nothing
+            refused.append(f"{label(key)} not scored: {why}")
+            continue
         cells = [label(key), kind, f"{fmt(ref)} {key[2]}" + (f" ({ref_rt})" if boot else "")]
-        for r in others:
-            score = desmet_score(summarize(by_rt.get(r, [])).median, ref, kind, opts.bands)
-            cells.append("-" if math.isnan(score) or r == ref_rt else f"{score:.0f}")
-            if not math.isnan(score) and r != ref_rt:
-                totals[r].append(score)
-        rows.append(cells)
+        medians = {r: summarize(by_rt.get(r, [])).median for r in others}
+        score_row(cells, medians, ref, kind, ref_rt)
+    fits = cost_fits([s for s in samples if not s.warmup])
+    for m in metrics.fitted():
+        ref_fit = fits.get((m.name, base))
+        if ref_fit is None or not any((m.name, r) in fits for r in others):
+            continue
+        why = baseline_refusal(ref_fit, m.name, base)
+        if why:
+            refused.append(f"{m.name} not scored: {why}")
+            continue
+        cells = [m.name, "lower", cost_cells(ref_fit, m.name)[0]]
+        slopes = {r: fits[(m.name, r)].slope if (m.name, r) in fits else math.nan for r in others}
+        score_row(cells, slopes, ref_fit.slope, "lower", base)
     rows.append(["mean score", "", ""] + [
         f"{sum(totals[r]) / len(totals[r]):.2f} (n={len(totals[r])})" if totals[r] else "-"
         for r in others
     ])  # fmt: skip
     headers = ["measure", "bands", f"baseline {base}", *others]
     numeric = [False, False, True] + [True] * len(others)
-    return base, HtmlTable("DESMET scores", headers, rows, numeric), note
+    return base, HtmlTable("DESMET scores", headers, rows, numeric, refused), note
 
 
 def _env_value(key: str, value: Any) -> str:

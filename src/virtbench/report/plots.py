@@ -262,6 +262,8 @@ def _ci_err(sts: list) -> list[list[float]]:
 
 
 def scalability(samples: list[Sample], order: list[str]) -> list[Plot]:
+    from virtbench.report.fits import PER, trend, trend_cells
+
     ok = [s for s in _ok(samples) if s.experiment == "scalability"]
     metric = worker_metric(ok)
     if metric is None:
@@ -279,6 +281,12 @@ def scalability(samples: list[Sample], order: list[str]) -> list[Plot]:
         sd = np.array([np.std(by[n], ddof=1) if len(by[n]) > 1 else 0.0 for n in points]) / first
         ax.plot(points, mean, marker="o", color=COLOURS[0], label=f"{metric} (mean)")
         ax.fill_between(points, mean - sd, mean + sd, color=COLOURS[0], alpha=0.2, label="± SD")
+        f = trend(ok, metric, r)
+        if f is not None:  # the fitted line, per background instance
+            slope, ci, word = trend_cells(f)
+            line = [(f.level + f.slope / PER * (n - points[0])) / first for n in points]
+            ax.plot(points, line, ls=":", color=COLOURS[0],
+                    label=f"fit: {slope} per {PER} ({ci}), {word}")  # fmt: skip
         for host, c in zip(metrics.plotted("scalability"), COLOURS[1:], strict=False):
             vals = [np.mean([s.value for s in mine if s.metric == host.name and s.background == n]
                             or [math.nan]) for n in points]  # fmt: skip
@@ -333,30 +341,52 @@ def _placement_order(p: str) -> int:
 
 
 def density(samples: list[Sample], order: list[str]) -> list[Plot]:
+    """Each new instance's PSS as instances pile up; then the host's memory in use and its
+    kernel side above the pile-up's start, each with its fitted slope (report/fits.py)."""
+    from virtbench.report.fits import cost_cells, cost_fits
+
     ok = [s for s in _ok(samples) if s.experiment == "density"]
-    panels = metrics.plotted("density")  # each new instance's PSS, the host's drop per instance
-    if not any(s.metric == m.name for s in ok for m in panels):
+    panels = metrics.plotted("density")
+    series = {m.name: m.fits or m.name for m in panels}
+    if not any(s.metric in series.values() for s in ok):
         return []
+    fits = cost_fits(ok)
     colour = _colour(order)
-    fig, axes = _figure("density: memory per instance against instances running", len(panels),
-                        4.6)  # fmt: skip
+    fig, axes = _figure("density: memory against instances running", len(panels), 4.6)
     for ax, m in zip(axes, panels, strict=True):
-        mine = [s for s in ok if s.metric == m.name]
-        # a new instance's PSS is drawn at the instances running with it (background + 1),
-        # the host's drop per instance at the background it was recorded with
-        shift = 1 if m is panels[0] else 0
+        mine = [s for s in ok if s.metric == series[m.name]]
         for r in _runtimes(mine, order):
-            pts = sorted((s.background + shift, s.value) for s in mine if s.runtime == r)
-            by: dict[int, list[float]] = defaultdict(list)
-            for n, v in pts:
-                by[n].append(v)
-            xs = sorted(by)
-            ax.plot(xs, [np.median(by[n]) for n in xs], marker="." if len(xs) > 30 else "o",
-                    ms=3, lw=1, label=r, color=colour(r))  # fmt: skip
+            if not m.fits:  # a new instance's PSS, at the instances running with it
+                by: dict[int, list[float]] = defaultdict(list)
+                for s in mine:
+                    if s.runtime == r:
+                        by[s.background + 1].append(s.value)  # type: ignore[arg-type]
+                xs = sorted(by)
+                ax.plot(xs, [np.median(by[n]) for n in xs], marker="." if len(xs) > 30 else "o",
+                        ms=3, lw=1, label=r, color=colour(r))  # fmt: skip
+                continue
+            # each pile-up's steps above its own start, and the line fitted through them
+            start: dict[int, float] = {}
+            pts = sorted((s.repetition, s.background, s.value) for s in mine if s.runtime == r)
+            for rep, _, v in pts:
+                start.setdefault(rep, v)  # type: ignore[arg-type]
+            xs = [n for _, n, _ in pts]
+            ax.plot(xs, [v - start[rep] for rep, _, v in pts], ls="", marker="o", ms=3,
+                    color=colour(r))  # fmt: skip
+            f = fits.get((m.name, r))
+            text = cost_cells(f, m.name)[0] if f is not None else "-"
+            if f is not None:
+                line = [0.0, f.slope * (max(xs) - min(xs))]
+                ax.plot([min(xs), max(xs)], line, lw=1, color=colour(r))
+            ax.plot([], [], marker="o", ms=3, color=colour(r), label=f"{r}: {text} each")
         ax.set_title(m.label, fontsize=9)
         ax.set_xlabel("instances running")
-        ax.set_ylabel("MiB per instance")
-        ax.set_ylim(bottom=0)
+        if m.fits:
+            ax.set_ylabel("MiB above the pile-up's start")
+            ax.axhline(0.0, color="grey", lw=0.8)
+        else:
+            ax.set_ylabel("MiB per instance")
+            ax.set_ylim(bottom=0)
         if mine:
             ax.legend(fontsize=7)
     return [Plot("density-memory-per-instance", "density: memory per instance", fig)]

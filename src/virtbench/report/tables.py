@@ -40,6 +40,20 @@ def spread(st: Summary) -> tuple[str, str]:
     return ci, cv
 
 
+def refusal(metric: str, workload: str, baseline: float, who: str = "A") -> str:
+    """Why a change against `baseline` (A's median) would mean nothing, or "": a baseline
+    that is zero or negative, or within the figure's resolution of zero."""
+    m = metrics.lookup(metric, workload)
+    if math.isnan(baseline):
+        return ""
+    if baseline <= 0:
+        return f"{who}'s median is {fmt(baseline)} {m.unit}: a ratio to it means nothing"
+    if m.resolution is not None and baseline <= m.resolution:
+        return (f"{who}'s median {fmt(baseline)} {m.unit} is within the method's resolution "
+                f"({fmt(m.resolution)} {m.unit}): a ratio to it means nothing")  # fmt: skip
+    return ""
+
+
 def unit_of(s: Sample) -> tuple[int, int]:
     """The independent unit a sample belongs to (what a confidence interval resamples):
     a figure taken once per instance of a pile-up (metrics.py: repeated and `pile_up`)
@@ -215,6 +229,7 @@ def isolation_table(title: str, samples: list[Sample], runtime_order: list[str])
     # per (runtime, placement): each attacker's slowdown interval, to say where a
     # placement cannot tell attack kinds apart
     intervals: dict[tuple[str, str], list[tuple[str, float, float, float]]] = defaultdict(list)
+    refused: list[str] = []  # baselines no ratio may use
     for attacker, placement in conditions:
         cells = [attacker or "(baseline)", placement or "-"]
         for r in runtimes:
@@ -228,6 +243,12 @@ def isolation_table(title: str, samples: list[Sample], runtime_order: list[str])
             cells.append(f"{fmt(st.median)} n={st.n}{fail_text}" if these else "-")
             if not attacker or not ok or not base:
                 cells.append("-")
+                continue
+            why = refusal(metric, rows[0].workload, summarize_samples(base).median,
+                          f"{r}'s baseline")  # fmt: skip
+            if why:
+                cells.append("no ratio")
+                refused.append(f"{r}: {why}")
                 continue
             point, lo, hi = slowdown_ci(
                 [s.value for s in base], [s.value for s in ok], direction,
@@ -243,7 +264,7 @@ def isolation_table(title: str, samples: list[Sample], runtime_order: list[str])
                 intervals[(r, placement)].append((attacker, point, lo, hi))
             cells.append(f"{point * 100:+.1f}%{ci}")
         t.add_row(*cells)
-    notes = inseparable(intervals)
+    notes = inseparable(intervals) + list(dict.fromkeys(refused))
     if notes:
         t.caption = "\n".join(notes)
         t.caption_justify = "left"
@@ -279,12 +300,17 @@ def experiment_tables(run: RunRecord, samples: list[Sample], wide: bool = False)
     for s in samples:
         if s.experiment not in kinds:
             kinds.append(s.experiment)
+    from virtbench.report.fits import cost_table, trend_table
+
     tables = []
     for kind in kinds:
         mine = [s for s in samples if s.experiment == kind]
         title = f"{kind} — run {run.id}"
         if kind == "scalability":
             tables.append(scalability_table(f"{title}: by background instances", mine, order))
+            metric = worker_metric([s for s in mine if not s.warmup])
+            if metric is not None:
+                tables.append(trend_table(f"{title}: trend", mine, metric, order))
             # the pile-up's own figures; the worker's are in the per-point table
             mine = [s for s in mine if metrics.lookup(s.metric, s.workload).pile_up]
         elif kind == "isolation":  # a summary over all conditions would mix them
@@ -293,6 +319,10 @@ def experiment_tables(run: RunRecord, samples: list[Sample], wide: bool = False)
         table = summary_table(title, mine, order, wide)
         if table.row_count:  # e.g. a scalability run whose only figures are per point
             tables.append(table)
+        if kind == "density":
+            costs = cost_table(f"{title}: memory each instance costs", mine, order)
+            if costs.row_count:
+                tables.append(costs)
     return tables
 
 

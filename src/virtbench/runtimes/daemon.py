@@ -90,6 +90,21 @@ class Daemons:
             time.sleep(0.05)
         return True
 
+    def pids(self, name: str) -> list[int]:
+        """The processes of daemon `name` if this run started it: the daemon and what
+        shares its process group (a containerd it spawned); none otherwise."""
+        d = self.started.get(name)
+        if d is None or d.popen.poll() is not None:
+            return []
+        import psutil
+
+        out = []
+        for pid in psutil.pids():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                if os.getpgid(pid) == d.popen.pid:
+                    out.append(pid)
+        return out
+
     def gone(self, name: str) -> str | None:
         """Why daemon `name`, which this run started, is no longer there ("dockerd (pid
         12), started by this run, killed by SIGKILL mid-run: <its log's last lines>"), or

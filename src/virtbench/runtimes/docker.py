@@ -126,6 +126,7 @@ class Docker(Engine):
     Options = DockerOptions
     variants = ("runc", "crun", "runsc")
     default_variant = "runc"
+    DAEMONS = ("dockerd",)  # when this run started it
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -126,6 +126,7 @@ class Lxd(Runtime):
     family = Family.CONTAINER
     description = "LXD system container (lxc launch), image imported from the artifact rootfs"
     hyperfine_detached = True  # `lxc launch` of an init that exits returns ~5 s late
+    DAEMONS = ("lxd",)  # when this run started it
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -19,11 +19,12 @@ if TYPE_CHECKING:
 
 class Observe:
     """`pids`, `exit_reason`, `wait_ready`, `tasks`, `guest_ram_pss`, `memory_bytes`,
-    `pss_bytes`, `reap_later` and `settled` of a Runtime."""
+    `pss_bytes`, `daemons_pss_bytes`, `reap_later` and `settled` of a Runtime."""
 
     ctx: RuntimeContext
     label: str
     _reap: list[Any]
+    DAEMONS: tuple[str, ...] = ()  # names (runtimes/daemon.py) of daemons it may start
 
     def cgroup_names(self, inst: Instance) -> list[str]:  # provided by Runtime
         raise NotImplementedError
@@ -81,6 +82,12 @@ class Observe:
         if not pids:
             return None
         return memory.pss_total(pids)
+
+    def daemons_pss_bytes(self) -> int | None:
+        """PSS (bytes) of the daemons this run started for this runtime (`DAEMONS`: a
+        dockerd and the containerd it spawned, lxd); None where it started none."""
+        pids = [p for name in self.DAEMONS for p in self.ctx.daemons.pids(name)]
+        return memory.pss_total(pids) if pids else None
 
     def settled(self) -> bool:
         """Whether every supervisor that lingers after a removal (`reap_later`) has

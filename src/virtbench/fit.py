@@ -1,0 +1,140 @@
+"""Straight-line fits with their confidence: memory per instance, trends with background.
+
+A figure that changes with a count (host memory with running instances, boot time with
+background instances) is summarised by the slope of a least-squares line through every
+point, not by per-point ratios: one noisy reading then moves the slope by its share of
+all points, not one ratio by all of it. Points of several pile-ups (repetitions) are
+fitted together with an intercept of their own each (one pile-up may start higher than
+another; the slope is what they share). The 95% CI is the t interval of that slope.
+
+How a fitted slope is read:
+  `verdict`   "grows" / "shrinks" when the CI excludes zero; "flat" when the whole CI
+              moves the figure by less than FLAT_SHARE of its level over the range
+              measured; else "undecided" (too noisy, or too short a range, to tell)
+  `reading`   a cost that cannot be negative (memory per instance) is shown as its
+              value only where it is above the method's resolution (the CI's half-width,
+              or the declared resolution if larger) and its CI excludes zero; else as
+              "< X", X that resolution: never a negative figure, never a baseline
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats as sps
+
+CONFIDENCE = 0.95
+FLAT_SHARE = 0.10  # "flat": the CI's change over the measured range stays within +-10 %
+
+
+@dataclass(frozen=True)
+class Fit:
+    """A fitted slope (per unit of x) with its 95% CI; `level` is the fitted value at the
+    smallest x (averaged over the groups), `span` the range of x the points cover."""
+
+    slope: float
+    ci_low: float
+    ci_high: float
+    se: float
+    df: int
+    points: int
+    groups: int
+    level: float
+    span: float
+
+    @property
+    def has_ci(self) -> bool:
+        return not math.isnan(self.ci_low)
+
+    @property
+    def half_width(self) -> float:
+        return (self.ci_high - self.ci_low) / 2 if self.has_ci else math.inf
+
+    def scaled(self, factor: float) -> Fit:
+        """The same fit per `factor` units of x (e.g. per 100 background instances): the
+        span is then counted in those units too."""
+        return Fit(self.slope * factor, self.ci_low * factor, self.ci_high * factor,
+                   self.se * factor, self.df, self.points, self.groups, self.level,
+                   self.span / factor)  # fmt: skip
+
+
+def linear_fit(
+    x: Sequence[float], y: Sequence[float], groups: Sequence[Hashable] | None = None
+) -> Fit | None:
+    """Least-squares slope of y on x, each group with its own intercept; None with fewer
+    than two distinct x or no finite point. No CI (nan) with no residual degree of
+    freedom left."""
+    xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    gs = list(groups) if groups is not None else [0] * len(xs)
+    keep = np.isfinite(xs) & np.isfinite(ys)
+    xs, ys = xs[keep], ys[keep]
+    gs = [g for g, k in zip(gs, keep, strict=True) if k]
+    if xs.size == 0 or np.unique(xs).size < 2:
+        return None
+    names = sorted(set(gs), key=str)
+    index = {g: i for i, g in enumerate(names)}
+    design = np.zeros((xs.size, 1 + len(names)))
+    design[:, 0] = xs
+    for row, g in enumerate(gs):
+        design[row, 1 + index[g]] = 1.0
+    coef, _, rank, _ = np.linalg.lstsq(design, ys, rcond=None)
+    if rank < design.shape[1]:  # a group whose points share one x: no slope from it
+        return None
+    slope = float(coef[0])
+    df = xs.size - design.shape[1]
+    level = float(np.mean(coef[1:]) + slope * xs.min())
+    span = float(xs.max() - xs.min())
+    if df < 1:
+        nan = math.nan
+        return Fit(slope, nan, nan, nan, df, int(xs.size), len(names), level, span)
+    resid = ys - design @ coef
+    s2 = float(resid @ resid) / df
+    cov = s2 * np.linalg.inv(design.T @ design)
+    se = math.sqrt(max(float(cov[0, 0]), 0.0))
+    t = float(sps.t.ppf(0.5 + CONFIDENCE / 2, df))
+    return Fit(slope, slope - t * se, slope + t * se, se, df, int(xs.size), len(names),
+               level, span)  # fmt: skip
+
+
+Verdict = str  # "grows" | "shrinks" | "flat" | "undecided"
+
+
+def verdict(fit: Fit, flat_share: float = FLAT_SHARE) -> Verdict:
+    """Whether the figure grows, shrinks, stays flat (the CI's whole change over the
+    range measured is within `flat_share` of its level) or cannot be told."""
+    if not fit.has_ci:
+        return "undecided"
+    if fit.ci_low > 0:
+        return "grows"
+    if fit.ci_high < 0:
+        return "shrinks"
+    bound = flat_share * abs(fit.level)
+    if bound > 0 and max(-fit.ci_low, fit.ci_high) * fit.span <= bound:
+        return "flat"
+    return "undecided"
+
+
+def resolution(fit: Fit, declared: float | None = None) -> float:
+    """The smallest slope this fit tells from zero: its CI's half-width, or the declared
+    resolution of the figure if that is larger."""
+    return max(fit.half_width, declared or 0.0)
+
+
+def resolved(fit: Fit, declared: float | None = None) -> bool:
+    """Whether the slope is a figure: its CI excludes zero and it is above resolution."""
+    return fit.has_ci and fit.ci_low > 0 and fit.slope > resolution(fit, declared)
+
+
+def p_difference(a: Fit, b: Fit) -> float:
+    """Two-sided p of the difference of two independent slopes (Welch-like t, with the
+    smaller of the two degrees of freedom); nan without CIs."""
+    if not (a.has_ci and b.has_ci):
+        return math.nan
+    se = math.hypot(a.se, b.se)
+    if se == 0:
+        return 0.0 if a.slope != b.slope else 1.0
+    t = abs(b.slope - a.slope) / se
+    return float(2 * sps.t.sf(t, min(a.df, b.df)))

@@ -1,0 +1,135 @@
+"""Figures read as slopes: memory each instance costs, and trends with background load.
+
+Density records the host's memory at each step of a pile-up (metrics.py: the series
+`density.host_used`, `.kernel_used`, `.user_pss`); what one instance costs is the slope of
+each against the instances running, fitted over every step of every pile-up of that
+runtime (fit.py: an intercept per pile-up, a t interval). A slope whose CI includes zero,
+or below the fit's resolution, reads "< X MiB": never a negative figure, never a baseline.
+
+Scalability's worker figure is fitted against the background instances, one point per
+pile-up and background count (its boots averaged), and read per 100 background instances
+with a verdict: grows, shrinks, flat, or undecided.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from rich.table import Table
+
+from virtbench import metrics
+from virtbench.fit import Fit, linear_fit, resolution, resolved, verdict
+from virtbench.records import Sample
+from virtbench.report.tables import add_columns, fmt
+
+PER = 100  # trends are read per this many background instances
+
+
+def _ok(samples: list[Sample]) -> list[Sample]:
+    return [s for s in samples if not s.warmup and not s.error and s.value is not None]
+
+
+def cost_fits(samples: list[Sample]) -> dict[tuple[str, str], Fit]:
+    """(cost metric, runtime) -> the slope of its series against instances running."""
+    ok = _ok(samples)
+    out = {}
+    for m in metrics.fitted():
+        for runtime in dict.fromkeys(s.runtime for s in ok if s.metric == m.fits):
+            pts = [s for s in ok if s.metric == m.fits and s.runtime == runtime]
+            found = linear_fit([s.background for s in pts], [s.value for s in pts],  # type: ignore[misc]
+                               [s.repetition for s in pts])  # fmt: skip
+            if found is not None:
+                out[(m.name, runtime)] = found
+    return out
+
+
+def cost_cells(fit: Fit, metric: str) -> tuple[str, str]:
+    """(per instance, 95% CI) of a memory cost: the slope, or "< X" below resolution."""
+    m = metrics.lookup(metric)
+    if not fit.has_ci:
+        return f"{fmt(fit.slope)} {m.unit}", "- (too few steps)"
+    if resolved(fit, m.resolution):
+        return f"{fmt(fit.slope)} {m.unit}", f"{fmt(fit.ci_low)}-{fmt(fit.ci_high)}"
+    return f"< {fmt(resolution(fit, m.resolution))} {m.unit}", "below resolution"
+
+
+def baseline_refusal(fit: Fit | None, metric: str, what: str) -> str | None:
+    """Why `fit` cannot be divided by (a ratio against it would mean nothing), or None."""
+    m = metrics.lookup(metric)
+    if fit is None or not fit.has_ci:
+        return f"{what}'s slope has too few steps for a CI: a ratio to it means nothing"
+    if not resolved(fit, m.resolution):
+        return (f"{what}'s slope is below the method's resolution "
+                f"({fmt(resolution(fit, m.resolution))} {m.unit}): a ratio to it means "
+                "nothing")  # fmt: skip
+    return None
+
+
+def cost_table(title: str, samples: list[Sample], runtime_order: list[str]) -> Table:
+    """Per runtime: host memory per instance, its kernel side and its user side, each
+    the slope over every step with its 95% CI (or "< X" below resolution)."""
+    fits = cost_fits(samples)
+    t = Table(title=title, title_justify="left")
+    add_columns(t, ["runtime", "measure", "per instance", "95% CI", "steps"],
+                ("runtime", "measure"))  # fmt: skip
+    t.caption = ("per instance: the slope of memory against instances running, least "
+                 "squares over every step (caches dropped; an intercept per pile-up); 95% CI: "
+                 "its t interval; \"< X\": the CI includes 0 or the slope is below the "
+                 "method's resolution X")  # fmt: skip
+    t.caption_justify = "left"
+    names = [m.name for m in metrics.fitted()]
+    for r in runtime_order:
+        for name in names:
+            if (name, r) in fits:
+                f = fits[(name, r)]
+                ups = f"{f.groups} pile-up" + ("s" if f.groups > 1 else "")
+                t.add_row(r, name.removeprefix("density."), *cost_cells(f, name),
+                          f"{f.points} in {ups}")  # fmt: skip
+    return t
+
+
+def unit_points(samples: list[Sample], metric: str, runtime: str) -> list[tuple[int, int, float]]:
+    """(repetition, background, mean value) of `metric` on `runtime`: one point per
+    pile-up and background count, its nested values averaged."""
+    by: dict[tuple[int, int], list[float]] = defaultdict(list)
+    for s in _ok(samples):
+        if s.metric == metric and s.runtime == runtime:
+            by[(s.repetition, s.background)].append(s.value)  # type: ignore[arg-type]
+    return [(rep, n, sum(v) / len(v)) for (rep, n), v in sorted(by.items())]
+
+
+def trend(samples: list[Sample], metric: str, runtime: str) -> Fit | None:
+    """The slope of `metric` per PER background instances on `runtime`."""
+    pts = unit_points(samples, metric, runtime)
+    found = linear_fit([p[1] for p in pts], [p[2] for p in pts], [p[0] for p in pts])
+    return None if found is None else found.scaled(PER)
+
+
+def trend_cells(fit: Fit | None) -> tuple[str, str, str]:
+    """(slope per PER, 95% CI, verdict)."""
+    if fit is None:
+        return "-", "-", "undecided (one background count)"
+    ci = f"{fmt(fit.ci_low)} to {fmt(fit.ci_high)}" if fit.has_ci else "- (too few points)"
+    return f"{fit.slope:+.3g}", ci, verdict(fit)
+
+
+def trend_table(title: str, samples: list[Sample], metric: str, runtime_order: list[str]
+                ) -> Table:  # fmt: skip
+    """Per runtime: the worker's figure's slope per PER background instances, its 95% CI
+    and the verdict."""
+    unit = next((s.unit for s in samples if s.metric == metric), "")
+    t = Table(title=f"{title} ({metric}, {unit} per {PER} background instances)",
+              title_justify="left")  # fmt: skip
+    add_columns(t, ["runtime", f"slope per {PER}", "95% CI", "verdict", "points"],
+                ("runtime", "verdict"))  # fmt: skip
+    for r in runtime_order:
+        pts = unit_points(samples, metric, r)
+        if pts:
+            t.add_row(r, *trend_cells(trend(samples, metric, r)), str(len(pts)))
+    return t
+
+
+def fitted_line(fit: Fit, xs: list[float]) -> list[float]:
+    """The fit's line (per unit of x, unscaled) at `xs`, from its level at the smallest."""
+    x0 = min(xs)
+    return [fit.level + fit.slope * (x - x0) for x in xs]
