@@ -19,6 +19,7 @@ How a fitted slope is read:
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
@@ -97,6 +98,52 @@ def linear_fit(
     t = float(sps.t.ppf(0.5 + CONFIDENCE / 2, df))
     return Fit(slope, slope - t * se, slope + t * se, se, df, int(xs.size), len(names),
                level, span)  # fmt: skip
+
+
+def increment_fit(
+    x: Sequence[float], y: Sequence[float], groups: Sequence[Hashable] | None = None
+) -> Fit | None:
+    """The slope of a series whose noise persists: each step's increment over its change
+    in x, pooled (sum of increments / sum of x changes: per group, last minus first), and
+    a t interval from the spread of the per-step slopes (weighted by their x change).
+
+    For a host's memory in use this is the model that holds: what the kernel frees or
+    takes on its own (per-CPU page lists drained, a daemon's heap collected) moves every
+    later reading by the same 5-16 MiB here, so the readings' errors are not independent
+    and least squares through them gives an interval far too narrow (measured: crun's
+    host cost 0.32 MiB, CI 0.26-0.38, against 0.46-0.49 by hand). None with no step;
+    no CI with one step."""
+    xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    gs = list(groups) if groups is not None else [0] * len(xs)
+    dx: list[float] = []
+    dy: list[float] = []
+    firsts: list[float] = []
+    for g in dict.fromkeys(gs):
+        pts = sorted((a, b) for a, b, h in zip(xs, ys, gs, strict=True)
+                     if h == g and math.isfinite(a) and math.isfinite(b))  # fmt: skip
+        if pts:
+            firsts.append(pts[0][1])
+        for (x0, y0), (x1, y1) in itertools.pairwise(pts):
+            if x1 > x0:
+                dx.append(x1 - x0)
+                dy.append(y1 - y0)
+    if not dx:
+        return None
+    w, d = np.asarray(dx), np.asarray(dy)
+    slope = float(d.sum() / w.sum())
+    k = w.size
+    level = float(np.mean(firsts))
+    span = float(max(xs) - min(xs))
+    if k < 2:
+        nan = math.nan
+        return Fit(slope, nan, nan, nan, 0, k + 1, len(firsts), level, span)
+    r = d / w
+    var = float(np.sum(w * (r - slope) ** 2) / w.sum()) * k / (k - 1)
+    se = math.sqrt(var / k)
+    t = float(sps.t.ppf(0.5 + CONFIDENCE / 2, k - 1))
+    points = k + len(firsts)
+    return Fit(slope, slope - t * se, slope + t * se, se, k - 1, points, len(firsts), level,
+               span)  # fmt: skip
 
 
 Verdict = str  # "grows" | "shrinks" | "flat" | "undecided"

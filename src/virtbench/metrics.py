@@ -176,7 +176,7 @@ REGISTRY: tuple[Metric, ...] = (
     # what each instance costs: the slope of a step series against instances running
     # (report/fits.py), computed when read, not stored
     _pile("density.host_cost", "MiB", "lower", "host memory per instance: the slope of "
-          "density.host_used against instances running, least squares over every step",
+          "density.host_used against instances running over every step (their increments pooled)",
           summary="fit", plot="density", label="host memory in use", fits="density.host_used",
           resolution=KIB_MIB),
     _pile("density.kernel_cost", "MiB", "lower", "its kernel side: the slope of "

@@ -8,7 +8,7 @@ import math
 import numpy as np
 from scipy import stats as sps
 
-from virtbench.fit import linear_fit, resolved, verdict
+from virtbench.fit import increment_fit, linear_fit, resolved, verdict
 
 
 def test_one_group_is_ordinary_least_squares():
@@ -52,3 +52,20 @@ def test_verdicts():
     per100 = flat.scaled(100)  # the same verdict per 100: span counted in hundreds
     assert verdict(per100) == "flat" and math.isclose(per100.span, 10)
     assert resolved(grows) and not resolved(grows, declared=1.0)  # below a declared resolution
+
+
+def test_increments_pool_the_steps_and_their_spread_makes_the_interval():
+    """A level shift that persists (memory the kernel freed on its own) moves the slope
+    by its share of the whole range and widens the interval; the slope is the pooled
+    secant, what a reading before and after would give."""
+    x = [0, 10, 20, 30, 40, 0, 10, 20, 30, 40]
+    y = [0, 5, 10, 15, 20, 100, 105, 110, 107, 112]  # pile-up b: 8 MiB freed at 30
+    f = increment_fit(x, y, ["a"] * 5 + ["b"] * 5)
+    assert f is not None and f.groups == 2 and f.df == 7
+    assert math.isclose(f.slope, (20 + 12) / 80)  # sum of increments / sum of x steps
+    assert f.ci_low < 0.4 < 0.5 < f.ci_high  # the shift widens it; 0.5 stays inside
+    steady = increment_fit(x[:5], y[:5])
+    assert steady is not None and math.isclose(steady.slope, 0.5) and steady.half_width == 0
+    assert increment_fit([0], [1]) is None
+    one = increment_fit([0, 10], [0, 5])
+    assert one is not None and one.slope == 0.5 and not one.has_ci

@@ -117,8 +117,11 @@ def test_experiment_figures_are_declared_in_the_unit_recorded(path):
 
 def test_nothing_is_declared_that_no_code_records():
     found = set().union(*(_recorded_calls(p)[0] for p in RECORDERS))
-    own = {m.name for m in metrics.REGISTRY if not m.is_pattern and not m.workload
-           and m.summary != "fit"}  # fmt: skip  (fits are computed when read, from series)
+    own = {
+        m.name
+        for m in metrics.REGISTRY
+        if not m.is_pattern and not m.workload and m.summary != "fit"
+    }  # fmt: skip  (fits are computed when read, from series)
     old = {"density.host_per_instance"}  # what earlier virtbench runs stored, read still
     assert own - old <= found and not old & found
     hit = {

@@ -2,9 +2,11 @@
 
 Density records the host's memory at each step of a pile-up (metrics.py: the series
 `density.host_used`, `.kernel_used`, `.user_pss`); what one instance costs is the slope of
-each against the instances running, fitted over every step of every pile-up of that
-runtime (fit.py: an intercept per pile-up, a t interval). A slope whose CI includes zero,
-or below the fit's resolution, reads "< X MiB": never a negative figure, never a baseline.
+each against the instances running, over every step of every pile-up of that runtime
+(fit.py `increment_fit`: the steps' increments pooled, a t interval from their spread,
+since what the kernel frees or takes on its own moves every later reading). A slope whose
+CI includes zero, or below the fit's resolution, reads "< X MiB": never a negative figure,
+never a baseline.
 
 Scalability's worker figure is fitted against the background instances, one point per
 pile-up and background count (its boots averaged), and read per 100 background instances
@@ -18,7 +20,7 @@ from collections import defaultdict
 from rich.table import Table
 
 from virtbench import metrics
-from virtbench.fit import Fit, linear_fit, resolution, resolved, verdict
+from virtbench.fit import Fit, increment_fit, linear_fit, resolution, resolved, verdict
 from virtbench.records import Sample
 from virtbench.report.tables import add_columns, fmt
 
@@ -36,8 +38,8 @@ def cost_fits(samples: list[Sample]) -> dict[tuple[str, str], Fit]:
     for m in metrics.fitted():
         for runtime in dict.fromkeys(s.runtime for s in ok if s.metric == m.fits):
             pts = [s for s in ok if s.metric == m.fits and s.runtime == runtime]
-            found = linear_fit([s.background for s in pts], [s.value for s in pts],  # type: ignore[misc]
-                               [s.repetition for s in pts])  # fmt: skip
+            found = increment_fit([s.background for s in pts], [s.value for s in pts],  # type: ignore[misc]
+                                  [s.repetition for s in pts])  # fmt: skip
             if found is not None:
                 out[(m.name, runtime)] = found
     return out
@@ -72,10 +74,10 @@ def cost_table(title: str, samples: list[Sample], runtime_order: list[str]) -> T
     t = Table(title=title, title_justify="left")
     add_columns(t, ["runtime", "measure", "per instance", "95% CI", "steps"],
                 ("runtime", "measure"))  # fmt: skip
-    t.caption = ("per instance: the slope of memory against instances running, least "
-                 "squares over every step (caches dropped; an intercept per pile-up); 95% CI: "
-                 "its t interval; \"< X\": the CI includes 0 or the slope is below the "
-                 "method's resolution X")  # fmt: skip
+    t.caption = ("per instance: the slope of memory against instances running over every "
+                 "step (caches dropped; the steps' increments pooled); 95% CI: a t interval "
+                 "from the steps' spread; \"< X\": the CI includes 0 or the slope is below "
+                 "the method's resolution X")  # fmt: skip
     t.caption_justify = "left"
     names = [m.name for m in metrics.fitted()]
     for r in runtime_order:
