@@ -89,9 +89,13 @@ def test_bad_spec_is_one_line_and_starts_nothing(env, tmp_path):
 
 def start_density(env, instances: int) -> tuple[subprocess.Popen, str]:
     p, rid = start_run("density", "--runtimes", "crun", "--instances", str(instances), env=env)
-    deadline = time.monotonic() + 60
+    # a pile-up first waits for the host's memory to hold still (15 s, at most 60 s more)
+    deadline = time.monotonic() + 150
     while len([x for x in labelled(rid) if x.startswith("container")]) < 10:
-        assert time.monotonic() < deadline, "instances did not start"
+        if time.monotonic() > deadline:  # stop it: a run left going would load later tests
+            p.send_signal(signal.SIGINT)
+            p.communicate(timeout=300)
+            raise AssertionError("instances did not start")
         assert p.poll() is None, p.stdout.read()
         time.sleep(0.1)
     return p, rid

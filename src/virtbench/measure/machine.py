@@ -30,7 +30,7 @@ class Host:
         """sync, then drop page cache, dentries and inodes; False if not allowed."""
         return memory.drop_caches()
 
-    def settle_memory(self, window_s: float, timeout_s: float = 120.0) -> tuple[float, bool]:
+    def settle_memory(self, window_s: float, timeout_s: float = 60.0) -> tuple[float, bool]:
         """Wait until the host's memory in use held still for `window_s` (caches dropped): what
         an earlier teardown left to the kernel's deferred work (dying cgroups, namespaces,
         RCU frees) is freed over seconds and would otherwise be counted against the

@@ -83,7 +83,8 @@ def drop_caches() -> bool:
 
 
 SETTLE_STEP_S = 0.5  # readings this far apart
-SETTLE_MIB = 1.0  # settled: memory in use moved less than this over the window
+SETTLE_MIB = 2.0  # settled: memory in use moved less than this over the window (the
+# kernel's own frees come in steps of 5-16 MiB here)
 
 
 def in_use() -> int:
@@ -92,19 +93,30 @@ def in_use() -> int:
     return info["MemTotal"] - info["MemAvailable"]
 
 
-def settle(window_s: float = 15.0, timeout_s: float = 120.0) -> tuple[float, bool]:
-    """Drop caches and read memory in use every SETTLE_STEP_S until the readings of the
-    last `window_s` lie within SETTLE_MIB of each other; (seconds waited, settled before
-    `timeout_s`). Measured here after a pile-up of 100 crun containers was removed:
-    memory in use held still for 11 s, then fell by 60 MiB over the next 6 s, in steps
+def held() -> int:
+    """Memory neither free nor page cache (bytes): MemTotal - MemFree - Buffers - Cached.
+    Files written meanwhile (a log, the results database) move free memory into the page
+    cache and leave this alone; MemAvailable counts only part of a small page cache as
+    available, so `in_use` would creep with them."""
+    info = meminfo()
+    return info["MemTotal"] - info["MemFree"] - info.get("Buffers", 0) - info.get("Cached", 0)
+
+
+def settle(window_s: float = 15.0, timeout_s: float = 60.0) -> tuple[float, bool]:
+    """Drop caches once, then read the memory held (`held`: not free, not page cache)
+    every SETTLE_STEP_S until the readings of the last `window_s` lie within SETTLE_MIB
+    of each other; (seconds waited, settled before `timeout_s`). Caches are not dropped
+    again: a sync and a drop every half second would load the host. Measured here after
+    a pile-up of 100 crun containers was removed: memory in use held still for 11 s, then
+    fell by 60 MiB over the next 6 s, in steps
     of 5-16 MiB with quiet half-seconds between them; a shorter window let a by-hand
     reading catch such a fall (crun's host cost read -0.2 MiB per instance)."""
     t0 = time.monotonic()
     readings: list[tuple[float, int]] = []
+    drop_caches()
     while True:
-        drop_caches()
         now = time.monotonic()
-        readings = [r for r in readings if now - r[0] <= window_s] + [(now, in_use())]
+        readings = [r for r in readings if now - r[0] <= window_s] + [(now, held())]
         waited = now - t0
         values = [v for _, v in readings]
         if waited >= window_s and max(values) - min(values) < SETTLE_MIB * 2**20:

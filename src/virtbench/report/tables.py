@@ -191,7 +191,10 @@ def scalability_table(title: str, samples: list[Sample], runtime_order: list[str
             failed = sum(1 for s in worker if s.error)
             if n == 0:  # "vs 0": only ever against the measurements alone
                 first = st.median
-            rel = st.median / first if first and not math.isnan(st.median) else math.nan
+            # "vs 0" is a ratio: none to a first point of nothing (or within resolution)
+            workload = worker[0].workload if worker else ""
+            usable = not math.isnan(first) and not refusal(metric, workload, first)
+            rel = st.median / first if usable and not math.isnan(st.median) else math.nan
             t.add_row(
                 r,
                 str(n),
