@@ -328,3 +328,22 @@ def test_compare_flags_few_a_a_splits(tmp_path, monkeypatch):
         assert len(rows) == 2  # spawn_to_exit (hello), spawn_to_ready (sleep)
         flagged += any(r.verdict in ("worse", "better") for r in rows)
     assert flagged <= 8, flagged
+
+
+def test_the_memory_settle_window_comes_from_the_spec_or_the_environment(monkeypatch):
+    from virtbench.errors import SpecError
+    from virtbench.experiments.density import SETTLE_ENV, settle_window
+    from virtbench.spec_experiments import DensityExperiment
+
+    cfg = DensityExperiment(type="density", memory_settle_s=15)
+    monkeypatch.delenv(SETTLE_ENV, raising=False)
+    assert settle_window(cfg) == 15
+    monkeypatch.setenv(SETTLE_ENV, "2.5")
+    assert settle_window(cfg) == 2.5
+    monkeypatch.setenv(SETTLE_ENV, "soon")
+    try:
+        settle_window(cfg)
+    except SpecError as exc:
+        assert SETTLE_ENV in str(exc) and "between 0 and 600" in str(exc)
+    else:
+        raise AssertionError("a bad value was taken")
