@@ -129,9 +129,3 @@ def trend_table(title: str, samples: list[Sample], metric: str, runtime_order: l
         if pts:
             t.add_row(r, *trend_cells(trend(samples, metric, r)), str(len(pts)))
     return t
-
-
-def fitted_line(fit: Fit, xs: list[float]) -> list[float]:
-    """The fit's line (per unit of x, unscaled) at `xs`, from its level at the smallest."""
-    x0 = min(xs)
-    return [fit.level + fit.slope * (x - x0) for x in xs]
