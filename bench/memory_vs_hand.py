@@ -9,14 +9,16 @@ against instances running, caches dropped at each step).
 The by-hand side starts the same N instances of density's `sleep` workload (vb-ready
 signals over the probe, then vb-sleep) through the runtime's driver (crun: `crun run
 -d`, docker: the Engine API, runsc: `runsc run -d`: what a script of the user's would
-run), each waited for until ready, with no step in between: caches dropped and /proc/meminfo read
-before the first and after the last, each once memory in use stopped changing (the
-kernel frees what an earlier teardown left over seconds), (after - before) / N. virtbench
-runs `--pileups` pile-ups (one run, their slopes pooled), with as many by-hand pile-ups
-before it and after it; the ratio is virtbench's slope over the by-hand figures' mean.
-One pile-up of 100 crun sleepers moves by 0.1 MiB per instance from the next (the kernel
-frees and takes memory on its own in 5-16 MiB steps here), so one against one would
-test that luck, not the method. Target: each ratio within 0.85-1.15.
+run), each waited for until ready, with no step in between: caches dropped, then host
+memory in use (`free -b`'s used, less the free pages on the per-CPU lists that
+/proc/zoneinfo counts) and the kernel side (/proc/meminfo) read before the first and
+after the last, each once memory in use stopped changing (the kernel frees what an
+earlier teardown left over seconds), (after - before) / N. virtbench runs `--pileups`
+pile-ups (one run, their slopes pooled), with as many by-hand pile-ups before it and
+after it; the ratio is virtbench's slope over the by-hand figures' mean. The per-CPU
+free lists held 95-125 MiB here and moved by 30 MiB within seconds: counted as used, as
+MemAvailable does, they made one pile-up of 100 crun sleepers read 0.33 to 0.51 MiB per
+instance. Target: each ratio within 0.85-1.15.
 
     .venv/bin/python bench/memory_vs_hand.py [--runtimes crun,docker,runsc]
         [--instances 100] [--step 10] [--pileups 2]
@@ -28,6 +30,7 @@ import argparse
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -57,8 +60,12 @@ def reading() -> tuple[float, float]:
     dropped: memory.settle)."""
     memory.settle(SETTLE_S)
     info = memory.meminfo()
-    used = (info["MemTotal"] - info["MemAvailable"]) / MIB
-    return used, sum(info.get(k, 0) for k in KERNEL_FIELDS) / MIB
+    free = subprocess.run(["free", "-b"], capture_output=True, text=True, check=True).stdout
+    used = int(free.splitlines()[1].split()[2])  # procps: MemTotal - MemAvailable
+    zoneinfo = Path("/proc/zoneinfo").read_text().split()
+    pcp = sum(int(zoneinfo[i + 1]) for i, w in enumerate(zoneinfo) if w == "count:")
+    used -= pcp * os.sysconf("SC_PAGE_SIZE")  # free pages on per-CPU lists are free
+    return used / MIB, sum(info.get(k, 0) for k in KERNEL_FIELDS) / MIB
 
 
 def by_hand(label: str, n: int, paths: Paths, rootfs: Path) -> tuple[float, float]:

@@ -51,7 +51,7 @@ import virtbench_run
 from virtbench.artifacts import build_minimal_rootfs
 from virtbench.paths import Paths
 from virtbench.report.compare import compare
-from virtbench.report.tables import trust_notes
+from virtbench.report.trust import trust_notes
 from virtbench.store import Sample, Store
 
 METRIC = "boot.spawn_to_exit"

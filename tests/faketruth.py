@@ -218,6 +218,9 @@ class FakeHost(Host):
     def mem_available(self) -> int:
         return self.world.mem_available()
 
+    def pcp_free(self) -> int:
+        return 0  # the fake's free memory is all in MemAvailable
+
     def drop_caches(self) -> bool:
         return True
 

@@ -244,7 +244,8 @@ def resolve_spec(spec: str, runtimes: str | None, flags: dict[str, Any]) -> Spec
 
 
 def _show(store: Store, run_id: str, wide: bool = False) -> None:
-    from virtbench.report.tables import CI_NOTE, experiment_tables, trust_notes
+    from virtbench.report.tables import experiment_tables
+    from virtbench.report.trust import CI_NOTE, trust_notes
 
     if not run_id:
         return

@@ -100,7 +100,7 @@ def compare(
     regression (worse, failed, missing), 3 when too few samples decide nothing, 2 on bad
     input (for CI jobs)."""
     from virtbench.report import compare as cmp
-    from virtbench.report.tables import trust_notes
+    from virtbench.report.trust import trust_notes
 
     if len(run_ids) > 2:
         raise VirtbenchError("compare: give one run (with --runtimes a,b) or two runs")

@@ -166,8 +166,8 @@ REGISTRY: tuple[Metric, ...] = (
           "instance got ready", resolution=KIB_MIB, repeated=False, summary="series",
           compared=False),
     # the host at each step of a pile-up (caches dropped), at the instances running then
-    _pile("density.host_used", "MiB", "lower", "host memory in use: MemTotal - MemAvailable",
-          **_STEP),
+    _pile("density.host_used", "MiB", "lower", "host memory in use: MemTotal - MemAvailable, "
+          "less the free pages on the per-CPU lists (/proc/zoneinfo)", **_STEP),
     _pile("density.kernel_used", "MiB", "lower", "the kernel's memory that grows with "
           "instances: Slab + PageTables + KernelStack + Percpu from /proc/meminfo", **_STEP),
     _pile("density.user_pss", "MiB", "lower", "PSS summed over every host process of every "

@@ -23,6 +23,24 @@ def test_meminfo_parses_bytes(tmp_path: Path):
     assert info["HugePages_Total"] == 0
 
 
+def test_free_pages_on_per_cpu_lists_count_as_free(tmp_path: Path):
+    """MemAvailable leaves out the per-CPU free lists; in_use counts them as free."""
+    import os
+
+    f = tmp_path / "zoneinfo"
+    f.write_text(
+        "Node 0, zone   Normal\n  pages free     1000\n  pagesets\n    cpu: 0\n"
+        "              count:    6132\n              high:     6630\n    cpu: 1\n"
+        "              count:    68\n              high:     6882\n"
+    )
+    page = os.sysconf("SC_PAGE_SIZE")
+    assert memory.pcp_free(f) == 6200 * page
+    info = {"MemTotal": 10_000 * page, "MemAvailable": 2_000 * page}
+    assert memory.in_use(info, 6200 * page) == 1800 * page
+    assert memory.pcp_free(tmp_path / "absent") == 0
+    assert 0 <= memory.pcp_free() < memory.meminfo()["MemTotal"]
+
+
 def test_cgroup_layout_detection(tmp_path: Path):
     hybrid = tmp_path / "hybrid"
     hybrid.write_text(

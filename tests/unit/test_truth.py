@@ -27,7 +27,8 @@ from virtbench.fit import verdict
 from virtbench.records import RunRecord
 from virtbench.report.compare import compare
 from virtbench.report.fits import baseline_refusal, cost_cells, cost_fits, trend
-from virtbench.report.tables import experiment_tables, trust_notes
+from virtbench.report.tables import experiment_tables
+from virtbench.report.trust import trust_notes
 from virtbench.spec import parse
 from virtbench.stats import slowdown_ci, summarize
 from virtbench.store import Sample, Store

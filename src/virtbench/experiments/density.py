@@ -10,7 +10,8 @@ one after another. After each start, record:
   density.mem_available   host MemAvailable (MiB)
 Before the first instance, every `instances_per_benchmark` instances and at the end,
 drop caches and record, at the instances running then (the sample's `background`):
-  density.host_used       host memory in use: MemTotal - MemAvailable (MiB)
+  density.host_used       host memory in use: MemTotal - MemAvailable, less the free
+                          pages on the per-CPU lists (MiB)
   density.kernel_used     the kernel's: Slab + PageTables + KernelStack + Percpu (MiB)
   density.user_pss        PSS over every host process of every running instance, plus
                           the daemons this run started (a share of which is each one's)
@@ -31,6 +32,7 @@ import time
 from virtbench import workloads
 from virtbench.errors import InstanceError, SpecError
 from virtbench.experiments.session import Failures, Session
+from virtbench.measure import memory
 from virtbench.runtimes.base import Instance
 from virtbench.spec import DensityExperiment
 from virtbench.store import Sample
@@ -94,7 +96,7 @@ def run_one(s: Session, cfg: DensityExperiment, runtime: str, rep: int) -> None:
         n = len(running)
         at = {**params, "caches_dropped": host.drop_caches()}
         info = host.meminfo()
-        used = (info["MemTotal"] - info["MemAvailable"]) / MIB
+        used = memory.in_use(info, host.pcp_free()) / MIB
         kernel = sum(info.get(k, 0) for k in KERNEL_FIELDS) / MIB
         pss = sum(rt.pss_bytes(i) or 0 for i in running) + (rt.daemons_pss_bytes() or 0)
         sample("density.host_used", used, "MiB", n, params=at)

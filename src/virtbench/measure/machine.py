@@ -26,6 +26,10 @@ class Host:
         """MemAvailable (bytes)."""
         return memory.mem_available()
 
+    def pcp_free(self) -> int:
+        """Free pages on the per-CPU free lists (bytes), which MemAvailable leaves out."""
+        return memory.pcp_free()
+
     def drop_caches(self) -> bool:
         """sync, then drop page cache, dentries and inodes; False if not allowed."""
         return memory.drop_caches()

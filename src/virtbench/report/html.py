@@ -33,13 +33,8 @@ from virtbench.report import hosts as hostsmod
 from virtbench.report import plots as plotmod
 from virtbench.report.compare import condition, label
 from virtbench.report.fits import baseline_refusal, cost_cells, cost_fits
-from virtbench.report.tables import (
-    CI_NOTE,
-    experiment_tables,
-    fmt,
-    trust_notes,
-    unit_values,
-)
+from virtbench.report.tables import experiment_tables, fmt, unit_values
+from virtbench.report.trust import CI_NOTE, trust_notes
 from virtbench.stats import (
     DESMET_BANDS,
     ab_test,
