@@ -81,7 +81,7 @@ def by_hand(label: str, n: int, paths: Paths, rootfs: Path) -> tuple[float, floa
         rt.setup()
         used0, kernel0 = reading()
         for i in range(n):  # density's `sleep`: signal ready, then sleep
-            name = naming.name(rid, f"h{i}")
+            name = naming.instance(rid, i)
             started.append(rt.start(InstanceSpec(name, sleep.argv(name), rootfs)))
             if probe.wait(name, 60) is None:
                 raise SystemExit(f"{label}: instance {name} never got ready")

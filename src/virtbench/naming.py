@@ -50,6 +50,17 @@ def name(run_id: str, suffix: str) -> str:
     return f"{PREFIX}{run_id}-{suffix}"
 
 
+INSTANCE_DIGITS = 4  # 36**4: 1.7 million instances in one run before a name grows
+
+
+def instance(run_id: str, n: int) -> str:
+    """The `n`th instance's name, `vb-<run-id>-<n in base 36, 4 digits>`. Fixed width, so
+    no instance name is a prefix of another: runsc resolves a container id by prefix, and
+    deleting `vb-x-1` while `vb-x-10` exists fails as ambiguous (a density run of 40
+    runsc sleepers left its first one behind)."""
+    return name(run_id, base36(n).rjust(INSTANCE_DIGITS, "0"))
+
+
 def ifname(run_id: str, suffix: str) -> str:
     """An interface name; raises if it would not fit IFNAMSIZ."""
     text = name(run_id, suffix)

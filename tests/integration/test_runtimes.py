@@ -61,7 +61,7 @@ def instance_leftovers(run_id: str) -> list[str]:
 
 
 def spec(ctx: RuntimeContext, artifact, wl, n: int, **kw) -> InstanceSpec:
-    name = naming.name(ctx.run_id, naming.base36(n))
+    name = naming.instance(ctx.run_id, n)
     return InstanceSpec(name=name, argv=wl.argv(name), rootfs=artifact.path, **kw)
 
 

@@ -1,3 +1,5 @@
+import itertools
+
 from virtbench import naming
 
 
@@ -23,6 +25,13 @@ def test_names_carry_the_run_id():
     assert naming.run_id_of("vb-abc123-profile") == "abc123"
     assert naming.run_id_of("vb-abc123") is None  # a bare prefix could be anyone's
     assert naming.run_id_of("vb-abc123-rootfs:x/../y") is None
+
+
+def test_no_instance_name_is_a_prefix_of_another():
+    names = [naming.instance("abc123", n) for n in range(1, 3000)]
+    assert names[0] == "vb-abc123-0001" and naming.run_id_of(names[0]) == "abc123"
+    ordered = sorted(names)  # a prefix sorts right before the names it starts
+    assert not any(b.startswith(a) for a, b in itertools.pairwise(ordered))
 
 
 def test_interface_names_fit_ifnamsiz():

@@ -102,7 +102,7 @@ class Session:
         background needs no network)."""
         self._counter += 1
         opts = self.spec.instance_for(runtime)
-        name = naming.name(self.run_id, naming.base36(self._counter))
+        name = naming.instance(self.run_id, self._counter)
         return InstanceSpec(
             name=name,
             argv=argv(name),
