@@ -224,7 +224,9 @@ class FakeHost(Host):
     def drop_caches(self) -> bool:
         return True
 
-    def settle_memory(self, window_s: float, timeout_s: float = 60.0) -> tuple[float, bool]:
+    def settle_memory(
+        self, window_s: float, timeout_s: float = 60.0, drop: bool = True
+    ) -> tuple[float, bool]:
         return 0.0, True  # the fake's memory has no deferred frees
 
     def availability(self, window_s: float) -> dict[str, float]:

@@ -193,9 +193,14 @@ class ScalabilityExperiment(_WorkerExperiment):
     instances: int | None = Field(default=None, ge=0, le=100_000)
     benchmark_times: int | None = Field(default=None, ge=1, le=100_000)
     runs: int = Field(default=3, ge=1, le=1000)
-    measurements_per_point: int = Field(default=1, ge=1, le=1000)
+    # default: 5 boots (a point is their median: one slow boot in five is no trend), 1
+    # measurement of a serving workload (each is a whole wrk or redis-benchmark run)
+    measurements_per_point: int | None = Field(default=None, ge=1, le=1000)
     warmups: int = Field(default=1, ge=0, le=100)
     settle_s: float = Field(default=1.0, ge=0, le=600)
+    # before each pile-up, as density's: the previous pile-up's teardown of 1200 crun
+    # sleepers made 4 of the next run's 5 first boots 2-4x slower
+    memory_settle_s: float = Field(default=15.0, ge=0, le=600)
     guard_available_pct: float = Field(default=10.0, ge=0, le=90)
     guard_available_mib: int = Field(default=1024, ge=0)
 
@@ -214,6 +219,13 @@ class ScalabilityExperiment(_WorkerExperiment):
                 "of instances_per_benchmark), not both"
             )
         return self
+
+    @property
+    def per_point(self) -> int:
+        """The worker's measurements at each point."""
+        if self.measurements_per_point is not None:
+            return self.measurements_per_point
+        return 5 if self.worker == "boot" else 1
 
     @property
     def target(self) -> int:

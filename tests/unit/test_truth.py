@@ -333,10 +333,9 @@ def test_compare_flags_few_a_a_splits(tmp_path, monkeypatch):
 
 def test_the_memory_settle_window_comes_from_the_spec_or_the_environment(monkeypatch):
     from virtbench.errors import SpecError
-    from virtbench.experiments.density import SETTLE_ENV, settle_window
-    from virtbench.spec_experiments import DensityExperiment
+    from virtbench.experiments.session import SETTLE_ENV, settle_window
 
-    cfg = DensityExperiment(type="density", memory_settle_s=15)
+    cfg = 15.0
     monkeypatch.delenv(SETTLE_ENV, raising=False)
     assert settle_window(cfg) == 15
     monkeypatch.setenv(SETTLE_ENV, "2.5")

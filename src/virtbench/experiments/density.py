@@ -26,11 +26,10 @@ Then every instance is stopped; `density.teardown_per_instance` is the mean stop
 
 from __future__ import annotations
 
-import os
 import time
 
 from virtbench import workloads
-from virtbench.errors import InstanceError, SpecError
+from virtbench.errors import InstanceError
 from virtbench.experiments.session import Failures, Session
 from virtbench.measure import memory
 from virtbench.runtimes.base import Instance
@@ -48,24 +47,6 @@ KERNEL_FIELDS = ("Slab", "PageTables", "KernelStack", "Percpu")
 def guard_limit(cfg: DensityExperiment, mem_total: int) -> int:
     """MemAvailable below which no more instances are started (bytes)."""
     return max(int(cfg.guard_available_pct / 100 * mem_total), cfg.guard_available_mib * MIB)
-
-
-SETTLE_ENV = "VIRTBENCH_MEMORY_SETTLE_S"
-
-
-def settle_window(cfg: DensityExperiment) -> float:
-    """The spec's memory_settle_s, unless VIRTBENCH_MEMORY_SETTLE_S overrides it for
-    every run (seconds, >= 0)."""
-    raw = os.environ.get(SETTLE_ENV)
-    if raw is None:
-        return cfg.memory_settle_s
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value <= 600:
-        raise SpecError(f"{SETTLE_ENV}={raw!r}: give seconds between 0 and 600")
-    return value
 
 
 def run_one(s: Session, cfg: DensityExperiment, runtime: str, rep: int) -> None:
@@ -111,12 +92,7 @@ def run_one(s: Session, cfg: DensityExperiment, runtime: str, rep: int) -> None:
     limit = guard_limit(cfg, host.meminfo()["MemTotal"])
     started: list[Instance] = []
     first: list[float] = []
-    waited, settled = host.settle_memory(settle_window(cfg))  # an earlier teardown's frees
-    params = {**params, "memory_settle_wait_s": round(waited, 2), "memory_settled": settled}
-    if not settled:
-        s.event("warning", f"density: {runtime} run {rep + 1}: the host's memory in use "
-                f"was still changing after {waited:.0f} s; its figures may carry that "
-                "drift")  # fmt: skip
+    params = {**params, **s.settle(cfg.memory_settle_s, f"density: {runtime} run {rep + 1}")}
     step(started)
     reason = f"reached the target of {cfg.instances}"
     try:

@@ -2,12 +2,16 @@
 
 For each runtime (one at a time: instances of different runtimes never share the host)
 and each run, with the worker's server started once (serving workers):
+  0. wait until the host's memory in use held still for `memory_settle_s` (an earlier
+     pile-up's teardown goes on in the kernel for seconds; Session.settle).
   1. at the current background count n (0 first): sleep `settle_s` while measuring host
      CPU idle %, then read MemAvailable % and swap free %; stored as
        host.cpu_idle_pct, host.mem_available_pct, host.swap_free_pct   (background = n)
      Warm-ups (n = 0 only, flagged) come before the first point.
-  2. measure the worker `measurements_per_point` times (a failure is stored with its
-     reason; three in a row end the run); every figure is stored with background = n:
+  2. measure the worker `measurements_per_point` times (default: 5 boots, or 1 run of a
+     serving workload; the report's trend goes through each point's median; a failure
+     is stored with its reason, three in a row end the run); every figure is stored
+     with background = n:
        boot.spawn_to_exit                 worker `boot`: a hello instance, spawn -> exit
        <the workload's metrics>           any workload that yields figures (nginx+wrk...)
   3. unless n reached the final count (`instances`, or `instances_per_benchmark` x
@@ -146,7 +150,7 @@ def run_one(s: Session, cfg: ScalabilityExperiment, runtime: str, rep: int) -> N
         nonlocal failures
         for name, value in s.host.availability(cfg.settle_s).items():
             record(name, value, "%", "higher", n)
-        for _ in range(cfg.measurements_per_point):
+        for _ in range(cfg.per_point):
             try:
                 measure_worker(n, warmup=False)
                 failures = 0
@@ -180,6 +184,9 @@ def run_one(s: Session, cfg: ScalabilityExperiment, runtime: str, rep: int) -> N
     try:
         if worker is not None:
             worker.start()
+        # caches stay: boots right after a drop ran 8.5-9 ms against 6.8 warm (crun)
+        what = f"scalability: {runtime} run {rep + 1}"
+        base_params.update(s.settle(cfg.memory_settle_s, what, drop=False))
         for _ in range(cfg.warmups):
             with contextlib.suppress(InstanceError):  # stored, flagged; never summarised
                 measure_worker(0, warmup=True)

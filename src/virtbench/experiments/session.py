@@ -11,6 +11,7 @@ import dataclasses
 import gc
 import json
 import math
+import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from rich.markup import escape
 
 from virtbench import experiments, metrics, naming
 from virtbench.artifacts import Artifact
-from virtbench.errors import EngineGone, InstanceError
+from virtbench.errors import EngineGone, InstanceError, SpecError
 from virtbench.experiments.order import Predecessors, orders, seed_for
 from virtbench.measure.host import HostSampler
 from virtbench.measure.machine import Host
@@ -185,6 +186,19 @@ class Session:
         colour = "yellow" if level == "warning" else "cyan"
         self.say(f"[{colour}]{level}[/]: {escape(message)}")
 
+    def settle(self, spec_window_s: float, what: str, drop: bool = True) -> dict[str, Any]:
+        """Before a pile-up: wait until the host's memory in use held still for the
+        window (measure/machine.py `settle_memory`), so what an earlier teardown left to
+        the kernel's deferred work (cgroups, namespaces, RCU frees, seconds long) lands
+        in neither its memory figures nor its first timings. The params to store with
+        its samples; a host that never settled is said in an event. `drop`: drop caches
+        first (for memory figures; timings after a drop start cold)."""
+        waited, settled = self.host.settle_memory(settle_window(spec_window_s), drop=drop)
+        if not settled:
+            self.event("warning", f"{what}: the host's memory in use was still changing "
+                       f"after {waited:.0f} s; its figures may carry that drift")  # fmt: skip
+        return {"memory_settle_wait_s": round(waited, 2), "memory_settled": settled}
+
     @staticmethod
     def unit_key(experiment: str, labels: dict[str, Any]) -> str:
         """The key of one unit of `experiment` (the fields its module's UNIT names)."""
@@ -278,6 +292,24 @@ def total_runs(cfg: Any) -> str:
     """How many repetitions an experiment does: "10", or "10-100" when adaptive."""
     limit = cfg.run_limit()
     return str(cfg.runs) if limit is None or limit == cfg.runs else f"{cfg.runs}-{limit}"
+
+
+SETTLE_ENV = "VIRTBENCH_MEMORY_SETTLE_S"
+
+
+def settle_window(spec_window_s: float) -> float:
+    """The spec's memory_settle_s, unless VIRTBENCH_MEMORY_SETTLE_S overrides it for
+    every run (seconds, >= 0)."""
+    raw = os.environ.get(SETTLE_ENV)
+    if raw is None:
+        return spec_window_s
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 600:
+        raise SpecError(f"{SETTLE_ENV}={raw!r}: give seconds between 0 and 600")
+    return value
 
 
 class Failures:

@@ -34,12 +34,15 @@ class Host:
         """sync, then drop page cache, dentries and inodes; False if not allowed."""
         return memory.drop_caches()
 
-    def settle_memory(self, window_s: float, timeout_s: float = 60.0) -> tuple[float, bool]:
+    def settle_memory(
+        self, window_s: float, timeout_s: float = 60.0, drop: bool = True
+    ) -> tuple[float, bool]:
         """Wait until the host's memory in use held still for `window_s` (caches dropped): what
         an earlier teardown left to the kernel's deferred work (dying cgroups, namespaces,
         RCU frees) is freed over seconds and would otherwise be counted against the
-        next pile-up. (seconds waited, whether it settled before the timeout)."""
-        return memory.settle(window_s, timeout_s)
+        next pile-up. Caches are dropped first unless not `drop`. (seconds waited,
+        whether it settled before the timeout)."""
+        return memory.settle(window_s, timeout_s, drop)
 
     def availability(self, window_s: float) -> dict[str, float]:
         """CPU idle % over the next `window_s` seconds (sleeps that long), then

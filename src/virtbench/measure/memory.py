@@ -122,18 +122,21 @@ def held() -> int:
     return info["MemTotal"] - info["MemFree"] - cached - pcp_free()
 
 
-def settle(window_s: float = 15.0, timeout_s: float = 60.0) -> tuple[float, bool]:
-    """Drop caches once, then read the memory held (`held`: not free, not page cache)
-    every SETTLE_STEP_S until the readings of the last `window_s` lie within SETTLE_MIB
-    of each other; (seconds waited, settled before `timeout_s`). Caches are not dropped
-    again: a sync and a drop every half second would load the host. Measured here after
-    a pile-up of 100 crun containers was removed: memory in use held still for 11 s, then
-    fell by 60 MiB over the next 6 s, in steps
-    of 5-16 MiB with quiet half-seconds between them; a shorter window let a by-hand
-    reading catch such a fall (crun's host cost read -0.2 MiB per instance)."""
+def settle(
+    window_s: float = 15.0, timeout_s: float = 60.0, drop: bool = True
+) -> tuple[float, bool]:
+    """Drop caches once (unless not `drop`), then read the memory held (`held`: not free,
+    not page cache) every SETTLE_STEP_S until the readings of the last `window_s` lie
+    within SETTLE_MIB of each other; (seconds waited, settled before `timeout_s`).
+    Caches are not dropped again: a sync and a drop every half second would load the
+    host. Measured here after a pile-up of 100 crun containers was removed: memory in
+    use held still for 11 s, then fell by 60 MiB over the next 6 s, in steps of 5-16 MiB
+    with quiet half-seconds between them; a shorter window let a by-hand reading catch
+    such a fall (crun's host cost read -0.2 MiB per instance)."""
     t0 = time.monotonic()
     readings: list[tuple[float, int]] = []
-    drop_caches()
+    if drop:
+        drop_caches()
     while True:
         now = time.monotonic()
         readings = [r for r in readings if now - r[0] <= window_s] + [(now, held())]

@@ -9,18 +9,19 @@ CI includes zero, or below the fit's resolution, reads "< X MiB": never a negati
 never a baseline.
 
 Scalability's worker figure is fitted against the background instances, one point per
-pile-up and background count (its boots averaged), and read per 100 background instances
+pile-up and background count (the median of its boots), and read per 100 background instances
 with a verdict: grows, shrinks, flat, or undecided.
 """
 
 from __future__ import annotations
 
+import statistics
 from collections import defaultdict
 
 from rich.table import Table
 
 from virtbench import metrics
-from virtbench.fit import Fit, increment_fit, linear_fit, resolution, resolved, verdict
+from virtbench.fit import Fit, increment_fit, resolution, resolved, sen_fit, verdict
 from virtbench.records import Sample
 from virtbench.report.tables import add_columns, fmt
 
@@ -91,19 +92,25 @@ def cost_table(title: str, samples: list[Sample], runtime_order: list[str]) -> T
 
 
 def unit_points(samples: list[Sample], metric: str, runtime: str) -> list[tuple[int, int, float]]:
-    """(repetition, background, mean value) of `metric` on `runtime`: one point per
-    pile-up and background count, its nested values averaged."""
+    """(repetition, background, value) of `metric` on `runtime`: one point per pile-up and
+    background count, its nested values summarised as the tables do: the median for a
+    figure read as a distribution (one slow boot in five moved a mean by half, and
+    a crun pile-up to 1200 whose medians rose 1.3x read "undecided"), else the mean."""
     by: dict[tuple[int, int], list[float]] = defaultdict(list)
+    workload = ""
     for s in _ok(samples):
         if s.metric == metric and s.runtime == runtime:
             by[(s.repetition, s.background)].append(s.value)  # type: ignore[arg-type]
-    return [(rep, n, sum(v) / len(v)) for (rep, n), v in sorted(by.items())]
+            workload = s.workload
+    middle = statistics.median if metrics.lookup(metric, workload).summary == "median" else (
+        statistics.fmean)  # fmt: skip
+    return [(rep, n, middle(v)) for (rep, n), v in sorted(by.items())]
 
 
 def trend(samples: list[Sample], metric: str, runtime: str) -> Fit | None:
     """The slope of `metric` per PER background instances on `runtime`."""
     pts = unit_points(samples, metric, runtime)
-    found = linear_fit([p[1] for p in pts], [p[2] for p in pts], [p[0] for p in pts])
+    found = sen_fit([p[1] for p in pts], [p[2] for p in pts], [p[0] for p in pts])
     return None if found is None else found.scaled(PER)
 
 

@@ -1,0 +1,109 @@
+"""Scalability's trend against hyperfine: how much slower a crun hello starts with idle
+sleepers in the background, by hand.
+
+virtbench's side is `virtbench run scalability --runtimes crun --instances N
+--instances-per-benchmark S` as a user types it; its figure is the trend the report
+prints (report/fits.py: boot.spawn_to_exit per 100 background instances, 95% CI).
+
+The by-hand side: hyperfine times `crun run --bundle B name` (the command a user would
+type; bench/boot_vs_hyperfine.py) with no background, then N sleepers are started with
+the driver (`crun run -d`, each waited for until ready), hyperfine times the same
+command again, and the sleepers go. Its slope is (median at N - median at 0) / N per
+100; it is done before and after virtbench's run, and the two are averaged. Printed:
+both slopes, whether the by-hand slope lies inside virtbench's 95% CI, and the ratio.
+
+    .venv/bin/python bench/trend_vs_hyperfine.py [--instances 1200] [--step 200]
+        [--runs 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+from pathlib import Path
+
+import virtbench_run
+from boot_vs_hyperfine import hyperfine_median
+
+from virtbench import cgroups, naming, runtimes
+from virtbench.artifacts import build_minimal_rootfs
+from virtbench.measure.probe import ProbeListener
+from virtbench.paths import Paths
+from virtbench.report.fits import PER, trend
+from virtbench.runtimes.base import InstanceSpec, RuntimeContext
+from virtbench.state import RunState
+from virtbench.store import Store
+from virtbench.workloads import hello, sleep
+
+LABEL = "crun"
+
+
+def by_hand(n: int, runs: int, paths: Paths, rootfs: Path) -> tuple[float, float]:
+    """hyperfine's median crun hello (ms) with no background, then with `n` sleepers."""
+    rid = naming.new_run_id()
+    state = RunState(paths.run_dir(rid)).open()
+    probe = ProbeListener(state.dir / "probe")
+    ctx = RuntimeContext(rid, state, paths, cgroups.Layout.detect(), rootfs=rootfs, probe=probe)
+    rt = runtimes.create(LABEL, ctx)
+    name = naming.name(rid, "hf")
+    inst, argv, env = rt.command_line(InstanceSpec(name, hello.argv(name), rootfs))
+    started = []
+    try:
+        alone = hyperfine_median(argv, env, runs, None)
+        for i in range(1, n + 1):
+            bg = naming.instance(rid, i)
+            started.append(rt.start(InstanceSpec(bg, sleep.argv(bg), rootfs)))
+            if probe.wait(bg, 60) is None:
+                raise SystemExit(f"{LABEL}: background instance {bg} never got ready")
+        loaded = hyperfine_median(argv, env, runs, None)
+    finally:
+        rt.stop(inst)
+        for bg_inst in started:
+            rt.stop(bg_inst)
+        rt.close()
+        probe.close()
+        state.close()
+    return alone, loaded
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--instances", type=int, default=1200)
+    ap.add_argument("--step", type=int, default=200)
+    ap.add_argument("--runs", type=int, default=30, help="hyperfine runs at each end")
+    args = ap.parse_args()
+    paths = Paths.from_env()
+    art = build_minimal_rootfs(paths.guest_src, paths.cache)
+    before = by_hand(args.instances, args.runs, paths, art.path)
+    results = Path(tempfile.mkdtemp(prefix="vb-trend-"))
+    try:
+        run_id = virtbench_run.run(
+            ["scalability", "--runtimes", LABEL, "--instances", str(args.instances),
+             "--instances-per-benchmark", str(args.step)], results,
+        )  # fmt: skip
+        store = Store(results)
+        try:
+            fit = trend(store.samples(run_id), "boot.spawn_to_exit", LABEL)
+        finally:
+            store.close()
+    finally:
+        shutil.rmtree(results, ignore_errors=True)
+    after = by_hand(args.instances, args.runs, paths, art.path)
+    if fit is None:
+        raise SystemExit("virtbench's run gave no trend")
+    per = PER / args.instances
+    slopes = [(loaded - alone) * per for alone, loaded in (before, after)]
+    hand = sum(slopes) / 2
+    for when, (alone, loaded), slope in zip(("before", "after"), (before, after), slopes,
+                                            strict=True):  # fmt: skip
+        print(f"by hand {when}: crun hello {alone:.3g} ms alone, {loaded:.3g} ms beside "
+              f"{args.instances} sleepers: {slope:+.3g} ms per {PER}")  # fmt: skip
+    inside = fit.ci_low <= hand <= fit.ci_high
+    print(f"virtbench: {fit.slope:+.3g} ms per {PER} (95% CI {fit.ci_low:.3g} to "
+          f"{fit.ci_high:.3g}); by hand {hand:+.3g}: {'inside' if inside else 'outside'} the "
+          f"CI; ratio {fit.slope / hand:.3f}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
