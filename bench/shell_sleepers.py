@@ -91,7 +91,7 @@ class ShellSleepers:
                 ]
                 if rest:
                     print(f"removing leftovers: {cleanup.summarize(rest)}", flush=True)
-                    for error in cleanup.remove(rest, self.layout):
+                    for error in cleanup.remove(rest, self.layout, locked=True):
                         print(f"warning: could not remove {error}", flush=True)
             finally:
                 if self.probe is not None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -115,6 +116,9 @@ class World:
         self.stopped_at: dict[str, int] = {}  # label -> monotonic ns of its last stop
         self.carried: list[str] = []  # labels of launches that paid a carry-over
         self.started = 0  # detached instances started (numbers their fake pids)
+        # called with the count before each detached start: a test raises from it (an
+        # interruption, a runtime that fails)
+        self.fault: Callable[[int], None] | None = None
 
     def of(self, label: str) -> RuntimeTruth:
         return self.truth.runtimes[label]
@@ -168,6 +172,8 @@ class World:
     def add(self, name: str, label: str, kind: str, what: str, cpus: str | None) -> FakeInstance:
         """A detached instance starts running (and holding memory)."""
         rt = self.of(label)
+        if self.fault is not None:
+            self.fault(self.started + 1)
         self.started += 1
         inst = FakeInstance(
             label=label,
@@ -274,8 +280,9 @@ class FakeHarness(Harness):
         layout: cgroups.Layout,
         run_id: str | None = None,
         include_live: bool = False,
+        problems: list[str] | None = None,
     ) -> list[cleanup.Leftover]:
-        del paths, layout, include_live
+        del paths, layout, include_live, problems
         found = [(naming.run_id_of(n), n) for n in self.world.running]
         return [
             cleanup.Leftover("instance", n, rid, "fake")

@@ -92,6 +92,24 @@ def _ensure_cpuset_parent(parent: Path) -> None:
             _write(p, (parent.parent / f).read_text().strip())
 
 
+def ensure_parents(layout: Layout) -> None:
+    """The `virtbench` parent cgroup in every hierarchy, cpuset's with the root's CPUs
+    and memory nodes. A run makes them before any instance (they go once the last run
+    ends: cleanup.remove_empty_parents): runtimes that create their cgroup path
+    themselves find a usable parent (runsc cannot write cpuset.cpus below an empty one)."""
+    if layout.version == 1:
+        for ctrl, root in layout.v1.items():
+            parent = root / PARENT
+            parent.mkdir(exist_ok=True)
+            if ctrl == "cpuset":
+                _ensure_cpuset_parent(parent)
+    elif layout.version == 2 and layout.unified is not None:
+        parent = layout.unified / PARENT
+        parent.mkdir(exist_ok=True)
+        with contextlib.suppress(OSError):
+            _write(parent / "cgroup.subtree_control", "+memory +cpuset +cpu +pids")
+
+
 def create(
     layout: Layout,
     name: str,

@@ -4,8 +4,12 @@ Kinds, in removal order: instances any runtime driver still lists, the engine im
 networks drivers list, processes (environment VIRTBENCH_INSTANCE or membership in a
 labelled cgroup), cgroups, network namespaces, network links (bridges, veths), mounts,
 daemons a crashed run started (pid and start time from its ledger), the run's data
-directories on disk, and the run's state directory (bundles, sockets, ledger). Runs
-whose lock is still held (alive) are never touched.
+directories on disk, and the run's state directory (bundles, sockets, ledger).
+
+Runs whose lock is held (alive, being resumed, or being cleaned by another clean) are
+never touched: `remove` takes each run's lock, without waiting, for the time it
+removes that run's objects. A listing that fails (a runtime's list command, `ip link`)
+is an error naming what could not be listed, never an empty list.
 """
 
 from __future__ import annotations
@@ -18,10 +22,11 @@ import signal
 from dataclasses import dataclass
 from pathlib import Path
 
-from virtbench import cgroups, naming, proc, runtimes
+from virtbench import cgroups, naming, proc, runtimes, state
+from virtbench.errors import ListingError
 from virtbench.paths import Paths
 from virtbench.runtimes import daemon
-from virtbench.state import is_alive
+from virtbench.runtimes.traces import mount_points as mounts
 
 NETNS_DIR = Path("/run/netns")
 
@@ -38,24 +43,27 @@ class Leftover:
         return f"{self.kind:9} {self.name}{extra}"
 
 
-def live_runs(paths: Paths) -> set[str]:
-    if not paths.runs.is_dir():
-        return set()
-    return {d.name for d in paths.runs.iterdir() if d.is_dir() and is_alive(d)}
-
-
 ENGINE_KINDS = ("instance", "image", "network", "volume", "profile", "pool")
 
 
-def _engine_objects() -> list[tuple[str, str, str]]:
-    """(runtime, kind, name) for everything any registered runtime's engine holds."""
+def _engine_objects(problems: list[str] | None) -> list[tuple[str, str, str]]:
+    """(runtime, kind, name) for everything any registered runtime's engine holds; a
+    runtime that cannot list goes in `problems` (or raises, without a list for them),
+    and the sweep of the others goes on."""
     found = []
     for name in runtimes.names():
         try:
             found += [(name, k, n) for k, n in runtimes.get(name).list_objects()]
-        except Exception:  # a broken driver must not stop the sweep of the others
-            continue
+        except Exception as exc:
+            _unlisted(problems, f"{name}'s objects", exc)
     return found
+
+
+def _unlisted(problems: list[str] | None, what: str, exc: Exception) -> None:
+    message = f"could not list {what}: {exc}"
+    if problems is None:
+        raise ListingError(message) from exc
+    problems.append(message)
 
 
 def _daemons(run_dir: Path) -> list[tuple[str, int, int | None]]:
@@ -104,17 +112,8 @@ def _cgroup_dirs(layout: cgroups.Layout) -> list[Path]:
 def _links() -> list[str]:
     res = proc.run(["ip", "-j", "link", "show"], check=False, timeout=30)
     if res.returncode != 0:
-        return []
+        raise ListingError(f"ip link show: {res.brief()}")
     return [link["ifname"] for link in json.loads(res.stdout or "[]")]
-
-
-def mounts() -> list[str]:
-    """Every mount point of this mount namespace."""
-    out = []
-    for line in Path("/proc/self/mountinfo").read_text().splitlines():
-        mnt = line.split()[4].encode().decode("unicode_escape")
-        out.append(mnt)
-    return out
 
 
 def scan(
@@ -122,11 +121,14 @@ def scan(
     run_id: str | None = None,
     layout: cgroups.Layout | None = None,
     include_live: bool = False,
+    problems: list[str] | None = None,
 ) -> list[Leftover]:
     """Everything labelled with a run id (or only `run_id`), skipping live runs unless
-    `include_live` (a run checking its own leftovers while it still holds its lock)."""
+    `include_live` (a run checking its own leftovers while it still holds its lock).
+    What could not be listed is raised as ListingError, or, given a `problems` list,
+    said there while the rest is still scanned."""
     layout = layout or cgroups.Layout.detect()
-    live = set() if include_live else live_runs(paths)
+    live = set() if include_live else state.live_runs()
 
     def ours(name: str) -> str | None:
         rid = naming.run_id_of(name)
@@ -135,7 +137,7 @@ def scan(
         return rid
 
     found: list[Leftover] = []
-    for runtime, kind, obj in _engine_objects():
+    for runtime, kind, obj in _engine_objects(problems):
         if rid := ours(obj):
             found.append(Leftover(kind, obj, rid, runtime))
     cg_dirs = [d for d in _cgroup_dirs(layout) if ours(d.name)]
@@ -151,7 +153,12 @@ def scan(
         for ns in sorted(NETNS_DIR.iterdir()):
             if rid := ours(ns.name):
                 found.append(Leftover("netns", ns.name, rid))
-    for link in _links():
+    try:
+        links = _links()
+    except (ListingError, ValueError) as exc:
+        _unlisted(problems, "network links", exc)
+        links = []
+    for link in links:
         if rid := ours(link.split("@", 1)[0]):
             found.append(Leftover("link", link.split("@", 1)[0], rid))
     state_prefix = str(paths.runs) + "/"
@@ -175,9 +182,32 @@ def scan(
     return found
 
 
-def remove(items: list[Leftover], layout: cgroups.Layout | None = None) -> list[str]:
-    """Remove leftovers in a safe order; returns one message per thing that resisted."""
+def remove(
+    items: list[Leftover], layout: cgroups.Layout | None = None, locked: bool = False
+) -> list[str]:
+    """Remove leftovers run by run, each run's while holding its lock (`locked`: the
+    caller holds it already: a run removing its own); one message per thing that
+    resisted, and per run left alone because its lock is held elsewhere."""
     layout = layout or cgroups.Layout.detect()
+    by_run: dict[str, list[Leftover]] = {}
+    for it in items:
+        by_run.setdefault(it.run_id, []).append(it)
+    errors: list[str] = []
+    for rid, its in by_run.items():
+        if locked or not rid:
+            errors += _remove(its, layout)
+            continue
+        with state.holding(rid) as ok:
+            if ok:
+                errors += _remove(its, layout)
+            else:
+                errors.append(f"run {rid} is alive (running, resumed or being cleaned): "
+                              f"its {len(its)} objects were left alone")  # fmt: skip
+    return errors
+
+
+def _remove(items: list[Leftover], layout: cgroups.Layout) -> list[str]:
+    """Remove leftovers in a safe order; one message per thing that resisted."""
     errors: list[str] = []
     by_kind: dict[str, list[Leftover]] = {}
     for it in items:
@@ -214,6 +244,25 @@ def remove(items: list[Leftover], layout: cgroups.Layout | None = None) -> list[
             if Path(it.name).exists():
                 errors.append(f"{kind} {it.name} could not be removed")
     return errors
+
+
+def remove_empty_parents(layout: cgroups.Layout | None = None) -> list[Path]:
+    """The `virtbench` parent cgroups, in every hierarchy, once no run is alive or
+    starting (state.host_idle) and they are empty; the ones removed. One that still has
+    a child keeps it: a dead run's cgroup is a leftover `scan` lists."""
+    layout = layout or cgroups.Layout.detect()
+    removed = []
+    with state.host_idle() as idle:
+        if not idle:
+            return []
+        for root in layout.roots():
+            parent = root / cgroups.PARENT
+            try:
+                parent.rmdir()
+            except OSError:  # absent, or not empty
+                continue
+            removed.append(parent)
+    return removed
 
 
 def summarize(items: list[Leftover]) -> str:

@@ -29,3 +29,8 @@ class StoreError(VirtbenchError):
 class EngineGone(InstanceError):
     """A runtime's engine daemon (dockerd, LXD) died or stopped answering mid-run: the
     runtime is skipped for the rest of the run, the others go on."""
+
+
+class ListingError(VirtbenchError):
+    """What is on the host could not be listed (a runtime's list command kept failing, a
+    daemon stopped answering): never read as "nothing there"."""

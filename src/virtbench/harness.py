@@ -42,10 +42,14 @@ class Harness:
         layout: cgroups.Layout,
         run_id: str | None = None,
         include_live: bool = False,
+        problems: list[str] | None = None,
     ) -> list[cleanup.Leftover]:
-        """What runs (or only `run_id`) left on the host (cleanup.scan)."""
-        return cleanup.scan(paths, run_id=run_id, layout=layout, include_live=include_live)
+        """What runs (or only `run_id`) left on the host (cleanup.scan: what could not be
+        listed raises, or goes in `problems` if given)."""
+        return cleanup.scan(paths, run_id=run_id, layout=layout, include_live=include_live,
+                            problems=problems)  # fmt: skip
 
     def remove(self, items: list[cleanup.Leftover], layout: cgroups.Layout) -> list[str]:
-        """Remove leftovers; one message per thing that resisted (cleanup.remove)."""
-        return cleanup.remove(items, layout)
+        """Remove a run's own leftovers, under the lock the run holds; one message per
+        thing that resisted (cleanup.remove)."""
+        return cleanup.remove(items, layout, locked=True)

@@ -18,12 +18,13 @@ import json
 import shutil
 import signal
 import sys
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from virtbench import cgroups, cleanup, experiments, naming, runtimes, state
+from virtbench import cgroups, cleanup, experiments, naming, runtimes
 from virtbench.artifacts import Artifact
-from virtbench.errors import RuntimeUnavailable, SpecError, VirtbenchError
+from virtbench.errors import ListingError, RuntimeUnavailable, SpecError, VirtbenchError
 from virtbench.experiments.session import Session
 from virtbench.harness import Harness
 from virtbench.measure.host import HostSampler
@@ -101,13 +102,22 @@ def execute(
     harness = harness if harness is not None else Harness()
     versions = check_available(spec)
     layout = harness.layout()
-    if resume is not None:
-        check_resumable(resume, paths, layout, say, harness)
-    leftovers = harness.leftovers(paths, layout)
+    if resume is not None and resume.status == "completed":
+        raise VirtbenchError(f"run {resume.id} completed: nothing to resume")
+    run_id = resume.id if resume is not None else naming.new_run_id()
+    run_state = RunState(paths.run_dir(run_id)).open()  # before anything of the run exists
+    try:
+        if resume is not None:
+            remove_own_leftovers(resume, paths, layout, say, harness)
+        problems: list[str] = []
+        leftovers = harness.leftovers(paths, layout, problems=problems)
+    except BaseException:
+        run_state.close(remove=resume is None)
+        raise
     if leftovers:
         say(f"[yellow]warning[/]: {cleanup.summarize(leftovers)}; `virtbench clean` removes them")
-    run_id = resume.id if resume is not None else naming.new_run_id()
-    run_state = RunState(paths.run_dir(run_id)).open()
+    for problem in problems:
+        say(f"[yellow]warning[/]: {problem}")
     status = "failed"
     drivers: dict[str, Runtime] = {}
     ctx: RuntimeContext | None = None
@@ -150,7 +160,7 @@ def execute(
             )
             if resume is not None:
                 session.resumed, session.done = True, store.units(run_id)
-                discard_unfinished(session, say)
+                note_unfinished(session)
             for exp in spec.experiment:  # a spec that cannot run fails before any sample
                 module = experiments.get(exp.type)
                 if hasattr(module, "check"):
@@ -179,9 +189,17 @@ def execute(
                     continue
                 say(f"[bold]{exp.type}[/] on {', '.join(spec.runtimes)}")
                 experiments.get(exp.type).run(session, exp)
-                store.add_unit(run_id, *whole)
-                session.done.add(whole)
-            status = "completed"
+                if not any(e == exp.type for e, _ in session.superseded):
+                    store.add_unit(run_id, *whole)  # (else a later resume tries it again)
+                    session.done.add(whole)
+            if session.superseded:  # a resume must measure again what was cut short
+                left = sorted(k for _, k in session.superseded)
+                store.add_event(run_id, "error", f"resume: {len(left)} units cut short "
+                                f"were not measured again ({', '.join(left[:3])}); their "
+                                "earlier samples are kept")  # fmt: skip
+                status = "failed"
+            else:
+                status = "completed"
     except KeyboardInterrupt:
         status = "interrupted"
         raise
@@ -205,23 +223,26 @@ def execute(
                     store.finish_run(run_id, status)
                 finally:
                     run_state.close()
+                    with contextlib.suppress(OSError):  # the last run out: shared parents
+                        cleanup.remove_empty_parents(layout)
     return run_id, status
 
 
-def check_resumable(
+def remove_own_leftovers(
     run: RunRecord,
     paths: Paths,
     layout: cgroups.Layout,
     say: Callable[[str], None],
     harness: Harness,
 ) -> None:
-    """A run can go on when it is not running and did not complete; whatever it left on
-    the host (it was killed) is removed first, so its instance names are free again."""
-    if state.is_alive(paths.run_dir(run.id)):
-        raise VirtbenchError(f"run {run.id} is still running: wait for it or stop it first")
-    if run.status == "completed":
-        raise VirtbenchError(f"run {run.id} completed: nothing to resume")
-    rest = harness.leftovers(paths, layout, run_id=run.id)
+    """Before a resume measures anything (the run's lock held): whatever the run left on
+    the host (it was killed) is removed, so its instance names are free again; a
+    leftover that cannot be listed or removed stops the resume."""
+    try:
+        rest = harness.leftovers(paths, layout, run_id=run.id, include_live=True)
+    except ListingError as exc:
+        raise VirtbenchError(f"run {run.id}: cannot resume: {exc}") from exc
+    rest = [r for r in rest if r.kind != "state"]  # its state directory is in use again
     if rest:
         say(f"removing what run {run.id} left: {cleanup.summarize(rest)}")
         errors = harness.remove(rest, layout)
@@ -257,22 +278,24 @@ def artifact_event(store: Store, run: RunRecord, now: dict[str, Any]) -> None:
         )
 
 
-def discard_unfinished(session: Session, say: Callable[[str], None]) -> None:
-    """Samples of units the interrupted run did not finish go: those units are measured
-    again whole. Warm-ups and image sizes stay."""
+def note_unfinished(session: Session) -> None:
+    """Units the interrupted run did not finish are measured again whole. Their samples
+    stay in the store until the new ones are (Session.finished then removes them), so a
+    resume that fails too loses nothing. Warm-ups and image sizes stay."""
     done = session.done
-
-    def keep(smp: Sample) -> bool:
+    cut: set[tuple[str, str]] = set()
+    for smp in session.store.samples(session.run_id):
         if smp.warmup or smp.experiment not in experiments.BUILTIN:
-            return True
+            continue
         key = Session.unit_key(smp.experiment, dataclasses.asdict(smp))
-        return (smp.experiment, key) in done
-
-    gone = session.store.discard_samples(session.run_id, keep)
+        if (smp.experiment, key) not in done:
+            cut.add((smp.experiment, key))
+    session.superseded, session.resumed_at = cut, time.time()
     finished = len([d for d in done if d[0] != "experiment"])
     msg = f"resume: {finished} units already measured are skipped"
-    if gone:
-        msg += f"; {gone} samples of units the interruption cut short are measured again"
+    if cut:
+        msg += (f"; {len(cut)} units the interruption cut short are measured again (their "
+                "samples are kept until the new ones are stored)")  # fmt: skip
     session.event("info", msg)
 
 

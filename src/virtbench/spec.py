@@ -235,7 +235,12 @@ def catalog_names() -> list[str]:
 def load(name_or_path: str) -> tuple[Spec, dict[str, Any], str]:
     """Load a spec file, or a catalog entry by name. Returns (spec, raw dict, where)."""
     path = Path(name_or_path)
-    if path.suffix == ".toml" or path.exists():
+    try:
+        exists = path.exists()
+    except OSError as exc:  # a name too long for a path, say: not a file
+        raise SpecError(f"{name_or_path[:60]}...: not a spec file or a catalog entry "
+                        f"({exc.strerror})") from None  # fmt: skip
+    if path.suffix == ".toml" or exists:
         if not path.is_file():
             raise SpecError(f"{name_or_path}: no such spec file")
         where = str(path)

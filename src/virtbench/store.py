@@ -25,6 +25,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from virtbench import state
 from virtbench.errors import VirtbenchError
 from virtbench.records import Direction, RunRecord, Sample  # noqa: F401 (their old home)
 from virtbench.store_sql import MIGRATIONS as _MIGRATIONS  # noqa: F401 (its old home)
@@ -126,9 +127,14 @@ class Store:
 
     @staticmethod
     def _run(r: Row) -> RunRecord:
+        """A run as stored, except that one of this host that the store says is running
+        but whose lock nobody holds is crashed: its process died without saying so (a
+        kill -9, a full disk that kept the last write out)."""
         d = dict(r)
         for key in _RUN_JSON:
             d[key] = json.loads(d[key])
+        if d["status"] == "running" and not d.get("host") and not state.is_alive(d["id"]):
+            d["status"] = "crashed"
         return RunRecord(**d)
 
     # --- samples, series, events ---------------------------------------------------------------

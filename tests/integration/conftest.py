@@ -65,6 +65,7 @@ def ctx(paths: Paths, artifact) -> Iterator[RuntimeContext]:
     probe.close()
     state.close()
     left = cleanup.scan(paths, run_id=run_id, include_live=True)
+    cleanup.remove_empty_parents(layout)  # as a run's end does
     assert not left, f"leftovers after test: {[str(x) for x in left]}"
 
 

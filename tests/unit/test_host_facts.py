@@ -76,3 +76,29 @@ def test_the_host_seam_reads_this_machine():
     assert h.running() >= 1  # the reader itself
     assert h.topology() == Topology.detect()
     assert Harness().layout() == cgroups.Layout.detect()
+
+
+def test_what_an_engine_left_is_removed_and_what_was_there_before_stays(tmp_path: Path):
+    """runtimes/traces.py: files that appeared in a watched directory since the snapshot
+    go, older ones stay; a jump to a new chain is turned into its delete."""
+    from virtbench.runtimes import traces
+
+    netns = tmp_path / "netns"
+    netns.mkdir()
+    (netns / "host-owned").write_text("")
+    before = traces.snapshot((str(tmp_path),), (str(netns),), firewall=False)
+    (netns / "3f2a91c0").write_text("")  # a sandbox's file the engine left
+    assert traces.remove_new(before, (str(tmp_path),), (str(netns),), firewall=False) == []
+    assert [p.name for p in netns.iterdir()] == ["host-owned"]
+    rules = [
+        "-P FORWARD ACCEPT",
+        "-N CNI-FORWARD",
+        '-A FORWARD -m comment --comment "CNI firewall plugin rules" -j CNI-FORWARD',
+        "-A CNI-FORWARD -j CNI-ADMIN",
+        "-A DOCKER-USER -j RETURN",
+    ]
+    assert traces.jumps_to(rules, "CNI-FORWARD") == [
+        ["-D", "FORWARD", "-m", "comment", "--comment", "CNI firewall plugin rules", "-j",
+         "CNI-FORWARD"],
+    ]  # fmt: skip
+    assert traces.jumps_to(rules, "CNI-ADMIN") == [["-D", "CNI-FORWARD", "-j", "CNI-ADMIN"]]

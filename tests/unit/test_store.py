@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from virtbench import state
 from virtbench.errors import VirtbenchError
 from virtbench.store import SCHEMA_VERSION, Sample, Store
 
@@ -97,8 +98,21 @@ def test_version_1_store_gains_units_and_keeps_its_runs(tmp_path: Path):
     st.add_unit("old123", "boot", '["crun", 0, "hello"]')
     st.add_unit("old123", "boot", '["crun", 0, "hello"]')  # twice is once
     assert st.units("old123") == {("boot", '["crun", 0, "hello"]')}
-    st.reopen_run("old123")
-    assert st.run("old123").status == "running" and st.run("old123").finished is None
+    with state.holding("old123") as held:  # a resume holds the run's lock
+        assert held
+        st.reopen_run("old123")
+        assert st.run("old123").status == "running" and st.run("old123").finished is None
+    assert st.run("old123").status == "crashed"  # nobody holds it: its process died
+
+
+def test_a_running_run_whose_lock_is_free_reads_crashed_until_a_process_holds_it(store: Store):
+    """`list` and `show` see a run that died without a word (kill -9, a full disk that
+    kept its last write out) as crashed; the store's row is left as it was."""
+    store.create_run("dead01", "n", ["run"], {})
+    assert store.run("dead01").status == "crashed"
+    with state.holding("dead01"):
+        assert store.run("dead01").status == "running"
+        assert [r.status for r in store.runs() if r.id == "dead01"] == ["running"]
 
 
 def test_discard_samples_removes_only_what_keep_rejects(store: Store):

@@ -47,6 +47,10 @@ class Session:
     # run is resumed (`run --resume`), and every unit this session finishes.
     done: set[tuple[str, str]] = dataclasses.field(default_factory=set)
     resumed: bool = False
+    # On resume: units the interruption cut short, whose earlier samples stay until the
+    # unit has been measured again whole (then they go: `finished`), and when it began.
+    superseded: set[tuple[str, str]] = dataclasses.field(default_factory=set)
+    resumed_at: float = 0.0
     # Every timed launch waits for a quiet host (measure/quiet.py); the runner gives it
     # the runtimes' "previous instance gone" check and calibrates it before the run.
     quiet: Quiet = dataclasses.field(default_factory=Quiet)
@@ -211,14 +215,37 @@ class Session:
         return warmup or (experiment, self.unit_key(experiment, labels)) not in self.done
 
     def finished(self, experiment: str, warmup: bool, **labels: Any) -> None:
-        """Mark a unit finished (its samples, failed ones too, are all in the store)."""
+        """Mark a unit finished (its samples, failed ones too, are all in the store). A
+        unit the interruption of a resumed run cut short replaces its earlier samples
+        only when measured again without a failure; otherwise both stay, the unit stays
+        unfinished (a later resume tries it again) and the run ends failed."""
         if warmup:
             return
         key = self.unit_key(experiment, labels)
         if set(labels) != set(experiments.get(experiment).UNIT):
             raise ValueError(f"{experiment}: a unit is {experiments.get(experiment).UNIT}")
+        if (experiment, key) in self.superseded and not self._replace(experiment, key):
+            return
         self.store.add_unit(self.run_id, experiment, key)
         self.done.add((experiment, key))
+
+    def _replace(self, experiment: str, key: str) -> bool:
+        """A cut-short unit measured again: drop its samples from before the resume if
+        the new ones hold no failure; whether they were replaced."""
+        fields = experiments.get(experiment).UNIT
+
+        def ours(smp: Sample) -> bool:
+            unit = json.dumps([getattr(smp, f) for f in fields])
+            return smp.experiment == experiment and not smp.warmup and unit == key
+
+        fresh = [x for x in self.store.samples(self.run_id) if ours(x) and x.t >= self.resumed_at]
+        if any(x.error for x in fresh):
+            self.event("warning", f"resume: {experiment} {key} failed again; its samples "
+                       "from before the interruption are kept")  # fmt: skip
+            return False
+        self.store.discard_samples(self.run_id, lambda x: not (ours(x) and x.t < self.resumed_at))
+        self.superseded.discard((experiment, key))
+        return True
 
     def schedule(
         self,

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict
 
 from virtbench import proc
 from virtbench.errors import InstanceError
-from virtbench.runtimes import owners
+from virtbench.runtimes import owners, traces
 from virtbench.runtimes.base import Availability, Instance, which
 from virtbench.runtimes.engine import LABEL, Engine, engine_exit_reason
 
@@ -172,12 +172,13 @@ class Docker(Engine):
     def _connect(self) -> None:
         config = self.ctx.scratch / "dockerd.json"
         config.write_text(json.dumps(daemon_config(self.ctx.scratch)))
+        before = traces.snapshot(TRACE_MOUNTS, TRACE_DIRS, firewall=False)
         self.ctx.daemons.ensure(
             "dockerd",
             daemon_up,
             dockerd_argv(config),
             ready_timeout=90,
-            after_stop=remove_engine_leftovers,
+            after_stop=lambda: remove_engine_leftovers(before),
         )
         self.api = client().api
 
@@ -396,17 +397,19 @@ def dead_containerd() -> list[psutil.Process]:
         return []
 
 
-HOST_NETNS_MOUNT = "/run/docker/netns/default"
+# What a dockerd writes on the host and leaves when it stops (runtimes/traces.py): the
+# bind mount of its data root onto itself, the host's netns at run/docker/netns/default,
+# one empty file per container it ran in /run/docker/netns.
+TRACE_MOUNTS = ("/var/lib/docker", "/run/docker")
+TRACE_DIRS = ("/run/docker/netns",)
 
 
-def remove_engine_leftovers() -> None:
+def remove_engine_leftovers(before: traces.Traces) -> None:
     """After stopping a dockerd we started: the empty `/docker` cgroups it made, and the
-    bind mount of the host's network namespace it keeps at HOST_NETNS_MOUNT (a stopped
-    dockerd leaves it mounted)."""
-    from virtbench.cleanup import mounts
-
+    mounts and files it left that were not there before it started."""
     for top in Path("/sys/fs/cgroup").glob("*/docker"):
         with contextlib.suppress(OSError):
             top.rmdir()
-    if HOST_NETNS_MOUNT in mounts():
-        proc.run(["umount", HOST_NETNS_MOUNT], check=False)
+    errors = traces.remove_new(before, TRACE_MOUNTS, TRACE_DIRS, firewall=False)
+    if errors:
+        raise InstanceError(f"dockerd left {len(errors)} things: {'; '.join(errors[:3])}")

@@ -39,7 +39,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from virtbench import cgroups, cleanup, naming, proc
-from virtbench.errors import InstanceError, RuntimeUnavailable
+from virtbench.errors import InstanceError, ListingError, RuntimeUnavailable
 from virtbench.runtimes.base import (
     Availability,
     Family,
@@ -49,6 +49,7 @@ from virtbench.runtimes.base import (
     which,
 )
 from virtbench.runtimes.engine import tar_of
+from virtbench.runtimes.leftovers import listing
 from virtbench.runtimes.lxc import Lxc, instance_lines
 from virtbench.unixhttp import UnixHTTPConnection
 
@@ -218,7 +219,8 @@ class Lxd(Runtime):
             # what LXD left mounted in its directory, removed as `clean` would
             prefix = f"{self.lxd_dir}/"
             left = [m for m in cleanup.mounts() if m.startswith(prefix)]
-            cleanup.remove([cleanup.Leftover("mount", m, self.ctx.run_id) for m in left])
+            mounts = [cleanup.Leftover("mount", m, self.ctx.run_id) for m in left]
+            cleanup.remove(mounts, locked=True)  # the run's own, under its lock
             remove_tree(self.lxd_dir)
             proc.run(["ip", "netns", "delete", netns], check=False)
             for p in pivots:  # liblxc's, made on our behalf; only if still empty
@@ -364,12 +366,11 @@ class Lxd(Runtime):
 
     @classmethod
     def _system_lxc(cls, *args: str) -> Any:
-        env = cls._system_env()
-        res = proc.run(["lxc", *args, "--format", "json"], env=env, check=False, timeout=60)
+        out = listing(["lxc", *args, "--format", "json"], env=cls._system_env())
         try:
-            return json.loads(res.stdout or "[]") or []
-        except ValueError:
-            return []
+            return json.loads(out or "[]") or []
+        except ValueError as exc:
+            raise ListingError(f"`lxc {' '.join(args)}` printed no JSON: {out[:80]!r}") from exc
 
     @classmethod
     def list_objects(cls) -> list[tuple[str, str]]:

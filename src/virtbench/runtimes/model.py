@@ -109,6 +109,7 @@ class RuntimeContext:
         from virtbench.runtimes.daemon import Daemons
 
         self.daemons = Daemons(self.state)
+        cgroups.ensure_parents(self.layout)  # the run holds its lock: no clean removes them
 
     @property
     def scratch(self) -> Path:

@@ -16,7 +16,9 @@ from typing import Any, ClassVar
 from pydantic import BaseModel
 
 from virtbench import cgroups, proc
+from virtbench.errors import InstanceError
 from virtbench.runtimes.base import Availability, Family, Instance, Runtime, remove_tree, which
+from virtbench.runtimes.leftovers import listing
 
 OCI_VERSION = "1.0.2"
 CAPS = [
@@ -181,7 +183,11 @@ class OciRuntime(Runtime):
     def _stop(self, inst: Instance) -> None:
         if inst.proc is not None and inst.proc.poll() is None:
             proc.kill_group(inst.proc)
-        proc.run([self.binary, "delete", "--force", inst.name], check=False, timeout=30)
+        res = proc.run([self.binary, "delete", "--force", inst.name], check=False, timeout=30)
+        # a foreground container deletes itself when it exits: a delete that failed is
+        # an error only if the container is still there
+        if res.returncode != 0 and inst.name in self.list_instances():
+            raise InstanceError(f"{self.binary} delete {inst.name}: {res.brief()}")
         remove_tree(self._bundle_dir(inst))
 
     @classmethod
@@ -189,11 +195,8 @@ class OciRuntime(Runtime):
         """Names of every container this runtime knows (for clean)."""
         if which(cls.binary) is None:
             return []
-        res = proc.run([cls.binary, "list", "--format", "json"], check=False, timeout=30)
-        if res.returncode != 0 or not res.stdout.strip():
-            return []
-        data = json.loads(res.stdout) or []
-        return [c["id"] for c in data if "id" in c]
+        out = listing([cls.binary, "list", "--format", "json"], timeout=30)
+        return [c["id"] for c in json.loads(out or "null") or [] if "id" in c]
 
     @classmethod
     def remove_instance(cls, name: str) -> None:

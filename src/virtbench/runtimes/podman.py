@@ -24,8 +24,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from virtbench import proc
-from virtbench.runtimes import owners
+from virtbench import proc, state
+from virtbench.errors import InstanceError
+from virtbench.runtimes import owners, traces
 from virtbench.runtimes.base import (
     Availability,
     Instance,
@@ -33,6 +34,7 @@ from virtbench.runtimes.base import (
     which,
 )
 from virtbench.runtimes.engine import Engine, engine_exit_reason
+from virtbench.runtimes.leftovers import listing
 
 RUNSC_FLAGS = ["platform=ptrace", "network=host", "host-uds=open"]
 START_TIMEOUT = 120.0
@@ -108,6 +110,18 @@ class Podman(Engine):
         conf = self.ctx.scratch / "containers.conf"
         conf.write_text(containers_conf())
         self.env = {**os.environ, "CONTAINERS_CONF": str(conf)}
+        self._traces = traces.snapshot((), (), firewall=True)  # before CNI's first chain
+
+    def _disconnect(self) -> None:
+        """CNI's firewall plugin leaves its chains (CNI-FORWARD, CNI-ADMIN) after the
+        network goes: removed if they were not there before, and no other run is alive
+        (its containers may sit behind them)."""
+        before = getattr(self, "_traces", None)
+        if before is None or state.live_runs() - {self.ctx.run_id}:
+            return
+        errors = traces.remove_new(before, (), (), firewall=True)
+        if errors:
+            raise InstanceError(f"podman's network left {len(errors)}: {'; '.join(errors[:3])}")
 
     def _has_image(self, image: str) -> bool:
         return self._run("image", "exists", image, check=False).returncode == 0
@@ -227,13 +241,11 @@ class Podman(Engine):
         if which("podman") is None:
             return []
         found: list[tuple[str, str]] = []
-        res = proc.run(["podman", "ps", "-a", "--format", "json"], check=False, timeout=60)
-        for c in json.loads(res.stdout or "[]") or []:
+        for c in json.loads(listing(["podman", "ps", "-a", "--format", "json"]) or "[]") or []:
             found += [("instance", n) for n in c.get("Names") or []]
-        res = proc.run(["podman", "network", "ls", "--format", "json"], check=False, timeout=60)
-        found += [("network", n["name"]) for n in json.loads(res.stdout or "[]") or []]
-        res = proc.run(["podman", "images", "--format", "json"], check=False, timeout=60)
-        for img in json.loads(res.stdout or "[]") or []:
+        nets = listing(["podman", "network", "ls", "--format", "json"])
+        found += [("network", n["name"]) for n in json.loads(nets or "[]") or []]
+        for img in json.loads(listing(["podman", "images", "--format", "json"]) or "[]") or []:
             found += [("image", _short(n)) for n in img.get("Names") or []]
         return found
 
