@@ -96,13 +96,17 @@ def ensure_parents(layout: Layout) -> None:
     """The `virtbench` parent cgroup in every hierarchy, cpuset's with the root's CPUs
     and memory nodes. A run makes them before any instance (they go once the last run
     ends: cleanup.remove_empty_parents): runtimes that create their cgroup path
-    themselves find a usable parent (runsc cannot write cpuset.cpus below an empty one)."""
+    themselves find a usable parent (runsc cannot write cpuset.cpus below an empty one:
+    docker:runsc nests two levels below it)."""
     if layout.version == 1:
         for ctrl, root in layout.v1.items():
             parent = root / PARENT
             parent.mkdir(exist_ok=True)
             if ctrl == "cpuset":
                 _ensure_cpuset_parent(parent)
+                # children (an engine's, and theirs) start with its CPUs and nodes, as
+                # LXC sets it for the parents it makes
+                _write(parent / "cgroup.clone_children", "1")
     elif layout.version == 2 and layout.unified is not None:
         parent = layout.unified / PARENT
         parent.mkdir(exist_ok=True)
