@@ -13,18 +13,17 @@ did not finish are discarded, and every experiment skips the units it finished.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import shutil
 import signal
 import sys
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from virtbench import cgroups, cleanup, experiments, naming, runtimes
+from virtbench import resume as resumes
 from virtbench.artifacts import Artifact
-from virtbench.errors import ListingError, RuntimeUnavailable, SpecError, VirtbenchError
+from virtbench.errors import RuntimeUnavailable, SpecError, VirtbenchError
 from virtbench.experiments.session import Session
 from virtbench.harness import Harness
 from virtbench.measure.host import HostSampler
@@ -108,7 +107,7 @@ def execute(
     run_state = RunState(paths.run_dir(run_id)).open()  # before anything of the run exists
     try:
         if resume is not None:
-            remove_own_leftovers(resume, paths, layout, say, harness)
+            resumes.remove_own_leftovers(resume, paths, layout, say, harness)
         problems: list[str] = []
         leftovers = harness.leftovers(paths, layout, problems=problems)
     except BaseException:
@@ -139,10 +138,10 @@ def execute(
             if resume is None:
                 store.set_environment(run_id, env)
             else:
-                resume_events(store, resume, env, argv or sys.argv)
+                resumes.resume_events(store, resume, env, argv or sys.argv)
             artifact = harness.artifact(spec.experiment, paths)
             if resume is not None:
-                artifact_event(store, resume, artifact.to_dict())
+                resumes.artifact_event(store, resume, artifact.to_dict())
             store.add_artifact(run_id, artifact.to_dict())
             probe = ProbeListener(run_state.dir / "probe")
             ctx = RuntimeContext(
@@ -160,7 +159,7 @@ def execute(
             )
             if resume is not None:
                 session.resumed, session.done = True, store.units(run_id)
-                note_unfinished(session)
+                resumes.note_unfinished(session)
             for exp in spec.experiment:  # a spec that cannot run fails before any sample
                 module = experiments.get(exp.type)
                 if hasattr(module, "check"):
@@ -226,77 +225,6 @@ def execute(
                     with contextlib.suppress(OSError):  # the last run out: shared parents
                         cleanup.remove_empty_parents(layout)
     return run_id, status
-
-
-def remove_own_leftovers(
-    run: RunRecord,
-    paths: Paths,
-    layout: cgroups.Layout,
-    say: Callable[[str], None],
-    harness: Harness,
-) -> None:
-    """Before a resume measures anything (the run's lock held): whatever the run left on
-    the host (it was killed) is removed, so its instance names are free again; a
-    leftover that cannot be listed or removed stops the resume."""
-    try:
-        rest = harness.leftovers(paths, layout, run_id=run.id, include_live=True)
-    except ListingError as exc:
-        raise VirtbenchError(f"run {run.id}: cannot resume: {exc}") from exc
-    rest = [r for r in rest if r.kind != "state"]  # its state directory is in use again
-    if rest:
-        say(f"removing what run {run.id} left: {cleanup.summarize(rest)}")
-        errors = harness.remove(rest, layout)
-        if errors:
-            raise VirtbenchError(f"run {run.id}: cannot remove what it left: {errors[0]}")
-
-
-def resume_events(store: Store, run: RunRecord, env: dict[str, Any], argv: list[str]) -> None:
-    """Say in the run's events that it was resumed, and by what; a host or runtime that
-    changed since it started is a warning (the samples keep the versions they were taken
-    with only through these events)."""
-    store.add_event(run.id, "info", f"resumed ({run.status}) by: {' '.join(argv)}")
-    before = run.environment.get("runtimes", {})
-    for label, version in env.get("runtimes", {}).items():
-        if label in before and before[label] != version:
-            store.add_event(
-                run.id, "warning", f"resume: {label} is now {version} (was {before[label]})"
-            )
-
-
-def artifact_event(store: Store, run: RunRecord, now: dict[str, Any]) -> None:
-    """On resume: an artifact built differently from the one the run started with (its
-    programs rebuilt, its packages updated) is a warning; samples say which they used
-    (`params.artifact`)."""
-    before = [a for a in run.artifacts if a.get("name") == now.get("name")]
-    if before and all(a.get("digest") != now.get("digest") for a in before):
-        was = ", ".join(str(a.get("digest", ""))[:16] for a in before)
-        store.add_event(
-            run.id,
-            "warning",
-            f"resume: artifact {now.get('name')} is now {str(now.get('digest'))[:16]} (was "
-            f"{was}); each sample's params.artifact says which it was measured with",
-        )
-
-
-def note_unfinished(session: Session) -> None:
-    """Units the interrupted run did not finish are measured again whole. Their samples
-    stay in the store until the new ones are (Session.finished then removes them), so a
-    resume that fails too loses nothing. Warm-ups and image sizes stay."""
-    done = session.done
-    cut: set[tuple[str, str]] = set()
-    for smp in session.store.samples(session.run_id):
-        if smp.warmup or smp.experiment not in experiments.BUILTIN:
-            continue
-        key = Session.unit_key(smp.experiment, dataclasses.asdict(smp))
-        if (smp.experiment, key) not in done:
-            cut.add((smp.experiment, key))
-    session.superseded, session.resumed_at = cut, time.time()
-    finished = len([d for d in done if d[0] != "experiment"])
-    msg = f"resume: {finished} units already measured are skipped"
-    if cut:
-        msg += (f"; {len(cut)} units the interruption cut short are measured again (their "
-                "samples are kept until the new ones are stored)")  # fmt: skip
-    session.event("info", msg)
 
 
 def prepare_quiet(

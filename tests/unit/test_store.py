@@ -126,7 +126,7 @@ def test_discard_samples_removes_only_what_keep_rejects(store: Store):
 
 
 def test_resume_warns_when_the_artifact_was_built_differently(tmp_path):
-    from virtbench.runner import artifact_event
+    from virtbench.resume import artifact_event
 
     store = Store(tmp_path)
     store.create_run("aaaaa1", "x", ["virtbench"], {})
