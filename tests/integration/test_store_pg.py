@@ -23,7 +23,7 @@ from tests.unit.test_store import (  # noqa: F401 (collected again here, with th
     test_unknown_run_names_recent_ones,
 )
 
-from virtbench import export
+from virtbench import export, state
 from virtbench.errors import StoreError, VirtbenchError
 from virtbench.store import SCHEMA_VERSION, Store, open_store
 from virtbench.store_sql import MIGRATIONS, Backend, SqliteBackend, statements
@@ -148,10 +148,13 @@ def test_units_artifacts_and_reopen(store: Store):
     store.add_unit("abc123", "boot", '["crun", 0, "hello"]')  # twice is once
     assert store.units("abc123") == {("boot", '["crun", 0, "hello"]')}
     store.finish_run("abc123", "interrupted")
-    store.reopen_run("abc123")
-    run = store.run("abc123")
+    with state.holding("abc123") as held:  # a reopened run is running while its process lives
+        assert held
+        store.reopen_run("abc123")
+        run = store.run("abc123")
     assert (run.status, run.finished, run.environment) == ("running", None, {"kernel": "6.1"})
     assert run.artifacts == [art]
+    assert store.run("abc123").status == "crashed"  # and crashed once nobody holds its lock
 
 
 @pytest.mark.parametrize("source", ["sqlite", "postgresql"])
