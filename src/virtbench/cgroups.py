@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from virtbench import proc
 
 PARENT = "virtbench"
 # v1 controllers the native driver puts its processes in (those that exist are used).
@@ -229,6 +232,14 @@ def memory_bytes(layout: Layout, name: str) -> int | None:
         return None
 
 
+def _member(path: Path, pid: int) -> bool:
+    """Whether `pid` is (still) in the cgroup `path`."""
+    try:
+        return str(pid) in (path / "cgroup.procs").read_text().split()
+    except OSError:
+        return False
+
+
 def kill_and_remove(path: Path, timeout: float = 5.0) -> bool:
     """SIGKILL every process in `path` (and below), then rmdir bottom-up. True if gone."""
     try:
@@ -245,9 +256,8 @@ def kill_and_remove(path: Path, timeout: float = 5.0) -> bool:
             pids = [int(x) for x in (path / "cgroup.procs").read_text().split()]
         except OSError:
             pids = []
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, 9)
+        for pid in pids:  # through a pidfd, only while the pid is still in this cgroup
+            proc.signal_pid(pid, signal.SIGKILL, lambda p: _member(path, p))
         try:
             path.rmdir()
             return True

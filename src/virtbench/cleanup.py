@@ -100,6 +100,11 @@ def _proc_label(pid: int, labelled_cgroups: set[str]) -> str | None:
     return None
 
 
+def _labelled(pid: int, label: str) -> bool:
+    """Whether process `pid` (still) belongs to the instance `label`."""
+    return _proc_label(pid, {label}) == label
+
+
 def _cgroup_dirs(layout: cgroups.Layout) -> list[Path]:
     out = []
     for root in layout.roots():
@@ -218,9 +223,8 @@ def _remove(items: list[Leftover], layout: cgroups.Layout) -> list[str]:
                 runtimes.get(it.detail).remove_object(kind, it.name)
             except Exception as exc:  # keep going: the rest must still be removed
                 errors.append(f"{kind} {it.name}: {exc}")
-    for it in by_kind.get("process", []):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(int(it.name), signal.SIGKILL)
+    for it in by_kind.get("process", []):  # only while it still carries the run's label
+        proc.signal_pid(int(it.name), signal.SIGKILL, lambda p, lb=it.detail: _labelled(p, lb))
     for it in by_kind.get("cgroup", []):
         if not cgroups.kill_and_remove(Path(it.name)):
             errors.append(f"cgroup {it.name} still busy")

@@ -13,7 +13,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,6 +59,51 @@ def kill_group(proc: subprocess.Popen, grace: float = 2.0) -> None:
             return
         except subprocess.TimeoutExpired:
             continue
+
+
+def signal_pid(pid: int, sig: int, is_same: Callable[[int], bool]) -> bool:
+    """Send `sig` to the process `pid` through a pidfd, only if `is_same(pid)` holds once
+    the pidfd is open. True if it was sent.
+
+    A pid alone can name another process by the time it is signalled (the one meant
+    ended and the number was handed out again). A pidfd names the process that had the
+    pid when it was opened; checking who that is after opening it, then signalling
+    through it, can hit nothing else: had the process ended and the pid been reused
+    between the two, the signal goes to the ended one and fails (ESRCH)."""
+    try:
+        fd = os.pidfd_open(pid)
+    except (ProcessLookupError, OSError):
+        return False
+    try:
+        if not is_same(pid):
+            return False
+        signal.pidfd_send_signal(fd, sig)
+        return True
+    except ProcessLookupError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def signal_group(pgid: int, sig: int) -> int:
+    """Send `sig` to every process of the process group `pgid`, each through a pidfd and
+    only while it is still in that group (os.killpg would reach a reused group id).
+    How many were signalled."""
+    sent = 0
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        pid = int(name)
+        if pid != os.getpid() and _pgid(pid) == pgid:
+            sent += signal_pid(pid, sig, lambda p: _pgid(p) == pgid)
+    return sent
+
+
+def _pgid(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except OSError:
+        return None
 
 
 def describe_status(rc: int) -> str:

@@ -1,6 +1,8 @@
+import signal
 import subprocess
 import time
 
+import psutil
 import pytest
 
 from virtbench import proc
@@ -40,3 +42,36 @@ def test_wait_wakes_at_exit_not_on_a_poll_tick():
         proc.wait(p, 0.1)
     proc.kill_group(p)
     assert p.poll() is not None
+
+
+def test_signal_pid_reaches_only_the_process_that_still_is_who_the_check_says():
+    p = subprocess.Popen(["sleep", "30"])
+    try:
+        assert not proc.signal_pid(p.pid, signal.SIGKILL, lambda _pid: False)
+        assert p.poll() is None  # the check said "not it": untouched
+        assert proc.signal_pid(p.pid, signal.SIGKILL, lambda pid: pid == p.pid)
+        assert p.wait(10) == -signal.SIGKILL
+        # reaped: the pid names nothing now (or another process), and nothing is signalled
+        assert not proc.signal_pid(p.pid, signal.SIGKILL, lambda _pid: False)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+def test_signal_group_reaches_every_member_of_the_group_and_no_one_else():
+    group = subprocess.Popen(["sh", "-c", "sleep 30 & sleep 30 & wait"], start_new_session=True)
+    other = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 10
+        while len([c for c in psutil.Process(group.pid).children() if c.name() == "sleep"]) < 2:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert proc.signal_group(group.pid, signal.SIGKILL) == 3
+        assert group.wait(10) == -signal.SIGKILL
+        assert other.poll() is None
+    finally:
+        for p in (group, other):
+            if p.poll() is None:
+                p.kill()
+                p.wait()

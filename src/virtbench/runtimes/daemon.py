@@ -138,8 +138,7 @@ class Daemons:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(p, d.stop_timeout)
         # Children it left (e.g. a containerd it spawned) share its process group.
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(p.pid, signal.SIGKILL)
+        proc.signal_group(p.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(p, 10)
         if d.after_stop is not None:
@@ -152,17 +151,12 @@ class Daemons:
 
 def stop_recorded(pid: int, start: int | None) -> bool:
     """Stop a daemon a crashed run started, if that very process still runs. True if it did."""
-    if start is None or start_time(pid) != start:
-        return False
-    try:
-        os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
+    if start is None or not proc.signal_pid(pid, signal.SIGTERM, lambda p: start_time(p) == start):
         return False
     deadline = time.monotonic() + 30
     while start_time(pid) == start and time.monotonic() < deadline:
         time.sleep(0.1)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, signal.SIGKILL)
+    proc.signal_group(pid, signal.SIGKILL)  # what is left of its group (a containerd)
     return True
 
 

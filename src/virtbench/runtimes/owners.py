@@ -8,9 +8,12 @@ take it with all of its descendants.
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Callable
 
 import psutil
+
+from virtbench import proc
 
 
 def supervisor_tree(pid: int | None, is_supervisor: Callable[[str], bool]) -> list[int]:
@@ -67,9 +70,6 @@ def end(procs: list[psutil.Process], timeout: float = 5.0) -> None:
     """Wait for these processes to exit; SIGKILL the ones still there after `timeout`.
     psutil checks each handle's start time, so a reused pid is never signalled."""
     _gone, alive = psutil.wait_procs(procs, timeout=timeout)
-    for p in alive:
-        try:
-            p.kill()
-        except psutil.Error:
-            continue
+    for p in alive:  # through a pidfd, only while it is the process the handle saw
+        proc.signal_pid(p.pid, signal.SIGKILL, lambda _pid, p=p: p.is_running())
     psutil.wait_procs(alive, timeout=5)
