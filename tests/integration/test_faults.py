@@ -393,3 +393,68 @@ def test_the_hosts_dockerd_dying_mid_run_is_reported_and_clean_finishes_when_it_
             hosts.terminate()
             hosts.wait(60)
     assert not _docker_disk_mentions(rid)
+
+
+@pytest.mark.slow
+def test_kill_9_next_to_a_busy_run_then_clean_and_resume_leave_nothing_and_lose_nothing(
+    env, tmp_path
+):
+    """The sequence a shared host sees: a crun density run is killed (kill -9) while a
+    second run creates and deletes crun containers (so `crun list` fails now and then).
+    Every dry-run of clean lists the killed run's objects, the same ones each time and
+    none of the live run's; clean removes them all; the resume keeps every sample stored
+    before the kill (or measures its unit again whole), completes, and leaves nothing;
+    the live run finishes untouched."""
+    busy, busy_rid = start_run("boot", "--runtimes", "crun", "--workloads", "sleep", "--runs",
+                               "2000", "--warmups", "0", env=env)  # fmt: skip
+    try:
+        p, rid = start_run("density", "--runtimes", "crun", "--instances", "60", "--runs", "1",
+                           "--instances-per-benchmark", "5", env=env)  # fmt: skip
+        deadline = time.monotonic() + 150
+        while len([x for x in labelled(rid) if x.startswith("container")]) < 20:
+            assert p.poll() is None and time.monotonic() < deadline, p.communicate()[0]
+            time.sleep(0.1)
+        p.kill()
+        p.communicate(timeout=30)
+        store = Store(tmp_path / "results")
+        before = {(s.runtime, s.repetition, s.metric, s.background, s.t, s.value)
+                  for s in store.samples(rid)}  # fmt: skip
+        store.close()
+        assert before, "the killed run had stored samples"
+        containers = {x for x in labelled(rid) if x.startswith("container")}
+        assert len(containers) >= 20
+        listed = []
+        for _ in range(4):  # while the busy run makes and deletes crun containers
+            assert busy.poll() is None, "the busy run ended too soon"
+            dry = cli("clean", "--dry-run", env=env)
+            assert dry.returncode == 0, dry.stdout + dry.stderr
+            assert f"vb-{busy_rid}-" not in dry.stdout, dry.stdout
+            listed.append({ln.split()[3] for ln in dry.stdout.splitlines()
+                           if ln.startswith("would remove instance")})  # fmt: skip
+        assert {x.split()[1] for x in containers} <= listed[0]
+        assert all(seen == listed[0] for seen in listed), [len(s) for s in listed]
+        res = cli("clean", "--run", rid, env=env)
+        assert res.returncode == 0, res.stdout + res.stderr
+        assert f"run {rid} marked crashed" in res.stdout
+        assert not labelled(rid)
+        resumed = cli("run", "--resume", rid, env=env)
+        assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+        store = Store(tmp_path / "results")
+        after = {(s.runtime, s.repetition, s.metric, s.background, s.t, s.value)
+                 for s in store.samples(rid)}  # fmt: skip
+        assert store.run(rid).status == "completed"
+        reached = [s.value for s in store.samples(rid) if s.metric == "density.reached"]
+        store.close()
+        assert reached == [60.0], reached
+        redone = {(s[0], s[1]) for s in after - before}  # a unit measured again whole
+        assert not [s for s in before - after if (s[0], s[1]) not in redone]
+        assert not labelled(rid)
+    finally:
+        if busy.poll() is None:
+            busy.send_signal(signal.SIGINT)
+        out, _ = busy.communicate(timeout=600)
+    assert busy.returncode in (0, 130), out
+    store = Store(tmp_path / "results")
+    assert store.run(busy_rid).status in ("completed", "interrupted")
+    store.close()
+    assert not labelled(busy_rid)

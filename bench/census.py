@@ -1,0 +1,160 @@
+"""What is on the host, read independently of virtbench's own clean-up code: a snapshot
+before a fault and one after, and their difference by kind.
+
+Kinds: containers (runc, crun and runsc's lists, docker and podman's containers, images
+and networks), processes (alive, not zombies), cgroups (anything under a `virtbench`
+parent, the parent included), mounts, netns (/run/netns, /run/docker/netns), links and
+taps, firewall chains (iptables filter, nat and mangle), daemon files (files of Docker's
+data root that name the run) and the run's state directory. A listing that fails is a
+kind of its own, `unlisted`, never an empty one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+KINDS = ("container", "process", "cgroup", "mount", "netns", "link", "tap", "chain",
+         "daemon-file", "state", "unlisted")  # fmt: skip
+
+
+@dataclass
+class Snapshot:
+    """Host objects by kind, each a set of names."""
+
+    objects: dict[str, set[str]] = field(default_factory=dict)
+
+    def add(self, kind: str, names: object) -> None:
+        self.objects.setdefault(kind, set()).update(names)  # type: ignore[arg-type]
+
+    def since(self, before: Snapshot) -> dict[str, set[str]]:
+        """What this snapshot holds that `before` did not, by kind."""
+        return {k: v - before.objects.get(k, set()) for k, v in self.objects.items()}
+
+
+def _out(argv: list[str], snap: Snapshot, what: str) -> str | None:
+    try:
+        res = subprocess.run(argv, capture_output=True, text=True, timeout=60,
+                             env={**os.environ, "DOCKER_API_VERSION": "1.41"})  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        snap.add("unlisted", {f"{what}: {exc}"})
+        return None
+    if res.returncode != 0:
+        snap.add("unlisted", {f"{what}: {(res.stderr or res.stdout).strip()[-200:]}"})
+        return None
+    return res.stdout
+
+
+def _containers(snap: Snapshot, run_id: str) -> None:
+    mine = f"vb-{run_id}-"
+    for binary in ("runc", "crun", "runsc"):
+        if shutil.which(binary) is None:
+            continue
+        for _ in range(20):  # crun's list fails while another container is being made
+            probe = Snapshot()
+            out = _out([binary, "list", "--format", "json"], probe, f"{binary} list")
+            if out is not None:
+                ids = [c["id"] for c in json.loads(out or "null") or []]
+                snap.add("container", {f"{binary} {i}" for i in ids if i.startswith(mine)})
+                break
+        else:
+            snap.add("unlisted", probe.objects.get("unlisted", set()))
+    for engine in ("docker", "podman"):
+        if shutil.which(engine) is None:
+            continue
+        if engine == "docker" and not Path("/var/run/docker.sock").exists():
+            continue  # no daemon answers: nothing is held by one
+        for what in (["ps", "-a"], ["network", "ls"], ["images"]):
+            fmt = "{{.Repository}}:{{.Tag}}" if what == ["images"] else "{{.Name}}"
+            fmt = "{{.Names}}" if what[0] == "ps" else fmt
+            out = _out([engine, *what, "--format", fmt], snap, f"{engine} {what[0]}")
+            names = [n.removeprefix("localhost/") for n in (out or "").split()]
+            snap.add("container", {f"{engine} {what[0]} {n}" for n in names if mine in n})
+
+
+def _cgroups() -> set[str]:
+    found = set()
+    for root in Path("/sys/fs/cgroup").iterdir():
+        parent = root / "virtbench"
+        if parent.is_dir():
+            found.add(str(parent))
+            found.update(str(d) for d in parent.rglob("*") if d.is_dir())
+    return found
+
+
+def _processes() -> set[str]:
+    found = set()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        comm, rest = stat.rsplit(")", 1)
+        fields = rest.split()
+        if fields[0] != "Z" and int(pid) != os.getpid():  # state; zombies hold nothing
+            found.add(f"{pid} {fields[19]} {comm.split('(', 1)[1]}")  # pid, start, name
+    return found
+
+
+def _links(snap: Snapshot) -> None:
+    out = _out(["ip", "-j", "-d", "link", "show"], snap, "ip link")
+    for link in json.loads(out or "[]"):
+        kind = link.get("linkinfo", {}).get("info_kind", "")
+        snap.add("tap" if kind == "tun" else "link", {link["ifname"]})
+
+
+def _chains(snap: Snapshot) -> None:
+    if shutil.which("iptables") is None:
+        return
+    for table in ("filter", "nat", "mangle"):
+        out = _out(["iptables", "-w", "-t", table, "-S"], snap, f"iptables -t {table}")
+        for line in (out or "").splitlines():
+            words = line.split()
+            if words[:1] in (["-N"], ["-P"]):
+                snap.add("chain", {f"{table}/{words[1]}"})
+
+
+def _docker_files(run_id: str) -> set[str]:
+    root = Path("/var/lib/docker")
+    files = [root / "image/overlay2/repositories.json", root / "network/files/local-kv.db",
+             *root.glob("containers/*/config.v2.json")]  # fmt: skip
+    marker = f"vb-{run_id}-".encode()
+    found = set()
+    for f in files:
+        try:
+            if marker in f.read_bytes():
+                found.add(str(f))
+        except OSError:
+            continue
+    return found
+
+
+def take(run_ids: list[str], state_dir: Path | None = None) -> Snapshot:
+    """The host now; containers, daemon files and state of the given runs only (other
+    kinds host-wide, to be set against a snapshot from before)."""
+    snap = Snapshot()
+    for rid in run_ids:
+        _containers(snap, rid)
+        snap.add("daemon-file", _docker_files(rid))
+        if state_dir is not None and (state_dir / "runs" / rid).exists():
+            snap.add("state", {str(state_dir / "runs" / rid)})
+    snap.add("process", _processes())
+    snap.add("cgroup", _cgroups())
+    mounts = Path("/proc/self/mountinfo").read_text().splitlines()
+    snap.add("mount", {line.split()[4] for line in mounts})
+    for d in (Path("/run/netns"), Path("/run/docker/netns")):
+        if d.is_dir():
+            snap.add("netns", {str(d / n) for n in os.listdir(d)})
+    _links(snap)
+    _chains(snap)
+    return snap
+
+
+def left(before: Snapshot, after: Snapshot) -> Counter[str]:
+    """How many objects of each kind `after` holds that `before` did not."""
+    return Counter({k: len(v) for k, v in after.since(before).items() if v})

@@ -1,0 +1,367 @@
+"""The fault matrix: per runtime class and fault, what is left on the host after
+virtbench's own recovery, and how many stored samples were lost.
+
+Each cell runs `virtbench run` as a user types it (its own state directory and results
+store), injects one fault, recovers the way the run's output tells a user to, then
+compares the host against a snapshot from before the cell (bench/census.py, which
+reads the host without virtbench's clean-up code) and the run's samples against those
+stored when the fault struck.
+
+Faults:
+  kill9     kill -9 of virtbench mid-density, then `virtbench clean --run`, then
+            `virtbench run --resume`
+  ctrl-c    SIGINT mid-density (the run stops what it started), then `run --resume`
+  daemon    the engine daemon the run started (its ledger's pid) gets SIGKILL mid-boot
+            runs; the run goes on without that runtime (docker only: the others have none)
+  instance  every process of one running instance gets SIGKILL mid-density; the run
+            goes on, resumed if it ended short
+  disk-full the results directory (a tmpfs) fills mid-density; the run stops; space is
+            freed, then `clean --run` and `run --resume`
+  overlap   kill -9 mid-density while a second run creates and deletes crun containers
+            and `virtbench clean` runs next to both; then clean, resume, and the second
+            run finishes
+
+"left" counts objects of each kind (container, process, cgroup, mount, netns, link,
+tap, chain, daemon-file, state) present after recovery that were not before the cell;
+"lost" counts samples stored when the fault struck that are gone after recovery and
+whose unit was not measured again whole. Goal: 0 and 0 everywhere.
+
+    .venv/bin/python bench/faults.py [--runtimes crun,runc,...] [--faults kill9,...]
+        [--instances 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import census
+
+RUNTIMES = ("crun", "runc", "runsc", "docker", "podman", "lxc", "nspawn", "qemu")
+FAULTS = ("kill9", "ctrl-c", "daemon", "instance", "disk-full", "overlap")
+DAEMONS = {"docker": "dockerd"}  # runtimes whose runs start an engine daemon
+VIRTBENCH = [sys.executable, "-m", "virtbench.cli"]
+STARTED = re.compile(r"run ([a-z0-9]{6}) (started|resumed)")
+
+
+@dataclass
+class Cell:
+    """One fault on one runtime: objects left by kind, samples lost, what happened."""
+
+    left: Counter[str] = field(default_factory=Counter)
+    lost: int = 0
+    kept: int = 0
+    notes: list[str] = field(default_factory=list)
+    skipped: str = ""
+    before: set[tuple] = field(default_factory=set)  # samples stored when the fault struck
+    after: set[tuple] = field(default_factory=set)  # and after recovery
+    others: list[str] = field(default_factory=list)  # runs next to it (overlap)
+
+    def text(self) -> str:
+        if self.skipped:
+            return f"n/a ({self.skipped})"
+        objs = sum(self.left.values())
+        what = ", ".join(f"{n} {k}" for k, n in sorted(self.left.items()))
+        return f"{objs} left{f' ({what})' if what else ''} / {self.lost} lost of {self.kept}"
+
+
+class Run:
+    """`virtbench run ...` in the background, in one cell's state and results."""
+
+    def __init__(self, env: dict[str, str], *args: str) -> None:
+        self.env = env
+        self.p = subprocess.Popen(
+            [*VIRTBENCH, "run", *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True, env=env, process_group=0,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )  # fmt: skip
+        seen = ""
+        assert self.p.stdout is not None
+        while not (m := STARTED.search(seen)):
+            line = self.p.stdout.readline()
+            if not line:
+                raise RuntimeError(f"virtbench run {' '.join(args)}: {seen[-600:]}")
+            seen += line
+        self.rid = m.group(1)
+        self.output = seen
+
+    def finish(self, timeout: float = 900) -> int:
+        out, _ = self.p.communicate(timeout=timeout)
+        self.output += out
+        return self.p.returncode
+
+
+def cli(env: dict[str, str], *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    return subprocess.run([*VIRTBENCH, *args], capture_output=True, text=True, env=env,
+                          timeout=timeout)  # fmt: skip
+
+
+def samples(results: Path, rid: str) -> set[tuple]:
+    """The run's stored samples, each by what identifies it."""
+    db = results / "virtbench.sqlite"
+    if not db.exists():
+        return set()
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=60)
+    try:
+        q = ("SELECT experiment, runtime, repetition, metric, t, value, error FROM samples "
+             "WHERE run_id = ?")  # fmt: skip
+        return set(con.execute(q, (rid,)).fetchall())
+    except sqlite3.OperationalError:
+        return set()
+    finally:
+        con.close()
+
+
+def status(results: Path, rid: str) -> str:
+    con = sqlite3.connect(f"file:{results / 'virtbench.sqlite'}?mode=ro", uri=True, timeout=60)
+    try:
+        row = con.execute("SELECT status FROM runs WHERE id = ?", (rid,)).fetchone()
+        return row[0] if row else "missing"
+    finally:
+        con.close()
+
+
+def instances_up(rid: str) -> set[str]:
+    """Names of the run's instances with a cgroup (memory hierarchy), read from sysfs."""
+    found = set()
+    for root in (Path("/sys/fs/cgroup/memory/virtbench"), Path("/sys/fs/cgroup/virtbench")):
+        if root.is_dir():
+            found |= {d.name for d in root.glob(f"vb-{rid}-*") if d.name[-4:].isdigit()}
+    return found
+
+
+def wait_for(what: str, ok: Callable[[], bool], run: Run, timeout: float = 300) -> None:
+    deadline = time.monotonic() + timeout
+    while not ok():
+        if run.p.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"{what}: never happened ({run.output[-400:]})")
+        time.sleep(0.1)
+
+
+def lost(before: set[tuple], after: set[tuple]) -> int:
+    """Samples stored before that are gone, not counting those of a (runtime,
+    repetition, experiment) unit measured again whole (the resume replaced them)."""
+    redone = {(s[0], s[1], s[2]) for s in after - before}
+    return len([s for s in before - after if (s[0], s[1], s[2]) not in redone])
+
+
+def resume(env: dict[str, str], results: Path, rid: str, cell: Cell) -> None:
+    if status(results, rid) == "completed":
+        return
+    res = cli(env, "run", "--resume", rid)
+    st = status(results, rid)
+    if res.returncode != 0 or st != "completed":
+        cell.notes.append(f"resume: exit {res.returncode}, {st}: "
+                          f"{(res.stderr or res.stdout).strip()[-300:]}")  # fmt: skip
+
+
+def density_args(runtime: str, n: int) -> list[str]:
+    return ["density", "--runtimes", runtime, "--instances", str(n), "--runs", "1",
+            "--instances-per-benchmark", "5"]  # fmt: skip
+
+
+def clean(env: dict[str, str], rid: str, cell: Cell) -> None:
+    res = cli(env, "clean", "--run", rid)
+    if res.returncode != 0:
+        cell.notes.append(f"clean: exit {res.returncode}: {res.stdout.strip()[-300:]}")
+
+
+def fault_kill9(runtime: str, env: dict[str, str], results: Path, n: int, cell: Cell) -> str:
+    run = Run(env, *density_args(runtime, n))
+    wait_for("5 instances", lambda: len(instances_up(run.rid)) >= 5, run)
+    run.p.kill()
+    run.finish(60)
+    cell.before = samples(results, run.rid)
+    clean(env, run.rid, cell)
+    return run.rid
+
+
+def fault_ctrl_c(runtime: str, env: dict[str, str], results: Path, n: int, cell: Cell) -> str:
+    run = Run(env, *density_args(runtime, n))
+    wait_for("5 instances", lambda: len(instances_up(run.rid)) >= 5, run)
+    run.p.send_signal(signal.SIGINT)
+    rc = run.finish(600)
+    if rc != 130:
+        cell.notes.append(f"Ctrl-C: exit {rc}")
+    cell.before = samples(results, run.rid)
+    return run.rid
+
+
+def fault_daemon(runtime: str, env: dict[str, str], results: Path, n: int, cell: Cell) -> str:
+    run = Run(env, "boot", "--runtimes", f"{runtime},crun", "--workloads", "hello", "--runs",
+              "10", "--warmups", "0")  # fmt: skip
+    ledger = Path(env["VIRTBENCH_STATE_DIR"]) / "runs" / run.rid / "ledger.jsonl"
+
+    def booted() -> bool:
+        return len([s for s in samples(results, run.rid) if s[1] == runtime and s[5]]) >= 3
+
+    wait_for(f"3 {runtime} boots", booted, run)
+    recs = [json.loads(x) for x in ledger.read_text().splitlines()]
+    (pid,) = [r["pid"] for r in recs if r["kind"] == "daemon-pid" and
+              r["name"] == DAEMONS[runtime]]  # fmt: skip
+    cell.before = samples(results, run.rid)
+    os.kill(pid, signal.SIGKILL)  # its pid: the run (alive) has not reaped it, so it is its
+    rc = run.finish()
+    if rc != 0:
+        cell.notes.append(f"run: exit {rc}")
+    return run.rid
+
+
+def fault_instance(runtime: str, env: dict[str, str], results: Path, n: int, cell: Cell) -> str:
+    run = Run(env, *density_args(runtime, n))
+    wait_for("5 instances", lambda: len(instances_up(run.rid)) >= 5, run)
+    victim = sorted(instances_up(run.rid))[0]
+    cell.before = samples(results, run.rid)
+    for root in Path("/sys/fs/cgroup").iterdir():  # every process of it, wherever it is
+        procs = root / "virtbench" / victim / "cgroup.procs"
+        for pid in procs.read_text().split() if procs.exists() else []:
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except ProcessLookupError:
+                continue
+    rc = run.finish()
+    if rc != 0:
+        cell.notes.append(f"run: exit {rc}: {run.output.strip().splitlines()[-1][:200]}")
+    clean(env, run.rid, cell)
+    return run.rid
+
+
+def fault_disk_full(runtime: str, env: dict[str, str], results: Path, n: int, cell: Cell) -> str:
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m,mode=0700", "vb-bench-full",
+                    str(results)], check=True)  # fmt: skip
+    filler = results / "filler"
+    try:
+        run = Run(env, *density_args(runtime, n))
+        wait_for("samples", lambda: len(samples(results, run.rid)) >= 3, run)
+        with open(filler, "wb") as fh:  # fill what is left, to the last block
+            try:
+                while True:
+                    fh.write(b"\0" * 65536)
+                    fh.flush()
+            except OSError:
+                pass
+        rc = run.finish()
+        if rc != 1:
+            cell.notes.append(f"run on a full disk: exit {rc}")
+        cell.before = samples(results, run.rid)
+        filler.unlink()
+        clean(env, run.rid, cell)
+        resume(env, results, run.rid, cell)
+        cell.after = samples(results, run.rid)
+    finally:
+        subprocess.run(["umount", "-l", str(results)], check=False)
+    return run.rid
+
+
+def fault_overlap(runtime: str, env: dict[str, str], results: Path, n: int, cell: Cell) -> str:
+    other = Run(env, "boot", "--runtimes", "crun", "--workloads", "sleep", "--runs", "150",
+                "--warmups", "0")  # fmt: skip
+    try:
+        run = Run(env, *density_args(runtime, n))
+        wait_for("5 instances", lambda: len(instances_up(run.rid)) >= 5, run)
+        cleans = [subprocess.Popen([*VIRTBENCH, "clean"], stdout=subprocess.PIPE, text=True,
+                                   stderr=subprocess.STDOUT, env=env)]  # fmt: skip
+        run.p.kill()
+        run.finish(60)
+        cell.before = samples(results, run.rid)
+        other_before = samples(results, other.rid)
+        cleans.append(subprocess.Popen([*VIRTBENCH, "clean"], stdout=subprocess.PIPE, text=True,
+                                       stderr=subprocess.STDOUT, env=env))  # fmt: skip
+        for c in cleans:
+            out, _ = c.communicate(timeout=900)
+            if c.returncode != 0:
+                cell.notes.append(f"clean next to a live run: exit {c.returncode}: "
+                                  f"{out.strip()[-200:]}")  # fmt: skip
+        clean(env, run.rid, cell)
+        resume(env, results, run.rid, cell)
+    finally:
+        rc = other.finish(1800)
+    if rc != 0 or status(results, other.rid) != "completed":
+        cell.notes.append(f"the other run: exit {rc}, {status(results, other.rid)}")
+    gone = lost(other_before, samples(results, other.rid))
+    if gone:
+        cell.notes.append(f"the other run lost {gone} samples")
+    cell.others = [other.rid]
+    return run.rid
+
+
+FAULT_FNS = {"kill9": fault_kill9, "ctrl-c": fault_ctrl_c, "daemon": fault_daemon,
+             "instance": fault_instance, "disk-full": fault_disk_full,
+             "overlap": fault_overlap}  # fmt: skip
+
+
+def one(fault: str, runtime: str, n: int) -> Cell:
+    cell = Cell()
+    if fault == "daemon" and runtime not in DAEMONS:
+        cell.skipped = "no engine daemon"
+        return cell
+    base = Path(tempfile.mkdtemp(prefix=f"vb-faults-{fault}-{runtime}-"))
+    (base / "results").mkdir()
+    env = {**os.environ, "COLUMNS": "200", "VIRTBENCH_STATE_DIR": str(base / "state"),
+           "VIRTBENCH_RESULTS": str(base / "results"), "VIRTBENCH_MEMORY_SETTLE_S": "2"}  # fmt: skip
+    for d in [base, *base.parents]:  # unprivileged containers below the state need to search
+        d.chmod(d.stat().st_mode | 0o001)
+    results = base / "results"
+    before = census.take([])
+    rid = FAULT_FNS[fault](runtime, env, results, n, cell)
+    rids = [rid, *cell.others]
+    left = census.left(before, census.take(rids, base / "state"))
+    if fault != "disk-full":  # (disk-full resumed on its tmpfs, which is gone now)
+        resume(env, results, rid, cell)
+        cell.after = samples(results, rid)
+    left_after = census.left(before, census.take(rids, base / "state"))
+    cell.left = left | left_after
+    cell.kept = len(cell.before)
+    cell.lost = lost(cell.before, cell.after)
+    if cell.left:  # say what, so that the cell can be explained
+        after = census.take(rids, base / "state").since(before)
+        cell.notes += [f"left: {k} {sorted(v)[:4]}" for k, v in after.items() if v]
+    return cell
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runtimes", default=",".join(RUNTIMES))
+    ap.add_argument("--faults", default=",".join(FAULTS))
+    ap.add_argument("--instances", type=int, default=30)
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("run as root")
+    rts, faults = args.runtimes.split(","), args.faults.split(",")
+    cells: dict[tuple[str, str], Cell] = {}
+    for fault in faults:
+        for rt in rts:
+            t0 = time.monotonic()
+            try:
+                cells[fault, rt] = one(fault, rt, args.instances)
+            except Exception as exc:  # a cell that could not be run says so; the rest go on
+                cells[fault, rt] = Cell(notes=[f"could not run: {exc}"], left=Counter(error=1))
+            c = cells[fault, rt]
+            print(f"{fault:9} {rt:7} {c.text()}  ({time.monotonic() - t0:.0f} s)", flush=True)
+            for note in c.notes:
+                print(f"{'':18}{note}", flush=True)
+    print("\nfault matrix: objects left / samples lost (of those stored when the fault struck)")
+    width = max(len(c.text()) for c in cells.values()) + 2
+    print(f"{'fault':10}" + "".join(f"{rt:{width}}" for rt in rts))
+    for fault in faults:
+        print(f"{fault:10}" + "".join(f"{cells[fault, rt].text():{width}}" for rt in rts))
+    bad = [k for k, c in cells.items() if not c.skipped and (c.left or c.lost or c.notes)]
+    print(f"faults: {'ok' if not bad else f'{len(bad)} cells not clean'} "
+          f"({len(cells)} cells, goal 0 left and 0 lost)")  # fmt: skip
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()
