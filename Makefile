@@ -55,7 +55,7 @@ clean-venv:
 # hyperfine, launching BENCH_INSTANCES background crun sleepers against a bash loop, the
 # host sampler's CPU at 10 Hz with that many running, and the trust checks (bench/trust.py:
 # mixed against alone runs, compare's A/A false-positive rate, hyperfine with a CPU hog,
-# memory per instance against /proc/meminfo by hand).
+# memory per instance against /proc/meminfo by hand), and the fault matrix (bench/faults.py).
 # Each prints its ratio; a summary ends.
 BENCH_INSTANCES ?= 1000
 bench: setup
@@ -68,5 +68,7 @@ bench: setup
 	  rc=$$(( rc | PIPESTATUS[0] )); \
 	$(BIN)/python bench/trust.py --runs 30 | tee -a $$log; \
 	  rc=$$(( rc | PIPESTATUS[0] )); \
+	$(BIN)/python bench/faults.py | tee -a $$log; \
+	  rc=$$(( rc | PIPESTATUS[0] )); \
 	echo "--- virtbench's own overhead, and whether its figures hold ---"; \
-	grep -E '^(worst ratio|launch ratio|sampler CPU|trust:)' $$log; rm -f $$log; exit $$rc
+	grep -E '^(worst ratio|launch ratio|sampler CPU|trust:|faults:)' $$log; rm -f $$log; exit $$rc
