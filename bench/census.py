@@ -19,6 +19,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+PF_KTHREAD = 0x00200000  # a kernel thread (kworkers come and go, and rename themselves)
 KINDS = ("container", "process", "cgroup", "mount", "netns", "link", "tap", "chain",
          "daemon-file", "state", "unlisted")  # fmt: skip
 
@@ -95,9 +96,10 @@ def _processes() -> set[str]:
         except OSError:
             continue
         comm, rest = stat.rsplit(")", 1)
-        fields = rest.split()
-        if fields[0] != "Z" and int(pid) != os.getpid():  # state; zombies hold nothing
-            found.add(f"{pid} {fields[19]} {comm.split('(', 1)[1]}")  # pid, start, name
+        fields = rest.split()  # state, ppid, ..., flags (7th), ..., start time (20th)
+        kernel = int(fields[6]) & PF_KTHREAD
+        if fields[0] != "Z" and not kernel and int(pid) != os.getpid():  # zombies hold nothing
+            found.add(f"{pid}@{fields[19]} {comm.split('(', 1)[1]}")
     return found
 
 

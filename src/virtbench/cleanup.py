@@ -188,11 +188,15 @@ def scan(
 
 
 def remove(
-    items: list[Leftover], layout: cgroups.Layout | None = None, locked: bool = False
+    items: list[Leftover],
+    layout: cgroups.Layout | None = None,
+    locked: bool = False,
+    left_alone: list[Leftover] | None = None,
 ) -> list[str]:
     """Remove leftovers run by run, each run's while holding its lock (`locked`: the
     caller holds it already: a run removing its own); one message per thing that
-    resisted, and per run left alone because its lock is held elsewhere."""
+    resisted, and per run left alone because its lock is held elsewhere (its items go
+    to `left_alone`, if given: whoever holds the lock may remove them, not this call)."""
     layout = layout or cgroups.Layout.detect()
     by_run: dict[str, list[Leftover]] = {}
     for it in items:
@@ -208,6 +212,8 @@ def remove(
             else:
                 errors.append(f"run {rid} is alive (running, resumed or being cleaned): "
                               f"its {len(its)} objects were left alone")  # fmt: skip
+                if left_alone is not None:
+                    left_alone += its
     return errors
 
 

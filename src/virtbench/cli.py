@@ -332,13 +332,15 @@ def clean(
         for it in items:
             out.print(f"{'would remove' if dry_run else 'removing'} {it}")
     if items and not dry_run:
-        errors = cleanup.remove(items, layout)
+        alone: list[cleanup.Leftover] = []  # a run whose lock another holds (a clean)
+        errors = cleanup.remove(items, layout, left_alone=alone)
         for e in errors:
             err.print(f"[red]error[/]: {escape(e)}", soft_wrap=True)
         after = cleanup.scan(paths, run_id=run_id, layout=layout, problems=[])
-        still = {(a.kind, a.name) for a in after}
-        removed = [it for it in items if (it.kind, it.name) not in still]
-        left = [a for a in after if a.run_id in {it.run_id for it in items}]
+        still = {(a.kind, a.name) for a in after} | {(a.kind, a.name) for a in alone}
+        removed = [it for it in items if (it.kind, it.name) not in still]  # by this clean
+        mine = {it.run_id for it in items} - {a.run_id for a in alone}
+        left = [a for a in after if a.run_id in mine]
         if removed:
             out.print(cleanup.summarize(removed).replace("leftovers", "leftovers removed", 1))
         for it in left:
