@@ -29,13 +29,33 @@ class Snapshot:
     """Host objects by kind, each a set of names."""
 
     objects: dict[str, set[str]] = field(default_factory=dict)
+    parents: dict[str, int] = field(default_factory=dict)  # process "pid@start" -> ppid
 
     def add(self, kind: str, names: object) -> None:
         self.objects.setdefault(kind, set()).update(names)  # type: ignore[arg-type]
 
     def since(self, before: Snapshot) -> dict[str, set[str]]:
-        """What this snapshot holds that `before` did not, by kind."""
-        return {k: v - before.objects.get(k, set()) for k, v in self.objects.items()}
+        """What this snapshot holds that `before` did not, by kind. A new process below
+        one that was there before (other than PID 1 and this one) is that one's: a
+        shell's commands on the same host are not a run's leftovers, whereas what a run
+        leaves is orphaned to PID 1 (its parent, virtbench, is gone)."""
+        new = {k: v - before.objects.get(k, set()) for k, v in self.objects.items()}
+        old = {key.split(" ", 1)[0] for key in before.objects.get("process", set())}
+        by_pid = {int(key.split("@", 1)[0]): key.split(" ", 1)[0] for key in self.parents}
+        if "process" in new:
+            new["process"] = {p for p in new["process"] if not self._below(p, old, by_pid)}
+        return new
+
+    def _below(self, key: str, old: set[str], by_pid: dict[int, str]) -> bool:
+        ppid, seen = self.parents.get(key.split(" ", 1)[0], 0), 0
+        while ppid > 1 and seen < 64:
+            parent = by_pid.get(ppid)
+            if parent is None:
+                return False
+            if parent in old and ppid != os.getpid():
+                return True
+            ppid, seen = self.parents.get(parent, 0), seen + 1
+        return False
 
 
 def _out(argv: list[str], snap: Snapshot, what: str) -> str | None:
@@ -88,7 +108,7 @@ def _cgroups() -> set[str]:
     return found
 
 
-def _processes() -> set[str]:
+def _processes(parents: dict[str, int]) -> set[str]:
     found = set()
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
@@ -100,6 +120,7 @@ def _processes() -> set[str]:
         kernel = int(fields[6]) & PF_KTHREAD
         if fields[0] != "Z" and not kernel and int(pid) != os.getpid():  # zombies hold nothing
             found.add(f"{pid}@{fields[19]} {comm.split('(', 1)[1]}")
+            parents[f"{pid}@{fields[19]}"] = int(fields[1])
     return found
 
 
@@ -122,8 +143,11 @@ def _chains(snap: Snapshot) -> None:
 
 
 def _docker_files(run_id: str) -> set[str]:
+    """Files of Docker's data root naming the run: its image tags, its containers. Not
+    network/files/local-kv.db: bolt keeps the bytes of freed pages, so a run's name can
+    be read there after every key naming it went (checked with bbolt's `keys`)."""
     root = Path("/var/lib/docker")
-    files = [root / "image/overlay2/repositories.json", root / "network/files/local-kv.db",
+    files = [root / "image/overlay2/repositories.json",
              *root.glob("containers/*/config.v2.json")]  # fmt: skip
     marker = f"vb-{run_id}-".encode()
     found = set()
@@ -145,7 +169,7 @@ def take(run_ids: list[str], state_dir: Path | None = None) -> Snapshot:
         snap.add("daemon-file", _docker_files(rid))
         if state_dir is not None and (state_dir / "runs" / rid).exists():
             snap.add("state", {str(state_dir / "runs" / rid)})
-    snap.add("process", _processes())
+    snap.add("process", _processes(snap.parents))
     snap.add("cgroup", _cgroups())
     mounts = Path("/proc/self/mountinfo").read_text().splitlines()
     snap.add("mount", {line.split()[4] for line in mounts})
