@@ -208,9 +208,11 @@ def test_a_server_killed_mid_measurement_is_a_failed_sample_with_how_and_the_run
 
 def _docker_disk_mentions(rid: str) -> list[str]:
     """Files of the default Docker data root that name the run (its image's tag, its
-    containers' configs, its networks), read from disk: the run's own dockerd is gone."""
+    containers' configs), read from disk: the run's own dockerd is gone. Not the bolt
+    network store (network/files/local-kv.db): its freed pages keep a run's name after
+    every key naming it was deleted."""
     root = Path("/var/lib/docker")
-    files = [root / "image/overlay2/repositories.json", root / "network/files/local-kv.db",
+    files = [root / "image/overlay2/repositories.json",
              *root.glob("containers/*/config.v2.json")]  # fmt: skip
     marker = f"vb-{rid}-".encode()
     return [str(f) for f in files if f.is_file() and marker in f.read_bytes()]
