@@ -15,13 +15,11 @@ import json
 import os
 import shutil
 import subprocess
-from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 PF_KTHREAD = 0x00200000  # a kernel thread (kworkers come and go, and rename themselves)
-KINDS = ("container", "process", "cgroup", "mount", "netns", "link", "tap", "chain",
-         "daemon-file", "state", "unlisted")  # fmt: skip
 
 
 @dataclass
@@ -31,8 +29,8 @@ class Snapshot:
     objects: dict[str, set[str]] = field(default_factory=dict)
     parents: dict[str, int] = field(default_factory=dict)  # process "pid@start" -> ppid
 
-    def add(self, kind: str, names: object) -> None:
-        self.objects.setdefault(kind, set()).update(names)  # type: ignore[arg-type]
+    def add(self, kind: str, names: Iterable[str]) -> None:
+        self.objects.setdefault(kind, set()).update(names)
 
     def since(self, before: Snapshot) -> dict[str, set[str]]:
         """What this snapshot holds that `before` did not, by kind. A new process below
@@ -179,8 +177,3 @@ def take(run_ids: list[str], state_dir: Path | None = None) -> Snapshot:
     _links(snap)
     _chains(snap)
     return snap
-
-
-def left(before: Snapshot, after: Snapshot) -> Counter[str]:
-    """How many objects of each kind `after` holds that `before` did not."""
-    return Counter({k: len(v) for k, v in after.since(before).items() if v})

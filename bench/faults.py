@@ -320,17 +320,16 @@ def one(fault: str, runtime: str, n: int) -> Cell:
     before = census.take([])
     rid = FAULT_FNS[fault](runtime, env, results, n, cell)
     rids = [rid, *cell.others]
-    left = census.left(before, census.take(rids, base / "state"))
+    found = census.take(rids, base / "state").since(before)  # after clean (or the run's end)
     if fault != "disk-full":  # (disk-full resumed on its tmpfs, which is gone now)
         resume(env, results, rid, cell)
         cell.after = samples(results, rid)
-    left_after = census.left(before, census.take(rids, base / "state"))
-    cell.left = left | left_after
+    for kind, names in census.take(rids, base / "state").since(before).items():  # and resume
+        found[kind] = found.get(kind, set()) | names
+    cell.left = Counter({k: len(v) for k, v in found.items() if v})
     cell.kept = len(cell.before)
     cell.lost = lost(cell.before, cell.after)
-    if cell.left:  # say what, so that the cell can be explained
-        after = census.take(rids, base / "state").since(before)
-        cell.notes += [f"left: {k} {sorted(v)[:4]}" for k, v in after.items() if v]
+    cell.notes += [f"left: {k} {sorted(v)[:4]}" for k, v in found.items() if v]  # what, to explain
     return cell
 
 

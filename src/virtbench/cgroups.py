@@ -233,11 +233,15 @@ def memory_bytes(layout: Layout, name: str) -> int | None:
 
 
 def _member(path: Path, pid: int) -> bool:
-    """Whether `pid` is (still) in the cgroup `path`."""
+    """Whether `pid` is (still) in the cgroup `path`, from the process's own short
+    /proc/PID/cgroup (re-reading the cgroup's whole list for each of its pids would be
+    quadratic in a cgroup of thousands)."""
     try:
-        return str(pid) in (path / "cgroup.procs").read_text().split()
+        lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
     except OSError:
         return False
+    where = str(path)
+    return any(p != "/" and where.endswith(p) for p in (ln.split(":", 2)[-1] for ln in lines))
 
 
 def kill_and_remove(path: Path, timeout: float = 5.0) -> bool:

@@ -72,7 +72,7 @@ def signal_pid(pid: int, sig: int, is_same: Callable[[int], bool]) -> bool:
     between the two, the signal goes to the ended one and fails (ESRCH)."""
     try:
         fd = os.pidfd_open(pid)
-    except (ProcessLookupError, OSError):
+    except OSError:  # gone already
         return False
     try:
         if not is_same(pid):
