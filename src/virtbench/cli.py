@@ -8,13 +8,12 @@ VirtbenchError reaches the user as one line (`error: ...`) and a non-zero exit.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
 
-from virtbench import __version__, cgroups, cleanup, naming
+from virtbench import __version__, naming
 from virtbench import spec as specmod
 from virtbench.cli_common import (
     DEFAULT_RESULTS,
@@ -30,7 +29,7 @@ from virtbench.cli_common import (
     open_results,
     out,
 )
-from virtbench.errors import StoreError, VirtbenchError
+from virtbench.errors import VirtbenchError
 from virtbench.paths import Paths
 from virtbench.spec import Spec
 from virtbench.store import Store
@@ -306,74 +305,11 @@ def show(
     _show(store, record.id, wide)
 
 
-@app.command()
-@one_line_errors
-def clean(
-    run_id: Annotated[str | None, typer.Option("--run", help="Only this run's leftovers.")] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would be removed.")] = False,
-    results: ResultsOpt = DEFAULT_RESULTS,
-    store_url: StoreOpt = None,
-) -> None:
-    """Remove everything labelled with a run id that is no longer running."""
-    if run_id is not None and not naming.is_run_id(run_id):
-        raise VirtbenchError(f"--run: {run_id!r} is not a run id (6 characters a-z0-9)")
-    _require_root("clean")
-    paths = Paths.from_env()
-    layout = cgroups.Layout.detect()
-    problems: list[str] = []
-    items = cleanup.scan(paths, run_id=run_id, layout=layout, problems=problems)
-    for problem in problems:
-        err.print(f"[red]error[/]: {escape(problem)}", soft_wrap=True)
-    left: list[cleanup.Leftover] = []
-    errors: list[str] = []
-    if not items:
-        out.print("nothing to clean" + (" among what could be listed" if problems else ""))
-    else:
-        for it in items:
-            out.print(f"{'would remove' if dry_run else 'removing'} {it}")
-    if items and not dry_run:
-        alone: list[cleanup.Leftover] = []  # a run whose lock another holds (a clean)
-        errors = cleanup.remove(items, layout, left_alone=alone)
-        for e in errors:
-            err.print(f"[red]error[/]: {escape(e)}", soft_wrap=True)
-        after = cleanup.scan(paths, run_id=run_id, layout=layout, problems=[])
-        still = {(a.kind, a.name) for a in after} | {(a.kind, a.name) for a in alone}
-        removed = [it for it in items if (it.kind, it.name) not in still]  # by this clean
-        mine = {it.run_id for it in items} - {a.run_id for a in alone}
-        left = [a for a in after if a.run_id in mine]
-        if removed:
-            out.print(cleanup.summarize(removed).replace("leftovers", "leftovers removed", 1))
-        for it in left:
-            err.print(f"[red]still there[/]: {escape(str(it))}", soft_wrap=True)
-    if not dry_run:
-        parents = cleanup.remove_empty_parents(layout)
-        if parents:
-            out.print(f"removed the empty virtbench parent cgroups ({len(parents)})")
-    if not dry_run and (store_url or (results / "virtbench.sqlite").exists()):
-        _mark_crashed(results, store_url, run_id)
-    if problems or errors or left:
-        raise typer.Exit(1)
+# clean, compare, report, export: registered after the commands above, so help lists them
+# in order
+from virtbench import cli_clean, cli_fleet, cli_results  # noqa: E402
 
-
-def _mark_crashed(results: Path, store_url: str | None, run_id: str | None) -> None:
-    """Runs the store says are running whose lock nobody holds died: say so in the store.
-    On a full disk the store cannot be written; `list` and `show` still call them
-    crashed (from the lock), so that is a warning, not a failure."""
-    try:
-        store = open_results(results, store_url)
-        for r in store.runs():  # the store reads them crashed already; it holds "running"
-            if r.status == "crashed" and r.finished is None and run_id in (None, r.id):
-                store.finish_run(r.id, "crashed")
-                out.print(f"run {r.id} marked crashed")
-    except StoreError as exc:
-        err.print(f"[yellow]warning[/]: could not mark crashed runs in the store: {exc}",
-                  soft_wrap=True)  # fmt: skip
-
-
-# compare, report, export: registered after the commands above, so help lists them in order
-from virtbench import cli_fleet, cli_results  # noqa: E402
-
-__all__ = ["app", "cli_fleet", "cli_results", "main"]
+__all__ = ["app", "cli_clean", "cli_fleet", "cli_results", "main"]
 
 
 def main() -> None:
