@@ -81,8 +81,22 @@ def build() -> None:
 def run(
     spec: Annotated[
         str | None,
-        typer.Argument(help="Spec file (.toml) or catalog name (quickstart, boot, density)."),
+        typer.Argument(
+            help="Spec file (.toml) or catalog entry: `virtbench catalog` lists them (the "
+            "five studies s1-... to s5-..., quickstart, boot, density, ...)."
+        ),
     ] = None,
+    name: Annotated[
+        str | None,
+        typer.Option("--name", help="The spec or catalog entry, as S1's runner's --name uk_ng_s."),
+    ] = None,
+    quick: Annotated[
+        bool,
+        typer.Option(
+            "--quick",
+            help="The entry's quick form: every step, smaller counts and shorter durations.",
+        ),
+    ] = False,
     runtimes: Annotated[
         str | None,
         typer.Option("--runtimes", help="Comma-separated runtimes, e.g. native,runc,crun."),
@@ -164,13 +178,36 @@ def run(
     ] = None,
     results: ResultsOpt = DEFAULT_RESULTS,
     store_url: StoreOpt = None,
+    s1_benchmark_time: Annotated[
+        int | None,
+        typer.Option(
+            "--benchmark_time",
+            "--benchmark_times",
+            hidden=True,
+            help="S1's runner's spelling of --benchmark-times.",
+        ),
+    ] = None,
+    s1_instances_per_benchmark: Annotated[
+        int | None,
+        typer.Option(
+            "--instances_per_benchmark",
+            hidden=True,
+            help="S1's runner's spelling of --instances-per-benchmark.",
+        ),
+    ] = None,
     host_label: Annotated[
         str, typer.Option("--host-label", hidden=True, help="Fleet: the host's inventory name.")
     ] = "",
     fleet: Annotated[str, typer.Option("--fleet", hidden=True, help="Fleet: the fleet id.")] = "",
 ) -> None:
-    """Run an experiment spec and print its result tables."""
+    """Run an experiment spec or catalog entry (`virtbench catalog` lists them) and print
+    its result tables."""
     from virtbench import runner
+
+    if name is not None:
+        if spec is not None:
+            raise VirtbenchError(f"give the spec once: {spec!r} or --name {name!r}")
+        spec = name
 
     naming.check_host_label(host_label, "--host-label")
     if fleet and not naming.is_run_id(fleet):
@@ -179,8 +216,9 @@ def run(
     flags = run_flags(locals())
     if resume is not None:
         given = [f for f, v in flags.items() if v is not None]
-        if spec is not None or runtimes is not None or given:
-            what = "a spec" if spec is not None else (given or ["--runtimes"])[0]
+        if spec is not None or runtimes is not None or given or quick:
+            named = [*given, *(["--runtimes"] if runtimes is not None else []), "--quick"]
+            what = "a spec" if spec is not None else named[0]
             raise VirtbenchError(f"--resume goes on with the run's own spec: drop {what}")
         _require_root("run")
         store = open_results(results, store_url)
@@ -189,7 +227,7 @@ def run(
     elif spec is None:
         raise VirtbenchError("give a spec file or catalog name (e.g. quickstart), or --resume RUN")
     else:
-        parsed = resolve_spec(spec, runtimes, flags)
+        parsed = resolve_spec(spec, runtimes, flags, quick)
         _require_root("run")
         store = open_results(results, store_url)
         record = None
@@ -218,14 +256,25 @@ def run(
     out.print(f"run {run_id} {status}")
 
 
+def _either(value: Any, s1_value: Any, flag: str) -> Any:
+    """An option given in virtbench's spelling or S1's runner's (with underscores)."""
+    if value is not None and s1_value is not None:
+        raise VirtbenchError(f"{flag}: given twice (once in S1's spelling)")
+    return value if value is not None else s1_value
+
+
 def run_flags(p: dict[str, Any]) -> dict[str, Any]:
     """`virtbench run`'s spec-overriding options (its parsed parameters `p`), by the flag
     the user typed (errors name that one)."""
+    times = _either(p["benchmark_times"], p["s1_benchmark_time"], "--benchmark-times")
+    per = _either(
+        p["instances_per_benchmark"], p["s1_instances_per_benchmark"], "--instances-per-benchmark"
+    )
     return {
         "--runs": p["runs"],
         "--warmups": p["warmups"],
-        "--benchmark-times": p["benchmark_times"],
-        _typed("--instances-per-benchmark", "--step"): p["instances_per_benchmark"],
+        _typed("--benchmark-times", "--benchmark_time", "--benchmark_times"): times,
+        _typed("--instances-per-benchmark", "--instances_per_benchmark", "--step"): per,
         _typed("--instances", "--max"): p["instances"],
         "--workloads": _csv(p["workloads"], "--workloads"),
         "--worker": p["worker"],
@@ -237,10 +286,12 @@ def run_flags(p: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def resolve_spec(spec: str, runtimes: str | None, flags: dict[str, Any]) -> Spec:
+def resolve_spec(
+    spec: str, runtimes: str | None, flags: dict[str, Any], quick: bool = False
+) -> Spec:
     """The spec `virtbench run SPEC --runtimes ... FLAGS` runs (errors name file and field)."""
     _, raw, where = specmod.load(spec)
-    return specmod.with_overrides(raw, where, _csv(runtimes, "--runtimes"), flags)
+    return specmod.with_overrides(raw, where, _csv(runtimes, "--runtimes"), flags, quick)
 
 
 def _show(store: Store, run_id: str, wide: bool = False) -> None:
@@ -305,11 +356,11 @@ def show(
     _show(store, record.id, wide)
 
 
-# clean, compare, report, export: registered after the commands above, so help lists them
-# in order
-from virtbench import cli_clean, cli_fleet, cli_results  # noqa: E402
+# catalog, clean, compare, report, export: registered after the commands above, so help
+# lists them in order
+from virtbench import cli_catalog, cli_clean, cli_fleet, cli_results  # noqa: E402
 
-__all__ = ["app", "cli_clean", "cli_fleet", "cli_results", "main"]
+__all__ = ["app", "cli_catalog", "cli_clean", "cli_fleet", "cli_results", "main"]
 
 
 def main() -> None:

@@ -80,9 +80,12 @@ def _csv(value: str | None, flag: str) -> list[str] | None:
     return items
 
 
-def _typed(name: str, alias: str) -> str:
-    """Which of an option's two names the user typed, so an error names that one."""
-    return alias if any(a == alias or a.startswith(alias + "=") for a in sys.argv) else name
+def _typed(name: str, *aliases: str) -> str:
+    """Which of an option's names the user typed, so an error names that one."""
+    for alias in aliases:
+        if any(a == alias or a.startswith(alias + "=") for a in sys.argv):
+            return alias
+    return name
 
 
 def _require_root(what: str) -> None:

@@ -66,7 +66,7 @@ def fleet_run(
     # The flags as `virtbench run` will parse them on the hosts: bad ones fail here first.
     run_cmd = typer.main.get_command(app).commands["run"]  # type: ignore[attr-defined]
     params = run_cmd.make_context("virtbench run", [spec, *args]).params
-    parsed = cli.resolve_spec(spec, runtimes, cli.run_flags(params))
+    parsed = cli.resolve_spec(spec, runtimes, cli.run_flags(params), params["quick"])
     plan = fleet.Plan(spec=spec, spec_name=parsed.name, args=args,
                       runtimes=list(parsed.runtimes), shard=shard)  # fmt: skip
     if runtimes is not None and shard == "none":

@@ -37,23 +37,58 @@ from virtbench.state import RunState
 from virtbench.store import Store
 
 
-def check_available(spec: Spec) -> dict[str, str]:
-    """Versions of the spec's runtimes; raises naming the first that cannot run here."""
-    versions = {}
+def check_available(spec: Spec) -> tuple[Spec, dict[str, str], list[str]]:
+    """What of `spec` runs here: (the spec to run, the versions of its runtimes, what was
+    skipped and why). With `unavailable = "fail"` (the default) the first runtime that
+    cannot run here, or cannot run an experiment's workload, raises naming it; with
+    "skip" (the studies' entries) it is left out there and said. The spec returned names,
+    per experiment, the runtimes that run it."""
+    skip = spec.unavailable == "skip"
+    versions: dict[str, str] = {}
+    skipped: list[str] = []
+    options = {}
     for label in spec.runtimes:
         cls = runtimes.get(label)
         opts = cls.Options(**spec.options_for(label))
         avail = cls.available(opts)
         if not avail.ok:
             fix = f"; fix: {avail.fix}" if avail.fix else ""
-            raise RuntimeUnavailable(f"runtime {label} is not available: {avail.reason}{fix}")
+            if not skip:
+                raise RuntimeUnavailable(f"runtime {label} is not available: {avail.reason}{fix}")
+            skipped.append(f"{label}: not available here: {avail.reason}{fix}")
+            continue
         versions[label] = avail.version
-        for exp in spec.experiment:  # e.g. a VM's minimal guest runs only hello and sleep
-            for w in exp.instance_workloads():
-                why = cls.cannot_run(w, opts)
-                if why:
-                    raise SpecError(f"runtime {label} cannot run {w} ({exp.type}): {why}")
-    return versions
+        options[label] = (cls, opts)
+    exps = []
+    cannot: dict[tuple[str, str], list[str]] = {}  # (runtime, why) -> "experiment (workload)"
+    for exp in spec.experiment:  # e.g. a VM's minimal guest runs only hello and sleep
+        keep = []
+        for label in spec.runtimes_of(exp):
+            if label not in options:
+                continue
+            cls, opts = options[label]
+            why = next(
+                ((w, r) for w in exp.instance_workloads() if (r := cls.cannot_run(w, opts))), None
+            )
+            if why is None:
+                keep.append(label)
+            elif skip:
+                cannot.setdefault((label, why[1]), []).append(f"{exp.type} ({why[0]})")
+            else:
+                raise SpecError(f"runtime {label} cannot run {why[0]} ({exp.type}): {why[1]}")
+        if skip and not keep:
+            skipped.append(f"{exp.type}: no runtime here can run it")
+        exps.append(exp.model_copy(update={"runtimes": keep}) if skip else exp)
+    for (label, why), parts in cannot.items():
+        skipped.append(f"{label} skips {', '.join(dict.fromkeys(parts))}: {why}")
+    if skip:
+        left = [r for r in spec.runtimes if r in options]
+        if not left:
+            raise RuntimeUnavailable(
+                f"{spec.name}: none of its runtimes can run here ({'; '.join(skipped)})"
+            )
+        spec = spec.model_copy(update={"runtimes": left, "experiment": exps})
+    return spec, versions, skipped
 
 
 @contextlib.contextmanager
@@ -99,7 +134,7 @@ def execute(
     `harness`: the host as the run prepares, reads and cleans it (default: this one).
     KeyboardInterrupt is re-raised after cleanup."""
     harness = harness if harness is not None else Harness()
-    versions = check_available(spec)
+    spec, versions, skipped = check_available(spec)
     layout = harness.layout()
     if resume is not None and resume.status == "completed":
         raise VirtbenchError(f"run {resume.id} completed: nothing to resume")
@@ -134,6 +169,9 @@ def execute(
                 store.reopen_run(run_id)
             if started:
                 started(run_id)
+            for line in skipped if resume is None else ():
+                say(f"[yellow]skipped[/]: {line}")
+                store.add_event(run_id, "warning", f"skipped: {line}")
             env = harness.host.snapshot(versions)
             if resume is None:
                 store.set_environment(run_id, env)
@@ -162,8 +200,9 @@ def execute(
                 resumes.note_unfinished(session)
             for exp in spec.experiment:  # a spec that cannot run fails before any sample
                 module = experiments.get(exp.type)
-                if hasattr(module, "check"):
-                    module.check(session, exp)
+                if hasattr(module, "check") and spec.runtimes_of(exp):
+                    with session.only(spec.runtimes_of(exp)):
+                        module.check(session, exp)
             measured = {smp.runtime for smp in store.samples(run_id) if smp.experiment == "image"}
             for label, drv in drivers.items():
                 if label not in measured:
@@ -186,8 +225,13 @@ def execute(
                 if whole in session.done:
                     say(f"[bold]{exp.type}[/]: finished before the interruption")
                     continue
-                say(f"[bold]{exp.type}[/] on {', '.join(spec.runtimes)}")
-                experiments.get(exp.type).run(session, exp)
+                these = spec.runtimes_of(exp)
+                if not these:
+                    say(f"[bold]{exp.type}[/]: skipped (no runtime here can run it)")
+                    continue
+                say(f"[bold]{exp.type}[/] on {', '.join(these)}")
+                with session.only(these):
+                    experiments.get(exp.type).run(session, exp)
                 if not any(e == exp.type for e, _ in session.superseded):
                     store.add_unit(run_id, *whole)  # (else a later resume tries it again)
                     session.done.add(whole)

@@ -29,6 +29,7 @@ from pydantic import (
     Field,
     ValidationError,
     field_validator,
+    model_validator,
 )
 
 from virtbench import runtimes
@@ -100,6 +101,15 @@ class Spec(_Model):
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")
     description: str = ""
+    # the published study a catalog entry re-runs (authors, title, year), and the code
+    # names it is also known by (`virtbench run uk_ng_s` is a part of it)
+    study: str = ""
+    aliases: list[str] = []
+    # a runtime this host cannot run (or cannot run one experiment's workload in):
+    # "fail" before anything starts, or "skip" it there and say what and why
+    unavailable: Literal["fail", "skip"] = "fail"
+    # "quick": `virtbench run --quick` put each experiment's `quick` values in place
+    form: Literal["full", "quick"] = "full"
     runtimes: list[str] = Field(min_length=1)
     instance: InstanceOptions = InstanceOptions()
     runtime: dict[str, RuntimeOptions] = {}
@@ -144,6 +154,28 @@ class Spec(_Model):
                 raise ValueError(f".{label}.{key} {msg}") from None
         return v
 
+    @model_validator(mode="after")
+    def _quick_valid(self) -> Spec:
+        """Each experiment's `quick` table yields a valid experiment too (checked here,
+        so a catalog entry's --quick form cannot fail only when used)."""
+        for i, exp in enumerate(self.experiment):
+            if not exp.quick:
+                continue
+            try:
+                type(exp).model_validate(quick_form(exp.model_dump(exclude={"quick"}), exp.quick))
+            except ValidationError as err:
+                e = err.errors()[0]
+                where = ".".join(str(p) for p in e["loc"])
+                msg = e["msg"].removeprefix("Value error, ")
+                raise ValueError(f"experiment[{i}].quick.{where}: {msg}") from None
+        return self
+
+    def runtimes_of(self, exp: Any) -> list[str]:
+        """The runtimes that run experiment `exp`: the spec's, or those of them it names."""
+        if exp.runtimes is None:
+            return list(self.runtimes)
+        return [r for r in self.runtimes if r in exp.runtimes]
+
     def options_for(self, label: str) -> dict[str, Any]:
         """The driver options of `label` (tables for its name and its label, then variant)."""
         tables = {k: dict(t.model_extra or {}) for k, t in self.runtime.items()}
@@ -160,6 +192,23 @@ class Spec(_Model):
                 fields = over.model_dump(include=set(RuntimeOptions.model_fields))
                 opts = opts.model_copy(update={k: v for k, v in fields.items() if v is not None})
         return opts
+
+
+def quick_form(table: dict[str, Any], quick: dict[str, Any]) -> dict[str, Any]:
+    """An experiment table with its `quick` values in place (params merged per workload)."""
+    out = {k: v for k, v in table.items() if k != "quick"}
+    for key, value in quick.items():
+        if key == "params" and isinstance(value, dict):
+            params = {k: dict(v) for k, v in (out.get("params") or {}).items()}
+            for name, over in value.items():
+                params[name] = {**params.get(name, {}), **(over if isinstance(over, dict) else {})}
+            out["params"] = params
+        else:
+            out[key] = value
+            other = SCALABILITY_EITHER.get(key)
+            if other and other not in quick:  # the final count is given one way or the other
+                out.pop(other, None)
+    return out
 
 
 def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
@@ -273,7 +322,10 @@ FLAG_FIELDS = {
     "--runs": "runs",
     "--warmups": "warmups",
     "--benchmark-times": "benchmark_times",
+    "--benchmark_time": "benchmark_times",  # S1's runner's spellings
+    "--benchmark_times": "benchmark_times",
     "--instances-per-benchmark": "instances_per_benchmark",
+    "--instances_per_benchmark": "instances_per_benchmark",
     "--step": "instances_per_benchmark",
     "--instances": "instances",
     "--max": "instances",
@@ -297,12 +349,25 @@ def flags_set(flags: dict[str, Any], field: str) -> bool:
 
 
 def with_overrides(
-    data: dict[str, Any], where: str, runtimes_: list[str] | None, flags: dict[str, Any]
+    data: dict[str, Any],
+    where: str,
+    runtimes_: list[str] | None,
+    flags: dict[str, Any],
+    quick: bool = False,
 ) -> Spec:
-    """Apply CLI flags to the raw spec and validate again; errors name the flag."""
+    """Apply CLI flags to the raw spec and validate again; errors name the flag.
+    `quick`: each experiment's `quick` values first (`--quick`), the flags over them.
+    Runtimes the user names (`runtimes_`) must run: a spec's `unavailable = "skip"` no
+    longer applies to them."""
     data = {**data, "experiment": [dict(e) for e in data.get("experiment", [])]}
+    if quick:
+        if not any(isinstance(e.get("quick"), dict) and e["quick"] for e in data["experiment"]):
+            raise SpecError(f"--quick: {where} has no quick form (no experiment has a quick table)")
+        data["experiment"] = [quick_form(e, e.get("quick") or {}) for e in data["experiment"]]
+        data["form"] = "quick"
     if runtimes_ is not None:
         data["runtimes"] = runtimes_
+        data["unavailable"] = "fail"
     for flag, value in flags.items():
         if value is None:
             continue

@@ -29,7 +29,32 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class _Repeated(_Model):
+class _Common(_Model):
+    """What every experiment table may say besides its own fields.
+
+    runtimes   only these of the spec's runtimes run this experiment (a study's parts
+               that apply to some of its systems); the rest skip it
+    quick      field values `virtbench run --quick` puts in place of the table's: every
+               step kept, counts and durations shrunk (a `params` table merges per key)
+    """
+
+    runtimes: list[str] | None = Field(default=None, min_length=1)
+    quick: dict[str, Any] = {}
+
+    @field_validator("runtimes")
+    @classmethod
+    def _labels(cls, v: list[str] | None) -> list[str] | None:
+        from virtbench import runtimes
+
+        for i, label in enumerate(v or []):
+            try:
+                runtimes.check_label(label)
+            except ValueError as exc:
+                raise ValueError(f"[{i}] {exc}") from None
+        return v
+
+
+class _Repeated(_Common):
     """Adaptive repetition: after `runs`, go on until every measured group's CV is at most
     `target_cv` % or `max_runs` repetitions are done (default 10 x runs, at most 1000)."""
 
@@ -68,7 +93,7 @@ class BootExperiment(_Repeated):
         return list(self.workloads)
 
 
-class DensityExperiment(_Model):
+class DensityExperiment(_Common):
     """Start idle instances one after another up to `instances`; memory after each."""
 
     type: Literal["density"]
@@ -166,7 +191,7 @@ def _measuring_worker(v: str, also: tuple[str, ...] = ()) -> str:
     return v
 
 
-class _WorkerExperiment(_Model):
+class _WorkerExperiment(_Common):
     """What experiments that measure a worker share: the worker's parameters and the
     time limits for instances (ready signal), servers (port and readiness) and clients."""
 
@@ -203,6 +228,9 @@ class ScalabilityExperiment(_WorkerExperiment):
     memory_settle_s: float = Field(default=15.0, ge=0, le=600)
     guard_available_pct: float = Field(default=10.0, ge=0, le=90)
     guard_available_mib: int = Field(default=1024, ge=0)
+    # growth stops once the host's swap in use grew by this much; raise it to reach the
+    # regime where the host swaps (S1 saw it past ~800 instances)
+    guard_swap_growth_mib: int = Field(default=64, ge=0, le=1 << 30)
 
     @field_validator("worker")
     @classmethod

@@ -49,7 +49,6 @@ from virtbench.store import Sample
 # One unit of measurement (`run --resume` skips the finished ones): a sample's fields.
 UNIT = ("runtime", "repetition")
 MIB = 1024 * 1024
-SWAP_GROWTH_LIMIT = 64 * MIB
 
 
 def check(s: Session, cfg: ScalabilityExperiment) -> None:
@@ -78,9 +77,11 @@ def background_argv(name: str) -> Any:
     return lambda instance: ("/bin/vb-ready", "{probe}", instance, *wl.argv(instance))
 
 
-def growth_stop(info: dict[str, int], limit: int, swap_base: int, n: int) -> str:
+def growth_stop(
+    info: dict[str, int], limit: int, swap_base: int, n: int, swap_limit: int = 64 * MIB
+) -> str:
     """Why no more background instances may start ("" when they may), from the host's
-    meminfo `info`."""
+    meminfo `info`: MemAvailable below `limit`, or swap in use grown past `swap_limit`."""
     avail = info["MemAvailable"]
     if avail < limit:
         return (
@@ -88,8 +89,11 @@ def growth_stop(info: dict[str, int], limit: int, swap_base: int, n: int) -> str
             f"after {n} background instances"
         )
     swap_used = info.get("SwapTotal", 0) - info.get("SwapFree", 0)
-    if swap_used - swap_base > SWAP_GROWTH_LIMIT:
-        return f"memory guard: the host started swapping after {n} background instances"
+    if swap_used - swap_base > swap_limit:
+        return (
+            f"memory guard: swap in use grew by more than {swap_limit / MIB:.0f} MiB after "
+            f"{n} background instances (guard_swap_growth_mib)"
+        )
     return ""
 
 
@@ -164,7 +168,9 @@ def run_one(s: Session, cfg: ScalabilityExperiment, runtime: str, rep: int) -> N
         """Start `count` more background instances; why growth stopped ("" if it did not)."""
         for _ in range(count):
             i = len(background)
-            stop = growth_stop(s.host.meminfo(), limit, swap_base, i)
+            stop = growth_stop(
+                s.host.meminfo(), limit, swap_base, i, cfg.guard_swap_growth_mib * MIB
+            )
             if stop:
                 return stop
             spec = s.instance_spec(runtime, argv, network=cfg.background_network)

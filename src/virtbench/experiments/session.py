@@ -68,6 +68,17 @@ class Session:
         return seed_for(self.run_id, self.spec.order_seed)
 
     @contextlib.contextmanager
+    def only(self, runtimes: list[str]) -> Iterator[None]:
+        """While one experiment runs: the spec as it sees it, naming only the runtimes
+        that run it (a study's part that applies to some of its systems)."""
+        whole = self.spec
+        self.spec = whole.model_copy(update={"runtimes": list(runtimes)})
+        try:
+            yield
+        finally:
+            self.spec = whole
+
+    @contextlib.contextmanager
     def timed(
         self, experiment: str, runtime: str, params: dict[str, Any], wait: bool = True
     ) -> Iterator[None]:

@@ -35,6 +35,9 @@ command(params, level)  its argv inside the instance (one fresh instance per lev
 levels(params)  optional: the swept parameter's values (e.g. threads); default one run
 label(params, level)  optional: the metric suffix of a level (default "@<level>" when
                 several levels are measured, else none)
+and, for either:
+seconds(params, level)  optional: about how long one measurement takes here (`virtbench
+                catalog`'s estimate; default the parameters' duration_s/time_s/runtime_s)
 """
 
 from __future__ import annotations

@@ -54,6 +54,14 @@ def label(params: Params, level: str) -> str:
     return ""
 
 
+def seconds(params: Params, level: str) -> float:
+    """About how long one measurement takes (the catalog's estimate): ~30 us a round trip,
+    or the ping interval."""
+    if level.startswith("icmp"):
+        return 1.0 + params.ping_count * params.ping_interval_s
+    return 1.0 + params.count * 30e-6
+
+
 def client(address: str, params: Params, level: str) -> list[str]:
     test, size = level.split(":")
     if test == "icmp":

@@ -88,6 +88,13 @@ def _threads(params: Params) -> list[int]:
     return list(t) if isinstance(t, list) else [t]
 
 
+def seconds(params: Params, level: str) -> float:
+    """About how long one measurement takes here (the catalog's estimate); the first
+    level's includes filling the tables (~50,000 rows a second)."""
+    fill = params.tables * params.table_size / 50_000 if level == levels(params)[0] else 0.0
+    return 2.0 + params.duration_s + fill
+
+
 def levels(params: Params) -> list[str]:
     return [f"{test}:{n}" for test in params.tests for n in _threads(params)]
 

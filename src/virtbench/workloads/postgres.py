@@ -72,6 +72,13 @@ def argv(instance: str) -> tuple[str, ...]:
     )  # fmt: skip
 
 
+def seconds(params: Params, level: int) -> float:
+    """About how long one measurement takes here (the catalog's estimate); the first
+    level's includes pgbench's initialisation (~2 s per scale unit)."""
+    fill = 2.0 * params.scale if level == levels(params)[0] else 0.0
+    return 1.0 + params.duration_s + fill
+
+
 def levels(params: Params) -> list[int]:
     c = params.clients
     return list(c) if isinstance(c, list) else [c]

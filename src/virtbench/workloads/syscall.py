@@ -30,6 +30,13 @@ class Params(BaseModel):
     batch_ms: float = Field(default=20.0, gt=0, le=10_000)
 
 
+def seconds(params: Params, level: None = None) -> float:
+    """About how long one measurement takes (the catalog's estimate): every batch of each
+    call, ~12 calls."""
+    del level
+    return 1.0 + 12 * params.batches * params.batch_ms / 1e3
+
+
 def command(params: Params, level: None = None) -> tuple[str, ...]:
     del level
     return ("/bin/vb-syscall", str(params.batches), f"{params.batch_ms:g}")

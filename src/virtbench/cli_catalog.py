@@ -1,0 +1,155 @@
+"""`virtbench catalog`: every built-in entry, the study it re-runs, what it needs (and
+whether this host has it) and how long it takes here, full and `--quick`."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from virtbench import plan
+from virtbench import spec as specmod
+from virtbench.cli_common import DEFAULT_RESULTS, ResultsOpt, app, one_line_errors, out
+from virtbench.errors import SpecError
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One catalog entry as the catalog lists it."""
+
+    name: str
+    spec: specmod.Spec
+    quick: specmod.Spec | None
+
+    @property
+    def summary(self) -> str:
+        """The description's first sentence."""
+        first = self.spec.description.split(". ", 1)[0].rstrip(".")
+        return first + "."
+
+
+def entries() -> list[Entry]:
+    """Every catalog entry, studies first (s1 ... s5), then the others by name."""
+    found = []
+    for name in specmod.catalog_names():
+        _, raw, where = specmod.load(name)
+        full = specmod.with_overrides(raw, where, None, {})
+        try:
+            quick = specmod.with_overrides(raw, where, None, {}, quick=True)
+        except SpecError:
+            quick = None
+        found.append(Entry(name, full, quick))
+    return sorted(found, key=lambda e: (not e.spec.study, e.name))
+
+
+def tools_of(spec: specmod.Spec) -> list[str]:
+    """The host programs the spec's workloads drive them with (clients, tools)."""
+    from virtbench import workloads
+
+    names: list[str] = []
+    for exp in spec.experiment:
+        for w in getattr(exp, "workloads_needed", lambda: [])():
+            wl = workloads.get(w)
+            for tool in (getattr(wl, "CLIENT", ""), *getattr(wl, "EXTRA_CLIENTS", ())):
+                if tool and not tool.startswith("/bin/vb-") and tool not in names:
+                    names.append(tool)
+    return names
+
+
+def runtime_here(label: str, spec: specmod.Spec) -> tuple[bool, str]:
+    """Whether `label` can run here, and why not."""
+    from virtbench import runtimes
+
+    cls = runtimes.get(label)
+    try:
+        avail = cls.available(cls.Options(**spec.options_for(label)))
+    except Exception as exc:  # a check that fails says so, it is not "available"
+        return False, f"check failed: {exc}"
+    return avail.ok, avail.reason
+
+
+def past_costs(directory: Path) -> dict[str, float]:
+    """Start + stop seconds per runtime from this host's earlier boot runs, when a store
+    exists in `directory` (never creates one)."""
+    from virtbench.store import DB_NAME, Store
+
+    if not (directory / DB_NAME).is_file():
+        return {}
+    store = Store(directory)
+    try:
+        samples = []
+        for record in store.runs()[-20:]:
+            if any(e.get("type") == "boot" for e in record.spec.get("experiment", [])):
+                samples.extend(store.samples(record.id))
+        return plan.launch_costs(samples)
+    finally:
+        store.close()
+
+
+def here(spec: specmod.Spec) -> tuple[specmod.Spec | None, list[str], str]:
+    """What of `spec` runs on this host: (the spec as it would run, what it skips and
+    why, "") or (None, [], why it cannot run at all)."""
+    from virtbench import runner
+    from virtbench.errors import VirtbenchError
+
+    try:
+        runs, _, skipped = runner.check_available(spec)
+    except VirtbenchError as exc:
+        return None, [], str(exc)
+    return runs, skipped, ""
+
+
+@app.command()
+@one_line_errors
+def catalog(
+    name: Annotated[
+        str | None, typer.Argument(help="One entry: also its experiments, step by step.")
+    ] = None,
+    results: ResultsOpt = DEFAULT_RESULTS,
+) -> None:
+    """List the built-in entries (`virtbench run NAME`): the study each re-runs, the
+    runtimes and tools it needs (present here or not) and its estimated duration here."""
+    costs = past_costs(results)
+    listed = entries()
+    if name is not None:
+        listed = [e for e in listed if e.name == name or name in e.spec.aliases]
+        if not listed:
+            names = ", ".join(specmod.catalog_names())
+            raise SpecError(f"{name}: no such catalog entry (catalog: {names})")
+    basis = "this host's earlier boot runs" if costs else "typical figures for each runtime"
+    for e in listed:
+        out.print(f"[bold]{e.name}[/]  {escape(e.summary)}", soft_wrap=False)
+        if e.spec.study:
+            out.print(f"  study: {escape(e.spec.study)}")
+        if e.spec.aliases:
+            out.print(f"  parts, also entries: {', '.join(e.spec.aliases)}")
+        marks = []
+        for label in e.spec.runtimes:
+            ok, why = runtime_here(label, e.spec)
+            marks.append(label if ok else f"{label} [red](absent: {escape(why)})[/]")
+        out.print(f"  runtimes: {', '.join(marks)}")
+        tools = tools_of(e.spec)
+        if tools:
+            shown = [t if shutil.which(t) else f"{t} [red](absent)[/]" for t in tools]
+            out.print(f"  tools: {', '.join(shown)}")
+        full, skipped, why_not = here(e.spec)
+        quick = here(e.quick)[0] if e.quick else None
+        if full is None:
+            out.print(f"  [red]cannot run here[/]: {escape(why_not)}")
+            continue
+        for line in skipped:
+            out.print(f"  skipped here: {escape(line)}")
+        took = plan.duration(plan.total_s(full, costs))
+        quick_took = plan.duration(plan.total_s(quick, costs)) if quick else "no quick form"
+        out.print(f"  estimate here: {took}; --quick: {quick_took}")
+        if name is not None:
+            for form, spec in (("full", full), ("quick", quick)):
+                for step in plan.steps(spec, costs) if spec else []:
+                    about = plan.duration(step.seconds)
+                    out.print(f"    {form:5} {step.experiment} on {step.runtime}: {step.detail}, "
+                              f"~{about}")  # fmt: skip
+    out.print(f"[dim]Estimates model each procedure with launch costs from {basis}.[/]")

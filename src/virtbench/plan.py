@@ -1,0 +1,178 @@
+"""What a spec will do, and about how long it takes here, without starting anything.
+
+Per experiment and runtime: the instances it starts and an estimate of its wall time,
+from a simple model of each procedure:
+
+  boot          (warmups + runs) x workloads x benchmark_times timed launches
+  density       runs x (memory settle window + `instances` launches + their stops)
+  scalability   runs x (memory settle + the pile-up's launches + at each point the
+                worker's measurements and `settle_s`)
+  throughput    runs x per workload (a server launch + each level's measurement)
+  isolation     runs x conditions (attackers x placements, plus the baseline) x
+                (attacker launches + settle_s + the worker's measurement)
+
+A launch costs what a start and a stop of the runtime take here: the median of this
+host's earlier boot samples when the store has them (`launch_costs`), else a typical
+figure for the runtime class below; a timed launch adds the quiet-host wait. A
+measurement costs its workload's `seconds(params, level)` when the workload says, else the
+duration its parameters name (`duration_s`, `time_s`, `runtime_s`), else 10 s.
+It is an estimate: the catalog and `--plan` say so, and what was measured beside it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from virtbench import runtimes as runtime_registry
+from virtbench import workloads
+from virtbench.spec import Spec
+
+# Start + stop of one instance, seconds, where the store has no earlier boot of the
+# runtime: typical figures of this class of host (2 vCPUs).
+TYPICAL_LAUNCH_S = {
+    "native": 0.01,
+    "runc": 0.06,
+    "crun": 0.04,
+    "runsc": 0.4,
+    "docker": 0.5,
+    "podman": 0.8,
+    "lxc": 0.1,
+    "lxd": 2.0,
+    "nspawn": 0.15,
+    "qemu": 0.3,
+    "firecracker": 0.1,
+    "cloud-hypervisor": 0.1,
+}
+LINUX_GUEST_S = 3.0  # a Linux guest under emulation boots in ~1.8 s here, plus its stop
+DEFAULT_LAUNCH_S = 1.0
+QUIET_WAIT_S = 0.15  # a timed launch first waits for a quiet host
+DEFAULT_MEASURE_S = 10.0
+
+
+@dataclass(frozen=True)
+class Step:
+    """One experiment on one runtime."""
+
+    experiment: str
+    runtime: str
+    launches: int
+    seconds: float
+    detail: str
+
+
+def launch_s(runtime: str, costs: dict[str, float], serving: bool = False) -> float:
+    """Seconds one start and stop of `runtime` take (a Linux guest for a VM's server)."""
+    if runtime in costs:
+        return costs[runtime]
+    base = runtime_registry.split(runtime)[0]
+    family = getattr(runtime_registry.get(base), "family", None)
+    if serving and family is not None and family.value == "vm":
+        return LINUX_GUEST_S
+    return TYPICAL_LAUNCH_S.get(base, DEFAULT_LAUNCH_S)
+
+
+def measure_s(name: str, params: Any, level: Any) -> float:
+    """Seconds one measurement of workload `name` at `level` takes."""
+    wl = workloads.get(name)
+    if hasattr(wl, "seconds"):
+        return float(wl.seconds(params, level))
+    for field in ("duration_s", "time_s", "runtime_s"):
+        if hasattr(params, field):
+            return float(getattr(params, field)) + 1.0
+    return DEFAULT_MEASURE_S
+
+
+def worker_s(name: str, params: Any) -> float:
+    """Seconds a worker's measurement takes (every level of it)."""
+    wl = workloads.get(name)
+    levels = wl.levels(params) if hasattr(wl, "levels") else [None]
+    return sum(measure_s(name, params, lv) for lv in levels)
+
+
+def _steps(exp: Any, runtime: str, costs: dict[str, float]) -> Step:
+    kind = exp.type
+    if kind == "boot":
+        n = (exp.warmups + exp.runs) * len(exp.workloads) * exp.benchmark_times
+        t = n * (launch_s(runtime, costs) + QUIET_WAIT_S)
+        return Step(kind, runtime, n, t, f"{n} timed launches")
+    if kind == "density":
+        n = exp.runs * exp.instances
+        t = exp.runs * exp.memory_settle_s + n * launch_s(runtime, costs)
+        return Step(kind, runtime, n, t, f"{exp.runs} x {exp.instances} instances")
+    if kind == "scalability":
+        points = exp.target // exp.instances_per_benchmark + 1
+        serving = exp.background != "sleep"
+        grow = exp.target * launch_s(runtime, costs, serving)
+        if exp.worker == "boot":
+            one = launch_s(runtime, costs) + QUIET_WAIT_S
+        else:
+            one = launch_s(runtime, costs, True) + worker_s(exp.worker, exp.params_for(exp.worker))
+        per_rep = (
+            exp.memory_settle_s + grow + points * (exp.per_point * one + exp.settle_s)
+            + (exp.warmups * one)
+        )  # fmt: skip
+        n = exp.runs * (exp.target + points * exp.per_point)
+        return Step(kind, runtime, n, exp.runs * per_rep,
+                    f"{exp.runs} x {points} points up to {exp.target} background")  # fmt: skip
+    if kind == "throughput":
+        reps = exp.warmups + exp.runs
+        each = sum(
+            launch_s(runtime, costs, True) + worker_s(w, exp.params_for(w)) for w in exp.workloads
+        )
+        n = reps * len(exp.workloads)
+        return Step(kind, runtime, n, reps * each,
+                    f"{reps} x {len(exp.workloads)} workloads")  # fmt: skip
+    if kind == "isolation":
+        reps = exp.warmups + exp.runs
+        conds = 1 + len(exp.attackers) * len(exp.placements)
+        one = worker_s(exp.worker, exp.params_for(exp.worker)) + launch_s(runtime, costs)
+        attack = len(exp.attackers) * len(exp.placements) * (launch_s(runtime, costs)
+                                                            + exp.settle_s)  # fmt: skip
+        n = reps * (conds + len(exp.attackers) * len(exp.placements))
+        return Step(kind, runtime, n, reps * (conds * one + attack),
+                    f"{reps} x {conds} conditions")  # fmt: skip
+    return Step(kind, runtime, 0, DEFAULT_MEASURE_S, "no model of this experiment")
+
+
+def steps(spec: Spec, costs: dict[str, float] | None = None) -> list[Step]:
+    """Every (experiment, runtime) of `spec` with its launches and estimated seconds."""
+    costs = costs or {}
+    return [
+        _steps(exp, runtime, costs) for exp in spec.experiment for runtime in spec.runtimes_of(exp)
+    ]
+
+
+def total_s(spec: Spec, costs: dict[str, float] | None = None) -> float:
+    """The whole spec's estimated wall time, set-up of the run included."""
+    return 10.0 + sum(s.seconds for s in steps(spec, costs))
+
+
+def launch_costs(samples: list[Any]) -> dict[str, float]:
+    """Start + stop seconds per runtime from earlier boot samples of this host (the
+    median of spawn -> exit plus the median teardown), where there are at least 5."""
+    by: dict[str, dict[str, list[float]]] = {}
+    for x in samples:
+        if x.experiment != "boot" or x.error or x.value is None or x.warmup:
+            continue
+        if x.metric in ("boot.spawn_to_exit", "boot.teardown"):
+            by.setdefault(x.runtime, {}).setdefault(x.metric, []).append(x.value)
+    out = {}
+    for runtime, m in by.items():
+        spawn = sorted(m.get("boot.spawn_to_exit", []))
+        if len(spawn) < 5:
+            continue
+        down = sorted(m.get("boot.teardown", [])) or [0.0]
+        out[runtime] = (spawn[len(spawn) // 2] + down[len(down) // 2]) / 1e3
+    return out
+
+
+def duration(seconds: float) -> str:
+    """`45 s`, `12 min`, `3.5 h`, `2.1 days`."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 48 * 3600:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"
