@@ -1,15 +1,21 @@
 /* vb-syscall: the cost of system calls and page faults, in ns per operation.
  *
- * usage: vb-syscall [batches] [batch_ms]   (defaults 10 batches of ~20 ms each)
+ * usage: vb-syscall [batches] [batch_ms] [sizes] [pages]
+ *   batches, batch_ms  default 10 batches of ~20 ms each
+ *   sizes   payload sizes in bytes, comma-separated, 1..8192 (default 1,64,512,4096,8192)
+ *   pages   page counts for the first-touch cost of k fresh pages, comma-separated,
+ *           1..64 (default none)
  * Operations (S4-style, plus the usual suspects):
  *   getppid; read from /dev/zero and write to /dev/null, sendto+recvfrom of a UDP datagram
  *   to itself on 127.0.0.1 (a unix datagram socketpair when there is no loopback), each
- *   with payloads 1, 64, 512, 4096, 8192 bytes; open+close and stat of a file in /tmp; fork+exit+
- *   wait; first touch of an anonymous page.
+ *   with every payload size; open+close and stat of a file in /tmp; fork+exit+wait; first
+ *   touch of an anonymous page; and per page count k, the first touch of k fresh pages
+ *   (mapped untimed, pre-fault nothing; only the touches are timed).
  * The iteration count of a batch is calibrated so one batch takes about batch_ms; each
  * batch prints one line:
  *   syscall <op> bytes=<n> batch=<i> iters=<n> ns_per_op=<x>
- * Exit 1 if an operation fails. */
+ *   syscall page_fault_run pages=<k> batch=<i> iters=<n> ns_per_op=<x>  (x: all k touches)
+ * Exit 1 if an operation fails, 2 on bad arguments. */
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -91,6 +97,52 @@ static void op_once(int op, size_t n)
 	}
 }
 
+/* `iters` times: map k fresh pages (untimed), touch each once (timed), unmap */
+static double fault_run(long k, long iters)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	long long spent = 0;
+	long i, j;
+
+	for (i = 0; i < iters; i++) {
+		char *m = mmap(NULL, k * page, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		long long t0;
+
+		if (m == MAP_FAILED)
+			die("mmap");
+		t0 = now_ns();
+		for (j = 0; j < k; j++)
+			m[j * page] = 1;
+		spent += now_ns() - t0;
+		if (munmap(m, k * page) != 0)
+			die("munmap");
+	}
+	return (double)spent / iters;
+}
+
+/* a comma-separated list of integers in [lo, hi] into out (at most max); count or -1 */
+static int parse_list(const char *text, long lo, long hi, long *out, int max)
+{
+	int n = 0;
+	char *end;
+
+	if (*text == '\0')
+		return 0;
+	for (;;) {
+		long v = strtol(text, &end, 10);
+
+		if (end == text || v < lo || v > hi || n == max)
+			return -1;
+		out[n++] = v;
+		if (*end == '\0')
+			return n;
+		if (*end != ',')
+			return -1;
+		text = end + 1;
+	}
+}
+
 static double batch(int op, size_t n, long iters)
 {
 	long long t0 = now_ns();
@@ -119,14 +171,20 @@ int main(int argc, char **argv)
 {
 	static const char *names[8] = { "getppid", "read", "write", "sendto_recvfrom",
 					"open_close", "stat", "fork", "page_fault" };
-	static const size_t sizes[5] = { 1, 64, 512, 4096, 8192 };
+	long sizes[64] = { 1, 64, 512, 4096, 8192 }, pages[64];
+	int nsizes_all = 5, npages = 0;
 	int batches = argc > 1 ? atoi(argv[1]) : 10;
 	double batch_ms = argc > 2 ? atof(argv[2]) : 20.0;
 	const char *transport = "udp";
 	int op, s, b;
 
-	if (batches < 1 || batch_ms <= 0) {
-		fprintf(stderr, "usage: vb-syscall [batches >= 1] [batch_ms > 0]\n");
+	if (argc > 3)
+		nsizes_all = parse_list(argv[3], 1, sizeof(buf), sizes, 64);
+	if (argc > 4)
+		npages = parse_list(argv[4], 1, 64, pages, 64);
+	if (batches < 1 || batch_ms <= 0 || nsizes_all < 1 || npages < 0 || argc > 5) {
+		fprintf(stderr, "usage: vb-syscall [batches >= 1] [batch_ms > 0] "
+				"[sizes 1..8192,...] [pages 1..64,...]\n");
 		return 2;
 	}
 	{
@@ -161,10 +219,10 @@ int main(int argc, char **argv)
 	}
 	printf("syscall transport=%s\n", transport);
 	for (op = 0; op < 8; op++) {
-		int nsizes = (op >= 1 && op <= 3) ? 5 : 1;
+		int nsizes = (op >= 1 && op <= 3) ? nsizes_all : 1;
 
 		for (s = 0; s < nsizes; s++) {
-			size_t n = (op >= 1 && op <= 3) ? sizes[s] : 0;
+			size_t n = (op >= 1 && op <= 3) ? (size_t)sizes[s] : 0;
 			long iters = 1;
 			double per;
 
@@ -180,6 +238,22 @@ int main(int argc, char **argv)
 				printf("syscall %s bytes=%zu batch=%d iters=%ld ns_per_op=%.1f\n",
 				       names[op], n, b, iters, per);
 			}
+		}
+	}
+	for (s = 0; s < npages; s++) {
+		long iters = 1;
+		double per;
+
+		for (;;) {
+			per = fault_run(pages[s], iters);
+			if (per * iters >= batch_ms * 1e6 || iters >= (1L << 22))
+				break;
+			iters *= 2;
+		}
+		for (b = 0; b < batches; b++) {
+			per = fault_run(pages[s], iters);
+			printf("syscall page_fault_run pages=%ld batch=%d iters=%ld ns_per_op=%.1f\n",
+			       pages[s], b, iters, per);
 		}
 	}
 	unlink(statpath);

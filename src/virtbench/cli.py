@@ -315,12 +315,23 @@ def _show(store: Store, run_id: str, wide: bool = False) -> None:
         out.print(
             f"[dim]host: {env.get('cpu_model')} x{env.get('cpu_count')}, "
             f"kernel {env.get('kernel')}, cgroup {env.get('cgroup_version')}, "
-            f"kvm {env.get('kvm')}; runtimes {versions}[/]",
+            f"kvm {env.get('kvm')}{_smt_and_mitigations(env)}; runtimes {versions}[/]",
             soft_wrap=True,
         )
     for art in record.artifacts:
         size = f"{art['disk_bytes'] / 1024:.0f} KiB on disk"
         out.print(f"[dim]artifact {art['name']} {art['digest'][:16]}: {size}[/]")
+
+
+def _smt_and_mitigations(env: dict[str, Any]) -> str:
+    """`, SMT off, mitigations auto (12 mitigated, 1 vulnerable)` for the host line."""
+    text = f", SMT {env['smt_control']}" if "smt_control" in env else ""
+    m = env.get("mitigations")
+    if isinstance(m, dict):
+        counts = m.get("counts") or {}
+        shown = ", ".join(f"{n} {k}" for k, n in counts.items() if n and k != "not affected")
+        text += f", mitigations {m.get('setting')}" + (f" ({shown})" if shown else "")
+    return text
 
 
 @app.command("list")

@@ -305,6 +305,8 @@ REGISTRY: tuple[Metric, ...] = (
     _w("sqlite", "seconds", "s", "lower", "the INSERTs' time, inside the instance", 1e-6),
     _w("stream", "*_mb_s", "MB/s", "higher", "a STREAM kernel's best rate over the passes "
        "(vb-stream)", 0.1),
+    _w("syscall", "page_fault_*p_ns", "ns", "lower", "the first touch of k fresh anonymous "
+       "pages, all k touches timed, the mapping not (vb-syscall)", 1.0),
     _w("syscall", "*_ns", "ns", "lower", "one operation's cost: a calibrated batch's time / "
        "its iterations (vb-syscall)", 0.1),
 )

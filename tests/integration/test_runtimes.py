@@ -57,7 +57,8 @@ def instance_leftovers(run_id: str) -> list[str]:
     LXD daemon, LXD's name for the host's netns, an engine's image and network) go at the
     end and are checked by `ctx`."""
     run_wide = ("-br", "-lxd", "-host", "-net")
-    return [x for x in labelled(run_id) if not x.endswith(run_wide) and " images " not in x]
+    return [x for x in labelled(run_id)
+            if not x.endswith(run_wide) and "-net-" not in x and " images " not in x]  # fmt: skip
 
 
 def spec(ctx: RuntimeContext, artifact, wl, n: int, **kw) -> InstanceSpec:

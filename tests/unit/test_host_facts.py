@@ -102,3 +102,30 @@ def test_what_an_engine_left_is_removed_and_what_was_there_before_stays(tmp_path
          "CNI-FORWARD"],
     ]  # fmt: skip
     assert traces.jumps_to(rules, "CNI-ADMIN") == [["-D", "CNI-FORWARD", "-j", "CNI-ADMIN"]]
+
+
+def test_mitigations_and_smt_are_read_as_the_kernel_reports_them(tmp_path):
+    from virtbench.measure import host
+
+    vulns = tmp_path / "vulnerabilities"
+    vulns.mkdir()
+    (vulns / "meltdown").write_text("Not affected\n")
+    (vulns / "spectre_v2").write_text("Mitigation: Retpolines; IBPB: conditional\n")
+    (vulns / "mds").write_text("Vulnerable: Clear CPU buffers attempted, no microcode\n")
+    (vulns / "l1tf").write_text("Unknown: something new\n")
+    cmdline = tmp_path / "cmdline"
+    cmdline.write_text("root=/dev/vda ro mitigations=off quiet\n")
+    got = host.mitigations(vulns, cmdline)
+    assert got["setting"] == "off"
+    assert got["counts"] == {"mitigated": 1, "vulnerable": 1, "not affected": 1, "other": 1}
+    assert got["vulnerabilities"]["spectre_v2"].startswith("Mitigation: Retpolines")
+    cmdline.write_text("root=/dev/vda\n")
+    assert host.mitigations(vulns, cmdline)["setting"] == "auto"
+    missing = host.mitigations(tmp_path / "none", cmdline)
+    assert missing["setting"] == "auto" and "none" in missing["error"]  # said, not empty
+    smt = tmp_path / "control"
+    smt.write_text("notsupported\n")
+    assert host.smt_control(smt) == "notsupported"
+    assert host.smt_control(tmp_path / "absent") == "unknown"
+    real = host.snapshot({})
+    assert real["mitigations"]["setting"] and "smt_control" in real

@@ -253,3 +253,27 @@ def test_sysbench_oltp_reports_and_refused():
     assert "oltp_write_only" in mariadb.client("10.0.0.2", p, "write_only:70")
     argv = mariadb.argv("x")
     assert argv[argv.index("--stdin") + 1] == mariadb.INIT_SQL and argv.count(";") == 1
+
+
+def test_syscall_payload_sweep_and_page_fault_runs_are_named_by_size_and_pages():
+    """Captured from `vb-syscall 2 2 1,256,8192 1,2,10` (S4's sweep shape, shortened)."""
+    from virtbench import metrics as registry
+    from virtbench.workloads import syscall
+
+    got = syscall.parse((DATA / "vb-syscall-sweep.txt").read_text())
+    names = {m.name for m in got}
+    for op in ("read", "write", "sendto_recvfrom"):
+        assert {f"{op}_1b_ns", f"{op}_256b_ns", f"{op}_8192b_ns"} <= names
+    assert {"page_fault_1p_ns", "page_fault_2p_ns", "page_fault_10p_ns"} <= names
+    assert [m.name for m in got].count("page_fault_10p_ns") == 2  # one per batch
+    ten = min(m.value for m in got if m.name == "page_fault_10p_ns")
+    one = max(m.value for m in got if m.name == "page_fault_1p_ns")
+    assert ten > one  # ten first touches cost more than one
+    assert registry.lookup("page_fault_10p_ns", "syscall").resolution == 1.0
+    params = syscall.Params(sizes=[1, 256], page_fault_pages=[1, 10])
+    assert syscall.command(params)[3:] == ("1,256", "1,10")
+    assert syscall.command(syscall.Params())[3:] == ("1,64,512,4096,8192", "")
+    with pytest.raises(ValueError):
+        syscall.Params(sizes=[8193])
+    with pytest.raises(ParseError, match="usage"):
+        syscall.parse((DATA / "vb-syscall-badlist.txt").read_text())

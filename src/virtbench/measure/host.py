@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -34,6 +35,50 @@ def smt_active() -> bool | None:
         return p.read_text().strip() == "1"
     except OSError:
         return None
+
+
+def smt_control(path: Path = Path("/sys/devices/system/cpu/smt/control")) -> str:
+    """SMT as the kernel controls it: on, off, forceoff, notsupported, notimplemented
+    (or "unknown" where the file is missing)."""
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return "unknown"
+
+
+def mitigations(
+    vulns: Path = Path("/sys/devices/system/cpu/vulnerabilities"),
+    cmdline: Path = Path("/proc/cmdline"),
+) -> dict[str, Any]:
+    """CPU vulnerability mitigations, which change syscall and context-switch cost
+    several-fold: the kernel's `mitigations=` setting (default auto), each vulnerability's
+    state as the kernel reports it, and a count per kind (mitigated, vulnerable, not
+    affected, other)."""
+    try:
+        words = cmdline.read_text().split()
+    except OSError:
+        words = []
+    setting = next((w.split("=", 1)[1] for w in words if w.startswith("mitigations=")), "auto")
+    states: dict[str, str] = {}
+    try:
+        for f in sorted(vulns.iterdir()):
+            try:
+                states[f.name] = f.read_text().strip()
+            except OSError as exc:
+                states[f.name] = f"unreadable ({exc.strerror})"
+    except OSError as exc:
+        return {"setting": setting, "error": f"{vulns}: {exc.strerror}"}
+    counts = {"mitigated": 0, "vulnerable": 0, "not affected": 0, "other": 0}
+    for text in states.values():
+        if text.startswith("Mitigation"):
+            counts["mitigated"] += 1
+        elif text.startswith("Vulnerable"):
+            counts["vulnerable"] += 1
+        elif text.startswith("Not affected"):
+            counts["not affected"] += 1
+        else:
+            counts["other"] += 1
+    return {"setting": setting, "counts": counts, "vulnerabilities": states}
 
 
 def kvm_kind(sys_module: Path = Path("/sys/module"), dev: Path = Path("/dev/kvm")) -> str:
@@ -82,6 +127,8 @@ def snapshot(runtime_versions: dict[str, str]) -> dict:
         "cpu_count": os.cpu_count(),
         "cpus_allowed": sorted(os.sched_getaffinity(0)),
         "smt": smt_active(),
+        "smt_control": smt_control(),
+        "mitigations": mitigations(),
         "memory_bytes": vm.total,
         "swap_bytes": sw.total,
         "kvm": kvm_kind(),

@@ -124,7 +124,10 @@ class Engine(Runtime):
 
     def _bridge_network(self) -> str:
         if self.network is None:
-            name = f"vb-{self.ctx.run_id}-net"
+            # one network per label: two variants of one engine in a run (docker and
+            # docker:runsc) creating one name made the engine's name ambiguous
+            variant = self.label.partition(":")[2]
+            name = f"vb-{self.ctx.run_id}-net" + (f"-{variant}" if variant else "")
             self.ctx.state.record("network", name, runtime=self.label)
             self._create_network(name)
             self.network = name

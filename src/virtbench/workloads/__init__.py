@@ -26,6 +26,8 @@ CLIENT          the host program that drives it (checked before the run); a path
 EXTRA_CLIENTS   optional: other host programs some levels use (checked too)
 client(address, params, level)  the client's argv for one measurement
 levels(params)  the values of the swept parameter (e.g. connections), one measurement each
+client_timeout_s(params, level)  optional: the most one client run may take (a client
+                known to stall for good), below the experiment's client_timeout_s
 ready(address, params)    optional: a host command polled until it exits 0 (a database
                 that accepts connections before it accepts queries)
 prepare(address, params)  optional: host commands run once per server instance, untimed,

@@ -1,7 +1,9 @@
 """`syscall`: system call and page-fault cost inside the instance (guest/vb-syscall.c).
 
 getppid; read (/dev/zero), write (/dev/null) and UDP sendto+recvfrom on loopback with
-payloads 1 B..8 KiB; open+close; stat; fork+exit+wait; first-touch page fault. Each
+each payload of `sizes` (1 B..8 KiB); open+close; stat; fork+exit+wait; first-touch page
+fault; and per k of `page_fault_pages`, the first touch of k fresh pages
+(`page_fault_<k>p_ns`, all k touches). Each
 operation runs `batches` calibrated batches of ~`batch_ms`; every batch's ns/op is one
 sample, so the distribution is kept. Metric names: `<op>_ns` or `<op>_<bytes>b_ns`.
 """
@@ -9,6 +11,7 @@ sample, so the distribution is kept. Metric names: `<op>_ns` or `<op>_<bytes>b_n
 from __future__ import annotations
 
 import re
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -20,7 +23,9 @@ PRIMARY = "getppid_ns"
 PRIMARY_UNIT, PRIMARY_DIRECTION = "ns", "lower"
 DESCRIPTION = "syscall and page-fault cost (ns/op), payload sweep 1 B..8 KiB"
 SIZED = ("read", "write", "sendto_recvfrom")
-LINE = re.compile(r"^syscall (\w+) bytes=(\d+) batch=\d+ iters=\d+ ns_per_op=([\d.]+)", re.M)
+LINE = re.compile(r"^syscall (\w+) (bytes|pages)=(\d+) batch=\d+ iters=\d+ ns_per_op=([\d.]+)",
+                  re.M)  # fmt: skip
+MAX_BYTES = 8192  # vb-syscall's buffer
 
 
 class Params(BaseModel):
@@ -28,6 +33,13 @@ class Params(BaseModel):
 
     batches: int = Field(default=10, ge=1, le=10_000)
     batch_ms: float = Field(default=20.0, gt=0, le=10_000)
+    # payloads of read, write and sendto+recvfrom (S4 swept 1 B to 8 KiB in 256 B steps:
+    # [1, 256, 512, ..., 8192])
+    sizes: list[Annotated[int, Field(ge=1, le=MAX_BYTES)]] = Field(
+        default=[1, 64, 512, 4096, 8192], min_length=1, max_length=64
+    )
+    # first-touch cost of k fresh pages, per k (S4: 1..10); none by default
+    page_fault_pages: list[Annotated[int, Field(ge=1, le=64)]] = Field(default=[], max_length=64)
 
 
 def seconds(params: Params, level: None = None) -> float:
@@ -39,13 +51,18 @@ def seconds(params: Params, level: None = None) -> float:
 
 def command(params: Params, level: None = None) -> tuple[str, ...]:
     del level
-    return ("/bin/vb-syscall", str(params.batches), f"{params.batch_ms:g}")
+    sizes = ",".join(map(str, params.sizes))
+    pages = ",".join(map(str, params.page_fault_pages))
+    return ("/bin/vb-syscall", str(params.batches), f"{params.batch_ms:g}", sizes, pages)
 
 
 def parse(output: str) -> list[Metric]:
     out = []
-    for op, size, ns in LINE.findall(output):
-        name = f"{op}_{size}b_ns" if op in SIZED else f"{op}_ns"
+    for op, kind, size, ns in LINE.findall(output):
+        if kind == "pages":
+            name = f"page_fault_{size}p_ns"
+        else:
+            name = f"{op}_{size}b_ns" if op in SIZED else f"{op}_ns"
         out.append(Metric(name, float(ns), "ns", "lower"))
     if not any(m.name == PRIMARY for m in out) or "page_fault_ns" not in {m.name for m in out}:
         raise ParseError(f"vb-syscall: incomplete result: {first_line(output)}")

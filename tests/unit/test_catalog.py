@@ -1,0 +1,203 @@
+"""The catalog: an entry per study with its quick form, S1's spellings, `virtbench
+catalog`, the estimate, and a study that skips what the host cannot run and says why."""
+
+from __future__ import annotations
+
+import pytest
+from tests.fakeruntime import install, tmp_paths
+from tests.faketruth import FakeHarness, RuntimeTruth, Truth
+from typer.testing import CliRunner
+
+from virtbench import cli, plan, runner
+from virtbench import spec as specmod
+from virtbench.cli import app
+from virtbench.errors import SpecError
+from virtbench.store import Store
+
+STUDIES = [
+    "s1-docker-unikraft",
+    "s2-kvm-docker-includeos",
+    "s3-lightweight-survey",
+    "s4-ukl",
+    "s5-serverless",
+]
+
+
+def forms(name: str) -> tuple[specmod.Spec, specmod.Spec]:
+    _, raw, where = specmod.load(name)
+    full = specmod.with_overrides(raw, where, None, {})
+    return full, specmod.with_overrides(raw, where, None, {}, quick=True)
+
+
+def shape(exp: specmod.Experiment) -> tuple:
+    """What a quick form must keep: the experiment, what it measures and against what."""
+    return (
+        exp.type,
+        tuple(getattr(exp, "workloads", ()) or ()),
+        getattr(exp, "worker", None),
+        getattr(exp, "background", None),
+        tuple(getattr(exp, "attackers", ()) or ()),
+        tuple(getattr(exp, "placements", ()) or ()),
+        tuple(sorted(getattr(exp, "params", {}))),
+    )
+
+
+@pytest.mark.parametrize("name", STUDIES)
+def test_each_study_has_an_entry_whose_quick_form_keeps_every_step_and_is_small(name):
+    full, quick = forms(name)
+    assert full.study.startswith(name[:2].upper() + ":") and full.unavailable == "skip"
+    assert quick.form == "quick" and full.form == "full"
+    assert [shape(e) for e in quick.experiment] == [shape(e) for e in full.experiment]
+    for f, q in zip(full.experiment, quick.experiment, strict=True):
+        assert q.runs <= f.runs
+    typical = plan.total_s(quick)
+    assert typical < plan.total_s(full) and typical < 30 * 60, plan.duration(typical)
+
+
+def test_s1s_code_names_are_entries_and_parts_of_the_study():
+    full, _ = forms("s1-docker-unikraft")
+    names = specmod.catalog_names()
+    assert set(full.aliases) <= set(names)
+    perf_iso = [f"{p}_{w}_perf_iso" for p in ("uk", "d") for w in ("nginx", "redis", "sqlite")]
+    assert set(perf_iso) <= set(full.aliases)
+    for n in perf_iso:
+        spec, _, _ = specmod.load(n)
+        (exp,) = spec.experiment
+        assert exp.type == "isolation" and exp.worker == n.split("_")[1]
+        assert spec.runtimes == (["qemu"] if n.startswith("uk") else ["docker"])
+    # background instances on a bridge, as the study's were
+    for n in ("d_boot", "uk_boot", "d_ng_s", "uk_ng_s", "d_re_s", "d_sq_s"):
+        spec, _, _ = specmod.load(n)
+        assert spec.experiment[0].background_network == "bridge", n
+
+
+def test_every_entry_with_a_quick_table_validates_both_ways():
+    for name in specmod.catalog_names():
+        _, raw, where = specmod.load(name)
+        if any(e.get("quick") for e in raw["experiment"]):
+            assert forms(name)[1].form == "quick"
+        else:
+            with pytest.raises(SpecError, match=r"--quick: .* has no quick form"):
+                specmod.with_overrides(raw, where, None, {}, quick=True)
+
+
+def test_a_bad_quick_table_fails_when_the_spec_is_read():
+    data = {"name": "x", "runtimes": ["crun"],
+            "experiment": [{"type": "boot", "quick": {"runs": 0}}]}  # fmt: skip
+    with pytest.raises(SpecError, match=r"experiment\[0\]\.quick\.runs: .*greater than"):
+        specmod.parse(data, "x.toml")
+    data["experiment"][0]["quick"] = {"nosuch": 1}
+    with pytest.raises(SpecError, match=r"quick\.nosuch"):
+        specmod.parse(data, "x.toml")
+
+
+def test_quick_then_flags_and_the_final_count_given_either_way():
+    full, quick = forms("s1-docker-unikraft")
+    assert full.experiment[0].target == 1000 and quick.experiment[0].target == 30
+    assert quick.experiment[2].params_for("nginx").duration_s == 3
+    assert quick.experiment[2].params_for("nginx").connections == 30  # merged, not replaced
+    _, raw, where = specmod.load("s1-docker-unikraft")
+    over = specmod.with_overrides(raw, where, None, {"--runs": 4}, quick=True)
+    assert {e.runs for e in over.experiment} == {4}  # a flag wins over the quick form
+
+
+def test_s1s_runner_spellings_are_accepted(monkeypatch, tmp_path):
+    got = {}
+
+    def execute(spec, *a, **k):
+        got["spec"] = spec
+        return "abc123", "completed"
+
+    monkeypatch.setattr(runner, "execute", execute)
+    monkeypatch.setattr(cli, "_require_root", lambda what: None)
+    monkeypatch.setattr(cli, "_show", lambda *a, **k: None)
+    argv = ["run", "--runs", "5", "--name", "uk_ng_s", "--benchmark_time", "3",
+            "--instances_per_benchmark", "10", "--results", str(tmp_path)]  # fmt: skip
+    res = CliRunner().invoke(app, argv)
+    assert res.exit_code == 0, res.output
+    (exp,) = got["spec"].experiment
+    assert (exp.runs, exp.instances_per_benchmark, exp.target) == (5, 10, 30)
+    res = CliRunner().invoke(app, ["run", "uk_ng_s", "--benchmark-times", "3",
+                                   "--benchmark_time", "4"])  # fmt: skip
+    assert res.exit_code == 2 and "--benchmark-times: given twice" in res.output
+    res = CliRunner().invoke(app, ["run", "boot", "--name", "density"])
+    assert res.exit_code == 2 and "give the spec once" in res.output
+    res = CliRunner().invoke(app, ["run", "boot", "--quick"])
+    assert res.exit_code == 2 and "--quick: catalog/boot.toml has no quick form" in res.output
+
+
+def test_run_help_points_to_the_catalog_which_lists_every_study_with_its_estimate(tmp_path):
+    res = CliRunner().invoke(app, ["run", "--help"], env={"COLUMNS": "100"})
+    assert "virtbench catalog" in res.output
+    res = CliRunner().invoke(app, ["catalog", "--results", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    blocks = res.output.split("\n\n")
+    for name in STUDIES:
+        assert f"{name}  " in res.output
+    assert res.output.count("estimate here:") + res.output.count("cannot run here") == len(
+        specmod.catalog_names()
+    ), blocks
+    assert "; --quick: " in res.output
+    assert not (tmp_path / "virtbench.sqlite").exists()  # reading never creates a store
+    res = CliRunner().invoke(app, ["catalog", "uk_ng_s", "--results", str(tmp_path)])
+    assert res.exit_code == 0 and "s1-docker-unikraft" in res.output and "quick" in res.output
+    res = CliRunner().invoke(app, ["catalog", "nosuch"])
+    assert res.exit_code == 2 and "nosuch: no such catalog entry" in res.output
+
+
+def test_the_estimate_follows_the_procedure_and_this_hosts_boots():
+    spec = specmod.parse({"name": "e", "runtimes": ["crun", "docker"], "experiment": [
+        {"type": "boot", "workloads": ["hello"], "runs": 10, "warmups": 0},
+    ]}, "e")  # fmt: skip
+    steps = plan.steps(spec, {"crun": 0.02})
+    assert [s.launches for s in steps] == [10, 10]
+    assert steps[0].seconds == pytest.approx(10 * (0.02 + plan.QUIET_WAIT_S))
+    assert steps[1].seconds == pytest.approx(10 * (plan.TYPICAL_LAUNCH_S["docker"] + 0.15))
+
+    class S:  # a boot sample as the store returns it
+        def __init__(self, metric, value):
+            self.experiment, self.metric, self.value = "boot", metric, value
+            self.runtime, self.error, self.warmup = "crun", "", False
+
+    got = plan.launch_costs([S("boot.spawn_to_exit", v) for v in (10, 20, 30, 40, 50)]
+                            + [S("boot.teardown", 5)])  # fmt: skip
+    assert got == {"crun": pytest.approx(0.035)}
+    assert plan.launch_costs([S("boot.spawn_to_exit", 10)]) == {}  # too few to say
+
+
+@pytest.mark.parametrize("name", STUDIES)
+def test_each_studys_quick_form_runs_on_the_fake_and_says_what_it_skipped(
+    name, tmp_path, monkeypatch
+):
+    """The quick form through runner.execute, its runtimes replaced by fakes (which run
+    hello, sleep, sqlite and attackers only): the rest is skipped with its reason in an
+    event, the run completes, and every runtime that can measure something does."""
+    _, raw, where = specmod.load(name)
+    fakes = [f"f{i}" for i, _ in enumerate(raw["runtimes"])]
+    world = install(monkeypatch, Truth({f: RuntimeTruth() for f in fakes}, seed=3))
+    raw = {**raw, "runtimes": fakes, "instance": {"network": "none"}, "runtime": {}}
+    raw["experiment"] = [{k: v for k, v in e.items() if k != "background_network"}
+                         for e in raw["experiment"]]  # fmt: skip
+    for e in raw["experiment"]:  # the fake host's memory holds still at once
+        e["quick"] = {**e.get("quick", {}), **({"memory_settle_s": 0} if "memory_settle_s"
+                                               in e.get("quick", {}) else {})}  # fmt: skip
+    spec = specmod.with_overrides(raw, where, None, {}, quick=True)
+    store = Store(tmp_path / "results")
+    run_id, status = runner.execute(spec, store, tmp_paths(tmp_path), lambda m: None,
+                                    harness=FakeHarness(world, tmp_path))  # fmt: skip
+    assert status == "completed"
+    events = [m for _, _, m in store.events(run_id)]
+    samples = store.samples(run_id)
+    measured = {x.experiment for x in samples if not x.error} - {"image"}
+    fake_can = {"boot", "density", "scalability", "isolation"}
+    for exp in spec.experiment:
+        runs_here = exp.type in fake_can and all(
+            w in ("hello", "sleep", "sqlite") or w.startswith("attacker ")
+            for w in exp.instance_workloads()
+        )
+        if runs_here:
+            assert exp.type in measured, (exp.type, events)
+        else:
+            assert any(m.startswith("skipped: ") and exp.type in m for m in events), events
+    assert world.running == {}
+    store.close()
