@@ -16,7 +16,7 @@ PACKAGES=(
   # host tools: networks, processes, mounts, timing by hand
   iproute2 procps util-linux hyperfine
   # servers copied into the artifacts (the same binaries everywhere), and their clients
-  nginx redis-server wrk redis-tools sysbench libsqlite3-dev iperf3
+  nginx redis-server wrk redis-tools sysbench libsqlite3-dev iperf3 memcached
   postgresql-15 postgresql-client-15 mariadb-server-core
   fio httperf iputils-ping
   # the HTML report's test opens it in a real headless browser

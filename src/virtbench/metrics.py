@@ -247,6 +247,12 @@ REGISTRY: tuple[Metric, ...] = (
            "its duration, pipelined (redis-benchmark)", 0.01),
     _swept("redis", "*.latency_*", "ms", "lower", "a test's request latency, avg / p50 / p95 / "
            "p99 (redis-benchmark)", 0.001),
+    _swept("memcached", "ops_per_s", "ops/s", "higher", "gets and sets completed / the "
+           "test's duration, one outstanding per connection (vb-mcload)", 0.1),
+    _swept("memcached", "p*_us", "us", "lower", "a percentile (50, 90, 99, 99.9) of the time "
+           "from a request's send to its reply's last byte (1 us buckets)", 1.0),
+    _swept("memcached", "misses", "gets", "lower", "gets of a key the server no longer held",
+           1.0),
     _swept("postgres", "tps", "tx/s", "higher", "transactions / the test's duration, without "
            "the initial connection time (pgbench)", 1e-6),
     _swept("postgres", "latency_avg", "ms", "lower", "pgbench's latency average", 0.001),

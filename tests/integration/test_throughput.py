@@ -1,8 +1,8 @@
 """Serving workloads under real runtimes: the same Debian nginx, redis, postgres, mariadb
 binaries (and guest/vb-rr) from the servers artifact answer the host-side clients (wrk,
 redis-benchmark, iperf3, pgbench, sysbench OLTP, httperf, vb-rr, ping); measuring
-programs (STREAM, syscalls, SQLite, sysbench, fio) run inside; the parsed figures are
-sane and the data directories are removed with their instances."""
+programs (STREAM, syscalls, SQLite, sysbench, fio) run inside; memcached answers vb-mcload;
+the parsed figures are sane and the data directories are removed with their instances."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ QUICK = {
     "redis": {"requests": 20000},
     "iperf3": {"duration_s": 1, "tests": ["udp", "tcp"]},
     "stream": {"elements": 100000, "times": 3},
-    "syscall": {"batches": 1, "batch_ms": 1},
+    "syscall": {"batches": 1, "batch_ms": 1, "sizes": [1, 256], "page_fault_pages": [1, 2]},
     "sqlite": {"rows": 2000},
     "sysbench": {
         "time_s": 1,
@@ -51,9 +51,11 @@ QUICK = {
     "latency": {"count": 200, "ping_count": 3, "ping_interval_s": 0.05},
     "udp-echo": {"count": 2000, "gap_us": 50},
     "http-fixed": {"rates": [100], "duration_s": 1},
+    "memcached": {"connections": [2], "duration_s": 1, "keys": 100},
 }
 INSIDE = ["stream", "syscall", "sqlite", "sysbench", "fio"]
-SERVE = ["nginx", "redis", "iperf3", "postgres", "mariadb", "latency", "udp-echo", "http-fixed"]
+SERVE = ["nginx", "redis", "iperf3", "postgres", "mariadb", "latency", "udp-echo", "http-fixed",
+         "memcached"]  # fmt: skip
 ZERO_OK = {"fileio.seqwr.reads_per_s", "fileio.seqwr.read_mib_per_s"}  # a write-only test
 MINIMUM = {"iperf3": 0.01, "latency": 0.5, "udp-echo": 0.0001}  # else > 100 (per second)
 
@@ -108,6 +110,8 @@ def test_server_answers_the_host_client(name, network, workload, ctx, servers, r
             assert metrics["write_only.tps"] > 100 and "read_write.errors" in metrics, metrics
         if workload == "postgres":
             assert metrics["failed"] == 0, metrics
+        if workload == "memcached":
+            assert metrics["p99_us"] >= metrics["p50_us"] > 0 and metrics["misses"] == 0, metrics
     finally:
         rt.stop(inst)
     assert not data or not inst.data_dir.exists()

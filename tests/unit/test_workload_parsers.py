@@ -277,3 +277,23 @@ def test_syscall_payload_sweep_and_page_fault_runs_are_named_by_size_and_pages()
         syscall.Params(sizes=[8193])
     with pytest.raises(ParseError, match="usage"):
         syscall.parse((DATA / "vb-syscall-badlist.txt").read_text())
+
+
+def test_memcached_client_figures_and_usage_error():
+    """Captured from vb-mcload against a memcached on this host."""
+    from virtbench import metrics as registry
+    from virtbench.workloads import memcached
+
+    got = {m.name: m for m in memcached.parse((DATA / "vb-mcload.txt").read_text())}
+    assert got["ops_per_s"].value == 23298.7 and got["ops_per_s"].direction == "higher"
+    assert got["p99_us"].value == 660.5 and got["p99_us"].direction == "lower"
+    assert got["p50_us"].value < got["p90_us"].value < got["p99_us"].value
+    assert got["misses"].value == 0
+    assert registry.lookup("p99_us", "memcached").plot == "concurrency"
+    with pytest.raises(ParseError, match="usage"):
+        memcached.parse((DATA / "vb-mcload-usage.txt").read_text())
+    assert memcached.levels(memcached.Params(connections=[1, 64])) == [1, 64]
+    with pytest.raises(ValueError, match="800"):
+        memcached.Params(connections=[801])
+    argv = memcached.client("10.0.0.2", memcached.Params(), 16)
+    assert argv[:4] == ["/bin/vb-mcload", "10.0.0.2", str(memcached.PORT), "16"]

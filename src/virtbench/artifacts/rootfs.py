@@ -26,6 +26,7 @@ PROGRAMS = (
     "vb-syscall",
     "vb-run",
     "vb-rr",
+    "vb-mcload",
     "vb-attack",
     "vb-init",  # PID 1 of Linux guests (VM runtimes), in their initramfs
 )

@@ -66,6 +66,7 @@ BUILTIN = {
     "latency": "virtbench.workloads.latency",
     "udp-echo": "virtbench.workloads.udp_echo",
     "http-fixed": "virtbench.workloads.http_fixed",
+    "memcached": "virtbench.workloads.memcached",
 }
 
 # Other names users know a workload by (S1 and the issue tracker call vb-sqlite "sqlite-bench").

@@ -44,9 +44,10 @@ class Params(BaseModel):
 
 def seconds(params: Params, level: None = None) -> float:
     """About how long one measurement takes (the catalog's estimate): every batch of each
-    call, ~12 calls."""
+    operation, and about two batches' worth of calibration each."""
     del level
-    return 1.0 + 12 * params.batches * params.batch_ms / 1e3
+    ops = 5 + 3 * len(params.sizes) + len(params.page_fault_pages)
+    return 1.0 + ops * (params.batches + 2) * params.batch_ms / 1e3
 
 
 def command(params: Params, level: None = None) -> tuple[str, ...]:
