@@ -28,7 +28,7 @@ from typing import Any, Literal
 from virtbench.records import Direction
 
 Summary = Literal["median", "series", "fit"]
-PlotKind = Literal["boot", "latency", "concurrency", "scalability", "density"]
+PlotKind = Literal["boot", "latency", "concurrency", "scalability", "density", "resources"]
 DesmetKind = Literal["boot", "lower", "higher"]
 
 
@@ -232,6 +232,17 @@ REGISTRY: tuple[Metric, ...] = (
     Metric("image_size", "MiB", "lower", "the artifact as the runtime keeps it on disk to "
            "start it (rootfs du, the engine's image, a VM's kernel and initramfs), once per "
            "runtime and run", repeated=False, compared=False, headline=False),
+    # --- a server's resource use over each measurement (measure/procstat.py) ---------------
+    Metric("resources.*.cpu_*_s", "s", "lower", "CPU time (user, system or guest ticks) of "
+           "the instance's host processes, or of its runtime's daemons, over the measurement",
+           resolution=0.01, repeated=False, headline=False, plot="resources",
+           label="CPU seconds"),
+    Metric("resources.*.cpu_pct", "%", "lower", "(user + system ticks) / the measurement's "
+           "duration, of one CPU (100 = one CPU busy)", resolution=1.0, lower_bound=0.0,
+           repeated=False, headline=False, plot="resources", label="CPU %"),
+    Metric("resources.*.rss_max_mib", "MiB", "lower", "the largest sum of the processes' "
+           "resident sets at a read (shared pages once per process)", resolution=4 / 1024,
+           repeated=False, headline=False, plot="resources", label="RSS peak"),
     # --- workloads: what their parse() returns ---------------------------------------------
     _swept("nginx", "requests_per_s", "req/s", "higher", "requests completed / the test's "
            "duration (wrk Requests/sec)", 0.01),

@@ -35,7 +35,8 @@ OUTPUTS = {
     "udp-echo": ["vb-rr-flood.txt"],
     "sqlite": ["vb-sqlite.txt"],
     "stream": ["vb-stream.txt"],
-    "syscall": ["vb-syscall.txt"],
+    "syscall": ["vb-syscall.txt", "vb-syscall-sweep.txt"],
+    "memcached": ["vb-mcload.txt"],
 }
 # The experiments' own figures: a name as a string literal in the code that records them.
 RECORDED = re.compile(r"(boot|density|scalability|isolation|host)\.[a-z_]+|image_size")

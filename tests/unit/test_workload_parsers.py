@@ -297,3 +297,17 @@ def test_memcached_client_figures_and_usage_error():
         memcached.Params(connections=[801])
     argv = memcached.client("10.0.0.2", memcached.Params(), 16)
     assert argv[:4] == ["/bin/vb-mcload", "10.0.0.2", str(memcached.PORT), "16"]
+
+
+def test_udp_echo_pacing_is_a_sweep_with_one_measurement_per_gap():
+    from virtbench.workloads import udp_echo
+
+    one = udp_echo.Params()
+    assert udp_echo.levels(one) == [20] and udp_echo.label(one, 20) == ""
+    swept = udp_echo.Params(gap_us=[0, 20, 100])
+    assert udp_echo.levels(swept) == [0, 20, 100] and udp_echo.label(swept, 100) == "@100us"
+    assert udp_echo.client("10.0.0.2", swept, 100)[5] == "100"
+    assert udp_echo.seconds(swept, 100) > udp_echo.seconds(swept, 0)
+    for bad in ([], [5, 5], [-1], -1):
+        with pytest.raises(ValueError):
+            udp_echo.Params(gap_us=bad)

@@ -14,6 +14,7 @@ metric name with its level suffix, the workload's parameters and the instance op
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import socket
 import time
@@ -24,6 +25,7 @@ from typing import Any
 from virtbench import proc, workloads
 from virtbench.errors import InstanceError, SpecError
 from virtbench.experiments.session import Session
+from virtbench.measure.procstat import ProcWatch
 from virtbench.proc import CommandError
 from virtbench.runtimes.base import Instance, Runtime
 from virtbench.store import Sample
@@ -237,8 +239,10 @@ class Worker:
         for level in self.levels:
             waited = self.s.quiet.wait().params() if quiet else {}
             labels["params"] = {**given, **waited}
+            watch = self.watch(level, labels)
             try:
-                metrics = self.measure(level)
+                with self.s.sampler.watching(watch) if watch else contextlib.nullcontext():
+                    metrics = self.measure(level)
                 if check is not None:
                     check()
             except InstanceError as exc:
@@ -247,6 +251,21 @@ class Worker:
             for m in metrics:
                 fields = (m.name, m.value, m.unit, m.direction, level)
                 self.s.record(self.sample(experiment, *fields, **labels))
+            for name, (value, unit) in watch.end().items() if watch else ():
+                self.s.record(self.sample(experiment, name, value, unit, "lower", level, **labels))
+
+    def watch(self, level: Any, labels: dict[str, Any]) -> ProcWatch | None:
+        """The resource watch of a server's measurement (its processes and its runtime's
+        daemons, sampled at the host sampler's period); None without a sampler, or for a
+        program measuring inside a fresh instance of its own."""
+        if self.s.sampler is None or not self.serves or self.inst is None:
+            return None
+        inst, rt = self.inst, self.rt
+        where = "/".join(str(labels.get(k, "")) for k in ("repetition", "attacker", "placement"))
+        prefix = f"proc/{self.runtime}/{self.name}/{where}/{level}"
+        if labels.get("warmup"):
+            prefix += "/warmup"
+        return ProcWatch(prefix, lambda: rt.pids(inst), rt.daemon_pids())
 
     def stop(self) -> None:
         if self.inst is not None:

@@ -169,7 +169,9 @@ def availability(window_s: float) -> dict[str, float]:
 
 class HostSampler:
     """Samples host CPU idle %, MemAvailable % and swap free % every `interval` seconds
-    in a thread, and hands batches of (name, unix time, value) to `sink`."""
+    in a thread, and hands batches of (name, unix time, value) to `sink`; while a
+    measurement is `watching` an instance, that instance's resource use too
+    (measure/procstat.py)."""
 
     def __init__(
         self, sink: Callable[[list[tuple[str, float, float]]], None], interval: float = 1.0
@@ -181,6 +183,20 @@ class HostSampler:
         # so the harness's own thread never competes with the launch it measures.
         self._gate = threading.Lock()
         self._thread = threading.Thread(target=self._loop, name="vb-sampler", daemon=True)
+        self._watches: list[Any] = []
+
+    @contextlib.contextmanager
+    def watching(self, watch: Any) -> Iterator[Any]:
+        """Sample `watch` (a ProcWatch: begun here, ended by the caller) at every tick
+        while the block runs."""
+        watch.begin()
+        with self._gate:
+            self._watches.append(watch)
+        try:
+            yield watch
+        finally:
+            with self._gate:
+                self._watches.remove(watch)
 
     def start(self) -> HostSampler:
         self._thread.start()
@@ -198,6 +214,11 @@ class HostSampler:
                     **_memory_pct(),
                 }
                 points = [(name, now, value) for name, value in values.items()]
+                for watch in self._watches:
+                    try:
+                        points += watch.tick(now)
+                    except Exception:  # an instance's processes went: no point this tick
+                        continue
                 try:
                     self.sink(points)
                 except Exception:  # the sampler must never take a run down

@@ -83,10 +83,15 @@ class Observe:
             return None
         return memory.pss_total(pids)
 
+    def daemon_pids(self) -> list[int]:
+        """The processes of the daemons this run started for this runtime (`DAEMONS`: a
+        dockerd and the containerd it spawned, lxd); none where it started none."""
+        return [p for name in self.DAEMONS for p in self.ctx.daemons.pids(name)]
+
     def daemons_pss_bytes(self) -> int | None:
-        """PSS (bytes) of the daemons this run started for this runtime (`DAEMONS`: a
-        dockerd and the containerd it spawned, lxd); None where it started none."""
-        pids = [p for name in self.DAEMONS for p in self.ctx.daemons.pids(name)]
+        """PSS (bytes) of the daemons this run started for this runtime; None where it
+        started none."""
+        pids = self.daemon_pids()
         return memory.pss_total(pids) if pids else None
 
     def settled(self) -> bool:

@@ -1,7 +1,9 @@
 """`udp-echo`: S2's UDP service test. `count` small datagrams (S2: 100,000), paced
 `gap_us` apart, each answered by the instance with `reply_bytes` (1 KB); the host's client
 (guest/vb-rr `flood`, the artifact's static program) counts the replies and times from
-the first send to the last reply.
+the first send to the last reply. `gap_us` may be a list: one measurement per pacing gap
+(`@<gap>us` in the metric names), as the pacing decides how many datagrams a slow stack
+drops.
 
 Metrics: `seconds`, `replies`, `lost_pct`, `replies_per_s`.
 """
@@ -9,8 +11,9 @@ Metrics: `seconds`, `replies`, `lost_pct`, `replies_per_s`.
 from __future__ import annotations
 
 import re
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from virtbench.workloads import Metric, ParseError, first_line
 
@@ -27,9 +30,18 @@ class Params(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     count: int = Field(default=100_000, ge=1, le=100_000_000)
-    gap_us: int = Field(default=20, ge=0, le=1_000_000)
+    gap_us: int | list[Annotated[int, Field(ge=0, le=1_000_000)]] = Field(default=20)
     request_bytes: int = Field(default=32, ge=8, le=65507)
     reply_bytes: int = Field(default=1024, ge=1, le=65507)
+
+    @field_validator("gap_us")
+    @classmethod
+    def _gaps(cls, v: int | list[int]) -> int | list[int]:
+        if isinstance(v, int) and not 0 <= v <= 1_000_000:
+            raise ValueError(f"{v} is not in 0..1000000")
+        if isinstance(v, list) and (not v or len(set(v)) != len(v)):
+            raise ValueError("give one or more distinct gaps")
+        return v
 
 
 def argv(instance: str) -> tuple[str, ...]:
@@ -37,21 +49,23 @@ def argv(instance: str) -> tuple[str, ...]:
     return ("/bin/vb-rr", "serve", str(PORT))
 
 
-def levels(params: Params) -> list[None]:
-    del params
-    return [None]
+def levels(params: Params) -> list[int]:
+    """The pacing gaps, one measurement each."""
+    return list(params.gap_us) if isinstance(params.gap_us, list) else [params.gap_us]
 
 
-def seconds(params: Params, level: None) -> float:
+def label(params: Params, level: int) -> str:
+    return f"@{level}us" if len(levels(params)) > 1 else ""
+
+
+def seconds(params: Params, level: int) -> float:
     """About how long one measurement takes (the catalog's estimate): the pacing gap and
     ~10 us of work per datagram."""
-    del level
-    return 1.0 + params.count * (params.gap_us + 10) / 1e6
+    return 1.0 + params.count * (level + 10) / 1e6
 
 
-def client(address: str, params: Params, level: None) -> list[str]:
-    del level
-    return ["/bin/vb-rr", "flood", address, str(PORT), str(params.count), str(params.gap_us),
+def client(address: str, params: Params, level: int) -> list[str]:
+    return ["/bin/vb-rr", "flood", address, str(PORT), str(params.count), str(level),
             str(params.request_bytes), str(params.reply_bytes)]  # fmt: skip
 
 
