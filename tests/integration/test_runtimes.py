@@ -221,3 +221,21 @@ def test_stop_all_stops_many(ctx, artifact):
     rt.stop_all()
     assert not rt.instances
     assert not labelled(ctx.run_id)
+
+
+def test_runsc_own_network_stack_is_available_or_says_why(ctx, artifact):
+    """gVisor's netstack (netstack = "gvisor"): where it cannot start, available() says
+    why and how to do without it; where it can, an instance on the bridge answers."""
+    from virtbench.runtimes.runsc import Runsc, RunscOptions
+
+    avail = Runsc.available(RunscOptions(netstack="gvisor"))
+    if not avail.ok:
+        assert avail.reason.startswith("gVisor's own network stack cannot start here: ")
+        assert len(avail.reason) > 50 and 'netstack = "host"' in avail.fix
+        return
+    rt = driver("runsc", ctx, netstack="gvisor")
+    inst = rt.start(spec(ctx, artifact, sleep, 0, network="bridge"), detach=True)
+    try:
+        assert inst.address and rt.exit_reason(inst) is None
+    finally:
+        rt.stop(inst)

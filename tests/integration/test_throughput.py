@@ -23,7 +23,7 @@ CASES = [
     ("native", "host"),
     ("crun", "bridge"),
     ("runc", "bridge"),
-    ("runsc", "host"),
+    ("runsc", "bridge"),
     ("lxc", "bridge"),
     ("lxd", "bridge"),
     ("nspawn", "bridge"),

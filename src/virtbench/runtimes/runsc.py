@@ -3,7 +3,12 @@
 Options: `platform` (ptrace | kvm | systrap; which ones exist depends on the runsc build).
 Where a platform cannot run on this host, `available()` says so instead of letting a
 start hang: runsc's kvm platform spins at 100% CPU under a PVM or missing /dev/kvm.
-The sandbox's own netstack fails on some kernels, so networks are `none` and `host`.
+`netstack`: "host" (default) gives the sandbox the Linux network stack of its network
+namespace (the host's, or the instance's own on the run's bridge: `--network=host`);
+"gvisor" gives it gVisor's own stack (`--network=sandbox`), which is what a gVisor user
+runs but fails on some hosts: `available()` then says why (a `runsc do` tried once). On
+Linux 6.x, runsc builds from 2022 take any network namespace for the root one (they look
+for net.core.rmem_default, which every namespace now has) and refuse to start it.
 The ready probe reaches the host through a bind-mounted unix socket, which gVisor only
 allows with `--host-uds=open`. The sandbox and gofer processes live in the instance's
 cgroup, so memory accounting covers them.
@@ -11,11 +16,14 @@ cgroup, so memory accounting covers them.
 
 from __future__ import annotations
 
+import functools
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from virtbench import proc
+from virtbench.errors import VirtbenchError
 from virtbench.measure.host import kvm_kind
 from virtbench.runtimes.base import Availability, Family, Instance
 from virtbench.runtimes.oci import OciRuntime
@@ -25,6 +33,26 @@ class RunscOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     platform: Literal["ptrace", "kvm", "systrap"] = "ptrace"
+    netstack: Literal["host", "gvisor"] = "host"
+
+
+@functools.cache
+def netstack_problem(platform: str) -> str:
+    """Why gVisor's own network stack cannot start here ("" when it can): a sandbox with
+    it runs /bin/true once (in a network namespace of its own, removed with it)."""
+    try:
+        res = proc.run(["runsc", f"--platform={platform}", "--network=sandbox", "do", "/bin/true"],
+                       check=False, timeout=30)  # fmt: skip
+    except VirtbenchError as exc:
+        return f"runsc do with --network=sandbox did not finish: {exc}"
+    if res.returncode == 0:
+        return ""
+    lines = (res.stderr or res.stdout).strip().splitlines()
+    why = lines[-1] if lines else f"exit status {res.returncode}"
+    if "root network namespace" in why and Path("/proc/sys/net/core/rmem_default").exists():
+        why += (" (this runsc takes every network namespace for the root one: it looks for "
+                "net.core.rmem_default, which this kernel gives every namespace)")  # fmt: skip
+    return why
 
 
 class Runsc(OciRuntime):
@@ -33,7 +61,7 @@ class Runsc(OciRuntime):
     package = "runsc"
     family = Family.SANDBOX
     description = "gVisor sandbox (OCI), bundle from the artifact rootfs"
-    networks = ("none", "host")
+    networks = ("none", "host", "bridge")
     Options = RunscOptions
     variant_option = "platform"
     variants = ("ptrace", "kvm", "systrap")
@@ -63,11 +91,23 @@ class Runsc(OciRuntime):
                 reason=f"runsc platform kvm cannot run here ({why}; it would hang)",
                 fix='use platform = "ptrace" (runsc:ptrace)',
             )
+        netstack = getattr(options, "netstack", "host")
+        if netstack == "gvisor" and (why := netstack_problem(platform)):
+            return Availability(
+                False,
+                version=avail.version,
+                reason=f"gVisor's own network stack cannot start here: {why}",
+                fix='netstack = "host" (the network namespace\'s Linux stack)',
+            )
         return avail
 
     def global_args(self, inst: Instance) -> list[str]:
         network = self.effective_network(inst.spec.network)
-        return [f"--platform={self.options.platform}", f"--network={network}", "--host-uds=open"]
+        if network == "none":
+            mode = "none"
+        else:  # the stack of the namespace it runs in (the host's, or its own on a bridge)
+            mode = "sandbox" if self.options.netstack == "gvisor" else "host"
+        return [f"--platform={self.options.platform}", f"--network={mode}", "--host-uds=open"]
 
     def hang_hint(self) -> str:
         return f" (platform {self.options.platform} may not work on this host)"

@@ -1,0 +1,119 @@
+"""What every plot module shares: the `Plot` (saved as PNG and SVG, or inlined as SVG),
+the style, the colours per runtime, and the small helpers that pick and summarise samples.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+
+from virtbench import metrics
+from virtbench.records import Sample
+
+STYLE = {
+    "figure.dpi": 100,
+    "savefig.dpi": 110,
+    "font.size": 9,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "svg.fonttype": "none",  # text stays text: smaller, searchable
+    "svg.hashsalt": "virtbench",  # the same data gives the same file
+}
+COLOURS = plt.get_cmap("tab10").colors
+MAX_PER_KIND = 16  # a run with 100 metrics gets the first 16 of each kind, not 100 plots
+
+
+@dataclass
+class Plot:
+    name: str  # file stem, e.g. "boot-spawn_to_exit"
+    title: str
+    fig: Figure
+
+    def save(self, directory: Path) -> list[Path]:
+        directory.mkdir(parents=True, exist_ok=True)
+        out = []
+        with plt.rc_context(STYLE):  # svg.* settings are read when saving
+            for ext in ("png", "svg"):
+                path = directory / f"{self.name}.{ext}"
+                self.fig.savefig(path, bbox_inches="tight", metadata=_metadata(ext))
+                out.append(path)
+        return out
+
+    def svg(self, scope: str = "") -> str:
+        """The figure as an inline <svg> element, its ids prefixed (by `scope`, e.g. the
+        run id, and the plot's name) so that several plots in one page never share one."""
+        buf = io.StringIO()
+        with plt.rc_context(STYLE):
+            self.fig.savefig(buf, format="svg", bbox_inches="tight", metadata=_metadata("svg"))
+        text = buf.getvalue()
+        text = text[text.index("<svg") :]
+        prefix = re.sub(r"[^a-zA-Z0-9]", "-", f"{scope}-{self.name}" if scope else self.name) + "-"
+        text = re.sub(r'\bid="([^"]+)"', rf'id="{prefix}\1"', text)
+        text = re.sub(r"url\(#([^)]+)\)", rf"url(#{prefix}\1)", text)
+        return re.sub(r'href="#([^"]+)"', rf'href="#{prefix}\1"', text)
+
+    def close(self) -> None:
+        plt.close(self.fig)
+
+
+def _metadata(ext: str) -> dict[str, str | None]:
+    return {"Date": None} if ext == "svg" else {"Software": "virtbench"}
+
+
+def _colour(order: list[str]) -> Callable[[str], tuple[float, ...]]:
+    return lambda r: COLOURS[order.index(r) % len(COLOURS)] if r in order else COLOURS[-1]
+
+
+def _ok(samples: list[Sample]) -> list[Sample]:
+    return [s for s in samples if not s.warmup and not s.error and s.value is not None]
+
+
+def _runtimes(samples: list[Sample], order: list[str]) -> list[str]:
+    have = {s.runtime for s in samples}
+    return [r for r in order if r in have] + sorted(have - set(order))
+
+
+def _figure(title: str, ncols: int = 1, width: float = 6.4) -> tuple[Figure, list]:
+    fig, axes = plt.subplots(1, ncols, figsize=(width * ncols if ncols > 1 else width, 3.8),
+                             squeeze=False)  # fmt: skip
+    fig.suptitle(title, fontsize=10)
+    return fig, list(axes[0])
+
+
+def _drawn(s: Sample, kind: metrics.PlotKind) -> bool:
+    """Does the registry have plot `kind` draw this sample's metric?"""
+    return metrics.lookup(s.metric, s.workload).plot == kind
+
+
+def _numeric_level(level: object) -> float | None:
+    """A level's number: 16 (clients), or 40 of "read_write:40" (mariadb's test:threads)."""
+    if isinstance(level, int | float) and not isinstance(level, bool):
+        return float(level)
+    if isinstance(level, str):
+        m = re.fullmatch(r"[A-Za-z_.]+:(\d+)", level)
+        if m:
+            return float(m[1])
+    return None
+
+
+def _ci_err(sts: list) -> list[list[float]]:
+    """Error bar lengths from each summary's 95% CI (0 where there is none)."""
+    lo = [st.median - st.ci_low if not math.isnan(st.ci_low) else 0.0 for st in sts]
+    hi = [st.ci_high - st.median if not math.isnan(st.ci_high) else 0.0 for st in sts]
+    return [lo, hi]
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-zA-Z0-9_.-]+", "_", text).strip("_")
