@@ -4,7 +4,6 @@ whole, their earlier samples kept until then (Session.finished)."""
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Callable
 from typing import Any
@@ -77,7 +76,7 @@ def note_unfinished(session: Session) -> None:
     for smp in session.store.samples(session.run_id):
         if smp.warmup or smp.experiment not in experiments.BUILTIN:
             continue
-        key = Session.unit_key(smp.experiment, dataclasses.asdict(smp))
+        key = Session.sample_unit(smp)
         if (smp.experiment, key) not in done:
             cut.add((smp.experiment, key))
     session.superseded, session.resumed_at = cut, time.time()

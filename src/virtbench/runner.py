@@ -198,10 +198,10 @@ def execute(
             if resume is not None:
                 session.resumed, session.done = True, store.units(run_id)
                 resumes.note_unfinished(session)
-            for exp in spec.experiment:  # a spec that cannot run fails before any sample
+            for i, exp in enumerate(spec.experiment):  # a spec that cannot run fails first
                 module = experiments.get(exp.type)
                 if hasattr(module, "check") and spec.runtimes_of(exp):
-                    with session.only(spec.runtimes_of(exp)):
+                    with session.only(spec.runtimes_of(exp), i):
                         module.check(session, exp)
             measured = {smp.runtime for smp in store.samples(run_id) if smp.experiment == "image"}
             for label, drv in drivers.items():
@@ -230,7 +230,7 @@ def execute(
                     say(f"[bold]{exp.type}[/]: skipped (no runtime here can run it)")
                     continue
                 say(f"[bold]{exp.type}[/] on {', '.join(these)}")
-                with session.only(these):
+                with session.only(these, i):
                     experiments.get(exp.type).run(session, exp)
                 if not any(e == exp.type for e, _ in session.superseded):
                     store.add_unit(run_id, *whole)  # (else a later resume tries it again)

@@ -22,9 +22,10 @@ def test_plots_for_every_experiment_kind_as_png_and_svg(tmp_path):
     figs = plots.figures(store.samples(rid), ["native", "crun", "runsc"])
     names = [p.name for p in figs]
     assert names == [
-        "boot-boot.spawn_to_exit", "boot-boot.teardown", "latency-latency_tcp.64B",
-        "concurrency-postgres-tps",
-        "scalability-boot.spawn_to_exit", "isolation-inserts_per_s",
+        "boot-boot.spawn_to_exit", "boot-boot.teardown", "startup-log-bars",
+        "latency-latency_tcp.64B", "concurrency-postgres-tps", "bars-postgres-tps",
+        "bars-latency-tcp.64B.rtt_p50", "scalability-hello-boot.spawn_to_exit",
+        "isolation-sqlite-inserts_per_s", "isolation-relative-sqlite-inserts_per_s",
         "density-memory-per-instance",
     ]  # fmt: skip
     written = figs[0].save(tmp_path / "plots")
@@ -50,7 +51,7 @@ def test_report_is_self_contained_with_every_section(tmp_path):
     for part in ("Run aaaaa1", "Run bbbbb2", "Environment", "Warnings", "Spec",
                  "differences between runtimes", "DESMET scores", "Kruskal-Wallis"):  # fmt: skip
         assert part in page, part
-    assert page.count("<svg") == 9  # seven plots of the first run, two of the second
+    assert page.count("<svg") == 14  # eleven plots of the first run, three of the second
     assert "placement smt-sibling skipped: no SMT" in page  # events are warnings
     assert "failed measurement(s), e.g. pgbench: connection refused" in page
     assert "outliers" in page  # the wide table
@@ -140,3 +141,56 @@ def test_report_escapes_every_string_from_the_store(tmp_path):
     # the plots inline as SVG: their text is escaped too
     for svg in re.findall(r"<svg.*?</svg>", page, re.S):
         assert "<b " not in svg and "<script" not in svg
+
+
+def test_the_studies_figures_draw_what_was_measured():
+    """Payload sweep (S4), startup and image bars (S3), relative isolation bars (S1) and a
+    server's resource series (S2), from samples and series whose values the test chose."""
+    from virtbench.records import Sample
+
+    def smp(metric, value, runtime="native", rep=0, **kw):
+        base = {"experiment": "throughput", "unit": "ns", "direction": "lower",
+                "workload": "syscall"}  # fmt: skip
+        return Sample(metric=metric, value=value, runtime=runtime, repetition=rep,
+                      **{**base, **kw})  # fmt: skip
+
+    samples = []
+    for rep in range(5):
+        for size, ns in ((1, 100.0), (256, 120.0), (8192, 300.0)):
+            samples.append(smp(f"read_{size}b_ns", ns + rep, rep=rep))
+            samples.append(smp(f"read_{size}b_ns", 2 * ns + rep, "runsc", rep=rep))
+        for pages, ns in ((1, 900.0), (10, 9000.0)):
+            samples.append(smp(f"page_fault_{pages}p_ns", ns, rep=rep))
+        samples.append(smp("boot.spawn_to_ready", 10.0 + rep, experiment="boot",
+                           unit="ms", workload="sleep"))  # fmt: skip
+        samples.append(smp("boot.spawn_to_ready", 1000.0 + rep, "runsc", experiment="boot",
+                           unit="ms", workload="sleep"))  # fmt: skip
+        for runtime, ips in (("native", 1000.0), ("runsc", 400.0)):
+            iso = {"experiment": "isolation", "unit": "inserts/s", "direction": "higher",
+                   "workload": "sqlite", "rep": rep}  # fmt: skip
+            samples.append(smp("inserts_per_s", ips, runtime, **iso))
+            samples.append(smp("inserts_per_s", ips / 2, runtime, attacker="cpu",
+                               placement="same-cpu", **iso))  # fmt: skip
+    samples.append(smp("image_size", 12.5, experiment="image", unit="MiB",
+                       params={"measured_by": "du"}))  # fmt: skip
+    series = [(f"proc/native/nginx/0,,/30/{part}.{m}", 100.0 + t, v)
+              for t in range(3) for part in ("instance", "daemon")
+              for m, v in (("cpu_pct", 50.0 + t), ("rss_mib", 20.0))]  # fmt: skip
+    figs = {p.name: p for p in plots.figures(samples, ["native", "runsc"], series)}
+    assert {"syscall-payload", "startup-log-bars", "image-sizes", "resources-nginx",
+            "isolation-relative-sqlite-inserts_per_s"} <= set(figs)  # fmt: skip
+    payload = figs["syscall-payload"].fig.axes
+    read = next(ax for ax in payload if ax.get_title() == "read")
+    assert list(read.lines[0].get_xdata()) == [1, 256, 8192]
+    assert list(read.lines[0].get_ydata()) == [102.0, 122.0, 302.0]  # medians of 5
+    faults = next(ax for ax in payload if ax.get_title() == "page faults")
+    assert list(faults.lines[0].get_xdata()) == [1, 10]
+    startup = figs["startup-log-bars"].fig.axes[0]
+    assert startup.get_yscale() == "log"
+    assert [round(b.get_height()) for b in startup.patches] == [12, 1002]  # the means
+    rel = figs["isolation-relative-sqlite-inserts_per_s"].fig.axes[0]
+    assert [round(b.get_height(), 3) for b in rel.patches] == [0.5, 0.5]  # half as fast
+    cpu = figs["resources-nginx"].fig.axes[0]
+    assert [list(line.get_xdata()) for line in cpu.lines] == [[0.0, 1.0, 2.0]] * 2
+    for p in figs.values():
+        p.close()

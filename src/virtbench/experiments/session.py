@@ -58,6 +58,10 @@ class Session:
     # Every host-level reading an experiment takes (memory, CPU idle, topology) goes
     # through this one object (measure/machine.py), which a test may replace.
     host: Host = dataclasses.field(default_factory=Host)
+    # The running experiment's place in the spec: a spec may hold several experiments of
+    # one type (a study's), whose units and samples must stay apart (params
+    # `experiment_index` when it is not the first).
+    experiment_index: int = 0
     _counter: int = 0
     _pred: Predecessors = dataclasses.field(default_factory=Predecessors)
     _topology: Topology | None = None
@@ -68,15 +72,17 @@ class Session:
         return seed_for(self.run_id, self.spec.order_seed)
 
     @contextlib.contextmanager
-    def only(self, runtimes: list[str]) -> Iterator[None]:
-        """While one experiment runs: the spec as it sees it, naming only the runtimes
-        that run it (a study's part that applies to some of its systems)."""
+    def only(self, runtimes: list[str], index: int = 0) -> Iterator[None]:
+        """While the spec's `index`-th experiment runs: the spec as it sees it, naming
+        only the runtimes that run it (a study's part that applies to some of its
+        systems); its units and samples carry `index`."""
         whole = self.spec
         self.spec = whole.model_copy(update={"runtimes": list(runtimes)})
+        self.experiment_index = index
         try:
             yield
         finally:
-            self.spec = whole
+            self.spec, self.experiment_index = whole, 0
 
     @contextlib.contextmanager
     def timed(
@@ -194,6 +200,9 @@ class Session:
         rt = self.runtimes.get(sample.runtime)
         if rt is not None and rt.emulated and not sample.emulated:  # functional only
             sample = dataclasses.replace(sample, emulated=True)
+        if self.experiment_index and sample.experiment != "image":
+            params = {**sample.params, "experiment_index": self.experiment_index}
+            sample = dataclasses.replace(sample, params=params)
         self.store.add_sample(self.run_id, sample)
 
     def event(self, level: str, message: str) -> None:
@@ -215,15 +224,23 @@ class Session:
         return {"memory_settle_wait_s": round(waited, 2), "memory_settled": settled}
 
     @staticmethod
-    def unit_key(experiment: str, labels: dict[str, Any]) -> str:
-        """The key of one unit of `experiment` (the fields its module's UNIT names)."""
-        fields = experiments.get(experiment).UNIT
-        return json.dumps([labels[f] for f in fields])
+    def unit_key(experiment: str, labels: dict[str, Any], index: int = 0) -> str:
+        """The key of one unit of `experiment` (the fields its module's UNIT names), and
+        of the spec's `index`-th experiment where that is not the first."""
+        values = [labels[f] for f in experiments.get(experiment).UNIT]
+        return json.dumps([{"experiment_index": index}, *values] if index else values)
+
+    @staticmethod
+    def sample_unit(smp: Sample) -> str:
+        """The key of the unit a stored sample belongs to."""
+        index = int(smp.params.get("experiment_index", 0) or 0)
+        return Session.unit_key(smp.experiment, dataclasses.asdict(smp), index)
 
     def pending(self, experiment: str, warmup: bool, **labels: Any) -> bool:
         """Must this unit be measured? Warm-ups always are; a unit finished before the run
         was interrupted is not measured again on `--resume`."""
-        return warmup or (experiment, self.unit_key(experiment, labels)) not in self.done
+        key = self.unit_key(experiment, labels, self.experiment_index)
+        return warmup or (experiment, key) not in self.done
 
     def finished(self, experiment: str, warmup: bool, **labels: Any) -> None:
         """Mark a unit finished (its samples, failed ones too, are all in the store). A
@@ -232,7 +249,7 @@ class Session:
         unfinished (a later resume tries it again) and the run ends failed."""
         if warmup:
             return
-        key = self.unit_key(experiment, labels)
+        key = self.unit_key(experiment, labels, self.experiment_index)
         if set(labels) != set(experiments.get(experiment).UNIT):
             raise ValueError(f"{experiment}: a unit is {experiments.get(experiment).UNIT}")
         if (experiment, key) in self.superseded and not self._replace(experiment, key):
@@ -243,11 +260,9 @@ class Session:
     def _replace(self, experiment: str, key: str) -> bool:
         """A cut-short unit measured again: drop its samples from before the resume if
         the new ones hold no failure; whether they were replaced."""
-        fields = experiments.get(experiment).UNIT
 
         def ours(smp: Sample) -> bool:
-            unit = json.dumps([getattr(smp, f) for f in fields])
-            return smp.experiment == experiment and not smp.warmup and unit == key
+            return smp.experiment == experiment and not smp.warmup and self.sample_unit(smp) == key
 
         fresh = [x for x in self.store.samples(self.run_id) if ours(x) and x.t >= self.resumed_at]
         if any(x.error for x in fresh):

@@ -261,7 +261,7 @@ class Worker:
         if self.s.sampler is None or not self.serves or self.inst is None:
             return None
         inst, rt = self.inst, self.rt
-        where = "/".join(str(labels.get(k, "")) for k in ("repetition", "attacker", "placement"))
+        where = ",".join(str(labels.get(k, "")) for k in ("repetition", "attacker", "placement"))
         prefix = f"proc/{self.runtime}/{self.name}/{where}/{level}"
         if labels.get("warmup"):
             prefix += "/warmup"

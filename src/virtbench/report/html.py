@@ -243,7 +243,8 @@ def run_section(store: Store, run: RunRecord, opts: Options) -> dict[str, Any]:
     samples = store.samples(run.id)
     order = list(run.spec.get("runtimes", []))
     order += sorted({s.runtime for s in samples} - set(order))
-    figs = plotmod.figures(samples, order)
+    procs = [p for p in store.series(run.id) if p[0].startswith("proc/")]
+    figs = plotmod.figures(samples, order, procs)
     svgs = []
     for p in figs:
         if opts.plots_dir is not None:

@@ -6,14 +6,18 @@ as SVG in the HTML report.
                the CDF its percentiles (p50..p99.9) give, per runtime
   concurrency  throughput (or latency) against the workload's level (connections,
                clients, threads): median with its 95% CI per runtime
-  scalability  the worker's figure against background instances, normalised to the
-               first point, mean +- SD band, with host CPU idle, MemAvailable and free swap
-               normalised the same way on the same axis (as S1's figures)
-  isolation    per runtime, bars of the worker's median under baseline and every
-               attacker x placement, with 95% CI error bars
+and, from report/plots_piles.py (S1's figures):
+  scalability  per worker: its figure against background instances with every runtime
+               on one axis, raw (mean +- SD, fitted line) and normalised to the first
+               point, and the host's CPU idle, MemAvailable and free swap beside them
+  isolation    per worker and runtime, bars of the median under baseline and every
+               attacker x placement (95% CI); and per placement, every runtime's
+               performance relative to its baseline
   density      memory per instance against instances running (PSS of each new instance,
-               and host MemAvailable drop per instance)
-Warm-ups and failed samples are never plotted.
+               host memory in use and its kernel side, with fitted slopes)
+and from report/plots_studies.py: startup and image-size bars on log scales (S3), syscall
+cost against payload (S4), mean +- SD bars per runtime (S5) and each server's CPU and RSS
+series (S2). Warm-ups and failed samples are never plotted.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from virtbench.records import Sample
-from virtbench.report import plots_piles
+from virtbench.report import plots_piles, plots_studies
 from virtbench.report.plotkit import (
     MAX_PER_KIND,
     STYLE,
@@ -173,22 +177,21 @@ def concurrency(samples: list[Sample], order: list[str]) -> list[Plot]:
     return plots
 
 
-KINDS = (
-    boot,
-    latency,
-    concurrency,
-    plots_piles.scalability,
-    plots_piles.isolation,
-    plots_piles.density,
-)
+KINDS = (boot, plots_studies.startup, plots_studies.image, latency, concurrency,
+         plots_studies.bars, plots_studies.payload, plots_piles.scalability,
+         plots_piles.isolation, plots_piles.isolation_relative, plots_piles.density)  # fmt: skip
 
 
-def figures(samples: list[Sample], runtime_order: list[str]) -> list[Plot]:
-    """Every plot the run's samples allow, in a fixed order."""
+def figures(
+    samples: list[Sample], runtime_order: list[str], series: plots_studies.Series | None = None
+) -> list[Plot]:
+    """Every plot the run's samples (and its instances' resource series) allow, in a
+    fixed order."""
     out: list[Plot] = []
     with plt.rc_context(STYLE):
         for kind in KINDS:
-            for p in kind(samples, runtime_order):
-                p.fig.tight_layout()
-                out.append(p)
+            out += kind(samples, runtime_order)
+        out += plots_studies.resources(series or [], runtime_order)
+        for p in out:
+            p.fig.tight_layout()
     return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Callable
 
 import numpy as np
 
@@ -20,50 +21,74 @@ from virtbench.report.plotkit import (
     _runtimes,
     _slug,
 )
-from virtbench.report.tables import worker_metric
+from virtbench.report.tables import by_worker, worker_metric
 from virtbench.stats import summarize
 
 
 def scalability(samples: list[Sample], order: list[str]) -> list[Plot]:
+    """S1's scalability figure of each worker the run measured (`_scalability_one`)."""
+    return per_worker(samples, order, "scalability", _scalability_one)
+
+
+def _scalability_one(samples: list[Sample], order: list[str]) -> list[Plot]:
+    """S1's figures: the worker's figure against background instances with every runtime
+    on one axis, raw (mean +- SD band, the fitted line dotted) and normalised to each
+    runtime's first point; beside them the host's CPU idle, MemAvailable and free swap
+    (%) at each point, per runtime."""
     from virtbench.report.fits import PER, trend, trend_cells
 
     ok = [s for s in _ok(samples) if s.experiment == "scalability"]
     metric = worker_metric(ok)
     if metric is None:
         return []
+    unit = next(s.unit for s in ok if s.metric == metric)
     runtimes = _runtimes([s for s in ok if s.metric == metric], order)
-    fig, axes = _figure(f"scalability: {metric}, normalised to the first point",
-                        len(runtimes), 4.6)  # fmt: skip
-    for ax, r in zip(axes, runtimes, strict=True):
+    colour = _colour(order)
+    fig, (raw, rel, host) = _figure(f"scalability: {metric} against background instances",
+                                    3, 4.4)  # fmt: skip
+    for r in runtimes:
         mine = [s for s in ok if s.runtime == r]
         points = sorted({s.background for s in mine if s.metric == metric})
         by = {n: np.array([s.value for s in mine if s.metric == metric and s.background == n])
               for n in points}  # fmt: skip
-        first = float(np.mean(by[points[0]])) or math.nan
-        mean = np.array([np.mean(by[n]) for n in points]) / first
-        sd = np.array([np.std(by[n], ddof=1) if len(by[n]) > 1 else 0.0 for n in points]) / first
-        ax.plot(points, mean, marker="o", color=COLOURS[0], label=f"{metric} (mean)")
-        ax.fill_between(points, mean - sd, mean + sd, color=COLOURS[0], alpha=0.2, label="± SD")
+        mean = np.array([np.mean(by[n]) for n in points])
+        sd = np.array([np.std(by[n], ddof=1) if len(by[n]) > 1 else 0.0 for n in points])
+        c = colour(r)
+        raw.plot(points, mean, marker="o", ms=3, color=c, label=r)
+        raw.fill_between(points, mean - sd, mean + sd, color=c, alpha=0.15)
         f = trend(ok, metric, r)
         if f is not None:  # the fitted line, per background instance
             slope, ci, word = trend_cells(f)
-            line = [(f.level + f.slope / PER * (n - points[0])) / first for n in points]
-            ax.plot(points, line, ls=":", color=COLOURS[0],
-                    label=f"fit: {slope} per {PER} ({ci}), {word}")  # fmt: skip
-        for host, c in zip(metrics.plotted("scalability"), COLOURS[1:], strict=False):
-            vals = [np.mean([s.value for s in mine if s.metric == host.name and s.background == n]
+            line = [f.level + f.slope / PER * (n - points[0]) for n in points]
+            raw.plot(points, line, ls=":", color=c, label=f"{r} fit: {slope}/{PER} ({ci}), {word}")
+        first = mean[0] or math.nan
+        rel.plot(points, mean / first, marker="o", ms=3, color=c, label=r)
+        rel.fill_between(points, (mean - sd) / first, (mean + sd) / first, color=c, alpha=0.15)
+        for m, ls in zip(metrics.plotted("scalability"), ("-", "--", ":"), strict=False):
+            vals = [np.mean([s.value for s in mine if s.metric == m.name and s.background == n]
                             or [math.nan]) for n in points]  # fmt: skip
-            if vals and not math.isnan(vals[0]) and vals[0]:
-                ax.plot(points, np.array(vals) / vals[0], ls="--", color=c, label=host.label)
-        ax.axhline(1.0, color="grey", lw=0.8)
-        ax.set_title(r, fontsize=9)
+            if not all(math.isnan(v) for v in vals):
+                host.plot(points, vals, ls=ls, color=c, label=f"{r}: {m.label}")
+    raw.set_title("raw (mean ± SD)", fontsize=9)
+    raw.set_ylabel(unit)
+    rel.set_title("normalised to the first point", fontsize=9)
+    rel.axhline(1.0, color="grey", lw=0.8)
+    host.set_title("host availability at each point", fontsize=9)
+    host.set_ylabel("%")
+    host.set_ylim(0, 105)
+    for ax in (raw, rel, host):
         ax.set_xlabel("background instances")
-        ax.set_ylabel("relative to the first point")
-        ax.legend(fontsize=7)
-    return [Plot(f"scalability-{_slug(metric)}", f"scalability: {metric}", fig)]
+        ax.legend(fontsize=6)
+    wl = ok[0].workload
+    return [Plot(f"scalability-{_slug(wl)}-{_slug(metric)}", f"scalability: {wl}: {metric}", fig)]
 
 
 def isolation(samples: list[Sample], order: list[str]) -> list[Plot]:
+    """The isolation bars of each worker the run measured (`_isolation_one`)."""
+    return per_worker(samples, order, "isolation", _isolation_one)
+
+
+def _isolation_one(samples: list[Sample], order: list[str]) -> list[Plot]:
     ok = [s for s in _ok(samples) if s.experiment == "isolation"]
     metric = worker_metric(ok)
     if metric is None:
@@ -95,7 +120,74 @@ def isolation(samples: list[Sample], order: list[str]) -> list[Plot]:
         ax.set_title(r, fontsize=9)
         ax.set_ylabel(unit)
         ax.legend(fontsize=7)
-    return [Plot(f"isolation-{_slug(metric)}", f"isolation: {metric}", fig)]
+    wl = ok[0].workload
+    return [Plot(f"isolation-{_slug(wl)}-{_slug(metric)}", f"isolation: {wl}: {metric}", fig)]
+
+
+def isolation_relative(samples: list[Sample], order: list[str]) -> list[Plot]:
+    """S1's normalised isolation bars of each worker (`_isolation_relative_one`)."""
+    return per_worker(samples, order, "isolation", _isolation_relative_one)
+
+
+def _isolation_relative_one(samples: list[Sample], order: list[str]) -> list[Plot]:
+    """S1's isolation bars: per placement, the worker's performance under each attacker
+    relative to its baseline (1 = unaffected, 0.5 = half as fast, whichever way its figure
+    improves), every runtime side by side, with the bootstrap 95% CI of the ratio."""
+    from virtbench.stats import slowdown_ci
+
+    ok = [s for s in _ok(samples) if s.experiment == "isolation"]
+    metric = worker_metric(ok)
+    if metric is None:
+        return []
+    ok = [s for s in ok if s.metric == metric]
+    runtimes = _runtimes(ok, order)
+    direction = ok[0].direction
+    attackers = sorted({s.attacker for s in ok if s.attacker})
+    placements = sorted({s.placement for s in ok if s.placement}, key=_placement_order)
+    if not attackers or not placements:
+        return []
+    colour = _colour(order)
+    fig, axes = _figure(f"isolation: {metric} relative to its baseline (1 = unaffected)",
+                        len(placements), 5.2)  # fmt: skip
+    width = 0.8 / max(1, len(runtimes))
+    for ax, p in zip(axes, placements, strict=True):
+        for j, r in enumerate(runtimes):
+            base = [s for s in ok if s.runtime == r and not s.attacker]
+            rel, below, above = [], [], []
+            for a in attackers:
+                hit = [s for s in ok if (s.runtime, s.attacker, s.placement) == (r, a, p)]
+                point, low, high = slowdown_ci(
+                    [s.value for s in base], [s.value for s in hit], direction,
+                    units_b=[s.repetition for s in base], units_a=[s.repetition for s in hit],
+                )  # fmt: skip
+                ratio = 1 / (1 + point) if hit and base else math.nan
+                rel.append(ratio)
+                ci = not (math.isnan(low) or math.isnan(high))  # a higher slowdown, a lower ratio
+                below.append(ratio - 1 / (1 + high) if ci else 0.0)
+                above.append(1 / (1 + low) - ratio if ci else 0.0)
+            x = np.arange(len(attackers)) + (j - (len(runtimes) - 1) / 2) * width
+            err = [below, above]
+            ax.bar(x, rel, width, yerr=err, capsize=2, color=colour(r), label=r)
+        ax.axhline(1.0, color="grey", lw=0.8)
+        ax.set_xticks(range(len(attackers)), attackers, rotation=30)
+        ax.set_title(f"attackers {p}", fontsize=9)
+        ax.set_ylabel("performance / baseline")
+        ax.legend(fontsize=7)
+    wl = ok[0].workload
+    return [
+        Plot(
+            f"isolation-relative-{_slug(wl)}-{_slug(metric)}",
+            f"isolation: {wl}: {metric} relative to its baseline",
+            fig,
+        )
+    ]
+
+
+def per_worker(samples: list[Sample], order: list[str], experiment: str,
+               draw: Callable[[list[Sample], list[str]], list[Plot]]) -> list[Plot]:  # fmt: skip
+    """`draw` for each worker of `experiment` apart (a spec may measure several)."""
+    mine = [s for s in samples if s.experiment == experiment]
+    return [p for _, theirs in by_worker(mine) for p in draw(theirs, order)]
 
 
 def _placement_order(p: str) -> int:

@@ -156,6 +156,15 @@ def summary_table(
 HOST_COLUMNS = ("CPU idle", "mem avail", "swap free")
 
 
+def by_worker(samples: list[Sample]) -> list[tuple[str, list[Sample]]]:
+    """A scalability or isolation experiment's samples per worker (its workload), in the
+    order they were measured: a spec may measure several workers the same way."""
+    out: dict[str, list[Sample]] = {}
+    for s in samples:
+        out.setdefault(s.workload, []).append(s)
+    return list(out.items())
+
+
 def worker_metric(samples: list[Sample]) -> str | None:
     """The figure a scalability or isolation table follows: the metric of the first
     failed or successful worker measurement (the workload's primary one comes first)."""
@@ -309,16 +318,21 @@ def experiment_tables(run: RunRecord, samples: list[Sample], wide: bool = False)
     for kind in kinds:
         mine = [s for s in samples if s.experiment == kind]
         title = f"{kind} — run {run.id}"
-        if kind == "scalability":
-            tables.append(scalability_table(f"{title}: by background instances", mine, order))
-            metric = worker_metric([s for s in mine if not s.warmup])
-            if metric is not None:
-                tables.append(trend_table(f"{title}: trend", mine, metric, order))
+        if kind in ("scalability", "isolation"):  # one worker at a time: never mixed
+            for worker, theirs in by_worker(mine):
+                named = f"{title} ({worker})" if len(by_worker(mine)) > 1 else title
+                if kind == "isolation":
+                    tables.append(isolation_table(f"{named}: slowdown", theirs, order))
+                    continue
+                tables.append(scalability_table(f"{named}: by background instances", theirs,
+                                                order))  # fmt: skip
+                metric = worker_metric([s for s in theirs if not s.warmup])
+                if metric is not None:
+                    tables.append(trend_table(f"{named}: trend", theirs, metric, order))
+            if kind == "isolation":  # a summary over all conditions would mix them
+                continue
             # the pile-up's own figures; the worker's are in the per-point table
             mine = [s for s in mine if metrics.lookup(s.metric, s.workload).pile_up]
-        elif kind == "isolation":  # a summary over all conditions would mix them
-            tables.append(isolation_table(f"{title}: slowdown", mine, order))
-            continue
         table = summary_table(title, mine, order, wide)
         if table.row_count:  # e.g. a scalability run whose only figures are per point
             tables.append(table)
