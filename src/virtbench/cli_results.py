@@ -194,7 +194,20 @@ def report(
         float, typer.Option("--cv-warn", help="Warn about groups with a CV above this %.")
     ] = 10.0,
     plots: Annotated[
-        Path | None, typer.Option("--plots", help="Also write every plot as PNG and SVG here.")
+        Path | None,
+        typer.Option(
+            "--plots",
+            help="Where every plot is also written as PNG and SVG (default: the "
+            "report's name with -plots, beside it).",
+        ),
+    ] = None,
+    desmet_weights: Annotated[
+        str | None,
+        typer.Option(
+            "--desmet-weights",
+            help="DESMET importance per measure, pattern=weight,... (e.g. 'boot.*=2,*tps*=3'; "
+            "default: the spec's desmet_weights, else 1).",
+        ),
     ] = None,
     global_test: Annotated[
         str,
@@ -227,14 +240,37 @@ def report(
             raise VirtbenchError(
                 f"{flag}: no {value!r} samples in these runs (they have: {', '.join(sorted(have))})"
             )
+    if plots is None:
+        plots = output.with_name(f"{output.stem}-plots")
     opts = html.Options(baseline=baseline, bands=bands, cv_warn=cv_warn / 100, plots_dir=plots,
-                        global_test=global_test, boot_baseline=boot_baseline)  # fmt: skip
+                        global_test=global_test, boot_baseline=boot_baseline,
+                        weights=_weights(desmet_weights))  # fmt: skip
     text = html.render(store, run_ids, opts)
     try:
         output.write_text(text)
     except OSError as exc:
         raise VirtbenchError(f"-o {output}: cannot write ({exc.strerror})") from None
-    out.print(f"report of {', '.join(run_ids)} written to {output} ({len(text) / 1024:.0f} KiB)")
+    out.print(f"report of {', '.join(run_ids)} written to {output} ({len(text) / 1024:.0f} KiB); "
+              f"its plots as PNG and SVG in {plots}")  # fmt: skip
+
+
+def _weights(text: str | None) -> dict[str, float]:
+    """`--desmet-weights 'boot.*=2,*tps*=3'` as {pattern: weight}."""
+    if text is None:
+        return {}
+    out = {}
+    for item in [x.strip() for x in text.split(",") if x.strip()]:
+        pattern, sep, value = item.rpartition("=")
+        try:
+            weight = float(value)
+        except ValueError:
+            weight = -1.0
+        if not sep or not pattern or not 0 <= weight <= 1000:
+            raise VirtbenchError(
+                f"--desmet-weights: {item!r} is not pattern=weight (a weight in 0..1000)"
+            )
+        out[pattern] = weight
+    return out
 
 
 @app.command()

@@ -110,6 +110,9 @@ class Spec(_Model):
     unavailable: Literal["fail", "skip"] = "fail"
     # "quick": `virtbench run --quick` put each experiment's `quick` values in place
     form: Literal["full", "quick"] = "full"
+    # the report's DESMET scores: a feature's importance by pattern on its name (fnmatch,
+    # first match wins, default 1), e.g. {"boot.*" = 2, "*tps*" = 3}
+    desmet_weights: dict[str, float] = {}
     runtimes: list[str] = Field(min_length=1)
     instance: InstanceOptions = InstanceOptions()
     runtime: dict[str, RuntimeOptions] = {}
@@ -152,6 +155,14 @@ class Spec(_Model):
                 allowed = [*RuntimeOptions.model_fields, *driver.Options.model_fields]
                 key, msg = option_error(err, allowed)
                 raise ValueError(f".{label}.{key} {msg}") from None
+        return v
+
+    @field_validator("desmet_weights")
+    @classmethod
+    def _weights(cls, v: dict[str, float]) -> dict[str, float]:
+        for pattern, w in v.items():
+            if not 0 <= w <= 1000:
+                raise ValueError(f".{pattern} {w:g} is not a weight in 0..1000")
         return v
 
     @model_validator(mode="after")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from tests.fakerun import fake_run
 from typer.testing import CliRunner
 
@@ -65,7 +66,7 @@ def test_report_is_self_contained_with_every_section(tmp_path):
     def scores(measure: str) -> list[str]:
         row = re.search(rf"<td>{re.escape(measure)}</td><td>[a-z]+</td>(.*?)</tr>", page, re.S)
         assert row, measure
-        return re.findall(r'<td class="num">([^<]*)</td>', row.group(1))[1:]
+        return re.findall(r'<td class="num">([^<]*)</td>', row.group(1))[2:]  # past base, weight
 
     assert scores("inserts_per_s (sqlite)") == ["4", "1"]
     assert scores("pss (sleep)") == ["4", "0"]
@@ -75,6 +76,40 @@ def test_report_is_self_contained_with_every_section(tmp_path):
     res = runner.invoke(app, ["report", "aaaaa1", "-o", str(out), "--results", str(tmp_path),
                               "--global-test", "anova"])  # fmt: skip
     assert res.exit_code == 0 and "ANOVA + Tukey HSD" in out.read_text()
+
+
+def test_desmet_sums_a_swept_measure_over_its_levels_and_weighs_features(tmp_path):
+    """postgres tps at three client counts is one feature: its levels' sum and mean; the
+    weighted mean counts each feature once, as its weight says."""
+    store = Store(tmp_path)
+    fake_run(store, "aaaaa1", {"native": 1.0, "crun": 1.05, "runsc": 1.6}, ALL)
+    out = tmp_path / "r.html"
+
+    def row(page: str, measure: str) -> list[str]:
+        m = re.search(rf"<td>{re.escape(measure)}</td>(.*?)</tr>", page, re.S)
+        assert m, measure
+        return re.findall(r'<td class="num">([^<]*)</td>', m.group(1))
+
+    base = ["report", "aaaaa1", "-o", str(out), "--results", str(tmp_path)]
+    assert runner.invoke(app, base).exit_code == 0
+    page = out.read_text()
+    scored = re.findall(r"<td>(tps@\d+) \(postgres\)</td><td>higher</td>", page)  # DESMET rows
+    assert sorted(scored) == ["tps@1", "tps@16", "tps@4"]
+    per_level = [row(page, f"{lv} (postgres)</td><td>higher")[-2:] for lv in scored]
+    sums = [sum(int(r[i]) for r in per_level) for i in (0, 1)]  # crun, runsc
+    assert row(page, "tps (postgres): sum over 3 levels")[-2:] == [str(x) for x in sums]
+    mean = row(page, "tps (postgres): mean over levels (counts once)")
+    assert mean[1] == "1" and [float(x) for x in mean[-2:]] == pytest.approx(
+        [x / 3 for x in sums], abs=0.005
+    )  # weight 1, then the mean of each runtime's three level scores
+    res = runner.invoke(app, [*base, "--desmet-weights", "inserts_per_s*=1,*=0"])
+    assert res.exit_code == 0, res.output
+    weighted = row(out.read_text(), "weighted mean score")[-2:]
+    assert [w.split(" ")[0] for w in weighted] == ["4.00", "1.00"], weighted  # inserts alone
+    res = runner.invoke(app, [*base, "--desmet-weights", "boot.*=two"])
+    assert (
+        res.exit_code == 2 and "--desmet-weights: 'boot.*=two' is not pattern=weight" in res.output
+    )
 
 
 def test_desmet_scores_nothing_against_a_baseline_below_resolution(tmp_path):

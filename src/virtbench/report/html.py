@@ -13,7 +13,9 @@ DESMET-style score table against a baseline runtime (S5's bands unless configure
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+import fnmatch
 import html
 import json
 import math
@@ -58,6 +60,8 @@ class Options:
     cv_warn: float = 0.10  # groups with a CV above this are listed as warnings
     plots_dir: Path | None = None  # also write every plot there as PNG and SVG
     global_test: str = "kruskal"  # or "anova": ANOVA with Tukey's HSD, as S3 did
+    # DESMET: a feature's importance by pattern on its name (fnmatch, first match; default 1)
+    weights: dict[str, float] = field(default_factory=dict)
     boot_baseline: str | None = None  # boot is scored against this one (default: baseline)
 
 
@@ -169,11 +173,19 @@ def differences(samples: list[Sample], order: list[str], global_test: str = "kru
                      [False, False, True, True, False])  # fmt: skip
 
 
+def desmet_weight(measure: str, weights: dict[str, float]) -> float:
+    """A measure's importance: the first pattern of `weights` (fnmatch) it matches, else 1."""
+    return next((w for pat, w in weights.items() if fnmatch.fnmatchcase(measure, pat)), 1.0)
+
+
 def desmet(samples: list[Sample], order: list[str], opts: Options
            ) -> tuple[str, HtmlTable | None, str]:  # fmt: skip
     """(baseline, table or None, note): per measure each runtime's score 0-4 against the
-    baseline's median (boot against the boot baseline's), and each runtime's mean score.
-    No table when the baseline has no samples or no other runtime does."""
+    baseline's median (boot against the boot baseline's). A measure swept over levels
+    (connections, threads) is one feature: its levels' scores, their sum and their mean,
+    which counts once. Each feature weighs as `opts.weights` says (default 1); the last
+    row is each runtime's weighted mean feature score, as S5 ranked its candidates. No
+    table when the baseline has no samples or no other runtime does."""
     have = [r for r in order if any(s.runtime == r for s in samples)]
     base = opts.baseline or ("native" if "native" in have else (have[0] if have else ""))
     boot_base = opts.boot_baseline or base
@@ -185,18 +197,18 @@ def desmet(samples: list[Sample], order: list[str], opts: Options
     if boot_base == "native":
         note = ("Boot is not scored against native, whose boot is a process start: give "
                 "--boot-baseline (S5 scored boot against a VM).")  # fmt: skip
-    rows: list[list[str]] = []
-    totals: dict[str, list[float]] = defaultdict(list)
+    # feature -> its rows: (cells, {runtime: score})
+    features: dict[str, list[tuple[list[str], dict[str, float]]]] = defaultdict(list)
     refused: list[str] = []
 
-    def score_row(cells: list[str], values: dict[str, float], ref: float, kind: str,
-                  ref_rt: str) -> None:  # fmt: skip
+    def scored(feature: str, cells: list[str], values: dict[str, float], ref: float,
+               kind: str, ref_rt: str) -> None:  # fmt: skip
+        got = {}
         for r in others:
             score = desmet_score(values[r], ref, kind, opts.bands) if r in values else math.nan
-            cells.append("-" if math.isnan(score) or r == ref_rt else f"{score:.0f}")
             if not math.isnan(score) and r != ref_rt:
-                totals[r].append(score)
-        rows.append(cells)
+                got[r] = score
+        features[feature].append((cells, got))
 
     for key, by_rt in _groups(samples).items():
         boot = metrics.lookup(key[1], key[3]).desmet == "boot"
@@ -211,7 +223,9 @@ def desmet(samples: list[Sample], order: list[str], opts: Options
             continue
         cells = [label(key), kind, f"{fmt(ref)} {key[2]}" + (f" ({ref_rt})" if boot else "")]
         medians = {r: summarize(by_rt.get(r, [])).median for r in others}
-        score_row(cells, medians, ref, kind, ref_rt)
+        feature = label((*key[:7], ""))  # the measure without its level
+        feature = feature.replace(key[1], key[1].partition("@")[0], 1)
+        scored(feature, cells, medians, ref, kind, ref_rt)
     fits = cost_fits([s for s in samples if not s.warmup])
     for m in metrics.fitted():
         ref_fit = fits.get((m.name, base))
@@ -223,13 +237,35 @@ def desmet(samples: list[Sample], order: list[str], opts: Options
             continue
         cells = [m.name, "lower", cost_cells(ref_fit, m.name)[0]]
         slopes = {r: fits[(m.name, r)].slope if (m.name, r) in fits else math.nan for r in others}
-        score_row(cells, slopes, ref_fit.slope, "lower", base)
-    rows.append(["mean score", "", ""] + [
-        f"{sum(totals[r]) / len(totals[r]):.2f} (n={len(totals[r])})" if totals[r] else "-"
+        scored(m.name, cells, slopes, ref_fit.slope, "lower", base)
+
+    def show(value: float | None) -> str:
+        return "-" if value is None else f"{value:.0f}" if value == int(value) else f"{value:.2f}"
+
+    rows: list[list[str]] = []
+    weighted: dict[str, list[tuple[float, float]]] = defaultdict(list)  # runtime: (w, score)
+    for feature, levels in features.items():
+        weight = desmet_weight(feature, opts.weights)
+        for cells, got in levels:
+            rows.append([*cells, f"{weight:g}" if len(levels) == 1 else ""]
+                        + [show(got.get(r)) for r in others])  # fmt: skip
+        for r in others:
+            scores = [got[r] for _, got in levels if r in got]
+            if scores:
+                weighted[r].append((weight, sum(scores) / len(scores)))
+        if len(levels) > 1:  # a swept measure: its levels' sum, and their mean counts
+            sums = {r: [got[r] for _, got in levels if r in got] for r in others}
+            rows.append([f"{feature}: sum over {len(levels)} levels", "", "", ""]
+                        + [show(sum(v)) if v else "-" for v in sums.values()])  # fmt: skip
+            rows.append([f"{feature}: mean over levels (counts once)", "", "", f"{weight:g}"]
+                        + [show(sum(v) / len(v)) if v else "-" for v in sums.values()])  # fmt: skip
+    rows.append(["weighted mean score", "", "", ""] + [
+        f"{sum(w * x for w, x in weighted[r]) / sum(w for w, _ in weighted[r]):.2f} "
+        f"(n={len(weighted[r])})" if weighted[r] and sum(w for w, _ in weighted[r]) else "-"
         for r in others
     ])  # fmt: skip
-    headers = ["measure", "bands", f"baseline {base}", *others]
-    numeric = [False, False, True] + [True] * len(others)
+    headers = ["measure", "bands", f"baseline {base}", "weight", *others]
+    numeric = [False, False, True, True] + [True] * len(others)
     return base, HtmlTable("DESMET scores", headers, rows, numeric, refused), note
 
 
@@ -251,7 +287,10 @@ def run_section(store: Store, run: RunRecord, opts: Options) -> dict[str, Any]:
             p.save(opts.plots_dir / run.id)
         svgs.append({"title": p.title, "svg": p.svg(scope=run.id)})
         p.close()
-    base, scores, score_note = desmet(samples, order, opts)
+    weights = opts.weights or dict(
+        run.spec.get("desmet_weights") or {}
+    )  # the flag's, or the spec's
+    base, scores, score_note = desmet(samples, order, dataclasses.replace(opts, weights=weights))
     env = dict(run.environment)
     versions = env.pop("runtimes", {})
     return {
