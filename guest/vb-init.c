@@ -6,6 +6,8 @@
  *                           default: the paths listed in /lib/modules/vb/order, if any)
  *   vb.ip=ADDR/PREFIX       configure eth0 (and lo) with this address ...
  *   vb.gw=ADDR              ... and a default route through this gateway (the host bridge)
+ *   vb.data=DEV             mount the block device /dev/DEV (ext4, made by the host) at
+ *                           /data: the instance's data disk (fio's, a database's files)
  *   vb.argv=HEX             the workload's argv: its arguments, each followed by a NUL,
  *                           hex-encoded (so that no quoting survives the command line)
  *   vb.exit=isa|reboot|poweroff  how to end the VM when the workload exits: QEMU's
@@ -13,7 +15,8 @@
  *                           (Firecracker exits on the keyboard controller's reset,
  *                           with reboot=k) or a power-off (ACPI)
  *
- * It mounts /proc, /sys, /dev, /tmp and /run, loads the modules, configures the network,
+ * It mounts /proc, /sys, /dev, /tmp and /run, loads the modules, mounts the data disk,
+ * configures the network,
  * prints "VB-START NAME" on the console, runs the workload as its child with the console
  * as stdio, reaps every orphan, and when the workload ends prints "VB-EXIT NAME STATUS"
  * and powers the VM off. Any failure before the workload starts prints "VB-FAIL NAME why"
@@ -133,6 +136,27 @@ static void load_modules(void)
 			fail("finit_module %s: %s", path, strerror(errno));
 		close(fd);
 	}
+}
+
+static void mount_data(void)
+{
+	char dev[64], path[80];
+	int tries;
+
+	if (value("vb.data", dev, sizeof(dev)) == NULL)
+		return;
+	if (strchr(dev, '/') != NULL)
+		fail("bad vb.data %s", dev);
+	snprintf(path, sizeof(path), "/dev/%s", dev);
+	for (tries = 0; access(path, F_OK) != 0; tries++) { /* the driver probes it */
+		if (tries == 500)
+			fail("data disk %s: no such device after 5 s", path);
+		usleep(10000);
+	}
+	mkdir("/data", 0777);
+	if (mount(path, "/data", "ext4", MS_NOATIME, NULL) != 0)
+		fail("mount %s on /data: %s", path, strerror(errno));
+	chmod("/data", 0777);
 }
 
 static void set_addr(int fd, const char *ifname, unsigned long req, in_addr_t addr)
@@ -255,6 +279,7 @@ int main(void)
 	mount_or_fail("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV);
 	mount_or_fail("tmpfs", "/run", "tmpfs", MS_NOSUID | MS_NODEV);
 	load_modules();
+	mount_data();
 	configure_network();
 	decode_argv(argbuf, sizeof(argbuf), argv);
 	printf("VB-START %s\n", name);

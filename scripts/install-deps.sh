@@ -14,7 +14,7 @@ PACKAGES=(
   podman conmon containernetworking-plugins golang-github-containers-common
   lxc lxd systemd-container
   # host tools: networks, processes, mounts, timing by hand
-  iproute2 procps util-linux hyperfine
+  iproute2 procps util-linux hyperfine e2fsprogs
   # servers copied into the artifacts (the same binaries everywhere), and their clients
   nginx redis-server wrk redis-tools sysbench libsqlite3-dev iperf3 memcached
   postgresql-15 postgresql-client-15 mariadb-server-core

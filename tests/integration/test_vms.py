@@ -233,3 +233,23 @@ def test_kill_9_of_a_run_of_bridged_vms_then_clean_removes_vms_and_taps(env, tmp
     while labelled(rid) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert labelled(rid) == []
+
+
+def test_linux_guest_gets_a_data_disk_for_fio_and_it_goes_with_the_instance(env, tmp_path):
+    """fio needs a data directory on a disk (O_DIRECT): a Linux guest gets a sparse ext4
+    image of its own as its first virtio disk, mounted at /data by vb-init, and the image
+    goes with the instance (nothing of the run's data directory is left)."""
+    rid, store = run_spec(tmp_path, env, (
+        'name = "vmfio"\nruntimes = ["qemu:q35:tcg"]\n'
+        '[runtime.qemu]\ndata_disk_mib = 256\n'
+        '[[experiment]]\ntype = "throughput"\nworkloads = ["fio"]\nruns = 1\n'
+        'client_timeout_s = 600\n'
+        '[experiment.params.fio]\ntests = ["randrw"]\nruntime_s = 2\nsize = "32M"\n'
+    ))  # fmt: skip
+    mine = [s for s in store.samples(rid) if s.experiment == "throughput"]
+    assert mine and not [s.error for s in mine if s.error], [s.error for s in mine]
+    iops = [s.value for s in mine if s.metric.endswith("iops")]
+    assert iops and all(v > 0 for v in iops), sorted({s.metric for s in mine})
+    assert all(s.emulated for s in mine)
+    assert not Paths.from_env().data_dir(rid).exists()
+    assert labelled(rid) == []

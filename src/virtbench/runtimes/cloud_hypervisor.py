@@ -30,8 +30,11 @@ class CloudHypervisor(Vm):
         binary = self.binary_of(o)
         initrd = self.initrd(inst)
         extra = ["--initramfs", str(initrd)] if initrd is not None else []
+        disks = [f"path={inst.extra['data_disk']}"] if inst.extra.get("data_disk") else []
         if o.disk is not None:
-            extra += ["--disk", f"path={o.disk},readonly=on"]
+            disks.append(f"path={o.disk},readonly=on")
+        if disks:  # a Linux guest's /data first (vb-init: vda)
+            extra += ["--disk", *disks]
         if inst.extra.get("tap"):
             extra += ["--net", f"tap={inst.extra['tap']},mac={inst.extra['mac']}"]
         return [

@@ -86,6 +86,10 @@ class Firecracker(Vm):
         if o.disk is not None:
             settings["drives/rootfs"] = {"drive_id": "rootfs", "path_on_host": str(o.disk),
                                          "is_root_device": True, "is_read_only": True}  # fmt: skip
+        if inst.extra.get("data_disk"):  # a Linux guest's /data (vb-init: vda)
+            settings["drives/data"] = {"drive_id": "data", "is_root_device": False,
+                                       "path_on_host": inst.extra["data_disk"],
+                                       "is_read_only": False}  # fmt: skip
         return settings
 
     def _prepare(self, inst: Instance) -> None:
@@ -100,9 +104,10 @@ class Firecracker(Vm):
         if self.opts.api:
             inst.extra["fc_settings"] = settings
         else:
-            drive = settings.pop("drives/rootfs", None)  # the config file lists these
+            drives = [d for k in ("drives/data", "drives/rootfs")  # the config file lists these
+                      if (d := settings.pop(k, None)) is not None]  # fmt: skip
             nic = settings.pop("network-interfaces/eth0", None)
-            lists = {"drives": [drive] if drive else [], "network-interfaces": [nic] if nic else []}
+            lists = {"drives": drives, "network-interfaces": [nic] if nic else []}
             self._config(inst).write_text(json.dumps({**settings, **lists}))
 
     def _command(self, inst: Instance) -> list[str]:

@@ -105,8 +105,12 @@ class Qemu(Vm):
                      "-device", f"{nic},netdev=vbnet,mac={inst.extra['mac']}"]  # fmt: skip
         if (initrd := self.initrd(inst)) is not None:
             argv += ["-initrd", str(initrd)]
+        blk = "virtio-blk-device" if o.machine == "microvm" else "virtio-blk-pci"
+        if data := inst.extra.get("data_disk"):  # a Linux guest's /data (vb-init: vda)
+            data = data.replace(",", ",,")
+            argv += ["-drive", f"id=vbdata,file={data},format=raw,if=none,cache=none,aio=threads",
+                     "-device", f"{blk},drive=vbdata"]  # fmt: skip
         if o.disk is not None:
-            blk = "virtio-blk-device" if o.machine == "microvm" else "virtio-blk-pci"
             disk = str(o.disk).replace(",", ",,")  # QEMU's option syntax: a comma doubled
             argv += ["-drive", f"id=vbdisk,file={disk},format=raw,if=none,readonly=on",
                      "-device", f"{blk},drive=vbdisk"]  # fmt: skip

@@ -37,13 +37,14 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel
 
 from virtbench import proc
 from virtbench.errors import InstanceError
@@ -57,75 +58,19 @@ from virtbench.runtimes.base import (
     which,
 )
 from virtbench.runtimes.native import Native
+from virtbench.runtimes.vm_guest import (
+    KERNEL,
+    LINUX_CMDLINE,
+    MEMORY_MIB,
+    SIMPLE,
+    VmOptions,
+    guest_mode,
+    mac_of,
+)
 
-KERNEL = "boot/vb-minikernel"  # inside the artifact rootfs
+__all__ = ["KERNEL", "SIMPLE", "Vm", "VmOptions", "guest_mode", "mac_of"]
+
 MARKER = re.compile(rb"VB-(READY|HELLO|EXIT) (\S+)(?: (\d+))?\r*\n")  # whole lines
-MEMORY_MIB = {"minimal": 64, "image": 64, "linux": 512}  # when neither instance nor option says
-LINUX_CMDLINE = "console=ttyS0 panic=-1 quiet rdinit=/init"
-SIMPLE = ("hello", "sleep")  # the workloads the minimal guest (and an image) can be
-
-
-class VmOptions(BaseModel):
-    """Options every VM driver takes (`[runtime.<name>]`)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    vcpus: int = Field(default=1, ge=1, le=256)
-    # when the instance sets none; default 64 (minimal guest, image) or 512 (Linux)
-    memory_mib: int | None = Field(default=None, ge=16, le=1 << 22)
-    binary: str = ""  # the VMM's executable, looked up on PATH (driver default when empty)
-    guest: Literal["auto", "minimal", "linux", "image"] = "auto"
-    # guest = "image": files built elsewhere, and how to tell it is up; guest = "linux": a
-    # kernel of your own (default Debian's cloud kernel) and `cmdline` added to vb-init's
-    kernel: Path | None = None
-    initrd: Path | None = None
-    disk: Path | None = None
-    cmdline: str = ""
-    ready: str | None = None  # regular expression on the serial console (sleep workload)
-
-    @field_validator("kernel", "initrd", "disk")
-    @classmethod
-    def _exists(cls, v: Path | None) -> Path | None:
-        if v is not None and not v.is_file():
-            raise ValueError(f"no such file: {v}")
-        return v
-
-    @field_validator("ready")
-    @classmethod
-    def _regex(cls, v: str | None) -> str | None:
-        if v is not None:
-            try:
-                re.compile(v.encode())
-            except re.error as exc:
-                raise ValueError(f"not a regular expression ({exc}): {v!r}") from None
-        return v
-
-    @model_validator(mode="after")
-    def _image(self) -> VmOptions:
-        if self.guest == "image" and self.kernel is None:
-            raise ValueError('guest = "image" needs kernel = "/path/to/kernel"')
-        if self.guest == "linux" and any((self.initrd, self.disk, self.ready)):
-            raise ValueError('initrd, disk and ready need guest = "image" (a Linux guest\'s '
-                             "initramfs is built from the artifact)")  # fmt: skip
-        if self.guest in ("auto", "minimal") and any((self.kernel, self.initrd, self.disk,
-                                                      self.cmdline, self.ready)):  # fmt: skip
-            raise ValueError('kernel, initrd, disk, cmdline and ready need guest = "image" '
-                             '(or "linux": kernel and cmdline)')  # fmt: skip
-        return self
-
-
-def mac_of(ip: str) -> str:
-    """A locally administered unicast MAC for a guest, from its IPv4 address."""
-    return "06:00:" + ":".join(f"{int(b):02x}" for b in ip.split("."))
-
-
-def guest_mode(argv: tuple[str, ...]) -> str | None:
-    """The minimal guest's mode for a workload's argv: hello, sleep, or None."""
-    if argv == ("/bin/vb-hello",):
-        return "hello"
-    if argv and argv[0] == "/bin/vb-ready" and argv[-1] == "/bin/vb-sleep":
-        return "sleep"
-    return None
 
 
 class Vm(Native):
@@ -208,8 +153,11 @@ class Vm(Native):
             if cls.needs_kvm(opts) and kvm_kind() == "pvm":
                 return ("a Linux guest cannot boot under this host's nested PVM KVM (only "
                         "the minimal guest can): use emulation, e.g. qemu:q35:tcg")  # fmt: skip
-            if getattr(workloads.get(workload), "DATA", False):
-                return "it needs a data disk, which Linux guests do not have yet"
+            if (
+                getattr(workloads.get(workload), "DATA", False)
+                and shutil.which("mkfs.ext4") is None
+            ):
+                return "its data disk needs mkfs.ext4 on the host (apt-get install e2fsprogs)"
         return None
 
     def guest(self, inst: Instance) -> str:
@@ -259,6 +207,21 @@ class Vm(Native):
             self._linux_files[key] = (self.vm_opts.kernel or kernel.image, initrd)
         return self._linux_files[key]
 
+    def _attach_data(self, inst: Instance) -> None:
+        """A Linux guest's data disk: a sparse ext4 image (`data_disk_mib`) in the
+        instance's data directory (so it goes with it), attached as its first virtio disk
+        and mounted at /data by vb-init (`vb.data=vda`)."""
+        super()._attach_data(inst)
+        assert inst.data_dir is not None
+        if self.guest(inst) != "linux":
+            return  # the minimal guest and images have no use for one
+        disk = inst.data_dir / "disk.img"
+        with open(disk, "wb") as f:
+            f.truncate(self.vm_opts.data_disk_mib << 20)
+        proc.run(["mkfs.ext4", "-q", "-F", "-m", "0", "-E",
+                  "lazy_itable_init=1,lazy_journal_init=1", str(disk)], timeout=120)  # fmt: skip
+        inst.extra["data_disk"] = str(disk)
+
     def _attach_bridge(self, inst: Instance) -> None:
         bridge = self._bridge()
         tap, ip = bridge.attach_tap(inst.name)
@@ -273,6 +236,8 @@ class Vm(Native):
             argv = "".join(a + "\0" for a in inst.argv).encode().hex()
             line = f"{LINUX_CMDLINE} {self.linux_cmdline}".strip()
             line += f" vb.name={inst.name} vb.argv={argv} vb.exit={self.linux_exit}"
+            if inst.extra.get("data_disk"):
+                line += " vb.data=vda"
             if inst.address:
                 line += f" vb.ip={inst.address}/{inst.extra['prefixlen']} "
                 line += f"vb.gw={inst.extra['gateway']}"

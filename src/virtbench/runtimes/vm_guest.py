@@ -1,0 +1,82 @@
+"""What a VM boots: the options every VM driver takes (`[runtime.<name>]`: the guest, its
+files, memory, vCPUs, data disk) and how a workload picks the guest (runtimes/vm.py runs it).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+KERNEL = "boot/vb-minikernel"  # inside the artifact rootfs
+MEMORY_MIB = {"minimal": 64, "image": 64, "linux": 512}  # when neither instance nor option says
+LINUX_CMDLINE = "console=ttyS0 panic=-1 quiet rdinit=/init"
+SIMPLE = ("hello", "sleep")  # the workloads the minimal guest (and an image) can be
+
+
+class VmOptions(BaseModel):
+    """Options every VM driver takes (`[runtime.<name>]`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    vcpus: int = Field(default=1, ge=1, le=256)
+    # when the instance sets none; default 64 (minimal guest, image) or 512 (Linux)
+    memory_mib: int | None = Field(default=None, ge=16, le=1 << 22)
+    binary: str = ""  # the VMM's executable, looked up on PATH (driver default when empty)
+    guest: Literal["auto", "minimal", "linux", "image"] = "auto"
+    # guest = "image": files built elsewhere, and how to tell it is up; guest = "linux": a
+    # kernel of your own (default Debian's cloud kernel) and `cmdline` added to vb-init's
+    kernel: Path | None = None
+    initrd: Path | None = None
+    disk: Path | None = None
+    cmdline: str = ""
+    ready: str | None = None  # regular expression on the serial console (sleep workload)
+    # a Linux guest's data disk (workloads with DATA: fio, sysbench fileio, databases): a
+    # sparse ext4 image of this size made per instance, at /data, removed with it
+    data_disk_mib: int = Field(default=8192, ge=64, le=1 << 22)
+
+    @field_validator("kernel", "initrd", "disk")
+    @classmethod
+    def _exists(cls, v: Path | None) -> Path | None:
+        if v is not None and not v.is_file():
+            raise ValueError(f"no such file: {v}")
+        return v
+
+    @field_validator("ready")
+    @classmethod
+    def _regex(cls, v: str | None) -> str | None:
+        if v is not None:
+            try:
+                re.compile(v.encode())
+            except re.error as exc:
+                raise ValueError(f"not a regular expression ({exc}): {v!r}") from None
+        return v
+
+    @model_validator(mode="after")
+    def _image(self) -> VmOptions:
+        if self.guest == "image" and self.kernel is None:
+            raise ValueError('guest = "image" needs kernel = "/path/to/kernel"')
+        if self.guest == "linux" and any((self.initrd, self.disk, self.ready)):
+            raise ValueError('initrd, disk and ready need guest = "image" (a Linux guest\'s '
+                             "initramfs is built from the artifact)")  # fmt: skip
+        if self.guest in ("auto", "minimal") and any((self.kernel, self.initrd, self.disk,
+                                                      self.cmdline, self.ready)):  # fmt: skip
+            raise ValueError('kernel, initrd, disk, cmdline and ready need guest = "image" '
+                             '(or "linux": kernel and cmdline)')  # fmt: skip
+        return self
+
+
+def mac_of(ip: str) -> str:
+    """A locally administered unicast MAC for a guest, from its IPv4 address."""
+    return "06:00:" + ":".join(f"{int(b):02x}" for b in ip.split("."))
+
+
+def guest_mode(argv: tuple[str, ...]) -> str | None:
+    """The minimal guest's mode for a workload's argv: hello, sleep, or None."""
+    if argv == ("/bin/vb-hello",):
+        return "hello"
+    if argv and argv[0] == "/bin/vb-ready" and argv[-1] == "/bin/vb-sleep":
+        return "sleep"
+    return None
