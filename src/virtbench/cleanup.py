@@ -22,8 +22,8 @@ import signal
 from dataclasses import dataclass
 from pathlib import Path
 
-from virtbench import cgroups, naming, proc, runtimes, state
-from virtbench.errors import ListingError
+from virtbench import cgroups, naming, proc, runtimes, state, sysctl
+from virtbench.errors import ListingError, VirtbenchError
 from virtbench.paths import Paths
 from virtbench.runtimes import daemon
 from virtbench.runtimes.traces import mount_points as mounts
@@ -37,6 +37,8 @@ class Leftover:
     name: str
     run_id: str
     detail: str = ""
+    # a host setting's (sysctl's) value before the run, and the one the run set
+    values: tuple[str, str] | None = None
 
     def __str__(self) -> str:
         extra = f" ({self.detail})" if self.detail else ""
@@ -183,6 +185,9 @@ def scan(
                 for name, pid, start in _daemons(d):
                     if start is not None and daemon.start_time(pid) == start:
                         found.append(Leftover("daemon", str(pid), d.name, f"{name} {start}"))
+                for key, before, wanted in sysctl.leftovers(d):  # a profile it set
+                    back = f"back to {before!r}; the run set {wanted!r}"
+                    found.append(Leftover("sysctl", key, d.name, back, (before, wanted)))
                 found.append(Leftover("state", str(d), d.name))
     return found
 
@@ -248,6 +253,15 @@ def _remove(items: list[Leftover], layout: cgroups.Layout) -> list[str]:
             errors.append(f"mount {it.name}: {res.brief()}")
     for it in by_kind.get("daemon", []):
         daemon.stop_recorded(int(it.name), int(it.detail.rsplit(" ", 1)[1]))
+    for it in by_kind.get("sysctl", []):  # back to what the run found, unless changed since
+        assert it.values is not None
+        before, wanted = it.values
+        try:
+            why = sysctl.restore_one(it.name, before, wanted)
+        except VirtbenchError as exc:
+            why = str(exc)
+        if why:
+            errors.append(why)
     for kind in ("data", "state"):
         for it in by_kind.get(kind, []):
             shutil.rmtree(it.name, ignore_errors=True)

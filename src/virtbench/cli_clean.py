@@ -48,7 +48,10 @@ def clean(
         out.print("nothing to clean" + (" among what could be listed" if problems else ""))
     else:
         for it in items:
-            out.print(f"{'would remove' if dry_run else 'removing'} {it}")
+            put = it.kind == "sysctl"  # a host setting, put back as the run found it
+            verb = ("would put back" if put else "would remove") if dry_run else (
+                "putting back" if put else "removing")  # fmt: skip
+            out.print(f"{verb} {it}")
     if items and not dry_run:
         alone: list[cleanup.Leftover] = []  # a run whose lock another holds (a clean)
         errors = cleanup.remove(items, layout, left_alone=alone)

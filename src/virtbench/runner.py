@@ -20,7 +20,7 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from virtbench import cgroups, cleanup, experiments, naming, runtimes
+from virtbench import cgroups, cleanup, experiments, naming, runtimes, sysctl
 from virtbench import resume as resumes
 from virtbench.artifacts import Artifact
 from virtbench.errors import RuntimeUnavailable, SpecError, VirtbenchError
@@ -158,6 +158,7 @@ def execute(
     probe: ProbeListener | None = None
     sampler: HostSampler | None = None
     primer: Primer | None = None
+    host_sysctl: sysctl.HostProfile | None = None
     try:
         with sigterm_as_interrupt():
             if resume is None:
@@ -173,6 +174,9 @@ def execute(
                 say(f"[yellow]skipped[/]: {line}")
                 store.add_event(run_id, "warning", f"skipped: {line}")
             env = harness.host.snapshot(versions)
+            if spec.sysctl:  # before anything starts: instances see the tuned host
+                host_sysctl = apply_sysctl(spec, paths, run_state)
+                env["sysctl"] = host_sysctl.apply()
             if resume is None:
                 store.set_environment(run_id, env)
             else:
@@ -259,6 +263,8 @@ def execute(
                 errors = _teardown(
                     run_id, store, paths, layout, sampler, drivers, ctx, probe, harness
                 )
+                if host_sysctl is not None:  # after every instance: the host as it was
+                    errors += host_sysctl.restore()
                 for e in errors:
                     store.add_event(run_id, "error", f"cleanup: {e}")
             finally:
@@ -269,6 +275,18 @@ def execute(
                     with contextlib.suppress(OSError):  # the last run out: shared parents
                         cleanup.remove_empty_parents(layout)
     return run_id, status
+
+
+def apply_sysctl(spec: Spec, paths: Paths, run_state: RunState) -> sysctl.HostProfile:
+    """The run's sysctl profile on this host (sysctl.py), refused while another run holds
+    one: two would each put back the other's values."""
+    others = sysctl.holders(paths.runs, run_state.dir.name)
+    if others:
+        raise VirtbenchError(
+            f"sysctl: run {', '.join(others)} holds a sysctl profile on this host (running, "
+            "or crashed: `virtbench clean` puts its values back); one profile at a time"
+        )
+    return sysctl.HostProfile(spec.sysctl, run_state.dir)
 
 
 def prepare_quiet(

@@ -113,6 +113,9 @@ class Spec(_Model):
     # the report's DESMET scores: a feature's importance by pattern on its name (fnmatch,
     # first match wins, default 1), e.g. {"boot.*" = 2, "*tps*" = 3}
     desmet_weights: dict[str, float] = {}
+    # a sysctl profile for the run's host, instances and guests (sysctl.py), e.g.
+    # {"net.core.somaxconn" = 1024, "net.ipv4.ip_local_port_range" = "1024 65535"}
+    sysctl: dict[str, str] = {}
     runtimes: list[str] = Field(min_length=1)
     instance: InstanceOptions = InstanceOptions()
     runtime: dict[str, RuntimeOptions] = {}
@@ -156,6 +159,20 @@ class Spec(_Model):
                 key, msg = option_error(err, allowed)
                 raise ValueError(f".{label}.{key} {msg}") from None
         return v
+
+    @field_validator("sysctl", mode="before")
+    @classmethod
+    def _sysctl(cls, v: object) -> object:
+        from virtbench.sysctl import KEY, normal
+
+        if not isinstance(v, dict):
+            return v
+        for key, value in v.items():
+            if not isinstance(key, str) or not KEY.match(key):
+                raise ValueError(f".{key} is not a sysctl key like net.core.somaxconn")
+            if isinstance(value, bool) or not isinstance(value, str | int):
+                raise ValueError(f".{key} {value!r}: give a number or a string")
+        return {k: normal(val) for k, val in v.items()}
 
     @field_validator("desmet_weights")
     @classmethod

@@ -134,6 +134,7 @@ class Session:
             cpus=cpus if cpus is not None else opts.cpus,
             pids_limit=pids_limit or opts.pids_limit,
             data=data,
+            sysctls=tuple(self.spec.sysctl.items()),
         )
 
     def start_ready(

@@ -214,6 +214,10 @@ class Runtime(Observe, ByHand, Leftovers, ABC):
     def _attach_bridge(self, inst: Instance) -> None:
         """Put the instance on the run's bridge: a netns with a veth (VMs: a tap)."""
         inst.netns, inst.address = self._bridge().attach(inst.name)
+        if inst.spec.sysctls:  # the profile's namespaced keys, in the namespace made here
+            from virtbench import sysctl
+
+            sysctl.in_netns(inst.netns, dict(inst.spec.sysctls))
 
     def _attach_data(self, inst: Instance) -> None:
         """The instance's data directory: `<data>/<run-id>/<name>` on the host's disk,

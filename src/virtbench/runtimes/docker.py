@@ -33,6 +33,7 @@ from virtbench.errors import InstanceError
 from virtbench.runtimes import owners, traces
 from virtbench.runtimes.base import Availability, Instance, which
 from virtbench.runtimes.engine import LABEL, Engine, engine_exit_reason
+from virtbench.sysctl import namespaced
 
 if TYPE_CHECKING:
     import docker as docker_sdk
@@ -264,6 +265,8 @@ class Docker(Engine):
             cgroup_parent=f"/virtbench/{spec.name}",
             binds=binds or None,
             runtime=self.options.oci_runtime,
+            # the profile's namespaced keys in the container's own network namespace
+            sysctls=namespaced(dict(spec.sysctls)) if network != "host" and spec.sysctls else None,
         )
         return dict(
             image=self.image,

@@ -35,6 +35,7 @@ from virtbench.runtimes.base import (
 )
 from virtbench.runtimes.engine import Engine, engine_exit_reason
 from virtbench.runtimes.leftovers import listing
+from virtbench.sysctl import namespaced
 
 RUNSC_FLAGS = ["platform=ptrace", "network=host", "host-uds=open"]
 START_TIMEOUT = 120.0
@@ -166,6 +167,9 @@ class Podman(Engine):
             "--pull",
             "never",
         ]
+        if spec.sysctls and network != "host":  # in the container's own network namespace
+            for key, value in namespaced(dict(spec.sysctls)).items():
+                args += ["--sysctl", f"{key}={value}"]
         if spec.memory_mib:
             args += ["--memory", f"{spec.memory_mib}m"]
         if spec.cpus:

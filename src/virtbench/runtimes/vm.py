@@ -238,6 +238,10 @@ class Vm(Native):
             line += f" vb.name={inst.name} vb.argv={argv} vb.exit={self.linux_exit}"
             if inst.extra.get("data_disk"):
                 line += " vb.data=vda"
+            if inst.spec.sysctls:  # the guest's own kernel takes every key
+                from virtbench import sysctl
+
+                line += " " + sysctl.cmdline(dict(inst.spec.sysctls))
             if inst.address:
                 line += f" vb.ip={inst.address}/{inst.extra['prefixlen']} "
                 line += f"vb.gw={inst.extra['gateway']}"

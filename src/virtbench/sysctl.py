@@ -1,0 +1,159 @@
+"""A sysctl profile applied the same way everywhere (spec `[sysctl]`, e.g. S3's tuning:
+net.core.somaxconn = 1024, net.ipv4.ip_local_port_range = "1024 65535",
+net.ipv4.tcp_tw_reuse = 1).
+
+- The host: each key is set for the run and put back at its end. What it was is written to
+  the run's state directory first (`sysctl.json`), so `virtbench clean` puts it back after
+  a crash; a key someone changed since is left as it is, and said. Only one live run may
+  hold a profile at a time (two would put back each other's values).
+- Instances with a network namespace of their own (the run's bridge, or `none`) get the
+  namespaced keys (net.*, and the IPC ones) in it: in the namespace virtbench made (bridge),
+  or through their engine (docker `sysctls`, podman `--sysctl`). Instances on the host's
+  network share the host's.
+- Linux guests get every key on their kernel command line (`sysctl.<key>=<value>`).
+gVisor's own network stack (runsc netstack = "gvisor") keeps its own settings: the profile
+does not reach it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from virtbench import proc
+from virtbench.errors import VirtbenchError
+
+ROOT = Path("/proc/sys")
+FILE = "sysctl.json"  # in a run's state directory: {key: [before, set]}
+KEY = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_-]+)+$")
+# keys a network or IPC namespace has its own copy of (the OCI runtime spec's list)
+NAMESPACED = ("net.", "kernel.shm", "kernel.msg", "kernel.sem", "fs.mqueue.")
+
+
+def normal(value: object) -> str:
+    """A value as /proc/sys shows it, fields separated by one space ("1024 65535")."""
+    return " ".join(str(value).split())
+
+
+def path_of(key: str, root: Path = ROOT) -> Path:
+    return root / key.replace(".", "/")
+
+
+def read(key: str, root: Path = ROOT) -> str:
+    try:
+        return normal(path_of(key, root).read_text())
+    except OSError as exc:
+        where = path_of(key, root)
+        raise VirtbenchError(f"sysctl {key}: cannot read {where} ({exc.strerror})") from None
+
+
+def write(key: str, value: str, root: Path = ROOT) -> None:
+    try:
+        path_of(key, root).write_text(value + "\n")
+    except OSError as exc:
+        raise VirtbenchError(f"sysctl {key} = {value!r}: {exc.strerror}") from None
+    if read(key, root) != value:
+        raise VirtbenchError(f"sysctl {key} = {value!r}: the kernel kept {read(key, root)!r}")
+
+
+def namespaced(profile: dict[str, str]) -> dict[str, str]:
+    """The keys an instance's own network or IPC namespace holds."""
+    return {k: v for k, v in profile.items() if k.startswith(NAMESPACED)}
+
+
+def cmdline(profile: dict[str, str]) -> str:
+    """The profile as a Linux kernel command line (values with spaces quoted)."""
+    return " ".join(f'sysctl.{k}="{v}"' if " " in v else f"sysctl.{k}={v}"
+                    for k, v in profile.items())  # fmt: skip
+
+
+def in_netns(netns: Path, profile: dict[str, str]) -> None:
+    """Set the namespaced keys inside the network namespace at `netns`."""
+    keys = namespaced(profile)
+    if keys:
+        args = [f"{k}={v}" for k, v in keys.items()]
+        proc.run(["nsenter", f"--net={netns}", "sysctl", "-q", "-w", *args], timeout=30)
+
+
+class HostProfile:
+    """The host's side of a run's profile: `apply` it, `restore` what was there."""
+
+    def __init__(self, profile: dict[str, str], state_dir: Path, root: Path = ROOT) -> None:
+        self.profile = profile
+        self.file = state_dir / FILE
+        self.root = root
+        self.before: dict[str, str] = {}
+
+    def apply(self) -> dict[str, dict[str, str]]:
+        """Set every key; {key: {"before": ..., "set": ...}} for the environment snapshot.
+        The old values are on disk before the first is changed."""
+        for key in self.profile:
+            if not path_of(key, self.root).is_file():
+                raise VirtbenchError(f"sysctl.{key}: no such key on this host ({path_of(key)})")
+        self.before = {k: read(k, self.root) for k in self.profile}
+        self.file.write_text(json.dumps({k: [self.before[k], v] for k, v in self.profile.items()}))
+        for key, value in self.profile.items():
+            write(key, value, self.root)
+        return {k: {"before": self.before[k], "set": v} for k, v in self.profile.items()}
+
+    def restore(self) -> list[str]:
+        """Put every key back; one message per key that could not be."""
+        if not self.file.is_file():
+            return []
+        errors = restore_file(self.file, self.root)
+        self.file.unlink(missing_ok=True)
+        return errors
+
+
+def leftovers(state_dir: Path) -> list[tuple[str, str, str]]:
+    """(key, before, set) a dead run's profile left on the host: the keys whose value is
+    still the one it set."""
+    file = state_dir / FILE
+    if not file.is_file():
+        return []
+    try:
+        saved = json.loads(file.read_text())
+    except (OSError, ValueError):
+        return []
+    out = []
+    for key, (before, wanted) in saved.items():
+        try:
+            now = read(key)
+        except VirtbenchError:
+            continue
+        if now == wanted and now != before:
+            out.append((key, before, wanted))
+    return out
+
+
+def restore_one(key: str, before: str, wanted: str, root: Path = ROOT) -> str | None:
+    """Put `key` back to `before` if it still holds what the run set; why not, or None."""
+    now = read(key, root)
+    if now != wanted:
+        return f"sysctl {key} is {now!r}, not the run's {wanted!r}: left as it is"
+    try:
+        write(key, before, root)
+    except VirtbenchError as exc:
+        return str(exc)
+    return None
+
+
+def restore_file(file: Path, root: Path = ROOT) -> list[str]:
+    saved = json.loads(file.read_text())
+    errors = []
+    for key, (before, wanted) in saved.items():
+        try:
+            why = restore_one(key, before, wanted, root)
+        except VirtbenchError as exc:
+            why = str(exc)
+        if why:
+            errors.append(why)
+    return errors
+
+
+def holders(runs_dir: Path, own: str) -> list[str]:
+    """Other runs whose state directory holds a profile (live or dead, not yet cleaned)."""
+    if not runs_dir.is_dir():
+        return []
+    return sorted(d.name for d in runs_dir.iterdir() if d.name != own and (d / FILE).is_file())
