@@ -65,6 +65,9 @@ class FakeRuntime(Runtime):
             kind, what = classify(inst.argv)
         except ValueError as exc:
             raise InstanceError(str(exc)) from None
+        needs = self.world.of(self.label).needs_mib
+        if inst.spec.memory_mib is not None and inst.spec.memory_mib < needs:
+            raise InstanceError(f"fake: out of memory in {inst.spec.memory_mib} MiB")
         if detach == (kind == "exit"):
             raise InstanceError(f"fake: {what} cannot run {'detached' if detach else 'attached'}")
         ms = self.world.duration_ms(self.label, kind, inst.t_spawn_ns)
@@ -78,7 +81,7 @@ class FakeRuntime(Runtime):
     def _print_sqlite(self, inst: Instance) -> None:
         """What vb-sqlite prints (workloads/sqlite.py parses it), with the injected figure."""
         rows, per_txn = int(inst.argv[1]), int(inst.argv[2])
-        ips = self.world.figure(self.label, inst.spec.cpus)
+        ips = self.world.figure(self.label, inst.spec.cpus, inst.spec.memory_mib)
         line = (f"sqlite rows={rows} per_txn={per_txn} dir=/tmp seconds={rows / ips:.6f} "
                 f"inserts_per_s={ips:.4f}\n")  # fmt: skip
         inst.log_path.write_text(line)

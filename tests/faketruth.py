@@ -57,6 +57,8 @@ class RuntimeTruth:
     figure_slope: float = 0.0  # the figure changes by this per running instance
     slowdown: dict[tuple[str, str], float] = field(default_factory=dict)  # (attacker,
     # placement) -> factor the figure is divided by while those attackers run (2 = half)
+    needs_mib: float = 0.0  # an instance given less memory than this fails to start
+    tight_mib: float = 0.0  # ... and below this its figure is halved (it swaps, say)
 
 
 @dataclass(frozen=True)
@@ -151,12 +153,15 @@ class World:
         second = rt.second_ms if self.rng.random() < rt.second_share else 0.0
         return lognormal(self.rng, median, rt.cv) + grown + second + self.carry_ms(label, t_ns)
 
-    def figure(self, label: str, cpus: str | None) -> float:
+    def figure(self, label: str, cpus: str | None, memory_mib: int | None = None) -> float:
         """The worker's figure now: its draw, grown with the running instances, divided
-        by the slowdown of every attacker group running, at the placement its CPUs are."""
+        by the slowdown of every attacker group running, at the placement its CPUs are;
+        halved when its memory is below the truth's `tight_mib`."""
         rt = self.of(label)
         grown = rt.figure_slope * self.background(label)
         value = lognormal(self.rng, rt.figure, rt.figure_cv) + grown
+        if memory_mib is not None and memory_mib < rt.tight_mib:
+            value /= 2
         worker = int(cpus) if cpus is not None and cpus.isdigit() else TOPOLOGY.cpus[-1]
         groups: dict[str, set[int]] = {}
         for i in self.running.values():

@@ -232,6 +232,15 @@ REGISTRY: tuple[Metric, ...] = (
     Metric("image_size", "MiB", "lower", "the artifact as the runtime keeps it on disk to "
            "start it (rootfs du, the engine's image, a VM's kernel and initramfs), once per "
            "runtime and run", repeated=False, compared=False, headline=False),
+    # --- min_memory: the smallest memory a workload keeps its performance in -----------------
+    Metric("min_memory.mib", "MiB", "lower", "the smallest memory (a VM's guest RAM, a "
+           "container's cgroup limit) whose probe passed: the workload completed and its "
+           "figure stayed within the tolerance of the one at high_mib; the true minimum is "
+           "within one step (params.step_mib) below", repeated=False, headline=False),
+    Metric("min_memory.probe", "", None, "the workload's primary figure (median of the "
+           "probe's measurements) at one memory size (params.memory_mib), or the failure "
+           "that decided it", lower_bound=None, repeated=False, summary="series",
+           compared=False, ab_compared=False),
     # --- a server's resource use over each measurement (measure/procstat.py) ---------------
     Metric("resources.*.cpu_*_s", "s", "lower", "CPU time (user, system or guest ticks) of "
            "the instance's host processes, or of its runtime's daemons, over the measurement",

@@ -10,6 +10,8 @@ from a simple model of each procedure:
   throughput    runs x per workload (a server launch + each level's measurement)
   isolation     runs x conditions (attackers x placements, plus the baseline) x
                 (attacker launches + settle_s + the worker's measurement)
+  min_memory    about log2((high - low) / step) + 2 probes x runs x (a launch + the
+                workload's measurement)
 
 A launch costs what a start and a stop of the runtime take here: the median of this
 host's earlier boot samples when the store has them (`launch_costs`), else a typical
@@ -21,6 +23,7 @@ It is an estimate: the catalog and `--plan` say so, and what was measured beside
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -132,6 +135,11 @@ def _steps(exp: Any, runtime: str, costs: dict[str, float]) -> Step:
         n = reps * (conds + len(exp.attackers) * len(exp.placements))
         return Step(kind, runtime, n, reps * (conds * one + attack),
                     f"{reps} x {conds} conditions")  # fmt: skip
+    if kind == "min_memory":
+        probes = 2 + math.ceil(math.log2(max(2, (exp.high_mib - exp.low_mib) // exp.step_mib)))
+        one = launch_s(runtime, costs, True) + worker_s(exp.workload, exp.params_for(exp.workload))
+        n = probes * exp.runs
+        return Step(kind, runtime, n, n * one, f"about {probes} probes x {exp.runs}")
     return Step(kind, runtime, 0, DEFAULT_MEASURE_S, "no model of this experiment")
 
 

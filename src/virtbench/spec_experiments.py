@@ -322,12 +322,48 @@ class IsolationExperiment(_WorkerExperiment, _Repeated):
         return [self.worker, *(f"attacker {a}" for a in self.attackers)]
 
 
+class MinMemoryExperiment(_WorkerExperiment):
+    """The smallest memory (MiB) each runtime's instance runs `workload` in, its figure
+    within `tolerance_pct` of the one with `high_mib` (bisection in `step_mib` steps)."""
+
+    type: Literal["min_memory"]
+    workload: str = "nginx"
+    low_mib: int = Field(default=16, ge=4, le=1 << 20)
+    high_mib: int = Field(default=512, ge=8, le=1 << 20)
+    step_mib: int = Field(default=8, ge=1, le=1 << 16)
+    tolerance_pct: float = Field(default=10.0, gt=0, le=100)
+    runs: int = Field(default=3, ge=1, le=100)  # measurements per probe (their median)
+
+    @field_validator("workload")
+    @classmethod
+    def _workload(cls, v: str) -> str:
+        return _measuring_worker(v)
+
+    @model_validator(mode="after")
+    def _range(self) -> MinMemoryExperiment:
+        _check_params(self.params, [self.workload])
+        if self.low_mib >= self.high_mib:
+            raise ValueError(f"low_mib: {self.low_mib} is not below high_mib ({self.high_mib})")
+        for name in ("low_mib", "high_mib"):
+            if getattr(self, name) % self.step_mib:
+                raise ValueError(f"{name}: {getattr(self, name)} is not a multiple of step_mib "
+                                 f"({self.step_mib})")  # fmt: skip
+        return self
+
+    def workloads_needed(self) -> list[str]:
+        return [self.workload]
+
+    def instance_workloads(self) -> list[str]:
+        return [self.workload]
+
+
 Experiment = Annotated[
     BootExperiment
     | DensityExperiment
     | ThroughputExperiment
     | ScalabilityExperiment
-    | IsolationExperiment,
+    | IsolationExperiment
+    | MinMemoryExperiment,
     Field(discriminator="type"),
 ]
 EXPERIMENT_TYPES = {
@@ -336,4 +372,5 @@ EXPERIMENT_TYPES = {
     "throughput": ThroughputExperiment,
     "scalability": ScalabilityExperiment,
     "isolation": IsolationExperiment,
+    "min_memory": MinMemoryExperiment,
 }

@@ -98,7 +98,7 @@ def test_report_opens_in_headless_chromium_without_console_errors(browser, tmp_p
         "return [...document.querySelectorAll('figure svg')]"
         ".map(e => e.getBoundingClientRect().width)"
     )
-    assert len(widths) == 7 and all(w > 300 for w in widths), widths
+    assert len(widths) == 11 and all(w > 300 for w in widths), widths
     height = browser.execute_script("return document.documentElement.scrollHeight")
     browser.set_window_size(1300, min(int(height) + 100, 16000))
     shot = Path(os.environ.get("VIRTBENCH_SCREENSHOT", tmp_path / "report.png"))

@@ -347,3 +347,28 @@ def test_the_memory_settle_window_comes_from_the_spec_or_the_environment(monkeyp
         assert SETTLE_ENV in str(exc) and "between 0 and 600" in str(exc)
     else:
         raise AssertionError("a bad value was taken")
+
+
+# --- min_memory ------------------------------------------------------------------------
+def test_min_memory_finds_the_injected_minimum_within_one_step(tmp_path, monkeypatch):
+    """fa fails below 100 MiB and halves its figure below 130: the smallest size that
+    passes (completes, within 10% of 512 MiB's figure) is 136 in 8 MiB steps; fb needs
+    only 20 and never slows: 24 (the true minimum lies within the step below)."""
+    truth = Truth({"fa": RuntimeTruth(needs_mib=100, tight_mib=130, figure_cv=0.01),
+                   "fb": RuntimeTruth(needs_mib=20, figure_cv=0.01)}, seed=5)  # fmt: skip
+    exp = {"type": "min_memory", "workload": "sqlite", "low_mib": 8, "high_mib": 512,
+           "step_mib": 8, "runs": 3, "params": {"sqlite": {"rows": 1000}}}  # fmt: skip
+    with fake_session(tmp_path, monkeypatch, truth, ["fa", "fb"], exp) as (s, world):
+        samples = run(s)
+        found = {x.runtime: x.value for x in samples if x.metric == "min_memory.mib"}
+        assert found == {"fa": 136.0, "fb": 24.0}
+        probes = [x for x in s.store.samples(s.run_id) if x.metric == "min_memory.probe"]
+        needs = {"fa": 100, "fb": 20}
+        failed = [x for x in probes if x.error]  # did not complete: said, not a figure
+        assert failed and all("out of memory" in x.error and x.value is None for x in failed)
+        assert all(x.params["memory_mib"] < needs[x.runtime] for x in failed)
+        slow = [x for x in probes if not x.error and not x.params["passed"]]
+        assert slow and all(x.runtime == "fa" for x in slow)
+        assert all(100 <= x.params["memory_mib"] < 130 for x in slow)
+        assert all("worse than with 512 MiB" in x.params["why"] for x in slow)
+        assert world.running == {}

@@ -13,6 +13,7 @@ BUILTIN = {
     "throughput": "virtbench.experiments.throughput",
     "scalability": "virtbench.experiments.scalability",
     "isolation": "virtbench.experiments.isolation",
+    "min_memory": "virtbench.experiments.min_memory",
 }
 
 

@@ -117,6 +117,7 @@ class Session:
         cpus: str | None = None,
         network: str | None = None,
         pids_limit: int | None = None,
+        memory_mib: int | None = None,
     ) -> InstanceSpec:
         """A fresh instance name, its command (`argv(name)`), and the spec's options;
         `data`: give it a data directory on disk; `cpus`, `network`, `pids_limit`:
@@ -130,7 +131,7 @@ class Session:
             argv=argv(name),
             rootfs=self.artifact.path,
             network=network or opts.network,
-            memory_mib=opts.memory_mib,
+            memory_mib=memory_mib or opts.memory_mib,
             cpus=cpus if cpus is not None else opts.cpus,
             pids_limit=pids_limit or opts.pids_limit,
             data=data,

@@ -127,8 +127,10 @@ class Worker:
         ready_timeout: float,
         client_timeout: float,
         cpus: str | None = None,
+        memory_mib: int | None = None,
     ) -> None:
         self.s = s
+        self.memory_mib = memory_mib  # in place of the spec's (min_memory's probes)
         self.runtime = runtime
         self.name = name
         self.wl = workloads.get(name)
@@ -152,8 +154,9 @@ class Worker:
 
     def _spec(self, argv: Any) -> Any:
         return self.s.instance_spec(
-            self.runtime, argv, data=getattr(self.wl, "DATA", False), cpus=self.cpus
-        )
+            self.runtime, argv, data=getattr(self.wl, "DATA", False), cpus=self.cpus,
+            memory_mib=self.memory_mib,
+        )  # fmt: skip
 
     def start(self) -> None:
         """Start the server (serving workloads; nothing for the others)."""

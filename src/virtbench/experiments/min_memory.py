@@ -1,0 +1,111 @@
+"""`min_memory`: the smallest memory an instance runs its workload in without losing
+performance (S3 searched a VM's memory in 8 MiB steps; Unikraft's tools bisect 1-64 MiB).
+
+Per runtime (a VM's guest memory; a container's cgroup limit):
+  reference   the workload measured `runs` times with `high_mib`: the median of its
+              primary figure (at its first level)
+  probe m     the same at `m` MiB. It passes when every measurement completes (the
+              instance starts, the server answers, the program exits 0) and the median is
+              worse than the reference by at most `tolerance_pct`, in the figure's own
+              direction
+  search      bisection between `low_mib` and `high_mib` on multiples of `step_mib`,
+              keeping "the upper end passes, the lower end fails" (the lower end starts
+              one step below `low_mib`, as untried)
+The result, `min_memory.mib`, is the smallest passing size found: the true minimum lies
+within one step below it (its resolution is `step_mib`). Every probe is stored too
+(`min_memory.probe`: its median, or the failure that decided it), so the search can be
+read back. `high_mib` must pass, else the search says so and stores nothing else.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from virtbench.errors import InstanceError
+from virtbench.experiments.session import Session
+from virtbench.experiments.worker import Worker, check_reachable
+from virtbench.records import Sample
+from virtbench.spec_experiments import MinMemoryExperiment
+from virtbench.stats import slowdown
+
+# One unit of measurement (`run --resume` skips the finished ones): a sample's fields.
+UNIT = ("runtime",)
+
+
+def check(s: Session, cfg: MinMemoryExperiment) -> None:
+    """Before any measurement: the workload's clients are there and it is reachable."""
+    check_reachable(s, "min_memory", cfg.workload, s.spec.runtimes)
+
+
+def probe(s: Session, cfg: MinMemoryExperiment, runtime: str, mib: int) -> tuple[float, str]:
+    """The median primary figure of `runs` measurements at `mib`; (nan, why) if one of
+    them did not complete."""
+    params = cfg.params_for(cfg.workload)
+    values: list[float] = []
+    for _ in range(cfg.runs):
+        worker = Worker(s, runtime, cfg.workload, params, cfg.ready_timeout_s,
+                        cfg.client_timeout_s, memory_mib=mib)  # fmt: skip
+        with worker:
+            try:
+                worker.start()
+                metrics = worker.measure(worker.levels[0])
+            except InstanceError as exc:
+                return float("nan"), str(exc)
+        primary = next((m for m in metrics if m.name == worker.wl.PRIMARY), None)
+        if primary is None:
+            return float("nan"), f"{cfg.workload} gave no {worker.wl.PRIMARY}"
+        values.append(primary.value)
+    return statistics.median(values), ""
+
+
+def search(s: Session, cfg: MinMemoryExperiment, runtime: str) -> None:
+    from virtbench import workloads
+
+    wl = workloads.get(cfg.workload)
+    unit, direction = wl.PRIMARY_UNIT, wl.PRIMARY_DIRECTION
+    base = {**s.params(runtime), "tolerance_pct": cfg.tolerance_pct, "step_mib": cfg.step_mib,
+            "low_mib": cfg.low_mib, "high_mib": cfg.high_mib}  # fmt: skip
+
+    def record(metric: str, value: float | None, unit_: str, error: str = "", **params: object
+               ) -> None:  # fmt: skip
+        s.record(Sample(experiment="min_memory", metric=metric, value=value, unit=unit_,
+                        direction="lower" if metric == "min_memory.mib" else direction,
+                        runtime=runtime, workload=cfg.workload, repetition=0,
+                        params={**base, **params}, error=error))  # fmt: skip
+
+    ref, why = probe(s, cfg, runtime, cfg.high_mib)
+    record("min_memory.probe", None if why else ref, unit, why, memory_mib=cfg.high_mib,
+           passed=not why)  # fmt: skip
+    if why:
+        s.event("warning", f"min_memory: {runtime} does not run {cfg.workload} even with "
+                           f"{cfg.high_mib} MiB (high_mib): {why}")  # fmt: skip
+        return
+    step = cfg.step_mib
+    lo, hi = cfg.low_mib - step, cfg.high_mib  # hi passes; lo is untried, taken to fail
+    tried = 1
+    while hi - lo > step:
+        mid = lo + (hi - lo) // step // 2 * step
+        value, why = probe(s, cfg, runtime, mid)
+        passed = False
+        if not why:  # it completed: is it as fast as with high_mib?
+            worse = slowdown(value, ref, direction)
+            passed = worse <= cfg.tolerance_pct / 100
+            why = "" if passed else f"{worse * 100:.1f}% worse than with {cfg.high_mib} MiB"
+            record("min_memory.probe", value, unit, memory_mib=mid, passed=passed, why=why)
+        else:  # it did not: no figure, the reason instead
+            record("min_memory.probe", None, unit, why, memory_mib=mid, passed=False)
+        s.say(f"min_memory: {runtime} {cfg.workload} at {mid} MiB: "
+              + ("passes" if passed else f"fails ({why})"))  # fmt: skip
+        tried += 1
+        lo, hi = (lo, mid) if passed else (mid, hi)
+    record("min_memory.mib", float(hi), "MiB", reference=ref, probes=tried)
+    s.say(f"min_memory: {runtime} runs {cfg.workload} in {hi} MiB (the minimum is within "
+          f"{step} MiB below; {tried} probes)")  # fmt: skip
+
+
+def run(s: Session, cfg: MinMemoryExperiment) -> None:
+    for runtime in s.spec.runtimes:
+        if not s.pending("min_memory", False, runtime=runtime):
+            continue
+        search(s, cfg, runtime)
+        s.finished("min_memory", False, runtime=runtime)
