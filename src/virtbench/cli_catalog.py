@@ -111,8 +111,7 @@ def catalog(
     ] = None,
     results: ResultsOpt = DEFAULT_RESULTS,
 ) -> None:
-    """List the built-in entries (`virtbench run NAME`): the study each re-runs, the
-    runtimes and tools it needs (present here or not) and its estimated duration here."""
+    """List the built-in entries: the study each re-runs, its needs, its duration here."""
     costs = past_costs(results)
     listed = entries()
     if name is not None:

@@ -55,7 +55,7 @@ def fleet_run(
     of `virtbench run` (--runs, --workloads, ...), and merge each host's results here with
     the host as a label. Exit 1 when a host failed or was unreachable (the others' results
     are kept)."""
-    from virtbench import cli, fleet
+    from virtbench import cli_run, fleet
 
     if shard not in ("none", "runtime"):
         raise VirtbenchError(f"--shard: {shard!r} is not one of none, runtime")
@@ -66,7 +66,7 @@ def fleet_run(
     # The flags as `virtbench run` will parse them on the hosts: bad ones fail here first.
     run_cmd = typer.main.get_command(app).commands["run"]  # type: ignore[attr-defined]
     params = run_cmd.make_context("virtbench run", [spec, *args]).params
-    parsed = cli.resolve_spec(spec, runtimes, cli.run_flags(params), params["quick"])
+    parsed = cli_run.resolve_spec(spec, runtimes, cli_run.run_flags(params), params["quick"])
     plan = fleet.Plan(spec=spec, spec_name=parsed.name, args=args,
                       runtimes=list(parsed.runtimes), shard=shard)  # fmt: skip
     if runtimes is not None and shard == "none":

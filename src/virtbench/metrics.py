@@ -237,10 +237,12 @@ REGISTRY: tuple[Metric, ...] = (
            "container's cgroup limit) whose probe passed: the workload completed and its "
            "figure stayed within the tolerance of the one at high_mib; the true minimum is "
            "within one step (params.step_mib) below", repeated=False, headline=False),
-    Metric("min_memory.probe", "", None, "the workload's primary figure (median of the "
-           "probe's measurements) at one memory size (params.memory_mib), or the failure "
-           "that decided it", lower_bound=None, repeated=False, summary="series",
-           compared=False, ab_compared=False),
+    # min_memory.probe: the workload's primary figure (median of the probe's measurements,
+    # in the workload's unit) at one memory size (params.memory_mib), or the failure that
+    # decided it; the family takes the unit and direction its samples carry
+    Metric("min_memory.*", "", None, "a probe of the search at params.memory_mib, in the "
+           "workload's unit", lower_bound=None, repeated=False, summary="series",
+           compared=False, ab_compared=False, headline=False),
     # --- a server's resource use over each measurement (measure/procstat.py) ---------------
     Metric("resources.*.cpu_*_s", "s", "lower", "CPU time (user, system or guest ticks) of "
            "the instance's host processes, or of its runtime's daemons, over the measurement",

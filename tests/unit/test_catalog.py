@@ -8,7 +8,7 @@ from tests.fakeruntime import install, tmp_paths
 from tests.faketruth import FakeHarness, RuntimeTruth, Truth
 from typer.testing import CliRunner
 
-from virtbench import cli, plan, runner
+from virtbench import cli_run, plan, runner
 from virtbench import spec as specmod
 from virtbench.cli import app
 from virtbench.errors import SpecError
@@ -109,8 +109,8 @@ def test_s1s_runner_spellings_are_accepted(monkeypatch, tmp_path):
         return "abc123", "completed"
 
     monkeypatch.setattr(runner, "execute", execute)
-    monkeypatch.setattr(cli, "_require_root", lambda what: None)
-    monkeypatch.setattr(cli, "_show", lambda *a, **k: None)
+    monkeypatch.setattr(cli_run, "_require_root", lambda what: None)
+    monkeypatch.setattr(cli_run, "_show", lambda *a, **k: None)
     argv = ["run", "--runs", "5", "--name", "uk_ng_s", "--benchmark_time", "3",
             "--instances_per_benchmark", "10", "--results", str(tmp_path)]  # fmt: skip
     res = CliRunner().invoke(app, argv)

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from virtbench import workloads
 from virtbench.errors import InstanceError
-from virtbench.experiments.session import Failures, Session, total_runs
+from virtbench.experiments.failures import Failures
+from virtbench.experiments.session import Session, total_runs
 from virtbench.runtimes.base import Instance
 from virtbench.spec import BootExperiment
 from virtbench.store import Sample

@@ -30,7 +30,8 @@ import time
 
 from virtbench import workloads
 from virtbench.errors import InstanceError
-from virtbench.experiments.session import Failures, Session
+from virtbench.experiments.failures import Failures
+from virtbench.experiments.session import Session
 from virtbench.measure import memory
 from virtbench.runtimes.base import Instance
 from virtbench.spec import DensityExperiment

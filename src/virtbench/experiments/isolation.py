@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from virtbench.errors import InstanceError, SpecError
-from virtbench.experiments.session import Failures, Session, total_runs
+from virtbench.experiments.failures import Failures
+from virtbench.experiments.session import Session, total_runs
 from virtbench.experiments.worker import Worker, check_reachable
 from virtbench.measure.topology import Topology
 from virtbench.runtimes.base import Instance

@@ -40,7 +40,8 @@ from typing import Any
 from virtbench import workloads
 from virtbench.errors import InstanceError, SpecError
 from virtbench.experiments import boot
-from virtbench.experiments.session import Failures, Session
+from virtbench.experiments.failures import Failures
+from virtbench.experiments.session import Session
 from virtbench.experiments.worker import Worker, check_reachable
 from virtbench.runtimes.base import Instance
 from virtbench.spec import ScalabilityExperiment

@@ -11,7 +11,8 @@ the run's bridge (never anything else); `none` cannot be reached, so it is an er
 from __future__ import annotations
 
 from virtbench.errors import InstanceError
-from virtbench.experiments.session import Failures, Session
+from virtbench.experiments.failures import Failures
+from virtbench.experiments.session import Session
 from virtbench.experiments.worker import Worker, check_reachable
 from virtbench.spec import ThroughputExperiment
 
