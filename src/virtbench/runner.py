@@ -76,7 +76,7 @@ def check_available(spec: Spec) -> tuple[Spec, dict[str, str], list[str]]:
                 cannot.setdefault((label, why[1]), []).append(f"{exp.type} ({why[0]})")
             else:
                 raise SpecError(f"runtime {label} cannot run {why[0]} ({exp.type}): {why[1]}")
-        if skip and not keep:
+        if skip and not keep and any(r in options for r in spec.runtimes_of(exp)):
             skipped.append(f"{exp.type}: no runtime here can run it")
         exps.append(exp.model_copy(update={"runtimes": keep}) if skip else exp)
     for (label, why), parts in cannot.items():
@@ -230,8 +230,14 @@ def execute(
                     say(f"[bold]{exp.type}[/]: finished before the interruption")
                     continue
                 these = spec.runtimes_of(exp)
-                if not these:
-                    say(f"[bold]{exp.type}[/]: skipped (no runtime here can run it)")
+                if not these:  # a study's part for runtimes this run does not have
+                    if not exp.runtimes:  # none of its runtimes can run it here: said above
+                        say(f"[bold]{exp.type}[/]: skipped (no runtime here can run it)")
+                        continue
+                    why = f"it runs on {', '.join(exp.runtimes)}, which this run does not"
+                    say(f"[bold]{exp.type}[/]: skipped ({why})")
+                    if resume is None:
+                        store.add_event(run_id, "warning", f"skipped: {exp.type}: {why}")
                     continue
                 say(f"[bold]{exp.type}[/] on {', '.join(these)}")
                 with session.only(these, i):

@@ -38,7 +38,7 @@ class _Common(_Model):
                step kept, counts and durations shrunk (a `params` table merges per key)
     """
 
-    runtimes: list[str] | None = Field(default=None, min_length=1)
+    runtimes: list[str] | None = None  # [] where a study skipped every one of them
     quick: dict[str, Any] = {}
 
     @field_validator("runtimes")

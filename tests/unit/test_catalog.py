@@ -202,3 +202,25 @@ def test_each_studys_quick_form_runs_on_the_fake_and_says_what_it_skipped(
             assert any(m.startswith("skipped: ") and exp.type in m for m in events), events
     assert world.running == {}
     store.close()
+
+
+def test_a_part_for_runtimes_the_run_lacks_is_skipped_and_said_and_resumes(tmp_path, monkeypatch):
+    """s3's min_memory runs on qemu only: with `--runtimes` naming other runtimes it is
+    skipped with that reason; the stored spec (a study's with an emptied runtimes list)
+    parses again, as a resume reads it."""
+    world = install(monkeypatch, Truth({"fa": RuntimeTruth()}, seed=1))
+    data = {"name": "part", "runtimes": ["fa"], "experiment": [
+        {"type": "boot", "workloads": ["hello"], "runs": 1, "warmups": 0},
+        {"type": "boot", "workloads": ["hello"], "runs": 1, "warmups": 0, "runtimes": ["qemu"]},
+    ]}  # fmt: skip
+    spec = specmod.parse(data, "part.toml")
+    store = Store(tmp_path / "results")
+    run_id, status = runner.execute(spec, store, tmp_paths(tmp_path), lambda m: None,
+                                    harness=FakeHarness(world, tmp_path))  # fmt: skip
+    assert status == "completed"
+    events = [m for _, _, m in store.events(run_id)]
+    assert "skipped: boot: it runs on qemu, which this run does not" in events
+    emptied = [data["experiment"][0], {**data["experiment"][1], "runtimes": []}]
+    skipped = specmod.parse({**data, "unavailable": "skip", "experiment": emptied}, "stored")
+    assert skipped.runtimes_of(skipped.experiment[1]) == []
+    store.close()
