@@ -62,6 +62,11 @@ def check_available(spec: Spec) -> tuple[Spec, dict[str, str], list[str]]:
     exps = []
     cannot: dict[tuple[str, str], list[str]] = {}  # (runtime, why) -> "experiment (workload)"
     for exp in spec.experiment:  # e.g. a VM's minimal guest runs only hello and sleep
+        if skip and exp.runtimes and not spec.runtimes_of(exp):  # a part for other runtimes
+            skipped.append(f"{exp.type}: it runs on {', '.join(exp.runtimes)}, which this "
+                           "run does not")  # fmt: skip
+            exps.append(exp.model_copy(update={"runtimes": []}))
+            continue
         keep = []
         for label in spec.runtimes_of(exp):
             if label not in options:
