@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 from rich.markup import escape
+from rich.text import Text
 
 from virtbench import plan
 from virtbench import spec as specmod
@@ -103,6 +104,14 @@ def here(spec: specmod.Spec) -> tuple[specmod.Spec | None, list[str], str]:
     return runs, skipped, ""
 
 
+def say(text: str, indent: int = 2) -> None:
+    """One line of an entry, its wrapped continuation indented as deep as it is."""
+    width = max(20, out.width - indent)
+    for line in Text.from_markup(text).wrap(out, width):
+        line.rstrip()
+        out.print(Text(" " * indent) + line, soft_wrap=True)
+
+
 @app.command()
 @one_line_errors
 def catalog(
@@ -121,34 +130,35 @@ def catalog(
             raise SpecError(f"{name}: no such catalog entry (catalog: {names})")
     basis = "this host's earlier boot runs" if costs else "typical figures for each runtime"
     for e in listed:
-        out.print(f"[bold]{e.name}[/]  {escape(e.summary)}", soft_wrap=False)
+        out.print(f"[bold]{e.name}[/]")
+        say(escape(e.summary))
         if e.spec.study:
-            out.print(f"  study: {escape(e.spec.study)}")
+            say(f"study: {escape(e.spec.study)}")
         if e.spec.aliases:
-            out.print(f"  parts, also entries: {', '.join(e.spec.aliases)}")
+            say(f"parts, also entries: {', '.join(e.spec.aliases)}")
         marks = []
         for label in e.spec.runtimes:
             ok, why = runtime_here(label, e.spec)
             marks.append(label if ok else f"{label} [red](absent: {escape(why)})[/]")
-        out.print(f"  runtimes: {', '.join(marks)}")
+        say(f"runtimes: {', '.join(marks)}")
         tools = tools_of(e.spec)
         if tools:
             shown = [t if shutil.which(t) else f"{t} [red](absent)[/]" for t in tools]
-            out.print(f"  tools: {', '.join(shown)}")
+            say(f"tools: {', '.join(shown)}")
         full, skipped, why_not = here(e.spec)
         quick = here(e.quick)[0] if e.quick else None
         if full is None:
-            out.print(f"  [red]cannot run here[/]: {escape(why_not)}")
+            say(f"[red]cannot run here[/]: {escape(why_not)}")
             continue
         for line in skipped:
-            out.print(f"  skipped here: {escape(line)}")
+            say(f"skipped here: {escape(line)}")
         took = plan.duration(plan.total_s(full, costs))
         quick_took = plan.duration(plan.total_s(quick, costs)) if quick else "no quick form"
-        out.print(f"  estimate here: {took}; --quick: {quick_took}")
+        say(f"estimate here: {took}; --quick: {quick_took}")
         if name is not None:
             for form, spec in (("full", full), ("quick", quick)):
                 for step in plan.steps(spec, costs) if spec else []:
                     about = plan.duration(step.seconds)
-                    out.print(f"    {form:5} {step.experiment} on {step.runtime}: {step.detail}, "
-                              f"~{about}")  # fmt: skip
+                    say(f"{form:5} {step.experiment} on {step.runtime}: {step.detail}, ~{about}",
+                        4)  # fmt: skip
     out.print(f"[dim]Estimates model each procedure with launch costs from {basis}.[/]")

@@ -133,7 +133,7 @@ def test_run_help_points_to_the_catalog_which_lists_every_study_with_its_estimat
     assert res.exit_code == 0, res.output
     blocks = res.output.split("\n\n")
     for name in STUDIES:
-        assert f"{name}  " in res.output
+        assert f"\n{name}\n  " in "\n" + res.output
     assert res.output.count("estimate here:") + res.output.count("cannot run here") == len(
         specmod.catalog_names()
     ), blocks
