@@ -128,11 +128,11 @@ def _steps(exp: Any, runtime: str, costs: dict[str, float]) -> Step:
                     f"{reps} x {len(exp.workloads)} workloads")  # fmt: skip
     if kind == "isolation":
         reps = exp.warmups + exp.runs
-        conds = 1 + len(exp.attackers) * len(exp.placements)
+        places = offered(exp)
+        conds = 1 + len(exp.attackers) * places
         one = worker_s(exp.worker, exp.params_for(exp.worker)) + launch_s(runtime, costs)
-        attack = len(exp.attackers) * len(exp.placements) * (launch_s(runtime, costs)
-                                                            + exp.settle_s)  # fmt: skip
-        n = reps * (conds + len(exp.attackers) * len(exp.placements))
+        attack = len(exp.attackers) * places * (launch_s(runtime, costs) + exp.settle_s)
+        n = reps * (conds + len(exp.attackers) * places)
         return Step(kind, runtime, n, reps * (conds * one + attack),
                     f"{reps} x {conds} conditions")  # fmt: skip
     if kind == "min_memory":
@@ -141,6 +141,20 @@ def _steps(exp: Any, runtime: str, costs: dict[str, float]) -> Step:
         n = probes * exp.runs
         return Step(kind, runtime, n, n * one, f"about {probes} probes x {exp.runs}")
     return Step(kind, runtime, 0, DEFAULT_MEASURE_S, "no model of this experiment")
+
+
+def offered(exp: Any) -> int:
+    """How many of an isolation experiment's placements this host offers (distinct CPU
+    sets: all-other on a 2-CPU host is other-cpu; no SMT sibling, no smt-sibling)."""
+    from virtbench.measure.topology import Topology
+
+    try:
+        topo = Topology.detect()
+    except OSError:
+        return len(exp.placements)
+    cpu = topo.default_worker_cpu() if exp.worker_cpu is None else exp.worker_cpu
+    sets = {tuple(c) for p in exp.placements if (c := topo.placement(p, cpu)[0])}
+    return len(sets)
 
 
 def steps(spec: Spec, costs: dict[str, float] | None = None) -> list[Step]:
