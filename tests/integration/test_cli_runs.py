@@ -180,7 +180,9 @@ def test_adaptive_repetition_and_report_of_a_real_run(env, tmp_path):
     assert res.returncode == 0, res.stdout + res.stderr
     page = report.read_text()
     assert "5 repetitions (max_runs)" in page
-    # hello exits by itself (no teardown sample): one plot, box and CDF of spawn_to_exit
-    assert page.count("<svg") == 1 and f"{rid}-boot-boot-spawn-to-exit" in page
+    # hello exits by itself (no teardown sample): box and CDF of spawn_to_exit, the
+    # startup bars on a log scale, and each runtime's image size
+    assert page.count("<svg") == 3 and f"{rid}-boot-boot-spawn-to-exit" in page
+    assert f"{rid}-startup-log-bars" in page and f"{rid}-image-sizes" in page
     res = cli("export", rid, "--format", "csv", env=env)
     assert res.returncode == 0 and res.stdout.count("\n") == len(store.samples(rid)) + 1
