@@ -323,11 +323,11 @@ REGISTRY: tuple[Metric, ...] = (
     _swept("http-fixed", "errors", "errors", "lower", "all of httperf's errors, refused and "
            "timed-out connections included", 1.0),
     _swept("http-fixed", "replies", "replies", "higher", "replies received (httperf)", 1.0),
-    _w("udp-echo", "seconds", "s", "lower", "first datagram sent -> last reply received "
+    _swept("udp-echo", "seconds", "s", "lower", "first datagram sent -> last reply received "
        "(vb-rr flood)", 1e-6),
-    _w("udp-echo", "replies", "datagrams", "higher", "replies received", 1.0),
-    _w("udp-echo", "lost_pct", "%", "lower", "datagrams sent without a reply"),
-    _w("udp-echo", "replies_per_s", "1/s", "higher", "replies / seconds"),
+    _swept("udp-echo", "replies", "datagrams", "higher", "replies received", 1.0),
+    _swept("udp-echo", "lost_pct", "%", "lower", "datagrams sent without a reply"),
+    _swept("udp-echo", "replies_per_s", "1/s", "higher", "replies / seconds"),
     _w("sqlite", "inserts_per_s", "rows/s", "higher", "rows INSERTed per second, timed inside "
        "the instance (vb-sqlite)", 0.1),
     _w("sqlite", "seconds", "s", "lower", "the INSERTs' time, inside the instance", 1e-6),

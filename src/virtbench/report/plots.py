@@ -29,6 +29,7 @@ from collections import defaultdict
 import matplotlib.pyplot as plt
 import numpy as np
 
+from virtbench import workloads
 from virtbench.records import Sample
 from virtbench.report import plots_piles, plots_studies
 from virtbench.report.plotkit import (
@@ -169,7 +170,8 @@ def concurrency(samples: list[Sample], order: list[str]) -> list[Plot]:
         every = sorted({lv for lv, _ in mine})
         if every[0] > 0 and every[-1] / every[0] >= 8:  # a sweep such as 1, 4, 16, 64
             ax.set_xscale("log")
-        ax.set_xlabel("level (connections / clients / threads)")
+        wl = workloads.get(workload) if workload in workloads.names() else None
+        ax.set_xlabel(getattr(wl, "LEVEL", "level (connections / clients / threads)"))
         ax.set_ylabel(unit)
         ax.legend(fontsize=7)
         plots.append(Plot(f"concurrency-{_slug(workload)}-{_slug(metric)}",

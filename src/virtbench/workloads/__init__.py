@@ -38,6 +38,8 @@ levels(params)  optional: the swept parameter's values (e.g. threads); default o
 label(params, level)  optional: the metric suffix of a level (default "@<level>" when
                 several levels are measured, else none)
 and, for either:
+LEVEL           optional: what the swept level is, for plots (default: connections /
+                clients / threads)
 seconds(params, level)  optional: about how long one measurement takes here (`virtbench
                 catalog`'s estimate; default the parameters' duration_s/time_s/runtime_s)
 """

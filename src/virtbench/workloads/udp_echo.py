@@ -24,6 +24,7 @@ PRIMARY_UNIT, PRIMARY_DIRECTION = "s", "lower"
 DESCRIPTION = "S2 UDP echo: 100,000 paced datagrams answered with 1 KB (vb-rr flood)"
 PORT = 15301
 CLIENT = "/bin/vb-rr"  # from the artifact (runs on the host)
+LEVEL = "pacing gap between datagrams (us)"  # what its swept level is, for plots
 
 
 class Params(BaseModel):
