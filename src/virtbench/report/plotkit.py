@@ -30,6 +30,8 @@ STYLE = {
     "axes.spines.right": False,
     "svg.fonttype": "none",  # text stays text: smaller, searchable
     "svg.hashsalt": "virtbench",  # the same data gives the same file
+    # a study's run draws dozens; each is closed once written (html.run_section)
+    "figure.max_open_warning": 0,
 }
 COLOURS = plt.get_cmap("tab10").colors
 MAX_PER_KIND = 16  # a run with 100 metrics gets the first 16 of each kind, not 100 plots

@@ -13,6 +13,7 @@ Warm-ups and failed samples are never drawn.
 
 from __future__ import annotations
 
+import math
 import re
 from collections import defaultdict
 
@@ -57,6 +58,8 @@ def startup(samples: list[Sample], order: list[str]) -> list[Plot]:
         ax.bar(runtimes, [m for m, _ in stats], yerr=[sd for _, sd in stats], capsize=3,
                color=[colour(r) for r in runtimes])  # fmt: skip
         ax.set_yscale("log")
+        low = min((m - sd for m, sd in stats if m - sd > 0), default=min(m for m, _ in stats))
+        ax.set_ylim(bottom=10 ** math.floor(math.log10(low)))  # bars from a decade below
         ax.set_title(metric, fontsize=9)
         ax.set_ylabel(mine[0].unit)
         ax.tick_params(axis="x", rotation=30)
