@@ -402,7 +402,8 @@ def _teardown(
 
     def sweep() -> None:  # belt and braces: anything a driver missed
         rest = harness.leftovers(paths, layout, run_id=run_id, include_live=True)
-        rest = [r for r in rest if r.kind != "state"]
+        # its state goes with the lock; its sysctl profile is put back by the run itself
+        rest = [r for r in rest if r.kind not in ("state", "sysctl")]
         if rest:
             errors.extend(harness.remove(rest, layout))
             store.add_event(run_id, "warning", f"cleanup removed {cleanup.summarize(rest)}")

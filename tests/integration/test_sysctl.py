@@ -75,6 +75,9 @@ def test_the_host_gets_its_values_back_after_a_run_and_after_kill_9_and_clean(en
     rid = Store(tmp_path / "results").runs()[-1].id
     got = Store(tmp_path / "results").run(rid).environment["sysctl"]
     assert got == {KEY: {"before": before, "set": want}}
+    events = [(lv, m) for _, lv, m in Store(tmp_path / "results").events(rid)]
+    # the run put its profile back itself: no error, and no sweep found it left over
+    assert not [e for e in events if e[0] == "error" or "cleanup removed" in e[1]], events
     p, rid = start_run(str(profile_spec(tmp_path, want, 400)), env=env)
     try:
         deadline = time.monotonic() + 60
