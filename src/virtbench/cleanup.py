@@ -185,7 +185,7 @@ def scan(
                 for name, pid, start in _daemons(d):
                     if start is not None and daemon.start_time(pid) == start:
                         found.append(Leftover("daemon", str(pid), d.name, f"{name} {start}"))
-                for key, before, wanted in sysctl.leftovers(d):  # a profile it set
+                for key, before, wanted in sysctl.leftovers(d, problems):  # its profile
                     back = f"back to {before!r}; the run set {wanted!r}"
                     found.append(Leftover("sysctl", key, d.name, back, (before, wanted)))
                 found.append(Leftover("state", str(d), d.name))

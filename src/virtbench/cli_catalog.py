@@ -101,6 +101,8 @@ def here(spec: specmod.Spec) -> tuple[specmod.Spec | None, list[str], str]:
         runs, _, skipped = runner.check_available(spec)
     except VirtbenchError as exc:
         return None, [], str(exc)
+    except Exception as exc:  # a check that broke: said, the listing goes on
+        return None, [], f"could not check ({type(exc).__name__}: {exc})"
     return runs, skipped, ""
 
 

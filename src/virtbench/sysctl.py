@@ -6,10 +6,11 @@ net.ipv4.tcp_tw_reuse = 1).
   the run's state directory first (`sysctl.json`), so `virtbench clean` puts it back after
   a crash; a key someone changed since is left as it is, and said. Only one live run may
   hold a profile at a time (two would put back each other's values).
-- Instances with a network namespace of their own (the run's bridge, or `none`) get the
-  namespaced keys (net.*, and the IPC ones) in it: in the namespace virtbench made (bridge),
-  or through their engine (docker `sysctls`, podman `--sysctl`). Instances on the host's
-  network share the host's.
+- Instances on the run's bridge get the namespaced keys (the net.* ones a network
+  namespace has its own copy of, and the IPC ones) in their namespace: the one virtbench
+  made, or through their engine (docker `sysctls`, podman `--sysctl`, which also apply them
+  on `none`). Instances on the host's network share the host's; a bare OCI runtime's
+  instance on `none` has nothing but loopback, and keeps its defaults.
 - Linux guests get every key on their kernel command line (`sysctl.<key>=<value>`).
 gVisor's own network stack (runsc netstack = "gvisor") keeps its own settings: the profile
 does not reach it.
@@ -17,6 +18,7 @@ does not reach it.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from pathlib import Path
@@ -48,18 +50,37 @@ def read(key: str, root: Path = ROOT) -> str:
         raise VirtbenchError(f"sysctl {key}: cannot read {where} ({exc.strerror})") from None
 
 
-def write(key: str, value: str, root: Path = ROOT) -> None:
+def write(key: str, value: str, root: Path = ROOT) -> str:
+    """Set `key`; the value the kernel kept (it may normalise or clamp what it got)."""
     try:
         path_of(key, root).write_text(value + "\n")
     except OSError as exc:
         raise VirtbenchError(f"sysctl {key} = {value!r}: {exc.strerror}") from None
-    if read(key, root) != value:
-        raise VirtbenchError(f"sysctl {key} = {value!r}: the kernel kept {read(key, root)!r}")
+    return read(key, root)
+
+
+@functools.cache
+def _in_new_netns(keys: tuple[str, ...]) -> frozenset[str]:
+    """Which of the net.* `keys` a fresh network namespace has a copy of (some, such as
+    net.core.rmem_max, exist only in the host's)."""
+    paths = [str(path_of(k)) for k in keys]
+    script = 'for p in "$@"; do test -e "$p" && echo "$p"; done; exit 0'
+    try:
+        res = proc.run(["unshare", "--net", "sh", "-c", script, "sh", *paths], timeout=30)
+    except VirtbenchError:
+        return frozenset()
+    there = set(res.stdout.split())
+    return frozenset(k for k, p in zip(keys, paths, strict=True) if p in there)
 
 
 def namespaced(profile: dict[str, str]) -> dict[str, str]:
-    """The keys an instance's own network or IPC namespace holds."""
-    return {k: v for k, v in profile.items() if k.startswith(NAMESPACED)}
+    """The keys an instance's own network or IPC namespace holds (a net.* key only where
+    a fresh network namespace has its own copy: the rest are the host's alone)."""
+    ipc = {
+        k: v for k, v in profile.items() if k.startswith(NAMESPACED) and not k.startswith("net.")
+    }
+    net = _in_new_netns(tuple(sorted(k for k in profile if k.startswith("net."))))
+    return {**ipc, **{k: v for k, v in profile.items() if k in net}}
 
 
 def cmdline(profile: dict[str, str]) -> str:
@@ -92,10 +113,22 @@ class HostProfile:
             if not path_of(key, self.root).is_file():
                 raise VirtbenchError(f"sysctl.{key}: no such key on this host ({path_of(key)})")
         self.before = {k: read(k, self.root) for k in self.profile}
-        self.file.write_text(json.dumps({k: [self.before[k], v] for k, v in self.profile.items()}))
+        saved = {k: [self.before[k], v] for k, v in self.profile.items()}
+        self._save(saved)  # on disk before the first change
+        kept = {}
         for key, value in self.profile.items():
-            write(key, value, self.root)
-        return {k: {"before": self.before[k], "set": v} for k, v in self.profile.items()}
+            try:
+                kept[key] = write(key, value, self.root)
+            finally:  # what the kernel holds now, so that clean puts back this one too
+                saved[key][1] = read(key, self.root)
+                self._save(saved)
+        return {k: {"before": self.before[k], "set": v, "kept": kept[k]}
+                for k, v in self.profile.items()}  # fmt: skip
+
+    def _save(self, saved: dict[str, list[str]]) -> None:
+        tmp = self.file.with_suffix(".tmp")  # whole or not at all: a crash keeps the old
+        tmp.write_text(json.dumps(saved))
+        tmp.replace(self.file)
 
     def restore(self) -> list[str]:
         """Put every key back; one message per key that could not be."""
@@ -106,24 +139,34 @@ class HostProfile:
         return errors
 
 
-def leftovers(state_dir: Path) -> list[tuple[str, str, str]]:
+def leftovers(
+    state_dir: Path, problems: list[str] | None = None, root: Path = ROOT
+) -> list[tuple[str, str, str]]:
     """(key, before, set) a dead run's profile left on the host: the keys whose value is
-    still the one it set."""
+    still the one it set. A key changed since, or a record that cannot be read, goes to
+    `problems` (said by clean, never taken for "nothing left")."""
     file = state_dir / FILE
     if not file.is_file():
         return []
+    said = problems if problems is not None else []
     try:
         saved = json.loads(file.read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError) as exc:
+        said.append(f"run {state_dir.name}: its sysctl record {file} cannot be read ({exc}): "
+                    "the host's old values are unknown")  # fmt: skip
         return []
     out = []
     for key, (before, wanted) in saved.items():
         try:
-            now = read(key)
-        except VirtbenchError:
+            now = read(key, root)
+        except VirtbenchError as exc:
+            said.append(f"run {state_dir.name}: {exc}")
             continue
         if now == wanted and now != before:
             out.append((key, before, wanted))
+        elif now != before:
+            said.append(f"run {state_dir.name}: sysctl {key} is {now!r}, neither its {before!r} "
+                        f"nor the run's {wanted!r}: left as it is")  # fmt: skip
     return out
 
 

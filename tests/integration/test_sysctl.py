@@ -74,7 +74,7 @@ def test_the_host_gets_its_values_back_after_a_run_and_after_kill_9_and_clean(en
     assert sysctl.read(KEY) == before
     rid = Store(tmp_path / "results").runs()[-1].id
     got = Store(tmp_path / "results").run(rid).environment["sysctl"]
-    assert got == {KEY: {"before": before, "set": want}}
+    assert got == {KEY: {"before": before, "set": want, "kept": want}}
     events = [(lv, m) for _, lv, m in Store(tmp_path / "results").events(rid)]
     # the run put its profile back itself: no error, and no sweep found it left over
     assert not [e for e in events if e[0] == "error" or "cleanup removed" in e[1]], events
@@ -97,3 +97,19 @@ def test_the_host_gets_its_values_back_after_a_run_and_after_kill_9_and_clean(en
         res = cli("clean", "--run", rid, env=env)
     assert res.returncode == 0, res.stdout + res.stderr
     assert sysctl.read(KEY) == before
+
+
+def test_a_host_only_key_is_set_on_the_host_and_not_in_instances(ctx, artifact):
+    """net.core.rmem_max exists only in the host's namespace: an instance on the bridge
+    starts (it is left out there) rather than failing on it."""
+    assert "net.core.rmem_max" not in sysctl.namespaced({"net.core.rmem_max": "1"})
+    assert KEY in sysctl.namespaced({KEY: "1"})
+    rt = driver("crun", ctx)
+    profile = ((KEY, "1234"), ("net.core.rmem_max", "4194304"))
+    inst = rt.start(instance_spec(ctx, artifact, sleep, 0, network="bridge", sysctls=profile),
+                    detach=True)  # fmt: skip
+    try:
+        rt.wait_ready(inst, 60)
+        assert own_netns_value(rt.pids(inst)) == ["1234"]
+    finally:
+        rt.stop(inst)

@@ -208,7 +208,7 @@ def test_the_studies_figures_draw_what_was_measured():
                                placement="same-cpu", **iso))  # fmt: skip
     samples.append(smp("image_size", 12.5, experiment="image", unit="MiB",
                        params={"measured_by": "du"}))  # fmt: skip
-    series = [(f"proc/native/nginx/0,,/30/{part}.{m}", 100.0 + t, v)
+    series = [(f"proc/native/nginx/throughput,0,,,0/30/{part}.{m}", 100.0 + t, v)
               for t in range(3) for part in ("instance", "daemon")
               for m, v in (("cpu_pct", 50.0 + t), ("rss_mib", 20.0))]  # fmt: skip
     figs = {p.name: p for p in plots.figures(samples, ["native", "runsc"], series)}
@@ -229,3 +229,12 @@ def test_the_studies_figures_draw_what_was_measured():
     assert [list(line.get_xdata()) for line in cpu.lines] == [[0.0, 1.0, 2.0]] * 2
     for p in figs.values():
         p.close()
+
+
+def test_a_desmet_weight_matches_a_rows_name_or_its_metrics_full_name():
+    from virtbench.report.html import desmet_weight
+
+    weights = {"boot.*": 2.0, "*tps*": 3.0}
+    assert desmet_weight("spawn_to_exit (hello)", weights, "boot.spawn_to_exit") == 2.0
+    assert desmet_weight("read_only.tps (mariadb)", weights, "read_only.tps") == 3.0
+    assert desmet_weight("pss (sleep)", weights, "density.pss") == 1.0

@@ -31,7 +31,8 @@ def test_apply_then_restore_puts_every_key_back(root, tmp_path):
     state.mkdir()
     prof = sysctl.HostProfile(S3, state, root)
     got = prof.apply()
-    assert got["net.ipv4.ip_local_port_range"] == {"before": "32768 60999", "set": "1024 65535"}
+    assert got["net.ipv4.ip_local_port_range"] == {"before": "32768 60999", "set": "1024 65535",
+                                                   "kept": "1024 65535"}  # fmt: skip
     assert sysctl.read("net.core.somaxconn", root) == "1024"
     saved = json.loads((state / sysctl.FILE).read_text())  # on disk before any change
     assert saved["net.core.somaxconn"] == ["4096", "1024"]
@@ -55,6 +56,28 @@ def test_a_crashed_runs_values_are_restored_unless_changed_since(root, tmp_path)
         "sysctl net.ipv4.tcp_tw_reuse is '0', not the run's '1': left as it is",
     ]
     assert sysctl.read("net.ipv4.ip_local_port_range", root) == "32768 60999"
+
+
+def test_what_the_kernel_kept_is_what_is_put_back_and_a_changed_key_is_said(root, tmp_path):
+    """The kernel may store a value its own way (010 -> 10): that is what the run set, so
+    clean still puts the key back; a key changed since by someone else is said, not
+    silently skipped; an unreadable record is said too."""
+    state = tmp_path / "state"
+    state.mkdir()
+    got = sysctl.HostProfile({"net.core.somaxconn": "010"}, state, root).apply()
+    # (a file under /proc/sys would keep 10; this one keeps what it was given)
+    assert got["net.core.somaxconn"]["kept"] == "010"
+    assert json.loads((state / sysctl.FILE).read_text())["net.core.somaxconn"] == ["4096", "010"]
+    problems: list[str] = []
+    assert sysctl.leftovers(state, problems, root) == [("net.core.somaxconn", "4096", "010")]
+    sysctl.write("net.core.somaxconn", "77", root)  # someone else's change
+    assert sysctl.leftovers(state, problems, root) == []
+    assert problems == ["run state: sysctl net.core.somaxconn is '77', neither its '4096' nor "
+                        "the run's '010': left as it is"]  # fmt: skip
+    (state / sysctl.FILE).write_text("{not json")
+    problems = []
+    assert sysctl.leftovers(state, problems, root) == []
+    assert problems and "cannot be read" in problems[0]
 
 
 def test_an_unknown_key_fails_before_anything_is_changed(root, tmp_path):

@@ -242,7 +242,7 @@ class Worker:
         for level in self.levels:
             waited = self.s.quiet.wait().params() if quiet else {}
             labels["params"] = {**given, **waited}
-            watch = self.watch(level, labels)
+            watch = self.watch(experiment, level, labels)
             try:
                 with self.s.sampler.watching(watch) if watch else contextlib.nullcontext():
                     metrics = self.measure(level)
@@ -257,14 +257,18 @@ class Worker:
             for name, (value, unit) in watch.end().items() if watch else ():
                 self.s.record(self.sample(experiment, name, value, unit, "lower", level, **labels))
 
-    def watch(self, level: Any, labels: dict[str, Any]) -> ProcWatch | None:
+    def watch(self, experiment: str, level: Any, labels: dict[str, Any]) -> ProcWatch | None:
         """The resource watch of a server's measurement (its processes and its runtime's
         daemons, sampled at the host sampler's period); None without a sampler, or for a
         program measuring inside a fresh instance of its own."""
         if self.s.sampler is None or not self.serves or self.inst is None:
             return None
         inst, rt = self.inst, self.rt
-        where = ",".join(str(labels.get(k, "")) for k in ("repetition", "attacker", "placement"))
+        # one series per measurement: which experiment (and which of the spec's), repetition,
+        # condition and point
+        which = f"{experiment}{self.s.experiment_index or ''}"
+        keys = ("repetition", "attacker", "placement", "background")
+        where = ",".join([which, *(str(labels.get(k, "")) for k in keys)])
         prefix = f"proc/{self.runtime}/{self.name}/{where}/{level}"
         if labels.get("warmup"):
             prefix += "/warmup"

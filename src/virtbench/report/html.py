@@ -173,9 +173,12 @@ def differences(samples: list[Sample], order: list[str], global_test: str = "kru
                      [False, False, True, True, False])  # fmt: skip
 
 
-def desmet_weight(measure: str, weights: dict[str, float]) -> float:
-    """A measure's importance: the first pattern of `weights` (fnmatch) it matches, else 1."""
-    return next((w for pat, w in weights.items() if fnmatch.fnmatchcase(measure, pat)), 1.0)
+def desmet_weight(measure: str, weights: dict[str, float], metric: str = "") -> float:
+    """A measure's importance: the first pattern of `weights` (fnmatch) that its row's
+    name or its metric's full name (`boot.spawn_to_exit`) matches, else 1."""
+    names = [n for n in (measure, metric) if n]
+    return next((w for pat, w in weights.items()
+                 if any(fnmatch.fnmatchcase(n, pat) for n in names)), 1.0)  # fmt: skip
 
 
 def desmet(samples: list[Sample], order: list[str], opts: Options
@@ -199,6 +202,7 @@ def desmet(samples: list[Sample], order: list[str], opts: Options
                 "--boot-baseline (S5 scored boot against a VM).")  # fmt: skip
     # feature -> its rows: (cells, {runtime: score})
     features: dict[str, list[tuple[list[str], dict[str, float]]]] = defaultdict(list)
+    metric_of: dict[str, str] = {}  # feature -> its metric's full name (weights match it too)
     refused: list[str] = []
 
     def scored(feature: str, cells: list[str], values: dict[str, float], ref: float,
@@ -225,6 +229,7 @@ def desmet(samples: list[Sample], order: list[str], opts: Options
         medians = {r: summarize(by_rt.get(r, [])).median for r in others}
         feature = label((*key[:7], ""))  # the measure without its level
         feature = feature.replace(key[1], key[1].partition("@")[0], 1)
+        metric_of[feature] = key[1].partition("@")[0]
         scored(feature, cells, medians, ref, kind, ref_rt)
     fits = cost_fits([s for s in samples if not s.warmup])
     for m in metrics.fitted():
@@ -245,7 +250,7 @@ def desmet(samples: list[Sample], order: list[str], opts: Options
     rows: list[list[str]] = []
     weighted: dict[str, list[tuple[float, float]]] = defaultdict(list)  # runtime: (w, score)
     for feature, levels in features.items():
-        weight = desmet_weight(feature, opts.weights)
+        weight = desmet_weight(feature, opts.weights, metric_of.get(feature, feature))
         for cells, got in levels:
             rows.append([*cells, f"{weight:g}" if len(levels) == 1 else ""]
                         + [show(got.get(r)) for r in others])  # fmt: skip

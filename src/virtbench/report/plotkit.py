@@ -18,6 +18,7 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
 from virtbench import metrics
+from virtbench.errors import VirtbenchError
 from virtbench.records import Sample
 
 STYLE = {
@@ -44,13 +45,16 @@ class Plot:
     fig: Figure
 
     def save(self, directory: Path) -> list[Path]:
-        directory.mkdir(parents=True, exist_ok=True)
         out = []
-        with plt.rc_context(STYLE):  # svg.* settings are read when saving
-            for ext in ("png", "svg"):
-                path = directory / f"{self.name}.{ext}"
-                self.fig.savefig(path, bbox_inches="tight", metadata=_metadata(ext))
-                out.append(path)
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            with plt.rc_context(STYLE):  # svg.* settings are read when saving
+                for ext in ("png", "svg"):
+                    path = directory / f"{self.name}.{ext}"
+                    self.fig.savefig(path, bbox_inches="tight", metadata=_metadata(ext))
+                    out.append(path)
+        except OSError as exc:
+            raise VirtbenchError(f"--plots {directory}: cannot write ({exc.strerror})") from None
         return out
 
     def svg(self, scope: str = "") -> str:

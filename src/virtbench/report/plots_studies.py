@@ -59,7 +59,8 @@ def startup(samples: list[Sample], order: list[str]) -> list[Plot]:
                color=[colour(r) for r in runtimes])  # fmt: skip
         ax.set_yscale("log")
         low = min((m - sd for m, sd in stats if m - sd > 0), default=min(m for m, _ in stats))
-        ax.set_ylim(bottom=10 ** math.floor(math.log10(low)))  # bars from a decade below
+        if low > 0:  # bars from a decade below the smallest
+            ax.set_ylim(bottom=10 ** math.floor(math.log10(low)))
         ax.set_title(metric, fontsize=9)
         ax.set_ylabel(mine[0].unit)
         ax.tick_params(axis="x", rotation=30)
@@ -165,7 +166,8 @@ def resources(series: Series, order: list[str]) -> list[Plot]:
         lambda: defaultdict(list)
     )
     for name, t, value in series:
-        # proc/<runtime>/<workload>/<repetition,attacker,placement>/<level>[/warmup]/<part>.<m>
+        # proc/<runtime>/<workload>/<experiment,repetition,attacker,placement,background>/
+        #   <level>[/warmup]/<part>.<metric>: one measurement each
         parts = name.split("/")
         if parts[0] != "proc" or len(parts) < 6 or parts[5] == "warmup":
             continue

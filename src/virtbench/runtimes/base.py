@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel
 
 from virtbench import cgroups, proc
-from virtbench.errors import EngineGone, InstanceError, SpecError
+from virtbench.errors import EngineGone, InstanceError, SpecError, VirtbenchError
 from virtbench.runtimes.byhand import ByHand
 from virtbench.runtimes.leftovers import Leftovers
 from virtbench.runtimes.model import (  # re-exported: drivers import them from here
@@ -217,7 +217,12 @@ class Runtime(Observe, ByHand, Leftovers, ABC):
         if inst.spec.sysctls:  # the profile's namespaced keys, in the namespace made here
             from virtbench import sysctl
 
-            sysctl.in_netns(inst.netns, dict(inst.spec.sysctls))
+            try:
+                sysctl.in_netns(inst.netns, dict(inst.spec.sysctls))
+            except VirtbenchError as exc:  # this instance fails; the run goes on
+                raise InstanceError(
+                    f"{inst.name}: sysctl profile in its namespace: {exc}"
+                ) from None
 
     def _attach_data(self, inst: Instance) -> None:
         """The instance's data directory: `<data>/<run-id>/<name>` on the host's disk,

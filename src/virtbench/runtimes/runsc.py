@@ -17,13 +17,14 @@ cgroup, so memory accounting covers them.
 from __future__ import annotations
 
 import functools
+import os
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from virtbench import proc
-from virtbench.errors import VirtbenchError
+from virtbench.errors import SpecError, VirtbenchError
 from virtbench.measure.host import kvm_kind
 from virtbench.runtimes.base import Availability, Family, Instance
 from virtbench.runtimes.oci import OciRuntime
@@ -40,6 +41,8 @@ class RunscOptions(BaseModel):
 def netstack_problem(platform: str) -> str:
     """Why gVisor's own network stack cannot start here ("" when it can): a sandbox with
     it runs /bin/true once (in a network namespace of its own, removed with it)."""
+    if os.geteuid() != 0:
+        return "checking it takes root (a sandbox with its own network namespace)"
     try:
         res = proc.run(["runsc", f"--platform={platform}", "--network=sandbox", "do", "/bin/true"],
                        check=False, timeout=30)  # fmt: skip
@@ -100,6 +103,15 @@ class Runsc(OciRuntime):
                 fix='netstack = "host" (the network namespace\'s Linux stack)',
             )
         return avail
+
+    def effective_network(self, requested: str) -> str:
+        network = super().effective_network(requested)
+        if network == "host" and self.options.netstack == "gvisor":
+            raise SpecError(
+                f'runtime {self.label}: netstack = "gvisor" needs a network namespace of its '
+                'own: network "bridge" or "none", not "host"'
+            )
+        return network
 
     def global_args(self, inst: Instance) -> list[str]:
         network = self.effective_network(inst.spec.network)

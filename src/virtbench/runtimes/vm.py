@@ -47,7 +47,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel
 
 from virtbench import proc
-from virtbench.errors import InstanceError
+from virtbench.errors import InstanceError, VirtbenchError
 from virtbench.measure import memory
 from virtbench.runtimes.base import (
     PROBE_PLACEHOLDER,
@@ -216,10 +216,13 @@ class Vm(Native):
         if self.guest(inst) != "linux":
             return  # the minimal guest and images have no use for one
         disk = inst.data_dir / "disk.img"
-        with open(disk, "wb") as f:
-            f.truncate(self.vm_opts.data_disk_mib << 20)
-        proc.run(["mkfs.ext4", "-q", "-F", "-m", "0", "-E",
-                  "lazy_itable_init=1,lazy_journal_init=1", str(disk)], timeout=120)  # fmt: skip
+        try:
+            with open(disk, "wb") as f:
+                f.truncate(self.vm_opts.data_disk_mib << 20)
+            lazy = "lazy_itable_init=1,lazy_journal_init=1"
+            proc.run(["mkfs.ext4", "-q", "-F", "-m", "0", "-E", lazy, str(disk)], timeout=120)
+        except (OSError, VirtbenchError) as exc:  # this instance fails; the run goes on
+            raise InstanceError(f"{inst.name}: its data disk {disk}: {exc}") from None
         inst.extra["data_disk"] = str(disk)
 
     def _attach_bridge(self, inst: Instance) -> None:
