@@ -94,11 +94,11 @@ def past_costs(directory: Path) -> dict[str, float]:
 def here(spec: specmod.Spec) -> tuple[specmod.Spec | None, list[str], str]:
     """What of `spec` runs on this host: (the spec as it would run, what it skips and
     why, "") or (None, [], why it cannot run at all)."""
-    from virtbench import runner
+    from virtbench import preflight
     from virtbench.errors import VirtbenchError
 
     try:
-        runs, _, skipped = runner.check_available(spec)
+        runs, _, skipped = preflight.check_available(spec)
     except VirtbenchError as exc:
         return None, [], str(exc)
     except Exception as exc:  # a check that broke: said, the listing goes on

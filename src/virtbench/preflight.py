@@ -1,0 +1,82 @@
+"""Before a run starts anything: what of its spec this host can run (the runtimes that
+are here and the experiments each can run; a study skips the rest and says why), and the
+host's side of its sysctl profile."""
+
+from __future__ import annotations
+
+from virtbench import runtimes, sysctl
+from virtbench.errors import RuntimeUnavailable, SpecError, VirtbenchError
+from virtbench.paths import Paths
+from virtbench.spec import Spec
+from virtbench.state import RunState
+
+
+def check_available(spec: Spec) -> tuple[Spec, dict[str, str], list[str]]:
+    """What of `spec` runs here: (the spec to run, the versions of its runtimes, what was
+    skipped and why). With `unavailable = "fail"` (the default) the first runtime that
+    cannot run here, or cannot run an experiment's workload, raises naming it; with
+    "skip" (the studies' entries) it is left out there and said. The spec returned names,
+    per experiment, the runtimes that run it."""
+    skip = spec.unavailable == "skip"
+    versions: dict[str, str] = {}
+    skipped: list[str] = []
+    options = {}
+    for label in spec.runtimes:
+        cls = runtimes.get(label)
+        opts = cls.Options(**spec.options_for(label))
+        avail = cls.available(opts)
+        if not avail.ok:
+            fix = f"; fix: {avail.fix}" if avail.fix else ""
+            if not skip:
+                raise RuntimeUnavailable(f"runtime {label} is not available: {avail.reason}{fix}")
+            skipped.append(f"{label}: not available here: {avail.reason}{fix}")
+            continue
+        versions[label] = avail.version
+        options[label] = (cls, opts)
+    exps = []
+    cannot: dict[tuple[str, str], list[str]] = {}  # (runtime, why) -> "experiment (workload)"
+    for exp in spec.experiment:  # e.g. a VM's minimal guest runs only hello and sleep
+        if skip and exp.runtimes and not spec.runtimes_of(exp):  # a part for other runtimes
+            skipped.append(f"{exp.type}: it runs on {', '.join(exp.runtimes)}, which this "
+                           "run does not")  # fmt: skip
+            exps.append(exp.model_copy(update={"runtimes": []}))
+            continue
+        keep = []
+        for label in spec.runtimes_of(exp):
+            if label not in options:
+                continue
+            cls, opts = options[label]
+            why = next(
+                ((w, r) for w in exp.instance_workloads() if (r := cls.cannot_run(w, opts))), None
+            )
+            if why is None:
+                keep.append(label)
+            elif skip:
+                cannot.setdefault((label, why[1]), []).append(f"{exp.type} ({why[0]})")
+            else:
+                raise SpecError(f"runtime {label} cannot run {why[0]} ({exp.type}): {why[1]}")
+        if skip and not keep and any(r in options for r in spec.runtimes_of(exp)):
+            skipped.append(f"{exp.type}: no runtime here can run it")
+        exps.append(exp.model_copy(update={"runtimes": keep}) if skip else exp)
+    for (label, why), parts in cannot.items():
+        skipped.append(f"{label} skips {', '.join(dict.fromkeys(parts))}: {why}")
+    if skip:
+        left = [r for r in spec.runtimes if r in options]
+        if not left:
+            raise RuntimeUnavailable(
+                f"{spec.name}: none of its runtimes can run here ({'; '.join(skipped)})"
+            )
+        spec = spec.model_copy(update={"runtimes": left, "experiment": exps})
+    return spec, versions, skipped
+
+
+def apply_sysctl(spec: Spec, paths: Paths, run_state: RunState) -> sysctl.HostProfile:
+    """The run's sysctl profile on this host (sysctl.py), refused while another run holds
+    one: two would each put back the other's values."""
+    others = sysctl.holders(paths.runs, run_state.dir.name)
+    if others:
+        raise VirtbenchError(
+            f"sysctl: run {', '.join(others)} holds a sysctl profile on this host (running, "
+            "or crashed: `virtbench clean` puts its values back); one profile at a time"
+        )
+    return sysctl.HostProfile(spec.sysctl, run_state.dir)
