@@ -65,7 +65,7 @@ def runtime_here(label: str, spec: specmod.Spec) -> tuple[bool, str]:
     """Whether `label` can run here, and why not."""
     from virtbench import runtimes
 
-    cls = runtimes.get(label)
+    cls = runtimes.get(spec.driver_of(label))
     try:
         avail = cls.available(cls.Options(**spec.options_for(label)))
     except Exception as exc:  # a check that fails says so, it is not "available"

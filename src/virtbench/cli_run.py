@@ -26,6 +26,7 @@ from virtbench.cli_common import (
 )
 from virtbench.errors import VirtbenchError
 from virtbench.paths import Paths
+from virtbench.report.hosts import named_line
 from virtbench.spec import Spec
 from virtbench.store import Store
 
@@ -271,6 +272,8 @@ def _show(store: Store, run_id: str, wide: bool = False) -> None:
             f"kvm {env.get('kvm')}{_smt_and_mitigations(env)}; runtimes {versions}[/]",
             soft_wrap=True,
         )
+    for label, named in (env or {}).get("named_runtimes", {}).items():
+        out.print(f"[dim]{escape(named_line(label, named))}[/]", soft_wrap=True)
     for art in record.artifacts:
         size = f"{art['disk_bytes'] / 1024:.0f} KiB on disk"
         out.print(f"[dim]artifact {art['name']} {art['digest'][:16]}: {size}[/]")

@@ -64,11 +64,12 @@ class Step:
     detail: str
 
 
-def launch_s(runtime: str, costs: dict[str, float], serving: bool = False) -> float:
-    """Seconds one start and stop of `runtime` take (a Linux guest for a VM's server)."""
+def launch_s(runtime: str, driver: str, costs: dict[str, float], serving: bool = False) -> float:
+    """Seconds one start and stop of `runtime` (on the built-in label `driver`) take (a
+    Linux guest for a VM's server)."""
     if runtime in costs:
         return costs[runtime]
-    base = runtime_registry.split(runtime)[0]
+    base = runtime_registry.split(driver)[0]
     family = getattr(runtime_registry.get(base), "family", None)
     if serving and family is not None and family.value == "vm":
         return LINUX_GUEST_S
@@ -93,24 +94,26 @@ def worker_s(name: str, params: Any) -> float:
     return sum(measure_s(name, params, lv) for lv in levels)
 
 
-def _steps(exp: Any, runtime: str, costs: dict[str, float]) -> Step:
+def _steps(exp: Any, runtime: str, driver: str, costs: dict[str, float]) -> Step:
     kind = exp.type
     if kind == "boot":
         n = (exp.warmups + exp.runs) * len(exp.workloads) * exp.benchmark_times
-        t = n * (launch_s(runtime, costs) + QUIET_WAIT_S)
+        t = n * (launch_s(runtime, driver, costs) + QUIET_WAIT_S)
         return Step(kind, runtime, n, t, f"{n} timed launches")
     if kind == "density":
         n = exp.runs * exp.instances
-        t = exp.runs * exp.memory_settle_s + n * launch_s(runtime, costs)
+        t = exp.runs * exp.memory_settle_s + n * launch_s(runtime, driver, costs)
         return Step(kind, runtime, n, t, f"{exp.runs} x {exp.instances} instances")
     if kind == "scalability":
         points = exp.target // exp.instances_per_benchmark + 1
         serving = exp.background != "sleep"
-        grow = exp.target * launch_s(runtime, costs, serving)
+        grow = exp.target * launch_s(runtime, driver, costs, serving)
         if exp.worker == "boot":
-            one = launch_s(runtime, costs) + QUIET_WAIT_S
+            one = launch_s(runtime, driver, costs) + QUIET_WAIT_S
         else:
-            one = launch_s(runtime, costs, True) + worker_s(exp.worker, exp.params_for(exp.worker))
+            one = launch_s(runtime, driver, costs, True) + worker_s(
+                exp.worker, exp.params_for(exp.worker)
+            )
         per_rep = (
             exp.memory_settle_s + grow + points * (exp.per_point * one + exp.settle_s)
             + (exp.warmups * one)
@@ -121,7 +124,8 @@ def _steps(exp: Any, runtime: str, costs: dict[str, float]) -> Step:
     if kind == "throughput":
         reps = exp.warmups + exp.runs
         each = sum(
-            launch_s(runtime, costs, True) + worker_s(w, exp.params_for(w)) for w in exp.workloads
+            launch_s(runtime, driver, costs, True) + worker_s(w, exp.params_for(w))
+            for w in exp.workloads
         )
         n = reps * len(exp.workloads)
         return Step(kind, runtime, n, reps * each,
@@ -130,14 +134,16 @@ def _steps(exp: Any, runtime: str, costs: dict[str, float]) -> Step:
         reps = exp.warmups + exp.runs
         places = offered(exp)
         conds = 1 + len(exp.attackers) * places
-        one = worker_s(exp.worker, exp.params_for(exp.worker)) + launch_s(runtime, costs)
-        attack = len(exp.attackers) * places * (launch_s(runtime, costs) + exp.settle_s)
+        one = worker_s(exp.worker, exp.params_for(exp.worker)) + launch_s(runtime, driver, costs)
+        attack = len(exp.attackers) * places * (launch_s(runtime, driver, costs) + exp.settle_s)
         n = reps * (conds + len(exp.attackers) * places)
         return Step(kind, runtime, n, reps * (conds * one + attack),
                     f"{reps} x {conds} conditions")  # fmt: skip
     if kind == "min_memory":
         probes = 2 + math.ceil(math.log2(max(2, (exp.high_mib - exp.low_mib) // exp.step_mib)))
-        one = launch_s(runtime, costs, True) + worker_s(exp.workload, exp.params_for(exp.workload))
+        one = launch_s(runtime, driver, costs, True) + worker_s(
+            exp.workload, exp.params_for(exp.workload)
+        )
         n = probes * exp.runs
         return Step(kind, runtime, n, n * one, f"about {probes} probes x {exp.runs}")
     return Step(kind, runtime, 0, DEFAULT_MEASURE_S, "no model of this experiment")
@@ -161,7 +167,9 @@ def steps(spec: Spec, costs: dict[str, float] | None = None) -> list[Step]:
     """Every (experiment, runtime) of `spec` with its launches and estimated seconds."""
     costs = costs or {}
     return [
-        _steps(exp, runtime, costs) for exp in spec.experiment for runtime in spec.runtimes_of(exp)
+        _steps(exp, runtime, spec.driver_of(runtime), costs)
+        for exp in spec.experiment
+        for runtime in spec.runtimes_of(exp)
     ]
 
 

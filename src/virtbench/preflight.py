@@ -4,6 +4,10 @@ host's side of its sysctl profile."""
 
 from __future__ import annotations
 
+import hashlib
+from pathlib import Path
+from typing import Any
+
 from virtbench import runtimes, sysctl
 from virtbench.errors import RuntimeUnavailable, SpecError, VirtbenchError
 from virtbench.paths import Paths
@@ -22,7 +26,7 @@ def check_available(spec: Spec) -> tuple[Spec, dict[str, str], list[str]]:
     skipped: list[str] = []
     options = {}
     for label in spec.runtimes:
-        cls = runtimes.get(label)
+        cls = runtimes.get(spec.driver_of(label))
         opts = cls.Options(**spec.options_for(label))
         avail = cls.available(opts)
         if not avail.ok:
@@ -68,6 +72,35 @@ def check_available(spec: Spec) -> tuple[Spec, dict[str, str], list[str]]:
             )
         spec = spec.model_copy(update={"runtimes": left, "experiment": exps})
     return spec, versions, skipped
+
+
+def named_runtimes(spec: Spec) -> dict[str, dict[str, Any]]:
+    """What each of the spec's named runtimes stood for, for the run's record: its driver,
+    its options, and every file an option names (a kernel, an initrd, a disk) with its
+    size and SHA-256, so that a result can be traced to the very image it measured."""
+    out: dict[str, dict[str, Any]] = {}
+    for label in spec.runtimes:
+        if label not in spec.named:
+            continue
+        opts = spec.options_for(label)
+        files = {}
+        for key, value in opts.items():
+            if isinstance(value, str) and key in _FILE_OPTIONS and Path(value).is_file():
+                files[key] = _file_record(Path(value))
+        out[label] = {"driver": spec.named[label], "options": opts, "files": files}
+    return out
+
+
+_FILE_OPTIONS = ("kernel", "initrd", "disk")
+
+
+def _file_record(path: Path) -> dict[str, Any]:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return {"path": str(path.resolve()), "bytes": path.stat().st_size,
+            "sha256": digest.hexdigest()}  # fmt: skip
 
 
 def apply_sysctl(spec: Spec, paths: Paths, run_state: RunState) -> sysctl.HostProfile:

@@ -30,7 +30,7 @@ from virtbench.measure.host import HostSampler
 from virtbench.measure.probe import ProbeListener
 from virtbench.measure.quiet import Primer, Quiet
 from virtbench.paths import Paths
-from virtbench.preflight import apply_sysctl, check_available
+from virtbench.preflight import apply_sysctl, check_available, named_runtimes
 from virtbench.records import RunRecord, Sample
 from virtbench.runtimes.base import Runtime, RuntimeContext
 from virtbench.spec import Spec
@@ -121,6 +121,8 @@ def execute(
                 say(f"[yellow]skipped[/]: {line}")
                 store.add_event(run_id, "warning", f"skipped: {line}")
             env = harness.host.snapshot(versions)
+            if spec.named:  # which driver and files each named runtime stood for
+                env["named_runtimes"] = named_runtimes(spec)
             if spec.sysctl:  # before anything starts: instances see the tuned host
                 host_sysctl = apply_sysctl(spec, paths, run_state)
                 env["sysctl"] = host_sysctl.apply()
@@ -137,7 +139,9 @@ def execute(
                 run_id, run_state, paths, layout, probe=probe, rootfs=artifact.path
             )
             drivers = {
-                label: runtimes.create(label, ctx, spec.options_for(label))
+                label: runtimes.create(
+                    label, ctx, spec.options_for(label), driver=spec.driver_of(label)
+                )
                 for label in spec.runtimes
             }
             for label, drv in drivers.items():  # daemons, images: never inside a measurement

@@ -10,6 +10,9 @@ with one line that names the file, the field and what is allowed.
     network = "none"          # none | host | bridge (native always uses the host's)
     [runtime.runc]            # overrides for one runtime
     network = "host"
+    [runtime.uk-nginx]        # a named runtime: a driver with options of its own
+    driver = "qemu:q35:tcg"
+    guest = "image"
     [[experiment]]
     type = "boot"
     runs = 10
@@ -88,9 +91,13 @@ class InstanceOptions(_Model):
 
 class RuntimeOptions(_Model):
     """Per-runtime overrides of [instance], plus the driver's own options (e.g. docker's
-    `oci_runtime`, runsc's `platform`), which the driver's `Options` model validates."""
+    `oci_runtime`, runsc's `platform`), which the driver's `Options` model validates.
+    With `driver` (a built-in label), the table defines a named runtime of its own: its
+    options are the driver's tables' ([runtime.qemu], [runtime."qemu:q35"]), then its own."""
 
     model_config = ConfigDict(extra="allow", frozen=True)
+
+    driver: str | None = None
 
     network: Literal["none", "host", "bridge"] | None = None
     memory_mib: int | None = Field(default=None, ge=4, le=1 << 20)
@@ -136,12 +143,7 @@ class Spec(_Model):
 
     @field_validator("runtimes")
     @classmethod
-    def _known_runtimes(cls, v: list[str]) -> list[str]:
-        for i, label in enumerate(v):
-            try:
-                runtimes.check_label(label)
-            except ValueError as exc:
-                raise ValueError(f"[{i}] {exc}") from None
+    def _once(cls, v: list[str]) -> list[str]:
         if len(set(v)) != len(v):
             raise ValueError("lists a runtime twice")
         return v
@@ -149,17 +151,27 @@ class Spec(_Model):
     @field_validator("runtime")
     @classmethod
     def _known_runtime_tables(cls, v: dict[str, RuntimeOptions]) -> dict[str, RuntimeOptions]:
+        tables = {k: dict(t.model_extra or {}) for k, t in v.items()}
         for label, table in v.items():
             try:
-                runtimes.check_label(label)
+                if table.driver is not None:
+                    _check_named(label, table.driver)
+                else:
+                    runtimes.check_label(label)
             except ValueError as exc:
                 raise ValueError(f".{label} {exc}") from None
-            driver = runtimes.get(label)
-            extra = dict(table.model_extra or {})
+            driver = table.driver or label
+            cls_ = runtimes.get(driver)
+            opt = cls_.variant_option
+            if table.driver and runtimes.split(driver)[1] and opt in (table.model_extra or {}):
+                raise ValueError(f".{label}.{opt} is set by its driver {driver!r}")
+            opts = _named_options(label, table.driver, tables)
             try:
-                driver.Options.model_validate(runtimes.options_for(label, {label: extra}))
+                cls_.Options.model_validate(opts)
             except ValidationError as err:
-                allowed = [*RuntimeOptions.model_fields, *driver.Options.model_fields]
+                allowed = list(
+                    dict.fromkeys([*RuntimeOptions.model_fields, *cls_.Options.model_fields])
+                )
                 key, msg = option_error(err, allowed)
                 raise ValueError(f".{label}.{key} {msg}") from None
         return v
@@ -187,6 +199,23 @@ class Spec(_Model):
         return v
 
     @model_validator(mode="after")
+    def _known_labels(self) -> Spec:
+        """Every runtime named (in `runtimes` and in experiments' `runtimes`) is a built-in
+        label or one the spec defines."""
+        for i, label in enumerate(self.runtimes):
+            try:
+                self.check_label(label)
+            except ValueError as exc:
+                raise ValueError(f"runtimes[{i}]: {exc}") from None
+        for j, exp in enumerate(self.experiment):
+            for i, label in enumerate(exp.runtimes or []):
+                try:
+                    self.check_label(label)
+                except ValueError as exc:
+                    raise ValueError(f"experiment[{j}].runtimes[{i}]: {exc}") from None
+        return self
+
+    @model_validator(mode="after")
     def _quick_valid(self) -> Spec:
         """Each experiment's `quick` table yields a valid experiment too (checked here,
         so a catalog entry's --quick form cannot fail only when used)."""
@@ -210,22 +239,75 @@ class Spec(_Model):
             return list(self.runtimes)
         return [r for r in self.runtimes if r in exp.runtimes]
 
+    @property
+    def named(self) -> dict[str, str]:
+        """The spec's named runtimes: name -> the built-in label it stands on."""
+        return {k: t.driver for k, t in self.runtime.items() if t.driver is not None}
+
+    def check_label(self, label: str) -> None:
+        """Raise ValueError naming what is wrong with `label` in this spec."""
+        if label in self.named:
+            return
+        try:
+            runtimes.check_label(label)
+        except ValueError as exc:
+            if self.named and runtimes.NAMED_RE.match(label):
+                raise ValueError(f"{exc}; named runtimes here: "
+                                 f"{', '.join(self.named)}") from None  # fmt: skip
+            raise
+
+    def driver_of(self, label: str) -> str:
+        """The built-in label `label` runs on: a named runtime's driver, else itself."""
+        return self.named.get(label, label)
+
     def options_for(self, label: str) -> dict[str, Any]:
-        """The driver options of `label` (tables for its name and its label, then variant)."""
+        """The driver options of `label` (tables for its name and its label, then variant;
+        a named runtime's: its driver's, then its own table)."""
         tables = {k: dict(t.model_extra or {}) for k, t in self.runtime.items()}
-        return runtimes.options_for(label, tables)
+        return _named_options(label, self.named.get(label), tables)
 
     def instance_for(self, runtime: str) -> InstanceOptions:
         """[instance] with the runtime's overrides applied ([runtime.<name>], then the
-        label's own table, e.g. [runtime."docker:crun"])."""
+        label's own table, e.g. [runtime."docker:crun"]; a named runtime: its driver's,
+        then its own)."""
         opts = self.instance
-        base = runtimes.split(runtime)[0]
-        for key in dict.fromkeys((base, runtime)):
+        driver = self.driver_of(runtime)
+        base = runtimes.split(driver)[0]
+        for key in dict.fromkeys((base, driver, runtime)):
             over = self.runtime.get(key)
             if over is not None:
                 fields = over.model_dump(include=set(RuntimeOptions.model_fields))
                 opts = opts.model_copy(update={k: v for k, v in fields.items() if v is not None})
         return opts
+
+
+def _check_named(name: str, driver: str) -> None:
+    """A named runtime's name and the built-in label it stands on."""
+    if not runtimes.NAMED_RE.match(name):
+        raise ValueError("is not a runtime name: lowercase letters, digits and '-', "
+                         "starting with a letter, at most 32")  # fmt: skip
+    if name in runtimes.names():
+        raise ValueError(f"is a built-in runtime: give the runtime on {driver} a name of "
+                         "its own")  # fmt: skip
+    try:
+        runtimes.check_label(driver)
+    except ValueError as exc:
+        raise ValueError(f"driver {driver!r}: {exc}") from None
+
+
+def _named_options(
+    label: str, driver: str | None, tables: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    """Driver options: a built-in label's (runtimes.options_for), or a named runtime's:
+    its driver's, then its own table's."""
+    if driver is None:
+        return runtimes.options_for(label, tables)
+    merged = runtimes.options_for(driver, tables)
+    merged.update(tables.get(label, {}))
+    variant = runtimes.split(driver)[1]
+    if variant is not None:  # the driver label's variant (its table may not say another)
+        merged[str(runtimes.get(driver).variant_option)] = variant
+    return merged
 
 
 def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:

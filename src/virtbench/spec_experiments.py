@@ -40,18 +40,7 @@ class _Common(_Model):
 
     runtimes: list[str] | None = None  # [] where a study skipped every one of them
     quick: dict[str, Any] = {}
-
-    @field_validator("runtimes")
-    @classmethod
-    def _labels(cls, v: list[str] | None) -> list[str] | None:
-        from virtbench import runtimes
-
-        for i, label in enumerate(v or []):
-            try:
-                runtimes.check_label(label)
-            except ValueError as exc:
-                raise ValueError(f"[{i}] {exc}") from None
-        return v
+    # the labels are checked by the spec (which knows its named runtimes)
 
 
 class _Repeated(_Common):

@@ -10,6 +10,8 @@ measure and says so instead of showing an empty table.
 
 from __future__ import annotations
 
+from typing import Any
+
 from virtbench.errors import VirtbenchError
 from virtbench.records import RunRecord, Sample
 from virtbench.report import compare as cmp
@@ -49,3 +51,10 @@ def comparisons(
         shared = [r for r in rows if r.verdict != "missing"]
         out.append((first, other, shared or "no measure was taken on both hosts"))
     return out
+
+
+def named_line(label: str, named: dict[str, Any]) -> str:
+    """`uk-nginx = qemu:q35:tcg, kernel /img/nginx.elf (2.1 MiB, sha256 3f2a...)`"""
+    files = [f"{k} {f['path']} ({f['bytes'] / 2**20:.1f} MiB, sha256 {f['sha256'][:16]})"
+             for k, f in named.get("files", {}).items()]  # fmt: skip
+    return ", ".join([f"{label} = {named.get('driver')}", *files])

@@ -35,6 +35,7 @@ from virtbench.report import hosts as hostsmod
 from virtbench.report import plots as plotmod
 from virtbench.report.compare import condition, label
 from virtbench.report.fits import baseline_refusal, cost_cells, cost_fits
+from virtbench.report.hosts import named_line
 from virtbench.report.tables import experiment_tables, fmt, unit_values
 from virtbench.report.trust import CI_NOTE, trust_notes
 from virtbench.stats import (
@@ -298,7 +299,9 @@ def run_section(store: Store, run: RunRecord, opts: Options) -> dict[str, Any]:
     base, scores, score_note = desmet(samples, order, dataclasses.replace(opts, weights=weights))
     env = dict(run.environment)
     versions = env.pop("runtimes", {})
+    named = env.pop("named_runtimes", {})
     return {
+        "named": [named_line(label, n) for label, n in named.items()],
         "run": run,
         "host": hostsmod.host_of(run),
         "started": _when(run.created),

@@ -5,12 +5,15 @@ the `virtbench.runtimes` entry-point group (name = "module:Class").
 
 A runtime *label* is a name, optionally with a variant: `docker:crun` is the `docker`
 driver with its variant option (`oci_runtime`) set to `crun`. Labels are what specs,
-the CLI and every sample use.
+the CLI and every sample use. A spec may also define *named runtimes* of its own on top
+of a driver (`[runtime.uk-nginx] driver = "qemu:q35:tcg"`, spec.py): their label is the
+name, their driver the label given, and they are used like built-in labels everywhere.
 """
 
 from __future__ import annotations
 
 import importlib
+import re
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
@@ -56,6 +59,10 @@ def get(label: str) -> type[Runtime]:
     target = _all()[split(label)[0]]
     module, _, attr = target.partition(":")
     return getattr(importlib.import_module(module), attr)
+
+
+# a named runtime's name: no colon (not a variant), usable in the names virtbench creates
+NAMED_RE = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
 
 
 def check_label(label: str) -> None:
@@ -104,9 +111,12 @@ def options_for(label: str, tables: dict[str, dict[str, Any]]) -> dict[str, Any]
     return merged
 
 
-def create(label: str, ctx: Any, options: dict[str, Any] | None = None) -> Runtime:
+def create(
+    label: str, ctx: Any, options: dict[str, Any] | None = None, driver: str | None = None
+) -> Runtime:
     """Instantiate the driver for `label` with its options (e.g. `Spec.options_for(label)`;
-    default: just what the label's variant sets)."""
-    cls = get(label)
-    opts = options if options is not None else options_for(label, {})
+    default: just what the label's variant sets). `driver`: the built-in label a named
+    runtime stands on (`Spec.driver_of(label)`); default the label itself."""
+    cls = get(driver or label)
+    opts = options if options is not None else options_for(driver or label, {})
     return cls(ctx, cls.Options(**opts), label=label)

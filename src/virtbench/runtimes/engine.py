@@ -125,9 +125,10 @@ class Engine(Runtime):
     def _bridge_network(self) -> str:
         if self.network is None:
             # one network per label: two variants of one engine in a run (docker and
-            # docker:runsc) creating one name made the engine's name ambiguous
-            variant = self.label.partition(":")[2]
-            name = f"vb-{self.ctx.run_id}-net" + (f"-{variant}" if variant else "")
+            # docker:runsc), or a named runtime on it, creating one name made the engine's
+            # name ambiguous
+            suffix = self.label.removeprefix(self.name).lstrip(":").replace(":", "-")
+            name = f"vb-{self.ctx.run_id}-net" + (f"-{suffix}" if suffix else "")
             self.ctx.state.record("network", name, runtime=self.label)
             self._create_network(name)
             self.network = name
