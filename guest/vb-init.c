@@ -6,6 +6,9 @@
  *                           default: the paths listed in /lib/modules/vb/order, if any)
  *   vb.ip=ADDR/PREFIX       configure eth0 (and lo) with this address ...
  *   vb.gw=ADDR              ... and a default route through this gateway (the host bridge)
+ *   ip=ADDR::GW:MASK:HOST:DEV:off   the kernel's own static form (nfsroot.rst), read
+ *                           when there is no vb.ip: an image made with vb-init takes the
+ *                           command line of a Linux image (preset "linux")
  *   vb.data=DEV             mount the block device /dev/DEV (ext4, made by the host) at
  *                           /data: the instance's data disk (fio's, a database's files)
  *   vb.argv=HEX             the workload's argv: its arguments, each followed by a NUL,
@@ -183,9 +186,36 @@ static void link_up(int fd, const char *ifname)
 		fail("%s up: %s", ifname, strerror(errno));
 }
 
+/* The kernel's ip=CLIENT:SERVER:GW:MASK:HOST:DEV:AUTOCONF, as vb.ip (ADDR/PREFIX), vb.gw
+ * and the device; 0 when there is none or it asks for no static address. */
+static int kernel_ip(char *ip, size_t ipsize, char *gw, size_t gwsize, char *dev, size_t devsize)
+{
+	char buf[256], *field[7] = { 0 }, *p;
+	struct in_addr mask;
+	int n = 0, prefix = 24;
+
+	if (value("ip", buf, sizeof(buf)) == NULL || strchr(buf, ':') == NULL)
+		return 0; /* absent, or ip=dhcp / ip=off */
+	for (p = buf; n < 7; n++) {
+		field[n] = p;
+		p = strchr(p, ':');
+		if (p == NULL)
+			break;
+		*p++ = '\0';
+	}
+	if (field[0] == NULL || field[0][0] == '\0')
+		return 0;
+	if (field[3] && field[3][0] && inet_pton(AF_INET, field[3], &mask) == 1)
+		prefix = __builtin_popcount(mask.s_addr);
+	snprintf(ip, ipsize, "%s/%d", field[0], prefix);
+	snprintf(gw, gwsize, "%s", field[2] ? field[2] : "");
+	snprintf(dev, devsize, "%s", field[5] && field[5][0] ? field[5] : "eth0");
+	return 1;
+}
+
 static void configure_network(void)
 {
-	char ip[64], gw[64], *slash;
+	char ip[64], gw[64] = "", dev[IFNAMSIZ] = "eth0", *slash;
 	struct in_addr addr, gate;
 	long prefix;
 	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -193,7 +223,9 @@ static void configure_network(void)
 	if (fd < 0)
 		fail("socket: %s", strerror(errno));
 	link_up(fd, "lo");
-	if (value("vb.ip", ip, sizeof(ip)) == NULL) {
+	if (value("vb.ip", ip, sizeof(ip)) != NULL)
+		value("vb.gw", gw, sizeof(gw));
+	else if (!kernel_ip(ip, sizeof(ip), gw, sizeof(gw), dev, sizeof(dev))) {
 		close(fd);
 		return;
 	}
@@ -202,22 +234,23 @@ static void configure_network(void)
 	if (slash)
 		*slash = '\0';
 	if (inet_pton(AF_INET, ip, &addr) != 1 || prefix < 1 || prefix > 32)
-		fail("bad vb.ip %s", ip);
-	set_addr(fd, "eth0", SIOCSIFADDR, addr.s_addr);
-	set_addr(fd, "eth0", SIOCSIFNETMASK, htonl(~0u << (32 - prefix)));
-	link_up(fd, "eth0");
-	if (value("vb.gw", gw, sizeof(gw)) != NULL) {
+		fail("bad address %s", ip);
+	set_addr(fd, dev, SIOCSIFADDR, addr.s_addr);
+	set_addr(fd, dev, SIOCSIFNETMASK, htonl(~0u << (32 - prefix)));
+	link_up(fd, dev);
+	if (gw[0]) {
 		struct rtentry rt = { 0 };
 		struct sockaddr_in *dst = (struct sockaddr_in *)&rt.rt_dst;
 		struct sockaddr_in *gwa = (struct sockaddr_in *)&rt.rt_gateway;
 		struct sockaddr_in *mask = (struct sockaddr_in *)&rt.rt_genmask;
 
 		if (inet_pton(AF_INET, gw, &gate) != 1)
-			fail("bad vb.gw %s", gw);
+			fail("bad gateway %s", gw);
 		dst->sin_family = gwa->sin_family = mask->sin_family = AF_INET;
 		gwa->sin_addr = gate;
 		rt.rt_flags = RTF_UP | RTF_GATEWAY;
-		if (ioctl(fd, SIOCADDRT, &rt) != 0)
+		/* EEXIST: the kernel made it already (ip= with CONFIG_IP_PNP) */
+		if (ioctl(fd, SIOCADDRT, &rt) != 0 && errno != EEXIST)
 			fail("default route: %s", strerror(errno));
 	}
 	close(fd);

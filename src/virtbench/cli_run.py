@@ -207,7 +207,28 @@ def run(
         _show(store, run_id)
         raise typer.Exit(130) from None
     _show(store, run_id)
+    nothing = unmeasured(store.samples(run_id))
+    for runtime, why in nothing.items():  # said last, once, where it cannot be missed
+        err.print(f"error: {escape(runtime)} measured nothing: {escape(why)}", soft_wrap=True)
     out.print(f"run {run_id} {status}")
+    if nothing:
+        raise typer.Exit(1)
+
+
+def unmeasured(samples: list[Any]) -> dict[str, str]:
+    """Runtimes of a run whose every measurement failed (an image that never became
+    ready, a server that never answered): runtime -> the first failure's reason."""
+    tried: dict[str, str] = {}
+    measured = set()
+    for smp in samples:
+        bookkeeping = smp.metric.startswith("host.") or smp.metric.endswith(".reached")
+        if smp.experiment == "image" or smp.warmup or (bookkeeping and not smp.error):
+            continue  # facts of the run, not of the runtime's measurements
+        if smp.error:
+            tried.setdefault(smp.runtime, smp.error)
+        else:
+            measured.add(smp.runtime)
+    return {rt: why for rt, why in tried.items() if rt not in measured}
 
 
 def _either(value: Any, s1_value: Any, flag: str) -> Any:

@@ -12,7 +12,7 @@ from tests.integration.test_runtimes import instance_leftovers
 
 from virtbench import naming
 from virtbench.artifacts import build_servers_rootfs
-from virtbench.experiments.worker import client_argv, prepare_server, wait_tcp
+from virtbench.experiments.worker import client_argv, prepare_server, wait_port
 from virtbench.paths import Paths
 from virtbench.runtimes.base import InstanceSpec
 from virtbench.store import Store
@@ -90,7 +90,7 @@ def test_server_answers_the_host_client(name, network, workload, ctx, servers, r
     try:
         assert (inst.data_dir is not None) == data and (not data or inst.data_dir.is_dir())
         address = inst.address or "127.0.0.1"
-        wait_tcp(rt, inst, address, wl.PORT, 60)
+        wait_port(rt, inst, address, wl.PORT, 60)
         params = wl.Params(**QUICK[workload])
         prepare_server(rt, wl, params, inst, address, 60, 300)
         metrics = {}

@@ -47,10 +47,28 @@ def ended(rt: Runtime, inst: Instance, what: str) -> InstanceError | None:
     return InstanceError(f"the server {why} {what}: {inst.log_tail()}")
 
 
-def wait_tcp(rt: Runtime, inst: Instance, address: str, port: int, timeout: float) -> None:
-    """Until `address:port` accepts a connection; raise if the server ends or is slow."""
+def udp_answers(address: str, port: int) -> bool:
+    """Whether a UDP server at `address:port` answers an echo request within 0.2 s."""
+    from virtbench.measure.portready import echo_request
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.settimeout(0.2)
+        try:
+            s.connect((address, port))
+            s.send(echo_request())
+            return bool(s.recv(65536))
+        except OSError:
+            return False
+
+
+def wait_port(
+    rt: Runtime, inst: Instance, address: str, port: int, timeout: float, protocol: str = "tcp"
+) -> None:
+    """Until `address:port` accepts a connection (UDP: answers a datagram); raise if the
+    server ends or is slow."""
+    answers = udp_answers if protocol == "udp" else port_open
     deadline = time.monotonic() + timeout
-    while not port_open(address, port):
+    while not answers(address, port):
         if err := ended(rt, inst, f"before port {port} opened"):
             raise err
         if time.monotonic() > deadline:
@@ -138,6 +156,8 @@ class Worker:
         self.ready_timeout = ready_timeout
         self.client_timeout = client_timeout
         self.rt = s.runtimes[runtime]
+        # where its server listens: the workload's port, or an image's own (serve_port)
+        self.port: int = self.rt.serve_port(name) or getattr(self.wl, "PORT", 0)
         self.inst: Instance | None = None
         self.address = ""
         self.levels: list[Any] = self.wl.levels(params) if hasattr(self.wl, "levels") else [None]
@@ -172,7 +192,8 @@ class Worker:
             )
         self.inst = self.rt.start(self._spec(wl.argv), detach=True)
         self.address = self.inst.address or "127.0.0.1"
-        wait_tcp(self.rt, self.inst, self.address, wl.PORT, self.ready_timeout)
+        protocol = getattr(wl, "PROTOCOL", "tcp")
+        wait_port(self.rt, self.inst, self.address, self.port, self.ready_timeout, protocol)
         prepare_server(
             self.rt,
             wl,
@@ -206,7 +227,9 @@ class Worker:
         if err := ended(self.rt, inst, f"before the measurement {where}".rstrip()):
             raise err
         try:
-            argv = client_argv(self.s.artifact.path, wl.client(self.address, self.params, level))
+            port = {"port": self.port} if self.port != wl.PORT else {}  # an image's own
+            argv = wl.client(self.address, self.params, level, **port)
+            argv = client_argv(self.s.artifact.path, argv)
             argv = ["taskset", "-c", self.client_cpus, *argv]  # away from the instance
             limit = self.client_timeout
             if hasattr(wl, "client_timeout_s"):  # a client known to stall past its duration

@@ -132,6 +132,12 @@ class Runtime(Observe, ByHand, Leftovers, ABC):
         """After the engine died: bring it back (a fresh daemon) so that `close` can
         remove what the run made through it. Default: nothing to revive."""
 
+    def serve_port(self, workload: str) -> int | None:
+        """The port the instance serves `workload` on when not the workload's own (an
+        image built elsewhere); None: the workload's PORT."""
+        del workload
+        return None
+
     def owner_pids(self, inst: Instance) -> list[int]:
         """Host processes that belong to the instance outside its cgroup (a shim, a
         monitor, conmon). Default: none."""

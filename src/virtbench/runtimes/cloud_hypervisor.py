@@ -33,6 +33,8 @@ class CloudHypervisor(Vm):
         disks = [f"path={inst.extra['data_disk']}"] if inst.extra.get("data_disk") else []
         if o.disk is not None:
             disks.append(f"path={o.disk},readonly=on")
+        if inst.extra.get("scratch_disk"):  # an image's, after its disk
+            disks.append(f"path={inst.extra['scratch_disk']}")
         if disks:  # a Linux guest's /data first (vb-init: vda)
             extra += ["--disk", *disks]
         if inst.extra.get("tap"):

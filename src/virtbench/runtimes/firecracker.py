@@ -90,6 +90,10 @@ class Firecracker(Vm):
             settings["drives/data"] = {"drive_id": "data", "is_root_device": False,
                                        "path_on_host": inst.extra["data_disk"],
                                        "is_read_only": False}  # fmt: skip
+        if inst.extra.get("scratch_disk"):  # an image's, after its disk
+            settings["drives/scratch"] = {"drive_id": "scratch", "is_root_device": False,
+                                          "path_on_host": inst.extra["scratch_disk"],
+                                          "is_read_only": False}  # fmt: skip
         return settings
 
     def _prepare(self, inst: Instance) -> None:
@@ -100,11 +104,12 @@ class Firecracker(Vm):
                                 f"{SUN_PATH_MAX} bytes; set VIRTBENCH_STATE_DIR to a shorter "
                                 "directory")  # fmt: skip
         sock.unlink(missing_ok=True)
+        self.vmm_log(inst).touch()  # Firecracker appends to its --log-path; it must exist
         settings = self._settings(inst)  # untimed: the launch only sends them
         if self.opts.api:
             inst.extra["fc_settings"] = settings
         else:
-            drives = [d for k in ("drives/data", "drives/rootfs")  # the config file lists these
+            drives = [d for k in ("drives/data", "drives/rootfs", "drives/scratch")  # listed
                       if (d := settings.pop(k, None)) is not None]  # fmt: skip
             nic = settings.pop("network-interfaces/eth0", None)
             lists = {"drives": drives, "network-interfaces": [nic] if nic else []}
@@ -112,7 +117,10 @@ class Firecracker(Vm):
 
     def _command(self, inst: Instance) -> list[str]:
         binary = self.binary_of(self.opts)
-        argv = [which(binary) or binary, "--id", inst.name, "--level", "Warning"]
+        # its log in a file of its own: on stdout it would be read as the guest's console
+        log = self.vmm_log(inst)
+        argv = [which(binary) or binary, "--id", inst.name, "--level", "Warning",
+                "--log-path", str(log)]  # fmt: skip
         if self.opts.api:
             return [*argv, "--api-sock", str(self._socket(inst))]
         return [*argv, "--no-api", "--config-file", str(self._config(inst))]

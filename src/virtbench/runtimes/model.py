@@ -79,6 +79,7 @@ class Instance:
     stopped: bool = False
     binds: list[tuple[Path, str]] = field(default_factory=list)
     data_dir: Path | None = None  # the host directory behind DATA_MOUNT
+    side_log: Path | None = None  # a VMM's own messages, apart from the guest's console
     extra: dict[str, Any] = field(default_factory=dict)  # driver scratch between hooks
 
     @property
@@ -86,11 +87,20 @@ class Instance:
         return self.spec.name
 
     def log_tail(self, lines: int = 5) -> str:
-        try:
-            text = self.log_path.read_text(errors="replace").strip().splitlines()
-        except OSError:
-            return ""
-        return " | ".join(text[-lines:])
+        """The console's last lines (joined by " | "), then the VMM's own, if it said any."""
+        out = _tail(self.log_path, lines)
+        side = _tail(self.side_log, lines) if self.side_log is not None else ""
+        if side:
+            return f"{out or '(no console output)'}; the VMM said: {side}"
+        return out
+
+
+def _tail(path: Path, lines: int) -> str:
+    try:
+        text = path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return " | ".join(line.strip() for line in text[-lines:] if line.strip())
 
 
 @dataclass

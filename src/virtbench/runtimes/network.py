@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from virtbench import naming, proc
@@ -60,6 +61,7 @@ class BridgeNetwork:
         self._idx: dict[str, int] = {}
         self._free: list[int] = []
         self._taps: set[str] = set()  # instances with a tap (no netns)
+        self._neigh: set[str] = set()  # taps whose guest's MAC the host was told
 
     @property
     def host_ip(self) -> str:
@@ -95,19 +97,24 @@ class BridgeNetwork:
             idx = self._next
         return idx, str(self._hosts[idx])
 
-    def attach_tap(self, instance: str) -> tuple[str, str]:
+    def attach_tap(
+        self, instance: str, mac_of: Callable[[str], str] | None = None
+    ) -> tuple[str, str]:
         """Make a tap device on the bridge for VM `instance`; return (tap name, the address
-        the guest is to configure on its NIC)."""
+        the guest is to configure on its NIC). `mac_of(address)`: the guest NIC's MAC, made
+        the host's neighbour entry for the address at once, so that the host's first
+        packets to the guest go out without waiting for ARP (whose retries come a second
+        apart: a port probed while the guest boots would be seen up to a second late)."""
         idx, ip = self._allocate()
         tap = naming.ifname(self.run_id, "t" + naming.base36(idx))
         self.state.record("tap", tap)
         self._links[instance], self._idx[instance] = tap, idx
         self._taps.add(instance)
-        proc.run(
-            ["ip", "-batch", "-"],
-            input=f"tuntap add dev {tap} mode tap\nlink set {tap} master {self.bridge} up\n",
-            what="ip tuntap add",
-        )
+        batch = f"tuntap add dev {tap} mode tap\nlink set {tap} master {self.bridge} up\n"
+        if mac_of is not None:
+            batch += f"neigh replace {ip} lladdr {mac_of(ip)} dev {self.bridge} nud permanent\n"
+            self._neigh.add(instance)
+        proc.run(["ip", "-batch", "-"], input=batch, what="ip tuntap add")
         return tap, ip
 
     def attach(self, instance: str) -> tuple[Path, str]:
@@ -144,11 +151,15 @@ class BridgeNetwork:
         link = self._links.pop(instance, None)
         if link is None:
             return
+        batch = f"link delete {link}\n"
         if instance in self._taps:
             self._taps.discard(instance)
+            if instance in self._neigh:  # the address may go to a container next
+                self._neigh.discard(instance)
+                batch += f"neigh del {self._hosts[self._idx[instance]]} dev {self.bridge}\n"
         else:
             proc.run(["ip", "netns", "delete", instance], check=False)
-        proc.run(["ip", "link", "delete", link], check=False)
+        proc.run(["ip", "-force", "-batch", "-"], input=batch, check=False)
         self._free.append(self._idx.pop(instance))
 
     def close(self) -> None:

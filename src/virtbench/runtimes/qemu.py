@@ -114,4 +114,8 @@ class Qemu(Vm):
             disk = str(o.disk).replace(",", ",,")  # QEMU's option syntax: a comma doubled
             argv += ["-drive", f"id=vbdisk,file={disk},format=raw,if=none,readonly=on",
                      "-device", f"{blk},drive=vbdisk"]  # fmt: skip
+        if scratch := inst.extra.get("scratch_disk"):  # an image's, after its disk
+            scratch = scratch.replace(",", ",,")
+            argv += ["-drive", f"id=vbscratch,file={scratch},format=raw,if=none,cache=none,"
+                     "aio=threads", "-device", f"{blk},drive=vbscratch"]  # fmt: skip
         return argv

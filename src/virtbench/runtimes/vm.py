@@ -24,13 +24,25 @@ exit status means; this base does the rest the same way for all of them:
     under a nested PVM KVM (`virtbench doctor` says which): use TCG there;
 - memory: the VMM's PSS, and without the guest's RAM mapping (`guest_ram_pss`).
 
-Bring your own image (`guest = "image"` in `[runtime.<name>]`): a kernel built elsewhere
-(Unikraft, OSv, IncludeOS, Hermit, a Linux of your own) with optional `initrd` and `disk`
-(attached read-only as the first virtio disk), its `cmdline` and a `ready` regular
-expression matched against its serial console (in both, `{name}` stands for the instance
-name). Such an image runs as the `hello` workload (spawn -> the VMM exits after the guest
-powers off) or the `sleep` workload (spawn -> the console matched `ready`); both are timed
-the same way as the minimal guest, and the files' size is the image size.
+Bring your own image (`guest = "image"`, usually a named runtime of the spec's,
+`[runtime.uk-nginx] driver = "qemu"`): a kernel built elsewhere (Unikraft, OSv, IncludeOS,
+MirageOS, a Linux of your own) with optional `initrd` and `disk` (attached read-only as
+the first virtio disk), its `cmdline` (after its `preset`'s, runtimes/presets.py: how it
+learns its address; `{name}`, `{ip}`, `{prefixlen}`, `{netmask}`, `{gateway}` and
+`{port}` are filled in) and how to tell it is up: a `ready` regular expression matched
+against its serial console, or, for an image that `serves`, its port answering
+(measure/portready.py). Such an image runs as
+- `hello` (spawn -> the VMM exits after the guest powers off);
+- `sleep` and the pile-ups' idle instances (spawn -> ready), timed like the minimal guest;
+- the workloads it serves (`serves = "http"`: nginx and http-fixed; "redis"; "memcached";
+  "udp-echo"): always on a tap of the run's bridge, driven by the same host-side clients,
+  parsers and metrics as those workloads in any other runtime, on its `port`.
+The files' size is the image size. `scratch_disk_mib` gives each instance a blank
+read-write disk after `disk`, removed with it.
+
+The console is the guest's alone: the VMM's own messages (its stderr, Firecracker's log)
+go to `<instance>.vmm.log` beside the console log, so first output is the guest's first
+byte and a failure says both.
 """
 
 from __future__ import annotations
@@ -49,6 +61,7 @@ from pydantic import BaseModel
 from virtbench import proc
 from virtbench.errors import InstanceError, VirtbenchError
 from virtbench.measure import memory
+from virtbench.runtimes import presets
 from virtbench.runtimes.base import (
     PROBE_PLACEHOLDER,
     Availability,
@@ -62,9 +75,12 @@ from virtbench.runtimes.vm_guest import (
     KERNEL,
     LINUX_CMDLINE,
     MEMORY_MIB,
+    SERVE_PROTO,
+    SERVES,
     SIMPLE,
     VmOptions,
     guest_mode,
+    image_cannot_run,
     mac_of,
 )
 
@@ -144,8 +160,8 @@ class Vm(Native):
         if opts.guest == "minimal" and not simple:
             return ('its minimal guest runs only hello and sleep (guest = "auto" or "linux" '
                     "boots Linux for other workloads)")  # fmt: skip
-        if opts.guest == "image" and not simple:
-            return "an image runs as the hello or sleep workload only"
+        if opts.guest == "image":
+            return image_cannot_run(workload, opts)
         if opts.guest == "linux" or not simple:
             from virtbench import workloads
             from virtbench.measure.host import kvm_kind
@@ -158,6 +174,20 @@ class Vm(Native):
                 and shutil.which("mkfs.ext4") is None
             ):
                 return "its data disk needs mkfs.ext4 on the host (apt-get install e2fsprogs)"
+        return None
+
+    def effective_network(self, requested: str) -> str:
+        """An image that serves is on the run's bridge whatever the spec says: its
+        clients reach it there."""
+        if self.byo and self.vm_opts.serves is not None:
+            return "bridge"
+        return super().effective_network(requested)
+
+    def serve_port(self, workload: str) -> int | None:
+        """The port an image serving `workload` listens on (None: the workload's own)."""
+        o = self.vm_opts
+        if self.byo and o.serves is not None and workload in SERVES[o.serves]:
+            return o.serve_port
         return None
 
     def guest(self, inst: Instance) -> str:
@@ -227,7 +257,7 @@ class Vm(Native):
 
     def _attach_bridge(self, inst: Instance) -> None:
         bridge = self._bridge()
-        tap, ip = bridge.attach_tap(inst.name)
+        tap, ip = bridge.attach_tap(inst.name, mac_of)
         inst.address = ip
         inst.extra.update(tap=tap, mac=mac_of(ip), gateway=bridge.host_ip,
                           prefixlen=bridge.prefixlen)  # fmt: skip
@@ -250,12 +280,12 @@ class Vm(Native):
                 line += f"vb.gw={inst.extra['gateway']}"
             return f"{line} {self.vm_opts.cmdline}".strip()
         if self.byo:
-            fields = {"name": inst.name, "ip": inst.address or ""}
-            fields.update({k: str(inst.extra.get(k, "")) for k in ("prefixlen", "gateway", "mac")})
-            out = self.vm_opts.cmdline
-            for key, value in fields.items():
-                out = out.replace("{" + key + "}", value)
-            return out
+            o = self.vm_opts
+            x = inst.extra
+            values = presets.fields(inst.name, inst.address or "", x.get("prefixlen"),
+                                    str(x.get("gateway", "")), o.serve_port,
+                                    str(x.get("mac", "")))  # fmt: skip
+            return presets.cmdline(o.preset, o.cmdline, values)
         return f"vb.mode={guest_mode(inst.spec.argv)} vb.name={inst.name}"
 
     def _resolve_probe(self, inst: Instance, network: str) -> tuple[str, ...]:
@@ -266,18 +296,44 @@ class Vm(Native):
 
     def _prepare(self, inst: Instance) -> None:
         mode = guest_mode(inst.spec.argv)
-        if mode is None and self.guest(inst) != "linux":
+        if mode is None and self.guest(inst) == "minimal":
             raise InstanceError(
-                f"{self.label}: the minimal guest and images run only the hello and sleep "
+                f"{self.label}: the minimal guest runs only the hello and sleep "
                 f'workloads (got {" ".join(inst.spec.argv)}); use guest = "linux"'
             )
-        if self.byo and mode == "sleep" and self.vm_opts.ready is None:
-            raise InstanceError(f"{self.label}: the sleep workload on an image needs "
-                                "ready = \"<regex on its console>\"")  # fmt: skip
+        o = self.vm_opts
+        if self.byo and mode != "hello" and o.ready is None and o.serves is None:
+            raise InstanceError(f"{self.label}: an image that keeps running needs ready = "
+                                '"<regex on its console>", or serves = "http" (ready when '
+                                "its port answers)")  # fmt: skip
+        if self.byo and o.scratch_disk_mib is not None:
+            self._scratch_disk(inst)
         if not self.kernel(inst).is_file():
             raise InstanceError(f"{self.label}: no guest kernel at {self.kernel(inst)} "
                                 "(run make setup)")  # fmt: skip
         super()._prepare(inst)
+
+    def _scratch_disk(self, inst: Instance) -> None:
+        """An image's blank read-write disk (`scratch_disk_mib`), in the run's state
+        directory (a crashed run's goes with it), removed with the instance."""
+        o = self.vm_opts
+        assert o.scratch_disk_mib is not None
+        disk = self.ctx.scratch / f"{inst.name}.scratch.img"
+        try:
+            with open(disk, "wb") as f:
+                f.truncate(o.scratch_disk_mib << 20)
+            if o.scratch_format == "ext4":
+                lazy = "lazy_itable_init=1,lazy_journal_init=1"
+                proc.run(["mkfs.ext4", "-q", "-F", "-m", "0", "-E", lazy, str(disk)],
+                         timeout=120)  # fmt: skip
+        except (OSError, VirtbenchError) as exc:  # this instance fails; the run goes on
+            disk.unlink(missing_ok=True)
+            raise InstanceError(f"{inst.name}: its scratch disk {disk}: {exc}") from None
+        inst.extra["scratch_disk"] = str(disk)
+
+    def vmm_log(self, inst: Instance) -> Path:
+        """Where the VMM's own messages go (never the guest's console log)."""
+        return inst.log_path.with_name(f"{inst.name}.vmm.log")
 
     def _configure(self, inst: Instance) -> None:
         """Timed, right after the VMM started: configure and boot it over its API."""
@@ -289,13 +345,29 @@ class Vm(Native):
         launcher = self._launcher(inst, dirs)  # native's: cgroups only, for a VM
         env = {"PATH": "/usr/bin:/bin", "VIRTBENCH_INSTANCE": inst.name}  # found by clean
         argv = [*launcher, *self._command(inst)]
-        with open(inst.log_path, "ab") as log:
+        inst.side_log = self.vmm_log(inst)
+        with open(inst.side_log, "ab") as log:
             inst.proc = proc.spawn(argv, stdout=subprocess.PIPE, stderr=log.fileno(), env=env)
         reader = threading.Thread(target=self._read_console, args=(inst,), daemon=True,
                                   name=f"vb-console-{inst.name}")  # fmt: skip
         self._readers[inst.name] = reader
         reader.start()
         self._configure(inst)
+        o = self.vm_opts
+        if self.byo and o.serves is not None and o.ready is None and inst.address:
+            self._watch_port(inst, o.serve_port or 0, SERVE_PROTO.get(o.serves, "tcp"))
+
+    def _watch_port(self, inst: Instance, port: int, protocol: str) -> None:
+        """Ready when the image's port answers (it prints nothing virtbench reads)."""
+        from virtbench.measure.portready import PortWatch
+
+        def gone() -> bool:
+            return inst.stopped or (inst.proc is not None and inst.proc.poll() is not None)
+
+        assert inst.address is not None
+        watch = PortWatch(inst.address, port, protocol, lambda t: self._ready(inst, t), gone)
+        inst.extra["port_watch"] = watch
+        watch.start()
 
     def _read_console(self, inst: Instance) -> None:
         """Copy the serial console to the log, stamping its first byte and the markers."""
@@ -356,7 +428,14 @@ class Vm(Native):
         return rc
 
     def _stop(self, inst: Instance) -> None:
+        watch = inst.extra.pop("port_watch", None)
+        if watch is not None:
+            watch.stop()
         super()._stop(inst)
+        if watch is not None:
+            watch.join(timeout=5)
+        if scratch := inst.extra.pop("scratch_disk", None):
+            Path(scratch).unlink(missing_ok=True)
         reader = self._readers.pop(inst.name, None)
         if reader is not None:
             reader.join(timeout=5)

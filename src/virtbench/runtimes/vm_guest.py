@@ -14,6 +14,16 @@ KERNEL = "boot/vb-minikernel"  # inside the artifact rootfs
 MEMORY_MIB = {"minimal": 64, "image": 64, "linux": 512}  # when neither instance nor option says
 LINUX_CMDLINE = "console=ttyS0 panic=-1 quiet rdinit=/init"
 SIMPLE = ("hello", "sleep")  # the workloads the minimal guest (and an image) can be
+# what an image may serve (`serves`): the workloads whose host-side clients drive it, the
+# port it listens on unless `port` says, and the protocol its readiness is probed with
+SERVES: dict[str, tuple[str, ...]] = {
+    "http": ("nginx", "http-fixed"),
+    "redis": ("redis",),
+    "memcached": ("memcached",),
+    "udp-echo": ("udp-echo",),
+}
+SERVE_PORT = {"http": 80, "redis": 6379, "memcached": 11211, "udp-echo": 7}
+SERVE_PROTO = {"udp-echo": "udp"}  # else tcp
 
 
 class VmOptions(BaseModel):
@@ -33,6 +43,15 @@ class VmOptions(BaseModel):
     disk: Path | None = None
     cmdline: str = ""
     ready: str | None = None  # regular expression on the serial console (sleep workload)
+    # guest = "image" that serves: what (SERVES), on which port, and how it learns its
+    # address (a preset's command-line convention, runtimes/presets.py)
+    serves: Literal["http", "redis", "memcached", "udp-echo"] | None = None
+    port: int | None = Field(default=None, ge=1, le=65535)
+    preset: Literal["unikraft", "osv", "includeos", "solo5", "ukl", "linux"] | None = None
+    # guest = "image": a blank read-write disk of this size per instance (raw, sparse;
+    # "ext4": formatted), attached after `disk`, removed with the instance
+    scratch_disk_mib: int | None = Field(default=None, ge=1, le=1 << 22)
+    scratch_format: Literal["raw", "ext4"] = "raw"
     # a Linux guest's data disk (workloads with DATA: fio, sysbench fileio, databases): a
     # sparse ext4 image of this size made per instance, at /data, removed with it
     data_disk_mib: int = Field(default=8192, ge=64, le=1 << 22)
@@ -65,7 +84,39 @@ class VmOptions(BaseModel):
                                                       self.cmdline, self.ready)):  # fmt: skip
             raise ValueError('kernel, initrd, disk, cmdline and ready need guest = "image" '
                              '(or "linux": kernel and cmdline)')  # fmt: skip
+        image_only = {"serves": self.serves, "port": self.port, "preset": self.preset,
+                      "scratch_disk_mib": self.scratch_disk_mib}  # fmt: skip
+        given = [k for k, v in image_only.items() if v is not None]
+        if self.guest != "image" and given:
+            raise ValueError(f'{", ".join(given)} need guest = "image"')
+        if self.port is not None and self.serves is None:
+            raise ValueError('port is the port an image serves on: give serves = "http" '
+                             f"(or {', '.join(SERVES)})")  # fmt: skip
         return self
+
+    @property
+    def serve_port(self) -> int | None:
+        """The port an image serves on (None: it serves nothing)."""
+        if self.serves is None:
+            return None
+        return self.port or SERVE_PORT[self.serves]
+
+
+def image_cannot_run(workload: str, opts: VmOptions) -> str | None:
+    """Why an image (guest = "image") cannot run `workload`, or None."""
+    if workload == "hello":
+        return None  # it boots and powers off: spawn -> exit
+    served = SERVES.get(opts.serves or "", ())
+    if workload == "sleep" or workload in served:
+        if opts.ready is None and opts.serves is None:
+            return ('an image that keeps running needs ready = "<regex on its console>" or '
+                    'serves = "http" (ready when its port answers)')  # fmt: skip
+        return None
+    if opts.serves is None:
+        return ('an image runs as hello or sleep unless it serves: set serves = "http" (or '
+                f"{', '.join(s for s in SERVES if s != 'http')}) and its port")  # fmt: skip
+    return (f"this image serves {opts.serves}: it runs {', '.join(served)}, sleep and hello, "
+            f"not {workload}")  # fmt: skip
 
 
 def mac_of(ip: str) -> str:

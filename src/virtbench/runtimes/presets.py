@@ -1,0 +1,141 @@
+"""How images built elsewhere learn their address and where they print: one preset per
+kind of guest, so that a spec says `preset = "unikraft"` instead of a command line.
+
+An image on the run's bridge gets a tap and an address from virtbench; it must be told
+that address, its gateway (the host's end of the bridge) and its netmask, and each kind
+of unikernel reads them from the kernel command line in its own syntax. A preset is that
+syntax as a template of `{ip}`, `{prefixlen}`, `{netmask}`, `{gateway}`, `{name}` (the
+instance name) and `{port}` (the port it serves), put before the spec's own `cmdline`
+(which carries the application's arguments). Without a network (hello and sleep on no
+bridge) only the preset's console part is used. The conventions are each project's own
+(their sources and documentation, as of 2025); `virtbench catalog --presets` prints them.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    network: str  # the command line that gives the address, gateway and netmask
+    always: str  # what the command line needs besides (the serial console)
+    # how the application's own arguments follow on the command line
+    args: str
+    notes: str  # how it boots and where it prints, for the README and `catalog`
+
+
+PRESETS: dict[str, Preset] = {
+    p.name: p
+    for p in (
+        Preset(
+            "unikraft",
+            network="netdev.ip={ip}/{prefixlen}:{gateway}",
+            always="",
+            args="the application's arguments after ` -- ` (virtbench adds the ` --` "
+            "without which Unikraft reads no library parameter)",
+            notes="Unikraft 0.16.1 and later, built with LIBUKNETDEV_EINFO_LIBPARAM (as "
+            "its catalog's nginx and redis are): `netdev.ip=ADDR/PREFIX:GATEWAY`. Older "
+            "images read netdev.ipv4_addr=, netdev.ipv4_gw_addr= and "
+            "netdev.ipv4_subnet_mask=: give those in cmdline with no preset. Boots on QEMU "
+            "by multiboot (-kernel), whose loader puts the kernel's path first (argv[0]); on "
+            "Firecracker start cmdline with a name for argv[0]. Prints on COM1.",
+        ),
+        Preset(
+            "osv",
+            network="--ip=eth0,{ip},{netmask} --defaultgw={gateway} --nameserver={gateway}",
+            always="--console=serial",
+            args="the program and its arguments, after the loader's options",
+            notes="OSv's loader options (every word starting with -) come first, then the "
+            'program (cmdline = "/nginx.so -c /nginx/nginx.conf"). On QEMU: kernel = its '
+            "loader-stripped.elf and disk = its usr.img (the root file system); on "
+            "Firecracker add --nopci. Prints on COM1.",
+        ),
+        Preset(
+            "includeos",
+            network="{ip} {netmask} {gateway}",
+            always="",
+            args="the service's other arguments (main's argv after the three above)",
+            notes="IncludeOS reads its address from the config.json built into the image "
+            "(a static address there serves one instance at a time) or from the service's "
+            "own code; the command line reaches main(argc, argv). This preset passes "
+            "ADDRESS NETMASK GATEWAY as the first arguments, for a service that configures "
+            "its interface from them. Boots on QEMU by multiboot (a 64-bit image through "
+            "IncludeOS's chainloader); prints on COM1.",
+        ),
+        Preset(
+            "solo5",
+            network="--ipv4={ip}/{prefixlen} --ipv4-gateway={gateway}",
+            always="",
+            args="the unikernel's other boot parameters (--port=8080, ...)",
+            notes="MirageOS 3 and 4 on Solo5's virtio target (QEMU, -kernel unikernel.virtio): "
+            "the boot parameters are the kernel command line. Mirage 4.10.5 and later "
+            "default to DHCP, which the run's bridge does not serve: configure the "
+            "unikernel with --no-dhcp (4.11) or boot it with --dhcp=false. Prints on COM1.",
+        ),
+        Preset(
+            "ukl",
+            network="-- {ip} {mac}",
+            always="console=ttyS0 net.ifnames=0",
+            args="the application's arguments, after the address and MAC",
+            notes="Unikernel Linux (UKL): its initramfs's /init takes the address (always a "
+            "/24) and the MAC that picks the interface after ` -- `, then the "
+            "application's arguments; it sets no gateway, which a server on the run's "
+            "bridge does not need. Prints on ttyS0.",
+        ),
+        Preset(
+            "linux",
+            network="ip={ip}::{gateway}:{netmask}:{name}:eth0:off",
+            always="console=ttyS0",
+            args="anything else the kernel or its init reads (rdinit=, init=, ...)",
+            notes="The kernel's own `ip=` (CONFIG_IP_PNP; an initramfs's init may read it "
+            "instead, as virtbench's vb-init and initramfs-tools' do) and the serial "
+            "console: a Linux of your own, or a Lupine-style kernel whose init reads ip= "
+            "(Lupine's own scripts set a fixed address: edit them to).",
+        ),
+    )
+}
+
+
+def fields(
+    name: str, ip: str, prefixlen: int | None, gateway: str, port: int | None, mac: str = ""
+) -> dict[str, str]:
+    """The values a command-line template may use (empty where the instance has none)."""
+    netmask = ""
+    if ip and prefixlen is not None:
+        netmask = str(ipaddress.IPv4Network(f"0.0.0.0/{prefixlen}").netmask)
+    return {
+        "name": name,
+        "ip": ip,
+        "prefixlen": "" if prefixlen is None else str(prefixlen),
+        "netmask": netmask,
+        "gateway": gateway,
+        "port": "" if port is None else str(port),
+        "mac": mac,
+    }
+
+
+def fill(template: str, values: dict[str, str]) -> str:
+    """`template` with each `{key}` of `values` replaced (other braces left alone: an
+    image's own arguments may hold them)."""
+    out = template
+    for key, value in values.items():
+        out = out.replace("{" + key + "}", value)
+    return out
+
+
+def cmdline(preset: str | None, own: str, values: dict[str, str]) -> str:
+    """An image's whole command line: its preset's parts (the network part only with an
+    address), then its own `cmdline`, every field filled in."""
+    parts = []
+    if preset is not None:
+        p = PRESETS[preset]
+        parts.append(p.always)
+        if values.get("ip"):
+            parts.append(p.network)
+        if preset == "unikraft" and "--" not in own.split():
+            own = f"-- {own}".strip()  # Unikraft parses its parameters only before a --
+    parts.append(own)
+    return fill(" ".join(x for x in parts if x), values).strip()
