@@ -81,6 +81,17 @@ def driver(label: str, ctx: RuntimeContext, **options: object) -> Runtime:
     return rt
 
 
+def vmm_binary(vmm: str) -> str:
+    """A VMM not in Debian (firecracker, cloud-hypervisor): its binary, named by
+    VIRTBENCH_FIRECRACKER / VIRTBENCH_CLOUD_HYPERVISOR or on PATH; the test skips, saying
+    so, where neither (set-up cannot install them)."""
+    var = "VIRTBENCH_" + vmm.upper().replace("-", "_")
+    binary = os.environ.get(var) or shutil.which(vmm)
+    if not binary:
+        pytest.skip(f"{vmm} not on PATH and {var} not set (not in Debian: see `virtbench doctor`)")
+    return binary
+
+
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
     """A CLI run's own state directory and results store."""

@@ -4,12 +4,11 @@
 from __future__ import annotations
 
 import ipaddress
-import shutil
 import time
 from pathlib import Path
 
 import pytest
-from tests.integration.conftest import cli, driver, labelled, run_id_of, start_run
+from tests.integration.conftest import cli, driver, labelled, run_id_of, start_run, vmm_binary
 
 from virtbench import naming
 from virtbench.artifacts.linux import debian_kernel, elf_kernel
@@ -75,11 +74,11 @@ def test_qemu_refuses_workloads_its_guest_cannot_run(env, tmp_path):
 @pytest.mark.parametrize("vmm", ["firecracker", "cloud-hypervisor"])
 def test_other_vmms_boot_the_minimal_guest(env, tmp_path, vmm):
     """Firecracker and Cloud Hypervisor are not in Debian: set-up does not install them, so
-    this skips (with the reason) unless their binary is on PATH."""
-    if shutil.which(vmm, path=env.get("PATH")) is None:
-        pytest.skip(f"{vmm} not on PATH (not in Debian; see `virtbench doctor` for where)")
+    this skips (with the reason) unless their binary is on PATH or named by
+    VIRTBENCH_FIRECRACKER / VIRTBENCH_CLOUD_HYPERVISOR."""
+    binary = vmm_binary(vmm)
     rid, store = run_spec(tmp_path, env, (
-        f'name = "vmm"\nruntimes = ["{vmm}"]\n'
+        f'name = "vmm"\nruntimes = ["{vmm}"]\n[runtime.{vmm}]\nbinary = "{binary}"\n'
         '[[experiment]]\ntype = "boot"\nruns = 3\nwarmups = 1\n'
         '[[experiment]]\ntype = "density"\ninstances = 5\ninstances_per_benchmark = 5\n'
     ))  # fmt: skip

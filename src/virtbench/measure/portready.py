@@ -63,14 +63,21 @@ class PortWatch(threading.Thread):
 
     def _tcp(self, deadline: float) -> int | None:
         pending: list[socket.socket] = []
+        next_at = time.monotonic()
         try:
             while not self._halt.is_set() and time.monotonic() < deadline:
-                s = socket.socket(socket.AF_INET, socket.SOCK_STREAM | socket.SOCK_NONBLOCK)
-                s.connect_ex(self.target)
-                pending.append(s)
-                if len(pending) > PENDING:
-                    pending.pop(0).close()
-                _, writable, _ = select.select([], pending, [], PERIOD_S)
+                if time.monotonic() >= next_at:  # one fresh attempt per period, no more
+                    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM | socket.SOCK_NONBLOCK)
+                    s.connect_ex(self.target)
+                    pending.append(s)
+                    if len(pending) > PENDING:
+                        pending.pop(0).close()
+                    next_at = time.monotonic() + PERIOD_S
+                wait = max(0.0, next_at - time.monotonic())
+                if not pending:
+                    time.sleep(wait)
+                    continue
+                _, writable, _ = select.select([], pending, [], wait)
                 t = time.monotonic_ns()
                 for w in writable:
                     if w.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0:
@@ -88,13 +95,16 @@ class PortWatch(threading.Thread):
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
             s.connect(self.target)
             request = echo_request()
+            next_at = time.monotonic()
             while not self._halt.is_set() and time.monotonic() < deadline:
-                with contextlib.suppress(OSError):  # unresolved or refused: try again
-                    s.send(request)
-                readable, _, _ = select.select([s], [], [], PERIOD_S)
+                if time.monotonic() >= next_at:
+                    with contextlib.suppress(OSError):  # unresolved or refused: try again
+                        s.send(request)
+                    next_at = time.monotonic() + PERIOD_S
+                readable, _, _ = select.select([s], [], [], max(0.0, next_at - time.monotonic()))
                 t = time.monotonic_ns()
                 if readable:
-                    with contextlib.suppress(OSError):
+                    with contextlib.suppress(OSError):  # an ICMP refusal reads as an error
                         if s.recv(65536):
                             return t
                 if self.gone():

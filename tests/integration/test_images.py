@@ -1,0 +1,154 @@
+"""Images built elsewhere, run as named runtimes: a user's image arrives as a kernel file, an
+initramfs holding a server and an init, and a command line. This machine cannot boot a
+real unikernel (its KVM is a nested PVM), so the image is made here from the project's
+own parts -- Debian's kernel, an initramfs of the servers' artifact with vb-init as its
+/init -- and handed over as `guest = "image"` with `serves` and the Linux preset, the way
+a user's would be. Under QEMU TCG it is measured exactly like any runtime (marked
+emulated), side by side with crun; and the console a VMM hands over is the guest's alone."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from tests.integration.conftest import cli, driver, labelled, run_id_of, vmm_binary
+
+from virtbench import naming
+from virtbench.artifacts import build_for
+from virtbench.artifacts.linux import build_initramfs, debian_kernel
+from virtbench.paths import Paths
+from virtbench.runtimes.base import InstanceSpec
+from virtbench.spec import ThroughputExperiment
+from virtbench.store import Store
+from virtbench.workloads import hello, nginx, redis
+
+
+@pytest.fixture(scope="module")
+def image(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """A kernel and an initramfs in a directory of the user's, and each server's argv in
+    the form vb-init reads it (what the image's own command line carries)."""
+    out = tmp_path_factory.mktemp("image")
+    paths = Paths.from_env()
+    exp = ThroughputExperiment(type="throughput", workloads=["nginx", "redis"])
+    art = build_for([exp], paths.guest_src, paths.cache)
+    kernel = debian_kernel(paths.cache)
+    initrd = build_initramfs(art.path, kernel, out)
+    shutil.copy(kernel.image, out / "vmlinuz")
+
+    def hexargv(wl: object) -> str:
+        return "".join(a + "\0" for a in wl.argv("x")).encode().hex()  # type: ignore[attr-defined]
+
+    return {"kernel": str(out / "vmlinuz"), "initrd": str(initrd),
+            "nginx": hexargv(nginx), "redis": hexargv(redis)}  # fmt: skip
+
+
+def image_table(name: str, image: dict[str, str], serves: str, port: int, extra: str = "") -> str:
+    argv = image["nginx" if serves == "http" else "redis"]
+    return (
+        f'[runtime.{name}]\ndriver = "qemu:q35:tcg"\nguest = "image"\n'
+        f'kernel = "{image["kernel"]}"\ninitrd = "{image["initrd"]}"\npreset = "linux"\n'
+        f'cmdline = "panic=-1 quiet rdinit=/init vb.name={{name}} vb.argv={argv}"\n'
+        f'serves = "{serves}"\nport = {port}\nmemory_mib = 512\n{extra}'
+    )
+
+
+def test_two_images_and_crun_in_one_run_scalability_and_redis_one_table(env, tmp_path, image):
+    """The acceptance: two named image runtimes and crun, S1's uk_ng_s shape (nginx measured
+    while idle instances of the same runtime pile up) and redis throughput, in one run;
+    the report compares them in one table and one figure."""
+    spec = tmp_path / "images.toml"
+    spec.write_text(
+        'name = "images"\nruntimes = ["img-http", "img-redis", "crun"]\n'
+        '[instance]\nnetwork = "bridge"\n'
+        + image_table("img-http", image, "http", nginx.PORT)
+        + image_table("img-redis", image, "redis", redis.PORT)
+        + '[[experiment]]\ntype = "scalability"\nworker = "nginx"\nbackground = "nginx"\n'
+        'background_network = "bridge"\ninstances_per_benchmark = 1\nbenchmark_times = 1\n'
+        'runs = 1\nruntimes = ["img-http", "crun"]\nready_timeout_s = 240\ntimeout_s = 240\n'
+        "[experiment.params.nginx]\nconnections = 2\nduration_s = 2\n"
+        '[[experiment]]\ntype = "throughput"\nworkloads = ["redis"]\nruns = 1\n'
+        'runtimes = ["img-redis", "crun"]\nready_timeout_s = 240\n'
+        "[experiment.params.redis]\nrequests = 10000\n"
+    )
+    res = cli("run", str(spec), env=env, timeout=900)
+    assert res.returncode == 0, res.stdout + res.stderr
+    rid = run_id_of(res.stdout)
+    store = Store(tmp_path / "results")
+    samples = [s for s in store.samples(rid) if not s.warmup and s.experiment != "image"]
+    assert not [s.error for s in samples if s.error], [s.error for s in samples if s.error]
+    for rt, metric in (
+        ("img-http", "requests_per_s"),
+        ("crun", "requests_per_s"),
+        ("img-redis", "get.requests_per_s"),
+        ("crun", "get.requests_per_s"),
+    ):
+        values = [s.value for s in samples if s.runtime == rt and s.metric == metric]
+        assert values and all(v and v > 0 for v in values), (rt, metric, values)
+    assert {s.background for s in samples if s.runtime == "img-http"} == {0, 1}
+    assert all(s.emulated for s in samples if s.runtime.startswith("img-"))
+    assert not any(s.emulated for s in samples if s.runtime == "crun")
+    named = store.run(rid).environment["named_runtimes"]
+    assert named["img-http"]["driver"] == "qemu:q35:tcg"
+    assert len(named["img-redis"]["files"]["initrd"]["sha256"]) == 64
+    shown = cli("show", rid, env=env)
+    assert "img-http = qemu:q35:tcg, kernel " in " ".join(shown.stdout.split())
+    out = tmp_path / "images.html"
+    rep = cli("report", rid, "-o", str(out), env=env)
+    assert rep.returncode == 0, rep.stdout + rep.stderr
+    html = out.read_text()
+    tables = [t for t in html.split("<table") if "requests_per_s" in t]
+    assert any("img-http" in t and "crun" in t for t in tables)  # one table, both runtimes
+    figures = list((tmp_path / "images-plots" / rid).glob("scal*nginx*.svg"))
+    assert figures, sorted(p.name for p in (tmp_path / "images-plots" / rid).iterdir())
+    assert any("img-http" in f.read_text() and "crun" in f.read_text() for f in figures)
+    assert labelled(rid) == []
+
+
+def test_an_image_that_never_becomes_ready_ends_with_its_console_and_leaves_nothing(
+    env, tmp_path, image
+):
+    """It serves on a port nothing listens on: the run ends with one line naming the
+    runtime, the wait and the console's last lines, and no tap, scratch disk or VMM
+    remains."""
+    spec = tmp_path / "never.toml"
+    spec.write_text(
+        'name = "never"\nruntimes = ["uk-nginx"]\n'
+        + image_table("uk-nginx", image, "http", 9999, "scratch_disk_mib = 64\n")
+        + '[[experiment]]\ntype = "throughput"\nworkloads = ["nginx"]\nruns = 1\n'
+        "ready_timeout_s = 30\n[experiment.params.nginx]\nduration_s = 2\n"
+    )
+    res = cli("run", str(spec), "--runtimes", "uk-nginx", env=env, timeout=600)
+    assert res.returncode == 1, res.stdout + res.stderr
+    errors = [ln for ln in res.stderr.splitlines() if ln.startswith("error:")]
+    assert len(errors) == 1, res.stderr
+    assert errors[0].startswith("error: uk-nginx measured nothing: port 9999 not open after 30 s")
+    assert "VB-START vb-" in errors[0]  # the console's last lines: vb-init started nginx
+    rid = run_id_of(res.stdout)
+    assert f"run {rid} completed" in res.stdout
+    assert labelled(rid) == []
+    state = Path(env["VIRTBENCH_STATE_DIR"])
+    assert not list(state.rglob("*.scratch.img")) and not (state / "runs" / rid).exists()
+
+
+@pytest.mark.parametrize("vmm", ["qemu", "firecracker", "cloud-hypervisor"])
+def test_the_console_is_the_guests_alone(vmm, ctx, artifact):
+    """The first bytes of an instance's console log are its guest's first output (the
+    minimal guest's `vb-minikernel: ` line), whatever the VMM says about itself (kept in
+    `<instance>.vmm.log`); first output is stamped on them."""
+    options = {} if vmm == "qemu" else {"binary": vmm_binary(vmm)}
+    rt = driver(vmm, ctx, **options)
+    name = naming.name(ctx.run_id, "c1")
+    spec = InstanceSpec(name=name, argv=hello.argv(name), rootfs=artifact.path)
+    inst = rt.run_to_exit(spec, timeout=60)
+    try:
+        assert inst.exit_code == 0, inst.log_tail()
+        console = inst.log_path.read_bytes()
+        assert re.match(rb"vb-minikernel: hello\r?\n", console), console[:200]
+        assert f"VB-HELLO {name}".encode() in console
+        assert inst.side_log is not None and inst.side_log.exists()
+        assert b"vb-minikernel" not in inst.side_log.read_bytes()
+        assert inst.extra["t_first_output_ns"] > inst.t_spawn_ns
+    finally:
+        rt.stop(inst)

@@ -1,0 +1,267 @@
+"""Images built elsewhere: named runtimes in a spec, what an image serves and on which
+port, the presets' command lines, readiness by port against a known truth, and the run's
+record of which files each named runtime stood for."""
+
+from __future__ import annotations
+
+import hashlib
+import socket
+import threading
+import time
+import typing
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from pydantic import ValidationError
+
+from virtbench import runtimes, spec
+from virtbench.cli_run import unmeasured
+from virtbench.errors import SpecError
+from virtbench.measure.portready import PERIOD_S, PortWatch, echo_request
+from virtbench.preflight import named_runtimes
+from virtbench.records import Sample
+from virtbench.runtimes import presets
+from virtbench.runtimes.base import Instance, InstanceSpec
+from virtbench.runtimes.vm_guest import SERVES, VmOptions, image_cannot_run
+
+
+@pytest.fixture
+def kernel(tmp_path: Path) -> Path:
+    k = tmp_path / "nginx.elf"
+    k.write_bytes(b"\x7fELF" + b"u" * 4096)
+    return k
+
+
+def image_spec(kernel: Path, **extra: object) -> dict:
+    return {
+        "name": "images",
+        "runtimes": ["uk-nginx", "crun"],
+        "runtime": {
+            "qemu": {"vcpus": 2},
+            "uk-nginx": {
+                "driver": "qemu:q35:tcg",
+                "guest": "image",
+                "kernel": str(kernel),
+                "serves": "http",
+                "port": 8080,
+                "preset": "unikraft",
+                "memory_mib": 128,
+                **extra,
+            },
+        },
+        "experiment": [{"type": "throughput", "workloads": ["nginx"], "runtimes": ["uk-nginx"]}],
+    }
+
+
+def test_a_named_runtime_is_its_driver_with_options_of_its_own(kernel):
+    s = spec.parse(image_spec(kernel), "t.toml")
+    assert s.named == {"uk-nginx": "qemu:q35:tcg"}
+    assert s.driver_of("uk-nginx") == "qemu:q35:tcg" and s.driver_of("crun") == "crun"
+    opts = s.options_for("uk-nginx")
+    assert opts["vcpus"] == 2 and opts["variant"] == "q35:tcg"  # [runtime.qemu], then its own
+    assert opts["serves"] == "http" and opts["port"] == 8080
+    assert s.instance_for("uk-nginx").memory_mib == 128
+    cls = runtimes.get(s.driver_of("uk-nginx"))
+    rt = runtimes.create("uk-nginx", SimpleNamespace(), opts, driver=s.driver_of("uk-nginx"))
+    assert rt.label == "uk-nginx" and rt.name == "qemu" and isinstance(rt, cls)
+    assert rt.serve_port("nginx") == 8080 and rt.serve_port("http-fixed") == 8080
+    assert rt.serve_port("redis") is None  # not what it serves: the workload's own port
+    assert rt.effective_network("none") == "bridge"  # its clients reach it there
+
+
+@pytest.mark.parametrize(("change", "said"), [
+    ({"runtimes": ["uk-ngnix"]}, "runtimes[0]: unknown runtime 'uk-ngnix'"),
+    ({"runtime": {"Uk": {"driver": "qemu"}}}, "runtime.Uk: is not a runtime name"),
+    ({"runtime": {"crun": {"driver": "qemu"}}}, "runtime.crun: is a built-in runtime"),
+    ({"runtime": {"x": {"driver": "qemu:pc"}}}, "runtime.x: driver 'qemu:pc': unknown variant"),
+    ({"runtime": {"x": {"driver": "qemu:q35", "variant": "microvm"}}},
+     "runtime.x.variant: is set by its driver 'qemu:q35'"),
+    ({"runtime": {"x": {"driver": "crun", "guest": "image"}}}, "runtime.x.guest: unknown key"),
+    ({"experiment": [{"type": "boot", "runtimes": ["nope-x"]}]},
+     "experiment[0].runtimes[0]: unknown runtime 'nope-x'"),
+])  # fmt: skip
+def test_named_runtime_mistakes_are_one_line_naming_the_field(kernel, change, said):
+    data = image_spec(kernel)
+    for key, value in change.items():
+        data[key] = {**data[key], **value} if key == "runtime" else value
+    with pytest.raises(SpecError) as err:
+        spec.parse(data, "t.toml")
+    msg = str(err.value)
+    assert msg.startswith("t.toml: ") and said in msg and "\n" not in msg, msg
+
+
+def test_what_an_image_runs(kernel):
+    serving = VmOptions(guest="image", kernel=kernel, serves="http")
+    assert serving.serve_port == 80  # the usual port when the spec gives none
+    for workload in ("nginx", "http-fixed", "sleep", "hello"):
+        assert image_cannot_run(workload, serving) is None, workload
+    assert "serves http: it runs nginx, http-fixed" in (image_cannot_run("redis", serving) or "")
+    silent = VmOptions(guest="image", kernel=kernel)
+    assert image_cannot_run("hello", silent) is None
+    assert "needs ready" in (image_cannot_run("sleep", silent) or "")
+    assert 'set serves = "http"' in (image_cannot_run("nginx", silent) or "")
+    with pytest.raises(ValidationError, match='serves need guest = "image"'):
+        VmOptions(serves="http")
+    with pytest.raises(ValidationError, match="port is the port an image serves on"):
+        VmOptions(guest="image", kernel=kernel, port=80)
+    assert VmOptions(guest="image", kernel=kernel, serves="udp-echo").serve_port == 7
+    assert set(SERVES) == set(typing.get_args(VmOptions.model_fields["serves"].annotation)[0]
+                               .__args__)  # fmt: skip
+
+
+def test_presets_fill_each_projects_command_line():
+    v = presets.fields("vb-r1-0001", "10.77.0.5", 24, "10.77.0.1", 80, "06:00:0a:4d:00:05")
+    assert v["netmask"] == "255.255.255.0"
+    line = presets.cmdline("unikraft", "-c /nginx/conf/nginx.conf", v)
+    assert line == "netdev.ip=10.77.0.5/24:10.77.0.1 -- -c /nginx/conf/nginx.conf"
+    assert presets.cmdline("unikraft", "", v) == "netdev.ip=10.77.0.5/24:10.77.0.1 --"
+    assert presets.cmdline("osv", "/nginx.so", v) == (
+        "--console=serial --ip=eth0,10.77.0.5,255.255.255.0 --defaultgw=10.77.0.1 "
+        "--nameserver=10.77.0.1 /nginx.so"
+    )
+    assert presets.cmdline("solo5", "--port={port}", v) == (
+        "--ipv4=10.77.0.5/24 --ipv4-gateway=10.77.0.1 --port=80"
+    )
+    assert presets.cmdline("linux", "rdinit=/init", v) == (
+        "console=ttyS0 ip=10.77.0.5::10.77.0.1:255.255.255.0:vb-r1-0001:eth0:off rdinit=/init"
+    )
+    assert presets.cmdline("ukl", "app", v) == (
+        "console=ttyS0 net.ifnames=0 -- 10.77.0.5 06:00:0a:4d:00:05 app"
+    )
+    assert presets.cmdline("includeos", "", v) == "10.77.0.5 255.255.255.0 10.77.0.1"
+    # no address (no bridge): the console part only; braces of its own are left alone
+    none = presets.fields("vb-r1-0002", "", None, "", None)
+    assert presets.cmdline("linux", "x={y}", none) == "console=ttyS0 x={y}"
+    assert set(presets.PRESETS) == set(
+        typing.get_args(VmOptions.model_fields["preset"].annotation)[0].__args__
+    )
+
+
+def test_image_command_line_and_scratch_disk_per_vmm(tmp_path, kernel):
+    ctx = SimpleNamespace(paths=SimpleNamespace(cache=tmp_path), scratch=tmp_path)
+    for name in ("qemu", "firecracker", "cloud-hypervisor"):
+        cls = runtimes.get(name)
+        opts = cls.Options(guest="image", kernel=kernel, serves="redis", preset="solo5",
+                           cmdline="--name={name}", scratch_disk_mib=8)  # fmt: skip
+        rt = cls(ctx, opts)  # type: ignore[arg-type]
+        spec_ = InstanceSpec("vb-r1-0001", ("/usr/bin/redis-server",), tmp_path, network="none")
+        inst = Instance(spec_, name, tmp_path / "vb-r1-0001.log", argv=spec_.argv)
+        inst.address = "10.1.0.2"
+        inst.extra.update(prefixlen=16, gateway="10.1.0.1", mac="06:00:0a:01:00:02")
+        assert rt.cmdline(inst) == "--ipv4=10.1.0.2/16 --ipv4-gateway=10.1.0.1 --name=vb-r1-0001"
+        rt._scratch_disk(inst)
+        disk = Path(inst.extra["scratch_disk"])
+        assert disk.stat().st_size == 8 << 20 and disk.stat().st_blocks == 0  # sparse
+        if name == "firecracker":
+            drives = rt._settings(inst)
+            assert drives["drives/scratch"]["path_on_host"] == str(disk)
+            assert "--log-path" in rt._command(inst)  # its log is not the console
+        else:
+            assert str(disk) in " ".join(rt._command(inst))
+        assert rt.vmm_log(inst) == tmp_path / "vb-r1-0001.vmm.log"
+        disk.unlink()
+
+
+def test_a_failure_says_the_console_then_what_the_vmm_said(tmp_path):
+    spec_ = InstanceSpec("vb-r1-0001", ("/bin/vb-hello",), tmp_path)
+    inst = Instance(spec_, "qemu", tmp_path / "c.log")
+    inst.log_path.write_text("booting\n\nnginx: [emerg] bind() failed\n")
+    assert inst.log_tail() == "booting | nginx: [emerg] bind() failed"
+    inst.side_log = tmp_path / "c.vmm.log"
+    inst.side_log.write_text("qemu: could not open disk\n")
+    assert inst.log_tail() == (
+        "booting | nginx: [emerg] bind() failed; the VMM said: qemu: could not open disk"
+    )
+    inst.log_path.write_text("")
+    assert inst.log_tail().startswith("(no console output); the VMM said: qemu")
+
+
+def _listen_later(proto: str, delay: float) -> tuple[int, list[int], threading.Thread]:
+    """A server on loopback that starts answering `delay` s from now: the injected truth
+    (host monotonic ns of the moment it answers) is put in the returned list."""
+    kind = socket.SOCK_STREAM if proto == "tcp" else socket.SOCK_DGRAM
+    probe = socket.socket(socket.AF_INET, kind)
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()  # nothing listens there until the delay is over
+    truth: list[int] = []
+
+    def serve() -> None:
+        time.sleep(delay)
+        s = socket.socket(socket.AF_INET, kind)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("127.0.0.1", port))
+        if proto == "tcp":
+            s.listen(64)
+        truth.append(time.monotonic_ns())
+        s.settimeout(5)
+        try:
+            if proto == "tcp":
+                s.accept()[0].close()
+            else:
+                data, peer = s.recvfrom(65536)
+                s.sendto(data, peer)
+        finally:
+            s.close()
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    return port, truth, t
+
+
+@pytest.mark.parametrize("proto", ["tcp", "udp"])
+def test_port_readiness_recovers_a_known_moment(proto):
+    """The server starts answering 300 ms in: the watch must see it no earlier than that,
+    and within its period plus scheduling slack (this machine is noisy: 50 ms)."""
+    lateness = []
+    for _ in range(3):
+        port, truth, server = _listen_later(proto, 0.3)
+        seen: list[int] = []
+        watch = PortWatch("127.0.0.1", port, proto, seen.append, lambda: False, timeout=10)
+        watch.start()
+        watch.join(10)
+        server.join(10)
+        assert seen and truth, (seen, truth)
+        lateness.append((seen[0] - truth[0]) / 1e6)
+    assert all(x >= 0 for x in lateness), lateness  # never before the server answered
+    assert min(lateness) <= PERIOD_S * 1e3 + 5, lateness
+    assert max(lateness) < 50, lateness
+
+
+def test_port_watch_gives_up_when_the_instance_is_gone():
+    gone = threading.Event()
+    seen: list[int] = []
+    watch = PortWatch("127.0.0.1", 9, "tcp", seen.append, gone.is_set, timeout=30)
+    watch.start()
+    time.sleep(0.05)
+    gone.set()
+    watch.join(2)
+    assert not watch.is_alive() and seen == []
+    assert len(echo_request()) == 16 and echo_request()[:8] == b"\0\0\0\x10\0\0\0\0"
+
+
+def test_the_run_records_each_named_runtimes_files_with_their_digest(kernel):
+    s = spec.parse(image_spec(kernel), "t.toml")
+    record = named_runtimes(s)
+    assert list(record) == ["uk-nginx"]
+    assert record["uk-nginx"]["driver"] == "qemu:q35:tcg"
+    k = record["uk-nginx"]["files"]["kernel"]
+    assert k["sha256"] == hashlib.sha256(kernel.read_bytes()).hexdigest()
+    assert k["bytes"] == kernel.stat().st_size and k["path"] == str(kernel.resolve())
+
+
+def test_a_runtime_that_measured_nothing_is_named_with_its_first_reason():
+    def smp(rt: str, metric: str, value: float | None, error: str = "") -> Sample:
+        return Sample(experiment="throughput", metric=metric, value=value, unit="req/s",
+                      direction="higher", runtime=rt, workload="nginx", repetition=0,
+                      error=error)  # fmt: skip
+
+    samples = [
+        smp("uk-nginx", "requests_per_s", None, "port 80 not open after 60 s: booted"),
+        smp("uk-nginx", "requests_per_s", None, "later"),
+        smp("uk-nginx", "scalability.reached", 0.0),  # a fact of the run, not a measurement
+        smp("crun", "requests_per_s", None, "one failed"),
+        smp("crun", "requests_per_s", 1000.0),
+    ]
+    assert unmeasured(samples) == {"uk-nginx": "port 80 not open after 60 s: booted"}
