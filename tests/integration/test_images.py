@@ -40,12 +40,13 @@ def image(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     def hexargv(wl: object) -> str:
         return "".join(a + "\0" for a in wl.argv("x")).encode().hex()  # type: ignore[attr-defined]
 
+    udp = "".join(a + "\0" for a in ("/bin/vb-rr", "serve", "7777")).encode().hex()
     return {"kernel": str(out / "vmlinuz"), "initrd": str(initrd),
-            "nginx": hexargv(nginx), "redis": hexargv(redis)}  # fmt: skip
+            "http": hexargv(nginx), "redis": hexargv(redis), "udp-echo": udp}  # fmt: skip
 
 
 def image_table(name: str, image: dict[str, str], serves: str, port: int, extra: str = "") -> str:
-    argv = image["nginx" if serves == "http" else "redis"]
+    argv = image[serves]
     return (
         f'[runtime.{name}]\ndriver = "qemu:q35:tcg"\nguest = "image"\n'
         f'kernel = "{image["kernel"]}"\ninitrd = "{image["initrd"]}"\npreset = "linux"\n'
@@ -60,10 +61,11 @@ def test_two_images_and_crun_in_one_run_scalability_and_redis_one_table(env, tmp
     the report compares them in one table and one figure."""
     spec = tmp_path / "images.toml"
     spec.write_text(
-        'name = "images"\nruntimes = ["img-http", "img-redis", "crun"]\n'
+        'name = "images"\nruntimes = ["img-http", "img-redis", "img-udp", "crun"]\n'
         '[instance]\nnetwork = "bridge"\n'
         + image_table("img-http", image, "http", nginx.PORT)
         + image_table("img-redis", image, "redis", redis.PORT)
+        + image_table("img-udp", image, "udp-echo", 7777)  # a port of its own
         + '[[experiment]]\ntype = "scalability"\nworker = "nginx"\nbackground = "nginx"\n'
         'background_network = "bridge"\ninstances_per_benchmark = 1\nbenchmark_times = 1\n'
         'runs = 1\nruntimes = ["img-http", "crun"]\nready_timeout_s = 240\ntimeout_s = 240\n'
@@ -71,6 +73,9 @@ def test_two_images_and_crun_in_one_run_scalability_and_redis_one_table(env, tmp
         '[[experiment]]\ntype = "throughput"\nworkloads = ["redis"]\nruns = 1\n'
         'runtimes = ["img-redis", "crun"]\nready_timeout_s = 240\n'
         "[experiment.params.redis]\nrequests = 10000\n"
+        '[[experiment]]\ntype = "throughput"\nworkloads = ["udp-echo"]\nruns = 1\n'
+        'runtimes = ["img-udp"]\nready_timeout_s = 240\n'
+        "[experiment.params.udp-echo]\ncount = 2000\ngap_us = 100\n"
     )
     res = cli("run", str(spec), env=env, timeout=900)
     assert res.returncode == 0, res.stdout + res.stderr
@@ -83,6 +88,7 @@ def test_two_images_and_crun_in_one_run_scalability_and_redis_one_table(env, tmp
         ("crun", "requests_per_s"),
         ("img-redis", "get.requests_per_s"),
         ("crun", "get.requests_per_s"),
+        ("img-udp", "replies_per_s"),  # UDP readiness, and a port of the image's own
     ):
         values = [s.value for s in samples if s.runtime == rt and s.metric == metric]
         assert values and all(v and v > 0 for v in values), (rt, metric, values)

@@ -265,3 +265,16 @@ def test_a_runtime_that_measured_nothing_is_named_with_its_first_reason():
         smp("crun", "requests_per_s", 1000.0),
     ]
     assert unmeasured(samples) == {"uk-nginx": "port 80 not open after 60 s: booted"}
+
+
+def test_every_workload_an_image_may_serve_drives_the_images_port():
+    from virtbench import workloads
+
+    for served in SERVES.values():
+        for name in served:
+            wl = workloads.get(name)
+            params = wl.Params()
+            level = wl.levels(params)[0]
+            assert str(wl.PORT) in " ".join(wl.client("10.0.0.2", params, level))
+            argv = wl.client("10.0.0.2", params, level, port=4321)
+            assert "4321" in " ".join(argv) and str(wl.PORT) not in " ".join(argv), argv

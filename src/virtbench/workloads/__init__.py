@@ -24,7 +24,11 @@ PORT            the TCP port the server listens on
 CLIENT          the host program that drives it (checked before the run); a path under
                 /bin/vb- is one of the artifact's static programs, run from the artifact
 EXTRA_CLIENTS   optional: other host programs some levels use (checked too)
-client(address, params, level)  the client's argv for one measurement
+client(address, params, level[, port])  the client's argv for one measurement; `port`
+                is given where the server listens elsewhere than PORT (an image's own
+                `port`: the workloads an image may serve take it, runtimes/vm_guest.py)
+PROTOCOL        optional: "udp" when readiness is a datagram answered (default: the TCP
+                port accepting a connection)
 levels(params)  the values of the swept parameter (e.g. connections), one measurement each
 client_timeout_s(params, level)  optional: the most one client run may take (a client
                 known to stall for good), below the experiment's client_timeout_s

@@ -54,8 +54,8 @@ def client_timeout_s(params: Params, level: int) -> float:
     return 3 * params.duration_s + 2 * params.timeout_s + 30
 
 
-def client(address: str, params: Params, level: int) -> list[str]:
-    return ["httperf", "--server", address, "--port", str(PORT), "--uri", "/",
+def client(address: str, params: Params, level: int, port: int = PORT) -> list[str]:
+    return ["httperf", "--server", address, "--port", str(port), "--uri", "/",
             "--rate", str(level), "--num-conns", str(level * params.duration_s),
             "--timeout", f"{params.timeout_s:g}"]  # fmt: skip
 

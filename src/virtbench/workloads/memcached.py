@@ -75,8 +75,8 @@ def seconds(params: Params, level: int) -> float:
     return 1.0 + params.keys / 20_000 + params.duration_s
 
 
-def client(address: str, params: Params, level: int) -> list[str]:
-    return ["/bin/vb-mcload", address, str(PORT), str(level), str(params.duration_s),
+def client(address: str, params: Params, level: int, port: int = PORT) -> list[str]:
+    return ["/bin/vb-mcload", address, str(port), str(level), str(params.duration_s),
             str(params.keys), str(params.value_bytes), str(params.get_percent)]  # fmt: skip
 
 

@@ -90,7 +90,7 @@ def threads_for(params: Params, connections: int) -> int:
     return min(params.threads or os.cpu_count() or 1, connections)
 
 
-def client(address: str, params: Params, level: int) -> list[str]:
+def client(address: str, params: Params, level: int, port: int = PORT) -> list[str]:
     return [
         "wrk",
         "--latency",
@@ -100,7 +100,7 @@ def client(address: str, params: Params, level: int) -> list[str]:
         str(level),
         "-d",
         f"{params.duration_s}s",
-        f"http://{address}:{PORT}{params.path}",
+        f"http://{address}:{port}{params.path}",
     ]
 
 

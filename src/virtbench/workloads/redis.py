@@ -63,13 +63,13 @@ def seconds(params: Params, level: int) -> float:
     return 1.0 + params.requests * len(params.tests) / 100_000
 
 
-def client(address: str, params: Params, level: int) -> list[str]:
+def client(address: str, params: Params, level: int, port: int = PORT) -> list[str]:
     return [
         "redis-benchmark",
         "-h",
         address,
         "-p",
-        str(PORT),
+        str(port),
         "-c",
         str(level),
         "-P",

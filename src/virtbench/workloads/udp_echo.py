@@ -25,6 +25,7 @@ DESCRIPTION = "S2 UDP echo: 100,000 paced datagrams answered with 1 KB (vb-rr fl
 PORT = 15301
 CLIENT = "/bin/vb-rr"  # from the artifact (runs on the host)
 LEVEL = "pacing gap between datagrams (us)"  # what its swept level is, for plots
+PROTOCOL = "udp"  # its readiness: a datagram answered (vb-rr serves TCP too; an image may not)
 
 
 class Params(BaseModel):
@@ -65,8 +66,8 @@ def seconds(params: Params, level: int) -> float:
     return 1.0 + params.count * (level + 10) / 1e6
 
 
-def client(address: str, params: Params, level: int) -> list[str]:
-    return ["/bin/vb-rr", "flood", address, str(PORT), str(params.count), str(level),
+def client(address: str, params: Params, level: int, port: int = PORT) -> list[str]:
+    return ["/bin/vb-rr", "flood", address, str(port), str(params.count), str(level),
             str(params.request_bytes), str(params.reply_bytes)]  # fmt: skip
 
 
