@@ -59,6 +59,17 @@ def check_available(spec: Spec) -> tuple[Spec, dict[str, str], list[str]]:
                 cannot.setdefault((label, why[1]), []).append(f"{exp.type} ({why[0]})")
             else:
                 raise SpecError(f"runtime {label} cannot run {why[0]} ({exp.type}): {why[1]}")
+        other = getattr(exp, "attacker_runtime", None)
+        if other is not None and keep:  # the attackers' runtime must run every attacker
+            why = f"{other} is not available here" if other not in options else next(
+                (f"{other} cannot run {w}: {r}" for w in exp.attacker_workloads()
+                 if (r := options[other][0].cannot_run(w, options[other][1]))), None
+            )  # fmt: skip
+            if why is not None and not skip:
+                raise SpecError(f"{exp.type}: attacker_runtime {why}")
+            if why is not None:
+                skipped.append(f"{exp.type}: attacker_runtime {why}")
+                keep = []
         if skip and not keep and any(r in options for r in spec.runtimes_of(exp)):
             skipped.append(f"{exp.type}: no runtime here can run it")
         exps.append(exp.model_copy(update={"runtimes": keep}) if skip else exp)

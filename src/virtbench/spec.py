@@ -213,6 +213,10 @@ class Spec(_Model):
                     self.check_label(label)
                 except ValueError as exc:
                     raise ValueError(f"experiment[{j}].runtimes[{i}]: {exc}") from None
+            other = getattr(exp, "attacker_runtime", None)
+            if other is not None and other not in self.runtimes:
+                raise ValueError(f"experiment[{j}].attacker_runtime: {other!r} is not one of "
+                                 f"runtimes ({', '.join(self.runtimes)})")  # fmt: skip
         return self
 
     @model_validator(mode="after")

@@ -272,6 +272,9 @@ class IsolationExperiment(_WorkerExperiment, _Repeated):
     # Host tasks (threads too) each attacker may have; None: a quarter of the host's
     # pid_max shared by the placement's attackers, at most 8192 (isolation.pids_limit).
     attacker_pids_limit: int | None = Field(default=None, ge=8, le=1 << 22)
+    # where the attackers run when not in the worker's runtime (one of the spec's runtimes):
+    # an image that serves one program cannot run an attacker
+    attacker_runtime: str | None = None
     runs: int = Field(default=20, ge=1, le=10_000)
     warmups: int = Field(default=1, ge=0, le=100)
     settle_s: float = Field(default=0.5, ge=0, le=600)
@@ -308,7 +311,12 @@ class IsolationExperiment(_WorkerExperiment, _Repeated):
         return [self.worker, *(w for a in self.attackers for w in ATTACKERS[a].needs)]
 
     def instance_workloads(self) -> list[str]:
-        return [self.worker, *(f"attacker {a}" for a in self.attackers)]
+        if self.attacker_runtime is not None:  # the attackers run there (checked apart)
+            return [self.worker]
+        return [self.worker, *self.attacker_workloads()]
+
+    def attacker_workloads(self) -> list[str]:
+        return [f"attacker {a}" for a in self.attackers]
 
 
 class MinMemoryExperiment(_WorkerExperiment):

@@ -58,7 +58,9 @@ def image_table(name: str, image: dict[str, str], serves: str, port: int, extra:
 def test_two_images_and_crun_in_one_run_scalability_and_redis_one_table(env, tmp_path, image):
     """The acceptance: two named image runtimes and crun, S1's uk_ng_s shape (nginx measured
     while idle instances of the same runtime pile up) and redis throughput, in one run;
-    the report compares them in one table and one figure."""
+    the report compares them in one table and one figure. Also a third image serving UDP
+    on a port of its own, and the nginx image as an isolation worker next to crun
+    attackers (an image runs one program: its neighbours come from another runtime)."""
     spec = tmp_path / "images.toml"
     spec.write_text(
         'name = "images"\nruntimes = ["img-http", "img-redis", "img-udp", "crun"]\n'
@@ -76,6 +78,10 @@ def test_two_images_and_crun_in_one_run_scalability_and_redis_one_table(env, tmp
         '[[experiment]]\ntype = "throughput"\nworkloads = ["udp-echo"]\nruns = 1\n'
         'runtimes = ["img-udp"]\nready_timeout_s = 240\n'
         "[experiment.params.udp-echo]\ncount = 2000\ngap_us = 100\n"
+        '[[experiment]]\ntype = "isolation"\nworker = "nginx"\nruntimes = ["img-http"]\n'
+        'attacker_runtime = "crun"\nattackers = ["cpu"]\nplacements = ["same-cpu"]\n'
+        "runs = 1\nwarmups = 0\nready_timeout_s = 240\n"
+        "[experiment.params.nginx]\nconnections = 2\nduration_s = 2\n"
     )
     res = cli("run", str(spec), env=env, timeout=900)
     assert res.returncode == 0, res.stdout + res.stderr
@@ -93,6 +99,9 @@ def test_two_images_and_crun_in_one_run_scalability_and_redis_one_table(env, tmp
         values = [s.value for s in samples if s.runtime == rt and s.metric == metric]
         assert values and all(v and v > 0 for v in values), (rt, metric, values)
     assert {s.background for s in samples if s.runtime == "img-http"} == {0, 1}
+    attacked = [s for s in samples if s.experiment == "isolation" and s.attacker == "cpu"]
+    assert attacked and {s.runtime for s in attacked} == {"img-http"}  # its neighbours: crun
+    assert {s.params.get("attacker_runtime") for s in attacked} == {"crun"}
     assert all(s.emulated for s in samples if s.runtime.startswith("img-"))
     assert not any(s.emulated for s in samples if s.runtime == "crun")
     named = store.run(rid).environment["named_runtimes"]

@@ -80,6 +80,8 @@ def test_a_named_runtime_is_its_driver_with_options_of_its_own(kernel):
     ({"runtime": {"x": {"driver": "crun", "guest": "image"}}}, "runtime.x.guest: unknown key"),
     ({"experiment": [{"type": "boot", "runtimes": ["nope-x"]}]},
      "experiment[0].runtimes[0]: unknown runtime 'nope-x'"),
+    ({"experiment": [{"type": "isolation", "worker": "nginx", "attacker_runtime": "runc"}]},
+     "experiment[0].attacker_runtime: 'runc' is not one of runtimes (uk-nginx, crun)"),
 ])  # fmt: skip
 def test_named_runtime_mistakes_are_one_line_naming_the_field(kernel, change, said):
     data = image_spec(kernel)

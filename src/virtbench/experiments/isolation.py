@@ -4,7 +4,9 @@ The worker's instance is pinned to one CPU (`worker_cpu`, default the last onlin
 Each repetition, for each runtime (rotated as in boot), the worker is measured under
 every condition, in an order rotated by repetition so slow drift favours none:
   baseline             no attacker                      (attacker = "", placement = "")
-  <attacker>/<place>   attacker instances of the same runtime, pinned as the placement
+  <attacker>/<place>   attacker instances of the same runtime (or of `attacker_runtime`:
+                       an image that serves one program cannot run an attacker), pinned
+                       as the placement
                        says (measure/topology.py), each started and waited for until its
                        ready datagram arrives, then `settle_s` before the worker runs
 Every figure the worker yields is stored with its attacker and placement labels. After
@@ -132,7 +134,8 @@ def measure(
 ) -> None:
     """The worker once (every level) under one condition; samples stored as they come."""
     name, placement, cpus = cond
-    rt = worker.rt
+    attacker_runtime = cfg.attacker_runtime or worker.runtime
+    rt = s.runtimes[attacker_runtime]  # the attackers' runtime
     labels: dict[str, Any] = {
         "repetition": rep,
         "warmup": warmup,
@@ -140,6 +143,7 @@ def measure(
         "placement": placement,
         "params": {
             "attacker_cpus": ",".join(map(str, cpus)),
+            **({"attacker_runtime": attacker_runtime} if cfg.attacker_runtime else {}),
             # None where the runtime cannot enforce one (podman:runsc)
             "attacker_pids_limit": pids_limit(cfg, len(cpus)) if rt.applies_pids_limit() else None,
         }
@@ -165,7 +169,7 @@ def measure(
     try:
         if name:
             try:
-                running = start_attackers(s, cfg, worker.runtime, name, cpus)
+                running = start_attackers(s, cfg, attacker_runtime, name, cpus)
             except InstanceError as exc:  # stored with its reason: counted, never averaged
                 s.record(worker.failed("isolation", worker.levels[0], str(exc), **labels))
                 raise
@@ -180,7 +184,9 @@ def measure(
                 s.record(dataclasses.replace(sample, metric=TASKS))
         errors = rt.stop_each(running)
         if errors:  # a neighbour left running would slow every later condition, baseline too
-            raise RuntimeError(f"isolation: {worker.runtime}: could not stop attacker {errors[0]}")
+            raise RuntimeError(
+                f"isolation: {attacker_runtime}: could not stop attacker {errors[0]}"
+            )
 
 
 def run(s: Session, cfg: IsolationExperiment) -> None:
