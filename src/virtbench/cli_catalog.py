@@ -121,8 +121,19 @@ def catalog(
         str | None, typer.Argument(help="One entry: also its experiments, step by step.")
     ] = None,
     results: ResultsOpt = DEFAULT_RESULTS,
+    presets: Annotated[
+        bool,
+        typer.Option(
+            "--presets",
+            help="How images built elsewhere learn their address: the command-line "
+            'conventions `preset = "..."` fills in (guest = "image").',
+        ),
+    ] = False,
 ) -> None:
     """List the built-in entries: the study each re-runs, its needs, its duration here."""
+    if presets:
+        show_presets()
+        return
     costs = past_costs(results)
     listed = entries()
     if name is not None:
@@ -164,3 +175,18 @@ def catalog(
                     say(f"{form:5} {step.experiment} on {step.runtime}: {step.detail}, ~{about}",
                         4)  # fmt: skip
     out.print(f"[dim]Estimates model each procedure with launch costs from {basis}.[/]")
+
+
+def show_presets() -> None:
+    """Each image preset: the command line it puts before the image's own, and notes."""
+    from virtbench.runtimes.presets import PRESETS
+
+    for p in PRESETS.values():
+        out.print(f"[bold]{p.name}[/]")
+        say(f"network: {escape(p.network)}")
+        if p.always:
+            say(f"always: {escape(p.always)}")
+        say(f"then cmdline: {escape(p.args)}")
+        say(escape(p.notes))
+    out.print("[dim]Fields: {ip} {prefixlen} {netmask} {gateway} {mac} {name} {port}; the "
+              "network part only on the run's bridge.[/]")  # fmt: skip

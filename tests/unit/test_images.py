@@ -280,3 +280,14 @@ def test_every_workload_an_image_may_serve_drives_the_images_port():
             assert str(wl.PORT) in " ".join(wl.client("10.0.0.2", params, level))
             argv = wl.client("10.0.0.2", params, level, port=4321)
             assert "4321" in " ".join(argv) and str(wl.PORT) not in " ".join(argv), argv
+
+
+def test_catalog_lists_the_presets():
+    from typer.testing import CliRunner
+
+    from virtbench.cli import app
+
+    res = CliRunner().invoke(app, ["catalog", "--presets"])
+    assert res.exit_code == 0, res.output
+    for p in presets.PRESETS.values():
+        assert p.name in res.output and p.network.split("=")[0] in res.output

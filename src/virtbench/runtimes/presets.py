@@ -50,7 +50,8 @@ PRESETS: dict[str, Preset] = {
             args="the program and its arguments, after the loader's options",
             notes="OSv's loader options (every word starting with -) come first, then the "
             'program (cmdline = "/nginx.so -c /nginx/nginx.conf"). On QEMU: kernel = its '
-            "loader-stripped.elf and disk = its usr.img (the root file system); on "
+            "loader-stripped.elf and disk = its usr.img built with fs=rofs (virtbench "
+            "attaches disk read-only; scratch_disk_mib adds a writable one); on "
             "Firecracker add --nopci. Prints on COM1.",
         ),
         Preset(
