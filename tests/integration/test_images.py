@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import re
 import shutil
+import time
 from pathlib import Path
 
 import pytest
-from tests.integration.conftest import cli, driver, labelled, run_id_of, vmm_binary
+from tests.integration.conftest import cli, driver, labelled, run_id_of, start_run, vmm_binary
 
 from virtbench import naming
 from virtbench.artifacts import build_for
@@ -167,3 +168,32 @@ def test_the_console_is_the_guests_alone(vmm, ctx, artifact):
         assert inst.extra["t_first_output_ns"] > inst.t_spawn_ns
     finally:
         rt.stop(inst)
+
+
+def test_kill_9_while_images_boot_then_clean_leaves_nothing(env, tmp_path, image):
+    """A named runtime's instances are found and removed by their run's label like any
+    other: VMMs (by their cgroups), taps and the host's neighbour entries (with the
+    bridge), scratch disks (with the run's state directory)."""
+    spec = tmp_path / "pile.toml"
+    spec.write_text(
+        'name = "pile"\nruntimes = ["img-http"]\n'
+        + image_table("img-http", image, "http", nginx.PORT, "scratch_disk_mib = 64\n")
+        + '[[experiment]]\ntype = "density"\ninstances = 6\ntimeout_s = 240\n'
+    )
+    p, rid = start_run(str(spec), env=env)
+    deadline = time.monotonic() + 120
+    while len([x for x in labelled(rid) if x.startswith(f"link vb-{rid}-t")]) < 2:
+        assert time.monotonic() < deadline and p.poll() is None, "the images did not start"
+        time.sleep(0.1)
+    state = Path(env["VIRTBENCH_STATE_DIR"])
+    assert list(state.rglob("*.scratch.img"))
+    p.kill()
+    p.communicate(timeout=30)
+    assert any(x.startswith("process") for x in labelled(rid))
+    res = cli("clean", "--run", rid, env=env)
+    assert res.returncode == 0 and f"run {rid} marked crashed" in res.stdout, res.stderr
+    deadline = time.monotonic() + 10  # SIGKILLed QEMUs may take a moment to be reaped
+    while labelled(rid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert labelled(rid) == []
+    assert not list(state.rglob("*.scratch.img"))

@@ -208,7 +208,10 @@ def test_host_port_taken_by_another_process_is_not_measured(tmp_path):
         res = cli("run", str(spec), "--results", str(tmp_path / "r"))
     finally:
         squatter.close()
-    assert res.returncode == 0, res.stdout + res.stderr  # recorded as a failure, run goes on
+    # recorded as a failure; the run ends saying native measured nothing, and why
+    assert res.returncode == 1, res.stdout + res.stderr
+    said = "error: native measured nothing: redis on native: port 16379 on the host is already"
+    assert said in res.stderr, res.stderr
     store = Store(tmp_path / "r")
     samples = [s for s in store.samples(store.runs()[0].id) if s.experiment != "image"]
     assert [s.value for s in samples] == [None]  # the image's size is measured all the same

@@ -105,13 +105,21 @@ class Daemons:
                     out.append(pid)
         return out
 
-    def gone(self, name: str) -> str | None:
+    def gone(self, name: str, grace: float = 0.0) -> str | None:
         """Why daemon `name`, which this run started, is no longer there ("dockerd (pid
         12), started by this run, killed by SIGKILL mid-run: <its log's last lines>"), or
-        None while it runs (or when this run did not start it)."""
+        None while it runs (or when this run did not start it). `grace`: seconds to wait
+        for its end (a killed daemon stops answering a moment before it can be reaped)."""
         d = self.started.get(name)
-        if d is None or d.popen.poll() is None:
+        if d is None:
             return None
+        if d.popen.poll() is None:
+            if grace <= 0:
+                return None
+            try:
+                d.popen.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                return None
         how = proc.describe_status(d.popen.returncode)
         tail = _tail(d.log, 1) if d.popen.returncode > 0 else ""  # killed: the log knows not why
         return f"{name} (pid {d.popen.pid}), started by this run, {how} mid-run" + (

@@ -191,7 +191,10 @@ class Docker(Engine):
     def engine_gone(self) -> str | None:
         why = self.ctx.daemons.gone("dockerd")
         if why is None and self.api is not None and not daemon_up():
-            why = f"dockerd no longer answers on {SOCKET}"
+            # a dockerd of the run's that was killed closes its socket before its end can
+            # be seen: say how it ended rather than only that it stopped answering
+            why = self.ctx.daemons.gone("dockerd", grace=1.0)
+            why = why or f"dockerd no longer answers on {SOCKET}"
         return why
 
     def _revive(self) -> None:
