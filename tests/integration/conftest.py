@@ -10,6 +10,7 @@ import signal
 import stat
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -138,6 +139,17 @@ def start_run(*args: str, env: dict[str, str]) -> tuple[subprocess.Popen, str]:
         assert line, seen
         seen += line
     return p, run_id_of(seen)
+
+
+def clean_crashed(run_id: str, env: dict[str, str]) -> None:
+    """`virtbench clean --run RUN` after the run was killed; then nothing of it is left
+    (SIGKILLed VMMs may take a moment to be reaped)."""
+    res = cli("clean", "--run", run_id, env=env)
+    assert res.returncode == 0 and f"run {run_id} marked crashed" in res.stdout, res.stderr
+    deadline = time.monotonic() + 10
+    while labelled(run_id) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert labelled(run_id) == []
 
 
 def labelled(run_id: str) -> list[str]:

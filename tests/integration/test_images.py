@@ -14,7 +14,15 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.integration.conftest import cli, driver, labelled, run_id_of, start_run, vmm_binary
+from tests.integration.conftest import (
+    clean_crashed,
+    cli,
+    driver,
+    labelled,
+    run_id_of,
+    start_run,
+    vmm_binary,
+)
 
 from virtbench import naming
 from virtbench.artifacts import build_for
@@ -190,10 +198,5 @@ def test_kill_9_while_images_boot_then_clean_leaves_nothing(env, tmp_path, image
     p.kill()
     p.communicate(timeout=30)
     assert any(x.startswith("process") for x in labelled(rid))
-    res = cli("clean", "--run", rid, env=env)
-    assert res.returncode == 0 and f"run {rid} marked crashed" in res.stdout, res.stderr
-    deadline = time.monotonic() + 10  # SIGKILLed QEMUs may take a moment to be reaped
-    while labelled(rid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert labelled(rid) == []
+    clean_crashed(rid, env)
     assert not list(state.rglob("*.scratch.img"))

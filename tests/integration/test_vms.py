@@ -8,7 +8,15 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.integration.conftest import cli, driver, labelled, run_id_of, start_run, vmm_binary
+from tests.integration.conftest import (
+    clean_crashed,
+    cli,
+    driver,
+    labelled,
+    run_id_of,
+    start_run,
+    vmm_binary,
+)
 
 from virtbench import naming
 from virtbench.artifacts.linux import debian_kernel, elf_kernel
@@ -226,12 +234,7 @@ def test_kill_9_of_a_run_of_bridged_vms_then_clean_removes_vms_and_taps(env, tmp
     p.communicate(timeout=30)
     left = labelled(rid)
     assert any(x.startswith("process") for x in left) and any("-t" in x for x in left), left
-    res = cli("clean", "--run", rid, env=env)
-    assert res.returncode == 0 and f"run {rid} marked crashed" in res.stdout, res.stderr
-    deadline = time.monotonic() + 10  # SIGKILLed QEMUs may take a moment to be reaped
-    while labelled(rid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert labelled(rid) == []
+    clean_crashed(rid, env)
 
 
 def test_linux_guest_gets_a_data_disk_for_fio_and_it_goes_with_the_instance(env, tmp_path):
