@@ -21,7 +21,7 @@ from virtbench.errors import SpecError
 from virtbench.measure.portready import PERIOD_S, PortWatch, echo_request
 from virtbench.preflight import named_runtimes
 from virtbench.records import Sample
-from virtbench.runtimes import presets
+from virtbench.runtimes import presets, vm_image
 from virtbench.runtimes.base import Instance, InstanceSpec
 from virtbench.runtimes.vm_guest import SERVES, VmOptions, image_cannot_run
 
@@ -152,7 +152,7 @@ def test_image_command_line_and_scratch_disk_per_vmm(tmp_path, kernel):
         inst.address = "10.1.0.2"
         inst.extra.update(prefixlen=16, gateway="10.1.0.1", mac="06:00:0a:01:00:02")
         assert rt.cmdline(inst) == "--ipv4=10.1.0.2/16 --ipv4-gateway=10.1.0.1 --name=vb-r1-0001"
-        rt._scratch_disk(inst)
+        vm_image.scratch_disk(inst, opts, tmp_path)
         disk = Path(inst.extra["scratch_disk"])
         assert disk.stat().st_size == 8 << 20 and disk.stat().st_blocks == 0  # sparse
         if name == "firecracker":

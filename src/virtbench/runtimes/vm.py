@@ -61,7 +61,7 @@ from pydantic import BaseModel
 from virtbench import proc
 from virtbench.errors import InstanceError, VirtbenchError
 from virtbench.measure import memory
-from virtbench.runtimes import presets
+from virtbench.runtimes import vm_image
 from virtbench.runtimes.base import (
     PROBE_PLACEHOLDER,
     Availability,
@@ -71,11 +71,11 @@ from virtbench.runtimes.base import (
     which,
 )
 from virtbench.runtimes.native import Native
+from virtbench.runtimes.vm_console import read_console
 from virtbench.runtimes.vm_guest import (
     KERNEL,
     LINUX_CMDLINE,
     MEMORY_MIB,
-    SERVE_PROTO,
     SERVES,
     SIMPLE,
     VmOptions,
@@ -85,8 +85,6 @@ from virtbench.runtimes.vm_guest import (
 )
 
 __all__ = ["KERNEL", "SIMPLE", "Vm", "VmOptions", "guest_mode", "mac_of"]
-
-MARKER = re.compile(rb"VB-(READY|HELLO|EXIT) (\S+)(?: (\d+))?\r*\n")  # whole lines
 
 
 class Vm(Native):
@@ -280,12 +278,7 @@ class Vm(Native):
                 line += f"vb.gw={inst.extra['gateway']}"
             return f"{line} {self.vm_opts.cmdline}".strip()
         if self.byo:
-            o = self.vm_opts
-            x = inst.extra
-            values = presets.fields(inst.name, inst.address or "", x.get("prefixlen"),
-                                    str(x.get("gateway", "")), o.serve_port,
-                                    str(x.get("mac", "")))  # fmt: skip
-            return presets.cmdline(o.preset, o.cmdline, values)
+            return vm_image.cmdline(inst, self.vm_opts)
         return f"vb.mode={guest_mode(inst.spec.argv)} vb.name={inst.name}"
 
     def _resolve_probe(self, inst: Instance, network: str) -> tuple[str, ...]:
@@ -307,29 +300,11 @@ class Vm(Native):
                                 '"<regex on its console>", or serves = "http" (ready when '
                                 "its port answers)")  # fmt: skip
         if self.byo and o.scratch_disk_mib is not None:
-            self._scratch_disk(inst)
+            vm_image.scratch_disk(inst, o, self.ctx.scratch)
         if not self.kernel(inst).is_file():
             raise InstanceError(f"{self.label}: no guest kernel at {self.kernel(inst)} "
                                 "(run make setup)")  # fmt: skip
         super()._prepare(inst)
-
-    def _scratch_disk(self, inst: Instance) -> None:
-        """An image's blank read-write disk (`scratch_disk_mib`), in the run's state
-        directory (a crashed run's goes with it), removed with the instance."""
-        o = self.vm_opts
-        assert o.scratch_disk_mib is not None
-        disk = self.ctx.scratch / f"{inst.name}.scratch.img"
-        try:
-            with open(disk, "wb") as f:
-                f.truncate(o.scratch_disk_mib << 20)
-            if o.scratch_format == "ext4":
-                lazy = "lazy_itable_init=1,lazy_journal_init=1"
-                proc.run(["mkfs.ext4", "-q", "-F", "-m", "0", "-E", lazy, str(disk)],
-                         timeout=120)  # fmt: skip
-        except (OSError, VirtbenchError) as exc:  # this instance fails; the run goes on
-            disk.unlink(missing_ok=True)
-            raise InstanceError(f"{inst.name}: its scratch disk {disk}: {exc}") from None
-        inst.extra["scratch_disk"] = str(disk)
 
     def vmm_log(self, inst: Instance) -> Path:
         """Where the VMM's own messages go (never the guest's console log)."""
@@ -353,58 +328,11 @@ class Vm(Native):
         self._readers[inst.name] = reader
         reader.start()
         self._configure(inst)
-        o = self.vm_opts
-        if self.byo and o.serves is not None and o.ready is None and inst.address:
-            self._watch_port(inst, o.serve_port or 0, SERVE_PROTO.get(o.serves, "tcp"))
-
-    def _watch_port(self, inst: Instance, port: int, protocol: str) -> None:
-        """Ready when the image's port answers (it prints nothing virtbench reads)."""
-        from virtbench.measure.portready import PortWatch
-
-        def gone() -> bool:
-            return inst.stopped or (inst.proc is not None and inst.proc.poll() is not None)
-
-        assert inst.address is not None
-        watch = PortWatch(inst.address, port, protocol, lambda t: self._ready(inst, t), gone)
-        inst.extra["port_watch"] = watch
-        watch.start()
+        if self.byo:  # ready when its port answers, if it serves and prints nothing we read
+            vm_image.watch_port(inst, self.vm_opts, lambda t: self._ready(inst, t))
 
     def _read_console(self, inst: Instance) -> None:
-        """Copy the serial console to the log, stamping its first byte and the markers."""
-        assert inst.proc is not None and inst.proc.stdout is not None
-        fd = inst.proc.stdout.fileno()
-        pending = b""
-        pattern = self.vm_opts.ready
-        if pattern is not None:  # `{name}` stands for the instance's name, as in cmdline
-            pattern = pattern.replace("{name}", re.escape(inst.name))
-        ready = re.compile(pattern.encode()) if pattern is not None else None
-        seen = b""  # the console so far, for the image's ready expression (first 64 KiB)
-        with open(inst.log_path, "ab", buffering=0) as log:
-            while True:
-                try:
-                    chunk = os.read(fd, 4096)
-                except OSError:
-                    break
-                t = time.monotonic_ns()
-                if not chunk:
-                    break
-                inst.extra.setdefault("t_first_output_ns", t)
-                log.write(chunk)
-                if ready is not None and "t_ready_ns" not in inst.extra and len(seen) < 65536:
-                    seen += chunk
-                    if ready.search(seen):
-                        self._ready(inst, t)
-                pending = (pending + chunk)[-256:]
-                for m in MARKER.finditer(pending):
-                    if m.group(2).decode(errors="replace") != inst.name:
-                        continue
-                    if m.group(1) == b"READY" and "t_ready_ns" not in inst.extra:
-                        self._ready(inst, t)
-                    elif m.group(1) == b"HELLO":
-                        inst.extra["hello"] = True
-                    elif m.group(1) == b"EXIT" and m.group(3) is not None:
-                        inst.extra["guest_status"] = int(m.group(3))
-                pending = pending[pending.rfind(b"\n") + 1 :]
+        read_console(inst, self.vm_opts.ready, lambda t: self._ready(inst, t))
 
     def _ready(self, inst: Instance, t: int) -> None:
         inst.extra["t_ready_ns"] = t
@@ -428,14 +356,8 @@ class Vm(Native):
         return rc
 
     def _stop(self, inst: Instance) -> None:
-        watch = inst.extra.pop("port_watch", None)
-        if watch is not None:
-            watch.stop()
         super()._stop(inst)
-        if watch is not None:
-            watch.join(timeout=5)
-        if scratch := inst.extra.pop("scratch_disk", None):
-            Path(scratch).unlink(missing_ok=True)
+        vm_image.end(inst)
         reader = self._readers.pop(inst.name, None)
         if reader is not None:
             reader.join(timeout=5)

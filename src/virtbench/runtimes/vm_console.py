@@ -1,0 +1,54 @@
+"""The serial console of a VM: its guest's alone (the VMM's own messages go to another
+file), read by a thread per instance (runtimes/vm.py starts it)."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Callable
+
+from virtbench.runtimes.model import Instance
+
+MARKER = re.compile(rb"VB-(READY|HELLO|EXIT) (\S+)(?: (\d+))?\r*\n")  # whole lines
+
+
+def read_console(inst: Instance, pattern: str | None, ready: Callable[[int], None]) -> None:
+    """Copy the serial console (the VMM's stdout) to the instance's log until it ends,
+    stamping its first byte (`t_first_output_ns`) and the markers: `VB-READY <name>`, or
+    the image's `pattern` (`{name}` stands for the instance's name), calls `ready(t_ns)`
+    once; `VB-HELLO <name>` says the hello workload ran; `VB-EXIT <name> <status>` is a
+    Linux guest's workload's status."""
+    assert inst.proc is not None and inst.proc.stdout is not None
+    fd = inst.proc.stdout.fileno()
+    pending = b""
+    if pattern is not None:  # `{name}` stands for the instance's name, as in cmdline
+        pattern = pattern.replace("{name}", re.escape(inst.name))
+    expr = re.compile(pattern.encode()) if pattern is not None else None
+    seen = b""  # the console so far, for the image's ready expression (first 64 KiB)
+    with open(inst.log_path, "ab", buffering=0) as log:
+        while True:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:
+                break
+            t = time.monotonic_ns()
+            if not chunk:
+                break
+            inst.extra.setdefault("t_first_output_ns", t)
+            log.write(chunk)
+            if expr is not None and "t_ready_ns" not in inst.extra and len(seen) < 65536:
+                seen += chunk
+                if expr.search(seen):
+                    ready(t)
+            pending = (pending + chunk)[-256:]
+            for m in MARKER.finditer(pending):
+                if m.group(2).decode(errors="replace") != inst.name:
+                    continue
+                if m.group(1) == b"READY" and "t_ready_ns" not in inst.extra:
+                    ready(t)
+                elif m.group(1) == b"HELLO":
+                    inst.extra["hello"] = True
+                elif m.group(1) == b"EXIT" and m.group(3) is not None:
+                    inst.extra["guest_status"] = int(m.group(3))
+            pending = pending[pending.rfind(b"\n") + 1 :]

@@ -1,0 +1,68 @@
+"""What a VM does only for an image built elsewhere (`guest = "image"`): its command line
+(its preset's part, then its own), its scratch disk, and its readiness when it prints
+nothing virtbench reads (its port answering). runtimes/vm.py calls these."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from virtbench import proc
+from virtbench.errors import InstanceError, VirtbenchError
+from virtbench.runtimes import presets
+from virtbench.runtimes.model import Instance
+from virtbench.runtimes.vm_guest import SERVE_PROTO, VmOptions
+
+
+def cmdline(inst: Instance, o: VmOptions) -> str:
+    """The image's command line: its preset's part, then its own `cmdline`, with {name}
+    and, on the bridge, {ip}, {prefixlen}, {netmask}, {gateway}, {mac} and {port}."""
+    x = inst.extra
+    values = presets.fields(inst.name, inst.address or "", x.get("prefixlen"),
+                            str(x.get("gateway", "")), o.serve_port,
+                            str(x.get("mac", "")))  # fmt: skip
+    return presets.cmdline(o.preset, o.cmdline, values)
+
+
+def scratch_disk(inst: Instance, o: VmOptions, directory: Path) -> None:
+    """The image's blank read-write disk (`scratch_disk_mib`) in `directory` (the run's
+    state directory: a crashed run's goes with it); the driver removes it with the
+    instance."""
+    assert o.scratch_disk_mib is not None
+    disk = directory / f"{inst.name}.scratch.img"
+    try:
+        with open(disk, "wb") as f:
+            f.truncate(o.scratch_disk_mib << 20)
+        if o.scratch_format == "ext4":
+            lazy = "lazy_itable_init=1,lazy_journal_init=1"
+            proc.run(["mkfs.ext4", "-q", "-F", "-m", "0", "-E", lazy, str(disk)], timeout=120)
+    except (OSError, VirtbenchError) as exc:  # this instance fails; the run goes on
+        disk.unlink(missing_ok=True)
+        raise InstanceError(f"{inst.name}: its scratch disk {disk}: {exc}") from None
+    inst.extra["scratch_disk"] = str(disk)
+
+
+def watch_port(inst: Instance, o: VmOptions, ready: Callable[[int], None]) -> None:
+    """An image that serves and has no `ready` expression is ready when its port answers
+    (measure/portready.py); `ready(t_ns)` is called then. Nothing without an address."""
+    if o.serves is None or o.ready is not None or not inst.address:
+        return
+    from virtbench.measure.portready import PortWatch
+
+    def gone() -> bool:
+        return inst.stopped or (inst.proc is not None and inst.proc.poll() is not None)
+
+    protocol = SERVE_PROTO.get(o.serves, "tcp")
+    watch = PortWatch(inst.address, o.serve_port or 0, protocol, ready, gone)
+    inst.extra["port_watch"] = watch
+    watch.start()
+
+
+def end(inst: Instance) -> None:
+    """After the VMM is gone: the port watch stopped, the scratch disk removed."""
+    watch = inst.extra.pop("port_watch", None)
+    if watch is not None:
+        watch.stop()
+        watch.join(timeout=5)
+    if scratch := inst.extra.pop("scratch_disk", None):
+        Path(scratch).unlink(missing_ok=True)

@@ -1,0 +1,105 @@
+"""A spec's `[instance]` and `[runtime.<name>]` tables, and the runtimes a spec names of its
+own (`[runtime.uk-nginx] driver = "qemu:q35:tcg"`): their names, drivers and options."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import ConfigDict, Field, ValidationError, field_validator
+
+from virtbench import runtimes
+from virtbench.spec_experiments import _Model, option_error
+
+CPUSET_RE = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
+
+
+class InstanceOptions(_Model):
+    """Resources and network of every instance (fields left unset keep the default)."""
+
+    network: Literal["none", "host", "bridge"] = "none"
+    memory_mib: int | None = Field(default=None, ge=4, le=1 << 20)
+    cpus: str | None = None
+    pids_limit: int | None = Field(default=None, ge=1, le=1 << 22)
+
+    @field_validator("cpus")
+    @classmethod
+    def _cpuset(cls, v: str | None) -> str | None:
+        if v is not None and not CPUSET_RE.match(v):
+            raise ValueError("must be a cpuset list like '0' or '0-1,3'")
+        return v
+
+
+class RuntimeOptions(_Model):
+    """Per-runtime overrides of [instance], plus the driver's own options (e.g. docker's
+    `oci_runtime`, runsc's `platform`), which the driver's `Options` model validates.
+    With `driver` (a built-in label), the table defines a named runtime of its own: its
+    options are the driver's tables' ([runtime.qemu], [runtime."qemu:q35"]), then its own."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    driver: str | None = None
+
+    network: Literal["none", "host", "bridge"] | None = None
+    memory_mib: int | None = Field(default=None, ge=4, le=1 << 20)
+    cpus: str | None = None
+    pids_limit: int | None = Field(default=None, ge=1, le=1 << 22)
+
+    _cpuset = field_validator("cpus")(InstanceOptions._cpuset.__func__)  # type: ignore[attr-defined]
+
+
+def check_tables(v: dict[str, RuntimeOptions]) -> None:
+    """Every `[runtime.X]` table: X is a built-in label, or a named runtime's name with a
+    `driver`; its options are valid for its driver (ValueError naming the key)."""
+    tables = {k: dict(t.model_extra or {}) for k, t in v.items()}
+    for label, table in v.items():
+        try:
+            if table.driver is not None:
+                check_named(label, table.driver)
+            else:
+                runtimes.check_label(label)
+        except ValueError as exc:
+            raise ValueError(f".{label} {exc}") from None
+        driver = table.driver or label
+        cls_ = runtimes.get(driver)
+        opt = cls_.variant_option
+        if table.driver and runtimes.split(driver)[1] and opt in (table.model_extra or {}):
+            raise ValueError(f".{label}.{opt} is set by its driver {driver!r}")
+        opts = named_options(label, table.driver, tables)
+        try:
+            cls_.Options.model_validate(opts)
+        except ValidationError as err:
+            allowed = list(
+                dict.fromkeys([*RuntimeOptions.model_fields, *cls_.Options.model_fields])
+            )
+            key, msg = option_error(err, allowed)
+            raise ValueError(f".{label}.{key} {msg}") from None
+
+
+def check_named(name: str, driver: str) -> None:
+    """A named runtime's name and the built-in label it stands on."""
+    if not runtimes.NAMED_RE.match(name):
+        raise ValueError("is not a runtime name: lowercase letters, digits and '-', "
+                         "starting with a letter, at most 32")  # fmt: skip
+    if name in runtimes.names():
+        raise ValueError(f"is a built-in runtime: give the runtime on {driver} a name of "
+                         "its own")  # fmt: skip
+    try:
+        runtimes.check_label(driver)
+    except ValueError as exc:
+        raise ValueError(f"driver {driver!r}: {exc}") from None
+
+
+def named_options(
+    label: str, driver: str | None, tables: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    """Driver options: a built-in label's (runtimes.options_for), or a named runtime's:
+    its driver's, then its own table's."""
+    if driver is None:
+        return runtimes.options_for(label, tables)
+    merged = runtimes.options_for(driver, tables)
+    merged.update(tables.get(label, {}))
+    variant = runtimes.split(driver)[1]
+    if variant is not None:  # the driver label's variant (its table may not say another)
+        merged[str(runtimes.get(driver).variant_option)] = variant
+    return merged
