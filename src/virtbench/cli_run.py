@@ -206,8 +206,7 @@ def run(
         )
         _show(store, run_id)
         raise typer.Exit(130) from None
-    _show(store, run_id)
-    nothing = unmeasured(store.samples(run_id))
+    nothing = unmeasured(_show(store, run_id))
     for runtime, why in nothing.items():  # said last, once, where it cannot be missed
         err.print(f"error: {escape(runtime)} measured nothing: {escape(why)}", soft_wrap=True)
     out.print(f"run {run_id} {status}")
@@ -269,12 +268,13 @@ def resolve_spec(
     return specmod.with_overrides(raw, where, _csv(runtimes, "--runtimes"), flags, quick)
 
 
-def _show(store: Store, run_id: str, wide: bool = False) -> None:
+def _show(store: Store, run_id: str, wide: bool = False) -> list[Any]:
+    """Print the run's tables, events, host and artifacts; return its samples (read once)."""
     from virtbench.report.tables import experiment_tables
     from virtbench.report.trust import CI_NOTE, trust_notes
 
     if not run_id:
-        return
+        return []
     record = store.run(run_id)
     samples = store.samples(run_id)
     for table in experiment_tables(record, samples, wide):
@@ -298,6 +298,7 @@ def _show(store: Store, run_id: str, wide: bool = False) -> None:
     for art in record.artifacts:
         size = f"{art['disk_bytes'] / 1024:.0f} KiB on disk"
         out.print(f"[dim]artifact {art['name']} {art['digest'][:16]}: {size}[/]")
+    return samples
 
 
 def _smt_and_mitigations(env: dict[str, Any]) -> str:

@@ -48,7 +48,6 @@ class PortWatch(threading.Thread):
         self.gone = gone
         self.timeout = timeout
         self._halt = threading.Event()
-        self.answered: int | None = None
 
     def stop(self) -> None:
         self._halt.set()
@@ -58,7 +57,6 @@ class PortWatch(threading.Thread):
         watch = self._tcp if self.proto == "tcp" else self._udp
         t = watch(deadline)
         if t is not None:
-            self.answered = t
             self.ready(t)
 
     def _tcp(self, deadline: float) -> int | None:

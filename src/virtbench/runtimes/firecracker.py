@@ -104,7 +104,6 @@ class Firecracker(Vm):
                                 f"{SUN_PATH_MAX} bytes; set VIRTBENCH_STATE_DIR to a shorter "
                                 "directory")  # fmt: skip
         sock.unlink(missing_ok=True)
-        self.vmm_log(inst).touch()  # Firecracker appends to its --log-path; it must exist
         settings = self._settings(inst)  # untimed: the launch only sends them
         if self.opts.api:
             inst.extra["fc_settings"] = settings

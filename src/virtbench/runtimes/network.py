@@ -61,7 +61,6 @@ class BridgeNetwork:
         self._idx: dict[str, int] = {}
         self._free: list[int] = []
         self._taps: set[str] = set()  # instances with a tap (no netns)
-        self._neigh: set[str] = set()  # taps whose guest's MAC the host was told
 
     @property
     def host_ip(self) -> str:
@@ -97,9 +96,7 @@ class BridgeNetwork:
             idx = self._next
         return idx, str(self._hosts[idx])
 
-    def attach_tap(
-        self, instance: str, mac_of: Callable[[str], str] | None = None
-    ) -> tuple[str, str]:
+    def attach_tap(self, instance: str, mac_of: Callable[[str], str]) -> tuple[str, str]:
         """Make a tap device on the bridge for VM `instance`; return (tap name, the address
         the guest is to configure on its NIC). `mac_of(address)`: the guest NIC's MAC, made
         the host's neighbour entry for the address at once, so that the host's first
@@ -110,10 +107,10 @@ class BridgeNetwork:
         self.state.record("tap", tap)
         self._links[instance], self._idx[instance] = tap, idx
         self._taps.add(instance)
-        batch = f"tuntap add dev {tap} mode tap\nlink set {tap} master {self.bridge} up\n"
-        if mac_of is not None:
-            batch += f"neigh replace {ip} lladdr {mac_of(ip)} dev {self.bridge} nud permanent\n"
-            self._neigh.add(instance)
+        batch = (
+            f"tuntap add dev {tap} mode tap\nlink set {tap} master {self.bridge} up\n"
+            f"neigh replace {ip} lladdr {mac_of(ip)} dev {self.bridge} nud permanent\n"
+        )
         proc.run(["ip", "-batch", "-"], input=batch, what="ip tuntap add")
         return tap, ip
 
@@ -154,9 +151,8 @@ class BridgeNetwork:
         batch = f"link delete {link}\n"
         if instance in self._taps:
             self._taps.discard(instance)
-            if instance in self._neigh:  # the address may go to a container next
-                self._neigh.discard(instance)
-                batch += f"neigh del {self._hosts[self._idx[instance]]} dev {self.bridge}\n"
+            # its neighbour entry goes too: the address may go to a container next
+            batch += f"neigh del {self._hosts[self._idx[instance]]} dev {self.bridge}\n"
         else:
             proc.run(["ip", "netns", "delete", instance], check=False)
         proc.run(["ip", "-force", "-batch", "-"], input=batch, check=False)
