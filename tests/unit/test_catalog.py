@@ -110,7 +110,7 @@ def test_s1s_runner_spellings_are_accepted(monkeypatch, tmp_path):
 
     monkeypatch.setattr(runner, "execute", execute)
     monkeypatch.setattr(cli_run, "_require_root", lambda what: None)
-    monkeypatch.setattr(cli_run, "_show", lambda *a, **k: None)
+    monkeypatch.setattr(cli_run, "_show", lambda *a, **k: [])
     argv = ["run", "--runs", "5", "--name", "uk_ng_s", "--benchmark_time", "3",
             "--instances_per_benchmark", "10", "--results", str(tmp_path)]  # fmt: skip
     res = CliRunner().invoke(app, argv)
