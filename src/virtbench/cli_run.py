@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 from typing import Annotated, Any
 
+import numpy as np
 import typer
 from rich.markup import escape
 
@@ -25,6 +26,7 @@ from virtbench.cli_common import (
     out,
 )
 from virtbench.errors import VirtbenchError
+from virtbench.frame import Frame, as_frame
 from virtbench.paths import Paths
 from virtbench.report.hosts import named_line
 from virtbench.spec import Spec
@@ -214,20 +216,22 @@ def run(
         raise typer.Exit(1)
 
 
-def unmeasured(samples: list[Any]) -> dict[str, str]:
+def unmeasured(samples: Frame | list[Any]) -> dict[str, str]:
     """Runtimes of a run whose every measurement failed (an image that never became
     ready, a server that never answered): runtime -> the first failure's reason."""
-    tried: dict[str, str] = {}
-    measured = set()
-    for smp in samples:
-        bookkeeping = smp.metric.startswith("host.") or smp.metric.endswith(".reached")
-        if smp.experiment == "image" or smp.warmup or (bookkeeping and not smp.error):
-            continue  # facts of the run, not of the runtime's measurements
-        if smp.error:
-            tried.setdefault(smp.runtime, smp.error)
-        else:
-            measured.add(smp.runtime)
-    return {rt: why for rt, why in tried.items() if rt not in measured}
+    f = as_frame(samples)
+    f = f.take(~f.warmup & ~f.where("experiment", "image"))
+    bookkeeping = np.array([m.startswith("host.") or m.endswith(".reached")
+                            for m in f.labels["metric"]], dtype=bool)  # fmt: skip
+    failed = f.failed
+    if bookkeeping.size:  # facts of the run, not of the runtime's measurements
+        f = f.take(~(bookkeeping[f.codes["metric"]] & ~failed))
+        failed = f.failed
+    measured = set(f.take(~failed).distinct("runtime"))
+    tried = f.take(failed)
+    first = {rt: tried.labels["error"][tried.codes["error"][rows[0]]]
+             for (rt,), rows in tried.groups("runtime")}  # fmt: skip
+    return {rt: why for rt, why in first.items() if rt not in measured}
 
 
 def _either(value: Any, s1_value: Any, flag: str) -> Any:
@@ -268,18 +272,21 @@ def resolve_spec(
     return specmod.with_overrides(raw, where, _csv(runtimes, "--runtimes"), flags, quick)
 
 
-def _show(store: Store, run_id: str, wide: bool = False) -> list[Any]:
+def _show(store: Store, run_id: str, wide: bool = False) -> Frame | list[Any]:
     """Print the run's tables, events, host and artifacts; return its samples (read once)."""
-    from virtbench.report.tables import experiment_tables
+    from virtbench.report.tables import bounded_note, experiment_tables
     from virtbench.report.trust import CI_NOTE, trust_notes
 
     if not run_id:
         return []
     record = store.run(run_id)
-    samples = store.samples(run_id)
-    for table in experiment_tables(record, samples, wide):
+    samples = store.frame(run_id)
+    seen: list[Any] = []
+    for table in experiment_tables(record, samples, wide, seen):
         out.print(table)
     out.print(f"[dim]{CI_NOTE}[/]", soft_wrap=True)
+    if bounded_note(seen):
+        out.print(f"[dim]{bounded_note(seen)}[/]", soft_wrap=True)
     for _, level, message in store.events(run_id):
         out.print(f"{level}: {escape(message)}", soft_wrap=True)
     for level, message in trust_notes(samples):

@@ -7,7 +7,12 @@ units: when values are nested (several batches of one instance, several boots of
 pile-up) the units are resampled whole (a cluster bootstrap), never the values inside
 them as if they were independent. With fewer than MIN_UNITS units there is no interval
 (a 95% CI of 3 values is their range, which covers ~75%); the range is shown instead and
-named as such. Outliers are flagged by
+named as such. The work is bounded whatever the group's size: above BOOTSTRAP_MAX_VALUES
+independent values the interval is the distribution-free one of order statistics (the
+ranks a binomial(n, 1/2) puts around the median; exact, no resampling), and above it
+nested values are resampled from an evenly spaced subset of each unit's values (at most
+BOOTSTRAP_MAX_VALUES in all: a wider interval, never a narrower one); `Summary.ci_method`
+says which. Outliers are flagged by
 Tukey's fences and counted, never dropped. A/B: a two-sample permutation test with Holm's
 correction over the metrics compared and a minimum effect (report/compare.py). Several
 runtimes: Kruskal-Wallis with Dunn's pairs, or ANOVA with Tukey's HSD (as S3).
@@ -22,8 +27,13 @@ from dataclasses import dataclass
 import numpy as np
 
 BOOTSTRAP_RESAMPLES = 2000
+BOOTSTRAP_MAX_VALUES = 2000  # above: order statistics, or a subset of nested values
 CONFIDENCE = 0.95
+Z = 1.959963984540054  # the standard normal's 97.5% quantile
 MIN_UNITS = 5  # fewer independent units: no interval, the range
+CI_BOOTSTRAP = "bootstrap"
+CI_ORDER = "order statistics"
+CI_SUBSET = "bootstrap of a subset"
 
 
 @dataclass(frozen=True)
@@ -39,6 +49,7 @@ class Summary:
     maximum: float
     outliers: int = 0  # values outside Tukey's fences (shown, never dropped)
     units: int = 0  # independent units the values come from (n when not nested)
+    ci_method: str = CI_BOOTSTRAP  # or CI_ORDER, CI_SUBSET (bounded work: see above)
 
     @property
     def has_ci(self) -> bool:
@@ -47,13 +58,27 @@ class Summary:
 
 def _finite(values: Sequence[float]) -> np.ndarray:
     """The finite values (NaN and None dropped)."""
+    if isinstance(values, np.ndarray) and values.dtype.kind == "f":
+        return values[np.isfinite(values)]
     return np.asarray([v for v in values if v is not None and math.isfinite(v)], dtype=float)
 
 
 def _finite_pairs(
     values: Sequence[float], units: Sequence[Hashable] | None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(finite values, the index of each one's unit); without `units` each value is one."""
+    """(finite values, the index of each one's unit, numbered in order of first
+    appearance); without `units` each value is one. Arrays are taken at numpy speed."""
+    if isinstance(values, np.ndarray) and (units is None or isinstance(units, np.ndarray)):
+        if units is not None and len(units) != len(values):
+            raise ValueError("one unit per value")
+        arr = np.asarray(values, dtype=float)
+        keep = np.isfinite(arr)
+        if units is None:
+            return arr[keep], np.arange(int(keep.sum()))
+        _, first, inverse = np.unique(units[keep], return_index=True, return_inverse=True)
+        rank = np.empty(first.size, dtype=int)
+        rank[np.argsort(first, kind="stable")] = np.arange(first.size)
+        return arr[keep], rank[inverse]
     if units is None:
         arr = _finite(values)
         return arr, np.arange(arr.size)
@@ -97,15 +122,75 @@ def _interval(estimates: np.ndarray) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
+def order_ci(values: np.ndarray) -> tuple[float, float]:
+    """The distribution-free 95% CI of the median of independent values: the order
+    statistics at ranks n/2 -+ Z sqrt(n)/2 (the normal limit of binomial(n, 1/2), exact
+    enough from a few hundred values on; used above BOOTSTRAP_MAX_VALUES)."""
+    n = values.size
+    half = Z * math.sqrt(n) / 2
+    lo, hi = max(0, math.floor(n / 2 - half) - 1), min(n - 1, math.ceil(n / 2 + half) - 1)
+    part = np.partition(values, (lo, hi))
+    return float(part[lo]), float(part[hi])
+
+
+def _evenly(rank: np.ndarray, size: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """Whether item `rank` (0-based) of a run of `size` items is one of `keep` evenly
+    spaced ones (element-wise)."""
+    return np.floor((rank + 1) * keep / size) > np.floor(rank * keep / size)
+
+
+def bounded_subset(unit: np.ndarray, limit: int = BOOTSTRAP_MAX_VALUES) -> np.ndarray:
+    """Indices (ascending) of at most about `limit` values: with more units than that,
+    `limit` evenly spaced units (by first appearance), else all of them; of each kept
+    unit an evenly spaced share of its values in their order (at least one), so every
+    unit weighs as before and the result is the same for the same data."""
+    if unit.size <= limit:
+        return np.arange(unit.size)
+    _, first, inverse = np.unique(unit, return_index=True, return_inverse=True)
+    rank_of = np.empty(first.size, dtype=np.int64)
+    rank_of[np.argsort(first, kind="stable")] = np.arange(first.size)
+    u = rank_of[inverse]  # units numbered by first appearance
+    k = first.size
+    chosen = _evenly(np.arange(k), np.full(k, k), np.full(k, min(k, limit)))
+    rows = np.flatnonzero(chosen[u])
+    counts = np.bincount(u[rows], minlength=k)
+    share = min(1.0, limit / rows.size)
+    order = np.argsort(u[rows], kind="stable")  # each unit's rows, in their order
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    ranks = np.empty(rows.size, dtype=np.int64)
+    ranks[order] = np.arange(rows.size) - starts[u[rows][order]]
+    size = counts[u[rows]]
+    keep = np.maximum(1, np.floor(size * share))
+    return rows[_evenly(ranks, size, keep)]
+
+
 def bootstrap_ci(
     values: np.ndarray, seed: int = 0, unit: np.ndarray | None = None
 ) -> tuple[float, float]:
     """Percentile bootstrap CI of the median, resampling whole units (`unit`: each
-    value's unit index; default: every value its own); none below MIN_UNITS units."""
+    value's unit index; default: every value its own); none below MIN_UNITS units.
+    Bounded: see `ci_of` for what larger groups get."""
+    return ci_of(values, seed, unit)[:2]
+
+
+def ci_of(
+    values: np.ndarray, seed: int = 0, unit: np.ndarray | None = None
+) -> tuple[float, float, str]:
+    """(low, high, method) of the 95% CI of the median: the bootstrap up to
+    BOOTSTRAP_MAX_VALUES values, above it order statistics (independent values) or the
+    cluster bootstrap of an evenly spaced subset of each unit's values (nested ones)."""
     unit = np.arange(len(values)) if unit is None else unit
     if len(values) == 0 or int(unit.max()) + 1 < MIN_UNITS:
-        return math.nan, math.nan
-    return _interval(_cluster_medians(values, unit, np.random.default_rng(seed)))
+        return math.nan, math.nan, CI_BOOTSTRAP
+    k = int(unit.max()) + 1
+    if values.size > BOOTSTRAP_MAX_VALUES and k == values.size:
+        return (*order_ci(values), CI_ORDER)
+    method = CI_BOOTSTRAP
+    if values.size > BOOTSTRAP_MAX_VALUES:
+        keep = bounded_subset(unit)
+        values, unit = values[keep], np.unique(unit[keep], return_inverse=True)[1]
+        method = CI_SUBSET
+    return (*_interval(_cluster_medians(values, unit, np.random.default_rng(seed))), method)
 
 
 def summarize(values: Sequence[float], units: Sequence[Hashable] | None = None) -> Summary:
@@ -118,7 +203,7 @@ def summarize(values: Sequence[float], units: Sequence[Hashable] | None = None) 
     mean = float(arr.mean())
     sd = float(arr.std(ddof=1)) if arr.size > 1 else math.nan
     cv = sd / mean if mean != 0 and not math.isnan(sd) else math.nan
-    lo, hi = bootstrap_ci(arr, unit=unit)
+    lo, hi, method = ci_of(arr, unit=unit)
     return Summary(
         n=int(arr.size),
         median=float(np.median(arr)),
@@ -131,6 +216,7 @@ def summarize(values: Sequence[float], units: Sequence[Hashable] | None = None) 
         maximum=float(arr.max()),
         outliers=int(outliers(arr).sum()),
         units=int(unit.max()) + 1,
+        ci_method=method,
     )
 
 
@@ -159,7 +245,12 @@ def slowdown_ci(
     point = slowdown(float(np.median(a)), float(np.median(b)), direction)
     if int(ub.max()) + 1 < MIN_UNITS or int(ua.max()) + 1 < MIN_UNITS:
         return point, math.nan, math.nan
+    big = BOOTSTRAP_MAX_VALUES
+    if b.size > big and a.size > big and ub.max() + 1 == b.size and ua.max() + 1 == a.size:
+        return (point, *_log_ratio_ci(b, a, direction))
     rng = np.random.default_rng(seed)
+    b, ub = _bounded(b, ub)
+    a, ua = _bounded(a, ua)
     mb, ma = _cluster_medians(b, ub, rng), _cluster_medians(a, ua, rng)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratios = ma / mb - 1 if direction == "lower" else mb / ma - 1
@@ -167,6 +258,29 @@ def slowdown_ci(
     if ratios.size == 0:
         return point, math.nan, math.nan
     return (point, *_interval(ratios))
+
+
+def _log_ratio_ci(b: np.ndarray, a: np.ndarray, direction: str) -> tuple[float, float]:
+    """The 95% CI of the slowdown of two big groups of independent values, without
+    resampling: each median's order-statistic interval read as a normal one on the log
+    scale (its standard error: the interval's log width / 2Z), the two errors added in
+    quadrature. None (nan) unless every bound is positive."""
+    (bl, bh), (al, ah) = order_ci(b), order_ci(a)
+    mb, ma = float(np.median(b)), float(np.median(a))
+    if min(bl, al, mb, ma) <= 0:
+        return math.nan, math.nan
+    se = math.hypot(math.log(bh / bl), math.log(ah / al)) / (2 * Z)
+    log_ratio = math.log(ma / mb) if direction == "lower" else math.log(mb / ma)
+    return math.exp(log_ratio - Z * se) - 1, math.exp(log_ratio + Z * se) - 1
+
+
+def _bounded(values: np.ndarray, unit: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """At most about BOOTSTRAP_MAX_VALUES of `values` for a bootstrap (bounded_subset),
+    with their units renumbered."""
+    if values.size <= BOOTSTRAP_MAX_VALUES:
+        return values, unit
+    keep = bounded_subset(unit)
+    return values[keep], np.unique(unit[keep], return_inverse=True)[1]
 
 
 # --- outliers ---------------------------------------------------------------------------
@@ -214,14 +328,20 @@ def modes(values: Sequence[float], resolution: float | None = None) -> Modes | N
     if n < MODES_MIN_N:
         return None
     least = math.ceil(MODES_MIN_SHARE * n)
-    best: tuple[float, int] = (0.0, 0)
-    for k in range(least, n - least + 1):
-        lo, hi = arr[:k], arr[k:]
-        spread = math.sqrt(float(lo.var() + hi.var()))
-        gap = float(hi.mean() - lo.mean())
-        d = math.inf if spread == 0 and gap > 0 else (math.sqrt(2) * gap / spread if spread else 0)
-        if d > best[0]:
-            best = (d, k)
+    # every split k at once, from prefix sums (about the lower cluster's mean, so that
+    # the variances do not cancel away for values far from zero)
+    x = arr - arr[n // 2]
+    c1, c2 = np.cumsum(x), np.cumsum(x * x)
+    k = np.arange(least, n - least + 1)
+    s1_lo, s2_lo = c1[k - 1], c2[k - 1]
+    s1_hi, s2_hi = c1[-1] - s1_lo, c2[-1] - s2_lo
+    m_lo, m_hi = s1_lo / k, s1_hi / (n - k)
+    var = np.maximum(0.0, s2_lo / k - m_lo**2) + np.maximum(0.0, s2_hi / (n - k) - m_hi**2)
+    gap = m_hi - m_lo
+    with np.errstate(divide="ignore", invalid="ignore"):
+        d = np.where(var > 0, math.sqrt(2) * gap / np.sqrt(var), np.where(gap > 0, np.inf, 0.0))
+    i = int(np.argmax(d))  # the first best split, as a scan from the lowest would find
+    best = (float(d[i]), int(k[i]))
     d, k = best
     if d < MODES_MIN_SEPARATION:
         return None
@@ -233,6 +353,7 @@ def modes(values: Sequence[float], resolution: float | None = None) -> Modes | N
 
 # --- A/B: one metric, two groups ----------------------------------------------------------
 PERMUTATIONS = 9999
+PERMUTATION_MAX_VALUES = 400  # more values in all: the permutation distribution's normal limit
 Verdict = str  # "better" | "worse" | "no change" | "too few"
 
 
@@ -248,6 +369,7 @@ class ABResult:
     median_b: float
     change: float
     p: float
+    method: str = "permutation"  # or "normal limit" (more than PERMUTATION_MAX_VALUES)
 
 
 def _mean_diff(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -264,9 +386,10 @@ def ab_test(a: Sequence[float], b: Sequence[float], seed: int = 0) -> ABResult:
     does (exact when the permutations are fewer than PERMUTATIONS, else PERMUTATIONS
     random ones with a fixed seed). Means, not medians, for the test: the median of a
     few values ignores most of them, so its permutation distribution is too coarse to
-    ever be significant at 5 vs 5; the effect reported is still the change of medians."""
-    from scipy import stats as sps
-
+    ever be significant at 5 vs 5; the effect reported is still the change of medians.
+    Bounded: with more than PERMUTATION_MAX_VALUES values in all, p is that of the
+    permutation distribution's normal limit (its exact mean 0 and variance), which
+    resampling would only approximate."""
     x, y = _finite(a), _finite(b)
     nan = math.nan
     if x.size == 0 or y.size == 0:
@@ -276,6 +399,11 @@ def ab_test(a: Sequence[float], b: Sequence[float], seed: int = 0) -> ABResult:
     if x.size < 2 or y.size < 2 or (np.all(x == x[0]) and np.all(y == x[0])):
         p = 1.0 if x.size >= 2 and y.size >= 2 else nan
         return ABResult(x.size, y.size, ma, mb, change, p)
+    if x.size + y.size > PERMUTATION_MAX_VALUES:
+        return ABResult(x.size, y.size, ma, mb, change, permutation_normal_p(x, y),
+                        "normal limit")  # fmt: skip
+    from scipy import stats as sps
+
     res = sps.permutation_test(
         (x, y),
         _mean_diff,
@@ -286,6 +414,18 @@ def ab_test(a: Sequence[float], b: Sequence[float], seed: int = 0) -> ABResult:
         rng=np.random.default_rng(seed),
     )
     return ABResult(x.size, y.size, ma, mb, change, float(res.pvalue))
+
+
+def permutation_normal_p(x: np.ndarray, y: np.ndarray) -> float:
+    """Two-sided p of mean(y) - mean(x) under its permutation distribution's normal
+    limit: mean 0, variance S^2 (1/n_x + 1/n_y) with S^2 the pooled values' variance
+    about their grand mean (divided by N - 1), exactly the permutation variance."""
+    pooled = np.concatenate((x, y))
+    var = float(pooled.var(ddof=1)) * (1 / x.size + 1 / y.size)
+    diff = float(y.mean() - x.mean())
+    if var <= 0:
+        return 1.0 if diff == 0 else 0.0
+    return math.erfc(abs(diff) / math.sqrt(2 * var))
 
 
 def holm(pvalues: Sequence[float]) -> list[float]:

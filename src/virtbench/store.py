@@ -9,12 +9,17 @@ Schema history (SQLite: PRAGMA user_version; PostgreSQL: table virtbench_meta):
   2  units: the measurements of a run that finished (what `run --resume` skips)
   3  fleets: samples.host, runs.host (the host a sample was measured on and a run ran on;
      '' is this machine, not a fleet run) and runs.fleet (the fleet run it belongs to)
+  4  frames: a run's samples as columns (frame.py), kept for the reading commands with
+     the fingerprint of the samples they were made from; remade when those change.
+     Index samples_run_id: that fingerprint (count, first and last id) without a scan
+     of the wider index
 
 The store knows nothing of runtimes or experiments: a sample is a flat record (records.py).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import re
@@ -26,7 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from virtbench import state
-from virtbench.errors import VirtbenchError
+from virtbench.errors import StoreError, VirtbenchError
+from virtbench.frame import COLUMNS, Frame
 from virtbench.records import Direction, RunRecord, Sample  # noqa: F401 (their old home)
 from virtbench.store_sql import MIGRATIONS as _MIGRATIONS  # noqa: F401 (its old home)
 from virtbench.store_sql import SCHEMA_VERSION, Backend, Row, SqliteBackend  # noqa: F401
@@ -98,9 +104,11 @@ class Store:
             )
 
     def finish_run(self, run_id: str, status: str) -> None:
+        """The run ended with `status`; its frame is made now, so reading it is quick."""
         self._db.execute(
             "UPDATE runs SET status = ?, finished = ? WHERE id = ?", (status, time.time(), run_id)
         )
+        self.frame(run_id)
 
     def reopen_run(self, run_id: str) -> None:
         """An interrupted or failed run goes on (`run --resume`): running again."""
@@ -170,6 +178,31 @@ class Store:
         d["params"] = json.loads(d["params"])
         d["warmup"], d["emulated"] = bool(d["warmup"]), bool(d["emulated"])
         return Sample(**d)
+
+    def frame(self, run_id: str) -> Frame:
+        """The run's samples as columns. Kept in the store with a fingerprint of its
+        samples (count, first and last row): made from the rows once, then read whole
+        until samples are added or removed. A store that cannot be written (read-only)
+        still reads: the frame is then made each time."""
+        fp = self._fingerprint(run_id)
+        rows = self._db.rows("SELECT fingerprint, data FROM frames WHERE run_id = ?", (run_id,))
+        if rows and rows[0]["fingerprint"] == fp:
+            return Frame.from_bytes(bytes(rows[0]["data"]))
+        cols = ", ".join(COLUMNS)
+        made = Frame.from_rows(self._db.tuples(
+            f"SELECT {cols} FROM samples WHERE run_id = ? ORDER BY id", (run_id,)))  # fmt: skip
+        with contextlib.suppress(StoreError):
+            self._db.execute(
+                "INSERT INTO frames (run_id, fingerprint, data) VALUES (?, ?, ?) ON CONFLICT "
+                "(run_id) DO UPDATE SET fingerprint = excluded.fingerprint, data = excluded.data",
+                (run_id, fp, made.to_bytes()),
+            )
+        return made
+
+    def _fingerprint(self, run_id: str) -> str:
+        q = "SELECT COUNT(*) AS n, MIN(id) AS lo, MAX(id) AS hi FROM samples WHERE run_id = ?"
+        r = self._db.rows(q, (run_id,))[0]
+        return f"{r['n']}:{r['lo']}:{r['hi']}"
 
     def discard_samples(self, run_id: str, keep: Callable[[Sample], bool]) -> int:
         """Delete the run's samples `keep` rejects, in one transaction; how many went."""

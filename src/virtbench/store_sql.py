@@ -27,7 +27,7 @@ from typing import Any
 
 from virtbench.errors import StoreError, VirtbenchError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -90,6 +90,14 @@ MIGRATIONS: dict[int, str] = {
     ALTER TABLE samples ADD COLUMN host TEXT NOT NULL DEFAULT '';
     ALTER TABLE runs ADD COLUMN host TEXT NOT NULL DEFAULT '';
     ALTER TABLE runs ADD COLUMN fleet TEXT NOT NULL DEFAULT '';
+    """,
+    4: """
+    CREATE TABLE frames (
+        run_id      TEXT PRIMARY KEY REFERENCES runs(id),
+        fingerprint TEXT NOT NULL,
+        data        BLOB NOT NULL
+    );
+    CREATE INDEX samples_run_id ON samples(run_id, id);
     """,
 }
 
@@ -169,6 +177,10 @@ class Backend:
         with self._lock:
             return self._execute(self.sql(query), params)
 
+    def tuples(self, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """A read's rows as tuples, in the query's column order (for many rows)."""
+        return [tuple(r.values()) for r in self.rows(query, params)]
+
     def execute(self, query: str, params: Sequence[Any] = ()) -> None:
         """One write, committed at once unless inside `transaction()`."""
         with self.writing():
@@ -242,6 +254,12 @@ class SqliteBackend(Backend):
 
     def _executemany(self, query: str, seq: Iterable[Sequence[Any]]) -> None:
         self.db.executemany(query, seq)
+
+    def tuples(self, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            cur = self.db.cursor()
+            cur.row_factory = None  # plain tuples: no dict per row
+            return cur.execute(self.sql(query), params).fetchall()
 
     def _begin(self, migrating: bool) -> None:
         # IMMEDIATE: take the write lock now, so a read then a write cannot deadlock

@@ -85,3 +85,11 @@ def test_increments_pool_the_steps_and_their_spread_makes_the_interval():
     assert increment_fit([0], [1]) is None
     one = increment_fit([0, 10], [0, 5])
     assert one is not None and one.slope == 0.5 and not one.has_ci
+
+
+def test_t_quantile_without_scipy_matches_scipy():
+    from scipy import stats as sps
+
+    from virtbench.fit import t975
+
+    assert max(abs(t975(df) - sps.t.ppf(0.975, df)) for df in range(1, 3000)) < 2e-6

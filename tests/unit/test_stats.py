@@ -1,8 +1,10 @@
 import math
 
 import numpy as np
+import pytest
 
-from virtbench.stats import modes, slowdown, summarize
+from virtbench import stats
+from virtbench.stats import ab_test, modes, slowdown, summarize
 
 
 def test_summary_of_known_values():
@@ -193,3 +195,98 @@ def test_two_modes_found_where_separated_and_not_in_one_skewed_mode():
     assert modes(steps) is not None and modes(steps, resolution=0.25) is None
     outliers_ = np.concatenate([rng.normal(10, 0.3, 17), [50.0, 51.0, 52.0]])
     assert modes(outliers_) is None  # three far values of twenty are outliers, no mode
+
+
+# --- bounded work on big groups -------------------------------------------------------------
+def test_big_groups_get_order_statistics_that_cover_the_true_median():
+    """Above BOOTSTRAP_MAX_VALUES independent values the CI is order statistics: over
+    400 draws of 5,000 log-normal values (true median 20) it covers 20 about 95% of the
+    time, and it says how it was made."""
+    rng = np.random.default_rng(3)
+    covered = 0
+    for _ in range(400):
+        st = summarize(20 * rng.lognormal(0, 0.1, 5000))
+        assert st.ci_method == stats.CI_ORDER and st.ci_low < st.median < st.ci_high
+        covered += st.ci_low <= 20 <= st.ci_high
+    assert 0.92 <= covered / 400 <= 0.98
+
+
+def test_nested_big_groups_resample_a_subset_of_each_unit():
+    """Nested values above the bound: an evenly spaced subset of each unit, every unit
+    kept; the interval is no narrower than the full cluster bootstrap's (it is computed
+    from fewer values), and the median stays exact."""
+    rng = np.random.default_rng(4)
+    unit = np.repeat(np.arange(10), 600)
+    values = 20 + rng.normal(0, 1, 10)[unit] + rng.normal(0, 0.5, unit.size)
+    keep = stats.bounded_subset(unit)
+    assert keep.size <= stats.BOOTSTRAP_MAX_VALUES and set(unit[keep]) == set(range(10))
+    assert np.all(np.diff(keep) > 0)
+    st = summarize(values, list(unit))
+    assert st.ci_method == stats.CI_SUBSET and st.median == float(np.median(values))
+    full = stats._interval(stats._cluster_medians(values, unit, np.random.default_rng(0)))
+    assert st.ci_high - st.ci_low >= 0.9 * (full[1] - full[0])
+
+
+def _modes_by_scan(values):
+    """The split search as a loop over every split (the reference for `modes`)."""
+    arr = np.sort(np.asarray(values, dtype=float))
+    n = arr.size
+    least = math.ceil(stats.MODES_MIN_SHARE * n)
+    best = (0.0, 0)
+    for k in range(least, n - least + 1):
+        lo, hi = arr[:k], arr[k:]
+        spread = math.sqrt(float(lo.var() + hi.var()))
+        gap = float(hi.mean() - lo.mean())
+        d = math.inf if spread == 0 and gap > 0 else (math.sqrt(2) * gap / spread if spread else 0)
+        if d > best[0]:
+            best = (d, k)
+    return best
+
+
+def test_modes_finds_the_split_a_scan_of_every_split_finds():
+    rng = np.random.default_rng(5)
+    for i in range(60):
+        n = int(rng.integers(20, 200))
+        draw = (
+            rng.normal(0, 1, n)
+            if i % 2
+            else np.concatenate((rng.normal(1e6, 1, n // 2), rng.normal(1e6 + 12, 1, n - n // 2)))
+        )
+        d, k = _modes_by_scan(draw)
+        found = modes(draw)
+        if d >= stats.MODES_MIN_SEPARATION:
+            assert found is not None and found.low_n == k and found.separation == pytest.approx(d)
+        else:
+            assert found is None
+
+
+def test_large_ab_tests_use_the_permutation_normal_limit_and_agree_with_resampling():
+    """More than PERMUTATION_MAX_VALUES values: the normal limit's p, within resampling
+    error of scipy's permutation test with 20,000 resamples."""
+    from scipy import stats as sps
+
+    rng = np.random.default_rng(6)
+    for shift in (0.0, 0.02, 0.05):
+        a, b = rng.normal(10, 0.5, 300), rng.normal(10 + shift, 0.5, 300)
+        r = ab_test(a, b)
+        assert r.method == "normal limit"
+        ref = sps.permutation_test((a, b), lambda x, y, axis: np.mean(y, axis=axis) -
+                                   np.mean(x, axis=axis), vectorized=True, n_resamples=20000,
+                                   rng=np.random.default_rng(0)).pvalue  # fmt: skip
+        assert abs(r.p - ref) < 0.02
+    assert ab_test(rng.normal(10, 1, 20), rng.normal(10, 1, 20)).method == "permutation"
+
+
+def test_slowdown_of_big_groups_covers_the_true_slowdown_without_resampling():
+    """Two groups of 3,000 independent values, the attacked one 10% slower: the interval
+    (order statistics on the log scale) holds 0.10 in about 95% of 300 draws."""
+    from virtbench.stats import slowdown_ci
+
+    rng = np.random.default_rng(8)
+    covered = 0
+    for _ in range(300):
+        base, hit = 20 * rng.lognormal(0, 0.1, 3000), 22 * rng.lognormal(0, 0.1, 3000)
+        point, lo, hi = slowdown_ci(base, hit, "lower")
+        assert lo < point < hi
+        covered += lo <= 0.10 <= hi
+    assert 0.92 <= covered / 300 <= 0.98

@@ -163,7 +163,7 @@ def test_version_2_store_gains_hosts_and_keeps_its_runs(tmp_path: Path):
     assert (s.host, s.value, s.runtime) == ("", 2.5, "crun")
     st.close()
     db = sqlite3.connect(tmp_path / "virtbench.sqlite")
-    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
 
 
 def test_samples_carry_their_runs_host_unless_they_have_one(tmp_path: Path):

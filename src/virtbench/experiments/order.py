@@ -109,8 +109,6 @@ def order_effects(
 ) -> list[OrderEffect]:
     """Groups (name, [(predecessor, value)...]) whose predecessor explains a significant
     difference of at least `min_effect` between the highest and lowest median."""
-    from scipy import stats as sps
-
     tested: list[tuple[str, dict[str, list[float]], float]] = []
     for name, pairs in groups:
         by: dict[str, list[float]] = defaultdict(list)
@@ -123,6 +121,8 @@ def order_effects(
         pooled = [v for vs in by.values() for v in vs]
         if len(set(pooled)) < 2:
             continue
+        from scipy import stats as sps  # only when there is something to test: slow import
+
         p = float(sps.kruskal(*by.values()).pvalue)
         tested.append((name, by, p))
     adjusted = holm([p for *_, p in tested])

@@ -15,32 +15,33 @@ with a verdict: grows, shrinks, flat, or undecided.
 
 from __future__ import annotations
 
-import statistics
-from collections import defaultdict
-
+import numpy as np
 from rich.table import Table
 
 from virtbench import metrics
 from virtbench.fit import Fit, increment_fit, resolution, resolved, sen_fit, verdict
-from virtbench.records import Sample
-from virtbench.report.tables import add_columns, fmt
+from virtbench.frame import Frame, as_frame
+from virtbench.report.tables import Rows, add_columns, fmt
 
 PER = 100  # trends are read per this many background instances
 
 
-def _ok(samples: list[Sample]) -> list[Sample]:
-    return [s for s in samples if not s.warmup and not s.error and s.value is not None]
+def _ok(samples: Rows) -> Frame:
+    f = as_frame(samples)
+    return f.take(~f.warmup & f.ok)
 
 
-def cost_fits(samples: list[Sample]) -> dict[tuple[str, str], Fit]:
+def cost_fits(samples: Rows) -> dict[tuple[str, str], Fit]:
     """(cost metric, runtime) -> the slope of its series against instances running."""
     ok = _ok(samples)
     out = {}
+    by = dict(ok.groups("metric", "runtime"))
     for m in metrics.fitted():
-        for runtime in dict.fromkeys(s.runtime for s in ok if s.metric == m.fits):
-            pts = [s for s in ok if s.metric == m.fits and s.runtime == runtime]
-            found = increment_fit([s.background for s in pts], [s.value for s in pts],  # type: ignore[misc]
-                                  [s.repetition for s in pts])  # fmt: skip
+        for (metric, runtime), rows in by.items():
+            if metric != m.fits:
+                continue
+            found = increment_fit(ok.background[rows].tolist(), ok.value[rows].tolist(),
+                                  ok.repetition[rows].tolist())  # fmt: skip
             if found is not None:
                 out[(m.name, runtime)] = found
     return out
@@ -68,7 +69,7 @@ def baseline_refusal(fit: Fit | None, metric: str, what: str) -> str | None:
     return None
 
 
-def cost_table(title: str, samples: list[Sample], runtime_order: list[str]) -> Table:
+def cost_table(title: str, samples: Rows, runtime_order: list[str]) -> Table:
     """Per runtime: host memory per instance, its kernel side and its user side, each
     the slope over every step with its 95% CI (or "< X" below resolution)."""
     fits = cost_fits(samples)
@@ -91,23 +92,23 @@ def cost_table(title: str, samples: list[Sample], runtime_order: list[str]) -> T
     return t
 
 
-def unit_points(samples: list[Sample], metric: str, runtime: str) -> list[tuple[int, int, float]]:
+def unit_points(samples: Rows, metric: str, runtime: str) -> list[tuple[int, int, float]]:
     """(repetition, background, value) of `metric` on `runtime`: one point per pile-up and
     background count, its nested values summarised as the tables do: the median for a
     figure read as a distribution (one slow boot in five moved a mean by half, and
     a crun pile-up to 1200 whose medians rose 1.3x read "undecided"), else the mean."""
-    by: dict[tuple[int, int], list[float]] = defaultdict(list)
-    workload = ""
-    for s in _ok(samples):
-        if s.metric == metric and s.runtime == runtime:
-            by[(s.repetition, s.background)].append(s.value)  # type: ignore[arg-type]
-            workload = s.workload
-    middle = statistics.median if metrics.lookup(metric, workload).summary == "median" else (
-        statistics.fmean)  # fmt: skip
-    return [(rep, n, middle(v)) for (rep, n), v in sorted(by.items())]
+    ok = _ok(samples)
+    ok = ok.take(ok.where("metric", metric) & ok.where("runtime", runtime))
+    if not len(ok):
+        return []
+    workload = ok.labels["workload"][ok.codes["workload"][-1]]
+    middle = np.median if metrics.lookup(metric, workload).summary == "median" else np.mean
+    points = [(int(rep), int(n), float(middle(ok.value[rows])))
+              for (rep, n), rows in ok.groups("repetition", "background")]  # fmt: skip
+    return sorted(points)
 
 
-def trend(samples: list[Sample], metric: str, runtime: str) -> Fit | None:
+def trend(samples: Rows, metric: str, runtime: str) -> Fit | None:
     """The slope of `metric` per PER background instances on `runtime`."""
     pts = unit_points(samples, metric, runtime)
     found = sen_fit([p[1] for p in pts], [p[2] for p in pts], [p[0] for p in pts])
@@ -122,17 +123,19 @@ def trend_cells(fit: Fit | None) -> tuple[str, str, str]:
     return f"{fit.slope:+.3g}", ci, verdict(fit)
 
 
-def trend_table(title: str, samples: list[Sample], metric: str, runtime_order: list[str]
+def trend_table(title: str, samples: Rows, metric: str, runtime_order: list[str]
                 ) -> Table:  # fmt: skip
     """Per runtime: the worker's figure's slope per PER background instances, its 95% CI
     and the verdict."""
-    unit = next((s.unit for s in samples if s.metric == metric), "")
+    f = as_frame(samples)
+    units = f.codes["unit"][f.where("metric", metric)]
+    unit = f.labels["unit"][units[0]] if units.size else ""
     t = Table(title=f"{title} ({metric}, {unit} per {PER} background instances)",
               title_justify="left")  # fmt: skip
     add_columns(t, ["runtime", f"slope per {PER}", "95% CI", "verdict", "points"],
                 ("runtime", "verdict"))  # fmt: skip
     for r in runtime_order:
-        pts = unit_points(samples, metric, r)
+        pts = unit_points(f, metric, r)
         if pts:
-            t.add_row(r, *trend_cells(trend(samples, metric, r)), str(len(pts)))
+            t.add_row(r, *trend_cells(trend(f, metric, r)), str(len(pts)))
     return t

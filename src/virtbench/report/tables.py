@@ -8,11 +8,15 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable
 
+import numpy as np
 from rich.table import Table
 
 from virtbench import metrics
+from virtbench.frame import Frame, as_frame
 from virtbench.records import RunRecord, Sample
-from virtbench.stats import Summary, slowdown_ci, summarize
+from virtbench.stats import CI_BOOTSTRAP, Summary, slowdown_ci, summarize
+
+Rows = Frame | list[Sample]
 
 
 def fmt(x: float, digits: int = 3) -> str:
@@ -81,14 +85,49 @@ def unit_values(rows: Iterable[Sample]) -> list[float]:
     return [sum(v) / len(v) for v in by.values()]
 
 
-def flagged(rows: Iterable[Sample]) -> int:
+def unit_keys(f: Frame, rows: np.ndarray) -> np.ndarray:
+    """`unit_of` for the frame's `rows` (indices), one integer key per row."""
+    pairs = f.codes["metric"][rows].astype(np.int64) * len(f.labels["workload"]) + (
+        f.codes["workload"][rows])  # fmt: skip
+    uniq, inverse = np.unique(pairs, return_inverse=True)
+    per_instance = np.array([_per_instance(f.labels["metric"][p // len(f.labels["workload"])],
+                                           f.labels["workload"][p % len(f.labels["workload"])])
+                             for p in uniq.tolist()], dtype=bool)  # fmt: skip
+    background = np.where(per_instance[inverse], f.background[rows], -1)
+    return f.repetition[rows] * (1 << 32) + background + 1
+
+
+def _per_instance(metric: str, workload: str) -> bool:
+    m = metrics.lookup(metric, workload)
+    return bool(m.pile_up and m.repeated)
+
+
+def summarize_rows(f: Frame, rows: np.ndarray) -> Summary:
+    """`summarize_samples` of the frame's `rows` (indices)."""
+    rows = rows[f.ok[rows]]
+    return summarize(f.value[rows], unit_keys(f, rows))
+
+
+def flagged(rows: Rows) -> int:
     """How many samples were measured on a host that was not quiet (other work ran,
     or the quiet wait timed out): `load` > 0 or `quiet` false in their params."""
-    return sum(
-        1
-        for r in rows
-        if not r.warmup and (r.params.get("load", 0) or r.params.get("quiet", True) is False)
-    )
+    f = as_frame(rows)
+    busy = [bool(f.params_of(i).get("load", 0) or f.params_of(i).get("quiet", True) is False)
+            for i in range(len(f.labels["params"]))]  # fmt: skip
+    return int(np.sum(np.asarray(busy, dtype=bool)[f.codes["params"]] & ~f.warmup)) if busy else 0
+
+
+def bounded_note(summaries: Iterable[Summary]) -> str:
+    """What intervals of big groups were made with (stats.ci_of), or ""."""
+    from virtbench.stats import BOOTSTRAP_MAX_VALUES
+
+    used = sorted({st.ci_method for st in summaries} - {CI_BOOTSTRAP})
+    if not used:
+        return ""
+    return (f"groups of more than {BOOTSTRAP_MAX_VALUES:,} values: 95% CI by "
+            f"{' or '.join(used)} (independent values: the order statistics around the "
+            "median; nested ones: the bootstrap of an evenly spaced subset of each "
+            "unit's values)")  # fmt: skip
 
 
 def add_columns(
@@ -101,13 +140,13 @@ def add_columns(
         t.add_column(col, justify="left" if left else "right", no_wrap=left or col in keep)
 
 
-def group(samples: Iterable[Sample]) -> dict[tuple[str, str, str, str, str], list[Sample]]:
-    """Non-warm-up samples keyed by (experiment, metric, unit, runtime, workload)."""
-    out: dict[tuple[str, str, str, str, str], list[Sample]] = defaultdict(list)
-    for s in samples:
-        if not s.warmup:
-            out[(s.experiment, s.metric, s.unit, s.runtime, s.workload)].append(s)
-    return out
+KEY = ("experiment", "metric", "unit", "runtime", "workload")
+
+
+def group(f: Frame) -> dict[tuple[str, ...], np.ndarray]:
+    """Indices of non-warm-up rows keyed by (experiment, metric, unit, runtime, workload)."""
+    keep = np.flatnonzero(~f.warmup)
+    return {key: keep[rows] for key, rows in f.take(keep).groups(*KEY)}
 
 
 def natural(text: str) -> tuple:
@@ -115,18 +154,19 @@ def natural(text: str) -> tuple:
     return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", text))
 
 
-def summary_table(
-    title: str, samples: list[Sample], runtime_order: list[str], wide: bool = False
-) -> Table:
+def summary_table(title: str, samples: Rows, runtime_order: list[str], wide: bool = False,
+                  seen: list[Summary] | None = None) -> Table:  # fmt: skip
     """One row per (metric, workload, runtime): median, 95% CI of the median, CV, n;
     `wide` adds mean, SD, min-max and outliers (Tukey's fences). Failed measurements are
-    counted, never averaged."""
+    counted, never averaged. `seen` collects the summaries shown."""
+    f = as_frame(samples)
     t = Table(title=title, title_justify="left")
     cols = ["measure", "runtime", "median", "95% CI", "CV", "n"]
     if wide:
         cols += ["mean", "SD", "min-max", "outliers"]
-    groups = group(samples)
-    if any(s.error for rows in groups.values() for s in rows):
+    groups = group(f)
+    failed = f.failed
+    if any(failed[rows].any() for rows in groups.values()):
         cols.append("failed")
     add_columns(t, cols, ("measure", "runtime"))
     order = {r: i for i, r in enumerate(runtime_order)}
@@ -136,7 +176,9 @@ def summary_table(
         if metrics.lookup(metric, workload).summary != "median":  # a per-point series
             continue
         rows = groups[key]
-        st = summarize_samples(rows)
+        st = summarize_rows(f, rows)
+        if seen is not None:
+            seen.append(st)
         ci, cv = spread(st)
         measure = metric.removeprefix(experiment + ".")
         if several_workloads:
@@ -146,7 +188,7 @@ def summary_table(
             row += [fmt(st.mean), fmt(st.sd), f"{fmt(st.minimum)}-{fmt(st.maximum)}",
                     str(st.outliers)]  # fmt: skip
         if "failed" in cols:
-            row.append(str(sum(1 for r in rows if r.error)) or "")
+            row.append(str(int(failed[rows].sum())) or "")
         t.add_row(*row)
     return t
 
@@ -156,117 +198,136 @@ def summary_table(
 HOST_COLUMNS = ("CPU idle", "mem avail", "swap free")
 
 
-def by_worker(samples: list[Sample]) -> list[tuple[str, list[Sample]]]:
+def by_worker(samples: Rows) -> list[tuple[str, Rows]]:
     """A scalability or isolation experiment's samples per worker (its workload), in the
-    order they were measured: a spec may measure several workers the same way."""
+    order they were measured: a spec may measure several workers the same way. A frame
+    gives frames, a list of samples lists."""
+    if isinstance(samples, Frame):
+        return [(w, samples.take(samples.where("workload", w)))
+                for w in samples.distinct("workload")]  # fmt: skip
     out: dict[str, list[Sample]] = {}
     for s in samples:
         out.setdefault(s.workload, []).append(s)
     return list(out.items())
 
 
-def worker_metric(samples: list[Sample]) -> str | None:
+def worker_metric(samples: Rows) -> str | None:
     """The figure a scalability or isolation table follows: the metric of the first
     failed or successful worker measurement (the workload's primary one comes first)."""
+    if isinstance(samples, Frame):
+        for (metric, workload), _ in samples.groups("metric", "workload"):
+            if metrics.lookup(metric, workload).headline:
+                return metric
+        return None
     for s in samples:
         if metrics.lookup(s.metric, s.workload).headline:
             return s.metric
     return None
 
 
-def scalability_table(title: str, samples: list[Sample], runtime_order: list[str]) -> Table:
+def scalability_table(title: str, samples: Rows, runtime_order: list[str],
+                      seen: list[Summary] | None = None) -> Table:  # fmt: skip
     """Per runtime and background count: the worker's figure (median, 95% CI, CV, n, and
     relative to the point with no background, as S1 normalised), next to the host's CPU
     idle, MemAvailable and free swap measured at that point."""
-    rows = [s for s in samples if not s.warmup]
-    metric = worker_metric(rows)
-    unit = next((s.unit for s in rows if s.metric == metric), "")
+    f = as_frame(samples)
+    f = f.take(~f.warmup)
+    metric = worker_metric(f)
+    is_metric = f.where("metric", metric or "")
+    unit = f.labels["unit"][f.codes["unit"][is_metric][0]] if is_metric.any() else ""
     t = Table(title=f"{title} ({metric}, {unit})", title_justify="left")
     cols = ["runtime", "background", "median", "95% CI", "CV", "n", "vs 0"]
     host = metrics.plotted("scalability")
     add_columns(t, [*cols, *HOST_COLUMNS], ("runtime",), ("background",))
-    runtimes = [r for r in runtime_order if any(s.runtime == r for s in rows)]
-    for r in runtimes:
-        mine = [s for s in rows if s.runtime == r]
+    points = dict(f.groups("runtime", "background", "metric"))
+    failed, workloads = f.failed, f.codes["workload"]
+    have = set(f.distinct("runtime"))
+    for r in (r for r in runtime_order if r in have):
         first = math.nan
-        for n in sorted({s.background for s in mine if s.metric == metric}):
-            at = [s for s in mine if s.background == n]
-
-            def median(name: str, at: list[Sample] = at) -> float:
-                return summarize_samples([s for s in at if s.metric == name]).median
-
-            worker = [s for s in at if s.metric == metric]
-            st = summarize_samples(worker)
-            failed = sum(1 for s in worker if s.error)
+        at_r = f.where("runtime", r) & is_metric
+        for n in sorted(set(f.background[at_r].tolist())):
+            worker = points[(r, n, metric)]
+            st = summarize_rows(f, worker)
+            if seen is not None:
+                seen.append(st)
+            lost = int(failed[worker].sum())
             if n == 0:  # "vs 0": only ever against the measurements alone
                 first = st.median
             # "vs 0" is a ratio: none to a first point of nothing (or within resolution)
-            workload = worker[0].workload if worker else ""
-            usable = not math.isnan(first) and not refusal(metric, workload, first)
+            workload = f.labels["workload"][workloads[worker[0]]]
+            usable = not math.isnan(first) and not refusal(metric, workload, first)  # type: ignore[arg-type]
             rel = st.median / first if usable and not math.isnan(st.median) else math.nan
+            host_cells = []
+            for _, m in zip(HOST_COLUMNS, host, strict=True):  # one column each
+                rows = points.get((r, n, m.name))
+                median = summarize_rows(f, rows).median if rows is not None else math.nan
+                host_cells.append(f"{fmt(median)}{m.unit}")
             t.add_row(
                 r,
                 str(n),
                 fmt(st.median),
                 *spread(st),
-                f"{st.n}" + (f" ({failed} failed)" if failed else ""),
+                f"{st.n}" + (f" ({lost} failed)" if lost else ""),
                 f"{rel:.2f}x" if not math.isnan(rel) else "-",
-                *(
-                    f"{fmt(median(m.name))}{m.unit}"
-                    for _, m in zip(HOST_COLUMNS, host, strict=True)  # one column each
-                ),
+                *host_cells,
             )
     return t
 
 
-def isolation_table(title: str, samples: list[Sample], runtime_order: list[str]) -> Table:
+def isolation_table(title: str, samples: Rows, runtime_order: list[str]) -> Table:
     """Per attacker and placement: the worker's median and its slowdown against the
     baseline (positive = slower, whichever way the metric improves) with a 95% CI."""
     t = Table(title=title, title_justify="left")
-    rows = [s for s in samples if not s.warmup]
-    metric = worker_metric(rows)
-    rows = [s for s in rows if s.metric == metric]
-    runtimes = [r for r in runtime_order if any(s.runtime == r for s in rows)]
-    unit = rows[0].unit if rows else ""
-    direction = rows[0].direction if rows else "higher"
+    f = as_frame(samples)
+    f = f.take(~f.warmup)
+    metric = worker_metric(f)
+    f = f.take(f.where("metric", metric or ""))
+    have = set(f.distinct("runtime"))
+    runtimes = [r for r in runtime_order if r in have]
+    first = f.samples(np.arange(min(1, len(f))))
+    unit = first[0].unit if first else ""
+    direction = first[0].direction if first else "higher"
+    workload = first[0].workload if first else ""
     t.add_column("attacker")
     t.add_column("placement")
     for r in runtimes:
         t.add_column(f"{r} {metric} ({unit})", justify="right")
         t.add_column(f"{r} slowdown (95% CI)", justify="right")
-    conditions: list[tuple[str, str]] = []
-    for s in sorted(rows, key=lambda s: (s.attacker != "", s.attacker, s.placement)):
-        if (s.attacker, s.placement) not in conditions:
-            conditions.append((s.attacker, s.placement))
+    cells_of = dict(f.groups("runtime", "attacker", "placement"))
+    conditions = sorted({(a, p) for _, a, p in cells_of},
+                        key=lambda c: (c[0] != "", c[0], c[1]))  # fmt: skip
+    ok_mask, failed = f.ok, f.failed
     # per (runtime, placement): each attacker's slowdown interval, to say where a
     # placement cannot tell attack kinds apart
     intervals: dict[tuple[str, str], list[tuple[str, float, float, float]]] = defaultdict(list)
     refused: list[str] = []  # baselines no ratio may use
+    none = np.zeros(0, dtype=np.int64)
     for attacker, placement in conditions:
         cells = [attacker or "(baseline)", placement or "-"]
         for r in runtimes:
-            mine = [s for s in rows if s.runtime == r]
-            base = [s for s in mine if not s.attacker and not s.error]
-            these = [s for s in mine if (s.attacker, s.placement) == (attacker, placement)]
-            ok = [s for s in these if not s.error]
-            failed = len(these) - len(ok)
-            st = summarize_samples(ok)
-            fail_text = f" ({failed} failed)" if failed else ""
-            cells.append(f"{fmt(st.median)} n={st.n}{fail_text}" if these else "-")
-            if not attacker or not ok or not base:
+            base = np.concatenate([rows for (rr, a, _), rows in cells_of.items()
+                                   if rr == r and not a] or [none])  # fmt: skip
+            base = base[~failed[base]]
+            these = cells_of.get((r, attacker, placement), none)
+            ok = these[~failed[these]]
+            lost = len(these) - len(ok)
+            st = summarize_rows(f, ok)
+            fail_text = f" ({lost} failed)" if lost else ""
+            cells.append(f"{fmt(st.median)} n={st.n}{fail_text}" if len(these) else "-")
+            if not attacker or not len(ok) or not len(base):
                 cells.append("-")
                 continue
-            why = refusal(metric, rows[0].workload, summarize_samples(base).median,
+            why = refusal(metric, workload, summarize_rows(f, base).median,  # type: ignore[arg-type]
                           f"{r}'s baseline")  # fmt: skip
             if why:
                 cells.append("no ratio")
                 refused.append(f"{r}: {why}")
                 continue
-            point, lo, hi = slowdown_ci(
-                [s.value for s in base], [s.value for s in ok], direction,
-                units_b=[unit_of(s) for s in base], units_a=[unit_of(s) for s in ok],
-            )  # fmt: skip
-            units = min(len({unit_of(s) for s in base}), len({unit_of(s) for s in ok}))
+            b, a = base[ok_mask[base]], ok[ok_mask[ok]]
+            ub, ua = unit_keys(f, b), unit_keys(f, a)
+            point, lo, hi = slowdown_ci(f.value[b], f.value[a], direction, units_b=ub,
+                                        units_a=ua)  # fmt: skip
+            units = min(np.unique(unit_keys(f, base)).size, np.unique(unit_keys(f, ok)).size)
             ci = (
                 f" ({lo * 100:+.1f}..{hi * 100:+.1f})"
                 if not math.isnan(lo)
@@ -304,36 +365,37 @@ def inseparable(
     return out
 
 
-def experiment_tables(run: RunRecord, samples: list[Sample], wide: bool = False) -> list[Table]:
+def experiment_tables(run: RunRecord, samples: Rows, wide: bool = False,
+                      seen: list[Summary] | None = None) -> list[Table]:  # fmt: skip
     """One summary table per experiment type in the run, in spec order; scalability and
-    isolation add their per-point and slowdown tables."""
+    isolation add their per-point and slowdown tables. `seen` collects the summaries."""
+    f = as_frame(samples)
     order = run.spec.get("runtimes", [])
-    kinds: list[str] = []
-    for s in samples:
-        if s.experiment not in kinds:
-            kinds.append(s.experiment)
     from virtbench.report.fits import cost_table, trend_table
 
     tables = []
-    for kind in kinds:
-        mine = [s for s in samples if s.experiment == kind]
+    for kind in f.distinct("experiment"):
+        mine = f.take(f.where("experiment", kind))
         title = f"{kind} — run {run.id}"
         if kind in ("scalability", "isolation"):  # one worker at a time: never mixed
-            for worker, theirs in by_worker(mine):
-                named = f"{title} ({worker})" if len(by_worker(mine)) > 1 else title
+            workers = by_worker(mine)
+            for worker, theirs in workers:
+                named = f"{title} ({worker})" if len(workers) > 1 else title
                 if kind == "isolation":
                     tables.append(isolation_table(f"{named}: slowdown", theirs, order))
                     continue
                 tables.append(scalability_table(f"{named}: by background instances", theirs,
-                                                order))  # fmt: skip
-                metric = worker_metric([s for s in theirs if not s.warmup])
+                                                order, seen))  # fmt: skip
+                metric = worker_metric(theirs.take(~theirs.warmup))  # type: ignore[union-attr]
                 if metric is not None:
                     tables.append(trend_table(f"{named}: trend", theirs, metric, order))
             if kind == "isolation":  # a summary over all conditions would mix them
                 continue
             # the pile-up's own figures; the worker's are in the per-point table
-            mine = [s for s in mine if metrics.lookup(s.metric, s.workload).pile_up]
-        table = summary_table(title, mine, order, wide)
+            piled = [rows for (m, w), rows in mine.groups("metric", "workload")
+                     if metrics.lookup(m, w).pile_up]  # fmt: skip
+            mine = mine.take(np.sort(np.concatenate(piled)) if piled else np.zeros(0, int))
+        table = summary_table(title, mine, order, wide, seen)
         if table.row_count:  # e.g. a scalability run whose only figures are per point
             tables.append(table)
         if kind == "density":

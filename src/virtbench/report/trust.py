@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+import numpy as np
+
 from virtbench import metrics
-from virtbench.records import Sample
-from virtbench.report.tables import flagged, fmt
+from virtbench.frame import as_frame
+from virtbench.report.tables import Rows, flagged, fmt
 from virtbench.stats import modes
 
 CI_NOTE = (
@@ -18,24 +20,22 @@ CI_NOTE = (
 )
 
 
-def two_modes(rows: list[Sample]) -> list[str]:
+def two_modes(rows: Rows) -> list[str]:
     """One line per group of values measured under one condition (metric, workload,
     runtime, background instances, attacker and placement) that fall in two separated
     clusters (stats.modes): its median stands for neither. A pile-up's figures, which
     change along the pile-up by design, are not looked at."""
-    groups: dict[tuple, list[float]] = defaultdict(list)
-    for s in rows:
-        m = metrics.lookup(s.metric, s.workload)
-        if s.error or s.value is None or m.summary != "median" or m.pile_up:
-            continue
-        condition = (s.background, str(s.params.get("attacker", "")),
-                     str(s.params.get("placement", "")))  # fmt: skip
-        groups[(s.metric, s.workload, s.runtime, s.unit, condition)].append(s.value)
+    f = as_frame(rows)
+    f = f.take(f.ok)
+    keys = ("metric", "workload", "runtime", "unit", "background", "attacker", "placement")
     out = []
-    for (metric, workload, runtime, unit, condition), vals in sorted(groups.items()):
-        found = modes(vals, metrics.lookup(metric, workload).resolution)
+    for key, idx in sorted(f.groups(*keys), key=lambda g: g[0]):
+        metric, workload, runtime, unit, background, attacker, placement = key
+        m = metrics.lookup(metric, workload)
+        if m.summary != "median" or m.pile_up:
+            continue
+        found = modes(f.value[idx], m.resolution)
         if found:
-            background, attacker, placement = condition
             where = f" with {background} in the background" if background else ""
             where += f" beside {attacker} ({placement})" if attacker else ""
             out.append(
@@ -47,24 +47,27 @@ def two_modes(rows: list[Sample]) -> list[str]:
     return out
 
 
-def trust_notes(samples: list[Sample]) -> list[tuple[str, str]]:
+def trust_notes(samples: Rows) -> list[tuple[str, str]]:
     """(level, text) a reader must weigh: samples measured on a host that was not quiet,
     groups whose figures depend on the runtime measured before them, and groups with two
     modes."""
     from virtbench.experiments.order import order_effects
 
-    rows = [s for s in samples if not s.warmup]
+    f = as_frame(samples)
+    f = f.take(~f.warmup)
     out: list[tuple[str, str]] = []
-    n = flagged(rows)
+    n = flagged(f)
     if n:
-        out.append(("warning", f"{n} of {len(rows)} samples were measured while other work "
+        out.append(("warning", f"{n} of {len(f)} samples were measured while other work "
                                "ran on the host, or its quiet wait timed out (their params: "
                                "load > 0 or quiet = false)"))  # fmt: skip
     groups: dict[str, list[tuple[str, float]]] = defaultdict(list)
-    for s in rows:
-        if "predecessor" in s.params and not s.error and s.value is not None:
-            name = f"{s.metric} ({s.workload}) on {s.runtime}"
-            groups[name].append((s.params["predecessor"], s.value))
+    predecessor = f.param("predecessor")
+    ok = f.ok & (predecessor != None)  # noqa: E711 (an object array, element-wise)
+    for (metric, workload, runtime), idx in f.take(ok).groups("metric", "workload", "runtime"):
+        rows = np.flatnonzero(ok)[idx]
+        name = f"{metric} ({workload}) on {runtime}"
+        groups[name] = list(zip(predecessor[rows].tolist(), f.value[rows].tolist(), strict=True))
     out += [("warning", e.text()) for e in order_effects(groups.items())]
-    out += [("warning", text) for text in two_modes(rows)]
+    out += [("warning", text) for text in two_modes(f)]
     return out

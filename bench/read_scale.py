@@ -1,0 +1,120 @@
+"""Reading a big store: `show`, `compare`, `export` and `report` of one run of
+1,000,000 samples (six runtimes, every experiment type, written the way tests/fakerun.py
+writes a run), each timed as a fresh process with its peak RSS.
+
+Prints one line per command, `read <command>: <s> s, <MiB> MiB peak (target <= ...)`,
+and a summary line `read scale: all within targets` or which are not; exit 1 when any
+command fails or misses its target.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.fakerun import fake_run  # noqa: E402, I001 (the repository's tests package)
+from virtbench.store import Sample, Store  # noqa: E402
+
+RUNTIMES = {"native": 1.0, "runc": 1.04, "crun": 1.02, "docker": 1.2, "podman": 1.25,
+            "runsc": 1.8}  # fmt: skip
+EXPERIMENTS = ("boot", "density", "throughput", "scalability", "isolation")
+TARGETS = {"show": 2.0, "compare": 3.0, "export": 5.0, "report": 15.0}  # seconds
+PEAK_MIB = 1024
+
+
+def per_group(samples: int) -> int:
+    """fake_run's per-group count that gives about `samples` samples over RUNTIMES:
+    boot (2n + 2) and isolation (4n) grow with it, the rest is fixed."""
+    fixed = 2 + 50 + 18 + 15 + 1 + 20 + 48  # boot warm-ups, density, throughput, scalability
+    return max(20, samples // len(RUNTIMES) - fixed) // 6
+
+
+def build(directory: Path, samples: int, run_id: str) -> int:
+    """Write the run into a store at `directory`, in one transaction per runtime's batch."""
+    store = Store(directory)
+    buffered: list[Sample] = []
+    direct = store.add_sample
+
+    def add_sample(rid: str, s: Sample) -> None:
+        buffered.append(s)
+        if len(buffered) >= 50_000:
+            flush(rid)
+
+    def flush(rid: str) -> None:
+        with store._db.transaction():
+            store._insert_samples(rid, buffered)
+        buffered.clear()
+
+    store.add_sample = add_sample  # type: ignore[method-assign]
+    orig_finish = store.finish_run
+
+    def finish(rid: str, status: str) -> None:
+        flush(rid)
+        orig_finish(rid, status)
+
+    store.finish_run = finish  # type: ignore[method-assign]
+    fake_run(store, run_id, RUNTIMES, EXPERIMENTS, n=per_group(samples), name="big")
+    store.add_sample = direct  # type: ignore[method-assign]
+    n = store.count_samples(run_id)
+    store.close()
+    return n
+
+
+def timed(argv: list[str], out: Path | None = None) -> tuple[float, float, int, str]:
+    """(seconds, peak RSS in MiB, exit status, stderr's tail) of `argv` as a fresh process,
+    its standard output to `out` (or nowhere)."""
+    with open(out or os.devnull, "wb") as sink, tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        p = subprocess.Popen(argv, stdout=sink, stderr=err)
+        _, status, usage = os.wait4(p.pid, 0)
+        took = time.perf_counter() - t0
+        p.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        tail = err.read().decode(errors="replace").strip()[-300:]
+    return took, usage.ru_maxrss / 1024, p.returncode, tail
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--samples", type=int, default=1_000_000)
+    ap.add_argument("--keep", type=Path, help="build the store in this directory and keep it")
+    args = ap.parse_args()
+    vb = [sys.executable, "-m", "virtbench"]
+    with tempfile.TemporaryDirectory(prefix="vb-read-") as tmp:
+        where = args.keep or Path(tmp) / "results"
+        t0 = time.perf_counter()
+        n = build(where, args.samples, "big001")
+        print(f"read scale: a store of {n:,} samples built in {time.perf_counter() - t0:.0f} s "
+              f"({where})")  # fmt: skip
+        store = ["--results", str(where)]
+        commands = {
+            "show": [*vb, "show", "big001", *store],
+            "compare": [*vb, "compare", "big001", "--runtimes", "native,crun", *store],
+            "export": [*vb, "export", "big001", "--format", "csv", *store],
+            "report": [*vb, "report", "big001", "-o", str(Path(tmp) / "report.html"), *store],
+        }
+        missed = []
+        for name, argv in commands.items():
+            took, peak, status, err = timed(argv, Path(tmp) / f"{name}.out")
+            within = took <= TARGETS[name] and peak <= PEAK_MIB
+            ok_status = status == 0 or (name == "compare" and status in (1, 3))  # its verdicts
+            print(f"read {name}: {took:.2f} s, {peak:.0f} MiB peak (target <= {TARGETS[name]:g} s,"
+                  f" <= {PEAK_MIB} MiB){'' if within else '  MISSED'}"
+                  + ("" if ok_status else f"  exit {status}: {err}"))  # fmt: skip
+            if not within or not ok_status:
+                missed.append(name)
+    print("read scale: all within targets" if not missed else
+          f"read scale: not within targets: {', '.join(missed)}")  # fmt: skip
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

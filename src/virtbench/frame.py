@@ -1,0 +1,211 @@
+"""A run's samples as columns: what the reading commands summarise, without a Python
+object per sample.
+
+Each text field of a sample (experiment, metric, unit, direction, runtime, workload,
+attacker, placement, error, params as its JSON text, host) is a column of small integer
+codes into that field's labels; the numbers (value, NaN where none; repetition;
+background; warmup; emulated; t) are numpy arrays. `groups` splits the rows by any of
+the fields at numpy speed, `take` keeps some rows, `samples` turns a few rows back into
+`Sample` records. The store keeps a run's frame beside its samples (store.py `frame`),
+so reading a big run does not convert every row again.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from virtbench.records import Sample
+
+TEXT = ("experiment", "metric", "unit", "direction", "runtime", "workload", "attacker",
+        "placement", "error", "params", "host")  # fmt: skip
+NUMBERS = {"value": np.float64, "repetition": np.int64, "background": np.int64,
+           "warmup": np.bool_, "emulated": np.bool_, "t": np.float64}  # fmt: skip
+COLUMNS = ("experiment", "metric", "value", "unit", "direction", "runtime", "workload",
+           "repetition", "background", "attacker", "placement", "warmup", "emulated",
+           "error", "params", "host", "t")  # Sample's fields, in its order  # fmt: skip
+
+
+@dataclass
+class Frame:
+    """Columns of samples, in the order they were measured."""
+
+    codes: dict[str, np.ndarray]  # text field -> int32 code per row
+    labels: dict[str, list[str]]  # text field -> its distinct values
+    numbers: dict[str, np.ndarray]  # numeric field -> one value per row
+    _params: dict[int, dict[str, Any]] = field(default_factory=dict, repr=False)
+
+    # --- building ---------------------------------------------------------------------
+    @classmethod
+    def from_rows(cls, rows: Iterable[Sequence[Any]]) -> Frame:
+        """From rows of COLUMNS' values (params as JSON text, value None when failed)."""
+        cols: list[list[Any]] = [[] for _ in COLUMNS]
+        appends = [c.append for c in cols]
+        for row in rows:
+            for add, x in zip(appends, row, strict=True):
+                add(x)
+        data = dict(zip(COLUMNS, cols, strict=True))
+        codes, labels = {}, {}
+        for name in TEXT:
+            index: dict[str, int] = {}
+            codes[name] = np.fromiter((index.setdefault(x, len(index)) for x in data[name]),
+                                      dtype=np.int32, count=len(data[name]))  # fmt: skip
+            labels[name] = list(index)
+        numbers = {}
+        for name, dtype in NUMBERS.items():
+            raw = data[name]
+            if name == "value":
+                numbers[name] = np.asarray(raw, dtype=object).astype(np.float64)  # None: NaN
+                continue
+            numbers[name] = np.asarray(raw, dtype=dtype)
+        return cls(codes, labels, numbers)
+
+    @classmethod
+    def from_samples(cls, samples: Iterable[Sample]) -> Frame:
+        rows = ((s.experiment, s.metric, s.value, s.unit, s.direction, s.runtime, s.workload,
+                 s.repetition, s.background, s.attacker, s.placement, s.warmup, s.emulated,
+                 s.error, json.dumps(s.params, sort_keys=True), s.host, s.t)
+                for s in samples)  # fmt: skip
+        return cls.from_rows(rows)
+
+    def to_bytes(self) -> bytes:
+        arrays = {f"c_{k}": v.astype(_code_type(len(self.labels[k])))
+                  for k, v in self.codes.items()}  # fmt: skip
+        arrays |= {f"n_{k}": v for k, v in self.numbers.items()}
+        arrays["labels"] = np.frombuffer(json.dumps(self.labels).encode(), dtype=np.uint8)
+        buf = io.BytesIO()
+        np.savez(buf, **arrays)
+        return buf.getvalue()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> Frame:
+        with np.load(io.BytesIO(data)) as z:
+            labels = json.loads(z["labels"].tobytes())
+            codes = {k: z[f"c_{k}"] for k in TEXT}
+            numbers = {k: z[f"n_{k}"] for k in NUMBERS}
+        return cls(codes, labels, numbers)
+
+    # --- reading ----------------------------------------------------------------------
+    def __len__(self) -> int:
+        return int(self.numbers["t"].size)
+
+    def __getattr__(self, name: str) -> np.ndarray:
+        if name in NUMBERS:
+            return self.numbers[name]
+        raise AttributeError(name)
+
+    def code(self, name: str, label: str) -> int:
+        """The code of `label` in text field `name`, -1 when no row has it."""
+        try:
+            return self.labels[name].index(label)
+        except ValueError:
+            return -1
+
+    def where(self, name: str, label: str) -> np.ndarray:
+        """The rows whose text field `name` is `label`."""
+        code = self.code(name, label)
+        if code < 0:
+            return np.zeros(len(self), dtype=bool)
+        return self.codes[name] == code
+
+    def column(self, name: str) -> np.ndarray:
+        """A text field's values, one per row (an object array)."""
+        return np.asarray(self.labels[name], dtype=object)[self.codes[name]]
+
+    def distinct(self, name: str) -> list[str]:
+        """A text field's values in the order they first appear."""
+        codes = self.codes[name]
+        _, first = np.unique(codes, return_index=True)
+        return [self.labels[name][codes[i]] for i in np.sort(first)]
+
+    @property
+    def failed(self) -> np.ndarray:
+        return ~self.where("error", "")
+
+    @property
+    def ok(self) -> np.ndarray:
+        """Successful measurements with a finite value."""
+        return ~self.failed & np.isfinite(self.numbers["value"])
+
+    def params_of(self, code: int) -> dict[str, Any]:
+        if code not in self._params:
+            self._params[code] = json.loads(self.labels["params"][code])
+        return self._params[code]
+
+    def param(self, key: str, default: Any = None) -> np.ndarray:
+        """The params' `key`, one per row (an object array; `default` where absent)."""
+        per = [self.params_of(i).get(key, default) for i in range(len(self.labels["params"]))]
+        out = np.empty(len(per), dtype=object)
+        out[:] = per
+        return out[self.codes["params"]]
+
+    def take(self, rows: np.ndarray) -> Frame:
+        """The rows selected by a boolean mask or an index array, labels shared."""
+        return Frame({k: v[rows] for k, v in self.codes.items()}, self.labels,
+                     {k: v[rows] for k, v in self.numbers.items()}, self._params)  # fmt: skip
+
+    def key_column(self, name: str) -> tuple[np.ndarray, list[Any]]:
+        """(an integer code per row, what each code stands for) of any field."""
+        if name in self.codes:
+            return self.codes[name].astype(np.int64), self.labels[name]
+        uniq, inverse = np.unique(self.numbers[name], return_inverse=True)
+        return inverse.astype(np.int64), uniq.tolist()
+
+    def groups(self, *names: str) -> list[tuple[tuple[Any, ...], np.ndarray]]:
+        """(the fields' values, the rows' indices in order) per distinct combination of
+        fields `names`, in the order each combination first appears."""
+        if not len(self):
+            return []
+        combined = np.zeros(len(self), dtype=np.int64)
+        meanings, span = [], 1
+        for name in names:
+            codes, means = self.key_column(name)
+            if span * max(1, len(means)) >= 1 << 62:  # renumber before it could overflow
+                _, combined = np.unique(combined, return_inverse=True)
+                span = int(combined.max()) + 1
+            combined = combined * max(1, len(means)) + codes
+            span *= max(1, len(means))
+            meanings.append((codes, means))
+        _, first, inverse = np.unique(combined, return_index=True, return_inverse=True)
+        order = np.argsort(inverse, kind="stable")
+        parts = np.split(order, np.cumsum(np.bincount(inverse))[:-1])
+        out = []
+        for g in np.argsort(first, kind="stable"):
+            i = parts[g][0]
+            out.append((tuple(means[int(codes[i])] for codes, means in meanings), parts[g]))
+        return out
+
+    def samples(self, rows: np.ndarray | None = None) -> list[Sample]:
+        """The rows (all, or a mask or index array) as Sample records."""
+        f = self if rows is None else self.take(rows)
+        cols = {k: f.column(k).tolist() for k in TEXT if k != "params"}
+        params = [f.params_of(int(c)) for c in f.codes["params"]]
+        nums = {k: v.tolist() for k, v in f.numbers.items()}
+        out = []
+        for i in range(len(f)):
+            value = nums["value"][i]
+            out.append(Sample(
+                experiment=cols["experiment"][i], metric=cols["metric"][i],
+                value=None if value != value else value, unit=cols["unit"][i],
+                direction=cols["direction"][i], runtime=cols["runtime"][i],
+                workload=cols["workload"][i], repetition=nums["repetition"][i],
+                background=nums["background"][i], attacker=cols["attacker"][i],
+                placement=cols["placement"][i], warmup=nums["warmup"][i],
+                emulated=nums["emulated"][i], error=cols["error"][i], params=dict(params[i]),
+                host=cols["host"][i], t=nums["t"][i],
+            ))  # fmt: skip
+        return out
+
+
+def _code_type(n: int) -> type:
+    return np.uint8 if n <= 1 << 8 else np.uint16 if n <= 1 << 16 else np.int32
+
+
+def as_frame(samples: Frame | Iterable[Sample]) -> Frame:
+    """A frame as it is; Sample records made into one."""
+    return samples if isinstance(samples, Frame) else Frame.from_samples(samples)
