@@ -6,16 +6,18 @@ from __future__ import annotations
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 from rich.text import Text
 
 from virtbench import plan
-from virtbench import spec as specmod
 from virtbench.cli_common import DEFAULT_RESULTS, ResultsOpt, app, one_line_errors, out
 from virtbench.errors import SpecError
+
+if TYPE_CHECKING:  # the spec's models take a while to build: imported where used
+    from virtbench import spec as specmod
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,8 @@ class Entry:
 
 
 def entries() -> list[Entry]:
+    from virtbench import spec as specmod
+
     """Every catalog entry, studies first (s1 ... s5), then the others by name."""
     found = []
     for name in specmod.catalog_names():
@@ -139,6 +143,8 @@ def catalog(
     if name is not None:
         listed = [e for e in listed if e.name == name or name in e.spec.aliases]
         if not listed:
+            from virtbench import spec as specmod
+
             names = ", ".join(specmod.catalog_names())
             raise SpecError(f"{name}: no such catalog entry (catalog: {names})")
     basis = "this host's earlier boot runs" if costs else "typical figures for each runtime"

@@ -21,6 +21,7 @@ from virtbench.cli_common import (
     out,
 )
 from virtbench.errors import VirtbenchError
+from virtbench.frame import Frame
 from virtbench.store import Store
 
 
@@ -48,17 +49,17 @@ def _fleet_host(store: Store, fleet: str, host: str) -> str:
     return mine[-1]
 
 
-def _side(store: Store, run_id: str, runtime: str | None) -> list:
+def _side(store: Store, run_id: str, runtime: str | None) -> Frame:
     """A run's samples, or those of one of its runtimes (named by --runtimes)."""
-    samples = store.samples(store.run(run_id).id)
+    f = store.frame(store.run(run_id).id)
     if runtime is None:
-        return samples
-    have = sorted({s.runtime for s in samples})
+        return f
+    have = sorted(f.distinct("runtime"))
     if runtime not in have:
         raise VirtbenchError(
             f"--runtimes: run {run_id} has no {runtime!r} samples (it has: {', '.join(have)})"
         )
-    return [s for s in samples if s.runtime == runtime]
+    return f.take(f.where("runtime", runtime))
 
 
 @app.command()

@@ -4,14 +4,13 @@ to samples in the store, and the result tables it prints (which `show` prints to
 from __future__ import annotations
 
 import sys
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import numpy as np
 import typer
 from rich.markup import escape
 
 from virtbench import naming
-from virtbench import spec as specmod
 from virtbench.cli_common import (
     DEFAULT_RESULTS,
     ResultsOpt,
@@ -29,8 +28,10 @@ from virtbench.errors import VirtbenchError
 from virtbench.frame import Frame, as_frame
 from virtbench.paths import Paths
 from virtbench.report.hosts import named_line
-from virtbench.spec import Spec
 from virtbench.store import Store
+
+if TYPE_CHECKING:  # the spec's models take a while to build: only `run` needs them
+    from virtbench.spec import Spec
 
 
 @app.command()
@@ -179,6 +180,8 @@ def run(
         _require_root("run")
         store = open_results(results, store_url)
         record = store.run(resume)
+        from virtbench import spec as specmod
+
         parsed = specmod.parse(record.spec, f"run {record.id}'s stored spec")
     elif spec is None:
         raise VirtbenchError("give a spec file or catalog name (e.g. quickstart), or --resume RUN")
@@ -268,6 +271,8 @@ def resolve_spec(
     spec: str, runtimes: str | None, flags: dict[str, Any], quick: bool = False
 ) -> Spec:
     """The spec `virtbench run SPEC --runtimes ... FLAGS` runs (errors name file and field)."""
+    from virtbench import spec as specmod
+
     _, raw, where = specmod.load(spec)
     return specmod.with_overrides(raw, where, _csv(runtimes, "--runtimes"), flags, quick)
 

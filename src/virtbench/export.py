@@ -16,6 +16,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import io
+import itertools
 import json
 import math
 from collections.abc import Iterator
@@ -115,23 +116,52 @@ def _pieces(f: Frame, fields: tuple[str, ...], lead: str) -> list[str]:
     return out.tolist()
 
 
+def _floats(x: np.ndarray) -> list[str]:
+    """Numbers as Python prints them (as csv does), "" for none (NaN, infinities)."""
+    out = list(map(repr, x.tolist()))
+    for i in np.flatnonzero(~np.isfinite(x)).tolist():
+        out[i] = ""
+    return out
+
+
 def write_csv(store: Store, run_id: str, out: IO[str]) -> int:
     """The run's samples as CSV, in the order measured: from its frame, each distinct
     run of text fields quoted once (csv's own quoting), numbers as Python prints them."""
     run = store.run(run_id)
     out.write(",".join(SAMPLE_FIELDS) + "\n")
     f = store.frame(run.id)
+    comma = itertools.repeat(",")
     for start in range(0, len(f), _CSV_CHUNK):
         part = f.take(np.arange(start, min(len(f), start + _CSV_CHUNK)))
         a = _pieces(part, _CSV_TEXT[0], f"{run.id},")
         b, c, d = (_pieces(part, fields, "") for fields in _CSV_TEXT[1:])
-        values = ["" if v != v else repr(v) for v in part.value.tolist()]
-        rep, bg = part.repetition.tolist(), part.background.tolist()
-        warm, emu = part.warmup.astype(int).tolist(), part.emulated.astype(int).tolist()
-        ts = ["" if not math.isfinite(t) else repr(t) for t in part.t.tolist()]
+        values, ts = _floats(part.value), _floats(part.t)
+        rep, bg = map(str, part.repetition.tolist()), map(str, part.background.tolist())
+        warm = map(str, part.warmup.astype(int).tolist())
+        emu = map(str, part.emulated.astype(int).tolist())
+        # one line per row, joined in C: pieces end in a comma where one follows
         out.writelines(
-            f"{a[i]}{values[i]},{b[i]}{rep[i]},{bg[i]},{c[i]}{warm[i]},{emu[i]},{d[i]}{ts[i]}\n"
-            for i in range(len(part))
+            map(
+                "".join,
+                zip(
+                    a,
+                    values,
+                    comma,
+                    b,
+                    rep,
+                    comma,
+                    bg,
+                    comma,
+                    c,
+                    warm,
+                    comma,
+                    emu,
+                    comma,
+                    d,
+                    ts,
+                    itertools.repeat("\n"),
+                ),
+            )
         )
     return len(f)
 

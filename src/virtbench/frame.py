@@ -39,6 +39,7 @@ class Frame:
     labels: dict[str, list[str]]  # text field -> its distinct values
     numbers: dict[str, np.ndarray]  # numeric field -> one value per row
     _params: dict[int, dict[str, Any]] = field(default_factory=dict, repr=False)
+    _keys: dict[str, tuple[np.ndarray, list[Any]]] = field(default_factory=dict, repr=False)
 
     # --- building ---------------------------------------------------------------------
     @classmethod
@@ -153,8 +154,10 @@ class Frame:
         """(an integer code per row, what each code stands for) of any field."""
         if name in self.codes:
             return self.codes[name].astype(np.int64), self.labels[name]
-        uniq, inverse = np.unique(self.numbers[name], return_inverse=True)
-        return inverse.astype(np.int64), uniq.tolist()
+        if name not in self._keys:  # a number's distinct values: sorting them is the cost
+            uniq, inverse = np.unique(self.numbers[name], return_inverse=True)
+            self._keys[name] = (inverse.astype(np.int64), uniq.tolist())
+        return self._keys[name]
 
     def groups(self, *names: str) -> list[tuple[tuple[Any, ...], np.ndarray]]:
         """(the fields' values, the rows' indices in order) per distinct combination of
@@ -166,14 +169,17 @@ class Frame:
         for name in names:
             codes, means = self.key_column(name)
             if span * max(1, len(means)) >= 1 << 62:  # renumber before it could overflow
-                _, combined = np.unique(combined, return_inverse=True)
-                span = int(combined.max()) + 1
+                combined, span = _dense(combined, span)
             combined = combined * max(1, len(means)) + codes
             span *= max(1, len(means))
             meanings.append((codes, means))
-        _, first, inverse = np.unique(combined, return_index=True, return_inverse=True)
-        order = np.argsort(inverse, kind="stable")
-        parts = np.split(order, np.cumsum(np.bincount(inverse))[:-1])
+        inverse, k = _dense(combined, span)
+        n = len(self)
+        first = np.empty(k, dtype=np.int64)
+        first[inverse[::-1]] = np.arange(n - 1, -1, -1)  # the last write wins: the first row
+        # a stable sort by group (radix for 16-bit keys), cut where each group ends
+        order = np.argsort(inverse.astype(np.uint16) if k <= 1 << 16 else inverse, kind="stable")
+        parts = np.split(order, np.cumsum(np.bincount(inverse, minlength=k))[:-1])
         out = []
         for g in np.argsort(first, kind="stable"):
             i = parts[g][0]
@@ -200,6 +206,18 @@ class Frame:
                 host=cols["host"][i], t=nums["t"][i],
             ))  # fmt: skip
         return out
+
+
+def _dense(keys: np.ndarray, span: int) -> tuple[np.ndarray, int]:
+    """(keys renumbered 0..k-1 in their order, k): by a table of `span` flags when that
+    is small, else by sorting."""
+    if span <= 1 << 24:
+        present = np.zeros(span, dtype=bool)
+        present[keys] = True
+        ids = np.cumsum(present) - 1
+        return ids[keys], int(ids[-1]) + 1 if span else 0
+    uniq, inverse = np.unique(keys, return_inverse=True)
+    return inverse.astype(np.int64), int(uniq.size)
 
 
 def _code_type(n: int) -> type:

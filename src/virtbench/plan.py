@@ -25,11 +25,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from virtbench import runtimes as runtime_registry
 from virtbench import workloads
-from virtbench.spec import Spec
+
+if TYPE_CHECKING:
+    from virtbench.spec import Spec
 
 # Start + stop of one instance, seconds, where the store has no earlier boot of the
 # runtime: typical figures of this class of host (2 vCPUs).

@@ -181,7 +181,7 @@ class Store:
 
     def frame(self, run_id: str) -> Frame:
         """The run's samples as columns. Kept in the store with a fingerprint of its
-        samples (count, first and last row): made from the rows once, then read whole
+        samples (their first and last id): made from the rows once, then read whole
         until samples are added or removed. A store that cannot be written (read-only)
         still reads: the frame is then made each time."""
         fp = self._fingerprint(run_id)
@@ -200,9 +200,13 @@ class Store:
         return made
 
     def _fingerprint(self, run_id: str) -> str:
-        q = "SELECT COUNT(*) AS n, MIN(id) AS lo, MAX(id) AS hi FROM samples WHERE run_id = ?"
-        r = self._db.rows(q, (run_id,))[0]
-        return f"{r['n']}:{r['lo']}:{r['hi']}"
+        """The run's first and last sample id: samples are only ever added (a new id is
+        above every id there is) or discarded (`discard_samples`, which drops the frame),
+        so these change whenever the samples do, and the index finds them at once."""
+        q = ("SELECT (SELECT MIN(id) FROM samples WHERE run_id = ?) AS lo, "
+             "(SELECT MAX(id) FROM samples WHERE run_id = ?) AS hi")  # fmt: skip
+        r = self._db.rows(q, (run_id, run_id))[0]
+        return f"{r['lo']}:{r['hi']}"
 
     def discard_samples(self, run_id: str, keep: Callable[[Sample], bool]) -> int:
         """Delete the run's samples `keep` rejects, in one transaction; how many went."""
@@ -210,6 +214,7 @@ class Store:
             rows = self._db.rows("SELECT * FROM samples WHERE run_id = ?", (run_id,))
             gone = [r["id"] for r in rows if not keep(self._sample(r))]
             self._db.executemany("DELETE FROM samples WHERE id = ?", [(i,) for i in gone])
+            self._db.execute("DELETE FROM frames WHERE run_id = ?", (run_id,))
         return len(gone)
 
     def add_unit(self, run_id: str, experiment: str, key: str) -> None:

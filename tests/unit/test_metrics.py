@@ -13,6 +13,7 @@ import pytest
 
 from virtbench import metrics, workloads
 from virtbench.experiments.session import Session
+from virtbench.frame import as_frame
 from virtbench.measure import host
 from virtbench.records import Sample
 from virtbench.report import compare, html
@@ -227,7 +228,7 @@ def test_figures_not_compared_stay_out_of_the_report_and_host_state_out_of_compa
     rows += [sample(n, 1.0) for n in ("boot.teardown", "density.pss", "tps@4")]
     assert {k[1] for k in html._groups(rows)} == {"boot.teardown", "density.pss", "tps@4"}
     assert all(not metrics.is_compared(n) for n in NOT_COMPARED)
-    keys = compare._groups(rows, with_runtime=False)
+    keys = compare._groups(as_frame(rows), with_runtime=False)
     assert {k[1] for k in keys} == {*NOT_COMPARED, "boot.teardown", "density.pss", "tps@4"} - {
         "host.cpu_idle_pct"}  # fmt: skip
     # a pile-up's background count is where in it: one group per run, not three

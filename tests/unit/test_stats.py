@@ -290,3 +290,24 @@ def test_slowdown_of_big_groups_covers_the_true_slowdown_without_resampling():
         assert lo < point < hi
         covered += lo <= 0.10 <= hi
     assert 0.92 <= covered / 300 <= 0.98
+
+
+def test_permutation_p_is_scipys():
+    """Exact splits give scipy's permutation_test p exactly; random ones within their
+    resampling error of it."""
+    from scipy import stats as sps
+
+    def scipy_p(x, y, n=9999):
+        return sps.permutation_test((x, y), lambda a, b, axis: np.mean(b, axis=axis) -
+                                    np.mean(a, axis=axis), vectorized=True, n_resamples=n,
+                                    rng=np.random.default_rng(0)).pvalue  # fmt: skip
+
+    rng = np.random.default_rng(9)
+    for na, nb, shift in ((3, 3, 0.0), (5, 5, 2.0), (4, 7, 1.0), (6, 6, 0.5), (2, 9, 3.0)):
+        x, y = rng.normal(10, 1, na), rng.normal(10 + shift, 1, nb)
+        assert stats.permutation_p(x, y, np.random.default_rng(0)) == pytest.approx(
+            scipy_p(x, y), abs=1e-12)  # fmt: skip
+    for shift in (0.0, 0.4, 1.0):
+        x, y = rng.normal(10, 1, 15), rng.normal(10 + shift, 1, 15)
+        got = stats.permutation_p(x, y, np.random.default_rng(0))
+        assert abs(got - scipy_p(x, y, 40000)) < 0.015

@@ -260,3 +260,22 @@ def test_open_store_picks_the_backend_from_the_location(tmp_path: Path):
     assert type(open_store(str(tmp_path / "s"))) is Store
     with pytest.raises(VirtbenchError, match=r"mysql://\.\.\.: unknown kind of store"):
         open_store("mysql://u:secret@localhost/db")
+
+
+def test_the_frame_follows_the_samples(tmp_path: Path):
+    """A run's frame is kept in the store and read whole, and is made again when samples
+    are added or discarded: it never shows what the samples no longer are."""
+    from tests.fakerun import fake_run
+
+    st = Store(tmp_path)
+    rid = fake_run(st, "frm001", {"crun": 1.0, "runc": 1.1}, ("boot", "density"), n=6)
+    stored = st._db.rows("SELECT fingerprint FROM frames WHERE run_id = ?", (rid,))
+    assert stored, "finish_run made the frame"
+    f = st.frame(rid)
+    assert len(f) == len(st.samples(rid))
+    assert f.samples() == st.samples(rid)
+    st.add_sample(rid, Sample("boot", "extra", 1.5, "ms", "lower", "crun", "hello", 9))
+    assert len(st.frame(rid)) == len(f) + 1 and st.frame(rid).samples()[-1].metric == "extra"
+    gone = st.discard_samples(rid, lambda s: s.runtime != "runc")
+    assert gone and set(st.frame(rid).distinct("runtime")) == {"crun"}
+    assert st.frame(rid).samples() == st.samples(rid)

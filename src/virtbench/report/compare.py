@@ -25,6 +25,7 @@ B measured are not shown.
 from __future__ import annotations
 
 import fnmatch
+import json
 import math
 from collections import defaultdict
 from dataclasses import dataclass
@@ -35,8 +36,9 @@ from rich.table import Table
 from virtbench import metrics
 from virtbench.errors import VirtbenchError
 from virtbench.fit import p_difference
+from virtbench.frame import Frame, as_frame
 from virtbench.records import Sample
-from virtbench.report.tables import add_columns, fmt, refusal, unit_values
+from virtbench.report.tables import Rows, add_columns, fmt, refusal, unit_keys
 from virtbench.stats import ABResult, ab_test, holm, min_p, verdict
 
 Key = tuple[str, ...]
@@ -78,9 +80,8 @@ class Row:
     cells: tuple[str, str] = ("", "")  # A's and B's figure as shown, where not a median
 
 
-def _fit_results(
-    a: list[Sample], b: list[Sample], with_runtime: bool
-) -> dict[Key, tuple[ABResult, str, tuple[str, str]]]:
+def _fit_results(a: Frame, b: Frame, with_runtime: bool
+                 ) -> dict[Key, tuple[ABResult, str, tuple[str, str]]]:  # fmt: skip
     """Memory costs (slopes, report/fits.py) on both sides: B's slope against A's, the
     p of their difference, and why there is no ratio where A's is below resolution."""
     from virtbench.report.fits import baseline_refusal, cost_cells, cost_fits
@@ -94,7 +95,8 @@ def _fit_results(
         if len(side_b) != 1:
             continue
         y = side_b[0]
-        workload = next((s.workload for s in a if s.metric == m.fits and s.runtime == rt), "")
+        rows = np.flatnonzero(a.where("metric", m.fits or "") & a.where("runtime", rt))
+        workload = a.labels["workload"][a.codes["workload"][rows[0]]] if rows.size else ""
         key = ("density", metric, m.unit, workload, "0", "", "", "")
         key = (*key, rt) if with_runtime else key
         why = baseline_refusal(x, metric, "A") or ""
@@ -104,25 +106,44 @@ def _fit_results(
     return out
 
 
-def _groups(samples: list[Sample], with_runtime: bool) -> dict[Key, list[Sample]]:
-    """Non-warm-up samples by condition, failed ones included (they count as failures)."""
-    out: dict[Key, list[Sample]] = defaultdict(list)
-    for s in samples:
-        if not s.warmup and metrics.lookup(s.metric, s.workload).ab_compared:
-            out[condition(s, with_runtime)].append(s)
-    return out
+FIELDS = ("experiment", "metric", "unit", "workload", "background", "attacker", "placement",
+          "params", "runtime")  # what a condition is made of (`condition`)  # fmt: skip
 
 
-def _values(rows: list[Sample]) -> list[float]:
-    """One value per independent unit (report/tables.py `unit_of`): the mean of a unit's
-    nested values (batches of one instance, boots at one point of one pile-up), so the
-    test counts units, not the correlated values inside them."""
-    return unit_values(rows)
+def _groups(f: Frame, with_runtime: bool) -> dict[Key, np.ndarray]:
+    """Indices of non-warm-up rows by condition (`condition`), failed ones included
+    (they count as failures)."""
+    keep = np.flatnonzero(~f.warmup)
+    merged: dict[Key, list[np.ndarray]] = defaultdict(list)
+    for (exp, metric, unit, workload, bg, attacker, placement, params, runtime), rows in f.take(
+        keep
+    ).groups(*FIELDS):
+        m = metrics.lookup(metric, workload)
+        if not m.ab_compared:
+            continue
+        level = json.loads(params).get("level")
+        key = (exp, metric, unit, workload, "0" if m.pile_up else str(bg), attacker, placement,
+               "" if level is None else str(level))  # fmt: skip
+        merged[(*key, runtime) if with_runtime else key].append(keep[rows])
+    return {k: np.sort(np.concatenate(v)) for k, v in merged.items()}
+
+
+def _values(f: Frame, rows: np.ndarray) -> np.ndarray:
+    """One value per independent unit (report/tables.py `unit_of`), in the order the
+    units were first measured: the mean of a unit's nested values (batches of one
+    instance, boots at one point of one pile-up), so the test counts units, not the
+    correlated values inside them."""
+    rows = rows[f.ok[rows]]
+    if not rows.size:
+        return np.zeros(0)
+    _, first, inverse = np.unique(unit_keys(f, rows), return_index=True, return_inverse=True)
+    means = np.bincount(inverse, weights=f.value[rows]) / np.bincount(inverse)
+    return means[np.argsort(first, kind="stable")]
 
 
 def compare(
-    a: list[Sample],
-    b: list[Sample],
+    a: Rows,
+    b: Rows,
     with_runtime: bool,
     alpha: float = 0.05,
     min_effect: float = 0.05,
@@ -131,8 +152,11 @@ def compare(
     """One row per condition measured in A (`metrics`: glob patterns to keep). A condition
     B lacks is "missing", one where B has no successful value while A has is "failed":
     both are regressions, not rows to leave out."""
-    ga, gb = _groups(a, with_runtime), _groups(b, with_runtime)
-    keys = [k for k in ga if _values(ga[k])]
+    fa, fb = as_frame(a), as_frame(b)
+    ga, gb = _groups(fa, with_runtime), _groups(fb, with_runtime)
+    va = {k: _values(fa, rows) for k, rows in ga.items()}
+    vb = {k: _values(fb, rows) for k, rows in gb.items()}
+    keys = [k for k in ga if va[k].size]
     if metrics:
         keys = [k for k in keys if any(fnmatch.fnmatchcase(k[1], m) for m in metrics)]
     if not any(k in gb for k in keys):
@@ -140,10 +164,10 @@ def compare(
             "compare: no measurement appears on both sides (same experiment, metric, "
             "workload and conditions); check the runs, --runtimes or --metric"
         )
-    tested = [k for k in keys if _values(gb.get(k, []))]
-    results = {k: ab_test(_values(ga[k]), _values(gb[k])) for k in tested}
+    tested = [k for k in keys if k in vb and vb[k].size]
+    results = {k: ab_test(va[k], vb[k]) for k in tested}
     why = {k: refusal(k[1], k[3], results[k].median_a) for k in tested}
-    fitted = _fit_results(a, b, with_runtime)
+    fitted = _fit_results(fa, fb, with_runtime)
     if metrics:
         fitted = {k: v for k, v in fitted.items()
                   if any(fnmatch.fnmatchcase(k[1], m) for m in metrics)}  # fmt: skip
@@ -155,23 +179,26 @@ def compare(
     adjusted = dict(zip(tested, holm([results[k].p for k in tested]), strict=True))
     m = sum(1 for k in tested if not math.isnan(results[k].p))
     rows = []
+
+    def direction_of(k: Key) -> str:
+        if k not in ga:
+            return "lower"  # a memory cost: less is better
+        return fa.labels["direction"][fa.codes["direction"][ga[k][0]]]
+
     for k in keys:
         if k not in results:
-            direction = ga[k][0].direction
-            va = _values(ga[k])
-            r = ABResult(len(va), 0, float(np.median(va)), math.nan, math.nan, math.nan)
-            rows.append(Row(k, direction, r, math.nan, "failed" if k in gb else "missing"))
+            r = ABResult(va[k].size, 0, float(np.median(va[k])), math.nan, math.nan, math.nan)
+            rows.append(Row(k, direction_of(k), r, math.nan, "failed" if k in gb else "missing"))
             continue
-        direction = ga[k][0].direction if k in ga else "lower"  # a memory cost: less is better
         r, p = results[k], adjusted[k]
         cells = shown.get(k, ("", ""))
         if why[k]:
-            rows.append(Row(k, direction, r, p, "no ratio", why[k], cells))
+            rows.append(Row(k, direction_of(k), r, p, "no ratio", why[k], cells))
             continue
-        v = verdict(r, direction, p, alpha, min_effect)
+        v = verdict(r, direction_of(k), p, alpha, min_effect)
         if v == "no change" and min_p(r.n_a, r.n_b) * m > alpha:
             v = "too few"  # Holm multiplies the smallest p by m: these sizes cannot reach alpha
-        rows.append(Row(k, direction, r, p, v, "", cells))
+        rows.append(Row(k, direction_of(k), r, p, v, "", cells))
     return rows
 
 

@@ -108,6 +108,13 @@ def summarize_rows(f: Frame, rows: np.ndarray) -> Summary:
     return summarize(f.value[rows], unit_keys(f, rows))
 
 
+def median_rows(f: Frame, rows: np.ndarray | None) -> tuple[float, int]:
+    """(median, n) of the successful values of the frame's `rows`, where a table shows
+    no more of them (nan, 0 when there are none)."""
+    values = f.value[rows[f.ok[rows]]] if rows is not None else np.zeros(0)
+    return (float(np.median(values)) if values.size else math.nan), int(values.size)
+
+
 def flagged(rows: Rows) -> int:
     """How many samples were measured on a host that was not quiet (other work ran,
     or the quiet wait timed out): `load` > 0 or `quiet` false in their params."""
@@ -260,7 +267,7 @@ def scalability_table(title: str, samples: Rows, runtime_order: list[str],
             host_cells = []
             for _, m in zip(HOST_COLUMNS, host, strict=True):  # one column each
                 rows = points.get((r, n, m.name))
-                median = summarize_rows(f, rows).median if rows is not None else math.nan
+                median = median_rows(f, rows)[0]
                 host_cells.append(f"{fmt(median)}{m.unit}")
             t.add_row(
                 r,
@@ -302,32 +309,36 @@ def isolation_table(title: str, samples: Rows, runtime_order: list[str]) -> Tabl
     intervals: dict[tuple[str, str], list[tuple[str, float, float, float]]] = defaultdict(list)
     refused: list[str] = []  # baselines no ratio may use
     none = np.zeros(0, dtype=np.int64)
+    bases = {}  # per runtime: its baseline's rows (successful), median and units
+    for r in runtimes:
+        base = np.concatenate([rows for (rr, a, _), rows in cells_of.items()
+                               if rr == r and not a] or [none])  # fmt: skip
+        base = base[~failed[base]]
+        finite = base[ok_mask[base]]
+        bases[r] = (base, median_rows(f, base)[0], finite,
+                    unit_keys(f, finite), np.unique(unit_keys(f, base)).size)  # fmt: skip
     for attacker, placement in conditions:
         cells = [attacker or "(baseline)", placement or "-"]
         for r in runtimes:
-            base = np.concatenate([rows for (rr, a, _), rows in cells_of.items()
-                                   if rr == r and not a] or [none])  # fmt: skip
-            base = base[~failed[base]]
+            base, base_median, b, ub, base_units = bases[r]
             these = cells_of.get((r, attacker, placement), none)
             ok = these[~failed[these]]
             lost = len(these) - len(ok)
-            st = summarize_rows(f, ok)
+            median, n = median_rows(f, ok)
             fail_text = f" ({lost} failed)" if lost else ""
-            cells.append(f"{fmt(st.median)} n={st.n}{fail_text}" if len(these) else "-")
+            cells.append(f"{fmt(median)} n={n}{fail_text}" if len(these) else "-")
             if not attacker or not len(ok) or not len(base):
                 cells.append("-")
                 continue
-            why = refusal(metric, workload, summarize_rows(f, base).median,  # type: ignore[arg-type]
-                          f"{r}'s baseline")  # fmt: skip
+            why = refusal(metric, workload, base_median, f"{r}'s baseline")  # type: ignore[arg-type]
             if why:
                 cells.append("no ratio")
                 refused.append(f"{r}: {why}")
                 continue
-            b, a = base[ok_mask[base]], ok[ok_mask[ok]]
-            ub, ua = unit_keys(f, b), unit_keys(f, a)
+            a = ok[ok_mask[ok]]
             point, lo, hi = slowdown_ci(f.value[b], f.value[a], direction, units_b=ub,
-                                        units_a=ua)  # fmt: skip
-            units = min(np.unique(unit_keys(f, base)).size, np.unique(unit_keys(f, ok)).size)
+                                        units_a=unit_keys(f, a))  # fmt: skip
+            units = min(base_units, np.unique(unit_keys(f, ok)).size)
             ci = (
                 f" ({lo * 100:+.1f}..{hi * 100:+.1f})"
                 if not math.isnan(lo)
