@@ -235,7 +235,7 @@ def report(
     }
     store = open_results(results, store_url)
     run_ids = resolve(store, run_ids)  # "latest", a fleet -> run ids; unknown: error
-    have = {s.runtime for rid in run_ids for s in store.samples(rid)}
+    have = {r for rid in run_ids for r in store.frame(rid).distinct("runtime")}
     for flag, value in (("--baseline", baseline), ("--boot-baseline", boot_baseline)):
         if value is not None and value not in have:
             raise VirtbenchError(

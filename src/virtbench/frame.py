@@ -40,6 +40,7 @@ class Frame:
     numbers: dict[str, np.ndarray]  # numeric field -> one value per row
     _params: dict[int, dict[str, Any]] = field(default_factory=dict, repr=False)
     _keys: dict[str, tuple[np.ndarray, list[Any]]] = field(default_factory=dict, repr=False)
+    memo: dict[str, Any] = field(default_factory=dict, repr=False)  # what readers derive once
 
     # --- building ---------------------------------------------------------------------
     @classmethod
@@ -73,6 +74,23 @@ class Frame:
                  s.error, json.dumps(s.params, sort_keys=True), s.host, s.t)
                 for s in samples)  # fmt: skip
         return cls.from_rows(rows)
+
+    @classmethod
+    def concat(cls, frames: Sequence[Frame]) -> Frame:
+        """The rows of `frames`, one after the other (their labels merged)."""
+        if len(frames) == 1:
+            return frames[0]
+        codes, labels = {}, {}
+        for name in TEXT:
+            merged: dict[str, int] = {}
+            parts = []
+            for fr in frames:
+                remap = np.array([merged.setdefault(x, len(merged)) for x in fr.labels[name]],
+                                 dtype=np.int32)  # fmt: skip
+                parts.append(remap[fr.codes[name]] if remap.size else fr.codes[name])
+            codes[name], labels[name] = np.concatenate(parts).astype(np.int32), list(merged)
+        numbers = {k: np.concatenate([fr.numbers[k] for fr in frames]) for k in NUMBERS}
+        return cls(codes, labels, numbers)
 
     def to_bytes(self) -> bytes:
         arrays = {f"c_{k}": v.astype(_code_type(len(self.labels[k])))

@@ -28,6 +28,7 @@ import fnmatch
 import json
 import math
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -112,14 +113,20 @@ FIELDS = ("experiment", "metric", "unit", "workload", "background", "attacker", 
 
 def _groups(f: Frame, with_runtime: bool) -> dict[Key, np.ndarray]:
     """Indices of non-warm-up rows by condition (`condition`), failed ones included
-    (they count as failures)."""
+    (they count as failures); only the figures compare compares (metrics.py)."""
+    return condition_rows(f, with_runtime, lambda m: m.ab_compared)
+
+
+def condition_rows(f: Frame, with_runtime: bool, wanted: Callable[[metrics.Metric], bool]
+                   ) -> dict[Key, np.ndarray]:  # fmt: skip
+    """Indices of non-warm-up rows by condition (`condition`) in the order first
+    measured, of the figures `wanted` (given each one's declaration) keeps."""
     keep = np.flatnonzero(~f.warmup)
     merged: dict[Key, list[np.ndarray]] = defaultdict(list)
-    for (exp, metric, unit, workload, bg, attacker, placement, params, runtime), rows in f.take(
-        keep
-    ).groups(*FIELDS):
+    for fields, rows in f.take(keep).groups(*FIELDS):
+        exp, metric, unit, workload, bg, attacker, placement, params, runtime = fields
         m = metrics.lookup(metric, workload)
-        if not m.ab_compared:
+        if not wanted(m):
             continue
         level = json.loads(params).get("level")
         key = (exp, metric, unit, workload, "0" if m.pile_up else str(bg), attacker, placement,
@@ -128,7 +135,7 @@ def _groups(f: Frame, with_runtime: bool) -> dict[Key, np.ndarray]:
     return {k: np.sort(np.concatenate(v)) for k, v in merged.items()}
 
 
-def _values(f: Frame, rows: np.ndarray) -> np.ndarray:
+def unit_means(f: Frame, rows: np.ndarray) -> np.ndarray:
     """One value per independent unit (report/tables.py `unit_of`), in the order the
     units were first measured: the mean of a unit's nested values (batches of one
     instance, boots at one point of one pile-up), so the test counts units, not the
@@ -154,8 +161,8 @@ def compare(
     both are regressions, not rows to leave out."""
     fa, fb = as_frame(a), as_frame(b)
     ga, gb = _groups(fa, with_runtime), _groups(fb, with_runtime)
-    va = {k: _values(fa, rows) for k, rows in ga.items()}
-    vb = {k: _values(fb, rows) for k, rows in gb.items()}
+    va = {k: unit_means(fa, rows) for k, rows in ga.items()}
+    vb = {k: unit_means(fb, rows) for k, rows in gb.items()}
     keys = [k for k in ga if va[k].size]
     if metrics:
         keys = [k for k in keys if any(fnmatch.fnmatchcase(k[1], m) for m in metrics)]

@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from virtbench.errors import VirtbenchError
-from virtbench.records import RunRecord, Sample
+from virtbench.frame import Frame
+from virtbench.records import RunRecord
 from virtbench.report import compare as cmp
 from virtbench.store import Store
 
@@ -23,12 +24,12 @@ def host_of(run: RunRecord) -> str:
     return run.host or str(run.environment.get("hostname") or "this machine")
 
 
-def by_host(store: Store, runs: list[RunRecord]) -> dict[str, list[Sample]]:
+def by_host(store: Store, runs: list[RunRecord]) -> dict[str, Frame]:
     """Samples of the runs, grouped by host in the order of the runs."""
-    out: dict[str, list[Sample]] = {}
+    out: dict[str, list[Frame]] = {}
     for r in runs:
-        out.setdefault(host_of(r), []).extend(store.samples(r.id))
-    return out
+        out.setdefault(host_of(r), []).append(store.frame(r.id))
+    return {host: Frame.concat(frames) for host, frames in out.items()}
 
 
 def comparisons(

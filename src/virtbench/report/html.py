@@ -25,18 +25,20 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+import numpy as np
 from rich.table import Table
 from rich.text import Text
 
 from virtbench import __version__, metrics
+from virtbench.frame import Frame, as_frame
 from virtbench.records import RunRecord, Sample
 from virtbench.report import compare as cmp
 from virtbench.report import hosts as hostsmod
 from virtbench.report import plots as plotmod
-from virtbench.report.compare import condition, label
+from virtbench.report.compare import label
 from virtbench.report.fits import baseline_refusal, cost_cells, cost_fits
 from virtbench.report.hosts import named_line
-from virtbench.report.tables import experiment_tables, fmt, unit_values
+from virtbench.report.tables import Rows, bounded_note, experiment_tables, fmt
 from virtbench.report.trust import CI_NOTE, trust_notes
 from virtbench.stats import (
     DESMET_BANDS,
@@ -46,7 +48,6 @@ from virtbench.stats import (
     holm,
     kruskal_dunn,
     min_p,
-    summarize,
 )
 from virtbench.store import Store
 
@@ -89,42 +90,45 @@ def _when(t: float | None) -> str:
     return dt.datetime.fromtimestamp(t).strftime("%Y-%m-%d %H:%M:%S") if t else "-"
 
 
-def _groups(samples: list[Sample]) -> dict[tuple[str, ...], dict[str, list[float]]]:
+def _groups(samples: Rows) -> dict[tuple[str, ...], dict[str, list[float]]]:
     """Successful, non-warm-up values of the figures the report compares (not host state,
     counts or side figures: metrics.py) by condition (without runtime), then runtime: one
     value per independent unit."""
-    rows: dict[tuple[str, ...], dict[str, list[Sample]]] = defaultdict(lambda: defaultdict(list))
-    for s in samples:
-        if s.warmup or s.error or s.value is None or not metrics.is_compared(s.metric, s.workload):
-            continue
-        rows[condition(s, with_runtime=False)][s.runtime].append(s)
-    # one value per independent unit: tests and scores count units, not nested values
-    return {k: {r: unit_values(v) for r, v in by.items()} for k, by in rows.items()}
+    f = as_frame(samples)
+    if "report groups" not in f.memo:  # warnings, differences and scores all read them
+        out: dict[tuple[str, ...], dict[str, list[float]]] = defaultdict(dict)
+        for key, rows in cmp.condition_rows(f, True, lambda m: m.compared).items():
+            values = cmp.unit_means(f, rows)  # tests and scores count units, not nested ones
+            if values.size:
+                out[key[:-1]][key[-1]] = values.tolist()
+        f.memo["report groups"] = dict(out)
+    return f.memo["report groups"]
 
 
-def warnings(samples: list[Sample], events: list[tuple[float, str, str]], cv_warn: float
+def warnings(samples: Rows, events: list[tuple[float, str, str]], cv_warn: float
              ) -> list[tuple[str, str]]:  # fmt: skip
     """(level, text) of everything a reader should weigh before trusting the numbers."""
+    f = as_frame(samples)
     out = [(level, msg) for _, level, msg in events]
-    out += trust_notes(samples)
-    emulated = sum(1 for s in samples if s.emulated and not s.warmup)
+    out += trust_notes(f)
+    emulated = int(np.sum(f.emulated & ~f.warmup))
     if emulated:
         out.append(("warning", f"{emulated} samples were measured under emulation (QEMU TCG): "
                                "functional results only, not performance"))  # fmt: skip
-    failed: dict[tuple[str, str], list[Sample]] = defaultdict(list)
-    for s in samples:
-        if s.error and not s.warmup:
-            failed[(s.runtime, s.metric)].append(s)
-    for (runtime, metric), rows in sorted(failed.items()):
+    failed = f.take(f.failed & ~f.warmup)
+    for (runtime, metric), rows in sorted(failed.groups("runtime", "metric")):
+        error = failed.labels["error"][failed.codes["error"][rows[0]]]
         out.append(("warning", f"{runtime} {metric}: {len(rows)} failed measurement(s), e.g. "
-                               f"{rows[0].error[:300]}"))  # fmt: skip
+                               f"{error[:300]}"))  # fmt: skip
     spread = []
-    for key, by_rt in _groups(samples).items():
+    for key, by_rt in _groups(f).items():
         for runtime, values in by_rt.items():
-            st = summarize(values)
-            if st.n >= 3 and not math.isnan(st.cv) and st.cv > cv_warn:
-                spread.append((st.cv, f"{label(key)} on {runtime}: CV {st.cv * 100:.1f}% "
-                                      f"over n={st.n}"))  # fmt: skip
+            arr = np.asarray(values)
+            mean = float(arr.mean()) if arr.size else math.nan
+            cv = float(arr.std(ddof=1)) / mean if arr.size >= 3 and mean else math.nan
+            if not math.isnan(cv) and cv > cv_warn:
+                spread.append((cv, f"{label(key)} on {runtime}: CV {cv * 100:.1f}% "
+                                   f"over n={arr.size}"))  # fmt: skip
     spread.sort(reverse=True)
     out += [("info", f"high spread: {text}") for _, text in spread[:MAX_SPREAD]]
     if len(spread) > MAX_SPREAD:
@@ -133,7 +137,7 @@ def warnings(samples: list[Sample], events: list[tuple[float, str, str]], cv_war
     return out
 
 
-def differences(samples: list[Sample], order: list[str], global_test: str = "kruskal"
+def differences(samples: Rows, order: list[str], global_test: str = "kruskal"
                 ) -> HtmlTable:  # fmt: skip
     """Per measure shared by two or more runtimes: the global test (three or more: Kruskal-
     Wallis or ANOVA; two: the permutation test of compare), its p corrected by Holm over
@@ -174,6 +178,10 @@ def differences(samples: list[Sample], order: list[str], global_test: str = "kru
                      [False, False, True, True, False])  # fmt: skip
 
 
+def _median(values: list[float]) -> float:
+    return float(np.median(values)) if values else math.nan
+
+
 def desmet_weight(measure: str, weights: dict[str, float], metric: str = "") -> float:
     """A measure's importance: the first pattern of `weights` (fnmatch) that its row's
     name or its metric's full name (`boot.spawn_to_exit`) matches, else 1."""
@@ -182,7 +190,7 @@ def desmet_weight(measure: str, weights: dict[str, float], metric: str = "") -> 
                  if any(fnmatch.fnmatchcase(n, pat) for n in names)), 1.0)  # fmt: skip
 
 
-def desmet(samples: list[Sample], order: list[str], opts: Options
+def desmet(samples: Rows, order: list[str], opts: Options
            ) -> tuple[str, HtmlTable | None, str]:  # fmt: skip
     """(baseline, table or None, note): per measure each runtime's score 0-4 against the
     baseline's median (boot against the boot baseline's). A measure swept over levels
@@ -190,13 +198,15 @@ def desmet(samples: list[Sample], order: list[str], opts: Options
     which counts once. Each feature weighs as `opts.weights` says (default 1); the last
     row is each runtime's weighted mean feature score, as S5 ranked its candidates. No
     table when the baseline has no samples or no other runtime does."""
-    have = [r for r in order if any(s.runtime == r for s in samples)]
+    f = as_frame(samples)
+    have = [r for r in order if r in set(f.distinct("runtime"))]
     base = opts.baseline or ("native" if "native" in have else (have[0] if have else ""))
     boot_base = opts.boot_baseline or base
     others = [r for r in have if r != base]
     if base not in have or not others:
         return base, None, ""
-    direction = {condition(s, False): s.direction for s in samples}
+    direction = {key: f.labels["direction"][f.codes["direction"][rows[0]]]
+                 for key, rows in cmp.condition_rows(f, False, lambda m: True).items()}  # fmt: skip
     note = ""
     if boot_base == "native":
         note = ("Boot is not scored against native, whose boot is a process start: give "
@@ -215,24 +225,24 @@ def desmet(samples: list[Sample], order: list[str], opts: Options
                 got[r] = score
         features[feature].append((cells, got))
 
-    for key, by_rt in _groups(samples).items():
+    for key, by_rt in _groups(f).items():
         boot = metrics.lookup(key[1], key[3]).desmet == "boot"
         ref_rt = boot_base if boot else base
         if (boot and boot_base == "native") or ref_rt not in by_rt:
             continue
         kind = "boot" if boot else direction[key]
-        ref = summarize(by_rt[ref_rt]).median
+        ref = _median(by_rt[ref_rt])
         why = cmp.refusal(key[1], key[3], ref, ref_rt)
         if why:  # a score is a ratio to the baseline: none against nothing
             refused.append(f"{label(key)} not scored: {why}")
             continue
         cells = [label(key), kind, f"{fmt(ref)} {key[2]}" + (f" ({ref_rt})" if boot else "")]
-        medians = {r: summarize(by_rt.get(r, [])).median for r in others}
+        medians = {r: _median(by_rt.get(r, [])) for r in others}
         feature = label((*key[:7], ""))  # the measure without its level
         feature = feature.replace(key[1], key[1].partition("@")[0], 1)
         metric_of[feature] = key[1].partition("@")[0]
         scored(feature, cells, medians, ref, kind, ref_rt)
-    fits = cost_fits([s for s in samples if not s.warmup])
+    fits = cost_fits(f)
     for m in metrics.fitted():
         ref_fit = fits.get((m.name, base))
         if ref_fit is None or not any((m.name, r) in fits for r in others):
@@ -281,11 +291,37 @@ def _env_value(key: str, value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
+PLOT_MAX_VALUES = 500  # per group: plots draw an evenly spaced subset of bigger ones
+
+
+def plotted(f: Frame) -> tuple[list[Sample], str]:
+    """The samples the plots draw, and what was left out: of every group (experiment,
+    metric, workload, runtime, background, attacker, placement) at most PLOT_MAX_VALUES
+    values, evenly spaced in the order measured, and every failed one. The tables and
+    tests use them all."""
+    from virtbench.stats import bounded_subset
+
+    keys = ("experiment", "metric", "workload", "runtime", "background", "attacker",
+            "placement", "warmup")  # fmt: skip
+    keep, capped = [np.flatnonzero(f.failed)], 0
+    ok = np.flatnonzero(~f.failed)
+    for _, rows in f.take(ok).groups(*keys):
+        if rows.size > PLOT_MAX_VALUES:
+            capped += 1
+            rows = rows[bounded_subset(np.zeros(rows.size, dtype=np.int64), PLOT_MAX_VALUES)]
+        keep.append(ok[rows])
+    note = (f"plots draw at most {PLOT_MAX_VALUES:,} values of each group (evenly spaced in "
+            f"the order measured; {capped} groups had more): the tables use every value"
+            if capped else "")  # fmt: skip
+    return f.samples(np.sort(np.concatenate(keep))), note
+
+
 def run_section(store: Store, run: RunRecord, opts: Options) -> dict[str, Any]:
-    samples = store.samples(run.id)
+    f = store.frame(run.id)
     order = list(run.spec.get("runtimes", []))
-    order += sorted({s.runtime for s in samples} - set(order))
+    order += sorted(set(f.distinct("runtime")) - set(order))
     procs = [p for p in store.series(run.id) if p[0].startswith("proc/")]
+    samples, plots_note = plotted(f)
     figs = plotmod.figures(samples, order, procs)
     svgs = []
     for p in figs:
@@ -296,8 +332,9 @@ def run_section(store: Store, run: RunRecord, opts: Options) -> dict[str, Any]:
     weights = opts.weights or dict(
         run.spec.get("desmet_weights") or {}
     )  # the flag's, or the spec's
-    base, scores, score_note = desmet(samples, order, dataclasses.replace(opts, weights=weights))
+    base, scores, score_note = desmet(f, order, dataclasses.replace(opts, weights=weights))
     env = dict(run.environment)
+    seen: list[Any] = []  # the tables' summaries, for what their intervals were made with
     versions = env.pop("runtimes", {})
     named = env.pop("named_runtimes", {})
     return {
@@ -313,15 +350,16 @@ def run_section(store: Store, run: RunRecord, opts: Options) -> dict[str, Any]:
         "artifacts": run.artifacts,
         "spec": json.dumps(run.spec, indent=2),
         "counts": {
-            "samples": sum(1 for s in samples if not s.warmup),
-            "warmups": sum(1 for s in samples if s.warmup),
-            "failed": sum(1 for s in samples if s.error and not s.warmup),
+            "samples": int(np.sum(~f.warmup)),
+            "warmups": int(np.sum(f.warmup)),
+            "failed": int(np.sum(f.failed & ~f.warmup)),
         },
-        "warnings": warnings(samples, store.events(run.id), opts.cv_warn),
-        "tables": [from_rich(t) for t in experiment_tables(run, samples, wide=True)],
-        "ci_note": CI_NOTE,
+        "warnings": warnings(f, store.events(run.id), opts.cv_warn),
+        "tables": [from_rich(t) for t in experiment_tables(run, f, True, seen)],
+        "ci_note": " ".join([CI_NOTE, bounded_note(seen)]).strip(),
+        "plots_note": plots_note,
         "plots": svgs,
-        "differences": differences(samples, order, opts.global_test),
+        "differences": differences(f, order, opts.global_test),
         "baseline": base,
         "scores": scores,
         "score_note": score_note,

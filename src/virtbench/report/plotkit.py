@@ -8,7 +8,7 @@ import io
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import matplotlib
@@ -44,15 +44,28 @@ class Plot:
     title: str
     fig: Figure
 
+    _svg: str = field(default="", repr=False)  # the SVG, made once for file and page
+
+    def _svg_text(self) -> str:
+        if not self._svg:
+            buf = io.StringIO()
+            with plt.rc_context(STYLE):  # svg.* settings are read when saving
+                self.fig.savefig(buf, format="svg", bbox_inches=None,
+                                 metadata=_metadata("svg"))  # fmt: skip
+            self._svg = buf.getvalue()
+        return self._svg
+
     def save(self, directory: Path) -> list[Path]:
         out = []
         try:
             directory.mkdir(parents=True, exist_ok=True)
-            with plt.rc_context(STYLE):  # svg.* settings are read when saving
-                for ext in ("png", "svg"):
-                    path = directory / f"{self.name}.{ext}"
-                    self.fig.savefig(path, bbox_inches="tight", metadata=_metadata(ext))
-                    out.append(path)
+            path = directory / f"{self.name}.png"
+            with plt.rc_context(STYLE):
+                self.fig.savefig(path, metadata=_metadata("png"))
+            out.append(path)
+            path = directory / f"{self.name}.svg"
+            path.write_text(self._svg_text())
+            out.append(path)
         except OSError as exc:
             raise VirtbenchError(f"--plots {directory}: cannot write ({exc.strerror})") from None
         return out
@@ -60,10 +73,7 @@ class Plot:
     def svg(self, scope: str = "") -> str:
         """The figure as an inline <svg> element, its ids prefixed (by `scope`, e.g. the
         run id, and the plot's name) so that several plots in one page never share one."""
-        buf = io.StringIO()
-        with plt.rc_context(STYLE):
-            self.fig.savefig(buf, format="svg", bbox_inches="tight", metadata=_metadata("svg"))
-        text = buf.getvalue()
+        text = self._svg_text()
         text = text[text.index("<svg") :]
         prefix = re.sub(r"[^a-zA-Z0-9]", "-", f"{scope}-{self.name}" if scope else self.name) + "-"
         text = re.sub(r'\bid="([^"]+)"', rf'id="{prefix}\1"', text)
