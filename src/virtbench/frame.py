@@ -172,8 +172,13 @@ class Frame:
         """(an integer code per row, what each code stands for) of any field."""
         if name in self.codes:
             return self.codes[name].astype(np.int64), self.labels[name]
-        if name not in self._keys:  # a number's distinct values: sorting them is the cost
-            uniq, inverse = np.unique(self.numbers[name], return_inverse=True)
+        if name not in self._keys:  # a number's distinct values
+            x = self.numbers[name]
+            if x.dtype.kind in "iu" and x.size and x.min() >= 0 and x.max() < 1 << 24:
+                inverse, _ = _dense(x.astype(np.int64), int(x.max()) + 1)  # no sort
+                uniq = np.flatnonzero(np.bincount(x, minlength=1))
+            else:
+                uniq, inverse = np.unique(x, return_inverse=True)
             self._keys[name] = (inverse.astype(np.int64), uniq.tolist())
         return self._keys[name]
 
@@ -186,10 +191,10 @@ class Frame:
         meanings, span = [], 1
         for name in names:
             codes, means = self.key_column(name)
-            if span * max(1, len(means)) >= 1 << 62:  # renumber before it could overflow
-                combined, span = _dense(combined, span)
             combined = combined * max(1, len(means)) + codes
             span *= max(1, len(means))
+            if span > max(len(self), 1 << 16):  # renumber: keeps the table of flags small
+                combined, span = _dense(combined, span)
             meanings.append((codes, means))
         inverse, k = _dense(combined, span)
         n = len(self)
@@ -229,7 +234,7 @@ class Frame:
 def _dense(keys: np.ndarray, span: int) -> tuple[np.ndarray, int]:
     """(keys renumbered 0..k-1 in their order, k): by a table of `span` flags when that
     is small, else by sorting."""
-    if span <= 1 << 24:
+    if span <= max(1 << 16, 4 * keys.size) and span <= 1 << 26:
         present = np.zeros(span, dtype=bool)
         present[keys] = True
         ids = np.cumsum(present) - 1
