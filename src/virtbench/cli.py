@@ -20,11 +20,14 @@ from virtbench.cli_common import (
     StoreOpt,
     _require_root,
     app,
+    closed_pipe,
     err,
     one_line,
     one_line_errors,
     open_results,
     out,
+    print_table,
+    read_results,
 )
 from virtbench.paths import Paths
 
@@ -39,12 +42,19 @@ def version() -> None:
 @one_line_errors
 def doctor() -> None:
     """Say which runtimes can run here (and how to fix those that cannot), and host facts."""
+    from rich.table import Table
+
     from virtbench.doctor import all_checks
 
     style = {"ok": "green", "fail": "red", "warn": "yellow", "info": "blue"}
+    t = Table(box=None, show_header=False, pad_edge=False)
+    t.add_column("status", no_wrap=True)
+    t.add_column("check", no_wrap=True)
+    t.add_column("what, and how to fix it", overflow="fold", ratio=1)
     for c in all_checks():
-        fix = f"  [dim]fix:[/] {c.fix}" if c.fix else ""
-        out.print(f"[{style[c.status]}]{c.status:4}[/] {c.name:18} {c.detail}{fix}", soft_wrap=True)
+        fix = f"\n[dim]fix:[/] {escape(c.fix)}" if c.fix else ""
+        t.add_row(f"[{style[c.status]}]{c.status}[/]", escape(c.name), escape(c.detail) + fix)
+    out.print(t)
 
 
 @app.command()
@@ -80,13 +90,17 @@ from virtbench.cli_run import _show  # noqa: E402
 def list_runs(results: ResultsOpt = DEFAULT_RESULTS, store_url: StoreOpt = None) -> None:
     """List the runs in the store."""
     from virtbench.report.tables import runs_table
+    from virtbench.store import DB_NAME
 
+    if not store_url and not (results / DB_NAME).is_file():  # nothing to list: create nothing
+        out.print(f"no runs in {results} (no results store there yet)")
+        return
     store = open_results(results, store_url)
     rows = [(r, store.count_samples(r.id)) for r in store.runs()]
     if not rows:
         out.print(f"no runs in {store.location}")
         return
-    out.print(runs_table(rows))
+    print_table(runs_table(rows))
 
 
 @app.command()
@@ -102,7 +116,7 @@ def show(
     store_url: StoreOpt = None,
 ) -> None:
     """Show one run: per metric and runtime, median with 95% CI, CV and n."""
-    store = open_results(results, store_url)
+    store = read_results(results, store_url)
     record = store.run(run_id)
     out.print(f"run {record.id} ({record.name}): {record.status}")
     _show(store, record.id, wide)
@@ -135,6 +149,8 @@ def main() -> None:
     except typer.Abort:  # end of input at a prompt
         err.print("[yellow]aborted[/]")
         sys.exit(1)
+    except BrokenPipeError:  # the reader left (`... | head`): end as a writer killed by SIGPIPE
+        closed_pipe()
     except Exception as exc:
         if os.environ.get("VIRTBENCH_DEBUG"):
             raise
@@ -142,8 +158,8 @@ def main() -> None:
         err.print(f"[red]error[/]: internal error ({escape(what)}); VIRTBENCH_DEBUG=1 shows "
                   "where; please report it", soft_wrap=True)  # fmt: skip
         sys.exit(70)
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        closed_pipe()
     sys.exit(code if isinstance(code, int) else 0)
-
-
-if __name__ == "__main__":
-    main()

@@ -177,10 +177,36 @@ def catalog(
         if name is not None:
             for form, spec in (("full", full), ("quick", quick)):
                 for step in plan.steps(spec, costs) if spec else []:
-                    about = plan.duration(step.seconds)
-                    say(f"{form:5} {step.experiment} on {step.runtime}: {step.detail}, ~{about}",
-                        4)  # fmt: skip
+                    say(f"{form:5} {_step(step)}", 4)
     out.print(f"[dim]Estimates model each procedure with launch costs from {basis}.[/]")
+
+
+def _step(step: plan.Step) -> str:
+    return (f"{step.experiment} on {step.runtime}: {step.detail}; {step.launches:,} "
+            f"instance starts, ~{plan.duration(step.seconds)}")  # fmt: skip
+
+
+def print_plan(spec: specmod.Spec, results: Path) -> None:
+    """`virtbench run SPEC --plan`: what the run would do here, step by step, and about
+    how long it would take (launch costs from this host's earlier boot runs in `results`
+    when there are any), without starting anything."""
+    costs = past_costs(results)
+    full, skipped, why_not = here(spec)
+    out.print(f"[bold]plan[/]: {escape(spec.name)} on {', '.join(spec.runtimes)} "
+              "(nothing is started)")  # fmt: skip
+    if full is None:
+        say(f"[red]cannot run here[/]: {escape(why_not)}")
+        return
+    for line in skipped:
+        say(f"skipped here: {escape(line)}")
+    steps = plan.steps(full, costs)
+    for step in steps:
+        say(_step(step))
+    starts = sum(st.launches for st in steps)
+    basis = "this host's earlier boot runs" if costs else "typical figures for each runtime"
+    say(f"in all: {len(steps)} steps, {starts:,} instance starts, about "
+        f"{plan.duration(plan.total_s(full, costs))} here")  # fmt: skip
+    out.print(f"[dim]An estimate: each procedure modelled with launch costs from {basis}.[/]")
 
 
 def show_presets() -> None:

@@ -17,6 +17,8 @@ from rich.markup import escape
 from virtbench.errors import VirtbenchError
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
     from virtbench.store import Store
 
 app = typer.Typer(
@@ -51,6 +53,27 @@ def open_results(results: Path, store: str | None) -> Store:
     return open_store(store or results)
 
 
+def read_results(results: Path, store: str | None) -> Store:
+    """The store a reading command reads (list, show, compare, report, export): as
+    `open_results`, but a results directory without a store is an error, never a new,
+    empty store left behind."""
+    from virtbench.store import DB_NAME
+
+    if not store and not (results / DB_NAME).is_file():
+        raise VirtbenchError(
+            f"--results {results}: no results store there (no {DB_NAME}); give the directory "
+            "`virtbench run` wrote to, e.g. --results results"
+        )
+    return open_results(results, store)
+
+
+def print_table(t: Table) -> None:
+    """A table as it is where it fits the terminal, else stacked (never a cut value)."""
+    from virtbench.report.narrow import fit
+
+    out.print(fit(t, out))
+
+
 def one_line(text: str) -> str:
     """`text` as one printable line: control characters and everything else Python counts
     as a line break (NEL, U+2028, ...) that user input put in an error are escaped."""
@@ -67,8 +90,18 @@ def one_line_errors(fn: F) -> F:
         except VirtbenchError as exc:
             err.print(f"[red]error[/]: {escape(one_line(str(exc)))}", soft_wrap=True)
             raise typer.Exit(exc.exit_code) from None
+        except BrokenPipeError:  # the reader left (`... | head`): before click says 1
+            closed_pipe()
 
     return wrapper  # type: ignore[return-value]
+
+
+def closed_pipe() -> None:
+    """End quietly with the status a shell gives a writer SIGPIPE ended (128 + 13), as
+    `cat` and `seq` end; what is left unflushed goes nowhere rather than raise at exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    raise SystemExit(141)
 
 
 def _csv(value: str | None, flag: str) -> list[str] | None:
@@ -91,3 +124,6 @@ def _typed(name: str, *aliases: str) -> str:
 def _require_root(what: str) -> None:
     if os.geteuid() != 0:
         raise VirtbenchError(f"{what} needs root (cgroups, runtimes, networks): run it with sudo")
+
+
+out.on_broken_pipe = closed_pipe  # type: ignore[method-assign]  # rich would exit 1

@@ -19,6 +19,7 @@ from virtbench.cli_common import (
     one_line_errors,
     open_results,
     out,
+    print_table,
 )
 from virtbench.errors import VirtbenchError
 from virtbench.paths import Paths
@@ -82,7 +83,7 @@ def fleet_run(
         n = sum(store.count_samples(r) for r in ids)
         style = {"ok": "green", "failed": "red", "unreachable": "red"}[o.status]
         t.add_row(host, f"[{style}]{o.status}[/]", ",".join(ids), str(n), o.message)
-    out.print(t)
+    print_table(t)
     bad = [h for h, o in outcomes.items() if o.status != "ok"]
     out.print(f"fleet {fid}: {len(outcomes) - len(bad)} of {len(outcomes)} hosts completed; "
               f"`virtbench report {fid}` shows them")  # fmt: skip

@@ -17,8 +17,9 @@ from virtbench.cli_common import (
     app,
     err,
     one_line_errors,
-    open_results,
     out,
+    print_table,
+    read_results,
 )
 from virtbench.errors import VirtbenchError
 from virtbench.frame import Frame
@@ -120,7 +121,7 @@ def compare(
         len(run_ids) == 1 and n_pair != 2 and host_pair is None
     ):
         raise VirtbenchError("--runtimes: give two runtimes a,b (one is enough with two runs)")
-    store = open_results(results, store_url)
+    store = read_results(results, store_url)
     if host_pair is not None:
         id_a, id_b = (_fleet_host(store, run_ids[0], h) for h in host_pair)
     else:
@@ -132,7 +133,7 @@ def compare(
     name_a = f"{id_a}" + (f" {host_pair[0]}" if host_pair else "") + (f" {rt_a}" if rt_a else "")
     name_b = f"{id_b}" + (f" {host_pair[1]}" if host_pair else "") + (f" {rt_b}" if rt_b else "")
     title = f"B against A (min effect {min_effect:g}%, alpha {alpha:g})"
-    out.print(cmp.verdict_table(title, rows, name_a, name_b))
+    print_table(cmp.verdict_table(title, rows, name_a, name_b))
     for line in cmp.reasons(rows):
         out.print(f"no ratio: {escape(line)}", soft_wrap=True)
     n = cmp.counts(rows)
@@ -233,7 +234,7 @@ def report(
         "lower": _bands(bands_lower, "--bands-lower", DESMET_BANDS["lower"]),
         "boot": _bands(bands_boot, "--bands-boot", DESMET_BANDS["boot"]),
     }
-    store = open_results(results, store_url)
+    store = read_results(results, store_url)
     run_ids = resolve(store, run_ids)  # "latest", a fleet -> run ids; unknown: error
     have = {r for rid in run_ids for r in store.frame(rid).distinct("runtime")}
     for flag, value in (("--baseline", baseline), ("--boot-baseline", boot_baseline)):
@@ -300,7 +301,7 @@ def export(
         raise VirtbenchError("export: give a run id (see `virtbench list`), or --schema")
     if fmt not in ex.FORMATS:
         raise VirtbenchError(f"--format: {fmt!r} is not one of {', '.join(ex.FORMATS)}")
-    store = open_results(results, store_url)
+    store = read_results(results, store_url)
     store.run(run_id)  # unknown run: one line, before any file is created
     write = ex.write_ndjson if fmt == "ndjson" else ex.write_csv
     if output is None:

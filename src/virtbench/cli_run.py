@@ -23,6 +23,7 @@ from virtbench.cli_common import (
     one_line_errors,
     open_results,
     out,
+    print_table,
 )
 from virtbench.errors import VirtbenchError
 from virtbench.frame import Frame, as_frame
@@ -126,6 +127,14 @@ def run(
         int | None,
         typer.Option("--max-runs", help="At most this many repetitions with --target-cv."),
     ] = None,
+    plan_only: Annotated[
+        bool,
+        typer.Option(
+            "--plan",
+            help="Print what the run would start (experiments, runtimes, instances, "
+            "repetitions) and how long it would take here; start nothing.",
+        ),
+    ] = False,
     resume: Annotated[
         str | None,
         typer.Option(
@@ -187,6 +196,11 @@ def run(
         raise VirtbenchError("give a spec file or catalog name (e.g. quickstart), or --resume RUN")
     else:
         parsed = resolve_spec(spec, runtimes, flags, quick)
+        if plan_only:
+            from virtbench.cli_catalog import print_plan
+
+            print_plan(parsed, results)
+            return
         _require_root("run")
         store = open_results(results, store_url)
         record = None
@@ -288,12 +302,13 @@ def _show(store: Store, run_id: str, wide: bool = False) -> Frame | list[Any]:
     samples = store.frame(run_id)
     seen: list[Any] = []
     for table in experiment_tables(record, samples, wide, seen):
-        out.print(table)
+        print_table(table)
     out.print(f"[dim]{CI_NOTE}[/]", soft_wrap=True)
     if bounded_note(seen):
         out.print(f"[dim]{bounded_note(seen)}[/]", soft_wrap=True)
     for _, level, message in store.events(run_id):
-        out.print(f"{level}: {escape(message)}", soft_wrap=True)
+        if (run_id, level, message) not in store.said:  # said once: not again after a run
+            out.print(f"{level}: {escape(message)}", soft_wrap=True)
     for level, message in trust_notes(samples):
         out.print(f"{level}: {escape(message)}", soft_wrap=True)
     env = record.environment

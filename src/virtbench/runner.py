@@ -119,7 +119,7 @@ def execute(
                 started(run_id)
             for line in skipped if resume is None else ():
                 say(f"[yellow]skipped[/]: {line}")
-                store.add_event(run_id, "warning", f"skipped: {line}")
+                store.add_event(run_id, "warning", f"skipped: {line}", said=True)
             env = harness.host.snapshot(versions)
             if spec.named:  # which driver and files each named runtime stood for
                 env["named_runtimes"] = named_runtimes(spec)
@@ -188,7 +188,7 @@ def execute(
                     why = f"it runs on {', '.join(exp.runtimes)}, which this run does not"
                     say(f"[bold]{exp.type}[/]: skipped ({why})")
                     if resume is None:
-                        store.add_event(run_id, "warning", f"skipped: {exp.type}: {why}")
+                        store.add_event(run_id, "warning", f"skipped: {exp.type}: {why}", said=True)
                     continue
                 say(f"[bold]{exp.type}[/] on {', '.join(these)}")
                 with session.only(these, i):

@@ -64,6 +64,7 @@ class Store:
         self._db = backend
         self.location = backend.location
         self._hosts: dict[str, str] = {}  # run id -> its host, for add_sample's label
+        self.said: set[tuple[str, str, str]] = set()  # events printed as they happened
         backend.migrate()
 
     def close(self) -> None:
@@ -108,7 +109,8 @@ class Store:
         self._db.execute(
             "UPDATE runs SET status = ?, finished = ? WHERE id = ?", (status, time.time(), run_id)
         )
-        self.frame(run_id)
+        with contextlib.suppress(VirtbenchError, sqlite3.Error, OSError):
+            self.frame(run_id)  # a convenience: a reading command makes it if this cannot
 
     def reopen_run(self, run_id: str) -> None:
         """An interrupted or failed run goes on (`run --resume`): running again."""
@@ -248,8 +250,12 @@ class Store:
         for r in self._db.rows(q, (run_id,)):
             yield r["name"], r["t"], r["value"]
 
-    def add_event(self, run_id: str, level: str, message: str) -> None:
+    def add_event(self, run_id: str, level: str, message: str, said: bool = False) -> None:
+        """Record an event; `said`: it was also printed as it happened (the tables
+        printed at the end of that run then leave it out: said once)."""
         self._add_events(run_id, [(time.time(), level, message)])
+        if said:
+            self.said.add((run_id, level, message))
 
     def _add_events(self, run_id: str, events: list[tuple[float, str, str]]) -> None:
         self._db.executemany(

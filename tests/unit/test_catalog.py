@@ -224,3 +224,18 @@ def test_a_part_for_runtimes_the_run_lacks_is_skipped_and_said_and_resumes(tmp_p
     skipped = specmod.parse({**data, "unavailable": "skip", "experiment": emptied}, "stored")
     assert skipped.runtimes_of(skipped.experiment[1]) == []
     store.close()
+
+
+def test_run_plan_says_what_would_run_and_starts_nothing(tmp_path, monkeypatch):
+    """`run SPEC --plan`: each experiment on each runtime with its instance starts and an
+    estimate, the sum, and nothing started or stored (no root needed either)."""
+    started = []
+    monkeypatch.setattr(runner, "execute", lambda *a, **k: started.append(a))
+    monkeypatch.setattr(cli_run, "_require_root", lambda what: started.append(what))
+    argv = ["run", "quickstart", "--runs", "3", "--plan", "--results", str(tmp_path / "res")]
+    res = CliRunner().invoke(app, argv, env={"COLUMNS": "200"})
+    assert res.exit_code == 0, res.output
+    assert "plan: quickstart on native, runc, crun (nothing is started)" in res.output
+    assert "boot on crun:" in res.output and "instance starts" in res.output
+    assert "in all: 6 steps" in res.output and not started
+    assert not (tmp_path / "res").exists()

@@ -28,6 +28,9 @@ def test_clean_validates_run_id():
 
 
 def test_show_unknown_run(tmp_path):
+    from virtbench.store import Store
+
+    Store(tmp_path).close()  # a store without that run
     res = runner.invoke(app, ["show", "zzz999", "--results", str(tmp_path)])
     assert res.exit_code == 2 and "run 'zzz999' not found" in res.output
     res = runner.invoke(app, ["list", "--results", str(tmp_path)])
@@ -63,3 +66,44 @@ def test_a_clean_never_says_it_removed_what_another_clean_holds(tmp_path, monkey
     assert res.exit_code == 1, res.output
     assert "run zz0001 is alive (running, resumed or being cleaned)" in res.output
     assert "removed" not in res.output
+
+
+def test_reading_commands_fit_80_columns_and_never_cut_a_value(tmp_path, monkeypatch):
+    """list, show, compare and doctor at 80 columns: nothing cut to an ellipsis (a table
+    too wide is stacked, one block per row), every run id and runtime whole."""
+    from tests.fakerun import fake_run
+
+    from virtbench.store import Store
+
+    st = Store(tmp_path)
+    factors = {"native": 1.0, "runc": 1.05, "crun": 1.02, "docker": 1.2, "podman": 1.3,
+               "docker:runsc": 1.9}  # fmt: skip
+    kinds = ("boot", "density", "throughput", "scalability", "isolation")
+    fake_run(st, "wide01", factors, kinds, n=6, name="a-rather-long-study-name")
+    st.close()
+    monkeypatch.setenv("COLUMNS", "80")
+    where = ["--results", str(tmp_path)]
+    for argv in (["list", *where], ["show", "wide01", *where],
+                 ["compare", "wide01", "--runtimes", "native,docker:runsc", *where],
+                 ["doctor"]):  # fmt: skip
+        res = runner.invoke(app, argv)
+        assert res.exit_code in (0, 1, 3), (argv, res.output)
+        assert "…" not in res.output, (argv, res.output)
+        drawn = [ln for ln in res.output.splitlines() if "│" in ln or "┃" in ln]
+        assert all(len(ln) <= 80 for ln in drawn), argv  # messages wrap where the terminal does
+        if argv[0] != "doctor":
+            assert "wide01" in res.output or argv[0] == "show"
+            assert "docker:runsc" in res.output
+
+
+def test_reading_commands_create_no_store_and_a_closed_pipe_ends_quietly(tmp_path):
+    """show, compare, report and export of a directory without a store: one line, exit 2,
+    and no store created there; list says there are no runs."""
+    empty = tmp_path / "nothing"
+    for argv in (["show", "abc123"], ["compare", "a", "b"], ["export", "abc123"],
+                 ["report", "abc123", "-o", str(tmp_path / "r.html")]):  # fmt: skip
+        res = runner.invoke(app, [*argv, "--results", str(empty)])
+        assert res.exit_code == 2 and "no results store there" in res.output, res.output
+        assert not empty.exists()
+    res = runner.invoke(app, ["list", "--results", str(empty)])
+    assert res.exit_code == 0 and "no runs" in res.output and not empty.exists()

@@ -208,7 +208,7 @@ class Session:
         self.store.add_sample(self.run_id, sample)
 
     def event(self, level: str, message: str) -> None:
-        self.store.add_event(self.run_id, level, message)
+        self.store.add_event(self.run_id, level, message, said=True)
         colour = "yellow" if level == "warning" else "cyan"
         self.say(f"[{colour}]{level}[/]: {escape(message)}")
 

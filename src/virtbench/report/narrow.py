@@ -1,0 +1,63 @@
+"""Tables on a narrow terminal: shown as they are where they fit, else stacked, one block
+per row (its label cells, then each other cell with its header), wrapped only at spaces,
+so that no value is ever cut to an ellipsis."""
+
+from __future__ import annotations
+
+from rich.cells import cell_len
+from rich.console import Console, Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+
+def fit(t: Table, console: Console) -> RenderableType:
+    """`t` itself when it fits the console with every value whole, else stacked."""
+    return t if uncut_width(t) <= console.width else stacked(t)
+
+
+def uncut_width(t: Table) -> int:
+    """The narrowest `t` can be drawn without cutting a value: each column as wide as
+    its widest word (its widest line where it does not wrap), plus padding and rules."""
+    total = 0
+    for col in t.columns:
+        cells = [str(col.header), *(str(c) for c in col.cells)]
+        total += max(_narrowest(c, col.no_wrap) for c in cells) + 3  # padding, a rule
+    return total + 1
+
+
+def _narrowest(markup: str, no_wrap: bool) -> int:
+    lines = Text.from_markup(markup).plain.splitlines() or [""]
+    if no_wrap:
+        return max(cell_len(line) for line in lines)
+    return max((cell_len(word) for line in lines for word in line.split()), default=0)
+
+
+def _labels(t: Table) -> int:
+    """How many leading columns name the row (left-aligned ones; at least the first)."""
+    n = 0
+    for col in t.columns:
+        if col.justify != "left" or n == 2:
+            break
+        n += 1
+    return max(1, n)
+
+
+def stacked(t: Table) -> Group:
+    """One block per row: the label cells in bold, then `header value` pairs."""
+    cols = [[Text.from_markup(c) if isinstance(c, str) else Text(str(c)) for c in col.cells]
+            for col in t.columns]  # fmt: skip
+    headers = [Text.from_markup(str(col.header)).plain for col in t.columns]
+    lead = _labels(t)
+    parts: list[RenderableType] = []
+    if t.title:
+        parts.append(Text.from_markup(str(t.title), style="italic"))
+    for row in zip(*cols, strict=True):
+        head = Text("  ").join(cell for cell in row[:lead] if cell.plain)
+        head.stylize("bold")
+        pairs = [Text.assemble((f"{h} ", "dim"), cell) for h, cell in
+                 zip(headers[lead:], row[lead:], strict=True) if cell.plain]  # fmt: skip
+        body = Text(" · ").join(pairs)
+        parts.append(Text.assemble(head, "\n  ", body))
+    if t.caption:
+        parts.append(Text.from_markup(str(t.caption), style="dim"))
+    return Group(*parts)
