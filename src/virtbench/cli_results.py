@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -95,6 +96,21 @@ def compare(
         str | None,
         typer.Option("--hosts", help="a,b: with a fleet id, host a's run against host b's."),
     ] = None,
+    markdown: Annotated[
+        Path | None,
+        typer.Option(
+            "--markdown",
+            help="Also write the verdicts as a Markdown table here (a pull request's comment).",
+        ),
+    ] = None,
+    json_out: Annotated[
+        Path | None,
+        typer.Option(
+            "--json",
+            help="Also write B's figures here in Bencher Metric Format "
+            "JSON (`bencher run --adapter json`).",
+        ),
+    ] = None,
     results: ResultsOpt = DEFAULT_RESULTS,
     store_url: StoreOpt = None,
 ) -> None:
@@ -134,6 +150,16 @@ def compare(
     name_b = f"{id_b}" + (f" {host_pair[1]}" if host_pair else "") + (f" {rt_b}" if rt_b else "")
     title = f"B against A (min effect {min_effect:g}%, alpha {alpha:g})"
     print_table(cmp.verdict_table(title, rows, name_a, name_b))
+    for path, text in (
+        (markdown, lambda: cmp.markdown(title, rows, name_a, name_b)),
+        (json_out, lambda: json.dumps(cmp.bmf(rows, name_b), indent=2) + "\n"),
+    ):
+        if path is not None:
+            try:
+                path.write_text(text())
+            except OSError as exc:
+                flag = "--markdown" if path == markdown else "--json"
+                raise VirtbenchError(f"{flag} {path}: cannot write ({exc.strerror})") from None
     for line in cmp.reasons(rows):
         out.print(f"no ratio: {escape(line)}", soft_wrap=True)
     n = cmp.counts(rows)

@@ -115,3 +115,42 @@ def test_compare_memory_costs_by_their_slopes_and_refuses_a_baseline_below_resol
     assert any("host_cost" in ln and "A's slope is below the method's resolution" in ln
                for ln in why), why  # fmt: skip
     assert any("pss" in ln and "median is 0 MiB" in ln for ln in why), why
+
+
+BMF_SCHEMA = {  # bencher.dev/bmf.json: benchmark -> measure -> value (lower/upper optional)
+    "type": "object",
+    "patternProperties": {".+": {"type": "object", "patternProperties": {".+": {
+        "type": "object", "required": ["value"], "additionalProperties": False,
+        "properties": {k: {"type": "number"} for k in ("value", "lower_value", "upper_value")},
+    }}}},
+}  # fmt: skip
+
+
+def test_compare_writes_markdown_and_bencher_json_with_the_same_verdicts_and_exit(tmp_path):
+    """--markdown: the verdict table a pull request's comment shows, a row per measure
+    with the verdict the terminal gives; --json: B's medians in Bencher Metric Format;
+    the exit status is the one compare gives without them."""
+    import json
+    import statistics
+
+    import jsonschema
+
+    store = Store(tmp_path)
+    fake_run(store, "aaaaa1", {"fake": 1.0}, seed=1)
+    fake_run(store, "bbbbb2", {"fake": 1.10}, seed=2)
+    md, js = tmp_path / "v.md", tmp_path / "v.json"
+    res = compare(tmp_path, "aaaaa1", "bbbbb2", "--markdown", str(md), "--json", str(js))
+    assert res.exit_code == 1, res.output
+    table = [ln for ln in md.read_text().splitlines() if ln.startswith("| ")]
+    assert table[0].startswith("| measure | A: aaaaa1 | B: bbbbb2 |")
+    spawn = next(ln for ln in table if ln.startswith("| spawn_to_exit (hello, fake)"))
+    assert spawn.endswith("| **worse** |") and "+" in spawn
+    assert "2 worse" in md.read_text()
+    data = json.loads(js.read_text())
+    jsonschema.validate(data, BMF_SCHEMA)
+    spawn_b = data["spawn_to_exit (hello, fake) bbbbb2"]["ms"]["value"]
+    rows = [s.value for s in store.samples("bbbbb2") if s.metric == "boot.spawn_to_exit"
+            and not s.warmup]  # fmt: skip
+    assert spawn_b == statistics.median(rows)
+    res = compare(tmp_path, "aaaaa1", "bbbbb2", "--json", str(tmp_path / "no" / "x.json"))
+    assert res.exit_code == 2 and "--json" in res.output and "cannot write" in res.output

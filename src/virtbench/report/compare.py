@@ -27,6 +27,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import math
+import re
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -221,19 +222,62 @@ VERDICT_STYLE = {
 REGRESSIONS = ("worse", "failed", "missing")
 
 
+def cells(row: Row) -> list[str]:
+    """A row's cells as the verdict table shows them (plain text)."""
+    r, unit = row.result, row.key[2]
+    change = f"{r.change * 100:+.1f}%" if not math.isnan(r.change) else "-"
+    p = f"{row.p_adjusted:.3g}" if not math.isnan(row.p_adjusted) else "-"
+    a_cell, b_cell = row.cells if row.cells[0] else (f"{fmt(r.median_a)} {unit}",
+                                                     f"{fmt(r.median_b)} {unit}")  # fmt: skip
+    n = f"{r.n_a}/{r.n_b}" + (" steps" if row.cells[0] else "")
+    return [label(row.key), a_cell, b_cell, change, p, n, row.verdict]
+
+
+def headers(name_a: str, name_b: str) -> list[str]:
+    return ["measure", f"A: {name_a}", f"B: {name_b}", "change", "p (Holm)", "n", "verdict"]
+
+
 def verdict_table(title: str, rows: list[Row], name_a: str, name_b: str) -> Table:
     t = Table(title=title, title_justify="left")
-    cols = ["measure", f"A: {name_a}", f"B: {name_b}", "change", "p (Holm)", "n", "verdict"]
-    add_columns(t, cols, ("measure", "verdict"))
+    add_columns(t, headers(name_a, name_b), ("measure", "verdict"))
     for row in rows:
-        r, unit = row.result, row.key[2]
-        change = f"{r.change * 100:+.1f}%" if not math.isnan(r.change) else "-"
-        p = f"{row.p_adjusted:.3g}" if not math.isnan(row.p_adjusted) else "-"
-        a_cell, b_cell = row.cells if row.cells[0] else (f"{fmt(r.median_a)} {unit}",
-                                                         f"{fmt(r.median_b)} {unit}")  # fmt: skip
-        n = f"{r.n_a}/{r.n_b}" + (" steps" if row.cells[0] else "")
-        t.add_row(label(row.key), a_cell, b_cell, change, p, n, _styled(row.verdict))
+        *rest, v = cells(row)
+        t.add_row(*rest, _styled(v))
     return t
+
+
+def markdown(title: str, rows: list[Row], name_a: str, name_b: str) -> str:
+    """The verdict table as GitHub-flavoured Markdown (a pull request's comment): the
+    title, the table, the verdicts counted, and why a row has no ratio."""
+
+    def esc(text: str) -> str:
+        return text.replace("\\", "\\\\").replace("|", "\\|")
+
+    lines = [f"**{esc(title)}**", "", "| " + " | ".join(map(esc, headers(name_a, name_b))) + " |",
+             "|---|---:|---:|---:|---:|---:|---|"]  # fmt: skip
+    for row in rows:
+        *rest, v = cells(row)
+        lines.append("| " + " | ".join(map(esc, [*rest, f"**{v}**" if v in REGRESSIONS else v]))
+                     + " |")  # fmt: skip
+    n = counts(rows)
+    lines += ["", ", ".join(f"{v} {k}" for k, v in n.items() if v)]
+    lines += [f"- no ratio: {esc(line)}" for line in reasons(rows)]
+    return "\n".join(lines) + "\n"
+
+
+def bmf(rows: list[Row], name_b: str) -> dict[str, dict[str, dict[str, float]]]:
+    """B's figures in Bencher Metric Format (bencher.dev/bmf.json, read by `bencher run
+    --adapter json`): a benchmark per measure compared ("<measure> <name_b>"), its
+    measure named by its unit (a slug: "ms", "mib", "requests-s"), its value B's median;
+    compare's verdicts stay in its exit status and its other outputs."""
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for row in rows:
+        value = row.result.median_b
+        if math.isnan(value):
+            continue
+        slug = re.sub(r"[^a-z0-9]+", "-", row.key[2].lower()).strip("-") or "value"
+        out.setdefault(f"{label(row.key)} {name_b}", {})[slug] = {"value": float(value)}
+    return out
 
 
 def _styled(v: str) -> str:
