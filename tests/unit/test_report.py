@@ -238,3 +238,33 @@ def test_a_desmet_weight_matches_a_rows_name_or_its_metrics_full_name():
     assert desmet_weight("spawn_to_exit (hello)", weights, "boot.spawn_to_exit") == 2.0
     assert desmet_weight("read_only.tps (mariadb)", weights, "read_only.tps") == 3.0
     assert desmet_weight("pss (sleep)", weights, "density.pss") == 1.0
+
+
+def test_the_report_leads_with_answers_ranked_as_injected(tmp_path):
+    """Runtimes made 1.0x, 1.3x and 2.0x slower (tests/fakerun.py): every answer ranks
+    them in that order, the clearly apart ones with ">", and the report shows the
+    answers before the details; routine notes past three of a kind are counted."""
+    from tests.fakerun import fake_run
+
+    from virtbench.report.answers import answers
+    from virtbench.report.html import ranked
+
+    st = Store(tmp_path)
+    fake_run(st, "ans001", {"slow": 2.0, "fast": 1.0, "mid": 1.3},
+             ("boot", "density", "isolation", "scalability"), n=12)  # fmt: skip
+    found = {a.question.split(":")[0]: a for a in answers(st.frame("ans001"))}
+    assert {"Fastest to start", "Least memory per instance"} <= set(found)
+    for q in ("Fastest to start", "Least memory per instance"):
+        a = found[q]
+        assert [s.runtime for s in a.standings] == ["fast", "mid", "slow"], a.line()
+        assert a.line().count(" > ") == 2, a.line()
+    out = tmp_path / "r.html"
+    res = CliRunner().invoke(app, ["report", "ans001", "-o", str(out), "--results",
+                                   str(tmp_path)])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    page = out.read_text()
+    assert page.index("<h3>Answers</h3>") < page.index("<h3>Environment</h3>")
+    notes = [("info", f"high spread: group {i}") for i in range(6)] + [("error", "cleanup: x")]
+    got = ranked(notes)
+    assert got[0] == ("error", "cleanup: x") and len(got) == 5
+    assert got[-1] == ("info", "high spread: 3 more like these")

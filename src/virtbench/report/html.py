@@ -35,6 +35,7 @@ from virtbench.records import RunRecord, Sample
 from virtbench.report import compare as cmp
 from virtbench.report import hosts as hostsmod
 from virtbench.report import plots as plotmod
+from virtbench.report.answers import answers
 from virtbench.report.compare import label
 from virtbench.report.fits import baseline_refusal, cost_cells, cost_fits
 from virtbench.report.hosts import named_line
@@ -135,6 +136,29 @@ def warnings(samples: Rows, events: list[tuple[float, str, str]], cv_warn: float
         out.append(("info", f"high spread: {len(spread) - MAX_SPREAD} more groups with a CV "
                             f"above {cv_warn * 100:g}%"))  # fmt: skip
     return out
+
+
+LEVELS = {"error": 0, "warning": 1, "info": 2}
+FOLD_AFTER = 3  # routine notes of one kind beyond this many are counted, not listed
+
+
+def ranked(notes: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Warnings by what they change: errors, then warnings, then notes; within a level in
+    the order found. Info notes of one kind (their words before the first colon, e.g.
+    "high spread") past FOLD_AFTER are folded into one line counting the rest."""
+    out = sorted(notes, key=lambda n: LEVELS.get(n[0], 1))
+    kinds: dict[str, int] = {}
+    kept: list[tuple[str, str]] = []
+    for level, text in out:
+        kind = text.split(":", 1)[0]
+        kinds[kind] = kinds.get(kind, 0) + 1
+        if level != "info" or kinds[kind] <= FOLD_AFTER:
+            kept.append((level, text))
+    for kind in kinds:
+        infos = sum(1 for level, t in out if level == "info" and t.split(":", 1)[0] == kind)
+        if infos > FOLD_AFTER:
+            kept.append(("info", f"{kind}: {infos - FOLD_AFTER} more like these"))
+    return kept
 
 
 def differences(samples: Rows, order: list[str], global_test: str = "kruskal"
@@ -354,7 +378,8 @@ def run_section(store: Store, run: RunRecord, opts: Options) -> dict[str, Any]:
             "warmups": int(np.sum(f.warmup)),
             "failed": int(np.sum(f.failed & ~f.warmup)),
         },
-        "warnings": warnings(f, store.events(run.id), opts.cv_warn),
+        "answers": [(a.question, a.line()) for a in answers(f)],
+        "warnings": ranked(warnings(f, store.events(run.id), opts.cv_warn)),
         "tables": [from_rich(t) for t in experiment_tables(run, f, True, seen)],
         "ci_note": " ".join([CI_NOTE, bounded_note(seen)]).strip(),
         "plots_note": plots_note,

@@ -1,0 +1,190 @@
+"""What a run answers, first: per question its data can answer, the runtimes ranked best
+first, each with its figure and 95% CI, and between neighbours whether the ranking is
+sure (">": their intervals are apart) or not ("~": they overlap, the order could be
+chance).
+
+  fastest to start          each headline boot figure (spawn to exit, ...): median
+  least memory per instance density: the host's memory per instance (the slope, report/fits)
+  serves best               each throughput workload's headline figure at its highest level
+  least slowed by neighbour isolation: each runtime's worst slowdown over the attacks
+  least slowed by a pile-up scalability: the worker's trend per 100 background instances
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from virtbench import metrics
+from virtbench.frame import Frame
+from virtbench.report.tables import fmt, median_rows, summarize_rows, unit_keys
+from virtbench.stats import slowdown_ci
+
+SURE, UNSURE = ">", "~"
+
+
+@dataclass(frozen=True)
+class Standing:
+    runtime: str
+    value: float
+    low: float  # 95% CI (nan: none)
+    high: float
+
+    def text(self, unit: str) -> str:
+        ci = f" ({fmt(self.low)} to {fmt(self.high)})" if not math.isnan(self.low) else ""
+        return f"{self.runtime} {fmt(self.value)} {unit}{ci}".rstrip()
+
+
+@dataclass(frozen=True)
+class Answer:
+    question: str
+    unit: str
+    standings: list[Standing]  # best first
+
+    def line(self) -> str:
+        """`crun 20.1 ms (19.9 to 20.3) > runc 21 ms (20.8 to 21.1) ~ native ...`"""
+        out = self.standings[0].text(self.unit)
+        for a, b in zip(self.standings, self.standings[1:], strict=False):
+            apart = not math.isnan(a.low) and not math.isnan(b.low) and (
+                a.high < b.low or b.high < a.low)  # fmt: skip
+            out += f" {SURE if apart else UNSURE} {b.text(self.unit)}"
+        return out
+
+
+def _ranked(question: str, unit: str, found: list[Standing], lower_better: bool) -> list[Answer]:
+    found = [s for s in found if not math.isnan(s.value)]
+    if len(found) < 2:  # one runtime answers no "which"
+        return []
+    found.sort(key=lambda s: s.value if lower_better else -s.value)
+    return [Answer(question, unit, found)]
+
+
+def answers(f: Frame) -> list[Answer]:
+    """Every question the run's samples answer, in the order above."""
+    f = f.take(~f.warmup)
+    out: list[Answer] = []
+    by_exp = {e: f.take(f.where("experiment", e)) for e in f.distinct("experiment")}
+    if "boot" in by_exp:
+        out += _boot(by_exp["boot"])
+    if "density" in by_exp:
+        out += _density(by_exp["density"])
+    if "throughput" in by_exp:
+        out += _throughput(by_exp["throughput"])
+    if "isolation" in by_exp:
+        out += _isolation(by_exp["isolation"])
+    if "scalability" in by_exp:
+        out += _scalability(by_exp["scalability"])
+    return out
+
+
+def _boot(f: Frame) -> list[Answer]:
+    out = []
+    for (metric, workload, unit, direction), rows in f.groups("metric", "workload", "unit",
+                                                              "direction"):  # fmt: skip
+        m = metrics.lookup(metric, workload)
+        if not m.headline or m.summary != "median":
+            continue
+        sub = f.take(rows)
+        found = []
+        for (runtime,), idx in sub.groups("runtime"):
+            st = summarize_rows(sub, idx)
+            found.append(Standing(runtime, st.median, st.ci_low, st.ci_high))
+        out += _ranked(f"Fastest to start: {metric} ({workload})", unit, found,
+                       direction == "lower")  # fmt: skip
+    return out
+
+
+def _density(f: Frame) -> list[Answer]:
+    from virtbench.report.fits import cost_fits
+
+    fits = cost_fits(f)
+    cost = next(iter(metrics.fitted()), None)
+    if cost is None:
+        return []
+    found = [Standing(rt, fit.slope, fit.ci_low, fit.ci_high)
+             for (name, rt), fit in fits.items() if name == cost.name]  # fmt: skip
+    return _ranked(f"Least memory per instance: {cost.name}", cost.unit, found, True)
+
+
+def _throughput(f: Frame) -> list[Answer]:
+    out = []
+    level = f.param("level")
+    for (metric, workload, unit, direction), rows in f.groups("metric", "workload", "unit",
+                                                              "direction"):  # fmt: skip
+        m = metrics.lookup(metric, workload)
+        if not m.headline or not m.compared or m.summary != "median":
+            continue
+        levels = [x for x in set(level[rows].tolist()) if x is not None]
+        numeric = [x for x in levels if isinstance(x, int | float)]
+        top = max(numeric) if numeric and len(numeric) == len(levels) else None
+        keep = rows if top is None else rows[level[rows] == top]
+        sub = f.take(keep)
+        found = []
+        for (runtime,), idx in sub.groups("runtime"):
+            st = summarize_rows(sub, idx)
+            found.append(Standing(runtime, st.median, st.ci_low, st.ci_high))
+        at = f" at level {top}" if top is not None and len(levels) > 1 else ""
+        better = "most" if direction == "higher" else "least"
+        out += _ranked(f"Serves best: {metric} ({workload}{at}), {better} first", unit, found,
+                       direction == "lower")  # fmt: skip
+    return out
+
+
+def _isolation(f: Frame) -> list[Answer]:
+    from virtbench.report.tables import worker_metric
+
+    out = []
+    for (worker,), rows in f.groups("workload"):
+        mine = f.take(rows)
+        metric = worker_metric(mine)
+        if metric is None:
+            continue
+        mine = mine.take(mine.where("metric", metric) & mine.ok)
+        direction = mine.labels["direction"][mine.codes["direction"][0]] if len(mine) else ""
+        found = []
+        for (runtime,), idx in mine.groups("runtime"):
+            sub = mine.take(idx)
+            base = np.flatnonzero(sub.where("attacker", ""))
+            if not base.size or math.isnan(median_rows(sub, base)[0]):
+                continue
+            worst: Standing | None = None
+            for (attacker, _), hit in sub.groups("attacker", "placement"):
+                if not attacker:
+                    continue
+                point, lo, hi = slowdown_ci(sub.value[base], sub.value[hit], direction,
+                                            units_b=unit_keys(sub, base),
+                                            units_a=unit_keys(sub, hit))  # fmt: skip
+                if worst is None or point > worst.value:
+                    worst = Standing(runtime, point * 100, lo * 100, hi * 100)
+            if worst is not None:
+                found.append(worst)
+        out += _ranked(f"Least slowed by a neighbour: {metric} ({worker}), the worst attack",
+                       "% slower", found, True)  # fmt: skip
+    return out
+
+
+def _scalability(f: Frame) -> list[Answer]:
+    from virtbench.report.fits import PER, trend
+    from virtbench.report.tables import worker_metric
+
+    out = []
+    for (worker,), rows in f.groups("workload"):
+        mine = f.take(rows)
+        metric = worker_metric(mine)
+        if metric is None:
+            continue
+        first = mine.take(mine.where("metric", metric))
+        unit = first.labels["unit"][first.codes["unit"][0]] if len(first) else ""
+        direction = first.labels["direction"][first.codes["direction"][0]] if len(first) else ""
+        found = []
+        for runtime in mine.distinct("runtime"):
+            fit = trend(mine, metric, runtime)
+            if fit is not None:  # growth in the worse direction: lower is better
+                sign = 1 if direction == "lower" else -1
+                lo, hi = sorted((sign * fit.ci_low, sign * fit.ci_high))
+                found.append(Standing(runtime, sign * fit.slope, lo, hi))
+        out += _ranked(f"Least slowed as instances pile up: {metric} ({worker}), worse by "
+                       f"this per {PER} background", unit, found, True)  # fmt: skip
+    return out
