@@ -60,7 +60,7 @@ def doctor() -> None:
 @app.command()
 @one_line_errors
 def setup() -> None:
-    """Prepare the running host (idempotent): e.g. mount the hugetlb cgroup crun needs."""
+    """Prepare the running host (idempotent), such as the hugetlb cgroup crun needs."""
     from virtbench.setup_host import prepare
 
     _require_root("setup")

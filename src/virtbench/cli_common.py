@@ -25,6 +25,7 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # plain help: wrapped to the terminal, no type column per flag
     help="Compare virtualization runtimes on this host: boot time, memory, throughput.",
 )
 out = Console(highlight=False)
