@@ -163,3 +163,7 @@ def main() -> None:
     except BrokenPipeError:
         closed_pipe()
     sys.exit(code if isinstance(code, int) else 0)
+
+
+if __name__ == "__main__":
+    main()

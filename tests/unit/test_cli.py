@@ -107,3 +107,15 @@ def test_reading_commands_create_no_store_and_a_closed_pipe_ends_quietly(tmp_pat
         assert not empty.exists()
     res = runner.invoke(app, ["list", "--results", str(empty)])
     assert res.exit_code == 0 and "no runs" in res.output and not empty.exists()
+
+
+def test_the_module_runs_as_the_command():
+    """`python -m virtbench.cli` is the command (the integration tests start runs so)."""
+    import subprocess
+    import sys
+
+    from virtbench import __version__
+
+    res = subprocess.run([sys.executable, "-m", "virtbench.cli", "version"],
+                         capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert res.returncode == 0 and res.stdout.strip() == __version__, res
