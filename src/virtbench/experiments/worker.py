@@ -39,6 +39,31 @@ def port_open(address: str, port: int) -> bool:
         return False
 
 
+PORT_FREE_WAIT_S = 10.0  # a server just ended may hold its port a moment longer
+
+
+def port_bindable(port: int) -> bool:
+    """Whether a server could bind 0.0.0.0:`port` now (as it would, with SO_REUSEADDR):
+    False while any socket holds it in a way that blocks that, listening or not."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("0.0.0.0", port))
+        except OSError:
+            return False
+    return True
+
+
+def wait_bindable(port: int, timeout: float = PORT_FREE_WAIT_S) -> bool:
+    """Wait (up to `timeout`) until the host port can be bound; whether it can."""
+    deadline = time.monotonic() + timeout
+    while not port_bindable(port):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 def ended(rt: Runtime, inst: Instance, what: str) -> InstanceError | None:
     """The error to raise if the server instance has ended (how, and its last output)."""
     why = rt.exit_reason(inst)
@@ -189,6 +214,13 @@ class Worker:
             raise InstanceError(
                 f"{self.name} on {self.runtime}: port {wl.PORT} on the host is already in use "
                 "by another process: stop it"
+            )
+        tcp = getattr(wl, "PROTOCOL", "tcp") == "tcp"
+        if self.s.network(self.runtime) == "host" and tcp and not wait_bindable(wl.PORT):
+            raise InstanceError(
+                f"{self.name} on {self.runtime}: port {wl.PORT} on the host cannot be bound "
+                f"after {PORT_FREE_WAIT_S:g} s (a socket holds it: `ss -tanp sport = "
+                f":{wl.PORT}` shows whose)"
             )
         self.inst = self.rt.start(self._spec(wl.argv), detach=True)
         self.address = self.inst.address or "127.0.0.1"
