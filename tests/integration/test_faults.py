@@ -180,8 +180,9 @@ def test_a_server_killed_mid_measurement_is_a_failed_sample_with_how_and_the_run
             time.sleep(0.05)
         victims = _instance_pids(rid, "nginx")
         assert victims
-        for pid in victims:
-            os.kill(pid, signal.SIGKILL)
+        for pid in victims:  # a worker may end with its master before its turn comes
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         out, _ = p.communicate(timeout=300)
     finally:
         if p.poll() is None:  # a failed assertion: stop the run the way Ctrl-C does
