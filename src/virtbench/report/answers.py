@@ -79,6 +79,33 @@ def answers(f: Frame) -> list[Answer]:
     return out
 
 
+def _medians(f: Frame) -> list[Standing]:
+    """Each runtime's median and its 95% CI."""
+    out = []
+    for (runtime,), idx in f.groups("runtime"):
+        st = summarize_rows(f, idx)
+        out.append(Standing(runtime, st.median, st.ci_low, st.ci_high))
+    return out
+
+
+def _workers(f: Frame) -> list[tuple[str, Frame, str]]:
+    """(worker, its rows, the figure its tables follow) of a scalability or isolation run."""
+    from virtbench.report.tables import worker_metric
+
+    out = []
+    for (worker,), rows in f.groups("workload"):
+        mine = f.take(rows)
+        metric = worker_metric(mine)
+        if metric is not None:
+            out.append((worker, mine, metric))
+    return out
+
+
+def _first(f: Frame, name: str) -> str:
+    """Text field `name` of the first row ("" when there is none)."""
+    return f.labels[name][f.codes[name][0]] if len(f) else ""
+
+
 def _boot(f: Frame) -> list[Answer]:
     out = []
     for (metric, workload, unit, direction), rows in f.groups("metric", "workload", "unit",
@@ -86,11 +113,7 @@ def _boot(f: Frame) -> list[Answer]:
         m = metrics.lookup(metric, workload)
         if not m.headline or m.summary != "median":
             continue
-        sub = f.take(rows)
-        found = []
-        for (runtime,), idx in sub.groups("runtime"):
-            st = summarize_rows(sub, idx)
-            found.append(Standing(runtime, st.median, st.ci_low, st.ci_high))
+        found = _medians(f.take(rows))
         out += _ranked(f"Fastest to start: {metric} ({workload})", unit, found,
                        direction == "lower")  # fmt: skip
     return out
@@ -120,11 +143,7 @@ def _throughput(f: Frame) -> list[Answer]:
         numeric = [x for x in levels if isinstance(x, int | float)]
         top = max(numeric) if numeric and len(numeric) == len(levels) else None
         keep = rows if top is None else rows[level[rows] == top]
-        sub = f.take(keep)
-        found = []
-        for (runtime,), idx in sub.groups("runtime"):
-            st = summarize_rows(sub, idx)
-            found.append(Standing(runtime, st.median, st.ci_low, st.ci_high))
+        found = _medians(f.take(keep))
         at = f" at level {top}" if top is not None and len(levels) > 1 else ""
         better = "most" if direction == "higher" else "least"
         out += _ranked(f"Serves best: {metric} ({workload}{at}), {better} first", unit, found,
@@ -133,16 +152,10 @@ def _throughput(f: Frame) -> list[Answer]:
 
 
 def _isolation(f: Frame) -> list[Answer]:
-    from virtbench.report.tables import worker_metric
-
     out = []
-    for (worker,), rows in f.groups("workload"):
-        mine = f.take(rows)
-        metric = worker_metric(mine)
-        if metric is None:
-            continue
+    for worker, mine, metric in _workers(f):
         mine = mine.take(mine.where("metric", metric) & mine.ok)
-        direction = mine.labels["direction"][mine.codes["direction"][0]] if len(mine) else ""
+        direction = _first(mine, "direction")
         found = []
         for (runtime,), idx in mine.groups("runtime"):
             sub = mine.take(idx)
@@ -156,7 +169,7 @@ def _isolation(f: Frame) -> list[Answer]:
                 point, lo, hi = slowdown_ci(sub.value[base], sub.value[hit], direction,
                                             units_b=unit_keys(sub, base),
                                             units_a=unit_keys(sub, hit))  # fmt: skip
-                if worst is None or point > worst.value:
+                if worst is None or point * 100 > worst.value:  # the value is in percent
                     worst = Standing(runtime, point * 100, lo * 100, hi * 100)
             if worst is not None:
                 found.append(worst)
@@ -167,17 +180,11 @@ def _isolation(f: Frame) -> list[Answer]:
 
 def _scalability(f: Frame) -> list[Answer]:
     from virtbench.report.fits import PER, trend
-    from virtbench.report.tables import worker_metric
 
     out = []
-    for (worker,), rows in f.groups("workload"):
-        mine = f.take(rows)
-        metric = worker_metric(mine)
-        if metric is None:
-            continue
+    for worker, mine, metric in _workers(f):
         first = mine.take(mine.where("metric", metric))
-        unit = first.labels["unit"][first.codes["unit"][0]] if len(first) else ""
-        direction = first.labels["direction"][first.codes["direction"][0]] if len(first) else ""
+        unit, direction = _first(first, "unit"), _first(first, "direction")
         found = []
         for runtime in mine.distinct("runtime"):
             fit = trend(mine, metric, runtime)
