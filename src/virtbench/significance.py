@@ -1,0 +1,212 @@
+"""Tests between runtimes: B against A for one metric (a permutation test, bounded, with
+Holm's correction over the metrics compared and a verdict), and several runtimes at once
+(Kruskal-Wallis with Dunn's pairs, or ANOVA with Tukey's HSD, as S3). stats.py re-exports
+them; its summaries are what these tests compare."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+
+def _finite(values: Sequence[float]) -> np.ndarray:
+    """The finite values (NaN and None dropped)."""
+    if isinstance(values, np.ndarray) and values.dtype.kind == "f":
+        return values[np.isfinite(values)]
+    return np.asarray([v for v in values if v is not None and math.isfinite(v)], dtype=float)
+
+
+# --- A/B: one metric, two groups ----------------------------------------------------------
+PERMUTATIONS = 9999
+PERMUTATION_MAX_VALUES = 400  # more values in all: the permutation distribution's normal limit
+Verdict = str  # "better" | "worse" | "no change" | "too few"
+
+
+@dataclass(frozen=True)
+class ABResult:
+    """B against A for one metric. `change` = median(B) / median(A) - 1 (raw, not
+    direction-adjusted); `p` the two-sided permutation p-value of the difference of
+    means (before any correction for several metrics)."""
+
+    n_a: int
+    n_b: int
+    median_a: float
+    median_b: float
+    change: float
+    p: float
+    method: str = "permutation"  # or "normal limit" (more than PERMUTATION_MAX_VALUES)
+
+
+def min_p(n_a: int, n_b: int) -> float:
+    """The smallest two-sided p an exact permutation test of n_a vs n_b values can give."""
+    if not n_a or not n_b:
+        return 1.0
+    log_ways = math.lgamma(n_a + n_b + 1) - math.lgamma(n_a + 1) - math.lgamma(n_b + 1)
+    if log_ways > 700:  # past a float's range: no p a test could report
+        return 0.0
+    return min(1.0, 2 / math.comb(n_a + n_b, n_a))
+
+
+def ab_test(a: Sequence[float], b: Sequence[float], seed: int = 0) -> ABResult:
+    """Two-sample permutation test of the difference of means, as Firecracker's A/B tool
+    does (exact when the permutations are fewer than PERMUTATIONS, else PERMUTATIONS
+    random ones with a fixed seed). Means, not medians, for the test: the median of a
+    few values ignores most of them, so its permutation distribution is too coarse to
+    ever be significant at 5 vs 5; the effect reported is still the change of medians.
+    Bounded: with more than PERMUTATION_MAX_VALUES values in all, p is that of the
+    permutation distribution's normal limit (its exact mean 0 and variance), which
+    resampling would only approximate."""
+    x, y = _finite(a), _finite(b)
+    nan = math.nan
+    if x.size == 0 or y.size == 0:
+        return ABResult(x.size, y.size, nan, nan, nan, nan)
+    ma, mb = float(np.median(x)), float(np.median(y))
+    change = mb / ma - 1 if ma else nan
+    if x.size < 2 or y.size < 2 or (np.all(x == x[0]) and np.all(y == x[0])):
+        p = 1.0 if x.size >= 2 and y.size >= 2 else nan
+        return ABResult(x.size, y.size, ma, mb, change, p)
+    if x.size + y.size > PERMUTATION_MAX_VALUES:
+        return ABResult(x.size, y.size, ma, mb, change, permutation_normal_p(x, y),
+                        "normal limit")  # fmt: skip
+    p = permutation_p(x, y, np.random.default_rng(seed))
+    return ABResult(x.size, y.size, ma, mb, change, p)
+
+
+def permutation_p(x: np.ndarray, y: np.ndarray, rng: np.random.Generator) -> float:
+    """Two-sided p of mean(y) - mean(x) by permutation, as scipy's permutation_test
+    reckons it: every split of the pooled values when there are at most PERMUTATIONS,
+    else PERMUTATIONS random ones (then the observed split counts as one of them);
+    twice the smaller tail, at most 1. (Here, not scipy: importing it costs a second.)"""
+    pooled = np.concatenate((x, y))
+    n, k = pooled.size, x.size
+    observed = float(y.mean() - x.mean())
+    gamma = abs(1e-14 * observed)  # scipy's tolerance for ties of the statistic
+    if math.comb(n, k) <= PERMUTATIONS:
+        picks = np.array(list(itertools.combinations(range(n), k)))
+        in_x = np.zeros((picks.shape[0], n), dtype=bool)
+        in_x[np.arange(picks.shape[0])[:, None], picks] = True
+        sum_x = in_x.astype(float) @ pooled
+        null = (pooled.sum() - sum_x) / (n - k) - sum_x / k
+        less = np.count_nonzero(null <= observed + gamma) / null.size
+        greater = np.count_nonzero(null >= observed - gamma) / null.size
+    else:
+        order = rng.permuted(np.tile(np.arange(n), (PERMUTATIONS, 1)), axis=1)
+        shuffled = pooled[order]
+        null = shuffled[:, k:].mean(axis=1) - shuffled[:, :k].mean(axis=1)
+        less = (np.count_nonzero(null <= observed + gamma) + 1) / (PERMUTATIONS + 1)
+        greater = (np.count_nonzero(null >= observed - gamma) + 1) / (PERMUTATIONS + 1)
+    return float(min(1.0, 2 * min(less, greater)))
+
+
+def permutation_normal_p(x: np.ndarray, y: np.ndarray) -> float:
+    """Two-sided p of mean(y) - mean(x) under its permutation distribution's normal
+    limit: mean 0, variance S^2 (1/n_x + 1/n_y) with S^2 the pooled values' variance
+    about their grand mean (divided by N - 1), exactly the permutation variance."""
+    pooled = np.concatenate((x, y))
+    var = float(pooled.var(ddof=1)) * (1 / x.size + 1 / y.size)
+    diff = float(y.mean() - x.mean())
+    if var <= 0:
+        return 1.0 if diff == 0 else 0.0
+    return math.erfc(abs(diff) / math.sqrt(2 * var))
+
+
+def holm(pvalues: Sequence[float]) -> list[float]:
+    """Holm-Bonferroni adjusted p-values (nan stays nan and is not counted)."""
+    idx = [i for i, p in enumerate(pvalues) if not math.isnan(p)]
+    order = sorted(idx, key=lambda i: pvalues[i])
+    out = [math.nan] * len(pvalues)
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(order) - rank) * pvalues[i]))
+        out[i] = running
+    return out
+
+
+def verdict(r: ABResult, direction: str, p: float, alpha: float, min_effect: float) -> Verdict:
+    """ "better"/"worse" (B against A, in the metric's direction) when the difference is
+    significant (`p` <= alpha, p already corrected) and at least `min_effect` (0.05 = 5%);
+    "too few" when no permutation test of these sizes could reach alpha; else "no change"."""
+    if min_p(r.n_a, r.n_b) > alpha or math.isnan(p):
+        return "too few"
+    if p > alpha or math.isnan(r.change) or abs(r.change) < min_effect:
+        return "no change"
+    worse = r.change > 0 if direction == "lower" else r.change < 0
+    return "worse" if worse else "better"
+
+
+# --- several groups: global test and post-hoc pairs (S3) -----------------------------------
+@dataclass(frozen=True)
+class PairTest:
+    a: str
+    b: str
+    p: float  # adjusted for the number of pairs
+    significant: bool
+
+
+@dataclass(frozen=True)
+class GroupTest:
+    test: str  # "Kruskal-Wallis + Dunn (Holm)" or "ANOVA + Tukey HSD"
+    statistic: float
+    p: float
+    pairs: list[PairTest]
+
+
+def kruskal_dunn(groups: dict[str, Sequence[float]], alpha: float = 0.05) -> GroupTest | None:
+    """Kruskal-Wallis over the groups, then Dunn's test for every pair with Holm's
+    correction (ties corrected). None with fewer than 2 groups of at least 2 values."""
+    from scipy import stats as sps
+
+    data = {k: _finite(v) for k, v in groups.items()}
+    data = {k: v for k, v in data.items() if v.size >= 2}
+    if len(data) < 2:
+        return None
+    pooled = np.concatenate(list(data.values()))
+    if np.all(pooled == pooled[0]):
+        names = list(data)
+        pairs = [PairTest(a, b, 1.0, False) for i, a in enumerate(names) for b in names[i + 1 :]]
+        return GroupTest("Kruskal-Wallis + Dunn (Holm)", 0.0, 1.0, pairs)
+    h, p = sps.kruskal(*data.values())
+    ranks = sps.rankdata(pooled)
+    n = pooled.size
+    _, counts = np.unique(pooled, return_counts=True)
+    ties = float(np.sum(counts**3 - counts)) / (12 * (n - 1))
+    mean_rank, start = {}, 0
+    for k, v in data.items():
+        mean_rank[k] = float(ranks[start : start + v.size].mean())
+        start += v.size
+    names = list(data)
+    raw, keys = [], []
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            se = math.sqrt((n * (n + 1) / 12 - ties) * (1 / data[a].size + 1 / data[b].size))
+            z = (mean_rank[a] - mean_rank[b]) / se
+            raw.append(float(2 * sps.norm.sf(abs(z))))
+            keys.append((a, b))
+    adj = holm(raw)
+    pairs = [PairTest(a, b, q, q <= alpha) for (a, b), q in zip(keys, adj, strict=True)]
+    return GroupTest("Kruskal-Wallis + Dunn (Holm)", float(h), float(p), pairs)
+
+
+def anova_tukey(groups: dict[str, Sequence[float]], alpha: float = 0.05) -> GroupTest | None:
+    """One-way ANOVA over the groups, then Tukey's HSD for every pair (as S3 did). None
+    with fewer than 2 groups of at least 2 values or no variance at all."""
+    from scipy import stats as sps
+
+    data = {k: _finite(v) for k, v in groups.items()}
+    data = {k: v for k, v in data.items() if v.size >= 2}
+    if len(data) < 2 or all(np.all(v == v[0]) for v in data.values()):
+        return None
+    f, p = sps.f_oneway(*data.values())
+    hsd = sps.tukey_hsd(*data.values())
+    names = list(data)
+    pairs = [
+        PairTest(a, b, float(hsd.pvalue[i, j]), bool(hsd.pvalue[i, j] <= alpha))
+        for i, a in enumerate(names)
+        for j, b in enumerate(names)
+        if j > i
+    ]
+    return GroupTest("ANOVA + Tukey HSD", float(f), float(p), pairs)
