@@ -27,6 +27,7 @@ from virtbench.errors import ListingError, VirtbenchError
 from virtbench.paths import Paths
 from virtbench.runtimes import daemon
 from virtbench.runtimes.traces import mount_points as mounts
+from virtbench.runtimes.traces import unmount
 
 NETNS_DIR = Path("/run/netns")
 
@@ -247,10 +248,7 @@ def _remove(items: list[Leftover], layout: cgroups.Layout) -> list[str]:
         res = proc.run(["ip", "link", "delete", it.name], check=False)
         if res.returncode != 0 and "Cannot find device" not in res.stderr:
             errors.append(f"link {it.name}: {res.brief()}")
-    for it in sorted(by_kind.get("mount", []), key=lambda i: -len(i.name)):
-        res = proc.run(["umount", "-l", it.name], check=False)
-        if res.returncode != 0 and "not mounted" not in res.stderr:
-            errors.append(f"mount {it.name}: {res.brief()}")
+    errors += unmount([it.name for it in by_kind.get("mount", [])])
     for it in by_kind.get("daemon", []):
         daemon.stop_recorded(int(it.name), int(it.detail.rsplit(" ", 1)[1]))
     for it in by_kind.get("sysctl", []):  # back to what the run found, unless changed since

@@ -26,9 +26,9 @@ import numpy as np
 from pydantic import TypeAdapter
 
 from virtbench import metrics
-from virtbench.frame import Frame
-from virtbench.records import RunRecord, Sample
 from virtbench.store import Store
+from virtbench.store.frame import Frame
+from virtbench.store.records import RunRecord, Sample
 
 SCHEMA_ID = "https://virtbench.dev/schema/export.schema.json"
 FORMATS = ("ndjson", "csv")

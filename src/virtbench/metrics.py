@@ -25,7 +25,7 @@ import functools
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from virtbench.records import Direction
+from virtbench.store.records import Direction
 
 Summary = Literal["median", "series", "fit"]
 PlotKind = Literal["boot", "latency", "concurrency", "scalability", "density", "resources"]

@@ -13,8 +13,8 @@ from virtbench.errors import ListingError, VirtbenchError
 from virtbench.experiments.session import Session
 from virtbench.harness import Harness
 from virtbench.paths import Paths
-from virtbench.records import RunRecord
 from virtbench.store import Store
+from virtbench.store.records import RunRecord
 
 
 def remove_own_leftovers(

@@ -31,11 +31,11 @@ from virtbench.measure.probe import ProbeListener
 from virtbench.measure.quiet import Primer, Quiet
 from virtbench.paths import Paths
 from virtbench.preflight import apply_sysctl, check_available, named_runtimes
-from virtbench.records import RunRecord, Sample
 from virtbench.runtimes.base import Runtime, RuntimeContext
 from virtbench.spec import Spec
 from virtbench.state import RunState
 from virtbench.store import Store
+from virtbench.store.records import RunRecord, Sample
 
 
 @contextlib.contextmanager

@@ -45,6 +45,7 @@ from virtbench.spec_experiments import (
     ThroughputExperiment,
     _Model,
     option_error,
+    quick_form,
 )
 from virtbench.spec_runtimes import (
     InstanceOptions,
@@ -55,8 +56,6 @@ from virtbench.spec_runtimes import (
 
 __all__ = [
     "EXPERIMENT_TYPES",
-    "FLAG_FIELDS",
-    "SCALABILITY_EITHER",
     "BootExperiment",
     "DensityExperiment",
     "Experiment",
@@ -66,12 +65,9 @@ __all__ = [
     "ScalabilityExperiment",
     "Spec",
     "ThroughputExperiment",
-    "flags_set",
     "load",
     "option_error",
     "parse",
-    "quick_form",
-    "with_overrides",
 ]
 
 
@@ -173,8 +169,6 @@ class Spec(_Model):
             if not exp.quick:
                 continue
             try:
-                from virtbench.spec_flags import quick_form
-
                 type(exp).model_validate(quick_form(exp.model_dump(exclude={"quick"}), exp.quick))
             except ValidationError as err:
                 e = err.errors()[0]
@@ -334,12 +328,3 @@ def load(name_or_path: str) -> tuple[Spec, dict[str, Any], str]:
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"{where}: {exc}") from None
     return parse(data, where), data, where
-
-
-from virtbench.spec_flags import (  # noqa: E402  (the command line's side of a spec)
-    FLAG_FIELDS,
-    SCALABILITY_EITHER,
-    flags_set,
-    quick_form,
-    with_overrides,
-)

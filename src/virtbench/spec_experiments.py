@@ -371,3 +371,24 @@ EXPERIMENT_TYPES = {
     "isolation": IsolationExperiment,
     "min_memory": MinMemoryExperiment,
 }
+
+
+# The scalability experiment's final count is given one way or the other.
+SCALABILITY_EITHER = {"instances": "benchmark_times", "benchmark_times": "instances"}
+
+
+def quick_form(table: dict[str, Any], quick: dict[str, Any]) -> dict[str, Any]:
+    """An experiment table with its `quick` values in place (params merged per workload)."""
+    out = {k: v for k, v in table.items() if k != "quick"}
+    for key, value in quick.items():
+        if key == "params" and isinstance(value, dict):
+            params = {k: dict(v) for k, v in (out.get("params") or {}).items()}
+            for name, over in value.items():
+                params[name] = {**params.get(name, {}), **(over if isinstance(over, dict) else {})}
+            out["params"] = params
+        else:
+            out[key] = value
+            other = SCALABILITY_EITHER.get(key)
+            if other and other not in quick:  # the final count is given one way or the other
+                out.pop(other, None)
+    return out

@@ -6,59 +6,63 @@ tables, validated again, every error naming the flag that caused it.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 from pydantic import ValidationError
 
 from virtbench.errors import SpecError
-from virtbench.spec_experiments import EXPERIMENT_TYPES, BootExperiment
-
-if TYPE_CHECKING:
-    from virtbench.spec import Spec
-
-
-def quick_form(table: dict[str, Any], quick: dict[str, Any]) -> dict[str, Any]:
-    """An experiment table with its `quick` values in place (params merged per workload)."""
-    out = {k: v for k, v in table.items() if k != "quick"}
-    for key, value in quick.items():
-        if key == "params" and isinstance(value, dict):
-            params = {k: dict(v) for k, v in (out.get("params") or {}).items()}
-            for name, over in value.items():
-                params[name] = {**params.get(name, {}), **(over if isinstance(over, dict) else {})}
-            out["params"] = params
-        else:
-            out[key] = value
-            other = SCALABILITY_EITHER.get(key)
-            if other and other not in quick:  # the final count is given one way or the other
-                out.pop(other, None)
-    return out
+from virtbench.spec import Spec, describe
+from virtbench.spec_experiments import (
+    EXPERIMENT_TYPES,
+    SCALABILITY_EITHER,
+    BootExperiment,
+    quick_form,
+)
 
 
-# CLI flag -> experiment field it overrides (--step and --max are the scalability
-# experiment's words for the same fields).
-FLAG_FIELDS = {
-    "--runs": "runs",
-    "--warmups": "warmups",
-    "--benchmark-times": "benchmark_times",
-    "--benchmark_time": "benchmark_times",  # S1's runner's spellings
-    "--benchmark_times": "benchmark_times",
-    "--instances-per-benchmark": "instances_per_benchmark",
-    "--instances_per_benchmark": "instances_per_benchmark",
-    "--step": "instances_per_benchmark",
-    "--instances": "instances",
-    "--max": "instances",
-    "--workloads": "workloads",
-    "--worker": "worker",
-    "--background": "background",
-    "--attackers": "attackers",
-    "--placements": "placements",
-    "--target-cv": "target_cv",
-    "--max-runs": "max_runs",
-}
+@dataclass(frozen=True)
+class Flag:
+    """A `virtbench run` option that sets one experiment field of the spec: the command's
+    options, their help and the fleet's reading of them all come from `FLAGS`."""
+
+    field: str  # the experiment field it sets
+    names: tuple[str, ...]  # its spellings, as help lists them
+    kind: type  # int, float or str
+    help: str
+    listed: bool = False  # a comma-separated list
+    s1: tuple[str, ...] = ()  # S1's runner's spellings: a hidden option of their own
 
 
-# The scalability experiment's final count is given one way or the other.
-SCALABILITY_EITHER = {"instances": "benchmark_times", "benchmark_times": "instances"}
+FLAGS = (
+    Flag("runs", ("--runs",), int, "Repetitions."),
+    Flag("warmups", ("--warmups",), int, "Warm-up repetitions (boot)."),
+    Flag("benchmark_times", ("--benchmark-times",), int,
+         "Measurements per repetition (boot); steps of background instances (scalability, "
+         "as S1).", s1=("--benchmark_time", "--benchmark_times")),
+    Flag("instances_per_benchmark", ("--instances-per-benchmark", "--step"), int,
+         "Instances between host-memory measurements (density); background instances "
+         "added between measurements (scalability).", s1=("--instances_per_benchmark",)),
+    Flag("instances", ("--instances", "--max"), int,
+         "Instances to start (density); background instances at the end (scalability)."),
+    Flag("workloads", ("--workloads",), str, "Comma-separated workloads (boot: hello,sleep).",
+         listed=True),
+    Flag("worker", ("--worker",), str,
+         "What is measured (scalability: boot or a workload; isolation)."),
+    Flag("background", ("--background",), str, "Idle background instances: sleep, nginx, redis."),
+    Flag("attackers", ("--attackers",), str,
+         "Comma-separated attackers (isolation), e.g. cpu,fork.", listed=True),
+    Flag("placements", ("--placements",), str,
+         "Comma-separated placements (isolation): same-cpu, smt-sibling, other-cpu, all-other.",
+         listed=True),
+    Flag("target_cv", ("--target-cv",), float,
+         "Repeat past --runs until every group's CV is at most this % (boot, throughput, "
+         "isolation)."),
+    Flag("max_runs", ("--max-runs",), int, "At most this many repetitions with --target-cv."),
+)  # fmt: skip
+
+# CLI flag (every spelling) -> experiment field it sets
+FLAG_FIELDS = {name: f.field for f in FLAGS for name in (*f.names, *f.s1)}
 
 
 def flags_set(flags: dict[str, Any], field: str) -> bool:
@@ -77,8 +81,6 @@ def with_overrides(
     `quick`: each experiment's `quick` values first (`--quick`), the flags over them.
     Runtimes the user names (`runtimes_`) must run: a spec's `unavailable = "skip"` no
     longer applies to them."""
-    from virtbench.spec import Spec, describe  # spec.py re-exports this module's names
-
     data = {**data, "experiment": [dict(e) for e in data.get("experiment", [])]}
     if quick:
         if not any(isinstance(e.get("quick"), dict) and e["quick"] for e in data["experiment"]):

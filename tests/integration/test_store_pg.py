@@ -26,7 +26,8 @@ from tests.unit.test_store import (  # noqa: F401 (collected again here, with th
 from virtbench import export, state
 from virtbench.errors import StoreError, VirtbenchError
 from virtbench.store import SCHEMA_VERSION, Store, open_store
-from virtbench.store_sql import MIGRATIONS, Backend, SqliteBackend, statements
+from virtbench.store.backend import Backend, SqliteBackend
+from virtbench.store.migrations import MIGRATIONS, statements
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
@@ -69,7 +70,7 @@ def store(location: str, opened: list[Store]) -> Store:
 
 def _backend(location: str) -> Backend:
     if location.startswith("postgresql://"):
-        from virtbench.store_pg import PgBackend
+        from virtbench.store.postgres import PgBackend
 
         return PgBackend(location)
     Path(location).mkdir(parents=True, exist_ok=True)

@@ -8,9 +8,11 @@ from tests.fakeruntime import install, tmp_paths
 from tests.faketruth import FakeHarness, RuntimeTruth, Truth
 from typer.testing import CliRunner
 
-from virtbench import cli_run, plan, runner
+from virtbench import plan, runner, spec_flags
 from virtbench import spec as specmod
 from virtbench.cli import app
+from virtbench.cli import run as cli_run
+from virtbench.cli import show as cli_show
 from virtbench.errors import SpecError
 from virtbench.store import Store
 
@@ -25,8 +27,8 @@ STUDIES = [
 
 def forms(name: str) -> tuple[specmod.Spec, specmod.Spec]:
     _, raw, where = specmod.load(name)
-    full = specmod.with_overrides(raw, where, None, {})
-    return full, specmod.with_overrides(raw, where, None, {}, quick=True)
+    full = spec_flags.with_overrides(raw, where, None, {})
+    return full, spec_flags.with_overrides(raw, where, None, {}, quick=True)
 
 
 def shape(exp: specmod.Experiment) -> tuple:
@@ -78,7 +80,7 @@ def test_every_entry_with_a_quick_table_validates_both_ways():
             assert forms(name)[1].form == "quick"
         else:
             with pytest.raises(SpecError, match=r"--quick: .* has no quick form"):
-                specmod.with_overrides(raw, where, None, {}, quick=True)
+                spec_flags.with_overrides(raw, where, None, {}, quick=True)
 
 
 def test_a_bad_quick_table_fails_when_the_spec_is_read():
@@ -97,7 +99,7 @@ def test_quick_then_flags_and_the_final_count_given_either_way():
     assert quick.experiment[2].params_for("nginx").duration_s == 3
     assert quick.experiment[2].params_for("nginx").connections == 30  # merged, not replaced
     _, raw, where = specmod.load("s1-docker-unikraft")
-    over = specmod.with_overrides(raw, where, None, {"--runs": 4}, quick=True)
+    over = spec_flags.with_overrides(raw, where, None, {"--runs": 4}, quick=True)
     assert {e.runs for e in over.experiment} == {4}  # a flag wins over the quick form
 
 
@@ -110,7 +112,7 @@ def test_s1s_runner_spellings_are_accepted(monkeypatch, tmp_path):
 
     monkeypatch.setattr(runner, "execute", execute)
     monkeypatch.setattr(cli_run, "_require_root", lambda what: None)
-    monkeypatch.setattr(cli_run, "_show", lambda *a, **k: [])
+    monkeypatch.setattr(cli_show, "print_run", lambda *a, **k: [])
     argv = ["run", "--runs", "5", "--name", "uk_ng_s", "--benchmark_time", "3",
             "--instances_per_benchmark", "10", "--results", str(tmp_path)]  # fmt: skip
     res = CliRunner().invoke(app, argv)
@@ -181,7 +183,7 @@ def test_each_studys_quick_form_runs_on_the_fake_and_says_what_it_skipped(
     for e in raw["experiment"]:  # the fake host's memory holds still at once
         e["quick"] = {**e.get("quick", {}), **({"memory_settle_s": 0} if "memory_settle_s"
                                                in e.get("quick", {}) else {})}  # fmt: skip
-    spec = specmod.with_overrides(raw, where, None, {}, quick=True)
+    spec = spec_flags.with_overrides(raw, where, None, {}, quick=True)
     store = Store(tmp_path / "results")
     run_id, status = runner.execute(spec, store, tmp_paths(tmp_path), lambda m: None,
                                     harness=FakeHarness(world, tmp_path))  # fmt: skip

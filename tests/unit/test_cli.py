@@ -39,7 +39,7 @@ def test_show_unknown_run(tmp_path):
 
 def test_an_error_echoing_line_breaks_of_the_input_stays_one_line():
     """The fuzzer's find: NEL (U+0085) in a spec name split the error in two."""
-    from virtbench.cli_common import one_line
+    from virtbench.cli.common import one_line
 
     assert one_line("a\x85b\u2028c\nd\x00 é 中") == "a\\x85b\\u2028c\\nd\\x00 é 中"
     res = runner.invoke(app, ["run", "x\x85y"])
@@ -51,7 +51,8 @@ def test_a_clean_never_says_it_removed_what_another_clean_holds(tmp_path, monkey
     """Two cleans at once: the one that finds a dead run's lock taken by the other leaves
     that run's objects alone, says so and exits 1; it does not count them as removed once
     the other has removed them (its rescan no longer sees them)."""
-    from virtbench import cleanup, cli_clean, state
+    from virtbench import cleanup, state
+    from virtbench.cli import clean as cli_clean
 
     run_dir = tmp_path / "state" / "runs" / "zz0001"
     item = cleanup.Leftover("state", str(run_dir), "zz0001")

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from virtbench import cli
+from virtbench import cli, spec_flags
 from virtbench import spec as specmod
 from virtbench.errors import SpecError
 from virtbench.spec import EXPERIMENT_TYPES, InstanceOptions
@@ -89,7 +89,7 @@ def test_any_spec_is_valid_or_one_line_error(data):
     assert all(re.fullmatch(r"[a-z0-9-]+(:[a-z0-9-]+)*", r) for r in parsed.runtimes)
 
 
-FLAGS = list(specmod.FLAG_FIELDS)
+FLAGS = list(spec_flags.FLAG_FIELDS)
 
 
 @SETTINGS
@@ -104,7 +104,7 @@ FLAGS = list(specmod.FLAG_FIELDS)
 def test_any_flags_on_any_catalog_spec_are_valid_or_one_line_error(name, rts, flags):
     _, raw, where = specmod.load(name)
     try:
-        specmod.with_overrides(raw, where, rts, {f: flags.get(f) for f in FLAGS})
+        spec_flags.with_overrides(raw, where, rts, {f: flags.get(f) for f in FLAGS})
     except SpecError as exc:
         one_line(str(exc))
 

@@ -16,14 +16,14 @@ import pytest
 from pydantic import ValidationError
 
 from virtbench import runtimes, spec
-from virtbench.cli_run import unmeasured
+from virtbench.cli.run import unmeasured
 from virtbench.errors import SpecError
 from virtbench.measure.portready import PERIOD_S, PortWatch, echo_request
 from virtbench.preflight import named_runtimes
-from virtbench.records import Sample
 from virtbench.runtimes import presets, vm_image
 from virtbench.runtimes.base import Instance, InstanceSpec
 from virtbench.runtimes.vm_guest import SERVES, VmOptions, image_cannot_run
+from virtbench.store.records import Sample
 
 
 @pytest.fixture

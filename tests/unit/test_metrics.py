@@ -13,12 +13,12 @@ import pytest
 
 from virtbench import metrics, workloads
 from virtbench.experiments.session import Session
-from virtbench.frame import as_frame
 from virtbench.measure import host
-from virtbench.records import Sample
-from virtbench.report import compare, html
+from virtbench.report import compare, findings
 from virtbench.spec import parse
 from virtbench.store import Store
+from virtbench.store.frame import as_frame
+from virtbench.store.records import Sample
 
 SRC = Path(metrics.__file__).parent
 DATA = Path(__file__).parent.parent / "data" / "workloads"
@@ -226,7 +226,7 @@ def test_figures_not_repeated_stay_out_of_the_cv_target(tmp_path):
 def test_figures_not_compared_stay_out_of_the_report_and_host_state_out_of_compare():
     rows = [sample(name, float(v), background=v) for name in NOT_COMPARED for v in (1, 2, 3)]
     rows += [sample(n, 1.0) for n in ("boot.teardown", "density.pss", "tps@4")]
-    assert {k[1] for k in html._groups(rows)} == {"boot.teardown", "density.pss", "tps@4"}
+    assert {k[1] for k in findings._groups(rows)} == {"boot.teardown", "density.pss", "tps@4"}
     assert all(not metrics.is_compared(n) for n in NOT_COMPARED)
     keys = compare._groups(as_frame(rows), with_runtime=False)
     assert {k[1] for k in keys} == {*NOT_COMPARED, "boot.teardown", "density.pss", "tps@4"} - {

@@ -181,7 +181,7 @@ def test_report_escapes_every_string_from_the_store(tmp_path):
 def test_the_studies_figures_draw_what_was_measured():
     """Payload sweep (S4), startup and image bars (S3), relative isolation bars (S1) and a
     server's resource series (S2), from samples and series whose values the test chose."""
-    from virtbench.records import Sample
+    from virtbench.store.records import Sample
 
     def smp(metric, value, runtime="native", rep=0, **kw):
         base = {"experiment": "throughput", "unit": "ns", "direction": "lower",
@@ -232,7 +232,7 @@ def test_the_studies_figures_draw_what_was_measured():
 
 
 def test_a_desmet_weight_matches_a_rows_name_or_its_metrics_full_name():
-    from virtbench.report.html import desmet_weight
+    from virtbench.report.findings import desmet_weight
 
     weights = {"boot.*": 2.0, "*tps*": 3.0}
     assert desmet_weight("spawn_to_exit (hello)", weights, "boot.spawn_to_exit") == 2.0
@@ -247,7 +247,7 @@ def test_the_report_leads_with_answers_ranked_as_injected(tmp_path):
     from tests.fakerun import fake_run
 
     from virtbench.report.answers import answers
-    from virtbench.report.html import ranked
+    from virtbench.report.findings import ranked
 
     st = Store(tmp_path)
     fake_run(st, "ans001", {"slow": 2.0, "fast": 1.0, "mid": 1.3},

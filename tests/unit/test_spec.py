@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from virtbench import spec
+from virtbench import spec, spec_flags
 from virtbench.errors import SpecError
 
 BASE = {"name": "t", "runtimes": ["crun"], "experiment": [{"type": "boot"}]}
@@ -77,17 +77,17 @@ def test_load_file_and_toml_syntax_error(tmp_path: Path):
 
 def test_cli_overrides_name_the_flag():
     _, raw, where = spec.load("quickstart")
-    s = spec.with_overrides(raw, where, ["crun"], {"--runs": 5, "--instances": 7})
+    s = spec_flags.with_overrides(raw, where, ["crun"], {"--runs": 5, "--instances": 7})
     assert s.runtimes == ["crun"]
     assert s.experiment[0].runs == 5 and s.experiment[1].runs == 5  # every experiment with runs
     assert s.experiment[1].instances == 7
     with pytest.raises(SpecError, match=r"^--runs: "):
-        spec.with_overrides(raw, where, None, {"--runs": 0})
+        spec_flags.with_overrides(raw, where, None, {"--runs": 0})
     with pytest.raises(SpecError, match=r"^--runtimes: .*unknown runtime 'nope'"):
-        spec.with_overrides(raw, where, ["nope"], {})
+        spec_flags.with_overrides(raw, where, ["nope"], {})
     _, boot_raw, w = spec.load("boot")
     with pytest.raises(SpecError, match=r"^--instances: does not apply .*density"):
-        spec.with_overrides(boot_raw, w, None, {"--instances": 3})
+        spec_flags.with_overrides(boot_raw, w, None, {"--instances": 3})
 
 
 def test_runtime_labels_with_variants_and_driver_options():
@@ -151,28 +151,28 @@ def test_throughput_all_workloads_and_params_validated_by_the_workload():
 
 def test_throughput_cli_workloads_drop_the_params_of_the_others():
     _, raw, where = spec.load("throughput")
-    e = spec.with_overrides(raw, where, None, {"--workloads": ["nginx"]}).experiment[0]
+    e = spec_flags.with_overrides(raw, where, None, {"--workloads": ["nginx"]}).experiment[0]
     assert e.workloads == ["nginx"] and set(e.params) <= {"nginx"}
 
 
 def test_throughput_cli_workloads_all():
     _, raw, where = spec.load("throughput")
-    s = spec.with_overrides(raw, where, ["native"], {"--workloads": ["all"], "--runs": 1})
+    s = spec_flags.with_overrides(raw, where, ["native"], {"--workloads": ["all"], "--runs": 1})
     assert "nginx" in s.experiment[0].workloads and s.experiment[0].runs == 1
 
 
 def test_scalability_flags_map_as_s1_and_the_command_line_count_wins():
     _, raw, where = spec.load("d_ng_s")
-    s = spec.with_overrides(
+    s = spec_flags.with_overrides(
         raw, where, None, {"--runs": 5, "--benchmark-times": 3, "--instances-per-benchmark": 10}
     )
     e = s.experiment[0]
     assert (e.runs, e.instances_per_benchmark, e.target) == (5, 10, 30)
     _, raw, where = spec.load("d_boot")  # the file counts steps; --max names the final count
-    e = spec.with_overrides(raw, where, ["crun"], {"--step": 50, "--max": 500}).experiment[0]
+    e = spec_flags.with_overrides(raw, where, ["crun"], {"--step": 50, "--max": 500}).experiment[0]
     assert (e.instances_per_benchmark, e.target, e.benchmark_times) == (50, 500, None)
     _, raw, where = spec.load("scalability")
-    e = spec.with_overrides(
+    e = spec_flags.with_overrides(
         raw, where, None, {"--worker": "sqlite-bench", "--background": "redis"}
     ).experiment[0]
     assert (e.worker, e.background, e.workloads_needed()) == (
@@ -183,13 +183,13 @@ def test_scalability_flags_map_as_s1_and_the_command_line_count_wins():
     with pytest.raises(
         SpecError, match=r"^--worker: unknown worker 'ngnix' \(allowed: boot, nginx"
     ):
-        spec.with_overrides(raw, where, None, {"--worker": "ngnix"})
+        spec_flags.with_overrides(raw, where, None, {"--worker": "ngnix"})
     with pytest.raises(SpecError, match=r"^--background: got 'postgres'"):
-        spec.with_overrides(raw, where, None, {"--background": "postgres"})
+        spec_flags.with_overrides(raw, where, None, {"--background": "postgres"})
     with pytest.raises(SpecError, match=r"^--max: .*greater than or equal to 0"):
-        spec.with_overrides(raw, where, None, {"--max": -1})
+        spec_flags.with_overrides(raw, where, None, {"--max": -1})
     with pytest.raises(SpecError, match=r"^--attackers: does not apply.*isolation"):
-        spec.with_overrides(raw, where, None, {"--attackers": ["cpu"]})
+        spec_flags.with_overrides(raw, where, None, {"--attackers": ["cpu"]})
     both = {"type": "scalability", "instances": 100, "benchmark_times": 3}
     assert "not both" in err({**BASE, "experiment": [both]})
     boot_params = {"type": "scalability", "params": {"nginx": {}}}
@@ -198,7 +198,7 @@ def test_scalability_flags_map_as_s1_and_the_command_line_count_wins():
 
 def test_isolation_attackers_and_placements_validated():
     _, raw, where = spec.load("isolation")
-    e = spec.with_overrides(
+    e = spec_flags.with_overrides(
         raw,
         where,
         ["native", "crun", "runsc"],
@@ -213,9 +213,9 @@ def test_isolation_attackers_and_placements_validated():
     with pytest.raises(
         SpecError, match=r"^--attackers: \[1\] unknown attacker 'forks' \(allowed: cpu"
     ):
-        spec.with_overrides(raw, where, None, {"--attackers": ["cpu", "forks"]})
+        spec_flags.with_overrides(raw, where, None, {"--attackers": ["cpu", "forks"]})
     with pytest.raises(SpecError, match=r"^--placements: .*got 'same-core'"):
-        spec.with_overrides(raw, where, None, {"--placements": ["same-core"]})
+        spec_flags.with_overrides(raw, where, None, {"--placements": ["same-core"]})
     assert "lists an attacker twice" in err(
         {**BASE, "experiment": [{"type": "isolation", "attackers": ["cpu", "cpu"]}]}
     )
@@ -226,7 +226,7 @@ def test_isolation_attackers_and_placements_validated():
     assert disk.experiment[0].workloads_needed() == ["sqlite", "fio"]
     # --worker replaces the catalog's worker and drops the parameters that were for it
     assert e.params == {"sqlite": {"rows": 10000}}  # sqlite-bench is sqlite: kept
-    redis = spec.with_overrides(raw, where, None, {"--worker": "redis"}).experiment[0]
+    redis = spec_flags.with_overrides(raw, where, None, {"--worker": "redis"}).experiment[0]
     assert (redis.worker, redis.params) == ("redis", {})
 
 

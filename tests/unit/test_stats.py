@@ -153,7 +153,7 @@ def test_cluster_bootstrap_covers_the_truth_where_the_naive_one_does_not():
 
 
 def test_below_five_units_there_is_no_interval_only_the_range():
-    from virtbench.report.tables import spread
+    from virtbench.report.cells import spread
 
     values = [1.0, 1.1, 1.2, 5.0, 5.1, 5.2, 9.0, 9.1, 9.2]  # 3 units of 3 batches
     s = summarize(values, [0, 0, 0, 1, 1, 1, 2, 2, 2])

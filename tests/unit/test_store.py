@@ -84,7 +84,7 @@ def test_series_and_events(store: Store):
 
 def test_version_1_store_gains_units_and_keeps_its_runs(tmp_path: Path):
     """A store written before `run --resume` existed opens, migrates and can be resumed."""
-    from virtbench.store import _MIGRATIONS
+    from virtbench.store import MIGRATIONS as _MIGRATIONS
 
     db = sqlite3.connect(tmp_path / "virtbench.sqlite")
     db.executescript(_MIGRATIONS[1] + "PRAGMA user_version = 1;")
@@ -141,7 +141,7 @@ def test_resume_warns_when_the_artifact_was_built_differently(tmp_path):
 
 def _version_2_store(directory: Path) -> None:
     """A store as virtbench wrote it before fleets: schema 2, a run with a sample."""
-    from virtbench.store import _MIGRATIONS
+    from virtbench.store import MIGRATIONS as _MIGRATIONS
 
     db = sqlite3.connect(directory / "virtbench.sqlite")
     db.executescript(_MIGRATIONS[1] + _MIGRATIONS[2] + "PRAGMA user_version = 2;")

@@ -24,7 +24,6 @@ from tests.faketruth import FakeHarness, RuntimeTruth, Truth
 from virtbench import runner
 from virtbench.experiments.order import order_effects
 from virtbench.fit import verdict
-from virtbench.records import RunRecord
 from virtbench.report.compare import compare
 from virtbench.report.fits import baseline_refusal, cost_cells, cost_fits, trend
 from virtbench.report.tables import experiment_tables
@@ -32,6 +31,7 @@ from virtbench.report.trust import trust_notes
 from virtbench.spec import parse
 from virtbench.stats import slowdown_ci, summarize
 from virtbench.store import Sample, Store
+from virtbench.store.records import RunRecord
 
 ALL = ["fa", "fb", "fc"]
 

@@ -24,9 +24,9 @@ import statistics
 from virtbench.errors import InstanceError
 from virtbench.experiments.session import Session
 from virtbench.experiments.worker import Worker, check_reachable
-from virtbench.records import Sample
 from virtbench.spec_experiments import MinMemoryExperiment
 from virtbench.stats import slowdown
+from virtbench.store.records import Sample
 
 # One unit of measurement (`run --resume` skips the finished ones): a sample's fields.
 UNIT = ("runtime",)

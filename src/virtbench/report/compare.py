@@ -38,10 +38,10 @@ from rich.table import Table
 from virtbench import metrics
 from virtbench.errors import VirtbenchError
 from virtbench.fit import p_difference
-from virtbench.frame import Frame, as_frame
-from virtbench.records import Sample
-from virtbench.report.tables import Rows, add_columns, fmt, refusal, unit_keys
+from virtbench.report.cells import Rows, add_columns, fmt, refusal, unit_keys
 from virtbench.stats import ABResult, ab_test, holm, min_p, verdict
+from virtbench.store.frame import Frame, as_frame
+from virtbench.store.records import Sample
 
 Key = tuple[str, ...]
 
@@ -137,7 +137,7 @@ def condition_rows(f: Frame, with_runtime: bool, wanted: Callable[[metrics.Metri
 
 
 def unit_means(f: Frame, rows: np.ndarray) -> np.ndarray:
-    """One value per independent unit (report/tables.py `unit_of`), in the order the
+    """One value per independent unit (report/cells.py `unit_of`), in the order the
     units were first measured: the mean of a unit's nested values (batches of one
     instance, boots at one point of one pile-up), so the test counts units, not the
     correlated values inside them."""

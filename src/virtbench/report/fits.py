@@ -20,8 +20,8 @@ from rich.table import Table
 
 from virtbench import metrics
 from virtbench.fit import Fit, increment_fit, resolution, resolved, sen_fit, verdict
-from virtbench.frame import Frame, as_frame
-from virtbench.report.tables import Rows, add_columns, fmt
+from virtbench.report.cells import Rows, add_columns, fmt
+from virtbench.store.frame import Frame, as_frame
 
 PER = 100  # trends are read per this many background instances
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 from virtbench.errors import VirtbenchError
-from virtbench.frame import Frame
-from virtbench.records import RunRecord
 from virtbench.report import compare as cmp
 from virtbench.store import Store
+from virtbench.store.frame import Frame
+from virtbench.store.records import RunRecord
 
 
 def host_of(run: RunRecord) -> str:

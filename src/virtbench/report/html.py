@@ -5,55 +5,41 @@ Per run: what ran and where (status, command, environment, artifacts, the spec),
 distrust (events such as skipped placements and guard stops, failed samples, samples
 taken under emulation, and every group whose CV is above `cv_warn`), the tables the
 terminal shows (with mean, SD, min-max and outliers), the plots (report/plots.py), the
-differences between runtimes (Kruskal-Wallis with Dunn's pairs, or ANOVA with Tukey's
-HSD as S3 did, for every measure three or more runtimes share; two runtimes: the
-permutation test of compare), and a
-DESMET-style score table against a baseline runtime (S5's bands unless configured).
+differences between runtimes and a DESMET-style score table against a baseline runtime
+(S5's bands unless configured): findings.py.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import fnmatch
 import html
 import json
-import math
-from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import jinja2
 import numpy as np
-from rich.table import Table
-from rich.text import Text
 
-from virtbench import __version__, metrics
-from virtbench.frame import Frame, as_frame
-from virtbench.records import RunRecord, Sample
+from virtbench import __version__
 from virtbench.report import compare as cmp
 from virtbench.report import hosts as hostsmod
 from virtbench.report import plots as plotmod
 from virtbench.report.answers import answers
-from virtbench.report.compare import label
-from virtbench.report.fits import baseline_refusal, cost_cells, cost_fits
+from virtbench.report.cells import bounded_note
+from virtbench.report.findings import desmet, differences, from_rich, ranked, warnings
 from virtbench.report.hosts import named_line
-from virtbench.report.tables import Rows, bounded_note, experiment_tables, fmt
-from virtbench.report.trust import CI_NOTE, trust_notes
+from virtbench.report.tables import experiment_tables
+from virtbench.report.trust import CI_NOTE
 from virtbench.stats import (
     DESMET_BANDS,
-    ab_test,
-    anova_tukey,
-    desmet_score,
-    holm,
-    kruskal_dunn,
-    min_p,
 )
 from virtbench.store import Store
+from virtbench.store.frame import Frame
+from virtbench.store.records import RunRecord, Sample
 
 TEMPLATE = "report.html.j2"
-MAX_SPREAD = 25  # high-CV groups listed by name (largest first); the rest are counted
 
 
 @dataclass
@@ -68,245 +54,8 @@ class Options:
     boot_baseline: str | None = None  # boot is scored against this one (default: baseline)
 
 
-@dataclass
-class HtmlTable:
-    title: str
-    headers: list[str]
-    rows: list[list[str]]
-    numeric: list[bool]
-    notes: list[str] = field(default_factory=list)  # the table's caption, line by line
-
-
-def from_rich(t: Table) -> HtmlTable:
-    """A Rich table's text (markup removed), for an HTML <table>."""
-    cols = [[Text.from_markup(str(c)).plain for c in col.cells] for col in t.columns]
-    rows = [list(r) for r in zip(*cols, strict=True)] if cols else []
-    numeric = [col.justify == "right" for col in t.columns]
-    title = Text.from_markup(str(t.title)).plain if t.title else ""
-    notes = Text.from_markup(str(t.caption)).plain.splitlines() if t.caption else []
-    return HtmlTable(title, [str(c.header) for c in t.columns], rows, numeric, notes)
-
-
 def _when(t: float | None) -> str:
     return dt.datetime.fromtimestamp(t).strftime("%Y-%m-%d %H:%M:%S") if t else "-"
-
-
-def _groups(samples: Rows) -> dict[tuple[str, ...], dict[str, list[float]]]:
-    """Successful, non-warm-up values of the figures the report compares (not host state,
-    counts or side figures: metrics.py) by condition (without runtime), then runtime: one
-    value per independent unit."""
-    f = as_frame(samples)
-    if "report groups" not in f.memo:  # warnings, differences and scores all read them
-        out: dict[tuple[str, ...], dict[str, list[float]]] = defaultdict(dict)
-        for key, rows in cmp.condition_rows(f, True, lambda m: m.compared).items():
-            values = cmp.unit_means(f, rows)  # tests and scores count units, not nested ones
-            if values.size:
-                out[key[:-1]][key[-1]] = values.tolist()
-        f.memo["report groups"] = dict(out)
-    return f.memo["report groups"]
-
-
-def warnings(samples: Rows, events: list[tuple[float, str, str]], cv_warn: float
-             ) -> list[tuple[str, str]]:  # fmt: skip
-    """(level, text) of everything a reader should weigh before trusting the numbers."""
-    f = as_frame(samples)
-    out = [(level, msg) for _, level, msg in events]
-    out += trust_notes(f)
-    emulated = int(np.sum(f.emulated & ~f.warmup))
-    if emulated:
-        out.append(("warning", f"{emulated} samples were measured under emulation (QEMU TCG): "
-                               "functional results only, not performance"))  # fmt: skip
-    failed = f.take(f.failed & ~f.warmup)
-    for (runtime, metric), rows in sorted(failed.groups("runtime", "metric")):
-        error = failed.labels["error"][failed.codes["error"][rows[0]]]
-        out.append(("warning", f"{runtime} {metric}: {len(rows)} failed measurement(s), e.g. "
-                               f"{error[:300]}"))  # fmt: skip
-    spread = []
-    for key, by_rt in _groups(f).items():
-        for runtime, values in by_rt.items():
-            arr = np.asarray(values)
-            mean = float(arr.mean()) if arr.size else math.nan
-            cv = float(arr.std(ddof=1)) / mean if arr.size >= 3 and mean else math.nan
-            if not math.isnan(cv) and cv > cv_warn:
-                spread.append((cv, f"{label(key)} on {runtime}: CV {cv * 100:.1f}% "
-                                   f"over n={arr.size}"))  # fmt: skip
-    spread.sort(reverse=True)
-    out += [("info", f"high spread: {text}") for _, text in spread[:MAX_SPREAD]]
-    if len(spread) > MAX_SPREAD:
-        out.append(("info", f"high spread: {len(spread) - MAX_SPREAD} more groups with a CV "
-                            f"above {cv_warn * 100:g}%"))  # fmt: skip
-    return out
-
-
-LEVELS = {"error": 0, "warning": 1, "info": 2}
-FOLD_AFTER = 3  # routine notes of one kind beyond this many are counted, not listed
-
-
-def ranked(notes: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """Warnings by what they change: errors, then warnings, then notes; within a level in
-    the order found. Info notes of one kind (their words before the first colon, e.g.
-    "high spread") past FOLD_AFTER are folded into one line counting the rest."""
-    out = sorted(notes, key=lambda n: LEVELS.get(n[0], 1))
-    kinds: dict[str, int] = {}
-    kept: list[tuple[str, str]] = []
-    for level, text in out:
-        kind = text.split(":", 1)[0]
-        kinds[kind] = kinds.get(kind, 0) + 1
-        if level != "info" or kinds[kind] <= FOLD_AFTER:
-            kept.append((level, text))
-    for kind in kinds:
-        infos = sum(1 for level, t in out if level == "info" and t.split(":", 1)[0] == kind)
-        if infos > FOLD_AFTER:
-            kept.append(("info", f"{kind}: {infos - FOLD_AFTER} more like these"))
-    return kept
-
-
-def differences(samples: Rows, order: list[str], global_test: str = "kruskal"
-                ) -> HtmlTable:  # fmt: skip
-    """Per measure shared by two or more runtimes: the global test (three or more: Kruskal-
-    Wallis or ANOVA; two: the permutation test of compare), its p corrected by Holm over
-    all the measures of the table, and -- only where that is significant -- the pairs the
-    post-hoc test (Dunn or Tukey HSD) tells apart."""
-    tests: list[tuple[str, str, float, float, list[tuple[str, str]]]] = []
-    for key, by_rt in _groups(samples).items():
-        groups = {r: by_rt[r] for r in order if len(by_rt.get(r, [])) >= 2}
-        if len(groups) < 2:
-            continue
-        if len(groups) == 2:
-            a, b = groups
-            r = ab_test(groups[a], groups[b])
-            if min_p(r.n_a, r.n_b) > 0.05:
-                tests.append((label(key), f"too few values ({r.n_a} vs {r.n_b})", math.nan,
-                              math.nan, []))  # fmt: skip
-            else:
-                tests.append((label(key), "permutation (means)", math.nan, r.p, [(a, b)]))
-            continue
-        test = anova_tukey(groups) if global_test == "anova" else kruskal_dunn(groups)
-        if test is not None:
-            pairs = [(p.a, p.b) for p in test.pairs if p.significant]
-            tests.append((label(key), test.test, test.statistic, test.p, pairs))
-    adjusted = holm([t[3] for t in tests])
-    rows = []
-    for (measure, name, stat, _, pairs), p in zip(tests, adjusted, strict=True):
-        if math.isnan(p):
-            differ = "-"
-        elif p > 0.05:
-            differ = "none (the global test is not significant)"
-        else:
-            differ = ", ".join(f"{a} vs {b}" for a, b in pairs) or "none of the pairs"
-        rows.append([measure, name, "-" if math.isnan(stat) else f"{stat:.3g}",
-                     "-" if math.isnan(p) else f"{p:.3g}", differ])  # fmt: skip
-    headers = ["measure", "test", "statistic", f"p (Holm over {len(tests)})",
-               "significantly different pairs (5%)"]  # fmt: skip
-    return HtmlTable("differences between runtimes", headers, rows,
-                     [False, False, True, True, False])  # fmt: skip
-
-
-def _median(values: list[float]) -> float:
-    return float(np.median(values)) if values else math.nan
-
-
-def desmet_weight(measure: str, weights: dict[str, float], metric: str = "") -> float:
-    """A measure's importance: the first pattern of `weights` (fnmatch) that its row's
-    name or its metric's full name (`boot.spawn_to_exit`) matches, else 1."""
-    names = [n for n in (measure, metric) if n]
-    return next((w for pat, w in weights.items()
-                 if any(fnmatch.fnmatchcase(n, pat) for n in names)), 1.0)  # fmt: skip
-
-
-def desmet(samples: Rows, order: list[str], opts: Options
-           ) -> tuple[str, HtmlTable | None, str]:  # fmt: skip
-    """(baseline, table or None, note): per measure each runtime's score 0-4 against the
-    baseline's median (boot against the boot baseline's). A measure swept over levels
-    (connections, threads) is one feature: its levels' scores, their sum and their mean,
-    which counts once. Each feature weighs as `opts.weights` says (default 1); the last
-    row is each runtime's weighted mean feature score, as S5 ranked its candidates. No
-    table when the baseline has no samples or no other runtime does."""
-    f = as_frame(samples)
-    have = [r for r in order if r in set(f.distinct("runtime"))]
-    base = opts.baseline or ("native" if "native" in have else (have[0] if have else ""))
-    boot_base = opts.boot_baseline or base
-    others = [r for r in have if r != base]
-    if base not in have or not others:
-        return base, None, ""
-    direction = {key: f.labels["direction"][f.codes["direction"][rows[0]]]
-                 for key, rows in cmp.condition_rows(f, False, lambda m: True).items()}  # fmt: skip
-    note = ""
-    if boot_base == "native":
-        note = ("Boot is not scored against native, whose boot is a process start: give "
-                "--boot-baseline (S5 scored boot against a VM).")  # fmt: skip
-    # feature -> its rows: (cells, {runtime: score})
-    features: dict[str, list[tuple[list[str], dict[str, float]]]] = defaultdict(list)
-    metric_of: dict[str, str] = {}  # feature -> its metric's full name (weights match it too)
-    refused: list[str] = []
-
-    def scored(feature: str, cells: list[str], values: dict[str, float], ref: float,
-               kind: str, ref_rt: str) -> None:  # fmt: skip
-        got = {}
-        for r in others:
-            score = desmet_score(values[r], ref, kind, opts.bands) if r in values else math.nan
-            if not math.isnan(score) and r != ref_rt:
-                got[r] = score
-        features[feature].append((cells, got))
-
-    for key, by_rt in _groups(f).items():
-        boot = metrics.lookup(key[1], key[3]).desmet == "boot"
-        ref_rt = boot_base if boot else base
-        if (boot and boot_base == "native") or ref_rt not in by_rt:
-            continue
-        kind = "boot" if boot else direction[key]
-        ref = _median(by_rt[ref_rt])
-        why = cmp.refusal(key[1], key[3], ref, ref_rt)
-        if why:  # a score is a ratio to the baseline: none against nothing
-            refused.append(f"{label(key)} not scored: {why}")
-            continue
-        cells = [label(key), kind, f"{fmt(ref)} {key[2]}" + (f" ({ref_rt})" if boot else "")]
-        medians = {r: _median(by_rt.get(r, [])) for r in others}
-        feature = label((*key[:7], ""))  # the measure without its level
-        feature = feature.replace(key[1], key[1].partition("@")[0], 1)
-        metric_of[feature] = key[1].partition("@")[0]
-        scored(feature, cells, medians, ref, kind, ref_rt)
-    fits = cost_fits(f)
-    for m in metrics.fitted():
-        ref_fit = fits.get((m.name, base))
-        if ref_fit is None or not any((m.name, r) in fits for r in others):
-            continue
-        why = baseline_refusal(ref_fit, m.name, base)
-        if why:
-            refused.append(f"{m.name} not scored: {why}")
-            continue
-        cells = [m.name, "lower", cost_cells(ref_fit, m.name)[0]]
-        slopes = {r: fits[(m.name, r)].slope if (m.name, r) in fits else math.nan for r in others}
-        scored(m.name, cells, slopes, ref_fit.slope, "lower", base)
-
-    def show(value: float | None) -> str:
-        return "-" if value is None else f"{value:.0f}" if value == int(value) else f"{value:.2f}"
-
-    rows: list[list[str]] = []
-    weighted: dict[str, list[tuple[float, float]]] = defaultdict(list)  # runtime: (w, score)
-    for feature, levels in features.items():
-        weight = desmet_weight(feature, opts.weights, metric_of.get(feature, feature))
-        for cells, got in levels:
-            rows.append([*cells, f"{weight:g}" if len(levels) == 1 else ""]
-                        + [show(got.get(r)) for r in others])  # fmt: skip
-        for r in others:
-            scores = [got[r] for _, got in levels if r in got]
-            if scores:
-                weighted[r].append((weight, sum(scores) / len(scores)))
-        if len(levels) > 1:  # a swept measure: its levels' sum, and their mean counts
-            sums = {r: [got[r] for _, got in levels if r in got] for r in others}
-            rows.append([f"{feature}: sum over {len(levels)} levels", "", "", ""]
-                        + [show(sum(v)) if v else "-" for v in sums.values()])  # fmt: skip
-            rows.append([f"{feature}: mean over levels (counts once)", "", "", f"{weight:g}"]
-                        + [show(sum(v) / len(v)) if v else "-" for v in sums.values()])  # fmt: skip
-    rows.append(["weighted mean score", "", "", ""] + [
-        f"{sum(w * x for w, x in weighted[r]) / sum(w for w, _ in weighted[r]):.2f} "
-        f"(n={len(weighted[r])})" if weighted[r] and sum(w for w, _ in weighted[r]) else "-"
-        for r in others
-    ])  # fmt: skip
-    headers = ["measure", "bands", f"baseline {base}", "weight", *others]
-    numeric = [False, False, True, True] + [True] * len(others)
-    return base, HtmlTable("DESMET scores", headers, rows, numeric, refused), note
 
 
 def _env_value(key: str, value: Any) -> str:

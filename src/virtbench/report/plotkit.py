@@ -19,7 +19,7 @@ from matplotlib.figure import Figure
 
 from virtbench import metrics
 from virtbench.errors import VirtbenchError
-from virtbench.records import Sample
+from virtbench.store.records import Sample
 
 STYLE = {
     "figure.dpi": 100,

@@ -30,7 +30,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from virtbench import workloads
-from virtbench.records import Sample
 from virtbench.report import plots_piles, plots_studies
 from virtbench.report.plotkit import (
     MAX_PER_KIND,
@@ -46,6 +45,7 @@ from virtbench.report.plotkit import (
     _slug,
 )
 from virtbench.stats import summarize
+from virtbench.store.records import Sample
 
 __all__ = ["STYLE", "Plot", "figures"]
 

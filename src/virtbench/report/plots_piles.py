@@ -10,7 +10,6 @@ from collections.abc import Callable
 import numpy as np
 
 from virtbench import metrics
-from virtbench.records import Sample
 from virtbench.report.plotkit import (
     COLOURS,
     Plot,
@@ -23,6 +22,7 @@ from virtbench.report.plotkit import (
 )
 from virtbench.report.tables import by_worker, worker_metric
 from virtbench.stats import summarize
+from virtbench.store.records import Sample
 
 
 def scalability(samples: list[Sample], order: list[str]) -> list[Plot]:

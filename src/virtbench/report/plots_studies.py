@@ -20,7 +20,6 @@ from collections import defaultdict
 import numpy as np
 
 from virtbench import workloads
-from virtbench.records import Sample
 from virtbench.report.plotkit import (
     MAX_PER_KIND,
     Plot,
@@ -32,6 +31,7 @@ from virtbench.report.plotkit import (
     _slug,
 )
 from virtbench.stats import summarize
+from virtbench.store.records import Sample
 
 SIZED = re.compile(r"^(read|write|sendto_recvfrom)_(\d+)b_ns$")
 PAGES = re.compile(r"^page_fault_(\d+)p_ns$")

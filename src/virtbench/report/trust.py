@@ -9,9 +9,9 @@ from collections import defaultdict
 import numpy as np
 
 from virtbench import metrics
-from virtbench.frame import as_frame
-from virtbench.report.tables import Rows, flagged, fmt
+from virtbench.report.cells import Rows, flagged, fmt
 from virtbench.stats import modes
+from virtbench.store.frame import as_frame
 
 CI_NOTE = (
     "95% CI: percentile bootstrap of the median over independent units (repetitions; a "

@@ -38,8 +38,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from virtbench import cgroups, cleanup, naming, proc
+from virtbench import cgroups, naming, proc
 from virtbench.errors import InstanceError, ListingError, RuntimeUnavailable
+from virtbench.runtimes import traces
 from virtbench.runtimes.base import (
     Availability,
     Family,
@@ -218,9 +219,7 @@ class Lxd(Runtime):
         def after_stop() -> None:
             # what LXD left mounted in its directory, removed as `clean` would
             prefix = f"{self.lxd_dir}/"
-            left = [m for m in cleanup.mounts() if m.startswith(prefix)]
-            mounts = [cleanup.Leftover("mount", m, self.ctx.run_id) for m in left]
-            cleanup.remove(mounts, locked=True)  # the run's own, under its lock
+            traces.unmount([m for m in traces.mount_points() if m.startswith(prefix)])
             remove_tree(self.lxd_dir)
             proc.run(["ip", "netns", "delete", netns], check=False)
             for p in pivots:  # liblxc's, made on our behalf; only if still empty

@@ -41,6 +41,17 @@ def mount_points() -> list[str]:
     return out
 
 
+def unmount(points: list[str]) -> list[str]:
+    """Unmount (lazily) these mount points, deepest first; one message per one that
+    resisted (one no longer mounted is done)."""
+    errors = []
+    for point in sorted(points, key=len, reverse=True):
+        res = proc.run(["umount", "-l", point], check=False)
+        if res.returncode != 0 and "not mounted" not in res.stderr:
+            errors.append(f"mount {point}: {res.brief()}")
+    return errors
+
+
 def chains(table: str) -> list[str] | None:
     """The chains of an iptables table; None without iptables (nothing to leave)."""
     res = proc.run(["iptables", "-w", "-t", table, "-S"], check=False, timeout=30)

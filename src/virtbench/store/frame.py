@@ -6,7 +6,7 @@ attacker, placement, error, params as its JSON text, host) is a column of small 
 codes into that field's labels; the numbers (value, NaN where none; repetition;
 background; warmup; emulated; t) are numpy arrays. `groups` splits the rows by any of
 the fields at numpy speed, `take` keeps some rows, `samples` turns a few rows back into
-`Sample` records. The store keeps a run's frame beside its samples (store.py `frame`),
+`Sample` records. The store keeps a run's frame beside its samples (`Store.frame`),
 so reading a big run does not convert every row again.
 """
 
@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from virtbench.records import Sample
+from virtbench.store.records import Sample
 
 TEXT = ("experiment", "metric", "unit", "direction", "runtime", "workload", "attacker",
         "placement", "error", "params", "host")  # fmt: skip

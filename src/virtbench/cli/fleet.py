@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from virtbench.cli_common import (
+from virtbench.cli.common import (
     DEFAULT_RESULTS,
     ResultsOpt,
     StoreOpt,
@@ -56,7 +56,8 @@ def fleet_run(
     of `virtbench run` (--runs, --workloads, ...), and merge each host's results here with
     the host as a label. Exit 1 when a host failed or was unreachable (the others' results
     are kept)."""
-    from virtbench import cli_run, fleet
+    from virtbench import fleet
+    from virtbench.cli import run as cli_run
 
     if shard not in ("none", "runtime"):
         raise VirtbenchError(f"--shard: {shard!r} is not one of none, runtime")

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from virtbench.cli_common import (
+from virtbench.cli.common import (
     DEFAULT_RESULTS,
     ResultsOpt,
     StoreOpt,
@@ -23,8 +23,8 @@ from virtbench.cli_common import (
     read_results,
 )
 from virtbench.errors import VirtbenchError
-from virtbench.frame import Frame
 from virtbench.store import Store
+from virtbench.store.frame import Frame
 
 
 def resolve(store: Store, ids: list[str]) -> list[str]:

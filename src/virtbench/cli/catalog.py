@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from virtbench import plan
-from virtbench.cli_common import DEFAULT_RESULTS, ResultsOpt, app, one_line_errors, out
+from virtbench.cli.common import DEFAULT_RESULTS, ResultsOpt, app, one_line_errors, out
 from virtbench.errors import SpecError
 
 if TYPE_CHECKING:  # the spec's models take a while to build: imported where used
@@ -36,15 +36,16 @@ class Entry:
 
 
 def entries() -> list[Entry]:
-    from virtbench import spec as specmod
-
     """Every catalog entry, studies first (s1 ... s5), then the others by name."""
+    from virtbench import spec as specmod
+    from virtbench import spec_flags
+
     found = []
     for name in specmod.catalog_names():
         _, raw, where = specmod.load(name)
-        full = specmod.with_overrides(raw, where, None, {})
+        full = spec_flags.with_overrides(raw, where, None, {})
         try:
-            quick = specmod.with_overrides(raw, where, None, {}, quick=True)
+            quick = spec_flags.with_overrides(raw, where, None, {}, quick=True)
         except SpecError:
             quick = None
         found.append(Entry(name, full, quick))

@@ -1,5 +1,5 @@
 """The results store in PostgreSQL (`--store postgresql://user@host/database`): the schema
-and queries of store.py, said in PostgreSQL's dialect, on one connection (psycopg 3) that a
+and queries of core.py, said in PostgreSQL's dialect, on one connection (psycopg 3) that a
 lock shares between the threads of a process. Many hosts may write at once, each its own
 runs: every write commits on its own, and the first to open an empty database migrates it
 while the others wait (a transaction-scoped advisory lock).
@@ -15,8 +15,8 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from virtbench.errors import VirtbenchError
-from virtbench.store import Store
-from virtbench.store_sql import Backend, Row
+from virtbench.store.backend import Backend, Row
+from virtbench.store.core import Store
 
 # pg_advisory_xact_lock key for migrations: "vbschema" as a big-endian int64
 _MIGRATION_LOCK = int.from_bytes(b"vbschema", "big") - (1 << 63)

@@ -1,28 +1,11 @@
-"""The results store: one row per sample, committed as measured, in SQLite (a results
-directory, WAL mode) or PostgreSQL (`--store postgresql://...`, which a fleet shares).
-
-Both run the same SQL through one `Store` (store_sql.py holds the schema and the dialects,
-store_pg.py the PostgreSQL connection); `open_store` picks the backend from the location.
-
-Schema history (SQLite: PRAGMA user_version; PostgreSQL: table virtbench_meta):
-  1  runs, samples, series (host time series), events (warnings, skips, guard stops)
-  2  units: the measurements of a run that finished (what `run --resume` skips)
-  3  fleets: samples.host, runs.host (the host a sample was measured on and a run ran on;
-     '' is this machine, not a fleet run) and runs.fleet (the fleet run it belongs to)
-  4  frames: a run's samples as columns (frame.py), kept for the reading commands with
-     the fingerprint of the samples they were made from; remade when those change.
-     Index samples_run_id: that fingerprint (count, first and last id) without a scan
-     of the wider index
-
-The store knows nothing of runtimes or experiments: a sample is a flat record (records.py).
-"""
+"""`Store`: a run's samples, series, events and units, written as measured and read back
+(as records, or as one frame per run for the reading commands), on any backend."""
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
 import json
-import re
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
@@ -32,10 +15,9 @@ from typing import Any
 
 from virtbench import state
 from virtbench.errors import StoreError, VirtbenchError
-from virtbench.frame import COLUMNS, Frame
-from virtbench.records import Direction, RunRecord, Sample  # noqa: F401 (their old home)
-from virtbench.store_sql import MIGRATIONS as _MIGRATIONS  # noqa: F401 (its old home)
-from virtbench.store_sql import SCHEMA_VERSION, Backend, Row, SqliteBackend  # noqa: F401
+from virtbench.store.backend import Backend, Row, SqliteBackend
+from virtbench.store.frame import COLUMNS, Frame
+from virtbench.store.records import RunRecord, Sample
 
 DB_NAME = "virtbench.sqlite"
 _RUN_JSON = ("argv", "spec", "environment", "artifacts")  # runs' columns holding JSON
@@ -315,23 +297,3 @@ def _sample_row(s: Sample) -> dict[str, Any]:
     d["params"] = json.dumps(d["params"], sort_keys=True)
     d["warmup"], d["emulated"] = int(s.warmup), int(s.emulated)
     return d
-
-
-_URL = re.compile(r"^(postgres|postgresql)://", re.IGNORECASE)
-
-
-def open_store(location: str | Path) -> Store:
-    """The store at `location`: a `postgresql://` URL (shared, e.g. by a fleet), or a results
-    directory holding the SQLite database."""
-    text = str(location)
-    if isinstance(location, str) and _URL.match(text):
-        from virtbench.store_pg import PgStore  # only a PostgreSQL store needs psycopg
-
-        return PgStore(text)
-    if isinstance(location, str) and re.match(r"^[a-z][a-z0-9+.-]*://", text, re.IGNORECASE):
-        scheme = text.split("://", 1)[0]
-        raise VirtbenchError(
-            f"--store {scheme}://...: unknown kind of store; give a results directory "
-            "or a postgresql://user@host/database URL"
-        )
-    return Store(Path(location))

@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 
 from virtbench import cgroups, cleanup, naming
-from virtbench.cli_common import (
+from virtbench.cli.common import (
     DEFAULT_RESULTS,
     ResultsOpt,
     StoreOpt,

@@ -1,0 +1,3 @@
+from virtbench.cli import main
+
+main()

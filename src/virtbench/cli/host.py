@@ -1,0 +1,57 @@
+"""Commands about the host rather than a run: version, doctor, setup, build."""
+
+from __future__ import annotations
+
+from rich.markup import escape
+
+from virtbench import __version__
+from virtbench.cli.common import _require_root, app, one_line_errors, out
+from virtbench.paths import Paths
+
+
+@app.command()
+def version() -> None:
+    """Print virtbench's version."""
+    out.print(__version__)
+
+
+@app.command()
+@one_line_errors
+def doctor() -> None:
+    """Say which runtimes can run here (and how to fix those that cannot), and host facts."""
+    from rich.table import Table
+
+    from virtbench.doctor import all_checks
+
+    style = {"ok": "green", "fail": "red", "warn": "yellow", "info": "blue"}
+    t = Table(box=None, show_header=False, pad_edge=False)
+    t.add_column("status", no_wrap=True)
+    t.add_column("check", no_wrap=True)
+    t.add_column("what, and how to fix it", overflow="fold", ratio=1)
+    for c in all_checks():
+        fix = f"\n[dim]fix:[/] {escape(c.fix)}" if c.fix else ""
+        t.add_row(f"[{style[c.status]}]{c.status}[/]", escape(c.name), escape(c.detail) + fix)
+    out.print(t)
+
+
+@app.command()
+@one_line_errors
+def setup() -> None:
+    """Prepare the running host (idempotent), such as the hugetlb cgroup crun needs."""
+    from virtbench.setup_host import prepare
+
+    _require_root("setup")
+    done = prepare()
+    for line in done or ["host already prepared"]:
+        out.print(line)
+
+
+@app.command()
+@one_line_errors
+def build() -> None:
+    """Build the guest programs and the minimal rootfs artifact (cached by content)."""
+    from virtbench.artifacts import build_minimal_rootfs
+
+    paths = Paths.from_env()
+    art = build_minimal_rootfs(paths.guest_src, paths.cache)
+    out.print(f"{art.name} {art.digest[:16]} {art.disk_bytes / 1024:.0f} KiB on disk at {art.path}")

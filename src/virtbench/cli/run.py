@@ -1,0 +1,232 @@
+"""`virtbench run`: a spec or catalog entry (with its flags, S1's spellings and `--quick`)
+to samples in the store; its result tables are `show`'s (show.py)."""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+
+import numpy as np
+import typer
+from rich.markup import escape
+
+from virtbench import naming
+from virtbench.cli.common import (
+    DEFAULT_RESULTS,
+    ResultsOpt,
+    StoreOpt,
+    _csv,
+    _require_root,
+    _typed,
+    app,
+    err,
+    one_line_errors,
+    open_results,
+    out,
+)
+from virtbench.errors import VirtbenchError
+from virtbench.paths import Paths
+from virtbench.spec_flags import FLAGS
+from virtbench.store.frame import Frame, as_frame
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+if TYPE_CHECKING:  # the spec's models take a while to build: only `run` needs them
+    from virtbench.spec import Spec
+
+
+def _either(value: Any, s1_value: Any, flag: str) -> Any:
+    """An option given in virtbench's spelling or S1's runner's (with underscores)."""
+    if value is not None and s1_value is not None:
+        raise VirtbenchError(f"{flag}: given twice (once in S1's spelling)")
+    return value if value is not None else s1_value
+
+
+def with_flag_options(after: str) -> Callable[[F], F]:
+    """`func`'s `**flags` become one option per spec flag (spec_flags.FLAGS), after its
+    parameter `after`, so typer builds them as if declared one by one."""
+
+    def decorate(func: F) -> F:
+        params = list(inspect.signature(func, eval_str=True).parameters.values())
+        at = next(i for i, p in enumerate(params) if p.name == after) + 1
+        added = []
+        for f in FLAGS:
+            option = typer.Option(*f.names, help=f.help)
+            added.append(_option(f.field, f.kind, option))
+            if f.s1:  # S1's runner's spellings: hidden, merged into the flag by run_flags
+                hidden = typer.Option(*f.s1, hidden=True, help=f"S1's spelling of {f.names[0]}.")
+                added.append(_option(f"s1_{f.field}", f.kind, hidden))
+        kept = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY)  # typer passes them by name
+                for p in params if p.kind is not inspect.Parameter.VAR_KEYWORD]  # fmt: skip
+        new = [*kept[:at], *added, *kept[at:]]
+        func.__signature__ = inspect.Signature(new)  # type: ignore[attr-defined]
+        func.__annotations__ = {p.name: p.annotation for p in new}
+        return func
+
+    return decorate
+
+
+def _option(name: str, kind: type, option: Any) -> inspect.Parameter:
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None,
+                             annotation=Annotated[kind | None, option])  # fmt: skip
+
+
+def run_flags(params: dict[str, Any]) -> dict[str, Any]:
+    """`virtbench run`'s spec-setting options (from its parsed parameters), by the
+    spelling the user typed (errors name that one)."""
+    flags: dict[str, Any] = {}
+    for f in FLAGS:
+        value = params[f.field]
+        if f.s1:
+            value = _either(value, params[f"s1_{f.field}"], f.names[0])
+        typed = _typed(f.names[0], *f.names[1:], *f.s1)
+        flags[typed] = _csv(value, typed) if f.listed else value
+    return flags
+
+
+@app.command()
+@one_line_errors
+@with_flag_options(after="runtimes")
+def run(
+    spec: Annotated[
+        str | None,
+        typer.Argument(
+            help="Spec file (.toml) or catalog entry: `virtbench catalog` lists them (the "
+            "five studies s1-... to s5-..., quickstart, boot, density, ...)."
+        ),
+    ] = None,
+    name: Annotated[
+        str | None,
+        typer.Option("--name", help="The spec or catalog entry, as S1's runner's --name uk_ng_s."),
+    ] = None,
+    quick: Annotated[
+        bool,
+        typer.Option(
+            "--quick",
+            help="The entry's quick form: every step, smaller counts and shorter durations.",
+        ),
+    ] = False,
+    runtimes: Annotated[
+        str | None,
+        typer.Option("--runtimes", help="Comma-separated runtimes, e.g. native,runc,crun."),
+    ] = None,
+    plan_only: Annotated[
+        bool,
+        typer.Option(
+            "--plan",
+            help="Print what the run would start (experiments, runtimes, instances, "
+            "repetitions) and how long it would take here; start nothing.",
+        ),
+    ] = False,
+    resume: Annotated[
+        str | None,
+        typer.Option(
+            "--resume",
+            help="Finish an interrupted or failed run (its id, or latest) with its own spec, "
+            "skipping what it measured.",
+        ),
+    ] = None,
+    results: ResultsOpt = DEFAULT_RESULTS,
+    store_url: StoreOpt = None,
+    host_label: Annotated[
+        str, typer.Option("--host-label", hidden=True, help="Fleet: the host's inventory name.")
+    ] = "",
+    fleet: Annotated[str, typer.Option("--fleet", hidden=True, help="Fleet: the fleet id.")] = "",
+    **flags: Any,
+) -> None:
+    """Run a spec or catalog entry (see `virtbench catalog`); print its result tables."""
+    from virtbench import runner
+    from virtbench.cli.show import print_run
+
+    if name is not None:
+        if spec is not None:
+            raise VirtbenchError(f"give the spec once: {spec!r} or --name {name!r}")
+        spec = name
+
+    naming.check_host_label(host_label, "--host-label")
+    if fleet and not naming.is_run_id(fleet):
+        raise VirtbenchError(f"--fleet: {fleet!r} is not a fleet id (6 characters a-z0-9)")
+
+    flags = run_flags(flags)
+    if resume is not None:
+        given = [f for f, v in flags.items() if v is not None]
+        if spec is not None or runtimes is not None or given or quick:
+            named = [*given, *(["--runtimes"] if runtimes is not None else []), "--quick"]
+            what = "a spec" if spec is not None else named[0]
+            raise VirtbenchError(f"--resume goes on with the run's own spec: drop {what}")
+        _require_root("run")
+        store = open_results(results, store_url)
+        record = store.run(resume)
+        from virtbench import spec as specmod
+
+        parsed = specmod.parse(record.spec, f"run {record.id}'s stored spec")
+    elif spec is None:
+        raise VirtbenchError("give a spec file or catalog name (e.g. quickstart), or --resume RUN")
+    else:
+        parsed = resolve_spec(spec, runtimes, flags, quick)
+        if plan_only:
+            from virtbench.cli.catalog import print_plan
+
+            print_plan(parsed, results)
+            return
+        _require_root("run")
+        store = open_results(results, store_url)
+        record = None
+    paths = Paths.from_env()
+    run_id = ""
+
+    def started(rid: str) -> None:
+        nonlocal run_id
+        run_id = rid
+        how = "resumed" if record is not None else "started"
+        out.print(f"run {rid} {how} ({parsed.name}); results in {store.location}")
+
+    try:
+        run_id, status = runner.execute(
+            parsed, store, paths, out.print, sys.argv, started, resume=record,
+            labels={"host": host_label, "fleet": fleet},
+        )  # fmt: skip
+    except KeyboardInterrupt:
+        err.print(
+            f"[yellow]interrupted[/]: run {run_id} stopped; its samples so far are stored; "
+            f"`virtbench run --resume {run_id}` finishes it"
+        )
+        print_run(store, run_id)
+        raise typer.Exit(130) from None
+    nothing = unmeasured(print_run(store, run_id))
+    for runtime, why in nothing.items():  # said last, once, where it cannot be missed
+        err.print(f"error: {escape(runtime)} measured nothing: {escape(why)}", soft_wrap=True)
+    out.print(f"run {run_id} {status}")
+    if nothing:
+        raise typer.Exit(1)
+
+
+def unmeasured(samples: Frame | list[Any]) -> dict[str, str]:
+    """Runtimes of a run whose every measurement failed (an image that never became
+    ready, a server that never answered): runtime -> the first failure's reason."""
+    f = as_frame(samples)
+    f = f.take(~f.warmup & ~f.where("experiment", "image"))
+    bookkeeping = np.array([m.startswith("host.") or m.endswith(".reached")
+                            for m in f.labels["metric"]], dtype=bool)  # fmt: skip
+    failed = f.failed
+    if bookkeeping.size:  # facts of the run, not of the runtime's measurements
+        f = f.take(~(bookkeeping[f.codes["metric"]] & ~failed))
+        failed = f.failed
+    measured = set(f.take(~failed).distinct("runtime"))
+    tried = f.take(failed)
+    first = {rt: tried.labels["error"][tried.codes["error"][rows[0]]]
+             for (rt,), rows in tried.groups("runtime")}  # fmt: skip
+    return {rt: why for rt, why in first.items() if rt not in measured}
+
+
+def resolve_spec(
+    spec: str, runtimes: str | None, flags: dict[str, Any], quick: bool = False
+) -> Spec:
+    """The spec `virtbench run SPEC --runtimes ... FLAGS` runs (errors name file and field)."""
+    from virtbench import spec as specmod
+    from virtbench import spec_flags
+
+    _, raw, where = specmod.load(spec)
+    return spec_flags.with_overrides(raw, where, _csv(runtimes, "--runtimes"), flags, quick)

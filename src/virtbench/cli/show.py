@@ -1,0 +1,110 @@
+"""`virtbench list` and `virtbench show`: the runs in a store, and one run's tables with
+its events, host and artifacts (what `run` prints at its end)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+
+from virtbench.cli.common import (
+    DEFAULT_RESULTS,
+    ResultsOpt,
+    StoreOpt,
+    app,
+    one_line_errors,
+    open_results,
+    out,
+    print_table,
+    read_results,
+)
+from virtbench.report.hosts import named_line
+from virtbench.store import Store
+from virtbench.store.frame import Frame
+
+
+@app.command("list")
+@one_line_errors
+def list_runs(results: ResultsOpt = DEFAULT_RESULTS, store_url: StoreOpt = None) -> None:
+    """List the runs in the store."""
+    from virtbench.report.tables import runs_table
+    from virtbench.store import DB_NAME
+
+    if not store_url and not (results / DB_NAME).is_file():  # nothing to list: create nothing
+        out.print(f"no runs in {results} (no results store there yet)")
+        return
+    store = open_results(results, store_url)
+    rows = [(r, store.count_samples(r.id)) for r in store.runs()]
+    if not rows:
+        out.print(f"no runs in {store.location}")
+        return
+    print_table(runs_table(rows))
+
+
+@app.command()
+@one_line_errors
+def show(
+    run_id: Annotated[
+        str, typer.Argument(metavar="RUN", help="Run id (see `virtbench list`), or latest.")
+    ],
+    wide: Annotated[
+        bool, typer.Option("--wide", help="Also mean, SD, min-max and outliers.")
+    ] = False,
+    results: ResultsOpt = DEFAULT_RESULTS,
+    store_url: StoreOpt = None,
+) -> None:
+    """Show one run: per metric and runtime, median with 95% CI, CV and n."""
+    store = read_results(results, store_url)
+    record = store.run(run_id)
+    out.print(f"run {record.id} ({record.name}): {record.status}")
+    print_run(store, record.id, wide)
+
+
+def print_run(store: Store, run_id: str, wide: bool = False) -> Frame | list[Any]:
+    """Print the run's tables, events, host and artifacts; return its samples (read once)."""
+    from virtbench.report.cells import bounded_note
+    from virtbench.report.tables import experiment_tables
+    from virtbench.report.trust import CI_NOTE, trust_notes
+
+    if not run_id:
+        return []
+    record = store.run(run_id)
+    samples = store.frame(run_id)
+    seen: list[Any] = []
+    for table in experiment_tables(record, samples, wide, seen):
+        print_table(table)
+    out.print(f"[dim]{CI_NOTE}[/]", soft_wrap=True)
+    if bounded_note(seen):
+        out.print(f"[dim]{bounded_note(seen)}[/]", soft_wrap=True)
+    for _, level, message in store.events(run_id):
+        if (run_id, level, message) not in store.said:  # said once: not again after a run
+            out.print(f"{level}: {escape(message)}", soft_wrap=True)
+    for level, message in trust_notes(samples):
+        out.print(f"{level}: {escape(message)}", soft_wrap=True)
+    env = record.environment
+    if env:
+        versions = ", ".join(f"{k} {v}" for k, v in env.get("runtimes", {}).items())
+        out.print(
+            f"[dim]host: {env.get('cpu_model')} x{env.get('cpu_count')}, "
+            f"kernel {env.get('kernel')}, cgroup {env.get('cgroup_version')}, "
+            f"kvm {env.get('kvm')}{_smt_and_mitigations(env)}; runtimes {versions}[/]",
+            soft_wrap=True,
+        )
+    for label, named in (env or {}).get("named_runtimes", {}).items():
+        out.print(f"[dim]{escape(named_line(label, named))}[/]", soft_wrap=True)
+    for art in record.artifacts:
+        size = f"{art['disk_bytes'] / 1024:.0f} KiB on disk"
+        out.print(f"[dim]artifact {art['name']} {art['digest'][:16]}: {size}[/]")
+    return samples
+
+
+def _smt_and_mitigations(env: dict[str, Any]) -> str:
+    """`, SMT off, mitigations auto (12 mitigated, 1 vulnerable)` for the host line."""
+    text = f", SMT {env['smt_control']}" if "smt_control" in env else ""
+    m = env.get("mitigations")
+    if isinstance(m, dict):
+        counts = m.get("counts") or {}
+        shown = ", ".join(f"{n} {k}" for k, n in counts.items() if n and k != "not affected")
+        text += f", mitigations {m.get('setting')}" + (f" ({shown})" if shown else "")
+    return text

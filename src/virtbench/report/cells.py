@@ -1,0 +1,160 @@
+"""How a group of samples becomes a table cell: its independent units, its summary with
+spread and n, and the formatting and sorting every table of the report and terminal
+shares (tables.py lays out the run's tables, fits.py the trend and cost ones)."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+
+import numpy as np
+from rich.table import Table
+
+from virtbench import metrics
+from virtbench.stats import BOOTSTRAP_MAX_VALUES, CI_BOOTSTRAP, Summary, summarize
+from virtbench.store.frame import Frame, as_frame
+from virtbench.store.records import Sample
+
+Rows = Frame | list[Sample]
+
+
+def fmt(x: float, digits: int = 3) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    if abs(x) >= 1000:
+        return f"{x:,.0f}"
+    return f"{x:.{digits}g}"
+
+
+def spread(st: Summary) -> tuple[str, str]:
+    """The 95% CI and CV cells of a summary. With fewer than MIN_UNITS independent units
+    there is no CI: the range is shown, named as such ("0.6-0.9 (range of 3)")."""
+    if st.has_ci:
+        ci = f"{fmt(st.ci_low)}-{fmt(st.ci_high)}"
+    elif st.units == 1 and st.minimum == st.maximum:  # one run's figure (a pile-up's count)
+        ci = "- (1 unit)"
+    elif st.n:
+        of = f"{st.units}" if st.units == st.n else f"{st.n} in {st.units} unit"
+        of += "s" if st.units > 1 and st.units != st.n else ""
+        ci = f"{fmt(st.minimum)}-{fmt(st.maximum)} (range of {of})"
+    else:
+        ci = "-"
+    cv = f"{st.cv * 100:.1f}%" if not math.isnan(st.cv) else "-"
+    return ci, cv
+
+
+def refusal(metric: str, workload: str, baseline: float, who: str = "A") -> str:
+    """Why a change against `baseline` (A's median) would mean nothing, or "": a baseline
+    that is zero or negative, or within the figure's resolution of zero."""
+    m = metrics.lookup(metric, workload)
+    if math.isnan(baseline):
+        return ""
+    if baseline <= 0:
+        return f"{who}'s median is {fmt(baseline)} {m.unit}: a ratio to it means nothing"
+    if m.resolution is not None and baseline <= m.resolution:
+        return (f"{who}'s median {fmt(baseline)} {m.unit} is within the method's resolution "
+                f"({fmt(m.resolution)} {m.unit}): a ratio to it means nothing")  # fmt: skip
+    return ""
+
+
+def unit_of(s: Sample) -> tuple[int, int]:
+    """The independent unit a sample belongs to (what a confidence interval resamples):
+    a figure taken once per instance of a pile-up (metrics.py: repeated and `pile_up`)
+    is its instance's; every other figure's is its repetition (a fresh instance, or one
+    pile-up), whose nested values (batches of one instance, boots at one point of one
+    pile-up) are resampled together."""
+    m = metrics.lookup(s.metric, s.workload)
+    if m.pile_up and m.repeated:
+        return (s.repetition, s.background)
+    return (s.repetition, -1)
+
+
+def summarize_samples(rows: Iterable[Sample]) -> Summary:
+    """Summary of the successful values of `rows`, over their independent units."""
+    ok = [r for r in rows if not r.error and r.value is not None]
+    return summarize([r.value for r in ok], [unit_of(r) for r in ok])  # type: ignore[misc]
+
+
+def unit_values(rows: Iterable[Sample]) -> list[float]:
+    """The successful values of `rows` averaged within each independent unit."""
+    by: dict[tuple[int, int], list[float]] = defaultdict(list)
+    for r in rows:
+        if not r.error and r.value is not None:
+            by[unit_of(r)].append(r.value)
+    return [sum(v) / len(v) for v in by.values()]
+
+
+def unit_keys(f: Frame, rows: np.ndarray) -> np.ndarray:
+    """`unit_of` for the frame's `rows` (indices), one integer key per row."""
+    pairs = f.codes["metric"][rows].astype(np.int64) * len(f.labels["workload"]) + (
+        f.codes["workload"][rows])  # fmt: skip
+    uniq, inverse = np.unique(pairs, return_inverse=True)
+    per_instance = np.array([_per_instance(f.labels["metric"][p // len(f.labels["workload"])],
+                                           f.labels["workload"][p % len(f.labels["workload"])])
+                             for p in uniq.tolist()], dtype=bool)  # fmt: skip
+    background = np.where(per_instance[inverse], f.background[rows], -1)
+    return f.repetition[rows] * (1 << 32) + background + 1
+
+
+def _per_instance(metric: str, workload: str) -> bool:
+    m = metrics.lookup(metric, workload)
+    return bool(m.pile_up and m.repeated)
+
+
+def summarize_rows(f: Frame, rows: np.ndarray) -> Summary:
+    """`summarize_samples` of the frame's `rows` (indices)."""
+    rows = rows[f.ok[rows]]
+    return summarize(f.value[rows], unit_keys(f, rows))
+
+
+def median_rows(f: Frame, rows: np.ndarray | None) -> tuple[float, int]:
+    """(median, n) of the successful values of the frame's `rows`, where a table shows
+    no more of them (nan, 0 when there are none)."""
+    values = f.value[rows[f.ok[rows]]] if rows is not None else np.zeros(0)
+    return (float(np.median(values)) if values.size else math.nan), int(values.size)
+
+
+def flagged(rows: Rows) -> int:
+    """How many samples were measured on a host that was not quiet (other work ran,
+    or the quiet wait timed out): `load` > 0 or `quiet` false in their params."""
+    f = as_frame(rows)
+    busy = [bool(f.params_of(i).get("load", 0) or f.params_of(i).get("quiet", True) is False)
+            for i in range(len(f.labels["params"]))]  # fmt: skip
+    return int(np.sum(np.asarray(busy, dtype=bool)[f.codes["params"]] & ~f.warmup)) if busy else 0
+
+
+def bounded_note(summaries: Iterable[Summary]) -> str:
+    """What intervals of big groups were made with (stats.ci_of), or ""."""
+    used = sorted({st.ci_method for st in summaries} - {CI_BOOTSTRAP})
+    if not used:
+        return ""
+    return (f"groups of more than {BOOTSTRAP_MAX_VALUES:,} values: 95% CI by "
+            f"{' or '.join(used)} (independent values: the order statistics around the "
+            "median; nested ones: the bootstrap of an evenly spaced subset of each "
+            "unit's values)")  # fmt: skip
+
+
+def add_columns(
+    t: Table, cols: list[str], labels: tuple[str, ...], keep: tuple[str, ...] = ()
+) -> None:
+    """Columns right-aligned, but the `labels` ones: left-aligned; those and the `keep`
+    ones are never wrapped."""
+    for col in cols:
+        left = col in labels
+        t.add_column(col, justify="left" if left else "right", no_wrap=left or col in keep)
+
+
+KEY = ("experiment", "metric", "unit", "runtime", "workload")
+
+
+def group(f: Frame) -> dict[tuple[str, ...], np.ndarray]:
+    """Indices of non-warm-up rows keyed by (experiment, metric, unit, runtime, workload)."""
+    keep = np.flatnonzero(~f.warmup)
+    return {key: keep[rows] for key, rows in f.take(keep).groups(*KEY)}
+
+
+def natural(text: str) -> tuple:
+    """Sort key that orders numbers inside names by value: tps@4 before tps@16."""
+    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", text))
