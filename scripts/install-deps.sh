@@ -19,8 +19,6 @@ PACKAGES=(
   nginx redis-server wrk redis-tools sysbench libsqlite3-dev iperf3 memcached
   postgresql-15 postgresql-client-15 mariadb-server-core
   fio httperf iputils-ping
-  # the HTML report's test opens it in a real headless browser
-  chromium chromium-driver fonts-dejavu-core
   # VM-class runtimes (the minimal guest boots under KVM or TCG)
   qemu-system-x86
   # Linux guests: the cloud kernel is fetched with apt-get download; cpio checks the initramfs
@@ -28,11 +26,12 @@ PACKAGES=(
   # fleet mode: Ansible reaches hosts over ssh
   openssh-client
 )
-# `install-deps.sh test` (make test) also installs what only the tests need: sshd for the
-# fleet tests' hosts (network namespaces). Not for `make demo`: on a host whose init
-# starts services, installing it would open an SSH server nobody asked for.
+# `install-deps.sh test` (make test) also installs what only the tests need: a headless
+# browser the HTML report's test opens it in, and sshd for the fleet tests' hosts (network
+# namespaces). Not for `make demo`: about 700 MiB it does not use, and on a host whose
+# init starts services, an SSH server nobody asked for.
 if [ "${1:-}" = "test" ]; then
-  PACKAGES+=(openssh-server)
+  PACKAGES+=(chromium chromium-driver fonts-dejavu-core openssh-server)
 fi
 
 if [ "$(id -u)" -ne 0 ]; then
