@@ -7,18 +7,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
-
-from pydantic import ValidationError
+from typing import TYPE_CHECKING, Any
 
 from virtbench.errors import SpecError
-from virtbench.spec import Spec, describe
-from virtbench.spec_experiments import (
-    EXPERIMENT_TYPES,
-    SCALABILITY_EITHER,
-    BootExperiment,
-    quick_form,
-)
+
+if TYPE_CHECKING:
+    from virtbench.spec import Spec
 
 
 @dataclass(frozen=True)
@@ -81,6 +75,17 @@ def with_overrides(
     `quick`: each experiment's `quick` values first (`--quick`), the flags over them.
     Runtimes the user names (`runtimes_`) must run: a spec's `unavailable = "skip"` no
     longer applies to them."""
+    # the spec's models take a while to build: `run`'s options (FLAGS) do not need them
+    from pydantic import ValidationError
+
+    from virtbench.spec import Spec, describe
+    from virtbench.spec_experiments import (
+        EXPERIMENT_TYPES,
+        SCALABILITY_EITHER,
+        BootExperiment,
+        quick_form,
+    )
+
     data = {**data, "experiment": [dict(e) for e in data.get("experiment", [])]}
     if quick:
         if not any(isinstance(e.get("quick"), dict) and e["quick"] for e in data["experiment"]):

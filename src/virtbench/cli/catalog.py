@@ -12,11 +12,11 @@ import typer
 from rich.markup import escape
 from rich.text import Text
 
-from virtbench import plan
 from virtbench.cli.common import DEFAULT_RESULTS, ResultsOpt, app, one_line_errors, out
 from virtbench.errors import SpecError
 
 if TYPE_CHECKING:  # the spec's models take a while to build: imported where used
+    from virtbench import plan
     from virtbench import spec as specmod
 
 
@@ -81,6 +81,7 @@ def runtime_here(label: str, spec: specmod.Spec) -> tuple[bool, str]:
 def past_costs(directory: Path) -> dict[str, float]:
     """Start + stop seconds per runtime from this host's earlier boot runs, when a store
     exists in `directory` (never creates one)."""
+    from virtbench import plan
     from virtbench.store import DB_NAME, Store
 
     if not (directory / DB_NAME).is_file():
@@ -136,6 +137,8 @@ def catalog(
     ] = False,
 ) -> None:
     """List the built-in entries: the study each re-runs, its needs, its duration here."""
+    from virtbench import plan
+
     if presets:
         show_presets()
         return
@@ -183,6 +186,8 @@ def catalog(
 
 
 def _step(step: plan.Step) -> str:
+    from virtbench import plan
+
     return (f"{step.experiment} on {step.runtime}: {step.detail}; {step.launches:,} "
             f"instance starts, ~{plan.duration(step.seconds)}")  # fmt: skip
 
@@ -191,6 +196,8 @@ def print_plan(spec: specmod.Spec, results: Path) -> None:
     """`virtbench run SPEC --plan`: what the run would do here, step by step, and about
     how long it would take (launch costs from this host's earlier boot runs in `results`
     when there are any), without starting anything."""
+    from virtbench import plan
+
     costs = past_costs(results)
     full, skipped, why_not = here(spec)
     out.print(f"[bold]plan[/]: {escape(spec.name)} on {', '.join(spec.runtimes)} "

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from virtbench import cgroups, cleanup, naming
+from virtbench import naming
 from virtbench.cli.common import (
     DEFAULT_RESULTS,
     ResultsOpt,
@@ -33,6 +33,8 @@ def clean(
     store_url: StoreOpt = None,
 ) -> None:
     """Remove everything labelled with a run id that is no longer running."""
+    from virtbench import cgroups, cleanup  # every runtime's driver: only clean needs them
+
     if run_id is not None and not naming.is_run_id(run_id):
         raise VirtbenchError(f"--run: {run_id!r} is not a run id (6 characters a-z0-9)")
     _require_root("clean")

@@ -15,6 +15,7 @@ import dataclasses
 import datetime as dt
 import html
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from virtbench.report.answers import answers
 from virtbench.report.cells import bounded_note
 from virtbench.report.findings import desmet, differences, from_rich, ranked, warnings
 from virtbench.report.hosts import named_line
+from virtbench.report.plotkit import Plot, shared
 from virtbench.report.tables import experiment_tables
 from virtbench.report.trust import CI_NOTE
 from virtbench.stats import (
@@ -95,13 +97,22 @@ def run_section(store: Store, run: RunRecord, opts: Options) -> dict[str, Any]:
     order += sorted(set(f.distinct("runtime")) - set(order))
     procs = [p for p in store.series(run.id) if p[0].startswith("proc/")]
     samples, plots_note = plotted(f)
-    figs = plotmod.figures(samples, order, procs)
-    svgs = []
-    for p in figs:
-        if opts.plots_dir is not None:
-            p.save(opts.plots_dir / run.id)
-        svgs.append({"title": p.title, "svg": p.svg(scope=run.id)})
-        p.close()
+    plots_dir = opts.plots_dir / run.id if opts.plots_dir is not None else None
+
+    def drawn(draw: Callable[[], list[Plot]]) -> Callable[[], list[dict[str, str]]]:
+        def svgs() -> list[dict[str, str]]:
+            out = []
+            for p in draw():
+                if plots_dir is not None:
+                    p.save(plots_dir)
+                out.append({"title": p.title, "svg": p.svg(scope=run.id)})
+                p.close()
+            return out
+
+        return svgs
+
+    # the figures are drawn on another CPU while the rest is worked out, then on both
+    figures = shared([drawn(d) for d in plotmod.drawers(samples, order, procs)])
     weights = opts.weights or dict(
         run.spec.get("desmet_weights") or {}
     )  # the flag's, or the spec's
@@ -132,7 +143,7 @@ def run_section(store: Store, run: RunRecord, opts: Options) -> dict[str, Any]:
         "tables": [from_rich(t) for t in experiment_tables(run, f, True, seen)],
         "ci_note": " ".join([CI_NOTE, bounded_note(seen)]).strip(),
         "plots_note": plots_note,
-        "plots": svgs,
+        "plots": [svg for kind in figures() for svg in kind],
         "differences": differences(f, order, opts.global_test),
         "baseline": base,
         "scores": scores,

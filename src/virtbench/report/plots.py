@@ -22,9 +22,11 @@ series (S2). Warm-ups and failed samples are never plotted.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import defaultdict
+from collections.abc import Callable
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -184,16 +186,30 @@ KINDS = (boot, plots_studies.startup, plots_studies.image, latency, concurrency,
          plots_piles.isolation, plots_piles.isolation_relative, plots_piles.density)  # fmt: skip
 
 
+def drawers(
+    samples: list[Sample], runtime_order: list[str], series: plots_studies.Series | None = None
+) -> list[Callable[[], list[Plot]]]:
+    """One function per kind of plot, each drawing that kind's plots of the run (none when
+    its samples do not allow one), in a fixed order: the kinds can be drawn apart."""
+
+    def drawer(kind: Callable[[], list[Plot]]) -> Callable[[], list[Plot]]:
+        def draw() -> list[Plot]:
+            with plt.rc_context(STYLE):
+                out = kind()
+                for p in out:
+                    p.fig.tight_layout()
+            return out
+
+        return draw
+
+    kinds = [functools.partial(k, samples, runtime_order) for k in KINDS]
+    kinds.append(functools.partial(plots_studies.resources, series or [], runtime_order))
+    return [drawer(k) for k in kinds]
+
+
 def figures(
     samples: list[Sample], runtime_order: list[str], series: plots_studies.Series | None = None
 ) -> list[Plot]:
     """Every plot the run's samples (and its instances' resource series) allow, in a
     fixed order."""
-    out: list[Plot] = []
-    with plt.rc_context(STYLE):
-        for kind in KINDS:
-            out += kind(samples, runtime_order)
-        out += plots_studies.resources(series or [], runtime_order)
-        for p in out:
-            p.fig.tight_layout()
-    return out
+    return [p for draw in drawers(samples, runtime_order, series) for p in draw()]

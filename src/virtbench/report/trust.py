@@ -27,13 +27,16 @@ def two_modes(rows: Rows) -> list[str]:
     change along the pile-up by design, are not looked at."""
     f = as_frame(rows)
     f = f.take(f.ok)
+    looked = np.zeros(len(f), dtype=bool)  # the figures whose modes are looked for, first
+    for (metric, workload), idx in f.groups("metric", "workload"):
+        m = metrics.lookup(metric, workload)
+        looked[idx] = m.summary == "median" and not m.pile_up
+    f = f.take(looked)
     keys = ("metric", "workload", "runtime", "unit", "background", "attacker", "placement")
     out = []
     for key, idx in sorted(f.groups(*keys), key=lambda g: g[0]):
         metric, workload, runtime, unit, background, attacker, placement = key
         m = metrics.lookup(metric, workload)
-        if m.summary != "median" or m.pile_up:
-            continue
         found = modes(f.value[idx], m.resolution)
         if found:
             where = f" with {background} in the background" if background else ""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -111,6 +111,8 @@ class Frame:
 
     # --- reading ----------------------------------------------------------------------
     def __len__(self) -> int:
+        if isinstance(self.numbers, _Rows):
+            return int(self.numbers.index.size)
         return int(self.numbers["t"].size)
 
     def __getattr__(self, name: str) -> np.ndarray:
@@ -164,9 +166,16 @@ class Frame:
         return out[self.codes["params"]]
 
     def take(self, rows: np.ndarray) -> Frame:
-        """The rows selected by a boolean mask or an index array, labels shared."""
-        return Frame({k: v[rows] for k, v in self.codes.items()}, self.labels,
-                     {k: v[rows] for k, v in self.numbers.items()}, self._params)  # fmt: skip
+        """The rows selected by a boolean mask or an index array, labels shared. Each
+        column is cut when first read: a reader of a few columns copies only those."""
+        rows = np.asarray(rows)
+        index = np.flatnonzero(rows) if rows.dtype == np.bool_ else rows.astype(np.int64)
+        return Frame(
+            _Rows.of(self.codes, index),
+            self.labels,  # type: ignore[arg-type]
+            _Rows.of(self.numbers, index),
+            self._params,
+        )  # type: ignore[arg-type]
 
     def key_column(self, name: str) -> tuple[np.ndarray, list[Any]]:
         """(an integer code per row, what each code stands for) of any field."""
@@ -250,3 +259,32 @@ def _code_type(n: int) -> type:
 def as_frame(samples: Frame | Iterable[Sample]) -> Frame:
     """A frame as it is; Sample records made into one."""
     return samples if isinstance(samples, Frame) else Frame.from_samples(samples)
+
+
+class _Rows(Mapping[str, np.ndarray]):
+    """Some rows of a frame's columns, each column cut from the whole frame's when first
+    read (and kept)."""
+
+    def __init__(self, source: Mapping[str, np.ndarray], index: np.ndarray) -> None:
+        self.source, self.index = source, index
+        self._cut: dict[str, np.ndarray] = {}
+
+    @classmethod
+    def of(cls, columns: Mapping[str, np.ndarray], index: np.ndarray) -> _Rows:
+        if isinstance(columns, _Rows):  # rows of rows: index the whole frame's columns
+            return cls(columns.source, columns.index[index])
+        return cls(columns, index)
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        if name not in self._cut:
+            self._cut[name] = self.source[name][self.index]
+        return self._cut[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.source)
+
+    def __len__(self) -> int:
+        return len(self.source)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.source
