@@ -3,11 +3,14 @@ its events, host and artifacts (what `run` prints at its end)."""
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
+from rich.table import Table
 
+from virtbench import twocpu
 from virtbench.cli.common import (
     DEFAULT_RESULTS,
     ResultsOpt,
@@ -22,6 +25,8 @@ from virtbench.cli.common import (
 from virtbench.report.hosts import named_line
 from virtbench.store import Store
 from virtbench.store.frame import Frame
+
+TWO_CPUS_FROM = 200_000  # samples: below, a helper process costs more than it saves
 
 
 @app.command("list")
@@ -71,8 +76,17 @@ def print_run(store: Store, run_id: str, wide: bool = False) -> Frame | list[Any
         return []
     record = store.run(run_id)
     samples = store.frame(run_id)
-    seen: list[Any] = []
-    for table in experiment_tables(record, samples, wide, seen):
+
+    def tables() -> tuple[list[Table], list[Any]]:
+        seen: list[Any] = []  # the summaries, for what their intervals were made with
+        return experiment_tables(record, samples, wide, seen), seen
+
+    work = [functools.partial(trust_notes, samples), tables]
+    # a big run's notes are found on another CPU while its tables are made
+    notes, (made, seen) = (
+        twocpu.in_order(work) if len(samples) >= TWO_CPUS_FROM else [task() for task in work]
+    )
+    for table in made:
         print_table(table)
     out.print(f"[dim]{CI_NOTE}[/]", soft_wrap=True)
     if bounded_note(seen):
@@ -80,7 +94,7 @@ def print_run(store: Store, run_id: str, wide: bool = False) -> Frame | list[Any
     for _, level, message in store.events(run_id):
         if (run_id, level, message) not in store.said:  # said once: not again after a run
             out.print(f"{level}: {escape(message)}", soft_wrap=True)
-    for level, message in trust_notes(samples):
+    for level, message in notes:
         out.print(f"{level}: {escape(message)}", soft_wrap=True)
     env = record.environment
     if env:

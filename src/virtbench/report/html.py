@@ -23,7 +23,7 @@ from typing import Any
 import jinja2
 import numpy as np
 
-from virtbench import __version__
+from virtbench import __version__, twocpu
 from virtbench.report import compare as cmp
 from virtbench.report import hosts as hostsmod
 from virtbench.report import plots as plotmod
@@ -31,7 +31,7 @@ from virtbench.report.answers import answers
 from virtbench.report.cells import bounded_note
 from virtbench.report.findings import desmet, differences, from_rich, ranked, warnings
 from virtbench.report.hosts import named_line
-from virtbench.report.plotkit import Plot, shared
+from virtbench.report.plotkit import Plot
 from virtbench.report.tables import experiment_tables
 from virtbench.report.trust import CI_NOTE
 from virtbench.stats import (
@@ -112,7 +112,7 @@ def run_section(store: Store, run: RunRecord, opts: Options) -> dict[str, Any]:
         return svgs
 
     # the figures are drawn on another CPU while the rest is worked out, then on both
-    figures = shared([drawn(d) for d in plotmod.drawers(samples, order, procs)])
+    figures = twocpu.in_order([drawn(d) for d in plotmod.drawers(samples, order, procs)])
     weights = opts.weights or dict(
         run.spec.get("desmet_weights") or {}
     )  # the flag's, or the spec's
@@ -143,7 +143,7 @@ def run_section(store: Store, run: RunRecord, opts: Options) -> dict[str, Any]:
         "tables": [from_rich(t) for t in experiment_tables(run, f, True, seen)],
         "ci_note": " ".join([CI_NOTE, bounded_note(seen)]).strip(),
         "plots_note": plots_note,
-        "plots": [svg for kind in figures() for svg in kind],
+        "plots": [svg for kind in figures for svg in kind],
         "differences": differences(f, order, opts.global_test),
         "baseline": base,
         "scores": scores,

@@ -6,13 +6,10 @@ from __future__ import annotations
 
 import io
 import math
-import multiprocessing
-import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
 
 import matplotlib
 
@@ -23,8 +20,6 @@ from matplotlib.figure import Figure
 from virtbench import metrics
 from virtbench.errors import VirtbenchError
 from virtbench.store.records import Sample
-
-T = TypeVar("T")
 
 STYLE = {
     "figure.dpi": 100,
@@ -138,65 +133,3 @@ def _ci_err(sts: list) -> list[list[float]]:
 
 def _slug(text: str) -> str:
     return re.sub(r"[^a-zA-Z0-9_.-]+", "_", text).strip("_")
-
-
-def shared(tasks: list[Callable[[], T]]) -> Callable[[], list[T]]:
-    """Do `tasks` on two CPUs: a child process (forked: it sees this process's data as it
-    is now) starts taking them in order at once; the function returned takes the ones
-    left in this process, then hands back every task's result in task order (a
-    VirtbenchError raised in the child is raised again here). With one CPU, or one task,
-    they are done now. The report draws its figures so while its tables and tests are
-    worked out."""
-    if len(os.sched_getaffinity(0)) < 2 or len(tasks) < 2:
-        results = [task() for task in tasks]
-        return lambda: results
-    ctx = multiprocessing.get_context("fork")
-    taken = ctx.Value("i", 0)  # the next task's index, whoever takes it
-    receive, send = ctx.Pipe(duplex=False)
-
-    def take() -> int:
-        with taken.get_lock():
-            taken.value += 1
-            return taken.value - 1
-
-    def child() -> None:
-        done: dict[int, T] = {}
-        try:
-            while (i := take()) < len(tasks):
-                done[i] = tasks[i]()
-            send.send(("ok", done))
-        except VirtbenchError as exc:
-            send.send(("error", str(exc)))
-        except BaseException as exc:  # said in the parent, as any internal error is
-            send.send(("crash", f"{type(exc).__name__}: {exc}"))
-
-    proc = ctx.Process(target=child, name="virtbench-shared", daemon=True)
-    proc.start()
-    send.close()
-
-    def results() -> list[T]:
-        mine: dict[int, T] = {}
-        try:
-            while (i := take()) < len(tasks):
-                mine[i] = tasks[i]()
-            reply = receive.recv()
-        except EOFError:
-            proc.join()
-            raise VirtbenchError(f"a child drawing figures ended (exit {proc.exitcode}) "
-                                 "before handing them back") from None  # fmt: skip
-        except BaseException:  # this process failed: the child's work is not wanted
-            proc.kill()
-            proc.join()
-            raise
-        finally:
-            receive.close()
-        proc.join()
-        kind, theirs = reply
-        if kind == "error":
-            raise VirtbenchError(theirs)
-        if kind == "crash":
-            raise RuntimeError(f"in the child drawing figures: {theirs}")
-        every = {**theirs, **mine}
-        return [every[i] for i in range(len(tasks))]
-
-    return results
