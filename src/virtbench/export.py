@@ -20,7 +20,7 @@ import io
 import itertools
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 import numpy as np
@@ -88,11 +88,62 @@ def declared(name: str, workload: str) -> dict[str, Any]:
 
 
 def write_ndjson(store: Store, run_id: str, out: IO[str]) -> int:
-    n = 0
-    for rec in lines(store, run_id):
-        out.write(json.dumps(rec, allow_nan=False, sort_keys=False) + "\n")
-        n += 1
-    return n
+    """The run's records as `lines` gives them, each JSON object on a line of its own; the
+    samples from the run's frame (the same bytes json.dumps writes, made per distinct run
+    of text fields and per number), formatted on two CPUs."""
+    run = store.run(run_id)
+    out.write(json.dumps({"record": "run", **_clean(dataclasses.asdict(run))}) + "\n")
+    f = store.frame(run.id)
+    pairs = [key for key, _ in f.groups("metric", "workload")]
+    for name, workload in pairs:
+        out.write(json.dumps({"record": "metric", "run_id": run.id, **declared(name, workload)})
+                  + "\n")  # fmt: skip
+    chunks = [
+        functools.partial(_json_lines, f, run.id, start) for start in range(0, len(f), _CSV_CHUNK)
+    ]
+    for text in twocpu.in_order(chunks):
+        out.write(text)
+    events = store.events(run.id)
+    for t, level, message in events:
+        rec = {"record": "event", "run_id": run.id, "t": t, "level": level, "message": message}
+        out.write(json.dumps(rec, allow_nan=False) + "\n")
+    return 1 + len(pairs) + len(f) + len(events)
+
+
+# A sample's line: text fields in runs (one JSON piece per distinct combination), numbers
+# between them; each run's piece starts with the key that follows the number before it.
+_JSON_TEXT = (("experiment", "metric"), ("unit", "direction", "runtime", "workload"),
+              ("attacker", "placement"), ("error", "params", "host"))  # fmt: skip
+
+
+def _json_piece(f: Frame, fields: tuple[str, ...], key: tuple[str, ...]) -> str:
+    parts = []
+    for name, text in zip(fields, key, strict=True):
+        value: Any = text
+        if name == "params":  # its label is the params' JSON text, sorted, as stored
+            value = _clean(json.loads(text))
+        parts.append(f"{json.dumps(name)}: {json.dumps(value, allow_nan=False)}")
+    return ", ".join(parts)
+
+
+def _json_lines(f: Frame, run_id: str, start: int) -> str:
+    """The NDJSON lines of the frame's rows from `start` (at most _CSV_CHUNK of them)."""
+    part = f.take(np.arange(start, min(len(f), start + _CSV_CHUNK)))
+    head = '{"record": "sample", "run_id": ' + json.dumps(run_id) + ", "
+    a, b, c, d = (_pieces(part, fields, lambda k, fs=fields: _json_piece(part, fs, k))
+                  for fields in _JSON_TEXT)  # fmt: skip
+    values = [v or "null" for v in _floats(part.value)]
+    ts = [t or "null" for t in _floats(part.t)]
+    rep, bg = map(str, part.repetition.tolist()), map(str, part.background.tolist())
+    truth = ("false", "true")
+    warm = [truth[x] for x in part.warmup.tolist()]
+    emu = [truth[x] for x in part.emulated.tolist()]
+    r = itertools.repeat
+    return "".join(map("".join, zip(
+        r(head), a, r(', "value": '), values, r(", "), b, r(', "repetition": '), rep,
+        r(', "background": '), bg, r(", "), c, r(', "warmup": '), warm, r(', "emulated": '),
+        emu, r(", "), d, r(', "t": '), ts, r("}\n"), strict=False,  # the repeats are endless
+    )))  # fmt: skip
 
 
 # CSV columns in runs of text fields, each run written as one pre-quoted piece per distinct
@@ -102,14 +153,20 @@ _CSV_TEXT = (("experiment", "metric"), ("unit", "direction", "runtime", "workloa
 _CSV_CHUNK = 100_000
 
 
-def _pieces(f: Frame, fields: tuple[str, ...], lead: str) -> list[str]:
-    """Per row, `lead` and the CSV of `fields` followed by a comma."""
+def _pieces(f: Frame, fields: tuple[str, ...], render: str | Callable[[tuple[str, ...]], str]
+            ) -> list[str]:  # fmt: skip
+    """Per row, its text `fields` rendered: by `render`, or (a string) as `render`, then
+    the CSV of the fields and a comma."""
     codes, texts = [], []
     for key, rows in f.groups(*fields):
-        buf = io.StringIO()
-        csv.writer(buf, lineterminator="").writerow(key)
+        if callable(render):
+            text = render(key)
+        else:
+            buf = io.StringIO()
+            csv.writer(buf, lineterminator="").writerow(key)
+            text = render + buf.getvalue() + ","
         codes.append(rows)
-        texts.append(lead + buf.getvalue() + ",")
+        texts.append(text)
     out = np.empty(len(f), dtype=object)
     for rows, text in zip(codes, texts, strict=True):
         out[rows] = text

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from pathlib import Path
 
 import jsonschema
@@ -104,3 +105,25 @@ def test_csv_from_the_frame_is_what_a_row_by_row_writer_writes(tmp_path):
         w.writerow({"run_id": rid, **row})
     assert n == store.count_samples(rid) + sum(1 for s in store.samples(rid) if s.warmup)
     assert got.getvalue() == want.getvalue()
+
+
+def test_ndjson_from_the_frame_is_what_json_dumps_writes_record_by_record(tmp_path, monkeypatch):
+    """The NDJSON export (samples written from the run's frame, in chunks formatted on two
+    CPUs) is byte for byte json.dumps of each record `lines` gives: quoting, failed values
+    (null), non-finite params (null) and the metric records included."""
+    from virtbench.store import Sample
+
+    monkeypatch.setattr(export, "_CSV_CHUNK", 16)  # several chunks: the helper takes some
+    store = Store(tmp_path)
+    rid = fake_run(store, "abc123", {"crun": 1.0, "runc": 1.1},
+                   ("boot", "throughput", "isolation"), n=7)  # fmt: skip
+    store.reopen_run(rid)
+    params = {"k": "v,w", "inf": math.inf}
+    store.add_sample(rid, Sample("boot", "odd", None, "ms", "lower", "crun", 'a,"b"\u00e9', 0,
+                                 error='x, "y"\nz', params=params))  # fmt: skip
+    store.add_event(rid, "warning", 'a "quoted" event')
+    got = io.StringIO()
+    n = export.write_ndjson(store, rid, got)
+    want = "".join(json.dumps(rec) + "\n" for rec in export.lines(store, rid))
+    assert got.getvalue() == want
+    assert n == want.count("\n") and '"value": null' in want and '"inf": null' in want

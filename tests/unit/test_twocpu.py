@@ -38,7 +38,7 @@ def test_a_failure_in_either_process_is_raised_here():
     def bad() -> int:
         raise VirtbenchError("--plots /x: cannot write (Permission denied)")
 
-    tasks = [bad, *[lambda: 1] * 3]  # the first task is always the child's
+    tasks = [bad, *[lambda: 1] * 3]  # whichever process takes it
     with pytest.raises(VirtbenchError, match="cannot write"):
         list(twocpu.in_order(tasks))
     tasks = [lambda: time.sleep(0.3) or 1, bad]  # the child sleeps: this process takes `bad`
@@ -48,4 +48,5 @@ def test_a_failure_in_either_process_is_raised_here():
 
 def test_an_unexpected_error_in_the_child_is_named():
     with pytest.raises(RuntimeError, match="in a helper process: ZeroDivisionError"):
-        list(twocpu.in_order([lambda: 1 / 0, lambda: 2]))
+        # this process sleeps in the last task while the child takes the first
+        list(twocpu.in_order([lambda: 1 / 0, lambda: time.sleep(0.5) or 2]))
