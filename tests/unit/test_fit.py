@@ -93,3 +93,19 @@ def test_t_quantile_without_scipy_matches_scipy():
     from virtbench.fit import t975
 
     assert max(abs(t975(df) - sps.t.ppf(0.975, df)) for df in range(1, 3000)) < 2e-6
+
+
+def test_t_p_value_without_scipy_matches_scipy():
+    import math
+
+    from scipy import stats as sps
+
+    from virtbench.fit import t_two_sided_p
+
+    worst = 0.0
+    for df in (1, 2, 3, 4, 5, 7, 10, 29, 30, 100, 1000, 2.5, 7.3):
+        for t in [i / 10 for i in range(0, 101)] + [15.0, 30.0, 100.0]:
+            want, got = 2 * sps.t.sf(t, df), t_two_sided_p(t, df)
+            worst = max(worst, abs(got - want) / want if want > 1e-300 else got)
+    assert worst < 1e-9, worst
+    assert t_two_sided_p(math.inf, 3) == 0.0 and math.isnan(t_two_sided_p(1.0, 0))
