@@ -97,6 +97,46 @@ def test_reading_commands_fit_80_columns_and_never_cut_a_value(tmp_path, monkeyp
             assert "docker:runsc" in res.output
 
 
+def test_a_table_rich_would_cut_at_80_columns_is_stacked():
+    """A real run's density table (quickstart here): the sum of its widest words fits 80
+    columns, yet Rich's layout cut a CI to `0.00879-0.01…`; it is stacked instead."""
+    import io
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from virtbench.report.cells import add_columns
+    from virtbench.report.narrow import fit
+
+    t = Table(title="density — run fit7ni", title_justify="left")
+    add_columns(t, ["measure", "runtime", "median", "95% CI", "CV", "n"], ("measure", "runtime"))
+    rows = [
+        ("cgroup_memory", "native", "0.367 MiB", "0.25-0.5", "34.2%", "30"),
+        ("cgroup_memory", "runc", "0.787 MiB", "0.699-0.842", "15.6%", "30"),
+        ("cgroup_memory", "crun", "0.25 MiB", "0.246-0.25", "41.5%", "30"),
+        ("launch", "native", "2.15 ms", "1.95-2.21", "181.7%", "30"),
+        ("launch", "runc", "36.3 ms", "33.8-41.8", "40.8%", "30"),
+        ("launch", "crun", "14.5 ms", "12.3-19.6", "73.5%", "30"),
+        ("pss", "native", "0.0117 MiB", "0.0112-0.0122", "29.8%", "30"),
+        ("pss", "runc", "0.0112 MiB", "0.00879-0.0117", "31.3%", "30"),
+        ("pss", "crun", "0.0117 MiB", "0.0103-0.0117", "26.4%", "30"),
+        ("reached", "native", "30 instances", "- (1 unit)", "-", "1"),
+        ("reached", "runc", "30 instances", "- (1 unit)", "-", "1"),
+        ("reached", "crun", "30 instances", "- (1 unit)", "-", "1"),
+        ("teardown_per_instance", "native", "1.74 ms", "- (1 unit)", "-", "1"),
+        ("teardown_per_instance", "runc", "113 ms", "- (1 unit)", "-", "1"),
+        ("teardown_per_instance", "crun", "20 ms", "- (1 unit)", "-", "1"),
+    ]
+    for row in rows:
+        t.add_row(*row)
+    console = Console(width=80, file=io.StringIO(), color_system=None)
+    console.print(fit(t, console))
+    text = console.file.getvalue()
+    assert "…" not in text and "0.00879-0.0117" in text, text
+    wide = Console(width=120, file=io.StringIO(), color_system=None)
+    assert fit(t, wide) is t  # where it fits whole, the table itself
+
+
 def test_reading_commands_create_no_store_and_a_closed_pipe_ends_quietly(tmp_path):
     """show, compare, report and export of a directory without a store: one line, exit 2,
     and no store created there; list says there are no runs."""

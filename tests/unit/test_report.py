@@ -268,3 +268,16 @@ def test_the_report_leads_with_answers_ranked_as_injected(tmp_path):
     got = ranked(notes)
     assert got[0] == ("error", "cleanup: x") and len(got) == 5
     assert got[-1] == ("info", "high spread: 3 more like these")
+
+
+def test_an_answer_whose_interval_reaches_below_what_can_be_says_at_most():
+    """Memory per instance cannot be negative: a slope whose 95% CI reaches below 0 is
+    shown as at most its upper bound, not as a point with a negative low end."""
+    from virtbench.report.answers import Answer, Standing
+
+    a = Answer(
+        "Least memory per instance",
+        "MiB",
+        [Standing("runc", 0.0266, -1.49, 1.55, 0.0), Standing("crun", 0.342, 0.169, 0.515, 0.0)],
+    )
+    assert a.line() == "runc at most 1.55 MiB (not told from 0) ~ crun 0.342 MiB (0.169 to 0.515)"

@@ -31,8 +31,12 @@ class Standing:
     value: float
     low: float  # 95% CI (nan: none)
     high: float
+    floor: float = math.nan  # the least the quantity can be (memory per instance: 0)
 
     def text(self, unit: str) -> str:
+        if self.low < self.floor:  # an interval reaching where the quantity cannot be
+            return (f"{self.runtime} at most {fmt(self.high)} {unit} (not told from "
+                    f"{fmt(self.floor)})")  # fmt: skip
         ci = f" ({fmt(self.low)} to {fmt(self.high)})" if not math.isnan(self.low) else ""
         return f"{self.runtime} {fmt(self.value)} {unit}{ci}".rstrip()
 
@@ -126,7 +130,8 @@ def _density(f: Frame) -> list[Answer]:
     cost = next(iter(metrics.fitted()), None)
     if cost is None:
         return []
-    found = [Standing(rt, fit.slope, fit.ci_low, fit.ci_high)
+    floor = math.nan if cost.lower_bound is None else cost.lower_bound
+    found = [Standing(rt, fit.slope, fit.ci_low, fit.ci_high, floor)
              for (name, rt), fit in fits.items() if name == cost.name]  # fmt: skip
     return _ranked(f"Least memory per instance: {cost.name}", cost.unit, found, True)
 

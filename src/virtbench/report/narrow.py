@@ -4,6 +4,8 @@ so that no value is ever cut to an ellipsis."""
 
 from __future__ import annotations
 
+import io
+
 from rich.cells import cell_len
 from rich.console import Console, Group, RenderableType
 from rich.table import Table
@@ -11,8 +13,17 @@ from rich.text import Text
 
 
 def fit(t: Table, console: Console) -> RenderableType:
-    """`t` itself when it fits the console with every value whole, else stacked."""
-    return t if uncut_width(t) <= console.width else stacked(t)
+    """`t` itself when it fits the console with every value whole, else stacked. Whole:
+    drawn at the console's width, no cell or header shows an ellipsis it does not hold
+    (Rich's layout may cut a column that a sum of the widest words says would fit)."""
+    if uncut_width(t) > console.width:
+        return stacked(t)
+    probe = Console(width=console.width, file=io.StringIO(), color_system=None)
+    probe.print(t)
+    drawn = probe.file.getvalue().count("…")  # type: ignore[attr-defined]
+    held = sum(str(c).count("…") for col in t.columns for c in [col.header, *col.cells])
+    held += str(t.title or "").count("…") + str(t.caption or "").count("…")
+    return t if drawn <= held else stacked(t)
 
 
 def uncut_width(t: Table) -> int:
