@@ -133,6 +133,10 @@ def test_a_table_rich_would_cut_at_80_columns_is_stacked():
     console.print(fit(t, console))
     text = console.file.getvalue()
     assert "…" not in text and "0.00879-0.0117" in text, text
+    lines = text.splitlines()
+    assert all(len(ln) <= 80 for ln in lines), text
+    # each header stays on the line of its value: pairs go whole to the next line
+    assert "95% CI 0.00879-0.0117" in text and not any(ln.endswith(" 95%") for ln in lines)
     wide = Console(width=120, file=io.StringIO(), color_system=None)
     assert fit(t, wide) is t  # where it fits whole, the table itself
 

@@ -17,13 +17,13 @@ def fit(t: Table, console: Console) -> RenderableType:
     drawn at the console's width, no cell or header shows an ellipsis it does not hold
     (Rich's layout may cut a column that a sum of the widest words says would fit)."""
     if uncut_width(t) > console.width:
-        return stacked(t)
+        return stacked(t, console.width)
     probe = Console(width=console.width, file=io.StringIO(), color_system=None)
     probe.print(t)
     drawn = probe.file.getvalue().count("…")  # type: ignore[attr-defined]
     held = sum(str(c).count("…") for col in t.columns for c in [col.header, *col.cells])
     held += str(t.title or "").count("…") + str(t.caption or "").count("…")
-    return t if drawn <= held else stacked(t)
+    return t if drawn <= held else stacked(t, console.width)
 
 
 def uncut_width(t: Table) -> int:
@@ -53,8 +53,9 @@ def _labels(t: Table) -> int:
     return max(1, n)
 
 
-def stacked(t: Table) -> Group:
-    """One block per row: the label cells in bold, then `header value` pairs."""
+def stacked(t: Table, width: int = 80) -> Group:
+    """One block per row: the label cells in bold, then `header value` pairs, as many to
+    a line as fit `width` (a pair is never split from its header where it fits a line)."""
     cols = [[Text.from_markup(c) if isinstance(c, str) else Text(str(c)) for c in col.cells]
             for col in t.columns]  # fmt: skip
     headers = [Text.from_markup(str(col.header)).plain for col in t.columns]
@@ -67,8 +68,13 @@ def stacked(t: Table) -> Group:
         head.stylize("bold")
         pairs = [Text.assemble((f"{h} ", "dim"), cell) for h, cell in
                  zip(headers[lead:], row[lead:], strict=True) if cell.plain]  # fmt: skip
-        body = Text(" · ").join(pairs)
-        parts.append(Text.assemble(head, "\n  ", body))
+        lines: list[Text] = []
+        for pair in pairs:
+            if lines and cell_len(lines[-1].plain) + 3 + cell_len(pair.plain) <= width - 2:
+                lines[-1] = Text.assemble(lines[-1], " · ", pair)
+            else:
+                lines.append(pair)
+        parts.append(Text.assemble(head, "\n  ", Text("\n  ").join(lines)))
     if t.caption:
         parts.append(Text.from_markup(str(t.caption), style="dim"))
     return Group(*parts)
