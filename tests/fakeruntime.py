@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -60,7 +61,13 @@ class FakeRuntime(Runtime):
             return None
         return "the fake runtime runs hello, sleep, sqlite and attackers only"
 
+    _lock = threading.Lock()  # a burst launches from many threads: one World change at a time
+
     def _start(self, inst: Instance, detach: bool) -> None:
+        with self._lock:
+            self._start_locked(inst, detach)
+
+    def _start_locked(self, inst: Instance, detach: bool) -> None:
         try:
             kind, what = classify(inst.argv)
         except ValueError as exc:

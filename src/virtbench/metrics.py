@@ -150,6 +150,20 @@ REGISTRY: tuple[Metric, ...] = (
     _boot("boot.teardown", "stop called -> the instance and all it left on the host removed"
           + _MONO, repeated=False, headline=False),
     _boot("boot.*", "a boot figure not declared here", **OPEN),
+    # --- burst: N instances launched at once (the level, after @) ----------------------------
+    Metric("burst.spawn_to_ready", "ms", "lower", "each instance of the burst: its own launch "
+           "call -> its ready datagram reached the host" + _MONO, resolution=NS_MS,
+           headline=False),
+    *(Metric(f"burst.{q}", "ms", "lower", f"the {q} of the burst's spawn_to_ready, one per "
+             "burst" + _MONO, resolution=NS_MS, headline=q == "p50")
+      for q in ("p50", "p95", "p99", "max")),
+    Metric("burst.ready_per_s", "instances/s", "higher", "instances ready over the time "
+           "from the burst's first launch call to its last ready datagram", resolution=None),
+    Metric("burst.failed", "instances", "lower", "instances of the burst that did not become "
+           "ready (each with its reason as a failed burst.spawn_to_ready)", compared=False),
+    Metric("burst.host_cpu", "%", "lower", "the host's CPUs busy from the burst's first launch "
+           "call to its last ready (or failure), /proc/stat", repeated=False, compared=False,
+           headline=False),
     # --- density: idle instances pile up, one runtime at a time -------------------------------
     _pile("density.launch", "ms", "lower", _SPAWN + "the new instance's ready datagram "
           "reached the host" + _MONO, resolution=NS_MS),

@@ -148,6 +148,14 @@ def _steps(exp: Any, runtime: str, driver: str, costs: dict[str, float]) -> Step
         )
         n = probes * exp.runs
         return Step(kind, runtime, n, n * one, f"about {probes} probes x {exp.runs}")
+    if kind == "burst":
+        n = exp.runs * sum(exp.levels)
+        t = n * launch_s(runtime, driver, costs) + exp.runs * len(exp.levels) * (
+            exp.settle_s + QUIET_WAIT_S
+        )
+        return Step(
+            kind, runtime, n, t, f"{exp.runs} x bursts of {', '.join(map(str, exp.levels))}"
+        )
     return Step(kind, runtime, 0, DEFAULT_MEASURE_S, "no model of this experiment")
 
 

@@ -35,6 +35,7 @@ from pydantic import (
 
 from virtbench import runtimes
 from virtbench.errors import SpecError
+from virtbench.spec_base import _Model, option_error
 from virtbench.spec_experiments import (
     EXPERIMENT_TYPES,
     BootExperiment,
@@ -43,8 +44,6 @@ from virtbench.spec_experiments import (
     IsolationExperiment,
     ScalabilityExperiment,
     ThroughputExperiment,
-    _Model,
-    option_error,
     quick_form,
 )
 from virtbench.spec_runtimes import (
@@ -53,10 +52,12 @@ from virtbench.spec_runtimes import (
     check_tables,
     named_options,
 )
+from virtbench.spec_sandbox import BurstExperiment
 
 __all__ = [
     "EXPERIMENT_TYPES",
     "BootExperiment",
+    "BurstExperiment",
     "DensityExperiment",
     "Experiment",
     "InstanceOptions",

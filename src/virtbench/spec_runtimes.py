@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from virtbench import runtimes
-from virtbench.spec_experiments import _Model, option_error
+from virtbench.spec_base import _Model, option_error
 
 CPUSET_RE = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
 

@@ -40,7 +40,9 @@ OUTPUTS = {
     "memcached": ["vb-mcload.txt"],
 }
 # The experiments' own figures: a name as a string literal in the code that records them.
-RECORDED = re.compile(r"(boot|density|scalability|isolation|host|min_memory)\.[a-z_]+|image_size")
+RECORDED = re.compile(
+    r"(boot|density|scalability|isolation|host|min_memory|burst)\.[a-z0-9_]+|image_size"
+)
 RECORDERS = [*sorted((SRC / "experiments").glob("*.py")), SRC / "runner.py",
              SRC / "measure" / "host.py"]  # fmt: skip
 NOT_REPEATED = ["host.cpu_idle_pct", "host.mem_available_pct", "host.swap_free_pct",

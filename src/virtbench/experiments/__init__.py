@@ -14,6 +14,7 @@ BUILTIN = {
     "scalability": "virtbench.experiments.scalability",
     "isolation": "virtbench.experiments.isolation",
     "min_memory": "virtbench.experiments.min_memory",
+    "burst": "virtbench.experiments.burst",
 }
 
 

@@ -49,6 +49,16 @@ class Host:
         MemAvailable % and free swap % (measure/host.py)."""
         return host.availability(window_s)
 
+    def cpu_busy(self) -> tuple[int, int]:
+        """(ticks the CPUs were busy, ticks in all) since boot, summed over the CPUs, from
+        /proc/stat's first line (guest time is inside user time already): two readings
+        give the share busy between them, in whole ticks (USER_HZ, 10 ms)."""
+        with open("/proc/stat", encoding="ascii") as fh:
+            fields = [int(x) for x in fh.readline().split()[1:]]
+        user, nice, system, idle, iowait, irq, softirq, steal = (fields + [0] * 8)[:8]
+        busy = user + nice + system + irq + softirq + steal
+        return busy, busy + idle + iowait
+
     def topology(self) -> Topology:
         """Online CPUs and their SMT siblings."""
         return Topology.detect()

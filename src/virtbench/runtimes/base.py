@@ -29,7 +29,7 @@ import subprocess
 import time
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 
 from pydantic import BaseModel
 
@@ -255,27 +255,43 @@ class Runtime(Observe, ByHand, Leftovers, ABC):
 
     def start(self, spec: InstanceSpec, detach: bool = True) -> Instance:
         """Start an instance. The ledger records it before anything is created."""
+        inst = self.prepare(spec)
+        self.launch(inst, detach)
+        return inst
+
+    def prepare(self, spec: InstanceSpec) -> Instance:
+        """Everything before the launch call, untimed: ledger, log, network, bundle."""
         if self.dead is not None:
             raise EngineGone(f"{self.label}: {self.dead}")
         inst = self._begin(spec)
         try:
             self._prepare(inst)
+        except BaseException as exc:
+            self._start_failed(inst, exc)
+        return inst
+
+    def launch(self, inst: Instance, detach: bool = True) -> None:
+        """The launch call of a prepared instance, timed (t_spawn_ns, t_started_ns). Safe
+        to call from several threads at once for different instances (a burst)."""
+        try:
             inst.t_spawn_ns = time.monotonic_ns()
             self._start(inst, detach)
             inst.t_started_ns = time.monotonic_ns()
             self._after_start(inst)
         except BaseException as exc:
-            # Ctrl-C or a driver error: clean up, but never let a clean-up error hide
-            # the original one (the run's teardown sweeps anything left by label).
-            with contextlib.suppress(Exception):
-                self.stop(inst)
-            if not isinstance(exc, Exception) or isinstance(exc, InstanceError):
-                raise
-            self.check_engine()
-            if isinstance(exc, OSError):  # e.g. a cpuset the host does not have
-                raise InstanceError(f"{self.label}: cannot start {spec.name}: {exc}") from None
-            raise
-        return inst
+            self._start_failed(inst, exc)
+
+    def _start_failed(self, inst: Instance, exc: BaseException) -> NoReturn:
+        """Ctrl-C or a driver error while starting: clean up, but never let a clean-up
+        error hide the original one (the run's teardown sweeps anything left by label)."""
+        with contextlib.suppress(Exception):
+            self.stop(inst)
+        if not isinstance(exc, Exception) or isinstance(exc, InstanceError):
+            raise exc
+        self.check_engine()
+        if isinstance(exc, OSError):  # e.g. a cpuset the host does not have
+            raise InstanceError(f"{self.label}: cannot start {inst.name}: {exc}") from None
+        raise exc
 
     def run_to_exit(self, spec: InstanceSpec, timeout: float) -> Instance:
         """Start in the foreground and wait for the main process to exit."""

@@ -1,0 +1,146 @@
+"""`burst`: many instances launched at the same moment, as an orchestrator starts sandboxes
+for a wave of requests.
+
+At each level N (a sweep such as 1, 10, 50, 100): N instances are prepared one after
+another, untimed (ledger, bundle, network, as boot prepares one); after a quiet wait, N
+threads, released together by a barrier, each issue their instance's launch call and wait
+for its ready datagram. The launch calls are subprocesses or engine API calls, which
+release the GIL, so the threads do not serialise them (bench/burst_vs_xargs.py holds the
+launcher to a shell's `xargs -P`). Per level and repetition:
+
+  burst.spawn_to_ready@N  each instance: its own launch call -> its ready datagram
+                          (a failed one: its reason)
+  burst.p50/p95/p99/max@N those of the burst's successful instances (numpy's linear
+                          percentiles), one value per burst
+  burst.ready_per_s@N     instances ready / (last ready - first launch call)
+  burst.failed@N          instances that did not become ready
+  burst.host_cpu@N        the host's CPUs busy over the burst (/proc/stat)
+
+Then every instance is stopped; the next level waits `settle_s`. One unit of measurement
+(`run --resume`) is a runtime's every level in one repetition.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from virtbench import workloads
+from virtbench.errors import InstanceError
+from virtbench.experiments.failures import Failures
+from virtbench.experiments.session import Session
+from virtbench.runtimes.base import Instance, Runtime
+from virtbench.spec_sandbox import BurstExperiment
+from virtbench.store import Sample
+
+UNIT = ("runtime", "repetition", "workload")
+QUANTILES = {"burst.p50": 50, "burst.p95": 95, "burst.p99": 99, "burst.max": 100}
+
+
+def run(s: Session, cfg: BurstExperiment) -> None:
+    failures = Failures(s, "burst")
+    for rep, warmup, order in s.schedule(0, cfg.runs, "burst"):
+        for runtime in order:
+            unit = {"runtime": runtime, "repetition": rep, "workload": cfg.workload}
+            if not s.pending("burst", warmup, **unit):
+                continue
+            for level in cfg.levels:
+                if failures.skip(runtime):
+                    break
+                with failures.attempt(runtime):
+                    burst_once(s, runtime, level, rep, cfg)
+                time.sleep(cfg.settle_s)
+            s.finished("burst", warmup, **unit)
+        s.say(f"burst: repetition {rep + 1}/{cfg.runs} done")
+
+
+def burst_once(s: Session, runtime: str, level: int, rep: int, cfg: BurstExperiment) -> None:
+    """One burst of `level` instances of `runtime`; records its samples. InstanceError
+    when not one instance became ready (the runtime's failures count it)."""
+    rt = s.runtimes[runtime]
+    wl = workloads.get(cfg.workload)
+    base = dict(experiment="burst", direction="lower", runtime=runtime, workload=cfg.workload,
+                repetition=rep, params={**s.params(runtime), "level": level})  # fmt: skip
+    prepared: list[Instance] = []
+    errors: list[str] = []
+    try:
+        for _ in range(level):
+            try:
+                prepared.append(rt.prepare(s.instance_spec(runtime, wl.argv)))
+            except InstanceError as exc:  # this one fails; the burst goes on with the rest
+                errors.append(str(exc))
+        with s.timed("burst", runtime, base["params"]):
+            busy0 = s.host.cpu_busy()
+            results = launch_together(rt, prepared, cfg.timeout_s)
+            busy1 = s.host.cpu_busy()
+    finally:
+        stop_errors = rt.stop_each(prepared)
+    if stop_errors:
+        s.event("warning", f"burst: {runtime}: {len(stop_errors)} instances could not be "
+                           f"stopped: {stop_errors[0]}")  # fmt: skip
+    record(s, base, level, results, errors, busy0, busy1)
+
+
+def launch_together(rt: Runtime, insts: list[Instance], timeout: float
+                    ) -> list[tuple[int, int | None, str]]:  # fmt: skip
+    """Launch every instance at once, one thread each released by a barrier; per instance
+    (its launch call's ns, its ready datagram's ns or None, why not)."""
+    if not insts:
+        return []
+    gate = threading.Barrier(len(insts))
+
+    def one(inst: Instance) -> tuple[int, int | None, str]:
+        try:
+            gate.wait(timeout=60)
+        except threading.BrokenBarrierError:
+            return time.monotonic_ns(), None, "the burst's threads did not all start in 60 s"
+        try:
+            rt.launch(inst, detach=True)
+            return inst.t_spawn_ns, rt.wait_ready(inst, timeout), ""
+        except InstanceError as exc:
+            return inst.t_spawn_ns or time.monotonic_ns(), None, str(exc)
+        except Exception as exc:  # said as this instance's failure, never lost
+            return inst.t_spawn_ns or time.monotonic_ns(), None, f"{type(exc).__name__}: {exc}"
+
+    with ThreadPoolExecutor(max_workers=len(insts), thread_name_prefix="vb-burst") as pool:
+        return list(pool.map(one, insts))
+
+
+def record(s: Session, base: dict, level: int, results: list[tuple[int, int | None, str]],
+           errors: list[str], busy0: tuple[int, int], busy1: tuple[int, int]) -> None:  # fmt: skip
+    """The burst's samples: each instance's, then the burst's own figures."""
+    at = f"@{level}"
+    for why in errors:  # instances that could not even be prepared
+        s.record(Sample(metric="burst.spawn_to_ready" + at, value=None, unit="ms", error=why,
+                        **base))  # fmt: skip
+    ok = []
+    for spawn, ready, why in results:
+        value = None if ready is None else (ready - spawn) / 1e6
+        s.record(Sample(metric="burst.spawn_to_ready" + at, value=value, unit="ms", error=why,
+                        **base))  # fmt: skip
+        if ready is not None:
+            ok.append((spawn, ready))
+    failed = level - len(ok)
+    s.record(Sample(metric="burst.failed" + at, value=failed, unit="instances", **base))
+    total = busy1[1] - busy0[1]
+    cpu = 100 * (busy1[0] - busy0[0]) / total if total > 0 else None
+    s.record(Sample(metric="burst.host_cpu" + at, value=cpu, unit="%",
+                    error="" if total > 0 else "the burst was shorter than the CPU counters' "
+                    "tick (/proc/stat: 10 ms): below what they resolve",
+                    **{**base, "direction": "lower"}))  # fmt: skip
+    if not ok:
+        why = (results and next(w for _, r, w in results if r is None)) or errors[0]
+        for q in QUANTILES:
+            s.record(Sample(metric=q + at, value=None, unit="ms", error=why, **base))
+        raise InstanceError(f"{base['runtime']}: no instance of a burst of {level} became "
+                            f"ready: {why}")  # fmt: skip
+    times = np.array([(r - sp) / 1e6 for sp, r in ok])
+    for q, pct in QUANTILES.items():
+        s.record(Sample(metric=q + at, value=float(np.percentile(times, pct)),
+                        unit="ms", **base))  # fmt: skip
+    window_s = (max(r for _, r in ok) - min(sp for sp, _, _ in results)) / 1e9
+    s.record(Sample(metric="burst.ready_per_s" + at, value=len(ok) / window_s,
+                    unit="instances/s", **{**base, "direction": "higher"}))  # fmt: skip
