@@ -56,7 +56,8 @@ clean-venv:
 # host sampler's CPU at 10 Hz with that many running, and the trust checks (bench/trust.py:
 # mixed against alone runs, compare's A/A false-positive rate, hyperfine with a CPU hog,
 # memory per instance against /proc/meminfo by hand), the fault matrix (bench/faults.py),
-# and reading a store of 1,000,000 samples (bench/read_scale.py: show, compare, export, report).
+# reading a store of 1,000,000 samples (bench/read_scale.py: show, compare, export, report),
+# and 100 crun sleepers launched at once against xargs -P (bench/burst_vs_xargs.py).
 # Each prints its ratio; a summary ends.
 BENCH_INSTANCES ?= 1000
 bench: setup
@@ -73,5 +74,7 @@ bench: setup
 	  rc=$$(( rc | PIPESTATUS[0] )); \
 	$(BIN)/python bench/read_scale.py | tee -a $$log; \
 	  rc=$$(( rc | PIPESTATUS[0] )); \
+	$(BIN)/python bench/burst_vs_xargs.py | tee -a $$log; \
+	  rc=$$(( rc | PIPESTATUS[0] )); \
 	echo "--- virtbench's own overhead, and whether its figures hold ---"; \
-	grep -E '^(worst ratio|launch ratio|sampler CPU|trust:|faults:|read )' $$log; rm -f $$log; exit $$rc
+	grep -E '^(worst ratio|launch ratio|sampler CPU|trust:|faults:|read |burst ratio)' $$log; rm -f $$log; exit $$rc

@@ -9,7 +9,8 @@ release the GIL, so the threads do not serialise them (bench/burst_vs_xargs.py h
 launcher to a shell's `xargs -P`). Per level and repetition:
 
   burst.spawn_to_ready@N  each instance: its own launch call -> its ready datagram
-                          (a failed one: its reason)
+                          (a failed one: its reason); params launch_offset_ms: its launch
+                          call after the burst's first
   burst.p50/p95/p99/max@N those of the burst's successful instances (numpy's linear
                           percentiles), one value per burst
   burst.ready_per_s@N     instances ready / (last ready - first launch call)
@@ -117,10 +118,13 @@ def record(s: Session, base: dict, level: int, results: list[tuple[int, int | No
         s.record(Sample(metric="burst.spawn_to_ready" + at, value=None, unit="ms", error=why,
                         **base))  # fmt: skip
     ok = []
+    first = min((spawn for spawn, _, _ in results), default=0)
     for spawn, ready, why in results:
         value = None if ready is None else (ready - spawn) / 1e6
+        # when its launch call came, after the burst's first: how together they were
+        params = {**base["params"], "launch_offset_ms": round((spawn - first) / 1e6, 3)}
         s.record(Sample(metric="burst.spawn_to_ready" + at, value=value, unit="ms", error=why,
-                        **base))  # fmt: skip
+                        **{**base, "params": params}))  # fmt: skip
         if ready is not None:
             ok.append((spawn, ready))
     failed = level - len(ok)

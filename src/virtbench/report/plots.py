@@ -32,7 +32,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from virtbench import workloads
-from virtbench.report import plots_piles, plots_studies
+from virtbench.report import plots_piles, plots_sandbox, plots_studies
 from virtbench.report.plotkit import (
     MAX_PER_KIND,
     STYLE,
@@ -183,7 +183,8 @@ def concurrency(samples: list[Sample], order: list[str]) -> list[Plot]:
 
 KINDS = (boot, plots_studies.startup, plots_studies.image, latency, concurrency,
          plots_studies.bars, plots_studies.payload, plots_piles.scalability,
-         plots_piles.isolation, plots_piles.isolation_relative, plots_piles.density)  # fmt: skip
+         plots_piles.isolation, plots_piles.isolation_relative, plots_piles.density,
+         plots_sandbox.burst)  # fmt: skip
 
 
 def drawers(
