@@ -124,16 +124,22 @@ class ShellSleepers:
         inst.binds.append((self.probe.unix_dir, PROBE_MOUNT))
         return json.dumps(bundle_config(inst, self.run_id, spec.network, None))
 
-    def start(self, timeout: float = 600) -> float:
-        """Start every sleeper with the bash loop; wall seconds until all are ready."""
+    def _ledger_and_template(self) -> Path:
+        """Every sleeper in the ledger (first, as virtbench does), the bundles' directory,
+        and the config template's file."""
         assert self.probe is not None
-        for name in self.names:  # the ledger first, as virtbench does
+        for name in self.names:
             self.state.record("bundle", name, path=str(self.bundles / name))
             self.state.record("container", name, runtime="crun")
             self.state.record("cgroup", name)
         self.bundles.mkdir()
         tpl = self.state.dir / "config.template.json"
         tpl.write_text(self.template())
+        return tpl
+
+    def start(self, timeout: float = 600) -> float:
+        """Start every sleeper with the bash loop; wall seconds until all are ready."""
+        tpl = self._ledger_and_template()
         argv = ["bash", "-c", START_LOOP, "bash", str(tpl), str(self.bundles), *self.names]
         self.started = True
         with open(self.log, "ab") as log:
@@ -142,6 +148,7 @@ class ShellSleepers:
             t_loop = time.monotonic_ns()
         if rc != 0:
             raise SystemExit(f"the shell loop failed: {self.log_tail()}")
+        assert self.probe is not None
         t_last = t_loop
         deadline = time.monotonic() + 60
         for name in self.names:
@@ -155,14 +162,7 @@ class ShellSleepers:
         """Start every sleeper at once with `xargs -P <count>` (configs written first,
         untimed); per instance, seconds from just before xargs is spawned to its ready
         datagram."""
-        assert self.probe is not None
-        for name in self.names:  # the ledger first, as virtbench does
-            self.state.record("bundle", name, path=str(self.bundles / name))
-            self.state.record("container", name, runtime="crun")
-            self.state.record("cgroup", name)
-        self.bundles.mkdir()
-        tpl = self.state.dir / "config.template.json"
-        tpl.write_text(self.template())
+        tpl = self._ledger_and_template()
         prep = ["bash", "-c", BURST_PREPARE, "bash", str(tpl), str(self.bundles), *self.names]
         subprocess.run(prep, check=True, timeout=timeout)
         argv = ["xargs", "-P", str(self.count), "-I{}", "crun", "run", "-d", "--bundle",
@@ -174,6 +174,7 @@ class ShellSleepers:
                                 stderr=log, timeout=timeout).returncode  # fmt: skip
         if rc != 0:
             raise SystemExit(f"xargs -P failed: {self.log_tail()}")
+        assert self.probe is not None
         deadline = time.monotonic() + 60
         out = []
         for name in self.names:
