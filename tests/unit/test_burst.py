@@ -4,6 +4,7 @@ timed from its own launch call; percentiles, rate and failures per level."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from tests.fakeruntime import fake_session, run
 from tests.faketruth import RuntimeTruth, Truth
 
@@ -21,7 +22,15 @@ def by(samples, metric, runtime):
     return [x for x in samples if x.metric == metric and x.runtime == runtime]
 
 
-def test_burst_recovers_each_levels_percentiles_rate_and_failures(tmp_path, monkeypatch):
+@pytest.mark.parametrize("one_thread_issues", [False, True])
+def test_burst_recovers_each_levels_percentiles_rate_and_failures(
+    one_thread_issues, tmp_path, monkeypatch
+):
+    """Both ways of launching together: a thread per launch released by a barrier, and
+    (a driver whose launch is a launcher command) one thread issuing them back to back."""
+    from tests.fakeruntime import FakeRuntime
+
+    monkeypatch.setattr(FakeRuntime, "spawns_launcher", one_thread_issues)
     exp = {"type": "burst", "levels": LEVELS, "runs": 2, "settle_s": 0}
     with fake_session(tmp_path, monkeypatch, BURST, ["fa", "fb"], exp) as (s, world):
         samples = run(s)

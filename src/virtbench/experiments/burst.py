@@ -2,11 +2,14 @@
 for a wave of requests.
 
 At each level N (a sweep such as 1, 10, 50, 100): N instances are prepared one after
-another, untimed (ledger, bundle, network, as boot prepares one); after a quiet wait, N
-threads, released together by a barrier, each issue their instance's launch call and wait
-for its ready datagram. The launch calls are subprocesses or engine API calls, which
-release the GIL, so the threads do not serialise them (bench/burst_vs_xargs.py holds the
-launcher to a shell's `xargs -P`). Per level and repetition:
+another, untimed (ledger, bundle, network, as boot prepares one); after a quiet wait, all
+are launched at once. Where the launch is a launcher command (crun, runc, runsc, lxc,
+LXD, podman, native), one thread issues the N commands back to back, as `xargs -P`
+does, and N threads wait for them and for each ready datagram: a thread per launch
+would hand Python's lock from thread to thread between spawns, each handoff waiting for
+a CPU the launchers already hold. Engine API calls (docker) and VMMs are made by N
+threads released together by a barrier. bench/burst_vs_xargs.py holds the launcher to a
+shell's `xargs -P`. Per level and repetition:
 
   burst.spawn_to_ready@N  each instance: its own launch call -> its ready datagram
                           (a failed one: its reason); params launch_offset_ms: its launch
@@ -87,20 +90,38 @@ def burst_once(s: Session, runtime: str, level: int, rep: int, cfg: BurstExperim
 
 def launch_together(rt: Runtime, insts: list[Instance], timeout: float
                     ) -> list[tuple[int, int | None, str]]:  # fmt: skip
-    """Launch every instance at once, one thread each released by a barrier; per instance
-    (its launch call's ns, its ready datagram's ns or None, why not)."""
+    """Launch every instance at once; per instance (its launch call's ns, its ready
+    datagram's ns or None, why not). A driver whose launch is a launcher command
+    (`spawns_launcher`) has them all issued back to back by this thread, as `xargs -P`
+    would, then each waited for in a thread of its own; any other's launch calls are made
+    by one thread each, released together by a barrier."""
     if not insts:
         return []
-    gate = threading.Barrier(len(insts))
+    issued: dict[str, str] = {}  # instance -> why its launch call failed
+    if rt.spawns_launcher:
+        for inst in insts:
+            try:
+                rt.spawn_launch(inst)
+            except InstanceError as exc:
+                issued[inst.name] = str(exc)
+            except Exception as exc:  # said as this instance's failure, never lost
+                issued[inst.name] = f"{type(exc).__name__}: {exc}"
+        gate = None
+    else:
+        gate = threading.Barrier(len(insts))
 
     def one(inst: Instance) -> tuple[int, int | None, str]:
+        if inst.name in issued:
+            return inst.t_spawn_ns or time.monotonic_ns(), None, issued[inst.name]
         try:
-            gate.wait(timeout=60)
+            if gate is not None:
+                gate.wait(timeout=60)
+                rt.launch(inst, detach=True)
+            else:
+                rt.finish_launch(inst)
+            return inst.t_spawn_ns, rt.wait_ready(inst, timeout), ""
         except threading.BrokenBarrierError:
             return time.monotonic_ns(), None, "the burst's threads did not all start in 60 s"
-        try:
-            rt.launch(inst, detach=True)
-            return inst.t_spawn_ns, rt.wait_ready(inst, timeout), ""
         except InstanceError as exc:
             return inst.t_spawn_ns or time.monotonic_ns(), None, str(exc)
         except Exception as exc:  # said as this instance's failure, never lost

@@ -72,6 +72,11 @@ __all__ = [
 class Runtime(Observe, ByHand, Leftovers, ABC):
     """Base class of every runtime driver."""
 
+    # Its launch is one launcher command (`_launch`) or a spawn that returns at once: a
+    # burst issues its launches back to back from one thread (`spawn_launch`), then waits
+    # for each in a thread of its own (`finish_launch`), as `xargs -P` would.
+    spawns_launcher: ClassVar[bool] = False
+
     name: ClassVar[str]
     family: ClassVar[Family]
     description: ClassVar[str] = ""
@@ -281,6 +286,30 @@ class Runtime(Observe, ByHand, Leftovers, ABC):
         except BaseException as exc:
             self._start_failed(inst, exc)
 
+    def spawn_launch(self, inst: Instance) -> None:
+        """A burst's first half of `launch` (detached): the launch call issued, timed
+        (t_spawn_ns), its launcher command not waited for where the driver has one
+        (`spawns_launcher`), so that one thread can issue many launches back to back."""
+        inst.extra["defer_launch"] = True
+        try:
+            inst.t_spawn_ns = time.monotonic_ns()
+            self._start(inst, True)
+        except BaseException as exc:
+            self._start_failed(inst, exc)
+        finally:
+            inst.extra.pop("defer_launch", None)
+
+    def finish_launch(self, inst: Instance) -> None:
+        """The second half: the launcher waited for (t_started_ns), then as `launch`."""
+        try:
+            pending = inst.extra.pop("pending_launch", None)
+            if pending is not None:
+                self._await_launch(inst, *pending)
+            inst.t_started_ns = time.monotonic_ns()
+            self._after_start(inst)
+        except BaseException as exc:
+            self._start_failed(inst, exc)
+
     def _start_failed(self, inst: Instance, exc: BaseException) -> NoReturn:
         """Ctrl-C or a driver error while starting: clean up, but never let a clean-up
         error hide the original one (the run's teardown sweeps anything left by label)."""
@@ -405,6 +434,15 @@ class Runtime(Observe, ByHand, Leftovers, ABC):
         if not detach:
             return
         what = f"{os.path.basename(argv[0])} {inst.name}"
+        if inst.extra.pop("defer_launch", False):  # a burst's: waited for by finish_launch
+            inst.extra["pending_launch"] = (what, timeout, hint)
+            return
+        self._await_launch(inst, what, timeout, hint)
+
+    def _await_launch(self, inst: Instance, what: str, timeout: float, hint: str) -> None:
+        """Wait for a detached launch's launcher to return; raise with the log's tail if
+        it failed."""
+        assert inst.proc is not None
         try:
             rc = proc.wait(inst.proc, timeout)
         except subprocess.TimeoutExpired:

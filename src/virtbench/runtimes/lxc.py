@@ -88,6 +88,7 @@ def lxc_config(inst: Instance, network: str, cgroup_version: int) -> str:
 
 class Lxc(Runtime):
     name = "lxc"
+    spawns_launcher = True
     family = Family.CONTAINER
     description = "LXC container (lxc-start), config from the artifact rootfs"
 

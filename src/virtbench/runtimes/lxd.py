@@ -125,6 +125,7 @@ def limits_cpu(cpus: str) -> str:
 
 class Lxd(Runtime):
     name = "lxd"
+    spawns_launcher = True
     family = Family.CONTAINER
     description = "LXD system container (lxc launch), image imported from the artifact rootfs"
     hyperfine_detached = True  # `lxc launch` of an init that exits returns ~5 s late

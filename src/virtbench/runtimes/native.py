@@ -37,6 +37,7 @@ TERM_GRACE_S = 2.0
 
 class Native(Runtime):
     name = "native"
+    spawns_launcher = True
     family = Family.PROCESS
     description = "host process in its own cgroup"
     networks: ClassVar[tuple[str, ...]] = ("none", "host", "bridge")

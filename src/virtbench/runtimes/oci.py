@@ -129,6 +129,7 @@ class OciRuntime(Runtime):
     """A runtime CLI with the runc command set (run, run -d, delete -f, list, state)."""
 
     binary: ClassVar[str]
+    spawns_launcher = True
     family = Family.CONTAINER
     package: ClassVar[str]
     start_timeout: ClassVar[float] = 60.0

@@ -75,6 +75,7 @@ def containers_conf() -> str:
 
 class Podman(Engine):
     name = "podman"
+    spawns_launcher = True
     description = "Podman (CLI), image imported from the artifact rootfs"
     Options = PodmanOptions
     variants = ("crun", "runc", "runsc")
