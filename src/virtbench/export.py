@@ -116,7 +116,7 @@ _JSON_TEXT = (("experiment", "metric"), ("unit", "direction", "runtime", "worklo
               ("attacker", "placement"), ("error", "params", "host"))  # fmt: skip
 
 
-def _json_piece(f: Frame, fields: tuple[str, ...], key: tuple[str, ...]) -> str:
+def _json_piece(fields: tuple[str, ...], key: tuple[str, ...]) -> str:
     parts = []
     for name, text in zip(fields, key, strict=True):
         value: Any = text
@@ -130,7 +130,7 @@ def _json_lines(f: Frame, run_id: str, start: int) -> str:
     """The NDJSON lines of the frame's rows from `start` (at most _CSV_CHUNK of them)."""
     part = f.take(np.arange(start, min(len(f), start + _CSV_CHUNK)))
     head = '{"record": "sample", "run_id": ' + json.dumps(run_id) + ", "
-    a, b, c, d = (_pieces(part, fields, lambda k, fs=fields: _json_piece(part, fs, k))
+    a, b, c, d = (_pieces(part, fields, lambda k, fs=fields: _json_piece(fs, k))
                   for fields in _JSON_TEXT)  # fmt: skip
     values = [v or "null" for v in _floats(part.value)]
     ts = [t or "null" for t in _floats(part.t)]

@@ -155,9 +155,9 @@ def record(s: Session, base: dict, level: int, results: list[tuple[int, int | No
     s.record(Sample(metric="burst.host_cpu" + at, value=cpu, unit="%",
                     error="" if total > 0 else "the burst was shorter than the CPU counters' "
                     "tick (/proc/stat: 10 ms): below what they resolve",
-                    **{**base, "direction": "lower"}))  # fmt: skip
+                    **base))  # fmt: skip
     if not ok:
-        why = (results and next(w for _, r, w in results if r is None)) or errors[0]
+        why = results[0][2] if results else errors[0]  # every one failed
         for q in QUANTILES:
             s.record(Sample(metric=q + at, value=None, unit="ms", error=why, **base))
         raise InstanceError(f"{base['runtime']}: no instance of a burst of {level} became "
