@@ -8,6 +8,14 @@
  * "VB-READY INSTANCE-ID" is written to PATH, e.g. file:/dev/console, and the host
  * reads it from the serial port). Sends one datagram "ready INSTANCE-ID" and then
  * execs PROGRAM, or exits 0 when none is given.
+ *
+ *   vb-ready ADDRESS INSTANCE-ID --beat PERIOD-MS
+ *
+ * instead stays, and every PERIOD-MS sends "beat INSTANCE-ID TOKEN SEQ" (file: the
+ * line "VB-BEAT INSTANCE-ID TOKEN SEQ"): TOKEN is 16 random hex digits drawn once, at
+ * start, and SEQ counts from 1. A paused instance stops beating; a restored one goes on
+ * with the same TOKEN and the next SEQ, which proves it is the one checkpointed. A
+ * beat that cannot be sent is skipped (the host may be away for a moment).
  * Exit codes: 64 usage, 65 bad address, 70 socket/send failed, 71 exec failed. */
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -15,8 +23,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #define EX_USAGE_ 64
@@ -73,12 +83,11 @@ static int send_unix(const char *path, const char *msg, size_t len)
 	return 0;
 }
 
-static int write_marker(const char *path, const char *id)
+static int write_line(const char *path, const char *line, int len)
 {
-	char line[256];
-	int fd, len = snprintf(line, sizeof(line), "VB-READY %s\n", id);
+	int fd;
 
-	if (len < 0 || (size_t)len >= sizeof(line))
+	if (len < 0)
 		return EX_USAGE_;
 	fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0)
@@ -91,32 +100,81 @@ static int write_marker(const char *path, const char *id)
 	return 0;
 }
 
+static int write_marker(const char *path, const char *id)
+{
+	char line[256];
+	int len = snprintf(line, sizeof(line), "VB-READY %s\n", id);
+
+	if (len < 0 || (size_t)len >= sizeof(line))
+		return EX_USAGE_;
+	return write_line(path, line, len);
+}
+
+static int send_to(const char *addr, const char *msg, int len)
+{
+	if (len < 0)
+		return EX_USAGE_;
+	if (strncmp(addr, "udp:", 4) == 0)
+		return send_udp(addr + 4, msg, (size_t)len);
+	if (strncmp(addr, "unix:", 5) == 0)
+		return send_unix(addr + 5, msg, (size_t)len);
+	return EX_ADDR;
+}
+
+static int beat(const char *addr, const char *id, const char *period)
+{
+	char msg[256], *end = NULL;
+	unsigned long long token = 0, seq;
+	long ms = strtol(period, &end, 10);
+	struct timespec ts, pause;
+
+	if (*end != '\0' || ms <= 0 || ms > 60000)
+		return EX_USAGE_;
+	if (getrandom(&token, sizeof(token), 0) != (ssize_t)sizeof(token)) {
+		clock_gettime(CLOCK_REALTIME, &ts); /* no entropy yet: time and pid */
+		token = ((unsigned long long)ts.tv_nsec << 20) ^ (unsigned long long)ts.tv_sec ^
+			((unsigned long long)getpid() << 40);
+	}
+	pause.tv_sec = ms / 1000;
+	pause.tv_nsec = (ms % 1000) * 1000000L;
+	for (seq = 1;; seq++) {
+		int len;
+
+		if (strncmp(addr, "file:", 5) == 0) {
+			len = snprintf(msg, sizeof(msg), "VB-BEAT %s %016llx %llu\n", id, token, seq);
+			write_line(addr + 5, msg, len);
+		} else {
+			len = snprintf(msg, sizeof(msg), "beat %s %016llx %llu", id, token, seq);
+			send_to(addr, msg, len);
+		}
+		nanosleep(&pause, NULL);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	char msg[256];
 	int len, rc;
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: vb-ready udp:IP:PORT|unix:PATH INSTANCE-ID [PROGRAM ARGS...]\n");
+		fprintf(stderr, "usage: vb-ready udp:IP:PORT|unix:PATH|file:PATH INSTANCE-ID [PROGRAM ARGS...|--beat MS]\n");
 		return EX_USAGE_;
 	}
 	len = snprintf(msg, sizeof(msg), "ready %s", argv[2]);
 	if (len < 0 || (size_t)len >= sizeof(msg))
 		return EX_USAGE_;
-	if (strncmp(argv[1], "udp:", 4) == 0)
-		rc = send_udp(argv[1] + 4, msg, (size_t)len);
-	else if (strncmp(argv[1], "unix:", 5) == 0)
-		rc = send_unix(argv[1] + 5, msg, (size_t)len);
-	else if (strncmp(argv[1], "file:", 5) == 0)
+	if (strncmp(argv[1], "file:", 5) == 0)
 		rc = write_marker(argv[1] + 5, argv[2]);
 	else
-		rc = EX_ADDR;
+		rc = send_to(argv[1], msg, len);
 	if (rc != 0) {
 		fprintf(stderr, "vb-ready: cannot signal %s (exit %d)\n", argv[1], rc);
 		return rc;
 	}
 	if (argc == 3)
 		return 0;
+	if (strcmp(argv[3], "--beat") == 0)
+		return argc == 5 ? beat(argv[1], argv[2], argv[4]) : EX_USAGE_;
 	execv(argv[3], &argv[3]);
 	perror("vb-ready: exec");
 	return EX_EXEC;

@@ -15,9 +15,9 @@ from __future__ import annotations
 import contextlib
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -27,9 +27,11 @@ from tests.faketruth import FakeHarness, Truth, World, classify
 from virtbench import experiments, runtimes
 from virtbench.errors import InstanceError
 from virtbench.experiments.session import Session
+from virtbench.measure.probe import Heartbeats
 from virtbench.measure.quiet import Quiet
 from virtbench.paths import Paths
 from virtbench.runtimes.base import Availability, Family, Instance, Runtime, RuntimeContext
+from virtbench.runtimes.controls import ExecResult
 from virtbench.spec import Spec, parse
 from virtbench.state import RunState
 from virtbench.store import Sample, Store
@@ -57,9 +59,9 @@ class FakeRuntime(Runtime):
 
     @classmethod
     def cannot_run(cls, workload: str, options: BaseModel | None = None) -> str | None:
-        if workload in ("hello", "sleep", "sqlite") or workload.startswith("attacker "):
+        if workload in ("hello", "sleep", "beat", "sqlite") or workload.startswith("attacker "):
             return None
-        return "the fake runtime runs hello, sleep, sqlite and attackers only"
+        return "the fake runtime runs hello, sleep, beat, sqlite and attackers only"
 
     _lock = threading.Lock()  # a burst launches from many threads: one World change at a time
 
@@ -100,7 +102,63 @@ class FakeRuntime(Runtime):
     def wait_ready(self, inst: Instance, timeout: float) -> int:
         if inst.name not in self.world.running:
             raise InstanceError(f"{self.label}: {inst.name} is not running")
+        if inst.spec.argv[-2:-1] == ("--beat",):  # the beat workload: two heartbeats so far
+            inst.extra["token"] = f"{abs(hash(inst.name)):016x}"[:16]
+            for _ in range(2):
+                self._beat(inst, inst.extra["done_ns"])
         return inst.extra["done_ns"]
+
+    # --- exec, pause, snapshot (runtimes/controls.py), after the truth ------------------
+    @property
+    def truth(self) -> Any:
+        return self.world.of(self.label)
+
+    def _beat(self, inst: Instance, t_ns: int, token: str | None = None) -> None:
+        inst.extra["seq"] = inst.extra.get("seq", 0) + 1
+        self.ctx.probe.beat(inst.name, token or inst.extra["token"], inst.extra["seq"], t_ns)
+
+    def cannot_exec(self) -> str | None:
+        return None if self.truth.exec_ms is not None else "fake: no exec"
+
+    def exec_in(self, inst: Instance, argv: list[str], timeout: float) -> ExecResult:
+        nbytes = int(argv[1]) if len(argv) > 1 else len("hello from virtbench\n")
+        t0 = time.monotonic_ns()
+        ms = self.truth.exec_ms + self.truth.exec_per_mib_ms * nbytes / 2**20
+        return ExecResult(t0, t0 + round(ms * 1e6), 0, nbytes - self.truth.exec_lost_bytes)
+
+    def cannot_pause(self) -> str | None:
+        return None if self.truth.pause_ms is not None else "fake: no pause"
+
+    def _pause(self, inst: Instance) -> None:
+        time.sleep(self.truth.pause_ms / 1e3)
+        if self.truth.beats_while_paused:  # it goes on beating every 2 ms until resumed
+            inst.extra["thawed"] = thawed = threading.Event()
+            threading.Thread(target=self._beat_until, args=(inst, thawed), daemon=True).start()
+
+    def _beat_until(self, inst: Instance, thawed: threading.Event) -> None:
+        while not thawed.wait(0.002):
+            self._beat(inst, time.monotonic_ns())
+
+    def _resume(self, inst: Instance) -> None:
+        if (thawed := inst.extra.pop("thawed", None)) is not None:
+            thawed.set()
+        t0 = time.monotonic_ns()
+        time.sleep(self.truth.resume_ms / 1e3)
+        self._beat(inst, t0 + round(self.truth.resume_ready_ms * 1e6))
+
+    def cannot_snapshot(self) -> str | None:
+        return None if self.truth.checkpoint_ms is not None else "fake: no checkpoint"
+
+    def checkpoint(self, inst: Instance, image_dir: Path) -> None:
+        time.sleep(self.truth.checkpoint_ms / 1e3)
+        (image_dir / "state").write_bytes(b"\1" * round(self.truth.image_mib * 2**20))
+
+    def restore(self, inst: Instance, image_dir: Path) -> None:
+        assert (image_dir / "state").is_file()
+        t0 = time.monotonic_ns()
+        time.sleep(self.truth.restore_ms / 1e3)
+        token = "0" * 16 if self.truth.restores_a_stranger else None
+        self._beat(inst, t0 + round(self.truth.restore_ready_ms * 1e6), token)
 
     def _stop(self, inst: Instance) -> None:
         self.world.stop(inst.name, self.label)
@@ -128,6 +186,15 @@ class FakeRuntime(Runtime):
 
     def image_size(self) -> tuple[int, str] | None:
         return 4096, "fake"
+
+
+class FakeProbe(Heartbeats):
+    """The probe listener's address and its heartbeats, without its sockets: fake
+    instances beat by calling `beat` with the arrival time the truth says."""
+
+    def __init__(self, unix_dir: Path) -> None:
+        super().__init__()
+        self.port, self.unix_dir, self.unix_name = 0, unix_dir, "probe.sock"
 
 
 def install(monkeypatch: pytest.MonkeyPatch, truth: Truth) -> World:
@@ -166,7 +233,7 @@ def fake_session(
     state = RunState(paths.run_dir(RUN_ID)).open()
     harness = FakeHarness(world, tmp_path)
     artifact = harness.artifact(parsed.experiment, paths)
-    probe: Any = SimpleNamespace(port=0, unix_dir=tmp_path / "probe", unix_name="probe.sock")
+    probe: Any = FakeProbe(tmp_path / "probe")
     ctx = RuntimeContext(RUN_ID, state, paths, harness.layout(), probe=probe, rootfs=artifact.path)
     drivers = {label: runtimes.create(label, ctx, parsed.options_for(label)) for label in runtimes_}
     s = Session(RUN_ID, parsed, store, artifact, probe, drivers, say=lambda m: None,

@@ -59,6 +59,19 @@ class RuntimeTruth:
     # placement) -> factor the figure is divided by while those attackers run (2 = half)
     needs_mib: float = 0.0  # an instance given less memory than this fails to start
     tight_mib: float = 0.0  # ... and below this its figure is halved (it swaps, say)
+    # operations on a running instance (exec, pause, snapshot); None: it has none
+    exec_ms: float | None = 5.0  # a command run in it, spawn -> exit (exactly this)
+    exec_per_mib_ms: float = 2.0  # ... plus this per MiB of its output
+    exec_lost_bytes: int = 0  # its output comes back this many bytes short
+    pause_ms: float | None = 3.0  # the pause call takes this long (slept)
+    resume_ms: float = 2.0  # the resume call takes this long (slept) ...
+    resume_ready_ms: float = 4.0  # ... and the next heartbeat arrives this long after it
+    beats_while_paused: bool = False  # a pause that does not pause: it goes on beating
+    checkpoint_ms: float | None = 8.0  # the checkpoint call (slept); None: no checkpoint
+    image_mib: float = 3.0  # the checkpoint image it writes
+    restore_ms: float = 6.0  # the restore call (slept) ...
+    restore_ready_ms: float = 9.0  # ... and the first heartbeat after it
+    restores_a_stranger: bool = False  # a restored instance beats with another token
 
 
 @dataclass(frozen=True)

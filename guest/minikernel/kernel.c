@@ -1,10 +1,14 @@
 /*
  * vb-minikernel: virtbench's unikernel-style hello world for VMMs.
  *
- * Command line (from the PVH start_info): vb.mode=hello|sleep (default hello),
+ * Command line (from the PVH start_info): vb.mode=hello|sleep|beat (default hello),
  * vb.name=NAME (echoed, so a console log names its instance).
  *   hello  prints "VB-HELLO NAME" on COM1 and powers the VM off
  *   sleep  prints "VB-READY NAME" on COM1 and halts forever (an idle instance)
+ *   beat   prints "VB-READY NAME", then "VB-BEAT NAME TOKEN SEQ" about every 2 ms:
+ *          TOKEN is the TSC at boot (16 hex digits), SEQ counts from 1. It has no
+ *          timer interrupt, so it spins on the TSC between beats (its vCPU stays busy);
+ *          the TSC's rate is CPUID leaf 0x16's base MHz, else taken as 2 GHz.
  * The first line, "vb-minikernel: MODE", is the first serial output of a boot.
  *
  * Power-off tries each VMM's way in turn; on the others the write goes nowhere:
@@ -95,6 +99,62 @@ static int same(const char *a, const char *b)
 	return *a == *b;
 }
 
+static inline u64 rdtsc(void)
+{
+	u32 lo, hi;
+	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+	return ((u64)hi << 32) | lo;
+}
+
+static u32 base_mhz(void)
+{
+	u32 a, b, c, d;
+	__asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0), "c"(0));
+	if (a < 0x16)
+		return 2000;
+	__asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0x16), "c"(0));
+	return (a & 0xffff) ? (a & 0xffff) : 2000;
+}
+
+static void put_hex(u64 v)
+{
+	char s[17];
+	for (int i = 15; i >= 0; i--, v >>= 4)
+		s[i] = "0123456789abcdef"[v & 0xf];
+	s[16] = 0;
+	puts_serial(s);
+}
+
+static void put_dec(u64 v)
+{
+	char s[21];
+	int i = 20;
+	s[i] = 0;
+	do
+		s[--i] = (char)('0' + v % 10);
+	while (v /= 10);
+	puts_serial(s + i);
+}
+
+static void beat(const char *name)
+{
+	u64 token = rdtsc(), period = (u64)base_mhz() * 2000, next = token;
+	for (u64 seq = 1;; seq++) {
+		puts_serial("VB-BEAT ");
+		puts_serial(name);
+		puts_serial(" ");
+		put_hex(token);
+		puts_serial(" ");
+		put_dec(seq);
+		puts_serial("\n");
+		next += period;
+		while ((long long)(rdtsc() - next) < 0)
+			__asm__ volatile("pause");
+		if ((long long)(rdtsc() - next) > (long long)period)
+			next = rdtsc(); /* stopped for a while: count the period from now */
+	}
+}
+
 static void power_off(void)
 {
 	outl(0xf4, 0);
@@ -116,10 +176,12 @@ void kmain(const struct hvm_start_info *si)
 	puts_serial("vb-minikernel: ");
 	puts_serial(mode);
 	puts_serial("\n");
-	if (same(mode, "sleep")) {
+	if (same(mode, "sleep") || same(mode, "beat")) {
 		puts_serial("VB-READY ");
 		puts_serial(name);
 		puts_serial("\n");
+		if (same(mode, "beat"))
+			beat(name);
 	} else {
 		puts_serial("VB-HELLO ");
 		puts_serial(name);

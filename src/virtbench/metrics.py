@@ -164,6 +164,29 @@ REGISTRY: tuple[Metric, ...] = (
     Metric("burst.host_cpu", "%", "lower", "the host's CPUs busy from the burst's first launch "
            "call to its last ready (or failure), /proc/stat", repeated=False, compared=False,
            headline=False),
+    # --- exec, pause, snapshot: operations on a running instance -----------------------------
+    Metric("exec.true", "ms", "lower", "the exec call issued (runc exec, docker exec over the "
+           "API, lxc-attach, nsenter) -> vb-hello's one line read and its exit seen" + _MONO,
+           resolution=NS_MS),
+    Metric("exec.stdout_1mib", "ms", "lower", "the exec call issued -> all 1 MiB of its "
+           "standard output read back and its exit seen" + _MONO, resolution=NS_MS),
+    Metric("pause.pause", "ms", "lower", "the pause call (freezer, runc/docker pause, "
+           "lxc-freeze, QEMU stop) -> it returned" + _MONO, resolution=NS_MS, headline=False),
+    Metric("pause.resume", "ms", "lower", "the resume call -> it returned" + _MONO,
+           resolution=NS_MS, headline=False),
+    Metric("pause.resume_to_ready", "ms", "lower", "the resume call -> the instance's next "
+           "heartbeat reached the host (its token, a later number; a minimal VM guest's "
+           "may come up to one 2 ms period later)" + _MONO, resolution=NS_MS),
+    Metric("snapshot.checkpoint", "ms", "lower", "the checkpoint call (runsc checkpoint, QEMU "
+           "migration to a file, CRIU) -> it returned, the state on disk" + _MONO,
+           resolution=NS_MS, headline=False),
+    Metric("snapshot.size", "MiB", "lower", "the checkpoint image on disk, as du counts it",
+           resolution=KIB_MIB / 2, headline=False),  # du counts 512-byte blocks
+    Metric("snapshot.restore", "ms", "lower", "the restore call -> it returned" + _MONO,
+           resolution=NS_MS, headline=False),
+    Metric("snapshot.restore_to_ready", "ms", "lower", "the restore call -> the first "
+           "heartbeat reached the host with the token drawn before the checkpoint and a "
+           "later number" + _MONO, resolution=NS_MS),
     # --- density: idle instances pile up, one runtime at a time -------------------------------
     _pile("density.launch", "ms", "lower", _SPAWN + "the new instance's ready datagram "
           "reached the host" + _MONO, resolution=NS_MS),

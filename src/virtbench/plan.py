@@ -156,6 +156,18 @@ def _steps(exp: Any, runtime: str, driver: str, costs: dict[str, float]) -> Step
         return Step(
             kind, runtime, n, t, f"{exp.runs} x bursts of {', '.join(map(str, exp.levels))}"
         )
+    if kind == "exec":  # one instance per repetition; a command's exec ~ a launch's tenth
+        execs = exp.runs * 2 * exp.count
+        t = exp.runs * launch_s(runtime, driver, costs) + execs * (
+            0.1 * launch_s(runtime, driver, costs) + 0.005
+        )
+        return Step(kind, runtime, exp.runs, t, f"{exp.runs} x 2 commands x {exp.count}")
+    if kind == "pause":
+        t = exp.runs * (launch_s(runtime, driver, costs) + exp.cycles * (exp.hold_s + 0.1))
+        return Step(kind, runtime, exp.runs, t, f"{exp.runs} x {exp.cycles} pause/resume cycles")
+    if kind == "snapshot":  # a checkpoint and a restore ~ a few launches
+        t = exp.runs * (4 * launch_s(runtime, driver, costs) + exp.gone_s + 1)
+        return Step(kind, runtime, 2 * exp.runs, t, f"{exp.runs} x checkpoint and restore")
     return Step(kind, runtime, 0, DEFAULT_MEASURE_S, "no model of this experiment")
 
 

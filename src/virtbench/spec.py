@@ -52,18 +52,26 @@ from virtbench.spec_runtimes import (
     check_tables,
     named_options,
 )
-from virtbench.spec_sandbox import BurstExperiment
+from virtbench.spec_sandbox import (
+    BurstExperiment,
+    ExecExperiment,
+    PauseExperiment,
+    SnapshotExperiment,
+)
 
 __all__ = [
     "EXPERIMENT_TYPES",
     "BootExperiment",
     "BurstExperiment",
     "DensityExperiment",
+    "ExecExperiment",
     "Experiment",
     "InstanceOptions",
     "IsolationExperiment",
+    "PauseExperiment",
     "RuntimeOptions",
     "ScalabilityExperiment",
+    "SnapshotExperiment",
     "Spec",
     "ThroughputExperiment",
     "load",

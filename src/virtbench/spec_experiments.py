@@ -11,7 +11,12 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from virtbench.measure.topology import PLACEMENTS
 from virtbench.spec_base import _Common, _Repeated, option_error
-from virtbench.spec_sandbox import BurstExperiment
+from virtbench.spec_sandbox import (
+    BurstExperiment,
+    ExecExperiment,
+    PauseExperiment,
+    SnapshotExperiment,
+)
 from virtbench.workloads.attackers import ATTACKERS, S1_ATTACKERS
 
 
@@ -309,7 +314,10 @@ Experiment = Annotated[
     | ScalabilityExperiment
     | IsolationExperiment
     | MinMemoryExperiment
-    | BurstExperiment,
+    | BurstExperiment
+    | ExecExperiment
+    | PauseExperiment
+    | SnapshotExperiment,
     Field(discriminator="type"),
 ]
 EXPERIMENT_TYPES = {
@@ -320,6 +328,9 @@ EXPERIMENT_TYPES = {
     "isolation": IsolationExperiment,
     "min_memory": MinMemoryExperiment,
     "burst": BurstExperiment,
+    "exec": ExecExperiment,
+    "pause": PauseExperiment,
+    "snapshot": SnapshotExperiment,
 }
 
 

@@ -1,5 +1,6 @@
 """The experiment tables of the questions people choosing a sandbox ask, beyond the five
-studies: many starts at once (`burst`)."""
+studies: many starts at once (`burst`), a command in a running instance (`exec`), pause
+and resume (`pause`), checkpoint and restore (`snapshot`)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,50 @@ class BurstExperiment(_Common):
         if len(set(v)) != len(v):
             raise ValueError("a level is given twice")
         return sorted(v)
+
+    def instance_workloads(self) -> list[str]:
+        return [self.workload]
+
+
+class ExecExperiment(_Common):
+    """Commands run in an already running instance: `count` times each per repetition,
+    one that prints a line and one that writes `stdout_bytes` to standard output."""
+
+    type: Literal["exec"]
+    workload: Literal["sleep"] = "sleep"
+    runs: int = Field(default=3, ge=1, le=1000)
+    count: int = Field(default=50, ge=1, le=100000)
+    stdout_bytes: int = Field(default=1 << 20, ge=1, le=1 << 30)
+    timeout_s: float = Field(default=60.0, gt=0, le=3600)
+
+    def instance_workloads(self) -> list[str]:
+        return [self.workload]
+
+
+class PauseExperiment(_Common):
+    """Pause -> hold `hold_s` -> resume -> the next heartbeat, `cycles` times per
+    repetition on one instance."""
+
+    type: Literal["pause"]
+    workload: Literal["beat"] = "beat"
+    runs: int = Field(default=3, ge=1, le=1000)
+    cycles: int = Field(default=10, ge=1, le=10000)
+    hold_s: float = Field(default=0.2, ge=0.01, le=600)
+    timeout_s: float = Field(default=60.0, gt=0, le=3600)
+
+    def instance_workloads(self) -> list[str]:
+        return [self.workload]
+
+
+class SnapshotExperiment(_Common):
+    """Checkpoint a running instance to disk, then restore it: one fresh instance per
+    repetition. `gone_s`: how long after the checkpoint no heartbeat may come."""
+
+    type: Literal["snapshot"]
+    workload: Literal["beat"] = "beat"
+    runs: int = Field(default=3, ge=1, le=1000)
+    gone_s: float = Field(default=0.2, ge=0.01, le=600)
+    timeout_s: float = Field(default=300.0, gt=0, le=3600)
 
     def instance_workloads(self) -> list[str]:
         return [self.workload]

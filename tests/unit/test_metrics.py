@@ -41,7 +41,8 @@ OUTPUTS = {
 }
 # The experiments' own figures: a name as a string literal in the code that records them.
 RECORDED = re.compile(
-    r"(boot|density|scalability|isolation|host|min_memory|burst)\.[a-z0-9_]+|image_size"
+    r"(boot|density|scalability|isolation|host|min_memory|burst|exec|pause|snapshot)"
+    r"\.[a-z0-9_]+|image_size"
 )
 RECORDERS = [*sorted((SRC / "experiments").glob("*.py")), SRC / "runner.py",
              SRC / "measure" / "host.py"]  # fmt: skip

@@ -15,6 +15,9 @@ BUILTIN = {
     "isolation": "virtbench.experiments.isolation",
     "min_memory": "virtbench.experiments.min_memory",
     "burst": "virtbench.experiments.burst",
+    "exec": "virtbench.experiments.exec",
+    "pause": "virtbench.experiments.pause",
+    "snapshot": "virtbench.experiments.snapshot",
 }
 
 

@@ -5,6 +5,9 @@ reaches the host: loopback or the run's bridge) or over a unix datagram socket
 bind-mounted into them (instances without a network). A background thread receives
 them and stamps each with the host's monotonic clock the moment it returns from
 recv; guest clocks are never used.
+
+Instances of the `beat` workload go on sending `beat <instance> <token> <seq>`: the
+last one of each instance and how many came are kept (`beat`, `wait_beat`).
 """
 
 from __future__ import annotations
@@ -15,21 +18,71 @@ import selectors
 import socket
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 UNIX_NAME = "probe.sock"
 
 
-class ProbeListener:
+@dataclass(frozen=True)
+class Beat:
+    """An instance's last heartbeat: when it arrived (host monotonic ns), the token the
+    instance drew at its start, its sequence number, and how many beats came so far."""
+
+    t_ns: int
+    token: str
+    seq: int
+    count: int
+
+
+class Heartbeats:
+    """The last heartbeat of each instance, and a wait for the next one."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._beats: dict[str, Beat] = {}
+
+    def beat(self, instance: str, token: str, seq: int, t_ns: int) -> None:
+        """Record a heartbeat of `instance` that arrived at `t_ns` (the listener's own, or
+        one a VM's console reader saw)."""
+        with self._cond:
+            last = self._beats.get(instance)
+            count = last.count + 1 if last is not None else 1
+            self._beats[instance] = Beat(t_ns, token, seq, count)
+            self._cond.notify_all()
+
+    def last_beat(self, instance: str) -> Beat | None:
+        with self._cond:
+            return self._beats.get(instance)
+
+    def wait_beat(self, instance: str, after_count: int, timeout: float) -> Beat | None:
+        """The first heartbeat of `instance` received after its `after_count`-th (its
+        last one, if several came since), or None on timeout."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while (b := self._beats.get(instance)) is None or b.count <= after_count:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                self._cond.wait(left)
+            return b
+
+    def forget(self, instance: str) -> None:
+        """Drop what was kept of `instance` (it was stopped)."""
+        with self._cond:
+            self._beats.pop(instance, None)
+
+
+class ProbeListener(Heartbeats):
     """Listens on 127.0.0.1:<port>, optional extra UDP addresses, and a unix socket."""
 
     def __init__(self, unix_dir: Path, port: int = 0) -> None:
+        super().__init__()
         self.unix_dir = unix_dir
         self.unix_name = UNIX_NAME
         self._sel = selectors.DefaultSelector()
         self._socks: list[socket.socket] = []
         self._ready: dict[str, int] = {}
-        self._cond = threading.Condition()
         self._stop_r, self._stop_w = os.pipe()
         self._sel.register(self._stop_r, selectors.EVENT_READ)
         lo = self._bind_udp("127.0.0.1", port)
@@ -80,6 +133,8 @@ class ProbeListener:
                         with self._cond:
                             self._ready.setdefault(parts[1], t)
                             self._cond.notify_all()
+                    elif len(parts) == 4 and parts[0] == "beat" and parts[3].isdigit():
+                        self.beat(parts[1], parts[2], int(parts[3]), t)
 
     def mark(self, instance: str, t_ns: int) -> None:
         """Record `instance` ready at `t_ns` as if its datagram had arrived then (drivers
@@ -87,6 +142,12 @@ class ProbeListener:
         with self._cond:
             self._ready.setdefault(instance, t_ns)
             self._cond.notify_all()
+
+    def forget(self, instance: str) -> None:
+        """Drop what was kept of `instance` (it was stopped)."""
+        super().forget(instance)
+        with self._cond:
+            self._ready.pop(instance, None)
 
     def wait(self, instance: str, timeout: float) -> int | None:
         """Monotonic ns at which `instance` signalled ready, or None on timeout."""

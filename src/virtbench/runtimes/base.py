@@ -36,6 +36,7 @@ from pydantic import BaseModel
 from virtbench import cgroups, proc
 from virtbench.errors import EngineGone, InstanceError, SpecError, VirtbenchError
 from virtbench.runtimes.byhand import ByHand
+from virtbench.runtimes.controls import Controls
 from virtbench.runtimes.leftovers import Leftovers
 from virtbench.runtimes.model import (  # re-exported: drivers import them from here
     DATA_MOUNT,
@@ -69,7 +70,7 @@ __all__ = [
 ]
 
 
-class Runtime(Observe, ByHand, Leftovers, ABC):
+class Runtime(Observe, ByHand, Leftovers, Controls, ABC):
     """Base class of every runtime driver."""
 
     # Its launch is one launcher command (`_launch`) or a spawn that returns at once: a
@@ -350,6 +351,9 @@ class Runtime(Observe, ByHand, Leftovers, ABC):
         if inst.stopped:
             return 0.0
         t0 = time.monotonic()
+        if inst.extra.get("paused"):  # thawed first: some runtimes cannot delete it frozen
+            with contextlib.suppress(Exception):
+                self.resume(inst)
         try:
             self._stop(inst)
         except Exception:

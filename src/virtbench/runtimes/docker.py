@@ -32,6 +32,7 @@ from virtbench import proc
 from virtbench.errors import InstanceError
 from virtbench.runtimes import owners, traces
 from virtbench.runtimes.base import Availability, Instance, which
+from virtbench.runtimes.docker_controls import DockerControls
 from virtbench.runtimes.engine import LABEL, Engine, engine_exit_reason
 from virtbench.sysctl import namespaced
 
@@ -121,7 +122,7 @@ def dockerd_argv(config_file: Path) -> list[str]:
     return [which("dockerd") or "dockerd", "--config-file", str(config_file), "-H", BASE_URL]
 
 
-class Docker(Engine):
+class Docker(DockerControls, Engine):
     name = "docker"
     description = "Docker Engine (SDK), image imported from the artifact rootfs"
     Options = DockerOptions

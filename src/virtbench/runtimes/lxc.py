@@ -129,6 +129,24 @@ class Lxc(Runtime):
     def _command_line(self, inst: Instance) -> tuple[list[str], dict[str, str]]:
         return self._argv(inst, "lxc-start", "-F"), {}
 
+    # --- exec, pause (controls.py) ----------------------------------------------------
+    def cannot_exec(self) -> str | None:
+        return None
+
+    def exec_argv(self, inst: Instance, argv: list[str]) -> list[str]:
+        return [*self._argv(inst, "lxc-attach"), "--", *argv]
+
+    def _pause(self, inst: Instance) -> None:
+        proc.run(self._argv(inst, "lxc-freeze"), timeout=60)
+
+    def _resume(self, inst: Instance) -> None:
+        proc.run(self._argv(inst, "lxc-unfreeze"), timeout=60)
+
+    def cannot_snapshot(self) -> str | None:
+        from virtbench.runtimes.controls import criu_problem
+
+        return criu_problem() or "virtbench does not drive lxc-checkpoint (yet)"
+
     def _stop(self, inst: Instance) -> None:
         p = inst.proc
         exited = p is not None and p.poll() is not None  # foreground: gone with its init

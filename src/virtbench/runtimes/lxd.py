@@ -342,6 +342,22 @@ class Lxd(Runtime):
             with open(inst.log_path, "ab") as log:
                 log.write(text)
 
+    # --- exec, pause (controls.py) ----------------------------------------------------
+    def cannot_exec(self) -> str | None:
+        return None
+
+    def exec_argv(self, inst: Instance, argv: list[str]) -> list[str]:
+        return ["lxc", "exec", inst.name, "--", *argv]
+
+    def exec_env(self) -> dict[str, str] | None:
+        return self.env
+
+    def _pause(self, inst: Instance) -> None:
+        self.lxc("pause", inst.name, timeout=60)
+
+    def _resume(self, inst: Instance) -> None:
+        self.lxc("start", inst.name, timeout=60)
+
     def _stop(self, inst: Instance) -> None:
         p = inst.proc
         deadline = time.monotonic() + STOP_TIMEOUT

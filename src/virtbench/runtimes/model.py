@@ -59,6 +59,7 @@ class InstanceSpec:
     pids_limit: int | None = None  # most tasks (processes + threads) the instance may have
     data: bool = False  # a fresh directory on the host's disk at DATA_MOUNT (not tmpfs)
     sysctls: tuple[tuple[str, str], ...] = ()  # the run's sysctl profile (sysctl.py)
+    control: bool = False  # to be paused or checkpointed (a QEMU gets its QMP socket)
 
 
 @dataclass

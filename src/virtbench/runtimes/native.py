@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel
 
 from virtbench import cgroups, proc
+from virtbench.errors import InstanceError
 from virtbench.runtimes.base import (
     DATA_MOUNT,
     PROBE_PLACEHOLDER,
@@ -89,10 +90,11 @@ class Native(Runtime):
         addr = f"unix:{probe.unix_dir / probe.unix_name}"
         return tuple(addr if a == PROBE_PLACEHOLDER else a for a in inst.spec.argv)
 
-    def _host_argv(self, inst: Instance) -> list[str]:
-        """The argv with paths inside the instance replaced by their host copies: the
-        artifact's files and non-empty directories (not /tmp, /proc, ...), and the data
-        directory. Also the value of `--opt=/path` and `key=/path` arguments."""
+    def _host_argv(self, inst: Instance, argv: list[str] | None = None) -> list[str]:
+        """The argv (default: the instance's) with paths inside the instance replaced by
+        their host copies: the artifact's files and non-empty directories (not /tmp,
+        /proc, ...), and the data directory. Also the value of `--opt=/path` and
+        `key=/path` arguments."""
         root = inst.spec.rootfs
 
         def host(path: str) -> str:
@@ -107,7 +109,7 @@ class Native(Runtime):
             return str(p) if inside else path
 
         out = []
-        for arg in inst.argv:
+        for arg in inst.argv if argv is None else argv:
             key, eq, value = arg.partition("=")
             out.append(key + eq + host(value) if eq and value.startswith("/") else host(arg))
         return out
@@ -133,6 +135,27 @@ class Native(Runtime):
                 stderr=log.fileno(),
                 env=env,
             )
+
+    # --- exec, pause (controls.py): pause is the cgroup freezer -----------------------
+    def cannot_exec(self) -> str | None:
+        return None
+
+    def exec_argv(self, inst: Instance, argv: list[str]) -> list[str]:
+        """nsenter into the namespaces of the instance's process (for a native one, the
+        host's own), with the artifact's programs at their host paths."""
+        return ["nsenter", "-t", str(self.leader(inst)), "-a", "--",
+                *self._host_argv(inst, argv)]  # fmt: skip
+
+    def leader(self, inst: Instance) -> int:
+        """The instance's first process (vb-cgexec exec'd the workload)."""
+        if inst.proc is None or inst.proc.poll() is not None:
+            raise InstanceError(f"{self.label}: {inst.name} is not running")
+        return inst.proc.pid
+
+    def cannot_snapshot(self) -> str | None:
+        from virtbench.runtimes.controls import criu_problem
+
+        return criu_problem() or "virtbench does not checkpoint a native process (yet)"
 
     def _stop(self, inst: Instance) -> None:
         self._dirs.pop(inst.name, None)

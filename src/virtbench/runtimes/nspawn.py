@@ -17,9 +17,11 @@ import signal
 import subprocess
 from typing import ClassVar
 
+import psutil
 from pydantic import BaseModel
 
 from virtbench import proc
+from virtbench.errors import InstanceError
 from virtbench.runtimes.base import Availability, Family, Instance, which
 from virtbench.runtimes.native import Native
 
@@ -68,6 +70,27 @@ class Nspawn(Native):
             argv.append(f"--network-namespace-path={inst.netns}")
         argv += [f"--bind={host}:{dest}" for host, dest in inst.binds]
         return [*argv, "--", *inst.argv]
+
+    def exec_argv(self, inst: Instance, argv: list[str]) -> list[str]:
+        return ["nsenter", "-t", str(self.leader(inst)), "-a", "--", *argv]
+
+    def leader(self, inst: Instance) -> int:
+        """The container's PID 1: the first process under systemd-nspawn in a PID
+        namespace of its own."""
+        if "leader" not in inst.extra:
+            nspawn = super().leader(inst)
+            mine = os.readlink(f"/proc/{nspawn}/ns/pid")
+            for child in psutil.Process(nspawn).children(recursive=True):
+                with contextlib.suppress(OSError):
+                    if os.readlink(f"/proc/{child.pid}/ns/pid") != mine:
+                        inst.extra["leader"] = child.pid
+                        break
+            else:
+                raise InstanceError(f"{self.label}: {inst.name}'s container process not found")
+        return int(inst.extra["leader"])
+
+    def cannot_snapshot(self) -> str | None:
+        return "systemd-nspawn has no checkpoint/restore"
 
     def _stop(self, inst: Instance) -> None:
         # TERM lets nspawn end the container and undo its mounts and its propagation

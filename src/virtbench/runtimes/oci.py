@@ -191,6 +191,41 @@ class OciRuntime(Runtime):
             raise InstanceError(f"{self.binary} delete {inst.name}: {res.brief()}")
         remove_tree(self._bundle_dir(inst))
 
+    # --- exec, pause, checkpoint (controls.py) --------------------------------------
+    def cannot_exec(self) -> str | None:
+        return None
+
+    def exec_argv(self, inst: Instance, argv: list[str]) -> list[str]:
+        return [self.binary, "exec", inst.name, *argv]
+
+    def _control(self, inst: Instance, *args: str, timeout: float = 60) -> None:
+        res = proc.run([self.binary, *args], check=False, timeout=timeout)
+        if res.returncode != 0:
+            what = next(a for a in args if not a.startswith("-"))
+            raise InstanceError(f"{self.binary} {what} {inst.name}: {res.brief()}")
+
+    def _pause(self, inst: Instance) -> None:
+        self._control(inst, "pause", inst.name)
+
+    def _resume(self, inst: Instance) -> None:
+        self._control(inst, "resume", inst.name)
+
+    def cannot_snapshot(self) -> str | None:
+        from virtbench.runtimes.controls import criu_problem
+
+        return criu_problem() or None  # runc and crun checkpoint through CRIU
+
+    def checkpoint(self, inst: Instance, image_dir: Path) -> None:
+        self._control(inst, "checkpoint", "--image-path", str(image_dir), inst.name,
+                      timeout=300)  # fmt: skip
+        # the checkpointed container has stopped; its name is free for the restore
+        proc.run([self.binary, "delete", "--force", inst.name], check=False, timeout=30)
+
+    def restore(self, inst: Instance, image_dir: Path) -> None:
+        self._control(inst, *self.global_args(inst), "restore", "--image-path", str(image_dir),
+                      "--bundle", str(self._bundle_dir(inst)), self.detach_flag, inst.name,
+                      timeout=300)  # fmt: skip
+
     @classmethod
     def list_instances(cls) -> list[str]:
         """Names of every container this runtime knows (for clean)."""

@@ -227,6 +227,27 @@ class Podman(Engine):
             state.get("Running"), state.get("ExitCode"), state.get("OOMKilled"), state.get("Error")
         )
 
+    # --- exec, pause (controls.py) ----------------------------------------------------
+    def cannot_exec(self) -> str | None:
+        return None
+
+    def exec_argv(self, inst: Instance, argv: list[str]) -> list[str]:
+        return self._podman("exec", inst.name, *argv)
+
+    def exec_env(self) -> dict[str, str] | None:
+        return self.env
+
+    def _pause(self, inst: Instance) -> None:
+        self._run("pause", inst.name, timeout=60)
+
+    def _resume(self, inst: Instance) -> None:
+        self._run("unpause", inst.name, timeout=60)
+
+    def cannot_snapshot(self) -> str | None:
+        from virtbench.runtimes.controls import criu_problem
+
+        return criu_problem() or "virtbench does not drive podman's checkpoint (yet)"
+
     def _stop(self, inst: Instance) -> None:
         p = inst.proc
         if p is not None and p.poll() is None:

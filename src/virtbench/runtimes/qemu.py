@@ -12,11 +12,18 @@ reported as 0 once the hello marker was seen). Samples under TCG are marked emul
 
 from __future__ import annotations
 
+import contextlib
+import shlex
+from pathlib import Path
 from typing import ClassVar, Literal
 
 from pydantic import BaseModel, field_validator
 
+from virtbench import proc
+from virtbench.errors import InstanceError
 from virtbench.runtimes.base import Instance, which
+from virtbench.runtimes.native import Native
+from virtbench.runtimes.qmp import Qmp
 from virtbench.runtimes.vm import SIMPLE, Vm, VmOptions
 
 MACHINES = ("microvm", "q35")
@@ -103,6 +110,10 @@ class Qemu(Vm):
             nic = "virtio-net-device" if o.machine == "microvm" else "virtio-net-pci"
             argv += ["-netdev", f"tap,id=vbnet,ifname={inst.extra['tap']},script=no,downscript=no",
                      "-device", f"{nic},netdev=vbnet,mac={inst.extra['mac']}"]  # fmt: skip
+        if inst.spec.control:  # paused or checkpointed: its machine protocol's socket
+            argv += ["-qmp", f"unix:{self.qmp_path(inst)},server=on,wait=off"]
+        if incoming := inst.extra.get("incoming"):  # a restore: the state saved by migrate
+            argv += ["-incoming", f"exec:cat {shlex.quote(str(incoming))}"]
         if (initrd := self.initrd(inst)) is not None:
             argv += ["-initrd", str(initrd)]
         blk = "virtio-blk-device" if o.machine == "microvm" else "virtio-blk-pci"
@@ -119,3 +130,55 @@ class Qemu(Vm):
             argv += ["-drive", f"id=vbscratch,file={scratch},format=raw,if=none,cache=none,"
                      "aio=threads", "-device", f"{blk},drive=vbscratch"]  # fmt: skip
         return argv
+
+    # --- pause and snapshot (controls.py): QMP stop/cont, migration to a file -------------
+    def qmp_path(self, inst: Instance) -> Path:
+        return self.ctx.scratch / "qmp" / f"{inst.name}.sock"
+
+    def _qmp(self, inst: Instance) -> Qmp:
+        if not inst.spec.control:
+            raise InstanceError(f"{inst.name}: started without its QMP socket (control=False)")
+        q = inst.extra.get("qmp")
+        if q is None:
+            q = inst.extra["qmp"] = Qmp(self.qmp_path(inst))
+        return q
+
+    def ready_controls(self, inst: Instance) -> None:
+        self._qmp(inst)
+
+    def cannot_pause(self) -> str | None:
+        return None
+
+    def _pause(self, inst: Instance) -> None:
+        self._qmp(inst).cmd("stop")
+
+    def _resume(self, inst: Instance) -> None:
+        self._qmp(inst).cmd("cont")
+
+    def cannot_snapshot(self) -> str | None:
+        return None
+
+    def checkpoint(self, inst: Instance, image_dir: Path) -> None:
+        """Migrate the VM's state to `image_dir/state`, then end this QEMU."""
+        q = self._qmp(inst)
+        q.migrate_to(image_dir / "state", timeout=300)
+        with contextlib.suppress(InstanceError):  # it quits before it answers, at times
+            q.cmd("quit")
+        q.close()
+        inst.extra.pop("qmp", None)
+        if inst.proc is not None:
+            proc.wait(inst.proc, 30)
+        self._end_reader(inst)
+
+    def restore(self, inst: Instance, image_dir: Path) -> None:
+        """A new QEMU with the same command line, taking its state from the file
+        (`-incoming`); returns once its QMP socket answers."""
+        inst.extra["incoming"] = image_dir / "state"
+        inst.extra.pop("t_ready_ns", None)
+        try:
+            self.qmp_path(inst).unlink(missing_ok=True)
+            Native._prepare(self, inst)  # its cgroups again (kept since the launch)
+            self._start(inst, True)
+            self._qmp(inst)
+        finally:
+            inst.extra.pop("incoming", None)

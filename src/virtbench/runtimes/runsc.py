@@ -121,5 +121,8 @@ class Runsc(OciRuntime):
             mode = "sandbox" if self.options.netstack == "gvisor" else "host"
         return [f"--platform={self.options.platform}", f"--network={mode}", "--host-uds=open"]
 
+    def cannot_snapshot(self) -> str | None:
+        return None  # gVisor saves the sandbox's own kernel state: no CRIU
+
     def hang_hint(self) -> str:
         return f" (platform {self.options.platform} may not work on this host)"

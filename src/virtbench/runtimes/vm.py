@@ -156,7 +156,7 @@ class Vm(Native):
         assert isinstance(opts, VmOptions)
         simple = workload in SIMPLE
         if opts.guest == "minimal" and not simple:
-            return ('its minimal guest runs only hello and sleep (guest = "auto" or "linux" '
+            return ('its minimal guest runs only hello, sleep and beat (guest = "auto" or "linux" '
                     "boots Linux for other workloads)")  # fmt: skip
         if opts.guest == "image":
             return image_cannot_run(workload, opts)
@@ -332,7 +332,9 @@ class Vm(Native):
             vm_image.watch_port(inst, self.vm_opts, lambda t: self._ready(inst, t))
 
     def _read_console(self, inst: Instance) -> None:
-        read_console(inst, self.vm_opts.ready, lambda t: self._ready(inst, t))
+        probe = self.ctx.probe
+        beat = None if probe is None else (lambda tok, seq, t: probe.beat(inst.name, tok, seq, t))
+        read_console(inst, self.vm_opts.ready, lambda t: self._ready(inst, t), beat)
 
     def _ready(self, inst: Instance, t: int) -> None:
         inst.extra["t_ready_ns"] = t
@@ -356,13 +358,27 @@ class Vm(Native):
         return rc
 
     def _stop(self, inst: Instance) -> None:
+        if (q := inst.extra.pop("qmp", None)) is not None:
+            q.close()
         super()._stop(inst)
         vm_image.end(inst)
+        self._end_reader(inst)
+
+    def _end_reader(self, inst: Instance) -> None:
+        """After the VMM ended: its console read to the end, and closed."""
         reader = self._readers.pop(inst.name, None)
         if reader is not None:
             reader.join(timeout=5)
         if inst.proc is not None and inst.proc.stdout is not None:
             inst.proc.stdout.close()
+
+    # --- exec, snapshot (controls.py); pause is the freezer on the VMM, QEMU's is QMP --
+    def cannot_exec(self) -> str | None:
+        return ("its guest has no exec agent: the minimal guest has no processes, and "
+                "vb-init, the Linux guest's init, runs one workload")  # fmt: skip
+
+    def cannot_snapshot(self) -> str | None:
+        return f"virtbench drives snapshots of QEMU only, not yet {self.name}'s snapshot API"
 
     def guest_ram_pss(self, inst: Instance) -> int | None:
         size_kib = self.memory_mib(inst) * 1024

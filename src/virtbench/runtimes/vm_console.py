@@ -11,14 +11,17 @@ from collections.abc import Callable
 from virtbench.runtimes.model import Instance
 
 MARKER = re.compile(rb"VB-(READY|HELLO|EXIT) (\S+)(?: (\d+))?\r*\n")  # whole lines
+BEAT = re.compile(rb"VB-BEAT (\S+) ([0-9a-f]+) (\d+)\r*\n")
 
 
-def read_console(inst: Instance, pattern: str | None, ready: Callable[[int], None]) -> None:
+def read_console(inst: Instance, pattern: str | None, ready: Callable[[int], None],
+                 beat: Callable[[str, int, int], None] | None = None) -> None:  # fmt: skip
     """Copy the serial console (the VMM's stdout) to the instance's log until it ends,
     stamping its first byte (`t_first_output_ns`) and the markers: `VB-READY <name>`, or
     the image's `pattern` (`{name}` stands for the instance's name), calls `ready(t_ns)`
     once; `VB-HELLO <name>` says the hello workload ran; `VB-EXIT <name> <status>` is a
-    Linux guest's workload's status."""
+    Linux guest's workload's status; `VB-BEAT <name> <token> <seq>` calls `beat(token,
+    seq, t_ns)` and is not copied to the log (the beat workload says it every 2 ms)."""
     assert inst.proc is not None and inst.proc.stdout is not None
     fd = inst.proc.stdout.fileno()
     pending = b""
@@ -36,6 +39,8 @@ def read_console(inst: Instance, pattern: str | None, ready: Callable[[int], Non
             if not chunk:
                 break
             inst.extra.setdefault("t_first_output_ns", t)
+            if beat is not None and b"VB-BEAT" in pending + chunk:
+                chunk = _beats(pending, chunk, inst.name, t, beat)
             log.write(chunk)
             if expr is not None and "t_ready_ns" not in inst.extra and len(seen) < 65536:
                 seen += chunk
@@ -52,3 +57,21 @@ def read_console(inst: Instance, pattern: str | None, ready: Callable[[int], Non
                 elif m.group(1) == b"EXIT" and m.group(3) is not None:
                     inst.extra["guest_status"] = int(m.group(3))
             pending = pending[pending.rfind(b"\n") + 1 :]
+
+
+def _beats(pending: bytes, chunk: bytes, name: str, t: int,
+           beat: Callable[[str, int, int], None]) -> bytes:  # fmt: skip
+    """Call `beat` for each whole heartbeat line of `name` that `chunk` completes; the
+    chunk without the heartbeat lines wholly in it (a line begun in an earlier chunk is
+    in the log already, and stays)."""
+    tail = pending[pending.rfind(b"\n") + 1 :]
+    text, start = tail + chunk, len(tail)
+    kept, pos = [], start
+    for m in BEAT.finditer(text):
+        if m.group(1).decode(errors="replace") == name:
+            beat(m.group(2).decode(), int(m.group(3)), t)
+        if m.start() >= start:
+            kept.append(text[pos : m.start()])
+            pos = m.end()
+    kept.append(text[pos:])
+    return b"".join(kept)

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 KERNEL = "boot/vb-minikernel"  # inside the artifact rootfs
 MEMORY_MIB = {"minimal": 64, "image": 64, "linux": 512}  # when neither instance nor option says
 LINUX_CMDLINE = "console=ttyS0 panic=-1 quiet rdinit=/init"
-SIMPLE = ("hello", "sleep")  # the workloads the minimal guest (and an image) can be
+SIMPLE = ("hello", "sleep", "beat")  # the workloads the minimal guest (and an image) can be
 # what an image may serve (`serves`): the workloads whose host-side clients drive it, the
 # port it listens on unless `port` says, and the protocol its readiness is probed with
 SERVES: dict[str, tuple[str, ...]] = {
@@ -125,9 +125,11 @@ def mac_of(ip: str) -> str:
 
 
 def guest_mode(argv: tuple[str, ...]) -> str | None:
-    """The minimal guest's mode for a workload's argv: hello, sleep, or None."""
+    """The minimal guest's mode for a workload's argv: hello, sleep, beat, or None."""
     if argv == ("/bin/vb-hello",):
         return "hello"
     if argv and argv[0] == "/bin/vb-ready" and argv[-1] == "/bin/vb-sleep":
         return "sleep"
+    if len(argv) == 5 and argv[0] == "/bin/vb-ready" and argv[3] == "--beat":
+        return "beat"
     return None

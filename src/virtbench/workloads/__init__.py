@@ -59,6 +59,7 @@ from virtbench.errors import VirtbenchError
 BUILTIN = {
     "hello": "virtbench.workloads.hello",
     "sleep": "virtbench.workloads.sleep",
+    "beat": "virtbench.workloads.beat",
     "nginx": "virtbench.workloads.nginx",
     "redis": "virtbench.workloads.redis",
     "iperf3": "virtbench.workloads.iperf3",

@@ -1,0 +1,115 @@
+"""`pause`: how fast a paused instance runs again, as a sandbox pool parks idle sandboxes.
+
+Per runtime and repetition, one `beat` instance is started and made ready (untimed): it
+sends a heartbeat every 2 ms carrying a token of its own and a sequence number. Then,
+`cycles` times, through the runtime's own pause (the cgroup freezer for native and
+nspawn, `runc pause`, `docker pause`, `lxc-freeze`, QEMU's stop: runtimes/controls.py):
+
+  pause.pause            the pause call -> it returned (the instance frozen)
+  (held for hold_s: a heartbeat that arrives then fails the cycle -- it was not paused)
+  pause.resume           the resume call -> it returned
+  pause.resume_to_ready  the resume call -> the first heartbeat after it reached the host,
+                         with the instance's token and a later sequence number
+
+The minimal VM guest has no timer: it counts its heartbeat period on the TSC, which may
+add up to one period (about 2 ms) after a QEMU stop/cont. One unit of measurement (`run
+--resume`) is a runtime's repetition.
+"""
+
+from __future__ import annotations
+
+import time
+
+from virtbench.errors import InstanceError
+from virtbench.experiments.failures import Failures
+from virtbench.experiments.held import base_of, cannot, running
+from virtbench.experiments.session import Session
+from virtbench.measure.probe import Beat
+from virtbench.runtimes.base import Instance
+from virtbench.spec_sandbox import PauseExperiment
+from virtbench.store import Sample
+
+UNIT = ("runtime", "repetition", "workload")
+
+METRICS = ("pause.pause", "pause.resume", "pause.resume_to_ready")
+LAND_S = 0.02  # for heartbeats already on their way when the pause returned
+
+
+def run(s: Session, cfg: PauseExperiment) -> None:
+    failures = Failures(s, "pause")
+    for rep, warmup, order in s.schedule(0, cfg.runs, "pause"):
+        for runtime in order:
+            unit = {"runtime": runtime, "repetition": rep, "workload": cfg.workload}
+            if not s.pending("pause", warmup, **unit):
+                continue
+            base = base_of(s, "pause", runtime, cfg.workload, rep)
+            why = s.runtimes[runtime].cannot_pause()
+            if why is not None:
+                cannot(s, "pause", runtime, why, list(METRICS), base, dict.fromkeys(METRICS, "ms"))
+            elif not failures.skip(runtime):
+                with failures.attempt(runtime):
+                    pause_cycles(s, runtime, cfg, base)
+            s.finished("pause", warmup, **unit)
+        s.say(f"pause: repetition {rep + 1}/{cfg.runs} done")
+
+
+def steady_beat(s: Session, inst: Instance, timeout: float) -> Beat:
+    """The instance's heartbeat once it beats (the second one: its first may have been
+    sent before the host listened for beats)."""
+    beat = s.probe.wait_beat(inst.name, 1, timeout)
+    if beat is None:
+        raise InstanceError(f"{inst.name}: ready, but no heartbeat in {timeout:g} s: "
+                            f"{inst.log_tail()}")  # fmt: skip
+    return beat
+
+
+def next_beat(s: Session, inst: Instance, after: Beat, timeout: float, what: str) -> Beat:
+    """The first heartbeat after `after`; InstanceError unless it is the same instance's
+    (same token) and goes on from it (a later sequence number)."""
+    beat = s.probe.wait_beat(inst.name, after.count, timeout)
+    if beat is None:
+        raise InstanceError(f"{inst.name}: no heartbeat in {timeout:g} s after {what}: "
+                            f"{inst.log_tail()}")  # fmt: skip
+    if beat.token != after.token:
+        raise InstanceError(f"{inst.name}: after {what} it beats with token {beat.token}, not "
+                            f"{after.token}: not the same instance")  # fmt: skip
+    if beat.seq <= after.seq:
+        raise InstanceError(f"{inst.name}: after {what} its heartbeat number went back from "
+                            f"{after.seq} to {beat.seq}")  # fmt: skip
+    return beat
+
+
+def pause_cycles(s: Session, runtime: str, cfg: PauseExperiment, base: dict) -> None:
+    rt = s.runtimes[runtime]
+    with running(s, runtime, cfg.workload, cfg.timeout_s, control=True) as inst:
+        steady_beat(s, inst, cfg.timeout_s)
+        for cycle in range(cfg.cycles):
+            params = dict(base["params"], cycle=cycle)
+            b = {**base, "params": params}
+            try:
+                with s.timed("pause", runtime, params):
+                    t0 = time.monotonic_ns()
+                    rt.pause(inst)
+                    t1 = time.monotonic_ns()
+                time.sleep(LAND_S)
+                held = s.probe.last_beat(inst.name)
+                assert held is not None
+                time.sleep(cfg.hold_s)
+                late = s.probe.last_beat(inst.name)
+                if late is not None and late.count != held.count:
+                    n = late.count - held.count
+                    raise InstanceError(f"{runtime}: {n} heartbeats came in the "
+                                        f"{cfg.hold_s:g} s it was paused: not paused")  # fmt: skip
+                with s.timed("pause", runtime, params, wait=False):
+                    t2 = time.monotonic_ns()
+                    rt.resume(inst)
+                    t3 = time.monotonic_ns()
+                    beat = next_beat(s, inst, held, cfg.timeout_s, "its resume")
+            except InstanceError as exc:
+                for m in METRICS:
+                    s.record(Sample(metric=m, value=None, unit="ms", error=str(exc), **b))
+                raise
+            s.record(Sample(metric="pause.pause", value=(t1 - t0) / 1e6, unit="ms", **b))
+            s.record(Sample(metric="pause.resume", value=(t3 - t2) / 1e6, unit="ms", **b))
+            s.record(Sample(metric="pause.resume_to_ready", value=(beat.t_ns - t2) / 1e6,
+                            unit="ms", **b))  # fmt: skip

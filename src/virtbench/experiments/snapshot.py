@@ -1,0 +1,96 @@
+"""`snapshot`: checkpoint a running instance to disk and restore it, as a sandbox service
+parks and revives sandboxes.
+
+Per runtime and repetition, one fresh `beat` instance is started and made ready
+(untimed); it sends a heartbeat every 2 ms carrying a token of its own and a sequence
+number. Then, through the runtime's own checkpoint (`runsc checkpoint`, QEMU's migration
+to a file, CRIU for runc and crun where `criu check` passes: runtimes/controls.py):
+
+  snapshot.checkpoint        the checkpoint call -> it returned (the state on disk, the
+                             instance gone: a heartbeat after it fails the repetition)
+  snapshot.size              the checkpoint image's size on disk (du)
+  snapshot.restore           the restore call -> it returned
+  snapshot.restore_to_ready  the restore call -> the first heartbeat reached the host,
+                             with the token drawn before the checkpoint and a later
+                             sequence number: the same instance, going on
+
+The image is removed after each repetition (and by `virtbench clean` after a crash: it
+lives in the run's state directory). A runtime that cannot checkpoint here is said once,
+with why (CRIU's `criu check` output where that is the reason), as failed samples.
+"""
+
+from __future__ import annotations
+
+import time
+
+from virtbench.artifacts.rootfs import disk_usage
+from virtbench.errors import InstanceError
+from virtbench.experiments.failures import Failures
+from virtbench.experiments.held import base_of, cannot, running
+from virtbench.experiments.pause import LAND_S, next_beat, steady_beat
+from virtbench.experiments.session import Session
+from virtbench.runtimes.base import remove_tree
+from virtbench.spec_sandbox import SnapshotExperiment
+from virtbench.store import Sample
+
+UNIT = ("runtime", "repetition", "workload")
+
+UNITS = {"snapshot.checkpoint": "ms", "snapshot.size": "MiB", "snapshot.restore": "ms",
+         "snapshot.restore_to_ready": "ms"}  # fmt: skip
+
+
+def run(s: Session, cfg: SnapshotExperiment) -> None:
+    failures = Failures(s, "snapshot")
+    for rep, warmup, order in s.schedule(0, cfg.runs, "snapshot"):
+        for runtime in order:
+            unit = {"runtime": runtime, "repetition": rep, "workload": cfg.workload}
+            if not s.pending("snapshot", warmup, **unit):
+                continue
+            base = base_of(s, "snapshot", runtime, cfg.workload, rep)
+            why = s.runtimes[runtime].cannot_snapshot()
+            if why is not None:
+                cannot(s, "snapshot", runtime, why, list(UNITS), base, UNITS)
+            elif not failures.skip(runtime):
+                with failures.attempt(runtime):
+                    snapshot_once(s, runtime, cfg, base)
+            s.finished("snapshot", warmup, **unit)
+        s.say(f"snapshot: repetition {rep + 1}/{cfg.runs} done")
+
+
+def snapshot_once(s: Session, runtime: str, cfg: SnapshotExperiment, base: dict) -> None:
+    rt = s.runtimes[runtime]
+    with running(s, runtime, cfg.workload, cfg.timeout_s, control=True) as inst:
+        image = rt.ctx.scratch / "checkpoints" / inst.name
+        rt.ctx.state.record("checkpoint", str(image))
+        try:
+            image.mkdir(parents=True)
+            steady_beat(s, inst, cfg.timeout_s)
+            with s.timed("snapshot", runtime, base["params"]):
+                t0 = time.monotonic_ns()
+                rt.checkpoint(inst, image)
+                t1 = time.monotonic_ns()
+            time.sleep(LAND_S)
+            held = s.probe.last_beat(inst.name)
+            assert held is not None
+            time.sleep(cfg.gone_s)
+            late = s.probe.last_beat(inst.name)
+            if late is not None and late.count != held.count:
+                raise InstanceError(f"{runtime}: it went on beating after its checkpoint "
+                                    "returned: the instance was not stopped")  # fmt: skip
+            size = disk_usage(image)[0]
+            with s.timed("snapshot", runtime, base["params"], wait=False):
+                t2 = time.monotonic_ns()
+                rt.restore(inst, image)
+                t3 = time.monotonic_ns()
+                beat = next_beat(s, inst, held, cfg.timeout_s, "its restore")
+        except InstanceError as exc:
+            for m, u in UNITS.items():
+                s.record(Sample(metric=m, value=None, unit=u, error=str(exc), **base))
+            raise
+        finally:
+            remove_tree(image)
+        s.record(Sample(metric="snapshot.checkpoint", value=(t1 - t0) / 1e6, unit="ms", **base))
+        s.record(Sample(metric="snapshot.size", value=size / 2**20, unit="MiB", **base))
+        s.record(Sample(metric="snapshot.restore", value=(t3 - t2) / 1e6, unit="ms", **base))
+        s.record(Sample(metric="snapshot.restore_to_ready", value=(beat.t_ns - t2) / 1e6,
+                        unit="ms", **base))  # fmt: skip

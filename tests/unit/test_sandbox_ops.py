@@ -1,0 +1,130 @@
+"""`exec`, `pause` and `snapshot` recover injected truth on the fake runtime: each
+operation's time, an instance that is not paused, output that does not come back whole,
+a restored instance that is not the one checkpointed, and a runtime that cannot."""
+
+from __future__ import annotations
+
+import pytest
+from tests.fakeruntime import fake_session, run
+from tests.faketruth import RuntimeTruth, Truth
+
+from virtbench import spec as specmod
+from virtbench.errors import SpecError
+
+OPS = Truth({"fa": RuntimeTruth(exec_ms=5.0, exec_per_mib_ms=2.0, pause_ms=3.0, resume_ms=2.0,
+                                resume_ready_ms=4.0, checkpoint_ms=8.0, image_mib=3.0,
+                                restore_ms=6.0, restore_ready_ms=9.0),
+             "fb": RuntimeTruth(exec_ms=None, pause_ms=None, checkpoint_ms=None)},
+            seed=2)  # fmt: skip
+
+
+def by(samples, metric, runtime):
+    return [x for x in samples if x.metric == metric and x.runtime == runtime]
+
+
+def test_exec_times_each_command_and_says_who_cannot(tmp_path, monkeypatch):
+    exp = {"type": "exec", "runs": 2, "count": 7}
+    with fake_session(tmp_path, monkeypatch, OPS, ["fa", "fb"], exp) as (s, world):
+        run(s)
+        samples = s.store.samples(s.run_id)
+        events = [msg for _, _, msg in s.store.events(s.run_id)]
+        assert world.running == {}
+    true = [x.value for x in by(samples, "exec.true", "fa")]
+    big = [x.value for x in by(samples, "exec.stdout_1mib", "fa")]
+    assert len(true) == len(big) == 14
+    assert all(abs(v - 5.0) < 1e-3 for v in true), true  # 5 ms, a line's bytes are ~0
+    assert all(abs(v - 7.0) < 1e-3 for v in big), big  # 5 ms + 2 ms per MiB
+    assert {x.params["command"] for x in by(samples, "exec.stdout_1mib", "fa")} == {
+        "/bin/vb-hello 1048576"}  # fmt: skip
+    no = by(samples, "exec.true", "fb") + by(samples, "exec.stdout_1mib", "fb")
+    assert len(no) == 2 and all(x.value is None and "fb cannot: fake: no exec" in x.error
+                                for x in no)  # fmt: skip
+    assert any("exec: fb cannot" in e for e in events), events
+
+
+def test_exec_output_that_does_not_come_back_whole_is_a_failure(tmp_path, monkeypatch):
+    short = Truth({"fa": RuntimeTruth(exec_lost_bytes=10)})
+    exp = {"type": "exec", "runs": 1, "count": 3}
+    with fake_session(tmp_path, monkeypatch, short, ["fa"], exp) as (s, _):
+        run(s)
+        samples = s.store.samples(s.run_id)
+    line = by(samples, "exec.true", "fa")
+    assert len(line) == 3 and all(x.value is None for x in line)
+    assert "11 bytes came back of the 21 written" in line[0].error
+    assert not by(samples, "exec.stdout_1mib", "fa")  # the instance's failure ended it
+
+
+def test_pause_times_pause_resume_and_the_next_heartbeat(tmp_path, monkeypatch):
+    exp = {"type": "pause", "runs": 1, "cycles": 4, "hold_s": 0.01}
+    with fake_session(tmp_path, monkeypatch, OPS, ["fa", "fb"], exp) as (s, world):
+        run(s)
+        samples = s.store.samples(s.run_id)
+        assert world.running == {}
+    pause = [x.value for x in by(samples, "pause.pause", "fa")]
+    resume = [x.value for x in by(samples, "pause.resume", "fa")]
+    ready = [x.value for x in by(samples, "pause.resume_to_ready", "fa")]
+    assert len(pause) == len(resume) == len(ready) == 4
+    # the calls sleep their truth (a loaded host wakes late, never early)
+    assert all(3.0 <= v < 50.0 for v in pause), pause
+    assert all(2.0 <= v < 50.0 for v in resume), resume
+    # the heartbeat is stamped 4 ms after the resume call began: recovered to the clock
+    assert all(abs(v - 4.0) < 0.5 for v in ready), ready
+    assert [x.params["cycle"] for x in by(samples, "pause.pause", "fa")] == [0, 1, 2, 3]
+    no = by(samples, "pause.resume_to_ready", "fb")
+    assert len(no) == 1 and "fb cannot: fake: no pause" in no[0].error
+
+
+def test_a_pause_that_does_not_stop_the_heartbeat_fails(tmp_path, monkeypatch):
+    leaky = Truth({"fa": RuntimeTruth(beats_while_paused=True)})
+    exp = {"type": "pause", "runs": 1, "cycles": 2, "hold_s": 0.01}
+    with fake_session(tmp_path, monkeypatch, leaky, ["fa"], exp) as (s, world):
+        run(s)
+        samples = s.store.samples(s.run_id)
+        assert world.running == {}
+    got = by(samples, "pause.resume_to_ready", "fa")
+    assert got and all(x.value is None and "not paused" in x.error for x in got), got
+
+
+def test_snapshot_times_checkpoint_restore_and_the_same_instance(tmp_path, monkeypatch):
+    exp = {"type": "snapshot", "runs": 3, "gone_s": 0.01}
+    with fake_session(tmp_path, monkeypatch, OPS, ["fa", "fb"], exp) as (s, world):
+        run(s)
+        samples = s.store.samples(s.run_id)
+        scratch = s.runtimes["fa"].ctx.scratch
+        assert world.running == {}
+        assert not any((scratch / "checkpoints").iterdir())  # every image removed
+    ckpt = [x.value for x in by(samples, "snapshot.checkpoint", "fa")]
+    size = [x.value for x in by(samples, "snapshot.size", "fa")]
+    restore = [x.value for x in by(samples, "snapshot.restore", "fa")]
+    ready = [x.value for x in by(samples, "snapshot.restore_to_ready", "fa")]
+    assert len(ckpt) == len(size) == len(restore) == len(ready) == 3
+    assert all(8.0 <= v < 60.0 for v in ckpt), ckpt  # slept, and 3 MiB written
+    assert all(abs(v - 3.0) < 0.01 for v in size), size  # du of the 3 MiB image
+    assert all(6.0 <= v < 60.0 for v in restore), restore
+    assert all(abs(v - 9.0) < 0.5 for v in ready), ready
+    no = by(samples, "snapshot.size", "fb")
+    assert len(no) == 1 and "fb cannot: fake: no checkpoint" in no[0].error
+
+
+def test_a_restore_that_brings_back_another_instance_fails(tmp_path, monkeypatch):
+    stranger = Truth({"fa": RuntimeTruth(restores_a_stranger=True)})
+    exp = {"type": "snapshot", "runs": 1, "gone_s": 0.01}
+    with fake_session(tmp_path, monkeypatch, stranger, ["fa"], exp) as (s, world):
+        run(s)
+        samples = s.store.samples(s.run_id)
+        assert world.running == {}
+    got = by(samples, "snapshot.restore_to_ready", "fa")
+    assert len(got) == 1 and got[0].value is None
+    assert "not the same instance" in got[0].error, got[0].error
+
+
+@pytest.mark.parametrize(("table", "field"), [
+    ({"type": "exec", "count": 0}, "count"),
+    ({"type": "exec", "stdout_bytes": 0}, "stdout_bytes"),
+    ({"type": "pause", "hold_s": 0}, "hold_s"),
+    ({"type": "snapshot", "runs": 0}, "runs"),
+])  # fmt: skip
+def test_bad_options_are_one_line_errors_naming_the_field(table, field):
+    with pytest.raises(SpecError) as err:
+        specmod.parse({"name": "x", "runtimes": ["crun"], "experiment": [table]}, "t")
+    assert field in str(err.value) and "\n" not in str(err.value).strip(), err.value
