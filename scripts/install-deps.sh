@@ -10,6 +10,8 @@ PACKAGES=(
   python3 python3-venv
   # runtimes
   runc crun runsc
+  # checkpoint/restore of runc, crun, podman and lxc containers (where `criu check` passes)
+  criu
   docker.io containerd iptables
   podman conmon containernetworking-plugins golang-github-containers-common
   lxc lxd systemd-container

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from virtbench.errors import InstanceError
 from virtbench.experiments.failures import Failures
-from virtbench.experiments.held import base_of, cannot, running
+from virtbench.experiments.held import base_of, cannot, failed_as, recorded, running
 from virtbench.experiments.session import Session
 from virtbench.spec_sandbox import ExecExperiment
 from virtbench.store import Sample
@@ -50,7 +50,8 @@ def run(s: Session, cfg: ExecExperiment) -> None:
                 cannot(s, "exec", runtime, why, [m for m, _, _ in commands(cfg)], base,
                        {m: "ms" for m, _, _ in commands(cfg)})  # fmt: skip
             elif not failures.skip(runtime):
-                with failures.attempt(runtime):
+                units = {m: "ms" for m, _, _ in commands(cfg)}
+                with failures.attempt(runtime), failed_as(s, base, units):
                     exec_once(s, runtime, cfg, base)
             s.finished("exec", warmup, **unit)
         s.say(f"exec: repetition {rep + 1}/{cfg.runs} done")
@@ -82,4 +83,5 @@ def exec_once(s: Session, runtime: str, cfg: ExecExperiment, base: dict) -> None
                 ok += not err
                 why = why or err
             if not ok:
-                raise InstanceError(f"{runtime}: {' '.join(argv)} never succeeded: {why}")
+                raise recorded(InstanceError(f"{runtime}: {' '.join(argv)} never succeeded: "
+                                             f"{why}"))  # fmt: skip

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from virtbench import workloads
+from virtbench.errors import InstanceError
 from virtbench.experiments.session import Session
 from virtbench.runtimes.base import Instance
 from virtbench.store import Sample
@@ -33,6 +34,26 @@ def running(s: Session, runtime: str, workload: str, timeout: float,
         rt.stop(inst)
         if s.probe is not None:
             s.probe.forget(inst.name)
+
+
+@contextlib.contextmanager
+def failed_as(s: Session, base: dict[str, Any], units: dict[str, str]) -> Iterator[None]:
+    """An InstanceError out of the block (the instance did not start, say) is recorded as
+    a failed sample of each metric, with its reason, unless the block recorded its own
+    (it set `recorded` on the error)."""
+    try:
+        yield
+    except InstanceError as exc:
+        if not getattr(exc, "recorded", False):
+            for m, unit in units.items():
+                s.record(Sample(metric=m, value=None, unit=unit, error=str(exc), **base))
+        raise
+
+
+def recorded(exc: InstanceError) -> InstanceError:
+    """`exc`, marked as recorded already (see failed_as)."""
+    exc.recorded = True  # type: ignore[attr-defined]
+    return exc
 
 
 def base_of(s: Session, experiment: str, runtime: str, workload: str, rep: int) -> dict:

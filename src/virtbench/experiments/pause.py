@@ -22,7 +22,7 @@ import time
 
 from virtbench.errors import InstanceError
 from virtbench.experiments.failures import Failures
-from virtbench.experiments.held import base_of, cannot, running
+from virtbench.experiments.held import base_of, cannot, failed_as, recorded, running
 from virtbench.experiments.session import Session
 from virtbench.measure.probe import Beat
 from virtbench.runtimes.base import Instance
@@ -47,7 +47,8 @@ def run(s: Session, cfg: PauseExperiment) -> None:
             if why is not None:
                 cannot(s, "pause", runtime, why, list(METRICS), base, dict.fromkeys(METRICS, "ms"))
             elif not failures.skip(runtime):
-                with failures.attempt(runtime):
+                units = dict.fromkeys(METRICS, "ms")
+                with failures.attempt(runtime), failed_as(s, base, units):
                     pause_cycles(s, runtime, cfg, base)
             s.finished("pause", warmup, **unit)
         s.say(f"pause: repetition {rep + 1}/{cfg.runs} done")
@@ -108,7 +109,7 @@ def pause_cycles(s: Session, runtime: str, cfg: PauseExperiment, base: dict) -> 
             except InstanceError as exc:
                 for m in METRICS:
                     s.record(Sample(metric=m, value=None, unit="ms", error=str(exc), **b))
-                raise
+                raise recorded(exc) from None
             s.record(Sample(metric="pause.pause", value=(t1 - t0) / 1e6, unit="ms", **b))
             s.record(Sample(metric="pause.resume", value=(t3 - t2) / 1e6, unit="ms", **b))
             s.record(Sample(metric="pause.resume_to_ready", value=(beat.t_ns - t2) / 1e6,

@@ -26,7 +26,7 @@ import time
 from virtbench.artifacts.rootfs import disk_usage
 from virtbench.errors import InstanceError
 from virtbench.experiments.failures import Failures
-from virtbench.experiments.held import base_of, cannot, running
+from virtbench.experiments.held import base_of, cannot, failed_as, recorded, running
 from virtbench.experiments.pause import LAND_S, next_beat, steady_beat
 from virtbench.experiments.session import Session
 from virtbench.runtimes.base import remove_tree
@@ -51,7 +51,7 @@ def run(s: Session, cfg: SnapshotExperiment) -> None:
             if why is not None:
                 cannot(s, "snapshot", runtime, why, list(UNITS), base, UNITS)
             elif not failures.skip(runtime):
-                with failures.attempt(runtime):
+                with failures.attempt(runtime), failed_as(s, base, UNITS):
                     snapshot_once(s, runtime, cfg, base)
             s.finished("snapshot", warmup, **unit)
         s.say(f"snapshot: repetition {rep + 1}/{cfg.runs} done")
@@ -86,7 +86,7 @@ def snapshot_once(s: Session, runtime: str, cfg: SnapshotExperiment, base: dict)
         except InstanceError as exc:
             for m, u in UNITS.items():
                 s.record(Sample(metric=m, value=None, unit=u, error=str(exc), **base))
-            raise
+            raise recorded(exc) from None
         finally:
             remove_tree(image)
         s.record(Sample(metric="snapshot.checkpoint", value=(t1 - t0) / 1e6, unit="ms", **base))

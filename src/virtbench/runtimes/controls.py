@@ -12,6 +12,7 @@ no checkpoint. Drivers override them with their runtime's own commands (`runc ex
 from __future__ import annotations
 
 import functools
+import re
 import shutil
 import subprocess
 import time
@@ -56,9 +57,12 @@ def criu_problem() -> str:
         return f"criu check did not finish: {exc}"
     if res.returncode == 0:
         return ""
-    lines = [ln.strip() for ln in (res.stderr + res.stdout).splitlines() if ln.strip()]
-    why = lines[-1] if lines else f"exit status {res.returncode}"
-    return f"criu check fails on this kernel: {why}"
+    # "Error (criu/vdso.c:381): vdso: Unexpected rt vDSO area bounds" ... the first says
+    # what, the last what it stopped
+    lines = [re.sub(r"^Error \([^)]*\):\s*", "", ln.strip())
+             for ln in (res.stderr + res.stdout).splitlines() if ln.strip()]  # fmt: skip
+    why = "; ".join(dict.fromkeys([lines[0], lines[-1]])) if lines else f"status {res.returncode}"
+    return f"criu check fails here: {why}"
 
 
 class Controls:

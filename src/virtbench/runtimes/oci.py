@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel
 
 from virtbench import cgroups, proc
-from virtbench.errors import InstanceError
+from virtbench.errors import InstanceError, VirtbenchError
 from virtbench.runtimes.base import Availability, Family, Instance, Runtime, remove_tree, which
 from virtbench.runtimes.leftovers import listing
 
@@ -199,9 +199,12 @@ class OciRuntime(Runtime):
         return [self.binary, "exec", inst.name, *argv]
 
     def _control(self, inst: Instance, *args: str, timeout: float = 60) -> None:
-        res = proc.run([self.binary, *args], check=False, timeout=timeout)
+        what = next(a for a in args if not a.startswith("-"))
+        try:
+            res = proc.run([self.binary, *args], check=False, timeout=timeout)
+        except VirtbenchError as exc:  # it did not return: this instance's failure
+            raise InstanceError(f"{self.binary} {what} {inst.name}: {exc}") from None
         if res.returncode != 0:
-            what = next(a for a in args if not a.startswith("-"))
             raise InstanceError(f"{self.binary} {what} {inst.name}: {res.brief()}")
 
     def _pause(self, inst: Instance) -> None:
@@ -222,9 +225,11 @@ class OciRuntime(Runtime):
         proc.run([self.binary, "delete", "--force", inst.name], check=False, timeout=30)
 
     def restore(self, inst: Instance, image_dir: Path) -> None:
-        self._control(inst, *self.global_args(inst), "restore", "--image-path", str(image_dir),
-                      "--bundle", str(self._bundle_dir(inst)), self.detach_flag, inst.name,
-                      timeout=300)  # fmt: skip
+        """As `run -d`: the restored container's output goes to the instance's log (a
+        pipe would be held open by it, and never end)."""
+        argv = [self.binary, *self.global_args(inst), "restore", "--image-path", str(image_dir),
+                "--bundle", str(self._bundle_dir(inst)), self.detach_flag, inst.name]  # fmt: skip
+        self._launch(inst, argv, True, 300)
 
     @classmethod
     def list_instances(cls) -> list[str]:

@@ -91,6 +91,11 @@ class Qemu(Vm):
             why = "a Linux guest hangs on microvm under TCG (no usable clock): use qemu:q35:tcg"
         return why
 
+    def _prepare(self, inst: Instance) -> None:
+        super()._prepare(inst)
+        if inst.spec.control:
+            self.qmp_path(inst).parent.mkdir(exist_ok=True)
+
     def _command(self, inst: Instance) -> list[str]:
         o = self.opts
         cpu = o.cpu or ("host,-arch-capabilities" if o.accel == "kvm" else "max")
