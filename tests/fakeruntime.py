@@ -219,13 +219,14 @@ def fake_session(
     monkeypatch: pytest.MonkeyPatch,
     truth: Truth,
     runtimes_: list[str],
-    experiment: dict[str, Any],
+    experiment: dict[str, Any] | list[dict[str, Any]],
     **spec: Any,
 ) -> Iterator[tuple[Session, World]]:
     """A Session on the fake runtime, as runner.execute builds one (a fake host through
     the same seams), but with a fast quiet wait (1 ms window) and no run around it."""
     world = install(monkeypatch, truth)
-    parsed: Spec = parse({"name": "truth", "runtimes": runtimes_, "experiment": [experiment],
+    tables = experiment if isinstance(experiment, list) else [experiment]
+    parsed: Spec = parse({"name": "truth", "runtimes": runtimes_, "experiment": tables,
                           **spec}, "test")  # fmt: skip
     store = Store(tmp_path / "results")
     store.create_run(RUN_ID, parsed.name, [], parsed.model_dump(mode="json"))

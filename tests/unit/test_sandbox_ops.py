@@ -128,3 +128,57 @@ def test_bad_options_are_one_line_errors_naming_the_field(table, field):
     with pytest.raises(SpecError) as err:
         specmod.parse({"name": "x", "runtimes": ["crun"], "experiment": [table]}, "t")
     assert field in str(err.value) and "\n" not in str(err.value).strip(), err.value
+
+
+def test_an_instance_that_does_not_start_is_a_failed_sample_of_each_figure(tmp_path, monkeypatch):
+    bad = Truth({"fa": RuntimeTruth(needs_mib=512)})  # its 64 MiB instances fail to start
+    exp = {"type": "pause", "runs": 1, "cycles": 2, "hold_s": 0.01}
+    with fake_session(tmp_path, monkeypatch, bad, ["fa"], exp,
+                      instance={"memory_mib": 64}) as (s, world):  # fmt: skip
+        run(s)
+        samples = s.store.samples(s.run_id)
+        assert world.running == {}
+    for m in ("pause.pause", "pause.resume", "pause.resume_to_ready"):
+        got = by(samples, m, "fa")
+        assert len(got) == 1 and got[0].value is None and "out of memory" in got[0].error
+
+
+def test_the_report_draws_bars_and_answers_for_each_operation(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from virtbench.cli import app
+    from virtbench.report import plots
+    from virtbench.report.answers import answers
+
+    fa = RuntimeTruth(exec_ms=5.0, resume_ready_ms=4.0, restore_ready_ms=9.0)
+    fb = RuntimeTruth(exec_ms=50.0, resume_ready_ms=40.0, restore_ready_ms=90.0)
+    fc = RuntimeTruth(exec_ms=None, pause_ms=None, checkpoint_ms=None)
+    truth = Truth({"fa": fa, "fb": fb, "fc": fc})
+    exps = [{"type": "exec", "runs": 2, "count": 3},
+            {"type": "pause", "runs": 2, "cycles": 2, "hold_s": 0.01},
+            {"type": "snapshot", "runs": 2, "gone_s": 0.01}]  # fmt: skip
+    with fake_session(tmp_path, monkeypatch, truth, ["fa", "fb", "fc"], exps) as (s, _):
+        run(s)
+        samples = s.store.samples(s.run_id)
+        s.store.finish_run(s.run_id, "completed")
+        frame = s.store.frame(s.run_id)
+    figs = {p.name: p for p in plots.figures(samples, ["fa", "fb", "fc"])}
+    for name in ("exec-latency", "pause-resume", "snapshot-restore"):
+        (ax,) = figs[name].fig.axes
+        assert [t.get_text() for t in ax.get_yticklabels()] == ["fa", "fb", "fc"]
+        texts = [t.get_text() for t in ax.texts]
+        assert len(texts) == 1 and texts[0].startswith("cannot: fake: no"), texts  # fc's row
+    # exec: fa's one-line bar is at its truth, 5 ms; fb's at 50
+    (ax,) = figs["exec-latency"].fig.axes
+    widths = sorted(round(b.get_width(), 3) for b in ax.patches)
+    assert 5.0 in widths and 50.0 in widths, widths
+    found = {a.question: [x.runtime for x in a.standings] for a in answers(frame)}
+    assert found["Fastest command in a running instance: exec.true"] == ["fa", "fb"]
+    assert found["Fastest back from a pause: pause.resume_to_ready"] == ["fa", "fb"]
+    assert found["Fastest back from a checkpoint on disk: snapshot.restore_to_ready"] == [
+        "fa", "fb"]  # fmt: skip
+    out = tmp_path / "r.html"
+    res = CliRunner().invoke(app, ["report", "latest", "-o", str(out), "--results",
+                                   str(tmp_path / "results")])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert "Checkpoint and restore" in out.read_text()

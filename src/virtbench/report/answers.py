@@ -9,6 +9,9 @@ chance).
   least slowed by neighbour isolation: each runtime's worst slowdown over the attacks
   least slowed by a pile-up scalability: the worker's trend per 100 background instances
   fastest to ready at once  burst: the median instance's time to ready at the highest level
+  fastest command inside    exec: a one-line command's median, exec call -> exit
+  fastest back from pause   pause: resume call -> the next heartbeat, median
+  fastest back from disk    snapshot: restore call -> the same instance's heartbeat, median
 """
 
 from __future__ import annotations
@@ -83,7 +86,23 @@ def answers(f: Frame) -> list[Answer]:
         out += _scalability(by_exp["scalability"])
     if "burst" in by_exp:
         out += _burst(by_exp["burst"])
+    for exp, (question, metric) in OPERATIONS.items():
+        if exp in by_exp:
+            out += _operation(by_exp[exp], question, metric)
     return out
+
+
+OPERATIONS = {
+    "exec": ("Fastest command in a running instance", "exec.true"),
+    "pause": ("Fastest back from a pause", "pause.resume_to_ready"),
+    "snapshot": ("Fastest back from a checkpoint on disk", "snapshot.restore_to_ready"),
+}
+
+
+def _operation(f: Frame, question: str, metric: str) -> list[Answer]:
+    """The median of `metric` per runtime (the runtimes that can do it)."""
+    found = _medians(f.take(f.where("metric", metric) & f.ok))
+    return _ranked(f"{question}: {metric}", "ms", found, True)
 
 
 def _burst(f: Frame) -> list[Answer]:

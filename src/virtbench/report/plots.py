@@ -184,7 +184,7 @@ def concurrency(samples: list[Sample], order: list[str]) -> list[Plot]:
 KINDS = (boot, plots_studies.startup, plots_studies.image, latency, concurrency,
          plots_studies.bars, plots_studies.payload, plots_piles.scalability,
          plots_piles.isolation, plots_piles.isolation_relative, plots_piles.density,
-         plots_sandbox.burst)  # fmt: skip
+         plots_sandbox.burst, plots_sandbox.operations)  # fmt: skip
 
 
 def drawers(

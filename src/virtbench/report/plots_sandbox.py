@@ -1,4 +1,5 @@
-"""The figures of the sandbox questions: many starts at once (`burst`)."""
+"""The figures of the sandbox questions: many starts at once (`burst`), and the
+operations on a running instance (`exec`, `pause`, `snapshot`)."""
 
 from __future__ import annotations
 
@@ -52,3 +53,68 @@ def burst(samples: list[Sample], order: list[str]) -> list[Plot]:
     ax_rate.legend(fontsize=7)
     return [Plot("burst-time-to-ready", "Many starts at once: time to ready against "
                  "instances launched together", fig)]  # fmt: skip
+
+
+# per experiment: its figure's name, title, and the figures it draws (metric, label)
+OPERATIONS = {
+    "exec": ("exec-latency", "A command in a running instance: exec call -> exit, output read",
+             [("exec.true", "one line"), ("exec.stdout_1mib", "1 MiB out")]),
+    "pause": ("pause-resume", "Pause and resume: the calls, and resume -> the next heartbeat",
+              [("pause.pause", "pause call"), ("pause.resume", "resume call"),
+               ("pause.resume_to_ready", "resume -> heartbeat")]),
+    "snapshot": ("snapshot-restore", "Checkpoint and restore: the calls, and restore -> the "
+                 "same instance's heartbeat",
+                 [("snapshot.checkpoint", "checkpoint"), ("snapshot.restore", "restore call"),
+                  ("snapshot.restore_to_ready", "restore -> heartbeat")]),
+}  # fmt: skip
+
+
+def operations(samples: list[Sample], order: list[str]) -> list[Plot]:
+    """Per experiment, per runtime: a bar at each figure's median, a line from its 5th to
+    its 99th percentile (every sample of the run); a runtime that cannot is named with
+    why it cannot, in short, where its bars would be."""
+    plots = []
+    for exp, (name, title, figures) in OPERATIONS.items():
+        mine = [s for s in samples if s.experiment == exp and not s.warmup]
+        ok = _ok(mine)
+        if not ok:
+            continue
+        runtimes = _runtimes(mine, order)
+        fig, (ax,) = _figure(title, width=8.4)
+        fig.set_figheight(1.2 + 0.5 * len(runtimes) * max(1, len(figures) / 2))
+        height = 0.8 / len(figures)
+        colours = _colour([m for m, _ in figures])
+        for j, (metric, label) in enumerate(figures):
+            shown = False
+            for i, r in enumerate(runtimes):
+                v = [float(s.value) for s in ok if s.runtime == r and s.metric == metric]  # type: ignore[arg-type]
+                if not v:
+                    continue
+                y = i + (j - (len(figures) - 1) / 2) * height
+                p5, med, p99 = np.percentile(v, [5, 50, 99])
+                ax.barh(y, med, height=height * 0.9, color=colours(metric),
+                        label=None if shown else label)  # fmt: skip
+                ax.plot([p5, p99], [y, y], color="black", linewidth=1)
+                shown = True
+        for i, r in enumerate(runtimes):
+            if not any(s.runtime == r for s in ok):
+                why = next((s.error for s in mine if s.runtime == r and s.error), "no figure")
+                ax.text(0.01, i, _short(why), transform=ax.get_yaxis_transform(),
+                        va="center", fontsize=7, color="grey")  # fmt: skip
+        values = [float(s.value) for s in ok]  # type: ignore[arg-type]
+        if min(values) > 0 and max(values) / min(values) >= 30:
+            ax.set_xscale("log")
+        ax.set_yticks(range(len(runtimes)), runtimes)
+        ax.invert_yaxis()
+        ax.set_xlabel("ms (bar: median; line: 5th to 99th percentile)")
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        fig.tight_layout()
+        plots.append(Plot(name, title, fig))
+    return plots
+
+
+def _short(why: str, width: int = 70) -> str:
+    """Why a runtime has no bars, cut to fit beside its row (the table has it whole)."""
+    head, cannot, rest = why.partition(" cannot: ")
+    what, why = ("cannot: ", rest) if cannot else ("failed: ", head)
+    return what + (why if len(why) <= width else why[: width - 1] + "\u2026")
