@@ -155,7 +155,7 @@ def clean_crashed(run_id: str, env: dict[str, str]) -> None:
 def labelled(run_id: str) -> list[str]:
     """Everything on the host carrying the run's label, found independently of cleanup.py."""
     found = []
-    for binary in ("runc", "crun"):
+    for binary in ("runc", "crun", "runsc"):
         out = subprocess.run([binary, "list", "--format", "json"], capture_output=True, text=True)
         for c in json.loads(out.stdout or "null") or []:
             if c["id"].startswith(f"vb-{run_id}-"):

@@ -1,8 +1,11 @@
 """The sandbox questions on real runtimes: many starts at once (`burst`) on crun and on QEMU
-booting the minimal guest; kill -9 mid-burst, then `clean`, leaves nothing."""
+booting the minimal guest; exec, pause and snapshot on crun, runsc and QEMU; kill -9
+mid-burst or while an instance is paused, then `clean`, leaves nothing."""
 
 from __future__ import annotations
 
+import json
+import subprocess
 import time
 
 import pytest
@@ -59,5 +62,74 @@ def test_kill_9_mid_burst_then_clean_leaves_nothing(env, tmp_path):
     res = cli("clean", "--run", rid, env=env)
     assert res.returncode == 0, res.stdout + res.stderr
     assert f"run {rid} marked crashed" in res.stdout
+    assert labelled(rid) == []
+    assert not (tmp_path / "state" / "runs" / rid).exists()
+
+
+@pytest.mark.slow
+def test_exec_pause_and_snapshot_on_crun_runsc_and_qemu(env, tmp_path):
+    path = tmp_path / "ops.toml"
+    path.write_text('name = "ops"\nruntimes = ["crun", "runsc", "qemu"]\n[instance]\n'
+                    'network = "none"\n[[experiment]]\ntype = "exec"\nruns = 1\ncount = 5\n'
+                    '[[experiment]]\ntype = "pause"\nruns = 1\ncycles = 3\n'
+                    '[[experiment]]\ntype = "snapshot"\nruns = 1\ntimeout_s = 60\n')  # fmt: skip
+    res = cli("run", str(path), env=env)
+    assert res.returncode == 0, res.stdout + res.stderr
+    rid = run_id_of(res.stdout)
+    samples = Store(tmp_path / "results").samples(rid)
+
+    def got(metric, rt):
+        return [x for x in samples if x.metric == metric and x.runtime == rt]
+
+    for rt in ("crun", "runsc"):  # every exec came back whole, in under 10 s
+        for m in ("exec.true", "exec.stdout_1mib"):
+            each = got(m, rt)
+            assert len(each) == 5 and all(not x.error and 0 < x.value < 10_000 for x in each), (
+                rt, m, [x.error for x in each])  # fmt: skip
+    (no_exec,) = got("exec.true", "qemu")
+    assert no_exec.value is None and "no exec agent" in no_exec.error
+    for rt in ("crun", "runsc", "qemu"):  # paused (no heartbeat held), back, beating again
+        for m in ("pause.pause", "pause.resume", "pause.resume_to_ready"):
+            each = got(m, rt)
+            assert len(each) == 3 and all(not x.error and 0 < x.value < 10_000 for x in each), (
+                rt, m, [x.error for x in each])  # fmt: skip
+    for rt in ("runsc", "qemu"):  # restored: the same token, a later heartbeat
+        for m in ("snapshot.checkpoint", "snapshot.size", "snapshot.restore",
+                  "snapshot.restore_to_ready"):  # fmt: skip
+            (x,) = got(m, rt)
+            assert not x.error and x.value > 0, (rt, m, x.error)
+    (no_criu,) = got("snapshot.restore_to_ready", "crun")
+    assert no_criu.value is None and "criu" in no_criu.error, no_criu.error
+    assert labelled(rid) == []
+    assert not (tmp_path / "state" / "runs" / rid).exists()  # checkpoint images too
+    shown = cli("show", rid, env=env)
+    assert shown.returncode == 0, shown.stderr
+    assert all(w in shown.stdout for w in ("resume_to_ready", "restore_to_ready", "stdout_1mib"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("runtime", ["crun", "qemu"])
+def test_kill_9_while_paused_then_clean_leaves_nothing(runtime, env, tmp_path):
+    path = tmp_path / "pause.toml"
+    path.write_text(f'name = "p"\nruntimes = ["{runtime}"]\n[instance]\nnetwork = "none"\n'
+                    '[[experiment]]\ntype = "pause"\nruns = 1\ncycles = 1\n'
+                    "hold_s = 120\n")  # fmt: skip
+    p, rid = start_run(str(path), env=env)
+    kind = "container" if runtime == "crun" else "process"
+    deadline = time.monotonic() + 120
+    while not [x for x in labelled(rid) if x.startswith(kind)]:
+        assert time.monotonic() < deadline, "the instance never came up"
+        assert p.poll() is None
+        time.sleep(0.05)
+    time.sleep(3)  # ready, beating, then paused for the 120 s hold
+    p.kill()
+    p.communicate(timeout=30)
+    assert labelled(rid), "the paused instance should have been left behind"
+    if runtime == "crun":  # left paused (frozen), as a crash mid-hold leaves it
+        out = subprocess.run(["crun", "list", "--format", "json"], capture_output=True, text=True)
+        listed = json.loads(out.stdout or "[]")
+        assert [c["status"] for c in listed if c["id"].startswith(f"vb-{rid}-")] == ["paused"]
+    res = cli("clean", "--run", rid, env=env)
+    assert res.returncode == 0, res.stdout + res.stderr
     assert labelled(rid) == []
     assert not (tmp_path / "state" / "runs" / rid).exists()
