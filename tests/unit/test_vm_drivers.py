@@ -32,11 +32,12 @@ def test_labels_pick_machine_and_accel():
 def test_minimal_guest_modes_and_refusals():
     assert guest_mode(("/bin/vb-hello",)) == "hello"
     assert guest_mode(("/bin/vb-ready", "{probe}", "vb-x-1", "/bin/vb-sleep")) == "sleep"
+    assert guest_mode(("/bin/vb-ready", "{probe}", "vb-x-1", "--beat", "2")) == "beat"
     assert guest_mode(("/usr/sbin/nginx",)) is None
     cls = runtimes.get("qemu")
-    assert cls.cannot_run("hello") is None and cls.cannot_run("sleep") is None
+    assert all(cls.cannot_run(w) is None for w in ("hello", "sleep", "beat"))
     minimal = cls.Options(guest="minimal")
-    assert "hello and sleep" in (cls.cannot_run("nginx", minimal) or "")
+    assert "hello, sleep and beat" in (cls.cannot_run("nginx", minimal) or "")
     tcg = cls.Options(variant="q35:tcg", guest="linux")
     assert cls.cannot_run("nginx", tcg) is None  # Linux under emulation boots anywhere
     assert cls.cannot_run("fio", tcg) is None  # a data disk: an ext4 image per instance
