@@ -11,6 +11,7 @@ import time
 import pytest
 from tests.integration.conftest import cli, labelled, run_id_of, start_run
 
+from virtbench.paths import Paths
 from virtbench.store import Store
 
 
@@ -101,7 +102,8 @@ def test_exec_pause_and_snapshot_on_crun_runsc_and_qemu(env, tmp_path):
     (no_criu,) = got("snapshot.restore_to_ready", "crun")
     assert no_criu.value is None and "criu" in no_criu.error, no_criu.error
     assert labelled(rid) == []
-    assert not (tmp_path / "state" / "runs" / rid).exists()  # checkpoint images too
+    assert not (tmp_path / "state" / "runs" / rid).exists()
+    assert not (Paths.from_env().data / rid).exists()  # checkpoint images, on disk
     shown = cli("show", rid, env=env)
     assert shown.returncode == 0, shown.stderr
     assert all(w in shown.stdout for w in ("resume_to_ready", "restore_to_ready", "stdout_1mib"))

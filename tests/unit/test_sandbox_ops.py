@@ -90,9 +90,9 @@ def test_snapshot_times_checkpoint_restore_and_the_same_instance(tmp_path, monke
     with fake_session(tmp_path, monkeypatch, OPS, ["fa", "fb"], exp) as (s, world):
         run(s)
         samples = s.store.samples(s.run_id)
-        scratch = s.runtimes["fa"].ctx.scratch
+        data = s.runtimes["fa"].ctx.paths.data_dir(s.run_id)
         assert world.running == {}
-        assert not any((scratch / "checkpoints").iterdir())  # every image removed
+        assert not data.exists()  # every image removed, and the run's directory
     ckpt = [x.value for x in by(samples, "snapshot.checkpoint", "fa")]
     size = [x.value for x in by(samples, "snapshot.size", "fa")]
     restore = [x.value for x in by(samples, "snapshot.restore", "fa")]

@@ -14,13 +14,15 @@ to a file, CRIU for runc and crun where `criu check` passes: runtimes/controls.p
                              with the token drawn before the checkpoint and a later
                              sequence number: the same instance, going on
 
-The image is removed after each repetition (and by `virtbench clean` after a crash: it
-lives in the run's state directory). A runtime that cannot checkpoint here is said once,
-with why (CRIU's `criu check` output where that is the reason), as failed samples.
+The image, on disk in the run's data directory, is removed after each repetition (and by
+`virtbench clean` after a crash, with that directory). A runtime that cannot checkpoint
+here is said once, with why (CRIU's `criu check` output where that is the reason), as
+failed samples.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 from virtbench.artifacts.rootfs import disk_usage
@@ -60,7 +62,8 @@ def run(s: Session, cfg: SnapshotExperiment) -> None:
 def snapshot_once(s: Session, runtime: str, cfg: SnapshotExperiment, base: dict) -> None:
     rt = s.runtimes[runtime]
     with running(s, runtime, cfg.workload, cfg.timeout_s, control=True) as inst:
-        image = rt.ctx.scratch / "checkpoints" / inst.name
+        # on disk, beside the instances' data directories (the state directory is a tmpfs)
+        image = rt.ctx.paths.data_dir(s.run_id) / "checkpoints" / inst.name
         rt.ctx.state.record("checkpoint", str(image))
         try:
             image.mkdir(parents=True)
@@ -89,6 +92,9 @@ def snapshot_once(s: Session, runtime: str, cfg: SnapshotExperiment, base: dict)
             raise recorded(exc) from None
         finally:
             remove_tree(image)
+            for d in (image.parent, image.parent.parent):  # the run's, once empty
+                with contextlib.suppress(OSError):
+                    d.rmdir()
         s.record(Sample(metric="snapshot.checkpoint", value=(t1 - t0) / 1e6, unit="ms", **base))
         s.record(Sample(metric="snapshot.size", value=size / 2**20, unit="MiB", **base))
         s.record(Sample(metric="snapshot.restore", value=(t3 - t2) / 1e6, unit="ms", **base))
