@@ -18,9 +18,10 @@ repetition.
 
 from __future__ import annotations
 
+from operator import methodcaller
+
 from virtbench.errors import InstanceError
-from virtbench.experiments.failures import Failures
-from virtbench.experiments.held import base_of, cannot, failed_as, recorded, running
+from virtbench.experiments.held import each_repetition, recorded, running
 from virtbench.experiments.session import Session
 from virtbench.spec_sandbox import ExecExperiment
 from virtbench.store import Sample
@@ -38,23 +39,8 @@ def commands(cfg: ExecExperiment) -> list[tuple[str, list[str], int]]:
 
 
 def run(s: Session, cfg: ExecExperiment) -> None:
-    failures = Failures(s, "exec")
-    for rep, warmup, order in s.schedule(0, cfg.runs, "exec"):
-        for runtime in order:
-            unit = {"runtime": runtime, "repetition": rep, "workload": cfg.workload}
-            if not s.pending("exec", warmup, **unit):
-                continue
-            base = base_of(s, "exec", runtime, cfg.workload, rep)
-            why = s.runtimes[runtime].cannot_exec()
-            if why is not None:
-                cannot(s, "exec", runtime, why, [m for m, _, _ in commands(cfg)], base,
-                       {m: "ms" for m, _, _ in commands(cfg)})  # fmt: skip
-            elif not failures.skip(runtime):
-                units = {m: "ms" for m, _, _ in commands(cfg)}
-                with failures.attempt(runtime), failed_as(s, base, units):
-                    exec_once(s, runtime, cfg, base)
-            s.finished("exec", warmup, **unit)
-        s.say(f"exec: repetition {rep + 1}/{cfg.runs} done")
+    units = {m: "ms" for m, _, _ in commands(cfg)}
+    each_repetition(s, cfg, "exec", methodcaller("cannot_exec"), units, exec_once)
 
 
 def exec_once(s: Session, runtime: str, cfg: ExecExperiment, base: dict) -> None:

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from virtbench import workloads
 from virtbench.errors import InstanceError
+from virtbench.experiments.failures import Failures
 from virtbench.experiments.session import Session
-from virtbench.runtimes.base import Instance
+from virtbench.runtimes.base import Instance, Runtime
 from virtbench.store import Sample
 
 
@@ -62,13 +63,38 @@ def base_of(s: Session, experiment: str, runtime: str, workload: str, rep: int) 
                 repetition=rep, params=s.params(runtime))  # fmt: skip
 
 
-def cannot(s: Session, experiment: str, runtime: str, why: str, metrics: list[str],
-           base: dict[str, Any], units: dict[str, str]) -> None:  # fmt: skip
+def each_repetition(s: Session, cfg: Any, experiment: str,
+                    why_not: Callable[[Runtime], str | None], units: dict[str, str],
+                    measure: Callable[[Session, str, Any, dict], None]) -> None:  # fmt: skip
+    """The procedure of `exec`, `pause` and `snapshot`: every repetition, every runtime in
+    the schedule's order, one unit of measurement (`run --resume`) each. A runtime that
+    cannot (`why_not` says why) is recorded so once; the others are measured by
+    `measure(s, runtime, cfg, base)`, whose InstanceError is a failed sample of each of
+    `units`' figures (unless it recorded its own) and counts toward skipping the runtime."""
+    failures = Failures(s, experiment)
+    for rep, warmup, order in s.schedule(0, cfg.runs, experiment):
+        for runtime in order:
+            unit = {"runtime": runtime, "repetition": rep, "workload": cfg.workload}
+            if not s.pending(experiment, warmup, **unit):
+                continue
+            base = base_of(s, experiment, runtime, cfg.workload, rep)
+            why = why_not(s.runtimes[runtime])
+            if why is not None:
+                cannot(s, experiment, runtime, why, base, units)
+            elif not failures.skip(runtime):
+                with failures.attempt(runtime), failed_as(s, base, units):
+                    measure(s, runtime, cfg, base)
+            s.finished(experiment, warmup, **unit)
+        s.say(f"{experiment}: repetition {rep + 1}/{cfg.runs} done")
+
+
+def cannot(s: Session, experiment: str, runtime: str, why: str, base: dict[str, Any],
+           units: dict[str, str]) -> None:  # fmt: skip
     """Record that `runtime` cannot do what `experiment` measures: one failed sample per
-    metric, with the reason (once per run: the first repetition's)."""
+    figure, with the reason (once per run: the first repetition's)."""
     if base["repetition"] != 0:
         return
     error = f"{runtime} cannot: {why}"
-    for m in metrics:
-        s.record(Sample(metric=m, value=None, unit=units[m], error=error, **base))
+    for m, unit in units.items():
+        s.record(Sample(metric=m, value=None, unit=unit, error=error, **base))
     s.event("info", f"{experiment}: {error}")

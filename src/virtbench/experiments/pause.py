@@ -19,10 +19,10 @@ add up to one period (about 2 ms) after a QEMU stop/cont. One unit of measuremen
 from __future__ import annotations
 
 import time
+from operator import methodcaller
 
 from virtbench.errors import InstanceError
-from virtbench.experiments.failures import Failures
-from virtbench.experiments.held import base_of, cannot, failed_as, recorded, running
+from virtbench.experiments.held import each_repetition, recorded, running
 from virtbench.experiments.session import Session
 from virtbench.measure.probe import Beat
 from virtbench.runtimes.base import Instance
@@ -36,22 +36,8 @@ LAND_S = 0.02  # for heartbeats already on their way when the pause returned
 
 
 def run(s: Session, cfg: PauseExperiment) -> None:
-    failures = Failures(s, "pause")
-    for rep, warmup, order in s.schedule(0, cfg.runs, "pause"):
-        for runtime in order:
-            unit = {"runtime": runtime, "repetition": rep, "workload": cfg.workload}
-            if not s.pending("pause", warmup, **unit):
-                continue
-            base = base_of(s, "pause", runtime, cfg.workload, rep)
-            why = s.runtimes[runtime].cannot_pause()
-            if why is not None:
-                cannot(s, "pause", runtime, why, list(METRICS), base, dict.fromkeys(METRICS, "ms"))
-            elif not failures.skip(runtime):
-                units = dict.fromkeys(METRICS, "ms")
-                with failures.attempt(runtime), failed_as(s, base, units):
-                    pause_cycles(s, runtime, cfg, base)
-            s.finished("pause", warmup, **unit)
-        s.say(f"pause: repetition {rep + 1}/{cfg.runs} done")
+    each_repetition(s, cfg, "pause", methodcaller("cannot_pause"), dict.fromkeys(METRICS, "ms"),
+                    pause_cycles)  # fmt: skip
 
 
 def steady_beat(s: Session, inst: Instance, timeout: float) -> Beat:

@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import contextlib
 import time
+from operator import methodcaller
 
 from virtbench.artifacts.rootfs import disk_usage
 from virtbench.errors import InstanceError
-from virtbench.experiments.failures import Failures
-from virtbench.experiments.held import base_of, cannot, failed_as, recorded, running
+from virtbench.experiments.held import each_repetition, recorded, running
 from virtbench.experiments.pause import LAND_S, next_beat, steady_beat
 from virtbench.experiments.session import Session
 from virtbench.runtimes.base import remove_tree
@@ -42,21 +42,7 @@ UNITS = {"snapshot.checkpoint": "ms", "snapshot.size": "MiB", "snapshot.restore"
 
 
 def run(s: Session, cfg: SnapshotExperiment) -> None:
-    failures = Failures(s, "snapshot")
-    for rep, warmup, order in s.schedule(0, cfg.runs, "snapshot"):
-        for runtime in order:
-            unit = {"runtime": runtime, "repetition": rep, "workload": cfg.workload}
-            if not s.pending("snapshot", warmup, **unit):
-                continue
-            base = base_of(s, "snapshot", runtime, cfg.workload, rep)
-            why = s.runtimes[runtime].cannot_snapshot()
-            if why is not None:
-                cannot(s, "snapshot", runtime, why, list(UNITS), base, UNITS)
-            elif not failures.skip(runtime):
-                with failures.attempt(runtime), failed_as(s, base, UNITS):
-                    snapshot_once(s, runtime, cfg, base)
-            s.finished("snapshot", warmup, **unit)
-        s.say(f"snapshot: repetition {rep + 1}/{cfg.runs} done")
+    each_repetition(s, cfg, "snapshot", methodcaller("cannot_snapshot"), UNITS, snapshot_once)
 
 
 def snapshot_once(s: Session, runtime: str, cfg: SnapshotExperiment, base: dict) -> None:
