@@ -66,6 +66,20 @@ def next_beat(s: Session, inst: Instance, after: Beat, timeout: float, what: str
     return beat
 
 
+def silent(s: Session, inst: Instance, quiet_s: float, what: str) -> Beat:
+    """After a pause or checkpoint returned: the last heartbeat once those already on
+    their way have landed; InstanceError if another comes in the next `quiet_s`."""
+    time.sleep(LAND_S)
+    held = s.probe.last_beat(inst.name)
+    assert held is not None  # it beat before (steady_beat)
+    time.sleep(quiet_s)
+    late = s.probe.last_beat(inst.name)
+    if late is not None and late.count != held.count:
+        raise InstanceError(f"{inst.runtime}: {late.count - held.count} heartbeats came in "
+                            f"the {quiet_s:g} s after {what}")  # fmt: skip
+    return held
+
+
 def pause_cycles(s: Session, runtime: str, cfg: PauseExperiment, base: dict) -> None:
     rt = s.runtimes[runtime]
     with running(s, runtime, cfg.workload, cfg.timeout_s, control=True) as inst:
@@ -78,15 +92,7 @@ def pause_cycles(s: Session, runtime: str, cfg: PauseExperiment, base: dict) -> 
                     t0 = time.monotonic_ns()
                     rt.pause(inst)
                     t1 = time.monotonic_ns()
-                time.sleep(LAND_S)
-                held = s.probe.last_beat(inst.name)
-                assert held is not None
-                time.sleep(cfg.hold_s)
-                late = s.probe.last_beat(inst.name)
-                if late is not None and late.count != held.count:
-                    n = late.count - held.count
-                    raise InstanceError(f"{runtime}: {n} heartbeats came in the "
-                                        f"{cfg.hold_s:g} s it was paused: not paused")  # fmt: skip
+                held = silent(s, inst, cfg.hold_s, "its pause returned: not paused")
                 with s.timed("pause", runtime, params, wait=False):
                     t2 = time.monotonic_ns()
                     rt.resume(inst)

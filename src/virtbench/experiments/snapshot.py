@@ -29,7 +29,7 @@ from operator import methodcaller
 from virtbench.artifacts.rootfs import disk_usage
 from virtbench.errors import InstanceError
 from virtbench.experiments.held import each_repetition, recorded, running
-from virtbench.experiments.pause import LAND_S, next_beat, steady_beat
+from virtbench.experiments.pause import next_beat, silent, steady_beat
 from virtbench.experiments.session import Session
 from virtbench.runtimes.base import remove_tree
 from virtbench.spec_sandbox import SnapshotExperiment
@@ -58,14 +58,7 @@ def snapshot_once(s: Session, runtime: str, cfg: SnapshotExperiment, base: dict)
                 t0 = time.monotonic_ns()
                 rt.checkpoint(inst, image)
                 t1 = time.monotonic_ns()
-            time.sleep(LAND_S)
-            held = s.probe.last_beat(inst.name)
-            assert held is not None
-            time.sleep(cfg.gone_s)
-            late = s.probe.last_beat(inst.name)
-            if late is not None and late.count != held.count:
-                raise InstanceError(f"{runtime}: it went on beating after its checkpoint "
-                                    "returned: the instance was not stopped")  # fmt: skip
+            held = silent(s, inst, cfg.gone_s, "its checkpoint returned: not stopped")
             size = disk_usage(image)[0]
             with s.timed("snapshot", runtime, base["params"], wait=False):
                 t2 = time.monotonic_ns()
