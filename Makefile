@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMPS := .stamps
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test test-unit lint bench clean-venv
+.PHONY: setup demo test test-long test-unit lint bench clean-venv
 
 setup: $(STAMPS)/deps $(STAMPS)/venv guest/build/vb-hello
 	@$(BIN)/virtbench setup
@@ -39,7 +39,11 @@ demo: setup
 # Strict: runtimes that setup installed must be present, so integration tests fail
 # rather than skip when one is missing.
 test: setup lint $(STAMPS)/test-deps
-	VIRTBENCH_STRICT=1 $(BIN)/python -m pytest $(PYTEST_ARGS)
+	VIRTBENCH_STRICT=1 $(BIN)/python -m pytest -m "not long" $(PYTEST_ARGS)
+
+# The tests that take minutes each (a fleet host killed mid-run), apart from `make test`.
+test-long: setup $(STAMPS)/test-deps
+	VIRTBENCH_STRICT=1 $(BIN)/python -m pytest -m long $(PYTEST_ARGS)
 
 test-unit: $(STAMPS)/venv
 	$(BIN)/python -m pytest tests/unit $(PYTEST_ARGS)

@@ -121,6 +121,7 @@ def _wait_orphans(hosts: fleethosts.Hosts, host: str) -> list[str]:
     return ids
 
 
+@pytest.mark.long  # about 2 minutes each: `make test-long`
 @pytest.mark.parametrize("what", ["sshd", "host"])
 def test_a_host_killed_mid_run_is_reported_and_the_other_hosts_samples_are_kept(
     what, hosts, tmp_path
