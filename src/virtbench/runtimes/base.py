@@ -23,7 +23,6 @@ Timeline of one instance (host monotonic clock, ns):
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 import subprocess
 import time
@@ -34,9 +33,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 from pydantic import BaseModel
 
 from virtbench import cgroups, proc
-from virtbench.errors import EngineGone, InstanceError, SpecError, VirtbenchError
+from virtbench.errors import EngineGone, InstanceError, SpecError
+from virtbench.runtimes.attach import Attach
 from virtbench.runtimes.byhand import ByHand
 from virtbench.runtimes.controls import Controls
+from virtbench.runtimes.launcher import Launcher
 from virtbench.runtimes.leftovers import Leftovers
 from virtbench.runtimes.model import (  # re-exported: drivers import them from here
     DATA_MOUNT,
@@ -52,7 +53,7 @@ from virtbench.runtimes.model import (  # re-exported: drivers import them from 
 from virtbench.runtimes.observe import Observe
 
 if TYPE_CHECKING:
-    from virtbench.runtimes.network import BridgeNetwork
+    pass
 
 __all__ = [
     "DATA_MOUNT",
@@ -70,7 +71,7 @@ __all__ = [
 ]
 
 
-class Runtime(Observe, ByHand, Leftovers, Controls, ABC):
+class Runtime(Observe, ByHand, Leftovers, Controls, Attach, Launcher, ABC):
     """Base class of every runtime driver."""
 
     # Its launch is one launcher command (`_launch`) or a spawn that returns at once: a
@@ -223,34 +224,6 @@ class Runtime(Observe, ByHand, Leftovers, Controls, ABC):
             self._attach_data(inst)
         return inst
 
-    def _attach_bridge(self, inst: Instance) -> None:
-        """Put the instance on the run's bridge: a netns with a veth (VMs: a tap)."""
-        inst.netns, inst.address = self._bridge().attach(inst.name)
-        if inst.spec.sysctls:  # the profile's namespaced keys, in the namespace made here
-            from virtbench import sysctl
-
-            try:
-                sysctl.in_netns(inst.netns, dict(inst.spec.sysctls))
-            except VirtbenchError as exc:  # this instance fails; the run goes on
-                raise InstanceError(
-                    f"{inst.name}: sysctl profile in its namespace: {exc}"
-                ) from None
-
-    def _attach_data(self, inst: Instance) -> None:
-        """The instance's data directory: `<data>/<run-id>/<name>` on the host's disk,
-        bind-mounted at DATA_MOUNT, removed with the instance. World-writable so that an
-        unprivileged container's root (LXD maps it to another host uid) can write it;
-        its parents are root's; the run's directory goes with its last instance."""
-        run_dir = self.ctx.paths.data_dir(self.ctx.run_id)
-        d = run_dir / inst.name
-        self.ctx.state.record("data", str(d))
-        run_dir.mkdir(parents=True, exist_ok=True)
-        run_dir.chmod(0o755)
-        d.mkdir()
-        d.chmod(0o777)
-        inst.data_dir = d
-        inst.binds.append((d, DATA_MOUNT))
-
     def check_engine(self) -> None:
         """After a failure: raise EngineGone if the runtime's engine died (remembered, so
         every later start fails at once with the same reason)."""
@@ -282,30 +255,6 @@ class Runtime(Observe, ByHand, Leftovers, Controls, ABC):
         try:
             inst.t_spawn_ns = time.monotonic_ns()
             self._start(inst, detach)
-            inst.t_started_ns = time.monotonic_ns()
-            self._after_start(inst)
-        except BaseException as exc:
-            self._start_failed(inst, exc)
-
-    def spawn_launch(self, inst: Instance) -> None:
-        """A burst's first half of `launch` (detached): the launch call issued, timed
-        (t_spawn_ns), its launcher command not waited for where the driver has one
-        (`spawns_launcher`), so that one thread can issue many launches back to back."""
-        inst.extra["defer_launch"] = True
-        try:
-            inst.t_spawn_ns = time.monotonic_ns()
-            self._start(inst, True)
-        except BaseException as exc:
-            self._start_failed(inst, exc)
-        finally:
-            inst.extra.pop("defer_launch", None)
-
-    def finish_launch(self, inst: Instance) -> None:
-        """The second half: the launcher waited for (t_started_ns), then as `launch`."""
-        try:
-            pending = inst.extra.pop("pending_launch", None)
-            if pending is not None:
-                self._await_launch(inst, *pending)
             inst.t_started_ns = time.monotonic_ns()
             self._after_start(inst)
         except BaseException as exc:
@@ -419,68 +368,6 @@ class Runtime(Observe, ByHand, Leftovers, Controls, ABC):
             if self._set_up:
                 self._set_up = False
                 self._close()
-
-    # --- helpers ---------------------------------------------------------------------------
-    def _launch(
-        self,
-        inst: Instance,
-        argv: list[str],
-        detach: bool,
-        timeout: float,
-        env: dict[str, str] | None = None,
-        hint: str = "",
-    ) -> None:
-        """Spawn a launcher CLI with its output in the instance log. Foreground: keep it as
-        `inst.proc`. Detached: wait for it to return (the instance then exists) and raise
-        with the log's tail if it failed."""
-        with open(inst.log_path, "ab") as log:
-            inst.proc = proc.spawn(argv, stdout=log.fileno(), stderr=log.fileno(), env=env)
-        if not detach:
-            return
-        what = f"{os.path.basename(argv[0])} {inst.name}"
-        if inst.extra.pop("defer_launch", False):  # a burst's: waited for by finish_launch
-            inst.extra["pending_launch"] = (what, timeout, hint)
-            return
-        self._await_launch(inst, what, timeout, hint)
-
-    def _await_launch(self, inst: Instance, what: str, timeout: float, hint: str) -> None:
-        """Wait for a detached launch's launcher to return; raise with the log's tail if
-        it failed."""
-        assert inst.proc is not None
-        try:
-            rc = proc.wait(inst.proc, timeout)
-        except subprocess.TimeoutExpired:
-            raise InstanceError(f"{what} did not return in {timeout:g} s{hint}") from None
-        inst.proc = None
-        if rc != 0:
-            raise InstanceError(f"{what} failed: {inst.log_tail()}")
-
-    def _bridge(self) -> BridgeNetwork:
-        if self.ctx.bridge is None:
-            from virtbench.runtimes.network import BridgeNetwork
-
-            self.ctx.bridge = BridgeNetwork(self.ctx.run_id, self.ctx.state)
-        self.ctx.bridge.ensure()
-        if self.ctx.probe is not None:
-            self.ctx.probe.add_udp(self.ctx.bridge.host_ip)
-        return self.ctx.bridge
-
-    def _resolve_probe(self, inst: Instance, network: str) -> tuple[str, ...]:
-        """Replace PROBE_PLACEHOLDER by an address reachable from this instance."""
-        argv = inst.spec.argv
-        if PROBE_PLACEHOLDER not in argv:
-            return argv
-        probe = self.ctx.probe
-        if probe is None:
-            raise InstanceError("workload needs the ready probe but none is listening")
-        if network == "bridge" and self.virtbench_bridge:
-            addr = f"udp:{self._bridge().host_ip}:{probe.port}"
-        elif network == "host" or self.family is Family.PROCESS:
-            addr = f"udp:127.0.0.1:{probe.port}"
-        else:
-            inst.binds.append((probe.unix_dir, PROBE_MOUNT))
-            addr = f"unix:{PROBE_MOUNT}/{probe.unix_name}"
-        return tuple(addr if a == PROBE_PLACEHOLDER else a for a in argv)
 
 
 def remove_tree(path: Path) -> None:
