@@ -75,7 +75,7 @@ def test_qemu_refuses_workloads_its_guest_cannot_run(env, tmp_path):
                     'workloads = ["nginx"]\n')  # fmt: skip
     res = cli("run", str(path), env=env)
     said = " ".join((res.stdout + res.stderr).split())
-    assert res.returncode == 2 and "hello and sleep" in said, said
+    assert res.returncode == 2 and "hello, sleep and beat" in said, said
     assert "started" not in res.stdout
 
 

@@ -10,11 +10,11 @@ exit status means; this base does the rest the same way for all of them:
   (`inst.extra["t_first_output_ns"]`) and the guest's markers: `VB-READY <name>` is handed
   to the probe listener as if it were the ready datagram, `VB-HELLO <name>` says the hello
   workload ran (the exit status is then reported as the guest's 0);
-- the guest (option `guest`, default `auto`: the minimal guest for hello and sleep, Linux
+- the guest (option `guest`, default `auto`: the minimal guest for hello, sleep and beat, Linux
   for every other workload):
   - `minimal`: the artifact's minimal kernel (`/boot/vb-minikernel`, guest/minikernel/):
     `vb.mode=hello` prints its marker and powers off, `vb.mode=sleep` prints `VB-READY`
-    and halts;
+    and halts, `vb.mode=beat` then prints a heartbeat (`VB-BEAT`) about every 2 ms;
   - `linux`: a Linux kernel (Debian's linux-image-cloud-amd64 unless `kernel` is given)
     with an initramfs of the run's artifact rootfs whose /init is vb-init
     (artifacts/linux.py, guest/vb-init.c): the workload's argv, the instance name and the
@@ -291,7 +291,7 @@ class Vm(Native):
         mode = guest_mode(inst.spec.argv)
         if mode is None and self.guest(inst) == "minimal":
             raise InstanceError(
-                f"{self.label}: the minimal guest runs only the hello and sleep "
+                f"{self.label}: the minimal guest runs only the hello, sleep and beat "
                 f'workloads (got {" ".join(inst.spec.argv)}); use guest = "linux"'
             )
         o = self.vm_opts
