@@ -358,6 +358,11 @@ class Lxd(Runtime):
     def _resume(self, inst: Instance) -> None:
         self.lxc("start", inst.name, timeout=60)
 
+    def cannot_snapshot(self) -> str | None:
+        from virtbench.runtimes.controls import criu_problem
+
+        return criu_problem() or "virtbench does not drive LXD's stateful snapshots (yet)"
+
     def _stop(self, inst: Instance) -> None:
         p = inst.proc
         deadline = time.monotonic() + STOP_TIMEOUT
