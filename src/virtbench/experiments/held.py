@@ -33,8 +33,7 @@ def running(s: Session, runtime: str, workload: str, timeout: float,
         yield inst
     finally:
         rt.stop(inst)
-        if s.probe is not None:
-            s.probe.forget(inst.name)
+        s.probe.forget(inst.name)
 
 
 @contextlib.contextmanager

@@ -179,7 +179,6 @@ class Qemu(Vm):
         """A new QEMU with the same command line, taking its state from the file
         (`-incoming`); returns once its QMP socket answers."""
         inst.extra["incoming"] = image_dir / "state"
-        inst.extra.pop("t_ready_ns", None)
         try:
             self.qmp_path(inst).unlink(missing_ok=True)
             Native._prepare(self, inst)  # its cgroups again (kept since the launch)
