@@ -179,7 +179,7 @@ class FakeRuntime(Runtime):
 
     def memory_bytes(self, inst: Instance) -> int | None:
         i = self.world.running.get(inst.name)
-        return None if i is None else i.pss + i.kernel
+        return None if i is None else (i.pss or 0) + i.kernel
 
     def tasks(self, inst: Instance) -> tuple[int | None, int]:
         return (1 if inst.name in self.world.running else None), 0

@@ -58,6 +58,8 @@ class RuntimeTruth:
     slowdown: dict[tuple[str, str], float] = field(default_factory=dict)  # (attacker,
     # placement) -> factor the figure is divided by while those attackers run (2 = half)
     needs_mib: float = 0.0  # an instance given less memory than this fails to start
+    unreadable: tuple[int, ...] = ()  # the memory of these detached starts (numbered
+    # from 1, host-wide) cannot be read: their processes are gone
     tight_mib: float = 0.0  # ... and below this its figure is halved (it swaps, say)
     # operations on a running instance (exec, pause, snapshot); None: it has none
     exec_ms: float | None = 5.0  # a command run in it, spawn -> exit (exactly this)
@@ -94,7 +96,7 @@ class FakeInstance:
     kind: str  # "ready" (sleep, a background server) or "attacker"
     attacker: str  # its attacker kind ("" for others)
     cpus: str | None
-    pss: int
+    pss: int | None  # None: its processes cannot be read
     kernel: int
     pid: int
 
@@ -111,6 +113,8 @@ def classify(argv: tuple[str, ...]) -> tuple[str, str]:
         return "exit", "hello"
     if argv[:1] == ("/bin/vb-sqlite",):
         return "exit", "sqlite"
+    if argv[:1] == ("/bin/vb-sleep",):
+        return "ready", "sleep"
     if argv[:1] == ("/bin/vb-ready",) and len(argv) > 3:
         rest = argv[3:]
         for a in attackers.ATTACKERS.values():
@@ -198,7 +202,9 @@ class World:
             kind=kind,
             attacker=what if kind == "attacker" else "",
             cpus=cpus,
-            pss=int(lognormal(self.rng, rt.pss_mib, rt.pss_cv) * MIB),
+            pss=None
+            if self.started in rt.unreadable
+            else int(lognormal(self.rng, rt.pss_mib, rt.pss_cv) * MIB),
             kernel=int(rt.kernel_mib * MIB),
             pid=FAKE_PID + self.started,
         )
@@ -221,7 +227,7 @@ class World:
     def mem_available(self) -> int:
         """MemAvailable: the base less every running instance's PSS and kernel side,
         plus the reading's noise."""
-        used = sum(i.pss + i.kernel for i in self.running.values())
+        used = sum((i.pss or 0) + i.kernel for i in self.running.values())
         noise = self.rng.normal(0.0, self.truth.mem_noise_mib) * MIB
         return int(self.truth.mem_available_mib * MIB - used + noise)
 

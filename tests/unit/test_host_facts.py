@@ -63,6 +63,36 @@ def test_pss_of_this_process_is_positive():
 
     assert memory.pss_total([os.getpid()]) > 0
     assert memory.pss_bytes(2**22 + 12345) is None
+    # a vanished process counts as 0 beside a live one; none readable is unknown, not 0
+    assert memory.pss_total([os.getpid(), 2**22 + 12345]) == memory.pss_total([os.getpid()])
+    assert memory.pss_total([2**22 + 12345]) is None
+    assert memory.pss_total([]) is None
+
+
+def test_a_process_in_its_exec_is_read_once_the_exec_is_done(monkeypatch):
+    """ESRCH from smaps_rollup while /proc/PID exists (an exec under way) is waited out;
+    past the wait, or once the process is gone, it is None, never 0."""
+    import builtins
+    import os
+
+    real_open = builtins.open
+    calls = {"n": 0}
+
+    def in_exec(path, *a, **kw):
+        if str(path).endswith("smaps_rollup") and calls["n"] < 3:
+            calls["n"] += 1
+            raise ProcessLookupError(3, "No such process")
+        return real_open(path, *a, **kw)
+
+    monkeypatch.setattr(memory, "open", in_exec, raising=False)
+    assert memory.pss_bytes(os.getpid()) > 0 and calls["n"] == 3
+
+    def always(path, *a, **kw):
+        raise ProcessLookupError(3, "No such process")
+
+    monkeypatch.setattr(memory, "open", always, raising=False)
+    monkeypatch.setattr(memory, "EXEC_WAIT_S", 0.05)
+    assert memory.pss_bytes(os.getpid()) is None
 
 
 def test_the_host_seam_reads_this_machine():

@@ -191,6 +191,27 @@ def test_density_of_an_instance_that_costs_nothing_reads_below_resolution(tmp_pa
         assert baseline_refusal(f, metric, "fa") is not None
 
 
+def test_density_says_when_an_instances_memory_cannot_be_read(tmp_path, monkeypatch):
+    """The 3rd instance's processes cannot be read: its PSS is a failed sample with why,
+    never 0, and every step it is part of says it too; the others are recovered."""
+    truth = Truth({"fa": RuntimeTruth(pss_mib=3.0, unreadable=(3,))}, seed=5)
+    exp = {"type": "density", "instances": 6, "instances_per_benchmark": 2, "runs": 1}
+    with fake_session(tmp_path, monkeypatch, truth, ["fa"], exp) as (s, world):
+        run(s)
+        samples = [x for x in s.store.samples(s.run_id) if not x.warmup]
+    assert world.running == {}
+    pss = [x for x in samples if x.metric == "density.pss"]
+    assert [x.value is None for x in pss] == [False, False, True, False, False, False]
+    assert "no host process of the instance could be read" in pss[2].error
+    assert all(2.5 < x.value < 3.5 for x in pss if x.value is not None)
+    steps = {x.background: x for x in samples if x.metric == "density.user_pss"}
+    assert sorted(steps) == [0, 2, 4, 6]
+    assert steps[0].value == 0 and 5 < steps[2].value < 7
+    for n in (4, 6):
+        assert steps[n].value is None
+        assert f"the memory of 1 of {n} running instances could not be read" in steps[n].error
+
+
 # --- scalability ----------------------------------------------------------------------
 SCALE = {"type": "scalability", "instances": 20, "instances_per_benchmark": 5, "runs": 3,
          "measurements_per_point": 4, "warmups": 1, "settle_s": 0}  # fmt: skip

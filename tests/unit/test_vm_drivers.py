@@ -31,7 +31,8 @@ def test_labels_pick_machine_and_accel():
 
 def test_minimal_guest_modes_and_refusals():
     assert guest_mode(("/bin/vb-hello",)) == "hello"
-    assert guest_mode(("/bin/vb-ready", "{probe}", "vb-x-1", "/bin/vb-sleep")) == "sleep"
+    assert guest_mode(("/bin/vb-sleep", "{probe}", "vb-x-1")) == "sleep"
+    assert guest_mode(("/bin/vb-ready", "{probe}", "vb-x-1", "/bin/vb-sleep")) is None
     assert guest_mode(("/bin/vb-ready", "{probe}", "vb-x-1", "--beat", "2")) == "beat"
     assert guest_mode(("/usr/sbin/nginx",)) is None
     cls = runtimes.get("qemu")

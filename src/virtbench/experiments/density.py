@@ -80,10 +80,17 @@ def run_one(s: Session, cfg: DensityExperiment, runtime: str, rep: int) -> None:
         info = host.meminfo()
         used = memory.in_use(info, host.pcp_free()) / MIB
         kernel = sum(info.get(k, 0) for k in KERNEL_FIELDS) / MIB
-        pss = sum(rt.pss_bytes(i) or 0 for i in running) + (rt.daemons_pss_bytes() or 0)
+        each = [rt.pss_bytes(i) for i in running]
+        unread = sum(p is None for p in each)
+        pss = sum(p or 0 for p in each) + (rt.daemons_pss_bytes() or 0)
         sample("density.host_used", used, "MiB", n, params=at)
         sample("density.kernel_used", kernel, "MiB", n, params=at)
-        sample("density.user_pss", pss / MIB, "MiB", n, params=at)
+        if unread:  # a sum missing instances would understate the step
+            sample("density.user_pss", None, "MiB", n, params=at,
+                   error=f"the memory of {unread} of {n} running instances could not be "
+                   "read (no host process of theirs left)")  # fmt: skip
+        else:
+            sample("density.user_pss", pss / MIB, "MiB", n, params=at)
         if n:
             s.say(f"density: {runtime} {n}/{cfg.instances} instances, host memory in use "
                   f"{used - first[0]:+.1f} MiB since none")  # fmt: skip
@@ -123,7 +130,8 @@ def run_one(s: Session, cfg: DensityExperiment, runtime: str, rep: int) -> None:
                 if guest is not None:  # VMs: the VMM's own cost, without the guest's RAM
                     sample("density.pss_without_guest_ram", (pss - guest) / MIB, "MiB", i)
             else:
-                sample("density.pss", None, "MiB", i, error="instance has no host processes")
+                sample("density.pss", None, "MiB", i,
+                       error="no host process of the instance could be read")  # fmt: skip
             cg = rt.memory_bytes(inst)
             sample(
                 "density.cgroup_memory",

@@ -12,17 +12,27 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
+EXEC_WAIT_S = 0.2  # how long a process in the middle of an exec is waited for
+
 
 def pss_bytes(pid: int) -> int | None:
-    """PSS of one process, or None if it is gone."""
-    try:
-        with open(f"/proc/{pid}/smaps_rollup", "rb") as fh:
-            for line in fh:
-                if line.startswith(b"Pss:"):
-                    return int(line.split()[1]) * 1024
-    except (FileNotFoundError, ProcessLookupError, PermissionError):
-        return None
-    return None
+    """PSS of one process, or None if it is gone. While a process is in the middle of an
+    exec, the kernel answers ESRCH though it exists: it is read again once the exec is
+    done (within EXEC_WAIT_S), never counted as 0."""
+    deadline = time.monotonic() + EXEC_WAIT_S
+    while True:
+        try:
+            with open(f"/proc/{pid}/smaps_rollup", "rb") as fh:
+                for line in fh:
+                    if line.startswith(b"Pss:"):
+                        return int(line.split()[1]) * 1024
+            return None  # no memory left to read: it is exiting, or a zombie
+        except (FileNotFoundError, PermissionError):
+            return None
+        except ProcessLookupError:
+            if not os.path.exists(f"/proc/{pid}") or time.monotonic() > deadline:
+                return None
+            time.sleep(0.001)
 
 
 MERGE_SLACK_KIB = 2048  # the kernel may merge a neighbouring anonymous mapping into it
@@ -51,9 +61,11 @@ def pss_of_mappings(pid: int, size_kib: int) -> int | None:
     return total if found else None
 
 
-def pss_total(pids: Iterable[int]) -> int:
-    """PSS summed over `pids` (processes that vanished count as 0)."""
-    return sum(p for p in (pss_bytes(pid) for pid in pids) if p)
+def pss_total(pids: Iterable[int]) -> int | None:
+    """PSS summed over `pids`; processes that vanished count as 0, and when none of them
+    could be read the sum is None (unknown), not 0."""
+    read = [p for p in (pss_bytes(pid) for pid in pids) if p is not None]
+    return sum(read) if read else None
 
 
 def meminfo(path: Path = Path("/proc/meminfo")) -> dict[str, int]:

@@ -77,11 +77,9 @@ class Observe:
 
     def pss_bytes(self, inst: Instance) -> int | None:
         """PSS (bytes) summed over the instance's host processes (`pids`); None when it
-        has none. Drivers keep the default; a test's fake runtime injects its own."""
-        pids = self.pids(inst)
-        if not pids:
-            return None
-        return memory.pss_total(pids)
+        has none, or none could be read. Drivers keep the default; a test's fake runtime
+        injects its own."""
+        return memory.pss_total(self.pids(inst))
 
     def daemon_pids(self) -> list[int]:
         """The processes of the daemons this run started for this runtime (`DAEMONS`: a
@@ -91,8 +89,7 @@ class Observe:
     def daemons_pss_bytes(self) -> int | None:
         """PSS (bytes) of the daemons this run started for this runtime; None where it
         started none."""
-        pids = self.daemon_pids()
-        return memory.pss_total(pids) if pids else None
+        return memory.pss_total(self.daemon_pids())
 
     def settled(self) -> bool:
         """Whether every supervisor that lingers after a removal (`reap_later`) has

@@ -128,7 +128,7 @@ def guest_mode(argv: tuple[str, ...]) -> str | None:
     """The minimal guest's mode for a workload's argv: hello, sleep, beat, or None."""
     if argv == ("/bin/vb-hello",):
         return "hello"
-    if argv and argv[0] == "/bin/vb-ready" and argv[-1] == "/bin/vb-sleep":
+    if len(argv) == 3 and argv[0] == "/bin/vb-sleep":
         return "sleep"
     if len(argv) == 5 and argv[0] == "/bin/vb-ready" and argv[3] == "--beat":
         return "beat"

@@ -1,13 +1,15 @@
-"""`sleep`: signal ready over the probe, then block until killed (vb-ready + vb-sleep).
+"""`sleep`: signal ready over the probe, then block until killed (vb-sleep).
 
 The idle instance of density and the background of scalability; boot is measured from
-spawn to the ready datagram.
+spawn to the ready datagram. vb-sleep sends it itself, once it runs: density reads the
+instance's memory right after ready, and a vb-ready still on its way into exec has
+another program's memory, or none /proc can read.
 """
 
 NAME = "sleep"
 ENDS = "ready"
-DESCRIPTION = "signals ready, then sleeps until stopped (vb-ready -> vb-sleep)"
+DESCRIPTION = "signals ready, then sleeps until stopped (vb-sleep)"
 
 
 def argv(instance: str) -> tuple[str, ...]:
-    return ("/bin/vb-ready", "{probe}", instance, "/bin/vb-sleep")
+    return ("/bin/vb-sleep", "{probe}", instance)

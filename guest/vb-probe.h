@@ -1,0 +1,132 @@
+/* vb-probe.h: how a guest program tells the host it is ready (vb-ready, vb-sleep).
+ *
+ * ADDRESS is udp:IPv4:PORT (a host listener reachable over the instance's network),
+ * unix:PATH (a datagram socket bind-mounted into the instance, for instances without
+ * a network) or file:PATH (a VM guest's console: a line is written to PATH, e.g.
+ * file:/dev/console, and the host reads it from the serial port).
+ * No stdio here: a static program's text is faulted in whole, and vb-sleep keeps small. */
+#ifndef VB_PROBE_H
+#define VB_PROBE_H
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define EX_USAGE_ 64
+#define EX_ADDR 65
+#define EX_SEND 70
+
+static int send_udp(const char *spec, const char *msg, size_t len)
+{
+	char host[64];
+	const char *colon = strrchr(spec, ':');
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	const char *d;
+	long port = 0;
+	int fd;
+
+	if (colon == NULL || (size_t)(colon - spec) >= sizeof(host))
+		return EX_ADDR;
+	memcpy(host, spec, (size_t)(colon - spec));
+	host[colon - spec] = '\0';
+	for (d = colon + 1; *d >= '0' && *d <= '9' && port <= 65535; d++)
+		port = port * 10 + (*d - '0');
+	if (*d != '\0' || port <= 0 || port > 65535)
+		return EX_ADDR;
+	if (inet_pton(AF_INET, host, &sin.sin_addr) != 1)
+		return EX_ADDR;
+	sin.sin_port = htons((unsigned short)port);
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return EX_SEND;
+	if (sendto(fd, msg, len, 0, (struct sockaddr *)&sin, sizeof(sin)) != (ssize_t)len) {
+		close(fd);
+		return EX_SEND;
+	}
+	close(fd);
+	return 0;
+}
+
+static int send_unix(const char *path, const char *msg, size_t len)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int fd;
+
+	if (strlen(path) >= sizeof(sun.sun_path))
+		return EX_ADDR;
+	strcpy(sun.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return EX_SEND;
+	if (sendto(fd, msg, len, 0, (struct sockaddr *)&sun, sizeof(sun)) != (ssize_t)len) {
+		close(fd);
+		return EX_SEND;
+	}
+	close(fd);
+	return 0;
+}
+
+static int write_line(const char *path, const char *line, int len)
+{
+	int fd;
+
+	if (len < 0)
+		return EX_USAGE_;
+	fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return EX_ADDR;
+	if (write(fd, line, (size_t)len) != len) {
+		close(fd);
+		return EX_SEND;
+	}
+	close(fd);
+	return 0;
+}
+
+/* "PREFIX ID SUFFIX" into buf; its length, or -1 when it does not fit. */
+static int join3(char *buf, size_t size, const char *prefix, const char *id, const char *suffix)
+{
+	size_t a = strlen(prefix), b = strlen(id), c = strlen(suffix);
+
+	if (a + b + c >= size)
+		return -1;
+	memcpy(buf, prefix, a);
+	memcpy(buf + a, id, b);
+	memcpy(buf + a + b, suffix, c + 1);
+	return (int)(a + b + c);
+}
+
+static int write_marker(const char *path, const char *id)
+{
+	char line[256];
+
+	return write_line(path, line, join3(line, sizeof(line), "VB-READY ", id, "\n"));
+}
+
+static int send_to(const char *addr, const char *msg, int len)
+{
+	if (len < 0)
+		return EX_USAGE_;
+	if (strncmp(addr, "udp:", 4) == 0)
+		return send_udp(addr + 4, msg, (size_t)len);
+	if (strncmp(addr, "unix:", 5) == 0)
+		return send_unix(addr + 5, msg, (size_t)len);
+	return EX_ADDR;
+}
+
+/* Send "ready INSTANCE-ID" (file: the line "VB-READY INSTANCE-ID"); 0, or an exit code. */
+static int signal_ready(const char *addr, const char *id)
+{
+	char msg[256];
+
+	if (strncmp(addr, "file:", 5) == 0)
+		return write_marker(addr + 5, id);
+	return send_to(addr, msg, join3(msg, sizeof(msg), "ready ", id, ""));
+}
+
+#endif
