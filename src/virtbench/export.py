@@ -2,7 +2,7 @@
 
 NDJSON: one JSON object per line, each with a `record` field saying what it is:
   {"record": "run", ...}      first: id, name, times, status, argv, spec, environment, artifacts
-  {"record": "metric", ...}   each figure the samples hold, as metrics.py declares it: unit,
+  {"record": "metric", ...}   each figure the samples hold, as virtbench.metrics declares it: unit,
                               direction, what it includes, lower bound, resolution, ...
   {"record": "sample", ...}   every sample in the order measured, with its `run_id`
   {"record": "event", ...}    warnings, skips and guard stops, in time order
@@ -78,7 +78,7 @@ METRIC_FIELDS = {
 
 
 def declared(name: str, workload: str) -> dict[str, Any]:
-    """What metrics.py declares of the figure `name` of `workload`."""
+    """What virtbench.metrics declares of the figure `name` of `workload`."""
     m = metrics.lookup(name, workload)
     return _clean({
         "metric": name, "workload": workload, "unit": m.unit, "direction": m.direction,

@@ -1,4 +1,4 @@
-"""The metric registry (metrics.py): every figure the code records is declared, with the
+"""The metric registry (virtbench.metrics): every figure the code records is declared, with the
 unit and direction it is recorded in; level suffixes and families resolve; a workload
 figure nobody declared gets the default; figures that are not repeated measurements stay
 out of the CV target and the comparisons, as they always did."""
@@ -20,7 +20,7 @@ from virtbench.store import Store
 from virtbench.store.frame import as_frame
 from virtbench.store.records import Sample
 
-SRC = Path(metrics.__file__).parent
+SRC = Path(metrics.__file__).parent.parent  # src/virtbench
 DATA = Path(__file__).parent.parent / "data" / "workloads"
 # Output captured from every measuring workload's client (tests/data/workloads).
 OUTPUTS = {

@@ -61,7 +61,7 @@ def refusal(metric: str, workload: str, baseline: float, who: str = "A") -> str:
 
 def unit_of(s: Sample) -> tuple[int, int]:
     """The independent unit a sample belongs to (what a confidence interval resamples):
-    a figure taken once per instance of a pile-up (metrics.py: repeated and `pile_up`)
+    a figure taken once per instance of a pile-up (virtbench.metrics: repeated and `pile_up`)
     is its instance's; every other figure's is its repetition (a fresh instance, or one
     pile-up), whose nested values (batches of one instance, boots at one point of one
     pile-up) are resampled together."""

@@ -18,7 +18,7 @@ when both sides hold the same runtimes. For every condition present on both side
           condition A measured; else "no change"
 
 Failed samples count only as failures, warm-ups not at all; figures the registry keeps
-out (metrics.py `ab_compared`: the host's availability) are not compared. Conditions only
+out (virtbench.metrics `ab_compared`: the host's availability) are not compared. Conditions only
 B measured are not shown.
 """
 
@@ -114,7 +114,7 @@ FIELDS = ("experiment", "metric", "unit", "workload", "background", "attacker", 
 
 def _groups(f: Frame, with_runtime: bool) -> dict[Key, np.ndarray]:
     """Indices of non-warm-up rows by condition (`condition`), failed ones included
-    (they count as failures); only the figures compare compares (metrics.py)."""
+    (they count as failures); only the figures compare compares (virtbench.metrics)."""
     return condition_rows(f, with_runtime, lambda m: m.ab_compared)
 
 

@@ -65,7 +65,7 @@ def from_rich(t: Table) -> HtmlTable:
 
 def _groups(samples: Rows) -> dict[tuple[str, ...], dict[str, list[float]]]:
     """Successful, non-warm-up values of the figures the report compares (not host state,
-    counts or side figures: metrics.py) by condition (without runtime), then runtime: one
+    counts or side figures: virtbench.metrics) by condition (without runtime), then runtime: one
     value per independent unit."""
     f = as_frame(samples)
     if "report groups" not in f.memo:  # warnings, differences and scores all read them

@@ -1,6 +1,6 @@
 """Figures read as slopes: memory each instance costs, and trends with background load.
 
-Density records the host's memory at each step of a pile-up (metrics.py: the series
+Density records the host's memory at each step of a pile-up (virtbench.metrics: the series
 `density.host_used`, `.kernel_used`, `.user_pss`); what one instance costs is the slope of
 each against the instances running, over every step of every pile-up of that runtime
 (fit.py `increment_fit`: the steps' increments pooled, a t interval from their spread,

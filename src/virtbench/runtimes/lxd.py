@@ -26,12 +26,10 @@ compares the detached launch (`spawn_to_started` of `sleep`) instead.
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import os
 import stat
 import subprocess
-import tarfile
 import time
 from pathlib import Path
 from typing import Any
@@ -49,9 +47,9 @@ from virtbench.runtimes.base import (
     remove_tree,
     which,
 )
-from virtbench.runtimes.engine import tar_of
 from virtbench.runtimes.leftovers import listing
-from virtbench.runtimes.lxc import Lxc, instance_lines
+from virtbench.runtimes.lxc import Lxc
+from virtbench.runtimes.lxd_config import image_tarballs, limits_cpu, raw_lxc
 from virtbench.unixhttp import UnixHTTPConnection
 
 SYSTEM_DIR = Path("/var/lib/lxd")
@@ -77,50 +75,6 @@ def answers(lxd_dir: Path, timeout: float = 2.0) -> bool:
         return False
     finally:
         conn.close()
-
-
-def image_tarballs(rootfs: Path, description: str) -> tuple[bytes, bytes]:
-    """(metadata tarball, rootfs tarball) for `lxc image import` (split image). The
-    description (with the run id) makes the fingerprint unique to the run."""
-    meta = (
-        "architecture: x86_64\n"
-        f"creation_date: {int(time.time())}\n"
-        "properties:\n"
-        f"  description: {description}\n"
-        "  os: virtbench\n"
-    ).encode()
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        info = tarfile.TarInfo("metadata.yaml")
-        info.size = len(meta)
-        info.mtime = int(time.time())
-        tar.addfile(info, io.BytesIO(meta))
-    return buf.getvalue(), tar_of(rootfs)
-
-
-def raw_lxc(inst: Instance, network: str, netns: Path | None, cgroup_version: int = 1) -> str:
-    """The `raw.lxc` lines of one instance (pure, for tests). A cpuset is also set here,
-    so the init starts pinned: LXD applies `limits.cpu` only after the start (its CPU
-    balancer), and a loaded host showed a sleeper still on every CPU when it was ready."""
-    lines = instance_lines(inst)
-    if inst.spec.cpus:
-        key = "lxc.cgroup" if cgroup_version == 1 else "lxc.cgroup2"
-        lines.append(f"{key}.cpuset.cpus = {inst.spec.cpus}")
-    if network in ("host", "bridge"):
-        assert netns is not None
-        lines += [
-            f"lxc.namespace.share.net = {netns}",
-            # sysfs of a network namespace the container's user namespace does not own
-            # cannot be mounted: keep /proc only
-            "lxc.mount.auto =",
-            "lxc.mount.auto = proc:rw",
-        ]
-    return "\n".join(lines)
-
-
-def limits_cpu(cpus: str) -> str:
-    """A cpuset (`1`, `0-1`, `0,2`) as LXD's `limits.cpu`, where a bare number is a count."""
-    return f"{cpus}-{cpus}" if cpus.isdigit() else cpus
 
 
 class Lxd(Runtime):

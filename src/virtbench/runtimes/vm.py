@@ -24,6 +24,8 @@ exit status means; this base does the rest the same way for all of them:
     under a nested PVM KVM (`virtbench doctor` says which): use TCG there;
 - memory: the VMM's PSS, and without the guest's RAM mapping (`guest_ram_pss`).
 
+What the guest boots (its kernel, initrd, memory and command line) is vm_boot.py's.
+
 Bring your own image (`guest = "image"`, usually a named runtime of the spec's,
 `[runtime.uk-nginx] driver = "qemu"`): a kernel built elsewhere (Unikraft, OSv, IncludeOS,
 MirageOS, a Linux of your own) with optional `initrd` and `disk` (attached read-only as
@@ -71,11 +73,10 @@ from virtbench.runtimes.base import (
     which,
 )
 from virtbench.runtimes.native import Native
+from virtbench.runtimes.vm_boot import VmBoot
 from virtbench.runtimes.vm_console import read_console
 from virtbench.runtimes.vm_guest import (
     KERNEL,
-    LINUX_CMDLINE,
-    MEMORY_MIB,
     SERVES,
     SIMPLE,
     VmOptions,
@@ -87,7 +88,7 @@ from virtbench.runtimes.vm_guest import (
 __all__ = ["KERNEL", "SIMPLE", "Vm", "VmOptions", "guest_mode", "mac_of"]
 
 
-class Vm(Native):
+class Vm(VmBoot, Native):
     """Base of the VM drivers (not a runtime of its own)."""
 
     family = Family.VM
@@ -188,53 +189,6 @@ class Vm(Native):
             return o.serve_port
         return None
 
-    def guest(self, inst: Instance) -> str:
-        """minimal | linux | image, for this instance's workload."""
-        g = self.vm_opts.guest
-        if g == "auto":
-            return "minimal" if guest_mode(inst.spec.argv) else "linux"
-        return g
-
-    def memory_mib(self, inst: Instance) -> int:
-        return inst.spec.memory_mib or self.vm_opts.memory_mib or MEMORY_MIB[self.guest(inst)]
-
-    @property
-    def byo(self) -> bool:
-        """A bring-your-own image rather than the minimal guest."""
-        return self.vm_opts.guest == "image"
-
-    def kernel(self, inst: Instance) -> Path:
-        if self.vm_opts.kernel is not None:
-            image = self.vm_opts.kernel
-        elif self.guest(inst) == "linux":
-            image = self._linux(inst.spec.rootfs)[0]
-        else:
-            return inst.spec.rootfs / KERNEL
-        if not self.elf_only:
-            return image
-        if image not in self._elf:
-            from virtbench.artifacts.linux import elf_kernel
-
-            self._elf[image] = elf_kernel(image, self.ctx.paths.cache / "kernels" / "elf")
-        return self._elf[image]
-
-    def initrd(self, inst: Instance) -> Path | None:
-        if self.guest(inst) == "linux":
-            return self._linux(inst.spec.rootfs)[1]
-        return self.vm_opts.initrd
-
-    def _linux(self, rootfs: Path) -> tuple[Path, Path]:
-        """(kernel, initramfs) of a Linux guest of `rootfs`; made once (and cached)."""
-        key = str(rootfs)
-        if key not in self._linux_files:
-            from virtbench.artifacts.linux import build_initramfs, debian_kernel
-
-            cache = self.ctx.paths.cache
-            kernel = debian_kernel(cache)
-            initrd = build_initramfs(rootfs, kernel, cache / "initramfs")
-            self._linux_files[key] = (self.vm_opts.kernel or kernel.image, initrd)
-        return self._linux_files[key]
-
     def _attach_data(self, inst: Instance) -> None:
         """A Linux guest's data disk: a sparse ext4 image (`data_disk_mib`) in the
         instance's data directory (so it goes with it), attached as its first virtio disk
@@ -259,27 +213,6 @@ class Vm(Native):
         inst.address = ip
         inst.extra.update(tap=tap, mac=mac_of(ip), gateway=bridge.host_ip,
                           prefixlen=bridge.prefixlen)  # fmt: skip
-
-    def cmdline(self, inst: Instance) -> str:
-        """The guest's command line. An image's may use {name}, and on the bridge {ip},
-        {prefixlen}, {gateway} and {mac} for its NIC."""
-        if self.guest(inst) == "linux":
-            argv = "".join(a + "\0" for a in inst.argv).encode().hex()
-            line = f"{LINUX_CMDLINE} {self.linux_cmdline}".strip()
-            line += f" vb.name={inst.name} vb.argv={argv} vb.exit={self.linux_exit}"
-            if inst.extra.get("data_disk"):
-                line += " vb.data=vda"
-            if inst.spec.sysctls:  # the guest's own kernel takes every key
-                from virtbench import sysctl
-
-                line += " " + sysctl.cmdline(dict(inst.spec.sysctls))
-            if inst.address:
-                line += f" vb.ip={inst.address}/{inst.extra['prefixlen']} "
-                line += f"vb.gw={inst.extra['gateway']}"
-            return f"{line} {self.vm_opts.cmdline}".strip()
-        if self.byo:
-            return vm_image.cmdline(inst, self.vm_opts)
-        return f"vb.mode={guest_mode(inst.spec.argv)} vb.name={inst.name}"
 
     def _resolve_probe(self, inst: Instance, network: str) -> tuple[str, ...]:
         if network == "none":  # no way out of the VM but its console

@@ -1,0 +1,117 @@
+"""The metric registry: every figure virtbench records, declared once.
+
+A `Metric` says what a figure is -- its unit, which way is better, what it includes, the
+smallest value it can take and the smallest difference its method can tell -- and how the
+rest of virtbench treats it: whether repetitions of it measure one thing again (adaptive
+repetition's CV target), how the tables summarise it, whether the report and `virtbench
+compare` compare it, which plot draws it and how DESMET scores it.
+
+Names are exactly as stored. A family of names is one fnmatch pattern (`*` matches dots
+too), such as the latency workload's `*.*B.rtt_p*`. A level suffix (`tps@16`,
+`read_only.tps@t40`: experiments/worker.py adds it when a workload sweeps a parameter) is
+no part of a declared name. `lookup` tries exact names first, then patterns in the order
+declared here, so a narrower pattern comes before a broader one. Each experiment's prefix
+ends with a pattern (`boot.*`, `host.*`, ...) that treats a figure not declared yet as its
+family; any other name is a workload figure this registry does not name (a new
+workload's, say) and gets DEFAULT's treatment: repeated, compared, summarised by the
+median. Where a declaration leaves `unit` and `direction` open, a sample carries its own.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import functools
+
+from virtbench.metrics.experiments import EXPERIMENTS
+from virtbench.metrics.model import (
+    CHARGE_BATCH_MIB,
+    KIB_MIB,
+    NS_MS,
+    DesmetKind,
+    Metric,
+    PlotKind,
+    Summary,
+)
+from virtbench.metrics.workloads import WORKLOADS
+
+__all__ = [
+    "CHARGE_BATCH_MIB",
+    "DEFAULT",
+    "KIB_MIB",
+    "NS_MS",
+    "REGISTRY",
+    "DesmetKind",
+    "Metric",
+    "PlotKind",
+    "Summary",
+    "find",
+    "fitted",
+    "is_compared",
+    "is_repeated",
+    "lookup",
+    "plotted",
+]
+
+# every declaration, in the order `lookup` tries them: the experiments' own figures, then
+# the workloads'
+REGISTRY: tuple[Metric, ...] = (*EXPERIMENTS, *WORKLOADS)
+
+# A workload figure this registry does not name: measured again each repetition, compared,
+# drawn against a swept level like any other.
+DEFAULT = Metric(
+    "*",
+    "",
+    None,
+    "a workload figure the registry does not name",
+    lower_bound=None,
+    plot="concurrency",
+)
+
+
+def find(name: str, workload: str = "") -> Metric | None:
+    """The declaration of `name` (a level suffix ignored): an exact name first, then the
+    first pattern that matches; None when neither does. `workload` (the sample's) tells
+    workloads' figures of one name apart; "" considers every workload's."""
+    return _find(name, workload)
+
+
+@functools.lru_cache(maxsize=4096)  # reports look up every sample's metric
+def _find(name: str, workload: str) -> Metric | None:
+    base = name.partition("@")[0]
+    mine = [m for m in REGISTRY if not workload or m.workload in ("", workload)]
+    for m in mine:
+        if not m.is_pattern and m.name == base:
+            return m
+    return next((m for m in mine if m.is_pattern and fnmatch.fnmatchcase(base, m.name)), None)
+
+
+def lookup(name: str, workload: str = "") -> Metric:
+    """What `name` is: its declaration (`find`), or DEFAULT's treatment under that name."""
+    found = _find(name, workload)
+    return found if found is not None else _default(name, workload)
+
+
+@functools.lru_cache(maxsize=1024)
+def _default(name: str, workload: str) -> Metric:
+    return dataclasses.replace(DEFAULT, name=name, workload=workload)
+
+
+def is_repeated(name: str, workload: str = "") -> bool:
+    """Do repetitions of it measure one thing again (so its CV counts)?"""
+    return lookup(name, workload).repeated
+
+
+def is_compared(name: str, workload: str = "") -> bool:
+    """Does the report compare runtimes on it (tests, DESMET scores, spread warnings)?"""
+    return lookup(name, workload).compared
+
+
+def fitted() -> list[Metric]:
+    """The figures read as the slope of a series (summary "fit"), in the order declared."""
+    return [m for m in REGISTRY if m.summary == "fit"]
+
+
+def plotted(kind: PlotKind) -> list[Metric]:
+    """The figures declared by name that plot `kind` draws, in the order declared."""
+    return [m for m in REGISTRY if m.plot == kind and not m.is_pattern]

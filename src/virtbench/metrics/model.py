@@ -1,0 +1,79 @@
+"""What a figure is: the `Metric` declaration and the units shared by the declarations.
+
+See the package's docstring (virtbench.metrics) for how the registry is read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from virtbench.store.records import Direction
+
+Summary = Literal["median", "series", "fit"]
+PlotKind = Literal["boot", "latency", "concurrency", "scalability", "density", "resources"]
+DesmetKind = Literal["boot", "lower", "higher"]
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One figure, or a family of figures when `name` is a pattern.
+
+    name         the name as stored, or an fnmatch pattern for a family ("*.requests_per_s")
+    unit         as stored ("" where samples carry their own: patterns of a family, DEFAULT)
+    direction    "lower" or "higher": which way is better (None where samples say)
+    includes     what the figure includes: from which event to which, by which clock
+    lower_bound  the smallest value it can take (None: no bound)
+    resolution   the smallest difference its method can tell, in `unit` (None: unknown)
+    repeated     True: repetitions measure one thing again, so their CV says how steady it
+                 is (adaptive repetition's target); False: host state, one-off figures,
+                 per-step series, side figures kept out of that target
+    summary      "median": summarised as a distribution (median, 95% CI, CV);
+                 "series": per-point values shown at their point, never summarised;
+                 "fit": the slope of the series `fits` against its background count,
+                 computed when read (report/fits.py), never stored
+    fits         for "fit": the series metric whose slope it is
+    compared     the report compares runtimes on it: tests, DESMET scores, spread warnings
+    ab_compared  `virtbench compare` tests it between its two sides: more than `compared`,
+                 as a run that reached fewer instances or kept a bigger image regressed
+    plot         the plot kind of report/plots.py that draws it (None: none does)
+    desmet       how DESMET scores it: "boot" (against the boot baseline), else its direction
+    pile_up      taken once per instance as instances pile up: the background count is where
+                 in the pile-up, not a condition, so all of a run's values are one group
+    headline     a worker's own result, which scalability and isolation follow (the first
+                 one recorded); False for side figures (teardown, the host, launches)
+    workload     the workload whose figure it is ("" for any: the experiments' own)
+    label        a few words for plots ("": the name)
+    """
+
+    name: str
+    unit: str
+    direction: Direction | None
+    includes: str
+    lower_bound: float | None = 0.0
+    resolution: float | None = None
+    repeated: bool = True
+    summary: Summary = "median"
+    compared: bool = True
+    ab_compared: bool = True
+    plot: PlotKind | None = None
+    desmet: DesmetKind | None = None
+    pile_up: bool = False
+    headline: bool = True
+    workload: str = ""
+    label: str = ""
+    fits: str = ""
+
+    def __post_init__(self) -> None:
+        if self.desmet is None:  # scored in its own direction unless declared boot-like
+            object.__setattr__(self, "desmet", self.direction)
+
+    @property
+    def is_pattern(self) -> bool:
+        return any(c in self.name for c in "*?[")
+
+
+NS_MS = 1e-6  # a host monotonic clock read in ns, in ms
+KIB_MIB = 1 / 1024  # /proc reports kB
+CHARGE_BATCH_MIB = 64 * 4096 / 2**20  # memcg charges in batches of 64 pages (4 KiB pages)
+OPEN: dict[str, Any] = {"unit": "", "direction": None, "lower_bound": None}  # samples say

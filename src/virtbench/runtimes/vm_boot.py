@@ -1,0 +1,98 @@
+"""What a VM boots (a mixin of the Vm base, vm.py): the guest an instance gets (the
+minimal guest, Linux or an image of the user's), its kernel, initrd, memory size and
+kernel command line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar
+
+from virtbench.runtimes import vm_image
+from virtbench.runtimes.vm_guest import KERNEL, LINUX_CMDLINE, MEMORY_MIB, VmOptions, guest_mode
+
+if TYPE_CHECKING:
+    from virtbench.runtimes.model import Instance, RuntimeContext
+
+
+class VmBoot:
+    """The guest's side of a VM driver. Set by the driver: `vm_opts`, `ctx`, `elf_only`,
+    `linux_exit` and `linux_cmdline` (see Vm), and the caches `_linux_files` and `_elf`."""
+
+    ctx: RuntimeContext
+    elf_only: ClassVar[bool]
+    linux_exit: ClassVar[str]
+    linux_cmdline: ClassVar[str]
+    _linux_files: dict[str, tuple[Path, Path]]
+    _elf: dict[Path, Path]
+
+    @property
+    def vm_opts(self) -> VmOptions:  # provided by Vm
+        raise NotImplementedError
+
+    def guest(self, inst: Instance) -> str:
+        """minimal | linux | image, for this instance's workload."""
+        g = self.vm_opts.guest
+        if g == "auto":
+            return "minimal" if guest_mode(inst.spec.argv) else "linux"
+        return g
+
+    def memory_mib(self, inst: Instance) -> int:
+        return inst.spec.memory_mib or self.vm_opts.memory_mib or MEMORY_MIB[self.guest(inst)]
+
+    @property
+    def byo(self) -> bool:
+        """A bring-your-own image rather than the minimal guest."""
+        return self.vm_opts.guest == "image"
+
+    def kernel(self, inst: Instance) -> Path:
+        if self.vm_opts.kernel is not None:
+            image = self.vm_opts.kernel
+        elif self.guest(inst) == "linux":
+            image = self._linux(inst.spec.rootfs)[0]
+        else:
+            return inst.spec.rootfs / KERNEL
+        if not self.elf_only:
+            return image
+        if image not in self._elf:
+            from virtbench.artifacts.linux import elf_kernel
+
+            self._elf[image] = elf_kernel(image, self.ctx.paths.cache / "kernels" / "elf")
+        return self._elf[image]
+
+    def initrd(self, inst: Instance) -> Path | None:
+        if self.guest(inst) == "linux":
+            return self._linux(inst.spec.rootfs)[1]
+        return self.vm_opts.initrd
+
+    def _linux(self, rootfs: Path) -> tuple[Path, Path]:
+        """(kernel, initramfs) of a Linux guest of `rootfs`; made once (and cached)."""
+        key = str(rootfs)
+        if key not in self._linux_files:
+            from virtbench.artifacts.linux import build_initramfs, debian_kernel
+
+            cache = self.ctx.paths.cache
+            kernel = debian_kernel(cache)
+            initrd = build_initramfs(rootfs, kernel, cache / "initramfs")
+            self._linux_files[key] = (self.vm_opts.kernel or kernel.image, initrd)
+        return self._linux_files[key]
+
+    def cmdline(self, inst: Instance) -> str:
+        """The guest's command line. An image's may use {name}, and on the bridge {ip},
+        {prefixlen}, {gateway} and {mac} for its NIC."""
+        if self.guest(inst) == "linux":
+            argv = "".join(a + "\0" for a in inst.argv).encode().hex()
+            line = f"{LINUX_CMDLINE} {self.linux_cmdline}".strip()
+            line += f" vb.name={inst.name} vb.argv={argv} vb.exit={self.linux_exit}"
+            if inst.extra.get("data_disk"):
+                line += " vb.data=vda"
+            if inst.spec.sysctls:  # the guest's own kernel takes every key
+                from virtbench import sysctl
+
+                line += " " + sysctl.cmdline(dict(inst.spec.sysctls))
+            if inst.address:
+                line += f" vb.ip={inst.address}/{inst.extra['prefixlen']} "
+                line += f"vb.gw={inst.extra['gateway']}"
+            return f"{line} {self.vm_opts.cmdline}".strip()
+        if self.byo:
+            return vm_image.cmdline(inst, self.vm_opts)
+        return f"vb.mode={guest_mode(inst.spec.argv)} vb.name={inst.name}"
