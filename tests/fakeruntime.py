@@ -99,7 +99,7 @@ class FakeRuntime(Runtime):
         inst.t_exit_ns = inst.extra["done_ns"]
         return 0
 
-    def wait_ready(self, inst: Instance, timeout: float) -> int:
+    def wait_ready(self, inst: Instance, timeout: float, abort: Any = None) -> int:
         if inst.name not in self.world.running:
             raise InstanceError(f"{self.label}: {inst.name} is not running")
         if inst.spec.argv[-2:-1] == ("--beat",):  # the beat workload: two heartbeats so far

@@ -9,9 +9,12 @@ import subprocess
 import time
 
 import pytest
-from tests.integration.conftest import cli, labelled, run_id_of, start_run
+from tests.integration.conftest import cli, driver, labelled, run_id_of, start_run
 
+from virtbench import naming
+from virtbench.experiments.burst import launch_together
 from virtbench.paths import Paths
+from virtbench.runtimes.base import InstanceSpec
 from virtbench.store import Store
 
 
@@ -65,6 +68,42 @@ def test_kill_9_mid_burst_then_clean_leaves_nothing(env, tmp_path):
     assert f"run {rid} marked crashed" in res.stdout
     assert labelled(rid) == []
     assert not (tmp_path / "state" / "runs" / rid).exists()
+
+
+@pytest.mark.parametrize("runtime", ["crun", "docker"])  # a launcher each; a barrier
+def test_ctrl_c_mid_burst_does_not_wait_out_an_instance_that_hangs(runtime, ctx, artifact):
+    """Instances that run but never signal ready (vb-sleep without an address), waited for
+    up to 60 s: Ctrl-C a second into the burst ends it within seconds, and stopping them
+    then leaves nothing."""
+    import signal
+    import threading
+
+    rt = driver(runtime, ctx)
+    insts = []
+    for n in range(4):
+        name = naming.instance(ctx.run_id, n)
+        spec = InstanceSpec(name=name, argv=("/bin/vb-sleep",), rootfs=artifact.path)
+        insts.append(rt.prepare(spec))
+    # SIGINT to the main thread, as a terminal's Ctrl-C; Python's own handler even where
+    # this test's parent left SIGINT ignored
+    main = threading.main_thread().ident
+    timer = threading.Timer(1.0, signal.pthread_kill, (main, signal.SIGINT))
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    t0 = time.monotonic()
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            launch_together(rt, insts, 60)
+        took = time.monotonic() - t0
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGINT, old)
+        errors = rt.stop_each(insts)
+    assert took < 8, f"the interrupted burst took {took:.1f} s"
+    assert errors == []
+    # the run's image and network go with the driver; no instance's thing is left
+    left = [x for x in labelled(ctx.run_id) if " images " not in x and " network " not in x]
+    assert left == [], left
 
 
 @pytest.mark.slow

@@ -33,3 +33,27 @@ def test_garbage_is_ignored_and_wait_times_out(tmp_path: Path):
         assert time.monotonic() - t0 >= 0.29
     finally:
         lst.close()
+
+
+def test_an_aborted_wait_returns_at_once_and_a_ready_still_counts(tmp_path: Path):
+    """A wait of 30 s whose abort is set (then `wake`) returns None within a moment; a
+    ready that came before the abort is still returned."""
+    import threading
+
+    lst = ProbeListener(tmp_path / "probe")
+    try:
+        abort = threading.Event()
+        got: list = []
+        waiter = threading.Thread(target=lambda: got.append(lst.wait("vb-abc123-7", 30, abort)))
+        waiter.start()
+        time.sleep(0.2)
+        assert got == []  # still waiting
+        t0 = time.monotonic()
+        abort.set()
+        lst.wake()
+        waiter.join(5)
+        assert got == [None] and time.monotonic() - t0 < 0.5
+        lst.mark("vb-abc123-8", 42)
+        assert lst.wait("vb-abc123-8", 30, abort) == 42
+    finally:
+        lst.close()

@@ -94,7 +94,10 @@ def launch_together(rt: Runtime, insts: list[Instance], timeout: float
     datagram's ns or None, why not). A driver whose launch is a launcher command
     (`spawns_launcher`) has them all issued back to back by this thread, as `xargs -P`
     would, then each waited for in a thread of its own; any other's launch calls are made
-    by one thread each, released together by a barrier."""
+    by one thread each, released together by a barrier. Interrupted (Ctrl-C), it returns
+    once the launch calls under way have: threads still at the barrier launch nothing,
+    and the waits for ready end at once, so the caller stops every instance without
+    waiting out `timeout` for one that hangs."""
     if not insts:
         return []
     issued: dict[str, str] = {}  # instance -> why its launch call failed
@@ -109,6 +112,7 @@ def launch_together(rt: Runtime, insts: list[Instance], timeout: float
         gate = None
     else:
         gate = threading.Barrier(len(insts))
+    abort = threading.Event()
 
     def one(inst: Instance) -> tuple[int, int | None, str]:
         if inst.name in issued:
@@ -119,16 +123,30 @@ def launch_together(rt: Runtime, insts: list[Instance], timeout: float
                 rt.launch(inst, detach=True)
             else:
                 rt.finish_launch(inst)
-            return inst.t_spawn_ns, rt.wait_ready(inst, timeout), ""
+            return inst.t_spawn_ns, rt.wait_ready(inst, timeout, abort), ""
         except threading.BrokenBarrierError:
-            return time.monotonic_ns(), None, "the burst's threads did not all start in 60 s"
+            why = (
+                "interrupted" if abort.is_set() else "the burst's threads did not all start in 60 s"
+            )
+            return time.monotonic_ns(), None, why
         except InstanceError as exc:
             return inst.t_spawn_ns or time.monotonic_ns(), None, str(exc)
         except Exception as exc:  # said as this instance's failure, never lost
             return inst.t_spawn_ns or time.monotonic_ns(), None, f"{type(exc).__name__}: {exc}"
 
-    with ThreadPoolExecutor(max_workers=len(insts), thread_name_prefix="vb-burst") as pool:
-        return list(pool.map(one, insts))
+    pool = ThreadPoolExecutor(max_workers=len(insts), thread_name_prefix="vb-burst")
+    try:
+        futures = [pool.submit(one, inst) for inst in insts]
+        return [f.result() for f in futures]
+    except BaseException:  # Ctrl-C: end the waits, keep the launches whole
+        abort.set()
+        if gate is not None:
+            gate.abort()
+        if rt.ctx.probe is not None:
+            rt.ctx.probe.wake()
+        raise
+    finally:
+        pool.shutdown(wait=True)
 
 
 def record(s: Session, base: dict, level: int, results: list[tuple[int, int | None, str]],

@@ -149,16 +149,23 @@ class ProbeListener(Heartbeats):
         with self._cond:
             self._ready.pop(instance, None)
 
-    def wait(self, instance: str, timeout: float) -> int | None:
-        """Monotonic ns at which `instance` signalled ready, or None on timeout."""
+    def wait(self, instance: str, timeout: float, abort: threading.Event | None = None
+             ) -> int | None:  # fmt: skip
+        """Monotonic ns at which `instance` signalled ready, or None on timeout, or as soon
+        as `abort` is set (and `wake` called)."""
         deadline = time.monotonic() + timeout
         with self._cond:
             while instance not in self._ready:
                 left = deadline - time.monotonic()
-                if left <= 0:
+                if left <= 0 or (abort is not None and abort.is_set()):
                     return None
                 self._cond.wait(left)
             return self._ready.pop(instance)
+
+    def wake(self) -> None:
+        """Wake every wait, so that those whose `abort` is set return."""
+        with self._cond:
+            self._cond.notify_all()
 
     def close(self) -> None:
         os.write(self._stop_w, b"x")

@@ -6,6 +6,7 @@ their engine knows better.
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -105,19 +106,24 @@ class Observe:
         self._reap = [p for p in self._reap if alive(p)]
         return not self._reap
 
-    def wait_ready(self, inst: Instance, timeout: float) -> int:
+    def wait_ready(self, inst: Instance, timeout: float, abort: threading.Event | None = None
+                   ) -> int:  # fmt: skip
         """Host monotonic ns of `inst`'s ready datagram. InstanceError, with the console's
         last lines, if none comes in `timeout` s or the instance ends first (looked at
         every 0.25 s at first, then less often, so a dead instance is reported within a
-        few seconds without a busy loop beside the boot being timed)."""
+        few seconds without a busy loop beside the boot being timed), or at once when
+        `abort` is set (with the probe's `wake`: a burst being interrupted)."""
         assert self.ctx.probe is not None, "waiting for a ready signal needs the probe"
         deadline = time.monotonic() + timeout
         step = 0.25
         while True:
             left = deadline - time.monotonic()
-            t = self.ctx.probe.wait(inst.name, max(0.0, min(step, left)))
+            t = self.ctx.probe.wait(inst.name, max(0.0, min(step, left)), abort)
             if t is not None:
                 return t
+            if abort is not None and abort.is_set():
+                raise InstanceError(f"{self.label}: {inst.name}: interrupted before it "
+                                    "signalled ready")  # fmt: skip
             if left <= step:
                 self.check_engine()
                 raise InstanceError(
