@@ -6,8 +6,8 @@ virtbench's side is `virtbench run density --runtimes R --instances N
 prints (report/fits.py: host memory in use, and Slab + PageTables + KernelStack + Percpu,
 against instances running, caches dropped at each step).
 
-The by-hand side starts the same N instances of density's `sleep` workload (vb-ready
-signals over the probe, then vb-sleep) through the runtime's driver (crun: `crun run
+The by-hand side starts the same N instances of density's `sleep` workload (vb-sleep,
+which signals over the probe) through the runtime's driver (crun: `crun run
 -d`, docker: the Engine API, runsc: `runsc run -d`: what a script of the user's would
 run), each waited for until ready, with no step in between: caches dropped, then host
 memory in use (`free -b`'s used, less the free pages on the per-CPU lists that

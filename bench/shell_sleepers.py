@@ -2,7 +2,7 @@
 benchmarks of virtbench's own overhead (launch_vs_shell.py, sampler_cpu.py).
 
 Each sleeper is what virtbench's scalability experiment starts in the background:
-`vb-ready unix:/run/vb/probe.sock NAME /bin/vb-sleep` in a bundle whose config.json is
+`vb-sleep unix:/run/vb/probe.sock NAME` in a bundle whose config.json is
 virtbench's own (`oci.bundle_config`, network "none", the run's probe socket directory
 bind-mounted at /run/vb), named `vb-<run-id>-s<i>` and recorded in a RunState ledger
 before anything is created.
