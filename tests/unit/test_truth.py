@@ -106,6 +106,9 @@ def test_without_quiescence_the_carry_over_shows_as_an_order_effect(tmp_path, mo
     effects = order_effects(by_predecessor(samples, "boot.spawn_to_exit"))
     flagged = {e.group.rsplit(" ", 1)[1] for e in effects}
     assert {"fb", "fc"} <= flagged, effects  # fa too: it sometimes follows itself
+    # the report's check, over independent units (a boot sample is its repetition's own)
+    noted = [text for _, text in trust_notes(samples) if "boot.spawn_to_exit" in text]
+    assert {"fb", "fc"} <= {n.split(" depends")[0].rsplit(" ", 1)[1] for n in noted}, noted
     for e in effects:  # in every flagged group, the slowest is the follower of fa
         assert max(e.medians, key=lambda p: e.medians[p][0]) == "fa", e.text()
     for rt in ("fb", "fc"):
@@ -116,6 +119,30 @@ def test_without_quiescence_the_carry_over_shows_as_an_order_effect(tmp_path, mo
         other = next(p for p in after if p not in ("fa", rt, ""))
         shift = statistics.median(after["fa"]) - statistics.median(after[other])
         assert abs(shift - 4.0) < 1.5, (rt, shift)  # ~3.5 SE of a difference of medians
+
+
+def test_many_values_of_one_instance_are_one_unit_for_the_order_effect_check():
+    """50 commands in each of 2 instances per predecessor, the instances 20% apart by
+    chance: two units a side is no evidence of an order effect (counted one by one, 100
+    values a side made p ~ 1e-30). 12 instances a side, 30% apart, are."""
+    rng = np.random.default_rng(3)
+
+    def cmds(pred: str, rep: int, level: float) -> list[Sample]:
+        return [Sample(experiment="exec", metric="exec.true", value=float(v), unit="ms",
+                       direction="lower", runtime="fa", workload="sleep", repetition=rep,
+                       params={"predecessor": pred})
+                for v in level * rng.lognormal(0, 0.05, 50)]  # fmt: skip
+
+    chance = cmds("fb", 0, 10) + cmds("fb", 1, 10.5) + cmds("fc", 2, 12) + cmds("fc", 3, 12.5)
+    assert not [x for _, x in trust_notes(chance) if "order effect" in x]
+    real = [
+        s
+        for r in range(24)
+        for s in cmds("fb" if r % 2 else "fc", r, (13 if r % 2 else 10) * rng.lognormal(0, 0.03))
+    ]
+    noted = [x for _, x in trust_notes(real) if "order effect" in x]
+    assert len(noted) == 1 and "exec.true (sleep) on fa" in noted[0], noted
+    assert "(n=12)" in noted[0]  # instances, not commands
 
 
 def test_an_injected_second_mode_is_named_and_a_single_one_is_not(tmp_path, monkeypatch):

@@ -11,7 +11,7 @@ import numpy as np
 from virtbench import metrics
 from virtbench.report.cells import Rows, flagged, fmt
 from virtbench.stats import modes
-from virtbench.store.frame import as_frame
+from virtbench.store.frame import Frame, as_frame
 
 CI_NOTE = (
     "95% CI: percentile bootstrap of the median over independent units (repetitions; a "
@@ -50,6 +50,28 @@ def two_modes(rows: Rows) -> list[str]:
     return out
 
 
+def predecessor_groups(f: Frame) -> dict[str, list[tuple[str, float]]]:
+    """Per metric, workload and runtime: (predecessor, value) of each independent unit --
+    a repetition (at its background, beside its attackers, on its host), its values'
+    median where it holds many (exec's commands in one instance, a pile-up's instances).
+    Values of one unit share their instance and their moment, so counting each would
+    make a few units look like many, and their chance differences an order effect."""
+    groups: dict[str, list[tuple[str, float]]] = defaultdict(list)
+    predecessor = f.param("predecessor")
+    ok = f.ok & (predecessor != None)  # noqa: E711 (an object array, element-wise)
+    sub = f.take(ok)
+    pred = predecessor[ok]
+    fields = ("metric", "workload", "runtime", "repetition", "background", "attacker",
+              "placement", "host")  # fmt: skip
+    units: dict[tuple, list[float]] = defaultdict(list)
+    for key, idx in sub.groups(*fields):
+        for p in dict.fromkeys(pred[idx].tolist()):  # one predecessor per unit, as a rule
+            units[(*key, p)] = sub.value[idx][pred[idx] == p].tolist()
+    for (metric, workload, runtime, *_, p), values in units.items():
+        groups[f"{metric} ({workload}) on {runtime}"].append((p, float(np.median(values))))
+    return dict(groups)
+
+
 def trust_notes(samples: Rows) -> list[tuple[str, str]]:
     """(level, text) a reader must weigh: samples measured on a host that was not quiet,
     groups whose figures depend on the runtime measured before them, and groups with two
@@ -64,13 +86,6 @@ def trust_notes(samples: Rows) -> list[tuple[str, str]]:
         out.append(("warning", f"{n} of {len(f)} samples were measured while other work "
                                "ran on the host, or its quiet wait timed out (their params: "
                                "load > 0 or quiet = false)"))  # fmt: skip
-    groups: dict[str, list[tuple[str, float]]] = defaultdict(list)
-    predecessor = f.param("predecessor")
-    ok = f.ok & (predecessor != None)  # noqa: E711 (an object array, element-wise)
-    for (metric, workload, runtime), idx in f.take(ok).groups("metric", "workload", "runtime"):
-        rows = np.flatnonzero(ok)[idx]
-        name = f"{metric} ({workload}) on {runtime}"
-        groups[name] = list(zip(predecessor[rows].tolist(), f.value[rows].tolist(), strict=True))
-    out += [("warning", e.text()) for e in order_effects(groups.items())]
+    out += [("warning", e.text()) for e in order_effects(predecessor_groups(f).items())]
     out += [("warning", text) for text in two_modes(f)]
     return out
