@@ -63,12 +63,10 @@ def predecessor_groups(f: Frame) -> dict[str, list[tuple[str, float]]]:
     pred = predecessor[ok]
     fields = ("metric", "workload", "runtime", "repetition", "background", "attacker",
               "placement", "host")  # fmt: skip
-    units: dict[tuple, list[float]] = defaultdict(list)
-    for key, idx in sub.groups(*fields):
+    for (metric, workload, runtime, *_), idx in sub.groups(*fields):
+        name = f"{metric} ({workload}) on {runtime}"
         for p in dict.fromkeys(pred[idx].tolist()):  # one predecessor per unit, as a rule
-            units[(*key, p)] = sub.value[idx][pred[idx] == p].tolist()
-    for (metric, workload, runtime, *_, p), values in units.items():
-        groups[f"{metric} ({workload}) on {runtime}"].append((p, float(np.median(values))))
+            groups[name].append((p, float(np.median(sub.value[idx][pred[idx] == p]))))
     return dict(groups)
 
 
