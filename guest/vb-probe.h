@@ -21,6 +21,20 @@
 #define EX_ADDR 65
 #define EX_SEND 70
 
+/* One datagram of `len` bytes to `addr`; 0, or EX_SEND. */
+static int send_dgram(const struct sockaddr *addr, socklen_t addrlen, const char *msg, size_t len)
+{
+	int fd = socket(addr->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	int rc = 0;
+
+	if (fd < 0)
+		return EX_SEND;
+	if (sendto(fd, msg, len, 0, addr, addrlen) != (ssize_t)len)
+		rc = EX_SEND;
+	close(fd);
+	return rc;
+}
+
 static int send_udp(const char *spec, const char *msg, size_t len)
 {
 	char host[64];
@@ -28,7 +42,6 @@ static int send_udp(const char *spec, const char *msg, size_t len)
 	struct sockaddr_in sin = { .sin_family = AF_INET };
 	const char *d;
 	long port = 0;
-	int fd;
 
 	if (colon == NULL || (size_t)(colon - spec) >= sizeof(host))
 		return EX_ADDR;
@@ -41,34 +54,17 @@ static int send_udp(const char *spec, const char *msg, size_t len)
 	if (inet_pton(AF_INET, host, &sin.sin_addr) != 1)
 		return EX_ADDR;
 	sin.sin_port = htons((unsigned short)port);
-	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return EX_SEND;
-	if (sendto(fd, msg, len, 0, (struct sockaddr *)&sin, sizeof(sin)) != (ssize_t)len) {
-		close(fd);
-		return EX_SEND;
-	}
-	close(fd);
-	return 0;
+	return send_dgram((struct sockaddr *)&sin, sizeof(sin), msg, len);
 }
 
 static int send_unix(const char *path, const char *msg, size_t len)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	int fd;
 
 	if (strlen(path) >= sizeof(sun.sun_path))
 		return EX_ADDR;
 	strcpy(sun.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return EX_SEND;
-	if (sendto(fd, msg, len, 0, (struct sockaddr *)&sun, sizeof(sun)) != (ssize_t)len) {
-		close(fd);
-		return EX_SEND;
-	}
-	close(fd);
-	return 0;
+	return send_dgram((struct sockaddr *)&sun, sizeof(sun), msg, len);
 }
 
 static int write_line(const char *path, const char *line, int len)
