@@ -31,11 +31,12 @@ from pathlib import Path
 
 import virtbench_run
 
-from virtbench import cgroups, naming, runtimes
+from virtbench import naming, runtimes
 from virtbench.artifacts import build_minimal_rootfs
+from virtbench.host import cgroups
+from virtbench.host.state import RunState
 from virtbench.paths import Paths
 from virtbench.runtimes.base import InstanceSpec, RuntimeContext
-from virtbench.state import RunState
 from virtbench.store import Store
 from virtbench.workloads import hello
 

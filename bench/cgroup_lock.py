@@ -18,8 +18,9 @@ import subprocess
 import sys
 import time
 
-from virtbench import cgroups, naming, proc
+from virtbench import naming
 from virtbench.artifacts import build_minimal_rootfs
+from virtbench.host import cgroups, proc
 from virtbench.paths import Paths
 
 

@@ -37,16 +37,17 @@ from pathlib import Path
 
 import virtbench_run
 
-from virtbench import cgroups, naming, runtimes
+from virtbench import naming, runtimes
+from virtbench.analysis.fit import Fit
 from virtbench.artifacts import build_minimal_rootfs
 from virtbench.experiments.density import KERNEL_FIELDS
-from virtbench.fit import Fit
+from virtbench.host import cgroups
+from virtbench.host.state import RunState
 from virtbench.measure import memory
 from virtbench.measure.probe import ProbeListener
 from virtbench.paths import Paths
 from virtbench.report.fits import cost_fits
 from virtbench.runtimes.base import InstanceSpec, RuntimeContext
-from virtbench.state import RunState
 from virtbench.store import Store
 from virtbench.workloads import sleep
 

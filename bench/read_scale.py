@@ -125,8 +125,12 @@ def main() -> int:
             peak = max(r[1] for r in runs)
             bad = [r for r in runs if not (r[2] == 0 or (name == "compare" and r[2] in (1, 3)))]
             within = took <= TARGETS[name] and peak <= PEAK_MIB
-            spread = f" (median of {len(runs)}: {min(r[0] for r in runs):.2f}-" \
-                     f"{max(r[0] for r in runs):.2f} s)" if len(runs) > 1 else ""
+            spread = (
+                f" (median of {len(runs)}: {min(r[0] for r in runs):.2f}-"
+                f"{max(r[0] for r in runs):.2f} s)"
+                if len(runs) > 1
+                else ""
+            )
             print(f"read {name}: {took:.2f} s{spread}, {peak:.0f} MiB peak (target <= "
                   f"{TARGETS[name]:g} s, <= {PEAK_MIB} MiB){'' if within else '  MISSED'}"
                   + (f"  exit {bad[0][2]}: {bad[0][3]}" if bad else ""))  # fmt: skip

@@ -26,7 +26,7 @@ from pathlib import Path
 from shell_sleepers import ShellSleepers
 
 from virtbench.artifacts import build_minimal_rootfs
-from virtbench.measure.host import HostSampler
+from virtbench.measure.sampler import HostSampler
 from virtbench.paths import Paths
 from virtbench.spec import InstanceOptions
 from virtbench.store import Store

@@ -20,7 +20,7 @@ a shell cannot, and that is the cheapest way to the same end state.
 
 `stop()` removes them with a bash loop of `crun delete --force <name>`, then removes any
 cgroup directory left and the bundles. Leaving the `with` block (also on Ctrl-C or an
-error) stops whatever was started and sweeps the run id with `virtbench.cleanup`.
+error) stops whatever was started and sweeps the run id with `virtbench.run.cleanup`.
 """
 
 from __future__ import annotations
@@ -31,14 +31,16 @@ import subprocess
 import time
 from pathlib import Path
 
-from virtbench import cgroups, cleanup, naming
+from virtbench import naming
+from virtbench.host import cgroups
+from virtbench.host.state import RunState
 from virtbench.measure.probe import ProbeListener
 from virtbench.paths import Paths
-from virtbench.runner import uninterruptible
+from virtbench.run import cleanup
+from virtbench.run.runner import uninterruptible
 from virtbench.runtimes.base import PROBE_MOUNT, Instance, InstanceSpec
 from virtbench.runtimes.oci import bundle_config
 from virtbench.spec import InstanceOptions
-from virtbench.state import RunState
 from virtbench.workloads import sleep
 
 NAME_SLOT = "@NAME@"  # replaced by each instance's name in the config template

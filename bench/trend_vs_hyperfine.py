@@ -36,13 +36,14 @@ from pathlib import Path
 
 import virtbench_run
 
-from virtbench import cgroups, naming, runtimes
+from virtbench import naming, runtimes
 from virtbench.artifacts import build_minimal_rootfs
+from virtbench.host import cgroups
+from virtbench.host.state import RunState
 from virtbench.measure.probe import ProbeListener
 from virtbench.paths import Paths
 from virtbench.report.fits import PER, trend
 from virtbench.runtimes.base import InstanceSpec, RuntimeContext
-from virtbench.state import RunState
 from virtbench.store import Store
 from virtbench.workloads import hello, sleep
 
@@ -132,6 +133,7 @@ def main() -> None:
     print(f"virtbench: {fit.slope:+.3g} ms per {PER} (95% CI {fit.ci_low:.3g} to "
           f"{fit.ci_high:.3g}); by hand (lower quartiles) {hand:+.3g}: "
           f"{'inside' if inside else 'outside'} the CI; ratio {fit.slope / hand:.3f}")  # fmt: skip
+
 
 if __name__ == "__main__":
     main()

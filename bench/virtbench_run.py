@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from virtbench.runner import uninterruptible
+from virtbench.run.runner import uninterruptible
 
 
 def run(args: list[str], results: Path) -> str:

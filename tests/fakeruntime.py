@@ -27,13 +27,13 @@ from tests.faketruth import FakeHarness, Truth, World, classify
 from virtbench import experiments, runtimes
 from virtbench.errors import InstanceError
 from virtbench.experiments.session import Session
+from virtbench.host.state import RunState
 from virtbench.measure.probe import Heartbeats
 from virtbench.measure.quiet import Quiet
 from virtbench.paths import Paths
 from virtbench.runtimes.base import Availability, Family, Instance, Runtime, RuntimeContext
 from virtbench.runtimes.controls import ExecResult
 from virtbench.spec import Spec, parse
-from virtbench.state import RunState
 from virtbench.store import Sample, Store
 
 WORLD: World | None = None  # the current test's (set by `install`)

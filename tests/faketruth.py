@@ -22,12 +22,14 @@ from typing import Any
 
 import numpy as np
 
-from virtbench import cgroups, cleanup, naming
+from virtbench import naming
 from virtbench.artifacts import Artifact
-from virtbench.harness import Harness
+from virtbench.host import cgroups
 from virtbench.measure.machine import Host
 from virtbench.measure.topology import PLACEMENTS, Topology
 from virtbench.paths import Paths
+from virtbench.run import cleanup
+from virtbench.run.harness import Harness
 from virtbench.workloads import attackers
 
 MIB = 1 << 20

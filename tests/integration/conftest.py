@@ -17,12 +17,14 @@ from pathlib import Path
 import pytest
 from tests.conftest import need
 
-from virtbench import cgroups, cleanup, runtimes
+from virtbench import runtimes
 from virtbench.artifacts import Artifact, build_minimal_rootfs
+from virtbench.host import cgroups
+from virtbench.host.state import RunState
 from virtbench.measure.probe import ProbeListener
 from virtbench.paths import Paths
+from virtbench.run import cleanup
 from virtbench.runtimes.base import Runtime, RuntimeContext
-from virtbench.state import RunState
 
 VIRTBENCH = [sys.executable, "-m", "virtbench.cli"]
 pytestmark = pytest.mark.root
@@ -153,7 +155,7 @@ def clean_crashed(run_id: str, env: dict[str, str]) -> None:
 
 
 def labelled(run_id: str) -> list[str]:
-    """Everything on the host carrying the run's label, found independently of cleanup.py."""
+    """Everything on the host carrying the run's label, found independently of run/cleanup.py."""
     found = []
     for binary in ("runc", "crun", "runsc"):
         out = subprocess.run([binary, "list", "--format", "json"], capture_output=True, text=True)

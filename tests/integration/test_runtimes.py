@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from tests.integration.conftest import driver, labelled
 
-from virtbench import cgroups, naming
+from virtbench import naming
 from virtbench.errors import InstanceError
+from virtbench.host import cgroups
 from virtbench.runtimes.base import InstanceSpec, RuntimeContext
 from virtbench.workloads import hello, sleep
 

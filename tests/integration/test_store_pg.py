@@ -23,8 +23,9 @@ from tests.unit.test_store import (  # noqa: F401 (collected again here, with th
     test_unknown_run_names_recent_ones,
 )
 
-from virtbench import export, state
 from virtbench.errors import StoreError, VirtbenchError
+from virtbench.host import state
+from virtbench.report import export
 from virtbench.store import SCHEMA_VERSION, Store, open_store
 from virtbench.store.backend import Backend, SqliteBackend
 from virtbench.store.migrations import MIGRATIONS, statements
@@ -58,7 +59,7 @@ def opened(location: str) -> Iterator[list[Store]]:
 
 
 def _open(opened: list[Store], location: str) -> Store:
-    st = open_store(location)
+    st = open_store(location, alive=state.is_alive)
     opened.append(st)
     return st
 

@@ -14,7 +14,7 @@ import pytest
 from tests.integration.conftest import cli, driver, start_run
 from tests.integration.test_runtimes import spec as instance_spec
 
-from virtbench import sysctl
+from virtbench.host import sysctl
 from virtbench.store import Store
 from virtbench.workloads import sleep
 

@@ -20,7 +20,7 @@ from tests.integration.conftest import (
 
 from virtbench import naming
 from virtbench.artifacts.linux import debian_kernel, elf_kernel
-from virtbench.measure.host import kvm_kind
+from virtbench.host.facts import kvm_kind
 from virtbench.paths import Paths
 from virtbench.runtimes.base import InstanceSpec
 from virtbench.store import Store

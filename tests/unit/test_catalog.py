@@ -8,12 +8,13 @@ from tests.fakeruntime import install, tmp_paths
 from tests.faketruth import FakeHarness, RuntimeTruth, Truth
 from typer.testing import CliRunner
 
-from virtbench import plan, runner, spec_flags
 from virtbench import spec as specmod
 from virtbench.cli import app
 from virtbench.cli import run as cli_run
 from virtbench.cli import show as cli_show
 from virtbench.errors import SpecError
+from virtbench.run import plan, runner
+from virtbench.spec import flags as spec_flags
 from virtbench.store import Store
 
 STUDIES = [
@@ -111,7 +112,7 @@ def test_s1s_runner_spellings_are_accepted(monkeypatch, tmp_path):
         return "abc123", "completed"
 
     monkeypatch.setattr(runner, "execute", execute)
-    monkeypatch.setattr(cli_run, "_require_root", lambda what: None)
+    monkeypatch.setattr(cli_run, "require_root", lambda what: None)
     monkeypatch.setattr(cli_show, "print_run", lambda *a, **k: [])
     argv = ["run", "--runs", "5", "--name", "uk_ng_s", "--benchmark_time", "3",
             "--instances_per_benchmark", "10", "--results", str(tmp_path)]  # fmt: skip
@@ -233,7 +234,7 @@ def test_run_plan_says_what_would_run_and_starts_nothing(tmp_path, monkeypatch):
     estimate, the sum, and nothing started or stored (no root needed either)."""
     started = []
     monkeypatch.setattr(runner, "execute", lambda *a, **k: started.append(a))
-    monkeypatch.setattr(cli_run, "_require_root", lambda what: started.append(what))
+    monkeypatch.setattr(cli_run, "require_root", lambda what: started.append(what))
     argv = ["run", "quickstart", "--runs", "3", "--plan", "--results", str(tmp_path / "res")]
     res = CliRunner().invoke(app, argv, env={"COLUMNS": "200"})
     assert res.exit_code == 0, res.output

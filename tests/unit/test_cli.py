@@ -51,15 +51,16 @@ def test_a_clean_never_says_it_removed_what_another_clean_holds(tmp_path, monkey
     """Two cleans at once: the one that finds a dead run's lock taken by the other leaves
     that run's objects alone, says so and exits 1; it does not count them as removed once
     the other has removed them (its rescan no longer sees them)."""
-    from virtbench import cleanup, state
     from virtbench.cli import clean as cli_clean
+    from virtbench.host import state
+    from virtbench.run import cleanup
 
     run_dir = tmp_path / "state" / "runs" / "zz0001"
     item = cleanup.Leftover("state", str(run_dir), "zz0001")
     scans = iter([[item], []])  # found, then gone (the other clean removed it)
     monkeypatch.setattr(cleanup, "scan", lambda *a, **k: next(scans))
     monkeypatch.setattr(cleanup, "remove_empty_parents", lambda *a, **k: [])
-    monkeypatch.setattr(cli_clean, "_require_root", lambda what: None)
+    monkeypatch.setattr(cli_clean, "require_root", lambda what: None)
     monkeypatch.setenv("VIRTBENCH_STATE_DIR", str(tmp_path / "state"))
     with state.holding("zz0001") as held:  # the other clean, removing the run's objects
         assert held

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from virtbench.errors import RuntimeUnavailable
+from virtbench.host.state import RunState
 from virtbench.runtimes.daemon import Daemons, start_time
-from virtbench.state import RunState
 
 
 @pytest.fixture

@@ -13,8 +13,8 @@ import jsonschema
 from tests.fakerun import fake_run
 from typer.testing import CliRunner
 
-from virtbench import export
 from virtbench.cli import app
+from virtbench.report import export
 from virtbench.store import Store
 
 runner = CliRunner()
@@ -84,7 +84,7 @@ def test_csv_from_the_frame_is_what_a_row_by_row_writer_writes(tmp_path):
     values included."""
     import dataclasses
 
-    from virtbench.export import SAMPLE_FIELDS, write_csv
+    from virtbench.report.export import SAMPLE_FIELDS, write_csv
     from virtbench.store import Sample
 
     store = Store(tmp_path)

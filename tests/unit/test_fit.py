@@ -1,4 +1,4 @@
-"""Straight-line fits (fit.py): Theil-Sen slopes within groups with Sen's interval, pooled
+"""Straight-line fits (analysis/fit.py): Theil-Sen slopes within groups with Sen's interval, pooled
 increments, and how a slope is read."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import math
 import numpy as np
 from scipy import stats as sps
 
-from virtbench.fit import increment_fit, resolved, sen_fit, verdict
+from virtbench.analysis.fit import increment_fit, resolved, sen_fit, verdict
 
 
 def test_one_group_is_theil_sen_with_sens_interval():
@@ -90,7 +90,7 @@ def test_increments_pool_the_steps_and_their_spread_makes_the_interval():
 def test_t_quantile_without_scipy_matches_scipy():
     from scipy import stats as sps
 
-    from virtbench.fit import t975
+    from virtbench.analysis.fit import t975
 
     assert max(abs(t975(df) - sps.t.ppf(0.975, df)) for df in range(1, 3000)) < 2e-6
 
@@ -100,7 +100,7 @@ def test_t_p_value_without_scipy_matches_scipy():
 
     from scipy import stats as sps
 
-    from virtbench.fit import t_two_sided_p
+    from virtbench.analysis.fit import t_two_sided_p
 
     worst = 0.0
     for df in (1, 2, 3, 4, 5, 7, 10, 29, 30, 100, 1000, 2.5, 7.3):

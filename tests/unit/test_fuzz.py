@@ -14,10 +14,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from virtbench import cli, spec_flags
+from virtbench import cli
 from virtbench import spec as specmod
 from virtbench.errors import SpecError
 from virtbench.spec import EXPERIMENT_TYPES, InstanceOptions
+from virtbench.spec import flags as spec_flags
 from virtbench.store import Sample, Store
 
 HOSTILE = [
@@ -183,7 +184,7 @@ def test_any_command_line_is_accepted_or_one_line_error(results, argv):
     out, err = io.StringIO(), io.StringIO()
     env = {"VIRTBENCH_RESULTS": str(results), "COLUMNS": "200"}
     with (
-        mock.patch("virtbench.runner.execute", side_effect=Started),
+        mock.patch("virtbench.run.runner.execute", side_effect=Started),
         mock.patch.object(cli.sys, "argv", ["virtbench", *argv]),
         mock.patch.dict(os.environ, env),
         contextlib.redirect_stdout(out),

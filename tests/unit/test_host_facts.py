@@ -1,18 +1,18 @@
 from pathlib import Path
 
-from virtbench import cgroups
-from virtbench.measure import host, memory
+from virtbench.host import cgroups, facts
+from virtbench.measure import memory
 from virtbench.measure.topology import Topology
 
 
 def test_kvm_kind(tmp_path: Path):
     mods = tmp_path / "mod"
     mods.mkdir()
-    assert host.kvm_kind(mods, tmp_path / "nokvm") == "none"
+    assert facts.kvm_kind(mods, tmp_path / "nokvm") == "none"
     dev = tmp_path / "kvm"
     dev.touch()
     (mods / "kvm_pvm").mkdir()
-    assert host.kvm_kind(mods, dev) == "pvm"
+    assert facts.kvm_kind(mods, dev) == "pvm"
 
 
 def test_meminfo_parses_bytes(tmp_path: Path):
@@ -97,8 +97,8 @@ def test_a_process_in_its_exec_is_read_once_the_exec_is_done(monkeypatch):
 
 def test_the_host_seam_reads_this_machine():
     """Session.host and the runner's harness default to the real readings."""
-    from virtbench.harness import Harness
     from virtbench.measure.machine import Host
+    from virtbench.run.harness import Harness
 
     h = Host()
     info = h.meminfo()
@@ -135,8 +135,6 @@ def test_what_an_engine_left_is_removed_and_what_was_there_before_stays(tmp_path
 
 
 def test_mitigations_and_smt_are_read_as_the_kernel_reports_them(tmp_path):
-    from virtbench.measure import host
-
     vulns = tmp_path / "vulnerabilities"
     vulns.mkdir()
     (vulns / "meltdown").write_text("Not affected\n")
@@ -145,17 +143,17 @@ def test_mitigations_and_smt_are_read_as_the_kernel_reports_them(tmp_path):
     (vulns / "l1tf").write_text("Unknown: something new\n")
     cmdline = tmp_path / "cmdline"
     cmdline.write_text("root=/dev/vda ro mitigations=off quiet\n")
-    got = host.mitigations(vulns, cmdline)
+    got = facts.mitigations(vulns, cmdline)
     assert got["setting"] == "off"
     assert got["counts"] == {"mitigated": 1, "vulnerable": 1, "not affected": 1, "other": 1}
     assert got["vulnerabilities"]["spectre_v2"].startswith("Mitigation: Retpolines")
     cmdline.write_text("root=/dev/vda\n")
-    assert host.mitigations(vulns, cmdline)["setting"] == "auto"
-    missing = host.mitigations(tmp_path / "none", cmdline)
+    assert facts.mitigations(vulns, cmdline)["setting"] == "auto"
+    missing = facts.mitigations(tmp_path / "none", cmdline)
     assert missing["setting"] == "auto" and "none" in missing["error"]  # said, not empty
     smt = tmp_path / "control"
     smt.write_text("notsupported\n")
-    assert host.smt_control(smt) == "notsupported"
-    assert host.smt_control(tmp_path / "absent") == "unknown"
-    real = host.snapshot({})
+    assert facts.smt_control(smt) == "notsupported"
+    assert facts.smt_control(tmp_path / "absent") == "unknown"
+    real = facts.snapshot({})
     assert real["mitigations"]["setting"] and "smt_control" in real

@@ -19,7 +19,7 @@ from virtbench import runtimes, spec
 from virtbench.cli.run import unmeasured
 from virtbench.errors import SpecError
 from virtbench.measure.portready import PERIOD_S, PortWatch, echo_request
-from virtbench.preflight import named_runtimes
+from virtbench.run.preflight import named_runtimes
 from virtbench.runtimes import presets, vm_image
 from virtbench.runtimes.base import Instance, InstanceSpec
 from virtbench.runtimes.vm_guest import SERVES, VmOptions, image_cannot_run

@@ -94,25 +94,97 @@ def test_no_module_imports_itself_back():
     assert cycles(graph) == []
 
 
-# lower layer -> the layers above it, which it must not import
-LAYERS = {
-    "virtbench.store": ("virtbench.cli", "virtbench.report", "virtbench.runner",
-                        "virtbench.experiments", "virtbench.runtimes"),
-    "virtbench.runtimes": ("virtbench.cli", "virtbench.cleanup", "virtbench.report",
-                           "virtbench.runner", "virtbench.experiments", "virtbench.store"),
-    "virtbench.report": ("virtbench.cli", "virtbench.runner", "virtbench.runtimes"),
-    "virtbench.experiments": ("virtbench.cli", "virtbench.report"),
-}  # fmt: skip
+# The pipeline's layers, lowest first: a package may import its own modules and those of
+# the packages before it, never one after it. The top level holds only what every layer
+# uses (errors, naming, paths).
+LAYERS = [
+    "top",          # errors, naming, paths
+    "host",         # processes, cgroups, sysctl, the run's lock and ledger, facts, doctor
+    "analysis",     # statistics, significance, fits, order effects
+    "store",        # samples and runs, stored
+    "metrics",      # what each figure is
+    "measure",      # probe, memory, quiet, sampler, topology
+    "workloads",    # what runs inside an instance
+    "artifacts",    # workloads packaged for a runtime family
+    "runtimes",     # drivers
+    "spec",         # a spec, validated
+    "experiments",  # procedures
+    "run",          # the runner, preflight, resume, plan, clean-up
+    "report",       # tables, answers, plots, compare, export
+    "fleet",        # many hosts
+    "cli",          # the command
+]  # fmt: skip
+TOP = {"virtbench", "virtbench.__main__", "virtbench.errors", "virtbench.naming", "virtbench.paths"}
+DATA = {"catalog"}  # packages of data files only: they import nothing
+
+
+def layer(mod: str) -> str:
+    if mod == "virtbench.__main__":  # `python -m virtbench`: the command itself
+        return "cli"
+    return "top" if mod in TOP else mod.split(".")[1]
+
+
+def test_every_package_has_its_layer_and_the_top_holds_five_modules():
+    mods = modules()
+    top = sorted(m for m in mods if m.count(".") == 1 and (ROOT / f"{m.split('.')[1]}.py").exists())
+    assert top == sorted(TOP - {"virtbench"}), "only errors, naming, paths at the top"
+    packages = {m.split(".")[1] for m in mods if m not in TOP}
+    assert packages - DATA == set(LAYERS) - {"top"}, "a package without a layer in LAYERS"
 
 
 def test_no_layer_reaches_up():
     graph = imports(modules())
+    rank = {name: i for i, name in enumerate(LAYERS)}
     wrong = [
-        f"{mod} imports {dep}"
+        f"{mod} ({layer(mod)}) imports {dep} ({layer(dep)})"
         for mod, deps in graph.items()
-        for layer, above in LAYERS.items()
-        if mod == layer or mod.startswith(layer + ".")
         for dep in deps
-        if any(dep == a or dep.startswith(a + ".") for a in above)
+        if rank.get(layer(dep), -1) > rank.get(layer(mod), len(LAYERS))
     ]
     assert wrong == []
+
+
+def test_the_layer_check_sees_an_upward_import():
+    rank = {name: i for i, name in enumerate(LAYERS)}
+    assert rank[layer("virtbench.cli.run")] > rank[layer("virtbench.run.runner")]
+    assert rank[layer("virtbench.host.proc")] < rank[layer("virtbench.runtimes.crun")]
+    assert layer("virtbench.errors") == "top" and rank["top"] == 0
+
+
+def private_imports(mods: dict[str, Path]) -> list[str]:
+    """`from virtbench.x import _name`, and `mod._name` on a virtbench module bound by an
+    import, anywhere outside the module that defines the name."""
+    found = []
+    for mod, path in mods.items():
+        tree = ast.parse(path.read_text())
+        bound: dict[str, str] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("virtbench"):
+                for a in node.names:
+                    if a.name.startswith("_") and not a.name.startswith("__"):
+                        found.append(f"{mod}: from {node.module} import {a.name}")
+                    if f"{node.module}.{a.name}" in mods:
+                        bound[a.asname or a.name] = f"{node.module}.{a.name}"
+            elif isinstance(node, ast.Import):
+                bound.update({a.asname: a.name for a in node.names if a.asname and a.name in mods})
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and bound.get(node.value.id, mod) != mod
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+            ):
+                found.append(f"{mod}: {node.value.id}.{node.attr}")
+    return found
+
+
+def test_no_module_uses_another_modules_private_names(tmp_path):
+    assert private_imports(modules()) == []
+    (tmp_path / "a.py").write_text("from virtbench.b import _hidden\nfrom virtbench import c\n")
+    (tmp_path / "c.py").write_text("from virtbench import a as m\nm._x\n")
+    fake = {"virtbench.a": tmp_path / "a.py", "virtbench.c": tmp_path / "c.py"}
+    assert private_imports(fake) == [
+        "virtbench.a: from virtbench.b import _hidden",
+        "virtbench.c: m._x",
+    ]

@@ -2,7 +2,7 @@ import io
 import tarfile
 from pathlib import Path
 
-from virtbench import cgroups
+from virtbench.host import cgroups
 from virtbench.runtimes.base import Instance, InstanceSpec
 from virtbench.runtimes.lxd_config import image_tarballs, limits_cpu, raw_lxc
 

@@ -13,7 +13,7 @@ import pytest
 
 from virtbench import metrics, workloads
 from virtbench.experiments.session import Session
-from virtbench.measure import host
+from virtbench.measure import sampler
 from virtbench.report import compare, findings
 from virtbench.spec import parse
 from virtbench.store import Store
@@ -44,8 +44,8 @@ RECORDED = re.compile(
     r"(boot|density|scalability|isolation|host|min_memory|burst|exec|pause|snapshot)"
     r"\.[a-z0-9_]+|image_size"
 )
-RECORDERS = [*sorted((SRC / "experiments").glob("*.py")), SRC / "runner.py",
-             SRC / "measure" / "host.py"]  # fmt: skip
+RECORDERS = [*sorted((SRC / "experiments").glob("*.py")), SRC / "run" / "runner.py",
+             SRC / "measure" / "sampler.py"]  # fmt: skip
 NOT_REPEATED = ["host.cpu_idle_pct", "host.mem_available_pct", "host.swap_free_pct",
                 "image_size", "isolation.attacker_tasks_peak", "boot.teardown"]  # fmt: skip
 NOT_COMPARED = ["host.cpu_idle_pct", "density.mem_available", "density.reached",
@@ -147,7 +147,7 @@ def test_nothing_is_declared_that_no_code_records():
 
 def test_host_availability_is_what_scalability_records():
     series = metrics.plotted("scalability")
-    assert [m.name for m in series] == list(host.availability(0.0))
+    assert [m.name for m in series] == list(sampler.availability(0.0))
     assert all((m.unit, m.direction, m.summary) == ("%", "higher", "series") for m in series)
 
 

@@ -9,7 +9,8 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from virtbench.experiments.order import Predecessors, order_effects, orders, seed_for, williams
+from virtbench.analysis.order import order_effects
+from virtbench.experiments.order import Predecessors, orders, seed_for, williams
 from virtbench.measure.quiet import Quiet
 
 

@@ -5,7 +5,7 @@ import time
 import psutil
 import pytest
 
-from virtbench import proc
+from virtbench.host import proc
 
 
 def test_run_captures_and_checks():

@@ -8,8 +8,9 @@ import pytest
 from tests.fakeruntime import install, tmp_paths
 from tests.faketruth import FakeHarness, RuntimeTruth, Truth
 
-from virtbench import runner, state
 from virtbench.errors import InstanceError, VirtbenchError
+from virtbench.host import state
+from virtbench.run import runner
 from virtbench.spec import parse
 from virtbench.store import Sample, Store
 
@@ -74,7 +75,7 @@ def test_a_run_whose_lock_is_held_is_neither_resumed_nor_cleaned(tmp_path, monke
     """While another process holds a run's lock (a clean removing its objects, or the run
     itself), a resume refuses with one line, and the run reads as running, not crashed."""
     world = install(monkeypatch, Truth({"fa": RuntimeTruth()}, seed=4))
-    store, paths = Store(tmp_path / "results"), tmp_paths(tmp_path)
+    store, paths = Store(tmp_path / "results", alive=state.is_alive), tmp_paths(tmp_path)
     store.create_run("held01", "resume", ["run"], parse(SPEC, "test").model_dump(mode="json"))
     assert store.run("held01").status == "crashed"  # nobody holds its lock
     with state.holding("held01") as held:

@@ -2,8 +2,9 @@ from pathlib import Path
 
 import pytest
 
-from virtbench import spec, spec_flags
+from virtbench import spec
 from virtbench.errors import SpecError
+from virtbench.spec import flags as spec_flags
 
 BASE = {"name": "t", "runtimes": ["crun"], "experiment": [{"type": "boot"}]}
 

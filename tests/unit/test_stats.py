@@ -3,8 +3,9 @@ import math
 import numpy as np
 import pytest
 
-from virtbench import stats
-from virtbench.stats import ab_test, modes, slowdown, summarize
+from virtbench.analysis import significance, stats
+from virtbench.analysis.significance import ab_test
+from virtbench.analysis.stats import modes, slowdown, summarize
 
 
 def test_summary_of_known_values():
@@ -35,7 +36,7 @@ def test_slowdown_respects_direction():
 
 
 def test_slowdown_ci_direction_and_interval():
-    from virtbench.stats import slowdown_ci
+    from virtbench.analysis.stats import slowdown_ci
 
     base = [100.0, 101.0, 99.0, 100.5, 99.5]
     slower = [v * 0.8 for v in base]  # throughput down 20%: 25% slower
@@ -48,7 +49,7 @@ def test_slowdown_ci_direction_and_interval():
 
 
 def test_slowdown_against_a_zero_median_is_not_a_crash():
-    from virtbench.stats import slowdown_ci
+    from virtbench.analysis.stats import slowdown_ci
 
     point, lo, hi = slowdown_ci([100.0, 110.0, 90.0], [0.0, 0.0, 0.0], "higher")
     assert math.isnan(point) and math.isnan(lo) and math.isnan(hi)
@@ -57,7 +58,7 @@ def test_slowdown_against_a_zero_median_is_not_a_crash():
 
 
 def test_outliers_are_flagged_by_tukey_fences():
-    from virtbench.stats import outliers
+    from virtbench.analysis.stats import outliers
 
     flags = outliers([10.0, 11.0, 10.5, 9.5, 10.2, 50.0])
     assert flags.tolist() == [False, False, False, False, False, True]
@@ -68,7 +69,7 @@ def test_outliers_are_flagged_by_tukey_fences():
 def test_ab_test_finds_a_10pct_slowdown_and_not_a_copy():
     import numpy as np
 
-    from virtbench.stats import ab_test, verdict
+    from virtbench.analysis.significance import ab_test, verdict
 
     rng = np.random.default_rng(3)
     a = 20 * rng.lognormal(0, 0.05, 20)
@@ -84,7 +85,7 @@ def test_ab_test_finds_a_10pct_slowdown_and_not_a_copy():
 
 
 def test_ab_test_says_too_few_when_no_test_could_reach_alpha():
-    from virtbench.stats import ab_test, min_p, verdict
+    from virtbench.analysis.significance import ab_test, min_p, verdict
 
     assert math.isclose(min_p(3, 3), 0.1) and min_p(5, 5) < 0.05
     r = ab_test([10.0, 10.1, 10.2], [20.0, 20.1, 20.2])
@@ -92,7 +93,7 @@ def test_ab_test_says_too_few_when_no_test_could_reach_alpha():
 
 
 def test_holm_adjusts_in_order_and_keeps_nan():
-    from virtbench.stats import holm
+    from virtbench.analysis.significance import holm
 
     adj = holm([0.01, 0.04, 0.03, math.nan])
     assert adj[:3] == [0.03, 0.06, 0.06] and math.isnan(adj[3])
@@ -101,7 +102,7 @@ def test_holm_adjusts_in_order_and_keeps_nan():
 def test_global_tests_and_post_hoc_pairs():
     import numpy as np
 
-    from virtbench.stats import anova_tukey, kruskal_dunn
+    from virtbench.analysis.significance import anova_tukey, kruskal_dunn
 
     rng = np.random.default_rng(5)
     base = 100 * rng.lognormal(0, 0.03, 15)
@@ -116,7 +117,7 @@ def test_global_tests_and_post_hoc_pairs():
 
 
 def test_desmet_scores_follow_s5_bands():
-    from virtbench.stats import desmet_score
+    from virtbench.analysis.stats import desmet_score
 
     assert desmet_score(95, 100, "higher") == 4 and desmet_score(65, 100, "higher") == 1
     assert desmet_score(50, 100, "higher") == 0
@@ -165,7 +166,7 @@ def test_below_five_units_there_is_no_interval_only_the_range():
 
 
 def test_slowdown_ci_resamples_units():
-    from virtbench.stats import slowdown_ci
+    from virtbench.analysis.stats import slowdown_ci
 
     base = [100.0, 100.0, 104.0, 104.0, 98.0, 98.0, 101.0, 101.0, 99.0, 99.0]
     units = [0, 0, 1, 1, 2, 2, 3, 3, 4, 4]
@@ -280,7 +281,7 @@ def test_large_ab_tests_use_the_permutation_normal_limit_and_agree_with_resampli
 def test_slowdown_of_big_groups_covers_the_true_slowdown_without_resampling():
     """Two groups of 3,000 independent values, the attacked one 10% slower: the interval
     (order statistics on the log scale) holds 0.10 in about 95% of 300 draws."""
-    from virtbench.stats import slowdown_ci
+    from virtbench.analysis.stats import slowdown_ci
 
     rng = np.random.default_rng(8)
     covered = 0
@@ -305,9 +306,9 @@ def test_permutation_p_is_scipys():
     rng = np.random.default_rng(9)
     for na, nb, shift in ((3, 3, 0.0), (5, 5, 2.0), (4, 7, 1.0), (6, 6, 0.5), (2, 9, 3.0)):
         x, y = rng.normal(10, 1, na), rng.normal(10 + shift, 1, nb)
-        assert stats.permutation_p(x, y, np.random.default_rng(0)) == pytest.approx(
+        assert significance.permutation_p(x, y, np.random.default_rng(0)) == pytest.approx(
             scipy_p(x, y), abs=1e-12)  # fmt: skip
     for shift in (0.0, 0.4, 1.0):
         x, y = rng.normal(10, 1, 15), rng.normal(10 + shift, 1, 15)
-        got = stats.permutation_p(x, y, np.random.default_rng(0))
+        got = significance.permutation_p(x, y, np.random.default_rng(0))
         assert abs(got - scipy_p(x, y, 40000)) < 0.015

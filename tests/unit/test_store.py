@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from virtbench import state
 from virtbench.errors import VirtbenchError
+from virtbench.host import state
 from virtbench.store import SCHEMA_VERSION, Sample, Store
 
 
@@ -61,7 +61,7 @@ def test_direction_is_constrained(tmp_path: Path):
 def store(tmp_path: Path) -> Store:
     """A SQLite store (tests/integration/test_store_pg.py runs the tests taking it on
     PostgreSQL too)."""
-    return Store(tmp_path)
+    return Store(tmp_path, alive=state.is_alive)
 
 
 def test_unknown_run_names_recent_ones(store: Store):
@@ -92,7 +92,7 @@ def test_version_1_store_gains_units_and_keeps_its_runs(tmp_path: Path):
                "('old123', 'o', 1, 'interrupted', '{}')")  # fmt: skip
     db.commit()
     db.close()
-    st = Store(tmp_path)
+    st = Store(tmp_path, alive=state.is_alive)
     assert st.run("old123").status == "interrupted"
     assert st.units("old123") == set()
     st.add_unit("old123", "boot", '["crun", 0, "hello"]')
@@ -115,6 +115,15 @@ def test_a_running_run_whose_lock_is_free_reads_crashed_until_a_process_holds_it
         assert [r.status for r in store.runs() if r.id == "dead01"] == ["running"]
 
 
+def test_a_store_told_nothing_of_locks_reads_a_run_as_stored(tmp_path: Path):
+    """The store reads no host lock itself: without `alive` a run stored as running reads
+    running (the CLI gives it the host's locks)."""
+    st = Store(tmp_path)
+    st.create_run("dead02", "n", ["run"], {})
+    assert st.run("dead02").status == "running"
+    assert Store(tmp_path, alive=lambda run_id: False).run("dead02").status == "crashed"
+
+
 def test_discard_samples_removes_only_what_keep_rejects(store: Store):
     st = store
     st.create_run("abc123", "t", ["virtbench"], {})
@@ -126,7 +135,7 @@ def test_discard_samples_removes_only_what_keep_rejects(store: Store):
 
 
 def test_resume_warns_when_the_artifact_was_built_differently(tmp_path):
-    from virtbench.resume import artifact_event
+    from virtbench.run.resume import artifact_event
 
     store = Store(tmp_path)
     store.create_run("aaaaa1", "x", ["virtbench"], {})
@@ -232,7 +241,7 @@ def test_exports_carry_the_host(tmp_path: Path):
 
     import jsonschema
 
-    from virtbench import export
+    from virtbench.report import export
 
     src, dst = Store(tmp_path / "node1"), Store(tmp_path / "merged")
     _full_run(src)

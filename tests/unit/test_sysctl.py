@@ -1,4 +1,4 @@
-"""The sysctl profile (sysctl.py) against a /proc/sys the test writes: applied, put back,
+"""The sysctl profile (host/sysctl.py) against a /proc/sys the test writes: applied, put back,
 a crashed run's values found and put back by clean, and a value changed since left alone."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import json
 import pytest
 
 from virtbench import spec as specmod
-from virtbench import sysctl
 from virtbench.errors import SpecError, VirtbenchError
+from virtbench.host import sysctl
 
 
 @pytest.fixture

@@ -21,15 +21,15 @@ from scipy import stats as sps
 from tests.fakeruntime import fake_session, install, run, tmp_paths, values
 from tests.faketruth import FakeHarness, RuntimeTruth, Truth
 
-from virtbench import runner
-from virtbench.experiments.order import order_effects
-from virtbench.fit import verdict
+from virtbench.analysis.fit import verdict
+from virtbench.analysis.order import order_effects
+from virtbench.analysis.stats import slowdown_ci, summarize
 from virtbench.report.compare import compare
 from virtbench.report.fits import baseline_refusal, cost_cells, cost_fits, trend
 from virtbench.report.tables import experiment_tables
 from virtbench.report.trust import trust_notes
+from virtbench.run import runner
 from virtbench.spec import parse
-from virtbench.stats import slowdown_ci, summarize
 from virtbench.store import Sample, Store
 from virtbench.store.records import RunRecord
 

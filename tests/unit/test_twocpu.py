@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from virtbench import twocpu
 from virtbench.errors import VirtbenchError
+from virtbench.report import twocpu
 
 
 def slow(i: int):

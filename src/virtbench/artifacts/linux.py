@@ -22,8 +22,8 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from virtbench import proc
 from virtbench.errors import VirtbenchError
+from virtbench.host import proc
 
 META_PACKAGE = "linux-image-cloud-amd64"
 # what the guest needs to reach its NIC and disk on microvm (virtio-mmio) and q35 (PCI)

@@ -13,8 +13,8 @@ import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from virtbench import proc
 from virtbench.errors import VirtbenchError
+from virtbench.host import proc
 
 LAYOUT_VERSION = "1"
 PROGRAMS = (

@@ -16,8 +16,8 @@ from virtbench.cli.common import DEFAULT_RESULTS, ResultsOpt, app, one_line_erro
 from virtbench.errors import SpecError
 
 if TYPE_CHECKING:  # the spec's models take a while to build: imported where used
-    from virtbench import plan
     from virtbench import spec as specmod
+    from virtbench.run import plan
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ class Entry:
 def entries() -> list[Entry]:
     """Every catalog entry, studies first (s1 ... s5), then the others by name."""
     from virtbench import spec as specmod
-    from virtbench import spec_flags
+    from virtbench.spec import flags as spec_flags
 
     found = []
     for name in specmod.catalog_names():
@@ -81,7 +81,7 @@ def runtime_here(label: str, spec: specmod.Spec) -> tuple[bool, str]:
 def past_costs(directory: Path) -> dict[str, float]:
     """Start + stop seconds per runtime from this host's earlier boot runs, when a store
     exists in `directory` (never creates one)."""
-    from virtbench import plan
+    from virtbench.run import plan
     from virtbench.store import DB_NAME, Store
 
     if not (directory / DB_NAME).is_file():
@@ -100,8 +100,8 @@ def past_costs(directory: Path) -> dict[str, float]:
 def here(spec: specmod.Spec) -> tuple[specmod.Spec | None, list[str], str]:
     """What of `spec` runs on this host: (the spec as it would run, what it skips and
     why, "") or (None, [], why it cannot run at all)."""
-    from virtbench import preflight
     from virtbench.errors import VirtbenchError
+    from virtbench.run import preflight
 
     try:
         runs, _, skipped = preflight.check_available(spec)
@@ -137,7 +137,7 @@ def catalog(
     ] = False,
 ) -> None:
     """List the built-in entries: the study each re-runs, its needs, its duration here."""
-    from virtbench import plan
+    from virtbench.run import plan
 
     if presets:
         show_presets()
@@ -186,7 +186,7 @@ def catalog(
 
 
 def _step(step: plan.Step) -> str:
-    from virtbench import plan
+    from virtbench.run import plan
 
     return (f"{step.experiment} on {step.runtime}: {step.detail}; {step.launches:,} "
             f"instance starts, ~{plan.duration(step.seconds)}")  # fmt: skip
@@ -196,7 +196,7 @@ def print_plan(spec: specmod.Spec, results: Path) -> None:
     """`virtbench run SPEC --plan`: what the run would do here, step by step, and about
     how long it would take (launch costs from this host's earlier boot runs in `results`
     when there are any), without starting anything."""
-    from virtbench import plan
+    from virtbench.run import plan
 
     costs = past_costs(results)
     full, skipped, why_not = here(spec)

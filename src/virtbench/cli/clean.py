@@ -13,12 +13,12 @@ from virtbench.cli.common import (
     DEFAULT_RESULTS,
     ResultsOpt,
     StoreOpt,
-    _require_root,
     app,
     err,
     one_line_errors,
     open_results,
     out,
+    require_root,
 )
 from virtbench.errors import StoreError, VirtbenchError
 from virtbench.paths import Paths
@@ -33,11 +33,12 @@ def clean(
     store_url: StoreOpt = None,
 ) -> None:
     """Remove everything labelled with a run id that is no longer running."""
-    from virtbench import cgroups, cleanup  # every runtime's driver: only clean needs them
+    from virtbench.host import cgroups  # every runtime's driver: only clean needs them
+    from virtbench.run import cleanup
 
     if run_id is not None and not naming.is_run_id(run_id):
         raise VirtbenchError(f"--run: {run_id!r} is not a run id (6 characters a-z0-9)")
-    _require_root("clean")
+    require_root("clean")
     paths = Paths.from_env()
     layout = cgroups.Layout.detect()
     problems: list[str] = []

@@ -49,9 +49,10 @@ StoreOpt = Annotated[
 
 def open_results(results: Path, store: str | None) -> Store:
     """The store a command reads or writes: `--store URL` if given, else `--results DIR`."""
+    from virtbench.host import state
     from virtbench.store import open_store
 
-    return open_store(store or results)
+    return open_store(store or results, alive=state.is_alive)
 
 
 def read_results(results: Path, store: str | None) -> Store:
@@ -105,7 +106,7 @@ def closed_pipe() -> None:
     raise SystemExit(141)
 
 
-def _csv(value: str | None, flag: str) -> list[str] | None:
+def comma_list(value: str | None, flag: str) -> list[str] | None:
     if value is None:
         return None
     items = [v.strip() for v in value.split(",") if v.strip()]
@@ -114,7 +115,7 @@ def _csv(value: str | None, flag: str) -> list[str] | None:
     return items
 
 
-def _typed(name: str, *aliases: str) -> str:
+def typed_flag(name: str, *aliases: str) -> str:
     """Which of an option's names the user typed, so an error names that one."""
     for alias in aliases:
         if any(a == alias or a.startswith(alias + "=") for a in sys.argv):
@@ -122,7 +123,7 @@ def _typed(name: str, *aliases: str) -> str:
     return name
 
 
-def _require_root(what: str) -> None:
+def require_root(what: str) -> None:
     if os.geteuid() != 0:
         raise VirtbenchError(f"{what} needs root (cgroups, runtimes, networks): run it with sudo")
 

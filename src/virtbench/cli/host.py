@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.markup import escape
 
 from virtbench import __version__
-from virtbench.cli.common import _require_root, app, one_line_errors, out
+from virtbench.cli.common import app, one_line_errors, out, require_root
 from virtbench.paths import Paths
 
 
@@ -21,14 +21,15 @@ def doctor() -> None:
     """Say which runtimes can run here (and how to fix those that cannot), and host facts."""
     from rich.table import Table
 
-    from virtbench.doctor import all_checks
+    from virtbench import runtimes
+    from virtbench.host.doctor import all_checks
 
     style = {"ok": "green", "fail": "red", "warn": "yellow", "info": "blue"}
     t = Table(box=None, show_header=False, pad_edge=False)
     t.add_column("status", no_wrap=True)
     t.add_column("check", no_wrap=True)
     t.add_column("what, and how to fix it", overflow="fold", ratio=1)
-    for c in all_checks():
+    for c in all_checks(runtimes.availability()):
         fix = f"\n[dim]fix:[/] {escape(c.fix)}" if c.fix else ""
         t.add_row(f"[{style[c.status]}]{c.status}[/]", escape(c.name), escape(c.detail) + fix)
     out.print(t)
@@ -38,9 +39,9 @@ def doctor() -> None:
 @one_line_errors
 def setup() -> None:
     """Prepare the running host (idempotent), such as the hugetlb cgroup crun needs."""
-    from virtbench.setup_host import prepare
+    from virtbench.host.setup import prepare
 
-    _require_root("setup")
+    require_root("setup")
     done = prepare()
     for line in done or ["host already prepared"]:
         out.print(line)

@@ -14,8 +14,8 @@ from virtbench.cli.common import (
     DEFAULT_RESULTS,
     ResultsOpt,
     StoreOpt,
-    _csv,
     app,
+    comma_list,
     err,
     one_line_errors,
     out,
@@ -128,8 +128,8 @@ def compare(
         raise VirtbenchError(f"--min-effect: {min_effect:g} must be a percentage >= 0, e.g. 5")
     if fail_on not in ("worse", "change", "never"):
         raise VirtbenchError(f"--fail-on: {fail_on!r} is not one of worse, change, never")
-    pair = _csv(runtimes, "--runtimes")
-    host_pair = _csv(hosts, "--hosts")
+    pair = comma_list(runtimes, "--runtimes")
+    host_pair = comma_list(hosts, "--hosts")
     n_pair = len(pair or [])
     if host_pair is not None and (len(host_pair) != 2 or len(run_ids) != 1):
         raise VirtbenchError("--hosts: give two hosts a,b and one fleet id")
@@ -144,8 +144,9 @@ def compare(
         id_a, id_b = store.run(run_ids[0]).id, store.run(run_ids[-1]).id
     rt_a, rt_b = (pair[0], pair[-1]) if pair else (None, None)
     a, b = _side(store, id_a, rt_a), _side(store, id_b, rt_b)
+    metric_names = comma_list(metric, "--metric")
     rows = cmp.compare(a, b, with_runtime=pair is None, alpha=alpha,
-                       min_effect=min_effect / 100, metrics=_csv(metric, "--metric"))  # fmt: skip
+                       min_effect=min_effect / 100, metrics=metric_names)  # fmt: skip
     name_a = f"{id_a}" + (f" {host_pair[0]}" if host_pair else "") + (f" {rt_a}" if rt_a else "")
     name_b = f"{id_b}" + (f" {host_pair[1]}" if host_pair else "") + (f" {rt_b}" if rt_b else "")
     title = f"B against A (min effect {min_effect:g}%, alpha {alpha:g})"
@@ -183,7 +184,7 @@ def _bands(value: str | None, flag: str, default: tuple[float, ...]) -> tuple[fl
     if value is None:
         return default
     try:
-        bands = tuple(float(v) for v in _csv(value, flag) or [])
+        bands = tuple(float(v) for v in comma_list(value, flag) or [])
     except ValueError:
         bands = ()
     if len(bands) != 4 or any(b <= 0 for b in bands):
@@ -248,8 +249,8 @@ def report(
 ) -> None:
     """Write one self-contained HTML report (tables, plots, warnings, scores) of runs; a
     fleet id stands for its runs, and runs of several hosts are also compared by host."""
+    from virtbench.analysis.stats import DESMET_BANDS
     from virtbench.report import html
-    from virtbench.stats import DESMET_BANDS
 
     if global_test not in ("kruskal", "anova"):
         raise VirtbenchError(f"--global-test: {global_test!r} is not one of kruskal, anova")
@@ -318,7 +319,7 @@ def export(
     store_url: StoreOpt = None,
 ) -> None:
     """Export a run's samples (and, as NDJSON, the run and its events)."""
-    from virtbench import export as ex
+    from virtbench.report import export as ex
 
     if show_schema:
         sys.stdout.write(ex.schema_text())

@@ -17,18 +17,18 @@ from virtbench.cli.common import (
     DEFAULT_RESULTS,
     ResultsOpt,
     StoreOpt,
-    _csv,
-    _require_root,
-    _typed,
     app,
+    comma_list,
     err,
     one_line_errors,
     open_results,
     out,
+    require_root,
+    typed_flag,
 )
 from virtbench.errors import VirtbenchError
 from virtbench.paths import Paths
-from virtbench.spec_flags import FLAGS
+from virtbench.spec.flags import FLAGS
 from virtbench.store.frame import Frame, as_frame
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -81,8 +81,8 @@ def run_flags(params: dict[str, Any]) -> dict[str, Any]:
         value = params[f.field]
         if f.s1:
             value = _either(value, params[f"s1_{f.field}"], f.names[0])
-        typed = _typed(f.names[0], *f.names[1:], *f.s1)
-        flags[typed] = _csv(value, typed) if f.listed else value
+        typed = typed_flag(f.names[0], *f.names[1:], *f.s1)
+        flags[typed] = comma_list(value, typed) if f.listed else value
     return flags
 
 
@@ -137,8 +137,8 @@ def run(
     **flags: Any,
 ) -> None:
     """Run a spec or catalog entry (see `virtbench catalog`); print its result tables."""
-    from virtbench import runner
     from virtbench.cli.show import print_run
+    from virtbench.run import runner
 
     if name is not None:
         if spec is not None:
@@ -156,7 +156,7 @@ def run(
             named = [*given, *(["--runtimes"] if runtimes is not None else []), "--quick"]
             what = "a spec" if spec is not None else named[0]
             raise VirtbenchError(f"--resume goes on with the run's own spec: drop {what}")
-        _require_root("run")
+        require_root("run")
         store = open_results(results, store_url)
         record = store.run(resume)
         from virtbench import spec as specmod
@@ -171,7 +171,7 @@ def run(
 
             print_plan(parsed, results)
             return
-        _require_root("run")
+        require_root("run")
         store = open_results(results, store_url)
         record = None
     paths = Paths.from_env()
@@ -226,7 +226,7 @@ def resolve_spec(
 ) -> Spec:
     """The spec `virtbench run SPEC --runtimes ... FLAGS` runs (errors name file and field)."""
     from virtbench import spec as specmod
-    from virtbench import spec_flags
+    from virtbench.spec import flags as spec_flags
 
     _, raw, where = specmod.load(spec)
-    return spec_flags.with_overrides(raw, where, _csv(runtimes, "--runtimes"), flags, quick)
+    return spec_flags.with_overrides(raw, where, comma_list(runtimes, "--runtimes"), flags, quick)

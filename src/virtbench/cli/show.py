@@ -10,7 +10,6 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from virtbench import twocpu
 from virtbench.cli.common import (
     DEFAULT_RESULTS,
     ResultsOpt,
@@ -22,6 +21,7 @@ from virtbench.cli.common import (
     print_table,
     read_results,
 )
+from virtbench.report import twocpu
 from virtbench.report.hosts import named_line
 from virtbench.store import Store
 from virtbench.store.frame import Frame

@@ -37,7 +37,7 @@ from virtbench.errors import InstanceError
 from virtbench.experiments.failures import Failures
 from virtbench.experiments.session import Session
 from virtbench.runtimes.base import Instance, Runtime
-from virtbench.spec_sandbox import BurstExperiment
+from virtbench.spec.sandbox import BurstExperiment
 from virtbench.store import Sample
 
 UNIT = ("runtime", "repetition", "workload")

@@ -23,7 +23,7 @@ from operator import methodcaller
 from virtbench.errors import InstanceError
 from virtbench.experiments.held import each_repetition, recorded, running
 from virtbench.experiments.session import Session
-from virtbench.spec_sandbox import ExecExperiment
+from virtbench.spec.sandbox import ExecExperiment
 from virtbench.store import Sample
 
 UNIT = ("runtime", "repetition", "workload")

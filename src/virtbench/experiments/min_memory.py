@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import statistics
 
+from virtbench.analysis.stats import slowdown
 from virtbench.errors import InstanceError
 from virtbench.experiments.session import Session
 from virtbench.experiments.worker import Worker, check_reachable
-from virtbench.spec_experiments import MinMemoryExperiment
-from virtbench.stats import slowdown
+from virtbench.spec.experiments import MinMemoryExperiment
 from virtbench.store.records import Sample
 
 # One unit of measurement (`run --resume` skips the finished ones): a sample's fields.

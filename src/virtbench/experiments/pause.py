@@ -26,7 +26,7 @@ from virtbench.experiments.held import each_repetition, recorded, running
 from virtbench.experiments.session import Session
 from virtbench.measure.probe import Beat
 from virtbench.runtimes.base import Instance
-from virtbench.spec_sandbox import PauseExperiment
+from virtbench.spec.sandbox import PauseExperiment
 from virtbench.store import Sample
 
 UNIT = ("runtime", "repetition", "workload")

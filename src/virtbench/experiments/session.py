@@ -20,17 +20,17 @@ from typing import Any
 from rich.markup import escape
 
 from virtbench import experiments, metrics, naming
+from virtbench.analysis.stats import summarize
 from virtbench.artifacts import Artifact
 from virtbench.errors import SpecError
 from virtbench.experiments.order import Predecessors, orders, seed_for
-from virtbench.measure.host import HostSampler
 from virtbench.measure.machine import Host
 from virtbench.measure.probe import ProbeListener
 from virtbench.measure.quiet import Quiet
+from virtbench.measure.sampler import HostSampler
 from virtbench.measure.topology import Topology, parse_cpulist
 from virtbench.runtimes.base import Instance, InstanceSpec, Runtime
 from virtbench.spec import Spec
-from virtbench.stats import summarize
 from virtbench.store import Sample, Store
 
 

@@ -32,7 +32,7 @@ from virtbench.experiments.held import each_repetition, recorded, running
 from virtbench.experiments.pause import next_beat, silent, steady_beat
 from virtbench.experiments.session import Session
 from virtbench.runtimes.base import remove_tree
-from virtbench.spec_sandbox import SnapshotExperiment
+from virtbench.spec.sandbox import SnapshotExperiment
 from virtbench.store import Sample
 
 UNIT = ("runtime", "repetition", "workload")

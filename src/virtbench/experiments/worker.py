@@ -22,11 +22,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from virtbench import proc, workloads
+from virtbench import workloads
 from virtbench.errors import InstanceError, SpecError
 from virtbench.experiments.session import Session
+from virtbench.host import proc
+from virtbench.host.proc import CommandError
 from virtbench.measure.procstat import ProcWatch
-from virtbench.proc import CommandError
 from virtbench.runtimes.base import Instance, Runtime
 from virtbench.store import Sample
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from virtbench.measure import host, memory, quiet
+from virtbench.host import facts
+from virtbench.measure import memory, quiet, sampler
 from virtbench.measure.topology import Topology
 
 
@@ -46,8 +47,8 @@ class Host:
 
     def availability(self, window_s: float) -> dict[str, float]:
         """CPU idle % over the next `window_s` seconds (sleeps that long), then
-        MemAvailable % and free swap % (measure/host.py)."""
-        return host.availability(window_s)
+        MemAvailable % and free swap % (measure/sampler.py)."""
+        return sampler.availability(window_s)
 
     def cpu_busy(self) -> tuple[int, int]:
         """(ticks the CPUs were busy, ticks in all) since boot, summed over the CPUs, from
@@ -69,4 +70,4 @@ class Host:
 
     def snapshot(self, runtime_versions: dict[str, str]) -> dict[str, Any]:
         """The environment snapshot stored with each run."""
-        return host.snapshot(runtime_versions)
+        return facts.snapshot(runtime_versions)

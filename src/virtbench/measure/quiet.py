@@ -40,7 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from virtbench import cgroups
+from virtbench.host import cgroups
 
 WINDOW_S = 0.015  # quiet for this long before a timed launch (until calibrated)
 MIN_WINDOW_S, MAX_WINDOW_S = 0.003, 0.05

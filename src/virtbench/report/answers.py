@@ -22,8 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from virtbench import metrics
+from virtbench.analysis.stats import slowdown_ci
 from virtbench.report.cells import fmt, median_rows, summarize_rows, unit_keys
-from virtbench.stats import slowdown_ci
 from virtbench.store.frame import Frame
 
 SURE, UNSURE = ">", "~"

@@ -13,7 +13,7 @@ import numpy as np
 from rich.table import Table
 
 from virtbench import metrics
-from virtbench.stats import BOOTSTRAP_MAX_VALUES, CI_BOOTSTRAP, Summary, summarize
+from virtbench.analysis.stats import BOOTSTRAP_MAX_VALUES, CI_BOOTSTRAP, Summary, summarize
 from virtbench.store.frame import Frame, as_frame
 from virtbench.store.records import Sample
 

@@ -8,7 +8,7 @@ when both sides hold the same runtimes. For every condition present on both side
 
   change  = median(B) / median(A) - 1, over one value per independent unit (repetition;
           a pile-up's instance): nested values are averaged within their unit first
-  p       permutation test of the difference of means (stats.ab_test), Holm-corrected
+  p       permutation test of the difference of means (significance.ab_test), Holm-corrected
           over all the conditions compared, so more metrics do not mean more false alarms
   verdict "worse" / "better" (in the metric's direction) when p <= alpha and
           |change| >= the minimum effect; "too few" when no test of these sample sizes
@@ -36,10 +36,10 @@ import numpy as np
 from rich.table import Table
 
 from virtbench import metrics
+from virtbench.analysis.fit import p_difference
+from virtbench.analysis.significance import ABResult, ab_test, holm, min_p, verdict
 from virtbench.errors import VirtbenchError
-from virtbench.fit import p_difference
 from virtbench.report.cells import Rows, add_columns, fmt, refusal, unit_keys
-from virtbench.stats import ABResult, ab_test, holm, min_p, verdict
 from virtbench.store.frame import Frame, as_frame
 from virtbench.store.records import Sample
 

@@ -17,19 +17,13 @@ from rich.table import Table
 from rich.text import Text
 
 from virtbench import metrics
+from virtbench.analysis.significance import ab_test, anova_tukey, holm, kruskal_dunn, min_p
+from virtbench.analysis.stats import desmet_score
 from virtbench.report import compare as cmp
 from virtbench.report.cells import Rows, fmt
 from virtbench.report.compare import label
 from virtbench.report.fits import baseline_refusal, cost_cells, cost_fits
 from virtbench.report.trust import trust_notes
-from virtbench.stats import (
-    ab_test,
-    anova_tukey,
-    desmet_score,
-    holm,
-    kruskal_dunn,
-    min_p,
-)
 from virtbench.store.frame import as_frame
 
 MAX_SPREAD = 25  # high-CV groups listed by name (largest first); the rest are counted

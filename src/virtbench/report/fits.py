@@ -3,7 +3,7 @@
 Density records the host's memory at each step of a pile-up (virtbench.metrics: the series
 `density.host_used`, `.kernel_used`, `.user_pss`); what one instance costs is the slope of
 each against the instances running, over every step of every pile-up of that runtime
-(fit.py `increment_fit`: the steps' increments pooled, a t interval from their spread,
+(analysis/fit.py `increment_fit`: the steps' increments pooled, a t interval from their spread,
 since what the kernel frees or takes on its own moves every later reading). A slope whose
 CI includes zero, or below the fit's resolution, reads "< X MiB": never a negative figure,
 never a baseline.
@@ -19,7 +19,7 @@ import numpy as np
 from rich.table import Table
 
 from virtbench import metrics
-from virtbench.fit import Fit, increment_fit, resolution, resolved, sen_fit, verdict
+from virtbench.analysis.fit import Fit, increment_fit, resolution, resolved, sen_fit, verdict
 from virtbench.report.cells import Rows, add_columns, fmt
 from virtbench.store.frame import Frame, as_frame
 

@@ -23,10 +23,12 @@ from typing import Any
 import jinja2
 import numpy as np
 
-from virtbench import __version__, twocpu
+from virtbench import __version__
+from virtbench.analysis.stats import DESMET_BANDS
 from virtbench.report import compare as cmp
 from virtbench.report import hosts as hostsmod
 from virtbench.report import plots as plotmod
+from virtbench.report import twocpu
 from virtbench.report.answers import answers
 from virtbench.report.cells import bounded_note
 from virtbench.report.findings import desmet, differences, from_rich, ranked, warnings
@@ -34,9 +36,6 @@ from virtbench.report.hosts import named_line
 from virtbench.report.plotkit import Plot
 from virtbench.report.tables import experiment_tables
 from virtbench.report.trust import CI_NOTE
-from virtbench.stats import (
-    DESMET_BANDS,
-)
 from virtbench.store import Store
 from virtbench.store.frame import Frame
 from virtbench.store.records import RunRecord, Sample
@@ -74,7 +73,7 @@ def plotted(f: Frame) -> tuple[list[Sample], str]:
     metric, workload, runtime, background, attacker, placement) at most PLOT_MAX_VALUES
     values, evenly spaced in the order measured, and every failed one. The tables and
     tests use them all."""
-    from virtbench.stats import bounded_subset
+    from virtbench.analysis.stats import bounded_subset
 
     keys = ("experiment", "metric", "workload", "runtime", "background", "attacker",
             "placement", "warmup")  # fmt: skip

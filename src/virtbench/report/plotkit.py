@@ -88,32 +88,32 @@ def _metadata(ext: str) -> dict[str, str | None]:
     return {"Date": None} if ext == "svg" else {"Software": "virtbench"}
 
 
-def _colour(order: list[str]) -> Callable[[str], tuple[float, ...]]:
+def colour_for(order: list[str]) -> Callable[[str], tuple[float, ...]]:
     return lambda r: COLOURS[order.index(r) % len(COLOURS)] if r in order else COLOURS[-1]
 
 
-def _ok(samples: list[Sample]) -> list[Sample]:
+def successful(samples: list[Sample]) -> list[Sample]:
     return [s for s in samples if not s.warmup and not s.error and s.value is not None]
 
 
-def _runtimes(samples: list[Sample], order: list[str]) -> list[str]:
+def runtimes_in(samples: list[Sample], order: list[str]) -> list[str]:
     have = {s.runtime for s in samples}
     return [r for r in order if r in have] + sorted(have - set(order))
 
 
-def _figure(title: str, ncols: int = 1, width: float = 6.4) -> tuple[Figure, list]:
+def new_figure(title: str, ncols: int = 1, width: float = 6.4) -> tuple[Figure, list]:
     fig, axes = plt.subplots(1, ncols, figsize=(width * ncols if ncols > 1 else width, 3.8),
                              squeeze=False)  # fmt: skip
     fig.suptitle(title, fontsize=10)
     return fig, list(axes[0])
 
 
-def _drawn(s: Sample, kind: metrics.PlotKind) -> bool:
+def drawn_as(s: Sample, kind: metrics.PlotKind) -> bool:
     """Does the registry have plot `kind` draw this sample's metric?"""
     return metrics.lookup(s.metric, s.workload).plot == kind
 
 
-def _numeric_level(level: object) -> float | None:
+def numeric_level(level: object) -> float | None:
     """A level's number: 16 (clients), or 40 of "read_write:40" (mariadb's test:threads)."""
     if isinstance(level, int | float) and not isinstance(level, bool):
         return float(level)
@@ -124,12 +124,12 @@ def _numeric_level(level: object) -> float | None:
     return None
 
 
-def _ci_err(sts: list) -> list[list[float]]:
+def ci_err(sts: list) -> list[list[float]]:
     """Error bar lengths from each summary's 95% CI (0 where there is none)."""
     lo = [st.median - st.ci_low if not math.isnan(st.ci_low) else 0.0 for st in sts]
     hi = [st.ci_high - st.median if not math.isnan(st.ci_high) else 0.0 for st in sts]
     return [lo, hi]
 
 
-def _slug(text: str) -> str:
+def slugify(text: str) -> str:
     return re.sub(r"[^a-zA-Z0-9_.-]+", "_", text).strip("_")

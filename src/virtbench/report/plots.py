@@ -32,35 +32,35 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from virtbench import workloads
+from virtbench.analysis.stats import summarize
 from virtbench.report import plots_piles, plots_sandbox, plots_studies
 from virtbench.report.plotkit import (
     MAX_PER_KIND,
     STYLE,
     Plot,
-    _ci_err,
-    _colour,
-    _drawn,
-    _figure,
-    _numeric_level,
-    _ok,
-    _runtimes,
-    _slug,
+    ci_err,
+    colour_for,
+    drawn_as,
+    new_figure,
+    numeric_level,
+    runtimes_in,
+    slugify,
+    successful,
 )
-from virtbench.stats import summarize
 from virtbench.store.records import Sample
 
 __all__ = ["STYLE", "Plot", "figures"]
 
 
 def boot(samples: list[Sample], order: list[str]) -> list[Plot]:
-    ok = [s for s in _ok(samples) if s.experiment == "boot" and _drawn(s, "boot")]
+    ok = [s for s in successful(samples) if s.experiment == "boot" and drawn_as(s, "boot")]
     plots = []
     for metric in sorted({s.metric for s in ok}):
         mine = [s for s in ok if s.metric == metric]
-        runtimes = _runtimes(mine, order)
-        colour = _colour(order)
+        runtimes = runtimes_in(mine, order)
+        colour = colour_for(order)
         unit = mine[0].unit
-        fig, (box, cdf) = _figure(f"{metric} ({unit}): distribution per runtime", 2, 4.2)
+        fig, (box, cdf) = new_figure(f"{metric} ({unit}): distribution per runtime", 2, 4.2)
         data = [[s.value for s in mine if s.runtime == r] for r in runtimes]
         parts = box.boxplot(data, tick_labels=runtimes, showfliers=False, patch_artist=True)
         for patch, r in zip(parts["boxes"], runtimes, strict=True):
@@ -80,7 +80,7 @@ def boot(samples: list[Sample], order: list[str]) -> list[Plot]:
             box.set_yscale("log")
             cdf.set_xscale("log")
         cdf.legend(fontsize=7)
-        plots.append(Plot(f"boot-{_slug(metric)}", f"boot: {metric}", fig))
+        plots.append(Plot(f"boot-{slugify(metric)}", f"boot: {metric}", fig))
     return plots
 
 
@@ -92,7 +92,7 @@ def latency(samples: list[Sample], order: list[str]) -> list[Plot]:
     repetition as a box plot (left), and the distribution of round trips within a run as
     the CDF its percentiles give (right: median over repetitions, min-max bars; the
     fraction axis stretches the tail, p50 .. p99.9)."""
-    ok = [s for s in _ok(samples) if s.experiment == "throughput" and _drawn(s, "latency")]
+    ok = [s for s in successful(samples) if s.experiment == "throughput" and drawn_as(s, "latency")]
     tests: dict[str, list[tuple[float, Sample]]] = defaultdict(list)
     for s in ok:
         m = PERCENTILE.match(s.metric)
@@ -101,12 +101,12 @@ def latency(samples: list[Sample], order: list[str]) -> list[Plot]:
             pct = float(digits) if len(digits) <= 2 else float(digits) / 10 ** (len(digits) - 2)
             tests[f"{s.workload}: {m['test']}"].append((pct, s))
     plots = []
-    colour = _colour(order)
+    colour = colour_for(order)
     for test in sorted(tests)[:MAX_PER_KIND]:
         points = tests[test]
         unit = points[0][1].unit
-        runtimes = _runtimes([s for _, s in points], order)
-        fig, (box, cdf) = _figure(f"{test} round trip ({unit})", 2, 4.2)
+        runtimes = runtimes_in([s for _, s in points], order)
+        fig, (box, cdf) = new_figure(f"{test} round trip ({unit})", 2, 4.2)
         p50 = [[s.value for p, s in points if p == 50 and s.runtime == r] for r in runtimes]
         parts = box.boxplot(p50, tick_labels=runtimes, showfliers=False, patch_artist=True)
         for patch, r in zip(parts["boxes"], runtimes, strict=True):
@@ -136,7 +136,7 @@ def latency(samples: list[Sample], order: list[str]) -> list[Plot]:
         ):
             cdf.set_xscale("log")
         cdf.legend(fontsize=7)
-        plots.append(Plot(f"latency-{_slug(test)}", f"latency: {test}", fig))
+        plots.append(Plot(f"latency-{slugify(test)}", f"latency: {test}", fig))
     return plots
 
 
@@ -146,14 +146,18 @@ def _pct_x(p: float) -> float:
 
 
 def concurrency(samples: list[Sample], order: list[str]) -> list[Plot]:
-    ok = [s for s in _ok(samples) if s.experiment == "throughput" and _drawn(s, "concurrency")]
+    ok = [
+        s
+        for s in successful(samples)
+        if s.experiment == "throughput" and drawn_as(s, "concurrency")
+    ]
     series: dict[tuple[str, str], list[tuple[float, Sample]]] = defaultdict(list)
     for s in ok:
-        level = _numeric_level(s.params.get("level"))
+        level = numeric_level(s.params.get("level"))
         if level is not None:
             series[(s.workload, s.metric.rsplit("@", 1)[0])].append((level, s))
     plots = []
-    colour = _colour(order)
+    colour = colour_for(order)
     # several levels and not all zero (error counts); throughput-like first, then the rest
     keys = [k for k in sorted(series) if len({lv for lv, _ in series[k]}) >= 2
             and any(s.value for _, s in series[k])]  # fmt: skip
@@ -161,13 +165,13 @@ def concurrency(samples: list[Sample], order: list[str]) -> list[Plot]:
     for workload, metric in keys[:MAX_PER_KIND]:
         mine = series[(workload, metric)]
         unit = mine[0][1].unit
-        fig, (ax,) = _figure(f"{workload}: {metric} ({unit}) against concurrency")
-        for r in _runtimes([s for _, s in mine], order):
+        fig, (ax,) = new_figure(f"{workload}: {metric} ({unit}) against concurrency")
+        for r in runtimes_in([s for _, s in mine], order):
             levels = sorted({lv for lv, s in mine if s.runtime == r})
             sts = [summarize([s.value for v, s in mine if s.runtime == r and v == lv])
                    for lv in levels]  # fmt: skip
             med = [st.median for st in sts]
-            err = _ci_err(sts)
+            err = ci_err(sts)
             ax.errorbar(levels, med, yerr=err, marker="o", capsize=3, label=r, color=colour(r))
         every = sorted({lv for lv, _ in mine})
         if every[0] > 0 and every[-1] / every[0] >= 8:  # a sweep such as 1, 4, 16, 64
@@ -176,7 +180,7 @@ def concurrency(samples: list[Sample], order: list[str]) -> list[Plot]:
         ax.set_xlabel(getattr(wl, "LEVEL", "level (connections / clients / threads)"))
         ax.set_ylabel(unit)
         ax.legend(fontsize=7)
-        plots.append(Plot(f"concurrency-{_slug(workload)}-{_slug(metric)}",
+        plots.append(Plot(f"concurrency-{slugify(workload)}-{slugify(metric)}",
                           f"{workload}: {metric} against concurrency", fig))  # fmt: skip
     return plots
 

@@ -10,18 +10,18 @@ from collections.abc import Callable
 import numpy as np
 
 from virtbench import metrics
+from virtbench.analysis.stats import summarize
 from virtbench.report.plotkit import (
     COLOURS,
     Plot,
-    _ci_err,
-    _colour,
-    _figure,
-    _ok,
-    _runtimes,
-    _slug,
+    ci_err,
+    colour_for,
+    new_figure,
+    runtimes_in,
+    slugify,
+    successful,
 )
 from virtbench.report.tables import by_worker, worker_metric
-from virtbench.stats import summarize
 from virtbench.store.records import Sample
 
 
@@ -37,14 +37,14 @@ def _scalability_one(samples: list[Sample], order: list[str]) -> list[Plot]:
     (%) at each point, per runtime."""
     from virtbench.report.fits import PER, trend, trend_cells
 
-    ok = [s for s in _ok(samples) if s.experiment == "scalability"]
+    ok = [s for s in successful(samples) if s.experiment == "scalability"]
     metric = worker_metric(ok)
     if metric is None:
         return []
     unit = next(s.unit for s in ok if s.metric == metric)
-    runtimes = _runtimes([s for s in ok if s.metric == metric], order)
-    colour = _colour(order)
-    fig, (raw, rel, host) = _figure(f"scalability: {metric} against background instances",
+    runtimes = runtimes_in([s for s in ok if s.metric == metric], order)
+    colour = colour_for(order)
+    fig, (raw, rel, host) = new_figure(f"scalability: {metric} against background instances",
                                     3, 4.4)  # fmt: skip
     for r in runtimes:
         mine = [s for s in ok if s.runtime == r]
@@ -80,7 +80,9 @@ def _scalability_one(samples: list[Sample], order: list[str]) -> list[Plot]:
         ax.set_xlabel("background instances")
         ax.legend(fontsize=6)
     wl = ok[0].workload
-    return [Plot(f"scalability-{_slug(wl)}-{_slug(metric)}", f"scalability: {wl}: {metric}", fig)]
+    return [
+        Plot(f"scalability-{slugify(wl)}-{slugify(metric)}", f"scalability: {wl}: {metric}", fig)
+    ]
 
 
 def isolation(samples: list[Sample], order: list[str]) -> list[Plot]:
@@ -89,29 +91,29 @@ def isolation(samples: list[Sample], order: list[str]) -> list[Plot]:
 
 
 def _isolation_one(samples: list[Sample], order: list[str]) -> list[Plot]:
-    ok = [s for s in _ok(samples) if s.experiment == "isolation"]
+    ok = [s for s in successful(samples) if s.experiment == "isolation"]
     metric = worker_metric(ok)
     if metric is None:
         return []
     ok = [s for s in ok if s.metric == metric]
-    runtimes = _runtimes(ok, order)
+    runtimes = runtimes_in(ok, order)
     unit, direction = ok[0].unit, ok[0].direction
     attackers = sorted({s.attacker for s in ok if s.attacker})
     placements = sorted({s.placement for s in ok if s.placement}, key=_placement_order)
-    fig, axes = _figure(f"isolation: {metric} ({unit}, {direction} is better), median and "
+    fig, axes = new_figure(f"isolation: {metric} ({unit}, {direction} is better), median and "
                         "95% CI", len(runtimes), 5.2)  # fmt: skip
     width = 0.8 / max(1, len(placements))
     for ax, r in zip(axes, runtimes, strict=True):
         mine = [s for s in ok if s.runtime == r]
         base = summarize([s.value for s in mine if not s.attacker])
-        ax.bar([0], [base.median], 0.6, yerr=_ci_err([base]), capsize=3, color="grey",
+        ax.bar([0], [base.median], 0.6, yerr=ci_err([base]), capsize=3, color="grey",
                label="baseline")  # fmt: skip
         for j, p in enumerate(placements):
             sts = [summarize([s.value for s in mine if (s.attacker, s.placement) == (a, p)])
                    for a in attackers]  # fmt: skip
             x = np.arange(1, len(attackers) + 1) + (j - (len(placements) - 1) / 2) * width
             med = [st.median if st.n else math.nan for st in sts]  # not measured: no bar
-            ax.bar(x, med, width, yerr=_ci_err(sts), capsize=2, color=COLOURS[j], label=p)
+            ax.bar(x, med, width, yerr=ci_err(sts), capsize=2, color=COLOURS[j], label=p)
             for xi, st in zip(x, sts, strict=True):
                 if not st.n:
                     ax.annotate("n/a", (xi, 0), ha="center", va="bottom", fontsize=7,
@@ -121,7 +123,7 @@ def _isolation_one(samples: list[Sample], order: list[str]) -> list[Plot]:
         ax.set_ylabel(unit)
         ax.legend(fontsize=7)
     wl = ok[0].workload
-    return [Plot(f"isolation-{_slug(wl)}-{_slug(metric)}", f"isolation: {wl}: {metric}", fig)]
+    return [Plot(f"isolation-{slugify(wl)}-{slugify(metric)}", f"isolation: {wl}: {metric}", fig)]
 
 
 def isolation_relative(samples: list[Sample], order: list[str]) -> list[Plot]:
@@ -133,21 +135,21 @@ def _isolation_relative_one(samples: list[Sample], order: list[str]) -> list[Plo
     """S1's isolation bars: per placement, the worker's performance under each attacker
     relative to its baseline (1 = unaffected, 0.5 = half as fast, whichever way its figure
     improves), every runtime side by side, with the bootstrap 95% CI of the ratio."""
-    from virtbench.stats import slowdown_ci
+    from virtbench.analysis.stats import slowdown_ci
 
-    ok = [s for s in _ok(samples) if s.experiment == "isolation"]
+    ok = [s for s in successful(samples) if s.experiment == "isolation"]
     metric = worker_metric(ok)
     if metric is None:
         return []
     ok = [s for s in ok if s.metric == metric]
-    runtimes = _runtimes(ok, order)
+    runtimes = runtimes_in(ok, order)
     direction = ok[0].direction
     attackers = sorted({s.attacker for s in ok if s.attacker})
     placements = sorted({s.placement for s in ok if s.placement}, key=_placement_order)
     if not attackers or not placements:
         return []
-    colour = _colour(order)
-    fig, axes = _figure(f"isolation: {metric} relative to its baseline (1 = unaffected)",
+    colour = colour_for(order)
+    fig, axes = new_figure(f"isolation: {metric} relative to its baseline (1 = unaffected)",
                         len(placements), 5.2)  # fmt: skip
     width = 0.8 / max(1, len(runtimes))
     for ax, p in zip(axes, placements, strict=True):
@@ -176,7 +178,7 @@ def _isolation_relative_one(samples: list[Sample], order: list[str]) -> list[Plo
     wl = ok[0].workload
     return [
         Plot(
-            f"isolation-relative-{_slug(wl)}-{_slug(metric)}",
+            f"isolation-relative-{slugify(wl)}-{slugify(metric)}",
             f"isolation: {wl}: {metric} relative to its baseline",
             fig,
         )
@@ -200,17 +202,17 @@ def density(samples: list[Sample], order: list[str]) -> list[Plot]:
     kernel side above the pile-up's start, each with its fitted slope (report/fits.py)."""
     from virtbench.report.fits import cost_cells, cost_fits
 
-    ok = [s for s in _ok(samples) if s.experiment == "density"]
+    ok = [s for s in successful(samples) if s.experiment == "density"]
     panels = metrics.plotted("density")
     series = {m.name: m.fits or m.name for m in panels}
     if not any(s.metric in series.values() for s in ok):
         return []
     fits = cost_fits(ok)
-    colour = _colour(order)
-    fig, axes = _figure("density: memory against instances running", len(panels), 4.6)
+    colour = colour_for(order)
+    fig, axes = new_figure("density: memory against instances running", len(panels), 4.6)
     for ax, m in zip(axes, panels, strict=True):
         mine = [s for s in ok if s.metric == series[m.name]]
-        for r in _runtimes(mine, order):
+        for r in runtimes_in(mine, order):
             if not m.fits:  # a new instance's PSS, at the instances running with it
                 by: dict[int, list[float]] = defaultdict(list)
                 for s in mine:

@@ -7,7 +7,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from virtbench.report.plotkit import Plot, _colour, _figure, _ok, _runtimes
+from virtbench.report.plotkit import Plot, colour_for, new_figure, runtimes_in, successful
 from virtbench.store.records import Sample
 
 
@@ -15,7 +15,7 @@ def burst(samples: list[Sample], order: list[str]) -> list[Plot]:
     """Per runtime, time to ready against instances launched at once: the median of every
     instance at that level (all repetitions), a band from its 5th to its 95th percentile
     and its 99th as a dotted line; beside it, instances ready per second."""
-    ok = [s for s in _ok(samples) if s.experiment == "burst"]
+    ok = [s for s in successful(samples) if s.experiment == "burst"]
     each: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
     rate: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
     for s in ok:
@@ -28,11 +28,11 @@ def burst(samples: list[Sample], order: list[str]) -> list[Plot]:
             rate[s.runtime][int(level)].append(float(s.value))  # type: ignore[arg-type]
     if not each:
         return []
-    colour = _colour(order)
-    fig, (ax, ax_rate) = _figure("Many starts at once: time to ready (own launch call -> ready)"
+    colour = colour_for(order)
+    fig, (ax, ax_rate) = new_figure("Many starts at once: time to ready (own launch call -> ready)"
                                  " and instances ready per second", ncols=2)  # fmt: skip
     levels_seen: set[int] = set()
-    for r in _runtimes([s for s in ok if s.runtime in each], order):
+    for r in runtimes_in([s for s in ok if s.runtime in each], order):
         levels = sorted(each[r])
         levels_seen.update(levels)
         q = np.array([np.percentile(each[r][lv], [5, 50, 95, 99]) for lv in levels])
@@ -76,14 +76,14 @@ def operations(samples: list[Sample], order: list[str]) -> list[Plot]:
     plots = []
     for exp, (name, title, figures) in OPERATIONS.items():
         mine = [s for s in samples if s.experiment == exp and not s.warmup]
-        ok = _ok(mine)
+        ok = successful(mine)
         if not ok:
             continue
-        runtimes = _runtimes(mine, order)
-        fig, (ax,) = _figure(title, width=8.4)
+        runtimes = runtimes_in(mine, order)
+        fig, (ax,) = new_figure(title, width=8.4)
         fig.set_figheight(1.2 + 0.5 * len(runtimes) * max(1, len(figures) / 2))
         height = 0.8 / len(figures)
-        colours = _colour([m for m, _ in figures])
+        colours = colour_for([m for m, _ in figures])
         for j, (metric, label) in enumerate(figures):
             shown = False
             for i, r in enumerate(runtimes):

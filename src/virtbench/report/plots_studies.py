@@ -20,17 +20,17 @@ from collections import defaultdict
 import numpy as np
 
 from virtbench import workloads
+from virtbench.analysis.stats import summarize
 from virtbench.report.plotkit import (
     MAX_PER_KIND,
     Plot,
-    _ci_err,
-    _colour,
-    _figure,
-    _ok,
-    _runtimes,
-    _slug,
+    ci_err,
+    colour_for,
+    new_figure,
+    runtimes_in,
+    slugify,
+    successful,
 )
-from virtbench.stats import summarize
 from virtbench.store.records import Sample
 
 SIZED = re.compile(r"^(read|write|sendto_recvfrom)_(\d+)b_ns$")
@@ -45,15 +45,15 @@ def _mean_sd(values: list[float]) -> tuple[float, float]:
 
 def startup(samples: list[Sample], order: list[str]) -> list[Plot]:
     """S3's startup figure: per boot metric, mean +- SD per runtime on a log scale."""
-    ok = [s for s in _ok(samples) if s.experiment == "boot" and s.metric != "boot.teardown"]
+    ok = [s for s in successful(samples) if s.experiment == "boot" and s.metric != "boot.teardown"]
     names = sorted({s.metric for s in ok})
     if not names:
         return []
-    colour = _colour(order)
-    fig, axes = _figure("startup time per runtime (mean ± SD, log scale)", len(names), 4.2)
+    colour = colour_for(order)
+    fig, axes = new_figure("startup time per runtime (mean ± SD, log scale)", len(names), 4.2)
     for ax, metric in zip(axes, names, strict=True):
         mine = [s for s in ok if s.metric == metric]
-        runtimes = _runtimes(mine, order)
+        runtimes = runtimes_in(mine, order)
         stats = [_mean_sd([s.value for s in mine if s.runtime == r]) for r in runtimes]
         ax.bar(runtimes, [m for m, _ in stats], yerr=[sd for _, sd in stats], capsize=3,
                color=[colour(r) for r in runtimes])  # fmt: skip
@@ -69,12 +69,12 @@ def startup(samples: list[Sample], order: list[str]) -> list[Plot]:
 
 def image(samples: list[Sample], order: list[str]) -> list[Plot]:
     """S3's image sizes: what each runtime keeps on disk for the run's artifact."""
-    ok = [s for s in _ok(samples) if s.experiment == "image" and s.metric == "image_size"]
+    ok = [s for s in successful(samples) if s.experiment == "image" and s.metric == "image_size"]
     if not ok:
         return []
-    runtimes = _runtimes(ok, order)
-    colour = _colour(order)
-    fig, (ax,) = _figure("image size on disk per runtime (log scale)")
+    runtimes = runtimes_in(ok, order)
+    colour = colour_for(order)
+    fig, (ax,) = new_figure("image size on disk per runtime (log scale)")
     sizes = [max(s.value for s in ok if s.runtime == r) for r in runtimes]
     ax.bar(runtimes, sizes, color=[colour(r) for r in runtimes])
     for x, (r, v) in enumerate(zip(runtimes, sizes, strict=True)):
@@ -89,7 +89,7 @@ def image(samples: list[Sample], order: list[str]) -> list[Plot]:
 def payload(samples: list[Sample], order: list[str]) -> list[Plot]:
     """S4's syscall figures: cost against payload size per call (and page faults
     against pages), median and 95% CI per runtime."""
-    ok = [s for s in _ok(samples) if s.workload == "syscall"]
+    ok = [s for s in successful(samples) if s.workload == "syscall"]
     panels: dict[str, list[tuple[int, Sample]]] = defaultdict(list)
     for s in ok:
         base = s.metric.partition("@")[0]
@@ -100,15 +100,15 @@ def payload(samples: list[Sample], order: list[str]) -> list[Plot]:
     panels = {k: v for k, v in panels.items() if len({x for x, _ in v}) >= 2}
     if not panels:
         return []
-    colour = _colour(order)
-    fig, axes = _figure("syscall cost against payload (median, 95% CI)", len(panels), 4.2)
+    colour = colour_for(order)
+    fig, axes = new_figure("syscall cost against payload (median, 95% CI)", len(panels), 4.2)
     for ax, (name, points) in zip(axes, sorted(panels.items()), strict=True):
-        for r in _runtimes([s for _, s in points], order):
+        for r in runtimes_in([s for _, s in points], order):
             xs = sorted({x for x, s in points if s.runtime == r})
             sts = [summarize([s.value for x2, s in points if s.runtime == r and x2 == x],
                              [s.repetition for x2, s in points if s.runtime == r and x2 == x])
                    for x in xs]  # fmt: skip
-            ax.errorbar(xs, [st.median for st in sts], yerr=_ci_err(sts), marker="o", ms=3,
+            ax.errorbar(xs, [st.median for st in sts], yerr=ci_err(sts), marker="o", ms=3,
                         capsize=2, label=r, color=colour(r))  # fmt: skip
         ax.set_title(name, fontsize=9)
         ax.set_xlabel("pages touched" if name == "page faults" else "payload (bytes)")
@@ -121,7 +121,7 @@ def payload(samples: list[Sample], order: list[str]) -> list[Plot]:
 def bars(samples: list[Sample], order: list[str]) -> list[Plot]:
     """S5's bar charts: each throughput workload's primary figure, mean +- SD per
     runtime, grouped by level when the workload sweeps one."""
-    ok = [s for s in _ok(samples) if s.experiment == "throughput"]
+    ok = [s for s in successful(samples) if s.experiment == "throughput"]
     plots = []
     for name in dict.fromkeys(s.workload for s in ok):
         primary = (
@@ -131,9 +131,9 @@ def bars(samples: list[Sample], order: list[str]) -> list[Plot]:
         if not mine:
             continue
         levels = sorted({s.metric for s in mine}, key=_level_key)
-        runtimes = _runtimes(mine, order)
-        colour = _colour(order)
-        fig, (ax,) = _figure(f"{name}: {primary} ({mine[0].unit}), mean ± SD",
+        runtimes = runtimes_in(mine, order)
+        colour = colour_for(order)
+        fig, (ax,) = new_figure(f"{name}: {primary} ({mine[0].unit}), mean ± SD",
                              width=max(6.4, 1.2 * len(levels)))  # fmt: skip
         width = 0.8 / max(1, len(runtimes))
         for j, r in enumerate(runtimes):
@@ -146,7 +146,7 @@ def bars(samples: list[Sample], order: list[str]) -> list[Plot]:
                       rotation=30 if len(levels) > 4 else 0)  # fmt: skip
         ax.set_ylabel(mine[0].unit)
         ax.legend(fontsize=7)
-        plots.append(Plot(f"bars-{_slug(name)}-{_slug(primary)}", f"{name}: {primary}", fig))
+        plots.append(Plot(f"bars-{slugify(name)}-{slugify(primary)}", f"{name}: {primary}", fig))
         if len(plots) == MAX_PER_KIND:
             break
     return plots
@@ -175,9 +175,9 @@ def resources(series: Series, order: list[str]) -> list[Plot]:
         part, _, metric = parts[-1].partition(".")
         lines[(workload, runtime, f"{where} {level} {part}")][metric].append((t, value))
     plots = []
-    colour = _colour(order)
+    colour = colour_for(order)
     for workload in dict.fromkeys(k[0] for k in lines):
-        fig, (cpu, rss) = _figure(f"{workload}: CPU and RSS over each measurement", 2, 4.6)
+        fig, (cpu, rss) = new_figure(f"{workload}: CPU and RSS over each measurement", 2, 4.6)
         seen: set[tuple[str, str]] = set()
         for (wl, runtime, key), m in lines.items():
             if wl != workload:
@@ -198,5 +198,5 @@ def resources(series: Series, order: list[str]) -> list[Plot]:
             ax.set_ylabel(unit)
             ax.set_ylim(bottom=0)
             ax.legend(fontsize=7)
-        plots.append(Plot(f"resources-{_slug(workload)}", f"{workload}: CPU and RSS", fig))
+        plots.append(Plot(f"resources-{slugify(workload)}", f"{workload}: CPU and RSS", fig))
     return plots[:MAX_PER_KIND]

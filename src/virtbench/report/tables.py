@@ -10,6 +10,7 @@ import numpy as np
 from rich.table import Table
 
 from virtbench import metrics
+from virtbench.analysis.stats import Summary, slowdown_ci
 from virtbench.report.cells import (
     Rows,
     add_columns,
@@ -23,7 +24,6 @@ from virtbench.report.cells import (
     unit_keys,
 )
 from virtbench.report.fits import cost_table, trend_table
-from virtbench.stats import Summary, slowdown_ci
 from virtbench.store.frame import Frame, as_frame
 from virtbench.store.records import RunRecord, Sample
 

@@ -9,8 +9,8 @@ from collections import defaultdict
 import numpy as np
 
 from virtbench import metrics
+from virtbench.analysis.stats import modes
 from virtbench.report.cells import Rows, flagged, fmt
-from virtbench.stats import modes
 from virtbench.store.frame import Frame, as_frame
 
 CI_NOTE = (
@@ -74,7 +74,7 @@ def trust_notes(samples: Rows) -> list[tuple[str, str]]:
     """(level, text) a reader must weigh: samples measured on a host that was not quiet,
     groups whose figures depend on the runtime measured before them, and groups with two
     modes."""
-    from virtbench.experiments.order import order_effects
+    from virtbench.analysis.order import order_effects
 
     f = as_frame(samples)
     f = f.take(~f.warmup)

@@ -6,7 +6,7 @@ the `virtbench.runtimes` entry-point group (name = "module:Class").
 A runtime *label* is a name, optionally with a variant: `docker:crun` is the `docker`
 driver with its variant option (`oci_runtime`) set to `crun`. Labels are what specs,
 the CLI and every sample use. A spec may also define *named runtimes* of its own on top
-of a driver (`[runtime.uk-nginx] driver = "qemu:q35:tcg"`, spec.py): their label is the
+of a driver (`[runtime.uk-nginx] driver = "qemu:q35:tcg"`, spec/load.py): their label is the
 name, their driver the label given, and they are used like built-in labels everywhere.
 """
 
@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import importlib
 import re
+from collections.abc import Iterator
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from virtbench.runtimes.base import Runtime
+    from virtbench.runtimes.base import Availability, Runtime
 
 BUILTIN: dict[str, str] = {
     "native": "virtbench.runtimes.native:Native",
@@ -94,6 +95,17 @@ def labels() -> list[str]:
             continue
         out += [f"{base}:{v}" for v in cls.variants if v != cls.default_variant]
     return out
+
+
+def availability() -> Iterator[tuple[str, Availability | Exception]]:
+    """Every label (as `labels`) with whether it can run here, or the exception its driver
+    raised on loading (a broken third-party driver must not break doctor)."""
+    for name in labels():
+        try:
+            cls = get(name)
+            yield name, cls.available(cls.Options(**options_for(name, {})))
+        except Exception as exc:
+            yield name, exc
 
 
 def options_for(label: str, tables: dict[str, dict[str, Any]]) -> dict[str, Any]:

@@ -26,7 +26,7 @@ class Attach:
         """Put the instance on the run's bridge: a netns with a veth (VMs: a tap)."""
         inst.netns, inst.address = self._bridge().attach(inst.name)
         if inst.spec.sysctls:  # the profile's namespaced keys, in the namespace made here
-            from virtbench import sysctl
+            from virtbench.host import sysctl
 
             try:
                 sysctl.in_netns(inst.netns, dict(inst.spec.sysctls))

@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 
 from pydantic import BaseModel
 
-from virtbench import cgroups, proc
 from virtbench.errors import EngineGone, InstanceError, SpecError
+from virtbench.host import cgroups, proc
 from virtbench.runtimes.attach import Attach
 from virtbench.runtimes.byhand import ByHand
 from virtbench.runtimes.controls import Controls

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from virtbench import proc
 from virtbench.errors import InstanceError
+from virtbench.host import proc
 
 if TYPE_CHECKING:
     from virtbench.runtimes.model import Instance, RuntimeContext

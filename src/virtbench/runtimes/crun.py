@@ -6,7 +6,7 @@ crun refuses a cgroup v1/v2 hybrid layout unless the hugetlb v1 controller is mo
 
 from pydantic import BaseModel
 
-from virtbench import cgroups
+from virtbench.host import cgroups
 from virtbench.runtimes.base import Availability
 from virtbench.runtimes.oci import OciRuntime
 

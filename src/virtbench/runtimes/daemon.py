@@ -20,11 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from virtbench import proc
 from virtbench.errors import RuntimeUnavailable
+from virtbench.host import proc
 
 if TYPE_CHECKING:
-    from virtbench.state import RunState
+    from virtbench.host.state import RunState
 
 
 def start_time(pid: int) -> int | None:

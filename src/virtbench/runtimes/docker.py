@@ -25,8 +25,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from virtbench import proc
 from virtbench.errors import InstanceError
+from virtbench.host import proc
+from virtbench.host.sysctl import namespaced
 from virtbench.runtimes import owners, traces
 from virtbench.runtimes.base import Availability, Instance, which
 from virtbench.runtimes.docker_controls import DockerControls
@@ -45,7 +46,6 @@ from virtbench.runtimes.dockerd import (
     remove_engine_leftovers,
 )
 from virtbench.runtimes.engine import LABEL, Engine, engine_exit_reason
-from virtbench.sysctl import namespaced
 
 
 class DockerOptions(BaseModel):

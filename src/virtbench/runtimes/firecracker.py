@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from virtbench.errors import InstanceError
+from virtbench.host.unixhttp import SUN_PATH_MAX, UnixHTTPConnection
 from virtbench.runtimes.base import Instance, which
 from virtbench.runtimes.vm import Vm, VmOptions
-from virtbench.unixhttp import SUN_PATH_MAX, UnixHTTPConnection
 
 API_TIMEOUT_S = 10.0
 

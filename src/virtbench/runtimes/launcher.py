@@ -10,8 +10,8 @@ import subprocess
 import time
 from typing import TYPE_CHECKING
 
-from virtbench import proc
 from virtbench.errors import InstanceError
+from virtbench.host import proc
 from virtbench.runtimes.model import Instance
 
 if TYPE_CHECKING:

@@ -1,4 +1,4 @@
-"""What a runtime's own registry holds on the host, for `virtbench clean` (cleanup.py): its
+"""What a runtime's own registry holds on the host, for `virtbench clean` (run/cleanup.py): its
 instances, and for engines also their images and networks. A mixin of Runtime: class
 methods, since clean runs with no run and no driver instance; names of virtbench's start
 with `vb-<run-id>-`, and clean keeps only those of runs that are not alive.
@@ -9,8 +9,8 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 
-from virtbench import proc
 from virtbench.errors import ListingError
+from virtbench.host import proc
 
 LIST_ATTEMPTS = 8  # crun's `list` fails while any other crun container is being created
 LIST_BACKOFF_S = 0.05  # or deleted (7 of 15 calls, measured): retried, doubling, ~6 s in all

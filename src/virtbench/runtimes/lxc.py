@@ -21,8 +21,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from virtbench import proc
 from virtbench.errors import InstanceError
+from virtbench.host import proc
 from virtbench.runtimes.base import Availability, Family, Instance, Runtime, remove_tree, which
 
 START_TIMEOUT = 60.0

@@ -36,8 +36,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from virtbench import cgroups, naming, proc
+from virtbench import naming
 from virtbench.errors import InstanceError, ListingError, RuntimeUnavailable
+from virtbench.host import cgroups, proc
+from virtbench.host.unixhttp import UnixHTTPConnection
 from virtbench.runtimes import traces
 from virtbench.runtimes.base import (
     Availability,
@@ -50,7 +52,6 @@ from virtbench.runtimes.base import (
 from virtbench.runtimes.leftovers import listing
 from virtbench.runtimes.lxc import Lxc
 from virtbench.runtimes.lxd_config import image_tarballs, limits_cpu, raw_lxc
-from virtbench.unixhttp import UnixHTTPConnection
 
 SYSTEM_DIR = Path("/var/lib/lxd")
 START_TIMEOUT = 120.0

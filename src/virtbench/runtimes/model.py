@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
-from virtbench import cgroups
+from virtbench.host import cgroups
 
 if TYPE_CHECKING:
+    from virtbench.host.state import RunState
     from virtbench.measure.probe import ProbeListener
     from virtbench.paths import Paths
     from virtbench.runtimes.daemon import Daemons
     from virtbench.runtimes.network import BridgeNetwork
-    from virtbench.state import RunState
 
 PROBE_PLACEHOLDER = "{probe}"
 PROBE_MOUNT = "/run/vb"  # where the probe socket directory appears inside containers
@@ -58,7 +58,7 @@ class InstanceSpec:
     cpus: str | None = None
     pids_limit: int | None = None  # most tasks (processes + threads) the instance may have
     data: bool = False  # a fresh directory on the host's disk at DATA_MOUNT (not tmpfs)
-    sysctls: tuple[tuple[str, str], ...] = ()  # the run's sysctl profile (sysctl.py)
+    sysctls: tuple[tuple[str, str], ...] = ()  # the run's sysctl profile (host/sysctl.py)
     control: bool = False  # to be paused or checkpointed (a QEMU gets its QMP socket)
 
 

@@ -21,8 +21,8 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
-from virtbench import cgroups, proc
 from virtbench.errors import InstanceError
+from virtbench.host import cgroups, proc
 from virtbench.runtimes.base import (
     DATA_MOUNT,
     PROBE_PLACEHOLDER,

@@ -15,9 +15,10 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from virtbench import naming, proc
+from virtbench import naming
 from virtbench.errors import VirtbenchError
-from virtbench.state import RunState
+from virtbench.host import proc
+from virtbench.host.state import RunState
 
 # Candidate subnets, tried in order; the first that overlaps nothing on the host wins.
 CANDIDATES = [

@@ -20,8 +20,8 @@ from typing import ClassVar
 import psutil
 from pydantic import BaseModel
 
-from virtbench import proc
 from virtbench.errors import InstanceError
+from virtbench.host import proc
 from virtbench.runtimes.base import Availability, Family, Instance, which
 from virtbench.runtimes.native import Native
 

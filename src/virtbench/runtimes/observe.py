@@ -10,8 +10,8 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from virtbench import cgroups, proc
 from virtbench.errors import InstanceError
+from virtbench.host import cgroups, proc
 from virtbench.measure import memory
 
 if TYPE_CHECKING:

@@ -15,8 +15,8 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
-from virtbench import cgroups, proc
 from virtbench.errors import InstanceError, VirtbenchError
+from virtbench.host import cgroups, proc
 from virtbench.runtimes.base import Availability, Family, Instance, Runtime, remove_tree, which
 from virtbench.runtimes.leftovers import listing
 

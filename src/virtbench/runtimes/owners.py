@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import psutil
 
-from virtbench import proc
+from virtbench.host import proc
 
 
 def supervisor_tree(pid: int | None, is_supervisor: Callable[[str], bool]) -> list[int]:

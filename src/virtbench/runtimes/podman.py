@@ -24,8 +24,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from virtbench import proc, state
 from virtbench.errors import InstanceError
+from virtbench.host import proc, state
+from virtbench.host.sysctl import namespaced
 from virtbench.runtimes import owners, traces
 from virtbench.runtimes.base import (
     Availability,
@@ -35,7 +36,6 @@ from virtbench.runtimes.base import (
 )
 from virtbench.runtimes.engine import Engine, engine_exit_reason
 from virtbench.runtimes.leftovers import listing
-from virtbench.sysctl import namespaced
 
 RUNSC_FLAGS = ["platform=ptrace", "network=host", "host-uds=open"]
 START_TIMEOUT = 120.0

@@ -19,8 +19,8 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, field_validator
 
-from virtbench import proc
 from virtbench.errors import InstanceError
+from virtbench.host import proc
 from virtbench.runtimes.base import Instance, which
 from virtbench.runtimes.native import Native
 from virtbench.runtimes.qmp import Qmp

@@ -23,9 +23,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from virtbench import proc
 from virtbench.errors import SpecError, VirtbenchError
-from virtbench.measure.host import kvm_kind
+from virtbench.host import proc
+from virtbench.host.facts import kvm_kind
 from virtbench.runtimes.base import Availability, Family, Instance
 from virtbench.runtimes.oci import OciRuntime
 

@@ -19,7 +19,7 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from virtbench import proc
+from virtbench.host import proc
 
 TABLES = ("filter", "nat")
 

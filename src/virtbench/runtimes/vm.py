@@ -60,8 +60,8 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
-from virtbench import proc
 from virtbench.errors import InstanceError, VirtbenchError
+from virtbench.host import proc
 from virtbench.measure import memory
 from virtbench.runtimes import vm_image
 from virtbench.runtimes.base import (
@@ -163,7 +163,7 @@ class Vm(VmBoot, Native):
             return image_cannot_run(workload, opts)
         if opts.guest == "linux" or not simple:
             from virtbench import workloads
-            from virtbench.measure.host import kvm_kind
+            from virtbench.host.facts import kvm_kind
 
             if cls.needs_kvm(opts) and kvm_kind() == "pvm":
                 return ("a Linux guest cannot boot under this host's nested PVM KVM (only "

@@ -86,7 +86,7 @@ class VmBoot:
             if inst.extra.get("data_disk"):
                 line += " vb.data=vda"
             if inst.spec.sysctls:  # the guest's own kernel takes every key
-                from virtbench import sysctl
+                from virtbench.host import sysctl
 
                 line += " " + sysctl.cmdline(dict(inst.spec.sysctls))
             if inst.address:

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from virtbench import proc
 from virtbench.errors import InstanceError, VirtbenchError
+from virtbench.host import proc
 from virtbench.runtimes import presets
 from virtbench.runtimes.model import Instance
 from virtbench.runtimes.vm_guest import SERVE_PROTO, VmOptions

@@ -14,6 +14,7 @@ experiments: a sample is a flat record.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from virtbench.errors import VirtbenchError
@@ -39,18 +40,18 @@ __all__ = [
 _URL = re.compile(r"^(postgres|postgresql)://", re.IGNORECASE)
 
 
-def open_store(location: str | Path) -> Store:
+def open_store(location: str | Path, alive: Callable[[str], bool] | None = None) -> Store:
     """The store at `location`: a `postgresql://` URL (shared, e.g. by a fleet), or a results
-    directory holding the SQLite database."""
+    directory holding the SQLite database; `alive` as `Store`'s."""
     text = str(location)
     if isinstance(location, str) and _URL.match(text):
         from virtbench.store.postgres import PgStore  # only a PostgreSQL store needs psycopg
 
-        return PgStore(text)
+        return PgStore(text, alive)
     if isinstance(location, str) and re.match(r"^[a-z][a-z0-9+.-]*://", text, re.IGNORECASE):
         scheme = text.split("://", 1)[0]
         raise VirtbenchError(
             f"--store {scheme}://...: unknown kind of store; give a results directory "
             "or a postgresql://user@host/database URL"
         )
-    return Store(Path(location))
+    return Store(Path(location), alive)

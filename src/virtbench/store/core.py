@@ -13,7 +13,6 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from virtbench import state
 from virtbench.errors import StoreError, VirtbenchError
 from virtbench.store.backend import Backend, Row, SqliteBackend
 from virtbench.store.frame import COLUMNS, Frame
@@ -25,12 +24,17 @@ _RUN_JSON = ("argv", "spec", "environment", "artifacts")  # runs' columns holdin
 
 class Store:
     """A results store. `Store(directory)` is the SQLite database in a results directory;
-    `open_store(location)` also reaches PostgreSQL. Safe to share between threads."""
+    `open_store(location)` also reaches PostgreSQL. Safe to share between threads.
+
+    `alive(run_id)`, where given, says whether a run of this host still has a process
+    (its lock, host/state.py): a run stored as running that is not alive reads crashed."""
 
     location: str  # where it is, for messages: a path, or a URL without its password
+    alive: Callable[[str], bool] | None = None
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, alive: Callable[[str], bool] | None = None) -> None:
         self.directory = directory
+        self.alive = alive
         try:
             directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -117,15 +121,15 @@ class Store:
             raise VirtbenchError(f"run {run_id!r} not found in {self.location}{hint}")
         return self._run(rows[0])
 
-    @staticmethod
-    def _run(r: Row) -> RunRecord:
+    def _run(self, r: Row) -> RunRecord:
         """A run as stored, except that one of this host that the store says is running
         but whose lock nobody holds is crashed: its process died without saying so (a
         kill -9, a full disk that kept the last write out)."""
         d = dict(r)
         for key in _RUN_JSON:
             d[key] = json.loads(d[key])
-        if d["status"] == "running" and not d.get("host") and not state.is_alive(d["id"]):
+        dead = self.alive is not None and not self.alive(d["id"])
+        if d["status"] == "running" and not d.get("host") and dead:
             d["status"] = "crashed"
         return RunRecord(**d)
 

@@ -10,7 +10,7 @@ A password in the URL is never shown: messages name the URL without it.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -157,7 +157,8 @@ class _Lost(Exception):
 class PgStore(Store):
     """The results store in a PostgreSQL database, reached by a `postgresql://` URL."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, alive: Callable[[str], bool] | None = None) -> None:
+        self.alive = alive
         backend = PgBackend(url)
         try:
             self._attach(backend)

@@ -8,11 +8,12 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from virtbench import runtimes, sysctl
+from virtbench import runtimes
 from virtbench.errors import RuntimeUnavailable, SpecError, VirtbenchError
+from virtbench.host import sysctl
+from virtbench.host.state import RunState
 from virtbench.paths import Paths
 from virtbench.spec import Spec
-from virtbench.state import RunState
 
 
 def check_available(spec: Spec) -> tuple[Spec, dict[str, str], list[str]]:
@@ -115,7 +116,7 @@ def _file_record(path: Path) -> dict[str, Any]:
 
 
 def apply_sysctl(spec: Spec, paths: Paths, run_state: RunState) -> sysctl.HostProfile:
-    """The run's sysctl profile on this host (sysctl.py), refused while another run holds
+    """The run's sysctl profile on this host (host/sysctl.py), refused while another run holds
     one: two would each put back the other's values."""
     others = sysctl.holders(paths.runs, run_state.dir.name)
     if others:

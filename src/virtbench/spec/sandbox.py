@@ -8,10 +8,10 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from virtbench.spec_base import _Common
+from virtbench.spec.base import CommonExperiment
 
 
-class BurstExperiment(_Common):
+class BurstExperiment(CommonExperiment):
     """`levels`: at each, that many instances are launched at the same moment, each timed
     from its own launch call to its ready probe; every level `runs` times."""
 
@@ -36,7 +36,7 @@ class BurstExperiment(_Common):
         return [self.workload]
 
 
-class ExecExperiment(_Common):
+class ExecExperiment(CommonExperiment):
     """Commands run in an already running instance: `count` times each per repetition,
     one that prints a line and one that writes `stdout_bytes` to standard output."""
 
@@ -51,7 +51,7 @@ class ExecExperiment(_Common):
         return [self.workload]
 
 
-class PauseExperiment(_Common):
+class PauseExperiment(CommonExperiment):
     """Pause -> hold `hold_s` -> resume -> the next heartbeat, `cycles` times per
     repetition on one instance."""
 
@@ -66,7 +66,7 @@ class PauseExperiment(_Common):
         return [self.workload]
 
 
-class SnapshotExperiment(_Common):
+class SnapshotExperiment(CommonExperiment):
     """Checkpoint a running instance to disk, then restore it: one fresh instance per
     repetition. `gone_s`: how long after the checkpoint no heartbeat may come."""
 

@@ -24,8 +24,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from virtbench import cgroups, naming, proc, runtimes, state, sysctl
+from virtbench import naming, runtimes
 from virtbench.errors import ListingError, VirtbenchError
+from virtbench.host import cgroups, proc, state, sysctl
 from virtbench.paths import Paths
 from virtbench.runtimes import daemon
 from virtbench.runtimes.traces import mount_points as mounts

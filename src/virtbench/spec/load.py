@@ -35,8 +35,8 @@ from pydantic import (
 
 from virtbench import runtimes
 from virtbench.errors import SpecError
-from virtbench.spec_base import _Model, option_error
-from virtbench.spec_experiments import (
+from virtbench.spec.base import Model, option_error
+from virtbench.spec.experiments import (
     EXPERIMENT_TYPES,
     BootExperiment,
     DensityExperiment,
@@ -46,13 +46,8 @@ from virtbench.spec_experiments import (
     ThroughputExperiment,
     quick_form,
 )
-from virtbench.spec_runtimes import (
-    InstanceOptions,
-    RuntimeOptions,
-    check_tables,
-    named_options,
-)
-from virtbench.spec_sandbox import (
+from virtbench.spec.runtimes import InstanceOptions, RuntimeOptions, check_tables, named_options
+from virtbench.spec.sandbox import (
     BurstExperiment,
     ExecExperiment,
     PauseExperiment,
@@ -80,7 +75,7 @@ __all__ = [
 ]
 
 
-class Spec(_Model):
+class Spec(Model):
     """A whole spec file."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")
@@ -97,7 +92,7 @@ class Spec(_Model):
     # the report's DESMET scores: a feature's importance by pattern on its name (fnmatch,
     # first match wins, default 1), e.g. {"boot.*" = 2, "*tps*" = 3}
     desmet_weights: dict[str, float] = {}
-    # a sysctl profile for the run's host, instances and guests (sysctl.py), e.g.
+    # a sysctl profile for the run's host, instances and guests (host/sysctl.py), e.g.
     # {"net.core.somaxconn" = 1024, "net.ipv4.ip_local_port_range" = "1024 65535"}
     sysctl: dict[str, str] = {}
     runtimes: list[str] = Field(min_length=1)
@@ -130,7 +125,7 @@ class Spec(_Model):
     @field_validator("sysctl", mode="before")
     @classmethod
     def _sysctl(cls, v: object) -> object:
-        from virtbench.sysctl import KEY, normal
+        from virtbench.host.sysctl import KEY, normal
 
         if not isinstance(v, dict):
             return v

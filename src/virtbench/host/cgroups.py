@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from virtbench import proc
+from virtbench.host import proc
 
 PARENT = "virtbench"
 # v1 controllers the native driver puts its processes in (those that exist are used).

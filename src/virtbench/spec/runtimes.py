@@ -9,12 +9,12 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from virtbench import runtimes
-from virtbench.spec_base import _Model, option_error
+from virtbench.spec.base import Model, option_error
 
 CPUSET_RE = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
 
 
-class InstanceOptions(_Model):
+class InstanceOptions(Model):
     """Resources and network of every instance (fields left unset keep the default)."""
 
     network: Literal["none", "host", "bridge"] = "none"
@@ -30,7 +30,7 @@ class InstanceOptions(_Model):
         return v
 
 
-class RuntimeOptions(_Model):
+class RuntimeOptions(Model):
     """Per-runtime overrides of [instance], plus the driver's own options (e.g. docker's
     `oci_runtime`, runsc's `platform`), which the driver's `Options` model validates.
     With `driver` (a built-in label), the table defines a named runtime of its own: its

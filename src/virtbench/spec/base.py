@@ -21,11 +21,11 @@ def option_error(err: ValidationError, allowed: list[str]) -> tuple[str, str]:
     return key, e["msg"].removeprefix("Value error, ")
 
 
-class _Model(BaseModel):
+class Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class _Common(_Model):
+class CommonExperiment(Model):
     """What every experiment table may say besides its own fields.
 
     runtimes   only these of the spec's runtimes run this experiment (a study's parts
@@ -39,7 +39,7 @@ class _Common(_Model):
     # the labels are checked by the spec (which knows its named runtimes)
 
 
-class _Repeated(_Common):
+class RepeatedExperiment(CommonExperiment):
     """Adaptive repetition: after `runs`, go on until every measured group's CV is at most
     `target_cv` % or `max_runs` repetitions are done (default 10 x runs, at most 1000)."""
 
@@ -47,7 +47,7 @@ class _Repeated(_Common):
     max_runs: int | None = Field(default=None, ge=1, le=100_000)
 
     @model_validator(mode="after")
-    def _adaptive(self) -> _Repeated:
+    def _adaptive(self) -> RepeatedExperiment:
         runs = getattr(self, "runs", 1)
         if self.max_runs is not None and self.target_cv is None:
             raise ValueError("max_runs: needs target_cv (the CV to repeat until)")

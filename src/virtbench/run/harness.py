@@ -16,10 +16,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from virtbench import cgroups, cleanup
 from virtbench.artifacts import Artifact, build_for
+from virtbench.host import cgroups
 from virtbench.measure.machine import Host
 from virtbench.paths import Paths
+from virtbench.run import cleanup
 
 
 class Harness:

@@ -20,20 +20,22 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from virtbench import cgroups, cleanup, experiments, naming, runtimes, sysctl
-from virtbench import resume as resumes
+from virtbench import experiments, naming, runtimes
 from virtbench.artifacts import Artifact
 from virtbench.errors import VirtbenchError
 from virtbench.experiments.session import Session
-from virtbench.harness import Harness
-from virtbench.measure.host import HostSampler
+from virtbench.host import cgroups, sysctl
+from virtbench.host.state import RunState
 from virtbench.measure.probe import ProbeListener
 from virtbench.measure.quiet import Primer, Quiet
+from virtbench.measure.sampler import HostSampler
 from virtbench.paths import Paths
-from virtbench.preflight import apply_sysctl, check_available, named_runtimes
+from virtbench.run import cleanup
+from virtbench.run import resume as resumes
+from virtbench.run.harness import Harness
+from virtbench.run.preflight import apply_sysctl, check_available, named_runtimes
 from virtbench.runtimes.base import Runtime, RuntimeContext
 from virtbench.spec import Spec
-from virtbench.state import RunState
 from virtbench.store import Store
 from virtbench.store.records import RunRecord, Sample
 

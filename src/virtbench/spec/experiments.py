@@ -1,5 +1,5 @@
 """The experiment tables of a spec (`[[experiment]]`, by `type`): one model each, with
-the repetition, worker and workload-parameter rules they share. spec.py holds the whole
+the repetition, worker and workload-parameter rules they share. spec/load.py holds the whole
 spec and its loading; it re-exports these.
 """
 
@@ -10,8 +10,8 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from virtbench.measure.topology import PLACEMENTS
-from virtbench.spec_base import _Common, _Repeated, option_error
-from virtbench.spec_sandbox import (
+from virtbench.spec.base import CommonExperiment, RepeatedExperiment, option_error
+from virtbench.spec.sandbox import (
     BurstExperiment,
     ExecExperiment,
     PauseExperiment,
@@ -20,7 +20,7 @@ from virtbench.spec_sandbox import (
 from virtbench.workloads.attackers import ATTACKERS, S1_ATTACKERS
 
 
-class BootExperiment(_Repeated):
+class BootExperiment(RepeatedExperiment):
     """Time to boot: spawn -> exit for `hello`, spawn -> ready for `sleep`; then teardown."""
 
     type: Literal["boot"]
@@ -35,7 +35,7 @@ class BootExperiment(_Repeated):
         return list(self.workloads)
 
 
-class DensityExperiment(_Common):
+class DensityExperiment(CommonExperiment):
     """Start idle instances one after another up to `instances`; memory after each."""
 
     type: Literal["density"]
@@ -54,7 +54,7 @@ class DensityExperiment(_Common):
         return [self.workload]
 
 
-class ThroughputExperiment(_Repeated):
+class ThroughputExperiment(RepeatedExperiment):
     """A server in each instance, a client on the host (nginx+wrk, redis+redis-benchmark,
     ...). `workloads = ["all"]` means every serving workload; `[experiment.params.<name>]`
     sets that workload's client parameters (validated by the workload)."""
@@ -133,7 +133,7 @@ def _measuring_worker(v: str, also: tuple[str, ...] = ()) -> str:
     return v
 
 
-class _WorkerExperiment(_Common):
+class _WorkerExperiment(CommonExperiment):
     """What experiments that measure a worker share: the worker's parameters and the
     time limits for instances (ready signal), servers (port and readiness) and clients."""
 
@@ -211,7 +211,7 @@ class ScalabilityExperiment(_WorkerExperiment):
         return ["hello" if self.worker == "boot" else self.worker, self.background]
 
 
-class IsolationExperiment(_WorkerExperiment, _Repeated):
+class IsolationExperiment(_WorkerExperiment, RepeatedExperiment):
     """A worker pinned to one CPU, measured alone and next to each attacker at each
     placement (S1's performance isolation); slowdown against the alone measurements."""
 

@@ -8,11 +8,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from virtbench import cgroups, cleanup, experiments
+from virtbench import experiments
 from virtbench.errors import ListingError, VirtbenchError
 from virtbench.experiments.session import Session
-from virtbench.harness import Harness
+from virtbench.host import cgroups
 from virtbench.paths import Paths
+from virtbench.run import cleanup
+from virtbench.run.harness import Harness
 from virtbench.store import Store
 from virtbench.store.records import RunRecord
 

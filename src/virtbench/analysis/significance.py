@@ -1,7 +1,7 @@
 """Tests between runtimes: B against A for one metric (a permutation test, bounded, with
 Holm's correction over the metrics compared and a verdict), and several runtimes at once
-(Kruskal-Wallis with Dunn's pairs, or ANOVA with Tukey's HSD, as S3). stats.py re-exports
-them; its summaries are what these tests compare."""
+(Kruskal-Wallis with Dunn's pairs, or ANOVA with Tukey's HSD, as S3). The summaries of
+stats.py are what these tests compare."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 
-def _finite(values: Sequence[float]) -> np.ndarray:
+def finite(values: Sequence[float]) -> np.ndarray:
     """The finite values (NaN and None dropped)."""
     if isinstance(values, np.ndarray) and values.dtype.kind == "f":
         return values[np.isfinite(values)]
@@ -60,7 +60,7 @@ def ab_test(a: Sequence[float], b: Sequence[float], seed: int = 0) -> ABResult:
     Bounded: with more than PERMUTATION_MAX_VALUES values in all, p is that of the
     permutation distribution's normal limit (its exact mean 0 and variance), which
     resampling would only approximate."""
-    x, y = _finite(a), _finite(b)
+    x, y = finite(a), finite(b)
     nan = math.nan
     if x.size == 0 or y.size == 0:
         return ABResult(x.size, y.size, nan, nan, nan, nan)
@@ -160,7 +160,7 @@ def kruskal_dunn(groups: dict[str, Sequence[float]], alpha: float = 0.05) -> Gro
     correction (ties corrected). None with fewer than 2 groups of at least 2 values."""
     from scipy import stats as sps
 
-    data = {k: _finite(v) for k, v in groups.items()}
+    data = {k: finite(v) for k, v in groups.items()}
     data = {k: v for k, v in data.items() if v.size >= 2}
     if len(data) < 2:
         return None
@@ -196,7 +196,7 @@ def anova_tukey(groups: dict[str, Sequence[float]], alpha: float = 0.05) -> Grou
     with fewer than 2 groups of at least 2 values or no variance at all."""
     from scipy import stats as sps
 
-    data = {k: _finite(v) for k, v in groups.items()}
+    data = {k: finite(v) for k, v in groups.items()}
     data = {k: v for k, v in data.items() if v.size >= 2}
     if len(data) < 2 or all(np.all(v == v[0]) for v in data.values()):
         return None

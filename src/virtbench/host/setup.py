@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from virtbench import cgroups, proc
+from virtbench.host import cgroups, proc
 
 
 def prepare(layout: cgroups.Layout | None = None) -> list[str]:

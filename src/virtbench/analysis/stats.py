@@ -26,24 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# the tests between runtimes live in significance.py; their old home re-exports them
-from virtbench.significance import (  # noqa: F401
-    PERMUTATION_MAX_VALUES,
-    PERMUTATIONS,
-    ABResult,
-    GroupTest,
-    PairTest,
-    Verdict,
-    _finite,
-    ab_test,
-    anova_tukey,
-    holm,
-    kruskal_dunn,
-    min_p,
-    permutation_normal_p,
-    permutation_p,
-    verdict,
-)
+from virtbench.analysis.significance import finite
 
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_MAX_VALUES = 2000  # above: order statistics, or a subset of nested values
@@ -92,7 +75,7 @@ def _finite_pairs(
         rank[np.argsort(first, kind="stable")] = np.arange(first.size)
         return arr[keep], rank[inverse]
     if units is None:
-        arr = _finite(values)
+        arr = finite(values)
         return arr, np.arange(arr.size)
     if len(units) != len(values):
         raise ValueError("one unit per value")
@@ -299,7 +282,7 @@ def _bounded(values: np.ndarray, unit: np.ndarray) -> tuple[np.ndarray, np.ndarr
 def outliers(values: Sequence[float]) -> np.ndarray:
     """Flags (same order as the finite values) outside Tukey's fences: below Q1 - 1.5 IQR or
     above Q3 + 1.5 IQR. Flagged values are shown, never dropped."""
-    arr = _finite(values)
+    arr = finite(values)
     if arr.size < 4:
         return np.zeros(arr.size, dtype=bool)
     q1, q3 = np.quantile(arr, [0.25, 0.75])
@@ -335,7 +318,7 @@ def modes(values: Sequence[float], resolution: float | None = None) -> Modes | N
     The threshold is high because the best of many splits is taken: over 2000 draws of
     20 values, a normal reached 6 never, an exponential, a log-normal (sigma 1) and a
     Pareto (a=2) in 1.0-1.5% of draws; two normals 10 SDs apart (4:6) always."""
-    arr = np.sort(_finite(values))
+    arr = np.sort(finite(values))
     n = arr.size
     if n < MODES_MIN_N:
         return None

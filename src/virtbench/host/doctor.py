@@ -10,13 +10,13 @@ from __future__ import annotations
 import os
 import platform
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import psutil
 
-from virtbench import cgroups, runtimes
-from virtbench.measure import host
+from virtbench.host import cgroups, facts
 
 GIB = 1024**3
 
@@ -31,16 +31,14 @@ class Check:
     fix: str = ""
 
 
-def runtime_checks() -> Iterator[Check]:
-    """One line per runtime and per variant (docker:crun, podman:runsc, ...)."""
-    for name in runtimes.labels():
-        try:
-            cls = runtimes.get(name)
-            avail = cls.available(cls.Options(**runtimes.options_for(name, {})))
-        except Exception as exc:  # a broken third-party driver must not break doctor
-            yield Check(f"runtime {name}", "fail", f"driver failed to load: {exc}")
-            continue
-        if avail.ok:
+def runtime_checks(found: Iterable[tuple[str, Any]]) -> Iterator[Check]:
+    """One line per runtime and per variant (docker:crun, podman:runsc, ...): `found` holds
+    each label with its availability (`ok`, `version`, `reason`, `fix`), or the exception
+    its driver raised."""
+    for name, avail in found:
+        if isinstance(avail, Exception):
+            yield Check(f"runtime {name}", "fail", f"driver failed to load: {avail}")
+        elif avail.ok:
             yield Check(f"runtime {name}", "ok", f"available, version {avail.version}")
         else:
             yield Check(f"runtime {name}", "fail", avail.reason, avail.fix)
@@ -51,14 +49,14 @@ def host_checks() -> Iterator[Check]:
     yield Check(
         "cpus",
         "info" if n > 2 else "warn",
-        f"{n} online ({host.cpu_model()}); "
+        f"{n} online ({facts.cpu_model()}); "
         + (
             "clients can be pinned away from instances"
             if n > 2
             else "too few to pin clients away from instances: results say so"
         ),
     )
-    smt = host.smt_active()
+    smt = facts.smt_active()
     yield Check("smt", "info", {True: "active", False: "off", None: "unknown"}[smt])
     vm, sw = psutil.virtual_memory(), psutil.swap_memory()
     yield Check(
@@ -77,7 +75,7 @@ def host_checks() -> Iterator[Check]:
     else:
         kind = "v2" if layout.version == 2 else ("v1 (hybrid)" if layout.unified else "v1")
         yield Check("cgroups", "ok", kind)
-    kvm = host.kvm_kind()
+    kvm = facts.kvm_kind()
     meaning = {
         "none": "no /dev/kvm: VM runtimes emulate (TCG), results are functional only",
         "pvm": "nested PVM: only the minimal guest boots under KVM; Linux guests need TCG",
@@ -108,7 +106,8 @@ def self_checks() -> Iterator[Check]:
         yield Check("iproute2", "fail", "ip not found", "apt-get install iproute2")
 
 
-def all_checks() -> Iterator[Check]:
-    yield from runtime_checks()
+def all_checks(runtimes: Iterable[tuple[str, Any]]) -> Iterator[Check]:
+    """Every check, the runtimes' first (`runtime_checks`)."""
+    yield from runtime_checks(runtimes)
     yield from host_checks()
     yield from self_checks()

@@ -25,7 +25,8 @@ from typing import IO, Any
 
 import numpy as np
 
-from virtbench import metrics, twocpu
+from virtbench import metrics
+from virtbench.report import twocpu
 from virtbench.store import Store
 from virtbench.store.frame import Frame
 from virtbench.store.records import RunRecord, Sample

@@ -79,7 +79,7 @@ def with_overrides(
     from pydantic import ValidationError
 
     from virtbench.spec import Spec, describe
-    from virtbench.spec_experiments import (
+    from virtbench.spec.experiments import (
         EXPERIMENT_TYPES,
         SCALABILITY_EITHER,
         BootExperiment,

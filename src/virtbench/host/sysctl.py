@@ -23,8 +23,8 @@ import json
 import re
 from pathlib import Path
 
-from virtbench import proc
 from virtbench.errors import VirtbenchError
+from virtbench.host import proc
 
 ROOT = Path("/proc/sys")
 FILE = "sysctl.json"  # in a run's state directory: {key: [before, set]}
