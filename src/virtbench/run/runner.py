@@ -6,8 +6,8 @@ lock, build the artifact, snapshot the environment, then run each experiment. Th
 directory, and marks the run completed, interrupted (Ctrl-C / SIGTERM) or failed.
 
 `resume` (`run --resume RUN`) goes on with an interrupted or failed run under its own id
-and stored spec: what the run left on the host is removed first, samples of the units it
-did not finish are discarded, and every experiment skips the units it finished.
+and stored spec (run/resume.py): what the run left on the host is removed first, units it
+cut short are measured again, and every experiment skips the units it finished.
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ import shutil
 import signal
 import sys
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from virtbench import experiments, naming, runtimes
 from virtbench.artifacts import Artifact
-from virtbench.errors import VirtbenchError
 from virtbench.experiments.session import Session
 from virtbench.host import cgroups, sysctl
 from virtbench.host.state import RunState
@@ -67,6 +67,18 @@ def uninterruptible() -> Iterator[None]:
             signal.signal(sig, h)
 
 
+@dataclass
+class Held:
+    """What a run holds on the host while it measures, for its teardown (None: not made)."""
+
+    drivers: dict[str, Runtime] = field(default_factory=dict)
+    ctx: RuntimeContext | None = None
+    probe: ProbeListener | None = None
+    sampler: HostSampler | None = None
+    primer: Primer | None = None
+    sysctl: sysctl.HostProfile | None = None
+
+
 def execute(
     spec: Spec,
     store: Store,
@@ -85,155 +97,189 @@ def execute(
     harness = harness if harness is not None else Harness()
     spec, versions, skipped = check_available(spec)
     layout = harness.layout()
-    if resume is not None and resume.status == "completed":
-        raise VirtbenchError(f"run {resume.id} completed: nothing to resume")
-    run_id = resume.id if resume is not None else naming.new_run_id()
-    run_state = RunState(paths.run_dir(run_id)).open()  # before anything of the run exists
-    try:
-        if resume is not None:
-            resumes.remove_own_leftovers(resume, paths, layout, say, harness)
-        problems: list[str] = []
-        leftovers = harness.leftovers(paths, layout, problems=problems)
-    except BaseException:
-        run_state.close(remove=resume is None)
-        raise
-    if leftovers:
-        say(f"[yellow]warning[/]: {cleanup.summarize(leftovers)}; `virtbench clean` removes them")
-    for problem in problems:
-        say(f"[yellow]warning[/]: {problem}")
-    status = "failed"
-    drivers: dict[str, Runtime] = {}
-    ctx: RuntimeContext | None = None
-    probe: ProbeListener | None = None
-    sampler: HostSampler | None = None
-    primer: Primer | None = None
-    host_sysctl: sysctl.HostProfile | None = None
-    try:
-        with sigterm_as_interrupt():
-            if resume is None:
-                store.create_run(
-                    run_id, spec.name, argv or sys.argv, spec.model_dump(mode="json"),
-                    **(labels or {}),
-                )  # fmt: skip
-            else:
-                store.reopen_run(run_id)
-            if started:
-                started(run_id)
-            for line in skipped if resume is None else ():
-                say(f"[yellow]skipped[/]: {line}")
-                store.add_event(run_id, "warning", f"skipped: {line}", said=True)
-            env = harness.host.snapshot(versions)
-            if spec.named:  # which driver and files each named runtime stood for
-                env["named_runtimes"] = named_runtimes(spec)
-            if spec.sysctl:  # before anything starts: instances see the tuned host
-                host_sysctl = apply_sysctl(spec, paths, run_state)
-                env["sysctl"] = host_sysctl.apply()
-            if resume is None:
-                store.set_environment(run_id, env)
-            else:
-                resumes.resume_events(store, resume, env, argv or sys.argv)
-            artifact = harness.artifact(spec.experiment, paths)
-            if resume is not None:
-                resumes.artifact_event(store, resume, artifact.to_dict())
-            store.add_artifact(run_id, artifact.to_dict())
-            probe = ProbeListener(run_state.dir / "probe")
-            ctx = RuntimeContext(
-                run_id, run_state, paths, layout, probe=probe, rootfs=artifact.path
+    start = resumes.Resume(resume) if resume is not None else resumes.Start()
+    run = Run(spec, store, paths, say, harness, start, layout)
+    return run.execute(argv or sys.argv, labels or {}, versions, skipped, started)
+
+
+class Run:
+    """One run on this host, from its lock to its teardown."""
+
+    def __init__(
+        self,
+        spec: Spec,
+        store: Store,
+        paths: Paths,
+        say: Callable[[str], None],
+        harness: Harness,
+        start: resumes.Start,
+        layout: cgroups.Layout,
+    ) -> None:
+        self.spec, self.store, self.paths, self.say = spec, store, paths, say
+        self.harness, self.start, self.layout = harness, start, layout
+        self.run_id = start.run_id
+        self.held = Held()
+
+    def execute(
+        self,
+        argv: list[str],
+        labels: dict[str, str],
+        versions: dict[str, str],
+        skipped: list[str],
+        started: Callable[[str], None] | None,
+    ) -> tuple[str, str]:
+        run_state = RunState(self.paths.run_dir(self.run_id)).open()  # before all of the run
+        try:
+            self.start.before(self.paths, self.layout, self.say, self.harness)
+            problems: list[str] = []
+            leftovers = self.harness.leftovers(self.paths, self.layout, problems=problems)
+        except BaseException:
+            run_state.close(remove=self.start.removes_state_on_failure)
+            raise
+        if leftovers:
+            self.say(
+                f"[yellow]warning[/]: {cleanup.summarize(leftovers)}; "
+                "`virtbench clean` removes them"
             )
-            drivers = {
-                label: runtimes.create(
-                    label, ctx, spec.options_for(label), driver=spec.driver_of(label)
-                )
-                for label in spec.runtimes
-            }
-            for label, drv in drivers.items():  # daemons, images: never inside a measurement
-                say(f"setting up {label}")
-                drv.setup()
-            session = Session(
-                run_id, spec, store, artifact, probe, drivers, say=say, host=harness.host
+        for problem in problems:
+            self.say(f"[yellow]warning[/]: {problem}")
+        status = "failed"
+        try:
+            with sigterm_as_interrupt():
+                self.start.open(self.store, self.spec, argv, labels)
+                if started:
+                    started(self.run_id)
+                self.start.skipped(self.store, skipped, self.say)
+                status = self.measure(run_state, argv, versions)
+        except KeyboardInterrupt:
+            status = "interrupted"
+            raise
+        finally:
+            with uninterruptible():
+                self.close(status, run_state)
+        return self.run_id, status
+
+    def measure(self, run_state: RunState, argv: list[str], versions: dict[str, str]) -> str:
+        """Everything between the run's row and its teardown; the run's final status."""
+        spec, store = self.spec, self.store
+        env = self.harness.host.snapshot(versions)
+        if spec.named:  # which driver and files each named runtime stood for
+            env["named_runtimes"] = named_runtimes(spec)
+        if spec.sysctl:  # before anything starts: instances see the tuned host
+            self.held.sysctl = apply_sysctl(spec, self.paths, run_state)
+            env["sysctl"] = self.held.sysctl.apply()
+        self.start.environment(store, env, argv)
+        artifact = self.harness.artifact(spec.experiment, self.paths)
+        self.start.artifact(store, artifact.to_dict())
+        store.add_artifact(self.run_id, artifact.to_dict())
+        session = self.session(run_state, artifact)
+        self.check(session, artifact)
+        self.held.sampler = session.sampler = HostSampler(
+            lambda pts: store.add_series(self.run_id, pts), interval=spec.sample_interval_s
+        ).start()
+        assert self.held.ctx is not None
+        self.held.primer = prepare_quiet(session, self.held.drivers, self.held.ctx)
+        self.start.quiescence(store, env, {
+            "enabled": spec.quiescence,
+            "window_ms": round(session.quiet.window_s * 1e3, 3),
+            "other_runnable_before": session.quiet.background,
+            "primer": self.held.primer is not None,
+        })  # fmt: skip
+        for i, exp in enumerate(spec.experiment):
+            self.experiment(session, i, exp)
+        if session.superseded:  # a resume must measure again what was cut short
+            left = sorted(k for _, k in session.superseded)
+            store.add_event(self.run_id, "error", f"resume: {len(left)} units cut short "
+                            f"were not measured again ({', '.join(left[:3])}); their "
+                            "earlier samples are kept")  # fmt: skip
+            return "failed"
+        return "completed"
+
+    def session(self, run_state: RunState, artifact: Artifact) -> Session:
+        """The probe, the drivers (set up: daemons, images) and the session over them."""
+        held = self.held
+        held.probe = ProbeListener(run_state.dir / "probe")
+        held.ctx = RuntimeContext(
+            self.run_id, run_state, self.paths, self.layout, probe=held.probe,
+            rootfs=artifact.path,
+        )  # fmt: skip
+        held.drivers = {
+            label: runtimes.create(
+                label, held.ctx, self.spec.options_for(label), driver=self.spec.driver_of(label)
             )
-            if resume is not None:
-                session.resumed, session.done = True, store.units(run_id)
-                resumes.note_unfinished(session)
-            for i, exp in enumerate(spec.experiment):  # a spec that cannot run fails first
-                module = experiments.get(exp.type)
-                if hasattr(module, "check") and spec.runtimes_of(exp):
-                    with session.only(spec.runtimes_of(exp), i):
-                        module.check(session, exp)
-            measured = {smp.runtime for smp in store.samples(run_id) if smp.experiment == "image"}
-            for label, drv in drivers.items():
-                if label not in measured:
-                    record_image_size(store, run_id, label, drv, artifact)
-            sampler = HostSampler(
-                lambda pts: store.add_series(run_id, pts), interval=spec.sample_interval_s
-            ).start()
-            session.sampler = sampler
-            primer = prepare_quiet(session, drivers, ctx)
-            if resume is None:  # how quiet the host was, beside the rest of its facts
-                env["quiescence"] = {
-                    "enabled": spec.quiescence,
-                    "window_ms": round(session.quiet.window_s * 1e3, 3),
-                    "other_runnable_before": session.quiet.background,
-                    "primer": primer is not None,
-                }
-                store.set_environment(run_id, env)
-            for i, exp in enumerate(spec.experiment):
-                whole = ("experiment", json.dumps([i, exp.type]))
-                if whole in session.done:
-                    say(f"[bold]{exp.type}[/]: finished before the interruption")
-                    continue
-                these = spec.runtimes_of(exp)
-                if not these:  # a study's part for runtimes this run does not have
-                    if not exp.runtimes:  # none of its runtimes can run it here: said above
-                        say(f"[bold]{exp.type}[/]: skipped (no runtime here can run it)")
-                        continue
-                    why = f"it runs on {', '.join(exp.runtimes)}, which this run does not"
-                    say(f"[bold]{exp.type}[/]: skipped ({why})")
-                    if resume is None:
-                        store.add_event(run_id, "warning", f"skipped: {exp.type}: {why}", said=True)
-                    continue
-                say(f"[bold]{exp.type}[/] on {', '.join(these)}")
-                with session.only(these, i):
-                    experiments.get(exp.type).run(session, exp)
-                if not any(e == exp.type for e, _ in session.superseded):
-                    store.add_unit(run_id, *whole)  # (else a later resume tries it again)
-                    session.done.add(whole)
-            if session.superseded:  # a resume must measure again what was cut short
-                left = sorted(k for _, k in session.superseded)
-                store.add_event(run_id, "error", f"resume: {len(left)} units cut short "
-                                f"were not measured again ({', '.join(left[:3])}); their "
-                                "earlier samples are kept")  # fmt: skip
-                status = "failed"
-            else:
-                status = "completed"
-    except KeyboardInterrupt:
-        status = "interrupted"
-        raise
-    finally:
-        with uninterruptible():
-            if status == "interrupted":
-                say("[yellow]interrupted[/]: stopping every instance")
-            try:
-                if primer is not None:
-                    try:
-                        primer.close()
-                    except Exception as exc:
-                        store.add_event(run_id, "error", f"cleanup: quiet sentinel: {exc}")
-                errors = _teardown(
-                    run_id, store, paths, layout, sampler, drivers, ctx, probe, harness
-                )
-                if host_sysctl is not None:  # after every instance: the host as it was
-                    errors += host_sysctl.restore()
-                for e in errors:
-                    store.add_event(run_id, "error", f"cleanup: {e}")
-            finally:
+            for label in self.spec.runtimes
+        }
+        for label, drv in held.drivers.items():  # daemons, images: never inside a measurement
+            self.say(f"setting up {label}")
+            drv.setup()
+        session = Session(self.run_id, self.spec, self.store, artifact, held.probe,
+                          held.drivers, say=self.say, host=self.harness.host)  # fmt: skip
+        self.start.session(session)
+        return session
+
+    def check(self, session: Session, artifact: Artifact) -> None:
+        """A spec that cannot run fails before its first sample; then each runtime's image
+        size, once per run."""
+        spec = self.spec
+        for i, exp in enumerate(spec.experiment):
+            module = experiments.get(exp.type)
+            if hasattr(module, "check") and spec.runtimes_of(exp):
+                with session.only(spec.runtimes_of(exp), i):
+                    module.check(session, exp)
+        samples = self.store.samples(self.run_id)
+        measured = {smp.runtime for smp in samples if smp.experiment == "image"}
+        for label, drv in self.held.drivers.items():
+            if label not in measured:
+                record_image_size(self.store, self.run_id, label, drv, artifact)
+
+    def experiment(self, session: Session, i: int, exp: Any) -> None:
+        """The spec's `i`th experiment, unless a resumed run finished it or none of its
+        runtimes is in this run."""
+        whole = ("experiment", json.dumps([i, exp.type]))
+        if whole in session.done:
+            self.say(f"[bold]{exp.type}[/]: finished before the interruption")
+            return
+        these = self.spec.runtimes_of(exp)
+        if not these:  # a study's part for runtimes this run does not have
+            if not exp.runtimes:  # none of its runtimes can run it here: said above
+                self.say(f"[bold]{exp.type}[/]: skipped (no runtime here can run it)")
+                return
+            why = f"it runs on {', '.join(exp.runtimes)}, which this run does not"
+            self.say(f"[bold]{exp.type}[/]: skipped ({why})")
+            self.start.skip_event(self.store, f"skipped: {exp.type}: {why}")
+            return
+        self.say(f"[bold]{exp.type}[/] on {', '.join(these)}")
+        with session.only(these, i):
+            experiments.get(exp.type).run(session, exp)
+        if not any(e == exp.type for e, _ in session.superseded):
+            self.store.add_unit(self.run_id, *whole)  # (else a later resume tries it again)
+            session.done.add(whole)
+
+    def close(self, status: str, run_state: RunState) -> None:
+        """Stop everything of the run, put the host's sysctl back, and store its status;
+        each step runs even if an earlier one failed."""
+        store, run_id, held = self.store, self.run_id, self.held
+        if status == "interrupted":
+            self.say("[yellow]interrupted[/]: stopping every instance")
+        try:
+            if held.primer is not None:
                 try:
-                    store.finish_run(run_id, status)
-                finally:
-                    run_state.close()
-                    with contextlib.suppress(OSError):  # the last run out: shared parents
-                        cleanup.remove_empty_parents(layout)
-    return run_id, status
+                    held.primer.close()
+                except Exception as exc:
+                    store.add_event(run_id, "error", f"cleanup: quiet sentinel: {exc}")
+            errors = _teardown(run_id, store, self.paths, self.layout, held.sampler,
+                               held.drivers, held.ctx, held.probe, self.harness)  # fmt: skip
+            if held.sysctl is not None:  # after every instance: the host as it was
+                errors += held.sysctl.restore()
+            for e in errors:
+                store.add_event(run_id, "error", f"cleanup: {e}")
+        finally:
+            try:
+                store.finish_run(run_id, status)
+            finally:
+                run_state.close()
+                with contextlib.suppress(OSError):  # the last run out: shared parents
+                    cleanup.remove_empty_parents(self.layout)
 
 
 def prepare_quiet(
