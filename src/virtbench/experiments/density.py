@@ -50,114 +50,128 @@ def guard_limit(cfg: DensityExperiment, mem_total: int) -> int:
     return max(int(cfg.guard_available_pct / 100 * mem_total), cfg.guard_available_mib * MIB)
 
 
-def run_one(s: Session, cfg: DensityExperiment, runtime: str, rep: int) -> None:
-    rt = s.runtimes[runtime]
-    host = s.host
-    wl = workloads.get(cfg.workload)
-    params = {**s.params(runtime), "instances_target": cfg.instances}
+class Pile:
+    """One run of one runtime: sleepers started one after another, each one's memory and
+    the host's at each step, until the target or the guard; then all stopped."""
 
-    def sample(metric: str, value: float | None, unit: str, background: int, **kw) -> None:
-        s.record(
+    def __init__(self, s: Session, cfg: DensityExperiment, runtime: str, rep: int) -> None:
+        self.s, self.cfg, self.runtime, self.rep = s, cfg, runtime, rep
+        self.rt, self.host = s.runtimes[runtime], s.host
+        self.argv = workloads.get(cfg.workload).argv
+        self.params = {**s.params(runtime), "instances_target": cfg.instances}
+        self.started: list[Instance] = []
+        self.none_used: float | None = None  # host memory in use before the first instance
+        self.limit = guard_limit(cfg, self.host.meminfo()["MemTotal"])
+
+    def sample(self, metric: str, value: float | None, unit: str, background: int, **kw) -> None:
+        self.s.record(
             Sample(
                 experiment="density",
                 metric=metric,
                 value=value,
                 unit=unit,
                 direction=kw.pop("direction", "lower"),
-                runtime=runtime,
-                workload=cfg.workload,
-                repetition=rep,
+                runtime=self.runtime,
+                workload=self.cfg.workload,
+                repetition=self.rep,
                 background=background,
-                params=kw.pop("params", params),
+                params=kw.pop("params", self.params),
                 **kw,
             )
         )
 
-    def step(running: list[Instance]) -> None:
-        """The host's memory with `running` instances up, caches dropped."""
+    def step(self) -> None:
+        """The host's memory with the started instances up, caches dropped."""
+        host, running = self.host, self.started
         n = len(running)
-        at = {**params, "caches_dropped": host.drop_caches()}
+        at = {**self.params, "caches_dropped": host.drop_caches()}
         info = host.meminfo()
         used = memory.in_use(info, host.pcp_free()) / MIB
         kernel = sum(info.get(k, 0) for k in KERNEL_FIELDS) / MIB
-        each = [rt.pss_bytes(i) for i in running]
+        each = [self.rt.pss_bytes(i) for i in running]
         unread = sum(p is None for p in each)
-        pss = sum(p or 0 for p in each) + (rt.daemons_pss_bytes() or 0)
-        sample("density.host_used", used, "MiB", n, params=at)
-        sample("density.kernel_used", kernel, "MiB", n, params=at)
+        pss = sum(p or 0 for p in each) + (self.rt.daemons_pss_bytes() or 0)
+        self.sample("density.host_used", used, "MiB", n, params=at)
+        self.sample("density.kernel_used", kernel, "MiB", n, params=at)
         if unread:  # a sum missing instances would understate the step
-            sample("density.user_pss", None, "MiB", n, params=at,
-                   error=f"the memory of {unread} of {n} running instances could not be "
-                   "read (no host process of theirs left)")  # fmt: skip
+            self.sample("density.user_pss", None, "MiB", n, params=at,
+                        error=f"the memory of {unread} of {n} running instances could not "
+                        "be read (no host process of theirs left)")  # fmt: skip
         else:
-            sample("density.user_pss", pss / MIB, "MiB", n, params=at)
-        if n:
-            s.say(f"density: {runtime} {n}/{cfg.instances} instances, host memory in use "
-                  f"{used - first[0]:+.1f} MiB since none")  # fmt: skip
+            self.sample("density.user_pss", pss / MIB, "MiB", n, params=at)
+        if self.none_used is None:
+            self.none_used = used
         else:
-            first.append(used)
+            self.s.say(f"density: {self.runtime} {n}/{self.cfg.instances} instances, host "
+                       f"memory in use {used - self.none_used:+.1f} MiB since none")  # fmt: skip
 
-    limit = guard_limit(cfg, host.meminfo()["MemTotal"])
-    started: list[Instance] = []
-    first: list[float] = []
-    params = {**params, **s.settle(cfg.memory_settle_s, f"density: {runtime} run {rep + 1}")}
-    step(started)
-    reason = f"reached the target of {cfg.instances}"
-    try:
+    def add(self, i: int) -> str:
+        """Start the `i`th instance and record its launch and memory; why the pile stops
+        ("" if it does not)."""
+        s, rt = self.s, self.rt
+        timed: dict = {**self.params}  # the launch's quiet wait goes in its sample
+        spec = s.instance_spec(self.runtime, self.argv)
+        try:  # an instance that never gets ready is stopped, not counted
+            inst, t_ready = s.start_ready(self.runtime, spec, self.cfg.timeout_s,
+                                          ("density", timed))  # fmt: skip
+            self.started.append(inst)
+        except InstanceError as exc:
+            self.sample("density.launch", None, "ms", i, error=str(exc), params=timed)
+            return f"instance {i + 1} failed: {exc}"
+        self.sample("density.launch", (t_ready - inst.t_spawn_ns) / 1e6, "ms", i, params=timed)
+        pss = rt.pss_bytes(inst)
+        if pss is not None:
+            self.sample("density.pss", pss / MIB, "MiB", i)
+            guest = rt.guest_ram_pss(inst)
+            if guest is not None:  # VMs: the VMM's own cost, without the guest's RAM
+                self.sample("density.pss_without_guest_ram", (pss - guest) / MIB, "MiB", i)
+        else:
+            self.sample("density.pss", None, "MiB", i,
+                        error="no host process of the instance could be read")  # fmt: skip
+        cg = rt.memory_bytes(inst)
+        self.sample("density.cgroup_memory", None if cg is None else cg / MIB, "MiB", i,
+                    error="" if cg is not None else "no memory cgroup")  # fmt: skip
+        avail = self.host.mem_available() / MIB
+        self.sample("density.mem_available", avail, "MiB", i, direction="higher")
+        return ""
+
+    def pile(self) -> str:
+        """Instances up to the target, a step every `instances_per_benchmark` and at the
+        end; why the pile stopped."""
+        cfg, limit = self.cfg, self.limit
         for i in range(cfg.instances):
-            avail = host.mem_available()
+            avail = self.host.mem_available()
             if avail < limit:
-                reason = (
+                return (
                     f"memory guard: MemAvailable {avail / MIB:.0f} MiB < "
                     f"{limit / MIB:.0f} MiB after {i} instances"
                 )
-                break
-            timed: dict = {**params}  # the launch's quiet wait goes in its sample
-            try:  # an instance that never gets ready is stopped, not counted
-                inst, t_ready = s.start_ready(
-                    runtime, s.instance_spec(runtime, wl.argv), cfg.timeout_s, ("density", timed)
-                )
-                started.append(inst)
-            except InstanceError as exc:
-                sample("density.launch", None, "ms", i, error=str(exc), params=timed)
-                reason = f"instance {i + 1} failed: {exc}"
-                break
-            sample("density.launch", (t_ready - inst.t_spawn_ns) / 1e6, "ms", i, params=timed)
-            pss = rt.pss_bytes(inst)
-            if pss is not None:
-                sample("density.pss", pss / MIB, "MiB", i)
-                guest = rt.guest_ram_pss(inst)
-                if guest is not None:  # VMs: the VMM's own cost, without the guest's RAM
-                    sample("density.pss_without_guest_ram", (pss - guest) / MIB, "MiB", i)
-            else:
-                sample("density.pss", None, "MiB", i,
-                       error="no host process of the instance could be read")  # fmt: skip
-            cg = rt.memory_bytes(inst)
-            sample(
-                "density.cgroup_memory",
-                None if cg is None else cg / MIB,
-                "MiB",
-                i,
-                error="" if cg is not None else "no memory cgroup",
-            )
-            sample(
-                "density.mem_available", host.mem_available() / MIB, "MiB", i, direction="higher"
-            )
-            if len(started) % cfg.instances_per_benchmark == 0:
-                step(started)
-        if started and len(started) % cfg.instances_per_benchmark:
-            step(started)  # the tail after the last full step
-    finally:
-        t0 = time.monotonic()
-        for inst in started:
-            rt.stop(inst)
-        teardown = time.monotonic() - t0
-    n = len(started)
-    sample("density.reached", float(n), "instances", n, direction="higher")
-    if n:
-        sample("density.teardown_per_instance", teardown * 1e3 / n, "ms", n)
-    level = "info" if n == cfg.instances else "warning"
-    s.event(level, f"density: {runtime} run {rep + 1}: stopped at {n} instances ({reason})")
+            stop = self.add(i)
+            if stop:
+                return stop
+            if len(self.started) % cfg.instances_per_benchmark == 0:
+                self.step()
+        if self.started and len(self.started) % cfg.instances_per_benchmark:
+            self.step()  # the tail after the last full step
+        return f"reached the target of {cfg.instances}"
+
+    def run(self) -> None:
+        what = f"density: {self.runtime} run {self.rep + 1}"
+        self.params = {**self.params, **self.s.settle(self.cfg.memory_settle_s, what)}
+        self.step()
+        try:
+            reason = self.pile()
+        finally:
+            t0 = time.monotonic()
+            for inst in self.started:
+                self.rt.stop(inst)
+            teardown = time.monotonic() - t0
+        n = len(self.started)
+        self.sample("density.reached", float(n), "instances", n, direction="higher")
+        if n:
+            self.sample("density.teardown_per_instance", teardown * 1e3 / n, "ms", n)
+        level = "info" if n == self.cfg.instances else "warning"
+        self.s.event(level, f"{what}: stopped at {n} instances ({reason})")
 
 
 def run(s: Session, cfg: DensityExperiment) -> None:
@@ -169,5 +183,5 @@ def run(s: Session, cfg: DensityExperiment) -> None:
             if failures.skip(runtime):
                 break
             if s.pending("density", False, runtime=runtime, repetition=rep):
-                run_one(s, cfg, runtime, rep)
+                Pile(s, cfg, runtime, rep).run()
                 s.finished("density", False, runtime=runtime, repetition=rep)

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from virtbench import workloads
@@ -98,137 +99,163 @@ def growth_stop(
     return ""
 
 
-def run_one(s: Session, cfg: ScalabilityExperiment, runtime: str, rep: int) -> None:
-    rt = s.runtimes[runtime]
-    worker = None
-    if cfg.worker != "boot":
-        params = cfg.params_for(cfg.worker)
-        worker = Worker(s, runtime, cfg.worker, params, cfg.ready_timeout_s, cfg.client_timeout_s)
-    base_params = {
-        **s.params(runtime),
-        "background_workload": cfg.background,
-        "background_network": rt.effective_network(cfg.background_network),
-        "step": cfg.instances_per_benchmark,
-        "instances_target": cfg.target,
-    }
+@dataclass(frozen=True)
+class Stop:
+    """Why a pile-up stopped growing: it reached its target, or what kept it from it."""
 
-    def record(metric: str, value: float | None, unit: str, direction: str, n: int,
+    reached: bool
+    why: str
+
+
+class PileUp:
+    """One run of one runtime: the worker measured at each point as idle background
+    instances pile up, then everything stopped."""
+
+    def __init__(self, s: Session, cfg: ScalabilityExperiment, runtime: str, rep: int) -> None:
+        self.s, self.cfg, self.runtime, self.rep = s, cfg, runtime, rep
+        self.rt = s.runtimes[runtime]
+        self.worker = None
+        if cfg.worker != "boot":
+            params = cfg.params_for(cfg.worker)
+            self.worker = Worker(
+                s, runtime, cfg.worker, params, cfg.ready_timeout_s, cfg.client_timeout_s
+            )
+        self.params = {
+            **s.params(runtime),
+            "background_workload": cfg.background,
+            "background_network": self.rt.effective_network(cfg.background_network),
+            "step": cfg.instances_per_benchmark,
+            "instances_target": cfg.target,
+        }
+        info = s.host.meminfo()
+        self.limit = max(
+            int(cfg.guard_available_pct / 100 * info["MemTotal"]),
+            cfg.guard_available_mib * MIB,
+        )
+        self.swap_base = info.get("SwapTotal", 0) - info.get("SwapFree", 0)
+        self.argv = background_argv(cfg.background)
+        self.background: list[Instance] = []
+        self.failures = 0  # the worker's failures in a row
+        self.what = f"scalability: {runtime} run {rep + 1}"
+
+    def record(self, metric: str, value: float | None, unit: str, direction: str, n: int,
                error: str = "", params: dict | None = None) -> None:  # fmt: skip
-        s.record(
+        self.s.record(
             Sample(
                 experiment="scalability",
                 metric=metric,
                 value=value,
                 unit=unit,
                 direction=direction,
-                runtime=runtime,
-                workload="hello" if worker is None else cfg.worker,
-                repetition=rep,
+                runtime=self.runtime,
+                workload="hello" if self.worker is None else self.cfg.worker,
+                repetition=self.rep,
                 background=n,
-                params=base_params if params is None else params,
+                params=self.params if params is None else params,
                 error=error,
             )
         )
 
-    def measure_worker(n: int, warmup: bool) -> None:
-        labels = {"repetition": rep, "warmup": warmup, "background": n}
-        if worker is None:
+    def measure_worker(self, n: int, warmup: bool) -> None:
+        if self.worker is None:
             boot.measure_once(
-                s, runtime, "hello", rep, warmup, cfg.timeout_s, "scalability", base_params,
-                background=n,
+                self.s, self.runtime, "hello", self.rep, warmup, self.cfg.timeout_s,
+                "scalability", self.params, background=n,
             )  # fmt: skip
             return
-        worker.measure_levels("scalability", params=base_params, **labels)
+        self.worker.measure_levels(
+            "scalability", params=self.params, repetition=self.rep, warmup=warmup, background=n
+        )
 
-    info = s.host.meminfo()
-    limit = max(
-        int(cfg.guard_available_pct / 100 * info["MemTotal"]),
-        cfg.guard_available_mib * MIB,
-    )
-    swap_base = info.get("SwapTotal", 0) - info.get("SwapFree", 0)
-    argv = background_argv(cfg.background)
-    background: list[Instance] = []
-    failures = 0
-
-    def point(n: int) -> None:
+    def point(self, n: int) -> None:
         """Host availability, then the worker's measurements, at n background instances."""
-        nonlocal failures
-        for name, value in s.host.availability(cfg.settle_s).items():
-            record(name, value, "%", "higher", n)
-        for _ in range(cfg.per_point):
+        for name, value in self.s.host.availability(self.cfg.settle_s).items():
+            self.record(name, value, "%", "higher", n)
+        for _ in range(self.cfg.per_point):
             try:
-                measure_worker(n, warmup=False)
-                failures = 0
+                self.measure_worker(n, warmup=False)
+                self.failures = 0
             except InstanceError:  # stored as a failed sample; three in a row end the run
-                failures += 1
-                if failures == 3:
+                self.failures += 1
+                if self.failures == 3:
                     raise
-        s.say(f"scalability: {runtime} run {rep + 1}: measured at {n} background instances")
+        self.s.say(f"{self.what}: measured at {n} background instances")
 
-    def grow(count: int) -> str:
-        """Start `count` more background instances; why growth stopped ("" if it did not)."""
+    def grow(self, count: int) -> Stop | None:
+        """Start `count` more background instances; why growth stopped (None if it did not)."""
+        s, cfg = self.s, self.cfg
         for _ in range(count):
-            i = len(background)
-            stop = growth_stop(
-                s.host.meminfo(), limit, swap_base, i, cfg.guard_swap_growth_mib * MIB
-            )
+            i = len(self.background)
+            guard = cfg.guard_swap_growth_mib * MIB
+            stop = growth_stop(s.host.meminfo(), self.limit, self.swap_base, i, guard)
             if stop:
-                return stop
-            spec = s.instance_spec(runtime, argv, network=cfg.background_network)
-            timed: dict = {**base_params}  # the launch's quiet wait goes in its sample
+                return Stop(False, stop)
+            spec = s.instance_spec(self.runtime, self.argv, network=cfg.background_network)
+            timed: dict = {**self.params}  # the launch's quiet wait goes in its sample
             try:  # an instance that never gets ready is stopped, not counted
-                inst, t_ready = s.start_ready(runtime, spec, cfg.timeout_s, ("scalability", timed))
-                background.append(inst)
+                inst, t_ready = s.start_ready(
+                    self.runtime, spec, cfg.timeout_s, ("scalability", timed)
+                )
+                self.background.append(inst)
             except InstanceError as exc:
-                record("scalability.launch", None, "ms", "lower", i, str(exc), timed)
-                return f"background instance {i + 1} failed: {exc}"
+                self.record("scalability.launch", None, "ms", "lower", i, str(exc), timed)
+                return Stop(False, f"background instance {i + 1} failed: {exc}")
             value = (t_ready - inst.t_spawn_ns) / 1e6
-            record("scalability.launch", value, "ms", "lower", i, params=timed)
-        return ""
+            self.record("scalability.launch", value, "ms", "lower", i, params=timed)
+        return None
 
-    target = cfg.target
-    reason = f"reached the target of {target}"
-    try:
-        if worker is not None:
-            worker.start()
+    def pile(self) -> Stop:
+        """Warm-ups, the point at 0, then a step of growth and a point until the target."""
+        cfg, target = self.cfg, self.cfg.target
+        if self.worker is not None:
+            self.worker.start()
         # caches stay: boots right after a drop ran 8.5-9 ms against 6.8 warm (crun)
-        what = f"scalability: {runtime} run {rep + 1}"
-        base_params.update(s.settle(cfg.memory_settle_s, what, drop=False))
+        self.params.update(self.s.settle(cfg.memory_settle_s, self.what, drop=False))
         for _ in range(cfg.warmups):
             with contextlib.suppress(InstanceError):  # stored, flagged; never summarised
-                measure_worker(0, warmup=True)
-        point(0)
-        while len(background) < target:
-            n = len(background)
-            stop = grow(min(cfg.instances_per_benchmark, target - n))
-            if len(background) > n:  # measure where growth got to, even if it stopped
-                point(len(background))
-            if stop:
-                reason = stop
-                break
-    except InstanceError as exc:
-        reason = f"the worker failed: {exc}"
-    finally:
+                self.measure_worker(0, warmup=True)
+        self.point(0)
+        while len(self.background) < target:
+            n = len(self.background)
+            stop = self.grow(min(cfg.instances_per_benchmark, target - n))
+            if len(self.background) > n:  # measure where growth got to, even if it stopped
+                self.point(len(self.background))
+            if stop is not None:
+                return stop
+        return Stop(True, f"reached the target of {target}")
+
+    def stop_all(self) -> float:
+        """Stop the worker and every background instance, past failures; seconds taken to
+        stop the background."""
         errors = []
-        if worker is not None:
+        if self.worker is not None:
             try:
-                worker.stop()
+                self.worker.stop()
             except Exception as exc:  # the background must still go
                 errors.append(f"the worker: {exc}")
         t0 = time.monotonic()
-        errors += rt.stop_each(background)  # every one, past failures
+        errors += self.rt.stop_each(self.background)
         teardown = time.monotonic() - t0
         for error in errors:
-            s.event("warning", f"scalability: {runtime} run {rep + 1}: could not stop {error}")
-    n = len(background)
-    record("scalability.reached", float(n), "instances", "higher", n)
-    if n:
-        record("scalability.teardown_per_instance", teardown * 1e3 / n, "ms", "lower", n)
-    done = n == target and reason.startswith("reached")
-    s.event(
-        "info" if done else "warning",
-        f"scalability: {runtime} run {rep + 1}: stopped at {n} background instances ({reason})",
-    )
+            self.s.event("warning", f"{self.what}: could not stop {error}")
+        return teardown
+
+    def run(self) -> None:
+        try:
+            stop = self.pile()
+        except InstanceError as exc:
+            stop = Stop(False, f"the worker failed: {exc}")
+        finally:
+            teardown = self.stop_all()
+        n = len(self.background)
+        self.record("scalability.reached", float(n), "instances", "higher", n)
+        if n:
+            self.record("scalability.teardown_per_instance", teardown * 1e3 / n, "ms", "lower", n)
+        done = n == self.cfg.target and stop.reached
+        self.s.event(
+            "info" if done else "warning",
+            f"{self.what}: stopped at {n} background instances ({stop.why})",
+        )
 
 
 def run(s: Session, cfg: ScalabilityExperiment) -> None:
@@ -240,5 +267,5 @@ def run(s: Session, cfg: ScalabilityExperiment) -> None:
             if failures.skip(runtime):
                 break
             if s.pending("scalability", False, runtime=runtime, repetition=rep):
-                run_one(s, cfg, runtime, rep)
+                PileUp(s, cfg, runtime, rep).run()
                 s.finished("scalability", False, runtime=runtime, repetition=rep)
