@@ -24,7 +24,7 @@ import pytest
 from pydantic import BaseModel
 from tests.faketruth import FakeHarness, Truth, World, classify
 
-from virtbench import experiments, runtimes
+from virtbench import experiments, metrics, runtimes
 from virtbench.errors import InstanceError
 from virtbench.experiments.session import Session
 from virtbench.host.state import RunState
@@ -237,7 +237,8 @@ def fake_session(
     probe: Any = FakeProbe(tmp_path / "probe")
     ctx = RuntimeContext(RUN_ID, state, paths, harness.layout(), probe=probe, rootfs=artifact.path)
     drivers = {label: runtimes.create(label, ctx, parsed.options_for(label)) for label in runtimes_}
-    s = Session(RUN_ID, parsed, store, artifact, probe, drivers, say=lambda m: None,
+    s = Session(RUN_ID, parsed, store, artifact, probe, drivers, metrics.is_repeated,
+                say=lambda m: None,
                 host=harness.host)  # fmt: skip
     s.quiet = Quiet(
         running=s.host.running,
@@ -259,10 +260,10 @@ def run(s: Session) -> list[Sample]:
     """Every experiment of the session's spec (check, then run), as the runner does; the
     run's successful, non-warm-up samples."""
     for exp in s.spec.experiment:
-        module = experiments.get(exp.type)
-        if hasattr(module, "check"):
-            module.check(s, exp)
-        module.run(s, exp)
+        kind = experiments.get(exp.type)
+        if kind.check is not None:
+            kind.check(s, exp)
+        kind.run(s, exp)
     return [x for x in s.store.samples(s.run_id) if not x.warmup and not x.error]
 
 

@@ -27,9 +27,9 @@ from tests.integration.conftest import (
 from virtbench import naming
 from virtbench.artifacts import build_for
 from virtbench.artifacts.linux import build_initramfs, debian_kernel
+from virtbench.experiments.throughput import ThroughputExperiment
 from virtbench.paths import Paths
 from virtbench.runtimes.base import InstanceSpec
-from virtbench.spec import ThroughputExperiment
 from virtbench.store import Store
 from virtbench.workloads import hello, nginx, redis
 

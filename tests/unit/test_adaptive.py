@@ -3,6 +3,7 @@ every group's CV meets the target, or stop at max_runs and say so."""
 
 from __future__ import annotations
 
+from virtbench import metrics
 from virtbench.experiments.session import Session
 from virtbench.spec import parse
 from virtbench.store import Sample, Store
@@ -13,7 +14,7 @@ def session(tmp_path, **exp) -> tuple[Session, Store]:
     spec = parse({"name": "a", "runtimes": ["crun"], "experiment": [experiment]}, "t")
     store = Store(tmp_path)
     store.create_run("aaaaa1", "a", [], {})
-    s = Session("aaaaa1", spec, store, None, None, {}, say=lambda m: None)  # type: ignore[arg-type]
+    s = Session("aaaaa1", spec, store, None, None, {}, metrics.is_repeated, say=lambda m: None)  # type: ignore[arg-type]
     return s, store
 
 

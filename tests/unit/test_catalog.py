@@ -13,6 +13,7 @@ from virtbench.cli import app
 from virtbench.cli import run as cli_run
 from virtbench.cli import show as cli_show
 from virtbench.errors import SpecError
+from virtbench.experiments import estimate
 from virtbench.run import plan, runner
 from virtbench.spec import flags as spec_flags
 from virtbench.store import Store
@@ -154,8 +155,8 @@ def test_the_estimate_follows_the_procedure_and_this_hosts_boots():
     ]}, "e")  # fmt: skip
     steps = plan.steps(spec, {"crun": 0.02})
     assert [s.launches for s in steps] == [10, 10]
-    assert steps[0].seconds == pytest.approx(10 * (0.02 + plan.QUIET_WAIT_S))
-    assert steps[1].seconds == pytest.approx(10 * (plan.TYPICAL_LAUNCH_S["docker"] + 0.15))
+    assert steps[0].seconds == pytest.approx(10 * (0.02 + estimate.QUIET_WAIT_S))
+    assert steps[1].seconds == pytest.approx(10 * (estimate.TYPICAL_LAUNCH_S["docker"] + 0.15))
 
     class S:  # a boot sample as the store returns it
         def __init__(self, metric, value):

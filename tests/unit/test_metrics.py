@@ -90,21 +90,33 @@ def test_primary_metric_is_declared_with_its_unit_and_direction(name):
     assert m.repeated and m.compared and m.headline and m.summary == "median"
 
 
+def _declares_metrics(node: ast.AST) -> bool:
+    """`METRICS = (...)` or `METRICS: tuple[Metric, ...] = (...)`: a type's declarations."""
+    if isinstance(node, ast.AnnAssign):
+        return isinstance(node.target, ast.Name) and node.target.id == "METRICS"
+    if isinstance(node, ast.Assign):
+        return any(isinstance(x, ast.Name) and x.id == "METRICS" for x in node.targets)
+    return False
+
+
 def _recorded_calls(path: Path) -> tuple[set[str], list[tuple[set[str], set[str]]]]:
     """Metric names written as literals in `path`, and for each call naming one (directly
-    or through a variable holding it): (those names, the call's other string literals)."""
+    or through a variable holding it): (those names, the call's other string literals).
+    The module's own declarations (`METRICS = ...`) are no recording of them."""
     tree = ast.parse(path.read_text())
-    names = {n.value for n in ast.walk(tree)
+    declaring = {id(d) for n in ast.walk(tree) if _declares_metrics(n) for d in ast.walk(n)}
+    nodes = [n for n in ast.walk(tree) if id(n) not in declaring]
+    names = {n.value for n in nodes
              if isinstance(n, ast.Constant) and isinstance(n.value, str)
              and RECORDED.fullmatch(n.value)}  # fmt: skip
     bound: dict[str, set[str]] = {}
-    for n in ast.walk(tree):
+    for n in nodes:
         if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant):
             for t in n.targets:
                 if isinstance(t, ast.Name) and n.value.value in names:
                     bound.setdefault(t.id, set()).add(n.value.value)
     calls = []
-    for n in ast.walk(tree):
+    for n in nodes:
         if isinstance(n, ast.Call):
             args = [*n.args, *(k.value for k in n.keywords)]
             strs = {a.value for a in args if isinstance(a, ast.Constant) and type(a.value) is str}
@@ -212,7 +224,7 @@ def test_figures_not_repeated_stay_out_of_the_cv_target(tmp_path):
     spec = parse({"name": "a", "runtimes": ["crun"], "experiment": [{"type": "boot"}]}, "t")
     store = Store(tmp_path)
     store.create_run("aaaaa1", "a", [], {})
-    s = Session("aaaaa1", spec, store, None, None, {}, say=lambda m: None)  # type: ignore[arg-type]
+    s = Session("aaaaa1", spec, store, None, None, {}, metrics.is_repeated, say=lambda m: None)  # type: ignore[arg-type]
     for name in NOT_REPEATED:
         assert not metrics.is_repeated(name)
         for v in (1.0, 100.0, 10.0):  # a CV far above any target

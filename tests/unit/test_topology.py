@@ -62,8 +62,7 @@ class _Events:
 
 
 def test_conditions_skip_placements_that_repeat_an_earlier_one(tmp_path):
-    from virtbench.experiments.isolation import conditions
-    from virtbench.spec import IsolationExperiment
+    from virtbench.experiments.isolation import IsolationExperiment, conditions
 
     cfg = IsolationExperiment(type="isolation", attackers=["cpu", "fork"])
     s = _Events()

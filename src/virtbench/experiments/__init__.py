@@ -1,25 +1,39 @@
-"""Experiment procedures: one module per experiment type, each with `run(session, config)`
-and optionally `check(session, config)`, which the runner calls for every experiment of the
-spec before the first sample is taken (a spec that cannot run fails with nothing measured)."""
+"""Experiment types: one module each, found by what it declares (experiments/kind.py).
+
+A module of this package whose `TYPE` is an `ExperimentType` is a type; nothing lists
+them. `get(name)` is one, `types()` all of them in their declared order. Modules that
+declare no `TYPE` are the types' shared parts (session, worker, held, ...).
+"""
 
 from __future__ import annotations
 
+import functools
 import importlib
-from types import ModuleType
+import pkgutil
 
-BUILTIN = {
-    "boot": "virtbench.experiments.boot",
-    "density": "virtbench.experiments.density",
-    "throughput": "virtbench.experiments.throughput",
-    "scalability": "virtbench.experiments.scalability",
-    "isolation": "virtbench.experiments.isolation",
-    "min_memory": "virtbench.experiments.min_memory",
-    "burst": "virtbench.experiments.burst",
-    "exec": "virtbench.experiments.exec",
-    "pause": "virtbench.experiments.pause",
-    "snapshot": "virtbench.experiments.snapshot",
-}
+from virtbench.experiments.kind import ExperimentType
 
 
-def get(kind: str) -> ModuleType:
-    return importlib.import_module(BUILTIN[kind])
+@functools.cache
+def types() -> tuple[ExperimentType, ...]:
+    """Every experiment type, in their declared order."""
+    found = []
+    for info in pkgutil.iter_modules(__path__):
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        declared = getattr(module, "TYPE", None)
+        if isinstance(declared, ExperimentType):
+            found.append(declared)
+    return tuple(sorted(found, key=lambda t: (t.order, t.name)))
+
+
+def names() -> list[str]:
+    """Every experiment type's name, in order."""
+    return [t.name for t in types()]
+
+
+def get(name: str) -> ExperimentType:
+    """The experiment type `name` (KeyError if there is none)."""
+    for t in types():
+        if t.name == name:
+            return t
+    raise KeyError(name)

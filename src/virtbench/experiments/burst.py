@@ -29,18 +29,71 @@ from __future__ import annotations
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from typing import Literal
 
 import numpy as np
+from pydantic import Field, field_validator
 
 from virtbench import workloads
 from virtbench.errors import InstanceError
+from virtbench.experiments.estimate import QUIET_WAIT_S, Costs, Estimate
 from virtbench.experiments.failures import Failures
+from virtbench.experiments.kind import ExperimentType
 from virtbench.experiments.session import Session
+from virtbench.metrics.model import MONO, NS_MS, Metric
 from virtbench.runtimes.base import Instance, Runtime
-from virtbench.spec.sandbox import BurstExperiment
+from virtbench.spec.base import (
+    CommonExperiment,
+)
 from virtbench.store import Sample
 
 UNIT = ("runtime", "repetition", "workload")
+
+# The figures it records (metrics/model.py).
+# fmt: off
+METRICS: tuple[Metric, ...] = (
+    Metric("burst.spawn_to_ready", "ms", "lower", "each instance of the burst: its own launch "
+           "call -> its ready datagram reached the host" + MONO, resolution=NS_MS,
+           headline=False),
+    *(Metric(f"burst.{q}", "ms", "lower", f"the {q} of the burst's spawn_to_ready, one per "
+             "burst" + MONO, resolution=NS_MS, headline=q == "p50")
+      for q in ("p50", "p95", "p99", "max")),
+    Metric("burst.ready_per_s", "instances/s", "higher", "instances ready over the time "
+           "from the burst's first launch call to its last ready datagram", resolution=None),
+    Metric("burst.failed", "instances", "lower", "instances of the burst that did not become "
+           "ready (each with its reason as a failed burst.spawn_to_ready)", compared=False),
+    Metric("burst.host_cpu", "%", "lower", "the host's CPUs busy from the burst's first launch "
+           "call to its last ready (or failure), /proc/stat", repeated=False, compared=False,
+           headline=False),
+)
+# fmt: on
+
+
+class BurstExperiment(CommonExperiment):
+    """`levels`: at each, that many instances are launched at the same moment, each timed
+    from its own launch call to its ready probe; every level `runs` times."""
+
+    type: Literal["burst"]
+    workload: Literal["sleep"] = "sleep"
+    levels: list[int] = Field(default=[1, 10, 50, 100], min_length=1)
+    runs: int = Field(default=3, ge=1, le=1000)
+    timeout_s: float = Field(default=120.0, gt=0, le=3600)
+    settle_s: float = Field(default=1.0, ge=0, le=600)  # after a level's instances are stopped
+
+    @field_validator("levels")
+    @classmethod
+    def _levels(cls, v: list[int]) -> list[int]:
+        for i, n in enumerate(v):
+            if not 1 <= n <= 2000:
+                raise ValueError(f"[{i}]: {n} instances at once is outside 1..2000")
+        if len(set(v)) != len(v):
+            raise ValueError("a level is given twice")
+        return sorted(v)
+
+    def instance_workloads(self) -> list[str]:
+        return [self.workload]
+
+
 QUANTILES = {"burst.p50": 50, "burst.p95": 95, "burst.p99": 99, "burst.max": 100}
 
 
@@ -187,3 +240,16 @@ def record(s: Session, base: dict, level: int, results: list[tuple[int, int | No
     window_s = (max(r for _, r in ok) - min(sp for sp, _, _ in results)) / 1e9
     s.record(Sample(metric="burst.ready_per_s" + at, value=len(ok) / window_s,
                     unit="instances/s", **{**base, "direction": "higher"}))  # fmt: skip
+
+
+def estimate(cfg: BurstExperiment, cost: Costs) -> Estimate:
+    """runs x each level's launches, and a quiet wait and `settle_s` per burst."""
+    n = cfg.runs * sum(cfg.levels)
+    t = n * cost.launch() + cfg.runs * len(cfg.levels) * (cfg.settle_s + QUIET_WAIT_S)
+    return Estimate(n, t, f"{cfg.runs} x bursts of {', '.join(map(str, cfg.levels))}")
+
+
+TYPE = ExperimentType(
+    "burst", BurstExperiment, run, UNIT, order=70, estimate=estimate, metrics=METRICS,
+    answers="burst",
+)  # fmt: skip

@@ -27,18 +27,108 @@ Then every instance is stopped; `density.teardown_per_instance` is the mean stop
 from __future__ import annotations
 
 import time
+from typing import Literal
+
+from pydantic import Field
 
 from virtbench import workloads
 from virtbench.errors import InstanceError
+from virtbench.experiments.estimate import Costs, Estimate
 from virtbench.experiments.failures import Failures
+from virtbench.experiments.kind import ExperimentType
 from virtbench.experiments.session import Session
 from virtbench.measure import memory
+from virtbench.metrics.model import (
+    CHARGE_BATCH_MIB,
+    KIB_MIB,
+    MONO,
+    NS_MS,
+    SPAWN,
+    STEP,
+    Metric,
+    pile_metric,
+)
 from virtbench.runtimes.base import Instance
-from virtbench.spec import DensityExperiment
+from virtbench.spec.base import (
+    CommonExperiment,
+)
 from virtbench.store import Sample
 
 # One unit of measurement (`run --resume` skips the finished ones): a sample's fields.
 UNIT = ("runtime", "repetition")
+
+# The figures it records (metrics/model.py).
+# fmt: off
+METRICS: tuple[Metric, ...] = (
+    pile_metric("density.launch", "ms", "lower", SPAWN + "the new instance's ready datagram "
+          "reached the host" + MONO, resolution=NS_MS),
+    pile_metric("density.pss", "MiB", "lower", "PSS summed over the new instance's host processes "
+          "(runtime and VMM included), from /proc/<pid>/smaps_rollup", resolution=KIB_MIB,
+          plot="density", label="PSS of each new instance"),
+    pile_metric("density.pss_without_guest_ram", "MiB", "lower", "VMs: density.pss less the PSS "
+          "of the guest's RAM mapping, the VMM's own cost", resolution=KIB_MIB),
+    pile_metric("density.cgroup_memory", "MiB", "lower", "memory charged to the new instance's "
+          "cgroup (memory.current, v1 usage_in_bytes: page cache included); the kernel "
+          "charges a cgroup 64 pages at a time and keeps the rest per CPU, so the figure "
+          "moves in steps of 0.25 MiB", resolution=CHARGE_BATCH_MIB),
+    pile_metric("density.mem_available", "MiB", "higher", "the host's MemAvailable after the new "
+          "instance got ready", resolution=KIB_MIB, repeated=False, summary="series",
+          compared=False),
+    # the host at each step of a pile-up (caches dropped), at the instances running then
+    pile_metric("density.host_used", "MiB", "lower", "host memory in use: MemTotal - MemAvailable, "
+          "less the free pages on the per-CPU lists (/proc/zoneinfo)", **STEP),
+    pile_metric("density.kernel_used", "MiB", "lower", "the kernel's memory that grows with "
+          "instances: Slab + PageTables + KernelStack + Percpu from /proc/meminfo", **STEP),
+    pile_metric("density.user_pss", "MiB", "lower", "PSS summed over every host process of every "
+          "running instance (shims, monitors, sandboxes, VMMs) and the daemons the run "
+          "started for the runtime", **STEP),
+    # what each instance costs: the slope of a step series against instances running
+    # (report/fits.py), computed when read, not stored
+    pile_metric("density.host_cost", "MiB", "lower", "host memory per instance: the slope of "
+          "density.host_used against instances running over every step (their increments pooled)",
+          summary="fit", plot="density", label="host memory in use", fits="density.host_used",
+          resolution=KIB_MIB),
+    pile_metric("density.kernel_cost", "MiB", "lower", "its kernel side: the slope of "
+          "density.kernel_used", summary="fit", plot="density", label="kernel memory",
+          fits="density.kernel_used", resolution=KIB_MIB),
+    pile_metric("density.user_cost", "MiB", "lower", "its user side: the slope of "
+          "density.user_pss", summary="fit", fits="density.user_pss", resolution=KIB_MIB,
+          label="PSS of instances and daemons"),
+    # an earlier virtbench's per-step ratio, kept so its runs still read
+    pile_metric("density.host_per_instance", "MiB", "lower", "(MemAvailable before the first "
+          "instance - now) / instances running, caches dropped before each reading (runs "
+          "of an earlier virtbench; replaced by density.host_cost)", lower_bound=None,
+          repeated=False, summary="series", compared=False, ab_compared=False),
+    # counts of how far a pile-up got: reported, not scored across runtimes
+    pile_metric("density.reached", "instances", "higher", "instances running when growth stopped "
+          "(the target, the memory guard, or an instance that failed)", resolution=1.0,
+          repeated=False, compared=False),
+    pile_metric("density.teardown_per_instance", "ms", "lower", "stopping every instance of the "
+          "pile-up, one after another, / their count" + MONO, resolution=NS_MS),
+    pile_metric("density.*", "", None, "a density figure not declared here", lower_bound=None),
+)
+# fmt: on
+
+
+class DensityExperiment(CommonExperiment):
+    """Start idle instances one after another up to `instances`; memory after each."""
+
+    type: Literal["density"]
+    workload: Literal["sleep"] = "sleep"
+    instances: int = Field(default=50, ge=1, le=100_000)
+    runs: int = Field(default=1, ge=1, le=1000)
+    instances_per_benchmark: int = Field(default=10, ge=1, le=100_000)
+    guard_available_pct: float = Field(default=10.0, ge=0, le=90)
+    guard_available_mib: int = Field(default=1024, ge=0)
+    timeout_s: float = Field(default=60.0, gt=0, le=3600)
+    # before each pile-up, memory in use must hold still this long (caches dropped): the
+    # kernel frees what an earlier teardown left in bursts, up to ~10 s later here
+    memory_settle_s: float = Field(default=15.0, ge=0, le=600)
+
+    def instance_workloads(self) -> list[str]:
+        return [self.workload]
+
+
 MIB = 1024 * 1024
 # /proc/meminfo's kernel-side memory that grows with instances (namespaces, cgroups,
 # page tables, task stacks, per-CPU counters); caches are dropped before each reading
@@ -185,3 +275,16 @@ def run(s: Session, cfg: DensityExperiment) -> None:
             if s.pending("density", False, runtime=runtime, repetition=rep):
                 Pile(s, cfg, runtime, rep).run()
                 s.finished("density", False, runtime=runtime, repetition=rep)
+
+
+def estimate(cfg: DensityExperiment, cost: Costs) -> Estimate:
+    """runs x (memory settle window + `instances` launches + their stops)."""
+    n = cfg.runs * cfg.instances
+    t = cfg.runs * cfg.memory_settle_s + n * cost.launch()
+    return Estimate(n, t, f"{cfg.runs} x {cfg.instances} instances")
+
+
+TYPE = ExperimentType(
+    "density", DensityExperiment, run, UNIT, order=20, estimate=estimate, metrics=METRICS,
+    answers="density",
+)  # fmt: skip

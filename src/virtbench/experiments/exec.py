@@ -19,14 +19,49 @@ repetition.
 from __future__ import annotations
 
 from operator import methodcaller
+from typing import Literal
+
+from pydantic import Field
 
 from virtbench.errors import InstanceError
+from virtbench.experiments.estimate import Costs, Estimate
 from virtbench.experiments.held import each_repetition, recorded, running
+from virtbench.experiments.kind import ExperimentType, Ranked
 from virtbench.experiments.session import Session
-from virtbench.spec.sandbox import ExecExperiment
+from virtbench.metrics.model import MONO, NS_MS, Metric
+from virtbench.spec.base import (
+    CommonExperiment,
+)
 from virtbench.store import Sample
 
 UNIT = ("runtime", "repetition", "workload")
+
+# The figures it records (metrics/model.py).
+# fmt: off
+METRICS: tuple[Metric, ...] = (
+    Metric("exec.true", "ms", "lower", "the exec call issued (runc exec, docker exec over the "
+           "API, lxc-attach, nsenter) -> vb-hello's one line read and its exit seen" + MONO,
+           resolution=NS_MS),
+    Metric("exec.stdout_1mib", "ms", "lower", "the exec call issued -> all 1 MiB of its "
+           "standard output read back and its exit seen" + MONO, resolution=NS_MS),
+)
+# fmt: on
+
+
+class ExecExperiment(CommonExperiment):
+    """Commands run in an already running instance: `count` times each per repetition,
+    one that prints a line and one that writes `stdout_bytes` to standard output."""
+
+    type: Literal["exec"]
+    workload: Literal["sleep"] = "sleep"
+    runs: int = Field(default=3, ge=1, le=1000)
+    count: int = Field(default=50, ge=1, le=100000)
+    stdout_bytes: int = Field(default=1 << 20, ge=1, le=1 << 30)
+    timeout_s: float = Field(default=60.0, gt=0, le=3600)
+
+    def instance_workloads(self) -> list[str]:
+        return [self.workload]
+
 
 HELLO_BYTES = len("hello from virtbench\n")
 
@@ -71,3 +106,16 @@ def exec_once(s: Session, runtime: str, cfg: ExecExperiment, base: dict) -> None
             if not ok:
                 raise recorded(InstanceError(f"{runtime}: {' '.join(argv)} never succeeded: "
                                              f"{why}"))  # fmt: skip
+
+
+def estimate(cfg: ExecExperiment, cost: Costs) -> Estimate:
+    """One instance per repetition; a command's exec costs about a tenth of a launch."""
+    execs = cfg.runs * 2 * cfg.count
+    t = cfg.runs * cost.launch() + execs * (0.1 * cost.launch() + 0.005)
+    return Estimate(cfg.runs, t, f"{cfg.runs} x 2 commands x {cfg.count}")
+
+
+TYPE = ExperimentType(
+    "exec", ExecExperiment, run, UNIT, order=80, estimate=estimate, metrics=METRICS,
+    ranked=(Ranked("Fastest command in a running instance", "exec.true", "ms"),),
+)  # fmt: skip

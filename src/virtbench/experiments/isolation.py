@@ -28,20 +28,106 @@ from __future__ import annotations
 import dataclasses
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
 
 from virtbench.errors import InstanceError, SpecError
+from virtbench.experiments.estimate import Costs, Estimate
 from virtbench.experiments.failures import Failures
+from virtbench.experiments.kind import ExperimentType
 from virtbench.experiments.session import Session, total_runs
 from virtbench.experiments.worker import Worker, check_reachable
-from virtbench.measure.topology import Topology
+from virtbench.measure.topology import PLACEMENTS, Topology
+from virtbench.metrics.model import Metric
 from virtbench.runtimes.base import Instance
-from virtbench.spec import IsolationExperiment
+from virtbench.spec.base import (
+    RepeatedExperiment,
+    WorkerExperiment,
+    check_params,
+    measuring_worker,
+)
 from virtbench.workloads import attackers
+from virtbench.workloads.attackers import ATTACKERS, S1_ATTACKERS
 
 Condition = tuple[str, str, list[int]]  # attacker, placement, attacker CPUs
 # One unit of measurement (`run --resume` skips the finished ones): a sample's fields.
 UNIT = ("runtime", "repetition", "attacker", "placement")
+
+# The figures it records (metrics/model.py).
+# fmt: off
+METRICS: tuple[Metric, ...] = (
+    # the attackers' own cost, not the worker's performance: not scored across runtimes
+    Metric("isolation.attacker_tasks_peak", "tasks", "lower", "host tasks (threads included) "
+           "of all the attackers' cgroups at their peak (pids.peak), summed", resolution=1.0,
+           repeated=False, compared=False, headline=False),
+    Metric("isolation.*", "", None, "an isolation figure not declared here", lower_bound=None,
+           headline=False),
+)
+# fmt: on
+
+
+class IsolationExperiment(WorkerExperiment, RepeatedExperiment):
+    """A worker pinned to one CPU, measured alone and next to each attacker at each
+    placement (S1's performance isolation); slowdown against the alone measurements."""
+
+    type: Literal["isolation"]
+    worker: str = "sqlite"
+    attackers: list[str] = Field(default=list(S1_ATTACKERS), min_length=1)
+    placements: list[Literal["same-cpu", "smt-sibling", "other-cpu", "all-other"]] = Field(
+        default=list(PLACEMENTS), min_length=1
+    )
+    worker_cpu: int | None = Field(default=None, ge=0)
+    # Host tasks (threads too) each attacker may have; None: a quarter of the host's
+    # pid_max shared by the placement's attackers, at most 8192 (isolation.pids_limit).
+    attacker_pids_limit: int | None = Field(default=None, ge=8, le=1 << 22)
+    # where the attackers run when not in the worker's runtime (one of the spec's runtimes):
+    # an image that serves one program cannot run an attacker
+    attacker_runtime: str | None = None
+    runs: int = Field(default=20, ge=1, le=10_000)
+    warmups: int = Field(default=1, ge=0, le=100)
+    settle_s: float = Field(default=0.5, ge=0, le=600)
+
+    @field_validator("worker")
+    @classmethod
+    def _worker(cls, v: str) -> str:
+        return measuring_worker(v)
+
+    @field_validator("attackers")
+    @classmethod
+    def _attackers(cls, v: list[str]) -> list[str]:
+        for i, name in enumerate(v):
+            if name not in ATTACKERS:
+                allowed = ", ".join(ATTACKERS)
+                raise ValueError(f"[{i}] unknown attacker {name!r} (allowed: {allowed})")
+        if len(set(v)) != len(v):
+            raise ValueError("lists an attacker twice")
+        return v
+
+    @field_validator("placements")
+    @classmethod
+    def _unique(cls, v: list[str]) -> list[str]:
+        if len(set(v)) != len(v):
+            raise ValueError("lists a placement twice")
+        return v
+
+    @model_validator(mode="after")
+    def _params(self) -> IsolationExperiment:
+        check_params(self.params, [self.worker])
+        return self
+
+    def workloads_needed(self) -> list[str]:
+        return [self.worker, *(w for a in self.attackers for w in ATTACKERS[a].needs)]
+
+    def instance_workloads(self) -> list[str]:
+        if self.attacker_runtime is not None:  # the attackers run there (checked apart)
+            return [self.worker]
+        return [self.worker, *self.attacker_workloads()]
+
+    def attacker_workloads(self) -> list[str]:
+        return [f"attacker {a}" for a in self.attackers]
+
+
 MEMORY_SHARE = 0.5  # attackers together may hold at most this share of MemAvailable
 TASKS = "isolation.attacker_tasks_peak"  # host tasks (threads too) of all attackers at peak
 
@@ -237,3 +323,33 @@ def run(s: Session, cfg: IsolationExperiment) -> None:
                     s.finished("isolation", warmup, **unit)
         kind, total = ("warm-up", cfg.warmups) if warmup else ("repetition", total_runs(cfg))
         s.say(f"isolation: {kind} {rep + 1}/{total} done")
+
+
+def offered(cfg: IsolationExperiment) -> int:
+    """How many of the placements this host offers (distinct CPU sets: all-other on a
+    2-CPU host is other-cpu; no SMT sibling, no smt-sibling)."""
+    try:
+        topo = Topology.detect()
+    except OSError:
+        return len(cfg.placements)
+    cpu = topo.default_worker_cpu() if cfg.worker_cpu is None else cfg.worker_cpu
+    sets = {tuple(c) for p in cfg.placements if (c := topo.placement(p, cpu)[0])}
+    return len(sets)
+
+
+def estimate(cfg: IsolationExperiment, cost: Costs) -> Estimate:
+    """runs x conditions (attackers x placements, plus the baseline) x (attacker launches
+    + settle_s + the worker's measurement)."""
+    reps = cfg.warmups + cfg.runs
+    places = offered(cfg)
+    conds = 1 + len(cfg.attackers) * places
+    one = cost.worker(cfg.worker, cfg.params_for(cfg.worker)) + cost.launch()
+    attack = len(cfg.attackers) * places * (cost.launch() + cfg.settle_s)
+    n = reps * (conds + len(cfg.attackers) * places)
+    return Estimate(n, reps * (conds * one + attack), f"{reps} x {conds} conditions")
+
+
+TYPE = ExperimentType(
+    "isolation", IsolationExperiment, run, UNIT, order=50, check=check, estimate=estimate,
+    metrics=METRICS, answers="isolation",
+)  # fmt: skip

@@ -19,17 +19,79 @@ read back. `high_mib` must pass, else the search says so and stores nothing else
 
 from __future__ import annotations
 
+import math
 import statistics
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
 
 from virtbench.analysis.stats import slowdown
 from virtbench.errors import InstanceError
+from virtbench.experiments.estimate import Costs, Estimate
+from virtbench.experiments.kind import ExperimentType
 from virtbench.experiments.session import Session
 from virtbench.experiments.worker import Worker, check_reachable
-from virtbench.spec.experiments import MinMemoryExperiment
+from virtbench.metrics.model import Metric
+from virtbench.spec.base import (
+    WorkerExperiment,
+    check_params,
+    measuring_worker,
+)
 from virtbench.store.records import Sample
 
 # One unit of measurement (`run --resume` skips the finished ones): a sample's fields.
 UNIT = ("runtime",)
+
+# The figures it records (metrics/model.py).
+# fmt: off
+METRICS: tuple[Metric, ...] = (
+    Metric("min_memory.mib", "MiB", "lower", "the smallest memory (a VM's guest RAM, a "
+           "container's cgroup limit) whose probe passed: the workload completed and its "
+           "figure stayed within the tolerance of the one at high_mib; the true minimum is "
+           "within one step (params.step_mib) below", repeated=False, headline=False),
+    # min_memory.probe: the workload's primary figure (median of the probe's measurements,
+    # in the workload's unit) at one memory size (params.memory_mib), or the failure that
+    # decided it; the family takes the unit and direction its samples carry
+    Metric("min_memory.*", "", None, "a probe of the search at params.memory_mib, in the "
+           "workload's unit", lower_bound=None, repeated=False, summary="series",
+           compared=False, ab_compared=False, headline=False),
+)
+# fmt: on
+
+
+class MinMemoryExperiment(WorkerExperiment):
+    """The smallest memory (MiB) each runtime's instance runs `workload` in, its figure
+    within `tolerance_pct` of the one with `high_mib` (bisection in `step_mib` steps)."""
+
+    type: Literal["min_memory"]
+    workload: str = "nginx"
+    low_mib: int = Field(default=16, ge=4, le=1 << 20)
+    high_mib: int = Field(default=512, ge=8, le=1 << 20)
+    step_mib: int = Field(default=8, ge=1, le=1 << 16)
+    tolerance_pct: float = Field(default=10.0, gt=0, le=100)
+    runs: int = Field(default=3, ge=1, le=100)  # measurements per probe (their median)
+
+    @field_validator("workload")
+    @classmethod
+    def _workload(cls, v: str) -> str:
+        return measuring_worker(v)
+
+    @model_validator(mode="after")
+    def _range(self) -> MinMemoryExperiment:
+        check_params(self.params, [self.workload])
+        if self.low_mib >= self.high_mib:
+            raise ValueError(f"low_mib: {self.low_mib} is not below high_mib ({self.high_mib})")
+        for name in ("low_mib", "high_mib"):
+            if getattr(self, name) % self.step_mib:
+                raise ValueError(f"{name}: {getattr(self, name)} is not a multiple of step_mib "
+                                 f"({self.step_mib})")  # fmt: skip
+        return self
+
+    def workloads_needed(self) -> list[str]:
+        return [self.workload]
+
+    def instance_workloads(self) -> list[str]:
+        return [self.workload]
 
 
 def check(s: Session, cfg: MinMemoryExperiment) -> None:
@@ -109,3 +171,18 @@ def run(s: Session, cfg: MinMemoryExperiment) -> None:
             continue
         search(s, cfg, runtime)
         s.finished("min_memory", False, runtime=runtime)
+
+
+def estimate(cfg: MinMemoryExperiment, cost: Costs) -> Estimate:
+    """About log2((high - low) / step) + 2 probes x runs x (a launch + the workload's
+    measurement)."""
+    probes = 2 + math.ceil(math.log2(max(2, (cfg.high_mib - cfg.low_mib) // cfg.step_mib)))
+    one = cost.launch(True) + cost.worker(cfg.workload, cfg.params_for(cfg.workload))
+    n = probes * cfg.runs
+    return Estimate(n, n * one, f"about {probes} probes x {cfg.runs}")
+
+
+TYPE = ExperimentType(
+    "min_memory", MinMemoryExperiment, run, UNIT, order=60, check=check, estimate=estimate,
+    metrics=METRICS,
+)  # fmt: skip

@@ -20,23 +20,60 @@ from __future__ import annotations
 
 import time
 from operator import methodcaller
+from typing import Literal
+
+from pydantic import Field
 
 from virtbench.errors import InstanceError
+from virtbench.experiments.estimate import Costs, Estimate
 from virtbench.experiments.held import each_repetition, recorded, running
+from virtbench.experiments.kind import ExperimentType, Ranked
 from virtbench.experiments.session import Session
 from virtbench.measure.probe import Beat
+from virtbench.metrics.model import MONO, NS_MS, Metric
 from virtbench.runtimes.base import Instance
-from virtbench.spec.sandbox import PauseExperiment
+from virtbench.spec.base import (
+    CommonExperiment,
+)
 from virtbench.store import Sample
 
 UNIT = ("runtime", "repetition", "workload")
 
-METRICS = ("pause.pause", "pause.resume", "pause.resume_to_ready")
+# The figures it records (metrics/model.py).
+# fmt: off
+METRICS: tuple[Metric, ...] = (
+    Metric("pause.pause", "ms", "lower", "the pause call (freezer, runc/docker pause, "
+           "lxc-freeze, QEMU stop) -> it returned" + MONO, resolution=NS_MS, headline=False),
+    Metric("pause.resume", "ms", "lower", "the resume call -> it returned" + MONO,
+           resolution=NS_MS, headline=False),
+    Metric("pause.resume_to_ready", "ms", "lower", "the resume call -> the instance's next "
+           "heartbeat reached the host (its token, a later number; a minimal VM guest's "
+           "may come up to one 2 ms period later)" + MONO, resolution=NS_MS),
+)
+# fmt: on
+
+
+class PauseExperiment(CommonExperiment):
+    """Pause -> hold `hold_s` -> resume -> the next heartbeat, `cycles` times per
+    repetition on one instance."""
+
+    type: Literal["pause"]
+    workload: Literal["beat"] = "beat"
+    runs: int = Field(default=3, ge=1, le=1000)
+    cycles: int = Field(default=10, ge=1, le=10000)
+    hold_s: float = Field(default=0.2, ge=0.01, le=600)
+    timeout_s: float = Field(default=60.0, gt=0, le=3600)
+
+    def instance_workloads(self) -> list[str]:
+        return [self.workload]
+
+
+UNITS = {m.name: m.unit for m in METRICS}  # a failed cycle is a failed sample of each
 LAND_S = 0.02  # for heartbeats already on their way when the pause returned
 
 
 def run(s: Session, cfg: PauseExperiment) -> None:
-    each_repetition(s, cfg, "pause", methodcaller("cannot_pause"), dict.fromkeys(METRICS, "ms"),
+    each_repetition(s, cfg, "pause", methodcaller("cannot_pause"), UNITS,
                     pause_cycles)  # fmt: skip
 
 
@@ -99,10 +136,22 @@ def pause_cycles(s: Session, runtime: str, cfg: PauseExperiment, base: dict) -> 
                     t3 = time.monotonic_ns()
                     beat = next_beat(s, inst, held, cfg.timeout_s, "its resume")
             except InstanceError as exc:
-                for m in METRICS:
-                    s.record(Sample(metric=m, value=None, unit="ms", error=str(exc), **b))
+                for m, u in UNITS.items():
+                    s.record(Sample(metric=m, value=None, unit=u, error=str(exc), **b))
                 raise recorded(exc) from None
             s.record(Sample(metric="pause.pause", value=(t1 - t0) / 1e6, unit="ms", **b))
             s.record(Sample(metric="pause.resume", value=(t3 - t2) / 1e6, unit="ms", **b))
             s.record(Sample(metric="pause.resume_to_ready", value=(beat.t_ns - t2) / 1e6,
                             unit="ms", **b))  # fmt: skip
+
+
+def estimate(cfg: PauseExperiment, cost: Costs) -> Estimate:
+    """One instance per repetition, `cycles` pauses held `hold_s` each."""
+    t = cfg.runs * (cost.launch() + cfg.cycles * (cfg.hold_s + 0.1))
+    return Estimate(cfg.runs, t, f"{cfg.runs} x {cfg.cycles} pause/resume cycles")
+
+
+TYPE = ExperimentType(
+    "pause", PauseExperiment, run, UNIT, order=90, estimate=estimate, metrics=METRICS,
+    ranked=(Ranked("Fastest back from a pause", "pause.resume_to_ready", "ms"),),
+)  # fmt: skip

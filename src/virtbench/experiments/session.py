@@ -15,11 +15,11 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from rich.markup import escape
 
-from virtbench import experiments, metrics, naming
+from virtbench import experiments, naming
 from virtbench.analysis.stats import summarize
 from virtbench.artifacts import Artifact
 from virtbench.errors import SpecError
@@ -30,18 +30,32 @@ from virtbench.measure.quiet import Quiet
 from virtbench.measure.sampler import HostSampler
 from virtbench.measure.topology import Topology, parse_cpulist
 from virtbench.runtimes.base import Instance, InstanceSpec, Runtime
-from virtbench.spec import Spec
 from virtbench.store import Sample, Store
+
+
+class RunSpec(Protocol):
+    """What a session reads of its run's spec (virtbench.spec.Spec is one)."""
+
+    runtimes: list[str]
+    sysctl: dict[str, str]
+    order_seed: int | None
+
+    def instance_for(self, label: str) -> Any: ...
+
+    def model_copy(self, *, update: dict[str, Any]) -> Any: ...
 
 
 @dataclass
 class Session:
     run_id: str
-    spec: Spec
+    spec: RunSpec
     store: Store
     artifact: Artifact
     probe: ProbeListener
     runtimes: dict[str, Runtime]
+    # Does a figure measure one thing again each repetition (its CV counts toward
+    # `target_cv`)? The metric registry's `is_repeated`.
+    repeated: Callable[[str, str], bool]
     say: Callable[[str], None] = print
     # Units of measurement already finished: (experiment, key) from the store when the
     # run is resumed (`run --resume`), and every unit this session finishes.
@@ -227,9 +241,9 @@ class Session:
 
     @staticmethod
     def unit_key(experiment: str, labels: dict[str, Any], index: int = 0) -> str:
-        """The key of one unit of `experiment` (the fields its module's UNIT names), and
+        """The key of one unit of `experiment` (the fields its type's `unit` names), and
         of the spec's `index`-th experiment where that is not the first."""
-        values = [labels[f] for f in experiments.get(experiment).UNIT]
+        values = [labels[f] for f in experiments.get(experiment).unit]
         return json.dumps([{"experiment_index": index}, *values] if index else values)
 
     @staticmethod
@@ -252,8 +266,8 @@ class Session:
         if warmup:
             return
         key = self.unit_key(experiment, labels, self.experiment_index)
-        if set(labels) != set(experiments.get(experiment).UNIT):
-            raise ValueError(f"{experiment}: a unit is {experiments.get(experiment).UNIT}")
+        if set(labels) != set(experiments.get(experiment).unit):
+            raise ValueError(f"{experiment}: a unit is {experiments.get(experiment).unit}")
         if (experiment, key) in self.superseded and not self._replace(experiment, key):
             return
         self.store.add_unit(self.run_id, experiment, key)
@@ -329,7 +343,7 @@ class Session:
         for smp in self.store.samples(self.run_id):
             if (smp.experiment != experiment or smp.t < since or smp.warmup or smp.error
                     or smp.value is None
-                    or not metrics.is_repeated(smp.metric, smp.workload)):  # fmt: skip
+                    or not self.repeated(smp.metric, smp.workload)):  # fmt: skip
                 continue
             key = (smp.metric, smp.workload, smp.runtime, str(smp.background), smp.attacker,
                    smp.placement)  # fmt: skip

@@ -25,20 +25,58 @@ from __future__ import annotations
 import contextlib
 import time
 from operator import methodcaller
+from typing import Literal
+
+from pydantic import Field
 
 from virtbench.artifacts.rootfs import disk_usage
 from virtbench.errors import InstanceError
+from virtbench.experiments.estimate import Costs, Estimate
 from virtbench.experiments.held import each_repetition, recorded, running
+from virtbench.experiments.kind import ExperimentType, Ranked
 from virtbench.experiments.pause import next_beat, silent, steady_beat
 from virtbench.experiments.session import Session
+from virtbench.metrics.model import KIB_MIB, MONO, NS_MS, Metric
 from virtbench.runtimes.base import remove_tree
-from virtbench.spec.sandbox import SnapshotExperiment
+from virtbench.spec.base import (
+    CommonExperiment,
+)
 from virtbench.store import Sample
 
 UNIT = ("runtime", "repetition", "workload")
 
-UNITS = {"snapshot.checkpoint": "ms", "snapshot.size": "MiB", "snapshot.restore": "ms",
-         "snapshot.restore_to_ready": "ms"}  # fmt: skip
+# The figures it records (metrics/model.py).
+# fmt: off
+METRICS: tuple[Metric, ...] = (
+    Metric("snapshot.checkpoint", "ms", "lower", "the checkpoint call (runsc checkpoint, QEMU "
+           "migration to a file, CRIU) -> it returned, the state on disk" + MONO,
+           resolution=NS_MS, headline=False),
+    Metric("snapshot.size", "MiB", "lower", "the checkpoint image on disk, as du counts it",
+           resolution=KIB_MIB / 2, headline=False),  # du counts 512-byte blocks
+    Metric("snapshot.restore", "ms", "lower", "the restore call -> it returned" + MONO,
+           resolution=NS_MS, headline=False),
+    Metric("snapshot.restore_to_ready", "ms", "lower", "the restore call -> the first "
+           "heartbeat reached the host with the token drawn before the checkpoint and a "
+           "later number" + MONO, resolution=NS_MS),
+)
+# fmt: on
+
+
+class SnapshotExperiment(CommonExperiment):
+    """Checkpoint a running instance to disk, then restore it: one fresh instance per
+    repetition. `gone_s`: how long after the checkpoint no heartbeat may come."""
+
+    type: Literal["snapshot"]
+    workload: Literal["beat"] = "beat"
+    runs: int = Field(default=3, ge=1, le=1000)
+    gone_s: float = Field(default=0.2, ge=0.01, le=600)
+    timeout_s: float = Field(default=300.0, gt=0, le=3600)
+
+    def instance_workloads(self) -> list[str]:
+        return [self.workload]
+
+
+UNITS = {m.name: m.unit for m in METRICS}  # a failed repetition is a failed sample of each
 
 
 def run(s: Session, cfg: SnapshotExperiment) -> None:
@@ -79,3 +117,15 @@ def snapshot_once(s: Session, runtime: str, cfg: SnapshotExperiment, base: dict)
         s.record(Sample(metric="snapshot.restore", value=(t3 - t2) / 1e6, unit="ms", **base))
         s.record(Sample(metric="snapshot.restore_to_ready", value=(beat.t_ns - t2) / 1e6,
                         unit="ms", **base))  # fmt: skip
+
+
+def estimate(cfg: SnapshotExperiment, cost: Costs) -> Estimate:
+    """A checkpoint and a restore cost about a few launches."""
+    t = cfg.runs * (4 * cost.launch() + cfg.gone_s + 1)
+    return Estimate(2 * cfg.runs, t, f"{cfg.runs} x checkpoint and restore")
+
+
+TYPE = ExperimentType(
+    "snapshot", SnapshotExperiment, run, UNIT, order=100, estimate=estimate, metrics=METRICS,
+    ranked=(Ranked("Fastest back from a checkpoint on disk", "snapshot.restore_to_ready", "ms"),),
+)  # fmt: skip

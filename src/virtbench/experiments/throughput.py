@@ -10,14 +10,69 @@ the run's bridge (never anything else); `none` cannot be reached, so it is an er
 
 from __future__ import annotations
 
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
 from virtbench.errors import InstanceError
+from virtbench.experiments.estimate import Costs, Estimate
 from virtbench.experiments.failures import Failures
+from virtbench.experiments.kind import ExperimentType
 from virtbench.experiments.session import Session
 from virtbench.experiments.worker import Worker, check_reachable
-from virtbench.spec import ThroughputExperiment
+from virtbench.spec.base import (
+    RepeatedExperiment,
+    check_params,
+    params_for,
+)
 
 # One unit of measurement (`run --resume` skips the finished ones): a sample's fields.
 UNIT = ("runtime", "repetition", "workload")
+
+
+class ThroughputExperiment(RepeatedExperiment):
+    """A server in each instance, a client on the host (nginx+wrk, redis+redis-benchmark,
+    ...). `workloads = ["all"]` means every serving workload; `[experiment.params.<name>]`
+    sets that workload's client parameters (validated by the workload)."""
+
+    type: Literal["throughput"]
+    workloads: list[str] = Field(default=["all"], min_length=1, validate_default=True)
+    runs: int = Field(default=3, ge=1, le=10_000)
+    warmups: int = Field(default=0, ge=0, le=1000)
+    params: dict[str, dict[str, Any]] = {}
+    ready_timeout_s: float = Field(default=60.0, gt=0, le=3600)
+    client_timeout_s: float = Field(default=900.0, gt=0, le=86_400)
+
+    @field_validator("workloads")
+    @classmethod
+    def _serving(cls, v: list[str]) -> list[str]:
+        from virtbench import workloads
+
+        serving = workloads.measuring()
+        if v == ["all"]:
+            return serving
+        for i, name in enumerate(v):
+            if name not in serving:
+                raise ValueError(
+                    f"[{i}] unknown workload {name!r} (allowed: all, {', '.join(serving)})"
+                )
+        if len(set(v)) != len(v):
+            raise ValueError("lists a workload twice")
+        return v
+
+    @model_validator(mode="after")
+    def _params(self) -> ThroughputExperiment:
+        check_params(self.params, self.workloads)
+        return self
+
+    def params_for(self, name: str) -> Any:
+        return params_for(self.params, name)
+
+    def workloads_needed(self) -> list[str]:
+        return list(self.workloads)
+
+    def instance_workloads(self) -> list[str]:
+        return list(self.workloads)
 
 
 def check(s: Session, cfg: ThroughputExperiment) -> None:
@@ -61,3 +116,17 @@ def run(s: Session, cfg: ThroughputExperiment) -> None:
                 with failures.attempt(runtime, name):
                     measure(s, cfg, runtime, name, rep, warmup)
                 s.finished("throughput", warmup, **unit)
+
+
+def estimate(cfg: ThroughputExperiment, cost: Costs) -> Estimate:
+    """runs x per workload (a server launch + each level's measurement)."""
+    reps = cfg.warmups + cfg.runs
+    each = sum(cost.launch(True) + cost.worker(w, cfg.params_for(w)) for w in cfg.workloads)
+    n = reps * len(cfg.workloads)
+    return Estimate(n, reps * each, f"{reps} x {len(cfg.workloads)} workloads")
+
+
+TYPE = ExperimentType(
+    "throughput", ThroughputExperiment, run, UNIT, order=30, check=check, estimate=estimate,
+    answers="throughput",
+)  # fmt: skip

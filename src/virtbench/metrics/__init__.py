@@ -22,8 +22,9 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import functools
+from typing import Any
 
-from virtbench.metrics.experiments import EXPERIMENTS
+from virtbench import experiments
 from virtbench.metrics.model import (
     CHARGE_BATCH_MIB,
     KIB_MIB,
@@ -33,6 +34,7 @@ from virtbench.metrics.model import (
     PlotKind,
     Summary,
 )
+from virtbench.metrics.run import RUN
 from virtbench.metrics.workloads import WORKLOADS
 
 __all__ = [
@@ -51,11 +53,22 @@ __all__ = [
     "is_repeated",
     "lookup",
     "plotted",
+    "registry",
 ]
 
-# every declaration, in the order `lookup` tries them: the experiments' own figures, then
-# the workloads'
-REGISTRY: tuple[Metric, ...] = (*EXPERIMENTS, *WORKLOADS)
+
+@functools.cache
+def registry() -> tuple[Metric, ...]:
+    """Every declaration, in the order `lookup` tries them: each experiment type's own
+    figures (experiments/kind.py), the run's, then the workloads'."""
+    return (*(m for t in experiments.types() for m in t.metrics), *RUN, *WORKLOADS)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "REGISTRY":  # built when first read: it imports every experiment type
+        return registry()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 # A workload figure this registry does not name: measured again each repetition, compared,
 # drawn against a swept level like any other.
@@ -79,7 +92,7 @@ def find(name: str, workload: str = "") -> Metric | None:
 @functools.lru_cache(maxsize=4096)  # reports look up every sample's metric
 def _find(name: str, workload: str) -> Metric | None:
     base = name.partition("@")[0]
-    mine = [m for m in REGISTRY if not workload or m.workload in ("", workload)]
+    mine = [m for m in registry() if not workload or m.workload in ("", workload)]
     for m in mine:
         if not m.is_pattern and m.name == base:
             return m
@@ -109,9 +122,9 @@ def is_compared(name: str, workload: str = "") -> bool:
 
 def fitted() -> list[Metric]:
     """The figures read as the slope of a series (summary "fit"), in the order declared."""
-    return [m for m in REGISTRY if m.summary == "fit"]
+    return [m for m in registry() if m.summary == "fit"]
 
 
 def plotted(kind: PlotKind) -> list[Metric]:
     """The figures declared by name that plot `kind` draws, in the order declared."""
-    return [m for m in REGISTRY if m.plot == kind and not m.is_pattern]
+    return [m for m in registry() if m.plot == kind and not m.is_pattern]

@@ -77,3 +77,30 @@ NS_MS = 1e-6  # a host monotonic clock read in ns, in ms
 KIB_MIB = 1 / 1024  # /proc reports kB
 CHARGE_BATCH_MIB = 64 * 4096 / 2**20  # memcg charges in batches of 64 pages (4 KiB pages)
 OPEN: dict[str, Any] = {"unit": "", "direction": None, "lower_bound": None}  # samples say
+
+
+SPAWN = "spawn call issued -> "  # how a boot-like figure's interval begins
+MONO = ", host monotonic clock"  # how it is timed
+
+
+def boot_metric(name: str, includes: str, **kw: Any) -> Metric:
+    """A boot figure: ms on the host's monotonic clock, drawn with boot, scored as boot."""
+    kw = {"unit": "ms", "direction": "lower", "resolution": NS_MS, **kw}
+    return Metric(name, includes=includes, plot="boot", desmet="boot", **kw)
+
+
+def pile_metric(
+    name: str, unit: str, direction: Direction | None, includes: str, **kw: Any
+) -> Metric:
+    """A figure of a pile-up (density, scalability): no headline of its own."""
+    return Metric(name, unit, direction, includes, pile_up=True, headline=False, **kw)
+
+
+# a figure of the host at each step of a pile-up: a series, not repeated or compared
+STEP: dict[str, Any] = {
+    "resolution": KIB_MIB,
+    "repeated": False,
+    "summary": "series",
+    "compared": False,
+    "ab_compared": False,
+}

@@ -17,12 +17,14 @@ chance).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
-from virtbench import metrics
+from virtbench import experiments, metrics
 from virtbench.analysis.stats import slowdown_ci
+from virtbench.experiments.kind import Ranked
 from virtbench.report.cells import fmt, median_rows, summarize_rows, unit_keys
 from virtbench.store.frame import Frame
 
@@ -70,39 +72,25 @@ def _ranked(question: str, unit: str, found: list[Standing], lower_better: bool)
 
 
 def answers(f: Frame) -> list[Answer]:
-    """Every question the run's samples answer, in the order above."""
+    """Every question the run's samples answer, in the order above: the report's own
+    answers (ANSWERS) for the experiment types that name them, then each type's ranked
+    questions (experiments/kind.py)."""
     f = f.take(~f.warmup)
     out: list[Answer] = []
     by_exp = {e: f.take(f.where("experiment", e)) for e in f.distinct("experiment")}
-    if "boot" in by_exp:
-        out += _boot(by_exp["boot"])
-    if "density" in by_exp:
-        out += _density(by_exp["density"])
-    if "throughput" in by_exp:
-        out += _throughput(by_exp["throughput"])
-    if "isolation" in by_exp:
-        out += _isolation(by_exp["isolation"])
-    if "scalability" in by_exp:
-        out += _scalability(by_exp["scalability"])
-    if "burst" in by_exp:
-        out += _burst(by_exp["burst"])
-    for exp, (question, metric) in OPERATIONS.items():
-        if exp in by_exp:
-            out += _operation(by_exp[exp], question, metric)
+    kinds = {t.name: t for t in experiments.types() if t.name in by_exp}
+    for kind, answer in ANSWERS.items():
+        out += [a for name, t in kinds.items() if t.answers == kind for a in answer(by_exp[name])]
+    for name, t in kinds.items():
+        for question in t.ranked:
+            out += _median_ranked(by_exp[name], question)
     return out
 
 
-OPERATIONS = {
-    "exec": ("Fastest command in a running instance", "exec.true"),
-    "pause": ("Fastest back from a pause", "pause.resume_to_ready"),
-    "snapshot": ("Fastest back from a checkpoint on disk", "snapshot.restore_to_ready"),
-}
-
-
-def _operation(f: Frame, question: str, metric: str) -> list[Answer]:
-    """The median of `metric` per runtime (the runtimes that can do it)."""
-    found = _medians(f.take(f.where("metric", metric) & f.ok))
-    return _ranked(f"{question}: {metric}", "ms", found, True)
+def _median_ranked(f: Frame, q: Ranked) -> list[Answer]:
+    """The median of the question's metric per runtime (the runtimes that can do it)."""
+    found = _medians(f.take(f.where("metric", q.metric) & f.ok))
+    return _ranked(f"{q.question}: {q.metric}", q.unit, found, q.lower_better)
 
 
 def _burst(f: Frame) -> list[Answer]:
@@ -236,3 +224,15 @@ def _scalability(f: Frame) -> list[Answer]:
         out += _ranked(f"Least slowed as instances pile up: {metric} ({worker}), worse by "
                        f"this per {PER} background", unit, found, True)  # fmt: skip
     return out
+
+
+# The report's own answers, by the name an experiment type gives in its `answers`, in the
+# order they are asked.
+ANSWERS: dict[str, Callable[[Frame], list[Answer]]] = {
+    "boot": _boot,
+    "density": _density,
+    "throughput": _throughput,
+    "isolation": _isolation,
+    "scalability": _scalability,
+    "burst": _burst,
+}

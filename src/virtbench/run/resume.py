@@ -162,7 +162,7 @@ def note_unfinished(session: Session) -> None:
     done = session.done
     cut: set[tuple[str, str]] = set()
     for smp in session.store.samples(session.run_id):
-        if smp.warmup or smp.experiment not in experiments.BUILTIN:
+        if smp.warmup or smp.experiment not in experiments.names():
             continue
         key = Session.sample_unit(smp)
         if (smp.experiment, key) not in done:

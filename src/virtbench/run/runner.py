@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from virtbench import experiments, naming, runtimes
+from virtbench import experiments, metrics, naming, runtimes
 from virtbench.artifacts import Artifact
 from virtbench.experiments.session import Session
 from virtbench.host import cgroups, sysctl
@@ -213,7 +213,8 @@ class Run:
             self.say(f"setting up {label}")
             drv.setup()
         session = Session(self.run_id, self.spec, self.store, artifact, held.probe,
-                          held.drivers, say=self.say, host=self.harness.host)  # fmt: skip
+                          held.drivers, metrics.is_repeated, say=self.say,
+                          host=self.harness.host)  # fmt: skip
         self.start.session(session)
         return session
 
@@ -222,10 +223,10 @@ class Run:
         size, once per run."""
         spec = self.spec
         for i, exp in enumerate(spec.experiment):
-            module = experiments.get(exp.type)
-            if hasattr(module, "check") and spec.runtimes_of(exp):
+            check = experiments.get(exp.type).check
+            if check is not None and spec.runtimes_of(exp):
                 with session.only(spec.runtimes_of(exp), i):
-                    module.check(session, exp)
+                    check(session, exp)
         samples = self.store.samples(self.run_id)
         measured = {smp.runtime for smp in samples if smp.experiment == "image"}
         for label, drv in self.held.drivers.items():

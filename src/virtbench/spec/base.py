@@ -4,7 +4,7 @@ reads."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -34,6 +34,9 @@ class CommonExperiment(Model):
                step kept, counts and durations shrunk (a `params` table merges per key)
     """
 
+    # keys given one or the other (a quick form or a flag that sets one drops the other)
+    EITHER: ClassVar[dict[str, str]] = {}
+
     runtimes: list[str] | None = None  # [] where a study skipped every one of them
     quick: dict[str, Any] = {}
     # the labels are checked by the spec (which knows its named runtimes)
@@ -61,3 +64,70 @@ class RepeatedExperiment(CommonExperiment):
             return None
         runs = getattr(self, "runs", 1)
         return self.max_runs if self.max_runs is not None else max(runs, min(10 * runs, 1000))
+
+
+def check_params(params: dict[str, dict[str, Any]], names: list[str]) -> None:
+    """`[experiment.params.<workload>]` tables: only for this experiment's workloads, and
+    valid for the workload's Params model."""
+    from virtbench import workloads
+
+    for name, table in params.items():
+        if name not in names:
+            these = ", ".join(names) or "none takes params"
+            raise ValueError(f"params.{name}: not a workload of this experiment ({these})")
+        model = workloads.get(name).Params
+        try:
+            model.model_validate(table)
+        except ValidationError as err:
+            key, msg = option_error(err, list(model.model_fields))
+            raise ValueError(f"params.{name}.{key}: {msg}") from None
+
+
+def params_for(params: dict[str, dict[str, Any]], name: str) -> Any:
+    from virtbench import workloads
+
+    return workloads.get(name).Params.model_validate(params.get(name, {}))
+
+
+def measuring_worker(v: str, also: tuple[str, ...] = ()) -> str:
+    """A worker name: one of `also`, or a workload that yields figures (aliases resolved)."""
+    from virtbench import workloads
+
+    v = workloads.ALIASES.get(v, v)
+    allowed = [*also, *workloads.measuring()]
+    if v not in allowed:
+        raise ValueError(f"unknown worker {v!r} (allowed: {', '.join(allowed)})")
+    return v
+
+
+class WorkerExperiment(CommonExperiment):
+    """What experiments that measure a worker share: the worker's parameters and the
+    time limits for instances (ready signal), servers (port and readiness) and clients."""
+
+    params: dict[str, dict[str, Any]] = {}
+    timeout_s: float = Field(default=60.0, gt=0, le=3600)
+    ready_timeout_s: float = Field(default=60.0, gt=0, le=3600)
+    client_timeout_s: float = Field(default=900.0, gt=0, le=86_400)
+
+    def params_for(self, name: str) -> Any:
+        return params_for(self.params, name)
+
+
+def quick_form(
+    table: dict[str, Any], quick: dict[str, Any], either: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """An experiment table with its `quick` values in place (params merged per workload);
+    `either`: the table's pairs of keys given one or the other (its model's EITHER)."""
+    out = {k: v for k, v in table.items() if k != "quick"}
+    for key, value in quick.items():
+        if key == "params" and isinstance(value, dict):
+            params = {k: dict(v) for k, v in (out.get("params") or {}).items()}
+            for name, over in value.items():
+                params[name] = {**params.get(name, {}), **(over if isinstance(over, dict) else {})}
+            out["params"] = params
+        else:
+            out[key] = value
+            other = (either or {}).get(key)
+            if other and other not in quick:  # the final count is given one way or the other
+                out.pop(other, None)
+    return out

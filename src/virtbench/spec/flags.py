@@ -64,6 +64,13 @@ def flags_set(flags: dict[str, Any], field: str) -> bool:
     return any(v is not None for f, v in flags.items() if FLAG_FIELDS[f] == field)
 
 
+def model_of(table: dict[str, Any]) -> Any:
+    """An experiment table's model (boot's for a type the spec refuses anyway)."""
+    from virtbench.spec import EXPERIMENT_TYPES
+
+    return EXPERIMENT_TYPES.get(table.get("type", ""), EXPERIMENT_TYPES["boot"])
+
+
 def with_overrides(
     data: dict[str, Any],
     where: str,
@@ -78,19 +85,16 @@ def with_overrides(
     # the spec's models take a while to build: `run`'s options (FLAGS) do not need them
     from pydantic import ValidationError
 
-    from virtbench.spec import Spec, describe
-    from virtbench.spec.experiments import (
-        EXPERIMENT_TYPES,
-        SCALABILITY_EITHER,
-        BootExperiment,
-        quick_form,
-    )
+    from virtbench.spec import EXPERIMENT_TYPES, Spec, describe
+    from virtbench.spec.base import quick_form
 
     data = {**data, "experiment": [dict(e) for e in data.get("experiment", [])]}
     if quick:
         if not any(isinstance(e.get("quick"), dict) and e["quick"] for e in data["experiment"]):
             raise SpecError(f"--quick: {where} has no quick form (no experiment has a quick table)")
-        data["experiment"] = [quick_form(e, e.get("quick") or {}) for e in data["experiment"]]
+        data["experiment"] = [
+            quick_form(e, e.get("quick") or {}, model_of(e).EITHER) for e in data["experiment"]
+        ]
         data["form"] = "quick"
     if runtimes_ is not None:
         data["runtimes"] = runtimes_
@@ -102,7 +106,7 @@ def with_overrides(
         targets = [
             e
             for e in data["experiment"]
-            if field in EXPERIMENT_TYPES.get(e.get("type", ""), BootExperiment).model_fields
+            if field in model_of(e).model_fields
         ]
         if not targets:
             kinds = sorted(k for k, m in EXPERIMENT_TYPES.items() if field in m.model_fields)
@@ -117,8 +121,8 @@ def with_overrides(
                 keep = {workloads.ALIASES.get(v, v) for v in names if isinstance(v, str)}
                 if "all" not in keep:
                     e["params"] = {k: v for k, v in e["params"].items() if k in keep}
-            other = SCALABILITY_EITHER.get(field)
-            if e.get("type") == "scalability" and other and not flags_set(flags, other):
+            other = model_of(e).EITHER.get(field)
+            if other and not flags_set(flags, other):
                 e.pop(other, None)  # the command line's final count wins over the file's
     try:
         return Spec.model_validate(data)

@@ -1,0 +1,97 @@
+"""What one step of a plan costs here: the parts an experiment type's `estimate` adds up.
+
+A launch costs what a start and a stop of the runtime take here: the median of this
+host's earlier boot samples when the store has them (run/plan.py `launch_costs`), else a
+typical figure for the runtime class below; a timed launch adds the quiet-host wait. A
+measurement costs its workload's `seconds(params, level)` when the workload says, else
+the duration its parameters name (`duration_s`, `time_s`, `runtime_s`), else 10 s.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from virtbench import runtimes as runtime_registry
+from virtbench import workloads
+
+# Start + stop of one instance, seconds, where the store has no earlier boot of the
+# runtime: typical figures of this class of host (2 vCPUs).
+TYPICAL_LAUNCH_S = {
+    "native": 0.01,
+    "runc": 0.06,
+    "crun": 0.04,
+    "runsc": 0.4,
+    "docker": 0.5,
+    "podman": 0.8,
+    "lxc": 0.1,
+    "lxd": 2.0,
+    "nspawn": 0.15,
+    "qemu": 0.3,
+    "firecracker": 0.1,
+    "cloud-hypervisor": 0.1,
+}
+LINUX_GUEST_S = 3.0  # a Linux guest under emulation boots in ~1.8 s here, plus its stop
+DEFAULT_LAUNCH_S = 1.0
+QUIET_WAIT_S = 0.15  # a timed launch first waits for a quiet host
+DEFAULT_MEASURE_S = 10.0
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """One experiment on one runtime: the instances it starts and about how long it takes."""
+
+    launches: int
+    seconds: float
+    detail: str
+
+
+def launch_s(runtime: str, driver: str, costs: dict[str, float], serving: bool = False) -> float:
+    """Seconds one start and stop of `runtime` (on the built-in label `driver`) take (a
+    Linux guest for a VM's server)."""
+    if runtime in costs:
+        return costs[runtime]
+    base = runtime_registry.split(driver)[0]
+    family = getattr(runtime_registry.get(base), "family", None)
+    if serving and family is not None and family.value == "vm":
+        return LINUX_GUEST_S
+    return TYPICAL_LAUNCH_S.get(base, DEFAULT_LAUNCH_S)
+
+
+def measure_s(name: str, params: Any, level: Any) -> float:
+    """Seconds one measurement of workload `name` at `level` takes."""
+    wl = workloads.get(name)
+    if hasattr(wl, "seconds"):
+        return float(wl.seconds(params, level))
+    for field in ("duration_s", "time_s", "runtime_s"):
+        if hasattr(params, field):
+            return float(getattr(params, field)) + 1.0
+    return DEFAULT_MEASURE_S
+
+
+def worker_s(name: str, params: Any) -> float:
+    """Seconds a worker's measurement takes (every level of it)."""
+    wl = workloads.get(name)
+    levels = wl.levels(params) if hasattr(wl, "levels") else [None]
+    return sum(measure_s(name, params, lv) for lv in levels)
+
+
+@dataclass(frozen=True)
+class Costs:
+    """The costs of one runtime here, as an estimate adds them up."""
+
+    runtime: str
+    driver: str  # the built-in label it stands on
+    known: dict[str, float]  # runtime -> start + stop seconds measured here before
+
+    def launch(self, serving: bool = False) -> float:
+        """One start and stop (of a server's instance, when `serving`)."""
+        return launch_s(self.runtime, self.driver, self.known, serving)
+
+    def timed_launch(self) -> float:
+        """One timed launch: a start and stop after the quiet-host wait."""
+        return self.launch() + QUIET_WAIT_S
+
+    def worker(self, name: str, params: Any) -> float:
+        """A worker's measurement, every level of it."""
+        return worker_s(name, params)
