@@ -15,7 +15,7 @@ flagged, and left out of summaries.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -26,7 +26,7 @@ from virtbench.experiments.failures import Failures
 from virtbench.experiments.kind import ExperimentType
 from virtbench.experiments.session import Session, total_runs
 from virtbench.metrics.model import MONO, OPEN, SPAWN, Metric, boot_metric
-from virtbench.runtimes.base import Instance
+from virtbench.runtimes.base import Instance, InstanceSpec, Runtime
 from virtbench.spec.base import (
     RepeatedExperiment,
 )
@@ -110,25 +110,40 @@ def measure_once(
     )
     timed = s.timed(experiment, runtime, base["params"])  # quiet host, recorded in params
     if wl.ENDS == "exit":
-        metric = "boot.spawn_to_exit"
-        try:
-            with timed:
-                inst = rt.run_to_exit(spec, timeout)
-        except InstanceError as exc:
-            s.record(Sample(metric=metric, value=None, unit="ms", error=str(exc), **base))
-            raise
-        try:
-            if inst.exit_code != 0:
-                err = f"exit status {inst.exit_code}: {inst.log_tail()}"
-                s.record(Sample(metric=metric, value=None, unit="ms", error=err, **base))
-                raise InstanceError(f"{runtime}: {workload} {err}")
-            assert inst.t_exit_ns is not None
-            value = _ms(inst.t_exit_ns - inst.t_spawn_ns)
-            _first_output(s, inst, base)
-            s.record(Sample(metric=metric, value=value, unit="ms", **base))
-        finally:
-            rt.stop(inst)
-        return
+        to_exit(s, rt, spec, timed, timeout, base)
+    else:
+        to_ready(s, rt, spec, timed, timeout, base)
+
+
+def to_exit(
+    s: Session, rt: Runtime, spec: InstanceSpec, timed: Any, timeout: float, base: dict
+) -> None:
+    """A foreground boot: spawn -> the instance's exit (its status must be 0)."""
+    metric = "boot.spawn_to_exit"
+    try:
+        with timed:
+            inst = rt.run_to_exit(spec, timeout)
+    except InstanceError as exc:
+        s.record(Sample(metric=metric, value=None, unit="ms", error=str(exc), **base))
+        raise
+    try:
+        if inst.exit_code != 0:
+            err = f"exit status {inst.exit_code}: {inst.log_tail()}"
+            s.record(Sample(metric=metric, value=None, unit="ms", error=err, **base))
+            raise InstanceError(f"{base['runtime']}: {base['workload']} {err}")
+        assert inst.t_exit_ns is not None
+        value = _ms(inst.t_exit_ns - inst.t_spawn_ns)
+        _first_output(s, inst, base)
+        s.record(Sample(metric=metric, value=value, unit="ms", **base))
+    finally:
+        rt.stop(inst)
+
+
+def to_ready(
+    s: Session, rt: Runtime, spec: InstanceSpec, timed: Any, timeout: float, base: dict
+) -> None:
+    """A detached boot: spawn -> the launcher returned, and -> the ready datagram; then
+    its teardown."""
     metric = "boot.spawn_to_ready"
     inst = None
     try:

@@ -40,7 +40,7 @@ from virtbench.experiments.session import Session, total_runs
 from virtbench.experiments.worker import Worker, check_reachable
 from virtbench.measure.topology import PLACEMENTS, Topology
 from virtbench.metrics.model import Metric
-from virtbench.runtimes.base import Instance
+from virtbench.runtimes.base import Instance, Runtime
 from virtbench.spec.base import (
     RepeatedExperiment,
     WorkerExperiment,
@@ -210,6 +210,64 @@ def start_attackers(
     return started
 
 
+def condition_labels(
+    cfg: IsolationExperiment, cond: Condition, rep: int, warmup: bool, rt: Runtime
+) -> dict[str, Any]:
+    """The labels of the worker's samples under one condition (`rt`: the attackers')."""
+    name, placement, cpus = cond
+    params: dict[str, Any] = {}
+    if name:
+        params = {
+            "attacker_cpus": ",".join(map(str, cpus)),
+            **({"attacker_runtime": rt.label} if cfg.attacker_runtime else {}),
+            # None where the runtime cannot enforce one (podman:runsc)
+            "attacker_pids_limit": pids_limit(cfg, len(cpus)) if rt.applies_pids_limit() else None,
+        }
+    return {
+        "repetition": rep,
+        "warmup": warmup,
+        "attacker": name,
+        "placement": placement,
+        "params": params,
+    }
+
+
+class Neighbours:
+    """The attackers of one condition, for one measurement of the worker."""
+
+    def __init__(self, cfg: IsolationExperiment, rt: Runtime, name: str, cpus: list[int]) -> None:
+        self.cfg, self.rt, self.name, self.cpus = cfg, rt, name, cpus
+        self.running: list[Instance] = []
+
+    def alive(self) -> None:
+        """Raise when one has died: a neighbour that died early would flatter the runtime."""
+        dead = [a for a in self.running if not self.rt.pids(a)]
+        if dead:
+            _, refused = self.rt.tasks(dead[0])
+            limit = (
+                f" (its pids limit of {pids_limit(self.cfg, len(self.cpus))} host tasks "
+                f"refused {refused} forks: raise attacker_pids_limit)"
+                if refused
+                else ""
+            )
+            raise InstanceError(
+                f"attacker {self.name} stopped during the measurement{limit}: {dead[0].log_tail()}"
+            )
+
+    def stop(self, s: Session, worker: Worker, labels: dict[str, Any]) -> None:
+        """Record what they cost the host (a runtime may multiply them), then stop each;
+        one left running would slow every later condition, baseline too."""
+        if self.running:
+            peaks = [self.rt.tasks(a)[0] for a in self.running]
+            if all(p is not None for p in peaks):
+                total = float(sum(p for p in peaks if p is not None))
+                sample = worker.sample("isolation", TASKS, total, "tasks", "lower", None, **labels)
+                s.record(dataclasses.replace(sample, metric=TASKS))
+        errors = self.rt.stop_each(self.running)
+        if errors:
+            raise RuntimeError(f"isolation: {self.rt.label}: could not stop attacker {errors[0]}")
+
+
 def measure(
     s: Session,
     cfg: IsolationExperiment,
@@ -219,60 +277,22 @@ def measure(
     warmup: bool,
 ) -> None:
     """The worker once (every level) under one condition; samples stored as they come."""
-    name, placement, cpus = cond
+    name, _, cpus = cond
     attacker_runtime = cfg.attacker_runtime or worker.runtime
     rt = s.runtimes[attacker_runtime]  # the attackers' runtime
-    labels: dict[str, Any] = {
-        "repetition": rep,
-        "warmup": warmup,
-        "attacker": name,
-        "placement": placement,
-        "params": {
-            "attacker_cpus": ",".join(map(str, cpus)),
-            **({"attacker_runtime": attacker_runtime} if cfg.attacker_runtime else {}),
-            # None where the runtime cannot enforce one (podman:runsc)
-            "attacker_pids_limit": pids_limit(cfg, len(cpus)) if rt.applies_pids_limit() else None,
-        }
-        if name
-        else {},
-    }
-    running: list[Instance] = []
-
-    def attackers_alive() -> None:  # a neighbour that died early would flatter the runtime
-        dead = [a for a in running if not rt.pids(a)]
-        if dead:
-            _, refused = rt.tasks(dead[0])
-            limit = (
-                f" (its pids limit of {pids_limit(cfg, len(cpus))} host tasks refused {refused} "
-                "forks: raise attacker_pids_limit)"
-                if refused
-                else ""
-            )
-            raise InstanceError(
-                f"attacker {name} stopped during the measurement{limit}: {dead[0].log_tail()}"
-            )
-
+    labels = condition_labels(cfg, cond, rep, warmup, rt)
+    neighbours = Neighbours(cfg, rt, name, cpus)
     try:
         if name:
             try:
-                running = start_attackers(s, cfg, attacker_runtime, name, cpus)
+                neighbours.running = start_attackers(s, cfg, attacker_runtime, name, cpus)
             except InstanceError as exc:  # stored with its reason: counted, never averaged
                 s.record(worker.failed("isolation", worker.levels[0], str(exc), **labels))
                 raise
             time.sleep(cfg.settle_s)
-        worker.measure_levels("isolation", check=attackers_alive, quiet=not name, **labels)
+        worker.measure_levels("isolation", check=neighbours.alive, quiet=not name, **labels)
     finally:
-        if running:  # what the neighbours cost the host: a runtime may multiply them
-            peaks = [rt.tasks(a)[0] for a in running]
-            if all(p is not None for p in peaks):
-                total = float(sum(p for p in peaks if p is not None))
-                sample = worker.sample("isolation", TASKS, total, "tasks", "lower", None, **labels)
-                s.record(dataclasses.replace(sample, metric=TASKS))
-        errors = rt.stop_each(running)
-        if errors:  # a neighbour left running would slow every later condition, baseline too
-            raise RuntimeError(
-                f"isolation: {attacker_runtime}: could not stop attacker {errors[0]}"
-            )
+        neighbours.stop(s, worker, labels)
 
 
 def run(s: Session, cfg: IsolationExperiment) -> None:

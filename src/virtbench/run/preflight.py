@@ -22,68 +22,102 @@ def check_available(spec: Spec) -> tuple[Spec, dict[str, str], list[str]]:
     cannot run here, or cannot run an experiment's workload, raises naming it; with
     "skip" (the studies' entries) it is left out there and said. The spec returned names,
     per experiment, the runtimes that run it."""
-    skip = spec.unavailable == "skip"
-    versions: dict[str, str] = {}
-    skipped: list[str] = []
-    options = {}
-    for label in spec.runtimes:
-        cls = runtimes.get(spec.driver_of(label))
-        opts = cls.Options(**spec.options_for(label))
-        avail = cls.available(opts)
-        if not avail.ok:
-            fix = f"; fix: {avail.fix}" if avail.fix else ""
-            if not skip:
-                raise RuntimeUnavailable(f"runtime {label} is not available: {avail.reason}{fix}")
-            skipped.append(f"{label}: not available here: {avail.reason}{fix}")
-            continue
-        versions[label] = avail.version
-        options[label] = (cls, opts)
-    exps = []
-    cannot: dict[tuple[str, str], list[str]] = {}  # (runtime, why) -> "experiment (workload)"
-    for exp in spec.experiment:  # e.g. a VM's minimal guest runs only hello and sleep
-        if skip and exp.runtimes and not spec.runtimes_of(exp):  # a part for other runtimes
-            skipped.append(f"{exp.type}: it runs on {', '.join(exp.runtimes)}, which this "
-                           "run does not")  # fmt: skip
-            exps.append(exp.model_copy(update={"runtimes": []}))
-            continue
-        keep = []
-        for label in spec.runtimes_of(exp):
-            if label not in options:
+    check = Preflight(spec)
+    check.runtimes()
+    exps = [check.experiment(exp) for exp in spec.experiment]
+    return check.result(exps)
+
+
+class Preflight:
+    """What of one spec runs here, found step by step: the runtimes, then each
+    experiment's."""
+
+    def __init__(self, spec: Spec) -> None:
+        self.spec = spec
+        self.skip = spec.unavailable == "skip"
+        self.versions: dict[str, str] = {}
+        self.skipped: list[str] = []
+        self.options: dict[str, tuple[Any, Any]] = {}  # label -> (driver class, options)
+        self.cannot: dict[tuple[str, str], list[str]] = {}  # (runtime, why) -> "exp (workload)"
+
+    def runtimes(self) -> None:
+        """Each runtime that is here, with its version; the others raise or are skipped."""
+        for label in self.spec.runtimes:
+            cls = runtimes.get(self.spec.driver_of(label))
+            opts = cls.Options(**self.spec.options_for(label))
+            avail = cls.available(opts)
+            if not avail.ok:
+                fix = f"; fix: {avail.fix}" if avail.fix else ""
+                if not self.skip:
+                    raise RuntimeUnavailable(
+                        f"runtime {label} is not available: {avail.reason}{fix}"
+                    )
+                self.skipped.append(f"{label}: not available here: {avail.reason}{fix}")
                 continue
-            cls, opts = options[label]
+            self.versions[label] = avail.version
+            self.options[label] = (cls, opts)
+
+    def experiment(self, exp: Any) -> Any:
+        """The experiment as it runs here (with `skip`: naming the runtimes that run it)."""
+        spec, skip = self.spec, self.skip
+        if skip and exp.runtimes and not spec.runtimes_of(exp):  # a part for other runtimes
+            self.skipped.append(f"{exp.type}: it runs on {', '.join(exp.runtimes)}, which "
+                                "this run does not")  # fmt: skip
+            return exp.model_copy(update={"runtimes": []})
+        keep = self.attackers(exp, self.runners(exp))
+        if skip and not keep and any(r in self.options for r in spec.runtimes_of(exp)):
+            self.skipped.append(f"{exp.type}: no runtime here can run it")
+        return exp.model_copy(update={"runtimes": keep}) if skip else exp
+
+    def runners(self, exp: Any) -> list[str]:
+        """Its runtimes that are here and run every workload of its instances (e.g. a VM's
+        minimal guest runs only hello and sleep)."""
+        keep = []
+        for label in self.spec.runtimes_of(exp):
+            if label not in self.options:
+                continue
+            cls, opts = self.options[label]
             why = next(
                 ((w, r) for w in exp.instance_workloads() if (r := cls.cannot_run(w, opts))), None
             )
             if why is None:
                 keep.append(label)
-            elif skip:
-                cannot.setdefault((label, why[1]), []).append(f"{exp.type} ({why[0]})")
+            elif self.skip:
+                self.cannot.setdefault((label, why[1]), []).append(f"{exp.type} ({why[0]})")
             else:
                 raise SpecError(f"runtime {label} cannot run {why[0]} ({exp.type}): {why[1]}")
+        return keep
+
+    def attackers(self, exp: Any, keep: list[str]) -> list[str]:
+        """`keep`, unless the experiment's attackers' runtime cannot run every attacker."""
         other = getattr(exp, "attacker_runtime", None)
-        if other is not None and keep:  # the attackers' runtime must run every attacker
-            why = f"{other} is not available here" if other not in options else next(
-                (f"{other} cannot run {w}: {r}" for w in exp.attacker_workloads()
-                 if (r := options[other][0].cannot_run(w, options[other][1]))), None
-            )  # fmt: skip
-            if why is not None and not skip:
-                raise SpecError(f"{exp.type}: attacker_runtime {why}")
-            if why is not None:
-                skipped.append(f"{exp.type}: attacker_runtime {why}")
-                keep = []
-        if skip and not keep and any(r in options for r in spec.runtimes_of(exp)):
-            skipped.append(f"{exp.type}: no runtime here can run it")
-        exps.append(exp.model_copy(update={"runtimes": keep}) if skip else exp)
-    for (label, why), parts in cannot.items():
-        skipped.append(f"{label} skips {', '.join(dict.fromkeys(parts))}: {why}")
-    if skip:
-        left = [r for r in spec.runtimes if r in options]
-        if not left:
-            raise RuntimeUnavailable(
-                f"{spec.name}: none of its runtimes can run here ({'; '.join(skipped)})"
-            )
-        spec = spec.model_copy(update={"runtimes": left, "experiment": exps})
-    return spec, versions, skipped
+        if other is None or not keep:
+            return keep
+        options = self.options
+        why = f"{other} is not available here" if other not in options else next(
+            (f"{other} cannot run {w}: {r}" for w in exp.attacker_workloads()
+             if (r := options[other][0].cannot_run(w, options[other][1]))), None
+        )  # fmt: skip
+        if why is None:
+            return keep
+        if not self.skip:
+            raise SpecError(f"{exp.type}: attacker_runtime {why}")
+        self.skipped.append(f"{exp.type}: attacker_runtime {why}")
+        return []
+
+    def result(self, exps: list[Any]) -> tuple[Spec, dict[str, str], list[str]]:
+        """(the spec to run, its runtimes' versions, what was skipped and why)."""
+        spec, skipped = self.spec, self.skipped
+        for (label, why), parts in self.cannot.items():
+            skipped.append(f"{label} skips {', '.join(dict.fromkeys(parts))}: {why}")
+        if self.skip:
+            left = [r for r in spec.runtimes if r in self.options]
+            if not left:
+                raise RuntimeUnavailable(
+                    f"{spec.name}: none of its runtimes can run here ({'; '.join(skipped)})"
+                )
+            spec = spec.model_copy(update={"runtimes": left, "experiment": exps})
+        return spec, self.versions, skipped
 
 
 def named_runtimes(spec: Spec) -> dict[str, dict[str, Any]]:

@@ -85,54 +85,69 @@ def with_overrides(
     # the spec's models take a while to build: `run`'s options (FLAGS) do not need them
     from pydantic import ValidationError
 
-    from virtbench.spec import EXPERIMENT_TYPES, Spec, describe
-    from virtbench.spec.base import quick_form
+    from virtbench.spec import Spec
 
     data = {**data, "experiment": [dict(e) for e in data.get("experiment", [])]}
     if quick:
-        if not any(isinstance(e.get("quick"), dict) and e["quick"] for e in data["experiment"]):
-            raise SpecError(f"--quick: {where} has no quick form (no experiment has a quick table)")
-        data["experiment"] = [
-            quick_form(e, e.get("quick") or {}, model_of(e).EITHER) for e in data["experiment"]
-        ]
-        data["form"] = "quick"
+        data = quick_tables(data, where)
     if runtimes_ is not None:
         data["runtimes"] = runtimes_
         data["unavailable"] = "fail"
     for flag, value in flags.items():
-        if value is None:
-            continue
-        field = FLAG_FIELDS[flag]
-        targets = [
-            e
-            for e in data["experiment"]
-            if field in model_of(e).model_fields
-        ]
-        if not targets:
-            kinds = sorted(k for k, m in EXPERIMENT_TYPES.items() if field in m.model_fields)
-            raise SpecError(f"{flag}: does not apply to this spec (applies to: {', '.join(kinds)})")
-        for e in targets:
-            e[field] = value
-            if field in ("worker", "workloads") and isinstance(e.get("params"), dict):
-                from virtbench import workloads
-
-                # the file's parameters of workloads the flag leaves out go with them
-                names = value if isinstance(value, list) else [value]
-                keep = {workloads.ALIASES.get(v, v) for v in names if isinstance(v, str)}
-                if "all" not in keep:
-                    e["params"] = {k: v for k, v in e["params"].items() if k in keep}
-            other = model_of(e).EITHER.get(field)
-            if other and not flags_set(flags, other):
-                e.pop(other, None)  # the command line's final count wins over the file's
+        if value is not None:
+            set_flag(data["experiment"], flag, value, flags)
     try:
         return Spec.model_validate(data)
     except ValidationError as err:
-        line = describe(err, where)
-        for flag, field in FLAG_FIELDS.items():
-            m = re.search(rf"[.\s]{field}(\[\d+\])?: (.*)$", line)
-            if flags.get(flag) is not None and m:
-                index = f"{m.group(1)} " if m.group(1) else ""
-                raise SpecError(f"{flag}: {index}{m.group(2)}") from None
-        if runtimes_ is not None and ": runtimes" in line:
-            raise SpecError(f"--runtimes: {line.split(': ', 2)[-1]}") from None
-        raise SpecError(line) from None
+        raise flag_error(err, where, runtimes_, flags) from None
+
+
+def quick_tables(data: dict[str, Any], where: str) -> dict[str, Any]:
+    """The raw spec with each experiment's `quick` values in place (`--quick`)."""
+    from virtbench.spec.base import quick_form
+
+    if not any(isinstance(e.get("quick"), dict) and e["quick"] for e in data["experiment"]):
+        raise SpecError(f"--quick: {where} has no quick form (no experiment has a quick table)")
+    tables = [quick_form(e, e.get("quick") or {}, model_of(e).EITHER) for e in data["experiment"]]
+    return {**data, "experiment": tables, "form": "quick"}
+
+
+def set_flag(tables: list[dict[str, Any]], flag: str, value: Any, flags: dict[str, Any]) -> None:
+    """Set `flag`'s field in every experiment table that has it (SpecError: none has)."""
+    from virtbench.spec import EXPERIMENT_TYPES
+
+    field = FLAG_FIELDS[flag]
+    targets = [e for e in tables if field in model_of(e).model_fields]
+    if not targets:
+        kinds = sorted(k for k, m in EXPERIMENT_TYPES.items() if field in m.model_fields)
+        raise SpecError(f"{flag}: does not apply to this spec (applies to: {', '.join(kinds)})")
+    for e in targets:
+        e[field] = value
+        if field in ("worker", "workloads") and isinstance(e.get("params"), dict):
+            from virtbench import workloads
+
+            # the file's parameters of workloads the flag leaves out go with them
+            names = value if isinstance(value, list) else [value]
+            keep = {workloads.ALIASES.get(v, v) for v in names if isinstance(v, str)}
+            if "all" not in keep:
+                e["params"] = {k: v for k, v in e["params"].items() if k in keep}
+        other = model_of(e).EITHER.get(field)
+        if other and not flags_set(flags, other):
+            e.pop(other, None)  # the command line's final count wins over the file's
+
+
+def flag_error(
+    err: Any, where: str, runtimes_: list[str] | None, flags: dict[str, Any]
+) -> SpecError:
+    """The spec's validation error, naming the flag that set the field where one did."""
+    from virtbench.spec import describe
+
+    line = describe(err, where)
+    for flag, field in FLAG_FIELDS.items():
+        m = re.search(rf"[.\s]{field}(\[\d+\])?: (.*)$", line)
+        if flags.get(flag) is not None and m:
+            index = f"{m.group(1)} " if m.group(1) else ""
+            return SpecError(f"{flag}: {index}{m.group(2)}")
+    if runtimes_ is not None and ": runtimes" in line:
+        return SpecError(f"--runtimes: {line.split(': ', 2)[-1]}")
+    return SpecError(line)
