@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from virtbench import metrics, workloads
+from virtbench import experiments, metrics, workloads
 from virtbench.experiments.session import Session
 from virtbench.measure import sampler
 from virtbench.report import compare, findings
@@ -39,11 +39,9 @@ OUTPUTS = {
     "syscall": ["vb-syscall.txt", "vb-syscall-sweep.txt"],
     "memcached": ["vb-mcload.txt"],
 }
-# The experiments' own figures: a name as a string literal in the code that records them.
-RECORDED = re.compile(
-    r"(boot|density|scalability|isolation|host|min_memory|burst|exec|pause|snapshot)"
-    r"\.[a-z0-9_]+|image_size"
-)
+# The experiments' own figures (each type's prefix, and the run's: host, image_size): a
+# name as a string literal in the code that records them.
+RECORDED = re.compile(rf"({'|'.join([*experiments.names(), 'host'])})\.[a-z0-9_]+|image_size")
 RECORDERS = [*sorted((SRC / "experiments").glob("*.py")), SRC / "run" / "runner.py",
              SRC / "measure" / "sampler.py"]  # fmt: skip
 NOT_REPEATED = ["host.cpu_idle_pct", "host.mem_available_pct", "host.swap_free_pct",
