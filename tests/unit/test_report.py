@@ -232,7 +232,7 @@ def test_the_studies_figures_draw_what_was_measured():
 
 
 def test_a_desmet_weight_matches_a_rows_name_or_its_metrics_full_name():
-    from virtbench.report.findings import desmet_weight
+    from virtbench.report.desmet import desmet_weight
 
     weights = {"boot.*": 2.0, "*tps*": 3.0}
     assert desmet_weight("spawn_to_exit (hello)", weights, "boot.spawn_to_exit") == 2.0

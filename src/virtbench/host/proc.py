@@ -140,6 +140,61 @@ def wait(p: subprocess.Popen, timeout: float) -> int:
     return p.wait()
 
 
+def _popen(
+    argv: Sequence[str],
+    input: str | None,
+    env: Mapping[str, str] | None,
+    cwd: Path | None,
+    stdout_path: Path | None,
+) -> subprocess.Popen:
+    """Start `argv` in its own process group, its output piped (stdout to `stdout_path`
+    instead, if given); VirtbenchError when there is no such command."""
+    sink = open(stdout_path, "wb") if stdout_path is not None else None  # noqa: SIM115
+    try:
+        return subprocess.Popen(
+            list(argv),
+            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+            stdout=sink if sink is not None else subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=dict(env) if env is not None else None,
+            process_group=0,
+            cwd=cwd,
+        )
+    except FileNotFoundError as exc:
+        raise VirtbenchError(f"{argv[0]}: command not found") from exc
+    finally:
+        if sink is not None:
+            sink.close()  # the child has its own copy
+
+
+def _communicate(
+    proc: subprocess.Popen, input: str | None, timeout: float
+) -> tuple[str, str | None, bool]:
+    """(stdout, stderr, whether it timed out) of `proc` once it exits, or is killed (its
+    whole group) after `timeout` seconds or when this call is interrupted."""
+    # The timeout is a timer that kills the group, not communicate(timeout=...): with a
+    # timeout, Popen waits for the exit by polling with a back-off of up to 50 ms, which
+    # would land in timed commands (a runtime's delete is the teardown figure).
+    expired = threading.Event()
+
+    def expire() -> None:
+        expired.set()
+        kill_group(proc)
+
+    timer = threading.Timer(timeout, expire)
+    timer.daemon = True
+    timer.start()
+    try:
+        out, err = proc.communicate(input=input)
+    except BaseException:
+        kill_group(proc)
+        raise
+    finally:
+        timer.cancel()
+    return out or "", err, expired.is_set()  # no stdout when it went to `stdout_path`
+
+
 def run(
     argv: Sequence[str],
     *,
@@ -158,44 +213,9 @@ def run(
     The child is killed (its whole process group) if this call is interrupted.
     """
     start = time.monotonic()
-    sink = open(stdout_path, "wb") if stdout_path is not None else None  # noqa: SIM115
-    try:
-        proc = subprocess.Popen(
-            list(argv),
-            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-            stdout=sink if sink is not None else subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=dict(env) if env is not None else None,
-            process_group=0,
-            cwd=cwd,
-        )
-    except FileNotFoundError as exc:
-        raise VirtbenchError(f"{argv[0]}: command not found") from exc
-    finally:
-        if sink is not None:
-            sink.close()  # the child has its own copy
-    # The timeout is a timer that kills the group, not communicate(timeout=...): with a
-    # timeout, Popen waits for the exit by polling with a back-off of up to 50 ms, which
-    # would land in timed commands (a runtime's delete is the teardown figure).
-    expired = threading.Event()
-
-    def expire() -> None:
-        expired.set()
-        kill_group(proc)
-
-    timer = threading.Timer(timeout, expire)
-    timer.daemon = True
-    timer.start()
-    try:
-        out, err = proc.communicate(input=input)
-        out = out or ""  # None when stdout went to `stdout_path`
-    except BaseException:
-        kill_group(proc)
-        raise
-    finally:
-        timer.cancel()
-    if expired.is_set():
+    proc = _popen(argv, input, env, cwd, stdout_path)
+    out, err, expired = _communicate(proc, input, timeout)
+    if expired:
         res = Result(tuple(argv), -9, out, (err or "") + f"\ntimed out after {timeout:g} s",
                      timeout)  # fmt: skip
         raise CommandError(res, what) from None

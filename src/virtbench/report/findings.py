@@ -2,11 +2,10 @@
 distrust (warnings, ranked by what they change), the differences between runtimes
 (Kruskal-Wallis with Dunn's pairs, or ANOVA with Tukey's HSD, for every measure three or
 more runtimes share; two runtimes: the permutation test of compare), and a DESMET-style
-score table against a baseline runtime. html.py lays them out."""
+score table against a baseline runtime (desmet.py). html.py lays them out."""
 
 from __future__ import annotations
 
-import fnmatch
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -16,13 +15,10 @@ import numpy as np
 from rich.table import Table
 from rich.text import Text
 
-from virtbench import metrics
 from virtbench.analysis.significance import ab_test, anova_tukey, holm, kruskal_dunn, min_p
-from virtbench.analysis.stats import desmet_score
 from virtbench.report import compare as cmp
-from virtbench.report.cells import Rows, fmt
+from virtbench.report.cells import Rows
 from virtbench.report.compare import label
-from virtbench.report.fits import baseline_refusal, cost_cells, cost_fits
 from virtbench.report.trust import trust_notes
 from virtbench.store.frame import as_frame
 
@@ -57,7 +53,7 @@ def from_rich(t: Table) -> HtmlTable:
     return HtmlTable(title, [str(c.header) for c in t.columns], rows, numeric, notes)
 
 
-def _groups(samples: Rows) -> dict[tuple[str, ...], dict[str, list[float]]]:
+def condition_groups(samples: Rows) -> dict[tuple[str, ...], dict[str, list[float]]]:
     """Successful, non-warm-up values of the figures the report compares (not host state,
     counts or side figures: virtbench.metrics) by condition (without runtime), then runtime: one
     value per independent unit."""
@@ -88,7 +84,7 @@ def warnings(samples: Rows, events: list[tuple[float, str, str]], cv_warn: float
         out.append(("warning", f"{runtime} {metric}: {len(rows)} failed measurement(s), e.g. "
                                f"{error[:300]}"))  # fmt: skip
     spread = []
-    for key, by_rt in _groups(f).items():
+    for key, by_rt in condition_groups(f).items():
         for runtime, values in by_rt.items():
             arr = np.asarray(values)
             mean = float(arr.mean()) if arr.size else math.nan
@@ -134,7 +130,7 @@ def differences(samples: Rows, order: list[str], global_test: str = "kruskal"
     all the measures of the table, and -- only where that is significant -- the pairs the
     post-hoc test (Dunn or Tukey HSD) tells apart."""
     tests: list[tuple[str, str, float, float, list[tuple[str, str]]]] = []
-    for key, by_rt in _groups(samples).items():
+    for key, by_rt in condition_groups(samples).items():
         groups = {r: by_rt[r] for r in order if len(by_rt.get(r, [])) >= 2}
         if len(groups) < 2:
             continue
@@ -168,108 +164,5 @@ def differences(samples: Rows, order: list[str], global_test: str = "kruskal"
                      [False, False, True, True, False])  # fmt: skip
 
 
-def _median(values: list[float]) -> float:
+def median_of(values: list[float]) -> float:
     return float(np.median(values)) if values else math.nan
-
-
-def desmet_weight(measure: str, weights: dict[str, float], metric: str = "") -> float:
-    """A measure's importance: the first pattern of `weights` (fnmatch) that its row's
-    name or its metric's full name (`boot.spawn_to_exit`) matches, else 1."""
-    names = [n for n in (measure, metric) if n]
-    return next((w for pat, w in weights.items()
-                 if any(fnmatch.fnmatchcase(n, pat) for n in names)), 1.0)  # fmt: skip
-
-
-def desmet(samples: Rows, order: list[str], opts: ScoreOptions
-           ) -> tuple[str, HtmlTable | None, str]:  # fmt: skip
-    """(baseline, table or None, note): per measure each runtime's score 0-4 against the
-    baseline's median (boot against the boot baseline's). A measure swept over levels
-    (connections, threads) is one feature: its levels' scores, their sum and their mean,
-    which counts once. Each feature weighs as `opts.weights` says (default 1); the last
-    row is each runtime's weighted mean feature score, as S5 ranked its candidates. No
-    table when the baseline has no samples or no other runtime does."""
-    f = as_frame(samples)
-    have = [r for r in order if r in set(f.distinct("runtime"))]
-    base = opts.baseline or ("native" if "native" in have else (have[0] if have else ""))
-    boot_base = opts.boot_baseline or base
-    others = [r for r in have if r != base]
-    if base not in have or not others:
-        return base, None, ""
-    direction = {key: f.labels["direction"][f.codes["direction"][rows[0]]]
-                 for key, rows in cmp.condition_rows(f, False, lambda m: True).items()}  # fmt: skip
-    note = ""
-    if boot_base == "native":
-        note = ("Boot is not scored against native, whose boot is a process start: give "
-                "--boot-baseline (S5 scored boot against a VM).")  # fmt: skip
-    # feature -> its rows: (cells, {runtime: score})
-    features: dict[str, list[tuple[list[str], dict[str, float]]]] = defaultdict(list)
-    metric_of: dict[str, str] = {}  # feature -> its metric's full name (weights match it too)
-    refused: list[str] = []
-
-    def scored(feature: str, cells: list[str], values: dict[str, float], ref: float,
-               kind: str, ref_rt: str) -> None:  # fmt: skip
-        got = {}
-        for r in others:
-            score = desmet_score(values[r], ref, kind, opts.bands) if r in values else math.nan
-            if not math.isnan(score) and r != ref_rt:
-                got[r] = score
-        features[feature].append((cells, got))
-
-    for key, by_rt in _groups(f).items():
-        boot = metrics.lookup(key[1], key[3]).desmet == "boot"
-        ref_rt = boot_base if boot else base
-        if (boot and boot_base == "native") or ref_rt not in by_rt:
-            continue
-        kind = "boot" if boot else direction[key]
-        ref = _median(by_rt[ref_rt])
-        why = cmp.refusal(key[1], key[3], ref, ref_rt)
-        if why:  # a score is a ratio to the baseline: none against nothing
-            refused.append(f"{label(key)} not scored: {why}")
-            continue
-        cells = [label(key), kind, f"{fmt(ref)} {key[2]}" + (f" ({ref_rt})" if boot else "")]
-        medians = {r: _median(by_rt.get(r, [])) for r in others}
-        feature = label((*key[:7], ""))  # the measure without its level
-        feature = feature.replace(key[1], key[1].partition("@")[0], 1)
-        metric_of[feature] = key[1].partition("@")[0]
-        scored(feature, cells, medians, ref, kind, ref_rt)
-    fits = cost_fits(f)
-    for m in metrics.fitted():
-        ref_fit = fits.get((m.name, base))
-        if ref_fit is None or not any((m.name, r) in fits for r in others):
-            continue
-        why = baseline_refusal(ref_fit, m.name, base)
-        if why:
-            refused.append(f"{m.name} not scored: {why}")
-            continue
-        cells = [m.name, "lower", cost_cells(ref_fit, m.name)[0]]
-        slopes = {r: fits[(m.name, r)].slope if (m.name, r) in fits else math.nan for r in others}
-        scored(m.name, cells, slopes, ref_fit.slope, "lower", base)
-
-    def show(value: float | None) -> str:
-        return "-" if value is None else f"{value:.0f}" if value == int(value) else f"{value:.2f}"
-
-    rows: list[list[str]] = []
-    weighted: dict[str, list[tuple[float, float]]] = defaultdict(list)  # runtime: (w, score)
-    for feature, levels in features.items():
-        weight = desmet_weight(feature, opts.weights, metric_of.get(feature, feature))
-        for cells, got in levels:
-            rows.append([*cells, f"{weight:g}" if len(levels) == 1 else ""]
-                        + [show(got.get(r)) for r in others])  # fmt: skip
-        for r in others:
-            scores = [got[r] for _, got in levels if r in got]
-            if scores:
-                weighted[r].append((weight, sum(scores) / len(scores)))
-        if len(levels) > 1:  # a swept measure: its levels' sum, and their mean counts
-            sums = {r: [got[r] for _, got in levels if r in got] for r in others}
-            rows.append([f"{feature}: sum over {len(levels)} levels", "", "", ""]
-                        + [show(sum(v)) if v else "-" for v in sums.values()])  # fmt: skip
-            rows.append([f"{feature}: mean over levels (counts once)", "", "", f"{weight:g}"]
-                        + [show(sum(v) / len(v)) if v else "-" for v in sums.values()])  # fmt: skip
-    rows.append(["weighted mean score", "", "", ""] + [
-        f"{sum(w * x for w, x in weighted[r]) / sum(w for w, _ in weighted[r]):.2f} "
-        f"(n={len(weighted[r])})" if weighted[r] and sum(w for w, _ in weighted[r]) else "-"
-        for r in others
-    ])  # fmt: skip
-    headers = ["measure", "bands", f"baseline {base}", "weight", *others]
-    numeric = [False, False, True, True] + [True] * len(others)
-    return base, HtmlTable("DESMET scores", headers, rows, numeric, refused), note

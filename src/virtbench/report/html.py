@@ -31,7 +31,8 @@ from virtbench.report import plots as plotmod
 from virtbench.report import twocpu
 from virtbench.report.answers import answers
 from virtbench.report.cells import bounded_note
-from virtbench.report.findings import desmet, differences, from_rich, ranked, warnings
+from virtbench.report.desmet import desmet
+from virtbench.report.findings import differences, from_rich, ranked, warnings
 from virtbench.report.hosts import named_line
 from virtbench.report.plotkit import Plot
 from virtbench.report.tables import experiment_tables
@@ -90,34 +91,34 @@ def plotted(f: Frame) -> tuple[list[Sample], str]:
     return f.samples(np.sort(np.concatenate(keep))), note
 
 
-def run_section(store: Store, run: RunRecord, opts: Options) -> dict[str, Any]:
-    f = store.frame(run.id)
+def _runtime_order(run: RunRecord, f: Frame) -> list[str]:
+    """The run's runtimes in spec order, then any others its samples name, by name."""
     order = list(run.spec.get("runtimes", []))
-    order += sorted(set(f.distinct("runtime")) - set(order))
-    procs = [p for p in store.series(run.id) if p[0].startswith("proc/")]
-    samples, plots_note = plotted(f)
-    plots_dir = opts.plots_dir / run.id if opts.plots_dir is not None else None
+    return order + sorted(set(f.distinct("runtime")) - set(order))
 
-    def drawn(draw: Callable[[], list[Plot]]) -> Callable[[], list[dict[str, str]]]:
-        def svgs() -> list[dict[str, str]]:
-            out = []
-            for p in draw():
-                if plots_dir is not None:
-                    p.save(plots_dir)
-                out.append({"title": p.title, "svg": p.svg(scope=run.id)})
-                p.close()
-            return out
 
-        return svgs
+def _svgs(
+    draw: Callable[[], list[Plot]], scope: str, plots_dir: Path | None
+) -> Callable[[], list[dict[str, str]]]:
+    """A task drawing `draw`'s plots as inline SVGs (ids scoped to the run), each also
+    saved under `plots_dir` when given."""
 
-    # the figures are drawn on another CPU while the rest is worked out, then on both
-    figures = twocpu.in_order([drawn(d) for d in plotmod.drawers(samples, order, procs)])
-    weights = opts.weights or dict(
-        run.spec.get("desmet_weights") or {}
-    )  # the flag's, or the spec's
-    base, scores, score_note = desmet(f, order, dataclasses.replace(opts, weights=weights))
+    def svgs() -> list[dict[str, str]]:
+        out = []
+        for p in draw():
+            if plots_dir is not None:
+                p.save(plots_dir)
+            out.append({"title": p.title, "svg": p.svg(scope=scope)})
+            p.close()
+        return out
+
+    return svgs
+
+
+def _run_facts(run: RunRecord) -> dict[str, Any]:
+    """What the section says of the run itself: when, where, how it was started, with
+    what."""
     env = dict(run.environment)
-    seen: list[Any] = []  # the tables' summaries, for what their intervals were made with
     versions = env.pop("runtimes", {})
     named = env.pop("named_runtimes", {})
     return {
@@ -132,6 +133,27 @@ def run_section(store: Store, run: RunRecord, opts: Options) -> dict[str, Any]:
         "versions": sorted(versions.items()),
         "artifacts": run.artifacts,
         "spec": json.dumps(run.spec, indent=2),
+    }
+
+
+def run_section(store: Store, run: RunRecord, opts: Options) -> dict[str, Any]:
+    """What the report template shows of one run: its facts, counts, answers, warnings,
+    tables, plots, the differences between its runtimes and their DESMET scores."""
+    f = store.frame(run.id)
+    order = _runtime_order(run, f)
+    procs = [p for p in store.series(run.id) if p[0].startswith("proc/")]
+    samples, plots_note = plotted(f)
+    plots_dir = opts.plots_dir / run.id if opts.plots_dir is not None else None
+    drawers = plotmod.drawers(samples, order, procs)
+    # the figures are drawn on another CPU while the rest is worked out, then on both
+    figures = twocpu.in_order([_svgs(d, run.id, plots_dir) for d in drawers])
+    # the DESMET weights: the flag's, or the spec's
+    weights = opts.weights or dict(run.spec.get("desmet_weights") or {})
+    base, scores, score_note = desmet(f, order, dataclasses.replace(opts, weights=weights))
+    facts = _run_facts(run)
+    seen: list[Any] = []  # the tables' summaries, for what their intervals were made with
+    return {
+        **facts,
         "counts": {
             "samples": int(np.sum(~f.warmup)),
             "warmups": int(np.sum(f.warmup)),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections import defaultdict
+from dataclasses import dataclass
 
 import numpy as np
 from rich.table import Table
@@ -148,6 +149,96 @@ def scalability_table(title: str, samples: Rows, runtime_order: list[str],
     return t
 
 
+Interval = tuple[str, float, float, float]  # attacker, slowdown, CI low, CI high
+_NO_ROWS = np.zeros(0, dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class _Baseline:
+    """A runtime's rows without an attacker, which its slowdowns are measured against."""
+
+    rows: np.ndarray  # not failed
+    median: float
+    finite: np.ndarray  # of `rows`, those with a finite value
+    units: np.ndarray  # the unit keys of `finite`
+    n_units: int  # independent units among `rows`
+
+
+class _Isolation:
+    """What the cells of an isolation table share: the worker's samples by runtime, attacker
+    and placement, each runtime's baseline, and the notes the cells gather (the slowdown
+    intervals each placement gives, the baselines no ratio may use)."""
+
+    def __init__(self, f: Frame, metric: str | None, runtimes: list[str]) -> None:
+        self.f, self.metric = f, metric
+        self.ok, self.failed = f.ok, f.failed
+        first = f.samples(np.arange(min(1, len(f))))
+        self.unit = first[0].unit if first else ""
+        self.direction = first[0].direction if first else "higher"
+        self.workload = first[0].workload if first else ""
+        self.cells_of = dict(f.groups("runtime", "attacker", "placement"))
+        self.bases = {r: self._baseline(r) for r in runtimes}
+        # per (runtime, placement): each attacker's slowdown interval, to say where a
+        # placement cannot tell attack kinds apart
+        self.intervals: dict[tuple[str, str], list[Interval]] = defaultdict(list)
+        self.refused: list[str] = []  # baselines no ratio may use
+
+    def _baseline(self, runtime: str) -> _Baseline:
+        """The runtime's successful rows without an attacker, their median and units."""
+        f = self.f
+        base = np.concatenate(
+            [rows for (r, a, _), rows in self.cells_of.items() if r == runtime and not a]
+            or [_NO_ROWS]
+        )
+        base = base[~self.failed[base]]
+        finite = base[self.ok[base]]
+        n_units = np.unique(unit_keys(f, base)).size
+        return _Baseline(base, median_rows(f, base)[0], finite, unit_keys(f, finite), n_units)
+
+    def conditions(self) -> list[tuple[str, str]]:
+        """(attacker, placement) of every row: the baseline (no attacker) first."""
+        return sorted({(a, p) for _, a, p in self.cells_of}, key=lambda c: (c[0] != "", c[0], c[1]))
+
+    def cells(self, runtime: str, attacker: str, placement: str) -> list[str]:
+        """The runtime's two cells of a row: the worker's median, and its slowdown."""
+        these = self.cells_of.get((runtime, attacker, placement), _NO_ROWS)
+        ok = these[~self.failed[these]]
+        lost = len(these) - len(ok)
+        median, n = median_rows(self.f, ok)
+        fail_text = f" ({lost} failed)" if lost else ""
+        shown = f"{fmt(median)} n={n}{fail_text}" if len(these) else "-"
+        return [shown, self.slowdown(runtime, attacker, placement, ok)]
+
+    def slowdown(self, runtime: str, attacker: str, placement: str, ok: np.ndarray) -> str:
+        """The slowdown cell of the worker's (not failed) rows `ok` beside `attacker`
+        against the runtime's baseline, with its 95% CI."""
+        base = self.bases[runtime]
+        if not attacker or not len(ok) or not len(base.rows):
+            return "-"
+        why = refusal(self.metric, self.workload, base.median, f"{runtime}'s baseline")  # type: ignore[arg-type]
+        if why:
+            self.refused.append(f"{runtime}: {why}")
+            return "no ratio"
+        f = self.f
+        a = ok[self.ok[ok]]
+        point, lo, hi = slowdown_ci(
+            f.value[base.finite],
+            f.value[a],
+            self.direction,
+            units_b=base.units,
+            units_a=unit_keys(f, a),
+        )
+        if math.isnan(lo):
+            units = min(base.n_units, np.unique(unit_keys(f, ok)).size)
+            return f"{point * 100:+.1f}% (no CI: {units} units)"
+        self.intervals[(runtime, placement)].append((attacker, point, lo, hi))
+        return f"{point * 100:+.1f}% ({lo * 100:+.1f}..{hi * 100:+.1f})"
+
+    def notes(self) -> list[str]:
+        """The table's caption: inseparable placements, then the refused baselines."""
+        return inseparable(self.intervals) + list(dict.fromkeys(self.refused))
+
+
 def isolation_table(title: str, samples: Rows, runtime_order: list[str]) -> Table:
     """Per attacker and placement: the worker's median and its slowdown against the
     baseline (positive = slower, whichever way the metric improves) with a 95% CI."""
@@ -158,64 +249,18 @@ def isolation_table(title: str, samples: Rows, runtime_order: list[str]) -> Tabl
     f = f.take(f.where("metric", metric or ""))
     have = set(f.distinct("runtime"))
     runtimes = [r for r in runtime_order if r in have]
-    first = f.samples(np.arange(min(1, len(f))))
-    unit = first[0].unit if first else ""
-    direction = first[0].direction if first else "higher"
-    workload = first[0].workload if first else ""
+    table = _Isolation(f, metric, runtimes)
     t.add_column("attacker")
     t.add_column("placement")
     for r in runtimes:
-        t.add_column(f"{r} {metric} ({unit})", justify="right")
+        t.add_column(f"{r} {metric} ({table.unit})", justify="right")
         t.add_column(f"{r} slowdown (95% CI)", justify="right")
-    cells_of = dict(f.groups("runtime", "attacker", "placement"))
-    conditions = sorted({(a, p) for _, a, p in cells_of},
-                        key=lambda c: (c[0] != "", c[0], c[1]))  # fmt: skip
-    ok_mask, failed = f.ok, f.failed
-    # per (runtime, placement): each attacker's slowdown interval, to say where a
-    # placement cannot tell attack kinds apart
-    intervals: dict[tuple[str, str], list[tuple[str, float, float, float]]] = defaultdict(list)
-    refused: list[str] = []  # baselines no ratio may use
-    none = np.zeros(0, dtype=np.int64)
-    bases = {}  # per runtime: its baseline's rows (successful), median and units
-    for r in runtimes:
-        base = np.concatenate([rows for (rr, a, _), rows in cells_of.items()
-                               if rr == r and not a] or [none])  # fmt: skip
-        base = base[~failed[base]]
-        finite = base[ok_mask[base]]
-        bases[r] = (base, median_rows(f, base)[0], finite,
-                    unit_keys(f, finite), np.unique(unit_keys(f, base)).size)  # fmt: skip
-    for attacker, placement in conditions:
+    for attacker, placement in table.conditions():
         cells = [attacker or "(baseline)", placement or "-"]
         for r in runtimes:
-            base, base_median, b, ub, base_units = bases[r]
-            these = cells_of.get((r, attacker, placement), none)
-            ok = these[~failed[these]]
-            lost = len(these) - len(ok)
-            median, n = median_rows(f, ok)
-            fail_text = f" ({lost} failed)" if lost else ""
-            cells.append(f"{fmt(median)} n={n}{fail_text}" if len(these) else "-")
-            if not attacker or not len(ok) or not len(base):
-                cells.append("-")
-                continue
-            why = refusal(metric, workload, base_median, f"{r}'s baseline")  # type: ignore[arg-type]
-            if why:
-                cells.append("no ratio")
-                refused.append(f"{r}: {why}")
-                continue
-            a = ok[ok_mask[ok]]
-            point, lo, hi = slowdown_ci(f.value[b], f.value[a], direction, units_b=ub,
-                                        units_a=unit_keys(f, a))  # fmt: skip
-            units = min(base_units, np.unique(unit_keys(f, ok)).size)
-            ci = (
-                f" ({lo * 100:+.1f}..{hi * 100:+.1f})"
-                if not math.isnan(lo)
-                else f" (no CI: {units} units)"
-            )
-            if not math.isnan(lo):
-                intervals[(r, placement)].append((attacker, point, lo, hi))
-            cells.append(f"{point * 100:+.1f}%{ci}")
+            cells += table.cells(r, attacker, placement)
         t.add_row(*cells)
-    notes = inseparable(intervals) + list(dict.fromkeys(refused))
+    notes = table.notes()
     if notes:
         t.caption = "\n".join(notes)
         t.caption_justify = "left"

@@ -127,6 +127,99 @@ def _links() -> list[str]:
     return [link["ifname"] for link in json.loads(res.stdout or "[]")]
 
 
+@dataclass(frozen=True)
+class _Scope:
+    """Which runs a scan reports: only `run_id` (None: any), and none of the `live` ones."""
+
+    run_id: str | None
+    live: set[str]
+
+    def ours(self, name: str) -> str | None:
+        """The run id a labelled name carries, where that run is one the scan reports."""
+        rid = naming.run_id_of(name)
+        if rid is None or rid in self.live or (self.run_id is not None and rid != self.run_id):
+            return None
+        return rid
+
+    def wants(self, rid: str) -> bool:
+        """Whether `rid` (a directory's name) is the id of a run the scan reports."""
+        return naming.is_run_id(rid) and rid not in self.live and self.run_id in (None, rid)
+
+
+def _by_label(scope: _Scope, layout: cgroups.Layout, problems: list[str] | None) -> list[Leftover]:
+    """What carries a run's label in its name: engine objects, processes, cgroups,
+    network namespaces and links."""
+    found = [
+        Leftover(kind, obj, rid, runtime)
+        for runtime, kind, obj in _engine_objects(problems)
+        if (rid := scope.ours(obj))
+    ]
+    cg_dirs = [d for d in _cgroup_dirs(layout) if scope.ours(d.name)]
+    found += _processes(scope, {d.name for d in cg_dirs})
+    found += [Leftover("cgroup", str(d), scope.ours(d.name) or "") for d in cg_dirs]
+    if NETNS_DIR.is_dir():
+        for ns in sorted(NETNS_DIR.iterdir()):
+            if rid := scope.ours(ns.name):
+                found.append(Leftover("netns", ns.name, rid))
+    try:
+        links = _links()
+    except (ListingError, ValueError) as exc:
+        _unlisted(problems, "network links", exc)
+        links = []
+    for link in links:
+        if rid := scope.ours(link.split("@", 1)[0]):
+            found.append(Leftover("link", link.split("@", 1)[0], rid))
+    return found
+
+
+def _processes(scope: _Scope, cgroup_names: set[str]) -> list[Leftover]:
+    """The processes (but this one) labelled by their environment or their cgroup."""
+    found: list[Leftover] = []
+    for pid in (int(p) for p in os.listdir("/proc") if p.isdigit()):
+        if pid == os.getpid():
+            continue
+        label = _proc_label(pid, cgroup_names)
+        if label and (rid := scope.ours(label)):
+            found.append(Leftover("process", str(pid), rid, label))
+    return found
+
+
+def _in_run_dirs(scope: _Scope, paths: Paths, problems: list[str] | None) -> list[Leftover]:
+    """What a run's directories hold or stand for: mounts inside its state directory, its
+    data directory, and what its state directory says it left (`_run_dir`)."""
+    found: list[Leftover] = []
+    state_prefix = str(paths.runs) + "/"
+    for mnt in mounts():  # only mounts inside a run's state directory are ours
+        if not mnt.startswith(state_prefix):
+            continue
+        rid = mnt[len(state_prefix) :].split("/", 1)[0]
+        if scope.wants(rid):
+            found.append(Leftover("mount", mnt, rid))
+    if paths.data.is_dir():
+        for d in sorted(paths.data.iterdir()):
+            if scope.wants(d.name):
+                found.append(Leftover("data", str(d), d.name))
+    if paths.runs.is_dir():
+        for d in sorted(paths.runs.iterdir()):
+            if scope.wants(d.name):
+                found += _run_dir(d, problems)
+    return found
+
+
+def _run_dir(d: Path, problems: list[str] | None) -> list[Leftover]:
+    """A run's state directory: the daemons its ledger names that still run, the host
+    settings its profile left changed, then the directory itself."""
+    found: list[Leftover] = []
+    for name, pid, start in _daemons(d):
+        if start is not None and daemon.start_time(pid) == start:
+            found.append(Leftover("daemon", str(pid), d.name, f"{name} {start}"))
+    for key, before, wanted in sysctl.leftovers(d, problems):  # its profile
+        back = f"back to {before!r}; the run set {wanted!r}"
+        found.append(Leftover("sysctl", key, d.name, back, (before, wanted)))
+    found.append(Leftover("state", str(d), d.name))
+    return found
+
+
 def scan(
     paths: Paths,
     run_id: str | None = None,
@@ -139,61 +232,8 @@ def scan(
     What could not be listed is raised as ListingError, or, given a `problems` list,
     said there while the rest is still scanned."""
     layout = layout or cgroups.Layout.detect()
-    live = set() if include_live else state.live_runs()
-
-    def ours(name: str) -> str | None:
-        rid = naming.run_id_of(name)
-        if rid is None or rid in live or (run_id is not None and rid != run_id):
-            return None
-        return rid
-
-    found: list[Leftover] = []
-    for runtime, kind, obj in _engine_objects(problems):
-        if rid := ours(obj):
-            found.append(Leftover(kind, obj, rid, runtime))
-    cg_dirs = [d for d in _cgroup_dirs(layout) if ours(d.name)]
-    cg_names = {d.name for d in cg_dirs}
-    for pid in (int(p) for p in os.listdir("/proc") if p.isdigit()):
-        if pid == os.getpid():
-            continue
-        label = _proc_label(pid, cg_names)
-        if label and (rid := ours(label)):
-            found.append(Leftover("process", str(pid), rid, label))
-    found += [Leftover("cgroup", str(d), ours(d.name) or "") for d in cg_dirs]
-    if NETNS_DIR.is_dir():
-        for ns in sorted(NETNS_DIR.iterdir()):
-            if rid := ours(ns.name):
-                found.append(Leftover("netns", ns.name, rid))
-    try:
-        links = _links()
-    except (ListingError, ValueError) as exc:
-        _unlisted(problems, "network links", exc)
-        links = []
-    for link in links:
-        if rid := ours(link.split("@", 1)[0]):
-            found.append(Leftover("link", link.split("@", 1)[0], rid))
-    state_prefix = str(paths.runs) + "/"
-    for mnt in mounts():  # only mounts inside a run's state directory are ours
-        if not mnt.startswith(state_prefix):
-            continue
-        rid = mnt[len(state_prefix) :].split("/", 1)[0]
-        if naming.is_run_id(rid) and rid not in live and run_id in (None, rid):
-            found.append(Leftover("mount", mnt, rid))
-    if paths.data.is_dir():
-        for d in sorted(paths.data.iterdir()):
-            if naming.is_run_id(d.name) and d.name not in live and run_id in (None, d.name):
-                found.append(Leftover("data", str(d), d.name))
-    if paths.runs.is_dir():
-        for d in sorted(paths.runs.iterdir()):
-            if naming.is_run_id(d.name) and d.name not in live and run_id in (None, d.name):
-                for name, pid, start in _daemons(d):
-                    if start is not None and daemon.start_time(pid) == start:
-                        found.append(Leftover("daemon", str(pid), d.name, f"{name} {start}"))
-                for key, before, wanted in sysctl.leftovers(d, problems):  # its profile
-                    back = f"back to {before!r}; the run set {wanted!r}"
-                    found.append(Leftover("sysctl", key, d.name, back, (before, wanted)))
-                found.append(Leftover("state", str(d), d.name))
-    return found
+    scope = _Scope(run_id, set() if include_live else state.live_runs())
+    return _by_label(scope, layout, problems) + _in_run_dirs(scope, paths, problems)
 
 
 def remove(

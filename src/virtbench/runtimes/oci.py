@@ -17,7 +17,15 @@ from pydantic import BaseModel
 
 from virtbench.errors import InstanceError, VirtbenchError
 from virtbench.host import cgroups, proc
-from virtbench.runtimes.base import Availability, Family, Instance, Runtime, remove_tree, which
+from virtbench.runtimes.base import (
+    Availability,
+    Family,
+    Instance,
+    InstanceSpec,
+    Runtime,
+    remove_tree,
+    which,
+)
 from virtbench.runtimes.leftovers import listing
 
 OCI_VERSION = "1.0.2"
@@ -39,15 +47,23 @@ CAPS = [
 ]
 
 
-def bundle_config(inst: Instance, run_id: str, network: str, netns: Path | None) -> dict[str, Any]:
-    """The config.json for `inst` (pure: easy to test against the spec)."""
-    spec = inst.spec
+MASKED_PATHS = ["/proc/kcore", "/proc/keys", "/proc/timer_list", "/sys/firmware"]
+READONLY_PATHS = ["/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"]
+
+
+def _namespaces(network: str, netns: Path | None) -> list[dict[str, str]]:
+    """The container's namespaces: its own network (none), or the bridge's netns."""
     namespaces: list[dict[str, str]] = [{"type": t} for t in ("pid", "ipc", "uts", "mount")]
     if network == "none":
         namespaces.append({"type": "network"})
     elif network == "bridge":
         assert netns is not None
         namespaces.append({"type": "network", "path": str(netns)})
+    return namespaces
+
+
+def _resources(spec: InstanceSpec) -> dict[str, Any]:
+    """The cgroup limits the spec asks for; no device is allowed."""
     resources: dict[str, Any] = {"devices": [{"allow": False, "access": "rwm"}]}
     if spec.memory_mib:
         resources["memory"] = {"limit": spec.memory_mib * 1024 * 1024}
@@ -55,72 +71,65 @@ def bundle_config(inst: Instance, run_id: str, network: str, netns: Path | None)
         resources["cpu"] = {"cpus": spec.cpus}
     if spec.pids_limit:
         resources["pids"] = {"limit": spec.pids_limit}
-    mounts: list[dict[str, Any]] = [
-        {"destination": "/proc", "type": "proc", "source": "proc"},
-        {
-            "destination": "/dev",
-            "type": "tmpfs",
-            "source": "tmpfs",
-            "options": ["nosuid", "strictatime", "mode=755", "size=65536k"],
-        },
-        {
-            "destination": "/dev/pts",
-            "type": "devpts",
-            "source": "devpts",
-            "options": ["nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"],
-        },
-        {
-            "destination": "/dev/shm",
-            "type": "tmpfs",
-            "source": "shm",
-            "options": ["nosuid", "noexec", "nodev", "mode=1777", "size=65536k"],
-        },
-        {
-            "destination": "/sys",
-            "type": "sysfs",
-            "source": "sysfs",
-            "options": ["nosuid", "noexec", "nodev", "ro"],
-        },
-        {
-            "destination": "/tmp",
-            "type": "tmpfs",
-            "source": "tmpfs",
-            "options": ["nosuid", "nodev", "mode=1777"],
-        },
-    ]
-    for host, dest in inst.binds:
-        mounts.append(
-            {"destination": dest, "type": "bind", "source": str(host), "options": ["rbind", "rw"]}
-        )
+    return resources
+
+
+# destination, type, source and options (comma-separated) of the mounts every bundle has
+MOUNTS = [
+    ("/proc", "proc", "proc", ""),
+    ("/dev", "tmpfs", "tmpfs", "nosuid,strictatime,mode=755,size=65536k"),
+    ("/dev/pts", "devpts", "devpts", "nosuid,noexec,newinstance,ptmxmode=0666,mode=0620"),
+    ("/dev/shm", "tmpfs", "shm", "nosuid,noexec,nodev,mode=1777,size=65536k"),
+    ("/sys", "sysfs", "sysfs", "nosuid,noexec,nodev,ro"),
+    ("/tmp", "tmpfs", "tmpfs", "nosuid,nodev,mode=1777"),
+]
+
+
+def _mount(destination: str, type_: str, source: str, options: str) -> dict[str, Any]:
+    """One OCI mount; `options` comma-separated (no "options" key when empty)."""
+    mount: dict[str, Any] = {"destination": destination, "type": type_, "source": source}
+    if options:
+        mount["options"] = options.split(",")
+    return mount
+
+
+def _mounts(binds: list[tuple[Path, str]]) -> list[dict[str, Any]]:
+    """MOUNTS (/proc, /dev, /sys, /tmp), then the instance's binds, read-write."""
+    mounts = [_mount(*m) for m in MOUNTS]
+    return mounts + [_mount(dest, "bind", str(host), "rbind,rw") for host, dest in binds]
+
+
+def _process(inst: Instance) -> dict[str, Any]:
+    """How the instance's command runs: as root, with CAPS, no new privileges."""
     caps = list(CAPS)
     return {
+        "terminal": False,
+        "user": {"uid": 0, "gid": 0},
+        "args": list(inst.argv),
+        "env": ["PATH=/usr/sbin:/usr/bin:/sbin:/bin", f"VIRTBENCH_INSTANCE={inst.spec.name}"],
+        "cwd": "/",
+        "capabilities": {k: caps for k in ("bounding", "effective", "permitted")},
+        "rlimits": [{"type": "RLIMIT_NOFILE", "hard": 1024, "soft": 1024}],
+        "noNewPrivileges": True,
+    }
+
+
+def bundle_config(inst: Instance, run_id: str, network: str, netns: Path | None) -> dict[str, Any]:
+    """The config.json for `inst` (pure: easy to test against the spec)."""
+    spec = inst.spec
+    return {
         "ociVersion": OCI_VERSION,
-        "process": {
-            "terminal": False,
-            "user": {"uid": 0, "gid": 0},
-            "args": list(inst.argv),
-            "env": ["PATH=/usr/sbin:/usr/bin:/sbin:/bin", f"VIRTBENCH_INSTANCE={spec.name}"],
-            "cwd": "/",
-            "capabilities": {k: caps for k in ("bounding", "effective", "permitted")},
-            "rlimits": [{"type": "RLIMIT_NOFILE", "hard": 1024, "soft": 1024}],
-            "noNewPrivileges": True,
-        },
+        "process": _process(inst),
         "root": {"path": str(spec.rootfs), "readonly": True},
         "hostname": spec.name,
-        "mounts": mounts,
+        "mounts": _mounts(inst.binds),
         "annotations": {"org.virtbench.run": run_id, "org.virtbench.instance": spec.name},
         "linux": {
-            "namespaces": namespaces,
+            "namespaces": _namespaces(network, netns),
             "cgroupsPath": f"/{cgroups.PARENT}/{spec.name}",
-            "resources": resources,
-            "maskedPaths": ["/proc/kcore", "/proc/keys", "/proc/timer_list", "/sys/firmware"],
-            "readonlyPaths": [
-                "/proc/bus",
-                "/proc/fs",
-                "/proc/irq",
-                "/proc/sys",
-                "/proc/sysrq-trigger",
-            ],
+            "resources": _resources(spec),
+            "maskedPaths": list(MASKED_PATHS),
+            "readonlyPaths": list(READONLY_PATHS),
         },
     }
 
