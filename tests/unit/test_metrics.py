@@ -239,7 +239,8 @@ def test_figures_not_repeated_stay_out_of_the_cv_target(tmp_path):
 def test_figures_not_compared_stay_out_of_the_report_and_host_state_out_of_compare():
     rows = [sample(name, float(v), background=v) for name in NOT_COMPARED for v in (1, 2, 3)]
     rows += [sample(n, 1.0) for n in ("boot.teardown", "density.pss", "tps@4")]
-    assert {k[1] for k in findings.condition_groups(rows)} == {"boot.teardown", "density.pss", "tps@4"}
+    grouped = {k[1] for k in findings.condition_groups(rows)}
+    assert grouped == {"boot.teardown", "density.pss", "tps@4"}
     assert all(not metrics.is_compared(n) for n in NOT_COMPARED)
     keys = compare._groups(as_frame(rows), with_runtime=False)
     assert {k[1] for k in keys} == {*NOT_COMPARED, "boot.teardown", "density.pss", "tps@4"} - {

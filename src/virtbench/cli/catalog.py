@@ -120,69 +120,91 @@ def say(text: str, indent: int = 2) -> None:
         out.print(Text(" " * indent) + line, soft_wrap=True)
 
 
+EntryArg = Annotated[
+    str | None, typer.Argument(help="One entry: also its experiments, step by step.")
+]
+PresetsOpt = Annotated[
+    bool,
+    typer.Option(
+        "--presets",
+        help="How images built elsewhere learn their address: the command-line "
+        'conventions `preset = "..."` fills in (guest = "image").',
+    ),
+]
+
+
 @app.command()
 @one_line_errors
 def catalog(
-    name: Annotated[
-        str | None, typer.Argument(help="One entry: also its experiments, step by step.")
-    ] = None,
+    name: EntryArg = None,
     results: ResultsOpt = DEFAULT_RESULTS,
-    presets: Annotated[
-        bool,
-        typer.Option(
-            "--presets",
-            help="How images built elsewhere learn their address: the command-line "
-            'conventions `preset = "..."` fills in (guest = "image").',
-        ),
-    ] = False,
+    presets: PresetsOpt = False,
 ) -> None:
     """List the built-in entries: the study each re-runs, its needs, its duration here."""
-    from virtbench.run import plan
-
     if presets:
         show_presets()
         return
     costs = past_costs(results)
-    listed = entries()
-    if name is not None:
-        listed = [e for e in listed if e.name == name or name in e.spec.aliases]
-        if not listed:
-            from virtbench import spec as specmod
-
-            names = ", ".join(specmod.catalog_names())
-            raise SpecError(f"{name}: no such catalog entry (catalog: {names})")
+    listed = _listed(name)
     basis = "this host's earlier boot runs" if costs else "typical figures for each runtime"
     for e in listed:
-        out.print(f"[bold]{e.name}[/]")
-        say(escape(e.summary))
-        if e.spec.study:
-            say(f"study: {escape(e.spec.study)}")
-        if e.spec.aliases:
-            say(f"parts, also entries: {', '.join(e.spec.aliases)}")
-        marks = []
-        for label in e.spec.runtimes:
-            ok, why = runtime_here(label, e.spec)
-            marks.append(label if ok else f"{label} [red](absent: {escape(why)})[/]")
-        say(f"runtimes: {', '.join(marks)}")
-        tools = tools_of(e.spec)
-        if tools:
-            shown = [t if shutil.which(t) else f"{t} [red](absent)[/]" for t in tools]
-            say(f"tools: {', '.join(shown)}")
-        full, skipped, why_not = here(e.spec)
-        quick = here(e.quick)[0] if e.quick else None
-        if full is None:
-            say(f"[red]cannot run here[/]: {escape(why_not)}")
-            continue
-        for line in skipped:
-            say(f"skipped here: {escape(line)}")
-        took = plan.duration(plan.total_s(full, costs))
-        quick_took = plan.duration(plan.total_s(quick, costs)) if quick else "no quick form"
-        say(f"estimate here: {took}; --quick: {quick_took}")
-        if name is not None:
-            for form, spec in (("full", full), ("quick", quick)):
-                for step in plan.steps(spec, costs) if spec else []:
-                    say(f"{form:5} {_step(step)}", 4)
+        _print_entry(e, costs, steps=name is not None)
     out.print(f"[dim]Estimates model each procedure with launch costs from {basis}.[/]")
+
+
+def _listed(name: str | None) -> list[Entry]:
+    """The entries to list: all of them, or the one `name` names (or is a part of)."""
+    listed = entries()
+    if name is None:
+        return listed
+    listed = [e for e in listed if e.name == name or name in e.spec.aliases]
+    if not listed:
+        from virtbench import spec as specmod
+
+        names = ", ".join(specmod.catalog_names())
+        raise SpecError(f"{name}: no such catalog entry (catalog: {names})")
+    return listed
+
+
+def _print_entry(e: Entry, costs: dict[str, float], steps: bool) -> None:
+    """One entry: what it is, what it needs and whether this host has it, how long it
+    takes here (full and --quick) and, with `steps`, each form's experiments."""
+    from virtbench.run import plan
+
+    out.print(f"[bold]{e.name}[/]")
+    say(escape(e.summary))
+    if e.spec.study:
+        say(f"study: {escape(e.spec.study)}")
+    if e.spec.aliases:
+        say(f"parts, also entries: {', '.join(e.spec.aliases)}")
+    _say_needs(e.spec)
+    full, skipped, why_not = here(e.spec)
+    quick = here(e.quick)[0] if e.quick else None
+    if full is None:
+        say(f"[red]cannot run here[/]: {escape(why_not)}")
+        return
+    for line in skipped:
+        say(f"skipped here: {escape(line)}")
+    took = plan.duration(plan.total_s(full, costs))
+    quick_took = plan.duration(plan.total_s(quick, costs)) if quick else "no quick form"
+    say(f"estimate here: {took}; --quick: {quick_took}")
+    if steps:
+        for form, spec in (("full", full), ("quick", quick)):
+            for step in plan.steps(spec, costs) if spec else []:
+                say(f"{form:5} {_step(step)}", 4)
+
+
+def _say_needs(spec: specmod.Spec) -> None:
+    """The entry's runtimes and tools, each marked where this host lacks it."""
+    marks = []
+    for label in spec.runtimes:
+        ok, why = runtime_here(label, spec)
+        marks.append(label if ok else f"{label} [red](absent: {escape(why)})[/]")
+    say(f"runtimes: {', '.join(marks)}")
+    tools = tools_of(spec)
+    if tools:
+        shown = [t if shutil.which(t) else f"{t} [red](absent)[/]" for t in tools]
+        say(f"tools: {', '.join(shown)}")
 
 
 def _step(step: plan.Step) -> str:

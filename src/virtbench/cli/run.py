@@ -35,6 +35,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 if TYPE_CHECKING:  # the spec's models take a while to build: only `run` needs them
     from virtbench.spec import Spec
+    from virtbench.store import RunRecord, Store
 
 
 def _either(value: Any, s1_value: Any, flag: str) -> Any:
@@ -86,82 +87,76 @@ def run_flags(params: dict[str, Any]) -> dict[str, Any]:
     return flags
 
 
+SpecArg = Annotated[
+    str | None,
+    typer.Argument(
+        help="Spec file (.toml) or catalog entry: `virtbench catalog` lists them (the "
+        "five studies s1-... to s5-..., quickstart, boot, density, ...)."
+    ),
+]
+NameOpt = Annotated[
+    str | None,
+    typer.Option("--name", help="The spec or catalog entry, as S1's runner's --name uk_ng_s."),
+]
+QuickOpt = Annotated[
+    bool,
+    typer.Option(
+        "--quick",
+        help="The entry's quick form: every step, smaller counts and shorter durations.",
+    ),
+]
+RuntimesOpt = Annotated[
+    str | None,
+    typer.Option("--runtimes", help="Comma-separated runtimes, e.g. native,runc,crun."),
+]
+PlanOpt = Annotated[
+    bool,
+    typer.Option(
+        "--plan",
+        help="Print what the run would start (experiments, runtimes, instances, "
+        "repetitions) and how long it would take here; start nothing.",
+    ),
+]
+ResumeOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--resume",
+        help="Finish an interrupted or failed run (its id, or latest) with its own spec, "
+        "skipping what it measured.",
+    ),
+]
+HostLabelOpt = Annotated[
+    str, typer.Option("--host-label", hidden=True, help="Fleet: the host's inventory name.")
+]
+FleetOpt = Annotated[str, typer.Option("--fleet", hidden=True, help="Fleet: the fleet id.")]
+
+
 @app.command()
 @one_line_errors
 @with_flag_options(after="runtimes")
 def run(
-    spec: Annotated[
-        str | None,
-        typer.Argument(
-            help="Spec file (.toml) or catalog entry: `virtbench catalog` lists them (the "
-            "five studies s1-... to s5-..., quickstart, boot, density, ...)."
-        ),
-    ] = None,
-    name: Annotated[
-        str | None,
-        typer.Option("--name", help="The spec or catalog entry, as S1's runner's --name uk_ng_s."),
-    ] = None,
-    quick: Annotated[
-        bool,
-        typer.Option(
-            "--quick",
-            help="The entry's quick form: every step, smaller counts and shorter durations.",
-        ),
-    ] = False,
-    runtimes: Annotated[
-        str | None,
-        typer.Option("--runtimes", help="Comma-separated runtimes, e.g. native,runc,crun."),
-    ] = None,
-    plan_only: Annotated[
-        bool,
-        typer.Option(
-            "--plan",
-            help="Print what the run would start (experiments, runtimes, instances, "
-            "repetitions) and how long it would take here; start nothing.",
-        ),
-    ] = False,
-    resume: Annotated[
-        str | None,
-        typer.Option(
-            "--resume",
-            help="Finish an interrupted or failed run (its id, or latest) with its own spec, "
-            "skipping what it measured.",
-        ),
-    ] = None,
+    spec: SpecArg = None,
+    name: NameOpt = None,
+    quick: QuickOpt = False,
+    runtimes: RuntimesOpt = None,
+    plan_only: PlanOpt = False,
+    resume: ResumeOpt = None,
     results: ResultsOpt = DEFAULT_RESULTS,
     store_url: StoreOpt = None,
-    host_label: Annotated[
-        str, typer.Option("--host-label", hidden=True, help="Fleet: the host's inventory name.")
-    ] = "",
-    fleet: Annotated[str, typer.Option("--fleet", hidden=True, help="Fleet: the fleet id.")] = "",
+    host_label: HostLabelOpt = "",
+    fleet: FleetOpt = "",
     **flags: Any,
 ) -> None:
     """Run a spec or catalog entry (see `virtbench catalog`); print its result tables."""
-    from virtbench.cli.show import print_run
-    from virtbench.run import runner
-
-    if name is not None:
-        if spec is not None:
-            raise VirtbenchError(f"give the spec once: {spec!r} or --name {name!r}")
-        spec = name
-
-    naming.check_host_label(host_label, "--host-label")
-    if fleet and not naming.is_run_id(fleet):
-        raise VirtbenchError(f"--fleet: {fleet!r} is not a fleet id (6 characters a-z0-9)")
-
+    spec = _one_spec(spec, name)
+    _check_fleet_labels(host_label, fleet)
     flags = run_flags(flags)
     if resume is not None:
-        given = [f for f, v in flags.items() if v is not None]
-        if spec is not None or runtimes is not None or given or quick:
-            named = [*given, *(["--runtimes"] if runtimes is not None else []), "--quick"]
-            what = "a spec" if spec is not None else named[0]
-            raise VirtbenchError(f"--resume goes on with the run's own spec: drop {what}")
+        _refuse_beside_resume(spec, runtimes, flags, quick)
         require_root("run")
         store = open_results(results, store_url)
         record = store.run(resume)
-        from virtbench import spec as specmod
-
-        parsed = specmod.parse(record.spec, f"run {record.id}'s stored spec")
+        parsed = _stored_spec(record)
     elif spec is None:
         raise VirtbenchError("give a spec file or catalog name (e.g. quickstart), or --resume RUN")
     else:
@@ -174,6 +169,49 @@ def run(
         require_root("run")
         store = open_results(results, store_url)
         record = None
+    _execute(parsed, store, record, {"host": host_label, "fleet": fleet})
+
+
+def _one_spec(spec: str | None, name: str | None) -> str | None:
+    """The spec the user named: as the argument or as S1's `--name`, not both."""
+    if name is None:
+        return spec
+    if spec is not None:
+        raise VirtbenchError(f"give the spec once: {spec!r} or --name {name!r}")
+    return name
+
+
+def _check_fleet_labels(host_label: str, fleet: str) -> None:
+    """`--host-label` and `--fleet` (given by `virtbench fleet run`) are well formed."""
+    naming.check_host_label(host_label, "--host-label")
+    if fleet and not naming.is_run_id(fleet):
+        raise VirtbenchError(f"--fleet: {fleet!r} is not a fleet id (6 characters a-z0-9)")
+
+
+def _refuse_beside_resume(
+    spec: str | None, runtimes: str | None, flags: dict[str, Any], quick: bool
+) -> None:
+    """`--resume` takes nothing that would change the run's spec: name the first given."""
+    given = [f for f, v in flags.items() if v is not None]
+    if spec is not None or runtimes is not None or given or quick:
+        named = [*given, *(["--runtimes"] if runtimes is not None else []), "--quick"]
+        what = "a spec" if spec is not None else named[0]
+        raise VirtbenchError(f"--resume goes on with the run's own spec: drop {what}")
+
+
+def _stored_spec(record: RunRecord) -> Spec:
+    """The spec a run to resume was started with, as stored with it."""
+    from virtbench import spec as specmod
+
+    return specmod.parse(record.spec, f"run {record.id}'s stored spec")
+
+
+def _execute(parsed: Spec, store: Store, record: RunRecord | None, labels: dict[str, str]) -> None:
+    """Start the run (or finish `record`), then print its tables and its end; exit 130
+    when interrupted (what it measured is kept), 1 when a runtime measured nothing."""
+    from virtbench.cli.show import print_run
+    from virtbench.run import runner
+
     paths = Paths.from_env()
     run_id = ""
 
@@ -185,9 +223,8 @@ def run(
 
     try:
         run_id, status = runner.execute(
-            parsed, store, paths, out.print, sys.argv, started, resume=record,
-            labels={"host": host_label, "fleet": fleet},
-        )  # fmt: skip
+            parsed, store, paths, out.print, sys.argv, started, resume=record, labels=labels
+        )
     except KeyboardInterrupt:
         err.print(
             f"[yellow]interrupted[/]: run {run_id} stopped; its samples so far are stored; "
@@ -195,8 +232,13 @@ def run(
         )
         print_run(store, run_id)
         raise typer.Exit(130) from None
-    nothing = unmeasured(print_run(store, run_id))
-    for runtime, why in nothing.items():  # said last, once, where it cannot be missed
+    _say_end(run_id, status, unmeasured(print_run(store, run_id)))
+
+
+def _say_end(run_id: str, status: str, nothing: dict[str, str]) -> None:
+    """How the run ended; the runtimes that measured nothing said last, once, where they
+    cannot be missed (and exit 1 for them)."""
+    for runtime, why in nothing.items():
         err.print(f"error: {escape(runtime)} measured nothing: {escape(why)}", soft_wrap=True)
     out.print(f"run {run_id} {status}")
     if nothing:
