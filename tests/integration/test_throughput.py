@@ -81,24 +81,26 @@ def test_server_answers_the_host_client(name, network, workload, ctx, servers, r
         )
 
     wl = get(workload)
+    measures, serves = wl.measures, wl.serves
+    assert measures is not None and serves is not None and wl.argv is not None
     ctx.rootfs = servers.path
     rt = driver(name, ctx)
     iname = naming.name(ctx.run_id, "s")
-    data = getattr(wl, "DATA", False)
+    data = wl.needs.data
     spec = InstanceSpec(iname, wl.argv(iname), servers.path, network=network, data=data)
     inst = rt.start(spec, detach=True)
     try:
         assert (inst.data_dir is not None) == data and (not data or inst.data_dir.is_dir())
         address = inst.address or "127.0.0.1"
-        wait_port(rt, inst, address, wl.PORT, 60)
-        params = wl.Params(**QUICK[workload])
+        wait_port(rt, inst, address, serves.port, 60)
+        params = measures.params(**QUICK[workload])
         prepare_server(rt, wl, params, inst, address, 60, 300)
         metrics = {}
-        for level in wl.levels(params):
-            argv = client_argv(servers.path, wl.client(address, params, level))
+        for level in measures.levels(params):
+            argv = client_argv(servers.path, serves.client(address, params, level, serves.port))
             res = subprocess.run(argv, capture_output=True, text=True, timeout=120)
-            metrics.update({m.name: m.value for m in wl.parse(res.stdout + res.stderr)})
-        assert metrics[wl.PRIMARY] > MINIMUM.get(workload, 100), metrics
+            metrics.update({m.name: m.value for m in measures.parse(res.stdout + res.stderr)})
+        assert metrics[measures.primary] > MINIMUM.get(workload, 100), metrics
         if workload in ("nginx", "http-fixed"):
             assert metrics["errors"] == 0, res.stdout
         if workload == "iperf3":
@@ -124,19 +126,20 @@ def test_measuring_program_runs_inside(name, workload, ctx, servers):
     """stream, syscall, sqlite, sysbench and fio run to their exit inside the instance
     (the same binaries everywhere), and what they print parses."""
     wl = get(workload)
+    measures, inside = wl.measures, wl.inside
+    assert measures is not None and inside is not None
     ctx.rootfs = servers.path
     rt = driver(name, ctx)
-    params = wl.Params(**QUICK[workload])
-    levels = wl.levels(params) if hasattr(wl, "levels") else [None]
-    data = getattr(wl, "DATA", False)
-    for i, level in enumerate(levels):
+    params = measures.params(**QUICK[workload])
+    data = wl.needs.data
+    for i, level in enumerate(measures.levels(params)):
         iname = naming.name(ctx.run_id, f"x{i}")
-        spec = InstanceSpec(iname, wl.command(params, level), servers.path, data=data)
+        spec = InstanceSpec(iname, inside.command(params, level), servers.path, data=data)
         inst = rt.run_to_exit(spec, timeout=120)
         try:
             output = inst.log_path.read_text(errors="replace")
             assert inst.exit_code == 0, output[-500:]
-            metrics = wl.parse(output)
+            metrics = measures.parse(output)
         finally:
             rt.stop(inst)
         got = {m.name: m.value for m in metrics}
@@ -202,7 +205,7 @@ def test_host_port_taken_by_another_process_is_not_measured(tmp_path):
     )
     squatter = socket.socket()
     squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    squatter.bind(("127.0.0.1", get("redis").PORT))
+    squatter.bind(("127.0.0.1", get("redis").serves.port))
     squatter.listen(8)
     try:
         res = cli("run", str(spec), "--results", str(tmp_path / "r"))

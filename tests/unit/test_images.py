@@ -275,11 +275,13 @@ def test_every_workload_an_image_may_serve_drives_the_images_port():
     for served in SERVES.values():
         for name in served:
             wl = workloads.get(name)
-            params = wl.Params()
-            level = wl.levels(params)[0]
-            assert str(wl.PORT) in " ".join(wl.client("10.0.0.2", params, level))
-            argv = wl.client("10.0.0.2", params, level, port=4321)
-            assert "4321" in " ".join(argv) and str(wl.PORT) not in " ".join(argv), argv
+            assert wl.measures is not None and wl.serves is not None, name
+            params = wl.measures.params()
+            level = wl.measures.levels(params)[0]
+            own = wl.serves.port
+            assert str(own) in " ".join(wl.serves.client("10.0.0.2", params, level, own))
+            argv = wl.serves.client("10.0.0.2", params, level, 4321)
+            assert "4321" in " ".join(argv) and str(own) not in " ".join(argv), argv
 
 
 def test_catalog_lists_the_presets():

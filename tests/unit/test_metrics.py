@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
+from tests.unit.test_workload_parsers import DATA, OUTPUTS
 
 from virtbench import experiments, metrics, workloads
 from virtbench.experiments.session import Session
@@ -21,24 +22,6 @@ from virtbench.store.frame import as_frame
 from virtbench.store.records import Sample
 
 SRC = Path(metrics.__file__).parent.parent  # src/virtbench
-DATA = Path(__file__).parent.parent / "data" / "workloads"
-# Output captured from every measuring workload's client (tests/data/workloads).
-OUTPUTS = {
-    "nginx": ["wrk-latency.txt"],
-    "redis": ["redis-benchmark.csv"],
-    "postgres": ["pgbench.txt"],
-    "mariadb": [f"sysbench-oltp-{t}.txt" for t in ("read_only", "write_only", "read_write")],
-    "sysbench": [f"sysbench-{t}.txt" for t in ("cpu", "memory", "fileio-rndrw", "fileio-seqrd")],
-    "fio": ["fio-randrw.json"],
-    "iperf3": ["iperf3-tcp.json", "iperf3-tcp-reverse.json", "iperf3-udp.json"],
-    "latency": ["vb-rr-tcp.txt", "vb-rr-udp.txt", "ping.txt"],
-    "http-fixed": ["httperf.txt"],
-    "udp-echo": ["vb-rr-flood.txt"],
-    "sqlite": ["vb-sqlite.txt"],
-    "stream": ["vb-stream.txt"],
-    "syscall": ["vb-syscall.txt", "vb-syscall-sweep.txt"],
-    "memcached": ["vb-mcload.txt"],
-}
 # The experiments' own figures (each type's prefix, and the run's: host, image_size): a
 # name as a string literal in the code that records them.
 RECORDED = re.compile(rf"({'|'.join([*experiments.names(), 'host'])})\.[a-z0-9_]+|image_size")
@@ -68,24 +51,46 @@ def test_every_measuring_workload_has_its_output_here():
     assert set(OUTPUTS) == set(workloads.measuring())
 
 
+def parsed(name: str) -> list[workloads.Metric]:
+    """Every figure the workload's parser finds in its captured output."""
+    measures = workloads.get(name).measures
+    assert measures is not None, f"{name} yields no figures"
+    return [fig for file in OUTPUTS[name] for fig in measures.parse((DATA / file).read_text())]
+
+
 @pytest.mark.parametrize("name", sorted(OUTPUTS))
 def test_workload_figures_are_declared_as_parsed(name):
+    """Each figure is one its module declares, in the declared unit and direction, and the
+    registry finds that same declaration for it (none declared before shadows it)."""
     wl = workloads.get(name)
-    for file in OUTPUTS[name]:
-        for fig in wl.parse((DATA / file).read_text()):
-            m = declared(fig.name, name)
-            assert (m.unit, m.direction) == (fig.unit, fig.direction), fig
-            assert m.workload == name and m.includes
-            for suffix in ("@16", "@t40"):  # a swept level's suffix is no part of the name
-                assert metrics.lookup(fig.name + suffix, name) is m
+    for fig in parsed(name):
+        mine = wl.declaration(fig.name)
+        assert (mine.unit, mine.direction) == (fig.unit, fig.direction), fig
+        assert declared(fig.name, name) is mine and mine.workload == name and mine.includes
+        for suffix in ("@16", "@t40"):  # a swept level's suffix is no part of the name
+            assert metrics.lookup(fig.name + suffix, name) is mine
 
 
 @pytest.mark.parametrize("name", sorted(OUTPUTS))
-def test_primary_metric_is_declared_with_its_unit_and_direction(name):
+def test_primary_metric_is_declared_and_parsed(name):
+    """A failed measurement is stored under the primary figure, in its declared unit and
+    direction: a figure the parser yields, repeated and compared like any other."""
     wl = workloads.get(name)
-    m = declared(wl.PRIMARY, name)
-    assert (m.unit, m.direction) == (wl.PRIMARY_UNIT, wl.PRIMARY_DIRECTION)
+    assert wl.measures is not None
+    m = declared(wl.measures.primary, name)
+    assert m is wl.declaration(wl.measures.primary)
     assert m.repeated and m.compared and m.headline and m.summary == "median"
+    assert wl.measures.primary in {fig.name for fig in parsed(name)}
+
+
+def test_a_parser_names_only_figures_its_workload_declares():
+    from virtbench.workloads import memcached
+    from virtbench.workloads.kind import figure
+
+    assert figure(memcached.METRICS, "p99_us", 2.5) == workloads.Metric("p99_us", 2.5, "us",
+                                                                         "lower")  # fmt: skip
+    with pytest.raises(workloads.ParseError, match="ops_total"):
+        figure(memcached.METRICS, "ops_total", 1.0)
 
 
 def _declares_metrics(node: ast.AST) -> bool:
@@ -146,12 +151,7 @@ def test_nothing_is_declared_that_no_code_records():
     }  # fmt: skip  (fits are computed when read, from series)
     old = {"density.host_per_instance"}  # what earlier virtbench runs stored, read still
     assert own - old <= found and not old & found
-    hit = {
-        metrics.find(fig.name, name)
-        for name, files in OUTPUTS.items()
-        for file in files
-        for fig in workloads.get(name).parse((DATA / file).read_text())
-    }
+    hit = {metrics.find(fig.name, name) for name in OUTPUTS for fig in parsed(name)}
     assert {m for m in metrics.REGISTRY if m.workload} <= hit
 
 

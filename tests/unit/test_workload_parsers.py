@@ -7,6 +7,24 @@ import pytest
 from virtbench.workloads import ParseError, nginx, redis
 
 DATA = Path(__file__).parent.parent / "data" / "workloads"
+# Output captured from every measuring workload's client, as the parsers read it here
+# (tests/unit/test_metrics.py checks each figure it holds is declared as parsed).
+OUTPUTS = {
+    "nginx": ["wrk-latency.txt"],
+    "redis": ["redis-benchmark.csv"],
+    "postgres": ["pgbench.txt"],
+    "mariadb": [f"sysbench-oltp-{t}.txt" for t in ("read_only", "write_only", "read_write")],
+    "sysbench": [f"sysbench-{t}.txt" for t in ("cpu", "memory", "fileio-rndrw", "fileio-seqrd")],
+    "fio": ["fio-randrw.json"],
+    "iperf3": ["iperf3-tcp.json", "iperf3-tcp-reverse.json", "iperf3-udp.json"],
+    "latency": ["vb-rr-tcp.txt", "vb-rr-udp.txt", "ping.txt"],
+    "http-fixed": ["httperf.txt"],
+    "udp-echo": ["vb-rr-flood.txt"],
+    "sqlite": ["vb-sqlite.txt"],
+    "stream": ["vb-stream.txt"],
+    "syscall": ["vb-syscall.txt", "vb-syscall-sweep.txt"],
+    "memcached": ["vb-mcload.txt"],
+}
 
 
 def by_name(metrics):
@@ -292,11 +310,18 @@ def test_memcached_client_figures_and_usage_error():
     assert registry.lookup("p99_us", "memcached").plot == "concurrency"
     with pytest.raises(ParseError, match="usage"):
         memcached.parse((DATA / "vb-mcload-usage.txt").read_text())
-    assert memcached.levels(memcached.Params(connections=[1, 64])) == [1, 64]
+    wl = memcached.WORKLOAD  # as the experiments read it
+    assert wl.measures is not None and wl.serves is not None
+    assert wl.measures.parse is memcached.parse and wl.measures.primary == "ops_per_s"
+    params = wl.measures.params
+    assert wl.measures.levels(params(connections=[1, 64])) == [1, 64]
+    assert wl.measures.suffix(params(connections=[1, 64]), 64) == "@64"
+    assert wl.measures.suffix(params(connections=16), 16) == ""
     with pytest.raises(ValueError, match="800"):
-        memcached.Params(connections=[801])
-    argv = memcached.client("10.0.0.2", memcached.Params(), 16)
-    assert argv[:4] == ["/bin/vb-mcload", "10.0.0.2", str(memcached.PORT), "16"]
+        params(connections=[801])
+    argv = wl.serves.client("10.0.0.2", params(), 16, wl.serves.port)
+    assert argv[:4] == ["/bin/vb-mcload", "10.0.0.2", "11311", "16"]
+    assert wl.serves.clients == ("/bin/vb-mcload",) and wl.serves.protocol == "tcp"
 
 
 def test_udp_echo_pacing_is_a_sweep_with_one_measurement_per_gap():

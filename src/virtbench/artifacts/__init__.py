@@ -17,7 +17,6 @@ def build_for(experiments: list[Any], guest_src: Path, cache: Path) -> Artifact:
     needed = [
         w for e in experiments if hasattr(e, "workloads_needed") for w in e.workloads_needed()
     ]
-    extras = ("HOST_BINARIES", "GUEST_PROGRAMS")
-    if any(getattr(workloads.get(w), x, None) for w in needed for x in extras):
+    if any(workloads.get(w).needs.servers for w in needed):
         return build_servers_rootfs(guest_src, cache, needed)
     return build_minimal_rootfs(guest_src, cache)

@@ -17,17 +17,12 @@ from virtbench.errors import VirtbenchError
 from virtbench.host import proc
 
 LAYOUT_VERSION = "1"
-PROGRAMS = (
-    "vb-hello",
-    "vb-sleep",
-    "vb-ready",
-    "vb-cgexec",
-    "vb-stream",
-    "vb-syscall",
-    "vb-run",
-    "vb-rr",
-    "vb-mcload",
-    "vb-attack",
+# virtbench's own static programs (guest/) in /bin of every rootfs, besides the workloads'
+# (programs()): what the run itself starts
+OWN_PROGRAMS = (
+    "vb-ready",  # signals ready, then execs a command: scalability's servers, the attackers
+    "vb-cgexec",  # native's launcher
+    "vb-attack",  # the isolation experiment's attackers (workloads/attackers.py)
     "vb-init",  # PID 1 of Linux guests (VM runtimes), in their initramfs
 )
 KERNEL = "vb-minikernel"  # the minimal guest kernel for VM runtimes, at /boot in the rootfs
@@ -153,6 +148,20 @@ def accounts(users: list[str]) -> dict[str, tuple[bytes, int]]:
     }
 
 
+def programs() -> tuple[str, ...]:
+    """The static programs every rootfs holds in /bin: the run's own, each workload's
+    (`needs.static_programs`) and the clients of the artifact run on the host (a serving
+    workload's client under /bin/vb-)."""
+    from virtbench import workloads
+
+    found = list(OWN_PROGRAMS)
+    for wl in workloads.every():
+        clients = wl.serves.clients if wl.serves is not None else ()
+        found += wl.needs.static_programs
+        found += [c.removeprefix("/bin/") for c in clients if c.startswith("/bin/vb-")]
+    return tuple(dict.fromkeys(found))  # each once
+
+
 def build_guest_programs(guest_src: Path, out: Path) -> dict[str, Path]:
     """Compile guest/ with its Makefile into `out`; return program name -> path."""
     if not (guest_src / "Makefile").exists():
@@ -160,7 +169,7 @@ def build_guest_programs(guest_src: Path, out: Path) -> dict[str, Path]:
     if shutil.which("musl-gcc") is None:
         raise VirtbenchError("musl-gcc not found: apt-get install musl-tools (or make setup)")
     proc.run(["make", "-s", "-C", str(guest_src), f"OUT={out}"], timeout=300, what="make guest")
-    return {p: out / p for p in (*PROGRAMS, KERNEL)}
+    return {p: out / p for p in (*programs(), KERNEL)}
 
 
 def build_minimal_rootfs(guest_src: Path, cache: Path) -> Artifact:
@@ -212,17 +221,16 @@ def build_servers_rootfs(guest_src: Path, cache: Path, workload_names: list[str]
     extra: dict[str, tuple[bytes, int]] = {}
     users: list[str] = []
     for name in sorted(set(workload_names)):
-        wl = workloads.get(name)
-        binaries += [b for b in getattr(wl, "HOST_BINARIES", []) if b not in binaries]
-        users += [u for u in getattr(wl, "USERS", []) if u not in users]
-        for d in getattr(wl, "HOST_DIRS", []):
+        needs = workloads.get(name).needs
+        binaries += [b for b in needs.host_binaries if b not in binaries]
+        users += [u for u in needs.users if u not in users]
+        for d in needs.host_dirs:
             extra.update(host_tree(d))
-        for prog in getattr(wl, "GUEST_PROGRAMS", ()):
+        for prog in needs.guest_programs:
             built = str(build / prog)
             binaries.append(built)
             renamed[built] = f"/bin/{prog}"
-        files = getattr(wl, "FILES", {})
-        for rel, text in (files() if callable(files) else files).items():
+        for rel, text in needs.file_texts().items():
             extra[rel] = (text.encode(), 0o644)
     extra.update(host_files(binaries, renamed))
     extra.update(accounts(users))

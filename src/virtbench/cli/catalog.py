@@ -59,9 +59,9 @@ def tools_of(spec: specmod.Spec) -> list[str]:
     names: list[str] = []
     for exp in spec.experiment:
         for w in getattr(exp, "workloads_needed", lambda: [])():
-            wl = workloads.get(w)
-            for tool in (getattr(wl, "CLIENT", ""), *getattr(wl, "EXTRA_CLIENTS", ())):
-                if tool and not tool.startswith("/bin/vb-") and tool not in names:
+            serves = workloads.get(w).serves
+            for tool in serves.clients if serves is not None else ():
+                if not tool.startswith("/bin/vb-") and tool not in names:
                     names.append(tool)
     return names
 

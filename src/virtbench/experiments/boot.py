@@ -109,7 +109,7 @@ def measure_once(
         **labels,
     )
     timed = s.timed(experiment, runtime, base["params"])  # quiet host, recorded in params
-    if wl.ENDS == "exit":
+    if wl.ends == "exit":
         to_exit(s, rt, spec, timed, timeout, base)
     else:
         to_ready(s, rt, spec, timed, timeout, base)

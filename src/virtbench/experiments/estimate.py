@@ -3,8 +3,8 @@
 A launch costs what a start and a stop of the runtime take here: the median of this
 host's earlier boot samples when the store has them (run/plan.py `launch_costs`), else a
 typical figure for the runtime class below; a timed launch adds the quiet-host wait. A
-measurement costs its workload's `seconds(params, level)` when the workload says, else
-the duration its parameters name (`duration_s`, `time_s`, `runtime_s`), else 10 s.
+measurement costs its workload's `measures.seconds(params, level)` when the workload says,
+else the duration its parameters name (`duration_s`, `time_s`, `runtime_s`), else 10 s.
 """
 
 from __future__ import annotations
@@ -60,9 +60,9 @@ def launch_s(runtime: str, driver: str, costs: dict[str, float], serving: bool =
 
 def measure_s(name: str, params: Any, level: Any) -> float:
     """Seconds one measurement of workload `name` at `level` takes."""
-    wl = workloads.get(name)
-    if hasattr(wl, "seconds"):
-        return float(wl.seconds(params, level))
+    measures = workloads.get(name).measures
+    if measures is not None and measures.seconds is not None:
+        return float(measures.seconds(params, level))
     for field in ("duration_s", "time_s", "runtime_s"):
         if hasattr(params, field):
             return float(getattr(params, field)) + 1.0
@@ -71,8 +71,8 @@ def measure_s(name: str, params: Any, level: Any) -> float:
 
 def worker_s(name: str, params: Any) -> float:
     """Seconds a worker's measurement takes (every level of it)."""
-    wl = workloads.get(name)
-    levels = wl.levels(params) if hasattr(wl, "levels") else [None]
+    measures = workloads.get(name).measures
+    levels = measures.levels(params) if measures is not None else [None]
     return sum(measure_s(name, params, lv) for lv in levels)
 
 

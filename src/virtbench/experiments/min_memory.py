@@ -113,9 +113,10 @@ def probe(s: Session, cfg: MinMemoryExperiment, runtime: str, mib: int) -> tuple
                 metrics = worker.measure(worker.levels[0])
             except InstanceError as exc:
                 return float("nan"), str(exc)
-        primary = next((m for m in metrics if m.name == worker.wl.PRIMARY), None)
+        name = worker.measures.primary
+        primary = next((m for m in metrics if m.name == name), None)
         if primary is None:
-            return float("nan"), f"{cfg.workload} gave no {worker.wl.PRIMARY}"
+            return float("nan"), f"{cfg.workload} gave no {name}"
         values.append(primary.value)
     return statistics.median(values), ""
 
@@ -124,7 +125,9 @@ def search(s: Session, cfg: MinMemoryExperiment, runtime: str) -> None:
     from virtbench import workloads
 
     wl = workloads.get(cfg.workload)
-    unit, direction = wl.PRIMARY_UNIT, wl.PRIMARY_DIRECTION
+    assert wl.measures is not None, f"{cfg.workload} yields no figures"
+    primary = wl.declaration(wl.measures.primary)
+    unit, direction = primary.unit, primary.direction
     base = {**s.params(runtime), "tolerance_pct": cfg.tolerance_pct, "step_mib": cfg.step_mib,
             "low_mib": cfg.low_mib, "high_mib": cfg.high_mib}  # fmt: skip
 

@@ -156,7 +156,8 @@ def check(s: Session, cfg: ScalabilityExperiment) -> None:
         check_reachable(s, "scalability", cfg.worker, s.spec.runtimes)
     if cfg.background == "sleep":
         return
-    port = workloads.get(cfg.background).PORT
+    serves = workloads.get(cfg.background).serves
+    port = serves.port if serves is not None else None
     for runtime in s.spec.runtimes:
         if s.runtimes[runtime].effective_network(cfg.background_network) == "host":
             raise SpecError(
@@ -170,9 +171,11 @@ def background_argv(name: str) -> Any:
     """The background instance's command: it signals ready over the probe first (servers
     are wrapped in vb-ready, which then execs them)."""
     wl = workloads.get(name)
-    if wl.ENDS == "ready":
-        return wl.argv
-    return lambda instance: ("/bin/vb-ready", "{probe}", instance, *wl.argv(instance))
+    argv = wl.argv
+    assert argv is not None, f"{name} has no command of its own to run in the background"
+    if wl.ends == "ready":
+        return argv
+    return lambda instance: ("/bin/vb-ready", "{probe}", instance, *argv(instance))
 
 
 def growth_stop(

@@ -113,16 +113,17 @@ def client_argv(artifact: Path, argv: list[str]) -> list[str]:
 def check_reachable(s: Session, experiment: str, name: str, runtimes: list[str]) -> None:
     """Before any measurement: a serving workload's clients are installed and its
     server is reachable from the host under every runtime."""
-    wl = workloads.get(name)
-    if wl.ENDS != "serve":
+    serves = workloads.get(name).serves
+    if serves is None:
         return
-    for client in (wl.CLIENT, *getattr(wl, "EXTRA_CLIENTS", ())):
+    for client in serves.clients:
         if shutil.which(client_argv(s.artifact.path, [client])[0]) is None:
             raise SpecError(f"{experiment}: {name} needs {client} on the host (make setup)")
     for runtime in runtimes:
         if s.network(runtime) == "none":
             raise SpecError(
-                f"{experiment}: {runtime} has network none, so the host's {wl.CLIENT} cannot "
+                f"{experiment}: {runtime} has network none, so the host's "
+                f"{serves.client_program} cannot "
                 f'reach {name}: set [instance] network = "bridge" or "host" '
                 f"(or in [runtime.{runtime}])"
             )
@@ -130,7 +131,7 @@ def check_reachable(s: Session, experiment: str, name: str, runtimes: list[str])
 
 def prepare_server(
     rt: Runtime,
-    wl: Any,
+    wl: workloads.Workload,
     params: Any,
     inst: Instance,
     address: str,
@@ -141,22 +142,24 @@ def prepare_server(
     readiness check passes (a database still starting accepts connections and refuses
     queries), then run its client-side preparation (create and fill tables)."""
     artifact = inst.spec.rootfs
-    if hasattr(wl, "ready"):
-        argv = client_argv(artifact, wl.ready(address, params))
+    serves = wl.serves
+    assert serves is not None, f"{wl.name} serves nothing"
+    if serves.ready is not None:
+        argv = client_argv(artifact, serves.ready(address, params))
         deadline = time.monotonic() + ready_timeout
         while (res := proc.run(argv, check=False, timeout=30)).returncode != 0:
-            if err := ended(rt, inst, f"before {wl.NAME} was ready"):
+            if err := ended(rt, inst, f"before {wl.name} was ready"):
                 raise err
             if time.monotonic() > deadline:
-                raise InstanceError(f"{wl.NAME} not ready after {ready_timeout:g} s: {res.brief()}")
+                raise InstanceError(f"{wl.name} not ready after {ready_timeout:g} s: {res.brief()}")
             time.sleep(0.2)
-    for argv in wl.prepare(address, params) if hasattr(wl, "prepare") else []:
+    for argv in serves.preparation(address, params):
         try:
             res = proc.run(client_argv(artifact, argv), check=False, timeout=timeout)
         except CommandError as exc:  # timed out
-            raise InstanceError(f"{wl.NAME} preparation: {exc}") from None
+            raise InstanceError(f"{wl.name} preparation: {exc}") from None
         if res.returncode != 0:
-            raise InstanceError(f"{wl.NAME} preparation ({argv[0]}) failed: {res.brief()}")
+            raise InstanceError(f"{wl.name} preparation ({argv[0]}) failed: {res.brief()}")
 
 
 class Worker:
@@ -178,15 +181,19 @@ class Worker:
         self.runtime = runtime
         self.name = name
         self.wl = workloads.get(name)
+        measures = self.wl.measures
+        assert measures is not None, f"{name} yields no figures"
+        self.measures = measures
         self.params = params
         self.ready_timeout = ready_timeout
         self.client_timeout = client_timeout
         self.rt = s.runtimes[runtime]
         # where its server listens: the workload's port, or an image's own (serve_port)
-        self.port: int = self.rt.serve_port(name) or getattr(self.wl, "PORT", 0)
+        serves = self.wl.serves
+        self.port: int = self.rt.serve_port(name) or (serves.port if serves is not None else 0)
         self.inst: Instance | None = None
         self.address = ""
-        self.levels: list[Any] = self.wl.levels(params) if hasattr(self.wl, "levels") else [None]
+        self.levels: list[Any] = measures.levels(params)
         # The same placement in every experiment: the instance on the worker CPU(s),
         # its clients on the others (recorded with every sample).
         self.cpus = cpus if cpus is not None else s.worker_cpus(runtime)
@@ -196,36 +203,37 @@ class Worker:
 
     @property
     def serves(self) -> bool:
-        return self.wl.ENDS == "serve"
+        return self.wl.serves is not None
 
     def _spec(self, argv: Any) -> Any:
         return self.s.instance_spec(
-            self.runtime, argv, data=getattr(self.wl, "DATA", False), cpus=self.cpus,
+            self.runtime, argv, data=self.wl.needs.data, cpus=self.cpus,
             memory_mib=self.memory_mib,
         )  # fmt: skip
 
     def start(self) -> None:
         """Start the server (serving workloads; nothing for the others)."""
-        if not self.serves or self.inst is not None:
+        serves = self.wl.serves
+        if serves is None or self.inst is not None:
             return
-        wl = self.wl
+        wl, port = self.wl, serves.port
         if self.s.network(self.runtime) == "host" and port_open(
-            "127.0.0.1", wl.PORT
+            "127.0.0.1", port
         ):  # we would measure it instead
             raise InstanceError(
-                f"{self.name} on {self.runtime}: port {wl.PORT} on the host is already in use "
+                f"{self.name} on {self.runtime}: port {port} on the host is already in use "
                 "by another process: stop it"
             )
-        tcp = getattr(wl, "PROTOCOL", "tcp") == "tcp"
-        if self.s.network(self.runtime) == "host" and tcp and not wait_bindable(wl.PORT):
+        tcp = serves.protocol == "tcp"
+        if self.s.network(self.runtime) == "host" and tcp and not wait_bindable(port):
             raise InstanceError(
-                f"{self.name} on {self.runtime}: port {wl.PORT} on the host cannot be bound "
+                f"{self.name} on {self.runtime}: port {port} on the host cannot be bound "
                 f"after {PORT_FREE_WAIT_S:g} s (a socket holds it: `ss -tanp sport = "
-                f":{wl.PORT}` shows whose)"
+                f":{port}` shows whose)"
             )
         self.inst = self.rt.start(self._spec(wl.argv), detach=True)
         self.address = self.inst.address or "127.0.0.1"
-        protocol = getattr(wl, "PROTOCOL", "tcp")
+        protocol = serves.protocol
         wait_port(self.rt, self.inst, self.address, self.port, self.ready_timeout, protocol)
         prepare_server(
             self.rt,
@@ -239,18 +247,20 @@ class Worker:
 
     def measure(self, level: Any) -> list[workloads.Metric]:
         """One measurement at `level`: the client once, or a fresh measuring instance."""
-        wl = self.wl
-        if not self.serves:
+        wl, serves, parse = self.wl, self.wl.serves, self.measures.parse
+        if serves is None:
+            inside = wl.inside
+            assert inside is not None, f"{wl.name} neither serves nor measures inside"
             inst = self.rt.run_to_exit(
-                self._spec(lambda _name: wl.command(self.params, level)), self.client_timeout
+                self._spec(lambda _name: inside.command(self.params, level)), self.client_timeout
             )
             try:
                 if inst.exit_code != 0:
-                    raise InstanceError(f"{wl.NAME} exited {inst.exit_code}: {inst.log_tail()}")
+                    raise InstanceError(f"{wl.name} exited {inst.exit_code}: {inst.log_tail()}")
                 try:
-                    return wl.parse(inst.log_path.read_text(errors="replace"))
+                    return parse(inst.log_path.read_text(errors="replace"))
                 except workloads.ParseError as exc:
-                    raise InstanceError(f"{wl.NAME}: {exc}") from None
+                    raise InstanceError(f"{wl.name}: {exc}") from None
             finally:
                 self.rt.stop(inst)
         inst = self.inst
@@ -260,15 +270,14 @@ class Worker:
         if err := ended(self.rt, inst, f"before the measurement {where}".rstrip()):
             raise err
         try:
-            port = {"port": self.port} if self.port != wl.PORT else {}  # an image's own
-            argv = wl.client(self.address, self.params, level, **port)
+            # its own port, or an image's
+            argv = serves.client(self.address, self.params, level, self.port)
             argv = client_argv(self.s.artifact.path, argv)
             argv = ["taskset", "-c", self.client_cpus, *argv]  # away from the instance
-            limit = self.client_timeout
-            if hasattr(wl, "client_timeout_s"):  # a client known to stall past its duration
-                limit = min(limit, wl.client_timeout_s(self.params, level))
+            # a client known to stall past its duration has a limit of its own
+            limit = serves.time_limit(self.params, level, self.client_timeout)
             res = proc.run(argv, check=False, timeout=limit)
-            metrics = wl.parse(res.stdout + res.stderr)
+            metrics = parse(res.stdout + res.stderr)
         except (CommandError, workloads.ParseError) as exc:  # timed out, or nothing to parse
             # A server that died under its client is the reason, not the client's output.
             deadline = time.monotonic() + 2  # a killed server takes a moment to be reaped
@@ -336,9 +345,7 @@ class Worker:
             self.rt.stop(inst)
 
     def metric_name(self, metric: str, level: Any) -> str:
-        if hasattr(self.wl, "label"):
-            return metric + self.wl.label(self.params, level)
-        return metric + (f"@{level}" if len(self.levels) > 1 else "")
+        return metric + self.measures.suffix(self.params, level)
 
     def sample(
         self,
@@ -371,11 +378,10 @@ class Worker:
 
     def failed(self, experiment: str, level: Any, error: str, **labels: Any) -> Sample:
         """The sample of a failed measurement, under the workload's primary metric."""
-        wl = self.wl
-        unit, direction = wl.PRIMARY_UNIT, wl.PRIMARY_DIRECTION
-        return self.sample(
-            experiment, wl.PRIMARY, None, unit, direction, level, error=error, **labels
-        )
+        primary = self.measures.primary
+        declared = self.wl.declaration(primary)
+        unit, direction = declared.unit, declared.direction or ""
+        return self.sample(experiment, primary, None, unit, direction, level, error=error, **labels)
 
     def __enter__(self) -> Worker:
         return self

@@ -10,7 +10,7 @@ Names are exactly as stored. A family of names is one fnmatch pattern (`*` match
 too), such as the latency workload's `*.*B.rtt_p*`. A level suffix (`tps@16`,
 `read_only.tps@t40`: experiments/worker.py adds it when a workload sweeps a parameter) is
 no part of a declared name. `lookup` tries exact names first, then patterns in the order
-declared here, so a narrower pattern comes before a broader one. Each experiment's prefix
+declared, so a narrower pattern comes before a broader one. Each experiment's prefix
 ends with a pattern (`boot.*`, `host.*`, ...) that treats a figure not declared yet as its
 family; any other name is a workload figure this registry does not name (a new
 workload's, say) and gets DEFAULT's treatment: repeated, compared, summarised by the
@@ -20,11 +20,10 @@ median. Where a declaration leaves `unit` and `direction` open, a sample carries
 from __future__ import annotations
 
 import dataclasses
-import fnmatch
 import functools
 from typing import Any
 
-from virtbench import experiments
+from virtbench import experiments, workloads
 from virtbench.metrics.model import (
     CHARGE_BATCH_MIB,
     KIB_MIB,
@@ -33,9 +32,9 @@ from virtbench.metrics.model import (
     Metric,
     PlotKind,
     Summary,
+    first_match,
 )
 from virtbench.metrics.run import RUN
-from virtbench.metrics.workloads import WORKLOADS
 
 __all__ = [
     "CHARGE_BATCH_MIB",
@@ -60,8 +59,17 @@ __all__ = [
 @functools.cache
 def registry() -> tuple[Metric, ...]:
     """Every declaration, in the order `lookup` tries them: each experiment type's own
-    figures (experiments/kind.py), the run's, then the workloads'."""
-    return (*(m for t in experiments.types() for m in t.metrics), *RUN, *WORKLOADS)
+    figures (experiments/kind.py), the run's, then each workload's (workloads/kind.py), in
+    their `metrics_order`."""
+    return (
+        *(m for t in experiments.types() for m in t.metrics),
+        *RUN,
+        *(m for w in sorted(workloads.every(), key=_figures_order) for m in w.metrics),
+    )
+
+
+def _figures_order(w: workloads.Workload) -> tuple[int, str]:
+    return (w.order if w.metrics_order is None else w.metrics_order, w.name)
 
 
 def __getattr__(name: str) -> Any:
@@ -91,12 +99,8 @@ def find(name: str, workload: str = "") -> Metric | None:
 
 @functools.lru_cache(maxsize=4096)  # reports look up every sample's metric
 def _find(name: str, workload: str) -> Metric | None:
-    base = name.partition("@")[0]
     mine = [m for m in registry() if not workload or m.workload in ("", workload)]
-    for m in mine:
-        if not m.is_pattern and m.name == base:
-            return m
-    return next((m for m in mine if m.is_pattern and fnmatch.fnmatchcase(base, m.name)), None)
+    return first_match(mine, name.partition("@")[0])
 
 
 def lookup(name: str, workload: str = "") -> Metric:

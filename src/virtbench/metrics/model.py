@@ -5,6 +5,8 @@ See the package's docstring (virtbench.metrics) for how the registry is read.
 
 from __future__ import annotations
 
+import fnmatch
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -71,6 +73,16 @@ class Metric:
     @property
     def is_pattern(self) -> bool:
         return any(c in self.name for c in "*?[")
+
+
+def first_match(declared: Iterable[Metric], name: str) -> Metric | None:
+    """The declaration of `name` among `declared`: an exact name first, then the first
+    pattern that matches (fnmatch: `*` matches dots too); None when neither does."""
+    declared = tuple(declared)
+    for m in declared:
+        if not m.is_pattern and m.name == name:
+            return m
+    return next((m for m in declared if m.is_pattern and fnmatch.fnmatchcase(name, m.name)), None)
 
 
 NS_MS = 1e-6  # a host monotonic clock read in ns, in ms

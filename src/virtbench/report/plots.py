@@ -48,6 +48,7 @@ from virtbench.report.plotkit import (
     successful,
 )
 from virtbench.store.records import Sample
+from virtbench.workloads.kind import LEVEL_NAME
 
 __all__ = ["STYLE", "Plot", "figures"]
 
@@ -145,6 +146,12 @@ def _pct_x(p: float) -> float:
     return -math.log10(1 - p / 100) + 0.7
 
 
+def level_name(workload: str) -> str:
+    """What a workload's swept level is, for a plot's axis."""
+    measures = workloads.get(workload).measures if workload in workloads.names() else None
+    return measures.level_name if measures is not None else LEVEL_NAME
+
+
 def concurrency(samples: list[Sample], order: list[str]) -> list[Plot]:
     ok = [
         s
@@ -176,8 +183,7 @@ def concurrency(samples: list[Sample], order: list[str]) -> list[Plot]:
         every = sorted({lv for lv, _ in mine})
         if every[0] > 0 and every[-1] / every[0] >= 8:  # a sweep such as 1, 4, 16, 64
             ax.set_xscale("log")
-        wl = workloads.get(workload) if workload in workloads.names() else None
-        ax.set_xlabel(getattr(wl, "LEVEL", "level (connections / clients / threads)"))
+        ax.set_xlabel(level_name(workload))
         ax.set_ylabel(unit)
         ax.legend(fontsize=7)
         plots.append(Plot(f"concurrency-{slugify(workload)}-{slugify(metric)}",

@@ -124,9 +124,8 @@ def bars(samples: list[Sample], order: list[str]) -> list[Plot]:
     ok = [s for s in successful(samples) if s.experiment == "throughput"]
     plots = []
     for name in dict.fromkeys(s.workload for s in ok):
-        primary = (
-            getattr(workloads.get(name), "PRIMARY", None) if name in workloads.names() else None
-        )
+        measures = workloads.get(name).measures if name in workloads.names() else None
+        primary = measures.primary if measures is not None else None
         mine = [s for s in ok if s.workload == name and s.metric.partition("@")[0] == primary]
         if not mine:
             continue

@@ -168,10 +168,7 @@ class Vm(VmBoot, Native):
             if cls.needs_kvm(opts) and kvm_kind() == "pvm":
                 return ("a Linux guest cannot boot under this host's nested PVM KVM (only "
                         "the minimal guest can): use emulation, e.g. qemu:q35:tcg")  # fmt: skip
-            if (
-                getattr(workloads.get(workload), "DATA", False)
-                and shutil.which("mkfs.ext4") is None
-            ):
+            if workloads.get(workload).needs.data and shutil.which("mkfs.ext4") is None:
                 return "its data disk needs mkfs.ext4 on the host (apt-get install e2fsprogs)"
         return None
 

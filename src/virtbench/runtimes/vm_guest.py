@@ -52,8 +52,8 @@ class VmOptions(BaseModel):
     # "ext4": formatted), attached after `disk`, removed with the instance
     scratch_disk_mib: int | None = Field(default=None, ge=1, le=1 << 22)
     scratch_format: Literal["raw", "ext4"] = "raw"
-    # a Linux guest's data disk (workloads with DATA: fio, sysbench fileio, databases): a
-    # sparse ext4 image of this size made per instance, at /data, removed with it
+    # a Linux guest's data disk (workloads whose needs.data is set: fio, sysbench fileio,
+    # databases): a sparse ext4 image of this size made per instance, at /data, removed with it
     data_disk_mib: int = Field(default=8192, ge=64, le=1 << 22)
 
     @field_validator("kernel", "initrd", "disk")

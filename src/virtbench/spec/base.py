@@ -69,13 +69,11 @@ class RepeatedExperiment(CommonExperiment):
 def check_params(params: dict[str, dict[str, Any]], names: list[str]) -> None:
     """`[experiment.params.<workload>]` tables: only for this experiment's workloads, and
     valid for the workload's Params model."""
-    from virtbench import workloads
-
     for name, table in params.items():
         if name not in names:
             these = ", ".join(names) or "none takes params"
             raise ValueError(f"params.{name}: not a workload of this experiment ({these})")
-        model = workloads.get(name).Params
+        model = measured(name).params
         try:
             model.model_validate(table)
         except ValidationError as err:
@@ -83,17 +81,25 @@ def check_params(params: dict[str, dict[str, Any]], names: list[str]) -> None:
             raise ValueError(f"params.{name}.{key}: {msg}") from None
 
 
-def params_for(params: dict[str, dict[str, Any]], name: str) -> Any:
+def measured(name: str) -> Any:
+    """How the workload `name` yields figures (its `measures`: its parameters' model)."""
     from virtbench import workloads
 
-    return workloads.get(name).Params.model_validate(params.get(name, {}))
+    measures = workloads.get(name).measures
+    if measures is None:
+        raise ValueError(f"{name} yields no figures and takes no params")
+    return measures
+
+
+def params_for(params: dict[str, dict[str, Any]], name: str) -> Any:
+    return measured(name).params.model_validate(params.get(name, {}))
 
 
 def measuring_worker(v: str, also: tuple[str, ...] = ()) -> str:
     """A worker name: one of `also`, or a workload that yields figures (aliases resolved)."""
     from virtbench import workloads
 
-    v = workloads.ALIASES.get(v, v)
+    v = workloads.canonical(v)
     allowed = [*also, *workloads.measuring()]
     if v not in allowed:
         raise ValueError(f"unknown worker {v!r} (allowed: {', '.join(allowed)})")

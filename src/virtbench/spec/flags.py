@@ -128,7 +128,7 @@ def set_flag(tables: list[dict[str, Any]], flag: str, value: Any, flags: dict[st
 
             # the file's parameters of workloads the flag leaves out go with them
             names = value if isinstance(value, list) else [value]
-            keep = {workloads.ALIASES.get(v, v) for v in names if isinstance(v, str)}
+            keep = {workloads.canonical(v) for v in names if isinstance(v, str)}
             if "all" not in keep:
                 e["params"] = {k: v for k, v in e["params"].items() if k in keep}
         other = model_of(e).EITHER.get(field)

@@ -6,11 +6,22 @@ next number, which proves it is the instance that was checkpointed. The minimal 
 has the same mode (vb.mode=beat). The instance of `pause` and `snapshot`.
 """
 
-NAME = "beat"
-ENDS = "ready"
-DESCRIPTION = "signals ready, then a heartbeat with its own token every 2 ms (vb-ready --beat)"
+from __future__ import annotations
+
+from virtbench.workloads.kind import Needs, Workload
+
 PERIOD_MS = 2
 
 
 def argv(instance: str) -> tuple[str, ...]:
     return ("/bin/vb-ready", "{probe}", instance, "--beat", str(PERIOD_MS))
+
+
+WORKLOAD = Workload(
+    "beat",
+    "ready",
+    argv,
+    "signals ready, then a heartbeat with its own token every 2 ms (vb-ready --beat)",
+    needs=Needs(static_programs=("vb-ready",)),
+    order=30,
+)

@@ -16,20 +16,35 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from virtbench.workloads import Metric, ParseError, first_line
+from virtbench import workloads
+from virtbench.metrics.model import Metric
+from virtbench.workloads.kind import (
+    Inside,
+    Measures,
+    Needs,
+    ParseError,
+    Workload,
+    declared,
+    figure,
+    first_line,
+)
 
-NAME = "fio"
-ENDS = "exit"
-PRIMARY = "randrw.read.iops"
-PRIMARY_UNIT, PRIMARY_DIRECTION = "IOPS", "higher"
-DESCRIPTION = "fio randrw 4k direct iodepth 1 (S4) and sequential read/write, data on disk"
-HOST_BINARIES = ["/usr/bin/fio"]
-DATA = True
 TESTS = {  # fio --rw, block size param
     "randrw": ("randrw", "random_bs"),
     "seqread": ("read", "seq_bs"),
     "seqwrite": ("write", "seq_bs"),
 }
+
+# fmt: off
+METRICS: tuple[Metric, ...] = (
+    declared("fio", "*.*.iops", "IOPS", "higher", "a test's reads or writes per second (fio "
+             "JSON)"),
+    declared("fio", "*.*.mib_per_s", "MiB/s", "higher", "a test's bytes read or written per "
+             "second (fio bw_bytes)", 1 / 2**20),
+    declared("fio", "*.*.clat_p*", "us", "lower", "a percentile (50, 99) of completion "
+             "latency, submission -> completion (fio clat_ns)", 0.001),
+)
+# fmt: on
 
 
 class Params(BaseModel):
@@ -75,7 +90,7 @@ def command(params: Params, level: str) -> tuple[str, ...]:
     )
 
 
-def parse(output: str) -> list[Metric]:
+def parse(output: str) -> list[workloads.Metric]:
     """fio --output-format=json (3.x); anything before the first `{` (warnings) and after
     the document (a runtime's own last words, e.g. nspawn's) is skipped."""
     start = output.find("{")
@@ -96,12 +111,26 @@ def parse(output: str) -> list[Metric]:
         if not d.get("total_ios"):
             continue
         name = f"{test}.{direction}"
-        out.append(Metric(f"{name}.iops", float(d["iops"]), "IOPS", "higher"))
-        out.append(Metric(f"{name}.mib_per_s", d["bw_bytes"] / 2**20, "MiB/s", "higher"))
+        out.append(figure(METRICS, f"{name}.iops", float(d["iops"])))
+        out.append(figure(METRICS, f"{name}.mib_per_s", d["bw_bytes"] / 2**20))
         pcts = (d.get("clat_ns") or {}).get("percentile") or {}
         for key, label_ in (("50.000000", "clat_p50"), ("99.000000", "clat_p99")):
             if key in pcts:
-                out.append(Metric(f"{name}.{label_}", pcts[key] / 1000.0, "us", "lower"))
+                out.append(figure(METRICS, f"{name}.{label_}", pcts[key] / 1000.0))
     if not out:
         raise ParseError(f"fio: job {test} did no I/O")
     return out
+
+
+WORKLOAD = Workload(
+    "fio",
+    "exit",
+    None,
+    "fio randrw 4k direct iodepth 1 (S4) and sequential read/write, data on disk",
+    needs=Needs(host_binaries=("/usr/bin/fio",), data=True),
+    measures=Measures(Params, parse, "randrw.read.iops", levels, label),
+    inside=Inside(command),
+    metrics=METRICS,
+    order=110,
+    metrics_order=70,
+)

@@ -15,18 +15,31 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from virtbench.workloads import Metric, ParseError, first_line
-from virtbench.workloads import nginx as _nginx
+from virtbench import workloads
+from virtbench.metrics.model import Metric
+from virtbench.workloads import nginx
+from virtbench.workloads.kind import (
+    Measures,
+    ParseError,
+    Serves,
+    Workload,
+    figure,
+    first_line,
+    swept,
+)
 
-NAME = "http-fixed"
-ENDS = "serve"
-PRIMARY = "reply_rate"
-PRIMARY_UNIT, PRIMARY_DIRECTION = "replies/s", "higher"
-DESCRIPTION = "S2 fixed 1.3 KB HTTP reply (nginx), httperf at a set rate"
-PORT = _nginx.FIXED_PORT
-CLIENT = "httperf"
-HOST_BINARIES = _nginx.HOST_BINARIES
-FILES = _nginx.FILES
+PORT = nginx.FIXED_PORT
+# fmt: off
+METRICS: tuple[Metric, ...] = (
+    swept("http-fixed", "reply_rate", "replies/s", "higher", "replies / the test's duration "
+          "(httperf)"),
+    swept("http-fixed", "response_ms", "ms", "lower", "request sent -> first byte of the "
+          "reply (httperf Reply time response)", 0.1),
+    swept("http-fixed", "errors", "errors", "lower", "all of httperf's errors, refused and "
+          "timed-out connections included", 1.0),
+    swept("http-fixed", "replies", "replies", "higher", "replies received (httperf)", 1.0),
+)
+# fmt: on
 
 
 class Params(BaseModel):
@@ -38,7 +51,7 @@ class Params(BaseModel):
 
 
 def argv(instance: str) -> tuple[str, ...]:
-    return _nginx.argv(instance)
+    return nginx.argv(instance)
 
 
 def levels(params: Params) -> list[int]:
@@ -67,7 +80,7 @@ def _num(pattern: str, text: str) -> float:
     return float(m.group(1))
 
 
-def parse(output: str) -> list[Metric]:
+def parse(output: str) -> list[workloads.Metric]:
     """httperf 0.9's report; it exits 0 even when every connection failed."""
     if "Total: connections" not in output:
         raise ParseError(f"httperf: no result: {first_line(output)}")
@@ -81,8 +94,22 @@ def parse(output: str) -> list[Metric]:
     reply_rate = replies / duration if duration > 0 else 0.0
     response = _num(r"^Reply time \[ms\]: response ([\d.]+)", output)
     return [
-        Metric("reply_rate", reply_rate, "replies/s", "higher"),
-        Metric("response_ms", response, "ms", "lower"),
-        Metric("errors", errors, "errors", "lower"),
-        Metric("replies", replies, "replies", "higher"),
+        figure(METRICS, "reply_rate", reply_rate),
+        figure(METRICS, "response_ms", response),
+        figure(METRICS, "errors", errors),
+        figure(METRICS, "replies", replies),
     ]
+
+
+WORKLOAD = Workload(
+    "http-fixed",
+    "serve",
+    argv,
+    "S2 fixed 1.3 KB HTTP reply (nginx), httperf at a set rate",
+    needs=nginx.WORKLOAD.needs,  # the same nginx binary and configuration
+    measures=Measures(Params, parse, "reply_rate", levels),
+    serves=Serves(PORT, "httperf", client, client_timeout_s=client_timeout_s),
+    metrics=METRICS,
+    order=160,
+    metrics_order=100,
+)

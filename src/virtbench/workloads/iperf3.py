@@ -11,16 +11,30 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from virtbench.workloads import Metric, ParseError, first_line
+from virtbench import workloads
+from virtbench.metrics.model import Metric
+from virtbench.workloads.kind import (
+    Measures,
+    Needs,
+    ParseError,
+    Serves,
+    Workload,
+    declared,
+    figure,
+    first_line,
+)
 
-NAME = "iperf3"
-ENDS = "serve"
-PRIMARY = "tcp.gbit_s"
-PRIMARY_UNIT, PRIMARY_DIRECTION = "Gbit/s", "higher"
-DESCRIPTION = "iperf3 TCP bandwidth both ways, UDP jitter and loss at a set rate"
 PORT = 15201
-CLIENT = "iperf3"
-HOST_BINARIES = ["/usr/bin/iperf3"]
+# fmt: off
+METRICS: tuple[Metric, ...] = (
+    declared("iperf3", "*.gbit_s", "Gbit/s", "higher", "bits the receiver got per second over "
+             "the test (iperf3 -J)"),
+    declared("iperf3", "*.retransmits", "count", "lower", "TCP retransmits on the sender", 1.0),
+    declared("iperf3", "udp.jitter_ms", "ms", "lower", "UDP packet delay variation (iperf3)"),
+    declared("iperf3", "udp.lost_percent", "%", "lower", "UDP datagrams lost at the stated "
+             "rate"),
+)
+# fmt: on
 
 
 class Params(BaseModel):
@@ -48,8 +62,8 @@ def label(params: Params, level: str) -> str:
     return ""  # the test is part of every metric's name
 
 
-def client(address: str, params: Params, level: str) -> list[str]:
-    argv = ["iperf3", "-c", address, "-p", str(PORT), "-t", str(params.duration_s), "-J"]
+def client(address: str, params: Params, level: str, port: int = PORT) -> list[str]:
+    argv = ["iperf3", "-c", address, "-p", str(port), "-t", str(params.duration_s), "-J"]
     argv += ["-P", str(params.streams)]
     if level == "tcp_reverse":
         argv.append("-R")
@@ -58,7 +72,7 @@ def client(address: str, params: Params, level: str) -> list[str]:
     return argv
 
 
-def parse(output: str) -> list[Metric]:
+def parse(output: str) -> list[workloads.Metric]:
     start = output.find("{")
     try:
         data = json.loads(output[start:]) if start >= 0 else {}
@@ -72,9 +86,9 @@ def parse(output: str) -> list[Metric]:
         if test["protocol"] == "UDP":
             s = end["sum"]
             return [
-                Metric("udp.gbit_s", s["bits_per_second"] / 1e9, "Gbit/s", "higher"),
-                Metric("udp.jitter_ms", s["jitter_ms"], "ms", "lower"),
-                Metric("udp.lost_percent", s["lost_percent"], "%", "lower"),
+                figure(METRICS, "udp.gbit_s", s["bits_per_second"] / 1e9),
+                figure(METRICS, "udp.jitter_ms", s["jitter_ms"]),
+                figure(METRICS, "udp.lost_percent", s["lost_percent"]),
             ]
         name = "tcp_reverse" if test.get("reverse") else "tcp"
         received = end["sum_received"]["bits_per_second"] / 1e9
@@ -82,6 +96,20 @@ def parse(output: str) -> list[Metric]:
     except (KeyError, TypeError) as exc:
         raise ParseError(f"iperf3: unexpected JSON ({exc})") from None
     return [
-        Metric(f"{name}.gbit_s", received, "Gbit/s", "higher"),
-        Metric(f"{name}.retransmits", float(retrans), "count", "lower"),
+        figure(METRICS, f"{name}.gbit_s", received),
+        figure(METRICS, f"{name}.retransmits", float(retrans)),
     ]
+
+
+WORKLOAD = Workload(
+    "iperf3",
+    "serve",
+    argv,
+    "iperf3 TCP bandwidth both ways, UDP jitter and loss at a set rate",
+    needs=Needs(host_binaries=("/usr/bin/iperf3",)),
+    measures=Measures(Params, parse, "tcp.gbit_s", levels, label),
+    serves=Serves(PORT, "iperf3", client),
+    metrics=METRICS,
+    order=60,
+    metrics_order=80,
+)

@@ -18,16 +18,32 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from virtbench.workloads import Metric, ParseError, first_line
+from virtbench import workloads
+from virtbench.metrics.model import Metric
+from virtbench.workloads.kind import (
+    Measures,
+    Needs,
+    ParseError,
+    Serves,
+    Workload,
+    declared,
+    figure,
+    first_line,
+)
 
-NAME = "latency"
-ENDS = "serve"
-PRIMARY = "tcp.64B.rtt_p50"
-PRIMARY_UNIT, PRIMARY_DIRECTION = "us", "lower"
-DESCRIPTION = "TCP/UDP request-response round trips (vb-rr) and ICMP ping, percentiles"
 PORT = 15300
-CLIENT = "/bin/vb-rr"  # from the artifact (runs on the host)
-EXTRA_CLIENTS = ("ping",)
+# fmt: off
+METRICS: tuple[Metric, ...] = (
+    declared("latency", "*.*B.rtt_p*", "us", "lower", "a percentile of round trips, message "
+             "sent -> reply received, monotonic clock (vb-rr)", 0.001, "latency"),
+    declared("latency", "*.*B.rtt_*", "us", "lower", "the mean, least or largest round trip "
+             "(vb-rr)", 0.001),
+    declared("latency", "*.*B.lost", "messages", "lower", "replies missing after 1 s", 1.0),
+    declared("latency", "icmp.rtt_*", "us", "lower", "ping's round trip min / avg / max / "
+             "mdev", 1.0),
+    declared("latency", "icmp.loss_pct", "%", "lower", "ping's packet loss"),
+)
+# fmt: on
 
 
 class Params(BaseModel):
@@ -62,32 +78,47 @@ def seconds(params: Params, level: str) -> float:
     return 1.0 + params.count * 30e-6
 
 
-def client(address: str, params: Params, level: str) -> list[str]:
+def client(address: str, params: Params, level: str, port: int = PORT) -> list[str]:
     test, size = level.split(":")
     if test == "icmp":
         return ["ping", "-q", "-n", "-c", str(params.ping_count), "-i",
                 f"{params.ping_interval_s:g}", "-W", "2", address]  # fmt: skip
-    return ["/bin/vb-rr", "ping", test, address, str(PORT), str(params.count), size]
+    return ["/bin/vb-rr", "ping", test, address, str(port), str(params.count), size]
 
 
-def parse(output: str) -> list[Metric]:
+def parse(output: str) -> list[workloads.Metric]:
     """One `vb-rr ping` line, or ping -q's summary (iputils)."""
     m = re.search(r"^rr proto=(\w+) size=(\d+) count=(\d+) lost=(\d+) (.*)$", output, re.M)
     if m:
         proto, size, lost = m.group(1), m.group(2), float(m.group(4))
         figures = dict(kv.split("=") for kv in m.group(5).split())
         out = [
-            Metric(f"{proto}.{size}B.rtt_{k[:-3]}", float(v), "us", "lower")
+            figure(METRICS, f"{proto}.{size}B.rtt_{k[:-3]}", float(v))
             for k, v in figures.items()
             if k.endswith("_us")
         ]
-        return [*out, Metric(f"{proto}.{size}B.lost", lost, "messages", "lower")]
+        return [*out, figure(METRICS, f"{proto}.{size}B.lost", lost)]
     loss = re.search(r"(\d+) packets transmitted, (\d+) received.*?([\d.]+)% packet loss", output)
     rtt = re.search(r"^rtt min/avg/max/mdev = ([\d.]+)/([\d.]+)/([\d.]+)/([\d.]+) ms", output, re.M)
     if loss and rtt:
         out = [
-            Metric(f"icmp.rtt_{k}", float(v) * 1000.0, "us", "lower")
+            figure(METRICS, f"icmp.rtt_{k}", float(v) * 1000.0)
             for k, v in zip(("min", "avg", "max", "mdev"), rtt.groups(), strict=True)
         ]
-        return [*out, Metric("icmp.loss_pct", float(loss.group(3)), "%", "lower")]
+        return [*out, figure(METRICS, "icmp.loss_pct", float(loss.group(3)))]
     raise ParseError(f"latency: no result: {first_line(output)}")
+
+
+WORKLOAD = Workload(
+    "latency",
+    "serve",
+    argv,
+    "TCP/UDP request-response round trips (vb-rr) and ICMP ping, percentiles",
+    needs=Needs(static_programs=("vb-rr",)),
+    measures=Measures(Params, parse, "tcp.64B.rtt_p50", levels, label, seconds),
+    # the client is the artifact's vb-rr, run on the host
+    serves=Serves(PORT, "/bin/vb-rr", client, extra_clients=("ping",)),
+    metrics=METRICS,
+    order=140,
+    metrics_order=90,
+)

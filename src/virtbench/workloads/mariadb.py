@@ -22,20 +22,22 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from virtbench import workloads
 from virtbench.errors import VirtbenchError
-from virtbench.workloads import Metric, ParseError, first_line
+from virtbench.metrics.model import Metric
+from virtbench.workloads.kind import (
+    Measures,
+    Needs,
+    ParseError,
+    Serves,
+    Workload,
+    figure,
+    first_line,
+    swept,
+)
 
-NAME = "mariadb"
-ENDS = "serve"
-PRIMARY = "read_only.tps"
-PRIMARY_UNIT, PRIMARY_DIRECTION = "tx/s", "higher"
-DESCRIPTION = "MariaDB, sysbench OLTP read-only / write-only / read-write from the host"
 PORT = 13306
-CLIENT = "sysbench"
-DATA = True
 SHARE = "/usr/share/mysql"
-HOST_BINARIES = ["/usr/sbin/mariadbd", f"{SHARE}/english/errmsg.sys"]
-HOST_DIRS = [f"{SHARE}/charsets"]
 INIT_SQL = "/etc/virtbench/mariadb-init.sql"
 # what mariadb-install-db feeds `mariadbd --bootstrap` (help tables, GIS procedures and
 # the sys schema left out), then the benchmark's database and user
@@ -48,7 +50,23 @@ SERVER_OPTS = ("--no-defaults", "--user=root", "--datadir", "/data/db", "--skip-
                "--innodb-use-native-aio=0")  # fmt: skip
 
 
-def FILES() -> dict[str, str]:
+# fmt: off
+METRICS: tuple[Metric, ...] = (
+    swept("mariadb", "*.tps", "tx/s", "higher", "an OLTP test's transactions per second "
+          "(sysbench)", 0.01),
+    swept("mariadb", "*.qps", "queries/s", "higher", "an OLTP test's queries per second "
+          "(sysbench)", 0.01),
+    swept("mariadb", "*.latency_*", "ms", "lower", "an OLTP transaction's latency, avg / "
+          "95th percentile (sysbench)", 0.01),
+    swept("mariadb", "*.errors", "errors", "lower", "errors sysbench ignored and retried "
+          "(deadlocks)", 1.0),
+)
+# fmt: on
+
+
+def files() -> dict[str, str]:
+    """The SQL `mariadbd --bootstrap` is fed, read from the host's package when the
+    artifact is built."""
     parts = ["create database if not exists mysql;", "use mysql;", "SET @auth_root_socket=NULL;"]
     for name in SYSTEM_SQL:
         path = Path(SHARE) / name
@@ -103,8 +121,8 @@ def label(params: Params, level: str) -> str:
     return f"@t{level.split(':')[1]}" if len(_threads(params)) > 1 else ""
 
 
-def _common(address: str, params: Params) -> list[str]:
-    return ["--db-driver=mysql", f"--mysql-host={address}", f"--mysql-port={PORT}",
+def _common(address: str, params: Params, port: int = PORT) -> list[str]:
+    return ["--db-driver=mysql", f"--mysql-host={address}", f"--mysql-port={port}",
             "--mysql-user=sbtest", "--mysql-password=", "--mysql-db=sbtest",
             f"--tables={params.tables}", f"--table-size={params.table_size}"]  # fmt: skip
 
@@ -113,13 +131,13 @@ def prepare(address: str, params: Params) -> list[list[str]]:
     return [["sysbench", "oltp_read_write", *_common(address, params), "prepare"]]
 
 
-def client(address: str, params: Params, level: str) -> list[str]:
+def client(address: str, params: Params, level: str, port: int = PORT) -> list[str]:
     test, threads = level.split(":")
-    return ["sysbench", f"oltp_{test}", *_common(address, params), f"--threads={threads}",
+    return ["sysbench", f"oltp_{test}", *_common(address, params, port), f"--threads={threads}",
             f"--time={params.duration_s}", "--report-interval=0", "run"]  # fmt: skip
 
 
-def parse(output: str) -> list[Metric]:
+def parse(output: str) -> list[workloads.Metric]:
     """sysbench 1.0 OLTP report; the test is read from its query mix."""
     tx = re.search(r"^\s+transactions:\s+\d+\s+\(([\d.]+) per sec\.\)", output, re.M)
     q = re.search(r"^\s+queries:\s+\d+\s+\(([\d.]+) per sec\.\)", output, re.M)
@@ -131,12 +149,32 @@ def parse(output: str) -> list[Metric]:
     r, w = int(reads.group(1)), int(writes.group(1))
     test = "read_write" if r and w else "read_only" if r else "write_only"
     out = [
-        Metric(f"{test}.tps", float(tx.group(1)), "tx/s", "higher"),
-        Metric(f"{test}.qps", float(q.group(1)), "queries/s", "higher"),
+        figure(METRICS, f"{test}.tps", float(tx.group(1))),
+        figure(METRICS, f"{test}.qps", float(q.group(1))),
     ]
     for key, name in (("avg", "latency_avg"), ("95th percentile", "latency_p95")):
         if m := re.search(rf"^\s+{key}:\s+([\d.]+)", output, re.M):
-            out.append(Metric(f"{test}.{name}", float(m.group(1)), "ms", "lower"))
+            out.append(figure(METRICS, f"{test}.{name}", float(m.group(1))))
     if err := re.search(r"^\s+ignored errors:\s+(\d+)", output, re.M):
-        out.append(Metric(f"{test}.errors", float(err.group(1)), "errors", "lower"))
+        out.append(figure(METRICS, f"{test}.errors", float(err.group(1))))
     return out
+
+
+WORKLOAD = Workload(
+    "mariadb",
+    "serve",
+    argv,
+    "MariaDB, sysbench OLTP read-only / write-only / read-write from the host",
+    needs=Needs(
+        static_programs=("vb-run",),  # bootstraps the data directory, then the server
+        host_binaries=("/usr/sbin/mariadbd", f"{SHARE}/english/errmsg.sys"),
+        host_dirs=(f"{SHARE}/charsets",),
+        files=files,
+        data=True,
+    ),
+    measures=Measures(Params, parse, "read_only.tps", levels, label, seconds),
+    serves=Serves(PORT, "sysbench", client, prepare=prepare),
+    metrics=METRICS,
+    order=130,
+    metrics_order=50,
+)

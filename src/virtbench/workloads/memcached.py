@@ -16,25 +16,39 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from virtbench.workloads import Metric, ParseError, first_line
+from virtbench import workloads
+from virtbench.metrics.model import Metric
+from virtbench.workloads.kind import (
+    Measures,
+    Needs,
+    ParseError,
+    Serves,
+    Workload,
+    figure,
+    first_line,
+    swept,
+)
 
-NAME = "memcached"
-ENDS = "serve"
-PRIMARY = "ops_per_s"
-PRIMARY_UNIT, PRIMARY_DIRECTION = "ops/s", "higher"
-DESCRIPTION = "memcached, closed-loop gets/sets from the host with latency percentiles"
 PORT = 11311
 # memcached raises its open-files limit to its connection limit, and a container's hard
 # limit is often 1024: the connections a measurement may open stay below it
 MAX_CONNECTIONS = 800
-CLIENT = "/bin/vb-mcload"
-HOST_BINARIES = ["/usr/bin/memcached"]
 RESULT = re.compile(
     r"^mcload conns=(\d+) seconds=([\d.]+) ops=(\d+) ops_per_s=([\d.]+) gets=\d+ sets=\d+ "
     r"misses=(\d+) errors=\d+ p50_us=([\d.]+) p90_us=([\d.]+) p99_us=([\d.]+) "
     r"p999_us=([\d.]+) max_us=([\d.]+) over_100ms=(\d+)$",
     re.M,
 )
+# fmt: off
+METRICS: tuple[Metric, ...] = (
+    swept("memcached", "ops_per_s", "ops/s", "higher", "gets and sets completed / the "
+          "test's duration, one outstanding per connection (vb-mcload)", 0.1),
+    swept("memcached", "p*_us", "us", "lower", "a percentile (50, 90, 99, 99.9) of the time "
+          "from a request's send to its reply's last byte (1 us buckets)", 1.0),
+    swept("memcached", "misses", "gets", "lower", "gets of a key the server no longer held",
+          1.0),
+)
+# fmt: on
 
 
 class Params(BaseModel):
@@ -80,13 +94,27 @@ def client(address: str, params: Params, level: int, port: int = PORT) -> list[s
             str(params.keys), str(params.value_bytes), str(params.get_percent)]  # fmt: skip
 
 
-def parse(output: str) -> list[Metric]:
+def parse(output: str) -> list[workloads.Metric]:
     m = RESULT.search(output)
     if m is None:
         raise ParseError(f"vb-mcload: no result: {first_line(output)}")
     ops_per_s, misses = float(m.group(4)), float(m.group(5))
-    out = [Metric("ops_per_s", ops_per_s, "ops/s", "higher")]
+    out = [figure(METRICS, "ops_per_s", ops_per_s)]
     for name, group in (("p50_us", 6), ("p90_us", 7), ("p99_us", 8), ("p999_us", 9)):
-        out.append(Metric(name, float(m.group(group)), "us", "lower"))
-    out.append(Metric("misses", misses, "gets", "lower"))
+        out.append(figure(METRICS, name, float(m.group(group))))
+    out.append(figure(METRICS, "misses", misses))
     return out
+
+
+WORKLOAD = Workload(
+    "memcached",
+    "serve",
+    argv,
+    "memcached, closed-loop gets/sets from the host with latency percentiles",
+    needs=Needs(host_binaries=("/usr/bin/memcached",)),
+    measures=Measures(Params, parse, "ops_per_s", levels, seconds=seconds),
+    serves=Serves(PORT, "/bin/vb-mcload", client),
+    metrics=METRICS,
+    order=170,
+    metrics_order=30,
+)

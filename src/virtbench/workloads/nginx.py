@@ -14,16 +14,20 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from virtbench.workloads import Metric, ParseError, first_line
+from virtbench import workloads
+from virtbench.metrics.model import Metric
+from virtbench.workloads.kind import (
+    Measures,
+    Needs,
+    ParseError,
+    Serves,
+    Workload,
+    figure,
+    first_line,
+    swept,
+)
 
-NAME = "nginx"
-ENDS = "serve"
-PRIMARY = "requests_per_s"  # the metric a failed measurement is stored under
-PRIMARY_UNIT, PRIMARY_DIRECTION = "req/s", "higher"
-DESCRIPTION = "nginx static file, wrk from the host (requests/s, latency percentiles)"
 PORT = 18080
-CLIENT = "wrk"
-HOST_BINARIES = ["/usr/sbin/nginx"]
 PREFIX = "/srv/nginx"
 FIXED_PORT = 18081  # the http-fixed workload's fixed-size reply (S2)
 FIXED_BODY = "x" * 1300
@@ -57,6 +61,22 @@ http {{
 """,
     f"{PREFIX}/www/index.html".lstrip("/"): "<html><body>hello from virtbench</body></html>\n" * 10,
 }
+
+
+# fmt: off
+METRICS: tuple[Metric, ...] = (
+    swept("nginx", "requests_per_s", "req/s", "higher", "requests completed / the test's "
+          "duration (wrk Requests/sec)", 0.01),
+    swept("nginx", "transfer", "MiB/s", "higher", "response bytes, headers included, per "
+          "second (wrk Transfer/sec)"),
+    swept("nginx", "latency_avg", "ms", "lower", "mean time from a request sent to its "
+          "response read (wrk)"),
+    swept("nginx", "latency_p*", "ms", "lower", "a percentile (50, 75, 90, 99) of that time "
+          "(wrk --latency)"),
+    swept("nginx", "errors", "count", "lower", "socket errors (connect, read, write, timeout) "
+          "and non-2xx/3xx responses", 1.0),
+)
+# fmt: on
 
 
 class Params(BaseModel):
@@ -115,21 +135,21 @@ def _ms(text: str) -> float:
     return float(m.group(1)) * _UNITS[m.group(2)]
 
 
-def parse(output: str) -> list[Metric]:
+def parse(output: str) -> list[workloads.Metric]:
     """wrk's text report (with --latency)."""
     rps = re.search(r"^Requests/sec:\s+([\d.]+)", output, re.M)
     if rps is None:
         raise ParseError(f"wrk: no result: {first_line(output)}")
-    out = [Metric("requests_per_s", float(rps.group(1)), "req/s", "higher")]
+    out = [figure(METRICS, "requests_per_s", float(rps.group(1)))]
     tr = re.search(r"^Transfer/sec:\s+([\d.]+)([KMGT]?B)", output, re.M)
     if tr:
         mib = float(tr.group(1)) * _BYTES[tr.group(2)] / (1 << 20)
-        out.append(Metric("transfer", mib, "MiB/s", "higher"))
+        out.append(figure(METRICS, "transfer", mib))
     avg = re.search(r"^\s+Latency\s+(\S+)\s", output, re.M)
     if avg:
-        out.append(Metric("latency_avg", _ms(avg.group(1)), "ms", "lower"))
+        out.append(figure(METRICS, "latency_avg", _ms(avg.group(1))))
     for pct, value in re.findall(r"^\s+(50|75|90|99)%\s+(\S+)", output, re.M):
-        out.append(Metric(f"latency_p{pct}", _ms(value), "ms", "lower"))
+        out.append(figure(METRICS, f"latency_p{pct}", _ms(value)))
     errors = 0
     sock = re.search(
         r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", output
@@ -143,5 +163,19 @@ def parse(output: str) -> list[Metric]:
         if total and bad * 100 >= int(total.group(1)):  # the rate of error pages
             raise ParseError(f"wrk: {bad} of {total.group(1)} responses were not 2xx/3xx")
         errors += bad
-    out.append(Metric("errors", float(errors), "count", "lower"))
+    out.append(figure(METRICS, "errors", float(errors)))
     return out
+
+
+WORKLOAD = Workload(
+    "nginx",
+    "serve",
+    argv,
+    "nginx static file, wrk from the host (requests/s, latency percentiles)",
+    needs=Needs(host_binaries=("/usr/sbin/nginx",), files=FILES),
+    measures=Measures(Params, parse, "requests_per_s", levels),
+    serves=Serves(PORT, "wrk", client),
+    metrics=METRICS,
+    order=40,
+    metrics_order=10,
+)

@@ -21,30 +21,33 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from virtbench.workloads import Metric, ParseError, first_line
+from virtbench import workloads
+from virtbench.metrics.model import Metric
+from virtbench.workloads.kind import (
+    Measures,
+    Needs,
+    ParseError,
+    Serves,
+    Workload,
+    figure,
+    first_line,
+    swept,
+)
 
-NAME = "postgres"
-ENDS = "serve"
-PRIMARY = "tps"
-PRIMARY_UNIT, PRIMARY_DIRECTION = "tx/s", "higher"
-DESCRIPTION = "PostgreSQL 15, pgbench TPC-B-like from the host, client sweep"
 PORT = 15432
 BIN = "/usr/lib/postgresql/15/bin"
 CLIENT = f"{BIN}/pgbench"
-EXTRA_CLIENTS = (f"{BIN}/pg_isready",)
 USER = "postgres"
-USERS = [USER]
-DATA = True
-HOST_BINARIES = [
-    f"{BIN}/postgres",
-    f"{BIN}/initdb",
-    "/bin/sh",  # initdb runs postgres through popen()
-    "/usr/lib/postgresql/15/lib/plpgsql.so",
-    "/usr/lib/postgresql/15/lib/dict_snowball.so",
-]
-HOST_DIRS = ["/usr/share/postgresql/15"]
 HBA = "/etc/virtbench/pg_hba.conf"
-FILES = {HBA.lstrip("/"): "local all all trust\nhost all all 0.0.0.0/0 trust\n"}
+
+# fmt: off
+METRICS: tuple[Metric, ...] = (
+    swept("postgres", "tps", "tx/s", "higher", "transactions / the test's duration, without "
+          "the initial connection time (pgbench)", 1e-6),
+    swept("postgres", "latency_avg", "ms", "lower", "pgbench's latency average", 0.001),
+    swept("postgres", "failed", "transactions", "lower", "failed transactions (pgbench)", 1.0),
+)
+# fmt: on
 
 
 class Params(BaseModel):
@@ -84,8 +87,8 @@ def levels(params: Params) -> list[int]:
     return list(c) if isinstance(c, list) else [c]
 
 
-def _conn(address: str) -> list[str]:
-    return ["-h", address, "-p", str(PORT), "-U", "postgres"]
+def _conn(address: str, port: int = PORT) -> list[str]:
+    return ["-h", address, "-p", str(port), "-U", "postgres"]
 
 
 def ready(address: str, params: Params) -> list[str]:
@@ -97,24 +100,54 @@ def prepare(address: str, params: Params) -> list[list[str]]:
     return [[CLIENT, "-i", "-q", "-s", str(params.scale), *_conn(address), "postgres"]]
 
 
-def client(address: str, params: Params, level: int) -> list[str]:
+def client(address: str, params: Params, level: int, port: int = PORT) -> list[str]:
     threads = params.threads or max(1, min(level, os.cpu_count() or 1))
     return [CLIENT, "-c", str(level), "-j", str(min(threads, level)), "-T",
-            str(params.duration_s), "-M", params.mode, *_conn(address), "postgres"]  # fmt: skip
+            str(params.duration_s), "-M", params.mode, *_conn(address, port),
+            "postgres"]  # fmt: skip
 
 
-def parse(output: str) -> list[Metric]:
+def parse(output: str) -> list[workloads.Metric]:
     """pgbench 15's summary."""
     tps = re.search(r"^tps = ([\d.]+) \(without initial connection time\)", output, re.M)
     if tps is None:
         raise ParseError(f"pgbench: no result: {first_line(_errors(output) or output)}")
-    out = [Metric("tps", float(tps.group(1)), "tx/s", "higher")]
+    out = [figure(METRICS, "tps", float(tps.group(1)))]
     if lat := re.search(r"^latency average = ([\d.]+) ms", output, re.M):
-        out.append(Metric("latency_avg", float(lat.group(1)), "ms", "lower"))
+        out.append(figure(METRICS, "latency_avg", float(lat.group(1))))
     if failed := re.search(r"^number of failed transactions: (\d+)", output, re.M):
-        out.append(Metric("failed", float(failed.group(1)), "transactions", "lower"))
+        out.append(figure(METRICS, "failed", float(failed.group(1))))
     return out
 
 
 def _errors(output: str) -> str:
     return "\n".join(x for x in output.splitlines() if "error" in x)
+
+
+WORKLOAD = Workload(
+    "postgres",
+    "serve",
+    argv,
+    "PostgreSQL 15, pgbench TPC-B-like from the host, client sweep",
+    needs=Needs(
+        static_programs=("vb-run",),  # creates the data directory, drops root, runs initdb
+        host_binaries=(
+            f"{BIN}/postgres",
+            f"{BIN}/initdb",
+            "/bin/sh",  # initdb runs postgres through popen()
+            "/usr/lib/postgresql/15/lib/plpgsql.so",
+            "/usr/lib/postgresql/15/lib/dict_snowball.so",
+        ),
+        host_dirs=("/usr/share/postgresql/15",),
+        users=(USER,),
+        files={HBA.lstrip("/"): "local all all trust\nhost all all 0.0.0.0/0 trust\n"},
+        data=True,
+    ),
+    measures=Measures(Params, parse, "tps", levels, seconds=seconds),
+    serves=Serves(
+        PORT, CLIENT, client, extra_clients=(f"{BIN}/pg_isready",), ready=ready, prepare=prepare
+    ),
+    metrics=METRICS,
+    order=120,
+    metrics_order=40,
+)

@@ -11,16 +11,20 @@ import io
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from virtbench.workloads import Metric, ParseError, first_line
+from virtbench import workloads
+from virtbench.metrics.model import Metric
+from virtbench.workloads.kind import (
+    Measures,
+    Needs,
+    ParseError,
+    Serves,
+    Workload,
+    figure,
+    first_line,
+    swept,
+)
 
-NAME = "redis"
-ENDS = "serve"
-PRIMARY = "get.requests_per_s"  # the metric a failed measurement is stored under
-PRIMARY_UNIT, PRIMARY_DIRECTION = "req/s", "higher"
-DESCRIPTION = "redis-server (no persistence), redis-benchmark GET/SET from the host"
 PORT = 16379
-CLIENT = "redis-benchmark"
-HOST_BINARIES = ["/usr/bin/redis-server"]
 CONF = "/etc/virtbench/redis.conf"
 FILES = {
     CONF.lstrip("/"): f"""\
@@ -34,6 +38,16 @@ dir /tmp
 logfile ""
 """,
 }
+
+
+# fmt: off
+METRICS: tuple[Metric, ...] = (
+    swept("redis", "*.requests_per_s", "req/s", "higher", "a test's (GET, SET) requests / "
+          "its duration, pipelined (redis-benchmark)", 0.01),
+    swept("redis", "*.latency_*", "ms", "lower", "a test's request latency, avg / p50 / p95 / "
+          "p99 (redis-benchmark)", 0.001),
+)
+# fmt: on
 
 
 class Params(BaseModel):
@@ -84,7 +98,7 @@ def client(address: str, params: Params, level: int, port: int = PORT) -> list[s
     ]
 
 
-def parse(output: str) -> list[Metric]:
+def parse(output: str) -> list[workloads.Metric]:
     """redis-benchmark --csv (redis 7: test, rps, avg/min/p50/p95/p99/max latency ms)."""
     lines = [x for x in output.splitlines() if x.startswith('"')]
     rows = list(csv.DictReader(io.StringIO("\n".join(lines))))
@@ -94,10 +108,24 @@ def parse(output: str) -> list[Metric]:
     for row in rows:
         test = row["test"].lower()
         try:
-            out.append(Metric(f"{test}.requests_per_s", float(row["rps"]), "req/s", "higher"))
+            out.append(figure(METRICS, f"{test}.requests_per_s", float(row["rps"])))
             for key in ("avg", "p50", "p95", "p99"):
                 ms = float(row[f"{key}_latency_ms"])
-                out.append(Metric(f"{test}.latency_{key}", ms, "ms", "lower"))
+                out.append(figure(METRICS, f"{test}.latency_{key}", ms))
         except (KeyError, ValueError) as exc:
             raise ParseError(f"redis-benchmark: unreadable row {row}: {exc}") from None
     return out
+
+
+WORKLOAD = Workload(
+    "redis",
+    "serve",
+    argv,
+    "redis-server (no persistence), redis-benchmark GET/SET from the host",
+    needs=Needs(host_binaries=("/usr/bin/redis-server",), files=FILES),
+    measures=Measures(Params, parse, "get.requests_per_s", levels, seconds=seconds),
+    serves=Serves(PORT, "redis-benchmark", client),
+    metrics=METRICS,
+    order=50,
+    metrics_order=20,
+)

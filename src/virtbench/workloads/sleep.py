@@ -6,10 +6,20 @@ instance's memory right after ready, and a vb-ready still on its way into exec h
 another program's memory, or none /proc can read.
 """
 
-NAME = "sleep"
-ENDS = "ready"
-DESCRIPTION = "signals ready, then sleeps until stopped (vb-sleep)"
+from __future__ import annotations
+
+from virtbench.workloads.kind import Needs, Workload
 
 
 def argv(instance: str) -> tuple[str, ...]:
     return ("/bin/vb-sleep", "{probe}", instance)
+
+
+WORKLOAD = Workload(
+    "sleep",
+    "ready",
+    argv,
+    "signals ready, then sleeps until stopped (vb-sleep)",
+    needs=Needs(static_programs=("vb-sleep",)),
+    order=20,
+)

@@ -11,14 +11,25 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from virtbench.workloads import Metric, ParseError, first_line
+from virtbench import workloads
+from virtbench.metrics.model import Metric
+from virtbench.workloads.kind import (
+    Inside,
+    Measures,
+    Needs,
+    ParseError,
+    Workload,
+    declared,
+    figure,
+    first_line,
+)
 
-NAME = "stream"
-ENDS = "exit"
-PRIMARY = "triad_mb_s"
-PRIMARY_UNIT, PRIMARY_DIRECTION = "MB/s", "higher"
-DESCRIPTION = "STREAM copy/scale/add/triad memory bandwidth (MB/s), one thread"
 KERNELS = ("copy", "scale", "add", "triad")
+
+METRICS: tuple[Metric, ...] = (
+    declared("stream", "*_mb_s", "MB/s", "higher", "a STREAM kernel's best rate over the "
+             "passes (vb-stream)", 0.1),
+)  # fmt: skip
 
 
 class Params(BaseModel):
@@ -40,8 +51,22 @@ def command(params: Params, level: None = None) -> tuple[str, ...]:
     return ("/bin/vb-stream", str(params.elements), str(params.times))
 
 
-def parse(output: str) -> list[Metric]:
+def parse(output: str) -> list[workloads.Metric]:
     found = dict(re.findall(r"^stream (\w+) best_mb_s=([\d.]+)", output, re.M))
     if set(found) != set(KERNELS):
         raise ParseError(f"vb-stream: no result: {first_line(output)}")
-    return [Metric(f"{k}_mb_s", float(found[k]), "MB/s", "higher") for k in KERNELS]
+    return [figure(METRICS, f"{k}_mb_s", float(found[k])) for k in KERNELS]
+
+
+WORKLOAD = Workload(
+    "stream",
+    "exit",
+    None,
+    "STREAM copy/scale/add/triad memory bandwidth (MB/s), one thread",
+    needs=Needs(static_programs=("vb-stream",)),
+    measures=Measures(Params, parse, "triad_mb_s", seconds=seconds),
+    inside=Inside(command),
+    metrics=METRICS,
+    order=80,
+    metrics_order=130,
+)

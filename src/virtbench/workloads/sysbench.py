@@ -17,16 +17,37 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from virtbench.workloads import Metric, ParseError, first_line
+from virtbench import workloads
+from virtbench.metrics.model import Metric
+from virtbench.workloads.kind import (
+    Inside,
+    Measures,
+    Needs,
+    ParseError,
+    Workload,
+    figure,
+    first_line,
+    swept,
+)
 
-NAME = "sysbench"
-ENDS = "exit"
-PRIMARY = "cpu.events_per_s"
-PRIMARY_UNIT, PRIMARY_DIRECTION = "events/s", "higher"
-DESCRIPTION = "sysbench cpu (primes), memory and fileio, 1..N threads"
-HOST_BINARIES = ["/usr/bin/sysbench"]
-DATA = True  # fileio's files
 FILEIO_MODES = ("seqwr", "seqrewr", "seqrd", "rndrd", "rndwr", "rndrw")
+
+# fmt: off
+METRICS: tuple[Metric, ...] = (
+    swept("sysbench", "cpu.events_per_s", "events/s", "higher", "prime searches up to "
+          "cpu_max_prime per second, all threads", 0.01),
+    swept("sysbench", "cpu.latency_*", "ms", "lower", "one event's time, avg / 95th "
+          "percentile", 0.01),
+    swept("sysbench", "memory.mib_per_s", "MiB/s", "higher", "memory transferred per second "
+          "(block size, operation as configured)", 0.01),
+    swept("sysbench", "memory.ops_per_s", "ops/s", "higher", "memory block operations per "
+          "second", 0.01),
+    swept("sysbench", "fileio.*_mib_per_s", "MiB/s", "higher", "a fileio mode's MiB read or "
+          "written per second, on the data directory's disk", 0.01),
+    swept("sysbench", "fileio.*_per_s", "ops/s", "higher", "a fileio mode's reads, writes or "
+          "fsyncs per second", 0.01),
+)
+# fmt: on
 
 
 class Params(BaseModel):
@@ -118,7 +139,7 @@ FILEIO_HEADINGS = {  # "Doing <this> test" -> the mode
 }
 
 
-def _parse_fileio(output: str) -> list[Metric]:
+def _parse_fileio(output: str) -> list[workloads.Metric]:
     """The `run` step's report; prepare's and cleanup's lines around it are ignored."""
     m = re.search(r"^Doing (.+) test$", output, re.M)
     mode = FILEIO_HEADINGS.get(m.group(1)) if m else None
@@ -126,34 +147,52 @@ def _parse_fileio(output: str) -> list[Metric]:
         raise ParseError(f"sysbench fileio: no test heading: {first_line(output)}")
     run = output[m.end() :]
     out = []
-    for pattern, name, unit in (
-        (r"^\s+reads/s:\s+([\d.]+)", "reads_per_s", "ops/s"),
-        (r"^\s+writes/s:\s+([\d.]+)", "writes_per_s", "ops/s"),
-        (r"^\s+fsyncs/s:\s+([\d.]+)", "fsyncs_per_s", "ops/s"),
-        (r"^\s+read, MiB/s:\s+([\d.]+)", "read_mib_per_s", "MiB/s"),
-        (r"^\s+written, MiB/s:\s+([\d.]+)", "written_mib_per_s", "MiB/s"),
+    for pattern, name in (
+        (r"^\s+reads/s:\s+([\d.]+)", "reads_per_s"),
+        (r"^\s+writes/s:\s+([\d.]+)", "writes_per_s"),
+        (r"^\s+fsyncs/s:\s+([\d.]+)", "fsyncs_per_s"),
+        (r"^\s+read, MiB/s:\s+([\d.]+)", "read_mib_per_s"),
+        (r"^\s+written, MiB/s:\s+([\d.]+)", "written_mib_per_s"),
     ):
         if (v := _num(pattern, run)) is not None:
-            out.append(Metric(f"fileio.{mode}.{name}", v, unit, "higher"))
+            out.append(figure(METRICS, f"fileio.{mode}.{name}", v))
     if len(out) < 5:
         raise ParseError(f"sysbench fileio {mode}: incomplete report: {first_line(run)}")
     return out
 
 
-def parse(output: str) -> list[Metric]:
+def parse(output: str) -> list[workloads.Metric]:
     """One test's report (sysbench 1.0)."""
     out = []
     if re.search(r"^Doing .+ test$", output, re.M):
         return _parse_fileio(output)
     if (eps := _num(r"^\s+events per second:\s+([\d.]+)", output)) is not None:
-        out.append(Metric("cpu.events_per_s", eps, "events/s", "higher"))
+        out.append(figure(METRICS, "cpu.events_per_s", eps))
         for key, name in (("avg", "latency_avg"), ("95th percentile", "latency_p95")):
             if (v := _num(rf"^\s+{key}:\s+([\d.]+)", output)) is not None:
-                out.append(Metric(f"cpu.{name}", v, "ms", "lower"))
+                out.append(figure(METRICS, f"cpu.{name}", v))
     elif (mib := _num(r"MiB transferred \(([\d.]+) MiB/sec\)", output)) is not None:
-        out.append(Metric("memory.mib_per_s", mib, "MiB/s", "higher"))
+        out.append(figure(METRICS, "memory.mib_per_s", mib))
         if (ops := _num(r"^Total operations: \d+ \(\s*([\d.]+) per second\)", output)) is not None:
-            out.append(Metric("memory.ops_per_s", ops, "ops/s", "higher"))
+            out.append(figure(METRICS, "memory.ops_per_s", ops))
     else:
         raise ParseError(f"sysbench: no result: {first_line(output)}")
     return out
+
+
+WORKLOAD = Workload(
+    "sysbench",
+    "exit",
+    None,
+    "sysbench cpu (primes), memory and fileio, 1..N threads",
+    needs=Needs(
+        static_programs=("vb-run",),  # fileio's prepare, run and cleanup in one instance
+        host_binaries=("/usr/bin/sysbench",),
+        data=True,  # fileio's files
+    ),
+    measures=Measures(Params, parse, "cpu.events_per_s", levels, label),
+    inside=Inside(command),
+    metrics=METRICS,
+    order=90,
+    metrics_order=60,
+)

@@ -15,17 +15,32 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from virtbench.workloads import Metric, ParseError, first_line
+from virtbench import workloads
+from virtbench.metrics.model import Metric
+from virtbench.workloads.kind import (
+    Inside,
+    Measures,
+    Needs,
+    ParseError,
+    Workload,
+    declared,
+    figure,
+    first_line,
+)
 
-NAME = "syscall"
-ENDS = "exit"
 PRIMARY = "getppid_ns"
-PRIMARY_UNIT, PRIMARY_DIRECTION = "ns", "lower"
-DESCRIPTION = "syscall and page-fault cost (ns/op), payload sweep 1 B..8 KiB"
 SIZED = ("read", "write", "sendto_recvfrom")
 LINE = re.compile(r"^syscall (\w+) (bytes|pages)=(\d+) batch=\d+ iters=\d+ ns_per_op=([\d.]+)",
                   re.M)  # fmt: skip
 MAX_BYTES = 8192  # vb-syscall's buffer
+# fmt: off
+METRICS: tuple[Metric, ...] = (
+    declared("syscall", "page_fault_*p_ns", "ns", "lower", "the first touch of k fresh "
+             "anonymous pages, all k touches timed, the mapping not (vb-syscall)", 1.0),
+    declared("syscall", "*_ns", "ns", "lower", "one operation's cost: a calibrated batch's "
+             "time / its iterations (vb-syscall)", 0.1),
+)
+# fmt: on
 
 
 class Params(BaseModel):
@@ -57,14 +72,28 @@ def command(params: Params, level: None = None) -> tuple[str, ...]:
     return ("/bin/vb-syscall", str(params.batches), f"{params.batch_ms:g}", sizes, pages)
 
 
-def parse(output: str) -> list[Metric]:
+def parse(output: str) -> list[workloads.Metric]:
     out = []
     for op, kind, size, ns in LINE.findall(output):
         if kind == "pages":
             name = f"page_fault_{size}p_ns"
         else:
             name = f"{op}_{size}b_ns" if op in SIZED else f"{op}_ns"
-        out.append(Metric(name, float(ns), "ns", "lower"))
+        out.append(figure(METRICS, name, float(ns)))
     if not any(m.name == PRIMARY for m in out) or "page_fault_ns" not in {m.name for m in out}:
         raise ParseError(f"vb-syscall: incomplete result: {first_line(output)}")
     return out
+
+
+WORKLOAD = Workload(
+    "syscall",
+    "exit",
+    None,
+    "syscall and page-fault cost (ns/op), payload sweep 1 B..8 KiB",
+    needs=Needs(static_programs=("vb-syscall",)),
+    measures=Measures(Params, parse, PRIMARY, seconds=seconds),
+    inside=Inside(command),
+    metrics=METRICS,
+    order=100,
+    metrics_order=140,
+)

@@ -15,17 +15,30 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from virtbench.workloads import Metric, ParseError, first_line
+from virtbench import workloads
+from virtbench.metrics.model import Metric
+from virtbench.workloads.kind import (
+    Measures,
+    Needs,
+    ParseError,
+    Serves,
+    Workload,
+    figure,
+    first_line,
+    swept,
+)
 
-NAME = "udp-echo"
-ENDS = "serve"
-PRIMARY = "seconds"
-PRIMARY_UNIT, PRIMARY_DIRECTION = "s", "lower"
-DESCRIPTION = "S2 UDP echo: 100,000 paced datagrams answered with 1 KB (vb-rr flood)"
 PORT = 15301
-CLIENT = "/bin/vb-rr"  # from the artifact (runs on the host)
 LEVEL = "pacing gap between datagrams (us)"  # what its swept level is, for plots
-PROTOCOL = "udp"  # its readiness: a datagram answered (vb-rr serves TCP too; an image may not)
+# fmt: off
+METRICS: tuple[Metric, ...] = (
+    swept("udp-echo", "seconds", "s", "lower", "first datagram sent -> last reply received "
+          "(vb-rr flood)", 1e-6),
+    swept("udp-echo", "replies", "datagrams", "higher", "replies received", 1.0),
+    swept("udp-echo", "lost_pct", "%", "lower", "datagrams sent without a reply"),
+    swept("udp-echo", "replies_per_s", "1/s", "higher", "replies / seconds"),
+)
+# fmt: on
 
 
 class Params(BaseModel):
@@ -71,14 +84,30 @@ def client(address: str, params: Params, level: int, port: int = PORT) -> list[s
             str(params.request_bytes), str(params.reply_bytes)]  # fmt: skip
 
 
-def parse(output: str) -> list[Metric]:
+def parse(output: str) -> list[workloads.Metric]:
     m = re.search(r"^flood sent=(\d+) received=(\d+) .*seconds=([\d.]+)$", output, re.M)
     if m is None:
         raise ParseError(f"vb-rr flood: no result: {first_line(output)}")
     sent, received, seconds = int(m.group(1)), int(m.group(2)), float(m.group(3))
     return [
-        Metric("seconds", seconds, "s", "lower"),
-        Metric("replies", float(received), "datagrams", "higher"),
-        Metric("lost_pct", 100.0 * (sent - received) / sent, "%", "lower"),
-        Metric("replies_per_s", received / seconds if seconds > 0 else 0.0, "1/s", "higher"),
+        figure(METRICS, "seconds", seconds),
+        figure(METRICS, "replies", float(received)),
+        figure(METRICS, "lost_pct", 100.0 * (sent - received) / sent),
+        figure(METRICS, "replies_per_s", received / seconds if seconds > 0 else 0.0),
     ]
+
+
+WORKLOAD = Workload(
+    "udp-echo",
+    "serve",
+    argv,
+    "S2 UDP echo: 100,000 paced datagrams answered with 1 KB (vb-rr flood)",
+    needs=Needs(static_programs=("vb-rr",)),
+    measures=Measures(Params, parse, "seconds", levels, label, seconds, level_name=LEVEL),
+    # the client is the artifact's vb-rr, run on the host; its readiness is a datagram
+    # answered (vb-rr serves TCP too; an image may not)
+    serves=Serves(PORT, "/bin/vb-rr", client, protocol="udp"),
+    metrics=METRICS,
+    order=150,
+    metrics_order=110,
+)
