@@ -24,10 +24,10 @@ from virtbench.cli.common import app, closed_pipe, err, one_line, out
 
 # the commands, registered in the order help lists them
 # isort: off
-from virtbench.cli import host, run, show, catalog, clean, fleet, results
+from virtbench.cli import host, run, show, catalog, clean, fleet, results, report
 # isort: on
 
-__all__ = ["app", "catalog", "clean", "fleet", "host", "main", "results", "run", "show"]
+__all__ = ["app", "catalog", "clean", "fleet", "host", "main", "report", "results", "run", "show"]
 
 
 def main() -> None:
