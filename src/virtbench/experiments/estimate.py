@@ -46,18 +46,6 @@ class Estimate:
     detail: str
 
 
-def launch_s(runtime: str, driver: str, costs: dict[str, float], serving: bool = False) -> float:
-    """Seconds one start and stop of `runtime` (on the built-in label `driver`) take (a
-    Linux guest for a VM's server)."""
-    if runtime in costs:
-        return costs[runtime]
-    base = runtime_registry.split(driver)[0]
-    family = getattr(runtime_registry.get(base), "family", None)
-    if serving and family is not None and family.value == "vm":
-        return LINUX_GUEST_S
-    return TYPICAL_LAUNCH_S.get(base, DEFAULT_LAUNCH_S)
-
-
 def measure_s(name: str, params: Any, level: Any) -> float:
     """Seconds one measurement of workload `name` at `level` takes."""
     measures = workloads.get(name).measures
@@ -69,13 +57,6 @@ def measure_s(name: str, params: Any, level: Any) -> float:
     return DEFAULT_MEASURE_S
 
 
-def worker_s(name: str, params: Any) -> float:
-    """Seconds a worker's measurement takes (every level of it)."""
-    measures = workloads.get(name).measures
-    levels = measures.levels(params) if measures is not None else [None]
-    return sum(measure_s(name, params, lv) for lv in levels)
-
-
 @dataclass(frozen=True)
 class Costs:
     """The costs of one runtime here, as an estimate adds them up."""
@@ -85,8 +66,14 @@ class Costs:
     known: dict[str, float]  # runtime -> start + stop seconds measured here before
 
     def launch(self, serving: bool = False) -> float:
-        """One start and stop (of a server's instance, when `serving`)."""
-        return launch_s(self.runtime, self.driver, self.known, serving)
+        """One start and stop (of a Linux guest for a VM's server, when `serving`)."""
+        if self.runtime in self.known:
+            return self.known[self.runtime]
+        base = runtime_registry.split(self.driver)[0]
+        family = getattr(runtime_registry.get(base), "family", None)
+        if serving and family is not None and family.value == "vm":
+            return LINUX_GUEST_S
+        return TYPICAL_LAUNCH_S.get(base, DEFAULT_LAUNCH_S)
 
     def timed_launch(self) -> float:
         """One timed launch: a start and stop after the quiet-host wait."""
@@ -94,4 +81,6 @@ class Costs:
 
     def worker(self, name: str, params: Any) -> float:
         """A worker's measurement, every level of it."""
-        return worker_s(name, params)
+        measures = workloads.get(name).measures
+        levels = measures.levels(params) if measures is not None else [None]
+        return sum(measure_s(name, params, lv) for lv in levels)
