@@ -36,6 +36,7 @@ from shell_sleepers import ShellSleepers
 from virtbench import spec as specmod
 from virtbench.artifacts import build_minimal_rootfs
 from virtbench.paths import Paths
+from virtbench.spec.resolved import resolve
 from virtbench.store import Store
 
 TARGET = 1.1
@@ -63,7 +64,8 @@ def virtbench_burst(n: int) -> list[float]:
 
 
 def shell_burst(paths: Paths, rootfs: Path, n: int) -> list[float]:
-    opts = specmod.parse(tomllib.loads(spec_text(n)), "burst spec").instance_for("crun")
+    spec = specmod.parse(tomllib.loads(spec_text(n)), "burst spec")
+    opts = resolve(spec).runtimes["crun"].instance
     with ShellSleepers(paths, rootfs, n, opts) as sleepers:
         return sleepers.burst()
 

@@ -51,6 +51,7 @@ from shell_sleepers import ShellSleepers
 from virtbench import spec as specmod
 from virtbench.artifacts import build_minimal_rootfs
 from virtbench.paths import Paths
+from virtbench.spec.resolved import resolve
 from virtbench.store import Store
 
 TARGET = 1.2
@@ -88,7 +89,8 @@ def virtbench_launch(n: int) -> tuple[float, float, float]:
 
 def shell_launch(paths: Paths, rootfs: Path, n: int) -> tuple[float, float]:
     """(launch s, teardown s) of N sleepers started and removed by bash loops."""
-    opts = specmod.parse(tomllib.loads(spec_text(n)), "launch spec").instance_for("crun")
+    spec = specmod.parse(tomllib.loads(spec_text(n)), "launch spec")
+    opts = resolve(spec).runtimes["crun"].instance
     with ShellSleepers(paths, rootfs, n, opts) as sleepers:
         launch = sleepers.start()
         return launch, sleepers.stop()

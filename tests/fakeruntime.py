@@ -1,26 +1,25 @@
 """A fake runtime driver with known truth (tests/faketruth.py), for tests only.
 
-Registered for a test by `install` (monkeypatching the runtime registry), never offered
-to users. Its instances run nothing: a launch draws its duration from the Truth and sets
-the instance's timestamps from it (`_wait` sets t_exit_ns, `wait_ready` returns the
-ready time) instead of sleeping for it; a measuring worker (`sqlite`) gets the figure it
-would print written to its console log, which virtbench parses as it parses the real
-program's. Memory, stops that have not settled and attackers act through the World,
-which the fake host (Session.host) reads, so virtbench's experiments, the quiet wait
-and the runner run unchanged: what they report can be checked against what was injected.
+Handed to a test's specs and runs by `install` (a registry of drivers where the test's
+labels stand for it), never offered to users. Its instances run nothing: a launch draws
+its duration from the Truth and sets the instance's timestamps from it (`_wait` sets
+t_exit_ns, `wait_ready` returns the ready time) instead of sleeping for it; a measuring
+worker (`sqlite`) gets the figure it would print written to its console log, which
+virtbench parses as it parses the real program's. Memory, stops that have not settled and
+attackers act through the World, which the fake host (Session.host) reads, so virtbench's
+experiments, the quiet wait and the runner run unchanged: what they report can be checked
+against what was injected.
 """
 
 from __future__ import annotations
 
 import contextlib
-import sys
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from pydantic import BaseModel
 from tests.faketruth import FakeHarness, Truth, World, classify
 
@@ -34,6 +33,7 @@ from virtbench.paths import Paths
 from virtbench.runtimes.base import Availability, Family, Instance, Runtime, RuntimeContext
 from virtbench.runtimes.controls import ExecResult
 from virtbench.spec import Spec, parse
+from virtbench.spec.resolved import resolve
 from virtbench.store import Sample, Store
 
 WORLD: World | None = None  # the current test's (set by `install`)
@@ -197,13 +197,13 @@ class FakeProbe(Heartbeats):
         self.port, self.unix_dir, self.unix_name = 0, unix_dir, "probe.sock"
 
 
-def install(monkeypatch: pytest.MonkeyPatch, truth: Truth) -> World:
-    """Register every label of `truth` as the fake runtime, for this test only; the World
-    its instances live in."""
+def install(truth: Truth) -> World:
+    """The World the fake's instances live in, with the drivers a test hands its specs
+    (`parse(..., world.drivers)`) and so its runs: the installed ones, every label of
+    `truth` standing for the fake runtime bound to this World."""
     world = World(truth)
-    monkeypatch.setattr(sys.modules[__name__], "WORLD", world)
-    for label in truth.runtimes:
-        monkeypatch.setitem(runtimes.BUILTIN, label, f"{__name__}:FakeRuntime")
+    bound = type("FakeRuntime", (FakeRuntime,), {"world": world})
+    world.drivers = runtimes.installed().replaced(dict.fromkeys(truth.runtimes, bound))
     return world
 
 
@@ -216,7 +216,6 @@ def tmp_paths(root: Path) -> Paths:
 @contextlib.contextmanager
 def fake_session(
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
     truth: Truth,
     runtimes_: list[str],
     experiment: dict[str, Any] | list[dict[str, Any]],
@@ -224,10 +223,11 @@ def fake_session(
 ) -> Iterator[tuple[Session, World]]:
     """A Session on the fake runtime, as runner.execute builds one (a fake host through
     the same seams), but with a fast quiet wait (1 ms window) and no run around it."""
-    world = install(monkeypatch, truth)
+    world = install(truth)
     tables = experiment if isinstance(experiment, list) else [experiment]
     parsed: Spec = parse({"name": "truth", "runtimes": runtimes_, "experiment": tables,
-                          **spec}, "test")  # fmt: skip
+                          **spec}, "test", world.drivers)  # fmt: skip
+    plan = resolve(parsed)
     store = Store(tmp_path / "results")
     store.create_run(RUN_ID, parsed.name, [], parsed.model_dump(mode="json"))
     paths = tmp_paths(tmp_path)
@@ -236,10 +236,10 @@ def fake_session(
     artifact = harness.artifact(parsed.experiment, paths)
     probe: Any = FakeProbe(tmp_path / "probe")
     ctx = RuntimeContext(RUN_ID, state, paths, harness.layout(), probe=probe, rootfs=artifact.path)
-    drivers = {label: runtimes.create(label, ctx, parsed.options_for(label)) for label in runtimes_}
+    drivers = {label: r.create(ctx) for label, r in plan.runtimes.items()}
     s = Session(RUN_ID, parsed, store, artifact, probe, drivers, metrics.is_repeated,
-                say=lambda m: None,
-                host=harness.host)  # fmt: skip
+                say=lambda m: None, host=harness.host,
+                instances=plan.instances())  # fmt: skip
     s.quiet = Quiet(
         running=s.host.running,
         settled=lambda: all(d.settled() for d in drivers.values()),

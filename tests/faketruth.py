@@ -140,6 +140,7 @@ class World:
         # called with the count before each detached start: a test raises from it (an
         # interruption, a runtime that fails)
         self.fault: Callable[[int], None] | None = None
+        self.drivers: Any = None  # the drivers its fake runtime is under (fakeruntime.install)
 
     def of(self, label: str) -> RuntimeTruth:
         return self.truth.runtimes[label]

@@ -32,7 +32,7 @@ def test_burst_recovers_each_levels_percentiles_rate_and_failures(
 
     monkeypatch.setattr(FakeRuntime, "spawns_launcher", one_thread_issues)
     exp = {"type": "burst", "levels": LEVELS, "runs": 2, "settle_s": 0}
-    with fake_session(tmp_path, monkeypatch, BURST, ["fa", "fb"], exp) as (s, world):
+    with fake_session(tmp_path, BURST, ["fa", "fb"], exp) as (s, world):
         samples = run(s)
         everything = s.store.samples(s.run_id)
         assert world.running == {}  # every instance of every burst was stopped
@@ -73,7 +73,7 @@ def test_burst_recovers_each_levels_percentiles_rate_and_failures(
 def test_a_burst_where_nothing_becomes_ready_is_failures_with_their_reason(tmp_path, monkeypatch):
     bad = Truth({"fa": RuntimeTruth(needs_mib=512)}, seed=1)  # 64 MiB instances fail
     exp = {"type": "burst", "levels": [3], "runs": 1, "settle_s": 0}
-    with fake_session(tmp_path, monkeypatch, bad, ["fa"], exp,
+    with fake_session(tmp_path, bad, ["fa"], exp,
                       instance={"memory_mib": 64}) as (s, world):  # fmt: skip
         run(s)
         samples = s.store.samples(s.run_id)
@@ -106,7 +106,7 @@ def test_the_report_draws_burst_curves(tmp_path, monkeypatch):
     from virtbench.report import plots
 
     exp = {"type": "burst", "levels": [1, 4, 8], "runs": 2, "settle_s": 0}
-    with fake_session(tmp_path, monkeypatch, BURST, ["fa", "fb"], exp) as (s, _):
+    with fake_session(tmp_path, BURST, ["fa", "fb"], exp) as (s, _):
         run(s)
         samples = s.store.samples(s.run_id)
         s.store.finish_run(s.run_id, "completed")

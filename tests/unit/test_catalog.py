@@ -16,6 +16,7 @@ from virtbench.errors import SpecError
 from virtbench.experiments import estimate
 from virtbench.run import plan, runner
 from virtbench.spec import flags as spec_flags
+from virtbench.spec.resolved import resolve
 from virtbench.store import Store
 
 STUDIES = [
@@ -54,8 +55,8 @@ def test_each_study_has_an_entry_whose_quick_form_keeps_every_step_and_is_small(
     assert [shape(e) for e in quick.experiment] == [shape(e) for e in full.experiment]
     for f, q in zip(full.experiment, quick.experiment, strict=True):
         assert q.runs <= f.runs
-    typical = plan.total_s(quick)
-    assert typical < plan.total_s(full) and typical < 30 * 60, plan.duration(typical)
+    typical = plan.total_s(resolve(quick))
+    assert typical < plan.total_s(resolve(full)) and typical < 30 * 60, plan.duration(typical)
 
 
 def test_s1s_code_names_are_entries_and_parts_of_the_study():
@@ -108,8 +109,8 @@ def test_quick_then_flags_and_the_final_count_given_either_way():
 def test_s1s_runner_spellings_are_accepted(monkeypatch, tmp_path):
     got = {}
 
-    def execute(spec, *a, **k):
-        got["spec"] = spec
+    def execute(plan, *a, **k):
+        got["spec"] = plan.spec
         return "abc123", "completed"
 
     monkeypatch.setattr(runner, "execute", execute)
@@ -153,7 +154,7 @@ def test_the_estimate_follows_the_procedure_and_this_hosts_boots():
     spec = specmod.parse({"name": "e", "runtimes": ["crun", "docker"], "experiment": [
         {"type": "boot", "workloads": ["hello"], "runs": 10, "warmups": 0},
     ]}, "e")  # fmt: skip
-    steps = plan.steps(spec, {"crun": 0.02})
+    steps = plan.steps(resolve(spec), {"crun": 0.02})
     assert [s.launches for s in steps] == [10, 10]
     assert steps[0].seconds == pytest.approx(10 * (0.02 + estimate.QUIET_WAIT_S))
     assert steps[1].seconds == pytest.approx(10 * (estimate.TYPICAL_LAUNCH_S["docker"] + 0.15))
@@ -178,16 +179,16 @@ def test_each_studys_quick_form_runs_on_the_fake_and_says_what_it_skipped(
     event, the run completes, and every runtime that can measure something does."""
     _, raw, where = specmod.load(name)
     fakes = [f"f{i}" for i, _ in enumerate(raw["runtimes"])]
-    world = install(monkeypatch, Truth({f: RuntimeTruth() for f in fakes}, seed=3))
+    world = install(Truth({f: RuntimeTruth() for f in fakes}, seed=3))
     raw = {**raw, "runtimes": fakes, "instance": {"network": "none"}, "runtime": {}}
     raw["experiment"] = [{k: v for k, v in e.items() if k != "background_network"}
                          for e in raw["experiment"]]  # fmt: skip
     for e in raw["experiment"]:  # the fake host's memory holds still at once
         e["quick"] = {**e.get("quick", {}), **({"memory_settle_s": 0} if "memory_settle_s"
                                                in e.get("quick", {}) else {})}  # fmt: skip
-    spec = spec_flags.with_overrides(raw, where, None, {}, quick=True)
+    spec = spec_flags.with_overrides(raw, where, None, {}, quick=True, drivers=world.drivers)
     store = Store(tmp_path / "results")
-    run_id, status = runner.execute(spec, store, tmp_paths(tmp_path), lambda m: None,
+    run_id, status = runner.execute(resolve(spec), store, tmp_paths(tmp_path), lambda m: None,
                                     harness=FakeHarness(world, tmp_path))  # fmt: skip
     assert status == "completed"
     events = [m for _, _, m in store.events(run_id)]
@@ -212,21 +213,22 @@ def test_a_part_for_runtimes_the_run_lacks_is_skipped_and_said_and_resumes(tmp_p
     """s3's min_memory runs on qemu only: with `--runtimes` naming other runtimes it is
     skipped with that reason; the stored spec (a study's with an emptied runtimes list)
     parses again, as a resume reads it."""
-    world = install(monkeypatch, Truth({"fa": RuntimeTruth()}, seed=1))
+    world = install(Truth({"fa": RuntimeTruth()}, seed=1))
     data = {"name": "part", "runtimes": ["fa"], "experiment": [
         {"type": "boot", "workloads": ["hello"], "runs": 1, "warmups": 0},
         {"type": "boot", "workloads": ["hello"], "runs": 1, "warmups": 0, "runtimes": ["qemu"]},
     ]}  # fmt: skip
-    spec = specmod.parse(data, "part.toml")
+    spec = specmod.parse(data, "part.toml", world.drivers)
     store = Store(tmp_path / "results")
-    run_id, status = runner.execute(spec, store, tmp_paths(tmp_path), lambda m: None,
+    run_id, status = runner.execute(resolve(spec), store, tmp_paths(tmp_path), lambda m: None,
                                     harness=FakeHarness(world, tmp_path))  # fmt: skip
     assert status == "completed"
     events = [m for _, _, m in store.events(run_id)]
     assert "skipped: boot: it runs on qemu, which this run does not" in events
     emptied = [data["experiment"][0], {**data["experiment"][1], "runtimes": []}]
-    skipped = specmod.parse({**data, "unavailable": "skip", "experiment": emptied}, "stored")
-    assert skipped.runtimes_of(skipped.experiment[1]) == []
+    skipped = specmod.parse({**data, "unavailable": "skip", "experiment": emptied}, "stored",
+                            world.drivers)  # fmt: skip
+    assert resolve(skipped).parts[1].runtimes == ()
     store.close()
 
 

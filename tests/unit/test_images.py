@@ -23,6 +23,7 @@ from virtbench.run.preflight import named_runtimes
 from virtbench.runtimes import presets, vm_image
 from virtbench.runtimes.base import Instance, InstanceSpec
 from virtbench.runtimes.vm_guest import SERVES, VmOptions, image_cannot_run
+from virtbench.spec.resolved import resolve
 from virtbench.store.records import Sample
 
 
@@ -57,13 +58,15 @@ def image_spec(kernel: Path, **extra: object) -> dict:
 def test_a_named_runtime_is_its_driver_with_options_of_its_own(kernel):
     s = spec.parse(image_spec(kernel), "t.toml")
     assert s.named == {"uk-nginx": "qemu:q35:tcg"}
-    assert s.driver_of("uk-nginx") == "qemu:q35:tcg" and s.driver_of("crun") == "crun"
-    opts = s.options_for("uk-nginx")
+    got = resolve(s).runtimes
+    assert got["uk-nginx"].driver == "qemu:q35:tcg" and got["crun"].driver == "crun"
+    assert got["uk-nginx"].named and not got["crun"].named
+    opts = got["uk-nginx"].options
     assert opts["vcpus"] == 2 and opts["variant"] == "q35:tcg"  # [runtime.qemu], then its own
     assert opts["serves"] == "http" and opts["port"] == 8080
-    assert s.instance_for("uk-nginx").memory_mib == 128
-    cls = runtimes.get(s.driver_of("uk-nginx"))
-    rt = runtimes.create("uk-nginx", SimpleNamespace(), opts, driver=s.driver_of("uk-nginx"))
+    assert got["uk-nginx"].instance.memory_mib == 128
+    cls = runtimes.get("qemu:q35:tcg")
+    rt = got["uk-nginx"].create(SimpleNamespace())
     assert rt.label == "uk-nginx" and rt.name == "qemu" and isinstance(rt, cls)
     assert rt.serve_port("nginx") == 8080 and rt.serve_port("http-fixed") == 8080
     assert rt.serve_port("redis") is None  # not what it serves: the workload's own port
@@ -245,7 +248,7 @@ def test_port_watch_gives_up_when_the_instance_is_gone():
 
 def test_the_run_records_each_named_runtimes_files_with_their_digest(kernel):
     s = spec.parse(image_spec(kernel), "t.toml")
-    record = named_runtimes(s)
+    record = named_runtimes(resolve(s))
     assert list(record) == ["uk-nginx"]
     assert record["uk-nginx"]["driver"] == "qemu:q35:tcg"
     k = record["uk-nginx"]["files"]["kernel"]

@@ -12,6 +12,7 @@ from virtbench.errors import InstanceError, VirtbenchError
 from virtbench.host import state
 from virtbench.run import runner
 from virtbench.spec import parse
+from virtbench.spec.resolved import resolve
 from virtbench.store import Sample, Store
 
 SPEC = {"name": "resume", "runtimes": ["fa"], "order_seed": 3, "experiment": [
@@ -28,8 +29,8 @@ def test_a_resume_keeps_every_sample_until_it_is_measured_again(tmp_path, monkey
     start: the resume ends failed and every sample from before stays. A resume that
     works then measures that pile-up again whole, and only then do its earlier samples
     go; the first pile-up's are the very same rows throughout."""
-    world = install(monkeypatch, Truth({"fa": RuntimeTruth()}, seed=3))
-    spec = parse(SPEC, "test")
+    world = install(Truth({"fa": RuntimeTruth()}, seed=3))
+    spec = resolve(parse(SPEC, "test", world.drivers))
     store, paths = Store(tmp_path / "results"), tmp_paths(tmp_path)
     harness, said = FakeHarness(world, tmp_path), []
 
@@ -74,16 +75,19 @@ def test_a_resume_keeps_every_sample_until_it_is_measured_again(tmp_path, monkey
 def test_a_run_whose_lock_is_held_is_neither_resumed_nor_cleaned(tmp_path, monkeypatch):
     """While another process holds a run's lock (a clean removing its objects, or the run
     itself), a resume refuses with one line, and the run reads as running, not crashed."""
-    world = install(monkeypatch, Truth({"fa": RuntimeTruth()}, seed=4))
+    world = install(Truth({"fa": RuntimeTruth()}, seed=4))
     store, paths = Store(tmp_path / "results", alive=state.is_alive), tmp_paths(tmp_path)
-    store.create_run("held01", "resume", ["run"], parse(SPEC, "test").model_dump(mode="json"))
+    store.create_run(
+        "held01", "resume", ["run"], parse(SPEC, "test", world.drivers).model_dump(mode="json")
+    )
     assert store.run("held01").status == "crashed"  # nobody holds its lock
     with state.holding("held01") as held:
         assert held and state.is_alive("held01")
         assert store.run("held01").status == "running"
         harness = FakeHarness(world, tmp_path)
         with pytest.raises(VirtbenchError, match="in use by another virtbench"):
-            runner.execute(parse(SPEC, "test"), store, paths, print, ["run", "--resume"],
+            plan = resolve(parse(SPEC, "test", world.drivers))
+            runner.execute(plan, store, paths, print, ["run", "--resume"],
                            resume=store.run("held01"), harness=harness)  # fmt: skip
         with state.holding("held01") as again:
             assert not again  # a second holder (a clean) is refused too

@@ -24,7 +24,7 @@ def by(samples, metric, runtime):
 
 def test_exec_times_each_command_and_says_who_cannot(tmp_path, monkeypatch):
     exp = {"type": "exec", "runs": 2, "count": 7}
-    with fake_session(tmp_path, monkeypatch, OPS, ["fa", "fb"], exp) as (s, world):
+    with fake_session(tmp_path, OPS, ["fa", "fb"], exp) as (s, world):
         run(s)
         samples = s.store.samples(s.run_id)
         events = [msg for _, _, msg in s.store.events(s.run_id)]
@@ -45,7 +45,7 @@ def test_exec_times_each_command_and_says_who_cannot(tmp_path, monkeypatch):
 def test_exec_output_that_does_not_come_back_whole_is_a_failure(tmp_path, monkeypatch):
     short = Truth({"fa": RuntimeTruth(exec_lost_bytes=10)})
     exp = {"type": "exec", "runs": 1, "count": 3}
-    with fake_session(tmp_path, monkeypatch, short, ["fa"], exp) as (s, _):
+    with fake_session(tmp_path, short, ["fa"], exp) as (s, _):
         run(s)
         samples = s.store.samples(s.run_id)
     line = by(samples, "exec.true", "fa")
@@ -56,7 +56,7 @@ def test_exec_output_that_does_not_come_back_whole_is_a_failure(tmp_path, monkey
 
 def test_pause_times_pause_resume_and_the_next_heartbeat(tmp_path, monkeypatch):
     exp = {"type": "pause", "runs": 1, "cycles": 4, "hold_s": 0.01}
-    with fake_session(tmp_path, monkeypatch, OPS, ["fa", "fb"], exp) as (s, world):
+    with fake_session(tmp_path, OPS, ["fa", "fb"], exp) as (s, world):
         run(s)
         samples = s.store.samples(s.run_id)
         assert world.running == {}
@@ -77,7 +77,7 @@ def test_pause_times_pause_resume_and_the_next_heartbeat(tmp_path, monkeypatch):
 def test_a_pause_that_does_not_stop_the_heartbeat_fails(tmp_path, monkeypatch):
     leaky = Truth({"fa": RuntimeTruth(beats_while_paused=True)})
     exp = {"type": "pause", "runs": 1, "cycles": 2, "hold_s": 0.01}
-    with fake_session(tmp_path, monkeypatch, leaky, ["fa"], exp) as (s, world):
+    with fake_session(tmp_path, leaky, ["fa"], exp) as (s, world):
         run(s)
         samples = s.store.samples(s.run_id)
         assert world.running == {}
@@ -87,7 +87,7 @@ def test_a_pause_that_does_not_stop_the_heartbeat_fails(tmp_path, monkeypatch):
 
 def test_snapshot_times_checkpoint_restore_and_the_same_instance(tmp_path, monkeypatch):
     exp = {"type": "snapshot", "runs": 3, "gone_s": 0.01}
-    with fake_session(tmp_path, monkeypatch, OPS, ["fa", "fb"], exp) as (s, world):
+    with fake_session(tmp_path, OPS, ["fa", "fb"], exp) as (s, world):
         run(s)
         samples = s.store.samples(s.run_id)
         data = s.runtimes["fa"].ctx.paths.data_dir(s.run_id)
@@ -109,7 +109,7 @@ def test_snapshot_times_checkpoint_restore_and_the_same_instance(tmp_path, monke
 def test_a_restore_that_brings_back_another_instance_fails(tmp_path, monkeypatch):
     stranger = Truth({"fa": RuntimeTruth(restores_a_stranger=True)})
     exp = {"type": "snapshot", "runs": 1, "gone_s": 0.01}
-    with fake_session(tmp_path, monkeypatch, stranger, ["fa"], exp) as (s, world):
+    with fake_session(tmp_path, stranger, ["fa"], exp) as (s, world):
         run(s)
         samples = s.store.samples(s.run_id)
         assert world.running == {}
@@ -133,7 +133,7 @@ def test_bad_options_are_one_line_errors_naming_the_field(table, field):
 def test_an_instance_that_does_not_start_is_a_failed_sample_of_each_figure(tmp_path, monkeypatch):
     bad = Truth({"fa": RuntimeTruth(needs_mib=512)})  # its 64 MiB instances fail to start
     exp = {"type": "pause", "runs": 1, "cycles": 2, "hold_s": 0.01}
-    with fake_session(tmp_path, monkeypatch, bad, ["fa"], exp,
+    with fake_session(tmp_path, bad, ["fa"], exp,
                       instance={"memory_mib": 64}) as (s, world):  # fmt: skip
         run(s)
         samples = s.store.samples(s.run_id)
@@ -157,7 +157,7 @@ def test_the_report_draws_bars_and_answers_for_each_operation(tmp_path, monkeypa
     exps = [{"type": "exec", "runs": 2, "count": 3},
             {"type": "pause", "runs": 2, "cycles": 2, "hold_s": 0.01},
             {"type": "snapshot", "runs": 2, "gone_s": 0.01}]  # fmt: skip
-    with fake_session(tmp_path, monkeypatch, truth, ["fa", "fb", "fc"], exps) as (s, _):
+    with fake_session(tmp_path, truth, ["fa", "fb", "fc"], exps) as (s, _):
         run(s)
         samples = s.store.samples(s.run_id)
         s.store.finish_run(s.run_id, "completed")

@@ -5,6 +5,7 @@ import pytest
 from virtbench import spec
 from virtbench.errors import SpecError
 from virtbench.spec import flags as spec_flags
+from virtbench.spec.resolved import resolve
 
 BASE = {"name": "t", "runtimes": ["crun"], "experiment": [{"type": "boot"}]}
 
@@ -27,11 +28,13 @@ def test_catalog_entries_all_parse():
 
 def test_defaults_and_overrides_per_runtime():
     s = spec.parse(
-        {**BASE, "instance": {"memory_mib": 64}, "runtime": {"crun": {"network": "host"}}}, "t"
-    )
-    assert s.instance_for("crun").network == "host"
-    assert s.instance_for("crun").memory_mib == 64
-    assert s.instance_for("runc").network == "none"
+        {**BASE, "runtimes": ["crun", "runc"], "instance": {"memory_mib": 64},
+         "runtime": {"crun": {"network": "host"}}}, "t"
+    )  # fmt: skip
+    got = resolve(s).runtimes
+    assert got["crun"].instance.network == "host"
+    assert got["crun"].instance.memory_mib == 64
+    assert got["runc"].instance.network == "none"
 
 
 def test_misspelt_key_names_file_field_and_allowed_keys():
@@ -103,12 +106,13 @@ def test_runtime_labels_with_variants_and_driver_options():
         },
         "t",
     )
-    assert s.options_for("docker") == {"image": "nginx:1.25"}
-    assert s.options_for("docker:crun") == {"image": "nginx:1.25", "oci_runtime": "crun"}
-    assert s.instance_for("docker:crun").network == "host"  # from [runtime.docker]
-    assert s.instance_for("docker:crun").memory_mib == 64
-    assert s.instance_for("docker").memory_mib is None
-    assert s.options_for("runsc") == {}
+    got = resolve(s).runtimes
+    assert got["docker"].options == {"image": "nginx:1.25"}
+    assert got["docker:crun"].options == {"image": "nginx:1.25", "oci_runtime": "crun"}
+    assert got["docker:crun"].instance.network == "host"  # from [runtime.docker]
+    assert got["docker:crun"].instance.memory_mib == 64
+    assert got["docker"].instance.memory_mib is None
+    assert got["runsc"].options == {}
 
 
 def test_unknown_variant_names_the_allowed_ones():

@@ -30,6 +30,7 @@ from virtbench.report.tables import experiment_tables
 from virtbench.report.trust import trust_notes
 from virtbench.run import runner
 from virtbench.spec import parse
+from virtbench.spec.resolved import resolve
 from virtbench.store import Sample, Store
 from virtbench.store.records import RunRecord
 
@@ -79,7 +80,7 @@ def test_boot_medians_recovered_and_quiescence_removes_the_carry_over(tmp_path, 
     """fa's stop slows the next launch by 4 ms for 20 ms; with quiescence on, every launch
     waits until it settled: the medians are the injected ones and no order effect shows."""
     exp = {"type": "boot", "runs": 30, "warmups": 1}
-    with fake_session(tmp_path, monkeypatch, BOOT, ALL, exp, order_seed=11) as (s, world):
+    with fake_session(tmp_path, BOOT, ALL, exp, order_seed=11) as (s, world):
         samples = run(s)
     cases = []
     for rt, truth in BOOT.runtimes.items():
@@ -99,7 +100,7 @@ def test_without_quiescence_the_carry_over_shows_as_an_order_effect(tmp_path, mo
     """quiescence = false: a launch right after fa's stop pays the injected 4 ms, so the
     runtimes measured after fa are flagged, shifted by about that much."""
     exp = {"type": "boot", "runs": 120, "warmups": 0, "workloads": ["hello"]}
-    with fake_session(tmp_path, monkeypatch, BOOT, ALL, exp, order_seed=11,
+    with fake_session(tmp_path, BOOT, ALL, exp, order_seed=11,
                       quiescence=False) as (s, world):  # fmt: skip
         samples = run(s)
     assert world.carried, "the fake never saw a launch before fa's stop settled"
@@ -158,7 +159,7 @@ def test_an_injected_second_mode_is_named_and_a_single_one_is_not(tmp_path, monk
         seed=5,
     )
     exp = {"type": "boot", "runs": 40, "warmups": 0, "workloads": ["hello"]}
-    with fake_session(tmp_path, monkeypatch, truth, ALL, exp, order_seed=3) as (s, _):
+    with fake_session(tmp_path, truth, ALL, exp, order_seed=3) as (s, _):
         samples = run(s)
     notes = [text for _, text in trust_notes(samples) if "two modes" in text]
     assert len(notes) == 1 and notes[0].startswith("boot.spawn_to_exit (hello) on fa "), notes
@@ -181,7 +182,7 @@ def test_density_recovers_memory_per_instance(tmp_path, monkeypatch):
         seed=2,
     )
     exp = {"type": "density", "instances": 20, "instances_per_benchmark": 5, "runs": 2}
-    with fake_session(tmp_path, monkeypatch, truth, ["fa", "fb"], exp) as (s, world):
+    with fake_session(tmp_path, truth, ["fa", "fb"], exp) as (s, world):
         samples = run(s)
     assert world.running == {}
     cases = [
@@ -209,7 +210,7 @@ def test_density_of_an_instance_that_costs_nothing_reads_below_resolution(tmp_pa
     truth = Truth({"fa": RuntimeTruth(pss_mib=0.0, pss_cv=0.0, kernel_mib=0.0)}, seed=4,
                   mem_noise_mib=1.0)  # fmt: skip
     exp = {"type": "density", "instances": 20, "instances_per_benchmark": 4, "runs": 1}
-    with fake_session(tmp_path, monkeypatch, truth, ["fa"], exp) as (s, _):
+    with fake_session(tmp_path, truth, ["fa"], exp) as (s, _):
         samples = run(s)
     for (metric, _rt), f in cost_fits(samples).items():
         value, ci = cost_cells(f, metric)
@@ -223,7 +224,7 @@ def test_density_says_when_an_instances_memory_cannot_be_read(tmp_path, monkeypa
     never 0, and every step it is part of says it too; the others are recovered."""
     truth = Truth({"fa": RuntimeTruth(pss_mib=3.0, unreadable=(3,))}, seed=5)
     exp = {"type": "density", "instances": 6, "instances_per_benchmark": 2, "runs": 1}
-    with fake_session(tmp_path, monkeypatch, truth, ["fa"], exp) as (s, world):
+    with fake_session(tmp_path, truth, ["fa"], exp) as (s, world):
         run(s)
         samples = [x for x in s.store.samples(s.run_id) if not x.warmup]
     assert world.running == {}
@@ -248,7 +249,7 @@ def test_scalability_recovers_the_boot_slope(tmp_path, monkeypatch):
     """fa's boot grows 0.25 ms per background instance, fb's not at all: the fitted
     slopes' CIs hold 0.25 and 0."""
     truth = Truth({"fa": RuntimeTruth(slope_ms=0.25), "fb": RuntimeTruth(exit_ms=12.0)}, seed=3)
-    with fake_session(tmp_path, monkeypatch, truth, ["fa", "fb"], SCALE) as (s, world):
+    with fake_session(tmp_path, truth, ["fa", "fb"], SCALE) as (s, world):
         samples = run(s)
     assert world.running == {}
     assert {x.background for x in samples if x.metric == "boot.spawn_to_exit"} == {0, 5, 10, 15, 20}
@@ -271,7 +272,7 @@ def test_scalability_recovers_a_worker_figure_slope(tmp_path, monkeypatch):
         {"fa": RuntimeTruth(figure_slope=-8.0), "fb": RuntimeTruth(figure=1500.0)}, seed=4
     )
     exp = {**SCALE, "worker": "sqlite"}
-    with fake_session(tmp_path, monkeypatch, truth, ["fa", "fb"], exp) as (s, _):
+    with fake_session(tmp_path, truth, ["fa", "fb"], exp) as (s, _):
         samples = run(s)
     for rt, t in truth.runtimes.items():
         f = trend(samples, "inserts_per_s", rt)
@@ -287,7 +288,7 @@ def test_throughput_recovers_each_runtimes_figure(tmp_path, monkeypatch):
         seed=5,
     )
     exp = {"type": "throughput", "workloads": ["sqlite"], "runs": 30}
-    with fake_session(tmp_path, monkeypatch, truth, ["fa", "fb"], exp) as (s, _):
+    with fake_session(tmp_path, truth, ["fa", "fb"], exp) as (s, _):
         samples = run(s)
     cases = []
     for rt, t in truth.runtimes.items():
@@ -309,7 +310,7 @@ def test_isolation_recovers_the_slowdown_per_attacker_and_placement(tmp_path, mo
     )
     exp = {"type": "isolation", "worker": "sqlite", "attackers": ["cpu", "fork"], "runs": 20,
            "warmups": 1, "settle_s": 0}  # fmt: skip
-    with fake_session(tmp_path, monkeypatch, truth, ["fa", "fb"], exp) as (s, world):
+    with fake_session(tmp_path, truth, ["fa", "fb"], exp) as (s, world):
         samples = run(s)
     assert world.running == {}
     cases = []
@@ -330,16 +331,16 @@ def test_a_whole_spec_runs_on_the_fake_and_leaves_nothing(tmp_path, monkeypatch)
     """runner.execute with boot and density on two fake runtimes, without root: the run
     completes, its samples are stored, nothing of it is left running or on disk."""
     truth = Truth({"fa": RuntimeTruth(), "fb": RuntimeTruth(exit_ms=14.0)}, seed=7)
-    world = install(monkeypatch, truth)
+    world = install(truth)
     spec = parse({"name": "whole", "runtimes": ["fa", "fb"], "order_seed": 7, "experiment": [
         {"type": "boot", "runs": 3, "warmups": 1},
         {"type": "density", "instances": 6, "instances_per_benchmark": 3},
-    ]}, "test")  # fmt: skip
+    ]}, "test", world.drivers)  # fmt: skip
     store = Store(tmp_path / "results")
     paths = tmp_paths(tmp_path)
     said: list[str] = []
     harness = FakeHarness(world, tmp_path)
-    run_id, status = runner.execute(spec, store, paths, said.append, ["virtbench", "run"],
+    run_id, status = runner.execute(resolve(spec), store, paths, said.append, ["virtbench", "run"],
                                     harness=harness)  # fmt: skip
     assert status == "completed" and store.run(run_id).status == "completed"
     samples = store.samples(run_id)
@@ -365,7 +366,7 @@ def test_compare_flags_few_a_a_splits(tmp_path, monkeypatch):
     the injected boot times (spawn_to_started and teardown time the fake's own code)."""
     truth = Truth({"fa": RuntimeTruth(cv=0.1)}, seed=8)
     exp = {"type": "boot", "runs": 60, "warmups": 0}
-    with fake_session(tmp_path, monkeypatch, truth, ["fa"], exp) as (s, _):
+    with fake_session(tmp_path, truth, ["fa"], exp) as (s, _):
         samples = run(s)
     rng = np.random.default_rng(0)
     flagged = 0
@@ -406,7 +407,7 @@ def test_min_memory_finds_the_injected_minimum_within_one_step(tmp_path, monkeyp
                    "fb": RuntimeTruth(needs_mib=20, figure_cv=0.01)}, seed=5)  # fmt: skip
     exp = {"type": "min_memory", "workload": "sqlite", "low_mib": 8, "high_mib": 512,
            "step_mib": 8, "runs": 3, "params": {"sqlite": {"rows": 1000}}}  # fmt: skip
-    with fake_session(tmp_path, monkeypatch, truth, ["fa", "fb"], exp) as (s, world):
+    with fake_session(tmp_path, truth, ["fa", "fb"], exp) as (s, world):
         samples = run(s)
         found = {x.runtime: x.value for x in samples if x.metric == "min_memory.mib"}
         assert found == {"fa": 136.0, "fb": 24.0}

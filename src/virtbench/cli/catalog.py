@@ -18,6 +18,7 @@ from virtbench.errors import SpecError
 if TYPE_CHECKING:  # the spec's models take a while to build: imported where used
     from virtbench import spec as specmod
     from virtbench.run import plan
+    from virtbench.spec.resolved import Plan, RuntimePlan
 
 
 @dataclass(frozen=True)
@@ -25,8 +26,12 @@ class Entry:
     """One catalog entry as the catalog lists it."""
 
     name: str
-    spec: specmod.Spec
-    quick: specmod.Spec | None
+    plan: Plan  # its full form, resolved
+    quick: Plan | None  # its --quick form
+
+    @property
+    def spec(self) -> specmod.Spec:
+        return self.plan.spec
 
     @property
     def summary(self) -> str:
@@ -39,13 +44,14 @@ def entries() -> list[Entry]:
     """Every catalog entry, studies first (s1 ... s5), then the others by name."""
     from virtbench import spec as specmod
     from virtbench.spec import flags as spec_flags
+    from virtbench.spec.resolved import resolve
 
     found = []
     for name in specmod.catalog_names():
         _, raw, where = specmod.load(name)
-        full = spec_flags.with_overrides(raw, where, None, {})
+        full = resolve(spec_flags.with_overrides(raw, where, None, {}))
         try:
-            quick = spec_flags.with_overrides(raw, where, None, {}, quick=True)
+            quick = resolve(spec_flags.with_overrides(raw, where, None, {}, quick=True))
         except SpecError:
             quick = None
         found.append(Entry(name, full, quick))
@@ -66,13 +72,10 @@ def tools_of(spec: specmod.Spec) -> list[str]:
     return names
 
 
-def runtime_here(label: str, spec: specmod.Spec) -> tuple[bool, str]:
-    """Whether `label` can run here, and why not."""
-    from virtbench import runtimes
-
-    cls = runtimes.get(spec.driver_of(label))
+def runtime_here(runtime: RuntimePlan) -> tuple[bool, str]:
+    """Whether `runtime` can run here, and why not."""
     try:
-        avail = cls.available(cls.Options(**spec.options_for(label)))
+        avail = runtime.available()
     except Exception as exc:  # a check that fails says so, it is not "available"
         return False, f"check failed: {exc}"
     return avail.ok, avail.reason
@@ -97,14 +100,14 @@ def past_costs(directory: Path) -> dict[str, float]:
         store.close()
 
 
-def here(spec: specmod.Spec) -> tuple[specmod.Spec | None, list[str], str]:
-    """What of `spec` runs on this host: (the spec as it would run, what it skips and
+def here(resolved: Plan) -> tuple[Plan | None, list[str], str]:
+    """What of `resolved` runs on this host: (the plan as it would run, what it skips and
     why, "") or (None, [], why it cannot run at all)."""
     from virtbench.errors import VirtbenchError
     from virtbench.run import preflight
 
     try:
-        runs, _, skipped = preflight.check_available(spec)
+        runs, _, skipped = preflight.check_available(resolved)
     except VirtbenchError as exc:
         return None, [], str(exc)
     except Exception as exc:  # a check that broke: said, the listing goes on
@@ -177,8 +180,8 @@ def _print_entry(e: Entry, costs: dict[str, float], steps: bool) -> None:
         say(f"study: {escape(e.spec.study)}")
     if e.spec.aliases:
         say(f"parts, also entries: {', '.join(e.spec.aliases)}")
-    _say_needs(e.spec)
-    full, skipped, why_not = here(e.spec)
+    _say_needs(e.plan)
+    full, skipped, why_not = here(e.plan)
     quick = here(e.quick)[0] if e.quick else None
     if full is None:
         say(f"[red]cannot run here[/]: {escape(why_not)}")
@@ -189,19 +192,19 @@ def _print_entry(e: Entry, costs: dict[str, float], steps: bool) -> None:
     quick_took = plan.duration(plan.total_s(quick, costs)) if quick else "no quick form"
     say(f"estimate here: {took}; --quick: {quick_took}")
     if steps:
-        for form, spec in (("full", full), ("quick", quick)):
-            for step in plan.steps(spec, costs) if spec else []:
+        for form, resolved in (("full", full), ("quick", quick)):
+            for step in plan.steps(resolved, costs) if resolved else []:
                 say(f"{form:5} {_step(step)}", 4)
 
 
-def _say_needs(spec: specmod.Spec) -> None:
+def _say_needs(resolved: Plan) -> None:
     """The entry's runtimes and tools, each marked where this host lacks it."""
     marks = []
-    for label in spec.runtimes:
-        ok, why = runtime_here(label, spec)
+    for label, runtime in resolved.runtimes.items():
+        ok, why = runtime_here(runtime)
         marks.append(label if ok else f"{label} [red](absent: {escape(why)})[/]")
     say(f"runtimes: {', '.join(marks)}")
-    tools = tools_of(spec)
+    tools = tools_of(resolved.spec)
     if tools:
         shown = [t if shutil.which(t) else f"{t} [red](absent)[/]" for t in tools]
         say(f"tools: {', '.join(shown)}")
@@ -214,14 +217,15 @@ def _step(step: plan.Step) -> str:
             f"instance starts, ~{plan.duration(step.seconds)}")  # fmt: skip
 
 
-def print_plan(spec: specmod.Spec, results: Path) -> None:
+def print_plan(resolved: Plan, results: Path) -> None:
     """`virtbench run SPEC --plan`: what the run would do here, step by step, and about
     how long it would take (launch costs from this host's earlier boot runs in `results`
     when there are any), without starting anything."""
     from virtbench.run import plan
 
     costs = past_costs(results)
-    full, skipped, why_not = here(spec)
+    spec = resolved.spec
+    full, skipped, why_not = here(resolved)
     out.print(f"[bold]plan[/]: {escape(spec.name)} on {', '.join(spec.runtimes)} "
               "(nothing is started)")  # fmt: skip
     if full is None:

@@ -163,8 +163,9 @@ def run(
         parsed = resolve_spec(spec, runtimes, flags, quick)
         if plan_only:
             from virtbench.cli.catalog import print_plan
+            from virtbench.spec.resolved import resolve
 
-            print_plan(parsed, results)
+            print_plan(resolve(parsed), results)
             return
         require_root("run")
         store = open_results(results, store_url)
@@ -211,6 +212,7 @@ def _execute(parsed: Spec, store: Store, record: RunRecord | None, labels: dict[
     when interrupted (what it measured is kept), 1 when a runtime measured nothing."""
     from virtbench.cli.show import print_run
     from virtbench.run import runner
+    from virtbench.spec.resolved import resolve
 
     paths = Paths.from_env()
     run_id = ""
@@ -223,8 +225,9 @@ def _execute(parsed: Spec, store: Store, record: RunRecord | None, labels: dict[
 
     try:
         run_id, status = runner.execute(
-            parsed, store, paths, out.print, sys.argv, started, resume=record, labels=labels
-        )
+            resolve(parsed), store, paths, out.print, sys.argv, started, resume=record,
+            labels=labels,
+        )  # fmt: skip
     except KeyboardInterrupt:
         err.print(
             f"[yellow]interrupted[/]: run {run_id} stopped; its samples so far are stored; "

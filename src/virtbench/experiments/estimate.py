@@ -62,16 +62,16 @@ class Costs:
     """The costs of one runtime here, as an estimate adds them up."""
 
     runtime: str
-    driver: str  # the built-in label it stands on
+    driver: str  # the driver's label it stands on
     known: dict[str, float]  # runtime -> start + stop seconds measured here before
+    family: str  # its driver's family ("vm", "container", ...)
 
     def launch(self, serving: bool = False) -> float:
         """One start and stop (of a Linux guest for a VM's server, when `serving`)."""
         if self.runtime in self.known:
             return self.known[self.runtime]
         base = runtime_registry.split(self.driver)[0]
-        family = getattr(runtime_registry.get(base), "family", None)
-        if serving and family is not None and family.value == "vm":
+        if serving and self.family == "vm":
             return LINUX_GUEST_S
         return TYPICAL_LAUNCH_S.get(base, DEFAULT_LAUNCH_S)
 

@@ -40,8 +40,6 @@ class RunSpec(Protocol):
     sysctl: dict[str, str]
     order_seed: int | None
 
-    def instance_for(self, label: str) -> Any: ...
-
     def model_copy(self, *, update: dict[str, Any]) -> Any: ...
 
 
@@ -57,6 +55,9 @@ class Session:
     # `target_cv`)? The metric registry's `is_repeated`.
     repeated: Callable[[str, str], bool]
     say: Callable[[str], None] = print
+    # Each runtime's instance options ([instance] with its overrides), as the resolved
+    # spec gives them (spec/resolved.py)
+    instances: dict[str, Any] = dataclasses.field(default_factory=dict)
     # Units of measurement already finished: (experiment, key) from the store when the
     # run is resumed (`run --resume`), and every unit this session finishes.
     done: set[tuple[str, str]] = dataclasses.field(default_factory=set)
@@ -79,6 +80,10 @@ class Session:
     _counter: int = 0
     _pred: Predecessors = dataclasses.field(default_factory=Predecessors)
     _topology: Topology | None = None
+
+    def instance(self, runtime: str) -> Any:
+        """`runtime`'s instance options (InstanceOptions)."""
+        return self.instances[runtime]
 
     @property
     def order_seed(self) -> int:
@@ -138,7 +143,7 @@ class Session:
         override the spec's (isolation pins and bounds its attackers, scalability's
         background needs no network)."""
         self._counter += 1
-        opts = self.spec.instance_for(runtime)
+        opts = self.instance(runtime)
         name = naming.instance(self.run_id, self._counter)
         return InstanceSpec(
             name=name,
@@ -178,7 +183,7 @@ class Session:
     def worker_cpus(self, runtime: str) -> str:
         """Where a measured worker's instance runs, the same in every experiment: the
         spec's `cpus` for this runtime, else the last online CPU (as isolation pins it)."""
-        opts = self.spec.instance_for(runtime)
+        opts = self.instance(runtime)
         if opts.cpus is not None:
             return opts.cpus
         return str(self.topology().default_worker_cpu())
@@ -199,11 +204,11 @@ class Session:
 
     def network(self, runtime: str) -> str:
         """The network `runtime`'s instances really get."""
-        return self.runtimes[runtime].effective_network(self.spec.instance_for(runtime).network)
+        return self.runtimes[runtime].effective_network(self.instance(runtime).network)
 
     def params(self, runtime: str) -> dict[str, Any]:
         """Instance options as really applied, recorded with every sample."""
-        opts = self.spec.instance_for(runtime)
+        opts = self.instance(runtime)
         return {
             "network": self.network(runtime),
             "memory_mib": opts.memory_mib,

@@ -17,11 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from virtbench import experiments
-from virtbench.experiments.estimate import DEFAULT_MEASURE_S, Costs
+from virtbench.experiments.estimate import DEFAULT_MEASURE_S
 
 if TYPE_CHECKING:
-    from virtbench.spec import Spec
+    from virtbench.spec.resolved import Part, Plan, RuntimePlan
 
 
 @dataclass(frozen=True)
@@ -35,28 +34,23 @@ class Step:
     detail: str
 
 
-def step(exp: Any, runtime: str, driver: str, costs: dict[str, float]) -> Step:
-    """`exp` on `runtime` (on the built-in label `driver`), as its type estimates it."""
-    estimate = experiments.get(exp.type).estimate
-    if estimate is None:
-        return Step(exp.type, runtime, 0, DEFAULT_MEASURE_S, "no model of this experiment")
-    e = estimate(exp, Costs(runtime, driver, costs))
-    return Step(exp.type, runtime, e.launches, e.seconds, e.detail)
+def step(part: Part, runtime: RuntimePlan, costs: dict[str, float]) -> Step:
+    """`part` on `runtime`, as its type estimates it."""
+    e = part.estimate(runtime, costs)
+    if e is None:
+        return Step(part.type, runtime.label, 0, DEFAULT_MEASURE_S, "no model of this experiment")
+    return Step(part.type, runtime.label, e.launches, e.seconds, e.detail)
 
 
-def steps(spec: Spec, costs: dict[str, float] | None = None) -> list[Step]:
-    """Every (experiment, runtime) of `spec` with its launches and estimated seconds."""
+def steps(plan: Plan, costs: dict[str, float] | None = None) -> list[Step]:
+    """Every (experiment, runtime) of `plan` with its launches and estimated seconds."""
     costs = costs or {}
-    return [
-        step(exp, runtime, spec.driver_of(runtime), costs)
-        for exp in spec.experiment
-        for runtime in spec.runtimes_of(exp)
-    ]
+    return [step(part, plan.runtimes[r], costs) for part in plan.parts for r in part.runtimes]
 
 
-def total_s(spec: Spec, costs: dict[str, float] | None = None) -> float:
-    """The whole spec's estimated wall time, set-up of the run included."""
-    return 10.0 + sum(s.seconds for s in steps(spec, costs))
+def total_s(plan: Plan, costs: dict[str, float] | None = None) -> float:
+    """The whole plan's estimated wall time, set-up of the run included."""
+    return 10.0 + sum(s.seconds for s in steps(plan, costs))
 
 
 def launch_costs(samples: list[Any]) -> dict[str, float]:

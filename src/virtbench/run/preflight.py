@@ -4,48 +4,44 @@ host's side of its sysctl profile."""
 
 from __future__ import annotations
 
-import hashlib
-from pathlib import Path
 from typing import Any
 
-from virtbench import runtimes
 from virtbench.errors import RuntimeUnavailable, SpecError, VirtbenchError
 from virtbench.host import sysctl
 from virtbench.host.state import RunState
 from virtbench.paths import Paths
 from virtbench.spec import Spec
+from virtbench.spec.resolved import Part, Plan, RuntimePlan
 
 
-def check_available(spec: Spec) -> tuple[Spec, dict[str, str], list[str]]:
-    """What of `spec` runs here: (the spec to run, the versions of its runtimes, what was
+def check_available(plan: Plan) -> tuple[Plan, dict[str, str], list[str]]:
+    """What of `plan` runs here: (the plan to run, the versions of its runtimes, what was
     skipped and why). With `unavailable = "fail"` (the default) the first runtime that
     cannot run here, or cannot run an experiment's workload, raises naming it; with
-    "skip" (the studies' entries) it is left out there and said. The spec returned names,
+    "skip" (the studies' entries) it is left out there and said. The plan returned names,
     per experiment, the runtimes that run it."""
-    check = Preflight(spec)
+    check = Preflight(plan)
     check.runtimes()
-    exps = [check.experiment(exp) for exp in spec.experiment]
+    exps = [check.experiment(part) for part in plan.parts]
     return check.result(exps)
 
 
 class Preflight:
-    """What of one spec runs here, found step by step: the runtimes, then each
+    """What of one plan runs here, found step by step: the runtimes, then each
     experiment's."""
 
-    def __init__(self, spec: Spec) -> None:
-        self.spec = spec
-        self.skip = spec.unavailable == "skip"
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+        self.skip = plan.spec.unavailable == "skip"
         self.versions: dict[str, str] = {}
         self.skipped: list[str] = []
-        self.options: dict[str, tuple[Any, Any]] = {}  # label -> (driver class, options)
+        self.here: dict[str, RuntimePlan] = {}  # the runtimes that can run here
         self.cannot: dict[tuple[str, str], list[str]] = {}  # (runtime, why) -> "exp (workload)"
 
     def runtimes(self) -> None:
         """Each runtime that is here, with its version; the others raise or are skipped."""
-        for label in self.spec.runtimes:
-            cls = runtimes.get(self.spec.driver_of(label))
-            opts = cls.Options(**self.spec.options_for(label))
-            avail = cls.available(opts)
+        for label, runtime in self.plan.runtimes.items():
+            avail = runtime.available()
             if not avail.ok:
                 fix = f"; fix: {avail.fix}" if avail.fix else ""
                 if not self.skip:
@@ -55,37 +51,35 @@ class Preflight:
                 self.skipped.append(f"{label}: not available here: {avail.reason}{fix}")
                 continue
             self.versions[label] = avail.version
-            self.options[label] = (cls, opts)
+            self.here[label] = runtime
 
-    def experiment(self, exp: Any) -> Any:
+    def experiment(self, part: Part) -> Any:
         """The experiment as it runs here (with `skip`: naming the runtimes that run it)."""
-        spec, skip = self.spec, self.skip
-        if skip and exp.runtimes and not spec.runtimes_of(exp):  # a part for other runtimes
+        exp, skip = part.experiment, self.skip
+        if skip and exp.runtimes and not part.runtimes:  # a part for other runtimes
             self.skipped.append(f"{exp.type}: it runs on {', '.join(exp.runtimes)}, which "
                                 "this run does not")  # fmt: skip
             return exp.model_copy(update={"runtimes": []})
-        keep = self.attackers(exp, self.runners(exp))
-        if skip and not keep and any(r in self.options for r in spec.runtimes_of(exp)):
+        keep = self.attackers(exp, self.runners(part))
+        if skip and not keep and any(r in self.here for r in part.runtimes):
             self.skipped.append(f"{exp.type}: no runtime here can run it")
         return exp.model_copy(update={"runtimes": keep}) if skip else exp
 
-    def runners(self, exp: Any) -> list[str]:
+    def runners(self, part: Part) -> list[str]:
         """Its runtimes that are here and run every workload of its instances (e.g. a VM's
         minimal guest runs only hello and sleep)."""
         keep = []
-        for label in self.spec.runtimes_of(exp):
-            if label not in self.options:
+        for label in part.runtimes:
+            if label not in self.here:
                 continue
-            cls, opts = self.options[label]
-            why = next(
-                ((w, r) for w in exp.instance_workloads() if (r := cls.cannot_run(w, opts))), None
-            )
+            runtime = self.here[label]
+            why = next(((w, r) for w in part.workloads if (r := runtime.cannot_run(w))), None)
             if why is None:
                 keep.append(label)
             elif self.skip:
-                self.cannot.setdefault((label, why[1]), []).append(f"{exp.type} ({why[0]})")
+                self.cannot.setdefault((label, why[1]), []).append(f"{part.type} ({why[0]})")
             else:
-                raise SpecError(f"runtime {label} cannot run {why[0]} ({exp.type}): {why[1]}")
+                raise SpecError(f"runtime {label} cannot run {why[0]} ({part.type}): {why[1]}")
         return keep
 
     def attackers(self, exp: Any, keep: list[str]) -> list[str]:
@@ -93,10 +87,10 @@ class Preflight:
         other = getattr(exp, "attacker_runtime", None)
         if other is None or not keep:
             return keep
-        options = self.options
-        why = f"{other} is not available here" if other not in options else next(
+        here = self.here
+        why = f"{other} is not available here" if other not in here else next(
             (f"{other} cannot run {w}: {r}" for w in exp.attacker_workloads()
-             if (r := options[other][0].cannot_run(w, options[other][1]))), None
+             if (r := here[other].cannot_run(w))), None
         )  # fmt: skip
         if why is None:
             return keep
@@ -105,48 +99,26 @@ class Preflight:
         self.skipped.append(f"{exp.type}: attacker_runtime {why}")
         return []
 
-    def result(self, exps: list[Any]) -> tuple[Spec, dict[str, str], list[str]]:
-        """(the spec to run, its runtimes' versions, what was skipped and why)."""
-        spec, skipped = self.spec, self.skipped
+    def result(self, exps: list[Any]) -> tuple[Plan, dict[str, str], list[str]]:
+        """(the plan to run, its runtimes' versions, what was skipped and why)."""
+        plan, skipped = self.plan, self.skipped
         for (label, why), parts in self.cannot.items():
             skipped.append(f"{label} skips {', '.join(dict.fromkeys(parts))}: {why}")
         if self.skip:
-            left = [r for r in spec.runtimes if r in self.options]
+            left = [r for r in plan.spec.runtimes if r in self.here]
             if not left:
                 raise RuntimeUnavailable(
-                    f"{spec.name}: none of its runtimes can run here ({'; '.join(skipped)})"
+                    f"{plan.spec.name}: none of its runtimes can run here ({'; '.join(skipped)})"
                 )
-            spec = spec.model_copy(update={"runtimes": left, "experiment": exps})
-        return spec, self.versions, skipped
+            spec = plan.spec.model_copy(update={"runtimes": left, "experiment": exps})
+            plan = plan.narrowed(spec)
+        return plan, self.versions, skipped
 
 
-def named_runtimes(spec: Spec) -> dict[str, dict[str, Any]]:
-    """What each of the spec's named runtimes stood for, for the run's record: its driver,
-    its options, and every file an option names (a kernel, an initrd, a disk) with its
-    size and SHA-256, so that a result can be traced to the very image it measured."""
-    out: dict[str, dict[str, Any]] = {}
-    for label in spec.runtimes:
-        if label not in spec.named:
-            continue
-        opts = spec.options_for(label)
-        files = {}
-        for key, value in opts.items():
-            if isinstance(value, str) and key in _FILE_OPTIONS and Path(value).is_file():
-                files[key] = _file_record(Path(value))
-        out[label] = {"driver": spec.named[label], "options": opts, "files": files}
-    return out
-
-
-_FILE_OPTIONS = ("kernel", "initrd", "disk")
-
-
-def _file_record(path: Path) -> dict[str, Any]:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            digest.update(chunk)
-    return {"path": str(path.resolve()), "bytes": path.stat().st_size,
-            "sha256": digest.hexdigest()}  # fmt: skip
+def named_runtimes(plan: Plan) -> dict[str, dict[str, Any]]:
+    """What each of the plan's named runtimes stood for, for the run's record (its driver,
+    options and the files they name: `RuntimePlan.record`)."""
+    return {label: r.record() for label, r in plan.runtimes.items() if r.named}
 
 
 def apply_sysctl(spec: Spec, paths: Paths, run_state: RunState) -> sysctl.HostProfile:

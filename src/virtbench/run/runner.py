@@ -1,4 +1,4 @@
-"""One `virtbench run`: from a validated spec to samples in the store, and nothing left over.
+"""One `virtbench run`: from a resolved spec to samples in the store, and nothing left over.
 
 Order: check every runtime is available (before anything is created), take the run's
 lock, build the artifact, snapshot the environment, then run each experiment. The
@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from virtbench import experiments, metrics, naming, runtimes
+from virtbench import experiments, metrics, naming
 from virtbench.artifacts import Artifact
 from virtbench.experiments.session import Session
 from virtbench.host import cgroups, sysctl
@@ -35,7 +35,7 @@ from virtbench.run import resume as resumes
 from virtbench.run.harness import Harness
 from virtbench.run.preflight import apply_sysctl, check_available, named_runtimes
 from virtbench.runtimes.base import Runtime, RuntimeContext
-from virtbench.spec import Spec
+from virtbench.spec.resolved import Part, Plan
 from virtbench.store import Store
 from virtbench.store.records import RunRecord, Sample
 
@@ -80,7 +80,7 @@ class Held:
 
 
 def execute(
-    spec: Spec,
+    plan: Plan,
     store: Store,
     paths: Paths,
     say: Callable[[str], None],
@@ -90,15 +90,16 @@ def execute(
     labels: dict[str, str] | None = None,
     harness: Harness | None = None,
 ) -> tuple[str, str]:
-    """Run `spec` (or go on with `resume`, whose spec it is); returns (run id, final
-    status). `labels`: the run's `host` and `fleet` (a fleet run on one of its hosts).
-    `harness`: the host as the run prepares, reads and cleans it (default: this one).
+    """Run `plan` (a resolved spec; or go on with `resume`, whose spec it is); returns (run
+    id, final status). Its drivers are the plan's (a test's fake, say). `labels`: the run's
+    `host` and `fleet` (a fleet run on one of its hosts). `harness`: the host as the run
+    prepares, reads and cleans it (default: this one).
     KeyboardInterrupt is re-raised after cleanup."""
     harness = harness if harness is not None else Harness()
-    spec, versions, skipped = check_available(spec)
+    plan, versions, skipped = check_available(plan)
     layout = harness.layout()
     start = resumes.Resume(resume) if resume is not None else resumes.Start()
-    run = Run(spec, store, paths, say, harness, start, layout)
+    run = Run(plan, store, paths, say, harness, start, layout)
     return run.execute(argv or sys.argv, labels or {}, versions, skipped, started)
 
 
@@ -107,7 +108,7 @@ class Run:
 
     def __init__(
         self,
-        spec: Spec,
+        plan: Plan,
         store: Store,
         paths: Paths,
         say: Callable[[str], None],
@@ -115,7 +116,8 @@ class Run:
         start: resumes.Start,
         layout: cgroups.Layout,
     ) -> None:
-        self.spec, self.store, self.paths, self.say = spec, store, paths, say
+        self.plan, self.spec = plan, plan.spec
+        self.store, self.paths, self.say = store, paths, say
         self.harness, self.start, self.layout = harness, start, layout
         self.run_id = start.run_id
         self.held = Held()
@@ -164,7 +166,7 @@ class Run:
         spec, store = self.spec, self.store
         env = self.harness.host.snapshot(versions)
         if spec.named:  # which driver and files each named runtime stood for
-            env["named_runtimes"] = named_runtimes(spec)
+            env["named_runtimes"] = named_runtimes(self.plan)
         if spec.sysctl:  # before anything starts: instances see the tuned host
             self.held.sysctl = apply_sysctl(spec, self.paths, run_state)
             env["sysctl"] = self.held.sysctl.apply()
@@ -185,8 +187,8 @@ class Run:
             "other_runnable_before": session.quiet.background,
             "primer": self.held.primer is not None,
         })  # fmt: skip
-        for i, exp in enumerate(spec.experiment):
-            self.experiment(session, i, exp)
+        for part in self.plan.parts:
+            self.experiment(session, part)
         if session.superseded:  # a resume must measure again what was cut short
             left = sorted(k for _, k in session.superseded)
             store.add_event(self.run_id, "error", f"resume: {len(left)} units cut short "
@@ -203,44 +205,39 @@ class Run:
             self.run_id, run_state, self.paths, self.layout, probe=held.probe,
             rootfs=artifact.path,
         )  # fmt: skip
-        held.drivers = {
-            label: runtimes.create(
-                label, held.ctx, self.spec.options_for(label), driver=self.spec.driver_of(label)
-            )
-            for label in self.spec.runtimes
-        }
+        held.drivers = {label: r.create(held.ctx) for label, r in self.plan.runtimes.items()}
         for label, drv in held.drivers.items():  # daemons, images: never inside a measurement
             self.say(f"setting up {label}")
             drv.setup()
         session = Session(self.run_id, self.spec, self.store, artifact, held.probe,
                           held.drivers, metrics.is_repeated, say=self.say,
-                          host=self.harness.host)  # fmt: skip
+                          host=self.harness.host, instances=self.plan.instances())  # fmt: skip
         self.start.session(session)
         return session
 
     def check(self, session: Session, artifact: Artifact) -> None:
         """A spec that cannot run fails before its first sample; then each runtime's image
         size, once per run."""
-        spec = self.spec
-        for i, exp in enumerate(spec.experiment):
-            check = experiments.get(exp.type).check
-            if check is not None and spec.runtimes_of(exp):
-                with session.only(spec.runtimes_of(exp), i):
-                    check(session, exp)
+        for part in self.plan.parts:
+            check = experiments.get(part.type).check
+            if check is not None and part.runtimes:
+                with session.only(list(part.runtimes), part.index):
+                    check(session, part.experiment)
         samples = self.store.samples(self.run_id)
         measured = {smp.runtime for smp in samples if smp.experiment == "image"}
         for label, drv in self.held.drivers.items():
             if label not in measured:
                 record_image_size(self.store, self.run_id, label, drv, artifact)
 
-    def experiment(self, session: Session, i: int, exp: Any) -> None:
-        """The spec's `i`th experiment, unless a resumed run finished it or none of its
+    def experiment(self, session: Session, part: Part) -> None:
+        """One experiment of the plan, unless a resumed run finished it or none of its
         runtimes is in this run."""
-        whole = ("experiment", json.dumps([i, exp.type]))
+        exp = part.experiment
+        whole = ("experiment", json.dumps([part.index, exp.type]))
         if whole in session.done:
             self.say(f"[bold]{exp.type}[/]: finished before the interruption")
             return
-        these = self.spec.runtimes_of(exp)
+        these = list(part.runtimes)
         if not these:  # a study's part for runtimes this run does not have
             if not exp.runtimes:  # none of its runtimes can run it here: said above
                 self.say(f"[bold]{exp.type}[/]: skipped (no runtime here can run it)")
@@ -250,7 +247,7 @@ class Run:
             self.start.skip_event(self.store, f"skipped: {exp.type}: {why}")
             return
         self.say(f"[bold]{exp.type}[/] on {', '.join(these)}")
-        with session.only(these, i):
+        with session.only(these, part.index):
             experiments.get(exp.type).run(session, exp)
         if not any(e == exp.type for e, _ in session.superseded):
             self.store.add_unit(self.run_id, *whole)  # (else a later resume tries it again)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from virtbench.errors import SpecError
 
 if TYPE_CHECKING:
+    from virtbench.runtimes import Drivers
     from virtbench.spec import Spec
 
 
@@ -77,9 +78,11 @@ def with_overrides(
     runtimes_: list[str] | None,
     flags: dict[str, Any],
     quick: bool = False,
+    drivers: Drivers | None = None,
 ) -> Spec:
     """Apply CLI flags to the raw spec and validate again; errors name the flag.
     `quick`: each experiment's `quick` values first (`--quick`), the flags over them.
+    `drivers`: what its runtime labels name (default: the installed drivers).
     Runtimes the user names (`runtimes_`) must run: a spec's `unavailable = "skip"` no
     longer applies to them."""
     # the spec's models take a while to build: `run`'s options (FLAGS) do not need them
@@ -97,7 +100,7 @@ def with_overrides(
         if value is not None:
             set_flag(data["experiment"], flag, value, flags)
     try:
-        return Spec.model_validate(data)
+        return Spec.model_validate(data, context={"drivers": drivers})
     except ValidationError as err:
         raise flag_error(err, where, runtimes_, flags) from None
 

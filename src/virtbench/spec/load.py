@@ -28,15 +28,18 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import (
     BaseModel,
     Field,
+    PrivateAttr,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
 
 from virtbench import experiments, runtimes
 from virtbench.errors import SpecError
+from virtbench.runtimes import Drivers
 from virtbench.spec.base import Model, option_error, quick_form
-from virtbench.spec.runtimes import InstanceOptions, RuntimeOptions, check_tables, named_options
+from virtbench.spec.runtimes import InstanceOptions, RuntimeOptions, check_tables
 
 __all__ = [
     "EXPERIMENT_TYPES",
@@ -88,6 +91,9 @@ class Spec(Model):
     # Seeds the order runtimes are measured in (experiments/order.py); default: derived
     # from the run id.
     order_seed: int | None = Field(default=None, ge=0, le=2**32 - 1)
+    # the drivers its runtime labels were checked against (`parse(..., drivers)`; default
+    # the installed ones): what its resolved plan creates its runtimes with
+    _drivers: Drivers | None = PrivateAttr(default=None)
 
     @field_validator("runtimes")
     @classmethod
@@ -98,8 +104,10 @@ class Spec(Model):
 
     @field_validator("runtime")
     @classmethod
-    def _known_runtime_tables(cls, v: dict[str, RuntimeOptions]) -> dict[str, RuntimeOptions]:
-        check_tables(v)
+    def _known_runtime_tables(
+        cls, v: dict[str, RuntimeOptions], info: ValidationInfo
+    ) -> dict[str, RuntimeOptions]:
+        check_tables(v, drivers_in(info))
         return v
 
     @field_validator("sysctl", mode="before")
@@ -125,9 +133,10 @@ class Spec(Model):
         return v
 
     @model_validator(mode="after")
-    def _known_labels(self) -> Spec:
-        """Every runtime named (in `runtimes` and in experiments' `runtimes`) is a built-in
+    def _known_labels(self, info: ValidationInfo) -> Spec:
+        """Every runtime named (in `runtimes` and in experiments' `runtimes`) is a driver's
         label or one the spec defines."""
+        self._drivers = drivers_in(info)
         for i, label in enumerate(self.runtimes):
             try:
                 self.check_label(label)
@@ -162,11 +171,11 @@ class Spec(Model):
                 raise ValueError(f"experiment[{i}].quick.{where}: {msg}") from None
         return self
 
-    def runtimes_of(self, exp: Any) -> list[str]:
-        """The runtimes that run experiment `exp`: the spec's, or those of them it names."""
-        if exp.runtimes is None:
-            return list(self.runtimes)
-        return [r for r in self.runtimes if r in exp.runtimes]
+    @property
+    def drivers(self) -> Drivers:
+        """The drivers this spec's labels were checked against."""
+        assert self._drivers is not None, "a Spec comes from parse() or model_validate()"
+        return self._drivers
 
     @property
     def named(self) -> dict[str, str]:
@@ -178,36 +187,19 @@ class Spec(Model):
         if label in self.named:
             return
         try:
-            runtimes.check_label(label)
+            self.drivers.check_label(label)
         except ValueError as exc:
             if self.named and runtimes.NAMED_RE.match(label):
                 raise ValueError(f"{exc}; named runtimes here: "
                                  f"{', '.join(self.named)}") from None  # fmt: skip
             raise
 
-    def driver_of(self, label: str) -> str:
-        """The built-in label `label` runs on: a named runtime's driver, else itself."""
-        return self.named.get(label, label)
 
-    def options_for(self, label: str) -> dict[str, Any]:
-        """The driver options of `label` (tables for its name and its label, then variant;
-        a named runtime's: its driver's, then its own table)."""
-        tables = {k: dict(t.model_extra or {}) for k, t in self.runtime.items()}
-        return named_options(label, self.named.get(label), tables)
-
-    def instance_for(self, runtime: str) -> InstanceOptions:
-        """[instance] with the runtime's overrides applied ([runtime.<name>], then the
-        label's own table, e.g. [runtime."docker:crun"]; a named runtime: its driver's,
-        then its own)."""
-        opts = self.instance
-        driver = self.driver_of(runtime)
-        base = runtimes.split(driver)[0]
-        for key in dict.fromkeys((base, driver, runtime)):
-            over = self.runtime.get(key)
-            if over is not None:
-                fields = over.model_dump(include=set(RuntimeOptions.model_fields))
-                opts = opts.model_copy(update={k: v for k, v in fields.items() if v is not None})
-        return opts
+def drivers_in(info: ValidationInfo) -> Drivers:
+    """The drivers a validation checks labels against: its context's `drivers`, else the
+    installed ones."""
+    given = (info.context or {}).get("drivers")
+    return given if given is not None else Drivers.installed()
 
 
 def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
@@ -268,9 +260,11 @@ def describe(err: ValidationError, where: str) -> str:
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
 
 
-def parse(data: dict[str, Any], where: str) -> Spec:
+def parse(data: dict[str, Any], where: str, drivers: Drivers | None = None) -> Spec:
+    """`data` as a Spec, its runtime labels checked against `drivers` (default: the
+    installed ones); SpecError in one line naming `where`."""
     try:
-        return Spec.model_validate(data)
+        return Spec.model_validate(data, context={"drivers": drivers})
     except ValidationError as err:
         raise SpecError(describe(err, where)) from None
 

@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from virtbench import runtimes
+from virtbench.runtimes import Drivers
 from virtbench.spec.base import Model, option_error
 
 CPUSET_RE = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
@@ -48,24 +49,24 @@ class RuntimeOptions(Model):
     _cpuset = field_validator("cpus")(InstanceOptions._cpuset.__func__)  # type: ignore[attr-defined]
 
 
-def check_tables(v: dict[str, RuntimeOptions]) -> None:
-    """Every `[runtime.X]` table: X is a built-in label, or a named runtime's name with a
+def check_tables(v: dict[str, RuntimeOptions], drivers: Drivers) -> None:
+    """Every `[runtime.X]` table: X is a driver's label, or a named runtime's name with a
     `driver`; its options are valid for its driver (ValueError naming the key)."""
     tables = {k: dict(t.model_extra or {}) for k, t in v.items()}
     for label, table in v.items():
         try:
             if table.driver is not None:
-                check_named(label, table.driver)
+                check_named(label, table.driver, drivers)
             else:
-                runtimes.check_label(label)
+                drivers.check_label(label)
         except ValueError as exc:
             raise ValueError(f".{label} {exc}") from None
         driver = table.driver or label
-        cls_ = runtimes.get(driver)
+        cls_ = drivers.get(driver)
         opt = cls_.variant_option
         if table.driver and runtimes.split(driver)[1] and opt in (table.model_extra or {}):
             raise ValueError(f".{label}.{opt} is set by its driver {driver!r}")
-        opts = named_options(label, table.driver, tables)
+        opts = named_options(label, table.driver, tables, drivers)
         try:
             cls_.Options.model_validate(opts)
         except ValidationError as err:
@@ -76,30 +77,30 @@ def check_tables(v: dict[str, RuntimeOptions]) -> None:
             raise ValueError(f".{label}.{key} {msg}") from None
 
 
-def check_named(name: str, driver: str) -> None:
+def check_named(name: str, driver: str, drivers: Drivers) -> None:
     """A named runtime's name and the built-in label it stands on."""
     if not runtimes.NAMED_RE.match(name):
         raise ValueError("is not a runtime name: lowercase letters, digits and '-', "
                          "starting with a letter, at most 32")  # fmt: skip
-    if name in runtimes.names():
+    if name in drivers.names():
         raise ValueError(f"is a built-in runtime: give the runtime on {driver} a name of "
                          "its own")  # fmt: skip
     try:
-        runtimes.check_label(driver)
+        drivers.check_label(driver)
     except ValueError as exc:
         raise ValueError(f"driver {driver!r}: {exc}") from None
 
 
 def named_options(
-    label: str, driver: str | None, tables: dict[str, dict[str, Any]]
+    label: str, driver: str | None, tables: dict[str, dict[str, Any]], drivers: Drivers
 ) -> dict[str, Any]:
-    """Driver options: a built-in label's (runtimes.options_for), or a named runtime's:
+    """Driver options: a driver label's (`Drivers.options_for`), or a named runtime's:
     its driver's, then its own table's."""
     if driver is None:
-        return runtimes.options_for(label, tables)
-    merged = runtimes.options_for(driver, tables)
+        return drivers.options_for(label, tables)
+    merged = drivers.options_for(driver, tables)
     merged.update(tables.get(label, {}))
     variant = runtimes.split(driver)[1]
     if variant is not None:  # the driver label's variant (its table may not say another)
-        merged[str(runtimes.get(driver).variant_option)] = variant
+        merged[str(drivers.get(driver).variant_option)] = variant
     return merged
