@@ -2,14 +2,14 @@
 
 For each runtime the driver prepares a `hello` instance exactly as a run would (bundle,
 config, image) and says which command a user would type to do the same by hand
-(`Runtime.command_line`: e.g. `crun run --bundle B name`, `docker run --rm ... IMG
-/bin/vb-hello`, `lxc-start -F -n name -P path`). hyperfine times that command before
+(byhand.py: e.g. `crun run --bundle B name`, `docker run --rm ... IMG /bin/vb-hello`,
+`lxc-start -F -n name -P path`). hyperfine times that command before
 and after `virtbench run boot --runtimes <label> --workloads hello` on the same host;
 the ratio of virtbench's median to the mean of the two hyperfine medians is printed.
 Where the by-hand foreground command returns long after the exit (LXD's `lxc launch`
 waits ~5 s for an init that already left), the detached launch of `sleep` is compared
-with `spawn_to_started` instead, each hyperfine run preceded by the driver's untimed
-`prepare_command` (removing the previous instance).
+with `spawn_to_started` instead, each hyperfine run preceded by an untimed
+`prepare_command` (byhand.py: removing the previous instance).
 Target: ratio <= 1.1 for crun (the issue's figure for virtbench's own overhead), <= 1.2
 for every other runtime.
 
@@ -29,6 +29,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import byhand
 import virtbench_run
 
 from virtbench import naming, runtimes
@@ -84,12 +85,12 @@ def compare(label: str, runs: int, paths: Paths, rootfs: Path) -> tuple[float, f
     ctx = RuntimeContext(rid, state, paths, cgroups.Layout.detect(), rootfs=rootfs)
     rt = runtimes.create(label, ctx)
     name = naming.name(rid, "hf")
-    if rt.hyperfine_detached:  # the launch of a sleeper, to "started"
+    if byhand.detached(rt):  # the launch of a sleeper, to "started"
         workload, metric, argv_in = "sleep", "boot.spawn_to_started", ("/bin/vb-sleep",)
     else:
         workload, metric, argv_in = "hello", "boot.spawn_to_exit", hello.argv(name)
-    inst, argv, env = rt.command_line(InstanceSpec(name, argv_in, rootfs))
-    prepare = rt.prepare_command(inst)
+    inst, argv, env = byhand.command_line(rt, InstanceSpec(name, argv_in, rootfs))
+    prepare = byhand.prepare_command(rt, inst)
     try:
         hf1 = hyperfine_median(argv, env, runs, prepare)
         vb = virtbench_median(label, runs, workload, metric)  # uses our daemon, if any

@@ -6,7 +6,7 @@ virtbench's side is `virtbench run scalability --runtimes crun --instances N
 prints (report/fits.py: boot.spawn_to_exit per 100 background instances, 95% CI).
 
 The by-hand side: hyperfine times `crun run --bundle B name` (the command a user would
-type; bench/boot_vs_hyperfine.py) with no background, then N sleepers are started with
+type; bench/byhand.py) with no background, then N sleepers are started with
 the driver (`crun run -d`, each waited for until ready), hyperfine times the same
 command again, and the sleepers go. Its slope is (figure at N - figure at 0) / N per
 100; it is done before and after virtbench's run, and the two are averaged.
@@ -34,6 +34,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+import byhand
 import virtbench_run
 
 from virtbench import naming, runtimes
@@ -75,7 +76,7 @@ def by_hand(n: int, runs: int, paths: Paths, rootfs: Path) -> tuple[list[float],
     ctx = RuntimeContext(rid, state, paths, cgroups.Layout.detect(), rootfs=rootfs, probe=probe)
     rt = runtimes.create(LABEL, ctx)
     name = naming.name(rid, "hf")
-    inst, argv, env = rt.command_line(InstanceSpec(name, hello.argv(name), rootfs))
+    inst, argv, env = byhand.command_line(rt, InstanceSpec(name, hello.argv(name), rootfs))
     started = []
     try:
         alone = hyperfine_times(argv, env, runs)

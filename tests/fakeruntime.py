@@ -36,8 +36,110 @@ from virtbench.spec import Spec, parse
 from virtbench.spec.resolved import resolve
 from virtbench.store import Sample, Store
 
-WORLD: World | None = None  # the current test's (set by `install`)
 RUN_ID = "fake01"
+
+
+class FakeObserve(runtimes.observe.Observe):
+    """What the host reads of a fake instance: the World's processes, a ready time drawn
+    from the truth at launch, and whether the label's last stop has settled."""
+
+    rt: FakeRuntime
+
+    def wait_ready(self, inst: Instance, timeout: float, abort: Any = None) -> int:
+        world = self.rt.world
+        if inst.name not in world.running:
+            raise InstanceError(f"{self.rt.label}: {inst.name} is not running")
+        if inst.spec.argv[-2:-1] == ("--beat",):  # the beat workload: two heartbeats so far
+            inst.extra["token"] = f"{abs(hash(inst.name)):016x}"[:16]
+            for _ in range(2):
+                self.rt._beat(inst, inst.extra["done_ns"])
+        return inst.extra["done_ns"]
+
+    def settled(self) -> bool:
+        return self.rt.world.settled(self.rt.label)
+
+    def exit_reason(self, inst: Instance) -> str | None:
+        return None if inst.name in self.rt.world.running else "exited with status 0"
+
+    def pids(self, inst: Instance) -> list[int]:
+        i = self.rt.world.running.get(inst.name)
+        return [] if i is None else [i.pid]
+
+    def tasks(self, inst: Instance) -> tuple[int | None, int]:
+        return (1 if inst.name in self.rt.world.running else None), 0
+
+
+class FakeMemory(runtimes.observe.Memory):
+    """A fake instance's memory, as the World holds it."""
+
+    rt: FakeRuntime
+
+    def pss_bytes(self, inst: Instance) -> int | None:
+        i = self.rt.world.running.get(inst.name)
+        return None if i is None else i.pss
+
+    def cgroup_bytes(self, inst: Instance) -> int | None:
+        i = self.rt.world.running.get(inst.name)
+        return None if i is None else (i.pss or 0) + i.kernel
+
+
+# --- exec, pause, snapshot (runtimes/controls.py), after the truth ----------------------
+class FakeExec(runtimes.controls.Exec):
+    rt: FakeRuntime
+
+    def problem(self) -> str | None:
+        return None if self.rt.truth.exec_ms is not None else "fake: no exec"
+
+    def run(self, inst: Instance, argv: list[str], timeout: float) -> ExecResult:
+        truth = self.rt.truth
+        nbytes = int(argv[1]) if len(argv) > 1 else len("hello from virtbench\n")
+        t0 = time.monotonic_ns()
+        ms = truth.exec_ms + truth.exec_per_mib_ms * nbytes / 2**20
+        return ExecResult(t0, t0 + round(ms * 1e6), 0, nbytes - truth.exec_lost_bytes)
+
+
+class FakePause(runtimes.controls.Pause):
+    rt: FakeRuntime
+
+    def problem(self) -> str | None:
+        return None if self.rt.truth.pause_ms is not None else "fake: no pause"
+
+    def _pause(self, inst: Instance) -> None:
+        time.sleep(self.rt.truth.pause_ms / 1e3)
+        if self.rt.truth.beats_while_paused:  # it goes on beating every 2 ms until resumed
+            inst.extra["thawed"] = thawed = threading.Event()
+            threading.Thread(target=self._beat_until, args=(inst, thawed), daemon=True).start()
+
+    def _beat_until(self, inst: Instance, thawed: threading.Event) -> None:
+        while not thawed.wait(0.002):
+            self.rt._beat(inst, time.monotonic_ns())
+
+    def _resume(self, inst: Instance) -> None:
+        if (thawed := inst.extra.pop("thawed", None)) is not None:
+            thawed.set()
+        t0 = time.monotonic_ns()
+        time.sleep(self.rt.truth.resume_ms / 1e3)
+        self.rt._beat(inst, t0 + round(self.rt.truth.resume_ready_ms * 1e6))
+
+
+class FakeSnapshot(runtimes.controls.Snapshot):
+    rt: FakeRuntime
+
+    def problem(self) -> str | None:
+        return None if self.rt.truth.checkpoint_ms is not None else "fake: no checkpoint"
+
+    def checkpoint(self, inst: Instance, image_dir: Path) -> None:
+        truth = self.rt.truth
+        time.sleep(truth.checkpoint_ms / 1e3)
+        (image_dir / "state").write_bytes(b"\1" * round(truth.image_mib * 2**20))
+
+    def restore(self, inst: Instance, image_dir: Path) -> None:
+        assert (image_dir / "state").is_file()
+        truth = self.rt.truth
+        t0 = time.monotonic_ns()
+        time.sleep(truth.restore_ms / 1e3)
+        token = "0" * 16 if truth.restores_a_stranger else None
+        self.rt._beat(inst, t0 + round(truth.restore_ready_ms * 1e6), token)
 
 
 class FakeRuntime(Runtime):
@@ -47,11 +149,16 @@ class FakeRuntime(Runtime):
     family = Family.CONTAINER
     description = "test-only: instances that follow an injected truth"
     networks = ("none", "host")  # no bridge: nothing may touch the host's network
+    Exec = FakeExec
+    Pause = FakePause
+    Snapshot = FakeSnapshot
+    Memory = FakeMemory
+    Observe = FakeObserve
+    world: World  # the test's: `install` binds a subclass of this class to it
 
     @property
-    def world(self) -> World:
-        assert WORLD is not None, "tests.fakeruntime.install() first"
-        return WORLD
+    def truth(self) -> Any:
+        return self.world.of(self.label)
 
     @classmethod
     def available(cls, options: BaseModel | None = None) -> Availability:
@@ -99,90 +206,13 @@ class FakeRuntime(Runtime):
         inst.t_exit_ns = inst.extra["done_ns"]
         return 0
 
-    def wait_ready(self, inst: Instance, timeout: float, abort: Any = None) -> int:
-        if inst.name not in self.world.running:
-            raise InstanceError(f"{self.label}: {inst.name} is not running")
-        if inst.spec.argv[-2:-1] == ("--beat",):  # the beat workload: two heartbeats so far
-            inst.extra["token"] = f"{abs(hash(inst.name)):016x}"[:16]
-            for _ in range(2):
-                self._beat(inst, inst.extra["done_ns"])
-        return inst.extra["done_ns"]
-
-    # --- exec, pause, snapshot (runtimes/controls.py), after the truth ------------------
-    @property
-    def truth(self) -> Any:
-        return self.world.of(self.label)
-
     def _beat(self, inst: Instance, t_ns: int, token: str | None = None) -> None:
+        """A heartbeat of `inst` arriving at `t_ns` (its own token unless told)."""
         inst.extra["seq"] = inst.extra.get("seq", 0) + 1
         self.ctx.probe.beat(inst.name, token or inst.extra["token"], inst.extra["seq"], t_ns)
 
-    def cannot_exec(self) -> str | None:
-        return None if self.truth.exec_ms is not None else "fake: no exec"
-
-    def exec_in(self, inst: Instance, argv: list[str], timeout: float) -> ExecResult:
-        nbytes = int(argv[1]) if len(argv) > 1 else len("hello from virtbench\n")
-        t0 = time.monotonic_ns()
-        ms = self.truth.exec_ms + self.truth.exec_per_mib_ms * nbytes / 2**20
-        return ExecResult(t0, t0 + round(ms * 1e6), 0, nbytes - self.truth.exec_lost_bytes)
-
-    def cannot_pause(self) -> str | None:
-        return None if self.truth.pause_ms is not None else "fake: no pause"
-
-    def _pause(self, inst: Instance) -> None:
-        time.sleep(self.truth.pause_ms / 1e3)
-        if self.truth.beats_while_paused:  # it goes on beating every 2 ms until resumed
-            inst.extra["thawed"] = thawed = threading.Event()
-            threading.Thread(target=self._beat_until, args=(inst, thawed), daemon=True).start()
-
-    def _beat_until(self, inst: Instance, thawed: threading.Event) -> None:
-        while not thawed.wait(0.002):
-            self._beat(inst, time.monotonic_ns())
-
-    def _resume(self, inst: Instance) -> None:
-        if (thawed := inst.extra.pop("thawed", None)) is not None:
-            thawed.set()
-        t0 = time.monotonic_ns()
-        time.sleep(self.truth.resume_ms / 1e3)
-        self._beat(inst, t0 + round(self.truth.resume_ready_ms * 1e6))
-
-    def cannot_snapshot(self) -> str | None:
-        return None if self.truth.checkpoint_ms is not None else "fake: no checkpoint"
-
-    def checkpoint(self, inst: Instance, image_dir: Path) -> None:
-        time.sleep(self.truth.checkpoint_ms / 1e3)
-        (image_dir / "state").write_bytes(b"\1" * round(self.truth.image_mib * 2**20))
-
-    def restore(self, inst: Instance, image_dir: Path) -> None:
-        assert (image_dir / "state").is_file()
-        t0 = time.monotonic_ns()
-        time.sleep(self.truth.restore_ms / 1e3)
-        token = "0" * 16 if self.truth.restores_a_stranger else None
-        self._beat(inst, t0 + round(self.truth.restore_ready_ms * 1e6), token)
-
     def _stop(self, inst: Instance) -> None:
         self.world.stop(inst.name, self.label)
-
-    def settled(self) -> bool:
-        return self.world.settled(self.label)
-
-    def exit_reason(self, inst: Instance) -> str | None:
-        return None if inst.name in self.world.running else "exited with status 0"
-
-    def pids(self, inst: Instance) -> list[int]:
-        i = self.world.running.get(inst.name)
-        return [] if i is None else [i.pid]
-
-    def pss_bytes(self, inst: Instance) -> int | None:
-        i = self.world.running.get(inst.name)
-        return None if i is None else i.pss
-
-    def memory_bytes(self, inst: Instance) -> int | None:
-        i = self.world.running.get(inst.name)
-        return None if i is None else (i.pss or 0) + i.kernel
-
-    def tasks(self, inst: Instance) -> tuple[int | None, int]:
-        return (1 if inst.name in self.world.running else None), 0
 
     def image_size(self) -> tuple[int, str] | None:
         return 4096, "fake"

@@ -36,7 +36,7 @@ def test_docker_setup_is_labelled_and_undone(ctx, artifact):
     labels = docker_names("image", "inspect", "--format", "{{json .Config.Labels}}", tag)
     assert ctx.run_id in labels[0]
     assert f"vb-{ctx.run_id}-net" in docker_names("network", "ls", "--format", "{{.Name}}")
-    names = {psutil.Process(p).name() for p in rt.pids(inst)}
+    names = {psutil.Process(p).name() for p in rt.observe.pids(inst)}
     assert any(n.startswith("containerd-shim") for n in names), names
     assert "vb-sleep" in names
     size, how = rt.image_size()
@@ -102,7 +102,7 @@ def test_lxd_setup_is_labelled_and_undone(ctx, artifact):
     )
     assert config.stdout.strip() == rid
     # the payload and its [lxc monitor], in cgroups named after the instance
-    cmds = [" ".join(psutil.Process(p).cmdline()) for p in rt.pids(inst)]
+    cmds = [" ".join(psutil.Process(p).cmdline()) for p in rt.observe.pids(inst)]
     assert any(c.startswith("/bin/vb-sleep") for c in cmds), cmds
     assert any(c.startswith("[lxc monitor]") for c in cmds), cmds
     daemon = None if was_up else ctx.daemons.started["lxd"].popen.pid

@@ -123,16 +123,16 @@ def test_sleeper_signals_ready_and_stops_clean(name, network, ctx, artifact):
         t_ready = ctx.probe.wait(s.name, 30)
         assert t_ready is not None, f"no ready signal: {inst.log_tail()}"
         assert t_ready > inst.t_spawn_ns
-        why = rt.exit_reason(inst)
+        why = rt.observe.exit_reason(inst)
         if why is not None and name == "docker:runsc":  # seen once in ~20 CI runs
             pytest.xfail(f"runsc 20221219 under docker ended the sleeper after ready: {why}")
         assert why is None  # it runs: never mistaken for a dead one
-        pids = rt.pids(inst)
+        pids = rt.observe.pids(inst)
         assert pids, "instance has no host processes"
         # ready comes from the program itself: no vb-ready is left in exec, and its
         # memory is read as soon as it is ready
         assert "vb-ready" not in {comm(p) for p in cgroups.procs(ctx.layout, s.name)}
-        pss = rt.pss_bytes(inst)
+        pss = rt.memory.pss_bytes(inst)
         assert pss is not None and pss > 0, pss
         limits = in_subtree(ctx.layout.memory_dir(s.name), "memory.limit_in_bytes")
         assert str(32 * 1024 * 1024) in limits, limits
@@ -142,13 +142,13 @@ def test_sleeper_signals_ready_and_stops_clean(name, network, ctx, artifact):
         # pids() read afterwards must include every process the cgroup had.
         in_cgroup = cgroups.procs(ctx.layout, s.name)
         alive = {p for p in in_cgroup if Path(f"/proc/{p}").exists()}
-        assert in_cgroup and alive <= set(rt.pids(inst))
+        assert in_cgroup and alive <= set(rt.observe.pids(inst))
         # The workload (for runsc: the sandbox running it) is confined to the cpuset;
         # monitors such as conmon may sit outside it.
         workload = [p for p in in_cgroup if comm(p) in ("vb-sleep", "exe", "runsc-sandbox")]
         allowed = {cpus_allowed(p) for p in workload} - {None}
         assert allowed == {"0"}, allowed
-        assert rt.memory_bytes(inst) is not None
+        assert rt.memory.cgroup_bytes(inst) is not None
         if name == "native":  # the same kind of network namespace a container gets
             host_net = os.readlink("/proc/self/ns/net")
             nets = {os.readlink(f"/proc/{p}/ns/net") for p in alive}
@@ -267,6 +267,6 @@ def test_runsc_own_network_stack_is_available_or_says_why(ctx, artifact):
     rt = driver("runsc", ctx, netstack="gvisor")
     inst = rt.start(spec(ctx, artifact, sleep, 0, network="bridge"), detach=True)
     try:
-        assert inst.address and rt.exit_reason(inst) is None
+        assert inst.address and rt.observe.exit_reason(inst) is None
     finally:
         rt.stop(inst)

@@ -50,7 +50,7 @@ def test_an_instance_on_the_bridge_sees_the_profile_in_its_namespace(name, ctx, 
     inst = rt.start(spec, detach=True)
     try:
         rt.wait_ready(inst, 60)
-        assert own_netns_value(rt.pids(inst)) == [want]
+        assert own_netns_value(rt.observe.pids(inst)) == [want]
     finally:
         rt.stop(inst)
     assert sysctl.read(KEY) == host_before  # an instance's namespace, not the host's
@@ -111,6 +111,6 @@ def test_a_host_only_key_is_set_on_the_host_and_not_in_instances(ctx, artifact):
                     detach=True)  # fmt: skip
     try:
         rt.wait_ready(inst, 60)
-        assert own_netns_value(rt.pids(inst)) == ["1234"]
+        assert own_netns_value(rt.observe.pids(inst)) == ["1234"]
     finally:
         rt.stop(inst)

@@ -182,3 +182,38 @@ def test_the_report_draws_bars_and_answers_for_each_operation(tmp_path, monkeypa
                                    str(tmp_path / "results")])  # fmt: skip
     assert res.exit_code == 0, res.output
     assert "Checkpoint and restore" in out.read_text()
+
+
+def test_each_driver_declares_its_controls_and_a_missing_one_says_why(tmp_path):
+    """The capability objects a driver declares: the host command its exec runs, and the
+    one-line reason of one it lacks (what `exec`, `pause` and `snapshot` record)."""
+    from types import SimpleNamespace
+
+    from virtbench import runtimes
+    from virtbench.errors import InstanceError
+    from virtbench.runtimes.base import Instance, InstanceSpec
+
+    layout = SimpleNamespace(version=2, v1={})
+    ctx = SimpleNamespace(layout=layout, scratch=tmp_path, paths=SimpleNamespace(cache=tmp_path))
+    spec = InstanceSpec("vb-r1-1", ("/bin/vb-sleep",), tmp_path)
+    inst = Instance(spec, "x", tmp_path / "log", argv=spec.argv)
+
+    def driver(label):
+        return runtimes.get(label)(ctx, None, label)  # type: ignore[arg-type]
+
+    crun, lxc, fc = driver("crun"), driver("lxc"), driver("firecracker")
+    assert crun.exec.problem() is None and crun.pause.problem() is None
+    assert crun.exec.argv(inst, ["/bin/vb-hello"]) == ["crun", "exec", "vb-r1-1", "/bin/vb-hello"]
+    assert lxc.exec.argv(inst, ["/bin/x"]) == [
+        "lxc-attach", "-n", "vb-r1-1", "-P", str(tmp_path / "lxc"), "--", "/bin/x"]  # fmt: skip
+    assert fc.exec.problem().startswith("its guest has no exec agent: ")
+    why = "virtbench drives snapshots of QEMU only, not yet firecracker's snapshot API"
+    assert fc.snapshot.problem() == why
+    with pytest.raises(InstanceError, match=f"^firecracker: {why}$"):
+        fc.snapshot.checkpoint(inst, tmp_path)
+    qemu, nspawn = driver("qemu"), driver("nspawn")
+    assert qemu.pause.problem() is None and qemu.snapshot.problem() is None
+    assert nspawn.snapshot.problem() == "systemd-nspawn has no checkpoint/restore"
+    assert nspawn.exec.problem() is None and nspawn.daemons.pids() == []
+    layout.version = 1  # the freezer the runtimes' own pause commands use, not mounted
+    assert crun.pause.problem() == nspawn.pause.problem() == "the cgroup v1 freezer is not mounted"

@@ -178,9 +178,9 @@ class Pile:
         info = host.meminfo()
         used = memory.in_use(info, host.pcp_free()) / MIB
         kernel = sum(info.get(k, 0) for k in KERNEL_FIELDS) / MIB
-        each = [self.rt.pss_bytes(i) for i in running]
+        each = [self.rt.memory.pss_bytes(i) for i in running]
         unread = sum(p is None for p in each)
-        pss = sum(p or 0 for p in each) + (self.rt.daemons_pss_bytes() or 0)
+        pss = sum(p or 0 for p in each) + (self.rt.daemons.pss_bytes() or 0)
         self.sample("density.host_used", used, "MiB", n, params=at)
         self.sample("density.kernel_used", kernel, "MiB", n, params=at)
         if unread:  # a sum missing instances would understate the step
@@ -209,16 +209,16 @@ class Pile:
             self.sample("density.launch", None, "ms", i, error=str(exc), params=timed)
             return f"instance {i + 1} failed: {exc}"
         self.sample("density.launch", (t_ready - inst.t_spawn_ns) / 1e6, "ms", i, params=timed)
-        pss = rt.pss_bytes(inst)
+        pss = rt.memory.pss_bytes(inst)
         if pss is not None:
             self.sample("density.pss", pss / MIB, "MiB", i)
-            guest = rt.guest_ram_pss(inst)
+            guest = rt.memory.guest_ram_pss(inst)
             if guest is not None:  # VMs: the VMM's own cost, without the guest's RAM
                 self.sample("density.pss_without_guest_ram", (pss - guest) / MIB, "MiB", i)
         else:
             self.sample("density.pss", None, "MiB", i,
                         error="no host process of the instance could be read")  # fmt: skip
-        cg = rt.memory_bytes(inst)
+        cg = rt.memory.cgroup_bytes(inst)
         self.sample("density.cgroup_memory", None if cg is None else cg / MIB, "MiB", i,
                     error="" if cg is not None else "no memory cgroup")  # fmt: skip
         avail = self.host.mem_available() / MIB

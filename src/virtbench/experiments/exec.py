@@ -18,7 +18,6 @@ repetition.
 
 from __future__ import annotations
 
-from operator import methodcaller
 from typing import Literal
 
 from pydantic import Field
@@ -75,7 +74,7 @@ def commands(cfg: ExecExperiment) -> list[tuple[str, list[str], int]]:
 
 def run(s: Session, cfg: ExecExperiment) -> None:
     units = {m: "ms" for m, _, _ in commands(cfg)}
-    each_repetition(s, cfg, "exec", methodcaller("cannot_exec"), units, exec_once)
+    each_repetition(s, cfg, "exec", lambda rt: rt.exec.problem(), units, exec_once)
 
 
 def exec_once(s: Session, runtime: str, cfg: ExecExperiment, base: dict) -> None:
@@ -90,7 +89,7 @@ def exec_once(s: Session, runtime: str, cfg: ExecExperiment, base: dict) -> None
                 results = []
                 for _ in range(cfg.count):
                     try:
-                        results.append((rt.exec_in(inst, argv, cfg.timeout_s), ""))
+                        results.append((rt.exec.run(inst, argv, cfg.timeout_s), ""))
                     except InstanceError as exc:
                         results.append((None, str(exc)))
             for res, err in results:

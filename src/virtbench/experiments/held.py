@@ -29,7 +29,7 @@ def running(s: Session, runtime: str, workload: str, timeout: float,
     inst = rt.start(spec, detach=True)
     try:
         rt.wait_ready(inst, timeout)
-        rt.ready_controls(inst)
+        rt.pause.ready(inst)  # QEMU: the QMP connection pause and checkpoint go through
         yield inst
     finally:
         rt.stop(inst)

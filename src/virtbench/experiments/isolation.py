@@ -241,9 +241,9 @@ class Neighbours:
 
     def alive(self) -> None:
         """Raise when one has died: a neighbour that died early would flatter the runtime."""
-        dead = [a for a in self.running if not self.rt.pids(a)]
+        dead = [a for a in self.running if not self.rt.observe.pids(a)]
         if dead:
-            _, refused = self.rt.tasks(dead[0])
+            _, refused = self.rt.observe.tasks(dead[0])
             limit = (
                 f" (its pids limit of {pids_limit(self.cfg, len(self.cpus))} host tasks "
                 f"refused {refused} forks: raise attacker_pids_limit)"
@@ -258,7 +258,7 @@ class Neighbours:
         """Record what they cost the host (a runtime may multiply them), then stop each;
         one left running would slow every later condition, baseline too."""
         if self.running:
-            peaks = [self.rt.tasks(a)[0] for a in self.running]
+            peaks = [self.rt.observe.tasks(a)[0] for a in self.running]
             if all(p is not None for p in peaks):
                 total = float(sum(p for p in peaks if p is not None))
                 sample = worker.sample("isolation", TASKS, total, "tasks", "lower", None, **labels)

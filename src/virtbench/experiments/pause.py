@@ -19,7 +19,6 @@ add up to one period (about 2 ms) after a QEMU stop/cont. One unit of measuremen
 from __future__ import annotations
 
 import time
-from operator import methodcaller
 from typing import Literal
 
 from pydantic import Field
@@ -73,8 +72,7 @@ LAND_S = 0.02  # for heartbeats already on their way when the pause returned
 
 
 def run(s: Session, cfg: PauseExperiment) -> None:
-    each_repetition(s, cfg, "pause", methodcaller("cannot_pause"), UNITS,
-                    pause_cycles)  # fmt: skip
+    each_repetition(s, cfg, "pause", lambda rt: rt.pause.problem(), UNITS, pause_cycles)
 
 
 def steady_beat(s: Session, inst: Instance, timeout: float) -> Beat:
@@ -127,12 +125,12 @@ def pause_cycles(s: Session, runtime: str, cfg: PauseExperiment, base: dict) -> 
             try:
                 with s.timed("pause", runtime, params):
                     t0 = time.monotonic_ns()
-                    rt.pause(inst)
+                    rt.pause.pause(inst)
                     t1 = time.monotonic_ns()
                 held = silent(s, inst, cfg.hold_s, "its pause returned: not paused")
                 with s.timed("pause", runtime, params, wait=False):
                     t2 = time.monotonic_ns()
-                    rt.resume(inst)
+                    rt.pause.resume(inst)
                     t3 = time.monotonic_ns()
                     beat = next_beat(s, inst, held, cfg.timeout_s, "its resume")
             except InstanceError as exc:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import time
-from operator import methodcaller
 from typing import Literal
 
 from pydantic import Field
@@ -80,7 +79,7 @@ UNITS = {m.name: m.unit for m in METRICS}  # a failed repetition is a failed sam
 
 
 def run(s: Session, cfg: SnapshotExperiment) -> None:
-    each_repetition(s, cfg, "snapshot", methodcaller("cannot_snapshot"), UNITS, snapshot_once)
+    each_repetition(s, cfg, "snapshot", lambda rt: rt.snapshot.problem(), UNITS, snapshot_once)
 
 
 def snapshot_once(s: Session, runtime: str, cfg: SnapshotExperiment, base: dict) -> None:
@@ -94,13 +93,13 @@ def snapshot_once(s: Session, runtime: str, cfg: SnapshotExperiment, base: dict)
             steady_beat(s, inst, cfg.timeout_s)
             with s.timed("snapshot", runtime, base["params"]):
                 t0 = time.monotonic_ns()
-                rt.checkpoint(inst, image)
+                rt.snapshot.checkpoint(inst, image)
                 t1 = time.monotonic_ns()
             held = silent(s, inst, cfg.gone_s, "its checkpoint returned: not stopped")
             size = disk_usage(image)[0]
             with s.timed("snapshot", runtime, base["params"], wait=False):
                 t2 = time.monotonic_ns()
-                rt.restore(inst, image)
+                rt.snapshot.restore(inst, image)
                 t3 = time.monotonic_ns()
                 beat = next_beat(s, inst, held, cfg.timeout_s, "its restore")
         except InstanceError as exc:

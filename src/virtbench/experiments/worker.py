@@ -67,7 +67,7 @@ def wait_bindable(port: int, timeout: float = PORT_FREE_WAIT_S) -> bool:
 
 def ended(rt: Runtime, inst: Instance, what: str) -> InstanceError | None:
     """The error to raise if the server instance has ended (how, and its last output)."""
-    why = rt.exit_reason(inst)
+    why = rt.observe.exit_reason(inst)
     if why is None:
         return None
     return InstanceError(f"the server {why} {what}: {inst.log_tail()}")
@@ -337,7 +337,7 @@ class Worker:
         prefix = f"proc/{self.runtime}/{self.name}/{where}/{level}"
         if labels.get("warmup"):
             prefix += "/warmup"
-        return ProcWatch(prefix, lambda: rt.pids(inst), rt.daemon_pids())
+        return ProcWatch(prefix, lambda: rt.observe.pids(inst), rt.daemons.pids())
 
     def stop(self) -> None:
         if self.inst is not None:

@@ -1,15 +1,22 @@
-"""The Runtime protocol: a small driver lifecycle with the bookkeeping in the base class.
+"""The Runtime protocol: a small driver lifecycle with the bookkeeping in the base class,
+and the capability objects a driver declares.
 
 A driver fills in `_start` (launch, detached or foreground), `_wait` and `_stop`, and
 optionally `_setup` (once per run, untimed: start a daemon, import an image) and
 `_close` (undo `_setup`). The public `start`/`run_to_exit`/`stop` own timing, the run's
 ledger, the ready-probe address, bridge networking, cgroup removal and idempotency. Every
 instance a Runtime started is tracked until stopped, and `close` (from the run's
-`finally:`) stops them all and then undoes the set-up.
+`finally:`) stops them all and then undoes the set-up. `virtbench clean` asks the class
+(`list_objects`, `remove_object`) what the runtime's own registry holds.
 
-Drivers declare their spec options as a pydantic model `Options` (the keys allowed in a
-spec's `[runtime.<name>]` table) and may name one option as the variant picked by a
-label such as `docker:crun`.
+The rest is composed, not inherited: a driver declares the class it uses for `Exec`,
+`Pause` and `Snapshot` (controls.py: default no exec, the cgroup freezer, no checkpoint),
+`Memory`, `Daemons` and `Observe` (observe.py: what is attributed to an instance, the
+run's daemons, its processes and ready signal) and `Attach` (attach.py: bridge, data,
+probe address); `__init__` makes one of each (`rt.exec`, `rt.pause`, ...) holding the
+driver. A capability a runtime lacks says why in one line (`problem()`). Its spec options
+are a pydantic model `Options`; `variant_option` is the one a label such as `docker:crun`
+sets.
 
 Timeline of one instance (host monotonic clock, ns):
   (prepare)  untimed: bundle files, cgroups, network namespace
@@ -23,22 +30,15 @@ Timeline of one instance (host monotonic clock, ns):
 from __future__ import annotations
 
 import contextlib
-import shutil
-import subprocess
 import time
 from abc import ABC, abstractmethod
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
+from typing import TYPE_CHECKING, ClassVar, NoReturn
 
 from pydantic import BaseModel
 
 from virtbench.errors import EngineGone, InstanceError, SpecError
 from virtbench.host import cgroups, proc
-from virtbench.runtimes.attach import Attach
-from virtbench.runtimes.byhand import ByHand
-from virtbench.runtimes.controls import Controls
-from virtbench.runtimes.launcher import Launcher
-from virtbench.runtimes.leftovers import Leftovers
+from virtbench.runtimes import attach, controls, launcher, observe
 from virtbench.runtimes.model import (  # re-exported: drivers import them from here
     DATA_MOUNT,
     PROBE_MOUNT,
@@ -49,32 +49,22 @@ from virtbench.runtimes.model import (  # re-exported: drivers import them from 
     InstanceSpec,
     NoOptions,
     RuntimeContext,
+    remove_tree,
+    which,
 )
-from virtbench.runtimes.observe import Observe
 
 if TYPE_CHECKING:
-    pass
+    import threading
 
-__all__ = [
-    "DATA_MOUNT",
-    "PROBE_MOUNT",
-    "PROBE_PLACEHOLDER",
-    "Availability",
-    "Family",
-    "Instance",
-    "InstanceSpec",
-    "NoOptions",
-    "Runtime",
-    "RuntimeContext",
-    "remove_tree",
-    "which",
-]
+__all__ = ["DATA_MOUNT", "PROBE_MOUNT", "PROBE_PLACEHOLDER", "Availability", "Family",
+           "Instance", "InstanceSpec", "NoOptions", "Runtime", "RuntimeContext", "remove_tree",
+           "which"]  # fmt: skip
 
 
-class Runtime(Observe, ByHand, Leftovers, Controls, Attach, Launcher, ABC):
+class Runtime(ABC):
     """Base class of every runtime driver."""
 
-    # Its launch is one launcher command (`_launch`) or a spawn that returns at once: a
+    # Its launch is one launcher command (launcher.py) or a spawn that returns at once: a
     # burst issues its launches back to back from one thread (`spawn_launch`), then waits
     # for each in a thread of its own (`finish_launch`), as `xargs -P` would.
     spawns_launcher: ClassVar[bool] = False
@@ -91,6 +81,15 @@ class Runtime(Observe, ByHand, Leftovers, Controls, Attach, Launcher, ABC):
     variants: ClassVar[tuple[str, ...]] = ()
     default_variant: ClassVar[str | None] = None
 
+    # the classes of its capabilities and helpers, made once per driver (see the module doc)
+    Exec: ClassVar[type[controls.Exec]] = controls.Exec
+    Pause: ClassVar[type[controls.Pause]] = controls.CgroupFreezer
+    Snapshot: ClassVar[type[controls.Snapshot]] = controls.Snapshot
+    Memory: ClassVar[type[observe.Memory]] = observe.Memory
+    Daemons: ClassVar[type[observe.RunDaemons]] = observe.RunDaemons
+    Observe: ClassVar[type[observe.Observe]] = observe.Observe
+    Attach: ClassVar[type[attach.Attach]] = attach.Attach
+
     def __init__(
         self, ctx: RuntimeContext, options: BaseModel | None = None, label: str | None = None
     ) -> None:
@@ -99,10 +98,16 @@ class Runtime(Observe, ByHand, Leftovers, Controls, Attach, Launcher, ABC):
         self.label = label or self.name
         self.instances: dict[str, Instance] = {}
         self._set_up = False
-        self._reap: list[Any] = []  # psutil handles of supervisors that exit after removal
-        # Why the runtime's engine can no longer be used (its daemon died mid-run): from
-        # then on every start fails at once, and `close` revives the engine to clean up.
+        # Why its engine can no longer be used (its daemon died mid-run): from then on every
+        # start fails at once, and `close` revives the engine to clean up.
         self.dead: str | None = None
+        self.exec = self.Exec(self)
+        self.pause = self.Pause(self)
+        self.snapshot = self.Snapshot(self)
+        self.memory = self.Memory(self)
+        self.daemons = self.Daemons(self)
+        self.observe = self.Observe(self)
+        self.attach = self.Attach(self)
 
     # --- what drivers provide -------------------------------------------------------
     @classmethod
@@ -116,26 +121,25 @@ class Runtime(Observe, ByHand, Leftovers, Controls, Attach, Launcher, ABC):
         del workload, options
         return None
 
-    def _setup(self) -> None:
+    def _setup(self) -> None:  # noqa: B027 (optional: default nothing)
         """Untimed, once per run before the first instance: start a daemon, import an
         image. Record what it creates in the ledger first."""
 
-    def _after_start(self, inst: Instance) -> None:
+    def _after_start(self, inst: Instance) -> None:  # noqa: B027 (optional: default nothing)
         """Untimed, right after the launch returned (e.g. look up the address)."""
 
-    def _after_exit(self, inst: Instance) -> None:
+    def _after_exit(self, inst: Instance) -> None:  # noqa: B027 (optional: default nothing)
         """Untimed, after a foreground instance exited (e.g. fetch its output)."""
 
-    def _close(self) -> None:
+    def _close(self) -> None:  # noqa: B027 (optional: default nothing)
         """Undo `_setup` (remove images, networks; stop a daemon this run started)."""
 
     def engine_gone(self) -> str | None:
         """Why this runtime's engine (the daemon its instances go through: dockerd, LXD)
-        can no longer be used -- it died or stopped answering -- or None. Asked only after
-        something failed. Default: None (no engine)."""
+        died or stopped answering, or None. Asked only after a failure. Default: None."""
         return None
 
-    def _revive(self) -> None:
+    def _revive(self) -> None:  # noqa: B027 (optional: default nothing)
         """After the engine died: bring it back (a fresh daemon) so that `close` can
         remove what the run made through it. Default: nothing to revive."""
 
@@ -145,15 +149,8 @@ class Runtime(Observe, ByHand, Leftovers, Controls, Attach, Launcher, ABC):
         del workload
         return None
 
-    def owner_pids(self, inst: Instance) -> list[int]:
-        """Host processes that belong to the instance outside its cgroup (a shim, a
-        monitor, conmon). Default: none."""
-        del inst
-        return []
-
-    def _prepare(self, inst: Instance) -> None:
-        """Untimed set-up before the launch call (bundle files, cgroups); may record to the
-        ledger. Default: nothing."""
+    def _prepare(self, inst: Instance) -> None:  # noqa: B027 (optional: default nothing)
+        """Untimed, before the launch call: bundle files, cgroups (recorded in the ledger)."""
 
     @abstractmethod
     def _start(self, inst: Instance, detach: bool) -> None:
@@ -217,11 +214,7 @@ class Runtime(Observe, ByHand, Leftovers, Controls, Attach, Launcher, ABC):
         log_dir.mkdir(exist_ok=True)
         inst = Instance(spec=spec, runtime=self.label, log_path=log_dir / f"{spec.name}.log")
         self.instances[spec.name] = inst
-        inst.argv = self._resolve_probe(inst, network)
-        if network == "bridge" and self.virtbench_bridge:
-            self._attach_bridge(inst)
-        if spec.data:
-            self._attach_data(inst)
+        self.attach.prepare(inst, network)
         return inst
 
     def check_engine(self) -> None:
@@ -260,6 +253,39 @@ class Runtime(Observe, ByHand, Leftovers, Controls, Attach, Launcher, ABC):
         except BaseException as exc:
             self._start_failed(inst, exc)
 
+    def spawn_launch(self, inst: Instance) -> None:
+        """A burst's first half of `launch` (detached): the launch call issued, timed
+        (t_spawn_ns), its launcher command not waited for where the driver has one
+        (`spawns_launcher`), so that one thread can issue many launches back to back."""
+        inst.extra["defer_launch"] = True
+        try:
+            inst.t_spawn_ns = time.monotonic_ns()
+            self._start(inst, True)
+        except BaseException as exc:
+            self._start_failed(inst, exc)
+        finally:
+            inst.extra.pop("defer_launch", None)
+
+    def finish_launch(self, inst: Instance) -> None:
+        """The second half: the launcher waited for (t_started_ns), then as `launch`."""
+        try:
+            pending = inst.extra.pop("pending_launch", None)
+            if pending is not None:
+                launcher.await_launch(inst, *pending)
+            inst.t_started_ns = time.monotonic_ns()
+            self._after_start(inst)
+        except BaseException as exc:
+            self._start_failed(inst, exc)
+
+    def wait_ready(self, inst: Instance, timeout: float,
+                   abort: threading.Event | None = None) -> int:  # fmt: skip
+        """Host monotonic ns of `inst`'s ready datagram (`observe.wait_ready`)."""
+        return self.observe.wait_ready(inst, timeout, abort)
+
+    def settled(self) -> bool:
+        """Whether what lingers after its removals has gone (`observe.settled`)."""
+        return self.observe.settled()
+
     def _start_failed(self, inst: Instance, exc: BaseException) -> NoReturn:
         """Ctrl-C or a driver error while starting: clean up, but never let a clean-up
         error hide the original one (the run's teardown sweeps anything left by label)."""
@@ -283,13 +309,7 @@ class Runtime(Observe, ByHand, Leftovers, Controls, Attach, Launcher, ABC):
             if isinstance(exc, InstanceError):
                 raise
             self.check_engine()
-            if isinstance(exc, subprocess.TimeoutExpired | TimeoutError) or (
-                "timed out" in str(exc).lower()  # an engine API's read timeout
-            ):
-                why = f"did not exit in {timeout:g} s"
-            else:  # e.g. the engine's daemon went away
-                why = f"waiting for its exit failed: {exc}"
-            raise InstanceError(f"{self.label}: {spec.name} {why}") from exc
+            raise launcher.wait_failed(f"{self.label}: {spec.name}", exc, timeout) from exc
         if inst.t_exit_ns is None:  # `_wait` may know the exit time better (LXD)
             inst.t_exit_ns = time.monotonic_ns()
         self._after_exit(inst)
@@ -302,7 +322,7 @@ class Runtime(Observe, ByHand, Leftovers, Controls, Attach, Launcher, ABC):
         t0 = time.monotonic()
         if inst.extra.get("paused"):  # thawed first: some runtimes cannot delete it frozen
             with contextlib.suppress(Exception):
-                self.resume(inst)
+                self.pause.resume(inst)
         try:
             self._stop(inst)
         except Exception:
@@ -318,12 +338,7 @@ class Runtime(Observe, ByHand, Leftovers, Controls, Attach, Launcher, ABC):
             for name in self.cgroup_names(inst):
                 for d in self.ctx.layout.dirs(name):
                     cgroups.kill_and_remove(d)
-            if self.ctx.bridge is not None:
-                self.ctx.bridge.detach(inst.name)
-            if inst.data_dir is not None:
-                remove_tree(inst.data_dir)
-                with contextlib.suppress(OSError):  # the run's directory, once empty
-                    inst.data_dir.parent.rmdir()
+            self.attach.release(inst)
             self.instances.pop(inst.name, None)
         return time.monotonic() - t0
 
@@ -359,22 +374,27 @@ class Runtime(Observe, ByHand, Leftovers, Controls, Attach, Launcher, ABC):
                     self._revive()
             finally:
                 self.stop_all()
-            if self._reap:
+            if self.observe.reap:
                 from virtbench.runtimes import owners
 
-                owners.end(self._reap, timeout=30)
-                self._reap = []
+                owners.end(self.observe.reap, timeout=30)
+                self.observe.reap = []
         finally:
             if self._set_up:
                 self._set_up = False
                 self._close()
 
+    # --- what `virtbench clean` finds of it (class methods: clean has no run) ----------
+    @classmethod
+    def list_objects(cls) -> list[tuple[str, str]]:
+        """(kind, name) of everything this runtime's own registry holds on the host, ours
+        or not: instances, and for engines also images and networks; raises ListingError
+        when they cannot be listed (leftovers.py). Names of ours start with `vb-<run-id>-`,
+        and clean keeps only those of runs that are not alive. Default: none, for runtimes
+        whose instances are plain processes found by cgroup or environment."""
+        return []
 
-def remove_tree(path: Path) -> None:
-    """Remove a scratch directory a driver made (bundles, logs)."""
-    with contextlib.suppress(FileNotFoundError):
-        shutil.rmtree(path)
-
-
-def which(binary: str) -> str | None:
-    return shutil.which(binary)
+    @classmethod
+    def remove_object(cls, kind: str, name: str) -> None:
+        """Force-remove one object `list_objects` returned."""
+        del kind, name  # runtimes without a registry of their own have nothing to remove

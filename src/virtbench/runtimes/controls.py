@@ -1,12 +1,15 @@
 """What `exec`, `pause` and `snapshot` ask of a running instance: run a command in it,
 freeze and thaw it, checkpoint it to a directory and restore it from there.
 
-A mixin of the Runtime base class. Each operation has a `cannot_*` that says why this
-runtime (as configured, on this host) cannot do it, or None; the experiments ask it first
-and record the reason instead of a figure. Defaults: no exec; pause and resume through
-the cgroup freezer of the instance's cgroups (cgroup v2 `cgroup.freeze`, v1's freezer);
-no checkpoint. Drivers override them with their runtime's own commands (`runc exec`,
-`docker pause`, QEMU's stop/cont, `runsc checkpoint`).
+Each is a capability object: a driver declares the class it uses (`Exec = OciExec`,
+`Pause = CgroupFreezer`, `Snapshot = QemuSnapshot`) and Runtime makes one per driver
+(`rt.exec`, `rt.pause`, `rt.snapshot`) holding that driver as `rt`. Each has a `problem()`
+that says why this runtime (as configured, on this host) cannot do it, or None; the
+experiments ask it first and record the reason instead of a figure. Defaults: no exec
+(`Exec`); pause and resume through the cgroup freezer of the instance's cgroups
+(`CgroupFreezer`: cgroup v2 `cgroup.freeze`, v1's freezer); no checkpoint (`Snapshot`).
+Drivers declare subclasses with their runtime's own commands (`runc exec`, `docker
+pause`, QEMU's stop/cont, `runsc checkpoint`).
 """
 
 from __future__ import annotations
@@ -18,13 +21,13 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from virtbench.errors import InstanceError
 from virtbench.host import proc
 
 if TYPE_CHECKING:
-    from virtbench.runtimes.model import Instance, RuntimeContext
+    from virtbench.runtimes.model import Instance
 
 FREEZE_TIMEOUT_S = 10.0
 
@@ -65,55 +68,83 @@ def criu_problem() -> str:
     return f"criu check fails here: {why}"
 
 
-class Controls:
-    """The operations on a running instance (mixed into Runtime)."""
+class Control:
+    """One capability of a driver (`rt`, the Runtime that declared it)."""
 
-    ctx: RuntimeContext
-    label: str
+    def __init__(self, rt: Any) -> None:
+        self.rt = rt
 
-    def ready_controls(self, inst: Instance) -> None:
-        """Untimed, once the instance is ready: open what pause and checkpoint go
-        through (QEMU's QMP connection), so that the first one is not slower."""
-        del inst
-
-    # --- exec ------------------------------------------------------------------------
-    def cannot_exec(self) -> str | None:
-        """Why a command cannot be run in this runtime's running instances (None: it can)."""
-        return "it has no way to run a command in a running instance"
-
-    def exec_argv(self, inst: Instance, argv: list[str]) -> list[str]:
-        """The host command that runs `argv` (paths inside the instance) in `inst`."""
-        raise InstanceError(f"{self.label}: {self.cannot_exec()}")
-
-    def exec_env(self) -> dict[str, str] | None:
-        """The environment of exec_argv's command (None: virtbench's own)."""
+    def problem(self) -> str | None:
+        """Why this runtime cannot do it (None: it can)."""
         return None
 
-    def exec_in(self, inst: Instance, argv: list[str], timeout: float) -> ExecResult:
-        """Run `argv` in `inst`, reading all its standard output; timed on the host."""
-        cmd = self.exec_argv(inst, argv)
+
+# --- exec ------------------------------------------------------------------------------
+class Exec(Control):
+    """Run a command in a running instance. This base cannot, and `why` says so."""
+
+    why: ClassVar[str] = "it has no way to run a command in a running instance"
+
+    def problem(self) -> str | None:
+        return self.why
+
+    def run(self, inst: Instance, argv: list[str], timeout: float) -> ExecResult:
+        """Run `argv` (paths inside the instance) in `inst`, reading all its standard
+        output; timed on the host."""
+        del inst, argv, timeout
+        raise InstanceError(f"{self.rt.label}: {self.problem()}")
+
+
+class CommandExec(Exec):
+    """Exec through a host command per call (`runc exec`, `lxc-attach`, `nsenter`): the
+    subclass says which (`argv`) and in what environment (`env`)."""
+
+    def problem(self) -> str | None:
+        return None
+
+    def argv(self, inst: Instance, argv: list[str]) -> list[str]:
+        """The host command that runs `argv` (paths inside the instance) in `inst`."""
+        raise NotImplementedError
+
+    def env(self) -> dict[str, str] | None:
+        """The environment of `argv`'s command (None: virtbench's own)."""
+        return None
+
+    def run(self, inst: Instance, argv: list[str], timeout: float) -> ExecResult:
+        cmd = self.argv(inst, argv)
         t0 = time.monotonic_ns()
         p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, env=self.exec_env())  # fmt: skip
+                             stderr=subprocess.PIPE, env=self.env())  # fmt: skip
         try:
             out, err = p.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             p.kill()
             p.communicate()
-            raise InstanceError(f"{self.label}: {' '.join(cmd[:2])} ... did not end in "
+            raise InstanceError(f"{self.rt.label}: {' '.join(cmd[:2])} ... did not end in "
                                 f"{timeout:g} s") from None  # fmt: skip
         t1 = time.monotonic_ns()
         return ExecResult(t0, t1, p.returncode, len(out), err.decode(errors="replace")[-300:])
 
-    # --- pause ---------------------------------------------------------------------------
-    def cannot_pause(self) -> str | None:
-        """Why this runtime's instances cannot be paused (None: they can)."""
-        layout = self.ctx.layout
+
+# --- pause -----------------------------------------------------------------------------
+class Pause(Control):
+    """Freeze every process of an instance and thaw it again. A subclass gives `_pause`
+    and `_resume` (the runtime's own commands); this base marks the instance paused
+    between them, so that stopping it resumes it first. The runtimes' own pause commands
+    freeze the instance's cgroups too, so without a freezer none can (`problem`)."""
+
+    def problem(self) -> str | None:
+        layout = self.rt.ctx.layout
         if layout.version == 1 and "freezer" not in layout.v1:
             return "the cgroup v1 freezer is not mounted"
         if layout.version == 0:
             return "no cgroup hierarchy to freeze"
         return None
+
+    def ready(self, inst: Instance) -> None:
+        """Untimed, once the instance is ready: open what pause and checkpoint go
+        through (QEMU's QMP connection), so that the first one is not slower."""
+        del inst
 
     def pause(self, inst: Instance) -> None:
         """Freeze every process of `inst`; returns once they are frozen. Until `resume`,
@@ -127,16 +158,25 @@ class Controls:
         inst.extra.pop("paused", None)
 
     def _pause(self, inst: Instance) -> None:
-        self._freeze(inst, True)
+        raise NotImplementedError
 
     def _resume(self, inst: Instance) -> None:
-        self._freeze(inst, False)
+        raise NotImplementedError
 
-    def _freeze(self, inst: Instance, frozen: bool) -> None:
-        """The cgroup freezer on the instance's cgroups (v2: cgroup.freeze, then wait for
-        cgroup.events to say so; v1: freezer.state)."""
-        layout = self.ctx.layout
-        names = self.cgroup_names(inst)  # type: ignore[attr-defined]  # Runtime's
+
+class CgroupFreezer(Pause):
+    """The cgroup freezer on the instance's cgroups (v2: cgroup.freeze, then wait for
+    cgroup.events to say so; v1: freezer.state)."""
+
+    def _pause(self, inst: Instance) -> None:
+        self.freeze(inst, True)
+
+    def _resume(self, inst: Instance) -> None:
+        self.freeze(inst, False)
+
+    def freeze(self, inst: Instance, frozen: bool) -> None:
+        layout = self.rt.ctx.layout
+        names = self.rt.cgroup_names(inst)
         ctrl = "freezer" if layout.version == 1 else "memory"  # v2: the one cgroup
         dirs = [layout.controller_dir(ctrl, n) for n in names]
         for d in dirs:
@@ -146,20 +186,6 @@ class Controls:
                 (d / "cgroup.freeze").write_text("1" if frozen else "0")
         for d in dirs:
             _await_freezer(d, frozen, layout.version)
-
-    # --- snapshot --------------------------------------------------------------------------
-    def cannot_snapshot(self) -> str | None:
-        """Why this runtime's instances cannot be checkpointed and restored (None: they can)."""
-        return "it has no checkpoint/restore"
-
-    def checkpoint(self, inst: Instance, image_dir: Path) -> None:
-        """Write `inst`'s state to `image_dir` (made empty by the caller); the instance is
-        gone afterwards (its processes ended; `restore` brings it back)."""
-        raise InstanceError(f"{self.label}: {self.cannot_snapshot()}")
-
-    def restore(self, inst: Instance, image_dir: Path) -> None:
-        """Start `inst` again from `image_dir`; returns once the runtime says it runs."""
-        raise InstanceError(f"{self.label}: {self.cannot_snapshot()}")
 
 
 def _await_freezer(d: Path, frozen: bool, version: int) -> None:
@@ -179,3 +205,33 @@ def _await_freezer(d: Path, frozen: bool, version: int) -> None:
             raise InstanceError(f"{d.name}: the cgroup did not {what} in {FREEZE_TIMEOUT_S:g} s")
         time.sleep(pause)
         pause = min(pause * 2, 0.005)
+
+
+# --- snapshot --------------------------------------------------------------------------
+class Snapshot(Control):
+    """Checkpoint a running instance to a directory and restore it from there. This
+    base cannot, and `why` says so."""
+
+    why: ClassVar[str] = "it has no checkpoint/restore"
+
+    def problem(self) -> str | None:
+        return self.why
+
+    def checkpoint(self, inst: Instance, image_dir: Path) -> None:
+        """Write `inst`'s state to `image_dir` (made empty by the caller); the instance is
+        gone afterwards (its processes ended; `restore` brings it back)."""
+        del inst, image_dir
+        raise InstanceError(f"{self.rt.label}: {self.problem()}")
+
+    def restore(self, inst: Instance, image_dir: Path) -> None:
+        """Start `inst` again from `image_dir`; returns once the runtime says it runs."""
+        del inst, image_dir
+        raise InstanceError(f"{self.rt.label}: {self.problem()}")
+
+
+class Undriven(Snapshot):
+    """A runtime that could checkpoint through CRIU, but virtbench does not drive it:
+    CRIU's own problem on this host first, else `why`."""
+
+    def problem(self) -> str | None:
+        return criu_problem() or self.why

@@ -30,9 +30,8 @@ from virtbench.host import proc
 from virtbench.host.sysctl import namespaced
 from virtbench.runtimes import owners, traces
 from virtbench.runtimes.base import Availability, Instance, which
-from virtbench.runtimes.docker_controls import DockerControls
+from virtbench.runtimes.docker_controls import DockerExec, DockerPause, DockerSnapshot
 from virtbench.runtimes.dockerd import (
-    BASE_URL,
     CONTAINERD_PIDFILE,
     OCI_PATHS,
     SOCKET,
@@ -46,6 +45,7 @@ from virtbench.runtimes.dockerd import (
     remove_engine_leftovers,
 )
 from virtbench.runtimes.engine import LABEL, Engine, engine_exit_reason
+from virtbench.runtimes.observe import Observe, RunDaemons
 
 
 class DockerOptions(BaseModel):
@@ -55,13 +55,54 @@ class DockerOptions(BaseModel):
     image: str | None = None
 
 
-class Docker(DockerControls, Engine):
+class DockerObserve(Observe):
+    """How a container ended, as dockerd inspects it; its containerd-shim (and for runsc
+    the sandbox and gofer below it) is counted with the instance."""
+
+    rt: Docker
+
+    def exit_reason(self, inst: Instance) -> str | None:
+        cid = self.rt._ids.get(inst.name)
+        if cid is None:
+            return "ended (its container is gone)"
+        try:
+            state = self.rt.api.inspect_container(cid)["State"]
+        except Exception as exc:  # the container, or dockerd, went away
+            return f"ended (dockerd cannot inspect it: {exc})"
+        why = engine_exit_reason(
+            state.get("Running"), state.get("ExitCode"), state.get("OOMKilled"), state.get("Error")
+        )
+        if why is not None:
+            self.rt._save_logs(inst)  # what it printed, for the error that names how it ended
+        return why
+
+    def owner_pids(self, inst: Instance, pid: int | None = None) -> list[int]:
+        cid = self.rt._ids.get(inst.name)
+        if cid is None:
+            return []
+        if pid is None:
+            try:
+                pid = self.rt.api.inspect_container(cid)["State"]["Pid"]
+            except Exception:
+                return []
+        return owners.supervisor_tree(pid, lambda n: n.startswith("containerd-shim"))
+
+
+class DockerDaemons(RunDaemons):
+    names = ("dockerd",)  # when this run started it
+
+
+class Docker(Engine):
     name = "docker"
     description = "Docker Engine (SDK), image imported from the artifact rootfs"
     Options = DockerOptions
     variants = ("runc", "crun", "runsc")
     default_variant = "runc"
-    DAEMONS = ("dockerd",)  # when this run started it
+    Exec = DockerExec
+    Pause = DockerPause
+    Snapshot = DockerSnapshot
+    Daemons = DockerDaemons
+    Observe = DockerObserve
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -147,8 +188,8 @@ class Docker(DockerControls, Engine):
         # would spend its start-up timeout on them): their containers are gone with their
         # cgroups, so they are ended first.
         shims = owners.find_by_cmdline("containerd-shim", *self._created)
-        owners.end(shims + self._reap + dead_containerd(), timeout=0)
-        self._reap = []
+        owners.end(shims + self.observe.reap + dead_containerd(), timeout=0)
+        self.observe.reap = []
         CONTAINERD_PIDFILE.unlink(missing_ok=True)
         self.ctx.daemons.restart("dockerd")
         self.api = client().api
@@ -220,14 +261,6 @@ class Docker(DockerControls, Engine):
         self.ctx.state.record("cgroup", inst.name)
         inst.extra["create"] = self._create_kwargs(inst)
 
-    def _command_line(self, inst: Instance) -> tuple[list[str], dict[str, str]]:
-        spec = inst.spec
-        argv = ["docker", "run", "--rm", "--runtime", self.options.oci_runtime]
-        argv += ["--network", self.effective_network(spec.network)]
-        argv += ["--cgroup-parent", f"/virtbench/{spec.name}", "--pull", "never"]
-        argv += ["--label", self.run_label]
-        return [*argv, self.image, *inst.argv], {"DOCKER_HOST": BASE_URL}
-
     def _start(self, inst: Instance, detach: bool) -> None:
         del detach  # foreground: `_wait` blocks on the container's exit
         cid = self.api.create_container(**inst.extra.pop("create"))["Id"]
@@ -237,7 +270,7 @@ class Docker(DockerControls, Engine):
 
     def _after_start(self, inst: Instance) -> None:
         info = self.api.inspect_container(self._ids[inst.name])
-        inst.extra["shim"] = owners.snapshot(self.owner_pids(inst, info["State"]["Pid"]))
+        inst.extra["shim"] = owners.snapshot(self.observe.owner_pids(inst, info["State"]["Pid"]))
         if self.network is not None and inst.spec.network == "bridge":
             nets = info["NetworkSettings"]["Networks"]
             inst.address = (nets.get(self.network) or {}).get("IPAddress") or None
@@ -246,20 +279,12 @@ class Docker(DockerControls, Engine):
         res = self.api.wait(self._ids[inst.name], timeout=timeout)
         return int(res.get("StatusCode", -1))
 
-    def exit_reason(self, inst: Instance) -> str | None:
+    def container_id(self, inst: Instance) -> str:
+        """The id of `inst`'s container; InstanceError when it has none (any more)."""
         cid = self._ids.get(inst.name)
         if cid is None:
-            return "ended (its container is gone)"
-        try:
-            state = self.api.inspect_container(cid)["State"]
-        except Exception as exc:  # the container, or dockerd, went away
-            return f"ended (dockerd cannot inspect it: {exc})"
-        why = engine_exit_reason(
-            state.get("Running"), state.get("ExitCode"), state.get("OOMKilled"), state.get("Error")
-        )
-        if why is not None:
-            self._save_logs(inst)  # what it printed, for the error that names how it ended
-        return why
+            raise InstanceError(f"{self.label}: {inst.name} has no container")
+        return cid
 
     def _save_logs(self, inst: Instance) -> None:
         cid = self._ids.get(inst.name)
@@ -283,18 +308,7 @@ class Docker(DockerControls, Engine):
             if "No such container" not in str(exc) and "404" not in str(exc):
                 raise
         finally:  # the shim goes with its container; never leave one behind
-            self.reap_later(shims)
-
-    def owner_pids(self, inst: Instance, pid: int | None = None) -> list[int]:
-        cid = self._ids.get(inst.name)
-        if cid is None:
-            return []
-        if pid is None:
-            try:
-                pid = self.api.inspect_container(cid)["State"]["Pid"]
-            except Exception:
-                return []
-        return owners.supervisor_tree(pid, lambda n: n.startswith("containerd-shim"))
+            self.observe.reap_later(shims)
 
     # --- clean -------------------------------------------------------------------------
     @classmethod

@@ -23,7 +23,9 @@ from pydantic import BaseModel
 
 from virtbench.errors import InstanceError
 from virtbench.host import proc
+from virtbench.runtimes import launcher
 from virtbench.runtimes.base import Availability, Family, Instance, Runtime, remove_tree, which
+from virtbench.runtimes.controls import CommandExec, Pause, Undriven
 
 START_TIMEOUT = 60.0
 MONITOR_SUFFIX = "-m"
@@ -86,11 +88,39 @@ def lxc_config(inst: Instance, network: str, cgroup_version: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+class LxcExec(CommandExec):
+    """`lxc-attach -n <name> -P <path> -- argv...`."""
+
+    rt: Lxc
+
+    def argv(self, inst: Instance, argv: list[str]) -> list[str]:
+        return [*self.rt._argv(inst, "lxc-attach"), "--", *argv]
+
+
+class LxcPause(Pause):
+    """`lxc-freeze` and `lxc-unfreeze`."""
+
+    rt: Lxc
+
+    def _pause(self, inst: Instance) -> None:
+        proc.run(self.rt._argv(inst, "lxc-freeze"), timeout=60)
+
+    def _resume(self, inst: Instance) -> None:
+        proc.run(self.rt._argv(inst, "lxc-unfreeze"), timeout=60)
+
+
+class LxcSnapshot(Undriven):
+    why = "virtbench does not drive lxc-checkpoint (yet)"
+
+
 class Lxc(Runtime):
     name = "lxc"
     spawns_launcher = True
     family = Family.CONTAINER
     description = "LXC container (lxc-start), config from the artifact rootfs"
+    Exec = LxcExec
+    Pause = LxcPause
+    Snapshot = LxcSnapshot
 
     @classmethod
     def available(cls, options: BaseModel | None = None) -> Availability:
@@ -118,34 +148,17 @@ class Lxc(Runtime):
         config += f"lxc.log.file = {inst.log_path}\nlxc.log.level = ERROR\n"
         (d / "config").write_text(config)
 
+    def start_argv(self, inst: Instance, detach: bool) -> list[str]:
+        """The `lxc-start` of a prepared instance (foreground: also what a user would
+        type, bench/byhand.py)."""
+        return self._argv(inst, "lxc-start", "-d" if detach else "-F")
+
     def _start(self, inst: Instance, detach: bool) -> None:
-        argv = self._argv(inst, "lxc-start", "-d" if detach else "-F")
-        self._launch(inst, argv, detach, START_TIMEOUT)
+        launcher.launch(inst, self.start_argv(inst, detach), detach, START_TIMEOUT)
 
     def cgroup_names(self, inst: Instance) -> list[str]:
         """The payload's cgroup and the `[lxc monitor]`'s, next to it."""
         return [inst.name, inst.name + MONITOR_SUFFIX]
-
-    def _command_line(self, inst: Instance) -> tuple[list[str], dict[str, str]]:
-        return self._argv(inst, "lxc-start", "-F"), {}
-
-    # --- exec, pause (controls.py) ----------------------------------------------------
-    def cannot_exec(self) -> str | None:
-        return None
-
-    def exec_argv(self, inst: Instance, argv: list[str]) -> list[str]:
-        return [*self._argv(inst, "lxc-attach"), "--", *argv]
-
-    def _pause(self, inst: Instance) -> None:
-        proc.run(self._argv(inst, "lxc-freeze"), timeout=60)
-
-    def _resume(self, inst: Instance) -> None:
-        proc.run(self._argv(inst, "lxc-unfreeze"), timeout=60)
-
-    def cannot_snapshot(self) -> str | None:
-        from virtbench.runtimes.controls import criu_problem
-
-        return criu_problem() or "virtbench does not drive lxc-checkpoint (yet)"
 
     def _stop(self, inst: Instance) -> None:
         p = inst.proc

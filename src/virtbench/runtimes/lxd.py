@@ -40,7 +40,7 @@ from virtbench import naming
 from virtbench.errors import InstanceError, ListingError, RuntimeUnavailable
 from virtbench.host import cgroups, proc
 from virtbench.host.unixhttp import UnixHTTPConnection
-from virtbench.runtimes import traces
+from virtbench.runtimes import launcher, traces
 from virtbench.runtimes.base import (
     Availability,
     Family,
@@ -49,9 +49,11 @@ from virtbench.runtimes.base import (
     remove_tree,
     which,
 )
+from virtbench.runtimes.controls import CommandExec, Pause, Undriven
 from virtbench.runtimes.leftovers import listing
 from virtbench.runtimes.lxc import Lxc
 from virtbench.runtimes.lxd_config import image_tarballs, limits_cpu, raw_lxc
+from virtbench.runtimes.observe import RunDaemons
 
 SYSTEM_DIR = Path("/var/lib/lxd")
 START_TIMEOUT = 120.0
@@ -78,13 +80,47 @@ def answers(lxd_dir: Path, timeout: float = 2.0) -> bool:
         conn.close()
 
 
+class LxdExec(CommandExec):
+    """`lxc exec <name> -- argv...`, in the environment that reaches the run's LXD."""
+
+    rt: Lxd
+
+    def argv(self, inst: Instance, argv: list[str]) -> list[str]:
+        return ["lxc", "exec", inst.name, "--", *argv]
+
+    def env(self) -> dict[str, str] | None:
+        return self.rt.env
+
+
+class LxdPause(Pause):
+    """`lxc pause`, and `lxc start` to resume."""
+
+    rt: Lxd
+
+    def _pause(self, inst: Instance) -> None:
+        self.rt.lxc("pause", inst.name, timeout=60)
+
+    def _resume(self, inst: Instance) -> None:
+        self.rt.lxc("start", inst.name, timeout=60)
+
+
+class LxdSnapshot(Undriven):
+    why = "virtbench does not drive LXD's stateful snapshots (yet)"
+
+
+class LxdDaemons(RunDaemons):
+    names = ("lxd",)  # when this run started it
+
+
 class Lxd(Runtime):
     name = "lxd"
     spawns_launcher = True
     family = Family.CONTAINER
     description = "LXD system container (lxc launch), image imported from the artifact rootfs"
-    hyperfine_detached = True  # `lxc launch` of an init that exits returns ~5 s late
-    DAEMONS = ("lxd",)  # when this run started it
+    Exec = LxdExec
+    Pause = LxdPause
+    Snapshot = LxdSnapshot
+    Daemons = LxdDaemons
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -252,13 +288,7 @@ class Lxd(Runtime):
         inst.extra["argv"] = argv
 
     def _start(self, inst: Instance, detach: bool) -> None:
-        self._launch(inst, inst.extra["argv"], detach, START_TIMEOUT, env=self.env)
-
-    def _command_line(self, inst: Instance) -> tuple[list[str], dict[str, str]]:
-        return inst.extra["argv"], {k: v for k, v in self.env.items() if k.startswith("LXD_")}
-
-    def prepare_command(self, inst: Instance) -> list[str] | None:
-        return ["lxc", "delete", "--force", inst.name]
+        launcher.launch(inst, inst.extra["argv"], detach, START_TIMEOUT, env=self.env)
 
     cgroup_names = Lxc.cgroup_names  # the payload's and the [lxc monitor]'s, as for lxc
 
@@ -296,27 +326,6 @@ class Lxd(Runtime):
         if text:
             with open(inst.log_path, "ab") as log:
                 log.write(text)
-
-    # --- exec, pause (controls.py) ----------------------------------------------------
-    def cannot_exec(self) -> str | None:
-        return None
-
-    def exec_argv(self, inst: Instance, argv: list[str]) -> list[str]:
-        return ["lxc", "exec", inst.name, "--", *argv]
-
-    def exec_env(self) -> dict[str, str] | None:
-        return self.env
-
-    def _pause(self, inst: Instance) -> None:
-        self.lxc("pause", inst.name, timeout=60)
-
-    def _resume(self, inst: Instance) -> None:
-        self.lxc("start", inst.name, timeout=60)
-
-    def cannot_snapshot(self) -> str | None:
-        from virtbench.runtimes.controls import criu_problem
-
-        return criu_problem() or "virtbench does not drive LXD's stateful snapshots (yet)"
 
     def _stop(self, inst: Instance) -> None:
         p = inst.proc

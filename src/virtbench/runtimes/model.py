@@ -1,11 +1,14 @@
 """What drivers and experiments exchange: an instance's spec, the instance itself, the
-context every driver of one run shares, and whether a runtime can run here.
+context every driver of one run shares, whether a runtime can run here, and the two
+helpers every driver uses (`remove_tree`, `which`).
 
 Kept apart from the Runtime base class (runtimes/base.py), which re-exports them.
 """
 
 from __future__ import annotations
 
+import contextlib
+import shutil
 import subprocess
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -132,3 +135,13 @@ class NoOptions(BaseModel):
     """Driver options: none (the default for drivers without a spec table of their own)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def remove_tree(path: Path) -> None:
+    """Remove a scratch directory a driver made (bundles, logs)."""
+    with contextlib.suppress(FileNotFoundError):
+        shutil.rmtree(path)
+
+
+def which(binary: str) -> str | None:
+    return shutil.which(binary)

@@ -23,6 +23,7 @@ from pydantic import BaseModel
 
 from virtbench.errors import InstanceError
 from virtbench.host import cgroups, proc
+from virtbench.runtimes.attach import Attach
 from virtbench.runtimes.base import (
     DATA_MOUNT,
     PROBE_PLACEHOLDER,
@@ -32,8 +33,41 @@ from virtbench.runtimes.base import (
     Runtime,
     RuntimeContext,
 )
+from virtbench.runtimes.controls import CommandExec, Undriven
 
 TERM_GRACE_S = 2.0
+
+
+class NativeAttach(Attach):
+    """In a namespace of its own without a network, the probe's unix socket by its host
+    path (no mount namespace to bind it into); otherwise as for any runtime."""
+
+    def probe(self, inst: Instance, network: str) -> tuple[str, ...]:
+        probe = self.rt.ctx.probe
+        if (
+            self.rt.family is not Family.PROCESS
+            or network != "none"
+            or probe is None
+            or PROBE_PLACEHOLDER not in inst.spec.argv
+        ):
+            return super().probe(inst, network)
+        addr = f"unix:{probe.unix_dir / probe.unix_name}"
+        return tuple(addr if a == PROBE_PLACEHOLDER else a for a in inst.spec.argv)
+
+
+class NativeExec(CommandExec):
+    """nsenter into the namespaces of the instance's process (for a native one, the
+    host's own), with the artifact's programs at their host paths."""
+
+    rt: Native
+
+    def argv(self, inst: Instance, argv: list[str]) -> list[str]:
+        return ["nsenter", "-t", str(self.rt.leader(inst)), "-a", "--",
+                *self.rt._host_argv(inst, argv)]  # fmt: skip
+
+
+class NativeSnapshot(Undriven):
+    why = "virtbench does not checkpoint a native process (yet)"
 
 
 class Native(Runtime):
@@ -42,6 +76,9 @@ class Native(Runtime):
     family = Family.PROCESS
     description = "host process in its own cgroup"
     networks: ClassVar[tuple[str, ...]] = ("none", "host", "bridge")
+    Exec = NativeExec  # pause: the cgroup freezer (Runtime's)
+    Snapshot = NativeSnapshot
+    Attach = NativeAttach
 
     def __init__(self, ctx: RuntimeContext, *args: Any, **kwargs: Any) -> None:
         super().__init__(ctx, *args, **kwargs)
@@ -60,8 +97,10 @@ class Native(Runtime):
         """What vb-cgexec execs inside the instance's cgroups."""
         return self._host_argv(inst)
 
-    def _command_line(self, inst: Instance) -> tuple[list[str], dict[str, str]]:
-        return [*self._launcher(inst, self._dirs[inst.name]), *self._command(inst)], {}
+    def launch_argv(self, inst: Instance) -> list[str]:
+        """What `_start` spawns for a prepared instance: the launcher into its cgroups,
+        then the command it execs (also what a user would type: bench/byhand.py)."""
+        return [*self._launcher(inst, self._dirs[inst.name]), *self._command(inst)]
 
     def _launcher(self, inst: Instance, dirs: list[Path]) -> list[str]:
         """vb-cgexec: joins the cgroups, then (native only: nspawn and VMs do their own
@@ -75,20 +114,6 @@ class Native(Runtime):
             elif network == "bridge" and inst.netns is not None:
                 net = ["-n", str(inst.netns)]
         return [str(inst.spec.rootfs / "bin" / "vb-cgexec"), *net, *map(str, dirs), "--"]
-
-    def _resolve_probe(self, inst: Instance, network: str) -> tuple[str, ...]:
-        """In a namespace of its own without a network, the probe's unix socket by its
-        host path (no mount namespace to bind it into); otherwise as for any runtime."""
-        probe = self.ctx.probe
-        if (
-            self.family is not Family.PROCESS
-            or network != "none"
-            or probe is None
-            or PROBE_PLACEHOLDER not in inst.spec.argv
-        ):
-            return super()._resolve_probe(inst, network)
-        addr = f"unix:{probe.unix_dir / probe.unix_name}"
-        return tuple(addr if a == PROBE_PLACEHOLDER else a for a in inst.spec.argv)
 
     def _host_argv(self, inst: Instance, argv: list[str] | None = None) -> list[str]:
         """The argv (default: the instance's) with paths inside the instance replaced by
@@ -123,39 +148,19 @@ class Native(Runtime):
         )
 
     def _start(self, inst: Instance, detach: bool) -> None:
-        dirs = self._dirs.pop(inst.name)
         env = {"PATH": "/usr/bin:/bin", "VIRTBENCH_INSTANCE": inst.name}
         # vb-cgexec joins the cgroups and execs the workload: a vfork/exec launch, where
         # joining from a preexec_fn would force a full fork of this process (~3 ms).
-        launcher = self._launcher(inst, dirs)
+        argv = self.launch_argv(inst)
+        self._dirs.pop(inst.name)
         with open(inst.log_path, "ab") as log:
-            inst.proc = proc.spawn(
-                [*launcher, *self._command(inst)],
-                stdout=log.fileno(),
-                stderr=log.fileno(),
-                env=env,
-            )
-
-    # --- exec, pause (controls.py): pause is the cgroup freezer -----------------------
-    def cannot_exec(self) -> str | None:
-        return None
-
-    def exec_argv(self, inst: Instance, argv: list[str]) -> list[str]:
-        """nsenter into the namespaces of the instance's process (for a native one, the
-        host's own), with the artifact's programs at their host paths."""
-        return ["nsenter", "-t", str(self.leader(inst)), "-a", "--",
-                *self._host_argv(inst, argv)]  # fmt: skip
+            inst.proc = proc.spawn(argv, stdout=log.fileno(), stderr=log.fileno(), env=env)
 
     def leader(self, inst: Instance) -> int:
         """The instance's first process (vb-cgexec exec'd the workload)."""
         if inst.proc is None or inst.proc.poll() is not None:
             raise InstanceError(f"{self.label}: {inst.name} is not running")
         return inst.proc.pid
-
-    def cannot_snapshot(self) -> str | None:
-        from virtbench.runtimes.controls import criu_problem
-
-        return criu_problem() or "virtbench does not checkpoint a native process (yet)"
 
     def _stop(self, inst: Instance) -> None:
         self._dirs.pop(inst.name, None)

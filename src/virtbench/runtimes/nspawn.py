@@ -23,7 +23,21 @@ from pydantic import BaseModel
 from virtbench.errors import InstanceError
 from virtbench.host import proc
 from virtbench.runtimes.base import Availability, Family, Instance, which
+from virtbench.runtimes.controls import CommandExec, Snapshot
 from virtbench.runtimes.native import Native
+
+
+class NspawnExec(CommandExec):
+    """nsenter into the namespaces of the container's PID 1."""
+
+    rt: Nspawn
+
+    def argv(self, inst: Instance, argv: list[str]) -> list[str]:
+        return ["nsenter", "-t", str(self.rt.leader(inst)), "-a", "--", *argv]
+
+
+class NspawnSnapshot(Snapshot):
+    why = "systemd-nspawn has no checkpoint/restore"
 
 
 class Nspawn(Native):
@@ -31,6 +45,8 @@ class Nspawn(Native):
     family = Family.CONTAINER
     description = "systemd-nspawn container on the artifact rootfs"
     networks: ClassVar[tuple[str, ...]] = ("none", "host", "bridge")
+    Exec = NspawnExec  # pause: the cgroup freezer (Runtime's)
+    Snapshot = NspawnSnapshot
 
     @classmethod
     def available(cls, options: BaseModel | None = None) -> Availability:
@@ -71,9 +87,6 @@ class Nspawn(Native):
         argv += [f"--bind={host}:{dest}" for host, dest in inst.binds]
         return [*argv, "--", *inst.argv]
 
-    def exec_argv(self, inst: Instance, argv: list[str]) -> list[str]:
-        return ["nsenter", "-t", str(self.leader(inst)), "-a", "--", *argv]
-
     def leader(self, inst: Instance) -> int:
         """The container's PID 1: the first process under systemd-nspawn in a PID
         namespace of its own."""
@@ -88,9 +101,6 @@ class Nspawn(Native):
             else:
                 raise InstanceError(f"{self.label}: {inst.name}'s container process not found")
         return int(inst.extra["leader"])
-
-    def cannot_snapshot(self) -> str | None:
-        return "systemd-nspawn has no checkpoint/restore"
 
     def _stop(self, inst: Instance) -> None:
         # TERM lets nspawn end the container and undo its mounts and its propagation

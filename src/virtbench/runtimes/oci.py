@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from virtbench.errors import InstanceError, VirtbenchError
 from virtbench.host import cgroups, proc
+from virtbench.runtimes import launcher
 from virtbench.runtimes.base import (
     Availability,
     Family,
@@ -26,6 +27,7 @@ from virtbench.runtimes.base import (
     remove_tree,
     which,
 )
+from virtbench.runtimes.controls import CommandExec, Pause, Snapshot, criu_problem
 from virtbench.runtimes.leftovers import listing
 
 OCI_VERSION = "1.0.2"
@@ -134,6 +136,51 @@ def bundle_config(inst: Instance, run_id: str, network: str, netns: Path | None)
     }
 
 
+class OciExec(CommandExec):
+    """`<runtime> exec <name> argv...`."""
+
+    rt: OciRuntime
+
+    def argv(self, inst: Instance, argv: list[str]) -> list[str]:
+        return [self.rt.binary, "exec", inst.name, *argv]
+
+
+class OciPause(Pause):
+    """`<runtime> pause` and `resume`."""
+
+    rt: OciRuntime
+
+    def _pause(self, inst: Instance) -> None:
+        self.rt._control(inst, "pause", inst.name)
+
+    def _resume(self, inst: Instance) -> None:
+        self.rt._control(inst, "resume", inst.name)
+
+
+class OciSnapshot(Snapshot):
+    """`<runtime> checkpoint` to a directory and `restore` from it; runc and crun
+    checkpoint through CRIU."""
+
+    rt: OciRuntime
+
+    def problem(self) -> str | None:
+        return criu_problem() or None
+
+    def checkpoint(self, inst: Instance, image_dir: Path) -> None:
+        rt = self.rt
+        rt._control(inst, "checkpoint", "--image-path", str(image_dir), inst.name, timeout=300)
+        # the checkpointed container has stopped; its name is free for the restore
+        proc.run([rt.binary, "delete", "--force", inst.name], check=False, timeout=30)
+
+    def restore(self, inst: Instance, image_dir: Path) -> None:
+        """As `run -d`: the restored container's output goes to the instance's log (a
+        pipe would be held open by it, and never end)."""
+        rt = self.rt
+        argv = [rt.binary, *rt.global_args(inst), "restore", "--image-path", str(image_dir),
+                "--bundle", str(rt._bundle_dir(inst)), rt.detach_flag, inst.name]  # fmt: skip
+        launcher.launch(inst, argv, True, 300)
+
+
 class OciRuntime(Runtime):
     """A runtime CLI with the runc command set (run, run -d, delete -f, list, state)."""
 
@@ -143,6 +190,9 @@ class OciRuntime(Runtime):
     package: ClassVar[str]
     start_timeout: ClassVar[float] = 60.0
     detach_flag: ClassVar[str] = "-d"
+    Exec = OciExec
+    Pause = OciPause
+    Snapshot = OciSnapshot
 
     @classmethod
     def available(cls, options: BaseModel | None = None) -> Availability:
@@ -176,15 +226,16 @@ class OciRuntime(Runtime):
         del inst
         return []
 
-    def _start(self, inst: Instance, detach: bool) -> None:
+    def run_argv(self, inst: Instance, detach: bool) -> list[str]:
+        """The `run` command of a prepared instance (foreground: also what a user would
+        type, bench/byhand.py)."""
         bundle = self._bundle_dir(inst)
         argv = [self.binary, *self.global_args(inst), "run"]
-        argv += [*([self.detach_flag] if detach else []), "--bundle", str(bundle), inst.name]
-        self._launch(inst, argv, detach, self.start_timeout, hint=self.hang_hint())
+        return [*argv, *([self.detach_flag] if detach else []), "--bundle", str(bundle), inst.name]
 
-    def _command_line(self, inst: Instance) -> tuple[list[str], dict[str, str]]:
-        bundle = self._bundle_dir(inst)
-        return [self.binary, *self.global_args(inst), "run", "--bundle", str(bundle), inst.name], {}
+    def _start(self, inst: Instance, detach: bool) -> None:
+        argv = self.run_argv(inst, detach)
+        launcher.launch(inst, argv, detach, self.start_timeout, hint=self.hang_hint())
 
     def hang_hint(self) -> str:
         """What to add to a start that timed out (a likely cause)."""
@@ -200,13 +251,7 @@ class OciRuntime(Runtime):
             raise InstanceError(f"{self.binary} delete {inst.name}: {res.brief()}")
         remove_tree(self._bundle_dir(inst))
 
-    # --- exec, pause, checkpoint (controls.py) --------------------------------------
-    def cannot_exec(self) -> str | None:
-        return None
-
-    def exec_argv(self, inst: Instance, argv: list[str]) -> list[str]:
-        return [self.binary, "exec", inst.name, *argv]
-
+    # --- pause and checkpoint (OciPause, OciSnapshot) --------------------------------
     def _control(self, inst: Instance, *args: str, timeout: float = 60) -> None:
         what = next(a for a in args if not a.startswith("-"))
         try:
@@ -215,30 +260,6 @@ class OciRuntime(Runtime):
             raise InstanceError(f"{self.binary} {what} {inst.name}: {exc}") from None
         if res.returncode != 0:
             raise InstanceError(f"{self.binary} {what} {inst.name}: {res.brief()}")
-
-    def _pause(self, inst: Instance) -> None:
-        self._control(inst, "pause", inst.name)
-
-    def _resume(self, inst: Instance) -> None:
-        self._control(inst, "resume", inst.name)
-
-    def cannot_snapshot(self) -> str | None:
-        from virtbench.runtimes.controls import criu_problem
-
-        return criu_problem() or None  # runc and crun checkpoint through CRIU
-
-    def checkpoint(self, inst: Instance, image_dir: Path) -> None:
-        self._control(inst, "checkpoint", "--image-path", str(image_dir), inst.name,
-                      timeout=300)  # fmt: skip
-        # the checkpointed container has stopped; its name is free for the restore
-        proc.run([self.binary, "delete", "--force", inst.name], check=False, timeout=30)
-
-    def restore(self, inst: Instance, image_dir: Path) -> None:
-        """As `run -d`: the restored container's output goes to the instance's log (a
-        pipe would be held open by it, and never end)."""
-        argv = [self.binary, *self.global_args(inst), "restore", "--image-path", str(image_dir),
-                "--bundle", str(self._bundle_dir(inst)), self.detach_flag, inst.name]  # fmt: skip
-        self._launch(inst, argv, True, 300)
 
     @classmethod
     def list_instances(cls) -> list[str]:
@@ -251,3 +272,12 @@ class OciRuntime(Runtime):
     @classmethod
     def remove_instance(cls, name: str) -> None:
         proc.run([cls.binary, "delete", "--force", name], check=False, timeout=30)
+
+    @classmethod
+    def list_objects(cls) -> list[tuple[str, str]]:
+        return [("instance", n) for n in cls.list_instances()]
+
+    @classmethod
+    def remove_object(cls, kind: str, name: str) -> None:
+        if kind == "instance":
+            cls.remove_instance(name)

@@ -27,15 +27,17 @@ from pydantic import BaseModel, ConfigDict
 from virtbench.errors import InstanceError
 from virtbench.host import proc, state
 from virtbench.host.sysctl import namespaced
-from virtbench.runtimes import owners, traces
+from virtbench.runtimes import launcher, owners, traces
 from virtbench.runtimes.base import (
     Availability,
     Instance,
     remove_tree,
     which,
 )
+from virtbench.runtimes.controls import CommandExec, Pause, Undriven
 from virtbench.runtimes.engine import Engine, engine_exit_reason
 from virtbench.runtimes.leftovers import listing
+from virtbench.runtimes.observe import Observe
 
 RUNSC_FLAGS = ["platform=ptrace", "network=host", "host-uds=open"]
 START_TIMEOUT = 120.0
@@ -73,6 +75,56 @@ def containers_conf() -> str:
     )
 
 
+class PodmanExec(CommandExec):
+    """`podman exec <name> argv...`, with virtbench's containers.conf."""
+
+    rt: Podman
+
+    def argv(self, inst: Instance, argv: list[str]) -> list[str]:
+        return self.rt.podman_argv("exec", inst.name, *argv)
+
+    def env(self) -> dict[str, str] | None:
+        return self.rt.env
+
+
+class PodmanPause(Pause):
+    """`podman pause` and `unpause`."""
+
+    rt: Podman
+
+    def _pause(self, inst: Instance) -> None:
+        self.rt._run("pause", inst.name, timeout=60)
+
+    def _resume(self, inst: Instance) -> None:
+        self.rt._run("unpause", inst.name, timeout=60)
+
+
+class PodmanSnapshot(Undriven):
+    why = "virtbench does not drive podman's checkpoint (yet)"
+
+
+class PodmanObserve(Observe):
+    """How a container ended, from conmon and `podman inspect`; conmon is counted with
+    the instance."""
+
+    rt: Podman
+
+    def exit_reason(self, inst: Instance) -> str | None:
+        if inst.proc is not None:  # foreground: `podman run` itself
+            return super().exit_reason(inst)
+        if owners.any_alive(inst.extra.get("conmon") or []):
+            return None  # conmon watches the container until it exits (cheap to ask)
+        state = self.rt._inspect(inst).get("State")
+        if not state:
+            return "ended (podman no longer knows it)"
+        return engine_exit_reason(
+            state.get("Running"), state.get("ExitCode"), state.get("OOMKilled"), state.get("Error")
+        )
+
+    def owner_pids(self, inst: Instance) -> list[int]:
+        return [p.pid for p in inst.extra.get("conmon") or [] if p.is_running()]
+
+
 class Podman(Engine):
     name = "podman"
     spawns_launcher = True
@@ -80,6 +132,10 @@ class Podman(Engine):
     Options = PodmanOptions
     variants = ("crun", "runc", "runsc")
     default_variant = "crun"
+    Exec = PodmanExec
+    Pause = PodmanPause
+    Snapshot = PodmanSnapshot
+    Observe = PodmanObserve
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -98,14 +154,15 @@ class Podman(Engine):
         return Availability(True, version=res.stdout.split()[-1])
 
     # --- helpers -------------------------------------------------------------------
-    def _podman(self, *args: str) -> list[str]:
+    def podman_argv(self, *args: str) -> list[str]:
+        """`podman` with this label's OCI runtime (and runsc's flags), then `args`."""
         argv = ["podman", f"--runtime={self.options.oci_runtime}"]
         if self.options.oci_runtime == "runsc":
             argv += [f"--runtime-flag={f}" for f in RUNSC_FLAGS]
         return [*argv, *args]
 
     def _run(self, *args: str, timeout: float = 120, check: bool = True) -> proc.Result:
-        return proc.run(self._podman(*args), env=self.env, timeout=timeout, check=check)
+        return proc.run(self.podman_argv(*args), env=self.env, timeout=timeout, check=check)
 
     # --- the engine -------------------------------------------------------------------
     def _connect(self) -> None:
@@ -185,16 +242,10 @@ class Podman(Engine):
             args += ["--volume", f"{host}:{dest}:ro"]
         inst.extra["args"] = args
 
-    def _command_line(self, inst: Instance) -> tuple[list[str], dict[str, str]]:
-        args = list(inst.extra["args"])
-        del args[args.index("--name") : args.index("--name") + 2]  # repeated runs
-        argv = self._podman("run", "--rm", *args, self.image, *inst.argv)
-        return argv, {"CONTAINERS_CONF": self.env["CONTAINERS_CONF"]}
-
     def _start(self, inst: Instance, detach: bool) -> None:
-        argv = self._podman("run", *(["-d"] if detach else []), *inst.extra.pop("args"))
+        argv = self.podman_argv("run", *(["-d"] if detach else []), *inst.extra.pop("args"))
         argv += [self.image, *inst.argv]
-        self._launch(inst, argv, detach, START_TIMEOUT, env=self.env)
+        launcher.launch(inst, argv, detach, START_TIMEOUT, env=self.env)
 
     def _inspect(self, inst: Instance) -> dict[str, Any]:
         res = self._run("inspect", "--type", "container", inst.name, check=False, timeout=30)
@@ -215,51 +266,15 @@ class Podman(Engine):
             nets = (info.get("NetworkSettings") or {}).get("Networks") or {}
             inst.address = (nets.get(self.network) or {}).get("IPAddress") or None
 
-    def exit_reason(self, inst: Instance) -> str | None:
-        if inst.proc is not None:  # foreground: `podman run` itself
-            return super().exit_reason(inst)
-        if owners.any_alive(inst.extra.get("conmon") or []):
-            return None  # conmon watches the container until it exits (cheap to ask)
-        state = self._inspect(inst).get("State")
-        if not state:
-            return "ended (podman no longer knows it)"
-        return engine_exit_reason(
-            state.get("Running"), state.get("ExitCode"), state.get("OOMKilled"), state.get("Error")
-        )
-
-    # --- exec, pause (controls.py) ----------------------------------------------------
-    def cannot_exec(self) -> str | None:
-        return None
-
-    def exec_argv(self, inst: Instance, argv: list[str]) -> list[str]:
-        return self._podman("exec", inst.name, *argv)
-
-    def exec_env(self) -> dict[str, str] | None:
-        return self.env
-
-    def _pause(self, inst: Instance) -> None:
-        self._run("pause", inst.name, timeout=60)
-
-    def _resume(self, inst: Instance) -> None:
-        self._run("unpause", inst.name, timeout=60)
-
-    def cannot_snapshot(self) -> str | None:
-        from virtbench.runtimes.controls import criu_problem
-
-        return criu_problem() or "virtbench does not drive podman's checkpoint (yet)"
-
     def _stop(self, inst: Instance) -> None:
         p = inst.proc
         if p is not None and p.poll() is None:
             proc.kill_group(p)
         self._run("rm", "--force", "--time", "0", inst.name, check=False, timeout=60)
-        self.reap_later(inst.extra.get("conmon") or [])
+        self.observe.reap_later(inst.extra.get("conmon") or [])
 
     def applies_pids_limit(self) -> bool:
         return self.options.oci_runtime != "runsc"  # see _args: runsc would escape it
-
-    def owner_pids(self, inst: Instance) -> list[int]:
-        return [p.pid for p in inst.extra.get("conmon") or [] if p.is_running()]
 
     # --- clean -------------------------------------------------------------------------
     @classmethod

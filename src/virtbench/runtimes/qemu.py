@@ -22,6 +22,7 @@ from pydantic import BaseModel, field_validator
 from virtbench.errors import InstanceError
 from virtbench.host import proc
 from virtbench.runtimes.base import Instance, which
+from virtbench.runtimes.controls import Pause, Snapshot
 from virtbench.runtimes.native import Native
 from virtbench.runtimes.qmp import Qmp
 from virtbench.runtimes.vm import SIMPLE, Vm, VmOptions
@@ -55,6 +56,58 @@ class QemuOptions(VmOptions):
         return self.variant.partition(":")[2] or "kvm"
 
 
+class QemuPause(Pause):
+    """QMP's stop and cont, on the socket of an instance started with `control`."""
+
+    rt: Qemu
+
+    def problem(self) -> str | None:
+        return None
+
+    def ready(self, inst: Instance) -> None:
+        self.rt._qmp(inst)
+
+    def _pause(self, inst: Instance) -> None:
+        self.rt._qmp(inst).cmd("stop")
+
+    def _resume(self, inst: Instance) -> None:
+        self.rt._qmp(inst).cmd("cont")
+
+
+class QemuSnapshot(Snapshot):
+    """QEMU's migration to a file, and a new QEMU taking its state from there."""
+
+    rt: Qemu
+
+    def problem(self) -> str | None:
+        return None
+
+    def checkpoint(self, inst: Instance, image_dir: Path) -> None:
+        """Migrate the VM's state to `image_dir/state`, then end this QEMU."""
+        q = self.rt._qmp(inst)
+        q.migrate_to(image_dir / "state", timeout=300)
+        with contextlib.suppress(InstanceError):  # it quits before it answers, at times
+            q.cmd("quit")
+        q.close()
+        inst.extra.pop("qmp", None)
+        if inst.proc is not None:
+            proc.wait(inst.proc, 30)
+        self.rt.end_reader(inst)
+
+    def restore(self, inst: Instance, image_dir: Path) -> None:
+        """A new QEMU with the same command line, taking its state from the file
+        (`-incoming`); returns once its QMP socket answers."""
+        rt = self.rt
+        inst.extra["incoming"] = image_dir / "state"
+        try:
+            rt.qmp_path(inst).unlink(missing_ok=True)
+            Native._prepare(rt, inst)  # its cgroups again (kept since the launch)
+            rt._start(inst, True)
+            rt._qmp(inst)
+        finally:
+            inst.extra.pop("incoming", None)
+
+
 class Qemu(Vm):
     name = "qemu"
     description = "QEMU VM (microvm or q35, KVM or TCG) booting the minimal guest kernel"
@@ -66,6 +119,8 @@ class Qemu(Vm):
     get_it = "apt-get install qemu-system-x86"
     clean_exit = 1  # isa-debug-exit: QEMU exits with (value << 1) | 1; the guest writes 0
     linux_exit = "isa"
+    Pause = QemuPause
+    Snapshot = QemuSnapshot
 
     @property
     def opts(self) -> QemuOptions:
@@ -136,7 +191,7 @@ class Qemu(Vm):
                      "aio=threads", "-device", f"{blk},drive=vbscratch"]  # fmt: skip
         return argv
 
-    # --- pause and snapshot (controls.py): QMP stop/cont, migration to a file -------------
+    # --- QMP, which pause and snapshot go through (QemuPause, QemuSnapshot) -------------
     def qmp_path(self, inst: Instance) -> Path:
         return self.ctx.scratch / "qmp" / f"{inst.name}.sock"
 
@@ -147,42 +202,3 @@ class Qemu(Vm):
         if q is None:
             q = inst.extra["qmp"] = Qmp(self.qmp_path(inst))
         return q
-
-    def ready_controls(self, inst: Instance) -> None:
-        self._qmp(inst)
-
-    def cannot_pause(self) -> str | None:
-        return None
-
-    def _pause(self, inst: Instance) -> None:
-        self._qmp(inst).cmd("stop")
-
-    def _resume(self, inst: Instance) -> None:
-        self._qmp(inst).cmd("cont")
-
-    def cannot_snapshot(self) -> str | None:
-        return None
-
-    def checkpoint(self, inst: Instance, image_dir: Path) -> None:
-        """Migrate the VM's state to `image_dir/state`, then end this QEMU."""
-        q = self._qmp(inst)
-        q.migrate_to(image_dir / "state", timeout=300)
-        with contextlib.suppress(InstanceError):  # it quits before it answers, at times
-            q.cmd("quit")
-        q.close()
-        inst.extra.pop("qmp", None)
-        if inst.proc is not None:
-            proc.wait(inst.proc, 30)
-        self._end_reader(inst)
-
-    def restore(self, inst: Instance, image_dir: Path) -> None:
-        """A new QEMU with the same command line, taking its state from the file
-        (`-incoming`); returns once its QMP socket answers."""
-        inst.extra["incoming"] = image_dir / "state"
-        try:
-            self.qmp_path(inst).unlink(missing_ok=True)
-            Native._prepare(self, inst)  # its cgroups again (kept since the launch)
-            self._start(inst, True)
-            self._qmp(inst)
-        finally:
-            inst.extra.pop("incoming", None)

@@ -27,7 +27,7 @@ from virtbench.errors import SpecError, VirtbenchError
 from virtbench.host import proc
 from virtbench.host.facts import kvm_kind
 from virtbench.runtimes.base import Availability, Family, Instance
-from virtbench.runtimes.oci import OciRuntime
+from virtbench.runtimes.oci import OciRuntime, OciSnapshot
 
 
 class RunscOptions(BaseModel):
@@ -58,6 +58,14 @@ def netstack_problem(platform: str) -> str:
     return why
 
 
+class RunscSnapshot(OciSnapshot):
+    """`runsc checkpoint` and `restore`: gVisor saves the sandbox's own kernel state, so
+    no CRIU is needed."""
+
+    def problem(self) -> str | None:
+        return None
+
+
 class Runsc(OciRuntime):
     name = "runsc"
     binary = "runsc"
@@ -71,6 +79,7 @@ class Runsc(OciRuntime):
     default_variant = "ptrace"
     start_timeout = 30.0
     detach_flag = "--detach"
+    Snapshot = RunscSnapshot
 
     @classmethod
     def available(cls, options: BaseModel | None = None) -> Availability:
@@ -120,9 +129,6 @@ class Runsc(OciRuntime):
         else:  # the stack of the namespace it runs in (the host's, or its own on a bridge)
             mode = "sandbox" if self.options.netstack == "gvisor" else "host"
         return [f"--platform={self.options.platform}", f"--network={mode}", "--host-uds=open"]
-
-    def cannot_snapshot(self) -> str | None:
-        return None  # gVisor saves the sandbox's own kernel state: no CRIU
 
     def hang_hint(self) -> str:
         return f" (platform {self.options.platform} may not work on this host)"

@@ -22,7 +22,7 @@ exit status means; this base does the rest the same way for all of them:
     when the workload ends and powers off. The ready probe goes over the bridge (UDP to the
     host) or, without a network, as a `VB-READY` line on the console. Linux cannot boot
     under a nested PVM KVM (`virtbench doctor` says which): use TCG there;
-- memory: the VMM's PSS, and without the guest's RAM mapping (`guest_ram_pss`).
+- memory: the VMM's PSS, and without the guest's RAM mapping (`VmMemory.guest_ram_pss`).
 
 What the guest boots (its kernel, initrd, memory and command line) is vm_boot.py's.
 
@@ -72,7 +72,9 @@ from virtbench.runtimes.base import (
     RuntimeContext,
     which,
 )
-from virtbench.runtimes.native import Native
+from virtbench.runtimes.controls import Exec, Snapshot
+from virtbench.runtimes.native import Native, NativeAttach
+from virtbench.runtimes.observe import Memory
 from virtbench.runtimes.vm_boot import VmBoot
 from virtbench.runtimes.vm_console import read_console
 from virtbench.runtimes.vm_guest import (
@@ -86,6 +88,68 @@ from virtbench.runtimes.vm_guest import (
 )
 
 __all__ = ["KERNEL", "SIMPLE", "Vm", "VmOptions", "guest_mode", "mac_of"]
+
+
+class NoGuestAgent(Exec):
+    why = ("its guest has no exec agent: the minimal guest has no processes, and "
+           "vb-init, the Linux guest's init, runs one workload")  # fmt: skip
+
+
+class VmSnapshot(Snapshot):
+    """Only QEMU's is driven (qemu.py); the other VMMs' snapshot APIs are not yet."""
+
+    def problem(self) -> str | None:
+        return f"virtbench drives snapshots of QEMU only, not yet {self.rt.name}'s snapshot API"
+
+
+class VmMemory(Memory):
+    """As any instance's, and of it the guest's RAM: the VMM's guest memory mapping."""
+
+    rt: Vm
+
+    def guest_ram_pss(self, inst: Instance) -> int | None:
+        size_kib = self.rt.memory_mib(inst) * 1024
+        found = [memory.pss_of_mappings(pid, size_kib) for pid in self.rt.observe.pids(inst)]
+        values = [v for v in found if v is not None]
+        return sum(values) if values else None
+
+
+class VmAttach(NativeAttach):
+    """A VM's place on the bridge is a tap, its data a disk image, and without a network
+    its probe is its console."""
+
+    rt: Vm
+
+    def data(self, inst: Instance) -> None:
+        """A Linux guest's data disk: a sparse ext4 image (`data_disk_mib`) in the
+        instance's data directory (so it goes with it), attached as its first virtio disk
+        and mounted at /data by vb-init (`vb.data=vda`)."""
+        super().data(inst)
+        assert inst.data_dir is not None
+        if self.rt.guest(inst) != "linux":
+            return  # the minimal guest and images have no use for one
+        disk = inst.data_dir / "disk.img"
+        try:
+            with open(disk, "wb") as f:
+                f.truncate(self.rt.vm_opts.data_disk_mib << 20)
+            lazy = "lazy_itable_init=1,lazy_journal_init=1"
+            proc.run(["mkfs.ext4", "-q", "-F", "-m", "0", "-E", lazy, str(disk)], timeout=120)
+        except (OSError, VirtbenchError) as exc:  # this instance fails; the run goes on
+            raise InstanceError(f"{inst.name}: its data disk {disk}: {exc}") from None
+        inst.extra["data_disk"] = str(disk)
+
+    def bridge(self, inst: Instance) -> None:
+        bridge = self.network()
+        tap, ip = bridge.attach_tap(inst.name, mac_of)
+        inst.address = ip
+        inst.extra.update(tap=tap, mac=mac_of(ip), gateway=bridge.host_ip,
+                          prefixlen=bridge.prefixlen)  # fmt: skip
+
+    def probe(self, inst: Instance, network: str) -> tuple[str, ...]:
+        if network == "none":  # no way out of the VM but its console
+            return tuple("file:/dev/console" if a == PROBE_PLACEHOLDER else a
+                         for a in inst.spec.argv)  # fmt: skip
+        return super().probe(inst, network)
 
 
 class Vm(VmBoot, Native):
@@ -106,6 +170,11 @@ class Vm(VmBoot, Native):
     linux_cmdline: ClassVar[str] = ""
     # loads only ELF kernels: a Linux guest's (or an image's) bzImage is unpacked first
     elf_only: ClassVar[bool] = False
+    # no exec; pause is the freezer on the VMM (QEMU's is QMP); snapshots: QEMU's only
+    Exec = NoGuestAgent
+    Snapshot = VmSnapshot
+    Memory = VmMemory
+    Attach = VmAttach
 
     def __init__(self, ctx: RuntimeContext, *args: Any, **kwargs: Any) -> None:
         super().__init__(ctx, *args, **kwargs)
@@ -186,37 +255,6 @@ class Vm(VmBoot, Native):
             return o.serve_port
         return None
 
-    def _attach_data(self, inst: Instance) -> None:
-        """A Linux guest's data disk: a sparse ext4 image (`data_disk_mib`) in the
-        instance's data directory (so it goes with it), attached as its first virtio disk
-        and mounted at /data by vb-init (`vb.data=vda`)."""
-        super()._attach_data(inst)
-        assert inst.data_dir is not None
-        if self.guest(inst) != "linux":
-            return  # the minimal guest and images have no use for one
-        disk = inst.data_dir / "disk.img"
-        try:
-            with open(disk, "wb") as f:
-                f.truncate(self.vm_opts.data_disk_mib << 20)
-            lazy = "lazy_itable_init=1,lazy_journal_init=1"
-            proc.run(["mkfs.ext4", "-q", "-F", "-m", "0", "-E", lazy, str(disk)], timeout=120)
-        except (OSError, VirtbenchError) as exc:  # this instance fails; the run goes on
-            raise InstanceError(f"{inst.name}: its data disk {disk}: {exc}") from None
-        inst.extra["data_disk"] = str(disk)
-
-    def _attach_bridge(self, inst: Instance) -> None:
-        bridge = self._bridge()
-        tap, ip = bridge.attach_tap(inst.name, mac_of)
-        inst.address = ip
-        inst.extra.update(tap=tap, mac=mac_of(ip), gateway=bridge.host_ip,
-                          prefixlen=bridge.prefixlen)  # fmt: skip
-
-    def _resolve_probe(self, inst: Instance, network: str) -> tuple[str, ...]:
-        if network == "none":  # no way out of the VM but its console
-            return tuple("file:/dev/console" if a == PROBE_PLACEHOLDER else a
-                         for a in inst.spec.argv)  # fmt: skip
-        return super()._resolve_probe(inst, network)
-
     def _prepare(self, inst: Instance) -> None:
         mode = guest_mode(inst.spec.argv)
         if mode is None and self.guest(inst) == "minimal":
@@ -246,10 +284,9 @@ class Vm(VmBoot, Native):
 
     def _start(self, inst: Instance, detach: bool) -> None:
         del detach  # both ways the VM runs on; run_to_exit waits for the VMM to end
-        dirs = self._dirs.pop(inst.name)
-        launcher = self._launcher(inst, dirs)  # native's: cgroups only, for a VM
+        argv = self.launch_argv(inst)  # native's launcher: cgroups only, for a VM
+        self._dirs.pop(inst.name)
         env = {"PATH": "/usr/bin:/bin", "VIRTBENCH_INSTANCE": inst.name}  # found by clean
-        argv = [*launcher, *self._command(inst)]
         inst.side_log = self.vmm_log(inst)
         with open(inst.side_log, "ab") as log:
             inst.proc = proc.spawn(argv, stdout=subprocess.PIPE, stderr=log.fileno(), env=env)
@@ -292,29 +329,15 @@ class Vm(VmBoot, Native):
             q.close()
         super()._stop(inst)
         vm_image.end(inst)
-        self._end_reader(inst)
+        self.end_reader(inst)
 
-    def _end_reader(self, inst: Instance) -> None:
+    def end_reader(self, inst: Instance) -> None:
         """After the VMM ended: its console read to the end, and closed."""
         reader = self._readers.pop(inst.name, None)
         if reader is not None:
             reader.join(timeout=5)
         if inst.proc is not None and inst.proc.stdout is not None:
             inst.proc.stdout.close()
-
-    # --- exec, snapshot (controls.py); pause is the freezer on the VMM, QEMU's is QMP --
-    def cannot_exec(self) -> str | None:
-        return ("its guest has no exec agent: the minimal guest has no processes, and "
-                "vb-init, the Linux guest's init, runs one workload")  # fmt: skip
-
-    def cannot_snapshot(self) -> str | None:
-        return f"virtbench drives snapshots of QEMU only, not yet {self.name}'s snapshot API"
-
-    def guest_ram_pss(self, inst: Instance) -> int | None:
-        size_kib = self.memory_mib(inst) * 1024
-        found = [memory.pss_of_mappings(pid, size_kib) for pid in self.pids(inst)]
-        values = [v for v in found if v is not None]
-        return sum(values) if values else None
 
     def image_size(self) -> tuple[int, str] | None:
         o = self.vm_opts
