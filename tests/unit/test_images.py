@@ -15,7 +15,7 @@ from types import SimpleNamespace
 import pytest
 from pydantic import ValidationError
 
-from virtbench import runtimes, spec
+from virtbench import metrics, runtimes, spec
 from virtbench.cli.run import unmeasured
 from virtbench.errors import SpecError
 from virtbench.measure.portready import PERIOD_S, PortWatch, echo_request
@@ -168,6 +168,40 @@ def test_image_command_line_and_scratch_disk_per_vmm(tmp_path, kernel):
         disk.unlink()
 
 
+def test_an_image_boots_seabios_and_every_sample_says_which_firmware(tmp_path, kernel):
+    """qboot's memory map crashes real unikernels (Unikraft 0.16): an image on q35 boots
+    SeaBIOS unless told otherwise, virtbench's own guests keep qboot, and the firmware is
+    part of every sample's conditions."""
+    ctx = SimpleNamespace(paths=SimpleNamespace(cache=tmp_path), scratch=tmp_path)
+    cls = runtimes.get("qemu")
+    cases = [({"guest": "image", "kernel": kernel}, "seabios"),
+             ({"guest": "image", "kernel": kernel, "firmware": "qboot"}, "qboot"),
+             ({"guest": "minimal"}, "qboot"), ({"guest": "minimal", "firmware": "seabios"},
+                                               "seabios")]  # fmt: skip
+    for given, used in cases:
+        rt = cls(ctx, cls.Options(variant="q35:tcg", **given))  # type: ignore[arg-type]
+        assert rt.conditions() == {"firmware": used}, given
+        spec_ = InstanceSpec("vb-r1-0001", ("/bin/vb-hello",), tmp_path, network="none")
+        argv = rt._command(Instance(spec_, "qemu", tmp_path / "c.log", argv=spec_.argv))
+        assert ("-bios" in argv) == (used == "qboot"), (given, argv)  # SeaBIOS: QEMU's own
+    microvm = cls(ctx, cls.Options(guest="image", kernel=kernel))  # type: ignore[arg-type]
+    assert microvm.conditions() == {"firmware": "qboot"}  # microvm has no other
+
+
+def test_a_guest_that_crashed_is_quoted_at_its_crash_line(tmp_path):
+    spec_ = InstanceSpec("vb-r1-0001", ("/bin/vb-hello",), tmp_path)
+    inst = Instance(spec_, "qemu", tmp_path / "c.log")
+    crash = "CRIT: [libkvmplat] <memory.c @ 388> Assertion failure: ml->flags == mr->flags"
+    banner = [f"Unikraft boot line {i}" for i in range(20)]
+    inst.log_path.write_text("\n".join(["SeaBIOS", crash, *banner]) + "\n")
+    tail = inst.log_tail()
+    assert tail.startswith(f"crashed: {crash} ... Unikraft boot line 15"), tail
+    inst.log_path.write_text("booting\nKernel panic - not syncing: VFS\n")
+    assert inst.log_tail() == "crashed: booting | Kernel panic - not syncing: VFS"
+    inst.log_path.write_text("booting\nready\n")  # no crash: as before
+    assert inst.log_tail() == "booting | ready"
+
+
 def test_a_failure_says_the_console_then_what_the_vmm_said(tmp_path):
     spec_ = InstanceSpec("vb-r1-0001", ("/bin/vb-hello",), tmp_path)
     inst = Instance(spec_, "qemu", tmp_path / "c.log")
@@ -270,6 +304,35 @@ def test_a_runtime_that_measured_nothing_is_named_with_its_first_reason():
         smp("crun", "requests_per_s", 1000.0),
     ]
     assert unmeasured(samples) == {"uk-nginx": "port 80 not open after 60 s: booted"}
+
+
+def test_side_figures_of_failed_boots_are_not_a_measurement():
+    """An image that crashes at every boot still has its launch returned, its teardown
+    timed and its size recorded: those are side figures, so the runtime measured nothing;
+    one boot that ended is a measurement."""
+
+    def smp(rt: str, metric: str, value: float | None, error: str = "", **kw) -> Sample:
+        return Sample(**{"experiment": "boot", "metric": metric, "value": value, "unit": "ms",
+                         "direction": "lower", "runtime": rt, "workload": "hello",
+                         "repetition": 0, "error": error, **kw})  # fmt: skip
+
+    crash = "guest crashed: CRIT: [libkvmplat] <memory.c @ 388> Assertion failure"
+    samples = [
+        smp("uk", "boot.spawn_to_exit", None, crash),
+        smp("uk", "boot.spawn_to_started", 40.0),
+        smp("uk", "boot.spawn_to_first_output", 90.0),
+        smp("uk", "boot.teardown", 12.0),
+        smp("uk", "image_size", 0.4, experiment="image"),
+        smp("uk", "host.cpu_idle_pct", 93.0),
+        smp("ok", "boot.spawn_to_exit", None, "one failed"),
+        smp("ok", "boot.spawn_to_exit", 35.0),
+        smp("ok", "boot.teardown", 10.0),
+    ]
+    assert unmeasured(samples) == {"uk": crash}
+    side = [m.name for m in metrics.registry() if m.side]
+    assert {"boot.teardown", "image_size", "density.reached", "scalability.launch",
+            "burst.failed", "host.*"} <= set(side)  # fmt: skip
+    assert not {"boot.spawn_to_exit", "boot.spawn_to_ready", "density.pss"} & set(side)
 
 
 def test_every_workload_an_image_may_serve_drives_the_images_port():

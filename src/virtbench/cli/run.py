@@ -250,14 +250,17 @@ def _say_end(run_id: str, status: str, nothing: dict[str, str]) -> None:
 
 def unmeasured(samples: Frame | list[Any]) -> dict[str, str]:
     """Runtimes of a run whose every measurement failed (an image that never became
-    ready, a server that never answered): runtime -> the first failure's reason."""
+    ready, a server that never answered): runtime -> the first failure's reason. What is
+    recorded beside a measurement, even a failed one (a teardown, a launch of a pile-up,
+    the host, the image's size: the registry's `side` figures), measures nothing."""
+    from virtbench import metrics
+
     f = as_frame(samples)
     f = f.take(~f.warmup & ~f.where("experiment", "image"))
-    bookkeeping = np.array([m.startswith("host.") or m.endswith(".reached")
-                            for m in f.labels["metric"]], dtype=bool)  # fmt: skip
+    side = np.array([metrics.lookup(m).side for m in f.labels["metric"]], dtype=bool)
     failed = f.failed
-    if bookkeeping.size:  # facts of the run, not of the runtime's measurements
-        f = f.take(~(bookkeeping[f.codes["metric"]] & ~failed))
+    if side.size:
+        f = f.take(~(side[f.codes["metric"]] & ~failed))
         failed = f.failed
     measured = set(f.take(~failed).distinct("runtime"))
     tried = f.take(failed)

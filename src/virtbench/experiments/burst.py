@@ -61,10 +61,11 @@ METRICS: tuple[Metric, ...] = (
     Metric("burst.ready_per_s", "instances/s", "higher", "instances ready over the time "
            "from the burst's first launch call to its last ready datagram", resolution=None),
     Metric("burst.failed", "instances", "lower", "instances of the burst that did not become "
-           "ready (each with its reason as a failed burst.spawn_to_ready)", compared=False),
+           "ready (each with its reason as a failed burst.spawn_to_ready)", compared=False,
+           side=True),
     Metric("burst.host_cpu", "%", "lower", "the host's CPUs busy from the burst's first launch "
            "call to its last ready (or failure), /proc/stat", repeated=False, compared=False,
-           headline=False),
+           headline=False, side=True),
 )
 # fmt: on
 

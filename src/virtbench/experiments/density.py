@@ -61,7 +61,7 @@ UNIT = ("runtime", "repetition")
 # fmt: off
 METRICS: tuple[Metric, ...] = (
     pile_metric("density.launch", "ms", "lower", SPAWN + "the new instance's ready datagram "
-          "reached the host" + MONO, resolution=NS_MS),
+          "reached the host" + MONO, resolution=NS_MS, side=True),
     pile_metric("density.pss", "MiB", "lower", "PSS summed over the new instance's host processes "
           "(runtime and VMM included), from /proc/<pid>/smaps_rollup", resolution=KIB_MIB,
           plot="density", label="PSS of each new instance"),
@@ -73,7 +73,7 @@ METRICS: tuple[Metric, ...] = (
           "moves in steps of 0.25 MiB", resolution=CHARGE_BATCH_MIB),
     pile_metric("density.mem_available", "MiB", "higher", "the host's MemAvailable after the new "
           "instance got ready", resolution=KIB_MIB, repeated=False, summary="series",
-          compared=False),
+          compared=False, side=True),
     # the host at each step of a pile-up (caches dropped), at the instances running then
     pile_metric("density.host_used", "MiB", "lower", "host memory in use: MemTotal - MemAvailable, "
           "less the free pages on the per-CPU lists (/proc/zoneinfo)", **STEP),
@@ -102,9 +102,9 @@ METRICS: tuple[Metric, ...] = (
     # counts of how far a pile-up got: reported, not scored across runtimes
     pile_metric("density.reached", "instances", "higher", "instances running when growth stopped "
           "(the target, the memory guard, or an instance that failed)", resolution=1.0,
-          repeated=False, compared=False),
+          repeated=False, compared=False, side=True),
     pile_metric("density.teardown_per_instance", "ms", "lower", "stopping every instance of the "
-          "pile-up, one after another, / their count" + MONO, resolution=NS_MS),
+          "pile-up, one after another, / their count" + MONO, resolution=NS_MS, side=True),
     pile_metric("density.*", "", None, "a density figure not declared here", lower_bound=None),
 )
 # fmt: on

@@ -64,12 +64,12 @@ UNIT = ("runtime", "repetition")
 # fmt: off
 METRICS: tuple[Metric, ...] = (
     pile_metric("scalability.launch", "ms", "lower", SPAWN + "a background instance's ready "
-          "datagram reached the host" + MONO, resolution=NS_MS),
+          "datagram reached the host" + MONO, resolution=NS_MS, side=True),
     pile_metric("scalability.reached", "instances", "higher", "background instances running when "
           "growth stopped (the target, the memory guard, swapping, a failure)",
-          resolution=1.0, repeated=False, compared=False),
+          resolution=1.0, repeated=False, compared=False, side=True),
     pile_metric("scalability.teardown_per_instance", "ms", "lower", "stopping every background "
-          "instance, one after another, / their count" + MONO, resolution=NS_MS),
+          "instance, one after another, / their count" + MONO, resolution=NS_MS, side=True),
     pile_metric("scalability.*", "", None, "a scalability figure not declared here",
                 lower_bound=None),
 )

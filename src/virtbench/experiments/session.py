@@ -207,14 +207,16 @@ class Session:
         return self.runtimes[runtime].effective_network(self.instance(runtime).network)
 
     def params(self, runtime: str) -> dict[str, Any]:
-        """Instance options as really applied, recorded with every sample."""
-        opts = self.instance(runtime)
+        """Instance options as really applied, recorded with every sample, and how the
+        runtime runs them beyond those (a VM's firmware)."""
+        opts, rt = self.instance(runtime), self.runtimes[runtime]
         return {
             "network": self.network(runtime),
             "memory_mib": opts.memory_mib,
             "cpus": opts.cpus,
-            "pids_limit": opts.pids_limit if self.runtimes[runtime].applies_pids_limit() else None,
+            "pids_limit": opts.pids_limit if rt.applies_pids_limit() else None,
             "artifact": self.artifact.digest[:16],
+            **rt.conditions(),
         }
 
     def record(self, sample: Sample) -> None:

@@ -44,6 +44,9 @@ class Metric:
                  in the pile-up, not a condition, so all of a run's values are one group
     headline     a worker's own result, which scalability and isolation follow (the first
                  one recorded); False for side figures (teardown, the host, launches)
+    side         recorded beside a measurement, even one that failed (a teardown, a launch
+                 of a pile-up, how far it got, the host, an image's size): a runtime whose
+                 only figures are side ones measured nothing
     workload     the workload whose figure it is ("" for any: the experiments' own)
     label        a few words for plots ("": the name)
     """
@@ -62,6 +65,7 @@ class Metric:
     desmet: DesmetKind | None = None
     pile_up: bool = False
     headline: bool = True
+    side: bool = False
     workload: str = ""
     label: str = ""
     fits: str = ""

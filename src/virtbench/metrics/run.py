@@ -11,7 +11,7 @@ from virtbench.metrics.model import Metric
 def _host(name: str, includes: str, resolution: float | None, label: str) -> Metric:
     return Metric(name, "%", "higher", includes, resolution=resolution, repeated=False,
                   summary="series", compared=False, ab_compared=False, plot="scalability",
-                  headline=False, label=label)  # fmt: skip
+                  headline=False, side=True, label=label)  # fmt: skip
 
 
 # fmt: off
@@ -28,23 +28,23 @@ RUN: tuple[Metric, ...] = (
     Metric("host.steal_pct", "%", "lower", "share of the host's CPU time stolen by the "
            "hypervisor over the sampler's period (psutil, /proc/stat; rounded to 0.1)",
            resolution=0.1, repeated=False, summary="series", compared=False,
-           ab_compared=False, headline=False, label="CPU steal"),
+           ab_compared=False, headline=False, side=True, label="CPU steal"),
     Metric("host.*", "", None, "a host figure not declared here", lower_bound=None,
            repeated=False, summary="series", compared=False, ab_compared=False,
-           headline=False),
+           headline=False, side=True),
     Metric("image_size", "MiB", "lower", "the artifact as the runtime keeps it on disk to "
            "start it (rootfs du, the engine's image, a VM's kernel and initramfs), once per "
-           "runtime and run", repeated=False, compared=False, headline=False),
+           "runtime and run", repeated=False, compared=False, headline=False, side=True),
     # --- a server's resource use over each measurement (measure/procstat.py) ---------------
     Metric("resources.*.cpu_*_s", "s", "lower", "CPU time (user, system or guest ticks) of "
            "the instance's host processes, or of its runtime's daemons, over the measurement",
-           resolution=0.01, repeated=False, headline=False, plot="resources",
+           resolution=0.01, repeated=False, headline=False, side=True, plot="resources",
            label="CPU seconds"),
     Metric("resources.*.cpu_pct", "%", "lower", "(user + system ticks) / the measurement's "
            "duration, of one CPU (100 = one CPU busy)", resolution=1.0, lower_bound=0.0,
-           repeated=False, headline=False, plot="resources", label="CPU %"),
+           repeated=False, headline=False, side=True, plot="resources", label="CPU %"),
     Metric("resources.*.rss_max_mib", "MiB", "lower", "the largest sum of the processes' "
            "resident sets at a read (shared pages once per process)", resolution=4 / 1024,
-           repeated=False, headline=False, plot="resources", label="RSS peak"),
+           repeated=False, headline=False, side=True, plot="resources", label="RSS peak"),
 )
 # fmt: on

@@ -32,7 +32,7 @@ from __future__ import annotations
 import contextlib
 import time
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, ClassVar, NoReturn
+from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 
 from pydantic import BaseModel
 
@@ -98,8 +98,8 @@ class Runtime(ABC):
         self.label = label or self.name
         self.instances: dict[str, Instance] = {}
         self._set_up = False
-        # Why its engine can no longer be used (its daemon died mid-run): from then on every
-        # start fails at once, and `close` revives the engine to clean up.
+        # Why its engine cannot be used (its daemon died mid-run): every start then fails at
+        # once, and `close` revives the engine to clean up.
         self.dead: str | None = None
         self.exec = self.Exec(self)
         self.pause = self.Pause(self)
@@ -122,8 +122,7 @@ class Runtime(ABC):
         return None
 
     def _setup(self) -> None:  # noqa: B027 (optional: default nothing)
-        """Untimed, once per run before the first instance: start a daemon, import an
-        image. Record what it creates in the ledger first."""
+        """Untimed, once per run: start a daemon, import an image (ledger first)."""
 
     def _after_start(self, inst: Instance) -> None:  # noqa: B027 (optional: default nothing)
         """Untimed, right after the launch returned (e.g. look up the address)."""
@@ -135,8 +134,8 @@ class Runtime(ABC):
         """Undo `_setup` (remove images, networks; stop a daemon this run started)."""
 
     def engine_gone(self) -> str | None:
-        """Why this runtime's engine (the daemon its instances go through: dockerd, LXD)
-        died or stopped answering, or None. Asked only after a failure. Default: None."""
+        """Why its engine (the daemon its instances go through: dockerd, LXD) died or stopped
+        answering, or None. Asked only after a failure. Default: None."""
         return None
 
     def _revive(self) -> None:  # noqa: B027 (optional: default nothing)
@@ -144,9 +143,8 @@ class Runtime(ABC):
         remove what the run made through it. Default: nothing to revive."""
 
     def serve_port(self, workload: str) -> int | None:
-        """The port the instance serves `workload` on when not the workload's own (an
-        image built elsewhere); None: the workload's PORT."""
-        del workload
+        """The port an instance serves `workload` on when not the workload's own (an image
+        built elsewhere); None: the workload's PORT."""
         return None
 
     def _prepare(self, inst: Instance) -> None:  # noqa: B027 (optional: default nothing)
@@ -161,15 +159,13 @@ class Runtime(ABC):
         """Stop and delete `inst`; must tolerate an instance that already exited."""
 
     def _wait(self, inst: Instance, timeout: float) -> int:
-        """Wait for a foreground instance's exit; return its exit status. May set
-        `inst.t_exit_ns` when the exit is seen before this returns."""
+        """A foreground instance's exit status, once it exited (may set `t_exit_ns`)."""
         assert inst.proc is not None
         return proc.wait(inst.proc, timeout)
 
     def image_size(self) -> tuple[int, str] | None:
-        """(bytes, how measured) of what this runtime keeps on disk to start the run's
-        artifact -- the image size per runtime family. Default: the artifact rootfs as du
-        counts it (runtimes that start straight from it). Call after `setup`."""
+        """(bytes, how measured) of what it keeps on disk to start the run's artifact.
+        Default: the artifact rootfs as du counts it. Call after `setup`."""
         if self.ctx.rootfs is None:
             return None
         from virtbench.artifacts.rootfs import disk_usage
@@ -190,6 +186,11 @@ class Runtime(ABC):
     def applies_pids_limit(self) -> bool:
         """Whether an InstanceSpec's pids_limit is enforced (recorded as None if not)."""
         return True
+
+    def conditions(self) -> dict[str, Any]:
+        """How it runs instances, beyond the instance options, recorded with every sample
+        (a VM's firmware). Default: nothing more."""
+        return {}
 
     # --- the public lifecycle -----------------------------------------------------------
     def effective_network(self, requested: str) -> str:
@@ -387,11 +388,10 @@ class Runtime(ABC):
     # --- what `virtbench clean` finds of it (class methods: clean has no run) ----------
     @classmethod
     def list_objects(cls) -> list[tuple[str, str]]:
-        """(kind, name) of everything this runtime's own registry holds on the host, ours
-        or not: instances, and for engines also images and networks; raises ListingError
-        when they cannot be listed (leftovers.py). Names of ours start with `vb-<run-id>-`,
-        and clean keeps only those of runs that are not alive. Default: none, for runtimes
-        whose instances are plain processes found by cgroup or environment."""
+        """(kind, name) of all its own registry holds on the host, ours or not (instances;
+        an engine's images, networks); ListingError when it cannot list (leftovers.py).
+        Ours are named `vb-<run-id>-...`; clean keeps those of runs not alive. Default:
+        none (instances that are plain processes, found by cgroup or environment)."""
         return []
 
     @classmethod

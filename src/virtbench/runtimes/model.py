@@ -8,6 +8,7 @@ Kept apart from the Runtime base class (runtimes/base.py), which re-exports them
 from __future__ import annotations
 
 import contextlib
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass, field
@@ -91,12 +92,33 @@ class Instance:
         return self.spec.name
 
     def log_tail(self, lines: int = 5) -> str:
-        """The console's last lines (joined by " | "), then the VMM's own, if it said any."""
+        """The console's last lines (joined by " | "), then the VMM's own, if it said any;
+        a console that says its guest crashed is quoted at its crash line first."""
         out = _tail(self.log_path, lines)
+        crash = crash_line(self.log_path)
+        if crash and crash not in out:
+            out = f"crashed: {crash} ... {out}"
+        elif crash:
+            out = f"crashed: {out}"
         side = _tail(self.side_log, lines) if self.side_log is not None else ""
         if side:
             return f"{out or '(no console output)'}; the VMM said: {side}"
         return out
+
+
+# what a guest's console says when it crashed: a kernel's panic, Unikraft's CRIT lines and
+# failed assertions, an exception dump
+CRASH_RE = re.compile(r"kernel panic|\bpanic\b|assertion fail|\bCRIT\b|\bOops\b|"
+                      r"general protection fault|unhandled (trap|exception)", re.I)  # fmt: skip
+
+
+def crash_line(path: Path) -> str | None:
+    """The console's first line that says the guest crashed, if one does."""
+    try:
+        text = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return None
+    return next((ln.strip() for ln in text if CRASH_RE.search(ln)), None)
 
 
 def _tail(path: Path, lines: int) -> str:
