@@ -22,6 +22,8 @@
  *
  * It mounts /proc, /sys, /dev, /tmp and /run, loads the modules, mounts the data disk,
  * configures the network,
+ * starts vb-agent (guest/vb-agent.c) on the virtio-serial port named vb.agent when the
+ * VMM offers one (the host's way to run commands in it),
  * prints "VB-START NAME" on the console, runs the workload as its child with the console
  * as stdio, reaps every orphan, and when the workload ends prints "VB-EXIT NAME STATUS"
  * and powers the VM off. Any failure before the workload starts prints "VB-FAIL NAME why"
@@ -29,6 +31,7 @@
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <net/if.h>
@@ -292,6 +295,54 @@ static int decode_argv(char *buf, size_t size, char **argv)
 	return argc;
 }
 
+/* The virtio-serial port named vb.agent, as /dev/vportNpM in `path`; its name arrives from
+ * the host a moment after the driver loads. 0: none (no such port, or no ports at all). */
+static int agent_port(char *path, size_t size)
+{
+	for (int tries = 0; tries < 100; tries++, usleep(10000)) {
+		DIR *d = opendir("/sys/class/virtio-ports");
+		struct dirent *e;
+
+		if (d == NULL)
+			return 0;
+		while ((e = readdir(d)) != NULL) {
+			char file[300], got[64] = "";
+			int fd;
+			ssize_t n;
+
+			snprintf(file, sizeof(file), "/sys/class/virtio-ports/%s/name", e->d_name);
+			fd = open(file, O_RDONLY | O_CLOEXEC);
+			n = fd < 0 ? -1 : read(fd, got, sizeof(got) - 1);
+			if (fd >= 0)
+				close(fd);
+			if (n > 0 && strncmp(got, "vb.agent", 8) == 0 && (got[8] == '\n' || got[8] == 0) &&
+			    strlen(e->d_name) + 6 <= size) {
+				memcpy(path, "/dev/", 5);
+				memcpy(path + 5, e->d_name, strlen(e->d_name) + 1);
+				closedir(d);
+				return 1;
+			}
+		}
+		closedir(d);
+	}
+	return 0;
+}
+
+static void start_agent(char *const envp[])
+{
+	static char path[128];
+
+	if (!agent_port(path, sizeof(path)))
+		return;
+	if (fork() == 0) {
+		char *argv[] = { "/bin/vb-agent", path, NULL };
+
+		execve(argv[0], argv, envp);
+		printf("VB-FAIL %s exec /bin/vb-agent: %s\n", name, strerror(errno));
+		_exit(127);
+	}
+}
+
 int main(void)
 {
 	static char argbuf[4096];
@@ -319,6 +370,7 @@ int main(void)
 	mount_data();
 	configure_network();
 	decode_argv(argbuf, sizeof(argbuf), argv);
+	start_agent(envp);
 	printf("VB-START %s\n", name);
 	child = fork();
 	if (child < 0)

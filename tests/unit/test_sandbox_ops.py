@@ -4,12 +4,18 @@ a restored instance that is not the one checkpointed, and a runtime that cannot.
 
 from __future__ import annotations
 
+import dataclasses
+import time
+from types import SimpleNamespace
+
 import pytest
 from tests.fakeruntime import fake_session, run
 from tests.faketruth import RuntimeTruth, Truth
 
+from virtbench import runtimes, workloads
 from virtbench import spec as specmod
-from virtbench.errors import SpecError
+from virtbench.errors import InstanceError, SpecError
+from virtbench.runtimes.base import Instance, InstanceSpec
 
 OPS = Truth({"fa": RuntimeTruth(exec_ms=5.0, exec_per_mib_ms=2.0, pause_ms=3.0, resume_ms=2.0,
                                 resume_ready_ms=4.0, checkpoint_ms=8.0, image_mib=3.0,
@@ -187,12 +193,6 @@ def test_the_report_draws_bars_and_answers_for_each_operation(tmp_path, monkeypa
 def test_each_driver_declares_its_controls_and_a_missing_one_says_why(tmp_path):
     """The capability objects a driver declares: the host command its exec runs, and the
     one-line reason of one it lacks (what `exec`, `pause` and `snapshot` record)."""
-    from types import SimpleNamespace
-
-    from virtbench import runtimes
-    from virtbench.errors import InstanceError
-    from virtbench.runtimes.base import Instance, InstanceSpec
-
     layout = SimpleNamespace(version=2, v1={})
     ctx = SimpleNamespace(layout=layout, scratch=tmp_path, paths=SimpleNamespace(cache=tmp_path))
     spec = InstanceSpec("vb-r1-1", ("/bin/vb-sleep",), tmp_path)
@@ -217,3 +217,66 @@ def test_each_driver_declares_its_controls_and_a_missing_one_says_why(tmp_path):
     assert nspawn.exec.problem() is None and nspawn.daemons.pids() == []
     layout.version = 1  # the freezer the runtimes' own pause commands use, not mounted
     assert crun.pause.problem() == nspawn.pause.problem() == "the cgroup v1 freezer is not mounted"
+
+
+def test_the_guest_agents_replies_are_read_whole_and_timed(tmp_path):
+    """The host's side of vb-agent against a guest played on a socket pair: standard output
+    in several frames, the exit status and standard error's tail; a guest that never
+    answers is an error naming the agent, not an empty result."""
+    import socket
+    import threading
+
+    from virtbench.runtimes.agent import GuestAgent
+
+    guest_end: list[socket.socket] = []
+
+    class Played(GuestAgent):
+        def connect(self, inst, timeout):
+            host, guest = socket.socketpair()
+            guest_end.append(guest)
+            return host
+
+    def guest(reply: bytes) -> None:
+        while not guest_end:
+            time.sleep(0.001)
+        g = guest_end.pop()
+        request = g.recv(1 << 16)
+        assert request == b"X " + b"/bin/vb-hello\x0016\x00".hex().encode() + b"\n"
+        g.sendall(reply)
+        g.close()
+
+    rt = SimpleNamespace(label="qemu:q35:tcg", vm_opts=SimpleNamespace(guest="auto"))
+    agent = Played(rt)
+    spec = InstanceSpec("vb-r1-1", ("/bin/vb-sleep",), tmp_path, agent=True)
+    inst = Instance(spec, "qemu:q35:tcg", tmp_path / "log", argv=spec.argv)
+    t = threading.Thread(target=guest, args=(b"O 5\nhelloO 11\n, world!!!\nR 3 4\noops",))
+    t.start()
+    res = agent.run(inst, ["/bin/vb-hello", "16"], timeout=5)
+    t.join()
+    assert (res.status, res.stdout_bytes, res.stderr) == (3, 16, "oops") and res.ms > 0
+    t = threading.Thread(target=guest, args=(b"O 5\nhel",))  # cut short: it closes
+    t.start()
+    with pytest.raises(InstanceError, match="exec agent: the channel closed mid-reply"):
+        agent.run(inst, ["/bin/vb-hello", "16"], timeout=5)
+    t.join()
+    rt.vm_opts.guest = "minimal"
+    assert agent.problem().startswith("its guest has no exec agent")
+    plain = Instance(dataclasses.replace(spec, agent=False), "q", tmp_path / "l", argv=spec.argv)
+    with pytest.raises(InstanceError, match="without its exec channel"):
+        agent.run(plain, ["/bin/vb-hello"], timeout=1)
+
+
+def test_an_exec_instance_on_qemu_boots_linux_with_its_agents_port(tmp_path):
+    """guest = "auto" boots the minimal guest for `sleep`, but Linux (with vb-agent's
+    virtio-serial port behind a unix socket) for an instance commands will run in."""
+    ctx = SimpleNamespace(scratch=tmp_path, paths=SimpleNamespace(cache=tmp_path))
+    qemu = runtimes.get("qemu")(ctx, runtimes.get("qemu").Options(variant="q35:tcg"), "q")
+    spec = InstanceSpec("vb-r1-1", workloads.get("sleep").argv("vb-r1-1"), tmp_path)
+    assert qemu.guest(Instance(spec, "q", tmp_path / "l", argv=spec.argv)) == "minimal"
+    inst = Instance(dataclasses.replace(spec, agent=True), "q", tmp_path / "l", argv=spec.argv)
+    assert qemu.guest(inst) == "linux" and qemu.exec.problem() is None
+    devices = " ".join(qemu._agent_devices(inst))
+    assert f"path={tmp_path / 'qmp' / 'vb-r1-1.agent'},server=on,wait=off" in devices
+    assert "virtserialport,bus=vbser.0,chardev=vbagent,name=vb.agent" in devices
+    image = runtimes.get("qemu").Options(guest="image", kernel=__file__)
+    assert runtimes.get("qemu")(ctx, image, "i").exec.problem().startswith("its guest has no")

@@ -26,8 +26,9 @@ from virtbench.errors import VirtbenchError
 from virtbench.host import proc
 
 META_PACKAGE = "linux-image-cloud-amd64"
-# what the guest needs to reach its NIC and disk on microvm (virtio-mmio) and q35 (PCI)
-GUEST_MODULES = ("virtio_mmio", "virtio_pci", "virtio_net", "virtio_blk")
+# what the guest needs to reach its NIC and disk on microvm (virtio-mmio) and q35 (PCI),
+# and its exec agent's channel (virtio-serial)
+GUEST_MODULES = ("virtio_mmio", "virtio_pci", "virtio_net", "virtio_blk", "virtio_console")
 MODULE_DIR = "lib/modules/vb"
 
 

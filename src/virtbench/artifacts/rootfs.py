@@ -24,6 +24,7 @@ OWN_PROGRAMS = (
     "vb-cgexec",  # native's launcher
     "vb-attack",  # the isolation experiment's attackers (workloads/attackers.py)
     "vb-init",  # PID 1 of Linux guests (VM runtimes), in their initramfs
+    "vb-agent",  # what vb-init starts there to run the host's commands (exec into VMs)
 )
 KERNEL = "vb-minikernel"  # the minimal guest kernel for VM runtimes, at /boot in the rootfs
 # usr: nspawn wants it; data: where an instance's data directory is mounted

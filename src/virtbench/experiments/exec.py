@@ -4,16 +4,18 @@ sandbox or a CI job does between its starts.
 Per runtime and repetition, one `sleep` instance is started and made ready (untimed);
 then, `count` times each, two commands run in it through the runtime's own way in
 (`runc exec`, `docker exec` over the Engine API, `lxc-attach`, `nsenter` for native and
-nspawn: runtimes/controls.py), each timed on the host from the exec call issued to its
-exit seen with all its output read:
+nspawn: runtimes/controls.py; a VM guest's agent over QEMU's virtio-serial: agent.py),
+each timed on the host from the exec call issued to its exit seen with all its output
+read:
 
   exec.true        vb-hello: one line out, exit 0 -- the cost of getting in and out
   exec.stdout_1mib vb-hello 1048576: exactly 1 MiB on standard output, read back whole
 
 A command that exits non-zero, or whose output is not exactly what it wrote, is a failed
-sample with the reason. A runtime without exec (VM guests: no agent) is said once, with
-why, as failed samples. One unit of measurement (`run --resume`) is a runtime's
-repetition.
+sample with the reason. A runtime without exec (a minimal guest or an image: no agent) is
+said once, with why, as failed samples. A VM's instance boots its Linux guest, whose
+vb-agent runs the commands (runtimes/agent.py). One unit of measurement (`run --resume`)
+is a runtime's repetition.
 """
 
 from __future__ import annotations
@@ -81,7 +83,7 @@ def exec_once(s: Session, runtime: str, cfg: ExecExperiment, base: dict) -> None
     """One instance; every command `count` times in it. InstanceError when a command
     never succeeded (the runtime's failures count it)."""
     rt = s.runtimes[runtime]
-    with running(s, runtime, cfg.workload, cfg.timeout_s) as inst:
+    with running(s, runtime, cfg.workload, cfg.timeout_s, agent=True) as inst:
         for metric, argv, expect in commands(cfg):
             params = dict(base["params"], command=" ".join(argv))
             ok, why = 0, ""
@@ -108,9 +110,10 @@ def exec_once(s: Session, runtime: str, cfg: ExecExperiment, base: dict) -> None
 
 
 def estimate(cfg: ExecExperiment, cost: Costs) -> Estimate:
-    """One instance per repetition; a command's exec costs about a tenth of a launch."""
+    """One instance per repetition (a VM's boots Linux, for its agent); a command's exec
+    costs about a tenth of a launch."""
     execs = cfg.runs * 2 * cfg.count
-    t = cfg.runs * cost.launch() + execs * (0.1 * cost.launch() + 0.005)
+    t = cfg.runs * cost.launch(serving=True) + execs * (0.1 * cost.launch() + 0.005)
     return Estimate(cfg.runs, t, f"{cfg.runs} x 2 commands x {cfg.count}")
 
 

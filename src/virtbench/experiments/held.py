@@ -19,13 +19,14 @@ from virtbench.store import Sample
 
 @contextlib.contextmanager
 def running(s: Session, runtime: str, workload: str, timeout: float,
-            control: bool = False) -> Iterator[Instance]:  # fmt: skip
+            control: bool = False, agent: bool = False) -> Iterator[Instance]:  # fmt: skip
     """A fresh instance of `workload`, started and ready (untimed), stopped on the way
-    out whatever happens. `control`: it will be paused or checkpointed."""
+    out whatever happens. `control`: it will be paused or checkpointed; `agent`: commands
+    will be run in it."""
     rt = s.runtimes[runtime]
     spec = s.instance_spec(runtime, workloads.get(workload).argv)
-    if control:
-        spec = dataclasses.replace(spec, control=True)
+    if control or agent:
+        spec = dataclasses.replace(spec, control=control, agent=agent)
     inst = rt.start(spec, detach=True)
     try:
         rt.wait_ready(inst, timeout)

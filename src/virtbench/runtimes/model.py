@@ -64,6 +64,7 @@ class InstanceSpec:
     data: bool = False  # a fresh directory on the host's disk at DATA_MOUNT (not tmpfs)
     sysctls: tuple[tuple[str, str], ...] = ()  # the run's sysctl profile (host/sysctl.py)
     control: bool = False  # to be paused or checkpointed (a QEMU gets its QMP socket)
+    agent: bool = False  # commands will be run in it (a VM boots Linux with vb-agent)
 
 
 @dataclass

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import shlex
+import socket
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -24,6 +25,7 @@ from pydantic import BaseModel, field_validator
 
 from virtbench.errors import InstanceError
 from virtbench.host import proc
+from virtbench.runtimes.agent import GuestAgent, unix_stream
 from virtbench.runtimes.base import Instance, which
 from virtbench.runtimes.controls import Pause, Snapshot
 from virtbench.runtimes.native import Native
@@ -76,7 +78,8 @@ class QemuPause(Pause):
         return None
 
     def ready(self, inst: Instance) -> None:
-        self.rt._qmp(inst)
+        if inst.spec.control:  # else it will not be paused: no QMP socket to open
+            self.rt._qmp(inst)
 
     def _pause(self, inst: Instance) -> None:
         self.rt._qmp(inst).cmd("stop")
@@ -119,6 +122,25 @@ class QemuSnapshot(Snapshot):
             inst.extra.pop("incoming", None)
 
 
+class QemuAgent(GuestAgent):
+    """vb-agent on the virtio-serial port `vb.agent`, a unix socket on the host."""
+
+    rt: Qemu
+
+    def problem(self) -> str | None:
+        if (why := super().problem()) is not None:
+            return why
+        from virtbench.host.facts import kvm_kind
+
+        if self.rt.opts.accel == "kvm" and kvm_kind() == "pvm":
+            return ("its Linux guest (where the exec agent runs) cannot boot under this "
+                    "host's nested PVM KVM: use emulation, e.g. qemu:q35:tcg")  # fmt: skip
+        return None
+
+    def connect(self, inst: Instance, timeout: float) -> socket.socket:
+        return unix_stream(self.rt.agent_path(inst), timeout)
+
+
 class Qemu(Vm):
     name = "qemu"
     description = "QEMU VM (microvm or q35, KVM or TCG) booting the minimal guest kernel"
@@ -130,6 +152,7 @@ class Qemu(Vm):
     get_it = "apt-get install qemu-system-x86"
     clean_exit = 1  # isa-debug-exit: QEMU exits with (value << 1) | 1; the guest writes 0
     linux_exit = "isa"
+    Exec = QemuAgent
     Pause = QemuPause
     Snapshot = QemuSnapshot
 
@@ -162,7 +185,7 @@ class Qemu(Vm):
 
     def _prepare(self, inst: Instance) -> None:
         super()._prepare(inst)
-        if inst.spec.control:
+        if inst.spec.control or inst.spec.agent:
             self.qmp_path(inst).parent.mkdir(exist_ok=True)
 
     def _command(self, inst: Instance) -> list[str]:
@@ -186,6 +209,8 @@ class Qemu(Vm):
                      "-device", f"{nic},netdev=vbnet,mac={inst.extra['mac']}"]  # fmt: skip
         if inst.spec.control:  # paused or checkpointed: its machine protocol's socket
             argv += ["-qmp", f"unix:{self.qmp_path(inst)},server=on,wait=off"]
+        if inst.spec.agent and self.guest(inst) == "linux":  # vb-agent's channel
+            argv += self._agent_devices(inst)
         if incoming := inst.extra.get("incoming"):  # a restore: the state saved by migrate
             argv += ["-incoming", f"exec:cat {shlex.quote(str(incoming))}"]
         if (initrd := self.initrd(inst)) is not None:
@@ -208,6 +233,17 @@ class Qemu(Vm):
     # --- QMP, which pause and snapshot go through (QemuPause, QemuSnapshot) -------------
     def qmp_path(self, inst: Instance) -> Path:
         return self.ctx.scratch / "qmp" / f"{inst.name}.sock"
+
+    def agent_path(self, inst: Instance) -> Path:
+        return self.ctx.scratch / "qmp" / f"{inst.name}.agent"
+
+    def _agent_devices(self, inst: Instance) -> list[str]:
+        """A virtio-serial port named vb.agent behind a unix socket (vb-init starts
+        vb-agent on it)."""
+        bus = "virtio-serial-device" if self.opts.machine == "microvm" else "virtio-serial-pci"
+        sock = f"socket,id=vbagent,path={self.agent_path(inst)},server=on,wait=off"
+        return ["-device", f"{bus},id=vbser", "-chardev", sock,
+                "-device", "virtserialport,bus=vbser.0,chardev=vbagent,name=vb.agent"]  # fmt: skip
 
     def _qmp(self, inst: Instance) -> Qmp:
         if not inst.spec.control:

@@ -30,10 +30,11 @@ class VmBoot:
         raise NotImplementedError
 
     def guest(self, inst: Instance) -> str:
-        """minimal | linux | image, for this instance's workload."""
+        """minimal | linux | image, for this instance's workload (and Linux, with its exec
+        agent, for an instance commands will run in)."""
         g = self.vm_opts.guest
         if g == "auto":
-            return "minimal" if guest_mode(inst.spec.argv) else "linux"
+            return "minimal" if guest_mode(inst.spec.argv) and not inst.spec.agent else "linux"
         return g
 
     def memory_mib(self, inst: Instance) -> int:

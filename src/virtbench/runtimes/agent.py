@@ -1,0 +1,110 @@
+"""Exec into a VM: the host's side of vb-agent (guest/vb-agent.c), which vb-init starts in
+a Linux guest on a channel the VMM offers the host (QEMU: a virtio-serial port behind a
+unix socket).
+
+One command per connection: the host sends `X <hex argv>\\n` (each argument followed by a
+NUL), the guest answers with `O <n>\\n` + n bytes of standard output as they come, then
+`R <status> <m>\\n` + the last m bytes of standard error. Timed on the host from the
+connect (the exec call issued) to the `R` frame read whole (its exit seen, all output
+read), as a container's `runc exec` is.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from typing import TYPE_CHECKING, ClassVar
+
+from virtbench.errors import InstanceError
+from virtbench.runtimes.controls import Exec, ExecResult
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from virtbench.runtimes.model import Instance
+
+
+class GuestAgent(Exec):
+    """Exec through vb-agent; a VMM's subclass says how the host reaches it (`connect`)."""
+
+    why: ClassVar[str] = ("its guest has no exec agent: the minimal guest has no processes, "
+                          "and an image built elsewhere has no vb-agent")  # fmt: skip
+
+    def problem(self) -> str | None:
+        """Commands run in a Linux guest only (`guest = "auto"` boots one for them)."""
+        guest = self.rt.vm_opts.guest
+        return None if guest in ("auto", "linux") else self.why
+
+    def connect(self, inst: Instance, timeout: float) -> socket.socket:
+        """A connected stream to the instance's agent."""
+        raise NotImplementedError
+
+    def run(self, inst: Instance, argv: list[str], timeout: float) -> ExecResult:
+        if not inst.spec.agent:
+            raise InstanceError(f"{inst.name}: started without its exec channel (agent=False)")
+        request = b"X " + "".join(a + "\0" for a in argv).encode().hex().encode() + b"\n"
+        t0 = time.monotonic_ns()
+        deadline = time.monotonic() + timeout
+        try:
+            with self.connect(inst, timeout) as sock:
+                sock.sendall(request)
+                status, out, err = read_reply(sock, deadline)
+        except (OSError, TimeoutError) as exc:
+            raise InstanceError(f"{self.rt.label}: {inst.name}'s exec agent: {exc}") from None
+        return ExecResult(t0, time.monotonic_ns(), status, out, err.decode(errors="replace"))
+
+
+def read_reply(sock: socket.socket, deadline: float) -> tuple[int, int, bytes]:
+    """(exit status, bytes of standard output, standard error's tail) of one reply."""
+    reader = Frames(sock, deadline)
+    out = 0
+    while True:
+        head = reader.line().split()
+        if head[:1] == [b"O"] and len(head) == 2:
+            out += len(reader.exactly(int(head[1])))
+        elif head[:1] == [b"R"] and len(head) == 3:
+            return int(head[1]), out, reader.exactly(int(head[2]))
+        else:
+            raise OSError(f"unexpected reply {b' '.join(head)[:60]!r}")
+
+
+class Frames:
+    """Reads lines and counted bytes off a stream, each read within the deadline."""
+
+    def __init__(self, sock: socket.socket, deadline: float) -> None:
+        self.sock, self.deadline, self.buf = sock, deadline, bytearray()
+
+    def _more(self) -> None:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("no whole reply in time")
+        self.sock.settimeout(left)
+        chunk = self.sock.recv(1 << 16)
+        if not chunk:
+            raise OSError("the channel closed mid-reply")
+        self.buf += chunk
+
+    def line(self) -> bytes:
+        while b"\n" not in self.buf:
+            self._more()
+        line, _, rest = bytes(self.buf).partition(b"\n")
+        self.buf = bytearray(rest)
+        return line
+
+    def exactly(self, n: int) -> bytes:
+        while len(self.buf) < n:
+            self._more()
+        data, self.buf = bytes(self.buf[:n]), self.buf[n:]
+        return data
+
+
+def unix_stream(path: Path, timeout: float) -> socket.socket:
+    """A stream connected to the unix socket at `path`."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+    try:
+        sock.settimeout(timeout)
+        sock.connect(str(path))
+    except BaseException:
+        sock.close()
+        raise
+    return sock
