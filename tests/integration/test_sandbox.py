@@ -9,7 +9,14 @@ import subprocess
 import time
 
 import pytest
-from tests.integration.conftest import cli, driver, labelled, run_id_of, start_run
+from tests.integration.conftest import (
+    cli,
+    driver,
+    labelled,
+    run_id_of,
+    start_run,
+    vmm_binary,
+)
 
 from virtbench import naming
 from virtbench.experiments.burst import launch_together
@@ -150,6 +157,25 @@ def test_exec_pause_and_snapshot_on_crun_runsc_and_qemu(env, tmp_path):
 
 
 @pytest.mark.slow
+def test_firecracker_pauses_and_resumes_through_its_api(env, tmp_path):
+    """PATCH /vm Paused and Resumed: no heartbeat while paused, the same guest beating
+    again after (skips, saying so, without a firecracker binary)."""
+    binary = vmm_binary("firecracker")
+    path = tmp_path / "fc.toml"
+    path.write_text(f'name = "fc"\nruntimes = ["firecracker"]\n[runtime.firecracker]\n'
+                    f'binary = "{binary}"\n[[experiment]]\ntype = "pause"\nruns = 1\n'
+                    "cycles = 3\n")  # fmt: skip
+    res = cli("run", str(path), env=env)
+    assert res.returncode == 0, res.stdout + res.stderr
+    rid = run_id_of(res.stdout)
+    samples = Store(tmp_path / "results").samples(rid)
+    for m in ("pause.pause", "pause.resume", "pause.resume_to_ready"):
+        each = [x for x in samples if x.metric == m]
+        assert len(each) == 3 and all(not x.error and 0 < x.value < 10_000 for x in each), (
+            m, [x.error for x in each])  # fmt: skip
+    assert labelled(rid) == []
+
+
 def test_exec_into_a_linux_guest_through_its_agent(env, tmp_path):
     """QEMU (emulated here) boots the exec instance's Linux guest with vb-agent on a
     virtio-serial port: every command comes back whole with its exit status, and nothing

@@ -280,3 +280,52 @@ def test_an_exec_instance_on_qemu_boots_linux_with_its_agents_port(tmp_path):
     assert "virtserialport,bus=vbser.0,chardev=vbagent,name=vb.agent" in devices
     image = runtimes.get("qemu").Options(guest="image", kernel=__file__)
     assert runtimes.get("qemu")(ctx, image, "i").exec.problem().startswith("its guest has no")
+
+
+def test_firecracker_pauses_through_its_api(tmp_path):
+    """PATCH /vm {"state": "Paused"}, then "Resumed", on the instance's API socket (a server
+    played here); a refusal is an error with Firecracker's fault message."""
+    import http.server
+    import json
+    import socketserver
+    import threading
+
+    got: list[tuple[str, str, dict]] = []
+
+    class Api(http.server.BaseHTTPRequestHandler):
+        def do_PATCH(self):
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            got.append((self.command, self.path, body))
+            refuse = body["state"] == "Nope"
+            self.send_response(400 if refuse else 204)
+            payload = json.dumps({"fault_message": "bad state"}).encode() if refuse else b""
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, *args):
+            pass
+
+    class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+        def get_request(self):
+            conn, _ = self.socket.accept()
+            return conn, ("local", 0)
+
+    fc_cls = runtimes.get("firecracker")
+    ctx = SimpleNamespace(scratch=tmp_path, paths=SimpleNamespace(cache=tmp_path))
+    fc = fc_cls(ctx, fc_cls.Options(), "firecracker")
+    spec = InstanceSpec("vb-r1-1", workloads.get("beat").argv("vb-r1-1"), tmp_path)
+    inst = Instance(spec, "firecracker", tmp_path / "log", argv=spec.argv)
+    with Server(str(fc.api_socket(inst)), Api) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        fc.pause.pause(inst)
+        assert inst.extra.get("paused")
+        fc.pause.resume(inst)
+        assert not inst.extra.get("paused")
+        with pytest.raises(InstanceError, match="PATCH /vm -> 400: bad state"):
+            fc.pause._state(inst, "Nope")
+        server.shutdown()
+    assert got[:2] == [
+        ("PATCH", "/vm", {"state": "Paused"}),
+        ("PATCH", "/vm", {"state": "Resumed"}),
+    ]

@@ -13,6 +13,7 @@ The minimal guest boots by PVH (Firecracker loads any ELF kernel with the
 XEN_ELFNOTE_PHYS32_ENTRY note); its serial console is Firecracker's stdout; hello powers
 off through the i8042 reset line, on which Firecracker exits with status 0. A Linux
 guest gets the ELF vmlinux unpacked from its bzImage and ends with a reboot (reboot=k).
+Pause and resume go through the API too (`PATCH /vm`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any
 from virtbench.errors import InstanceError
 from virtbench.host.unixhttp import SUN_PATH_MAX, UnixHTTPConnection
 from virtbench.runtimes.base import Instance, which
+from virtbench.runtimes.controls import CgroupFreezer
 from virtbench.runtimes.vm import Vm, VmOptions
 
 API_TIMEOUT_S = 10.0
@@ -36,10 +38,13 @@ class FirecrackerOptions(VmOptions):
     api: bool = True  # configure over the API socket (false: --no-api --config-file)
 
 
-def api_put(conn: http.client.HTTPConnection, path: str, body: dict[str, Any]) -> None:
-    """PUT `body` to `path`; raise InstanceError with Firecracker's fault message."""
+def api_put(
+    conn: http.client.HTTPConnection, path: str, body: dict[str, Any], method: str = "PUT"
+) -> None:
+    """PUT (or `method`) `body` to `path`; raise InstanceError with Firecracker's fault
+    message."""
     headers = {"Content-Type": "application/json", "Accept": "application/json"}
-    conn.request("PUT", path, body=json.dumps(body), headers=headers)
+    conn.request(method, path, body=json.dumps(body), headers=headers)
     res = conn.getresponse()
     text = res.read().decode(errors="replace")
     if res.status >= 300:
@@ -47,7 +52,34 @@ def api_put(conn: http.client.HTTPConnection, path: str, body: dict[str, Any]) -
             why = json.loads(text).get("fault_message", text)
         except ValueError:
             why = text
-        raise InstanceError(f"firecracker: PUT {path} -> {res.status}: {why}")
+        raise InstanceError(f"firecracker: {method} {path} -> {res.status}: {why}")
+
+
+class FirecrackerPause(CgroupFreezer):
+    """Firecracker's own pause: PATCH /vm {"state": "Paused"} (then "Resumed") over its API
+    socket, returning once it answered; with `api = false` (no socket) the cgroup freezer
+    on the VMM, as for any VM."""
+
+    rt: Firecracker
+
+    def _pause(self, inst: Instance) -> None:
+        if self.rt.opts.api:
+            self._state(inst, "Paused")
+        else:
+            super()._pause(inst)
+
+    def _resume(self, inst: Instance) -> None:
+        if self.rt.opts.api:
+            self._state(inst, "Resumed")
+        else:
+            super()._resume(inst)
+
+    def _state(self, inst: Instance, state: str) -> None:
+        conn = UnixHTTPConnection(self.rt.api_socket(inst), API_TIMEOUT_S)
+        try:
+            api_put(conn, "/vm", {"state": state}, method="PATCH")
+        finally:
+            conn.close()
 
 
 class Firecracker(Vm):
@@ -58,6 +90,7 @@ class Firecracker(Vm):
     linux_exit = "reboot"
     linux_cmdline = "reboot=k pci=off"
     default_binary = "firecracker"
+    Pause = FirecrackerPause
     get_it = ("download a release from github.com/firecracker-microvm/firecracker/releases "
               "or build it with cargo, and put `firecracker` on PATH")  # fmt: skip
 
@@ -68,6 +101,10 @@ class Firecracker(Vm):
 
     def _socket(self, inst: Instance) -> Path:
         return self.ctx.scratch / f"{inst.name}.sock"
+
+    def api_socket(self, inst: Instance) -> Path:
+        """Its API socket (pause and snapshot go through it)."""
+        return self._socket(inst)
 
     def _config(self, inst: Instance) -> Path:
         return self.ctx.scratch / f"{inst.name}.json"

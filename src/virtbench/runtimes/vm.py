@@ -170,7 +170,8 @@ class Vm(VmBoot, Native):
     linux_cmdline: ClassVar[str] = ""
     # loads only ELF kernels: a Linux guest's (or an image's) bzImage is unpacked first
     elf_only: ClassVar[bool] = False
-    # no exec; pause is the freezer on the VMM (QEMU's is QMP); snapshots: QEMU's only
+    # no exec (QEMU's: agent.py); pause is the freezer on the VMM (QEMU's is QMP,
+    # Firecracker's its API); snapshots: QEMU's only
     Exec = NoGuestAgent
     Snapshot = VmSnapshot
     Memory = VmMemory
