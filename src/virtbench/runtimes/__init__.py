@@ -135,14 +135,11 @@ class Drivers:
             merged[opt] = variant
         return merged
 
-    def create(self, label: str, ctx: Any, options: dict[str, Any] | None = None,
-               driver: str | None = None) -> Runtime:  # fmt: skip
-        """Instantiate the driver for `label` with its options (a resolved spec's, see
-        spec/resolved.py; default: just what the label's variant sets). `driver`: the
-        built-in label a named runtime stands on; default the label itself."""
-        cls = self.get(driver or label)
-        opts = options if options is not None else self.options_for(driver or label, {})
-        return cls(ctx, cls.Options(**opts), label=label)
+    def create(self, label: str, ctx: Any) -> Runtime:
+        """The driver for `label` with just what its variant sets (a spec's runtimes are
+        made from its resolved plan: spec/resolved.py)."""
+        cls = self.get(label)
+        return cls(ctx, cls.Options(**self.options_for(label, {})), label=label)
 
 
 def installed() -> Drivers:
@@ -181,7 +178,6 @@ def options_for(label: str, tables: dict[str, dict[str, Any]]) -> dict[str, Any]
     return installed().options_for(label, tables)
 
 
-def create(label: str, ctx: Any, options: dict[str, Any] | None = None,
-           driver: str | None = None) -> Runtime:  # fmt: skip
-    """Instantiate the installed driver for `label` (`Drivers.create`)."""
-    return installed().create(label, ctx, options, driver)
+def create(label: str, ctx: Any) -> Runtime:
+    """The installed driver for `label` (`Drivers.create`)."""
+    return installed().create(label, ctx)

@@ -59,7 +59,7 @@ class RuntimePlan:
 
     def create(self, ctx: Any) -> Runtime:
         """Its driver, for one run."""
-        return self.cls(ctx, self.cls.Options(**self.options), label=self.label)
+        return self.cls(ctx, self.settings, label=self.label)
 
     def record(self) -> dict[str, Any]:
         """What a named runtime stood for, for the run's record: its driver, its options,
