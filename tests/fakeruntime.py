@@ -141,6 +141,22 @@ class FakeSnapshot(runtimes.controls.Snapshot):
         token = "0" * 16 if truth.restores_a_stranger else None
         self.rt._beat(inst, t0 + round(truth.restore_ready_ms * 1e6), token)
 
+    copies = True
+
+    def restore_copy(self, copy: Instance, image_dir: Path, source: Instance) -> None:
+        assert (image_dir / "state").is_file()
+        truth, kind = self.rt.truth, classify(copy.argv)
+        with self.rt._lock:
+            self.rt.world.add(copy.name, self.rt.label, *kind, copy.spec.cpus)
+            k = source.extra["copies"] = source.extra.get("copies", 0) + 1
+        t0 = time.monotonic_ns()
+        time.sleep(truth.restore_ms / 1e3)
+        if k <= truth.copies_lost:
+            return  # it runs, and never beats
+        copy.extra.update(token=source.extra["token"], seq=source.extra["seq"])
+        ready_ms = truth.restore_ready_ms + (k - 1) * truth.copy_stagger_ms
+        self.rt._beat(copy, t0 + round(ready_ms * 1e6))
+
 
 class FakeRuntime(Runtime):
     """Every label registered by `install` is this driver; its truth is the label's."""

@@ -76,6 +76,8 @@ class RuntimeTruth:
     restore_ms: float = 6.0  # the restore call (slept) ...
     restore_ready_ms: float = 9.0  # ... and the first heartbeat after it
     restores_a_stranger: bool = False  # a restored instance beats with another token
+    copy_stagger_ms: float = 0.0  # copies restored at once: the k-th beats k-1 times this later
+    copies_lost: int = 0  # ... and the first this many restored never beat
 
 
 @dataclass(frozen=True)

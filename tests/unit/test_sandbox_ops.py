@@ -5,6 +5,7 @@ a restored instance that is not the one checkpointed, and a runtime that cannot.
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
 from types import SimpleNamespace
 
@@ -15,6 +16,7 @@ from tests.faketruth import RuntimeTruth, Truth
 from virtbench import runtimes, workloads
 from virtbench import spec as specmod
 from virtbench.errors import InstanceError, SpecError
+from virtbench.runtimes import vmm_api
 from virtbench.runtimes.base import Instance, InstanceSpec
 
 OPS = Truth({"fa": RuntimeTruth(exec_ms=5.0, exec_per_mib_ms=2.0, pause_ms=3.0, resume_ms=2.0,
@@ -124,11 +126,65 @@ def test_a_restore_that_brings_back_another_instance_fails(tmp_path, monkeypatch
     assert "not the same instance" in got[0].error, got[0].error
 
 
+def test_copies_restored_at_once_from_one_checkpoint_recover_their_truth(tmp_path):
+    """restore_many: 6 copies of one checkpoint restored together; the k-th to come back
+    beats 9 + 5(k-1) ms after its call, two never beat: recovered per copy, as the
+    batch's wall time, and as two failed copies with their reason."""
+    many = Truth({"fa": RuntimeTruth(copy_stagger_ms=5.0, copies_lost=2),
+                  "fb": RuntimeTruth(checkpoint_ms=None)})  # fmt: skip
+    exp = {"type": "snapshot", "runs": 1, "gone_s": 0.01, "restore_many": 6, "timeout_s": 0.5}
+    with fake_session(tmp_path, many, ["fa", "fb"], exp) as (s, world):
+        run(s)
+        samples = s.store.samples(s.run_id)
+        assert world.running == {}  # every copy stopped
+    copies = by(samples, "snapshot.many_to_ready", "fa")
+    assert len(copies) == 6 and len({x.params["copy"] for x in copies}) == 6
+    assert all(x.params["copies"] == 6 for x in copies)
+    got = sorted(x.value for x in copies if x.value is not None)
+    want = [9.0 + 5.0 * k for k in range(2, 6)]  # the first two restored never beat
+    assert len(got) == 4 and all(abs(g - w) < 2.0 for g, w in zip(got, want, strict=True)), got
+    lost = [x.error for x in copies if x.value is None]
+    assert len(lost) == 2 and all("no heartbeat in 0.5 s after its restore" in e for e in lost)
+    (failed,) = by(samples, "snapshot.many_failed", "fa")
+    assert failed.value == 2
+    (wall,) = by(samples, "snapshot.many_wall", "fa")
+    assert wall.value is None and "2 of 6 copies did not beat" in wall.error
+    # the instance checkpointed was measured as ever
+    assert len([x for x in by(samples, "snapshot.restore_to_ready", "fa") if x.value]) == 1
+    no = by(samples, "snapshot.many_to_ready", "fb")
+    assert len(no) == 1 and "fb cannot: fake: no checkpoint" in no[0].error
+
+
+def test_copies_all_beating_give_the_batchs_wall_time(tmp_path):
+    many = Truth({"fa": RuntimeTruth(copy_stagger_ms=4.0)})
+    exp = {"type": "snapshot", "runs": 2, "gone_s": 0.01, "restore_many": 5}
+    with fake_session(tmp_path, many, ["fa"], exp) as (s, world):
+        run(s)
+        samples = s.store.samples(s.run_id)
+        assert world.running == {}
+    walls = [x.value for x in by(samples, "snapshot.many_wall", "fa")]
+    # the last of 5 beats 9 + 4 * 4 = 25 ms after its call, all calls issued together
+    assert len(walls) == 2 and all(24.5 < w < 30.0 for w in walls), walls
+    assert [x.value for x in by(samples, "snapshot.many_failed", "fa")] == [0, 0]
+
+
+def test_copies_that_cannot_be_told_apart_are_said_so():
+    from virtbench.runtimes.controls import Snapshot
+
+    class Runsc(Snapshot):
+        def problem(self):
+            return None
+
+    assert "cannot be told apart" in Runsc(None).copies_problem()
+    assert Snapshot(None).copies_problem() == "it has no checkpoint/restore"
+
+
 @pytest.mark.parametrize(("table", "field"), [
     ({"type": "exec", "count": 0}, "count"),
     ({"type": "exec", "stdout_bytes": 0}, "stdout_bytes"),
     ({"type": "pause", "hold_s": 0}, "hold_s"),
     ({"type": "snapshot", "runs": 0}, "runs"),
+    ({"type": "snapshot", "restore_many": -1}, "restore_many"),
 ])  # fmt: skip
 def test_bad_options_are_one_line_errors_naming_the_field(table, field):
     with pytest.raises(SpecError) as err:
@@ -207,10 +263,11 @@ def test_each_driver_declares_its_controls_and_a_missing_one_says_why(tmp_path):
     assert lxc.exec.argv(inst, ["/bin/x"]) == [
         "lxc-attach", "-n", "vb-r1-1", "-P", str(tmp_path / "lxc"), "--", "/bin/x"]  # fmt: skip
     assert fc.exec.problem().startswith("its guest has no exec agent: ")
-    why = "virtbench drives snapshots of QEMU only, not yet firecracker's snapshot API"
-    assert fc.snapshot.problem() == why
-    with pytest.raises(InstanceError, match=f"^firecracker: {why}$"):
-        fc.snapshot.checkpoint(inst, tmp_path)
+    assert fc.snapshot.problem() is None and fc.snapshot.copies_problem() is None
+    fc_cls = runtimes.get("firecracker")
+    no_api = fc_cls(ctx, fc_cls.Options(api=False), "firecracker")
+    why = "with api = false it has no API socket"
+    assert no_api.snapshot.problem() == why == no_api.snapshot.copies_problem()
     qemu, nspawn = driver("qemu"), driver("nspawn")
     assert qemu.pause.problem() is None and qemu.snapshot.problem() is None
     assert nspawn.snapshot.problem() == "systemd-nspawn has no checkpoint/restore"
@@ -282,50 +339,131 @@ def test_an_exec_instance_on_qemu_boots_linux_with_its_agents_port(tmp_path):
     assert runtimes.get("qemu")(ctx, image, "i").exec.problem().startswith("its guest has no")
 
 
-def test_firecracker_pauses_through_its_api(tmp_path):
-    """PATCH /vm {"state": "Paused"}, then "Resumed", on the instance's API socket (a server
-    played here); a refusal is an error with Firecracker's fault message."""
-    import http.server
-    import json
-    import socketserver
-    import threading
+class PlayedVmm:
+    """A VMM's API socket played here: every call recorded as (method, path, body);
+    a refusal (a body's state "Nope", or a path with "refuse") answers 400 with
+    Firecracker's `fault_message` or Cloud Hypervisor's list of errors."""
 
-    got: list[tuple[str, str, dict]] = []
+    def __init__(self, sock, style="firecracker"):
+        import http.server
+        import json
+        import socketserver
+        import threading
 
-    class Api(http.server.BaseHTTPRequestHandler):
-        def do_PATCH(self):
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            got.append((self.command, self.path, body))
-            refuse = body["state"] == "Nope"
-            self.send_response(400 if refuse else 204)
-            payload = json.dumps({"fault_message": "bad state"}).encode() if refuse else b""
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
+        got = self.got = []
 
-        def log_message(self, *args):
-            pass
+        class Api(http.server.BaseHTTPRequestHandler):
+            def answer(self):
+                n = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(n)) if n else None
+                got.append((self.command, self.path, body))
+                refuse = "refuse" in self.path or (body or {}).get("state") == "Nope"
+                if not refuse:
+                    payload = b""
+                elif style == "firecracker":
+                    payload = json.dumps({"fault_message": "bad state"}).encode()
+                else:
+                    why = [
+                        "Error from API",
+                        "The VM could not be snapshotted",
+                        "Could not get vCPU state (EINVAL)\n\nStack backtrace:\n 0",
+                    ]
+                    payload = json.dumps(why).encode()
+                self.send_response(400 if refuse else 204)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
 
-    class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
-        def get_request(self):
-            conn, _ = self.socket.accept()
-            return conn, ("local", 0)
+            do_PUT = do_PATCH = answer
 
-    fc_cls = runtimes.get("firecracker")
+            def log_message(self, *args):
+                pass
+
+        class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+            def get_request(self):
+                conn, _ = self.socket.accept()
+                return conn, ("local", 0)
+
+        self.server = Server(str(sock), Api)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def vmm(label, tmp_path):
+    cls = runtimes.get(label)
     ctx = SimpleNamespace(scratch=tmp_path, paths=SimpleNamespace(cache=tmp_path))
-    fc = fc_cls(ctx, fc_cls.Options(), "firecracker")
+    rt = cls(ctx, cls.Options(), label)
     spec = InstanceSpec("vb-r1-1", workloads.get("beat").argv("vb-r1-1"), tmp_path)
-    inst = Instance(spec, "firecracker", tmp_path / "log", argv=spec.argv)
-    with Server(str(fc.api_socket(inst)), Api) as server:
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+    return rt, Instance(spec, label, tmp_path / "log", argv=spec.argv)
+
+
+def test_firecracker_pauses_and_snapshots_through_its_api(tmp_path):
+    """PATCH /vm Paused/Resumed; a snapshot: paused, then a full snapshot of its state and
+    memory; a restore: the new VMM loads both and resumes (a server played here); a
+    refusal is an error with Firecracker's fault message."""
+    fc, inst = vmm("firecracker", tmp_path)
+    api = PlayedVmm(fc.api_socket(inst))
+    try:
         fc.pause.pause(inst)
         assert inst.extra.get("paused")
         fc.pause.resume(inst)
         assert not inst.extra.get("paused")
+        fc.snapshot.checkpoint(inst, tmp_path / "img")  # no VMM process to end here
+        inst.extra["restore_from"] = tmp_path / "img"
+        fc._configure(inst)  # what a restore's new Firecracker is told
         with pytest.raises(InstanceError, match="PATCH /vm -> 400: bad state"):
-            fc.pause._state(inst, "Nope")
-        server.shutdown()
-    assert got[:2] == [
+            vmm_api.call_at(fc.api_socket(inst), "PATCH", "/vm", {"state": "Nope"}, "firecracker")
+    finally:
+        api.close()
+    img = str(tmp_path / "img")
+    assert api.got[:5] == [
         ("PATCH", "/vm", {"state": "Paused"}),
         ("PATCH", "/vm", {"state": "Resumed"}),
+        ("PATCH", "/vm", {"state": "Paused"}),
+        ("PUT", "/snapshot/create", {"snapshot_type": "Full", "snapshot_path": img + "/vmstate",
+                                     "mem_file_path": img + "/memory"}),
+        ("PUT", "/snapshot/load", {"snapshot_path": img + "/vmstate", "resume_vm": True,
+                                   "mem_backend": {"backend_type": "File",
+                                                   "backend_path": img + "/memory"}}),
+    ]  # fmt: skip
+
+
+def test_cloud_hypervisor_pauses_and_snapshots_through_its_api(tmp_path, monkeypatch):
+    """vm.pause/vm.resume; a snapshot: vm.pause then vm.snapshot to file://<dir>; a restore:
+    a new VMM started with --restore, then vm.resume; a refusal says Cloud Hypervisor's
+    chain of errors without its backtrace; under a nested PVM KVM it says it cannot."""
+    from virtbench.host import facts
+
+    ch, inst = vmm("cloud-hypervisor", tmp_path)
+    monkeypatch.setattr(facts, "kvm_kind", lambda: "vmx")
+    assert ch.snapshot.problem() is None and ch.snapshot.copies_problem() is None
+    monkeypatch.setattr(facts, "kvm_kind", lambda: "pvm")
+    assert "nested PVM KVM (KVM_GET_NESTED_STATE fails" in ch.snapshot.problem()
+    argv = ch._command(inst)
+    assert argv[1:3] == ["--api-socket", f"path={ch.api_socket(inst)}"] and "--kernel" in argv
+    inst.extra["restore_from"] = tmp_path / "img"
+    assert ch._command(inst)[3:] == ["--restore", f"source_url=file://{tmp_path / 'img'}"]
+    del inst.extra["restore_from"]
+    api = PlayedVmm(ch.api_socket(inst), style="cloud-hypervisor")
+    try:
+        ch.pause.pause(inst)
+        ch.pause.resume(inst)
+        ch.snapshot.checkpoint(inst, tmp_path / "img")
+        inst.extra["restore_from"] = tmp_path / "img"
+        ch._configure(inst)
+        why = ("PUT /api/v1/vm.refuse -> 400: Error from API: The VM could not be "
+               "snapshotted: Could not get vCPU state (EINVAL)$")  # fmt: skip
+        with pytest.raises(InstanceError, match=re.escape(why[:-1]) + "$"):
+            vmm_api.call_at(ch.api_socket(inst), "PUT", "/api/v1/vm.refuse", None, "ch")
+    finally:
+        api.close()
+    assert api.got[:5] == [
+        ("PUT", "/api/v1/vm.pause", None),
+        ("PUT", "/api/v1/vm.resume", None),
+        ("PUT", "/api/v1/vm.pause", None),
+        ("PUT", "/api/v1/vm.snapshot", {"destination_url": f"file://{tmp_path / 'img'}"}),
+        ("PUT", "/api/v1/vm.resume", None),
     ]

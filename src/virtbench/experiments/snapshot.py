@@ -14,6 +14,14 @@ to a file, CRIU for runc and crun where `criu check` passes: runtimes/controls.p
                              with the token drawn before the checkpoint and a later
                              sequence number: the same instance, going on
 
+With `restore_many = N`, N copies are then restored from the same checkpoint at once (N
+threads released together), as sandbox services start sandboxes from one snapshot; each
+copy must beat with the checkpointed instance's token and a later number:
+
+  snapshot.many_to_ready     per copy: its restore call -> its first heartbeat
+  snapshot.many_wall         the first restore call -> the last copy beating
+  snapshot.many_failed       copies that did not beat (each also a failed sample)
+
 The image, on disk in the run's data directory, is removed after each repetition (and by
 `virtbench clean` after a crash, with that directory). A runtime that cannot checkpoint
 here is said once, with why (CRIU's `criu check` output where that is the reason), as
@@ -23,20 +31,26 @@ failed samples.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Literal
 
 from pydantic import Field
 
+from virtbench import workloads
 from virtbench.artifacts.rootfs import disk_usage
 from virtbench.errors import InstanceError
 from virtbench.experiments.estimate import Costs, Estimate
-from virtbench.experiments.held import each_repetition, recorded, running
+from virtbench.experiments.held import cannot, each_repetition, recorded, running
 from virtbench.experiments.kind import ExperimentType, Ranked
 from virtbench.experiments.pause import next_beat, silent, steady_beat
 from virtbench.experiments.session import Session
+from virtbench.measure.probe import Beat
 from virtbench.metrics.model import KIB_MIB, MONO, NS_MS, Metric
-from virtbench.runtimes.base import remove_tree
+from virtbench.runtimes.base import Instance, remove_tree
 from virtbench.spec.base import (
     CommonExperiment,
 )
@@ -57,29 +71,42 @@ METRICS: tuple[Metric, ...] = (
     Metric("snapshot.restore_to_ready", "ms", "lower", "the restore call -> the first "
            "heartbeat reached the host with the token drawn before the checkpoint and a "
            "later number" + MONO, resolution=NS_MS),
+    Metric("snapshot.many_to_ready", "ms", "lower", "restore_many: one copy's restore call "
+           "(all N issued together) -> its first heartbeat, with the checkpointed instance's "
+           "token" + MONO, resolution=NS_MS),
+    Metric("snapshot.many_wall", "ms", "lower", "restore_many: the first copy's restore "
+           "call -> the last copy beating" + MONO, resolution=NS_MS, headline=False),
+    Metric("snapshot.many_failed", "instances", "lower", "restore_many: copies that did "
+           "not beat (each with its reason as a failed many_to_ready)", compared=False,
+           side=True),
 )
 # fmt: on
 
 
 class SnapshotExperiment(CommonExperiment):
     """Checkpoint a running instance to disk, then restore it: one fresh instance per
-    repetition. `gone_s`: how long after the checkpoint no heartbeat may come."""
+    repetition. `gone_s`: how long after the checkpoint no heartbeat may come;
+    `restore_many`: then restore that many copies of the checkpoint at once (0: none)."""
 
     type: Literal["snapshot"]
     workload: Literal["beat"] = "beat"
     runs: int = Field(default=3, ge=1, le=1000)
     gone_s: float = Field(default=0.2, ge=0.01, le=600)
     timeout_s: float = Field(default=300.0, gt=0, le=3600)
+    restore_many: int = Field(default=0, ge=0, le=1000)
 
     def instance_workloads(self) -> list[str]:
         return [self.workload]
 
 
-UNITS = {m.name: m.unit for m in METRICS}  # a failed repetition is a failed sample of each
+ONE = ("snapshot.checkpoint", "snapshot.size", "snapshot.restore", "snapshot.restore_to_ready")
+UNITS = {m.name: m.unit for m in METRICS if m.name in ONE}  # a failed repetition: each
+MANY = {m.name: m.unit for m in METRICS if m.name not in ONE}
 
 
 def run(s: Session, cfg: SnapshotExperiment) -> None:
-    each_repetition(s, cfg, "snapshot", lambda rt: rt.snapshot.problem(), UNITS, snapshot_once)
+    units = {**UNITS, **MANY} if cfg.restore_many else UNITS
+    each_repetition(s, cfg, "snapshot", lambda rt: rt.snapshot.problem(), units, snapshot_once)
 
 
 def snapshot_once(s: Session, runtime: str, cfg: SnapshotExperiment, base: dict) -> None:
@@ -90,37 +117,114 @@ def snapshot_once(s: Session, runtime: str, cfg: SnapshotExperiment, base: dict)
         rt.ctx.state.record("checkpoint", str(image))
         try:
             image.mkdir(parents=True)
-            steady_beat(s, inst, cfg.timeout_s)
-            with s.timed("snapshot", runtime, base["params"]):
-                t0 = time.monotonic_ns()
-                rt.snapshot.checkpoint(inst, image)
-                t1 = time.monotonic_ns()
-            held = silent(s, inst, cfg.gone_s, "its checkpoint returned: not stopped")
-            size = disk_usage(image)[0]
-            with s.timed("snapshot", runtime, base["params"], wait=False):
-                t2 = time.monotonic_ns()
-                rt.snapshot.restore(inst, image)
-                t3 = time.monotonic_ns()
-                beat = next_beat(s, inst, held, cfg.timeout_s, "its restore")
-        except InstanceError as exc:
-            for m, u in UNITS.items():
-                s.record(Sample(metric=m, value=None, unit=u, error=str(exc), **base))
-            raise recorded(exc) from None
+            held = checkpoint_and_restore(s, inst, image, cfg, base)
+            if cfg.restore_many:
+                many = {**base, "params": dict(base["params"], copies=cfg.restore_many)}
+                restore_copies(s, inst, held, image, cfg, many)
         finally:
             remove_tree(image)
             for d in (image.parent, image.parent.parent):  # the run's, once empty
                 with contextlib.suppress(OSError):
                     d.rmdir()
-        s.record(Sample(metric="snapshot.checkpoint", value=(t1 - t0) / 1e6, unit="ms", **base))
-        s.record(Sample(metric="snapshot.size", value=size / 2**20, unit="MiB", **base))
-        s.record(Sample(metric="snapshot.restore", value=(t3 - t2) / 1e6, unit="ms", **base))
-        s.record(Sample(metric="snapshot.restore_to_ready", value=(beat.t_ns - t2) / 1e6,
-                        unit="ms", **base))  # fmt: skip
+
+
+def checkpoint_and_restore(s: Session, inst: Instance, image: Path, cfg: SnapshotExperiment,
+                           base: dict) -> Beat:  # fmt: skip
+    """Checkpoint `inst` to `image`, restore it, and record the four figures; the last
+    heartbeat before the checkpoint."""
+    rt = s.runtimes[inst.runtime]
+    try:
+        steady_beat(s, inst, cfg.timeout_s)
+        with s.timed("snapshot", inst.runtime, base["params"]):
+            t0 = time.monotonic_ns()
+            rt.snapshot.checkpoint(inst, image)
+            t1 = time.monotonic_ns()
+        held = silent(s, inst, cfg.gone_s, "its checkpoint returned: not stopped")
+        size = disk_usage(image)[0]
+        with s.timed("snapshot", inst.runtime, base["params"], wait=False):
+            t2 = time.monotonic_ns()
+            rt.snapshot.restore(inst, image)
+            t3 = time.monotonic_ns()
+            beat = next_beat(s, inst, held, cfg.timeout_s, "its restore")
+    except InstanceError as exc:
+        for m, u in UNITS.items():
+            s.record(Sample(metric=m, value=None, unit=u, error=str(exc), **base))
+        raise recorded(exc) from None
+    s.record(Sample(metric="snapshot.checkpoint", value=(t1 - t0) / 1e6, unit="ms", **base))
+    s.record(Sample(metric="snapshot.size", value=size / 2**20, unit="MiB", **base))
+    s.record(Sample(metric="snapshot.restore", value=(t3 - t2) / 1e6, unit="ms", **base))
+    s.record(Sample(metric="snapshot.restore_to_ready", value=(beat.t_ns - t2) / 1e6,
+                    unit="ms", **base))  # fmt: skip
+    return held
+
+
+def restore_copies(s: Session, source: Instance, held: Beat, image: Path,
+                   cfg: SnapshotExperiment, base: dict) -> None:  # fmt: skip
+    """`cfg.restore_many` copies of `source`'s checkpoint in `image`, restored at once;
+    record each copy's restore to its first heartbeat, the batch's wall time and how many
+    did not beat. Every copy is stopped whatever happens."""
+    rt = s.runtimes[source.runtime]
+    if (why := rt.snapshot.copies_problem()) is not None:
+        cannot(s, "snapshot", source.runtime, why, base, MANY)
+        return
+    copies: list[Instance] = []
+    argv = workloads.get(cfg.workload).argv
+    try:
+        for _ in range(cfg.restore_many):
+            spec = s.instance_spec(source.runtime, argv)
+            copies.append(rt.prepare(dataclasses.replace(spec, control=True)))
+        with s.timed("snapshot", source.runtime, base["params"]):
+            got = restore_together(s, copies, source, held, image, cfg.timeout_s)
+    except InstanceError as exc:
+        for m, u in MANY.items():
+            s.record(Sample(metric=m, value=None, unit=u, error=str(exc), **base))
+        raise recorded(exc) from None
+    finally:
+        rt.stop_each(copies)
+        for c in copies:
+            s.probe.forget(c.name)
+    for (t0, t_beat, why), copy in zip(got, copies, strict=True):
+        value = None if t_beat is None else (t_beat - t0) / 1e6
+        s.record(Sample(metric="snapshot.many_to_ready", value=value, unit="ms",
+                        error=why, **{**base, "params": dict(base["params"],
+                                                                    copy=copy.name)}))  # fmt: skip
+    beats = [t for _, t, _ in got if t is not None]
+    failed = len(got) - len(beats)
+    wall = (max(beats) - min(t for t, _, _ in got)) / 1e6 if not failed else None
+    s.record(Sample(metric="snapshot.many_wall", value=wall, unit="ms",
+                    error=f"{failed} of {len(got)} copies did not beat" if failed else "",
+                    **base))  # fmt: skip
+    s.record(Sample(metric="snapshot.many_failed", value=failed, unit="instances", **base))
+
+
+def restore_together(s: Session, copies: list[Instance], source: Instance, held: Beat,
+                     image: Path, timeout: float) -> list[tuple[int, int | None, str]]:  # fmt: skip
+    """Restore every copy at once (a thread each, released together by a barrier); per
+    copy: its restore call's ns, its first heartbeat's ns or None, and why not."""
+    rt = s.runtimes[source.runtime]
+    gate = threading.Barrier(len(copies))
+    after = Beat(0, held.token, held.seq, 0)  # a copy goes on from the checkpoint
+
+    def one(copy: Instance) -> tuple[int, int | None, str]:
+        t0 = time.monotonic_ns()
+        try:
+            gate.wait(timeout=60)
+            t0 = time.monotonic_ns()
+            rt.snapshot.restore_copy(copy, image, source)
+            what = f"its restore from {source.name}'s checkpoint"
+            return t0, next_beat(s, copy, after, timeout, what).t_ns, ""
+        except threading.BrokenBarrierError:
+            return t0, None, "the copies' threads did not all start in 60 s"
+        except InstanceError as exc:
+            return t0, None, str(exc)
+
+    with ThreadPoolExecutor(max_workers=len(copies)) as pool:
+        return list(pool.map(one, copies))
 
 
 def estimate(cfg: SnapshotExperiment, cost: Costs) -> Estimate:
-    """A checkpoint and a restore cost about a few launches."""
-    t = cfg.runs * (4 * cost.launch() + cfg.gone_s + 1)
+    """A checkpoint and a restore cost about a few launches, a copy about one."""
+    t = cfg.runs * ((4 + cfg.restore_many) * cost.launch() + cfg.gone_s + 1)
     return Estimate(2 * cfg.runs, t, f"{cfg.runs} x checkpoint and restore")
 
 

@@ -65,7 +65,8 @@ OPERATIONS = {
     "snapshot": ("snapshot-restore", "Checkpoint and restore: the calls, and restore -> the "
                  "same instance's heartbeat",
                  [("snapshot.checkpoint", "checkpoint"), ("snapshot.restore", "restore call"),
-                  ("snapshot.restore_to_ready", "restore -> heartbeat")]),
+                  ("snapshot.restore_to_ready", "restore -> heartbeat"),
+                  ("snapshot.many_to_ready", "one of N copies restored at once")]),
 }  # fmt: skip
 
 

@@ -210,12 +210,28 @@ def _await_freezer(d: Path, frozen: bool, version: int) -> None:
 # --- snapshot --------------------------------------------------------------------------
 class Snapshot(Control):
     """Checkpoint a running instance to a directory and restore it from there. This
-    base cannot, and `why` says so."""
+    base cannot, and `why` says so. `copies`: copies restored from one checkpoint can be
+    told apart (a VM's beat on its own console), so `restore_copy` may be asked."""
 
     why: ClassVar[str] = "it has no checkpoint/restore"
+    copies: ClassVar[bool] = False
 
     def problem(self) -> str | None:
         return self.why
+
+    def copies_problem(self) -> str | None:
+        """Why copies of one checkpoint cannot be restored and told apart (None: can)."""
+        if (why := self.problem()) is not None or self.copies:
+            return why
+        return ("its copies of one checkpoint would all beat as the instance checkpointed "
+                "(one name on the probe socket), so they cannot be told apart")  # fmt: skip
+
+    def restore_copy(self, copy: Instance, image_dir: Path, source: Instance) -> None:
+        """Start `copy` (prepared, never launched) from `source`'s checkpoint in
+        `image_dir`; it beats as `source` did (its token and numbers, its name on the
+        console), and returns once the runtime says it runs."""
+        copy.extra["beat_as"] = source.name
+        self.restore(copy, image_dir)
 
     def checkpoint(self, inst: Instance, image_dir: Path) -> None:
         """Write `inst`'s state to `image_dir` (made empty by the caller); the instance is

@@ -13,73 +13,70 @@ The minimal guest boots by PVH (Firecracker loads any ELF kernel with the
 XEN_ELFNOTE_PHYS32_ENTRY note); its serial console is Firecracker's stdout; hello powers
 off through the i8042 reset line, on which Firecracker exits with status 0. A Linux
 guest gets the ELF vmlinux unpacked from its bzImage and ends with a reboot (reboot=k).
-Pause and resume go through the API too (`PATCH /vm`).
+Pause and resume go through the API too (`PATCH /vm`), and snapshots: a full snapshot of
+the paused VM (`PUT /snapshot/create`), restored by a new Firecracker (`PUT /snapshot/load`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import http.client
 import json
-import time
 from pathlib import Path
 from typing import Any
 
 from virtbench.errors import InstanceError
-from virtbench.host.unixhttp import SUN_PATH_MAX, UnixHTTPConnection
+from virtbench.host.unixhttp import SUN_PATH_MAX
+from virtbench.runtimes import vmm_api
 from virtbench.runtimes.base import Instance, which
-from virtbench.runtimes.controls import CgroupFreezer
+from virtbench.runtimes.controls import Snapshot
 from virtbench.runtimes.vm import Vm, VmOptions
+from virtbench.runtimes.vmm_api import ApiPause
 
-API_TIMEOUT_S = 10.0
+WHO = "firecracker"
 
 
 class FirecrackerOptions(VmOptions):
     api: bool = True  # configure over the API socket (false: --no-api --config-file)
 
 
-def api_put(
-    conn: http.client.HTTPConnection, path: str, body: dict[str, Any], method: str = "PUT"
-) -> None:
-    """PUT (or `method`) `body` to `path`; raise InstanceError with Firecracker's fault
-    message."""
-    headers = {"Content-Type": "application/json", "Accept": "application/json"}
-    conn.request(method, path, body=json.dumps(body), headers=headers)
-    res = conn.getresponse()
-    text = res.read().decode(errors="replace")
-    if res.status >= 300:
-        try:
-            why = json.loads(text).get("fault_message", text)
-        except ValueError:
-            why = text
-        raise InstanceError(f"firecracker: {method} {path} -> {res.status}: {why}")
-
-
-class FirecrackerPause(CgroupFreezer):
-    """Firecracker's own pause: PATCH /vm {"state": "Paused"} (then "Resumed") over its API
-    socket, returning once it answered; with `api = false` (no socket) the cgroup freezer
-    on the VMM, as for any VM."""
+class FirecrackerPause(ApiPause):
+    """PATCH /vm {"state": "Paused"} (then "Resumed")."""
 
     rt: Firecracker
 
-    def _pause(self, inst: Instance) -> None:
-        if self.rt.opts.api:
-            self._state(inst, "Paused")
-        else:
-            super()._pause(inst)
+    def state(self, inst: Instance, paused: bool) -> None:
+        body = {"state": "Paused" if paused else "Resumed"}
+        vmm_api.call_at(self.rt.api_socket(inst), "PATCH", "/vm", body, WHO)
 
-    def _resume(self, inst: Instance) -> None:
-        if self.rt.opts.api:
-            self._state(inst, "Resumed")
-        else:
-            super()._resume(inst)
 
-    def _state(self, inst: Instance, state: str) -> None:
-        conn = UnixHTTPConnection(self.rt.api_socket(inst), API_TIMEOUT_S)
+class FirecrackerSnapshot(Snapshot):
+    """A full snapshot (PUT /snapshot/create: the VM's state and its memory, two files)
+    of the paused VM, then the VMM ended; restored by a new Firecracker loading them
+    (PUT /snapshot/load, resumed at once). The memory file is mapped privately, so many
+    VMs restore from one snapshot."""
+
+    copies = True  # each beats on its own console
+    rt: Firecracker
+
+    def problem(self) -> str | None:
+        return None if self.rt.opts.api else "with api = false it has no API socket"
+
+    def checkpoint(self, inst: Instance, image_dir: Path) -> None:
+        sock = self.rt.api_socket(inst)
+        vmm_api.call_at(sock, "PATCH", "/vm", {"state": "Paused"}, WHO)
+        body = {"snapshot_type": "Full", "snapshot_path": str(image_dir / "vmstate"),
+                "mem_file_path": str(image_dir / "memory")}  # fmt: skip
+        vmm_api.call_at(sock, "PUT", "/snapshot/create", body, WHO, timeout=300)
+        self.rt.end_vmm(inst)
+
+    def restore(self, inst: Instance, image_dir: Path) -> None:
+        """A new Firecracker, `image_dir` loaded through its API (in `_configure`)."""
+        inst.extra["restore_from"] = image_dir
         try:
-            api_put(conn, "/vm", {"state": state}, method="PATCH")
+            self.rt.api_socket(inst).unlink(missing_ok=True)
+            self.rt.restart(inst)
         finally:
-            conn.close()
+            inst.extra.pop("restore_from", None)
 
 
 class Firecracker(Vm):
@@ -91,6 +88,7 @@ class Firecracker(Vm):
     linux_cmdline = "reboot=k pci=off"
     default_binary = "firecracker"
     Pause = FirecrackerPause
+    Snapshot = FirecrackerSnapshot
     get_it = ("download a release from github.com/firecracker-microvm/firecracker/releases "
               "or build it with cargo, and put `firecracker` on PATH")  # fmt: skip
 
@@ -162,28 +160,23 @@ class Firecracker(Vm):
         return [*argv, "--no-api", "--config-file", str(self._config(inst))]
 
     def _configure(self, inst: Instance) -> None:
+        """Its settings and InstanceStart over the API socket, or a snapshot loaded."""
         if not self.opts.api:
             return
-        assert inst.proc is not None
-        sock = self._socket(inst)
-        deadline = time.monotonic() + API_TIMEOUT_S
-        conn = UnixHTTPConnection(sock, API_TIMEOUT_S)
-        while True:  # the socket exists a few ms after exec
-            try:
-                conn.connect()
-                break
-            except (FileNotFoundError, ConnectionRefusedError):
-                if inst.proc.poll() is not None:
-                    why = f"exited ({inst.proc.returncode}): {inst.log_tail()}"
-                    raise InstanceError(f"firecracker {why}") from None
-                if time.monotonic() > deadline:
-                    why = f"no API socket at {sock} after {API_TIMEOUT_S:.0f} s"
-                    raise InstanceError(f"firecracker: {why}") from None
-                time.sleep(0.0005)
         try:
+            conn = vmm_api.connect(self._socket(inst), inst.proc, WHO)
+        except InstanceError as exc:
+            raise InstanceError(f"{exc}: {inst.log_tail()}") from None
+        try:
+            if (image := inst.extra.get("restore_from")) is not None:
+                body = {"snapshot_path": str(image / "vmstate"), "resume_vm": True,
+                        "mem_backend": {"backend_type": "File",
+                                        "backend_path": str(image / "memory")}}  # fmt: skip
+                vmm_api.call(conn, "PUT", "/snapshot/load", body, WHO)
+                return
             for path, body in inst.extra["fc_settings"].items():
-                api_put(conn, f"/{path}", body)
-            api_put(conn, "/actions", {"action_type": "InstanceStart"})
+                vmm_api.call(conn, "PUT", f"/{path}", body, WHO)
+            vmm_api.call(conn, "PUT", "/actions", {"action_type": "InstanceStart"}, WHO)
         finally:
             conn.close()
 

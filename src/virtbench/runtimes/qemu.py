@@ -28,7 +28,6 @@ from virtbench.host import proc
 from virtbench.runtimes.agent import GuestAgent, unix_stream
 from virtbench.runtimes.base import Instance, which
 from virtbench.runtimes.controls import Pause, Snapshot
-from virtbench.runtimes.native import Native
 from virtbench.runtimes.qmp import Qmp
 from virtbench.runtimes.vm import SIMPLE, Vm, VmOptions
 
@@ -91,6 +90,7 @@ class QemuPause(Pause):
 class QemuSnapshot(Snapshot):
     """QEMU's migration to a file, and a new QEMU taking its state from there."""
 
+    copies = True  # each beats on its own console
     rt: Qemu
 
     def problem(self) -> str | None:
@@ -115,8 +115,7 @@ class QemuSnapshot(Snapshot):
         inst.extra["incoming"] = image_dir / "state"
         try:
             rt.qmp_path(inst).unlink(missing_ok=True)
-            Native._prepare(rt, inst)  # its cgroups again (kept since the launch)
-            rt._start(inst, True)
+            rt.restart(inst)
             rt._qmp(inst)
         finally:
             inst.extra.pop("incoming", None)

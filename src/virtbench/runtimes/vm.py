@@ -72,7 +72,7 @@ from virtbench.runtimes.base import (
     RuntimeContext,
     which,
 )
-from virtbench.runtimes.controls import Exec, Snapshot
+from virtbench.runtimes.controls import Exec
 from virtbench.runtimes.native import Native, NativeAttach
 from virtbench.runtimes.observe import Memory
 from virtbench.runtimes.vm_boot import VmBoot
@@ -93,13 +93,6 @@ __all__ = ["KERNEL", "SIMPLE", "Vm", "VmOptions", "guest_mode", "mac_of"]
 class NoGuestAgent(Exec):
     why = ("its guest has no exec agent: the minimal guest has no processes, and "
            "vb-init, the Linux guest's init, runs one workload")  # fmt: skip
-
-
-class VmSnapshot(Snapshot):
-    """Only QEMU's is driven (qemu.py); the other VMMs' snapshot APIs are not yet."""
-
-    def problem(self) -> str | None:
-        return f"virtbench drives snapshots of QEMU only, not yet {self.rt.name}'s snapshot API"
 
 
 class VmMemory(Memory):
@@ -171,9 +164,8 @@ class Vm(VmBoot, Native):
     # loads only ELF kernels: a Linux guest's (or an image's) bzImage is unpacked first
     elf_only: ClassVar[bool] = False
     # no exec (QEMU's: agent.py); pause is the freezer on the VMM (QEMU's is QMP,
-    # Firecracker's its API); snapshots: QEMU's only
+    # Firecracker's and Cloud Hypervisor's their APIs); no snapshot but the drivers' own
     Exec = NoGuestAgent
-    Snapshot = VmSnapshot
     Memory = VmMemory
     Attach = VmAttach
 
@@ -331,6 +323,18 @@ class Vm(VmBoot, Native):
         super()._stop(inst)
         vm_image.end(inst)
         self.end_reader(inst)
+
+    def end_vmm(self, inst: Instance) -> None:
+        """End `inst`'s VMM (after a checkpoint), keeping its cgroups for `restart`."""
+        Native._stop(self, inst)
+        self.end_reader(inst)
+
+    def restart(self, inst: Instance) -> None:
+        """A new VMM for `inst`, in its cgroups (kept since its launch), its console read
+        again: a restore's (the driver's `_command`/`_configure` see what it restores)."""
+        if inst.name not in self._dirs:
+            Native._prepare(self, inst)
+        self._start(inst, True)
 
     def end_reader(self, inst: Instance) -> None:
         """After the VMM ended: its console read to the end, and closed."""

@@ -21,10 +21,13 @@ def read_console(inst: Instance, pattern: str | None, ready: Callable[[int], Non
     the image's `pattern` (`{name}` stands for the instance's name), calls `ready(t_ns)`
     once; `VB-HELLO <name>` says the hello workload ran; `VB-EXIT <name> <status>` is a
     Linux guest's workload's status; `VB-BEAT <name> <token> <seq>` calls `beat(token,
-    seq, t_ns)` and is not copied to the log (the beat workload says it every 2 ms)."""
+    seq, t_ns)` and is not copied to the log (the beat workload says it every 2 ms). A
+    copy restored from another instance's snapshot beats with that one's name
+    (`inst.extra["beat_as"]`)."""
     assert inst.proc is not None and inst.proc.stdout is not None
     fd = inst.proc.stdout.fileno()
     pending = b""
+    beat_name = inst.extra.get("beat_as", inst.name)
     if pattern is not None:  # `{name}` stands for the instance's name, as in cmdline
         pattern = pattern.replace("{name}", re.escape(inst.name))
     expr = re.compile(pattern.encode()) if pattern is not None else None
@@ -40,7 +43,7 @@ def read_console(inst: Instance, pattern: str | None, ready: Callable[[int], Non
                 break
             inst.extra.setdefault("t_first_output_ns", t)
             if beat is not None and b"VB-BEAT" in pending + chunk:
-                chunk = _beats(pending, chunk, inst.name, t, beat)
+                chunk = _beats(pending, chunk, beat_name, t, beat)
             log.write(chunk)
             if expr is not None and "t_ready_ns" not in inst.extra and len(seen) < 65536:
                 seen += chunk

@@ -1,0 +1,104 @@
+"""A VMM's HTTP API on a unix socket (Firecracker's, Cloud Hypervisor's): connecting once
+the VMM has made its socket, one call at a time, and a refusal as an error carrying the
+VMM's own words. Pause, resume, snapshot and restore of both go through it, and the
+freezer is the way for a VMM started without a socket (`ApiPause`)."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from virtbench.errors import InstanceError
+from virtbench.host.unixhttp import UnixHTTPConnection
+from virtbench.runtimes.controls import CgroupFreezer
+from virtbench.runtimes.model import Instance
+
+API_TIMEOUT_S = 10.0
+
+
+def connect(sock: Path, vmm: subprocess.Popen | None, who: str,
+            timeout: float = API_TIMEOUT_S) -> UnixHTTPConnection:  # fmt: skip
+    """A connection to `sock` once the VMM (`vmm`, just started) has made it: it exists a
+    few ms after exec. InstanceError if the VMM exits first or `timeout` passes."""
+    deadline = time.monotonic() + timeout
+    conn = UnixHTTPConnection(sock, timeout)
+    while True:
+        try:
+            conn.connect()
+            return conn
+        except (FileNotFoundError, ConnectionRefusedError):
+            if vmm is not None and vmm.poll() is not None:
+                raise InstanceError(f"{who} exited ({vmm.returncode})") from None
+            if time.monotonic() > deadline:
+                raise InstanceError(f"{who}: no API socket at {sock} after {timeout:g} s") from None
+            time.sleep(0.0005)
+
+
+def call(conn: http.client.HTTPConnection, method: str, path: str,
+         body: dict[str, Any] | None, who: str) -> str:  # fmt: skip
+    """`method path` with `body` as JSON; the answer's text. A status of 300 or more is an
+    InstanceError with the VMM's reason (Firecracker's `fault_message`, Cloud Hypervisor's
+    chain of errors, without its backtrace)."""
+    headers = {"Accept": "application/json"}
+    data = None
+    if body is not None:
+        headers["Content-Type"] = "application/json"
+        data = json.dumps(body)
+    conn.request(method, path, body=data, headers=headers)
+    res = conn.getresponse()
+    text = res.read().decode(errors="replace")
+    if res.status >= 300:
+        raise InstanceError(f"{who}: {method} {path} -> {res.status}: {reason(text)}")
+    return text
+
+
+def reason(text: str) -> str:
+    """The words of a VMM's refusal: Firecracker's `{"fault_message": ...}`, Cloud
+    Hypervisor's list of errors from outer to inner (its last one's backtrace cut)."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return text.strip()[:500]
+    if isinstance(data, dict) and "fault_message" in data:
+        return str(data["fault_message"])
+    if isinstance(data, list):
+        words = [str(x).split("\n\n")[0].strip() for x in data]
+        return ": ".join(dict.fromkeys(w for w in words if w))[:500]
+    return text.strip()[:500]
+
+
+def call_at(sock: Path, method: str, path: str, body: dict[str, Any] | None, who: str,
+            timeout: float = API_TIMEOUT_S) -> str:  # fmt: skip
+    """One call on a fresh connection to a running VMM's socket."""
+    conn = UnixHTTPConnection(sock, timeout)
+    try:
+        return call(conn, method, path, body, who)
+    except OSError as exc:
+        raise InstanceError(f"{who}: {method} {path}: {exc}") from None
+    finally:
+        conn.close()
+
+
+class ApiPause(CgroupFreezer):
+    """The VMM's own pause over its API socket (`state(inst, paused)`, the driver's
+    calls), returning once it answered; for a VMM started without one (`api = false`),
+    the cgroup freezer on the VMM, as for any VM."""
+
+    def _pause(self, inst: Instance) -> None:
+        if self.rt.opts.api:
+            self.state(inst, True)
+        else:
+            super()._pause(inst)
+
+    def _resume(self, inst: Instance) -> None:
+        if self.rt.opts.api:
+            self.state(inst, False)
+        else:
+            super()._resume(inst)
+
+    def state(self, inst: Instance, paused: bool) -> None:
+        raise NotImplementedError
