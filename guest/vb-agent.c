@@ -1,8 +1,10 @@
 /* vb-agent: runs the host's commands in a Linux guest (virtbench's exec into VMs).
  *
- * vb-init starts it with the path of its channel to the host: QEMU's virtio-serial port
- * named "vb.agent" (/dev/vportNpM), which the host reaches through a unix socket. One
- * command at a time, each as the host asks:
+ * vb-init starts it with its channel to the host: the path of QEMU's virtio-serial port
+ * named "vb.agent" (/dev/vportNpM), which the host reaches through a unix socket; or
+ * "vsock:PORT", where it listens on that vsock port, which Firecracker and Cloud
+ * Hypervisor offer the host as a unix socket ("CONNECT PORT\n"), a connection per exec.
+ * One command at a time, each as the host asks:
  *
  *   host -> guest   "X <hex>\n"        the argv: each argument followed by a NUL, hex
  *   guest -> host   "O <n>\n" + n bytes    its standard output as it comes (repeated)
@@ -11,7 +13,7 @@
  *                                      standard error
  *
  * A command that cannot start answers "R 127 <m>" with why. Between commands the host may
- * be away (a read returns 0 or fails): the agent waits for it.
+ * be away (a read returns 0 or fails): the agent waits for it, or for its next connection.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -20,14 +22,26 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#ifndef AF_VSOCK
+#define AF_VSOCK 40
+#endif
+#define VMADDR_CID_ANY (-1U)
+struct sockaddr_vm { /* <linux/vm_sockets.h>'s, a stable ABI (musl has no kernel headers) */
+	unsigned short svm_family, svm_reserved1;
+	unsigned int svm_port, svm_cid;
+	unsigned char svm_flags, svm_zero[3];
+};
 
 #define MAX_ARGS 256
 #define LINE_MAX_ 65536
 #define ERR_KEEP 4096
 
 static int chan = -1;
+static int listener = -1; /* on vsock: the listening socket, `chan` its connection */
 
 static void put(const void *buf, size_t n)
 {
@@ -57,8 +71,9 @@ static void frame(char kind, long a, const char *data, size_t n, int with_a)
 	put(data, n);
 }
 
-/* One request line (without its '\n') into `line`; waits while the host is away. */
-static void read_line(char *line, size_t size)
+/* One request line (without its '\n') into `line`; waits while the host is away. 0: the
+ * host closed its vsock connection. */
+static int read_line(char *line, size_t size)
 {
 	size_t len = 0;
 
@@ -68,13 +83,15 @@ static void read_line(char *line, size_t size)
 
 		if (r < 0 && errno == EINTR)
 			continue;
+		if (r <= 0 && listener >= 0)
+			return 0;
 		if (r <= 0) {
 			usleep(2000);
 			continue;
 		}
 		if (c == '\n') {
 			line[len] = '\0';
-			return;
+			return 1;
 		}
 		if (len + 1 < size)
 			line[len++] = c;
@@ -190,6 +207,22 @@ static void run(char **argv)
 	frame('R', WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), errbuf, errlen, 1);
 }
 
+/* "vsock:PORT": listen on that port; else open the virtio-serial port at that path. */
+static int open_channel(const char *spec)
+{
+	if (strncmp(spec, "vsock:", 6) == 0) {
+		struct sockaddr_vm a = { .svm_family = AF_VSOCK, .svm_cid = VMADDR_CID_ANY,
+					 .svm_port = (unsigned)atoi(spec + 6) };
+
+		listener = socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (listener < 0 || bind(listener, (struct sockaddr *)&a, sizeof(a)) != 0)
+			return -1;
+		return listen(listener, 16);
+	}
+	chan = open(spec, O_RDWR | O_CLOEXEC);
+	return chan < 0 ? -1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	static char line[LINE_MAX_];
@@ -199,13 +232,18 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: vb-agent CHANNEL\n");
 		return 2;
 	}
-	chan = open(argv[1], O_RDWR | O_CLOEXEC);
-	if (chan < 0) {
+	if (open_channel(argv[1]) != 0) {
 		printf("VB-AGENT cannot open %s: %s\n", argv[1], strerror(errno));
 		return 1;
 	}
 	for (;;) {
-		read_line(line, sizeof(line));
+		if (chan < 0 && (chan = accept4(listener, NULL, NULL, SOCK_CLOEXEC)) < 0)
+			continue;
+		if (!read_line(line, sizeof(line))) {
+			close(chan);
+			chan = -1;
+			continue;
+		}
 		if (line[0] != 'X' || line[1] != ' ' || decode(line + 2, cmd) == 0) {
 			static const char bad[] = "bad request";
 

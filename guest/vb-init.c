@@ -332,7 +332,8 @@ static void start_agent(char *const envp[])
 {
 	static char path[128];
 
-	if (!agent_port(path, sizeof(path)))
+	/* vb.agent=vsock:PORT (Firecracker, Cloud Hypervisor), else QEMU's virtio-serial port */
+	if (value("vb.agent", path, sizeof(path)) == NULL && !agent_port(path, sizeof(path)))
 		return;
 	if (fork() == 0) {
 		char *argv[] = { "/bin/vb-agent", path, NULL };

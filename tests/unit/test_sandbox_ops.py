@@ -262,9 +262,10 @@ def test_each_driver_declares_its_controls_and_a_missing_one_says_why(tmp_path):
     assert crun.exec.argv(inst, ["/bin/vb-hello"]) == ["crun", "exec", "vb-r1-1", "/bin/vb-hello"]
     assert lxc.exec.argv(inst, ["/bin/x"]) == [
         "lxc-attach", "-n", "vb-r1-1", "-P", str(tmp_path / "lxc"), "--", "/bin/x"]  # fmt: skip
-    assert fc.exec.problem().startswith("its guest has no exec agent: ")
-    assert fc.snapshot.problem() is None and fc.snapshot.copies_problem() is None
     fc_cls = runtimes.get("firecracker")
+    minimal = fc_cls(ctx, fc_cls.Options(guest="minimal"), "firecracker")
+    assert minimal.exec.problem().startswith("its guest has no exec agent: ")
+    assert fc.snapshot.problem() is None and fc.snapshot.copies_problem() is None
     no_api = fc_cls(ctx, fc_cls.Options(api=False), "firecracker")
     why = "with api = false it has no API socket"
     assert no_api.snapshot.problem() == why == no_api.snapshot.copies_problem()
@@ -337,6 +338,61 @@ def test_an_exec_instance_on_qemu_boots_linux_with_its_agents_port(tmp_path):
     assert "virtserialport,bus=vbser.0,chardev=vbagent,name=vb.agent" in devices
     image = runtimes.get("qemu").Options(guest="image", kernel=__file__)
     assert runtimes.get("qemu")(ctx, image, "i").exec.problem().startswith("its guest has no")
+
+
+@pytest.mark.parametrize("label", ["firecracker", "cloud-hypervisor"])
+def test_exec_into_a_microvm_goes_through_its_hybrid_vsock(label, tmp_path, monkeypatch):
+    """Firecracker and Cloud Hypervisor: an exec instance's Linux guest gets a vsock device
+    (its unix socket) and vb.agent=vsock:1024; the host says CONNECT 1024 to the VMM's
+    socket (played here), then talks to vb-agent as on QEMU's port. A VMM that closes the
+    connection (nothing listens in the guest) is an error saying so."""
+    import socket
+    import threading
+
+    from virtbench.host import facts
+
+    rt, _ = vmm(label, tmp_path)
+    spec = InstanceSpec("vb-r1-2", workloads.get("sleep").argv("vb-r1-2"), tmp_path, agent=True)
+    inst = Instance(spec, label, tmp_path / "log", argv=spec.argv)
+    assert rt.guest(inst) == "linux" and " vb.agent=vsock:1024" in rt.cmdline(inst)
+    monkeypatch.setattr(rt, "kernel", lambda inst: tmp_path / "vmlinux")  # not built here
+    monkeypatch.setattr(rt, "initrd", lambda inst: None)
+    if label == "firecracker":
+        want = {"guest_cid": 3, "uds_path": str(rt.vsock_path(inst))}
+        assert rt._settings(inst)["vsock"] == want
+    else:
+        argv = rt._command(inst)
+        assert argv[argv.index("--vsock") + 1] == f"cid=3,socket={rt.vsock_path(inst)}"
+    monkeypatch.setattr(facts, "kvm_kind", lambda: "vmx")
+    assert rt.exec.problem() is None
+    monkeypatch.setattr(facts, "kvm_kind", lambda: "pvm")
+    assert "cannot boot under this host's nested PVM KVM" in rt.exec.problem()
+
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(rt.vsock_path(inst)))
+    server.listen(2)
+
+    def vmm_side(agent_listens: bool) -> None:
+        conn, _ = server.accept()
+        with conn:
+            assert conn.recv(64) == b"CONNECT 1024\n"
+            if not agent_listens:
+                return  # the VMM closes it
+            conn.sendall(b"OK 1073741824\n")
+            assert conn.recv(1 << 16).startswith(b"X ")
+            conn.sendall(b"O 3\nhi\nR 0 0\n")
+
+    t = threading.Thread(target=vmm_side, args=(True,))
+    t.start()
+    res = rt.exec.run(inst, ["/bin/vb-hello"], timeout=5)
+    t.join()
+    assert (res.status, res.stdout_bytes) == (0, 3)
+    t = threading.Thread(target=vmm_side, args=(False,))
+    t.start()
+    with pytest.raises(InstanceError, match="CONNECT 1024: closed: no agent listening"):
+        rt.exec.run(inst, ["/bin/vb-hello"], timeout=5)
+    t.join()
+    server.close()
 
 
 class PlayedVmm:

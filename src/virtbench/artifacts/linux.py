@@ -28,7 +28,8 @@ from virtbench.host import proc
 META_PACKAGE = "linux-image-cloud-amd64"
 # what the guest needs to reach its NIC and disk on microvm (virtio-mmio) and q35 (PCI),
 # and its exec agent's channel (virtio-serial)
-GUEST_MODULES = ("virtio_mmio", "virtio_pci", "virtio_net", "virtio_blk", "virtio_console")
+GUEST_MODULES = ("virtio_mmio", "virtio_pci", "virtio_net", "virtio_blk", "virtio_console",
+                 "vmw_vsock_virtio_transport")  # fmt: skip
 MODULE_DIR = "lib/modules/vb"
 
 

@@ -1,6 +1,8 @@
 """Exec into a VM: the host's side of vb-agent (guest/vb-agent.c), which vb-init starts in
-a Linux guest on a channel the VMM offers the host (QEMU: a virtio-serial port behind a
-unix socket).
+a Linux guest on a channel the VMM offers the host: QEMU's virtio-serial port behind a
+unix socket, or (Firecracker, Cloud Hypervisor) a vsock port the VMM offers as a unix
+socket, "hybrid vsock": the host connects, says `CONNECT <port>\n`, and the VMM answers
+`OK <host port>\n` once the guest accepted (`HybridVsockAgent`).
 
 One command per connection: the host sends `X <hex argv>\\n` (each argument followed by a
 NUL), the guest answers with `O <n>\\n` + n bytes of standard output as they come, then
@@ -31,9 +33,16 @@ class GuestAgent(Exec):
                           "and an image built elsewhere has no vb-agent")  # fmt: skip
 
     def problem(self) -> str | None:
-        """Commands run in a Linux guest only (`guest = "auto"` boots one for them)."""
-        guest = self.rt.vm_opts.guest
-        return None if guest in ("auto", "linux") else self.why
+        """Commands run in a Linux guest only (`guest = "auto"` boots one for them), which
+        cannot boot under a nested PVM KVM."""
+        if self.rt.vm_opts.guest not in ("auto", "linux"):
+            return self.why
+        from virtbench.host.facts import kvm_kind
+
+        if self.rt.needs_kvm(self.rt.options) and kvm_kind() == "pvm":
+            return ("its Linux guest (where the exec agent runs) cannot boot under this "
+                    "host's nested PVM KVM: use emulation, e.g. qemu:q35:tcg")  # fmt: skip
+        return None
 
     def connect(self, inst: Instance, timeout: float) -> socket.socket:
         """A connected stream to the instance's agent."""
@@ -52,6 +61,32 @@ class GuestAgent(Exec):
         except (OSError, TimeoutError) as exc:
             raise InstanceError(f"{self.rt.label}: {inst.name}'s exec agent: {exc}") from None
         return ExecResult(t0, time.monotonic_ns(), status, out, err.decode(errors="replace"))
+
+
+AGENT_PORT = 1024  # the vsock port vb-agent listens on (vb.agent=vsock:1024)
+GUEST_CID = 3  # the guest's vsock address on a VMM's hybrid vsock (any but 0-2)
+
+
+class HybridVsockAgent(GuestAgent):
+    """vb-agent on vsock port AGENT_PORT, through the VMM's unix socket (`vsock_path`)."""
+
+    def connect(self, inst: Instance, timeout: float) -> socket.socket:
+        sock = unix_stream(self.rt.vsock_path(inst), timeout)
+        try:
+            sock.sendall(b"CONNECT %d\n" % AGENT_PORT)
+            try:
+                answer = Frames(sock, time.monotonic() + timeout).line()
+            except TimeoutError:
+                answer = b"no answer in time"
+            except OSError:  # the VMM closes it when nothing in the guest listens there
+                answer = b"closed: no agent listening in the guest"
+            if not answer.startswith(b"OK "):
+                why = answer.decode(errors="replace")[:80]
+                raise OSError(f"the VMM's hybrid vsock, CONNECT {AGENT_PORT}: {why}")
+        except BaseException:
+            sock.close()
+            raise
+        return sock
 
 
 def read_reply(sock: socket.socket, deadline: float) -> tuple[int, int, bytes]:

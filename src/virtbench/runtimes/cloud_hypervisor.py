@@ -12,7 +12,9 @@ Linux guest (its bzImage unpacked to an ELF vmlinux) powers off through ACPI too
 With its API socket (`--api-socket`, `api = true`, the default) it pauses and resumes
 through its API (`vm.pause`, `vm.resume`) and snapshots: the paused VM's state and memory
 written to a directory (`vm.snapshot`), restored by a new Cloud Hypervisor started with
-`--restore` and resumed (`vm.resume`).
+`--restore` and resumed (`vm.resume`). An instance commands will run in gets a vsock
+device (`--vsock`) whose unix socket reaches vb-agent in its Linux guest
+(runtimes/agent.py).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pathlib import Path
 from virtbench.errors import InstanceError
 from virtbench.host.unixhttp import SUN_PATH_MAX
 from virtbench.runtimes import vmm_api
+from virtbench.runtimes.agent import AGENT_PORT, GUEST_CID, HybridVsockAgent
 from virtbench.runtimes.base import Instance, which
 from virtbench.runtimes.controls import Snapshot
 from virtbench.runtimes.vm import Vm, VmOptions
@@ -82,6 +85,8 @@ class CloudHypervisor(Vm):
     name = "cloud-hypervisor"
     description = "Cloud Hypervisor VM: minimal guest, Linux guest or image"
     Options = CloudHypervisorOptions
+    Exec = HybridVsockAgent
+    agent_channel = f"vsock:{AGENT_PORT}"
     Pause = CloudHypervisorPause
     Snapshot = CloudHypervisorSnapshot
     elf_only = True
@@ -97,6 +102,10 @@ class CloudHypervisor(Vm):
     def api_socket(self, inst: Instance) -> Path:
         """Its API socket (pause and snapshot go through it)."""
         return self.ctx.scratch / f"{inst.name}.sock"
+
+    def vsock_path(self, inst: Instance) -> Path:
+        """The unix socket of its vsock device (exec reaches vb-agent through it)."""
+        return self.ctx.scratch / f"{inst.name}.vsock"
 
     def _prepare(self, inst: Instance) -> None:
         super()._prepare(inst)
@@ -132,6 +141,7 @@ class CloudHypervisor(Vm):
     def _stop(self, inst: Instance) -> None:
         super()._stop(inst)
         self.api_socket(inst).unlink(missing_ok=True)
+        self.vsock_path(inst).unlink(missing_ok=True)
 
     def _boot(self, inst: Instance) -> list[str]:
         o = self.vm_opts
@@ -146,6 +156,8 @@ class CloudHypervisor(Vm):
             extra += ["--disk", *disks]
         if inst.extra.get("tap"):
             extra += ["--net", f"tap={inst.extra['tap']},mac={inst.extra['mac']}"]
+        if inst.spec.agent:  # vb-agent's channel: the hybrid vsock's unix socket
+            extra += ["--vsock", f"cid={GUEST_CID},socket={self.vsock_path(inst)}"]
         return [
             "--kernel", str(self.kernel(inst)), "--cmdline", self.cmdline(inst),
             "--cpus", f"boot={o.vcpus}", "--memory", f"size={self.memory_mib(inst)}M",

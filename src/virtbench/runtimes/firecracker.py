@@ -15,6 +15,8 @@ off through the i8042 reset line, on which Firecracker exits with status 0. A Li
 guest gets the ELF vmlinux unpacked from its bzImage and ends with a reboot (reboot=k).
 Pause and resume go through the API too (`PATCH /vm`), and snapshots: a full snapshot of
 the paused VM (`PUT /snapshot/create`), restored by a new Firecracker (`PUT /snapshot/load`).
+An instance commands will run in gets a vsock device (`PUT /vsock`) whose unix socket
+reaches vb-agent in its Linux guest (runtimes/agent.py).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any
 from virtbench.errors import InstanceError
 from virtbench.host.unixhttp import SUN_PATH_MAX
 from virtbench.runtimes import vmm_api
+from virtbench.runtimes.agent import AGENT_PORT, GUEST_CID, HybridVsockAgent
 from virtbench.runtimes.base import Instance, which
 from virtbench.runtimes.controls import Snapshot
 from virtbench.runtimes.vm import Vm, VmOptions
@@ -87,6 +90,8 @@ class Firecracker(Vm):
     linux_exit = "reboot"
     linux_cmdline = "reboot=k pci=off"
     default_binary = "firecracker"
+    Exec = HybridVsockAgent
+    agent_channel = f"vsock:{AGENT_PORT}"
     Pause = FirecrackerPause
     Snapshot = FirecrackerSnapshot
     get_it = ("download a release from github.com/firecracker-microvm/firecracker/releases "
@@ -103,6 +108,10 @@ class Firecracker(Vm):
     def api_socket(self, inst: Instance) -> Path:
         """Its API socket (pause and snapshot go through it)."""
         return self._socket(inst)
+
+    def vsock_path(self, inst: Instance) -> Path:
+        """The unix socket of its vsock device (exec reaches vb-agent through it)."""
+        return self.ctx.scratch / f"{inst.name}.vsock"
 
     def _config(self, inst: Instance) -> Path:
         return self.ctx.scratch / f"{inst.name}.json"
@@ -125,6 +134,8 @@ class Firecracker(Vm):
             settings["drives/data"] = {"drive_id": "data", "is_root_device": False,
                                        "path_on_host": inst.extra["data_disk"],
                                        "is_read_only": False}  # fmt: skip
+        if inst.spec.agent:  # vb-agent's channel: the hybrid vsock's unix socket
+            settings["vsock"] = {"guest_cid": GUEST_CID, "uds_path": str(self.vsock_path(inst))}
         if inst.extra.get("scratch_disk"):  # an image's, after its disk
             settings["drives/scratch"] = {"drive_id": "scratch", "is_root_device": False,
                                           "path_on_host": inst.extra["scratch_disk"],
@@ -184,3 +195,4 @@ class Firecracker(Vm):
         super()._stop(inst)
         with contextlib.suppress(OSError):
             self._socket(inst).unlink(missing_ok=True)
+            self.vsock_path(inst).unlink(missing_ok=True)

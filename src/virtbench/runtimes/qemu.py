@@ -126,16 +126,6 @@ class QemuAgent(GuestAgent):
 
     rt: Qemu
 
-    def problem(self) -> str | None:
-        if (why := super().problem()) is not None:
-            return why
-        from virtbench.host.facts import kvm_kind
-
-        if self.rt.opts.accel == "kvm" and kvm_kind() == "pvm":
-            return ("its Linux guest (where the exec agent runs) cannot boot under this "
-                    "host's nested PVM KVM: use emulation, e.g. qemu:q35:tcg")  # fmt: skip
-        return None
-
     def connect(self, inst: Instance, timeout: float) -> socket.socket:
         return unix_stream(self.rt.agent_path(inst), timeout)
 

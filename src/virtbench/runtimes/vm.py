@@ -161,10 +161,13 @@ class Vm(VmBoot, Native):
     # power-off; and what the guest's command line needs for it
     linux_exit: ClassVar[str] = "poweroff"
     linux_cmdline: ClassVar[str] = ""
+    # where vb-init starts a Linux guest's exec agent (vb.agent=): "" finds QEMU's
+    # virtio-serial port by its name; "vsock:<port>" on a VMM's hybrid vsock
+    agent_channel: ClassVar[str] = ""
     # loads only ELF kernels: a Linux guest's (or an image's) bzImage is unpacked first
     elf_only: ClassVar[bool] = False
-    # no exec (QEMU's: agent.py); pause is the freezer on the VMM (QEMU's is QMP,
-    # Firecracker's and Cloud Hypervisor's their APIs); no snapshot but the drivers' own
+    # no exec (the drivers' own: agent.py); pause is the freezer on the VMM (QEMU's is
+    # QMP, Firecracker's and Cloud Hypervisor's their APIs); no snapshot but the drivers' own
     Exec = NoGuestAgent
     Memory = VmMemory
     Attach = VmAttach

@@ -16,12 +16,14 @@ if TYPE_CHECKING:
 
 class VmBoot:
     """The guest's side of a VM driver. Set by the driver: `vm_opts`, `ctx`, `elf_only`,
-    `linux_exit` and `linux_cmdline` (see Vm), and the caches `_linux_files` and `_elf`."""
+    `linux_exit`, `linux_cmdline` and `agent_channel` (see Vm), and the caches
+    `_linux_files` and `_elf`."""
 
     ctx: RuntimeContext
     elf_only: ClassVar[bool]
     linux_exit: ClassVar[str]
     linux_cmdline: ClassVar[str]
+    agent_channel: ClassVar[str]
     _linux_files: dict[str, tuple[Path, Path]]
     _elf: dict[Path, Path]
 
@@ -86,6 +88,8 @@ class VmBoot:
             line += f" vb.name={inst.name} vb.argv={argv} vb.exit={self.linux_exit}"
             if inst.extra.get("data_disk"):
                 line += " vb.data=vda"
+            if inst.spec.agent and self.agent_channel:
+                line += f" vb.agent={self.agent_channel}"
             if inst.spec.sysctls:  # the guest's own kernel takes every key
                 from virtbench.host import sysctl
 
