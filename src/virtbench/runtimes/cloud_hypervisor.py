@@ -26,9 +26,8 @@ from virtbench.host.unixhttp import SUN_PATH_MAX
 from virtbench.runtimes import vmm_api
 from virtbench.runtimes.agent import AGENT_PORT, GUEST_CID, HybridVsockAgent
 from virtbench.runtimes.base import Instance, which
-from virtbench.runtimes.controls import Snapshot
 from virtbench.runtimes.vm import Vm, VmOptions
-from virtbench.runtimes.vmm_api import ApiPause
+from virtbench.runtimes.vmm_api import ApiPause, ApiSnapshot
 
 WHO = "cloud-hypervisor"
 
@@ -47,17 +46,14 @@ class CloudHypervisorPause(ApiPause):
         vmm_api.call_at(self.rt.api_socket(inst), "PUT", path, None, WHO)
 
 
-class CloudHypervisorSnapshot(Snapshot):
-    """vm.pause, then vm.snapshot to `file://<image_dir>` (its config, state and memory),
-    then the VMM ended; restored by a new Cloud Hypervisor started with `--restore
-    source_url=file://<image_dir>`, then vm.resume (a restored VM starts paused)."""
-
-    copies = True  # each beats on its own console
-    rt: CloudHypervisor
+class CloudHypervisorSnapshot(ApiSnapshot):
+    """vm.pause, then vm.snapshot to `file://<image_dir>` (its config, state and memory);
+    restored by a new Cloud Hypervisor started with `--restore source_url=file://<dir>`,
+    then vm.resume in `_configure` (a restored VM starts paused)."""
 
     def problem(self) -> str | None:
-        if not self.rt.opts.api:
-            return "with api = false it has no API socket"
+        if (why := super().problem()) is not None:
+            return why
         from virtbench.host.facts import kvm_kind
 
         if kvm_kind() == "pvm":  # seen with Cloud Hypervisor 53 on such a host
@@ -65,20 +61,10 @@ class CloudHypervisorSnapshot(Snapshot):
                     "(KVM_GET_NESTED_STATE fails: invalid argument)")  # fmt: skip
         return None
 
-    def checkpoint(self, inst: Instance, image_dir: Path) -> None:
-        sock = self.rt.api_socket(inst)
+    def save(self, inst: Instance, sock: Path, image_dir: Path) -> None:
         vmm_api.call_at(sock, "PUT", "/api/v1/vm.pause", None, WHO)
         body = {"destination_url": f"file://{image_dir}"}
         vmm_api.call_at(sock, "PUT", "/api/v1/vm.snapshot", body, WHO, timeout=300)
-        self.rt.end_vmm(inst)
-
-    def restore(self, inst: Instance, image_dir: Path) -> None:
-        inst.extra["restore_from"] = image_dir
-        try:
-            self.rt.api_socket(inst).unlink(missing_ok=True)
-            self.rt.restart(inst)
-        finally:
-            inst.extra.pop("restore_from", None)
 
 
 class CloudHypervisor(Vm):
@@ -129,10 +115,7 @@ class CloudHypervisor(Vm):
         """A restored VM starts paused: resumed once its API answers."""
         if inst.extra.get("restore_from") is None:
             return
-        try:
-            conn = vmm_api.connect(self.api_socket(inst), inst.proc, WHO)
-        except InstanceError as exc:
-            raise InstanceError(f"{exc}: {inst.log_tail()}") from None
+        conn = vmm_api.connect_to(inst, self.api_socket(inst), WHO)
         try:
             vmm_api.call(conn, "PUT", "/api/v1/vm.resume", None, WHO)
         finally:

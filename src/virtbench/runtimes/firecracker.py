@@ -31,9 +31,8 @@ from virtbench.host.unixhttp import SUN_PATH_MAX
 from virtbench.runtimes import vmm_api
 from virtbench.runtimes.agent import AGENT_PORT, GUEST_CID, HybridVsockAgent
 from virtbench.runtimes.base import Instance, which
-from virtbench.runtimes.controls import Snapshot
 from virtbench.runtimes.vm import Vm, VmOptions
-from virtbench.runtimes.vmm_api import ApiPause
+from virtbench.runtimes.vmm_api import ApiPause, ApiSnapshot
 
 WHO = "firecracker"
 
@@ -52,34 +51,17 @@ class FirecrackerPause(ApiPause):
         vmm_api.call_at(self.rt.api_socket(inst), "PATCH", "/vm", body, WHO)
 
 
-class FirecrackerSnapshot(Snapshot):
+class FirecrackerSnapshot(ApiSnapshot):
     """A full snapshot (PUT /snapshot/create: the VM's state and its memory, two files)
-    of the paused VM, then the VMM ended; restored by a new Firecracker loading them
-    (PUT /snapshot/load, resumed at once). The memory file is mapped privately, so many
-    VMs restore from one snapshot."""
+    of the paused VM; restored by a new Firecracker loading them (PUT /snapshot/load in
+    `_configure`, resumed at once). The memory file is mapped privately, so many VMs
+    restore from one snapshot."""
 
-    copies = True  # each beats on its own console
-    rt: Firecracker
-
-    def problem(self) -> str | None:
-        return None if self.rt.opts.api else "with api = false it has no API socket"
-
-    def checkpoint(self, inst: Instance, image_dir: Path) -> None:
-        sock = self.rt.api_socket(inst)
+    def save(self, inst: Instance, sock: Path, image_dir: Path) -> None:
         vmm_api.call_at(sock, "PATCH", "/vm", {"state": "Paused"}, WHO)
         body = {"snapshot_type": "Full", "snapshot_path": str(image_dir / "vmstate"),
                 "mem_file_path": str(image_dir / "memory")}  # fmt: skip
         vmm_api.call_at(sock, "PUT", "/snapshot/create", body, WHO, timeout=300)
-        self.rt.end_vmm(inst)
-
-    def restore(self, inst: Instance, image_dir: Path) -> None:
-        """A new Firecracker, `image_dir` loaded through its API (in `_configure`)."""
-        inst.extra["restore_from"] = image_dir
-        try:
-            self.rt.api_socket(inst).unlink(missing_ok=True)
-            self.rt.restart(inst)
-        finally:
-            inst.extra.pop("restore_from", None)
 
 
 class Firecracker(Vm):
@@ -174,10 +156,7 @@ class Firecracker(Vm):
         """Its settings and InstanceStart over the API socket, or a snapshot loaded."""
         if not self.opts.api:
             return
-        try:
-            conn = vmm_api.connect(self._socket(inst), inst.proc, WHO)
-        except InstanceError as exc:
-            raise InstanceError(f"{exc}: {inst.log_tail()}") from None
+        conn = vmm_api.connect_to(inst, self._socket(inst), WHO)
         try:
             if (image := inst.extra.get("restore_from")) is not None:
                 body = {"snapshot_path": str(image / "vmstate"), "resume_vm": True,

@@ -1,7 +1,7 @@
 """A VMM's HTTP API on a unix socket (Firecracker's, Cloud Hypervisor's): connecting once
 the VMM has made its socket, one call at a time, and a refusal as an error carrying the
-VMM's own words. Pause, resume, snapshot and restore of both go through it, and the
-freezer is the way for a VMM started without a socket (`ApiPause`)."""
+VMM's own words. Pause, resume, snapshot and restore of both go through it (`ApiPause`,
+`ApiSnapshot`); the freezer is the way to pause a VMM started without a socket."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Any
 
 from virtbench.errors import InstanceError
 from virtbench.host.unixhttp import UnixHTTPConnection
-from virtbench.runtimes.controls import CgroupFreezer
+from virtbench.runtimes.controls import CgroupFreezer, Snapshot
 from virtbench.runtimes.model import Instance
 
 API_TIMEOUT_S = 10.0
@@ -36,6 +36,14 @@ def connect(sock: Path, vmm: subprocess.Popen | None, who: str,
             if time.monotonic() > deadline:
                 raise InstanceError(f"{who}: no API socket at {sock} after {timeout:g} s") from None
             time.sleep(0.0005)
+
+
+def connect_to(inst: Instance, sock: Path, who: str) -> UnixHTTPConnection:
+    """`connect` to the VMM `inst` just started; its failure says the console's tail."""
+    try:
+        return connect(sock, inst.proc, who)
+    except InstanceError as exc:
+        raise InstanceError(f"{exc}: {inst.log_tail()}") from None
 
 
 def call(conn: http.client.HTTPConnection, method: str, path: str,
@@ -102,3 +110,30 @@ class ApiPause(CgroupFreezer):
 
     def state(self, inst: Instance, paused: bool) -> None:
         raise NotImplementedError
+
+
+class ApiSnapshot(Snapshot):
+    """A VMM's snapshot through its API: the driver's calls save the paused VM's state and
+    memory to the directory (`save`), then the VMM is ended; a restore is a new VMM of the
+    driver's, told what to restore (`restore_from`, while its `_command` and
+    `_configure` run). Each copy restored beats on its own console."""
+
+    copies = True
+
+    def problem(self) -> str | None:
+        return None if self.rt.opts.api else "with api = false it has no API socket"
+
+    def checkpoint(self, inst: Instance, image_dir: Path) -> None:
+        self.save(inst, self.rt.api_socket(inst), image_dir)
+        self.rt.end_vmm(inst)
+
+    def save(self, inst: Instance, sock: Path, image_dir: Path) -> None:
+        raise NotImplementedError
+
+    def restore(self, inst: Instance, image_dir: Path) -> None:
+        inst.extra["restore_from"] = image_dir
+        try:
+            self.rt.api_socket(inst).unlink(missing_ok=True)
+            self.rt.restart(inst)
+        finally:
+            inst.extra.pop("restore_from", None)
