@@ -225,7 +225,10 @@ def restore_together(s: Session, copies: list[Instance], source: Instance, held:
 def estimate(cfg: SnapshotExperiment, cost: Costs) -> Estimate:
     """A checkpoint and a restore cost about a few launches, a copy about one."""
     t = cfg.runs * ((4 + cfg.restore_many) * cost.launch() + cfg.gone_s + 1)
-    return Estimate(2 * cfg.runs, t, f"{cfg.runs} x checkpoint and restore")
+    what = f"{cfg.runs} x checkpoint and restore"
+    if cfg.restore_many:
+        what += f", then {cfg.restore_many} copies restored at once"
+    return Estimate((2 + cfg.restore_many) * cfg.runs, t, what)
 
 
 TYPE = ExperimentType(
