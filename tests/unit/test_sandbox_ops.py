@@ -523,3 +523,22 @@ def test_cloud_hypervisor_pauses_and_snapshots_through_its_api(tmp_path, monkeyp
         ("PUT", "/api/v1/vm.snapshot", {"destination_url": f"file://{tmp_path / 'img'}"}),
         ("PUT", "/api/v1/vm.resume", None),
     ]
+
+
+def test_a_vms_image_counts_the_linux_guest_exec_boots(tmp_path, monkeypatch):
+    """guest = "auto" on the minimal artifact boots the minimal guest, and Linux for exec's
+    instances: the image size counts both when the run execs, the minimal kernel else."""
+    rootfs = tmp_path / "rootfs-minimal-0123"
+    (rootfs / "boot").mkdir(parents=True)
+    (rootfs / "boot" / "vb-minikernel").write_bytes(b"k" * 8192)
+    (tmp_path / "vmlinuz").write_bytes(b"l" * 65536)
+    (tmp_path / "initrd").write_bytes(b"i" * 32768)
+    cls = runtimes.get("firecracker")
+    for runs_commands, want in ((False, 8192), (True, 8192 + 65536 + 32768)):
+        ctx = SimpleNamespace(scratch=tmp_path, rootfs=rootfs, runs_commands=runs_commands,
+                              paths=SimpleNamespace(cache=tmp_path))  # fmt: skip
+        fc = cls(ctx, cls.Options(), "firecracker")
+        monkeypatch.setattr(fc, "_linux", lambda r: (tmp_path / "vmlinuz", tmp_path / "initrd"))
+        size, how = fc.image_size()
+        assert size == want, (runs_commands, size, how)
+        assert ("Linux" in how) == runs_commands

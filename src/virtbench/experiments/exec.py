@@ -53,6 +53,7 @@ class ExecExperiment(CommonExperiment):
     """Commands run in an already running instance: `count` times each per repetition,
     one that prints a line and one that writes `stdout_bytes` to standard output."""
 
+    RUNS_COMMANDS = True
     type: Literal["exec"]
     workload: Literal["sleep"] = "sleep"
     runs: int = Field(default=3, ge=1, le=1000)

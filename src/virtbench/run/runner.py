@@ -204,6 +204,7 @@ class Run:
         held.ctx = RuntimeContext(
             self.run_id, run_state, self.paths, self.layout, probe=held.probe,
             rootfs=artifact.path,
+            runs_commands=any(p.experiment.RUNS_COMMANDS for p in self.plan.parts),
         )  # fmt: skip
         held.drivers = {label: r.create(held.ctx) for label, r in self.plan.runtimes.items()}
         for label, drv in held.drivers.items():  # daemons, images: never inside a measurement

@@ -141,6 +141,7 @@ class RuntimeContext:
     probe: ProbeListener | None = None
     bridge: BridgeNetwork | None = None
     rootfs: Path | None = None  # the run's artifact rootfs, for engines that import it
+    runs_commands: bool = False  # the run execs into instances (a VM boots Linux for it)
     daemons: Daemons = field(init=False)
 
     def __post_init__(self) -> None:

@@ -363,4 +363,9 @@ class Vm(VmBoot, Native):
         if o.guest == "linux" or (o.guest == "auto" and servers):
             return du(*self._linux(self.ctx.rootfs)), "Linux kernel + initramfs du"
         kernel = self.ctx.rootfs / KERNEL
-        return (du(kernel), "guest kernel du") if kernel.exists() else None
+        if not kernel.exists():
+            return None
+        if o.guest == "auto" and self.ctx.runs_commands:  # exec's instances boot Linux
+            linux = du(*self._linux(self.ctx.rootfs))
+            return du(kernel) + linux, "guest kernel + Linux kernel + initramfs (exec's) du"
+        return du(kernel), "guest kernel du"

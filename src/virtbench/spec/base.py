@@ -36,6 +36,8 @@ class CommonExperiment(Model):
 
     # keys given one or the other (a quick form or a flag that sets one drops the other)
     EITHER: ClassVar[dict[str, str]] = {}
+    # it runs commands in running instances (exec): a VM boots its Linux guest for them
+    RUNS_COMMANDS: ClassVar[bool] = False
 
     runtimes: list[str] | None = None  # [] where a study skipped every one of them
     quick: dict[str, Any] = {}
