@@ -270,3 +270,38 @@ def test_runsc_own_network_stack_is_available_or_says_why(ctx, artifact):
         assert inst.address and rt.observe.exit_reason(inst) is None
     finally:
         rt.stop(inst)
+
+
+@pytest.mark.parametrize(("name", "rootfs", "security"), [
+    ("crun", "overlay", "engine-default"),
+    ("runc", "overlay", "engine-default"),
+    ("crun", "dir", "minimal"),
+])  # fmt: skip
+def test_oci_bundles_are_made_as_the_engines_make_theirs(name, rootfs, security, ctx, artifact):
+    """By default a crun or runc container's root is an overlay of its own (the artifact
+    below, its upper layer on disk) and its process runs under the engines' seccomp
+    filter, as the kernel reports them (its mount table, /proc/<pid>/status); `dir` and
+    `minimal` are the artifact's directory and no filter. Its overlay goes with it."""
+    from virtbench.runtimes import oci_rootfs
+
+    rt = driver(name, ctx, rootfs=rootfs, security=security)
+    s = spec(ctx, artifact, sleep, 40 + len(rootfs) + len(security), network="none")
+    inst = rt.start(s, detach=True)
+    try:
+        assert ctx.probe.wait(s.name, 30) is not None, inst.log_tail()
+        (pid,) = [p for p in cgroups.procs(ctx.layout, s.name) if comm(p) == "vb-sleep"]
+        status = dict(
+            ln.split(":", 1) for ln in Path(f"/proc/{pid}/status").read_text().splitlines()
+        )
+        assert status["Seccomp"].strip() == ("2" if security == "engine-default" else "0")
+        root = next(ln.split(" - ")[1].split()[0] for ln in
+                    Path(f"/proc/{pid}/mountinfo").read_text().splitlines()
+                    if ln.split()[4] == "/")  # fmt: skip
+        assert (root == "overlay") == (rootfs == "overlay"), root
+        merged, layers = oci_rootfs.merged_dir(ctx, inst), oci_rootfs.layer_dir(ctx, inst)
+        assert (merged.is_dir() and (layers / "upper").is_dir()) == (rootfs == "overlay")
+        assert rt.conditions()["security"] == security
+    finally:
+        rt.stop(inst)
+    assert not merged.exists() and not layers.exists()
+    assert not instance_leftovers(ctx.run_id)

@@ -51,3 +51,54 @@ def test_limits():
     assert cfg["linux"]["resources"]["pids"] == {"limit": 64}
     assert "memory" not in make()["linux"]["resources"]
     assert "pids" not in make()["linux"]["resources"]
+
+
+def test_the_engines_seccomp_template_is_filtered_as_the_engines_filter_it():
+    """A rule holds when the container has every capability and one architecture of its
+    `includes`, the kernel is new enough, and nothing of its `excludes` matches; the
+    architectures are the host's with its sub-architectures (the template's archMap)."""
+    from virtbench.runtimes.oci_security import seccomp
+
+    template = {
+        "defaultAction": "SCMP_ACT_ERRNO", "defaultErrnoRet": 38,
+        "archMap": [{"architecture": "SCMP_ARCH_X86_64", "subArchitectures": ["SCMP_ARCH_X86"]},
+                    {"architecture": "SCMP_ARCH_AARCH64", "subArchitectures": ["SCMP_ARCH_ARM"]}],
+        "syscalls": [
+            {"names": ["read", "write"], "action": "SCMP_ACT_ALLOW", "args": []},
+            {"names": ["arch_prctl"], "action": "SCMP_ACT_ALLOW",
+             "includes": {"arches": ["amd64"]}},
+            {"names": ["breakpoint"], "action": "SCMP_ACT_ALLOW", "includes": {"arches": ["arm"]}},
+            {"names": ["chroot"], "action": "SCMP_ACT_ALLOW",
+             "includes": {"caps": ["CAP_SYS_CHROOT"]}},
+            {"names": ["chroot"], "action": "SCMP_ACT_ERRNO", "errnoRet": 1,
+             "excludes": {"caps": ["CAP_SYS_CHROOT"]}},
+            {"names": ["bpf"], "action": "SCMP_ACT_ALLOW", "includes": {"caps": ["CAP_SYS_ADMIN"]}},
+            {"names": ["new_call"], "action": "SCMP_ACT_ALLOW", "includes": {"minKernel": "6.3"}},
+            {"names": ["personality"], "action": "SCMP_ACT_ALLOW",
+             "args": [{"index": 0, "value": 8, "valueTwo": 0, "op": "SCMP_CMP_EQ"}]},
+        ],
+    }  # fmt: skip
+    got = seccomp(template, ["CAP_SYS_CHROOT", "CAP_KILL"], "x86_64", "6.1.0-56-cloud-amd64")
+    assert got["defaultAction"] == "SCMP_ACT_ERRNO" and got["defaultErrnoRet"] == 38
+    assert got["architectures"] == ["SCMP_ARCH_X86_64", "SCMP_ARCH_X86"]
+    names = [(c["names"][0], c["action"]) for c in got["syscalls"]]
+    assert names == [("read", "SCMP_ACT_ALLOW"), ("arch_prctl", "SCMP_ACT_ALLOW"),
+                     ("chroot", "SCMP_ACT_ALLOW"), ("personality", "SCMP_ACT_ALLOW")]  # fmt: skip
+    assert got["syscalls"][-1]["args"][0]["value"] == 8 and "args" not in got["syscalls"][0]
+    without = seccomp(template, ["CAP_KILL"], "x86_64", "6.4.0")  # no CAP_SYS_CHROOT; newer
+    calls = {c["names"][0]: c for c in without["syscalls"]}
+    assert calls["chroot"]["action"] == "SCMP_ACT_ERRNO" and calls["chroot"]["errnoRet"] == 1
+    assert "new_call" in calls and "bpf" not in calls
+
+
+def test_the_host_security_module_is_read_from_securityfs_or_the_modules(tmp_path):
+    from virtbench.host.facts import lsm
+
+    sec, sysfs = tmp_path / "security", tmp_path / "sys"
+    sec.mkdir()
+    assert lsm(sec, sysfs) == "none"  # no securityfs, no module switches
+    (sysfs / "module/apparmor/parameters").mkdir(parents=True)
+    (sysfs / "module/apparmor/parameters/enabled").write_text("Y\n")
+    assert lsm(sec, sysfs) == "apparmor"
+    (sec / "lsm").write_text("lockdown,capability,landlock,yama,selinux,bpf\n")
+    assert lsm(sec, sysfs) == "selinux"  # securityfs, when mounted, is what is active

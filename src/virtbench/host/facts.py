@@ -99,6 +99,25 @@ def tool_version(argv: list[str]) -> str | None:
     return text[0] if text else None
 
 
+def lsm(security: Path = Path("/sys/kernel/security"), sys: Path = Path("/sys")) -> str:
+    """The host's security module that confines containers: "apparmor", "selinux" or
+    "none". From securityfs's list of active modules, else (securityfs not mounted) the
+    modules' own switches."""
+    try:
+        active = (security / "lsm").read_text().strip().split(",")
+    except OSError:
+        active = []
+    try:
+        apparmor = (sys / "module/apparmor/parameters/enabled").read_text().strip() == "Y"
+    except OSError:
+        apparmor = False
+    if "apparmor" in active or (not active and apparmor):
+        return "apparmor"
+    if "selinux" in active or (not active and (sys / "fs/selinux/enforce").exists()):
+        return "selinux"
+    return "none"
+
+
 TOOLS = {
     "musl-gcc": None,  # the guest compiler: presence only
     "hyperfine": ["hyperfine", "--version"],
@@ -129,6 +148,7 @@ def snapshot(runtime_versions: dict[str, str]) -> dict:
         "memory_bytes": vm.total,
         "swap_bytes": sw.total,
         "kvm": kvm_kind(),
+        "lsm": lsm(),
         "cgroup_version": {1: "v1 (hybrid)" if layout.unified else "v1", 2: "v2"}.get(
             layout.version, "none"
         ),

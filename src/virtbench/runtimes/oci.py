@@ -1,8 +1,13 @@
-"""Shared driver for low-level OCI runtimes (runc, crun): bundles virtbench writes itself.
+"""Shared driver for low-level OCI runtimes (runc, crun, runsc): bundles virtbench writes
+itself.
 
-Each instance gets a bundle `<state>/bundles/<name>/config.json` (OCI runtime spec
-1.0) whose root is the artifact's rootfs, read-only and shared by every instance, so
-creating a bundle costs one small file. Detached instances are started with `run -d`
+Each instance gets a bundle `<state>/bundles/<name>/config.json` (OCI runtime spec 1.0).
+By default it is made as the container engines make theirs (options `rootfs` and
+`security`): its root an overlay of the artifact's rootfs with an upper layer of its own
+on disk (oci_rootfs.py), confined by the engines' default seccomp filter and, where the
+host enables AppArmor, their profile (oci_security.py). `rootfs = "dir"` shares the
+artifact's directory read-only instead, and `security = "minimal"` keeps capabilities,
+no-new-privileges and masked paths only. Detached instances are started with `run -d`
 (no monitor process stays behind); foreground ones with `run`, which deletes the
 container when it exits. Stopping is `delete --force`.
 """
@@ -11,13 +16,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from virtbench.errors import InstanceError, VirtbenchError
 from virtbench.host import cgroups, proc
-from virtbench.runtimes import launcher
+from virtbench.runtimes import launcher, oci_rootfs, oci_security
 from virtbench.runtimes.base import (
     Availability,
     Family,
@@ -47,6 +52,15 @@ CAPS = [
     "CAP_KILL",
     "CAP_AUDIT_WRITE",
 ]
+
+
+class OciOptions(BaseModel):
+    """How a bundle is made: as the engines make theirs (the defaults), or plainly."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    rootfs: Literal["overlay", "dir"] = "overlay"
+    security: Literal["engine-default", "minimal"] = "engine-default"
 
 
 MASKED_PATHS = ["/proc/kcore", "/proc/keys", "/proc/timer_list", "/sys/firmware"]
@@ -116,13 +130,15 @@ def _process(inst: Instance) -> dict[str, Any]:
     }
 
 
-def bundle_config(inst: Instance, run_id: str, network: str, netns: Path | None) -> dict[str, Any]:
-    """The config.json for `inst` (pure: easy to test against the spec)."""
+def bundle_config(inst: Instance, run_id: str, network: str, netns: Path | None,
+                  root: Path | None = None) -> dict[str, Any]:  # fmt: skip
+    """The config.json for `inst` (pure: easy to test against the spec): its root the
+    artifact's directory, read-only, or `root` (its own overlay), writable."""
     spec = inst.spec
     return {
         "ociVersion": OCI_VERSION,
         "process": _process(inst),
-        "root": {"path": str(spec.rootfs), "readonly": True},
+        "root": {"path": str(root or spec.rootfs), "readonly": root is None},
         "hostname": spec.name,
         "mounts": _mounts(inst.binds),
         "annotations": {"org.virtbench.run": run_id, "org.virtbench.instance": spec.name},
@@ -190,9 +206,22 @@ class OciRuntime(Runtime):
     package: ClassVar[str]
     start_timeout: ClassVar[float] = 60.0
     detach_flag: ClassVar[str] = "-d"
+    Options: ClassVar[type[BaseModel]] = OciOptions
     Exec = OciExec
     Pause = OciPause
     Snapshot = OciSnapshot
+
+    @property
+    def oci_opts(self) -> OciOptions:
+        assert isinstance(self.options, OciOptions)
+        return self.options
+
+    def conditions(self) -> dict[str, Any]:
+        """Its storage and confinement, beside every figure."""
+        o = self.oci_opts
+        root = {"rootfs": "overlay (artifact lower, upper on disk)" if o.rootfs == "overlay"
+                else "dir (the artifact, read-only, shared)"}  # fmt: skip
+        return {**root, **oci_security.conditions(o.security, tuple(CAPS))}
 
     @classmethod
     def available(cls, options: BaseModel | None = None) -> Availability:
@@ -206,6 +235,9 @@ class OciRuntime(Runtime):
         except Exception as exc:
             return Availability(False, reason=f"{cls.binary} --version failed: {exc}")
         version = out.splitlines()[0].split()[-1] if out.strip() else "?"
+        o = options if isinstance(options, OciOptions) else OciOptions()
+        if o.security == "engine-default" and (why := oci_security.problem()) is not None:
+            return Availability(False, reason=why, fix='or security = "minimal"')
         return Availability(True, version=version)
 
     def _bundle_dir(self, inst: Instance) -> Path:
@@ -218,8 +250,19 @@ class OciRuntime(Runtime):
         self.ctx.state.record("container", inst.name, runtime=self.binary)
         self.ctx.state.record("cgroup", inst.name)
         bundle.mkdir(parents=True, exist_ok=True)
-        config = bundle_config(inst, self.ctx.run_id, network, inst.netns)
+        o = self.oci_opts
+        root = oci_rootfs.mount_overlay(self.ctx, inst) if o.rootfs == "overlay" else None
+        config = bundle_config(inst, self.ctx.run_id, network, inst.netns, root)
+        if o.security == "engine-default":
+            self.confine(config)
         (bundle / "config.json").write_text(json.dumps(config))
+
+    def confine(self, config: dict[str, Any]) -> None:
+        """The engines' default confinement: their seccomp filter, and their AppArmor
+        profile where one is loaded."""
+        config["linux"]["seccomp"] = oci_security.engine_seccomp(tuple(CAPS))[0]
+        if (profile := oci_security.apparmor_profile()) is not None:
+            config["process"]["apparmorProfile"] = profile
 
     def global_args(self, inst: Instance) -> list[str]:
         """Flags before the subcommand (runsc's platform and network)."""
@@ -250,6 +293,8 @@ class OciRuntime(Runtime):
         if res.returncode != 0 and inst.name in self.list_instances():
             raise InstanceError(f"{self.binary} delete {inst.name}: {res.brief()}")
         remove_tree(self._bundle_dir(inst))
+        if self.oci_opts.rootfs == "overlay":
+            oci_rootfs.remove_overlay(self.ctx, inst)
 
     # --- pause and checkpoint (OciPause, OciSnapshot) --------------------------------
     def _control(self, inst: Instance, *args: str, timeout: float = 60) -> None:

@@ -19,20 +19,18 @@ from __future__ import annotations
 import functools
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
 from virtbench.errors import SpecError, VirtbenchError
 from virtbench.host import proc
 from virtbench.host.facts import kvm_kind
 from virtbench.runtimes.base import Availability, Family, Instance
-from virtbench.runtimes.oci import OciRuntime, OciSnapshot
+from virtbench.runtimes.oci import OciOptions, OciRuntime, OciSnapshot
 
 
-class RunscOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+class RunscOptions(OciOptions):
     platform: Literal["ptrace", "kvm", "systrap"] = "ptrace"
     netstack: Literal["host", "gvisor"] = "host"
 
@@ -112,6 +110,15 @@ class Runsc(OciRuntime):
                 fix='netstack = "host" (the network namespace\'s Linux stack)',
             )
         return avail
+
+    def conditions(self) -> dict[str, Any]:
+        """As any OCI runtime's; the engines' seccomp filter is in its bundle, as Docker
+        hands it to runsc, which does not apply it (its Sentry filters its own calls to
+        the host) unless given --oci-seccomp."""
+        out = super().conditions()
+        if out.get("security") == "engine-default":
+            out["seccomp"] += " (in the bundle; runsc applies it only with --oci-seccomp)"
+        return out
 
     def effective_network(self, requested: str) -> str:
         network = super().effective_network(requested)
