@@ -245,7 +245,24 @@ def _print_counts(rows: list[Row], sides: _Sides) -> dict[str, int]:
     for side, samples in (("A", sides.a), ("B", sides.b)):
         for level, message in trust_notes(samples):
             out.print(f"{side}: {level}: {escape(message)}", soft_wrap=True)
+    _print_conditions(sides)
     return n
+
+
+def _print_conditions(sides: _Sides) -> None:
+    """Each side's conditions, and a warning when they differ."""
+    from virtbench.report import conditions
+
+    got = []
+    for side, samples in (("A", sides.a), ("B", sides.b)):
+        conds = conditions.of_runtimes(samples)
+        merged = {k: v for c in conds.values() for k, v in c.items()}  # one runtime a side
+        for runtime, c in conds.items():
+            out.print(f"[dim]{side} conditions: {escape(conditions.line(runtime, c))}[/]",
+                      soft_wrap=True)  # fmt: skip
+        got.append(merged)
+    if (said := conditions.warning(sides.name_a, got[0], sides.name_b, got[1])) is not None:
+        out.print(f"warning: {escape(said)}", soft_wrap=True)
 
 
 def _exit_on(fail_on: str, n: dict[str, int], n_rows: int) -> None:

@@ -21,7 +21,7 @@ from virtbench.cli.common import (
     print_table,
     read_results,
 )
-from virtbench.report import twocpu
+from virtbench.report import conditions, twocpu
 from virtbench.report.hosts import named_line
 from virtbench.store import Store
 from virtbench.store.frame import Frame
@@ -107,6 +107,9 @@ def print_run(store: Store, run_id: str, wide: bool = False) -> Frame | list[Any
         )
     for label, named in (env or {}).get("named_runtimes", {}).items():
         out.print(f"[dim]{escape(named_line(label, named))}[/]", soft_wrap=True)
+    for level, text in conditions.shown(samples):
+        style = "dim" if level == "conditions" else "default"
+        out.print(f"[{style}]{level}: {escape(text)}[/]", soft_wrap=True)
     for art in record.artifacts:
         size = f"{art['disk_bytes'] / 1024:.0f} KiB on disk"
         out.print(f"[dim]artifact {art['name']} {art['digest'][:16]}: {size}[/]")

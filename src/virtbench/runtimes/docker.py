@@ -145,6 +145,10 @@ class Docker(Engine):
         return Availability(True, version=str(info.get("ServerVersion", "?")))
 
     # --- the engine -------------------------------------------------------------------
+    def storage_driver(self) -> str:
+        """The dockerd virtbench starts stores containers with its config's driver."""
+        return str(daemon_config(self.ctx.scratch)["storage-driver"])
+
     def _connect(self) -> None:
         config = self.ctx.scratch / "dockerd.json"
         config.write_text(json.dumps(daemon_config(self.ctx.scratch)))

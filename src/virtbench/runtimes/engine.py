@@ -62,7 +62,19 @@ class Engine(Runtime):
     def run_label(self) -> str:
         return f"{LABEL}={self.ctx.run_id}"
 
+    def conditions(self) -> dict[str, Any]:
+        """Its storage (the engine's storage driver: overlay2 and podman's overlay are both
+        an overlay per container) and its confinement (the engine's own defaults)."""
+        driver = self.storage_driver()
+        kind = "overlay" if driver.startswith("overlay") else driver
+        return {"rootfs": f"{kind} ({self.name}'s {driver} storage driver)",
+                "security": f"engine-default ({self.name}'s own seccomp profile)"}  # fmt: skip
+
     # --- what engine drivers provide --------------------------------------------------
+    def storage_driver(self) -> str:
+        """The engine's storage driver (asked once)."""
+        return "unknown"
+
     @abstractmethod
     def _connect(self) -> None:
         """Reach the engine (start its daemon, write its config)."""

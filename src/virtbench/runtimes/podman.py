@@ -154,6 +154,14 @@ class Podman(Engine):
         return Availability(True, version=res.stdout.split()[-1])
 
     # --- helpers -------------------------------------------------------------------
+    def storage_driver(self) -> str:
+        """Its storage's graph driver, as `podman info` says (asked once)."""
+        if "storage_driver_name" not in vars(self):
+            res = self._run("info", "--format", "{{.Store.GraphDriverName}}", timeout=60,
+                            check=False)  # fmt: skip
+            self.storage_driver_name = res.stdout.strip() if res.returncode == 0 else "unknown"
+        return self.storage_driver_name
+
     def podman_argv(self, *args: str) -> list[str]:
         """`podman` with this label's OCI runtime (and runsc's flags), then `args`."""
         argv = ["podman", f"--runtime={self.options.oci_runtime}"]

@@ -1,0 +1,77 @@
+"""The conditions a runtime's figures were taken under, as its samples' params record
+them (an OCI bundle's storage and confinement, a VM's firmware), shown beside the figures,
+and a warning when two runtimes compared differ in them: their difference then mixes the
+runtime with its conditions."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from virtbench.store.frame import Frame, as_frame
+from virtbench.store.records import Sample
+
+# what a runtime's conditions() records (runtimes/oci.py, oci_security.py, qemu.py)
+KEYS = ("rootfs", "security", "seccomp", "lsm", "firmware")
+COMPARED = ("rootfs", "security", "firmware")  # a difference in these is warned of
+
+
+def of_runtimes(samples: Frame | Iterable[Sample]) -> dict[str, dict[str, str]]:
+    """Per runtime, the conditions its samples record (each key's first value)."""
+    frame = as_frame(samples)
+    if not len(frame):
+        return {}
+    runtimes = frame.column("runtime")
+    out: dict[str, dict[str, str]] = {}
+    for key in KEYS:
+        values = frame.param(key)
+        for runtime, value in zip(runtimes, values, strict=True):
+            if value is not None:
+                out.setdefault(str(runtime), {}).setdefault(key, str(value))
+    return out
+
+
+def line(runtime: str, conditions: dict[str, str]) -> str:
+    """`crun: rootfs overlay (...), security engine-default (seccomp ..., lsm none)`"""
+    parts = []
+    if "rootfs" in conditions:
+        parts.append(f"rootfs {conditions['rootfs']}")
+    if "security" in conditions:
+        detail = [f"{k} {conditions[k]}" for k in ("seccomp", "lsm") if k in conditions]
+        parts.append(f"security {conditions['security']}" + (f" ({', '.join(detail)})"
+                                                             if detail else ""))  # fmt: skip
+    if "firmware" in conditions:
+        parts.append(f"firmware {conditions['firmware']}")
+    return f"{runtime}: " + ", ".join(parts)
+
+
+def differences(a: dict[str, str], b: dict[str, str]) -> list[str]:
+    """The compared conditions both record and differ in, by kind (their first word:
+    "overlay" for virtbench's overlay and an engine's overlay2 driver alike)."""
+    return [k for k in COMPARED if k in a and k in b and kind(a[k]) != kind(b[k])]
+
+
+def kind(value: str) -> str:
+    return value.split()[0] if value.split() else value
+
+
+def warning(name_a: str, a: dict[str, str], name_b: str, b: dict[str, str]) -> str | None:
+    """One line when two compared runtimes' conditions differ, else None."""
+    keys = differences(a, b)
+    if not keys:
+        return None
+    said = "; ".join(f"{k}: {kind(a[k])} vs {kind(b[k])}" for k in keys)
+    return (f"{name_a} and {name_b} ran under different conditions ({said}): a difference "
+            "between them is the runtime's and its conditions' together")  # fmt: skip
+
+
+def shown(samples: Frame | Iterable[Sample]) -> list[tuple[str, str]]:
+    """(level, line) for `show`: each runtime's conditions, then a warning per pair of
+    runtimes that differ in them."""
+    conds = of_runtimes(samples)
+    out = [("conditions", line(r, c)) for r, c in conds.items()]
+    names = list(conds)
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            if (said := warning(a, conds[a], b, conds[b])) is not None:
+                out.append(("warning", said))
+    return out

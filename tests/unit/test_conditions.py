@@ -1,0 +1,44 @@
+"""The conditions each runtime's figures were taken under, as its samples record them,
+shown beside them, and a warning when two compared runtimes differ in them."""
+
+from __future__ import annotations
+
+from virtbench.report import conditions
+from virtbench.store.records import Sample
+
+
+def smp(runtime: str, **params: str) -> Sample:
+    return Sample(experiment="boot", metric="boot.spawn_to_ready", value=10.0, unit="ms",
+                  direction="lower", runtime=runtime, workload="sleep", repetition=0,
+                  params={"network": "none", **params})  # fmt: skip
+
+
+CRUN = {"rootfs": "overlay (artifact lower, upper on disk)", "security": "engine-default",
+        "seccomp": "/usr/share/containers/seccomp.json sha256:cc37", "lsm": "none"}  # fmt: skip
+PLAIN = {"rootfs": "dir (the artifact, read-only, shared)", "security": "minimal",
+         "seccomp": "none"}  # fmt: skip
+DOCKER = {"rootfs": "overlay (docker's overlay2 storage driver)",
+          "security": "engine-default (docker's own seccomp profile)"}  # fmt: skip
+
+
+def test_each_runtime_shows_its_conditions_and_differences_are_warned_of():
+    samples = [smp("crun", **CRUN), smp("crun", **CRUN), smp("crun-plain", **PLAIN),
+               smp("docker", **DOCKER), smp("native")]  # fmt: skip
+    got = conditions.shown(samples)
+    lines = [t for level, t in got if level == "conditions"]
+    assert lines[0].startswith(
+        "crun: rootfs overlay (artifact lower, upper on disk), security "
+        "engine-default (seccomp /usr/share/containers/seccomp.json"
+    )
+    assert lines[1] == ("crun-plain: rootfs dir (the artifact, read-only, shared), security "
+                        "minimal (seccomp none)")  # fmt: skip
+    assert len(lines) == 3  # native records none
+    warned = [t for level, t in got if level == "warning"]
+    # crun and docker: both an overlay per container, both the engines' default
+    assert len(warned) == 2 and all("crun-plain" in w for w in warned), warned
+    assert "rootfs: overlay vs dir; security: engine-default vs minimal" in warned[0]
+
+
+def test_a_runtime_without_recorded_conditions_is_not_warned_of():
+    assert conditions.warning("native", {}, "crun", CRUN) is None
+    assert conditions.differences({"firmware": "qboot"}, {"firmware": "seabios"}) == ["firmware"]
