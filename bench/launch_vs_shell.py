@@ -59,7 +59,9 @@ TARGET = 1.2
 
 def spec_text(n: int) -> str:
     return (
-        'name = "launch-vs-shell"\nruntimes = ["crun"]\n[[experiment]]\n'
+        'name = "launch-vs-shell"\nruntimes = ["crun"]\n'
+        # the shell's bundles are the plain ones (shell_sleepers.py): virtbench's too
+        '[runtime.crun]\nrootfs = "dir"\nsecurity = "minimal"\n[[experiment]]\n'
         'type = "scalability"\nworker = "boot"\nbackground = "sleep"\n'
         'background_network = "none"\n'
         f"instances = {n}\ninstances_per_benchmark = {n}\n"

@@ -3,8 +3,9 @@ benchmarks of virtbench's own overhead (launch_vs_shell.py, sampler_cpu.py).
 
 Each sleeper is what virtbench's scalability experiment starts in the background:
 `vb-sleep unix:/run/vb/probe.sock NAME` in a bundle whose config.json is
-virtbench's own (`oci.bundle_config`, network "none", the run's probe socket directory
-bind-mounted at /run/vb), named `vb-<run-id>-s<i>` and recorded in a RunState ledger
+virtbench's own plain one (`oci.bundle_config`: `rootfs = "dir"` and `security =
+"minimal"`, which the benchmarks' specs give virtbench's side too; network "none", the
+run's probe socket directory bind-mounted at /run/vb), named `vb-<run-id>-s<i>` and recorded in a RunState ledger
 before anything is created.
 
 `start()` times, from just before bash is spawned:
