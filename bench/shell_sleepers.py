@@ -5,8 +5,8 @@ Each sleeper is what virtbench's scalability experiment starts in the background
 `vb-sleep unix:/run/vb/probe.sock NAME` in a bundle whose config.json is
 virtbench's own plain one (`oci.bundle_config`: `rootfs = "dir"` and `security =
 "minimal"`, which the benchmarks' specs give virtbench's side too; network "none", the
-run's probe socket directory bind-mounted at /run/vb), named `vb-<run-id>-s<i>` and recorded in a RunState ledger
-before anything is created.
+run's probe socket directory bind-mounted at /run/vb), named `vb-<run-id>-s<i>` and
+recorded in a RunState ledger before anything is created.
 
 `start()` times, from just before bash is spawned:
   - one `mkdir` of every bundle directory (the loop needs them; one process, not N),
