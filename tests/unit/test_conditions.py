@@ -3,6 +3,8 @@ shown beside them, and a warning when two compared runtimes differ in them."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from virtbench.report import conditions
 from virtbench.store.records import Sample
 
@@ -42,3 +44,24 @@ def test_each_runtime_shows_its_conditions_and_differences_are_warned_of():
 def test_a_runtime_without_recorded_conditions_is_not_warned_of():
     assert conditions.warning("native", {}, "crun", CRUN) is None
     assert conditions.differences({"firmware": "qboot"}, {"firmware": "seabios"}) == ["firmware"]
+
+
+def test_the_report_shows_each_runtimes_conditions_and_warns_of_differences(tmp_path):
+    from typer.testing import CliRunner
+
+    from virtbench.cli import app
+    from virtbench.store import Store
+
+    store = Store(tmp_path)
+    store.create_run("ccccc9", "conds", ["virtbench", "run", "conds.toml"], {"name": "conds"})
+    for runtime, params in (("crun", CRUN), ("crun-plain", PLAIN)):
+        for rep in range(3):
+            store.add_sample("ccccc9", dataclasses.replace(smp(runtime, **params),
+                                                           repetition=rep))  # fmt: skip
+    store.finish_run("ccccc9", "completed")
+    out = tmp_path / "r.html"
+    res = CliRunner().invoke(app, ["report", "ccccc9", "-o", str(out), "--results", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    page = out.read_text()
+    assert "<td>conditions</td><td>crun-plain: rootfs dir (the artifact, read-only" in page
+    assert "<strong>crun and crun-plain ran under different conditions (rootfs: overlay " in page

@@ -26,9 +26,9 @@ import numpy as np
 from virtbench import __version__
 from virtbench.analysis.stats import DESMET_BANDS
 from virtbench.report import compare as cmp
+from virtbench.report import conditions, twocpu
 from virtbench.report import hosts as hostsmod
 from virtbench.report import plots as plotmod
-from virtbench.report import twocpu
 from virtbench.report.answers import answers
 from virtbench.report.cells import bounded_note
 from virtbench.report.desmet import desmet
@@ -159,6 +159,7 @@ def run_section(store: Store, run: RunRecord, opts: Options) -> dict[str, Any]:
             "warmups": int(np.sum(f.warmup)),
             "failed": int(np.sum(f.failed & ~f.warmup)),
         },
+        "conditions": conditions.shown(f),
         "answers": [(a.question, a.line()) for a in answers(f)],
         "warnings": ranked(warnings(f, store.events(run.id), opts.cv_warn)),
         "tables": [from_rich(t) for t in experiment_tables(run, f, True, seen)],
