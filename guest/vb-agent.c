@@ -26,6 +26,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "vb-hex.h"
+
 #ifndef AF_VSOCK
 #define AF_VSOCK 40
 #endif
@@ -96,15 +98,6 @@ static int read_line(char *line, size_t size)
 		if (len + 1 < size)
 			line[len++] = c;
 	}
-}
-
-static int unhex(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
 }
 
 static int decode(char *hex, char **argv)

@@ -51,6 +51,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "vb-hex.h"
+
 #define MAX_ARGS 256
 #define EX_SETUP 70
 #define ISA_DEBUG_EXIT 0xf4
@@ -261,15 +263,6 @@ static void configure_network(void)
 			fail("default route: %s", strerror(errno));
 	}
 	close(fd);
-}
-
-static int unhex(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
 }
 
 /* vb.argv: hex of "arg0\0arg1\0...", decoded in place into argv. */

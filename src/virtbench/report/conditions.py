@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+import numpy as np
+
 from virtbench.store.frame import Frame, as_frame
 from virtbench.store.records import Sample
 
@@ -16,17 +18,21 @@ COMPARED = ("rootfs", "security", "firmware")  # a difference in these is warned
 
 
 def of_runtimes(samples: Frame | Iterable[Sample]) -> dict[str, dict[str, str]]:
-    """Per runtime, the conditions its samples record (each key's first value)."""
+    """Per runtime, the conditions its samples record (each key's first value): read
+    once per distinct (runtime, params) pair, not per sample."""
     frame = as_frame(samples)
     if not len(frame):
         return {}
-    runtimes = frame.column("runtime")
+    pairs = np.stack([frame.codes["runtime"], frame.codes["params"]], axis=1)
+    _, first = np.unique(pairs, axis=0, return_index=True)
     out: dict[str, dict[str, str]] = {}
-    for key in KEYS:
-        values = frame.param(key)
-        for runtime, value in zip(runtimes, values, strict=True):
-            if value is not None:
-                out.setdefault(str(runtime), {}).setdefault(key, str(value))
+    for runtime_code, params_code in pairs[np.sort(first)]:
+        params = frame.params_of(int(params_code))
+        got = {k: str(params[k]) for k in KEYS if params.get(k) is not None}
+        if got:
+            mine = out.setdefault(frame.labels["runtime"][runtime_code], {})
+            for k, v in got.items():
+                mine.setdefault(k, v)
     return out
 
 

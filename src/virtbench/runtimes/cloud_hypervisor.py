@@ -21,8 +21,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from virtbench.errors import InstanceError
-from virtbench.host.unixhttp import SUN_PATH_MAX
 from virtbench.runtimes import vmm_api
 from virtbench.runtimes.agent import AGENT_PORT, GUEST_CID, HybridVsockAgent
 from virtbench.runtimes.base import Instance, which
@@ -95,12 +93,8 @@ class CloudHypervisor(Vm):
 
     def _prepare(self, inst: Instance) -> None:
         super()._prepare(inst)
-        sock = self.api_socket(inst)
-        if self.opts.api and len(bytes(sock)) > SUN_PATH_MAX:
-            raise InstanceError(f"cloud-hypervisor: API socket path {sock} is longer than "
-                                f"{SUN_PATH_MAX} bytes; set VIRTBENCH_STATE_DIR to a shorter "
-                                "directory")  # fmt: skip
-        sock.unlink(missing_ok=True)
+        if self.opts.api:
+            vmm_api.fresh_socket(self.api_socket(inst), WHO)
 
     def _api(self, inst: Instance) -> list[str]:
         return ["--api-socket", f"path={self.api_socket(inst)}"] if self.opts.api else []

@@ -26,8 +26,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from virtbench.errors import InstanceError
-from virtbench.host.unixhttp import SUN_PATH_MAX
 from virtbench.runtimes import vmm_api
 from virtbench.runtimes.agent import AGENT_PORT, GUEST_CID, HybridVsockAgent
 from virtbench.runtimes.base import Instance, which
@@ -84,12 +82,9 @@ class Firecracker(Vm):
         assert isinstance(self.options, FirecrackerOptions)
         return self.options
 
-    def _socket(self, inst: Instance) -> Path:
-        return self.ctx.scratch / f"{inst.name}.sock"
-
     def api_socket(self, inst: Instance) -> Path:
-        """Its API socket (pause and snapshot go through it)."""
-        return self._socket(inst)
+        """Its API socket (configuration, pause and snapshot go through it)."""
+        return self.ctx.scratch / f"{inst.name}.sock"
 
     def vsock_path(self, inst: Instance) -> Path:
         """The unix socket of its vsock device (exec reaches vb-agent through it)."""
@@ -126,12 +121,7 @@ class Firecracker(Vm):
 
     def _prepare(self, inst: Instance) -> None:
         super()._prepare(inst)
-        sock = self._socket(inst)
-        if len(bytes(sock)) > SUN_PATH_MAX:
-            raise InstanceError(f"firecracker: API socket path {sock} is longer than "
-                                f"{SUN_PATH_MAX} bytes; set VIRTBENCH_STATE_DIR to a shorter "
-                                "directory")  # fmt: skip
-        sock.unlink(missing_ok=True)
+        vmm_api.fresh_socket(self.api_socket(inst), WHO)
         settings = self._settings(inst)  # untimed: the launch only sends them
         if self.opts.api:
             inst.extra["fc_settings"] = settings
@@ -149,14 +139,14 @@ class Firecracker(Vm):
         argv = [which(binary) or binary, "--id", inst.name, "--level", "Warning",
                 "--log-path", str(log)]  # fmt: skip
         if self.opts.api:
-            return [*argv, "--api-sock", str(self._socket(inst))]
+            return [*argv, "--api-sock", str(self.api_socket(inst))]
         return [*argv, "--no-api", "--config-file", str(self._config(inst))]
 
     def _configure(self, inst: Instance) -> None:
         """Its settings and InstanceStart over the API socket, or a snapshot loaded."""
         if not self.opts.api:
             return
-        conn = vmm_api.connect_to(inst, self._socket(inst), WHO)
+        conn = vmm_api.connect_to(inst, self.api_socket(inst), WHO)
         try:
             if (image := inst.extra.get("restore_from")) is not None:
                 body = {"snapshot_path": str(image / "vmstate"), "resume_vm": True,
@@ -173,5 +163,5 @@ class Firecracker(Vm):
     def _stop(self, inst: Instance) -> None:
         super()._stop(inst)
         with contextlib.suppress(OSError):
-            self._socket(inst).unlink(missing_ok=True)
+            self.api_socket(inst).unlink(missing_ok=True)
             self.vsock_path(inst).unlink(missing_ok=True)

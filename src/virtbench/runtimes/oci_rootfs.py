@@ -19,7 +19,7 @@ from pathlib import Path
 from virtbench.errors import InstanceError, VirtbenchError
 from virtbench.host import proc
 from virtbench.runtimes.model import Instance, RuntimeContext
-from virtbench.runtimes.traces import unmount
+from virtbench.runtimes.traces import mount_points, unmount
 
 
 def merged_dir(ctx: RuntimeContext, inst: Instance) -> Path:
@@ -52,7 +52,7 @@ def remove_overlay(ctx: RuntimeContext, inst: Instance) -> None:
     that will not go is an InstanceError; `clean` finds it later by its place."""
     merged, layers = merged_dir(ctx, inst), layer_dir(ctx, inst)
     if merged.exists():
-        errors = unmount([str(merged)]) if _mounted(merged) else []
+        errors = unmount([str(merged)]) if str(merged) in mount_points() else []
         if errors:
             raise InstanceError(f"{inst.name}: {errors[0]}")
         merged.rmdir()
@@ -62,9 +62,3 @@ def remove_overlay(ctx: RuntimeContext, inst: Instance) -> None:
             d.rmdir()
         except OSError:
             break
-
-
-def _mounted(path: Path) -> bool:
-    target = str(path)
-    with open("/proc/self/mountinfo", encoding="utf-8") as fh:
-        return any(line.split()[4] == target for line in fh)

@@ -16,6 +16,7 @@ this run creates (`vb-<run>-net`). Everything carries `org.virtbench.run=<run id
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import resource
@@ -155,12 +156,14 @@ class Podman(Engine):
 
     # --- helpers -------------------------------------------------------------------
     def storage_driver(self) -> str:
+        return self._graph_driver
+
+    @functools.cached_property
+    def _graph_driver(self) -> str:
         """Its storage's graph driver, as `podman info` says (asked once)."""
-        if "storage_driver_name" not in vars(self):
-            res = self._run("info", "--format", "{{.Store.GraphDriverName}}", timeout=60,
-                            check=False)  # fmt: skip
-            self.storage_driver_name = res.stdout.strip() if res.returncode == 0 else "unknown"
-        return self.storage_driver_name
+        res = self._run("info", "--format", "{{.Store.GraphDriverName}}", timeout=60,
+                        check=False)  # fmt: skip
+        return res.stdout.strip() if res.returncode == 0 else "unknown"
 
     def podman_argv(self, *args: str) -> list[str]:
         """`podman` with this label's OCI runtime (and runsc's flags), then `args`."""

@@ -13,11 +13,20 @@ from pathlib import Path
 from typing import Any
 
 from virtbench.errors import InstanceError
-from virtbench.host.unixhttp import UnixHTTPConnection
+from virtbench.host.unixhttp import SUN_PATH_MAX, UnixHTTPConnection
 from virtbench.runtimes.controls import CgroupFreezer, Snapshot
 from virtbench.runtimes.model import Instance
 
 API_TIMEOUT_S = 10.0
+
+
+def fresh_socket(sock: Path, who: str) -> None:
+    """Before a VMM makes its API socket at `sock`: a path the kernel takes (InstanceError
+    naming the fix), and nothing left there."""
+    if len(bytes(sock)) > SUN_PATH_MAX:
+        raise InstanceError(f"{who}: API socket path {sock} is longer than {SUN_PATH_MAX} "
+                            "bytes; set VIRTBENCH_STATE_DIR to a shorter directory")  # fmt: skip
+    sock.unlink(missing_ok=True)
 
 
 def connect(sock: Path, vmm: subprocess.Popen | None, who: str,
