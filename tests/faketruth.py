@@ -90,6 +90,7 @@ class Truth:
     mem_available_mib: float = 60000.0  # with no instance running
     mem_noise_mib: float = 0.25  # SD of each MemAvailable (and Slab) reading
     slab_mib: float = 300.0  # Slab with no instance running
+    topology: Topology = TOPOLOGY  # the host's CPUs and their cores
 
 
 @dataclass
@@ -184,14 +185,15 @@ class World:
         value = lognormal(self.rng, rt.figure, rt.figure_cv) + grown
         if memory_mib is not None and memory_mib < rt.tight_mib:
             value /= 2
-        worker = int(cpus) if cpus is not None and cpus.isdigit() else TOPOLOGY.cpus[-1]
+        topo = self.truth.topology
+        worker = int(cpus) if cpus is not None and cpus.isdigit() else topo.cpus[-1]
         groups: dict[str, set[int]] = {}
         for i in self.running.values():
             if i.label == label and i.kind == "attacker" and i.cpus is not None:
                 groups.setdefault(i.attacker, set()).add(int(i.cpus))
         for name, cpus_of in groups.items():
             for placement in PLACEMENTS:
-                if set(TOPOLOGY.placement(placement, worker)[0]) == cpus_of:
+                if set(topo.placement(placement, worker)[0]) == cpus_of:
                     value /= rt.slowdown.get((name, placement), 1.0)
                     break
         return value
@@ -271,7 +273,7 @@ class FakeHost(Host):
                 "host.mem_available_pct": 100.0 * self.mem_available() / total}  # fmt: skip
 
     def topology(self) -> Topology:
-        return TOPOLOGY
+        return self.world.truth.topology
 
     def running(self) -> int:
         self.running_reads += 1
@@ -280,7 +282,8 @@ class FakeHost(Host):
     def snapshot(self, runtime_versions: dict[str, str]) -> dict[str, Any]:
         from tests.fakerun import ENVIRONMENT
 
-        return {**ENVIRONMENT, "cpu_count": len(TOPOLOGY.cpus), "runtimes": runtime_versions}
+        cpus = len(self.world.truth.topology.cpus)
+        return {**ENVIRONMENT, "cpu_count": cpus, "runtimes": runtime_versions}
 
 
 class FakeHarness(Harness):

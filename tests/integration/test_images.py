@@ -89,7 +89,7 @@ def test_two_images_and_crun_in_one_run_scalability_and_redis_one_table(env, tmp
         "[experiment.params.udp-echo]\ncount = 2000\ngap_us = 100\n"
         '[[experiment]]\ntype = "isolation"\nworker = "nginx"\nruntimes = ["img-http"]\n'
         'attacker_runtime = "crun"\nattackers = ["cpu"]\nplacements = ["same-cpu"]\n'
-        "runs = 1\nwarmups = 0\nready_timeout_s = 240\n"
+        "runs = 1\nwarmups = 0\nci_target_pct = 0\nready_timeout_s = 240\n"
         "[experiment.params.nginx]\nconnections = 2\nduration_s = 2\n"
     )
     res = cli("run", str(spec), env=env, timeout=900)

@@ -94,6 +94,7 @@ attacker_runtime = "crun"
 attackers = ["cpu"]
 placements = ["same-cpu"]
 runs = 1
+ci_target_pct = 0
 runtimes = ["uk-nginx"]
 [experiment.params.nginx]
 connections = 10

@@ -115,7 +115,7 @@ def test_isolation_cpu_attacker_on_the_worker_cpu_slows_it(env, tmp_path):
         'name = "iso"\nruntimes = ["native", "crun"]\n[instance]\nnetwork = "host"\n'
         '[[experiment]]\ntype = "isolation"\nworker = "sqlite"\n'
         'attackers = ["cpu", "fork"]\nplacements = ["same-cpu", "smt-sibling", "other-cpu"]\n'
-        "runs = 3\nwarmups = 0\nsettle_s = 0.3\n"
+        "runs = 3\nwarmups = 0\nsettle_s = 0.3\nci_target_pct = 0\n"
         "[experiment.params.sqlite]\nrows = 10000\n",
     )
     assert "slowdown" in res.stdout
@@ -151,7 +151,8 @@ def test_isolation_runsc_fork_attacker_and_its_pids_limit(env, tmp_path):
     spec = (
         'name = "iso-fork"\nruntimes = ["runsc"]\n[instance]\nnetwork = "host"\n'
         '[[experiment]]\ntype = "isolation"\nworker = "sqlite"\nattackers = ["fork"]\n'
-        'placements = ["same-cpu"]\nruns = 1\nwarmups = 0\nsettle_s = 1.0\n{limit}'
+        'placements = ["same-cpu"]\nruns = 1\nwarmups = 0\nsettle_s = 1.0\n'
+        "ci_target_pct = 0\n{limit}"
         "[experiment.params.sqlite]\nrows = 5000\n"
     )
     _, rid = run_ok(tmp_path, env, spec.format(limit=""))

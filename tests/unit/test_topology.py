@@ -105,6 +105,8 @@ def test_isolation_conditions_skip_memory_hogs_that_would_not_fit(tmp_path):
     assert [(a, p) for a, p, _ in conds] == [
         ("", ""), ("cpu", "same-cpu"), ("mempressure", "same-cpu"), ("cpu", "all-other"),
     ]  # fmt: skip
-    ((level, msg),) = events
+    (level, msg), skipped = events  # what all-other leaves the worker, then the skip
+    assert level == "info" and msg.endswith("7 CPUs (0-6); the worker's core (7) is left to it")
+    level, msg = skipped
     assert level == "warning" and "mempressure at all-other skipped: 7 attackers" in msg
     assert "1792 MiB" in msg and "MemAvailable (2048 MiB)" in msg

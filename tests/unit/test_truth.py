@@ -309,7 +309,7 @@ def test_isolation_recovers_the_slowdown_per_attacker_and_placement(tmp_path, mo
         {"fa": RuntimeTruth(slowdown=fa), "fb": RuntimeTruth(figure=800.0, slowdown=fb)}, seed=6
     )
     exp = {"type": "isolation", "worker": "sqlite", "attackers": ["cpu", "fork"], "runs": 20,
-           "warmups": 1, "settle_s": 0}  # fmt: skip
+           "warmups": 1, "settle_s": 0, "ci_target_pct": 0}  # fmt: skip
     with fake_session(tmp_path, truth, ["fa", "fb"], exp) as (s, world):
         samples = run(s)
     assert world.running == {}

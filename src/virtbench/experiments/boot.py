@@ -171,9 +171,7 @@ def to_ready(
 
 def run(s: Session, cfg: BootExperiment) -> None:
     failures = Failures(s, "boot")
-    for rep, warmup, order in s.schedule(
-        cfg.warmups, cfg.runs, "boot", cfg.target_cv, cfg.run_limit()
-    ):
+    for rep, warmup, order in s.repetitions("boot", cfg):
         for runtime in order:
             for workload in cfg.workloads:
                 unit = {"runtime": runtime, "repetition": rep, "workload": workload}

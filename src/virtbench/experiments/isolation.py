@@ -3,12 +3,14 @@
 The worker's instance is pinned to one CPU (`worker_cpu`, default the last online one).
 Each repetition, for each runtime (rotated as in boot), the worker is measured under
 every condition, in an order rotated by repetition so slow drift favours none:
-  baseline             no attacker                      (attacker = "", placement = "")
+  baseline             no attacker (attacker = "", placement = ""); with baseline =
+                       "busy", a spinner on every CPU outside the worker's core
   <attacker>/<place>   attacker instances of the same runtime (or of `attacker_runtime`:
-                       an image that serves one program cannot run an attacker), pinned
-                       as the placement
-                       says (measure/topology.py), each started and waited for until its
-                       ready datagram arrives, then `settle_s` before the worker runs
+                       an image that serves one program cannot run an attacker), one per
+                       CPU the placement says (measure/topology.py; all-other: every CPU
+                       outside the worker's core, SMT siblings included), each started and
+                       waited for until its ready datagram arrives, then `settle_s` before
+                       the worker runs
 Every figure the worker yields is stored with its attacker and placement labels. After
 each attacked measurement the attackers must still be running (a neighbour that died
 early would flatter the runtime); if one is not, the measurement is stored as failed with
@@ -16,7 +18,13 @@ its console output. Attackers are stopped after every measurement. Placements th
 cannot offer, or that would pin the attackers exactly as an earlier placement does (all-other
 on a 2-CPU host is other-cpu), are skipped, with the reason stored as an event; so is a
 memory-holding attacker (memory, mempressure, disk) whose instances at a placement would
-together hold more than half of MemAvailable (all-other on a host with many CPUs).
+together hold more than half of MemAvailable (all-other on a host with many CPUs)
+(isolation_neighbours.py).
+
+Repetitions adapt (isolation_precision.py): after `runs`, they go on until every
+slowdown's 95% CI is at most `ci_target_pct` points wide or max_runs are done, and the
+run says which; before any attack, each runtime's worker is measured alone `pilot` times
+and a baseline too spread for the target is said.
 
 Slowdown (report/tables.py) compares the medians of attacked and baseline measurements of
 the workload's primary metric, in the direction that metric improves:
@@ -25,32 +33,36 @@ the workload's primary metric, in the direction that metric improves:
 
 from __future__ import annotations
 
-import dataclasses
 import time
-from pathlib import Path
-from typing import Any, Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from virtbench.errors import InstanceError, SpecError
+from virtbench.experiments import isolation_precision as precision
 from virtbench.experiments.estimate import Costs, Estimate
 from virtbench.experiments.failures import Failures
+from virtbench.experiments.isolation_neighbours import (
+    SPINNER,
+    Condition,
+    Neighbours,
+    condition_labels,
+    conditions,
+    start_attackers,
+)
 from virtbench.experiments.kind import ExperimentType
 from virtbench.experiments.session import Session, total_runs
 from virtbench.experiments.worker import Worker, check_reachable
 from virtbench.measure.topology import PLACEMENTS, Topology
 from virtbench.metrics.model import Metric
-from virtbench.runtimes.base import Instance, Runtime
 from virtbench.spec.base import (
     RepeatedExperiment,
     WorkerExperiment,
     check_params,
     measuring_worker,
 )
-from virtbench.workloads import attackers
 from virtbench.workloads.attackers import ATTACKERS, S1_ATTACKERS
 
-Condition = tuple[str, str, list[int]]  # attacker, placement, attacker CPUs
 # One unit of measurement (`run --resume` skips the finished ones): a sample's fields.
 UNIT = ("runtime", "repetition", "attacker", "placement")
 
@@ -87,6 +99,20 @@ class IsolationExperiment(WorkerExperiment, RepeatedExperiment):
     runs: int = Field(default=20, ge=1, le=10_000)
     warmups: int = Field(default=1, ge=0, le=100)
     settle_s: float = Field(default=0.5, ge=0, le=600)
+    # repetitions go on until every slowdown's 95% CI is at most this many percentage
+    # points wide, or max_runs (default 3 x runs) are done (isolation_precision.py);
+    # 0: off, `runs` repetitions
+    ci_target_pct: float = Field(default=10, ge=0, le=1000)
+    # the worker's measurements alone, per runtime, before any attack: is its spread
+    # narrow enough for the target? (0: no check)
+    pilot: int = Field(default=5, ge=0, le=100)
+    # what the attacked figures are compared with: the worker alone on an idle host, or
+    # alone with a spinner (the cpu attacker) on every CPU outside its core, so that a
+    # host whose idle states or frequency favour a busy machine favours both sides
+    baseline: Literal["idle", "busy"] = "idle"
+
+    ADAPT_FACTOR: ClassVar[int] = 3
+    TARGETS: ClassVar[str] = "target_cv or ci_target_pct (what to repeat until)"
 
     @field_validator("worker")
     @classmethod
@@ -116,6 +142,9 @@ class IsolationExperiment(WorkerExperiment, RepeatedExperiment):
         check_params(self.params, [self.worker])
         return self
 
+    def adaptive(self) -> bool:
+        return self.target_cv is not None or self.ci_target_pct > 0
+
     def workloads_needed(self) -> list[str]:
         return [self.worker, *(w for a in self.attackers for w in ATTACKERS[a].needs)]
 
@@ -126,10 +155,6 @@ class IsolationExperiment(WorkerExperiment, RepeatedExperiment):
 
     def attacker_workloads(self) -> list[str]:
         return [f"attacker {a}" for a in self.attackers]
-
-
-MEMORY_SHARE = 0.5  # attackers together may hold at most this share of MemAvailable
-TASKS = "isolation.attacker_tasks_peak"  # host tasks (threads too) of all attackers at peak
 
 
 def worker_cpu(cfg: IsolationExperiment, topo: Topology) -> int:
@@ -144,128 +169,6 @@ def check(s: Session, cfg: IsolationExperiment) -> None:
     """Before any measurement: the worker CPU exists and a serving worker is reachable."""
     worker_cpu(cfg, s.host.topology())
     check_reachable(s, "isolation", cfg.worker, s.spec.runtimes)
-
-
-def conditions(s: Session, cfg: IsolationExperiment, topo: Topology, cpu: int) -> list[Condition]:
-    """Baseline first, then every attacker at every placement the host offers."""
-    out: list[Condition] = [("", "", [])]
-    available_mib = s.host.mem_available() / 2**20
-    taken: dict[tuple[int, ...], str] = {}
-    for placement in cfg.placements:
-        cpus, why = topo.placement(placement, cpu)
-        if cpus and tuple(cpus) in taken:  # e.g. all-other on a 2-CPU host is other-cpu
-            same = ",".join(map(str, cpus))
-            why = f"the same attacker CPUs ({same}) as {taken[tuple(cpus)]} on this host"
-            cpus = []
-        if not cpus:
-            s.event("warning", f"isolation: placement {placement} skipped: {why}")
-            continue
-        taken[tuple(cpus)] = placement
-        for a in cfg.attackers:
-            need = attackers.ATTACKERS[a].memory_mib * len(cpus)
-            if need > MEMORY_SHARE * available_mib:  # many CPUs x a memory hog: no OOM
-                s.event("warning", f"isolation: {a} at {placement} skipped: {len(cpus)} "
-                                   f"attackers would hold {need} MiB, more than "
-                                   f"{MEMORY_SHARE:.0%} of MemAvailable "
-                                   f"({available_mib:.0f} MiB)")  # fmt: skip
-                continue
-            out.append((a, placement, cpus))
-    return out
-
-
-def pids_limit(cfg: IsolationExperiment, attackers: int) -> int:
-    """Host tasks each attacker may have: the spec's `attacker_pids_limit`, else a quarter
-    of the host's pid_max shared among the attackers, at most 8192. gVisor's ptrace platform
-    turns a guest fork loop into thousands of host threads (~4,000 in 20 s here), so a
-    limit of tens would end the sandbox, not bound the loop."""
-    if cfg.attacker_pids_limit is not None:
-        return cfg.attacker_pids_limit
-    try:
-        pid_max = int(Path("/proc/sys/kernel/pid_max").read_text())
-    except (OSError, ValueError):
-        pid_max = 32768
-    return max(64, min(8192, pid_max // 4 // max(1, attackers)))
-
-
-def start_attackers(
-    s: Session, cfg: IsolationExperiment, runtime: str, name: str, cpus: list[int]
-) -> list[Instance]:
-    """One attacker instance per CPU, each pinned there and ready; all stopped if one fails."""
-    rt = s.runtimes[runtime]
-    attacker = attackers.ATTACKERS[name]
-    started: list[Instance] = []
-    try:
-        for cpu in cpus:
-            spec = s.instance_spec(
-                runtime,
-                lambda inst: attackers.argv(name, inst),
-                data=attacker.data,
-                cpus=str(cpu),
-                pids_limit=pids_limit(cfg, len(cpus)),
-            )
-            started.append(s.start_ready(runtime, spec, cfg.timeout_s)[0])
-    except BaseException:
-        rt.stop_each(started)
-        raise
-    return started
-
-
-def condition_labels(
-    cfg: IsolationExperiment, cond: Condition, rep: int, warmup: bool, rt: Runtime
-) -> dict[str, Any]:
-    """The labels of the worker's samples under one condition (`rt`: the attackers')."""
-    name, placement, cpus = cond
-    params: dict[str, Any] = {}
-    if name:
-        params = {
-            "attacker_cpus": ",".join(map(str, cpus)),
-            **({"attacker_runtime": rt.label} if cfg.attacker_runtime else {}),
-            # None where the runtime cannot enforce one (podman:runsc)
-            "attacker_pids_limit": pids_limit(cfg, len(cpus)) if rt.applies_pids_limit() else None,
-        }
-    return {
-        "repetition": rep,
-        "warmup": warmup,
-        "attacker": name,
-        "placement": placement,
-        "params": params,
-    }
-
-
-class Neighbours:
-    """The attackers of one condition, for one measurement of the worker."""
-
-    def __init__(self, cfg: IsolationExperiment, rt: Runtime, name: str, cpus: list[int]) -> None:
-        self.cfg, self.rt, self.name, self.cpus = cfg, rt, name, cpus
-        self.running: list[Instance] = []
-
-    def alive(self) -> None:
-        """Raise when one has died: a neighbour that died early would flatter the runtime."""
-        dead = [a for a in self.running if not self.rt.observe.pids(a)]
-        if dead:
-            _, refused = self.rt.observe.tasks(dead[0])
-            limit = (
-                f" (its pids limit of {pids_limit(self.cfg, len(self.cpus))} host tasks "
-                f"refused {refused} forks: raise attacker_pids_limit)"
-                if refused
-                else ""
-            )
-            raise InstanceError(
-                f"attacker {self.name} stopped during the measurement{limit}: {dead[0].log_tail()}"
-            )
-
-    def stop(self, s: Session, worker: Worker, labels: dict[str, Any]) -> None:
-        """Record what they cost the host (a runtime may multiply them), then stop each;
-        one left running would slow every later condition, baseline too."""
-        if self.running:
-            peaks = [self.rt.observe.tasks(a)[0] for a in self.running]
-            if all(p is not None for p in peaks):
-                total = float(sum(p for p in peaks if p is not None))
-                sample = worker.sample("isolation", TASKS, total, "tasks", "lower", None, **labels)
-                s.record(dataclasses.replace(sample, metric=TASKS))
-        errors = self.rt.stop_each(self.running)
-        if errors:
-            raise RuntimeError(f"isolation: {self.rt.label}: could not stop attacker {errors[0]}")
 
 
 def measure(
@@ -283,14 +186,15 @@ def measure(
     labels = condition_labels(cfg, cond, rep, warmup, rt)
     neighbours = Neighbours(cfg, rt, name, cpus)
     try:
-        if name:
+        if cpus:  # attackers, or a busy baseline's spinners
             try:
-                neighbours.running = start_attackers(s, cfg, attacker_runtime, name, cpus)
+                neighbours.running = start_attackers(s, cfg, attacker_runtime, name or SPINNER,
+                                                     cpus)  # fmt: skip
             except InstanceError as exc:  # stored with its reason: counted, never averaged
                 s.record(worker.failed("isolation", worker.levels[0], str(exc), **labels))
                 raise
             time.sleep(cfg.settle_s)
-        worker.measure_levels("isolation", check=neighbours.alive, quiet=not name, **labels)
+        worker.measure_levels("isolation", check=neighbours.alive, quiet=not cpus, **labels)
     finally:
         neighbours.stop(s, worker, labels)
 
@@ -307,9 +211,9 @@ def run(s: Session, cfg: IsolationExperiment) -> None:
         )
     failures = Failures(s, "isolation")
     params = cfg.params_for(cfg.worker)
-    for rep, warmup, order in s.schedule(
-        cfg.warmups, cfg.runs, "isolation", cfg.target_cv, cfg.run_limit()
-    ):
+    precision.pilot(s, cfg, cpu)
+    targets = [precision.slowdown_target(s, cfg)] if cfg.ci_target_pct else []
+    for rep, warmup, order in s.repetitions("isolation", cfg, targets):
         shift = rep % len(conds)
         for runtime in order:
             units = [
@@ -359,14 +263,18 @@ def offered(cfg: IsolationExperiment) -> int:
 
 def estimate(cfg: IsolationExperiment, cost: Costs) -> Estimate:
     """runs x conditions (attackers x placements, plus the baseline) x (attacker launches
-    + settle_s + the worker's measurement)."""
+    + settle_s + the worker's measurement), plus the baseline check's measurements; with a
+    CI target, `runs` is the least it does (the most is run_limit)."""
     reps = cfg.warmups + cfg.runs
     places = offered(cfg)
     conds = 1 + len(cfg.attackers) * places
-    one = cost.worker(cfg.worker, cfg.params_for(cfg.worker)) + cost.launch()
+    worker = cost.worker(cfg.worker, cfg.params_for(cfg.worker))
+    one = worker + cost.launch()
     attack = len(cfg.attackers) * places * (cost.launch() + cfg.settle_s)
     n = reps * (conds + len(cfg.attackers) * places)
-    return Estimate(n, reps * (conds * one + attack), f"{reps} x {conds} conditions")
+    pilot = cfg.pilot if cfg.ci_target_pct and (cfg.run_limit() or 0) >= 5 else 0
+    seconds = reps * (conds * one + attack) + (pilot * worker + cost.launch() if pilot else 0)
+    return Estimate(n, seconds, f"{reps} x {conds} conditions")
 
 
 TYPE = ExperimentType(

@@ -10,7 +10,6 @@ import contextlib
 import dataclasses
 import gc
 import json
-import math
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -20,9 +19,9 @@ from typing import Any, Protocol
 from rich.markup import escape
 
 from virtbench import experiments, naming
-from virtbench.analysis.stats import summarize
 from virtbench.artifacts import Artifact
 from virtbench.errors import SpecError
+from virtbench.experiments import adaptive
 from virtbench.experiments.order import Predecessors, orders, seed_for
 from virtbench.measure.machine import Host
 from virtbench.measure.probe import ProbeListener
@@ -301,67 +300,44 @@ class Session:
         warmups: int,
         runs: int,
         experiment: str = "",
-        target_cv: float | None = None,
+        targets: list[adaptive.Target] | None = None,
         max_runs: int | None = None,
     ) -> Iterator[tuple[int, bool, list[str]]]:
         """(repetition, warm-up?, runtimes in order) for every repetition, warm-ups first;
         the orders are the rows of a seeded Williams design (experiments/order.py), so
         each runtime follows each other equally often and slow drift favours none.
-        With `target_cv` (%), repetitions go on past `runs` until every group of this
-        experiment's samples has a CV at most that, or `max_runs` are done; either way
-        an event says which, and why."""
+        With `targets` (experiments/adaptive.py), repetitions go on past `runs` until every
+        target is met, or `max_runs` are done; either way an event says which, and why."""
         rows = orders(list(self.spec.runtimes), self.order_seed)
         since = 0.0 if self.resumed else time.time()  # resumed: the samples before count
         i = 0
         while True:
             done = i - warmups
-            if done >= runs:
-                if target_cv is None or max_runs is None:
-                    return
-                worst = self.worst_cv(experiment, since)
-                if worst is None:  # nothing to judge by: say so rather than claim success
-                    self.event("warning", f"{experiment}: CV target {target_cv:g}% not "
-                                          f"checked after {done} repetitions: no measure "
-                                          "has two successful values")  # fmt: skip
-                    return
-                if worst[0] * 100 <= target_cv:
-                    self.event("info", f"{experiment}: CV target {target_cv:g}% met after "
-                                       f"{done} repetitions (largest CV {worst[0] * 100:.1f}%, "
-                                       f"{worst[1]})")  # fmt: skip
-                    return
-                if done >= max_runs:
-                    self.event("warning", f"{experiment}: {done} repetitions (max_runs) and the "
-                                          f"CV of {worst[1]} is still {worst[0] * 100:.1f}% "
-                                          f"(target {target_cv:g}%)")  # fmt: skip
-                    return
+            if done >= runs and (
+                not targets
+                or max_runs is None
+                or adaptive.stop(self, experiment, targets, done, max_runs, since)
+            ):
+                return
             warmup = i < warmups
             yield (i if warmup else done), warmup, list(rows[i % len(rows)])
             i += 1
 
-    def repetitions(self, experiment: str, cfg: Any) -> Iterator[tuple[int, bool, list[str]]]:
-        """`schedule` as an experiment's config says (warmups, runs, target_cv, max_runs)."""
-        return self.schedule(cfg.warmups, cfg.runs, experiment, cfg.target_cv, cfg.run_limit())
+    def repetitions(
+        self, experiment: str, cfg: Any, targets: list[adaptive.Target] | None = None
+    ) -> Iterator[tuple[int, bool, list[str]]]:
+        """`schedule` as an experiment's config says (warmups, runs, target_cv, max_runs);
+        `targets`: the experiment's own, besides the CV one."""
+        mine = list(targets or [])
+        if cfg.target_cv is not None:
+            mine.insert(0, adaptive.cv_target(self, experiment, cfg.target_cv))
+        return self.schedule(cfg.warmups, cfg.runs, experiment, mine, cfg.run_limit())
 
     def worst_cv(self, experiment: str, since: float) -> tuple[float, str] | None:
-        """The largest CV over the groups (metric, workload, runtime and conditions) of
-        this experiment's successful samples since `since`, and which group; None when no
-        group has 2 values. A group without a CV (mean 0) counts as met."""
-        groups: dict[tuple[str, ...], list[float]] = {}
-        for smp in self.store.samples(self.run_id):
-            if (smp.experiment != experiment or smp.t < since or smp.warmup or smp.error
-                    or smp.value is None
-                    or not self.repeated(smp.metric, smp.workload)):  # fmt: skip
-                continue
-            key = (smp.metric, smp.workload, smp.runtime, str(smp.background), smp.attacker,
-                   smp.placement)  # fmt: skip
-            groups.setdefault(key, []).append(smp.value)
-        worst: tuple[float, str] | None = None
-        for key, values in groups.items():
-            cv = summarize(values).cv
-            if len(values) >= 2 and not math.isnan(cv) and (worst is None or cv > worst[0]):
-                where = "/".join(k for k in key[4:] if k)
-                worst = (cv, f"{key[2]} {key[0]}" + (f" ({where})" if where else ""))
-        return worst
+        """The largest CV (a fraction) over this experiment's groups since `since`, and
+        which group (adaptive.worst_cv)."""
+        worst = adaptive.worst_cv(self, experiment, since)
+        return None if worst is None else (worst[0] / 100, worst[1])
 
 
 def total_runs(cfg: Any) -> str:

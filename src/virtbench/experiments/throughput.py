@@ -101,9 +101,7 @@ def measure(
 
 def run(s: Session, cfg: ThroughputExperiment) -> None:
     failures = Failures(s, "throughput")
-    for rep, warmup, order in s.schedule(
-        cfg.warmups, cfg.runs, "throughput", cfg.target_cv, cfg.run_limit()
-    ):
+    for rep, warmup, order in s.repetitions("throughput", cfg):
         for runtime in order:
             for name in cfg.workloads:
                 if failures.skip(runtime):

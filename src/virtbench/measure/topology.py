@@ -30,6 +30,17 @@ def parse_cpulist(text: str) -> list[int]:
     return out
 
 
+def format_cpulist(cpus: list[int] | tuple[int, ...]) -> str:
+    """[0, 1, 2, 3, 8, 10, 11] -> '0-3,8,10-11' (parse_cpulist's inverse)."""
+    parts: list[str] = []
+    for c in sorted(set(cpus)):
+        if parts and c == int(parts[-1].rpartition("-")[2]) + 1:
+            parts[-1] = f"{parts[-1].partition('-')[0]}-{c}"
+        else:
+            parts.append(str(c))
+    return ",".join(parts)
+
+
 @dataclass(frozen=True)
 class Topology:
     cpus: tuple[int, ...]  # online hardware threads
@@ -47,13 +58,17 @@ class Topology:
                 siblings[cpu] = (cpu,)
         return cls(cpus, siblings)
 
+    def core(self, cpu: int) -> tuple[int, ...]:
+        """The hardware threads of `cpu`'s core (itself included)."""
+        return self.siblings.get(cpu, (cpu,))
+
     def default_worker_cpu(self) -> int:
         """The last online CPU: CPU 0 takes most interrupts and housekeeping."""
         return self.cpus[-1]
 
     def placement(self, name: str, worker: int) -> tuple[list[int], str]:
         """(attacker CPUs, "") for a placement the host offers, ([], why not) otherwise."""
-        core = self.siblings.get(worker, (worker,))
+        core = self.core(worker)
         others = [c for c in self.cpus if c not in core]
         if name == "same-cpu":
             return [worker], ""

@@ -46,7 +46,12 @@ class CommonExperiment(Model):
 
 class RepeatedExperiment(CommonExperiment):
     """Adaptive repetition: after `runs`, go on until every measured group's CV is at most
-    `target_cv` % or `max_runs` repetitions are done (default 10 x runs, at most 1000)."""
+    `target_cv` % (and an experiment's own targets are met: `adaptive`) or `max_runs`
+    repetitions are done (default ADAPT_FACTOR x runs, at most 1000)."""
+
+    ADAPT_FACTOR: ClassVar[int] = 10
+    # what max_runs needs, for its error
+    TARGETS: ClassVar[str] = "target_cv (the CV to repeat until)"
 
     target_cv: float | None = Field(default=None, gt=0, le=100)
     max_runs: int | None = Field(default=None, ge=1, le=100_000)
@@ -54,18 +59,24 @@ class RepeatedExperiment(CommonExperiment):
     @model_validator(mode="after")
     def _adaptive(self) -> RepeatedExperiment:
         runs = getattr(self, "runs", 1)
-        if self.max_runs is not None and self.target_cv is None:
-            raise ValueError("max_runs: needs target_cv (the CV to repeat until)")
+        if self.max_runs is not None and not self.adaptive():
+            raise ValueError(f"max_runs: needs {self.TARGETS}")
         if self.max_runs is not None and self.max_runs < runs:
             raise ValueError(f"max_runs: {self.max_runs} is below runs ({runs})")
         return self
 
+    def adaptive(self) -> bool:
+        """Do repetitions go on past `runs` until a target is met?"""
+        return self.target_cv is not None
+
     def run_limit(self) -> int | None:
         """The most repetitions adaptive repetition may do; None when it is off."""
-        if self.target_cv is None:
+        if not self.adaptive():
             return None
         runs = getattr(self, "runs", 1)
-        return self.max_runs if self.max_runs is not None else max(runs, min(10 * runs, 1000))
+        if self.max_runs is not None:
+            return self.max_runs
+        return max(runs, min(self.ADAPT_FACTOR * runs, 1000))
 
 
 def check_params(params: dict[str, dict[str, Any]], names: list[str]) -> None:

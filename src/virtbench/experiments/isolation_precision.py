@@ -1,0 +1,146 @@
+"""How precise isolation's slowdowns are: the target its repetitions adapt to, and the
+check of the worker's baseline spread before any attacker runs.
+
+Target: every (runtime, attacker, placement) slowdown's 95% CI (the same bootstrap as the
+report's, analysis/stats.slowdown_ci, over repetitions) at most `ci_target_pct`
+percentage points wide. A slowdown with fewer than 5 repetitions has no CI yet: unmet.
+
+Pilot: before the attacks, each runtime's worker is measured `pilot` times alone (stored
+as warm-ups, `pilot` in their params). From their CV, the width a slowdown's CI would have
+after `max_runs` repetitions is predicted (the ratio of two medians of n values each:
+width ~ 2 x 1.96 x sqrt(2) x 1.2533 x CV / sqrt(n)); a baseline too spread for the
+target is said before the attacks run, with the repetitions it would take.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from typing import TYPE_CHECKING, Any
+
+from virtbench.analysis.stats import MIN_UNITS, slowdown_ci, summarize
+from virtbench.errors import InstanceError
+from virtbench.experiments.adaptive import Target, Worst
+from virtbench.experiments.worker import Worker
+from virtbench.store import Sample
+
+if TYPE_CHECKING:
+    from virtbench.experiments.isolation import IsolationExperiment
+    from virtbench.experiments.session import Session
+
+WIDTH_PER_CV = 2 * 1.96 * math.sqrt(2) * 1.2533  # CI width of a ratio of medians, x CV/sqrt(n)
+
+
+def predicted_width(cv: float, n: int) -> float:
+    """Percentage points a slowdown's 95% CI spans after n repetitions of a worker whose
+    measurements have this CV (a fraction)."""
+    return 100 * WIDTH_PER_CV * cv / math.sqrt(n)
+
+
+def runs_needed(cv: float, target_pct: float) -> int:
+    """Repetitions for a slowdown's 95% CI to narrow to `target_pct` points."""
+    return max(MIN_UNITS, math.ceil((100 * WIDTH_PER_CV * cv / target_pct) ** 2))
+
+
+def ours(s: Session, cfg: IsolationExperiment, smp: Sample) -> bool:
+    """A successful primary figure (at any level) of this isolation experiment's worker."""
+    from virtbench.spec.base import measured  # the spec package lists experiment types
+
+    primary = measured(cfg.worker).primary
+    return (smp.experiment == "isolation" and smp.workload == cfg.worker and not smp.error
+            and smp.value is not None
+            and smp.params.get("experiment_index", 0) == (s.experiment_index or 0)
+            and smp.metric.partition("@")[0] == primary)  # fmt: skip
+
+
+def slowdown_target(s: Session, cfg: IsolationExperiment) -> Target:
+    return Target("slowdown CI width", cfg.ci_target_pct, " points",
+                  lambda since: widest(s, cfg, since),
+                  "no attacked measurement succeeded")  # fmt: skip
+
+
+def widest(s: Session, cfg: IsolationExperiment, since: float) -> Worst:
+    """The widest slowdown CI (points) over runtime x attacker x placement since `since`,
+    and which; inf for one with no CI yet; None when no slowdown can be formed."""
+    groups: dict[tuple[str, ...], tuple[list[float], list[int]]] = defaultdict(lambda: ([], []))
+    direction: dict[str, str] = {}
+    for smp in s.store.samples(s.run_id):
+        if smp.warmup or smp.t < since or not ours(s, cfg, smp):
+            continue
+        values, units = groups[(smp.runtime, smp.metric, smp.attacker, smp.placement)]
+        values.append(smp.value)  # type: ignore[arg-type]
+        units.append(smp.repetition)
+        direction[smp.metric] = smp.direction
+    several = len(direction) > 1
+    worst: Worst = None
+    for (runtime, metric, attacker, placement), (values, units) in sorted(groups.items()):
+        base = groups.get((runtime, metric, "", ""))
+        if not attacker or base is None:
+            continue
+        _, lo, hi = slowdown_ci(base[0], values, direction[metric], units_b=base[1],
+                                units_a=units)  # fmt: skip
+        what = f"{runtime} {attacker} at {placement}" + (f" ({metric})" if several else "")
+        width = math.inf if math.isnan(lo) else (hi - lo) * 100
+        if math.isinf(width):
+            what += f" (no CI under {MIN_UNITS} repetitions)"
+        if worst is None or width > worst[0]:
+            worst = (width, what)
+    return worst
+
+
+def pilot(s: Session, cfg: IsolationExperiment, cpu: int) -> None:
+    """Each runtime's worker measured `cfg.pilot` times alone, then the verdict: can the
+    target be met within max_runs repetitions? Said as an event either way."""
+    limit = cfg.run_limit()
+    if not cfg.ci_target_pct or limit is None or not cfg.pilot:
+        return
+    if limit < MIN_UNITS:
+        s.event("info", f"isolation: at most {limit} repetitions: no slowdown will have a "
+                        f"95% CI (it takes {MIN_UNITS}); the target of {cfg.ci_target_pct:g} "
+                        "points is not checked")  # fmt: skip
+        return
+    params = cfg.params_for(cfg.worker)
+    for runtime in s.spec.runtimes:
+        worker = Worker(s, runtime, cfg.worker, params, cfg.ready_timeout_s,
+                        cfg.client_timeout_s, cpus=str(cpu))  # fmt: skip
+        try:
+            with worker:
+                worker.start()
+                for k in range(cfg.pilot):
+                    worker.measure_levels("isolation", **pilot_labels(k))
+        except InstanceError as exc:  # the repetitions meet it again and record it
+            s.event("warning", f"isolation: {runtime}: the baseline check could not "
+                               f"measure the worker: {exc}")  # fmt: skip
+            continue
+        verdict(s, cfg, runtime, limit)
+
+
+def pilot_labels(k: int) -> dict[str, Any]:
+    return {"repetition": k, "warmup": True, "attacker": "", "placement": "",
+            "params": {"pilot": True}}  # fmt: skip
+
+
+def verdict(s: Session, cfg: IsolationExperiment, runtime: str, limit: int) -> None:
+    """Say whether `runtime`'s baseline spread lets a slowdown's CI reach the target."""
+    by: dict[str, list[float]] = defaultdict(list)  # per level
+    for x in s.store.samples(s.run_id):
+        if x.runtime == runtime and x.warmup and x.params.get("pilot") and ours(s, cfg, x):
+            by[x.metric].append(x.value)  # type: ignore[arg-type]
+    spreads = [(summarize(v).cv, len(v)) for v in by.values() if len(v) >= 2]
+    cv, n = max(((c, k) for c, k in spreads if not math.isnan(c)), default=(math.nan, 0))
+    if math.isnan(cv):
+        s.event("warning", f"isolation: {runtime}: the baseline check got no two values: "
+                           "its spread is unknown")  # fmt: skip
+        return
+    target = cfg.ci_target_pct
+    width, need = predicted_width(cv, limit), runs_needed(cv, target)
+    alone = f"{n} measurements alone had a CV of {cv * 100:.1f}%"
+    if width > target:
+        s.event("warning", f"isolation: {runtime}: the baseline spread is too wide to detect "
+                           f"a {target:g}-point slowdown: {alone}, so a slowdown's 95% CI "
+                           f"would be about {width:.0f} points wide after {limit} repetitions "
+                           f"(max_runs); it would take about {need} (raise max_runs), a "
+                           "quieter host or a longer measurement")  # fmt: skip
+    else:
+        s.event("info", f"isolation: {runtime}: {alone}: a slowdown's 95% CI should narrow "
+                        f"to {target:g} points in about {need} repetitions")  # fmt: skip

@@ -1,0 +1,138 @@
+"""Isolation on the fake runtime against injected truth: repetitions that adapt until a
+slowdown's CI is under its target, the baseline check before any attack, and attackers
+placed on a 64-CPU SMT host leaving the worker's whole core free."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from tests.fakeruntime import fake_session, run
+from tests.faketruth import RuntimeTruth, Truth
+
+from virtbench.analysis.stats import slowdown_ci
+from virtbench.experiments.isolation_neighbours import pids_limit
+from virtbench.experiments.isolation_precision import predicted_width
+from virtbench.measure.topology import Topology, format_cpulist, parse_cpulist
+
+ONE = {"type": "isolation", "worker": "sqlite", "attackers": ["cpu"],
+       "placements": ["same-cpu"], "warmups": 0, "settle_s": 0}  # fmt: skip
+
+
+def said(s) -> list[tuple[float, str, str]]:
+    return s.store.events(s.run_id)
+
+
+def attacked_and_base(samples, rt: str = "fa"):
+    base = [x for x in samples if x.runtime == rt and x.metric == "inserts_per_s"
+            and x.attacker == ""]  # fmt: skip
+    hit = [x for x in samples if x.runtime == rt and x.metric == "inserts_per_s"
+           and x.attacker == "cpu"]  # fmt: skip
+    return base, hit
+
+
+def test_adaptive_repetitions_find_an_injected_40pct_slowdown_with_its_ci_under_target(tmp_path):
+    """5 repetitions of a worker with a CV of 5% leave a 40% slowdown's CI ~20 points
+    wide; the repetitions go on until it is under 10 points, and the truth is inside."""
+    truth = Truth({"fa": RuntimeTruth(slowdown={("cpu", "same-cpu"): 1.4})}, seed=11)
+    exp = {**ONE, "runs": 5, "ci_target_pct": 10, "max_runs": 100}
+    with fake_session(tmp_path, truth, ["fa"], exp) as (s, world):
+        samples = run(s)
+        events = said(s)
+    assert world.running == {}
+    base, hit = attacked_and_base(samples)
+    n = len({x.repetition for x in hit})
+    assert 5 < n < 100 and len(base) == n
+    point, lo, hi = slowdown_ci([x.value for x in base], [x.value for x in hit], "higher",
+                                units_b=[x.repetition for x in base],
+                                units_a=[x.repetition for x in hit])  # fmt: skip
+    assert (hi - lo) * 100 <= 10, (lo, hi)
+    assert lo <= 0.4 <= hi and abs(point - 0.4) < 0.05, (point, lo, hi)
+    text = [m for _, _, m in events]
+    met = [m for m in text if "slowdown CI width target 10 points met after" in m]
+    assert met and f"met after {n} repetitions" in met[0], text
+    # the baseline check said it could be done, before the attacks
+    pilot = [m for m in text if "5 measurements alone had a CV of" in m]
+    assert pilot and "should narrow to 10 points" in pilot[0], text
+
+
+def test_a_baseline_too_spread_for_the_target_is_said_before_the_attacks(tmp_path):
+    """A CV of 30% cannot give a 10-point CI in 8 repetitions: the check says so before
+    any attacker runs, the run stops at max_runs and says which slowdown is still wide."""
+    truth = Truth({"fa": RuntimeTruth(figure_cv=0.3, slowdown={("cpu", "same-cpu"): 1.4})},
+                  seed=12)  # fmt: skip
+    exp = {**ONE, "runs": 5, "ci_target_pct": 10, "max_runs": 8}
+    with fake_session(tmp_path, truth, ["fa"], exp) as (s, _):
+        samples = run(s)
+        events = said(s)
+    _, hit = attacked_and_base(samples)
+    assert {x.repetition for x in hit} == set(range(8))
+    wide = [(t, m) for t, level, m in events if level == "warning" and "too wide" in m]
+    assert len(wide) == 1, events
+    t_wide, message = wide[0]
+    assert t_wide < min(x.t for x in hit)  # before the first attack
+    assert "fa: the baseline spread is too wide to detect a 10-point slowdown" in message
+    got = re.search(r"about (\d+) points wide after 8 repetitions", message)
+    assert got and 40 < int(got.group(1)) < 150, message  # ~6.95 x 0.3 / sqrt(8) = 74
+    assert "raise max_runs" in message
+    end = [m for _, level, m in events if "8 repetitions (max_runs) and" in m]
+    assert end and "fa cpu at same-cpu" in end[0] and "(target 10 points)" in end[0], events
+
+
+def test_the_predicted_width_matches_the_bootstrap_on_injected_truth(tmp_path):
+    """The pilot's prediction is the width the report's bootstrap gives (within 30%)."""
+    truth = Truth({"fa": RuntimeTruth(figure_cv=0.1, slowdown={("cpu", "same-cpu"): 1.0})},
+                  seed=13)  # fmt: skip
+    exp = {**ONE, "runs": 30, "ci_target_pct": 0}
+    with fake_session(tmp_path, truth, ["fa"], exp) as (s, _):
+        samples = run(s)
+    base, hit = attacked_and_base(samples)
+    _, lo, hi = slowdown_ci([x.value for x in base], [x.value for x in hit], "higher",
+                            units_b=[x.repetition for x in base],
+                            units_a=[x.repetition for x in hit])  # fmt: skip
+    assert abs((hi - lo) * 100 / predicted_width(0.1, 30) - 1) < 0.3, (lo, hi)
+
+
+SMT64 = Topology(tuple(range(64)), {c: (c % 32, c % 32 + 32) for c in range(64)})
+
+
+def test_all_other_on_a_64_cpu_smt_host_leaves_the_workers_core_and_fits_the_guards(tmp_path):
+    """32 cores x 2 threads; the worker on CPU 63 (core 31: threads 31 and 63). all-other
+    puts one cpu attacker on each of the other 62 threads, never on 31; the memory attacker
+    (240 MiB each) would hold 14,880 MiB there, more than half of 20,000 MiB available: it
+    is skipped with the reason; the pids limit is shared by the 62."""
+    truth = Truth({"fa": RuntimeTruth()}, seed=14, topology=SMT64, mem_available_mib=20000.0)
+    exp = {"type": "isolation", "worker": "sqlite", "attackers": ["cpu", "memory"],
+           "runs": 1, "warmups": 0, "settle_s": 0, "ci_target_pct": 0}  # fmt: skip
+    with fake_session(tmp_path, truth, ["fa"], exp) as (s, world):
+        samples = run(s)
+        events = [m for _, _, m in said(s)]
+    assert world.running == {}
+    cpus = {(x.attacker, x.placement): x.params.get("attacker_cpus") for x in samples
+            if x.metric == "inserts_per_s"}  # fmt: skip
+    assert {x.params["cpus"] for x in samples if x.metric == "inserts_per_s"} == {"63"}
+    assert cpus[("cpu", "same-cpu")] == "63" and cpus[("cpu", "smt-sibling")] == "31"
+    assert cpus[("cpu", "other-cpu")] == "0"
+    spread = parse_cpulist(cpus[("cpu", "all-other")])
+    assert len(spread) == 62 and not {31, 63} & set(spread)
+    assert ("memory", "all-other") not in cpus and ("memory", "other-cpu") in cpus
+    assert any("memory at all-other skipped: 62 attackers would hold 14880 MiB" in m
+               for m in events), events  # fmt: skip
+    said_core = [m for m in events if m.startswith("isolation: all-other:")]
+    assert said_core == [f"isolation: all-other: one attacker on each of 62 CPUs "
+                         f"({format_cpulist(spread)}); the worker's core (31,63) is left "
+                         "to it"]  # fmt: skip
+    # every one of the 62 ran beside the worker: their tasks peaked at one each at least
+    peak = [x for x in samples if x.metric == "isolation.attacker_tasks_peak"
+            and x.placement == "all-other"]  # fmt: skip
+    assert peak and peak[0].value >= 62
+    limit = next(x.params["attacker_pids_limit"] for x in samples
+                 if (x.attacker, x.placement) == ("cpu", "all-other"))  # fmt: skip
+    pid_max = int(Path("/proc/sys/kernel/pid_max").read_text())
+    assert limit == pids_limit(s.spec.experiment[0], 62)
+    assert 62 * limit <= max(pid_max // 4, 64 * 62)  # a quarter of the host's, shared
+
+
+def test_cpulists_round_trip():
+    for text in ("0-3,8,10-11", "5", "0-30,32-62"):
+        assert format_cpulist(parse_cpulist(text)) == text
