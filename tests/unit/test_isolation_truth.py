@@ -136,3 +136,51 @@ def test_all_other_on_a_64_cpu_smt_host_leaves_the_workers_core_and_fits_the_gua
 def test_cpulists_round_trip():
     for text in ("0-3,8,10-11", "5", "0-30,32-62"):
         assert format_cpulist(parse_cpulist(text)) == text
+
+
+def _table_text(s, samples) -> str:
+    from rich.console import Console
+
+    from virtbench.report.tables import isolation_table
+
+    console = Console(width=250, record=True, color_system=None)
+    console.print(isolation_table("t", samples, ["fa"]))
+    return console.export_text()
+
+
+def test_a_worker_faster_next_to_attackers_is_flagged_and_a_busy_baseline_explains_it(
+    tmp_path,
+):
+    """The injected host runs the worker 15% faster while any CPU outside its core spins
+    (cpu or stat at all-other). Against the idle baseline the slowdown is about -13% with
+    its whole CI below 0: the table flags it and says why. Against a busy baseline (a
+    spinner on each of those CPUs) the same attack reads about 0."""
+    busy_host = {("cpu", "all-other"): 1 / 1.15, ("stat", "all-other"): 1 / 1.15}
+    truth = Truth({"fa": RuntimeTruth(slowdown=busy_host)}, seed=15)
+    exp = {"type": "isolation", "worker": "sqlite", "attackers": ["stat"],
+           "placements": ["all-other"], "runs": 12, "warmups": 0, "settle_s": 0,
+           "ci_target_pct": 0}  # fmt: skip
+    with fake_session(tmp_path / "idle", truth, ["fa"], exp) as (s, _):
+        idle = run(s)
+        text = " ".join(_table_text(s, idle).split())
+    assert "faster" in text and "fa at all-other: faster next to the attacker (stat)" in text
+    assert "the host's idle states or frequency favour a busy machine" in text
+    assert 'baseline = "busy"' in text
+    with fake_session(tmp_path / "busy", truth, ["fa"], {**exp, "baseline": "busy"}) as (
+        s, world,
+    ):  # fmt: skip
+        busy = run(s)
+        text = " ".join(_table_text(s, busy).split())
+    assert world.running == {}
+    base = [x for x in busy if x.attacker == "" and x.metric == "inserts_per_s"]
+    assert all(x.params["baseline"] == "busy" and x.params["spinner_cpus"] == "0,1"
+               for x in base)  # fmt: skip
+    hit = [x.value for x in busy if x.attacker == "stat" and x.metric == "inserts_per_s"]
+    point, lo, hi = slowdown_ci([x.value for x in base], hit, "higher")
+    assert lo <= 0 <= hi and abs(point) < 0.05, (point, lo, hi)
+    assert "faster next to" not in text
+    flagged = [x for x in idle if x.attacker == "stat" and x.metric == "inserts_per_s"]
+    p_idle, _, hi_idle = slowdown_ci(
+        [x.value for x in idle if x.attacker == "" and x.metric == "inserts_per_s"],
+        [x.value for x in flagged], "higher")  # fmt: skip
+    assert hi_idle < 0 and abs(p_idle - (1 / 1.15 - 1)) < 0.04, p_idle

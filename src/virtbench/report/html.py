@@ -15,6 +15,7 @@ import dataclasses
 import datetime as dt
 import html
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +33,7 @@ from virtbench.report import plots as plotmod
 from virtbench.report.answers import answers
 from virtbench.report.cells import bounded_note
 from virtbench.report.desmet import desmet
-from virtbench.report.findings import differences, from_rich, ranked, warnings
+from virtbench.report.findings import HtmlTable, differences, from_rich, ranked, warnings
 from virtbench.report.hosts import named_line
 from virtbench.report.plotkit import Plot
 from virtbench.report.tables import experiment_tables
@@ -152,6 +153,7 @@ def run_section(store: Store, run: RunRecord, opts: Options) -> dict[str, Any]:
     base, scores, score_note = desmet(f, order, dataclasses.replace(opts, weights=weights))
     facts = _run_facts(run)
     seen: list[Any] = []  # the tables' summaries, for what their intervals were made with
+    conds = conditions.of_runtimes(f)
     return {
         **facts,
         "counts": {
@@ -162,7 +164,7 @@ def run_section(store: Store, run: RunRecord, opts: Options) -> dict[str, Any]:
         "conditions": conditions.shown(f),
         "answers": [(a.question, a.line()) for a in answers(f)],
         "warnings": ranked(warnings(f, store.events(run.id), opts.cv_warn)),
-        "tables": [from_rich(t) for t in experiment_tables(run, f, True, seen)],
+        "tables": [beside(from_rich(t), conds) for t in experiment_tables(run, f, True, seen)],
         "ci_note": " ".join([CI_NOTE, bounded_note(seen)]).strip(),
         "plots_note": plots_note,
         "plots": [svg for kind in figures for svg in kind],
@@ -177,6 +179,15 @@ def run_section(store: Store, run: RunRecord, opts: Options) -> dict[str, Any]:
         ),
         "bands": opts.bands,
     }
+
+
+def beside(t: HtmlTable, conds: dict[str, dict[str, str]]) -> HtmlTable:
+    """The table with the conditions of the runtimes it shows (named in its title, headers
+    or cells) as its last notes: each figure with the conditions it was taken under."""
+    text = " ".join([t.title, *t.headers, *(c for row in t.rows for c in row)])
+    named = [r for r in conds if re.search(rf"(?<![\w.:-]){re.escape(r)}(?![\w.:-])", text)]
+    lines = [f"conditions: {conditions.line(r, conds[r])}" for r in named]
+    return dataclasses.replace(t, notes=[*t.notes, *lines]) if lines else t
 
 
 def render(store: Store, run_ids: list[str], opts: Options) -> str:

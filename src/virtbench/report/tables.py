@@ -182,6 +182,11 @@ class _Isolation:
         # placement cannot tell attack kinds apart
         self.intervals: dict[tuple[str, str], list[Interval]] = defaultdict(list)
         self.refused: list[str] = []  # baselines no ratio may use
+        # per (runtime, placement): the attackers next to which the worker was faster
+        # with confidence (the whole slowdown CI below 0)
+        self.faster: dict[tuple[str, str], list[str]] = defaultdict(list)
+        params = [f.params_of(i) for i in range(len(f.labels["params"]))]
+        self.busy = any(p.get("baseline") == "busy" for p in params)
 
     def _baseline(self, runtime: str) -> _Baseline:
         """The runtime's successful rows without an attacker, their median and units."""
@@ -232,11 +237,17 @@ class _Isolation:
             units = min(base.n_units, np.unique(unit_keys(f, ok)).size)
             return f"{point * 100:+.1f}% (no CI: {units} units)"
         self.intervals[(runtime, placement)].append((attacker, point, lo, hi))
-        return f"{point * 100:+.1f}% ({lo * 100:+.1f}..{hi * 100:+.1f})"
+        cell = f"{point * 100:+.1f}% ({lo * 100:+.1f}..{hi * 100:+.1f})"
+        if hi < 0:
+            self.faster[(runtime, placement)].append(attacker)
+            cell += " faster"
+        return cell
 
     def notes(self) -> list[str]:
-        """The table's caption: inseparable placements, then the refused baselines."""
-        return inseparable(self.intervals) + list(dict.fromkeys(self.refused))
+        """The table's caption: inseparable placements, the runtimes faster next to an
+        attacker, then the refused baselines."""
+        return (inseparable(self.intervals) + faster(self.faster, self.busy)
+                + list(dict.fromkeys(self.refused)))  # fmt: skip
 
 
 def isolation_table(title: str, samples: Rows, runtime_order: list[str]) -> Table:
@@ -285,6 +296,20 @@ def inseparable(
             f"to {hi * 100:+.0f}%) overlap within their 95% CIs: this placement cannot tell "
             f"attack kinds apart on this host{why}"
         )
+    return out
+
+
+def faster(where: dict[tuple[str, str], list[str]], busy: bool) -> list[str]:
+    """Why a worker can be faster next to an attacker, where it was with confidence (a
+    negative slowdown is a reading of the host, never the attacker's gift)."""
+    out = []
+    for (runtime, placement), names in where.items():
+        against = "even against a busy baseline" if busy else "than alone"
+        why = ("the host's idle states or frequency favour a busy machine" + (
+            "" if busy else ' (baseline = "busy" measures the baseline next to spinners on '
+            "the other CPUs)"))  # fmt: skip
+        out.append(f"{runtime} at {placement}: faster next to the attacker ({', '.join(names)})"
+                   f" {against}, with 95% confidence: {why}")  # fmt: skip
     return out
 
 
