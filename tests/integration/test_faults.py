@@ -241,7 +241,10 @@ def test_kill_9_then_clean_leaves_nothing_of_any_runtime_kind(runtime, env, tmp_
     p.communicate(timeout=30)
     records = [json.loads(line) for line in ledger.read_text().splitlines()]
     daemons = [(r["pid"], r["start"]) for r in records if r["kind"] == "daemon-pid"]
-    assert labelled(rid), "the run should have left instances behind"
+    left = labelled(rid)
+    assert left, "the run should have left instances behind"
+    if runtime in ("runc", "runsc"):  # each container's overlay root is mounted
+        assert any(x.startswith("mount ") and "/rootfs/" in x for x in left), left
     res = cli("clean", "--run", rid, env=env, timeout=300)
     assert res.returncode == 0, res.stdout + res.stderr
     assert f"run {rid} marked crashed" in res.stdout

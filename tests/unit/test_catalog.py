@@ -69,7 +69,8 @@ def test_s1s_code_names_are_entries_and_parts_of_the_study():
         spec, _, _ = specmod.load(n)
         (exp,) = spec.experiment
         assert exp.type == "isolation" and exp.worker == n.split("_")[1]
-        assert spec.runtimes == (["qemu"] if n.startswith("uk") else ["docker"])
+        oci = ["docker", "crun", "runc", "runsc"]  # the OCI runtimes beside Docker
+        assert spec.runtimes == (["qemu"] if n.startswith("uk") else oci)
     # background instances on a bridge, as the study's were
     for n in ("d_boot", "uk_boot", "d_ng_s", "uk_ng_s", "d_re_s", "d_sq_s"):
         spec, _, _ = specmod.load(n)
@@ -178,10 +179,12 @@ def test_each_studys_quick_form_runs_on_the_fake_and_says_what_it_skipped(
     hello, sleep, sqlite and attackers only): the rest is skipped with its reason in an
     event, the run completes, and every runtime that can measure something does."""
     _, raw, where = specmod.load(name)
-    fakes = [f"f{i}" for i, _ in enumerate(raw["runtimes"])]
-    world = install(Truth({f: RuntimeTruth() for f in fakes}, seed=3))
-    raw = {**raw, "runtimes": fakes, "instance": {"network": "none"}, "runtime": {}}
-    raw["experiment"] = [{k: v for k, v in e.items() if k != "background_network"}
+    fakes = {r: f"f{i}" for i, r in enumerate(raw["runtimes"])}
+    world = install(Truth({f: RuntimeTruth() for f in fakes.values()}, seed=3))
+    raw = {**raw, "runtimes": list(fakes.values()), "instance": {"network": "none"},
+           "runtime": {}}  # fmt: skip
+    raw["experiment"] = [{k: ([fakes[r] for r in v] if k == "runtimes" else v)
+                          for k, v in e.items() if k != "background_network"}
                          for e in raw["experiment"]]  # fmt: skip
     for e in raw["experiment"]:  # the fake host's memory holds still at once
         e["quick"] = {**e.get("quick", {}), **({"memory_settle_s": 0} if "memory_settle_s"
