@@ -154,15 +154,16 @@ def test_cluster_bootstrap_covers_the_truth_where_the_naive_one_does_not():
 
 
 def test_below_five_units_there_is_no_interval_only_the_range():
-    from virtbench.report.cells import spread
+    from virtbench.report.cells import interval
 
     values = [1.0, 1.1, 1.2, 5.0, 5.1, 5.2, 9.0, 9.1, 9.2]  # 3 units of 3 batches
     s = summarize(values, [0, 0, 0, 1, 1, 1, 2, 2, 2])
     assert s.n == 9 and s.units == 3 and not s.has_ci
-    assert spread(s)[0] == "1-9.2 (range of 9 in 3 units)"
-    assert spread(summarize([1.0, 5.0, 9.2], [0, 1, 2]))[0] == "1-9.2 (range of 3)"
-    assert spread(summarize([1.0, 5.0, 9.2], [0, 0, 0]))[0] == "1-9.2 (range of 3 in 1 unit)"
+    assert interval(s) == ("range", "1-9.2 (of 9 in 3 units)")
+    assert interval(summarize([1.0, 5.0, 9.2], [0, 1, 2])) == ("range", "1-9.2 (of 3)")
+    assert interval(summarize([1.0, 5.0, 9.2], [0, 0, 0])) == ("range", "1-9.2 (of 3 in 1 unit)")
     assert summarize(values).has_ci  # the same values as 9 units do get one
+    assert interval(summarize(values))[0] == "95% CI"
 
 
 def test_slowdown_ci_resamples_units():

@@ -1,7 +1,8 @@
 """What a run answers, first: per question its data can answer, the runtimes ranked best
-first, each with its figure and 95% CI, and between neighbours whether the ranking is
-sure (">": their intervals are apart) or not ("~": they overlap, the order could be
-chance).
+first, each with its figure and its 95% CI where it has one (never a range: a runtime
+with fewer than 5 units shows its figure alone), and between neighbours whether the
+ranking is sure (">": their intervals are apart) or not ("~": they overlap, the order
+could be chance).
 
   fastest to start          each headline boot figure (spawn to exit, ...): median
   least memory per instance density: the host's memory per instance (the slope, report/fits)

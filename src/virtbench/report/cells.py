@@ -28,21 +28,50 @@ def fmt(x: float, digits: int = 3) -> str:
     return f"{x:.{digits}g}"
 
 
-def spread(st: Summary) -> tuple[str, str]:
-    """The 95% CI and CV cells of a summary. With fewer than MIN_UNITS independent units
-    there is no CI: the range is shown, named as such ("0.6-0.9 (range of 3)")."""
+CI_HEADER = "95% CI"  # a column of confidence intervals only
+RANGE_HEADER = "range"  # of ranges only: groups of fewer than MIN_UNITS units
+MIXED_HEADER = "interval"  # of both: each cell says which it holds
+
+
+def interval(st: Summary) -> tuple[str, str]:
+    """(what, text) of a summary's interval: (CI_HEADER, "0.6-0.9") where it has a 95% CI.
+    With fewer than MIN_UNITS independent units there is none and the range is shown:
+    (RANGE_HEADER, "0.6-0.9 (of 3)"), "(of 9 in 3 units)" where units hold several values;
+    ("", "- (1 unit)") for one run's figure (a pile-up's count), ("", "-") for none."""
     if st.has_ci:
-        ci = f"{fmt(st.ci_low)}-{fmt(st.ci_high)}"
-    elif st.units == 1 and st.minimum == st.maximum:  # one run's figure (a pile-up's count)
-        ci = "- (1 unit)"
-    elif st.n:
-        of = f"{st.units}" if st.units == st.n else f"{st.n} in {st.units} unit"
-        of += "s" if st.units > 1 and st.units != st.n else ""
-        ci = f"{fmt(st.minimum)}-{fmt(st.maximum)} (range of {of})"
-    else:
-        ci = "-"
-    cv = f"{st.cv * 100:.1f}%" if not math.isnan(st.cv) else "-"
-    return ci, cv
+        return CI_HEADER, f"{fmt(st.ci_low)}-{fmt(st.ci_high)}"
+    if st.units == 1 and st.minimum == st.maximum:
+        return "", "- (1 unit)"
+    if not st.n:
+        return "", "-"
+    of = f"{st.units}" if st.units == st.n else f"{st.n} in {st.units} unit"
+    of += "s" if st.units > 1 and st.units != st.n else ""
+    return RANGE_HEADER, f"{fmt(st.minimum)}-{fmt(st.maximum)} (of {of})"
+
+
+def interval_column(sts: Iterable[Summary]) -> tuple[str, list[str]]:
+    """(header, cells) of a column of the summaries' intervals, its header saying what
+    the cells hold, so that no range ever stands under a CI's name: "95% CI" over CIs,
+    "range" over ranges, and over both "interval", each cell then naming its own
+    ("95% CI 1.2-1.5", "range 0.6-0.9 (of 3)")."""
+    found = [interval(st) for st in sts]
+    kinds = {what for what, _ in found if what}
+    if len(kinds) > 1:
+        return MIXED_HEADER, [f"{what} {text}" if what else text for what, text in found]
+    return (kinds.pop() if kinds else CI_HEADER), [text for _, text in found]
+
+
+def cv_cell(st: Summary) -> str:
+    return f"{st.cv * 100:.1f}%" if not math.isnan(st.cv) else "-"
+
+
+def add_interval_rows(t: Table, rows: list[tuple[list[str], Summary]], at: int) -> None:
+    """Add `rows` (cells, summary) to `t`, each with its summary's interval put in at
+    column `at`, whose header becomes what that column holds (`interval_column`)."""
+    header, cells = interval_column(st for _, st in rows)
+    t.columns[at].header = header
+    for (row, _), cell in zip(rows, cells, strict=True):
+        t.add_row(*row[:at], cell, *row[at:])
 
 
 def refusal(metric: str, workload: str, baseline: float, who: str = "A") -> str:

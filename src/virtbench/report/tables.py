@@ -13,14 +13,16 @@ from rich.table import Table
 from virtbench import metrics
 from virtbench.analysis.stats import Summary, slowdown_ci
 from virtbench.report.cells import (
+    CI_HEADER,
     Rows,
     add_columns,
+    add_interval_rows,
+    cv_cell,
     fmt,
     group,
     median_rows,
     natural,
     refusal,
-    spread,
     summarize_rows,
     unit_keys,
 )
@@ -31,12 +33,13 @@ from virtbench.store.records import RunRecord, Sample
 
 def summary_table(title: str, samples: Rows, runtime_order: list[str], wide: bool = False,
                   seen: list[Summary] | None = None) -> Table:  # fmt: skip
-    """One row per (metric, workload, runtime): median, 95% CI of the median, CV, n;
-    `wide` adds mean, SD, min-max and outliers (Tukey's fences). Failed measurements are
-    counted, never averaged. `seen` collects the summaries shown."""
+    """One row per (metric, workload, runtime): median, 95% CI of the median (the range
+    with fewer than 5 units: cells.interval_column), CV, n; `wide` adds mean, SD, min-max
+    and outliers (Tukey's fences). Failed measurements are counted, never averaged.
+    `seen` collects the summaries shown."""
     f = as_frame(samples)
     t = Table(title=title, title_justify="left")
-    cols = ["measure", "runtime", "median", "95% CI", "CV", "n"]
+    cols = ["measure", "runtime", "median", CI_HEADER, "CV", "n"]
     if wide:
         cols += ["mean", "SD", "min-max", "outliers"]
     groups = group(f)
@@ -46,6 +49,7 @@ def summary_table(title: str, samples: Rows, runtime_order: list[str], wide: boo
     add_columns(t, cols, ("measure", "runtime"))
     order = {r: i for i, r in enumerate(runtime_order)}
     several_workloads = len({k[4] for k in groups}) > 1
+    rows_shown: list[tuple[list[str], Summary]] = []
     for key in sorted(groups, key=lambda k: (natural(k[1]), k[4], order.get(k[3], 99))):
         experiment, metric, unit, runtime, workload = key
         if metrics.lookup(metric, workload).summary != "median":  # a per-point series
@@ -54,17 +58,17 @@ def summary_table(title: str, samples: Rows, runtime_order: list[str], wide: boo
         st = summarize_rows(f, rows)
         if seen is not None:
             seen.append(st)
-        ci, cv = spread(st)
         measure = metric.removeprefix(experiment + ".")
         if several_workloads:
             measure += f" ({workload})"
-        row = [measure, runtime, f"{fmt(st.median)} {unit}", ci, cv, str(st.n)]
+        row = [measure, runtime, f"{fmt(st.median)} {unit}", cv_cell(st), str(st.n)]
         if wide:
             row += [fmt(st.mean), fmt(st.sd), f"{fmt(st.minimum)}-{fmt(st.maximum)}",
                     str(st.outliers)]  # fmt: skip
         if "failed" in cols:
             row.append(str(int(failed[rows].sum())) or "")
-        t.add_row(*row)
+        rows_shown.append((row, st))
+    add_interval_rows(t, rows_shown, cols.index(CI_HEADER))
     return t
 
 
@@ -102,21 +106,22 @@ def worker_metric(samples: Rows) -> str | None:
 
 def scalability_table(title: str, samples: Rows, runtime_order: list[str],
                       seen: list[Summary] | None = None) -> Table:  # fmt: skip
-    """Per runtime and background count: the worker's figure (median, 95% CI, CV, n, and
-    relative to the point with no background, as S1 normalised), next to the host's CPU
-    idle, MemAvailable and free swap measured at that point."""
+    """Per runtime and background count: the worker's figure (median, 95% CI or range,
+    CV, n, and relative to the point with no background, as S1 normalised), next to the
+    host's CPU idle, MemAvailable and free swap measured at that point."""
     f = as_frame(samples)
     f = f.take(~f.warmup)
     metric = worker_metric(f)
     is_metric = f.where("metric", metric or "")
     unit = f.labels["unit"][f.codes["unit"][is_metric][0]] if is_metric.any() else ""
     t = Table(title=f"{title} ({metric}, {unit})", title_justify="left")
-    cols = ["runtime", "background", "median", "95% CI", "CV", "n", "vs 0"]
+    cols = ["runtime", "background", "median", CI_HEADER, "CV", "n", "vs 0"]
     host = metrics.plotted("scalability")
     add_columns(t, [*cols, *HOST_COLUMNS], ("runtime",), ("background",))
     points = dict(f.groups("runtime", "background", "metric"))
     failed, workloads = f.failed, f.codes["workload"]
     have = set(f.distinct("runtime"))
+    shown: list[tuple[list[str], Summary]] = []
     for r in (r for r in runtime_order if r in have):
         first = math.nan
         at_r = f.where("runtime", r) & is_metric
@@ -137,15 +142,11 @@ def scalability_table(title: str, samples: Rows, runtime_order: list[str],
                 rows = points.get((r, n, m.name))
                 median = median_rows(f, rows)[0]
                 host_cells.append(f"{fmt(median)}{m.unit}")
-            t.add_row(
-                r,
-                str(n),
-                fmt(st.median),
-                *spread(st),
-                f"{st.n}" + (f" ({lost} failed)" if lost else ""),
-                f"{rel:.2f}x" if not math.isnan(rel) else "-",
-                *host_cells,
-            )
+            row = [r, str(n), fmt(st.median), cv_cell(st),
+                   f"{st.n}" + (f" ({lost} failed)" if lost else ""),
+                   f"{rel:.2f}x" if not math.isnan(rel) else "-", *host_cells]  # fmt: skip
+            shown.append((row, st))
+    add_interval_rows(t, shown, cols.index(CI_HEADER))
     return t
 
 
@@ -271,6 +272,9 @@ def isolation_table(title: str, samples: Rows, runtime_order: list[str]) -> Tabl
         for r in runtimes:
             cells += table.cells(r, attacker, placement)
         t.add_row(*cells)
+    for i, r in enumerate(runtimes):  # "95% CI" only over a column that holds one
+        if not any(runtime == r for runtime, _ in table.intervals):
+            t.columns[3 + 2 * i].header = f"{r} slowdown"
     notes = table.notes()
     if notes:
         t.caption = "\n".join(notes)

@@ -16,7 +16,7 @@ from virtbench.store.frame import Frame, as_frame
 CI_NOTE = (
     "95% CI: percentile bootstrap of the median over independent units (repetitions; a "
     "pile-up's instances for per-instance figures), nested values resampled together; "
-    "fewer than 5 units: the range instead"
+    'fewer than 5 units: no CI, the range (min-max) instead, named "range"'
 )
 
 
