@@ -154,3 +154,26 @@ def test_compare_writes_markdown_and_bencher_json_with_the_same_verdicts_and_exi
     assert spawn_b == statistics.median(rows)
     res = compare(tmp_path, "aaaaa1", "bbbbb2", "--json", str(tmp_path / "no" / "x.json"))
     assert res.exit_code == 2 and "--json" in res.output and "cannot write" in res.output
+
+
+def test_the_change_comes_with_its_ci_and_the_injected_truth_is_inside(tmp_path):
+    """B's boots injected 10% slower: the change's 95% CI (a bootstrap of both medians
+    over repetitions) holds +10% and excludes 0; identical data's holds 0."""
+    import re
+
+    from virtbench.report.compare import compare as rows_of
+
+    store = Store(tmp_path)
+    fake_run(store, "aaaaa1", {"fake": 1.0}, seed=1)
+    fake_run(store, "bbbbb2", {"fake": 1.10}, seed=2)
+    rows = rows_of(store.samples("aaaaa1"), store.samples("bbbbb2"), with_runtime=True)
+    row = next(r for r in rows if r.key[1] == "boot.spawn_to_exit")
+    lo, hi = row.ci
+    assert lo < 0.10 < hi and lo > 0, row.ci
+    res = compare(tmp_path, "aaaaa1", "bbbbb2")
+    line = " ".join(res.output.split())
+    got = re.search(r"spawn_to_exit.*?\+[\d.]+% \(95% CI \+([\d.]+)\.\.\+([\d.]+)\)", line)
+    assert got and float(got.group(1)) < 10 < float(got.group(2)), line
+    same = rows_of(store.samples("aaaaa1"), store.samples("aaaaa1"), with_runtime=True)
+    row = next(r for r in same if r.key[1] == "boot.spawn_to_exit")
+    assert row.ci[0] <= 0 <= row.ci[1]

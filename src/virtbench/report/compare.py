@@ -7,7 +7,8 @@ attacker, placement and the workload's level (connections, clients...), plus the
 when both sides hold the same runtimes. For every condition present on both sides:
 
   change  = median(B) / median(A) - 1, over one value per independent unit (repetition;
-          a pile-up's instance): nested values are averaged within their unit first
+          a pile-up's instance): nested values are averaged within their unit first;
+          with 5 units or more a side, its 95% CI (a bootstrap of both medians)
   p       permutation test of the difference of means (significance.ab_test), Holm-corrected
           over all the conditions compared, so more metrics do not mean more false alarms
   verdict "worse" / "better" (in the metric's direction) when p <= alpha and
@@ -38,6 +39,7 @@ from rich.table import Table
 from virtbench import metrics
 from virtbench.analysis.fit import p_difference
 from virtbench.analysis.significance import ABResult, ab_test, holm, min_p, verdict
+from virtbench.analysis.stats import slowdown_ci
 from virtbench.errors import VirtbenchError
 from virtbench.report.cells import Rows, add_columns, fmt, refusal, unit_keys
 from virtbench.store.frame import Frame, as_frame
@@ -80,6 +82,8 @@ class Row:
     verdict: str
     reason: str = ""  # why there is no ratio ("no ratio")
     cells: tuple[str, str] = ("", "")  # A's and B's figure as shown, where not a median
+    # the change's 95% CI (a bootstrap of the two medians over units); nan: none
+    ci: tuple[float, float] = (math.nan, math.nan)
 
 
 def _fit_results(a: Frame, b: Frame, with_runtime: bool
@@ -206,7 +210,8 @@ def compare(
         v = verdict(r, direction_of(k), p, alpha, min_effect)
         if v == "no change" and min_p(r.n_a, r.n_b) * m > alpha:
             v = "too few"  # Holm multiplies the smallest p by m: these sizes cannot reach alpha
-        rows.append(Row(k, direction_of(k), r, p, v, "", cells))
+        ci = change_ci(va[k], vb[k]) if k not in fitted else (math.nan, math.nan)
+        rows.append(Row(k, direction_of(k), r, p, v, "", cells, ci))
     return rows
 
 
@@ -222,10 +227,20 @@ VERDICT_STYLE = {
 REGRESSIONS = ("worse", "failed", "missing")
 
 
+def change_ci(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
+    """The 95% CI of median(B) / median(A) - 1 over one value per unit: a percentile
+    bootstrap of both sides (analysis/stats.slowdown_ci, as "lower": B over A); nan
+    with fewer than 5 units on a side."""
+    _, lo, hi = slowdown_ci(a, b, "lower")
+    return lo, hi
+
+
 def cells(row: Row) -> list[str]:
     """A row's cells as the verdict table shows them (plain text)."""
     r, unit = row.result, row.key[2]
     change = f"{r.change * 100:+.1f}%" if not math.isnan(r.change) else "-"
+    if not math.isnan(row.ci[0]) and not math.isnan(r.change):
+        change += f" (95% CI {row.ci[0] * 100:+.1f}..{row.ci[1] * 100:+.1f})"
     p = f"{row.p_adjusted:.3g}" if not math.isnan(row.p_adjusted) else "-"
     a_cell, b_cell = row.cells if row.cells[0] else (f"{fmt(r.median_a)} {unit}",
                                                      f"{fmt(r.median_b)} {unit}")  # fmt: skip
