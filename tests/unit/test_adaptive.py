@@ -56,3 +56,17 @@ def test_stops_at_max_runs_and_says_why(tmp_path):
 def test_default_limit_is_ten_times_runs(tmp_path):
     s, _ = session(tmp_path, target_cv=1)
     assert s.spec.experiment[0].run_limit() == 30
+
+
+def test_a_resumed_run_does_not_stop_before_the_repetitions_begun_before(tmp_path):
+    """Interrupted at repetition 8 of an adaptive boot (its CV already met): the resumed
+    schedule goes on through repetition 8, so a unit cut short there is measured again
+    rather than left unfinished."""
+    s, _ = session(tmp_path, target_cv=5, max_runs=50)
+    for rep in range(9):
+        s.record(Sample("boot", "boot.spawn_to_exit", 10.0, "ms", "lower", "crun", "hello", rep))
+    s.resumed = True
+    assert s.begun("boot") == 9
+    assert drive(s, lambda rep: 10.0) == list(range(9))
+    fresh, _ = session(tmp_path / "fresh", target_cv=5, max_runs=50)
+    assert drive(fresh, lambda rep: 10.0) == [0, 1, 2]  # not resumed: runs, then the target

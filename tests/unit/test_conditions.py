@@ -76,7 +76,7 @@ def test_a_tables_notes_name_only_the_runtimes_it_shows():
     from virtbench.report.findings import HtmlTable
     from virtbench.report.html import beside
 
-    conds = {"crun": CRUN, "runc": PLAIN, "podman:runsc": PLAIN}
+    conds = {"crun": CRUN, "runc": PLAIN, "runsc": CRUN, "podman:runsc": PLAIN}
     t = HtmlTable("boot", ["measure", "runtime"], [["spawn", "crun"]], [False, False])
     assert [n.split(":")[1] for n in beside(t, conds).notes] == [" crun"]
     t = HtmlTable("isolation", ["attacker", "podman:runsc slowdown"], [], [False, False])

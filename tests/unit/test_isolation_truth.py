@@ -4,6 +4,7 @@ placed on a 64-CPU SMT host leaving the worker's whole core free."""
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -71,7 +72,7 @@ def test_a_baseline_too_spread_for_the_target_is_said_before_the_attacks(tmp_pat
     assert len(wide) == 1, events
     t_wide, message = wide[0]
     assert t_wide < min(x.t for x in hit)  # before the first attack
-    assert "fa: the baseline spread is too wide to detect a 10-point slowdown" in message
+    assert "fa: the baseline spread is too wide for the 10-point CI target" in message
     got = re.search(r"about (\d+) points wide after 8 repetitions", message)
     assert got and 40 < int(got.group(1)) < 150, message  # ~6.95 x 0.3 / sqrt(8) = 74
     assert "raise max_runs" in message
@@ -163,7 +164,8 @@ def test_a_worker_faster_next_to_attackers_is_flagged_and_a_busy_baseline_explai
     with fake_session(tmp_path / "idle", truth, ["fa"], exp) as (s, _):
         idle = run(s)
         text = " ".join(_table_text(s, idle).split())
-    assert "faster" in text and "fa at all-other: faster next to the attacker (stat)" in text
+    assert re.search(r"-1\d\.\d% \(-\d+\.\d\.\.-\d+\.\d\) faster", text), text  # the cell
+    assert "fa at all-other: faster next to the attacker (stat)" in text  # the caption
     assert "the host's idle states or frequency favour a busy machine" in text
     assert 'baseline = "busy"' in text
     with fake_session(tmp_path / "busy", truth, ["fa"], {**exp, "baseline": "busy"}) as (
@@ -184,3 +186,14 @@ def test_a_worker_faster_next_to_attackers_is_flagged_and_a_busy_baseline_explai
         [x.value for x in idle if x.attacker == "" and x.metric == "inserts_per_s"],
         [x.value for x in flagged], "higher")  # fmt: skip
     assert hi_idle < 0 and abs(p_idle - (1 / 1.15 - 1)) < 0.04, p_idle
+
+
+def test_a_slowdown_that_cannot_be_judged_is_never_counted_as_met():
+    from virtbench.experiments.isolation_precision import judged
+
+    six = ([1000.0, 990.0, 1010.0, 1005.0, 995.0, 1000.0], list(range(6)))
+    assert judged(([], []), six, "higher") == (math.inf, " (no successful baseline)")
+    three = (six[0][:3], six[1][:3])
+    assert judged(six, three, "higher") == (math.inf, " (only 3 successful repetitions)")
+    width, why = judged(six, six, "higher")
+    assert why == "" and 0 < width < 5

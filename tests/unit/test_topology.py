@@ -105,7 +105,7 @@ def test_isolation_conditions_skip_memory_hogs_that_would_not_fit(tmp_path):
     assert [(a, p) for a, p, _ in conds] == [
         ("", ""), ("cpu", "same-cpu"), ("mempressure", "same-cpu"), ("cpu", "all-other"),
     ]  # fmt: skip
-    (level, msg), skipped = events  # what all-other leaves the worker, then the skip
+    skipped, (level, msg) = events  # the skip, then what all-other leaves the worker
     assert level == "info" and msg.endswith("7 CPUs (0-6); the worker's core (7) is left to it")
     level, msg = skipped
     assert level == "warning" and "mempressure at all-other skipped: 7 attackers" in msg

@@ -154,7 +154,8 @@ class IsolationExperiment(WorkerExperiment, RepeatedExperiment):
         return [self.worker, *self.attacker_workloads()]
 
     def attacker_workloads(self) -> list[str]:
-        return [f"attacker {a}" for a in self.attackers]
+        spinner = ["cpu"] if self.baseline == "busy" and "cpu" not in self.attackers else []
+        return [f"attacker {a}" for a in [*self.attackers, *spinner]]
 
 
 def worker_cpu(cfg: IsolationExperiment, topo: Topology) -> int:
@@ -212,7 +213,7 @@ def run(s: Session, cfg: IsolationExperiment) -> None:
     failures = Failures(s, "isolation")
     params = cfg.params_for(cfg.worker)
     precision.pilot(s, cfg, cpu)
-    targets = [precision.slowdown_target(s, cfg)] if cfg.ci_target_pct else []
+    targets = [precision.slowdown_target(s, cfg)] if precision.adapts(cfg) else []
     for rep, warmup, order in s.repetitions("isolation", cfg, targets):
         shift = rep % len(conds)
         for runtime in order:
@@ -272,7 +273,7 @@ def estimate(cfg: IsolationExperiment, cost: Costs) -> Estimate:
     one = worker + cost.launch()
     attack = len(cfg.attackers) * places * (cost.launch() + cfg.settle_s)
     n = reps * (conds + len(cfg.attackers) * places)
-    pilot = cfg.pilot if cfg.ci_target_pct and (cfg.run_limit() or 0) >= 5 else 0
+    pilot = cfg.pilot if precision.adapts(cfg) else 0
     seconds = reps * (conds * one + attack) + (pilot * worker + cost.launch() if pilot else 0)
     return Estimate(n, seconds, f"{reps} x {conds} conditions")
 

@@ -42,10 +42,6 @@ def conditions(s: Session, cfg: IsolationExperiment, topo: Topology, cpu: int) -
             s.event("warning", f"isolation: placement {placement} skipped: {why}")
             continue
         taken[tuple(cpus)] = placement
-        if placement == "all-other":  # S1's large-scale case: say what the worker keeps
-            s.event("info", f"isolation: all-other: one attacker on each of {len(cpus)} CPUs "
-                            f"({format_cpulist(cpus)}); the worker's core "
-                            f"({format_cpulist(topo.core(cpu))}) is left to it")  # fmt: skip
         for a in cfg.attackers:
             need = attackers.ATTACKERS[a].memory_mib * len(cpus)
             if need > MEMORY_SHARE * available_mib:  # many CPUs x a memory hog: no OOM
@@ -55,6 +51,10 @@ def conditions(s: Session, cfg: IsolationExperiment, topo: Topology, cpu: int) -
                                    f"({available_mib:.0f} MiB)")  # fmt: skip
                 continue
             out.append((a, placement, cpus))
+        if placement == "all-other" and out[-1][1] == placement:  # say what the worker keeps
+            s.event("info", f"isolation: all-other: one attacker on each of {len(cpus)} CPUs "
+                            f"({format_cpulist(cpus)}); the worker's core "
+                            f"({format_cpulist(topo.core(cpu))}) is left to it")  # fmt: skip
     return out
 
 
@@ -111,7 +111,7 @@ def condition_labels(
     """The labels of the worker's samples under one condition (`rt`: the attackers')."""
     name, placement, cpus = cond
     params: dict[str, Any] = {}
-    if not name and cfg.baseline == "busy":
+    if not name and cpus:  # a busy baseline's spinners
         params = {"baseline": "busy", "spinner_cpus": ",".join(map(str, cpus))}
     if name:
         params = {

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from virtbench.analysis.stats import MIN_UNITS, slowdown_ci, summarize
@@ -42,15 +43,15 @@ def runs_needed(cv: float, target_pct: float) -> int:
     return max(MIN_UNITS, math.ceil((100 * WIDTH_PER_CV * cv / target_pct) ** 2))
 
 
-def ours(s: Session, cfg: IsolationExperiment, smp: Sample) -> bool:
-    """A successful primary figure (at any level) of this isolation experiment's worker."""
+def ours(s: Session, cfg: IsolationExperiment) -> Callable[[Sample], bool]:
+    """Is a sample a primary figure (at any level; failed ones too) of this isolation
+    experiment's worker?"""
     from virtbench.spec.base import measured  # the spec package lists experiment types
 
-    primary = measured(cfg.worker).primary
-    return (smp.experiment == "isolation" and smp.workload == cfg.worker and not smp.error
-            and smp.value is not None
-            and smp.params.get("experiment_index", 0) == (s.experiment_index or 0)
-            and smp.metric.partition("@")[0] == primary)  # fmt: skip
+    primary, index = measured(cfg.worker).primary, s.experiment_index or 0
+    return lambda smp: (smp.experiment == "isolation" and smp.workload == cfg.worker
+                        and smp.params.get("experiment_index", 0) == index
+                        and smp.metric.partition("@")[0] == primary)  # fmt: skip
 
 
 def slowdown_target(s: Session, cfg: IsolationExperiment) -> Target:
@@ -60,39 +61,58 @@ def slowdown_target(s: Session, cfg: IsolationExperiment) -> Target:
 
 
 def widest(s: Session, cfg: IsolationExperiment, since: float) -> Worst:
-    """The widest slowdown CI (points) over runtime x attacker x placement since `since`,
-    and which; inf for one with no CI yet; None when no slowdown can be formed."""
+    """The widest slowdown CI (points) over runtime x attacker x placement measured since
+    `since`, and which; inf for one that cannot be judged yet (too few successful
+    repetitions, or no successful baseline); None when nothing was measured."""
+    mine = ours(s, cfg)
     groups: dict[tuple[str, ...], tuple[list[float], list[int]]] = defaultdict(lambda: ([], []))
     direction: dict[str, str] = {}
     for smp in s.store.samples(s.run_id):
-        if smp.warmup or smp.t < since or not ours(s, cfg, smp):
+        if smp.warmup or smp.t < since or not mine(smp):
             continue
         values, units = groups[(smp.runtime, smp.metric, smp.attacker, smp.placement)]
-        values.append(smp.value)  # type: ignore[arg-type]
-        units.append(smp.repetition)
         direction[smp.metric] = smp.direction
+        if not smp.error and smp.value is not None:  # a failed one: a group still to judge
+            values.append(smp.value)
+            units.append(smp.repetition)
     several = len(direction) > 1
     worst: Worst = None
     for (runtime, metric, attacker, placement), (values, units) in sorted(groups.items()):
-        base = groups.get((runtime, metric, "", ""))
-        if not attacker or base is None:
+        if not attacker:
             continue
-        _, lo, hi = slowdown_ci(base[0], values, direction[metric], units_b=base[1],
-                                units_a=units)  # fmt: skip
         what = f"{runtime} {attacker} at {placement}" + (f" ({metric})" if several else "")
-        width = math.inf if math.isnan(lo) else (hi - lo) * 100
-        if math.isinf(width):
-            what += f" (no CI under {MIN_UNITS} repetitions)"
+        width, why = judged(groups.get((runtime, metric, "", ""), ([], [])), (values, units),
+                            direction[metric])  # fmt: skip
         if worst is None or width > worst[0]:
-            worst = (width, what)
+            worst = (width, what + why)
     return worst
 
 
+def judged(base: tuple[list[float], list[int]], hit: tuple[list[float], list[int]],
+           direction: str) -> tuple[float, str]:  # fmt: skip
+    """(width of the slowdown's 95% CI in points, "") or (inf, why there is none)."""
+    n_base, n_hit = len(set(base[1])), len(set(hit[1]))
+    if not n_base:
+        return math.inf, " (no successful baseline)"
+    if min(n_base, n_hit) < MIN_UNITS:
+        return math.inf, f" (only {min(n_base, n_hit)} successful repetitions)"
+    _, lo, hi = slowdown_ci(base[0], hit[0], direction, units_b=base[1], units_a=hit[1])
+    if math.isnan(lo):
+        return math.inf, " (no CI)"
+    return (hi - lo) * 100, ""
+
+
+def adapts(cfg: IsolationExperiment) -> bool:
+    """Does the CI target apply: on, and enough repetitions allowed for a CI?"""
+    return bool(cfg.ci_target_pct) and (cfg.run_limit() or 0) >= MIN_UNITS
+
+
 def pilot(s: Session, cfg: IsolationExperiment, cpu: int) -> None:
-    """Each runtime's worker measured `cfg.pilot` times alone, then the verdict: can the
-    target be met within max_runs repetitions? Said as an event either way."""
+    """Each runtime's worker measured `cfg.pilot` times alone (on an idle host), then the
+    verdict: can the target be met within max_runs repetitions? Said as an event either
+    way; a resumed run keeps the check it made."""
     limit = cfg.run_limit()
-    if not cfg.ci_target_pct or limit is None or not cfg.pilot:
+    if not cfg.ci_target_pct or limit is None:
         return
     if limit < MIN_UNITS:
         s.event("info", f"isolation: at most {limit} repetitions: no slowdown will have a "
@@ -100,7 +120,9 @@ def pilot(s: Session, cfg: IsolationExperiment, cpu: int) -> None:
                         "points is not checked")  # fmt: skip
         return
     params = cfg.params_for(cfg.worker)
-    for runtime in s.spec.runtimes:
+    mine = ours(s, cfg)
+    done = {x.runtime for x in s.store.samples(s.run_id) if x.params.get("pilot") and mine(x)}
+    for runtime in [r for r in s.spec.runtimes if r not in done] if cfg.pilot else []:
         worker = Worker(s, runtime, cfg.worker, params, cfg.ready_timeout_s,
                         cfg.client_timeout_s, cpus=str(cpu))  # fmt: skip
         try:
@@ -123,9 +145,11 @@ def pilot_labels(k: int) -> dict[str, Any]:
 def verdict(s: Session, cfg: IsolationExperiment, runtime: str, limit: int) -> None:
     """Say whether `runtime`'s baseline spread lets a slowdown's CI reach the target."""
     by: dict[str, list[float]] = defaultdict(list)  # per level
+    mine = ours(s, cfg)
     for x in s.store.samples(s.run_id):
-        if x.runtime == runtime and x.warmup and x.params.get("pilot") and ours(s, cfg, x):
-            by[x.metric].append(x.value)  # type: ignore[arg-type]
+        if (x.runtime == runtime and x.warmup and x.params.get("pilot") and mine(x)
+                and not x.error and x.value is not None):  # fmt: skip
+            by[x.metric].append(x.value)
     spreads = [(summarize(v).cv, len(v)) for v in by.values() if len(v) >= 2]
     cv, n = max(((c, k) for c, k in spreads if not math.isnan(c)), default=(math.nan, 0))
     if math.isnan(cv):
@@ -136,8 +160,8 @@ def verdict(s: Session, cfg: IsolationExperiment, runtime: str, limit: int) -> N
     width, need = predicted_width(cv, limit), runs_needed(cv, target)
     alone = f"{n} measurements alone had a CV of {cv * 100:.1f}%"
     if width > target:
-        s.event("warning", f"isolation: {runtime}: the baseline spread is too wide to detect "
-                           f"a {target:g}-point slowdown: {alone}, so a slowdown's 95% CI "
+        s.event("warning", f"isolation: {runtime}: the baseline spread is too wide for the "
+                           f"{target:g}-point CI target: {alone}, so a slowdown's 95% CI "
                            f"would be about {width:.0f} points wide after {limit} repetitions "
                            f"(max_runs); it would take about {need} (raise max_runs), a "
                            "quieter host or a longer measurement")  # fmt: skip

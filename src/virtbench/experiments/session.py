@@ -310,10 +310,12 @@ class Session:
         target is met, or `max_runs` are done; either way an event says which, and why."""
         rows = orders(list(self.spec.runtimes), self.order_seed)
         since = 0.0 if self.resumed else time.time()  # resumed: the samples before count
+        # resumed: no stop before the repetitions begun before the interruption are done
+        floor = max(runs, self.begun(experiment) if self.resumed and targets else 0)
         i = 0
         while True:
             done = i - warmups
-            if done >= runs and (
+            if done >= floor and (
                 not targets
                 or max_runs is None
                 or adaptive.stop(self, experiment, targets, done, max_runs, since)
@@ -332,6 +334,14 @@ class Session:
         if cfg.target_cv is not None:
             mine.insert(0, adaptive.cv_target(self, experiment, cfg.target_cv))
         return self.schedule(cfg.warmups, cfg.runs, experiment, mine, cfg.run_limit())
+
+    def begun(self, experiment: str) -> int:
+        """1 + the highest repetition this experiment (at this index) stored a sample of."""
+        index = self.experiment_index or 0
+        reps = [x.repetition for x in self.store.samples(self.run_id)
+                if x.experiment == experiment and not x.warmup
+                and x.params.get("experiment_index", 0) == index]  # fmt: skip
+        return max(reps, default=-1) + 1
 
     def worst_cv(self, experiment: str, since: float) -> tuple[float, str] | None:
         """The largest CV (a fraction) over this experiment's groups since `since`, and
