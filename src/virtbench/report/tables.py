@@ -236,7 +236,7 @@ class _Isolation:
         )
         if math.isnan(lo):
             units = min(base.n_units, np.unique(unit_keys(f, ok)).size)
-            return f"{point * 100:+.1f}% (no CI: {units} units)"
+            return f"{point * 100:+.1f}% (no CI: {units} unit{'' if units == 1 else 's'})"
         self.intervals[(runtime, placement)].append((attacker, point, lo, hi))
         cell = f"{point * 100:+.1f}% ({lo * 100:+.1f}..{hi * 100:+.1f})"
         if hi < 0:
