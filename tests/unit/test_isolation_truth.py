@@ -197,3 +197,14 @@ def test_a_slowdown_that_cannot_be_judged_is_never_counted_as_met():
     assert judged(six, three, "higher") == (math.inf, " (only 3 successful repetitions)")
     width, why = judged(six, six, "higher")
     assert why == "" and 0 < width < 5
+
+
+def test_the_baseline_checks_resource_series_are_not_drawn():
+    from virtbench.report.plots_studies import resources
+
+    pilot = "proc/crun/nginx/isolation,0,,,/1/pilot/server.cpu_pct"
+    assert resources([(pilot, 0.0, 50.0), (pilot, 1.0, 60.0)], ["crun"]) == []
+    kept = pilot.replace("/pilot", "")
+    series = [(kept, 0.0, 50.0), (kept, 1.0, 60.0), (kept.replace("cpu_pct", "rss_mib"), 0.0, 9.0),
+              (kept.replace("cpu_pct", "rss_mib"), 1.0, 9.5)]  # fmt: skip
+    assert len(resources(series, ["crun"])) == 1

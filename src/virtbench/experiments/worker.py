@@ -336,7 +336,7 @@ class Worker:
         where = ",".join([which, *(str(labels.get(k, "")) for k in keys)])
         prefix = f"proc/{self.runtime}/{self.name}/{where}/{level}"
         if labels.get("warmup"):
-            prefix += "/warmup"
+            prefix += "/pilot" if labels.get("params", {}).get("pilot") else "/warmup"
         return ProcWatch(prefix, lambda: rt.observe.pids(inst), rt.daemons.pids())
 
     def stop(self) -> None:

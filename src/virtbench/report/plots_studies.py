@@ -166,9 +166,9 @@ def resources(series: Series, order: list[str]) -> list[Plot]:
     )
     for name, t, value in series:
         # proc/<runtime>/<workload>/<experiment,repetition,attacker,placement,background>/
-        #   <level>[/warmup]/<part>.<metric>: one measurement each
+        #   <level>[/warmup|/pilot]/<part>.<metric>: one measurement each
         parts = name.split("/")
-        if parts[0] != "proc" or len(parts) < 6 or parts[5] == "warmup":
+        if parts[0] != "proc" or len(parts) < 6 or parts[5] in ("warmup", "pilot"):
             continue
         runtime, workload, where, level = parts[1], parts[2], parts[3], parts[4]
         part, _, metric = parts[-1].partition(".")
