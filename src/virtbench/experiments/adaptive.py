@@ -11,12 +11,21 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from virtbench.analysis.stats import summarize
+from virtbench.store import Store
 
-if TYPE_CHECKING:
-    from virtbench.experiments.session import Session
+
+class Session(Protocol):
+    """What adaptive repetition reads of a session (experiments/session.py's)."""
+
+    run_id: str
+    store: Store
+    repeated: Callable[[str, str], bool]
+
+    def event(self, level: str, message: str) -> None: ...
+
 
 # (largest value, which group) over the groups measured since a time; None: nothing to
 # judge by. math.inf: a group that cannot be judged yet (why in its group text).

@@ -17,7 +17,7 @@ from virtbench.runtimes.base import Instance, Runtime
 from virtbench.workloads import attackers
 
 if TYPE_CHECKING:
-    from virtbench.experiments.isolation import IsolationExperiment
+    from virtbench.experiments.isolation_config import IsolationExperiment
 
 Condition = tuple[str, str, list[int]]  # attacker, placement, attacker CPUs
 

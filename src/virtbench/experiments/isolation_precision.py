@@ -26,7 +26,7 @@ from virtbench.experiments.worker import Worker
 from virtbench.store import Sample
 
 if TYPE_CHECKING:
-    from virtbench.experiments.isolation import IsolationExperiment
+    from virtbench.experiments.isolation_config import IsolationExperiment
     from virtbench.experiments.session import Session
 
 WIDTH_PER_CV = 2 * 1.96 * math.sqrt(2) * 1.2533  # CI width of a ratio of medians, x CV/sqrt(n)
