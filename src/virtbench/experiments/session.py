@@ -343,12 +343,6 @@ class Session:
                 and x.params.get("experiment_index", 0) == index]  # fmt: skip
         return max(reps, default=-1) + 1
 
-    def worst_cv(self, experiment: str, since: float) -> tuple[float, str] | None:
-        """The largest CV (a fraction) over this experiment's groups since `since`, and
-        which group (adaptive.worst_cv)."""
-        worst = adaptive.worst_cv(self, experiment, since)
-        return None if worst is None else (worst[0] / 100, worst[1])
-
 
 def total_runs(cfg: Any) -> str:
     """How many repetitions an experiment does: "10", or "10-100" when adaptive."""
