@@ -7,9 +7,11 @@
  * given. The host hears ready before the exec is done: a program whose own state is
  * measured right after ready signals itself (vb-sleep).
  *
- *   vb-ready ADDRESS INSTANCE-ID --beat PERIOD-MS
+ *   vb-ready ADDRESS INSTANCE-ID --beat PERIOD-MS [DIRTY-MIB]
  *
- * instead stays, and every PERIOD-MS sends "beat INSTANCE-ID TOKEN SEQ" (file: the
+ * first writes DIRTY-MIB MiB of its own memory with bytes that do not compress (a
+ * xorshift stream, every page touched: what a checkpoint must save), then signals
+ * ready, stays, and every PERIOD-MS sends "beat INSTANCE-ID TOKEN SEQ" (file: the
  * line "VB-BEAT INSTANCE-ID TOKEN SEQ"): TOKEN is 16 random hex digits drawn once, at
  * start, and SEQ counts from 1. A paused instance stops beating; a restored one goes on
  * with the same TOKEN and the next SEQ, which proves it is the one checkpointed. A
@@ -25,6 +27,35 @@
 #include "vb-probe.h"
 
 #define EX_EXEC 71
+
+/* the dirtied memory, kept (never freed); a global, so the writes cannot be elided */
+unsigned long long *volatile vb_dirty;
+
+/* DIRTY-MIB MiB written with a xorshift64 stream */
+static int dirty(const char *mib_arg)
+{
+	char *end = NULL;
+	long mib = strtol(mib_arg, &end, 10);
+	unsigned long long x = 0x9e3779b97f4a7c15ULL, *p;
+	size_t i, n;
+
+	if (*end != '\0' || mib < 0 || mib > 1048576)
+		return EX_USAGE_;
+	n = (size_t)mib << 17; /* 8-byte words */
+	p = n ? malloc(n * sizeof(*p)) : NULL;
+	if (n && p == NULL) {
+		perror("vb-ready: dirty");
+		return EX_EXEC;
+	}
+	vb_dirty = p;
+	for (i = 0; i < n; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		vb_dirty[i] = x;
+	}
+	return 0;
+}
 
 static int beat(const char *addr, const char *id, const char *period)
 {
@@ -61,9 +92,11 @@ int main(int argc, char **argv)
 	int rc;
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: vb-ready udp:IP:PORT|unix:PATH|file:PATH INSTANCE-ID [PROGRAM ARGS...|--beat MS]\n");
+		fprintf(stderr, "usage: vb-ready udp:IP:PORT|unix:PATH|file:PATH INSTANCE-ID [PROGRAM ARGS...|--beat MS [DIRTY-MIB]]\n");
 		return EX_USAGE_;
 	}
+	if (argc == 6 && strcmp(argv[3], "--beat") == 0 && (rc = dirty(argv[5])) != 0)
+		return rc;
 	rc = signal_ready(argv[1], argv[2]);
 	if (rc != 0) {
 		fprintf(stderr, "vb-ready: cannot signal %s (exit %d)\n", argv[1], rc);
@@ -72,7 +105,7 @@ int main(int argc, char **argv)
 	if (argc == 3)
 		return 0;
 	if (strcmp(argv[3], "--beat") == 0)
-		return argc == 5 ? beat(argv[1], argv[2], argv[4]) : EX_USAGE_;
+		return argc == 5 || argc == 6 ? beat(argv[1], argv[2], argv[4]) : EX_USAGE_;
 	execv(argv[3], &argv[3]);
 	perror("vb-ready: exec");
 	return EX_EXEC;

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
-from tests.faketruth import FakeHarness, Truth, World, classify
+from tests.faketruth import FAKE_PID, FakeHarness, Truth, World, classify
 
 from virtbench import experiments, metrics, runtimes
 from virtbench.errors import InstanceError
@@ -92,9 +92,16 @@ class FakeExec(runtimes.controls.Exec):
 
     def run(self, inst: Instance, argv: list[str], timeout: float) -> ExecResult:
         truth = self.rt.truth
+        held = self.rt.world.running.get(inst.name)
+        if held is not None and held.pid - FAKE_PID in truth.mute:
+            raise InstanceError(f"{inst.name}: no answer in {timeout:g} s")
         nbytes = int(argv[1]) if len(argv) > 1 else len("hello from virtbench\n")
-        t0 = time.monotonic_ns()
+        # a command runs once the instance is ready: at its drawn ready time at the soonest
+        t0 = max(time.monotonic_ns(), inst.extra.get("done_ns", 0))
         ms = truth.exec_ms + truth.exec_per_mib_ms * nbytes / 2**20
+        with self.rt._lock:
+            if truth.exec_fail_share and self.rt.world.rng.random() < truth.exec_fail_share:
+                return ExecResult(t0, t0 + round(ms * 1e6), 1, 0, "fake: injected failure")
         return ExecResult(t0, t0 + round(ms * 1e6), 0, nbytes - truth.exec_lost_bytes)
 
 

@@ -67,6 +67,9 @@ class RuntimeTruth:
     exec_ms: float | None = 5.0  # a command run in it, spawn -> exit (exactly this)
     exec_per_mib_ms: float = 2.0  # ... plus this per MiB of its output
     exec_lost_bytes: int = 0  # its output comes back this many bytes short
+    exec_fail_share: float = 0.0  # this share of commands exit 1 (drawn per command)
+    mute: tuple[int, ...] = ()  # these detached starts (numbered from 1, host-wide) stop
+    # answering commands: an exec in them times out
     pause_ms: float | None = 3.0  # the pause call takes this long (slept)
     resume_ms: float = 2.0  # the resume call takes this long (slept) ...
     resume_ready_ms: float = 4.0  # ... and the next heartbeat arrives this long after it

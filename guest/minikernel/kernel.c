@@ -9,6 +9,10 @@
  *          TOKEN is the TSC at boot (16 hex digits), SEQ counts from 1. It has no
  *          timer interrupt, so it spins on the TSC between beats (its vCPU stays busy);
  *          the TSC's rate is CPUID leaf 0x16's base MHz, else taken as 2 GHz.
+ * vb.dirty=MIB (beat): before ready, write MIB MiB of RAM from DIRTY_BASE with a
+ *          xorshift stream (bytes that do not compress: what a snapshot must save); a
+ *          range the memory map has no RAM for, or past the 1 GiB mapped, prints
+ *          "vb-minikernel: dirty: no room" and halts without ready.
  * The first line, "vb-minikernel: MODE", is the first serial output of a boot.
  *
  * Power-off tries each VMM's way in turn; on the others the write goes nowhere:
@@ -37,7 +41,16 @@ struct hvm_start_info {
 	u32 reserved;
 };
 
+struct hvm_memmap_entry {
+	u64 addr;
+	u64 size;
+	u32 type; /* 1: RAM */
+	u32 reserved;
+};
+
 #define START_MAGIC 0x336ec578u
+#define DIRTY_BASE (16ull << 20) /* above the kernel, its stack and the page tables */
+#define MAPPED (1ull << 30)
 #define COM1 0x3f8
 
 void kmain(const struct hvm_start_info *si);
@@ -155,6 +168,39 @@ static void beat(const char *name)
 	}
 }
 
+/* Whether the memory map has RAM for [DIRTY_BASE, DIRTY_BASE + mib MiB) */
+static int room(const struct hvm_start_info *si, u64 mib)
+{
+	u64 end = DIRTY_BASE + (mib << 20);
+	if (end > MAPPED || !si || si->version < 1 || !si->memmap_paddr)
+		return 0;
+	const struct hvm_memmap_entry *e = (const void *)(unsigned long)si->memmap_paddr;
+	for (u32 i = 0; i < si->memmap_entries; i++)
+		if (e[i].type == 1 && e[i].addr <= DIRTY_BASE && e[i].addr + e[i].size >= end)
+			return 1;
+	return 0;
+}
+
+static void dirty(u64 mib)
+{
+	u64 x = 0x9e3779b97f4a7c15ull;
+	volatile u64 *p = (volatile u64 *)(unsigned long)DIRTY_BASE;
+	for (u64 i = 0; i < (mib << 17); i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		p[i] = x;
+	}
+}
+
+static u64 number(const char *s)
+{
+	u64 v = 0;
+	for (; *s >= '0' && *s <= '9'; s++)
+		v = v * 10 + (u64)(*s - '0');
+	return v;
+}
+
 static void power_off(void)
 {
 	outl(0xf4, 0);
@@ -166,17 +212,26 @@ static void power_off(void)
 void kmain(const struct hvm_start_info *si)
 {
 	const char *cmdline = "";
-	char mode[16] = "hello", name[64] = "";
+	char mode[16] = "hello", name[64] = "", mib[16] = "0";
 
 	if (si && si->magic == START_MAGIC && si->cmdline_paddr)
 		cmdline = (const char *)(unsigned long)si->cmdline_paddr;
 	arg(cmdline, "vb.mode", mode, sizeof mode);
 	arg(cmdline, "vb.name", name, sizeof name);
+	arg(cmdline, "vb.dirty", mib, sizeof mib);
 
 	puts_serial("vb-minikernel: ");
 	puts_serial(mode);
 	puts_serial("\n");
 	if (same(mode, "sleep") || same(mode, "beat")) {
+		if (number(mib)) {
+			if (!room(si, number(mib))) {
+				puts_serial("vb-minikernel: dirty: no room\n");
+				for (;;)
+					__asm__ volatile("cli; hlt");
+			}
+			dirty(number(mib));
+		}
 		puts_serial("VB-READY ");
 		puts_serial(name);
 		puts_serial("\n");

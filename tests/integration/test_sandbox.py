@@ -19,7 +19,7 @@ from tests.integration.conftest import (
 )
 
 from virtbench import naming
-from virtbench.experiments.burst import launch_together
+from virtbench.experiments.together import launch_together
 from virtbench.host.facts import kvm_kind
 from virtbench.paths import Paths
 from virtbench.runtimes.base import InstanceSpec
@@ -236,3 +236,37 @@ def test_kill_9_while_paused_then_clean_leaves_nothing(runtime, env, tmp_path):
     assert res.returncode == 0, res.stdout + res.stderr
     assert labelled(rid) == []
     assert not (tmp_path / "state" / "runs" / rid).exists()
+
+
+@pytest.mark.slow
+def test_time_to_interactive_on_crun_and_runsc_one_by_one_staggered_and_at_once(env, tmp_path):
+    """Every instance of every batch kind: create -> ready -> its first command, the
+    phases in order; staggered launches at their gap; the pooled table in `show`."""
+    path = tmp_path / "tti.toml"
+    path.write_text('name = "t"\nruntimes = ["crun", "runsc"]\n[instance]\nnetwork = "none"\n'
+                    '[[experiment]]\ntype = "tti"\nsequential = 2\nstaggered = 3\ngap_ms = 200\n'
+                    "levels = [4]\nruns = 2\nsettle_s = 0.2\n")  # fmt: skip
+    res = cli("run", str(path), env=env)
+    assert res.returncode == 0, res.stdout + res.stderr
+    rid = run_id_of(res.stdout)
+    samples = [x for x in Store(tmp_path / "results").samples(rid) if x.experiment == "tti"]
+    assert not [x.error for x in samples if x.error]
+    for rt in ("crun", "runsc"):
+        for at, n in (("seq", 2), ("stagger", 3), ("4", 4)):
+            mine = {m: [x for x in samples if x.runtime == rt and x.metric == f"tti.{m}@{at}"]
+                    for m in ("interactive", "launched", "ready", "first_command")}  # fmt: skip
+            assert all(len(v) == 2 * n for v in mine.values()), (rt, at, mine)
+            for i, ready, first in zip(mine["interactive"], mine["ready"], mine["first_command"],
+                                       strict=True):  # fmt: skip
+                assert 0 < ready.value < i.value < 30_000
+                assert abs(i.value - ready.value - first.value) < 0.01
+            if at == "stagger":  # the k-th launched k x 200 ms after the first
+                for rep in (0, 1):
+                    offsets = sorted(x.params["launch_offset_ms"] for x in mine["interactive"]
+                                     if x.repetition == rep)  # fmt: skip
+                    assert all(abs(o - 200 * k) < 100 for k, o in enumerate(offsets)), offsets
+        failed = [x.value for x in samples if x.runtime == rt and x.metric == "tti.failed@4"]
+        assert failed == [0, 0]
+    assert labelled(rid) == []
+    shown = cli("show", rid, env=env)
+    assert shown.returncode == 0 and "create -> first command, pooled" in shown.stdout

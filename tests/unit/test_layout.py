@@ -200,3 +200,30 @@ def test_no_module_uses_another_modules_private_names(tmp_path):
         "virtbench.a: from virtbench.b import _hidden",
         "virtbench.c: m._x",
     ]
+
+
+def test_every_experiments_module_used_outside_imports_first_in_a_fresh_interpreter():
+    """The experiment types are found by importing the package's every module (and the
+    spec imports them): a module that imports a type module's names from another type
+    module breaks when it is the first imported (as a test importing burst's launcher
+    once did). Each module of the package that code outside it imports is imported
+    first, alone, in an interpreter of its own."""
+    import re
+    import subprocess
+    import sys
+
+    root = Path(virtbench.__file__).parent
+    used = set()
+    for top in (root, root.parent.parent / "tests", root.parent.parent / "bench"):
+        for path in top.rglob("*.py"):
+            if root / "experiments" not in path.parents:
+                used |= set(re.findall(r"virtbench\.experiments\.(\w+)", path.read_text()))
+    assert {"together", "session", "isolation"} <= used, used
+    code = "import importlib, sys; importlib.import_module(sys.argv[1])"
+    broken = []
+    for name in sorted(used):
+        res = subprocess.run([sys.executable, "-c", code, f"virtbench.experiments.{name}"],
+                             capture_output=True, text=True, timeout=120)  # fmt: skip
+        if res.returncode:
+            broken.append((name, res.stderr.strip().splitlines()[-1:]))
+    assert not broken, broken

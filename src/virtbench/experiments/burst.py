@@ -26,9 +26,7 @@ Then every instance is stopped; the next level waits `settle_s`. One unit of mea
 
 from __future__ import annotations
 
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Literal
 
 import numpy as np
@@ -40,8 +38,9 @@ from virtbench.experiments.estimate import QUIET_WAIT_S, Costs, Estimate
 from virtbench.experiments.failures import Failures
 from virtbench.experiments.kind import ExperimentType
 from virtbench.experiments.session import Session
+from virtbench.experiments.together import Launched, launch_together
 from virtbench.metrics.model import MONO, NS_MS, Metric
-from virtbench.runtimes.base import Instance, Runtime
+from virtbench.runtimes.base import Instance
 from virtbench.spec.base import (
     CommonExperiment,
 )
@@ -142,68 +141,7 @@ def burst_once(s: Session, runtime: str, level: int, rep: int, cfg: BurstExperim
     record(s, base, level, results, errors, busy0, busy1)
 
 
-def launch_together(rt: Runtime, insts: list[Instance], timeout: float
-                    ) -> list[tuple[int, int | None, str]]:  # fmt: skip
-    """Launch every instance at once; per instance (its launch call's ns, its ready
-    datagram's ns or None, why not). A driver whose launch is a launcher command
-    (`spawns_launcher`) has them all issued back to back by this thread, as `xargs -P`
-    would, then each waited for in a thread of its own; any other's launch calls are made
-    by one thread each, released together by a barrier. Interrupted (Ctrl-C), it returns
-    once the launch calls under way have: threads still at the barrier launch nothing,
-    and the waits for ready end at once, so the caller stops every instance without
-    waiting out `timeout` for one that hangs."""
-    if not insts:
-        return []
-    issued: dict[str, str] = {}  # instance -> why its launch call failed
-    if rt.spawns_launcher:
-        for inst in insts:
-            try:
-                rt.spawn_launch(inst)
-            except InstanceError as exc:
-                issued[inst.name] = str(exc)
-            except Exception as exc:  # said as this instance's failure, never lost
-                issued[inst.name] = f"{type(exc).__name__}: {exc}"
-        gate = None
-    else:
-        gate = threading.Barrier(len(insts))
-    abort = threading.Event()
-
-    def one(inst: Instance) -> tuple[int, int | None, str]:
-        if inst.name in issued:
-            return inst.t_spawn_ns or time.monotonic_ns(), None, issued[inst.name]
-        try:
-            if gate is not None:
-                gate.wait(timeout=60)
-                rt.launch(inst, detach=True)
-            else:
-                rt.finish_launch(inst)
-            return inst.t_spawn_ns, rt.wait_ready(inst, timeout, abort), ""
-        except threading.BrokenBarrierError:
-            why = (
-                "interrupted" if abort.is_set() else "the burst's threads did not all start in 60 s"
-            )
-            return time.monotonic_ns(), None, why
-        except InstanceError as exc:
-            return inst.t_spawn_ns or time.monotonic_ns(), None, str(exc)
-        except Exception as exc:  # said as this instance's failure, never lost
-            return inst.t_spawn_ns or time.monotonic_ns(), None, f"{type(exc).__name__}: {exc}"
-
-    pool = ThreadPoolExecutor(max_workers=len(insts), thread_name_prefix="vb-burst")
-    try:
-        futures = [pool.submit(one, inst) for inst in insts]
-        return [f.result() for f in futures]
-    except BaseException:  # Ctrl-C: end the waits, keep the launches whole
-        abort.set()
-        if gate is not None:
-            gate.abort()
-        if rt.ctx.probe is not None:
-            rt.ctx.probe.wake()
-        raise
-    finally:
-        pool.shutdown(wait=True)
-
-
-def record(s: Session, base: dict, level: int, results: list[tuple[int, int | None, str]],
+def record(s: Session, base: dict, level: int, launched: list[Launched],
            errors: list[str], busy0: tuple[int, int], busy1: tuple[int, int]) -> None:  # fmt: skip
     """The burst's samples: each instance's, then the burst's own figures."""
     at = f"@{level}"
@@ -211,6 +149,7 @@ def record(s: Session, base: dict, level: int, results: list[tuple[int, int | No
         s.record(Sample(metric="burst.spawn_to_ready" + at, value=None, unit="ms", error=why,
                         **base))  # fmt: skip
     ok = []
+    results = [(x.spawn_ns, None if x.why else x.ready_ns, x.why) for x in launched]
     first = min((spawn for spawn, _, _ in results), default=0)
     for spawn, ready, why in results:
         value = None if ready is None else (ready - spawn) / 1e6

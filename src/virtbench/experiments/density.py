@@ -21,6 +21,15 @@ user side, with a 95% CI.
 The memory guard stops growth before the host runs short: when MemAvailable falls below
 `guard_available_pct` % of MemTotal or `guard_available_mib`, whichever is larger. Why
 growth stopped is stored as an event and as `density.reached` (instances running).
+With `liveness_probes` = K, the pile-up's instances must still answer: K of them drawn
+at random (all, if fewer run; seeded by the run) each run vb-hello through the runtime's
+exec, in turn:
+  density.liveness        per probed instance: the exec call -> its line read and its
+                          exit 0 seen (ms); one that did not answer is a failed sample
+                          with its reason
+  density.answered        how many of the probed instances answered
+A runtime whose instances cannot run a command (no exec; a VM's minimal guest has no
+agent) is said so, as a failed density.answered.
 Then every instance is stopped; `density.teardown_per_instance` is the mean stop time (ms).
 """
 
@@ -29,10 +38,12 @@ from __future__ import annotations
 import time
 from typing import Literal
 
+import numpy as np
 from pydantic import Field
 
 from virtbench import workloads
 from virtbench.errors import InstanceError
+from virtbench.experiments.command import HELLO, HELLO_BYTES, wrong
 from virtbench.experiments.estimate import Costs, Estimate
 from virtbench.experiments.failures import Failures
 from virtbench.experiments.kind import ExperimentType
@@ -49,6 +60,7 @@ from virtbench.metrics.model import (
     pile_metric,
 )
 from virtbench.runtimes.base import Instance
+from virtbench.runtimes.model import Family
 from virtbench.spec.base import (
     CommonExperiment,
 )
@@ -103,6 +115,11 @@ METRICS: tuple[Metric, ...] = (
     pile_metric("density.reached", "instances", "higher", "instances running when growth stopped "
           "(the target, the memory guard, or an instance that failed)", resolution=1.0,
           repeated=False, compared=False, side=True),
+    pile_metric("density.liveness", "ms", "lower", "liveness_probes: the exec call in a "
+          "probed instance of the pile-up -> vb-hello's line read and its exit seen" + MONO,
+          resolution=NS_MS),
+    pile_metric("density.answered", "instances", "higher", "liveness_probes: the probed "
+          "instances that answered", resolution=1.0, repeated=False, compared=False, side=True),
     pile_metric("density.teardown_per_instance", "ms", "lower", "stopping every instance of the "
           "pile-up, one after another, / their count" + MONO, resolution=NS_MS, side=True),
     pile_metric("density.*", "", None, "a density figure not declared here", lower_bound=None),
@@ -124,6 +141,7 @@ class DensityExperiment(CommonExperiment):
     # before each pile-up, memory in use must hold still this long (caches dropped): the
     # kernel frees what an earlier teardown left in bursts, up to ~10 s later here
     memory_settle_s: float = Field(default=15.0, ge=0, le=600)
+    liveness_probes: int = Field(default=0, ge=0, le=100_000)  # after the pile-up
 
     def instance_workloads(self) -> list[str]:
         return [self.workload]
@@ -251,6 +269,8 @@ class Pile:
         self.step()
         try:
             reason = self.pile()
+            if self.cfg.liveness_probes and self.started:
+                alive(self)
         finally:
             t0 = time.monotonic()
             for inst in self.started:
@@ -262,6 +282,39 @@ class Pile:
             self.sample("density.teardown_per_instance", teardown * 1e3 / n, "ms", n)
         level = "info" if n == self.cfg.instances else "warning"
         self.s.event(level, f"{what}: stopped at {n} instances ({reason})")
+
+
+def alive(pile: Pile) -> None:
+    """Ask `liveness_probes` random instances of the pile-up to run a command; record
+    each answer (or why not) and how many answered."""
+    rt, n = pile.rt, len(pile.started)
+    why = rt.exec.problem()
+    if why is None and rt.family is Family.VM and not pile.started[0].spec.agent:
+        why = "its instances here boot the minimal guest, which has no exec agent"
+    if why is not None:
+        pile.sample("density.answered", None, "instances", n, direction="higher",
+                    error=f"{pile.runtime} cannot answer a command: {why}")  # fmt: skip
+        return
+    rng = np.random.default_rng([pile.s.order_seed, pile.rep])
+    chosen = sorted(rng.choice(n, size=min(pile.cfg.liveness_probes, n), replace=False))
+    answered, first = 0, ""
+    for i in chosen:
+        params = {**pile.params, "probed": len(chosen), "instance_index": int(i)}
+        try:
+            res = rt.exec.run(pile.started[i], HELLO, pile.cfg.timeout_s)
+            err = wrong(res, HELLO_BYTES)
+        except InstanceError as exc:
+            res, err = None, str(exc)
+        value = res.ms if res is not None and not err else None
+        pile.sample("density.liveness", value, "ms", n, params=params, error=err)
+        answered += not err
+        first = first or (err and f"instance {i + 1}: {err}")
+    pile.sample("density.answered", float(answered), "instances", n, direction="higher",
+                params={**pile.params, "probed": len(chosen)})  # fmt: skip
+    if answered < len(chosen):
+        missing = len(chosen) - answered
+        pile.s.event("warning", f"density: {pile.runtime}: {missing} of {len(chosen)} probed "
+                                f"instances did not answer ({first})")  # fmt: skip
 
 
 def run(s: Session, cfg: DensityExperiment) -> None:
@@ -281,7 +334,10 @@ def estimate(cfg: DensityExperiment, cost: Costs) -> Estimate:
     """runs x (memory settle window + `instances` launches + their stops)."""
     n = cfg.runs * cfg.instances
     t = cfg.runs * cfg.memory_settle_s + n * cost.launch()
-    return Estimate(n, t, f"{cfg.runs} x {cfg.instances} instances")
+    what = f"{cfg.runs} x {cfg.instances} instances"
+    if cfg.liveness_probes:
+        what += f", then {min(cfg.liveness_probes, cfg.instances)} of them asked to answer"
+    return Estimate(n, t, what)
 
 
 TYPE = ExperimentType(

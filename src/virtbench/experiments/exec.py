@@ -25,6 +25,7 @@ from typing import Literal
 from pydantic import Field
 
 from virtbench.errors import InstanceError
+from virtbench.experiments.command import HELLO, HELLO_BYTES, wrong
 from virtbench.experiments.estimate import Costs, Estimate
 from virtbench.experiments.held import each_repetition, recorded, running
 from virtbench.experiments.kind import ExperimentType, Ranked
@@ -65,13 +66,10 @@ class ExecExperiment(CommonExperiment):
         return [self.workload]
 
 
-HELLO_BYTES = len("hello from virtbench\n")
-
-
 def commands(cfg: ExecExperiment) -> list[tuple[str, list[str], int]]:
     """(metric, argv inside the instance, bytes it writes to stdout)."""
     n = cfg.stdout_bytes
-    return [("exec.true", ["/bin/vb-hello"], HELLO_BYTES),
+    return [("exec.true", HELLO, HELLO_BYTES),
             ("exec.stdout_1mib", ["/bin/vb-hello", str(n)], n)]  # fmt: skip
 
 
@@ -96,10 +94,7 @@ def exec_once(s: Session, runtime: str, cfg: ExecExperiment, base: dict) -> None
                     except InstanceError as exc:
                         results.append((None, str(exc)))
             for res, err in results:
-                if res is not None and res.status != 0:
-                    err = f"exit status {res.status}: {res.stderr.strip()[-200:]}"
-                elif res is not None and res.stdout_bytes != expect:
-                    err = f"{res.stdout_bytes} bytes came back of the {expect} written"
+                err = err or wrong(res, expect)
                 value = res.ms if res is not None and not err else None
                 s.record(Sample(metric=metric, value=value, unit="ms", error=err,
                                 **{**base, "params": params}))  # fmt: skip

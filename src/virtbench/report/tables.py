@@ -27,6 +27,7 @@ from virtbench.report.cells import (
     unit_keys,
 )
 from virtbench.report.fits import cost_table, trend_table
+from virtbench.report.sandbox import tti_table
 from virtbench.store.frame import Frame, as_frame
 from virtbench.store.records import RunRecord, Sample
 
@@ -345,6 +346,11 @@ def experiment_tables(run: RunRecord, samples: Rows, wide: bool = False,
             piled = [rows for (m, w), rows in mine.groups("metric", "workload")
                      if metrics.lookup(m, w).pile_up]  # fmt: skip
             mine = mine.take(np.sort(np.concatenate(piled)) if piled else np.zeros(0, int))
+        if kind == "tti":  # its headline pooled by batch kind; the rest summarised below
+            tables.append(tti_table(f"{title}: create -> first command, pooled", mine, order))
+            mine = mine.take(np.flatnonzero(~np.isin(mine.codes["metric"], [
+                mine.code("metric", m) for m in mine.distinct("metric")
+                if m.startswith("tti.interactive@")])))  # fmt: skip
         table = summary_table(title, mine, order, wide, seen)
         if table.row_count:  # e.g. a scalability run whose only figures are per point
             tables.append(table)

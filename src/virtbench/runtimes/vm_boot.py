@@ -100,4 +100,7 @@ class VmBoot:
             return f"{line} {self.vm_opts.cmdline}".strip()
         if self.byo:
             return vm_image.cmdline(inst, self.vm_opts)
-        return f"vb.mode={guest_mode(inst.spec.argv)} vb.name={inst.name}"
+        line = f"vb.mode={guest_mode(inst.spec.argv)} vb.name={inst.name}"
+        if guest_mode(inst.spec.argv) == "beat" and len(inst.spec.argv) == 6:
+            line += f" vb.dirty={inst.spec.argv[5]}"  # MiB it writes before ready
+        return line

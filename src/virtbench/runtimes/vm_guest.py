@@ -130,6 +130,6 @@ def guest_mode(argv: tuple[str, ...]) -> str | None:
         return "hello"
     if len(argv) == 3 and argv[0] == "/bin/vb-sleep":
         return "sleep"
-    if len(argv) == 5 and argv[0] == "/bin/vb-ready" and argv[3] == "--beat":
+    if len(argv) in (5, 6) and argv[0] == "/bin/vb-ready" and argv[3] == "--beat":
         return "beat"
     return None
