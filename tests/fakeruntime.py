@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
-from tests.faketruth import FAKE_PID, FakeHarness, Truth, World, classify
+from tests.faketruth import FAKE_PID, FakeHarness, Truth, World, classify, lognormal
 
 from virtbench import experiments, metrics, runtimes
 from virtbench.errors import InstanceError
@@ -49,7 +49,7 @@ class FakeObserve(runtimes.observe.Observe):
         world = self.rt.world
         if inst.name not in world.running:
             raise InstanceError(f"{self.rt.label}: {inst.name} is not running")
-        if inst.spec.argv[-2:-1] == ("--beat",):  # the beat workload: two heartbeats so far
+        if inst.spec.argv[3:4] == ("--beat",):  # the beat workload: two heartbeats so far
             inst.extra["token"] = f"{abs(hash(inst.name)):016x}"[:16]
             for _ in range(2):
                 self.rt._beat(inst, inst.extra["done_ns"])
@@ -129,6 +129,11 @@ class FakePause(runtimes.controls.Pause):
         self.rt._beat(inst, t0 + round(self.rt.truth.resume_ready_ms * 1e6))
 
 
+def dirtied(inst: Instance) -> int:
+    """The MiB a beat instance wrote before ready (`vb-ready ... --beat MS MIB`)."""
+    return int(inst.spec.argv[5]) if len(inst.spec.argv) > 5 else 0
+
+
 class FakeSnapshot(runtimes.controls.Snapshot):
     rt: FakeRuntime
 
@@ -136,9 +141,11 @@ class FakeSnapshot(runtimes.controls.Snapshot):
         return None if self.rt.truth.checkpoint_ms is not None else "fake: no checkpoint"
 
     def checkpoint(self, inst: Instance, image_dir: Path) -> None:
-        truth = self.rt.truth
-        time.sleep(truth.checkpoint_ms / 1e3)
-        (image_dir / "state").write_bytes(b"\1" * round(truth.image_mib * 2**20))
+        truth, mib = self.rt.truth, dirtied(inst)
+        time.sleep((truth.checkpoint_ms + truth.checkpoint_per_mib_ms * mib) / 1e3)
+        with (image_dir / "state").open("wb") as f:  # sparse: du counts what is written
+            f.write(b"\1" * round(truth.image_mib * 2**20))
+            f.write(b"\2" * (mib << 20))
 
     def restore(self, inst: Instance, image_dir: Path) -> None:
         assert (image_dir / "state").is_file()
@@ -146,7 +153,10 @@ class FakeSnapshot(runtimes.controls.Snapshot):
         t0 = time.monotonic_ns()
         time.sleep(truth.restore_ms / 1e3)
         token = "0" * 16 if truth.restores_a_stranger else None
-        self.rt._beat(inst, t0 + round(truth.restore_ready_ms * 1e6), token)
+        with self.rt._lock:
+            ready_ms = lognormal(self.rt.world.rng, truth.restore_ready_ms, truth.restore_cv)
+        ready_ms += truth.restore_per_mib_ms * dirtied(inst)
+        self.rt._beat(inst, t0 + round(ready_ms * 1e6), token)
 
     copies = True
 
@@ -162,6 +172,7 @@ class FakeSnapshot(runtimes.controls.Snapshot):
             return  # it runs, and never beats
         copy.extra.update(token=source.extra["token"], seq=source.extra["seq"])
         ready_ms = truth.restore_ready_ms + (k - 1) * truth.copy_stagger_ms
+        ready_ms += truth.restore_per_mib_ms * dirtied(copy)
         self.rt._beat(copy, t0 + round(ready_ms * 1e6))
 
 

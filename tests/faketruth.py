@@ -78,6 +78,10 @@ class RuntimeTruth:
     image_mib: float = 3.0  # the checkpoint image it writes
     restore_ms: float = 6.0  # the restore call (slept) ...
     restore_ready_ms: float = 9.0  # ... and the first heartbeat after it
+    checkpoint_per_mib_ms: float = 0.0  # the checkpoint call takes this much more per
+    # MiB the instance dirtied (snapshot's dirty_mib), and its image is that much bigger
+    restore_per_mib_ms: float = 0.0  # ... and its first heartbeat after a restore this later
+    restore_cv: float = 0.0  # the spread (log-normal) of restore_ready_ms
     restores_a_stranger: bool = False  # a restored instance beats with another token
     copy_stagger_ms: float = 0.0  # copies restored at once: the k-th beats k-1 times this later
     copies_lost: int = 0  # ... and the first this many restored never beat

@@ -19,12 +19,14 @@ from virtbench.store import Sample
 
 @contextlib.contextmanager
 def running(s: Session, runtime: str, workload: str, timeout: float,
-            control: bool = False, agent: bool = False) -> Iterator[Instance]:  # fmt: skip
-    """A fresh instance of `workload`, started and ready (untimed), stopped on the way
-    out whatever happens. `control`: it will be paused or checkpointed; `agent`: commands
-    will be run in it."""
+            control: bool = False, agent: bool = False, args: tuple[str, ...] = (),
+            memory_mib: int | None = None) -> Iterator[Instance]:  # fmt: skip
+    """A fresh instance of `workload` (`args` after its own), started and ready
+    (untimed), stopped on the way out whatever happens. `control`: it will be paused or
+    checkpointed; `agent`: commands will be run in it; `memory_mib`: the spec's, else."""
     rt = s.runtimes[runtime]
-    spec = s.instance_spec(runtime, workloads.get(workload).argv)
+    argv = workloads.get(workload).argv
+    spec = s.instance_spec(runtime, lambda name: (*argv(name), *args), memory_mib=memory_mib)
     if control or agent:
         spec = dataclasses.replace(spec, control=control, agent=agent)
     inst = rt.start(spec, detach=True)

@@ -14,6 +14,13 @@ to a file, CRIU for runc and crun where `criu check` passes: runtimes/controls.p
                              with the token drawn before the checkpoint and a later
                              sequence number: the same instance, going on
 
+With `dirty_mib = [1, 64, 512]`, each repetition takes one fresh instance per level,
+which writes that many MiB of its own memory (bytes that do not compress) before it
+signals ready; each figure is then recorded per level (`snapshot.checkpoint@64MiB`, ...)
+and the report fits each one's slope against the MiB dirtied (per 100 MiB, with its 95%
+CI: report/sandbox.py). A VM's guest gets the same memory at every level (the largest
+level + 64 MiB, or more where the spec says), so that only what was written differs.
+
 With `restore_many = N`, N copies are then restored from the same checkpoint at once (N
 threads released together), as sandbox services start sandboxes from one snapshot; each
 copy must beat with the checkpointed instance's token and a later number:
@@ -38,7 +45,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from virtbench import workloads
 from virtbench.artifacts.rootfs import disk_usage
@@ -51,6 +58,7 @@ from virtbench.experiments.session import Session
 from virtbench.measure.probe import Beat
 from virtbench.metrics.model import KIB_MIB, MONO, NS_MS, Metric
 from virtbench.runtimes.base import Instance, remove_tree
+from virtbench.runtimes.model import Family
 from virtbench.spec.base import (
     CommonExperiment,
 )
@@ -94,9 +102,33 @@ class SnapshotExperiment(CommonExperiment):
     gone_s: float = Field(default=0.2, ge=0.01, le=600)
     timeout_s: float = Field(default=300.0, gt=0, le=3600)
     restore_many: int = Field(default=0, ge=0, le=1000)
+    dirty_mib: list[int] = Field(default=[])  # each level: an instance that wrote that much
+
+    @field_validator("dirty_mib")
+    @classmethod
+    def _dirty(cls, v: list[int]) -> list[int]:
+        for i, mib in enumerate(v):
+            if not 0 <= mib <= MAX_DIRTY_MIB:
+                raise ValueError(f"[{i}]: {mib} MiB is outside 0..{MAX_DIRTY_MIB}")
+        if len(set(v)) != len(v):
+            raise ValueError("a level is given twice")
+        return sorted(v)
 
     def instance_workloads(self) -> list[str]:
         return [self.workload]
+
+    def levels(self) -> list[int | None]:
+        """The MiB each repetition's instances dirty (None: the workload as it is)."""
+        return list(self.dirty_mib) or [None]
+
+
+MAX_DIRTY_MIB = 900  # the minimal guest maps its first GiB; it dirties from 16 MiB on
+VM_SPARE_MIB = 64  # a VM's guest memory beyond its largest level
+
+
+def at(dirty: int | None) -> str:
+    """A figure's suffix for a dirty level ("" without one)."""
+    return "" if dirty is None else f"@{dirty}MiB"
 
 
 ONE = ("snapshot.checkpoint", "snapshot.size", "snapshot.restore", "snapshot.restore_to_ready")
@@ -104,23 +136,61 @@ UNITS = {m.name: m.unit for m in METRICS if m.name in ONE}  # a failed repetitio
 MANY = {m.name: m.unit for m in METRICS if m.name not in ONE}
 
 
+def units(cfg: SnapshotExperiment, dirty: int | None) -> dict[str, str]:
+    """The figures (and their units) of one dirty level."""
+    return {m + at(dirty): u for m, u in ({**UNITS, **MANY} if cfg.restore_many else UNITS).items()}
+
+
 def run(s: Session, cfg: SnapshotExperiment) -> None:
-    units = {**UNITS, **MANY} if cfg.restore_many else UNITS
-    each_repetition(s, cfg, "snapshot", lambda rt: rt.snapshot.problem(), units, snapshot_once)
+    every = {m: u for d in cfg.levels() for m, u in units(cfg, d).items()}
+    each_repetition(s, cfg, "snapshot", lambda rt: rt.snapshot.problem(), every, levels)
 
 
-def snapshot_once(s: Session, runtime: str, cfg: SnapshotExperiment, base: dict) -> None:
+def levels(s: Session, runtime: str, cfg: SnapshotExperiment, base: dict) -> None:
+    """Every dirty level of one repetition, each on an instance of its own: a level that
+    fails is its figures' failed samples, and the first failure is raised once every
+    level was tried."""
+    memory = guest_memory(s, runtime, cfg)
+    first: InstanceError | None = None
+    for dirty in cfg.levels():
+        params = dict(base["params"])
+        if dirty is not None:
+            params.update(dirty_mib=dirty, **({"memory_mib": memory} if memory else {}))
+        mine = {**base, "params": params}
+        try:
+            snapshot_once(s, runtime, cfg, mine, dirty, memory)
+        except InstanceError as exc:
+            if not getattr(exc, "recorded", False):  # e.g. it never started
+                for m, u in units(cfg, dirty).items():
+                    s.record(Sample(metric=m, value=None, unit=u, error=str(exc), **mine))
+            first = first or recorded(exc)
+    if first is not None:
+        raise first
+
+
+def guest_memory(s: Session, runtime: str, cfg: SnapshotExperiment) -> int | None:
+    """A VM's guest memory at every dirty level: the largest level + VM_SPARE_MIB, or
+    the spec's if more (None: not a VM, or no levels)."""
+    if not cfg.dirty_mib or s.runtimes[runtime].family is not Family.VM:
+        return None
+    return max(max(cfg.dirty_mib) + VM_SPARE_MIB, s.instance(runtime).memory_mib or 0)
+
+
+def snapshot_once(s: Session, runtime: str, cfg: SnapshotExperiment, base: dict,
+                  dirty: int | None = None, memory: int | None = None) -> None:  # fmt: skip
     rt = s.runtimes[runtime]
-    with running(s, runtime, cfg.workload, cfg.timeout_s, control=True) as inst:
+    args = () if dirty is None else (str(dirty),)
+    with running(s, runtime, cfg.workload, cfg.timeout_s, control=True, args=args,
+                 memory_mib=memory) as inst:  # fmt: skip
         # on disk, beside the instances' data directories (the state directory is a tmpfs)
         image = rt.ctx.paths.data_dir(s.run_id) / "checkpoints" / inst.name
         rt.ctx.state.record("checkpoint", str(image))
         try:
             image.mkdir(parents=True)
-            held = checkpoint_and_restore(s, inst, image, cfg, base)
+            held = checkpoint_and_restore(s, inst, image, cfg, base, at(dirty))
             if cfg.restore_many:
                 many = {**base, "params": dict(base["params"], copies=cfg.restore_many)}
-                restore_copies(s, inst, held, image, cfg, many)
+                restore_copies(s, inst, held, image, cfg, many, at(dirty))
         finally:
             remove_tree(image)
             for d in (image.parent, image.parent.parent):  # the run's, once empty
@@ -129,9 +199,9 @@ def snapshot_once(s: Session, runtime: str, cfg: SnapshotExperiment, base: dict)
 
 
 def checkpoint_and_restore(s: Session, inst: Instance, image: Path, cfg: SnapshotExperiment,
-                           base: dict) -> Beat:  # fmt: skip
-    """Checkpoint `inst` to `image`, restore it, and record the four figures; the last
-    heartbeat before the checkpoint."""
+                           base: dict, sfx: str = "") -> Beat:  # fmt: skip
+    """Checkpoint `inst` to `image`, restore it, and record the four figures (their
+    names + `sfx`); the last heartbeat before the checkpoint."""
     rt = s.runtimes[inst.runtime]
     try:
         steady_beat(s, inst, cfg.timeout_s)
@@ -148,35 +218,39 @@ def checkpoint_and_restore(s: Session, inst: Instance, image: Path, cfg: Snapsho
             beat = next_beat(s, inst, held, cfg.timeout_s, "its restore")
     except InstanceError as exc:
         for m, u in UNITS.items():
-            s.record(Sample(metric=m, value=None, unit=u, error=str(exc), **base))
+            s.record(Sample(metric=m + sfx, value=None, unit=u, error=str(exc), **base))
         raise recorded(exc) from None
-    s.record(Sample(metric="snapshot.checkpoint", value=(t1 - t0) / 1e6, unit="ms", **base))
-    s.record(Sample(metric="snapshot.size", value=size / 2**20, unit="MiB", **base))
-    s.record(Sample(metric="snapshot.restore", value=(t3 - t2) / 1e6, unit="ms", **base))
-    s.record(Sample(metric="snapshot.restore_to_ready", value=(beat.t_ns - t2) / 1e6,
-                    unit="ms", **base))  # fmt: skip
+    figures = [("snapshot.checkpoint", (t1 - t0) / 1e6, "ms"),
+               ("snapshot.size", size / 2**20, "MiB"),
+               ("snapshot.restore", (t3 - t2) / 1e6, "ms"),
+               ("snapshot.restore_to_ready", (beat.t_ns - t2) / 1e6, "ms")]  # fmt: skip
+    for m, value, unit in figures:
+        s.record(Sample(metric=m + sfx, value=value, unit=unit, **base))
     return held
 
 
 def restore_copies(s: Session, source: Instance, held: Beat, image: Path,
-                   cfg: SnapshotExperiment, base: dict) -> None:  # fmt: skip
+                   cfg: SnapshotExperiment, base: dict, sfx: str = "") -> None:  # fmt: skip
     """`cfg.restore_many` copies of `source`'s checkpoint in `image`, restored at once;
     record each copy's restore to its first heartbeat, the batch's wall time and how many
     did not beat. Every copy is stopped whatever happens."""
     rt = s.runtimes[source.runtime]
+    many = {m + sfx: u for m, u in MANY.items()}
     if (why := rt.snapshot.copies_problem()) is not None:
-        cannot(s, "snapshot", source.runtime, why, base, MANY)
+        cannot(s, "snapshot", source.runtime, why, base, many)
         return
     copies: list[Instance] = []
     argv = workloads.get(cfg.workload).argv
+    args = source.spec.argv[len(argv(source.name)) :]  # what the source was started with
     try:
         for _ in range(cfg.restore_many):
-            spec = s.instance_spec(source.runtime, argv)
+            spec = s.instance_spec(source.runtime, lambda name: (*argv(name), *args),
+                                   memory_mib=source.spec.memory_mib)  # fmt: skip
             copies.append(rt.prepare(dataclasses.replace(spec, control=True)))
         with s.timed("snapshot", source.runtime, base["params"]):
             got = restore_together(s, copies, source, held, image, cfg.timeout_s)
     except InstanceError as exc:
-        for m, u in MANY.items():
+        for m, u in many.items():
             s.record(Sample(metric=m, value=None, unit=u, error=str(exc), **base))
         raise recorded(exc) from None
     finally:
@@ -185,16 +259,17 @@ def restore_copies(s: Session, source: Instance, held: Beat, image: Path,
             s.probe.forget(c.name)
     for (t0, t_beat, why), copy in zip(got, copies, strict=True):
         value = None if t_beat is None else (t_beat - t0) / 1e6
-        s.record(Sample(metric="snapshot.many_to_ready", value=value, unit="ms",
+        s.record(Sample(metric="snapshot.many_to_ready" + sfx, value=value, unit="ms",
                         error=why, **{**base, "params": dict(base["params"],
                                                                     copy=copy.name)}))  # fmt: skip
     beats = [t for _, t, _ in got if t is not None]
     failed = len(got) - len(beats)
     wall = (max(beats) - min(t for t, _, _ in got)) / 1e6 if not failed else None
-    s.record(Sample(metric="snapshot.many_wall", value=wall, unit="ms",
+    s.record(Sample(metric="snapshot.many_wall" + sfx, value=wall, unit="ms",
                     error=f"{failed} of {len(got)} copies did not beat" if failed else "",
                     **base))  # fmt: skip
-    s.record(Sample(metric="snapshot.many_failed", value=failed, unit="instances", **base))
+    s.record(Sample(metric="snapshot.many_failed" + sfx, value=failed, unit="instances",
+                    **base))  # fmt: skip
 
 
 def restore_together(s: Session, copies: list[Instance], source: Instance, held: Beat,
@@ -224,14 +299,19 @@ def restore_together(s: Session, copies: list[Instance], source: Instance, held:
 
 def estimate(cfg: SnapshotExperiment, cost: Costs) -> Estimate:
     """A checkpoint and a restore cost about a few launches, a copy about one."""
-    t = cfg.runs * ((4 + cfg.restore_many) * cost.launch() + cfg.gone_s + 1)
+    k = len(cfg.levels())
+    t = cfg.runs * k * ((4 + cfg.restore_many) * cost.launch() + cfg.gone_s + 1)
+    t += cfg.runs * sum(cfg.dirty_mib) / 200  # written, saved, read back: ~200 MiB/s
     what = f"{cfg.runs} x checkpoint and restore"
+    if cfg.dirty_mib:
+        what += f" at {', '.join(map(str, cfg.dirty_mib))} MiB dirtied"
     if cfg.restore_many:
         what += f", then {cfg.restore_many} copies restored at once"
-    return Estimate((2 + cfg.restore_many) * cfg.runs, t, what)
+    return Estimate((2 + cfg.restore_many) * cfg.runs * k, t, what)
 
 
 TYPE = ExperimentType(
     "snapshot", SnapshotExperiment, run, UNIT, order=100, estimate=estimate, metrics=METRICS,
     ranked=(Ranked("Fastest back from a checkpoint on disk", "snapshot.restore_to_ready", "ms"),),
+    answers="snapshot",
 )  # fmt: skip

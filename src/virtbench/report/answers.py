@@ -14,7 +14,8 @@ could be chance).
                             largest level, with each runtime's success rate
   fastest command inside    exec: a one-line command's median, exec call -> exit
   fastest back from pause   pause: resume call -> the next heartbeat, median
-  fastest back from disk    snapshot: restore call -> the same instance's heartbeat, median
+  fastest back from disk    snapshot: restore call -> the same instance's heartbeat, median;
+                            with dirty levels, at the largest, and the slope per 100 MiB
 """
 
 from __future__ import annotations
@@ -251,6 +252,27 @@ def _tti(f: Frame) -> list[Answer]:
     return out
 
 
+def _snapshot(f: Frame) -> list[Answer]:
+    """With dirty levels: restore to ready at the largest level two runtimes reached, and
+    the restore's slope per 100 MiB dirtied."""
+    from virtbench.report.sandbox import PER_MIB, dirty_slopes
+
+    restores = [x for x in dirty_slopes(f) if x.metric == "snapshot.restore_to_ready"]
+    levels = sorted({d for x in restores for d in x.medians}, reverse=True)
+    out: list[Answer] = []
+    for d in levels:
+        metric = f"snapshot.restore_to_ready@{d}MiB"
+        found = _medians(f.take(f.where("metric", metric) & f.ok))
+        if len(found) >= 2:
+            out += _ranked(f"Fastest back from disk, {d} MiB dirtied: {metric}", "ms", found,
+                           True)  # fmt: skip
+            break
+    slopes = [Standing(x.runtime, x.fit.slope, x.fit.ci_low, x.fit.ci_high)
+              for x in restores if x.fit is not None]  # fmt: skip
+    return out + _ranked(f"Least restore time per {PER_MIB} MiB dirtied: the slope of "
+                         "snapshot.restore_to_ready", "ms", slopes, True)  # fmt: skip
+
+
 # The report's own answers, by the name an experiment type gives in its `answers`, in the
 # order they are asked.
 ANSWERS: dict[str, Callable[[Frame], list[Answer]]] = {
@@ -261,4 +283,5 @@ ANSWERS: dict[str, Callable[[Frame], list[Answer]]] = {
     "scalability": _scalability,
     "burst": _burst,
     "tti": _tti,
+    "snapshot": _snapshot,
 }

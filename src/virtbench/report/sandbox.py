@@ -1,5 +1,8 @@
 """What sandbox users read first: time to interactive per batch kind (`tti`), pooled over
-its batches, as its tail and its success rate, each with its 95% CI (analysis/tails.py).
+its batches, as its tail and its success rate, each with its 95% CI (analysis/tails.py);
+and what a snapshot costs against the memory its instance dirtied (`snapshot`'s
+`dirty_mib`): each figure's median at each level and its slope per 100 MiB, a Theil-Sen
+line through every repetition's levels with Sen's 95% CI (analysis/fit.py).
 
   p50, p95, p99   of every instance's create call -> first command, the batch kind's
                   instances pooled over the repetitions; a CI from the batches resampled
@@ -11,11 +14,13 @@ its batches, as its tail and its success rate, each with its 95% CI (analysis/ta
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 import numpy as np
 from rich.table import Table
 
+from virtbench.analysis.fit import Fit, sen_fit
 from virtbench.analysis.tails import Estimate, quantile_ci, success_ci
 from virtbench.report.cells import add_columns, fmt
 from virtbench.store.frame import Frame
@@ -93,4 +98,65 @@ def tti_table(title: str, f: Frame, order: list[str]) -> Table:
         t.add_row(describe(b.at), b.runtime, *(estimate_cell(b.tails[q]) for q, _ in QUANTILES),
                   estimate_cell(b.success), f"{b.ok}/{b.n}", str(b.batches), fmt(b.wall),
                   fmt(b.amortized))  # fmt: skip
+    return t
+
+
+DIRTY = re.compile(r"^(snapshot\.(?:checkpoint|size|restore_to_ready))@(\d+)MiB$")
+PER_MIB = 100  # slopes are given per 100 MiB dirtied
+
+
+@dataclass(frozen=True)
+class DirtySlope:
+    """One runtime's snapshot figure against the MiB its instances dirtied."""
+
+    runtime: str
+    metric: str
+    unit: str
+    medians: dict[int, float]  # MiB dirtied -> the median
+    fit: Fit | None  # per PER_MIB MiB
+
+
+def dirty_slopes(f: Frame) -> list[DirtySlope]:
+    """Every runtime's checkpoint time, image size and restore to ready against the MiB
+    dirtied: the medians and the fitted slope (successful, non-warm-up samples)."""
+    f = f.take(~f.warmup & f.ok)
+    found: dict[tuple[str, str], list[tuple[int, float, int, str]]] = {}
+    for (metric, runtime), rows in f.groups("metric", "runtime"):
+        m = DIRTY.match(metric)
+        if m is None:
+            continue
+        unit = f.labels["unit"][f.codes["unit"][rows[0]]]
+        found.setdefault((runtime, m[1]), []).extend(
+            (int(m[2]), float(v), int(r), unit)
+            for v, r in zip(f.value[rows], f.repetition[rows], strict=True))  # fmt: skip
+    out = []
+    for (runtime, metric), pts in sorted(found.items()):
+        mib = sorted({p[0] for p in pts})
+        medians = {d: float(np.median([p[1] for p in pts if p[0] == d])) for d in mib}
+        fit = sen_fit([p[0] for p in pts], [p[1] for p in pts], [p[2] for p in pts])
+        out.append(DirtySlope(runtime, metric, pts[0][3], medians,
+                              fit.scaled(PER_MIB) if fit is not None else None))  # fmt: skip
+    return out
+
+
+def slope_cell(fit: Fit | None) -> str:
+    if fit is None:
+        return "- (one level)"
+    if not fit.has_ci:
+        return f"{fmt(fit.slope)} (no CI: {fit.points} points)"
+    return f"{fmt(fit.slope)} (95% CI {fmt(fit.ci_low)} to {fmt(fit.ci_high)})"
+
+
+def dirty_table(title: str, f: Frame, order: list[str]) -> Table:
+    """Per runtime and figure: its median at each dirty level, and its slope."""
+    slopes = dirty_slopes(f)
+    levels = sorted({d for x in slopes for d in x.medians})
+    t = Table(title=title, title_justify="left")
+    add_columns(t, ["runtime", "figure", *(f"{d} MiB" for d in levels),
+                    f"per {PER_MIB} MiB dirtied"], ("runtime", "figure"))  # fmt: skip
+    rank = {r: i for i, r in enumerate(order)}
+    for x in sorted(slopes, key=lambda x: (rank.get(x.runtime, 99), x.metric)):
+        cells = [f"{fmt(x.medians[d])} {x.unit}" if d in x.medians else "-" for d in levels]
+        t.add_row(x.runtime, x.metric.removeprefix("snapshot."), *cells,
+                  f"{slope_cell(x.fit)} {x.unit}")  # fmt: skip
     return t

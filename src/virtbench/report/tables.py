@@ -27,7 +27,7 @@ from virtbench.report.cells import (
     unit_keys,
 )
 from virtbench.report.fits import cost_table, trend_table
-from virtbench.report.sandbox import tti_table
+from virtbench.report.sandbox import dirty_slopes, dirty_table, tti_table
 from virtbench.store.frame import Frame, as_frame
 from virtbench.store.records import RunRecord, Sample
 
@@ -354,6 +354,8 @@ def experiment_tables(run: RunRecord, samples: Rows, wide: bool = False,
         table = summary_table(title, mine, order, wide, seen)
         if table.row_count:  # e.g. a scalability run whose only figures are per point
             tables.append(table)
+        if kind == "snapshot" and dirty_slopes(mine):
+            tables.append(dirty_table(f"{title}: against the memory dirtied", mine, order))
         if kind == "density":
             costs = cost_table(f"{title}: memory each instance costs", mine, order)
             if costs.row_count:
