@@ -15,6 +15,8 @@ PACKAGES=(
   docker.io containerd iptables
   podman conmon containernetworking-plugins golang-github-containers-common
   lxc lxd systemd-container
+  # namespace sandboxes
+  bubblewrap
   # host tools: networks, processes, mounts, timing by hand
   iproute2 procps util-linux hyperfine e2fsprogs
   # servers copied into the artifacts (the same binaries everywhere), and their clients

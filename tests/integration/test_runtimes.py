@@ -24,6 +24,7 @@ RUNTIMES = [
     "lxc",
     "lxd",
     "nspawn",
+    "bwrap",
     "docker",
     "docker:crun",
     "docker:runsc",
@@ -103,6 +104,9 @@ def test_hello_runs_to_exit(name, ctx, artifact):
         ("nspawn", "none"),
         ("nspawn", "host"),
         ("nspawn", "bridge"),
+        ("bwrap", "none"),
+        ("bwrap", "host"),
+        ("bwrap", "bridge"),
         ("docker", "none"),
         ("docker", "host"),
         ("docker", "bridge"),
@@ -195,7 +199,7 @@ def test_a_sleeper_is_itself_when_it_says_ready(artifact, tmp_path):
 
 
 # Runtimes that keep the payload's exit status say it; the others say it ended.
-KEEP_STATUS = ("native", "nspawn", "docker", "docker:crun", "docker:runsc", "podman",
+KEEP_STATUS = ("native", "nspawn", "bwrap", "docker", "docker:crun", "docker:runsc", "podman",
                "podman:runc", "podman:runsc")  # fmt: skip
 NO_CONSOLE = ("lxc", "lxd", "podman")
 

@@ -165,3 +165,20 @@ def test_the_module_runs_as_the_command():
     res = subprocess.run([sys.executable, "-m", "virtbench.cli", "version"],
                          capture_output=True, text=True, timeout=60)  # fmt: skip
     assert res.returncode == 0 and res.stdout.strip() == __version__, res
+
+
+def test_doctor_says_what_the_sandboxes_without_a_driver_need_and_where_they_come_from(
+    tmp_path, monkeypatch
+):
+    from virtbench.host import doctor
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    lines = {c.name: c for c in doctor.elsewhere_checks()}
+    assert set(lines) == {"runtime kata", "runtime krun", "runtime microsandbox"}
+    for c in lines.values():
+        assert c.status == "info" and c.detail.startswith("not installed; ")
+        assert "it needs KVM" in c.detail and "it comes from " in c.detail
+    (tmp_path / "krun").write_text("#!/bin/sh\n")
+    (tmp_path / "krun").chmod(0o755)
+    krun = next(c for c in doctor.elsewhere_checks() if c.name == "runtime krun")
+    assert krun.detail.startswith(f"{tmp_path / 'krun'} is here, but virtbench has no driver")

@@ -273,6 +273,9 @@ def test_each_driver_declares_its_controls_and_a_missing_one_says_why(tmp_path):
     assert qemu.pause.problem() is None and qemu.snapshot.problem() is None
     assert nspawn.snapshot.problem() == "systemd-nspawn has no checkpoint/restore"
     assert nspawn.exec.problem() is None and nspawn.daemons.pids() == []
+    bwrap = driver("bwrap")
+    assert bwrap.snapshot.problem() == "bubblewrap has no checkpoint/restore"
+    assert bwrap.exec.problem() is None and bwrap.daemons.pids() == []
     layout.version = 1  # the freezer the runtimes' own pause commands use, not mounted
     assert crun.pause.problem() == nspawn.pause.problem() == "the cgroup v1 freezer is not mounted"
 

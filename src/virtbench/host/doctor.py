@@ -1,7 +1,8 @@
 """`virtbench doctor`: an ordered list of small checks, each able to show and explain.
 
 Runtimes first (available or not, version, and when not, why and the command that
-fixes it), then host facts that decide what results mean (CPUs, SMT, memory, swap,
+fixes it; then the sandboxes it has no driver for, with what they need and where they
+come from), then host facts that decide what results mean (CPUs, SMT, memory, swap,
 cgroups, KVM kind, kernel), then what virtbench itself needs (root, guest compiler).
 """
 
@@ -42,6 +43,30 @@ def runtime_checks(found: Iterable[tuple[str, Any]]) -> Iterator[Check]:
             yield Check(f"runtime {name}", "ok", f"available, version {avail.version}")
         else:
             yield Check(f"runtime {name}", "fail", avail.reason, avail.fix)
+
+
+# Sandboxes people compare that virtbench has no driver for, and that Debian 12 does not
+# ship: (name, its commands, what it needs, where it comes from).
+ELSEWHERE = (
+    ("kata", ("kata-runtime", "containerd-shim-kata-v2"), "KVM that boots Linux guests (not "
+     "a nested PVM) and Kata's guest kernel and image", "the releases of "
+     "github.com/kata-containers/kata-containers"),
+    ("krun", ("krun",), "KVM, libkrun and libkrunfw (crun built with libkrun runs each "
+     "container in a microVM)", "Fedora's crun-krun, or crun built from source with "
+     "--with-libkrun"),
+    ("microsandbox", ("msb", "msbserver"), "KVM and libkrun", "the releases of "
+     "github.com/microsandbox/microsandbox"),
+)  # fmt: skip
+
+
+def elsewhere_checks() -> Iterator[Check]:
+    """A line per sandbox virtbench cannot drive: found on PATH or not, what it needs and
+    where it comes from (never an install virtbench makes)."""
+    for name, commands, needs, where in ELSEWHERE:
+        found = next((p for c in commands if (p := shutil.which(c))), None)
+        state = f"{found} is here, but" if found else "not installed;"
+        yield Check(f"runtime {name}", "info", f"{state} virtbench has no driver for it: it "
+                    f"needs {needs}; it comes from {where} (not in Debian 12)")  # fmt: skip
 
 
 def host_checks() -> Iterator[Check]:
@@ -109,5 +134,6 @@ def self_checks() -> Iterator[Check]:
 def all_checks(runtimes: Iterable[tuple[str, Any]]) -> Iterator[Check]:
     """Every check, the runtimes' first (`runtime_checks`)."""
     yield from runtime_checks(runtimes)
+    yield from elsewhere_checks()
     yield from host_checks()
     yield from self_checks()

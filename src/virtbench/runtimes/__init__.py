@@ -36,6 +36,7 @@ BUILTIN: dict[str, str] = {
     "lxc": "virtbench.runtimes.lxc:Lxc",
     "lxd": "virtbench.runtimes.lxd:Lxd",
     "nspawn": "virtbench.runtimes.nspawn:Nspawn",
+    "bwrap": "virtbench.runtimes.bwrap:Bwrap",
     "qemu": "virtbench.runtimes.qemu:Qemu",
     "firecracker": "virtbench.runtimes.firecracker:Firecracker",
     "cloud-hypervisor": "virtbench.runtimes.cloud_hypervisor:CloudHypervisor",
