@@ -80,15 +80,23 @@ def answers(f: Frame) -> list[Answer]:
     answers (ANSWERS) for the experiment types that name them, then each type's ranked
     questions (experiments/kind.py)."""
     f = f.take(~f.warmup)
-    out: list[Answer] = []
+    out: list[tuple[str, Answer]] = []  # (the experiment type answering, the answer)
     by_exp = {e: f.take(f.where("experiment", e)) for e in f.distinct("experiment")}
     kinds = {t.name: t for t in experiments.types() if t.name in by_exp}
     for kind, answer in ANSWERS.items():
-        out += [a for name, t in kinds.items() if t.answers == kind for a in answer(by_exp[name])]
+        out += [(name, a) for name, t in kinds.items() if t.answers == kind
+                for a in answer(by_exp[name])]  # fmt: skip
     for name, t in kinds.items():
         for question in t.ranked:
-            out += _median_ranked(by_exp[name], question)
-    return out
+            out += [(name, a) for a in _median_ranked(by_exp[name], question)]
+    if "tti" in kinds:  # a sandbox run: its own questions lead
+        out.sort(key=lambda x: SANDBOX_FIRST.index(x[0]) if x[0] in SANDBOX_FIRST else 99)
+    return [a for _, a in out]
+
+
+# What a run of the sandbox questions answers first, in this order: time to interactive,
+# a command inside, back from a pause, back from disk, memory per (live) instance.
+SANDBOX_FIRST = ("tti", "exec", "pause", "snapshot", "density")
 
 
 def _median_ranked(f: Frame, q: Ranked) -> list[Answer]:
@@ -161,7 +169,23 @@ def _density(f: Frame) -> list[Answer]:
     floor = math.nan if cost.lower_bound is None else cost.lower_bound
     found = [Standing(rt, fit.slope, fit.ci_low, fit.ci_high, floor)
              for (name, rt), fit in fits.items() if name == cost.name]  # fmt: skip
-    return _ranked(f"Least memory per instance: {cost.name}", cost.unit, found, True)
+    return _ranked(f"Least memory per instance: {cost.name}{_alive(f)}", cost.unit, found,
+                   True)  # fmt: skip
+
+
+def _alive(f: Frame) -> str:
+    """What density's liveness probes found, per runtime ("" without probes)."""
+    rows = f.where("metric", "density.answered")
+    if not rows.any():
+        return ""
+    said = []
+    for (runtime,), idx in f.take(rows).groups("runtime"):
+        sub = f.take(rows).take(idx)
+        probed = sum(int(sub.params_of(int(c)).get("probed", 0)) for c in sub.codes["params"])
+        ok = sub.value[sub.ok]
+        said.append(f"{runtime} {int(ok.sum())} of {probed}" if ok.size else
+                    f"{runtime} could not be asked")  # fmt: skip
+    return f" (probed instances that answered: {', '.join(said)})"
 
 
 def _throughput(f: Frame) -> list[Answer]:
@@ -231,18 +255,19 @@ def _scalability(f: Frame) -> list[Answer]:
 
 
 def _tti(f: Frame) -> list[Answer]:
-    """One by one, and at the largest level two runtimes reached: the pooled p50 of
-    create -> first command with its batch-resampled CI; the question says each
-    runtime's success rate."""
+    """One by one, at the smallest and at the largest level two runtimes reached: the
+    pooled p50 of create -> first command with its batch-resampled CI; the question
+    says each runtime's success rate."""
     from virtbench.report.sandbox import batch_order, describe, pooled
 
     kinds: dict[str, list] = {}
     for b in pooled(f):
         if b.ok:
             kinds.setdefault(b.at, []).append(b)
-    levels = [at for at in kinds if at not in ("seq", "stagger") and len(kinds[at]) >= 2]
+    levels = sorted((at for at in kinds if at not in ("seq", "stagger") and len(kinds[at]) >= 2),
+                    key=batch_order)  # fmt: skip
     out = []
-    for at in ["seq", *sorted(levels, key=batch_order)[-1:]]:
+    for at in dict.fromkeys(["seq", *levels[:1], *levels[-1:]]):
         found = kinds.get(at, [])
         rates = ", ".join(f"{b.runtime} {fmt(b.success.value)}%" for b in found)
         out += _ranked(f"Fastest to interactive, {describe(at)} (success: {rates}): "
