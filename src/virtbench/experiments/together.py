@@ -14,6 +14,19 @@ from typing import Any
 from virtbench.errors import InstanceError
 from virtbench.runtimes.base import Instance, Runtime
 
+MAX_AT_ONCE = 2000
+
+
+def levels(v: list[int]) -> list[int]:
+    """A spec's `levels` (instances launched at once), checked and sorted: each in
+    1..MAX_AT_ONCE, none twice (ValueError says which)."""
+    for i, n in enumerate(v):
+        if not 1 <= n <= MAX_AT_ONCE:
+            raise ValueError(f"[{i}]: {n} instances at once is outside 1..{MAX_AT_ONCE}")
+    if len(set(v)) != len(v):
+        raise ValueError("a level is given twice")
+    return sorted(v)
+
 
 @dataclass
 class Launched:

@@ -47,7 +47,7 @@ from virtbench.experiments.failures import Failures
 from virtbench.experiments.held import base_of, cannot
 from virtbench.experiments.kind import ExperimentType
 from virtbench.experiments.session import Session
-from virtbench.experiments.together import Launched, launch_together
+from virtbench.experiments.together import Launched, launch_together, levels
 from virtbench.metrics.model import MONO, NS_MS, Metric
 from virtbench.runtimes.base import Instance
 from virtbench.runtimes.controls import ExecResult
@@ -96,15 +96,7 @@ class TtiExperiment(CommonExperiment):
     timeout_s: float = Field(default=120.0, gt=0, le=3600)
     settle_s: float = Field(default=1.0, ge=0, le=600)  # after a batch's instances are stopped
 
-    @field_validator("levels")
-    @classmethod
-    def _levels(cls, v: list[int]) -> list[int]:
-        for i, n in enumerate(v):
-            if not 1 <= n <= 2000:
-                raise ValueError(f"[{i}]: {n} instances at once is outside 1..2000")
-        if len(set(v)) != len(v):
-            raise ValueError("a level is given twice")
-        return sorted(v)
+    _levels = field_validator("levels")(lambda cls, v: levels(v))
 
     def instance_workloads(self) -> list[str]:
         return [self.workload]

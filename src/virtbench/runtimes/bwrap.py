@@ -23,17 +23,8 @@ from pydantic import BaseModel
 from virtbench.errors import InstanceError
 from virtbench.host import proc
 from virtbench.runtimes.base import Availability, Family, Instance, which
-from virtbench.runtimes.controls import CommandExec, Snapshot
-from virtbench.runtimes.native import Native
-
-
-class BwrapExec(CommandExec):
-    """nsenter into the namespaces of the sandbox's workload (its root included)."""
-
-    rt: Bwrap
-
-    def argv(self, inst: Instance, argv: list[str]) -> list[str]:
-        return ["nsenter", "-t", str(self.rt.leader(inst)), "-a", "--", *argv]
+from virtbench.runtimes.controls import Snapshot
+from virtbench.runtimes.native import LeaderExec, Native
 
 
 class BwrapSnapshot(Snapshot):
@@ -45,7 +36,7 @@ class Bwrap(Native):
     family = Family.CONTAINER
     description = "bubblewrap sandbox on the artifact rootfs (pid, ipc, uts, net namespaces)"
     networks: ClassVar[tuple[str, ...]] = ("none", "host", "bridge")
-    Exec = BwrapExec  # pause: the cgroup freezer (Runtime's)
+    Exec = LeaderExec  # pause: the cgroup freezer (Runtime's)
     Snapshot = BwrapSnapshot
 
     @classmethod

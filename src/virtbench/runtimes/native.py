@@ -66,6 +66,14 @@ class NativeExec(CommandExec):
                 *self.rt._host_argv(inst, argv)]  # fmt: skip
 
 
+class LeaderExec(CommandExec):
+    """nsenter into every namespace of the instance's leader (`rt.leader`: a container's
+    first process, whose root the command then sees: nspawn, bwrap)."""
+
+    def argv(self, inst: Instance, argv: list[str]) -> list[str]:
+        return ["nsenter", "-t", str(self.rt.leader(inst)), "-a", "--", *argv]
+
+
 class NativeSnapshot(Undriven):
     why = "virtbench does not checkpoint a native process (yet)"
 

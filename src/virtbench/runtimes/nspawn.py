@@ -23,17 +23,8 @@ from pydantic import BaseModel
 from virtbench.errors import InstanceError
 from virtbench.host import proc
 from virtbench.runtimes.base import Availability, Family, Instance, which
-from virtbench.runtimes.controls import CommandExec, Snapshot
-from virtbench.runtimes.native import Native
-
-
-class NspawnExec(CommandExec):
-    """nsenter into the namespaces of the container's PID 1."""
-
-    rt: Nspawn
-
-    def argv(self, inst: Instance, argv: list[str]) -> list[str]:
-        return ["nsenter", "-t", str(self.rt.leader(inst)), "-a", "--", *argv]
+from virtbench.runtimes.controls import Snapshot
+from virtbench.runtimes.native import LeaderExec, Native
 
 
 class NspawnSnapshot(Snapshot):
@@ -45,7 +36,7 @@ class Nspawn(Native):
     family = Family.CONTAINER
     description = "systemd-nspawn container on the artifact rootfs"
     networks: ClassVar[tuple[str, ...]] = ("none", "host", "bridge")
-    Exec = NspawnExec  # pause: the cgroup freezer (Runtime's)
+    Exec = LeaderExec  # pause: the cgroup freezer (Runtime's)
     Snapshot = NspawnSnapshot
 
     @classmethod
