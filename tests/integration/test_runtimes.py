@@ -20,6 +20,7 @@ RUNTIMES = [
     "native",
     "runc",
     "crun",
+    "youki",
     "runsc",
     "lxc",
     "lxd",
@@ -68,7 +69,11 @@ def spec(ctx: RuntimeContext, artifact, wl, n: int, **kw) -> InstanceSpec:
     return InstanceSpec(name=name, argv=wl.argv(name), rootfs=artifact.path, **kw)
 
 
-@pytest.mark.parametrize("name", RUNTIMES)
+# youki 0.7.0's foreground run misses, now and then, the exit of a container that ends at
+# once, and never returns (a lost SIGCHLD: about 4 in 100 hellos in a tight loop here); a
+# boot experiment records such a start as failed with that reason. Its detached starts
+# are tested below.
+@pytest.mark.parametrize("name", [r for r in RUNTIMES if r != "youki"])
 def test_hello_runs_to_exit(name, ctx, artifact):
     rt = driver(name, ctx)
     inst = rt.run_to_exit(spec(ctx, artifact, hello, 1), timeout=60)
@@ -93,6 +98,9 @@ def test_hello_runs_to_exit(name, ctx, artifact):
         ("crun", "host"),
         ("runc", "bridge"),
         ("crun", "bridge"),
+        ("youki", "none"),
+        ("youki", "host"),
+        ("youki", "bridge"),
         ("runsc", "none"),
         ("runsc", "host"),
         ("lxc", "none"),
@@ -235,7 +243,18 @@ def test_an_instance_that_ends_before_it_is_ready_is_reported_at_once_with_how(n
 # nspawn stays in the foreground, so a bad program shows only as a missing ready signal.
 @pytest.mark.parametrize(
     "name",
-    ["runc", "crun", "runsc", "lxc", "lxd", "docker", "docker:runsc", "podman", "podman:runsc"],
+    [
+        "runc",
+        "crun",
+        "youki",
+        "runsc",
+        "lxc",
+        "lxd",
+        "docker",
+        "docker:runsc",
+        "podman",
+        "podman:runsc",
+    ],
 )
 def test_failed_start_is_cleaned_up(name, ctx, artifact):
     rt = driver(name, ctx)

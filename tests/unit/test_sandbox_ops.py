@@ -545,3 +545,16 @@ def test_a_vms_image_counts_the_linux_guest_exec_boots(tmp_path, monkeypatch):
         size, how = fc.image_size()
         assert size == want, (runs_commands, size, how)
         assert ("Linux" in how) == runs_commands
+
+
+def test_youkis_listing_is_read_from_its_table_and_anything_else_is_an_error():
+    from virtbench.errors import VirtbenchError
+    from virtbench.runtimes.youki import table_ids
+
+    table = ("ID         PID    STATUS   BUNDLE  CREATED                    CREATOR\n"
+             "vb-r1-1    31138  Running  /b      2026-11-27T14:51:03+00:00  root\n"
+             "vb-r1-2    0      Stopped  /c      2026-11-27T14:51:04+00:00  root\n")  # fmt: skip
+    assert table_ids(table) == ["vb-r1-1", "vb-r1-2"]
+    assert table_ids("ID    PID    STATUS   BUNDLE   CREATED   CREATOR\n") == []
+    with pytest.raises(VirtbenchError, match="youki list: not its table"):
+        table_ids("Error: failed to read /run/youki\n")

@@ -30,6 +30,7 @@ BUILTIN: dict[str, str] = {
     "native": "virtbench.runtimes.native:Native",
     "runc": "virtbench.runtimes.runc:Runc",
     "crun": "virtbench.runtimes.crun:Crun",
+    "youki": "virtbench.runtimes.youki:Youki",
     "runsc": "virtbench.runtimes.runsc:Runsc",
     "docker": "virtbench.runtimes.docker:Docker",
     "podman": "virtbench.runtimes.podman:Podman",
