@@ -94,15 +94,21 @@ def _cluster_medians(values: np.ndarray, unit: np.ndarray, rng: np.random.Genera
         return _boot_medians(values, rng)
     order = np.argsort(values, kind="stable")
     sorted_values, sorted_unit = values[order], unit[order]
-    draws = rng.integers(0, k, size=(BOOTSTRAP_RESAMPLES, k))
-    counts = np.zeros((BOOTSTRAP_RESAMPLES, k))
-    np.add.at(counts, (np.arange(BOOTSTRAP_RESAMPLES)[:, None], draws), 1)
-    weights = counts[:, sorted_unit]
+    weights = resample_counts(k, rng)[:, sorted_unit]
     cum = np.cumsum(weights, axis=1)
     half = cum[:, -1:] / 2
     lower = np.argmax(cum >= half, axis=1)  # the weighted median (average of the two
     upper = np.argmax(cum > half, axis=1)  # middle values when the weight splits evenly)
     return (sorted_values[lower] + sorted_values[upper]) / 2
+
+
+def resample_counts(k: int, rng: np.random.Generator) -> np.ndarray:
+    """How often each of k units is drawn (with replacement, k draws) in each of
+    BOOTSTRAP_RESAMPLES resamples: the weights of a cluster bootstrap."""
+    draws = rng.integers(0, k, size=(BOOTSTRAP_RESAMPLES, k))
+    counts = np.zeros((BOOTSTRAP_RESAMPLES, k))
+    np.add.at(counts, (np.arange(BOOTSTRAP_RESAMPLES)[:, None], draws), 1)
+    return counts
 
 
 def _boot_medians(values: np.ndarray, rng: np.random.Generator) -> np.ndarray:

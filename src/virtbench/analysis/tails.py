@@ -14,6 +14,8 @@ them:
 Each alone covers too little somewhere: measured on batches that share a shift of their
 own, the bootstrap's p95 held the truth in 77% of data sets of 10 batches of 20, where
 Woodruff's held it in 90% or more (tests/unit/test_tti.py holds the union to 90-99%).
+Above BOOTSTRAP_MAX_VALUES values the bootstrap resamples an evenly spaced share of each
+batch (analysis/stats.py `bounded_subset`: a wider interval, never a narrower one).
 A quantile has no CI with fewer than MIN_UNITS batches (MIN_TAIL_UNITS for a tail
 beyond the median), nor where fewer than MIN_BEYOND values lie beyond it (a p99 of 200
 values rests on two).
@@ -32,7 +34,13 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as sps
 
-from virtbench.analysis.stats import BOOTSTRAP_RESAMPLES, CONFIDENCE, MIN_UNITS
+from virtbench.analysis.stats import (
+    BOOTSTRAP_MAX_VALUES,
+    CONFIDENCE,
+    MIN_UNITS,
+    bounded_subset,
+    resample_counts,
+)
 
 MIN_BEYOND = 5  # values beyond a quantile needed for its CI
 MIN_TAIL_UNITS = 10  # batches needed for the CI of a quantile other than the median
@@ -64,14 +72,6 @@ def expanded_alpha(k: int) -> float:
     return float(sps.norm.cdf(-math.sqrt(k / (k - 1)) * t))
 
 
-def _resample_counts(k: int, rng: np.random.Generator) -> np.ndarray:
-    """How often each of k units is drawn in each of BOOTSTRAP_RESAMPLES resamples."""
-    draws = rng.integers(0, k, size=(BOOTSTRAP_RESAMPLES, k))
-    counts = np.zeros((BOOTSTRAP_RESAMPLES, k))
-    np.add.at(counts, (np.arange(BOOTSTRAP_RESAMPLES)[:, None], draws), 1)
-    return counts
-
-
 def quantile_ci(values: np.ndarray, unit: np.ndarray, q: float, seed: int = 0) -> Estimate:
     """The `q` quantile (0..1) of `values` pooled over their units, with its 95% CI: the
     wider of the cluster bootstrap's and Woodruff's (see above)."""
@@ -85,13 +85,18 @@ def quantile_ci(values: np.ndarray, unit: np.ndarray, q: float, seed: int = 0) -
         return Estimate(point, why_none=f"no CI: {k} batch{'es' * (k != 1)}")
     if beyond < MIN_BEYOND and q != 0.5:
         return Estimate(point, why_none=f"no CI: {beyond} value{'s' * (beyond != 1)} beyond it")
-    order = np.argsort(values, kind="stable")
-    weights = _resample_counts(k, np.random.default_rng(seed))[:, idx[order]]
+    w_lo, w_hi = woodruff(values, idx, k, q, point)
+    sub, sub_idx = values, idx  # bounded work: an evenly spaced share of each batch
+    if values.size > BOOTSTRAP_MAX_VALUES:
+        keep = bounded_subset(idx)
+        sub, sub_idx = values[keep], np.unique(idx[keep], return_inverse=True)[1]
+        k = int(sub_idx.max()) + 1
+    order = np.argsort(sub, kind="stable")
+    weights = resample_counts(k, np.random.default_rng(seed))[:, sub_idx[order]]
     cum = np.cumsum(weights, axis=1)
     at = np.argmax(cum >= q * cum[:, -1:], axis=1)  # the weighted inverted CDF
     alpha = expanded_alpha(k)
-    lo, hi = np.quantile(values[order][at], [alpha, 1 - alpha])
-    w_lo, w_hi = woodruff(values, idx, k, q, point)
+    lo, hi = np.quantile(sub[order][at], [alpha, 1 - alpha])
     return Estimate(point, min(float(lo), w_lo), max(float(hi), w_hi))
 
 
@@ -122,7 +127,7 @@ def success_ci(ok: np.ndarray, unit: np.ndarray, seed: int = 0) -> Estimate:
     lo, hi = float(wilson.low), float(wilson.high)
     idx, units = _units(np.asarray(unit))
     if units >= MIN_UNITS:
-        counts = _resample_counts(units, np.random.default_rng(seed))
+        counts = resample_counts(units, np.random.default_rng(seed))
         per_ok = np.bincount(idx, weights=ok, minlength=units)
         per_n = np.bincount(idx, minlength=units)
         rates = (counts @ per_ok) / (counts @ per_n)

@@ -147,9 +147,9 @@ def slope_cell(fit: Fit | None) -> str:
     return f"{fmt(fit.slope)} (95% CI {fmt(fit.ci_low)} to {fmt(fit.ci_high)})"
 
 
-def dirty_table(title: str, f: Frame, order: list[str]) -> Table:
-    """Per runtime and figure: its median at each dirty level, and its slope."""
-    slopes = dirty_slopes(f)
+def dirty_table(title: str, slopes: list[DirtySlope], order: list[str]) -> Table:
+    """Per runtime and figure (`dirty_slopes`): its median at each dirty level, and its
+    slope."""
     levels = sorted({d for x in slopes for d in x.medians})
     t = Table(title=title, title_justify="left")
     add_columns(t, ["runtime", "figure", *(f"{d} MiB" for d in levels),

@@ -354,8 +354,8 @@ def experiment_tables(run: RunRecord, samples: Rows, wide: bool = False,
         table = summary_table(title, mine, order, wide, seen)
         if table.row_count:  # e.g. a scalability run whose only figures are per point
             tables.append(table)
-        if kind == "snapshot" and dirty_slopes(mine):
-            tables.append(dirty_table(f"{title}: against the memory dirtied", mine, order))
+        if kind == "snapshot" and (slopes := dirty_slopes(mine)):
+            tables.append(dirty_table(f"{title}: against the memory dirtied", slopes, order))
         if kind == "density":
             costs = cost_table(f"{title}: memory each instance costs", mine, order)
             if costs.row_count:

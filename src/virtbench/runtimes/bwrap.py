@@ -13,14 +13,10 @@ the cgroup's removal anything left. `--die-with-parent` ties the sandbox to bwra
 
 from __future__ import annotations
 
-import contextlib
-import os
 from typing import Any, ClassVar
 
-import psutil
 from pydantic import BaseModel
 
-from virtbench.errors import InstanceError
 from virtbench.host import proc
 from virtbench.runtimes.base import Availability, Family, Instance, which
 from virtbench.runtimes.controls import Snapshot
@@ -85,15 +81,4 @@ class Bwrap(Native):
     def leader(self, inst: Instance) -> int:
         """The workload: the first process under bwrap in a pid namespace of its own
         that is not bwrap's reaper."""
-        if "leader" not in inst.extra:
-            outer = super().leader(inst)
-            mine = os.readlink(f"/proc/{outer}/ns/pid")
-            for child in psutil.Process(outer).children(recursive=True):
-                with contextlib.suppress(OSError, psutil.Error):
-                    if os.readlink(f"/proc/{child.pid}/ns/pid") != mine and (
-                        child.name() != "bwrap"):  # fmt: skip
-                        inst.extra["leader"] = child.pid
-                        break
-            else:
-                raise InstanceError(f"{self.label}: {inst.name}'s sandboxed process not found")
-        return int(inst.extra["leader"])
+        return self.contained(inst, "sandboxed process", skip="bwrap")

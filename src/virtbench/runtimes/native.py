@@ -19,6 +19,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, ClassVar
 
+import psutil
 from pydantic import BaseModel
 
 from virtbench.errors import InstanceError
@@ -169,6 +170,23 @@ class Native(Runtime):
         if inst.proc is None or inst.proc.poll() is not None:
             raise InstanceError(f"{self.label}: {inst.name} is not running")
         return inst.proc.pid
+
+    def contained(self, inst: Instance, what: str, skip: str = "") -> int:
+        """The first process under the instance's own (nspawn, bwrap) in a pid namespace
+        of its own, other than one named `skip` (bwrap's reaper): the container's first
+        process, found once; InstanceError naming `what` when there is none."""
+        if "leader" not in inst.extra:
+            outer = Native.leader(self, inst)
+            mine = os.readlink(f"/proc/{outer}/ns/pid")
+            for child in psutil.Process(outer).children(recursive=True):
+                with contextlib.suppress(OSError, psutil.Error):
+                    if os.readlink(f"/proc/{child.pid}/ns/pid") != mine and (
+                        not skip or child.name() != skip):  # fmt: skip
+                        inst.extra["leader"] = child.pid
+                        break
+            else:
+                raise InstanceError(f"{self.label}: {inst.name}'s {what} not found")
+        return int(inst.extra["leader"])
 
     def _stop(self, inst: Instance) -> None:
         self._dirs.pop(inst.name, None)

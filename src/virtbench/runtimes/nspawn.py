@@ -17,10 +17,8 @@ import signal
 import subprocess
 from typing import ClassVar
 
-import psutil
 from pydantic import BaseModel
 
-from virtbench.errors import InstanceError
 from virtbench.host import proc
 from virtbench.runtimes.base import Availability, Family, Instance, which
 from virtbench.runtimes.controls import Snapshot
@@ -81,17 +79,7 @@ class Nspawn(Native):
     def leader(self, inst: Instance) -> int:
         """The container's PID 1: the first process under systemd-nspawn in a PID
         namespace of its own."""
-        if "leader" not in inst.extra:
-            nspawn = super().leader(inst)
-            mine = os.readlink(f"/proc/{nspawn}/ns/pid")
-            for child in psutil.Process(nspawn).children(recursive=True):
-                with contextlib.suppress(OSError):
-                    if os.readlink(f"/proc/{child.pid}/ns/pid") != mine:
-                        inst.extra["leader"] = child.pid
-                        break
-            else:
-                raise InstanceError(f"{self.label}: {inst.name}'s container process not found")
-        return int(inst.extra["leader"])
+        return self.contained(inst, "container process")
 
     def _stop(self, inst: Instance) -> None:
         # TERM lets nspawn end the container and undo its mounts and its propagation
