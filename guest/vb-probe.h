@@ -3,24 +3,29 @@
  * ADDRESS is udp:IPv4:PORT (a host listener reachable over the instance's network),
  * unix:PATH (a datagram socket bind-mounted into the instance, for instances without
  * a network) or file:PATH (a VM guest's console: a line is written to PATH, e.g.
- * file:/dev/console, and the host reads it from the serial port).
+ * file:/dev/console, and the host reads it from the serial port) or fd:N (the same line
+ * on an open descriptor: a WASI module's stdout, fd:1, which its runtime's host reads).
+ * Built for WASI (wasm32-wasi: no sockets), only file: and fd: are compiled in.
  * No stdio here: a static program's text is faulted in whole, and vb-sleep keeps small. */
 #ifndef VB_PROBE_H
 #define VB_PROBE_H
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#ifndef __wasi__
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <unistd.h>
+#endif
 
 #define EX_USAGE_ 64
 #define EX_ADDR 65
 #define EX_SEND 70
 
+#ifndef __wasi__
 /* One datagram of `len` bytes to `addr`; 0, or EX_SEND. */
 static int send_dgram(const struct sockaddr *addr, socklen_t addrlen, const char *msg, size_t len)
 {
@@ -66,6 +71,21 @@ static int send_unix(const char *path, const char *msg, size_t len)
 	strcpy(sun.sun_path, path);
 	return send_dgram((struct sockaddr *)&sun, sizeof(sun), msg, len);
 }
+#endif
+
+/* `len` bytes to descriptor `fd`, whole; 0, or EX_SEND. */
+static int write_fd(int fd, const char *line, int len)
+{
+	while (len > 0) {
+		ssize_t n = write(fd, line, (size_t)len);
+
+		if (n <= 0)
+			return EX_SEND;
+		line += n;
+		len -= (int)n;
+	}
+	return 0;
+}
 
 static int write_line(const char *path, const char *line, int len)
 {
@@ -76,12 +96,30 @@ static int write_line(const char *path, const char *line, int len)
 	fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0)
 		return EX_ADDR;
-	if (write(fd, line, (size_t)len) != len) {
+	if (write_fd(fd, line, len) != 0) {
 		close(fd);
 		return EX_SEND;
 	}
 	close(fd);
 	return 0;
+}
+
+/* A line to ADDRESS file:PATH or fd:N; EX_ADDR for any other kind. */
+static int write_to(const char *addr, const char *line, int len)
+{
+	if (len < 0)
+		return EX_USAGE_;
+	if (strncmp(addr, "file:", 5) == 0)
+		return write_line(addr + 5, line, len);
+	if (strncmp(addr, "fd:", 3) == 0 && addr[3] >= '0' && addr[3] <= '9' && addr[4] == '\0')
+		return write_fd(addr[3] - '0', line, len);
+	return EX_ADDR;
+}
+
+/* Whether ADDRESS takes lines (file:, fd:) rather than datagrams. */
+static int is_line_addr(const char *addr)
+{
+	return strncmp(addr, "file:", 5) == 0 || strncmp(addr, "fd:", 3) == 0;
 }
 
 /* "PREFIX ID SUFFIX" into buf; its length, or -1 when it does not fit. */
@@ -97,31 +135,37 @@ static int join3(char *buf, size_t size, const char *prefix, const char *id, con
 	return (int)(a + b + c);
 }
 
-static int write_marker(const char *path, const char *id)
+static int write_marker(const char *addr, const char *id)
 {
 	char line[256];
 
-	return write_line(path, line, join3(line, sizeof(line), "VB-READY ", id, "\n"));
+	return write_to(addr, line, join3(line, sizeof(line), "VB-READY ", id, "\n"));
 }
 
 static int send_to(const char *addr, const char *msg, int len)
 {
 	if (len < 0)
 		return EX_USAGE_;
+#ifndef __wasi__
 	if (strncmp(addr, "udp:", 4) == 0)
 		return send_udp(addr + 4, msg, (size_t)len);
 	if (strncmp(addr, "unix:", 5) == 0)
 		return send_unix(addr + 5, msg, (size_t)len);
+#else
+	(void)addr;
+	(void)msg;
+#endif
 	return EX_ADDR;
 }
 
-/* Send "ready INSTANCE-ID" (file: the line "VB-READY INSTANCE-ID"); 0, or an exit code. */
+/* Send "ready INSTANCE-ID" (file: and fd:, the line "VB-READY INSTANCE-ID"); 0, or an
+ * exit code. */
 static int signal_ready(const char *addr, const char *id)
 {
 	char msg[256];
 
-	if (strncmp(addr, "file:", 5) == 0)
-		return write_marker(addr + 5, id);
+	if (is_line_addr(addr))
+		return write_marker(addr, id);
 	return send_to(addr, msg, join3(msg, sizeof(msg), "ready ", id, ""));
 }
 

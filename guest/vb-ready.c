@@ -16,12 +16,15 @@
  * start, and SEQ counts from 1. A paused instance stops beating; a restored one goes on
  * with the same TOKEN and the next SEQ, which proves it is the one checkpointed. A
  * beat that cannot be sent is skipped (the host may be away for a moment).
+ * Built for WASI, there is no PROGRAM to exec (71), and ADDRESS is file: or fd:.
  * Exit codes: 64 usage, 65 bad address, 70 socket/send failed, 71 exec failed. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
+#ifndef __wasi__
+#include <sys/random.h>
+#endif
 #include <unistd.h>
 
 #include "vb-probe.h"
@@ -66,19 +69,26 @@ static int beat(const char *addr, const char *id, const char *period)
 
 	if (*end != '\0' || ms <= 0 || ms > 60000)
 		return EX_USAGE_;
+#ifdef __wasi__
+	if (getentropy(&token, sizeof(token)) != 0) {
+		clock_gettime(CLOCK_REALTIME, &ts); /* no entropy: time */
+		token = ((unsigned long long)ts.tv_nsec << 20) ^ (unsigned long long)ts.tv_sec;
+	}
+#else
 	if (getrandom(&token, sizeof(token), 0) != (ssize_t)sizeof(token)) {
 		clock_gettime(CLOCK_REALTIME, &ts); /* no entropy yet: time and pid */
 		token = ((unsigned long long)ts.tv_nsec << 20) ^ (unsigned long long)ts.tv_sec ^
 			((unsigned long long)getpid() << 40);
 	}
+#endif
 	pause.tv_sec = ms / 1000;
 	pause.tv_nsec = (ms % 1000) * 1000000L;
 	for (seq = 1;; seq++) {
 		int len;
 
-		if (strncmp(addr, "file:", 5) == 0) {
+		if (is_line_addr(addr)) {
 			len = snprintf(msg, sizeof(msg), "VB-BEAT %s %016llx %llu\n", id, token, seq);
-			write_line(addr + 5, msg, len);
+			write_to(addr, msg, len);
 		} else {
 			len = snprintf(msg, sizeof(msg), "beat %s %016llx %llu", id, token, seq);
 			send_to(addr, msg, len);
@@ -92,7 +102,7 @@ int main(int argc, char **argv)
 	int rc;
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: vb-ready udp:IP:PORT|unix:PATH|file:PATH INSTANCE-ID [PROGRAM ARGS...|--beat MS [DIRTY-MIB]]\n");
+		fprintf(stderr, "usage: vb-ready udp:IP:PORT|unix:PATH|file:PATH|fd:N INSTANCE-ID [PROGRAM ARGS...|--beat MS [DIRTY-MIB]]\n");
 		return EX_USAGE_;
 	}
 	if (argc == 6 && strcmp(argv[3], "--beat") == 0 && (rc = dirty(argv[5])) != 0)
@@ -106,7 +116,11 @@ int main(int argc, char **argv)
 		return 0;
 	if (strcmp(argv[3], "--beat") == 0)
 		return argc == 5 || argc == 6 ? beat(argv[1], argv[2], argv[4]) : EX_USAGE_;
+#ifdef __wasi__
+	fprintf(stderr, "vb-ready: a WASI module cannot exec %s\n", argv[3]);
+#else
 	execv(argv[3], &argv[3]);
 	perror("vb-ready: exec");
+#endif
 	return EX_EXEC;
 }

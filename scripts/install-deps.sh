@@ -4,8 +4,8 @@
 set -euo pipefail
 
 PACKAGES=(
-  # build the static guest programs
-  make gcc musl-tools
+  # build the static guest programs, and their WASI builds (wasmtime's)
+  make gcc musl-tools clang-14 lld-14 wasi-libc libclang-rt-14-dev-wasm32
   # Python environment
   python3 python3-venv
   # runtimes

@@ -221,7 +221,8 @@ def _docker_disk_mentions(rid: str) -> list[str]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "runtime", ["runc", "youki", "runsc", "docker", "podman", "lxc", "lxd", "nspawn", "bwrap"]
+    "runtime",
+    ["runc", "youki", "runsc", "docker", "podman", "lxc", "lxd", "nspawn", "bwrap", "wasmtime"],
 )
 def test_kill_9_then_clean_leaves_nothing_of_any_runtime_kind(runtime, env, tmp_path):
     """kill -9 of a density run while its instances pile up, then `virtbench clean`: no

@@ -26,6 +26,7 @@ RUNTIMES = [
     "lxd",
     "nspawn",
     "bwrap",
+    "wasmtime",
     "docker",
     "docker:crun",
     "docker:runsc",
@@ -33,6 +34,10 @@ RUNTIMES = [
     "podman:runc",
     "podman:runsc",
 ]
+
+
+# what the workload runs as: itself, an OCI runtime's re-exec, gVisor's sandbox, wasmtime
+WORKLOAD_COMMS = ("vb-sleep", "exe", "runsc-sandbox", "wasmtime")
 
 
 def cpus_allowed(pid: int) -> str | None:
@@ -115,6 +120,7 @@ def test_hello_runs_to_exit(name, ctx, artifact):
         ("bwrap", "none"),
         ("bwrap", "host"),
         ("bwrap", "bridge"),
+        ("wasmtime", "none"),
         ("docker", "none"),
         ("docker", "host"),
         ("docker", "bridge"),
@@ -157,7 +163,7 @@ def test_sleeper_signals_ready_and_stops_clean(name, network, ctx, artifact):
         assert in_cgroup and alive <= set(rt.observe.pids(inst))
         # The workload (for runsc: the sandbox running it) is confined to the cpuset;
         # monitors such as conmon may sit outside it.
-        workload = [p for p in in_cgroup if comm(p) in ("vb-sleep", "exe", "runsc-sandbox")]
+        workload = [p for p in in_cgroup if comm(p) in WORKLOAD_COMMS]
         allowed = {cpus_allowed(p) for p in workload} - {None}
         assert allowed == {"0"}, allowed
         assert rt.memory.cgroup_bytes(inst) is not None
@@ -207,8 +213,8 @@ def test_a_sleeper_is_itself_when_it_says_ready(artifact, tmp_path):
 
 
 # Runtimes that keep the payload's exit status say it; the others say it ended.
-KEEP_STATUS = ("native", "nspawn", "bwrap", "docker", "docker:crun", "docker:runsc", "podman",
-               "podman:runc", "podman:runsc")  # fmt: skip
+KEEP_STATUS = ("native", "nspawn", "bwrap", "wasmtime", "docker", "docker:crun",
+               "docker:runsc", "podman", "podman:runc", "podman:runsc")  # fmt: skip
 NO_CONSOLE = ("lxc", "lxd", "podman")
 
 

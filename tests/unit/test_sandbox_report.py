@@ -56,3 +56,21 @@ def test_a_sandbox_run_leads_with_its_questions_and_compare_carries_them(tmp_pat
     js = bmf(rows, "b")
     assert any(k.startswith("interactive@8 ") for k in js), sorted(js)
     assert any(k.startswith("restore_to_ready@16MiB ") for k in js), sorted(js)
+
+
+def test_a_runtime_that_cannot_run_a_command_is_named_not_pooled_as_failures(tmp_path):
+    """A runtime with no exec gets no 0% success row: the table names it and says why."""
+    from rich.console import Console
+
+    from virtbench.report.sandbox import pooled, tti_table
+
+    truth = Truth({"fa": RuntimeTruth(exec_ms=5.0), "fc": RuntimeTruth(exec_ms=None)}, seed=3)
+    spec = [{"type": "tti", "sequential": 3, "staggered": 0, "levels": [2], "runs": 2,
+             "settle_s": 0}]  # fmt: skip
+    with fake_session(tmp_path, truth, ["fa", "fc"], spec) as (s, _world):
+        run(s)
+        f = as_frame(list(s.store.samples(s.run_id)))
+    assert {b.runtime for b in pooled(f)} == {"fa"}
+    console = Console(width=200, record=True)
+    console.print(tti_table("tti", f, ["fa", "fc"]))
+    assert "fc cannot: fake: no exec" in console.export_text()

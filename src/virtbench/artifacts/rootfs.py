@@ -27,6 +27,8 @@ OWN_PROGRAMS = (
     "vb-agent",  # what vb-init starts there to run the host's commands (exec into VMs)
 )
 KERNEL = "vb-minikernel"  # the minimal guest kernel for VM runtimes, at /boot in the rootfs
+# the programs that also have a WASI build (guest/Makefile's WASM_PROGS), at /wasm/<name>.wasm
+WASM_PROGRAMS = ("vb-hello", "vb-sleep", "vb-ready", "vb-stream")
 # usr: nspawn wants it; data: where an instance's data directory is mounted
 EMPTY_DIRS = ("proc", "sys", "dev", "tmp", "run/vb", "etc", "usr", "data")
 
@@ -169,8 +171,12 @@ def build_guest_programs(guest_src: Path, out: Path) -> dict[str, Path]:
         raise VirtbenchError(f"guest sources not found at {guest_src} (set VIRTBENCH_GUEST_DIR)")
     if shutil.which("musl-gcc") is None:
         raise VirtbenchError("musl-gcc not found: apt-get install musl-tools (or make setup)")
+    if shutil.which("clang-14") is None:  # the WASI builds
+        raise VirtbenchError("clang-14 not found: apt-get install clang-14 lld-14 wasi-libc "
+                             "libclang-rt-14-dev-wasm32 (or make setup)")  # fmt: skip
     proc.run(["make", "-s", "-C", str(guest_src), f"OUT={out}"], timeout=300, what="make guest")
-    return {p: out / p for p in (*programs(), KERNEL)}
+    found = {p: out / p for p in (*programs(), KERNEL)}
+    return found | {f"wasm/{p}.wasm": out / "wasm" / f"{p}.wasm" for p in WASM_PROGRAMS}
 
 
 def build_minimal_rootfs(guest_src: Path, cache: Path) -> Artifact:
@@ -179,15 +185,20 @@ def build_minimal_rootfs(guest_src: Path, cache: Path) -> Artifact:
     return build_rootfs(programs, cache, "rootfs-minimal", {})
 
 
+def _place(program: str) -> str:
+    """Where a built program goes in the rootfs: the kernel in boot/, a WASI module where
+    its name says (wasm/), the rest in bin/."""
+    if "/" in program:
+        return program
+    return ("boot/" if program == KERNEL else "bin/") + program
+
+
 def build_rootfs(
     programs: dict[str, Path], cache: Path, name: str, extra: dict[str, tuple[bytes, int]]
 ) -> Artifact:
     """Build (or reuse) a rootfs: the built guest `programs` in /bin plus `extra` (path in
     the rootfs -> (content, mode)), e.g. host servers with their libraries and config."""
-    files = {
-        ("boot/" if n == KERNEL else "bin/") + n: (p.read_bytes(), p.stat().st_mode)
-        for n, p in programs.items()
-    }
+    files = {_place(n): (p.read_bytes(), p.stat().st_mode) for n, p in programs.items()}
     files.update(extra)
     digest = _digest(files)
     final = cache / "artifacts" / f"{name}-{digest[:16]}"

@@ -53,13 +53,27 @@ def describe(at: str) -> str:
     return {"seq": "one by one", "stagger": "staggered"}.get(at, f"{at} at once")
 
 
+def cannots(f: Frame) -> dict[str, str]:
+    """Runtimes that cannot run tti (no way to run a command inside): runtime -> why."""
+    out = {}
+    for (metric, runtime), rows in f.groups("metric", "runtime"):
+        errors = {f.labels["error"][c] for c in f.codes["error"][rows].tolist()}
+        if metric.partition("@")[0] == "tti.interactive" and len(errors) == 1:
+            why = errors.pop()
+            if why.startswith(f"{runtime} cannot: "):
+                out[runtime] = why.removeprefix(f"{runtime} cannot: ")
+    return out
+
+
 def pooled(f: Frame) -> list[Batches]:
-    """Every runtime's every batch kind of a run's `tti` samples (warm-ups left out)."""
+    """Every runtime's every batch kind of a run's `tti` samples (warm-ups left out), but
+    those of runtimes that cannot (`cannots`)."""
     f = f.take(~f.warmup)
     out = []
+    unable = cannots(f)
     for (metric, runtime), rows in f.groups("metric", "runtime"):
         name, _, at = metric.partition("@")
-        if name != "tti.interactive":
+        if name != "tti.interactive" or runtime in unable:
             continue
         ok = f.ok[rows]
         values, units = f.value[rows][ok], f.repetition[rows][ok]
@@ -98,6 +112,10 @@ def tti_table(title: str, f: Frame, order: list[str]) -> Table:
         t.add_row(describe(b.at), b.runtime, *(estimate_cell(b.tails[q]) for q, _ in QUANTILES),
                   estimate_cell(b.success), f"{b.ok}/{b.n}", str(b.batches), fmt(b.wall),
                   fmt(b.amortized))  # fmt: skip
+    unable = cannots(f)
+    if unable:
+        t.caption = "\n".join(f"{r} cannot: {why}" for r, why in sorted(unable.items()))
+        t.caption_justify = "left"
     return t
 
 

@@ -38,6 +38,7 @@ BUILTIN: dict[str, str] = {
     "lxd": "virtbench.runtimes.lxd:Lxd",
     "nspawn": "virtbench.runtimes.nspawn:Nspawn",
     "bwrap": "virtbench.runtimes.bwrap:Bwrap",
+    "wasmtime": "virtbench.runtimes.wasmtime:Wasmtime",
     "qemu": "virtbench.runtimes.qemu:Qemu",
     "firecracker": "virtbench.runtimes.firecracker:Firecracker",
     "cloud-hypervisor": "virtbench.runtimes.cloud_hypervisor:CloudHypervisor",

@@ -76,7 +76,7 @@ from virtbench.runtimes.controls import Exec
 from virtbench.runtimes.native import Native, NativeAttach
 from virtbench.runtimes.observe import Memory
 from virtbench.runtimes.vm_boot import VmBoot
-from virtbench.runtimes.vm_console import read_console
+from virtbench.runtimes.vm_console import ConsoleReady
 from virtbench.runtimes.vm_guest import (
     KERNEL,
     SERVES,
@@ -145,7 +145,7 @@ class VmAttach(NativeAttach):
         return super().probe(inst, network)
 
 
-class Vm(VmBoot, Native):
+class Vm(ConsoleReady, VmBoot, Native):
     """Base of the VM drivers (not a runtime of its own)."""
 
     family = Family.VM
@@ -286,31 +286,19 @@ class Vm(VmBoot, Native):
         inst.side_log = self.vmm_log(inst)
         with open(inst.side_log, "ab") as log:
             inst.proc = proc.spawn(argv, stdout=subprocess.PIPE, stderr=log.fileno(), env=env)
-        reader = threading.Thread(target=self._read_console, args=(inst,), daemon=True,
-                                  name=f"vb-console-{inst.name}")  # fmt: skip
-        self._readers[inst.name] = reader
-        reader.start()
+        self.start_reader(inst)
         self._configure(inst)
         if self.byo:  # ready when its port answers, if it serves and prints nothing we read
             vm_image.watch_port(inst, self.vm_opts, lambda t: self._ready(inst, t))
 
-    def _read_console(self, inst: Instance) -> None:
-        probe = self.ctx.probe
-        beat = None if probe is None else (lambda tok, seq, t: probe.beat(inst.name, tok, seq, t))
-        read_console(inst, self.vm_opts.ready, lambda t: self._ready(inst, t), beat)
-
-    def _ready(self, inst: Instance, t: int) -> None:
-        inst.extra["t_ready_ns"] = t
-        if self.ctx.probe is not None:
-            self.ctx.probe.mark(inst.name, t)
+    def console_ready(self) -> str | None:
+        return self.vm_opts.ready
 
     def _wait(self, inst: Instance, timeout: float) -> int:
         assert inst.proc is not None
         rc = proc.wait(inst.proc, timeout)
         t_exit = time.monotonic_ns()
-        reader = self._readers.get(inst.name)
-        if reader is not None:
-            reader.join(timeout=5)  # the console is read to its end: the marker counts
+        self.join_reader(inst)
         inst.t_exit_ns = t_exit
         if "guest_status" in inst.extra:  # a Linux guest said how its workload ended
             return int(inst.extra["guest_status"])
@@ -338,14 +326,6 @@ class Vm(VmBoot, Native):
         if inst.name not in self._dirs:
             Native._prepare(self, inst)
         self._start(inst, True)
-
-    def end_reader(self, inst: Instance) -> None:
-        """After the VMM ended: its console read to the end, and closed."""
-        reader = self._readers.pop(inst.name, None)
-        if reader is not None:
-            reader.join(timeout=5)
-        if inst.proc is not None and inst.proc.stdout is not None:
-            inst.proc.stdout.close()
 
     def image_size(self) -> tuple[int, str] | None:
         o = self.vm_opts

@@ -1,12 +1,15 @@
-"""The serial console of a VM: its guest's alone (the VMM's own messages go to another
-file), read by a thread per instance (runtimes/vm.py starts it)."""
+"""The serial console of a VM (its guest's alone: the VMM's own messages go to another
+file), or a WASI module's stdout: read by a thread per instance, which finds its ready
+line and heartbeats (`ConsoleReady`, the VM drivers' and wasmtime's)."""
 
 from __future__ import annotations
 
 import os
 import re
+import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 from virtbench.runtimes.model import Instance
 
@@ -78,3 +81,47 @@ def _beats(pending: bytes, chunk: bytes, name: str, t: int,
             pos = m.end()
     kept.append(text[pos:])
     return b"".join(kept)
+
+
+class ConsoleReady:
+    """A driver mixin: an instance's stdout (its process spawned with stdout=PIPE) read by
+    a thread of its own that marks the instance ready on its `VB-READY` line (or the
+    `console_ready` expression) and hands heartbeats to the probe (`read_console`)."""
+
+    ctx: Any
+    _readers: dict[str, threading.Thread]
+
+    def console_ready(self) -> str | None:
+        """A regular expression on the console that says ready, besides `VB-READY`."""
+        return None
+
+    def start_reader(self, inst: Instance) -> None:
+        """Read `inst`'s console from now on, in a thread of its own."""
+        reader = threading.Thread(target=self._read_console, args=(inst,), daemon=True,
+                                  name=f"vb-console-{inst.name}")  # fmt: skip
+        self._readers[inst.name] = reader
+        reader.start()
+
+    def _read_console(self, inst: Instance) -> None:
+        probe = self.ctx.probe
+        beat = None if probe is None else (lambda tok, seq, t: probe.beat(inst.name, tok, seq, t))
+        read_console(inst, self.console_ready(), lambda t: self._ready(inst, t), beat)
+
+    def _ready(self, inst: Instance, t: int) -> None:
+        inst.extra["t_ready_ns"] = t
+        if self.ctx.probe is not None:
+            self.ctx.probe.mark(inst.name, t)
+
+    def join_reader(self, inst: Instance) -> None:
+        """Wait (5 s at most) for the console to be read to its end: its last marker counts."""
+        reader = self._readers.get(inst.name)
+        if reader is not None:
+            reader.join(timeout=5)
+
+    def end_reader(self, inst: Instance) -> None:
+        """After the process ended: its console read to the end, and closed."""
+        reader = self._readers.pop(inst.name, None)
+        if reader is not None:
+            reader.join(timeout=5)
+        if inst.proc is not None and inst.proc.stdout is not None:
+            inst.proc.stdout.close()

@@ -1,0 +1,183 @@
+"""`wasmtime`: WASI builds of virtbench's own programs run by the wasmtime CLI, one
+module per host process in the instance's cgroups.
+
+The artifact holds each program's WASI build (`/wasm/<program>.wasm`, compiled by
+guest/Makefile with Debian's clang and wasi-libc). At setup, wasmtime compiles each once,
+ahead of time, into the cache (`wasmtime compile`, keyed by module and wasmtime version),
+and every instance loads that code (`--allow-precompiled`): how wasm sandboxes start
+fast, and no instance pays for, or leaves behind, a compile cache of its own.
+
+WASI preview 1 has no sockets, so the ready signal is a line on the module's stdout
+(`VB-READY <name>`, and the beat workload's `VB-BEAT` lines), read by a thread as a VM's
+console is (vm_console.py). The module has no network (`none`), sees only the
+directories given to it (the data directory, at /data) and no host file else; wasmtime
+runs it in virtbench's cgroups through vb-cgexec, so memory limits, pause (the cgroup
+freezer) and clean-up are as for native. It cannot be entered (no exec, so no time to a
+first command either) and has no checkpoint: both say so. The image is the modules.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import BaseModel
+
+from virtbench.artifacts.rootfs import WASM_PROGRAMS
+from virtbench.errors import InstanceError, VirtbenchError
+from virtbench.host import proc
+from virtbench.runtimes.attach import Attach
+from virtbench.runtimes.base import Availability, Family, Instance, RuntimeContext, which
+from virtbench.runtimes.controls import Exec, Snapshot
+from virtbench.runtimes.model import PROBE_PLACEHOLDER
+from virtbench.runtimes.native import Native
+from virtbench.runtimes.vm_console import ConsoleReady
+
+WASM_DIR = "wasm"  # in the artifact rootfs: <program>.wasm
+# the programs with a WASI build: no sockets, no signals, no fork or exec in WASI preview 1
+PROGRAMS = WASM_PROGRAMS
+STDOUT = "fd:1"  # the ready probe's address inside: a line on stdout (vb-probe.h)
+
+
+class WasmExec(Exec):
+    why = ("a WASI module cannot be entered: wasmtime runs one module per process, with "
+           "no way to run another command inside it")  # fmt: skip
+
+
+class WasmSnapshot(Snapshot):
+    why = "wasmtime has no checkpoint/restore of a running module"
+
+
+class WasmAttach(Attach):
+    """The ready probe is a line on the module's stdout: no socket to reach."""
+
+    def probe(self, inst: Instance, network: str) -> tuple[str, ...]:
+        del network
+        return tuple(STDOUT if a == PROBE_PLACEHOLDER else a for a in inst.spec.argv)
+
+
+def version_of(binary: str) -> str:
+    """`wasmtime --version`'s version ("49.0.3"); VirtbenchError when it does not answer."""
+    res = proc.run([binary, "--version"], check=False, timeout=30)
+    words = res.stdout.split()
+    if res.returncode != 0 or len(words) < 2 or words[0] != "wasmtime":
+        raise VirtbenchError(f"{binary} --version: {(res.stderr or res.stdout).strip()}")
+    return words[1]
+
+
+class Wasmtime(ConsoleReady, Native):
+    name = "wasmtime"
+    family = Family.SANDBOX
+    description = "WASI module run by wasmtime (precompiled), in its own cgroup"
+    networks: ClassVar[tuple[str, ...]] = ("none",)
+    Exec = WasmExec  # pause: the cgroup freezer (Runtime's)
+    Snapshot = WasmSnapshot
+    Attach = WasmAttach
+
+    def __init__(self, ctx: RuntimeContext, *args: Any, **kwargs: Any) -> None:
+        super().__init__(ctx, *args, **kwargs)
+        self._readers = {}
+        self._compiled: dict[str, Path] = {}
+
+    @classmethod
+    def available(cls, options: BaseModel | None = None) -> Availability:
+        base = super().available(options)
+        if not base.ok:
+            return base
+        binary = which("wasmtime")
+        if binary is None:
+            return Availability(False, reason="wasmtime not on PATH",
+                                fix="make wasmtime (scripts/install-wasmtime.sh)")  # fmt: skip
+        try:
+            return Availability(True, version=version_of(binary))
+        except VirtbenchError as exc:
+            return Availability(False, reason=str(exc), fix="make wasmtime")
+
+    @classmethod
+    def cannot_run(cls, workload: str, options: BaseModel | None = None) -> str | None:
+        from virtbench import workloads
+
+        wl = workloads.get(workload)
+        missing = [p for p in wl.needs.static_programs if p not in PROGRAMS]
+        if wl.ends == "serve" or missing or not wl.needs.static_programs:
+            return (f"{cls.name} cannot run {workload}: WASI preview 1 has no sockets, "
+                    f"and only {', '.join(PROGRAMS)} have WASI builds")  # fmt: skip
+        return None
+
+    def conditions(self) -> dict[str, Any]:
+        return {"module": "precompiled (wasmtime compile), --allow-precompiled",
+                "wasi": "preview1 (no sockets), /data preopened only",
+                "confinement": "wasm in a host process, own cgroup"}  # fmt: skip
+
+    def _setup(self) -> None:
+        super()._setup()
+        self._compiled = {p: self._precompile(p) for p in PROGRAMS}
+
+    def _precompile(self, program: str) -> Path:
+        """The program's module compiled for this wasmtime, once per module and version:
+        `<cache>/wasmtime/<version>/<digest>-<program>.cwasm`."""
+        module = self._module(program)
+        binary = which("wasmtime") or "wasmtime"
+        digest = hashlib.sha256(module.read_bytes()).hexdigest()[:16]
+        out = self.ctx.paths.cache / "wasmtime" / version_of(binary) / f"{digest}-{program}.cwasm"
+        if not out.exists():
+            out.parent.mkdir(parents=True, exist_ok=True)
+            tmp = out.with_name(f"{out.name}.tmp{os.getpid()}")
+            proc.run([binary, "compile", "-o", str(tmp), str(module)], timeout=300,
+                     what=f"wasmtime compile {program}")  # fmt: skip
+            os.replace(tmp, out)
+        return out
+
+    def _module(self, program: str) -> Path:
+        if self.ctx.rootfs is None:
+            raise VirtbenchError(f"{self.label}: no artifact built")
+        module = self.ctx.rootfs / WASM_DIR / f"{program}.wasm"
+        if not module.is_file():
+            raise VirtbenchError(f"{self.label}: the artifact has no {WASM_DIR}/{module.name}: "
+                                 "rebuild the guest programs (make -C guest)")  # fmt: skip
+        return module
+
+    def _command(self, inst: Instance) -> list[str]:
+        """wasmtime run on the program's precompiled module, with the instance's
+        directories preopened at their paths inside."""
+        program, *args = inst.argv
+        name = program.rsplit("/", 1)[-1]
+        if name not in self._compiled:
+            raise InstanceError(f"{self.label}: {program} has no WASI build")
+        dirs = [f"--dir={host}::{inside}" for host, inside in inst.binds]
+        return [which("wasmtime") or "wasmtime", "run", "--allow-precompiled", *dirs,
+                "--env", f"VIRTBENCH_INSTANCE={inst.name}", str(self._compiled[name]),
+                *args]  # fmt: skip
+
+    def _start(self, inst: Instance, detach: bool) -> None:
+        del detach
+        argv = self.launch_argv(inst)
+        self._dirs.pop(inst.name)
+        env = {"PATH": "/usr/bin:/bin", "VIRTBENCH_INSTANCE": inst.name}
+        with open(inst.log_path, "ab") as log:
+            inst.proc = proc.spawn(argv, stdout=subprocess.PIPE, stderr=log.fileno(), env=env)
+        self.start_reader(inst)
+
+    def _wait(self, inst: Instance, timeout: float) -> int:
+        assert inst.proc is not None
+        rc = proc.wait(inst.proc, timeout)
+        inst.t_exit_ns = time.monotonic_ns()
+        self.join_reader(inst)
+        return rc
+
+    def _stop(self, inst: Instance) -> None:
+        super()._stop(inst)
+        with contextlib.suppress(OSError):
+            self.end_reader(inst)
+
+    def image_size(self) -> tuple[int, str] | None:
+        """The WASI modules as built (.wasm), not their precompiled code."""
+        if self.ctx.rootfs is None:
+            return None
+        sizes = [(self.ctx.rootfs / WASM_DIR / f"{p}.wasm").stat().st_size for p in PROGRAMS]
+        return sum(sizes), f"{len(sizes)} WASI modules (.wasm)"
