@@ -57,20 +57,22 @@ def cannots(f: Frame) -> dict[str, str]:
     """Runtimes that cannot run tti (no way to run a command inside): runtime -> why."""
     out = {}
     for (metric, runtime), rows in f.groups("metric", "runtime"):
+        if metric.partition("@")[0] != "tti.interactive":
+            continue
         errors = {f.labels["error"][c] for c in f.codes["error"][rows].tolist()}
-        if metric.partition("@")[0] == "tti.interactive" and len(errors) == 1:
+        if len(errors) == 1:
             why = errors.pop()
             if why.startswith(f"{runtime} cannot: "):
                 out[runtime] = why.removeprefix(f"{runtime} cannot: ")
     return out
 
 
-def pooled(f: Frame) -> list[Batches]:
+def pooled(f: Frame, unable: dict[str, str] | None = None) -> list[Batches]:
     """Every runtime's every batch kind of a run's `tti` samples (warm-ups left out), but
-    those of runtimes that cannot (`cannots`)."""
+    those of runtimes that cannot (`unable`, default `cannots(f)`)."""
     f = f.take(~f.warmup)
     out = []
-    unable = cannots(f)
+    unable = cannots(f) if unable is None else unable
     for (metric, runtime), rows in f.groups("metric", "runtime"):
         name, _, at = metric.partition("@")
         if name != "tti.interactive" or runtime in unable:
@@ -107,12 +109,12 @@ def tti_table(title: str, f: Frame, order: list[str]) -> Table:
                     "instances", "batches", "wall ms", "ms / instance"],
                 ("batch", "runtime"))  # fmt: skip
     rank = {r: i for i, r in enumerate(order)}
-    found = sorted(pooled(f), key=lambda b: (batch_order(b.at), rank.get(b.runtime, 99)))
+    unable = cannots(f)
+    found = sorted(pooled(f, unable), key=lambda b: (batch_order(b.at), rank.get(b.runtime, 99)))
     for b in found:
         t.add_row(describe(b.at), b.runtime, *(estimate_cell(b.tails[q]) for q, _ in QUANTILES),
                   estimate_cell(b.success), f"{b.ok}/{b.n}", str(b.batches), fmt(b.wall),
                   fmt(b.amortized))  # fmt: skip
-    unable = cannots(f)
     if unable:
         t.caption = "\n".join(f"{r} cannot: {why}" for r, why in sorted(unable.items()))
         t.caption_justify = "left"

@@ -17,6 +17,7 @@ from virtbench.runtimes.model import (
     Family,
     Instance,
     remove_tree,
+    with_probe,
 )
 
 if TYPE_CHECKING:
@@ -107,4 +108,4 @@ class Attach:
         else:
             inst.binds.append((probe.unix_dir, PROBE_MOUNT))
             addr = f"unix:{PROBE_MOUNT}/{probe.unix_name}"
-        return tuple(addr if a == PROBE_PLACEHOLDER else a for a in argv)
+        return with_probe(argv, addr)

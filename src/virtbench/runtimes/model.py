@@ -28,6 +28,13 @@ if TYPE_CHECKING:
     from virtbench.runtimes.network import BridgeNetwork
 
 PROBE_PLACEHOLDER = "{probe}"
+
+
+def with_probe(argv: tuple[str, ...], addr: str) -> tuple[str, ...]:
+    """`argv` with PROBE_PLACEHOLDER replaced by the probe's address `addr`."""
+    return tuple(addr if a == PROBE_PLACEHOLDER else a for a in argv)
+
+
 PROBE_MOUNT = "/run/vb"  # where the probe socket directory appears inside containers
 DATA_MOUNT = "/data"  # an instance's own writable directory on disk (InstanceSpec.data)
 

@@ -35,6 +35,7 @@ from virtbench.runtimes.base import (
     RuntimeContext,
 )
 from virtbench.runtimes.controls import CommandExec, Undriven
+from virtbench.runtimes.model import with_probe
 
 TERM_GRACE_S = 2.0
 
@@ -53,7 +54,7 @@ class NativeAttach(Attach):
         ):
             return super().probe(inst, network)
         addr = f"unix:{probe.unix_dir / probe.unix_name}"
-        return tuple(addr if a == PROBE_PLACEHOLDER else a for a in inst.spec.argv)
+        return with_probe(inst.spec.argv, addr)
 
 
 class NativeExec(CommandExec):

@@ -65,7 +65,6 @@ from virtbench.host import proc
 from virtbench.measure import memory
 from virtbench.runtimes import vm_image
 from virtbench.runtimes.base import (
-    PROBE_PLACEHOLDER,
     Availability,
     Family,
     Instance,
@@ -73,6 +72,7 @@ from virtbench.runtimes.base import (
     which,
 )
 from virtbench.runtimes.controls import Exec
+from virtbench.runtimes.model import with_probe
 from virtbench.runtimes.native import Native, NativeAttach
 from virtbench.runtimes.observe import Memory
 from virtbench.runtimes.vm_boot import VmBoot
@@ -140,8 +140,7 @@ class VmAttach(NativeAttach):
 
     def probe(self, inst: Instance, network: str) -> tuple[str, ...]:
         if network == "none":  # no way out of the VM but its console
-            return tuple("file:/dev/console" if a == PROBE_PLACEHOLDER else a
-                         for a in inst.spec.argv)  # fmt: skip
+            return with_probe(inst.spec.argv, "file:/dev/console")
         return super().probe(inst, network)
 
 

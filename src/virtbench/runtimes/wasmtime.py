@@ -34,7 +34,7 @@ from virtbench.host import proc
 from virtbench.runtimes.attach import Attach
 from virtbench.runtimes.base import Availability, Family, Instance, RuntimeContext, which
 from virtbench.runtimes.controls import Exec, Snapshot
-from virtbench.runtimes.model import PROBE_PLACEHOLDER
+from virtbench.runtimes.model import with_probe
 from virtbench.runtimes.native import Native
 from virtbench.runtimes.vm_console import ConsoleReady
 
@@ -58,7 +58,7 @@ class WasmAttach(Attach):
 
     def probe(self, inst: Instance, network: str) -> tuple[str, ...]:
         del network
-        return tuple(STDOUT if a == PROBE_PLACEHOLDER else a for a in inst.spec.argv)
+        return with_probe(inst.spec.argv, STDOUT)
 
 
 def version_of(binary: str) -> str:
@@ -82,6 +82,7 @@ class Wasmtime(ConsoleReady, Native):
     def __init__(self, ctx: RuntimeContext, *args: Any, **kwargs: Any) -> None:
         super().__init__(ctx, *args, **kwargs)
         self._readers = {}
+        self._binary = "wasmtime"  # its path, found at set-up
         self._compiled: dict[str, Path] = {}
 
     @classmethod
@@ -116,19 +117,20 @@ class Wasmtime(ConsoleReady, Native):
 
     def _setup(self) -> None:
         super()._setup()
-        self._compiled = {p: self._precompile(p) for p in PROGRAMS}
+        self._binary = which("wasmtime") or "wasmtime"
+        cache = self.ctx.paths.cache / "wasmtime" / version_of(self._binary)
+        self._compiled = {p: self._precompile(p, cache) for p in PROGRAMS}
 
-    def _precompile(self, program: str) -> Path:
+    def _precompile(self, program: str, cache: Path) -> Path:
         """The program's module compiled for this wasmtime, once per module and version:
-        `<cache>/wasmtime/<version>/<digest>-<program>.cwasm`."""
+        `<cache>/<digest>-<program>.cwasm`, `cache` being the version's directory."""
         module = self._module(program)
-        binary = which("wasmtime") or "wasmtime"
         digest = hashlib.sha256(module.read_bytes()).hexdigest()[:16]
-        out = self.ctx.paths.cache / "wasmtime" / version_of(binary) / f"{digest}-{program}.cwasm"
+        out = cache / f"{digest}-{program}.cwasm"
         if not out.exists():
             out.parent.mkdir(parents=True, exist_ok=True)
             tmp = out.with_name(f"{out.name}.tmp{os.getpid()}")
-            proc.run([binary, "compile", "-o", str(tmp), str(module)], timeout=300,
+            proc.run([self._binary, "compile", "-o", str(tmp), str(module)], timeout=300,
                      what=f"wasmtime compile {program}")  # fmt: skip
             os.replace(tmp, out)
         return out
@@ -150,7 +152,7 @@ class Wasmtime(ConsoleReady, Native):
         if name not in self._compiled:
             raise InstanceError(f"{self.label}: {program} has no WASI build")
         dirs = [f"--dir={host}::{inside}" for host, inside in inst.binds]
-        return [which("wasmtime") or "wasmtime", "run", "--allow-precompiled", *dirs,
+        return [self._binary, "run", "--allow-precompiled", *dirs,
                 "--env", f"VIRTBENCH_INSTANCE={inst.name}", str(self._compiled[name]),
                 *args]  # fmt: skip
 
