@@ -55,6 +55,11 @@ def comm(pid: int) -> str:
         return ""
 
 
+def tree(root: Path) -> list[tuple[str, int]]:
+    """Every path below `root` with its mode: what an instance must leave as it found."""
+    return sorted((str(p.relative_to(root)), p.lstat().st_mode) for p in root.rglob("*"))
+
+
 def in_subtree(top, filename: str) -> list[str]:
     """Values of `filename` in the cgroup dir `top` and every dir below it (engines nest)."""
     return [p.read_text().strip() for p in sorted(top.rglob(filename))] if top.is_dir() else []
@@ -136,6 +141,7 @@ def test_hello_runs_to_exit(name, ctx, artifact):
 def test_sleeper_signals_ready_and_stops_clean(name, network, ctx, artifact):
     rt = driver(name, ctx)
     s = spec(ctx, artifact, sleep, 2, network=network, memory_mib=32, cpus="0", pids_limit=48)
+    shared = tree(artifact.path)  # every instance shares it: none may write into it
     inst = rt.start(s, detach=True)
     try:
         t_ready = ctx.probe.wait(s.name, 30)
@@ -183,6 +189,7 @@ def test_sleeper_signals_ready_and_stops_clean(name, network, ctx, artifact):
     left = instance_leftovers(ctx.run_id)
     assert not left, left
     assert rt.stop(inst) == 0.0  # idempotent
+    assert tree(artifact.path) == shared, "the instance changed the shared artifact"
 
 
 def test_a_sleeper_is_itself_when_it_says_ready(artifact, tmp_path):

@@ -29,8 +29,9 @@ OWN_PROGRAMS = (
 KERNEL = "vb-minikernel"  # the minimal guest kernel for VM runtimes, at /boot in the rootfs
 # the programs that also have a WASI build (guest/Makefile's WASM_PROGS), at /wasm/<name>.wasm
 WASM_PROGRAMS = ("vb-hello", "vb-sleep", "vb-ready", "vb-stream")
-# usr: nspawn wants it; data: where an instance's data directory is mounted
-EMPTY_DIRS = ("proc", "sys", "dev", "tmp", "run/vb", "etc", "usr", "data")
+# usr, root, var: nspawn wants them, and makes root and var even with --read-only (in the
+# shared artifact); data: where an instance's data directory is mounted
+EMPTY_DIRS = ("proc", "sys", "dev", "tmp", "run/vb", "etc", "usr", "root", "var", "data")
 
 
 @dataclass(frozen=True)
