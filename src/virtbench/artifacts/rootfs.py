@@ -27,8 +27,10 @@ OWN_PROGRAMS = (
     "vb-agent",  # what vb-init starts there to run the host's commands (exec into VMs)
 )
 KERNEL = "vb-minikernel"  # the minimal guest kernel for VM runtimes, at /boot in the rootfs
-# the programs that also have a WASI build (guest/Makefile's WASM_PROGS), at /wasm/<name>.wasm
+# the programs that also have a WASI build (guest/Makefile's WASM_PROGS), at
+# /<WASM_DIR>/<name>.wasm: no sockets, no signals, no fork or exec in WASI preview 1
 WASM_PROGRAMS = ("vb-hello", "vb-sleep", "vb-ready", "vb-stream")
+WASM_DIR = "wasm"
 # usr, root, var: nspawn wants them, and makes root and var even with --read-only (in the
 # shared artifact); data: where an instance's data directory is mounted
 EMPTY_DIRS = ("proc", "sys", "dev", "tmp", "run/vb", "etc", "usr", "root", "var", "data")
@@ -177,7 +179,7 @@ def build_guest_programs(guest_src: Path, out: Path) -> dict[str, Path]:
                              "libclang-rt-14-dev-wasm32 (or make setup)")  # fmt: skip
     proc.run(["make", "-s", "-C", str(guest_src), f"OUT={out}"], timeout=300, what="make guest")
     found = {p: out / p for p in (*programs(), KERNEL)}
-    return found | {f"wasm/{p}.wasm": out / "wasm" / f"{p}.wasm" for p in WASM_PROGRAMS}
+    return found | {f"{WASM_DIR}/{p}.wasm": out / WASM_DIR / f"{p}.wasm" for p in WASM_PROGRAMS}
 
 
 def build_minimal_rootfs(guest_src: Path, cache: Path) -> Artifact:

@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
-from virtbench.artifacts.rootfs import WASM_PROGRAMS
+from virtbench.artifacts.rootfs import WASM_DIR, WASM_PROGRAMS
 from virtbench.errors import InstanceError, VirtbenchError
 from virtbench.host import proc
 from virtbench.runtimes.attach import Attach
@@ -38,9 +38,6 @@ from virtbench.runtimes.model import with_probe
 from virtbench.runtimes.native import Native
 from virtbench.runtimes.vm_console import ConsoleReady
 
-WASM_DIR = "wasm"  # in the artifact rootfs: <program>.wasm
-# the programs with a WASI build: no sockets, no signals, no fork or exec in WASI preview 1
-PROGRAMS = WASM_PROGRAMS
 STDOUT = "fd:1"  # the ready probe's address inside: a line on stdout (vb-probe.h)
 
 
@@ -104,10 +101,10 @@ class Wasmtime(ConsoleReady, Native):
         from virtbench import workloads
 
         wl = workloads.get(workload)
-        missing = [p for p in wl.needs.static_programs if p not in PROGRAMS]
+        missing = [p for p in wl.needs.static_programs if p not in WASM_PROGRAMS]
         if wl.ends == "serve" or missing or not wl.needs.static_programs:
             return (f"{cls.name} cannot run {workload}: WASI preview 1 has no sockets, "
-                    f"and only {', '.join(PROGRAMS)} have WASI builds")  # fmt: skip
+                    f"and only {', '.join(WASM_PROGRAMS)} have WASI builds")  # fmt: skip
         return None
 
     def conditions(self) -> dict[str, Any]:
@@ -119,7 +116,7 @@ class Wasmtime(ConsoleReady, Native):
         super()._setup()
         self._binary = which("wasmtime") or "wasmtime"
         cache = self.ctx.paths.cache / "wasmtime" / version_of(self._binary)
-        self._compiled = {p: self._precompile(p, cache) for p in PROGRAMS}
+        self._compiled = {p: self._precompile(p, cache) for p in WASM_PROGRAMS}
 
     def _precompile(self, program: str, cache: Path) -> Path:
         """The program's module compiled for this wasmtime, once per module and version:
@@ -181,5 +178,5 @@ class Wasmtime(ConsoleReady, Native):
         """The WASI modules as built (.wasm), not their precompiled code."""
         if self.ctx.rootfs is None:
             return None
-        sizes = [(self.ctx.rootfs / WASM_DIR / f"{p}.wasm").stat().st_size for p in PROGRAMS]
+        sizes = [(self.ctx.rootfs / WASM_DIR / f"{p}.wasm").stat().st_size for p in WASM_PROGRAMS]
         return sum(sizes), f"{len(sizes)} WASI modules (.wasm)"
