@@ -249,3 +249,36 @@ def test_figures_not_compared_stay_out_of_the_report_and_host_state_out_of_compa
     # a pile-up's background count is where in it: one group per run, not three
     assert len([k for k in keys if k[1] == "density.reached"]) == 1
     assert len([k for k in keys if k[1] == "image_size"]) == 3
+
+
+def _wildcards(name: str) -> int:
+    return sum(name.count(c) for c in "*?")
+
+
+def test_every_declaration_has_a_label_a_person_reads():
+    """A label: a few words, no id's underscores or dots (a decimal point aside), not the
+    name itself, one `{}` per wildcard of a pattern's name (else it is shown unfilled)."""
+    for m in metrics.registry():
+        who = f"{m.name} ({m.workload})"
+        assert m.label.strip() and m.label != m.name, who
+        assert "_" not in m.label and "." not in re.sub(r"\d\.\d", "", m.label), who
+        assert len(m.label) <= 36, who
+        assert m.label.count("{}") == (_wildcards(m.name) if m.is_pattern else 0), who
+    # each workload's (and the experiments' own, workload "") tell its figures apart
+    by_workload: dict[str, dict[str, str]] = {}
+    for m in metrics.registry():
+        seen = by_workload.setdefault(m.workload, {})
+        assert m.label not in seen, (m.name, seen.get(m.label), m.workload)
+        seen[m.label] = m.name
+
+
+def test_a_label_reads_a_figure_its_wildcards_and_level_filled_in():
+    assert metrics.label("get.requests_per_s", "redis") == "get requests/s"
+    assert metrics.label("tps@16", "postgres") == "transactions/s at 16"
+    assert metrics.label("tps@16", "postgres").endswith(" at 16")
+    assert metrics.label("read_only.latency_p95@t40", "mariadb") == "read only latency p95 at t40"
+    assert metrics.label("tcp.64B.rtt_p99", "latency") == "tcp 64-byte round trip p99"
+    assert metrics.label("randrw.read.iops", "fio") == "randrw read IOPS"
+    assert metrics.label("boot.spawn_to_exit") == "time to run and exit"
+    assert metrics.label("density.host_cost") == "memory per instance"
+    assert metrics.label("boot.spawn_to_login") == "boot spawn to login"  # its family's

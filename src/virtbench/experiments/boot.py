@@ -39,17 +39,18 @@ UNIT = ("runtime", "repetition", "workload")
 # fmt: off
 METRICS: tuple[Metric, ...] = (
     boot_metric("boot.spawn_to_exit", SPAWN + "the instance's main process exited (`hello`, a "
-          "foreground launch)" + MONO),
+          "foreground launch)" + MONO, label="time to run and exit"),
     boot_metric("boot.spawn_to_ready", SPAWN + "the `sleep` workload's ready datagram reached the "
-          "host's probe listener" + MONO),
+          "host's probe listener" + MONO, label="time to ready"),
     boot_metric("boot.spawn_to_started", SPAWN + "the launcher returned (a detached instance's "
-          '"run -d")' + MONO, headline=False, side=True),
+          '"run -d")' + MONO, headline=False, side=True, label="launch call"),
     boot_metric("boot.spawn_to_first_output", SPAWN + "the guest's first byte on its serial "
-          "console (VMs)" + MONO, headline=False, side=True),
+          "console (VMs)" + MONO, headline=False, side=True,
+          label="time to first output"),
     # kept out of the CV target: a side figure, recorded after a failed boot too
     boot_metric("boot.teardown", "stop called -> the instance and all it left on the host removed"
-          + MONO, repeated=False, headline=False, side=True),
-    boot_metric("boot.*", "a boot figure not declared here", **OPEN),
+          + MONO, repeated=False, headline=False, side=True, label="teardown"),
+    boot_metric("boot.*", "a boot figure not declared here", label="boot {}", **OPEN),
 )
 # fmt: on
 

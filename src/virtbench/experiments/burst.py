@@ -53,18 +53,20 @@ UNIT = ("runtime", "repetition", "workload")
 METRICS: tuple[Metric, ...] = (
     Metric("burst.spawn_to_ready", "ms", "lower", "each instance of the burst: its own launch "
            "call -> its ready datagram reached the host" + MONO, resolution=NS_MS,
-           headline=False),
+           headline=False, label="time to ready in a burst"),
     *(Metric(f"burst.{q}", "ms", "lower", f"the {q} of the burst's spawn_to_ready, one per "
-             "burst" + MONO, resolution=NS_MS, headline=q == "p50")
-      for q in ("p50", "p95", "p99", "max")),
+             "burst" + MONO, resolution=NS_MS, headline=q == "p50",
+             label=f"{word} time to ready at once")
+      for q, word in (("p50", "median"), ("p95", "p95"), ("p99", "p99"), ("max", "slowest"))),
     Metric("burst.ready_per_s", "instances/s", "higher", "instances ready over the time "
-           "from the burst's first launch call to its last ready datagram", resolution=None),
+           "from the burst's first launch call to its last ready datagram", resolution=None,
+           label="instances ready/s"),
     Metric("burst.failed", "instances", "lower", "instances of the burst that did not become "
            "ready (each with its reason as a failed burst.spawn_to_ready)", compared=False,
-           side=True),
+           side=True, label="instances not ready"),
     Metric("burst.host_cpu", "%", "lower", "the host's CPUs busy from the burst's first launch "
            "call to its last ready (or failure), /proc/stat", repeated=False, compared=False,
-           headline=False, side=True),
+           headline=False, side=True, label="host CPU busy"),
 )
 # fmt: on
 

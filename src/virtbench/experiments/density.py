@@ -73,56 +73,65 @@ UNIT = ("runtime", "repetition")
 # fmt: off
 METRICS: tuple[Metric, ...] = (
     pile_metric("density.launch", "ms", "lower", SPAWN + "the new instance's ready datagram "
-          "reached the host" + MONO, resolution=NS_MS, side=True),
+          "reached the host" + MONO, resolution=NS_MS, side=True,
+          label="time to ready in a pile-up"),
     pile_metric("density.pss", "MiB", "lower", "PSS summed over the new instance's host processes "
           "(runtime and VMM included), from /proc/<pid>/smaps_rollup", resolution=KIB_MIB,
           plot="density", label="PSS of each new instance"),
     pile_metric("density.pss_without_guest_ram", "MiB", "lower", "VMs: density.pss less the PSS "
-          "of the guest's RAM mapping, the VMM's own cost", resolution=KIB_MIB),
+          "of the guest's RAM mapping, the VMM's own cost", resolution=KIB_MIB,
+          label="PSS without guest RAM"),
     pile_metric("density.cgroup_memory", "MiB", "lower", "memory charged to the new instance's "
           "cgroup (memory.current, v1 usage_in_bytes: page cache included); the kernel "
           "charges a cgroup 64 pages at a time and keeps the rest per CPU, so the figure "
-          "moves in steps of 0.25 MiB", resolution=CHARGE_BATCH_MIB),
+          "moves in steps of 0.25 MiB", resolution=CHARGE_BATCH_MIB,
+          label="cgroup memory of each instance"),
     pile_metric("density.mem_available", "MiB", "higher", "the host's MemAvailable after the new "
           "instance got ready", resolution=KIB_MIB, repeated=False, summary="series",
-          compared=False, side=True),
+          compared=False, side=True, label="memory available after launch"),
     # the host at each step of a pile-up (caches dropped), at the instances running then
     pile_metric("density.host_used", "MiB", "lower", "host memory in use: MemTotal - MemAvailable, "
-          "less the free pages on the per-CPU lists (/proc/zoneinfo)", **STEP),
+          "less the free pages on the per-CPU lists (/proc/zoneinfo)", label="host memory in use",
+          **STEP),
     pile_metric("density.kernel_used", "MiB", "lower", "the kernel's memory that grows with "
-          "instances: Slab + PageTables + KernelStack + Percpu from /proc/meminfo", **STEP),
+          "instances: Slab + PageTables + KernelStack + Percpu from /proc/meminfo",
+          label="kernel memory in use", **STEP),
     pile_metric("density.user_pss", "MiB", "lower", "PSS summed over every host process of every "
           "running instance (shims, monitors, sandboxes, VMMs) and the daemons the run "
-          "started for the runtime", **STEP),
+          "started for the runtime", label="PSS of instances and daemons", **STEP),
     # what each instance costs: the slope of a step series against instances running
     # (report/fits.py), computed when read, not stored
     pile_metric("density.host_cost", "MiB", "lower", "host memory per instance: the slope of "
           "density.host_used against instances running over every step (their increments pooled)",
-          summary="fit", plot="density", label="host memory in use", fits="density.host_used",
+          summary="fit", plot="density", label="memory per instance", fits="density.host_used",
           resolution=KIB_MIB),
     pile_metric("density.kernel_cost", "MiB", "lower", "its kernel side: the slope of "
-          "density.kernel_used", summary="fit", plot="density", label="kernel memory",
+          "density.kernel_used", summary="fit", plot="density", label="kernel memory per instance",
           fits="density.kernel_used", resolution=KIB_MIB),
     pile_metric("density.user_cost", "MiB", "lower", "its user side: the slope of "
           "density.user_pss", summary="fit", fits="density.user_pss", resolution=KIB_MIB,
-          label="PSS of instances and daemons"),
+          label="process memory per instance"),
     # an earlier virtbench's per-step ratio, kept so its runs still read
     pile_metric("density.host_per_instance", "MiB", "lower", "(MemAvailable before the first "
           "instance - now) / instances running, caches dropped before each reading (runs "
           "of an earlier virtbench; replaced by density.host_cost)", lower_bound=None,
-          repeated=False, summary="series", compared=False, ab_compared=False),
+          repeated=False, summary="series", compared=False, ab_compared=False,
+          label="memory per instance, old method"),
     # counts of how far a pile-up got: reported, not scored across runtimes
     pile_metric("density.reached", "instances", "higher", "instances running when growth stopped "
           "(the target, the memory guard, or an instance that failed)", resolution=1.0,
-          repeated=False, compared=False, side=True),
+          repeated=False, compared=False, side=True, label="instances reached"),
     pile_metric("density.liveness", "ms", "lower", "liveness_probes: the exec call in a "
           "probed instance of the pile-up -> vb-hello's line read and its exit seen" + MONO,
-          resolution=NS_MS),
+          resolution=NS_MS, label="liveness probe"),
     pile_metric("density.answered", "instances", "higher", "liveness_probes: the probed "
-          "instances that answered", resolution=1.0, repeated=False, compared=False, side=True),
+          "instances that answered", resolution=1.0, repeated=False, compared=False, side=True,
+          label="instances that answered"),
     pile_metric("density.teardown_per_instance", "ms", "lower", "stopping every instance of the "
-          "pile-up, one after another, / their count" + MONO, resolution=NS_MS, side=True),
-    pile_metric("density.*", "", None, "a density figure not declared here", lower_bound=None),
+          "pile-up, one after another, / their count" + MONO, resolution=NS_MS, side=True,
+          label="teardown per instance"),
+    pile_metric("density.*", "", None, "a density figure not declared here", lower_bound=None,
+          label="density {}"),
 )
 # fmt: on
 

@@ -43,9 +43,10 @@ UNIT = ("runtime", "repetition", "workload")
 METRICS: tuple[Metric, ...] = (
     Metric("exec.true", "ms", "lower", "the exec call issued (runc exec, docker exec over the "
            "API, lxc-attach, nsenter) -> vb-hello's one line read and its exit seen" + MONO,
-           resolution=NS_MS),
+           resolution=NS_MS, label="a command inside"),
     Metric("exec.stdout_1mib", "ms", "lower", "the exec call issued -> all 1 MiB of its "
-           "standard output read back and its exit seen" + MONO, resolution=NS_MS),
+           "standard output read back and its exit seen" + MONO, resolution=NS_MS,
+           label="1 MiB of output from inside"),
 )
 # fmt: on
 

@@ -63,9 +63,10 @@ METRICS: tuple[Metric, ...] = (
     # the attackers' own cost, not the worker's performance: not scored across runtimes
     Metric("isolation.attacker_tasks_peak", "tasks", "lower", "host tasks (threads included) "
            "of all the attackers' cgroups at their peak (pids.peak), summed", resolution=1.0,
-           repeated=False, compared=False, headline=False, side=True),
+           repeated=False, compared=False, headline=False, side=True,
+           label="peak attacker tasks"),
     Metric("isolation.*", "", None, "an isolation figure not declared here", lower_bound=None,
-           headline=False),
+           headline=False, label="isolation {}"),
 )
 # fmt: on
 

@@ -48,13 +48,14 @@ METRICS: tuple[Metric, ...] = (
     Metric("min_memory.mib", "MiB", "lower", "the smallest memory (a VM's guest RAM, a "
            "container's cgroup limit) whose probe passed: the workload completed and its "
            "figure stayed within the tolerance of the one at high_mib; the true minimum is "
-           "within one step (params.step_mib) below", repeated=False, headline=False),
+           "within one step (params.step_mib) below", repeated=False, headline=False,
+           label="smallest working memory"),
     # min_memory.probe: the workload's primary figure (median of the probe's measurements,
     # in the workload's unit) at one memory size (params.memory_mib), or the failure that
     # decided it; the family takes the unit and direction its samples carry
     Metric("min_memory.*", "", None, "a probe of the search at params.memory_mib, in the "
            "workload's unit", lower_bound=None, repeated=False, summary="series",
-           compared=False, ab_compared=False, headline=False),
+           compared=False, ab_compared=False, headline=False, label="{} at one memory size"),
 )
 # fmt: on
 

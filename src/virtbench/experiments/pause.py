@@ -42,12 +42,14 @@ UNIT = ("runtime", "repetition", "workload")
 # fmt: off
 METRICS: tuple[Metric, ...] = (
     Metric("pause.pause", "ms", "lower", "the pause call (freezer, runc/docker pause, "
-           "lxc-freeze, QEMU stop) -> it returned" + MONO, resolution=NS_MS, headline=False),
+           "lxc-freeze, QEMU stop) -> it returned" + MONO, resolution=NS_MS, headline=False,
+           label="pause call"),
     Metric("pause.resume", "ms", "lower", "the resume call -> it returned" + MONO,
-           resolution=NS_MS, headline=False),
+           resolution=NS_MS, headline=False, label="resume call"),
     Metric("pause.resume_to_ready", "ms", "lower", "the resume call -> the instance's next "
            "heartbeat reached the host (its token, a later number; a minimal VM guest's "
-           "may come up to one 2 ms period later)" + MONO, resolution=NS_MS),
+           "may come up to one 2 ms period later)" + MONO, resolution=NS_MS,
+           label="back from pause"),
 )
 # fmt: on
 

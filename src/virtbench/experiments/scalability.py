@@ -64,14 +64,17 @@ UNIT = ("runtime", "repetition")
 # fmt: off
 METRICS: tuple[Metric, ...] = (
     pile_metric("scalability.launch", "ms", "lower", SPAWN + "a background instance's ready "
-          "datagram reached the host" + MONO, resolution=NS_MS, side=True),
+          "datagram reached the host" + MONO, resolution=NS_MS, side=True,
+          label="background time to ready"),
     pile_metric("scalability.reached", "instances", "higher", "background instances running when "
           "growth stopped (the target, the memory guard, swapping, a failure)",
-          resolution=1.0, repeated=False, compared=False, side=True),
+          resolution=1.0, repeated=False, compared=False, side=True,
+          label="background instances reached"),
     pile_metric("scalability.teardown_per_instance", "ms", "lower", "stopping every background "
-          "instance, one after another, / their count" + MONO, resolution=NS_MS, side=True),
+          "instance, one after another, / their count" + MONO, resolution=NS_MS, side=True,
+          label="teardown per background instance"),
     pile_metric("scalability.*", "", None, "a scalability figure not declared here",
-                lower_bound=None),
+                lower_bound=None, label="scalability {}"),
 )
 # fmt: on
 

@@ -71,22 +71,24 @@ UNIT = ("runtime", "repetition", "workload")
 METRICS: tuple[Metric, ...] = (
     Metric("snapshot.checkpoint", "ms", "lower", "the checkpoint call (runsc checkpoint, QEMU "
            "migration to a file, CRIU) -> it returned, the state on disk" + MONO,
-           resolution=NS_MS, headline=False),
+           resolution=NS_MS, headline=False, label="time to checkpoint"),
     Metric("snapshot.size", "MiB", "lower", "the checkpoint image on disk, as du counts it",
-           resolution=KIB_MIB / 2, headline=False),  # du counts 512-byte blocks
+           resolution=KIB_MIB / 2, headline=False,  # du counts 512-byte blocks
+           label="checkpoint size on disk"),
     Metric("snapshot.restore", "ms", "lower", "the restore call -> it returned" + MONO,
-           resolution=NS_MS, headline=False),
+           resolution=NS_MS, headline=False, label="restore call"),
     Metric("snapshot.restore_to_ready", "ms", "lower", "the restore call -> the first "
            "heartbeat reached the host with the token drawn before the checkpoint and a "
-           "later number" + MONO, resolution=NS_MS),
+           "later number" + MONO, resolution=NS_MS, label="back from a snapshot"),
     Metric("snapshot.many_to_ready", "ms", "lower", "restore_many: one copy's restore call "
            "(all N issued together) -> its first heartbeat, with the checkpointed instance's "
-           "token" + MONO, resolution=NS_MS),
+           "token" + MONO, resolution=NS_MS, label="each copy back from a snapshot"),
     Metric("snapshot.many_wall", "ms", "lower", "restore_many: the first copy's restore "
-           "call -> the last copy beating" + MONO, resolution=NS_MS, headline=False),
+           "call -> the last copy beating" + MONO, resolution=NS_MS, headline=False,
+           label="all copies back"),
     Metric("snapshot.many_failed", "instances", "lower", "restore_many: copies that did "
            "not beat (each with its reason as a failed many_to_ready)", compared=False,
-           side=True),
+           side=True, label="copies not back"),
 )
 # fmt: on
 

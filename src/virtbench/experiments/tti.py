@@ -62,20 +62,23 @@ FROM = "the create call issued -> "
 METRICS: tuple[Metric, ...] = (
     Metric("tti.interactive", "ms", "lower", FROM + "the first command run in the instance "
            "(vb-hello, through the runtime's exec) exited 0 with its line read back" + MONO,
-           resolution=NS_MS),
+           resolution=NS_MS, label="time to interactive"),
     Metric("tti.launched", "ms", "lower", FROM + "it returned" + MONO, resolution=NS_MS,
-           headline=False),
+           headline=False, label="create call"),
     Metric("tti.ready", "ms", "lower", FROM + "the instance's ready datagram reached the host"
-           + MONO, resolution=NS_MS, headline=False),
+           + MONO, resolution=NS_MS, headline=False, label="create to ready"),
     Metric("tti.first_command", "ms", "lower", "the ready datagram -> the first command's "
-           "exit seen with its output" + MONO, resolution=NS_MS, headline=False),
+           "exit seen with its output" + MONO, resolution=NS_MS, headline=False,
+           label="first command after ready"),
     Metric("tti.wall", "ms", "lower", "a staggered or simultaneous batch: its first create "
-           "call -> its last instance interactive" + MONO, resolution=NS_MS, headline=False),
+           "call -> its last instance interactive" + MONO, resolution=NS_MS, headline=False,
+           label="time for the whole batch"),
     Metric("tti.amortized", "ms", "lower", "tti.wall / the batch's instances that became "
-           "interactive", resolution=NS_MS, headline=False),
+           "interactive", resolution=NS_MS, headline=False,
+           label="time per interactive instance"),
     Metric("tti.failed", "instances", "lower", "instances of the batch that did not become "
            "interactive (each a failed tti.interactive with its reason)", compared=False,
-           side=True),
+           side=True, label="instances not interactive"),
 )
 # fmt: on
 PER_INSTANCE = ("tti.interactive", "tti.launched", "tti.ready", "tti.first_command")

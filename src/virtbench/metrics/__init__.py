@@ -50,6 +50,7 @@ __all__ = [
     "fitted",
     "is_compared",
     "is_repeated",
+    "label",
     "lookup",
     "plotted",
     "registry",
@@ -112,6 +113,14 @@ def lookup(name: str, workload: str = "") -> Metric:
 @functools.lru_cache(maxsize=1024)
 def _default(name: str, workload: str) -> Metric:
     return dataclasses.replace(DEFAULT, name=name, workload=workload)
+
+
+def label(name: str, workload: str = "") -> str:
+    """What a person reads for figure `name`: its declared label (`Metric.label_of`),
+    and where the name has a level suffix, the level ("requests/s at 16")."""
+    base, _, level = name.partition("@")
+    text = lookup(base, workload).label_of(base)
+    return f"{text} at {level}" if level else text
 
 
 def is_repeated(name: str, workload: str = "") -> bool:

@@ -6,6 +6,8 @@ See the package's docstring (virtbench.metrics) for how the registry is read.
 from __future__ import annotations
 
 import fnmatch
+import functools
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -48,7 +50,10 @@ class Metric:
                  of a pile-up, how far it got, the host, an image's size): a runtime whose
                  only figures are side ones measured nothing
     workload     the workload whose figure it is ("" for any: the experiments' own)
-    label        a few words for plots ("": the name)
+    label        the few words a person reads for it, in tables, answers and plots ("time
+                 to exit", "memory per instance"); a pattern's has one `{}` per wildcard
+                 of its name, filled with what the wildcard matched ("{} requests/s" of
+                 "*.requests_per_s" reads "get requests/s"); its definition is `includes`
     """
 
     name: str
@@ -77,6 +82,30 @@ class Metric:
     @property
     def is_pattern(self) -> bool:
         return any(c in self.name for c in "*?[")
+
+    def label_of(self, name: str) -> str:
+        """What a person reads for figure `name` (a level suffix ignored), which this
+        declares: its label, a pattern's wildcards filled with what they matched; the
+        name with its experiment's prefix and underscores dropped where it has none."""
+        base = name.partition("@")[0]
+        if not self.label:  # an experiment's figure without its prefix, words apart
+            own = not self.workload and "." in base
+            return (base.partition(".")[2] if own else base).replace("_", " ")
+        if not self.is_pattern:
+            return self.label
+        found = _wildcards(self.name).fullmatch(base)
+        parts = [p.replace("_", " ") for p in found.groups()] if found else []
+        return self.label.format(*parts) if len(parts) == self.label.count("{}") else self.label
+
+
+@functools.lru_cache(maxsize=512)
+def _wildcards(pattern: str) -> re.Pattern[str]:
+    """`pattern` (fnmatch's `*` and `?`) as a regular expression with a group for each
+    wildcard, in order."""
+    out = ""
+    for c in pattern:
+        out += "(.*)" if c == "*" else "(.)" if c == "?" else re.escape(c)
+    return re.compile(out)
 
 
 def first_match(declared: Iterable[Metric], name: str) -> Metric | None:

@@ -21,7 +21,7 @@ RUN: tuple[Metric, ...] = (
           "before the point's measurements (psutil, /proc/stat; rounded to 0.1)", 0.1,
           "CPU idle"),
     _host("host.mem_available_pct", "MemAvailable / MemTotal after that window", None,
-          "MemAvailable"),
+          "memory available"),
     _host("host.swap_free_pct", "free swap / swap total (100 without swap; psutil, rounded "
           "to 0.1)", 0.1, "swap free"),
     # the run's time series only (the host sampler): CPU taken by the hypervisor's other guests
@@ -31,20 +31,21 @@ RUN: tuple[Metric, ...] = (
            ab_compared=False, headline=False, side=True, label="CPU steal"),
     Metric("host.*", "", None, "a host figure not declared here", lower_bound=None,
            repeated=False, summary="series", compared=False, ab_compared=False,
-           headline=False, side=True),
+           headline=False, side=True, label="host {}"),
     Metric("image_size", "MiB", "lower", "the artifact as the runtime keeps it on disk to "
            "start it (rootfs du, the engine's image, a VM's kernel and initramfs), once per "
-           "runtime and run", repeated=False, compared=False, headline=False, side=True),
+           "runtime and run", repeated=False, compared=False, headline=False, side=True,
+           label="image size on disk"),
     # --- a server's resource use over each measurement (measure/procstat.py) ---------------
     Metric("resources.*.cpu_*_s", "s", "lower", "CPU time (user, system or guest ticks) of "
            "the instance's host processes, or of its runtime's daemons, over the measurement",
            resolution=0.01, repeated=False, headline=False, side=True, plot="resources",
-           label="CPU seconds"),
+           label="{} {} CPU time"),
     Metric("resources.*.cpu_pct", "%", "lower", "(user + system ticks) / the measurement's "
            "duration, of one CPU (100 = one CPU busy)", resolution=1.0, lower_bound=0.0,
-           repeated=False, headline=False, side=True, plot="resources", label="CPU %"),
+           repeated=False, headline=False, side=True, plot="resources", label="{} CPU use"),
     Metric("resources.*.rss_max_mib", "MiB", "lower", "the largest sum of the processes' "
            "resident sets at a read (shared pages once per process)", resolution=4 / 1024,
-           repeated=False, headline=False, side=True, plot="resources", label="RSS peak"),
+           repeated=False, headline=False, side=True, plot="resources", label="{} peak RSS"),
 )
 # fmt: on

@@ -38,11 +38,12 @@ TESTS = {  # fio --rw, block size param
 # fmt: off
 METRICS: tuple[Metric, ...] = (
     declared("fio", "*.*.iops", "IOPS", "higher", "a test's reads or writes per second (fio "
-             "JSON)"),
+             "JSON)", label="{} {} IOPS"),
     declared("fio", "*.*.mib_per_s", "MiB/s", "higher", "a test's bytes read or written per "
-             "second (fio bw_bytes)", 1 / 2**20),
+             "second (fio bw_bytes)", 1 / 2**20, label="{} {} throughput"),
     declared("fio", "*.*.clat_p*", "us", "lower", "a percentile (50, 99) of completion "
-             "latency, submission -> completion (fio clat_ns)", 0.001),
+             "latency, submission -> completion (fio clat_ns)", 0.001,
+             label="{} {} completion latency p{}"),
 )
 # fmt: on
 

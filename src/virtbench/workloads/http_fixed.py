@@ -32,12 +32,13 @@ PORT = nginx.FIXED_PORT
 # fmt: off
 METRICS: tuple[Metric, ...] = (
     swept("http-fixed", "reply_rate", "replies/s", "higher", "replies / the test's duration "
-          "(httperf)"),
+          "(httperf)", label="replies/s"),
     swept("http-fixed", "response_ms", "ms", "lower", "request sent -> first byte of the "
-          "reply (httperf Reply time response)", 0.1),
+          "reply (httperf Reply time response)", 0.1, label="response time"),
     swept("http-fixed", "errors", "errors", "lower", "all of httperf's errors, refused and "
-          "timed-out connections included", 1.0),
-    swept("http-fixed", "replies", "replies", "higher", "replies received (httperf)", 1.0),
+          "timed-out connections included", 1.0, label="request errors"),
+    swept("http-fixed", "replies", "replies", "higher", "replies received (httperf)", 1.0,
+          label="replies received"),
 )
 # fmt: on
 

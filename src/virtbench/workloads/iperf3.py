@@ -28,11 +28,13 @@ PORT = 15201
 # fmt: off
 METRICS: tuple[Metric, ...] = (
     declared("iperf3", "*.gbit_s", "Gbit/s", "higher", "bits the receiver got per second over "
-             "the test (iperf3 -J)"),
-    declared("iperf3", "*.retransmits", "count", "lower", "TCP retransmits on the sender", 1.0),
-    declared("iperf3", "udp.jitter_ms", "ms", "lower", "UDP packet delay variation (iperf3)"),
+             "the test (iperf3 -J)", label="{} throughput"),
+    declared("iperf3", "*.retransmits", "count", "lower", "TCP retransmits on the sender", 1.0,
+             label="{} retransmits"),
+    declared("iperf3", "udp.jitter_ms", "ms", "lower", "UDP packet delay variation (iperf3)",
+             label="UDP jitter"),
     declared("iperf3", "udp.lost_percent", "%", "lower", "UDP datagrams lost at the stated "
-             "rate"),
+             "rate", label="UDP datagrams lost"),
 )
 # fmt: on
 

@@ -51,17 +51,18 @@ def first_line(text: str, limit: int = 160) -> str:
 
 def declared(workload: str, name: str, unit: str, direction: Direction, includes: str,
              resolution: float | None = None, plot: model.PlotKind | None = None,
-             ) -> model.Metric:  # fmt: skip
-    """A workload's figure (or family of figures, `name` a pattern) for its `METRICS`."""
+             label: str = "") -> model.Metric:  # fmt: skip
+    """A workload's figure (or family of figures, `name` a pattern) for its `METRICS`;
+    `label` is what a person reads for it (a pattern's with one `{}` per wildcard)."""
     return model.Metric(name, unit, direction, includes, resolution=resolution, plot=plot,
-                        workload=workload)  # fmt: skip
+                        workload=workload, label=label)  # fmt: skip
 
 
 def swept(workload: str, name: str, unit: str, direction: Direction, includes: str,
-          resolution: float | None = None) -> model.Metric:  # fmt: skip
+          resolution: float | None = None, label: str = "") -> model.Metric:  # fmt: skip
     """A figure of a workload that sweeps a numeric level (connections, clients, threads):
     drawn against it."""
-    return declared(workload, name, unit, direction, includes, resolution, "concurrency")
+    return declared(workload, name, unit, direction, includes, resolution, "concurrency", label)
 
 
 def figure(metrics: tuple[model.Metric, ...], name: str, value: float) -> Metric:

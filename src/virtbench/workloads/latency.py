@@ -35,13 +35,16 @@ PORT = 15300
 # fmt: off
 METRICS: tuple[Metric, ...] = (
     declared("latency", "*.*B.rtt_p*", "us", "lower", "a percentile of round trips, message "
-             "sent -> reply received, monotonic clock (vb-rr)", 0.001, "latency"),
+             "sent -> reply received, monotonic clock (vb-rr)", 0.001, "latency",
+             label="{} {}-byte round trip p{}"),
     declared("latency", "*.*B.rtt_*", "us", "lower", "the mean, least or largest round trip "
-             "(vb-rr)", 0.001),
-    declared("latency", "*.*B.lost", "messages", "lower", "replies missing after 1 s", 1.0),
+             "(vb-rr)", 0.001, label="{} {}-byte round trip {}"),
+    declared("latency", "*.*B.lost", "messages", "lower", "replies missing after 1 s", 1.0,
+             label="{} {}-byte replies lost"),
     declared("latency", "icmp.rtt_*", "us", "lower", "ping's round trip min / avg / max / "
-             "mdev", 1.0),
-    declared("latency", "icmp.loss_pct", "%", "lower", "ping's packet loss"),
+             "mdev", 1.0, label="ICMP round trip {}"),
+    declared("latency", "icmp.loss_pct", "%", "lower", "ping's packet loss",
+             label="ICMP packet loss"),
 )
 # fmt: on
 

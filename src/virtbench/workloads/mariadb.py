@@ -53,13 +53,13 @@ SERVER_OPTS = ("--no-defaults", "--user=root", "--datadir", "/data/db", "--skip-
 # fmt: off
 METRICS: tuple[Metric, ...] = (
     swept("mariadb", "*.tps", "tx/s", "higher", "an OLTP test's transactions per second "
-          "(sysbench)", 0.01),
+          "(sysbench)", 0.01, label="{} transactions/s"),
     swept("mariadb", "*.qps", "queries/s", "higher", "an OLTP test's queries per second "
-          "(sysbench)", 0.01),
+          "(sysbench)", 0.01, label="{} queries/s"),
     swept("mariadb", "*.latency_*", "ms", "lower", "an OLTP transaction's latency, avg / "
-          "95th percentile (sysbench)", 0.01),
+          "95th percentile (sysbench)", 0.01, label="{} latency {}"),
     swept("mariadb", "*.errors", "errors", "lower", "errors sysbench ignored and retried "
-          "(deadlocks)", 1.0),
+          "(deadlocks)", 1.0, label="{} errors retried"),
 )
 # fmt: on
 

@@ -42,11 +42,13 @@ RESULT = re.compile(
 # fmt: off
 METRICS: tuple[Metric, ...] = (
     swept("memcached", "ops_per_s", "ops/s", "higher", "gets and sets completed / the "
-          "test's duration, one outstanding per connection (vb-mcload)", 0.1),
+          "test's duration, one outstanding per connection (vb-mcload)", 0.1,
+          label="operations/s"),
     swept("memcached", "p*_us", "us", "lower", "a percentile (50, 90, 99, 99.9) of the time "
-          "from a request's send to its reply's last byte (1 us buckets)", 1.0),
+          "from a request's send to its reply's last byte (1 us buckets)", 1.0,
+          label="request latency p{}"),
     swept("memcached", "misses", "gets", "lower", "gets of a key the server no longer held",
-          1.0),
+          1.0, label="cache misses"),
 )
 # fmt: on
 

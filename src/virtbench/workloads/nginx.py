@@ -66,15 +66,15 @@ http {{
 # fmt: off
 METRICS: tuple[Metric, ...] = (
     swept("nginx", "requests_per_s", "req/s", "higher", "requests completed / the test's "
-          "duration (wrk Requests/sec)", 0.01),
+          "duration (wrk Requests/sec)", 0.01, label="requests/s"),
     swept("nginx", "transfer", "MiB/s", "higher", "response bytes, headers included, per "
-          "second (wrk Transfer/sec)"),
+          "second (wrk Transfer/sec)", label="transfer rate"),
     swept("nginx", "latency_avg", "ms", "lower", "mean time from a request sent to its "
-          "response read (wrk)"),
+          "response read (wrk)", label="mean latency"),
     swept("nginx", "latency_p*", "ms", "lower", "a percentile (50, 75, 90, 99) of that time "
-          "(wrk --latency)"),
+          "(wrk --latency)", label="latency p{}"),
     swept("nginx", "errors", "count", "lower", "socket errors (connect, read, write, timeout) "
-          "and non-2xx/3xx responses", 1.0),
+          "and non-2xx/3xx responses", 1.0, label="errors and bad responses"),
 )
 # fmt: on
 

@@ -43,9 +43,11 @@ HBA = "/etc/virtbench/pg_hba.conf"
 # fmt: off
 METRICS: tuple[Metric, ...] = (
     swept("postgres", "tps", "tx/s", "higher", "transactions / the test's duration, without "
-          "the initial connection time (pgbench)", 1e-6),
-    swept("postgres", "latency_avg", "ms", "lower", "pgbench's latency average", 0.001),
-    swept("postgres", "failed", "transactions", "lower", "failed transactions (pgbench)", 1.0),
+          "the initial connection time (pgbench)", 1e-6, label="transactions/s"),
+    swept("postgres", "latency_avg", "ms", "lower", "pgbench's latency average", 0.001,
+          label="mean latency"),
+    swept("postgres", "failed", "transactions", "lower", "failed transactions (pgbench)", 1.0,
+          label="failed transactions"),
 )
 # fmt: on
 

@@ -43,9 +43,9 @@ logfile ""
 # fmt: off
 METRICS: tuple[Metric, ...] = (
     swept("redis", "*.requests_per_s", "req/s", "higher", "a test's (GET, SET) requests / "
-          "its duration, pipelined (redis-benchmark)", 0.01),
+          "its duration, pipelined (redis-benchmark)", 0.01, label="{} requests/s"),
     swept("redis", "*.latency_*", "ms", "lower", "a test's request latency, avg / p50 / p95 / "
-          "p99 (redis-benchmark)", 0.001),
+          "p99 (redis-benchmark)", 0.001, label="{} latency {}"),
 )
 # fmt: on
 

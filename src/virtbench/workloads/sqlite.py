@@ -25,8 +25,9 @@ from virtbench.workloads.kind import (
 # fmt: off
 METRICS: tuple[Metric, ...] = (
     declared("sqlite", "inserts_per_s", "rows/s", "higher", "rows INSERTed per second, timed "
-             "inside the instance (vb-sqlite)", 0.1),
-    declared("sqlite", "seconds", "s", "lower", "the INSERTs' time, inside the instance", 1e-6),
+             "inside the instance (vb-sqlite)", 0.1, label="inserts/s"),
+    declared("sqlite", "seconds", "s", "lower", "the INSERTs' time, inside the instance", 1e-6,
+             label="time for the inserts"),
 )
 # fmt: on
 

@@ -35,17 +35,18 @@ FILEIO_MODES = ("seqwr", "seqrewr", "seqrd", "rndrd", "rndwr", "rndrw")
 # fmt: off
 METRICS: tuple[Metric, ...] = (
     swept("sysbench", "cpu.events_per_s", "events/s", "higher", "prime searches up to "
-          "cpu_max_prime per second, all threads", 0.01),
+          "cpu_max_prime per second, all threads", 0.01, label="CPU events/s"),
     swept("sysbench", "cpu.latency_*", "ms", "lower", "one event's time, avg / 95th "
-          "percentile", 0.01),
+          "percentile", 0.01, label="CPU event latency {}"),
     swept("sysbench", "memory.mib_per_s", "MiB/s", "higher", "memory transferred per second "
-          "(block size, operation as configured)", 0.01),
+          "(block size, operation as configured)", 0.01, label="memory bandwidth"),
     swept("sysbench", "memory.ops_per_s", "ops/s", "higher", "memory block operations per "
-          "second", 0.01),
+          "second", 0.01, label="memory operations/s"),
     swept("sysbench", "fileio.*_mib_per_s", "MiB/s", "higher", "a fileio mode's MiB read or "
-          "written per second, on the data directory's disk", 0.01),
+          "written per second, on the data directory's disk", 0.01,
+          label="file I/O {} throughput"),
     swept("sysbench", "fileio.*_per_s", "ops/s", "higher", "a fileio mode's reads, writes or "
-          "fsyncs per second", 0.01),
+          "fsyncs per second", 0.01, label="file I/O {}/s"),
 )
 # fmt: on
 

@@ -36,9 +36,10 @@ MAX_BYTES = 8192  # vb-syscall's buffer
 # fmt: off
 METRICS: tuple[Metric, ...] = (
     declared("syscall", "page_fault_*p_ns", "ns", "lower", "the first touch of k fresh "
-             "anonymous pages, all k touches timed, the mapping not (vb-syscall)", 1.0),
+             "anonymous pages, all k touches timed, the mapping not (vb-syscall)", 1.0,
+             label="first touch of {} pages"),
     declared("syscall", "*_ns", "ns", "lower", "one operation's cost: a calibrated batch's "
-             "time / its iterations (vb-syscall)", 0.1),
+             "time / its iterations (vb-syscall)", 0.1, label="{} cost"),
 )
 # fmt: on
 

@@ -33,10 +33,12 @@ LEVEL = "pacing gap between datagrams (us)"  # what its swept level is, for plot
 # fmt: off
 METRICS: tuple[Metric, ...] = (
     swept("udp-echo", "seconds", "s", "lower", "first datagram sent -> last reply received "
-          "(vb-rr flood)", 1e-6),
-    swept("udp-echo", "replies", "datagrams", "higher", "replies received", 1.0),
-    swept("udp-echo", "lost_pct", "%", "lower", "datagrams sent without a reply"),
-    swept("udp-echo", "replies_per_s", "1/s", "higher", "replies / seconds"),
+          "(vb-rr flood)", 1e-6, label="time to last reply"),
+    swept("udp-echo", "replies", "datagrams", "higher", "replies received", 1.0,
+          label="replies received"),
+    swept("udp-echo", "lost_pct", "%", "lower", "datagrams sent without a reply",
+          label="datagrams lost"),
+    swept("udp-echo", "replies_per_s", "1/s", "higher", "replies / seconds", label="replies/s"),
 )
 # fmt: on
 
