@@ -1,10 +1,10 @@
-"""`virtbench catalog`: every built-in entry, the study it re-runs, what it needs (and
-whether this host has it) and how long it takes here, full and `--quick`."""
+"""`virtbench catalog`: the built-in entries grouped as a reader looks for them, one line
+each with its duration here, full and `--quick` (catalog_list.py); `catalog NAME`: one
+entry whole, with what it needs (and whether this host has it) and its experiments; and
+`run SPEC --plan`."""
 
 from __future__ import annotations
 
-import shutil
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -12,73 +12,21 @@ import typer
 from rich.markup import escape
 from rich.text import Text
 
+from virtbench.cli.catalog_list import (
+    Entry,
+    durations,
+    entries,
+    hang,
+    print_listing,
+    survey,
+    tools_of,
+)
 from virtbench.cli.common import DEFAULT_RESULTS, ResultsOpt, app, one_line_errors, out
 from virtbench.errors import SpecError
 
 if TYPE_CHECKING:  # the spec's models take a while to build: imported where used
-    from virtbench import spec as specmod
     from virtbench.run import plan
-    from virtbench.spec.resolved import Plan, RuntimePlan
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One catalog entry as the catalog lists it."""
-
-    name: str
-    plan: Plan  # its full form, resolved
-    quick: Plan | None  # its --quick form
-
-    @property
-    def spec(self) -> specmod.Spec:
-        return self.plan.spec
-
-    @property
-    def summary(self) -> str:
-        """The description's first sentence."""
-        first = self.spec.description.split(". ", 1)[0].rstrip(".")
-        return first + "."
-
-
-def entries() -> list[Entry]:
-    """Every catalog entry, studies first (s1 ... s5), then the others by name."""
-    from virtbench import spec as specmod
-    from virtbench.spec import flags as spec_flags
-    from virtbench.spec.resolved import resolve
-
-    found = []
-    for name in specmod.catalog_names():
-        _, raw, where = specmod.load(name)
-        full = resolve(spec_flags.with_overrides(raw, where, None, {}))
-        try:
-            quick = resolve(spec_flags.with_overrides(raw, where, None, {}, quick=True))
-        except SpecError:
-            quick = None
-        found.append(Entry(name, full, quick))
-    return sorted(found, key=lambda e: (not e.spec.study, e.name))
-
-
-def tools_of(spec: specmod.Spec) -> list[str]:
-    """The host programs the spec's workloads drive them with (clients, tools)."""
-    from virtbench import workloads
-
-    names: list[str] = []
-    for exp in spec.experiment:
-        for w in getattr(exp, "workloads_needed", lambda: [])():
-            serves = workloads.get(w).serves
-            for tool in serves.clients if serves is not None else ():
-                if not tool.startswith("/bin/vb-") and tool not in names:
-                    names.append(tool)
-    return names
-
-
-def runtime_here(runtime: RuntimePlan) -> tuple[bool, str]:
-    """Whether `runtime` can run here, and why not."""
-    try:
-        avail = runtime.available()
-    except Exception as exc:  # a check that fails says so, it is not "available"
-        return False, f"check failed: {exc}"
-    return avail.ok, avail.reason
+    from virtbench.spec.resolved import Plan
 
 
 def past_costs(directory: Path) -> dict[str, float]:
@@ -143,24 +91,28 @@ def catalog(
     results: ResultsOpt = DEFAULT_RESULTS,
     presets: PresetsOpt = False,
 ) -> None:
-    """List the built-in entries: the study each re-runs, its needs, its duration here."""
+    """List the built-in entries, grouped.
+
+    Each entry in one line: what it runs and how long it takes here, full and --quick.
+    What this host cannot run is said once, below, with the entries it concerns. With
+    NAME: that entry whole, with what it needs and its experiments, step by step."""
     if presets:
         show_presets()
         return
     costs = past_costs(results)
-    listed = _listed(name)
     basis = "this host's earlier boot runs" if costs else "typical figures for each runtime"
-    for e in listed:
-        _print_entry(e, costs, steps=name is not None)
-    out.print(f"[dim]Estimates model each procedure with launch costs from {basis}.[/]")
-
-
-def _listed(name: str | None) -> list[Entry]:
-    """The entries to list: all of them, or the one `name` names (or is a part of)."""
-    listed = entries()
     if name is None:
-        return listed
-    listed = [e for e in listed if e.name == name or name in e.spec.aliases]
+        print_listing(entries(), costs)
+        out.print()
+    else:
+        for e in _listed(name):
+            _print_entry(e, costs)
+    hang(f"Estimates model each procedure with launch costs from {basis}.", 0, 0)
+
+
+def _listed(name: str) -> list[Entry]:
+    """The entries `name` names: the one of that name, and the studies it is a part of."""
+    listed = [e for e in entries() if e.name == name or name in e.spec.aliases]
     if not listed:
         from virtbench import spec as specmod
 
@@ -169,45 +121,36 @@ def _listed(name: str | None) -> list[Entry]:
     return listed
 
 
-def _print_entry(e: Entry, costs: dict[str, float], steps: bool) -> None:
-    """One entry: what it is, what it needs and whether this host has it, how long it
-    takes here (full and --quick) and, with `steps`, each form's experiments."""
+def _print_entry(e: Entry, costs: dict[str, float]) -> None:
+    """One entry whole: its description, what it needs and whether this host has it, what
+    it cannot run here and why (each refusal once), how long it takes here (full and
+    --quick) and each form's experiments."""
     from virtbench.run import plan
 
-    out.print(f"[bold]{e.name}[/]")
-    say(escape(e.summary))
+    out.print(Text(e.name, "bold"))
+    say(escape(e.spec.description))
     if e.spec.study:
         say(f"study: {escape(e.spec.study)}")
     if e.spec.aliases:
         say(f"parts, also entries: {', '.join(e.spec.aliases)}")
-    _say_needs(e.plan)
-    full, skipped, why_not = here(e.plan)
-    quick = here(e.quick)[0] if e.quick else None
-    if full is None:
-        say(f"[red]cannot run here[/]: {escape(why_not)}")
-        return
-    for line in skipped:
-        say(f"skipped here: {escape(line)}")
-    took = plan.duration(plan.total_s(full, costs))
-    quick_took = plan.duration(plan.total_s(quick, costs)) if quick else "no quick form"
-    say(f"estimate here: {took}; --quick: {quick_took}")
-    if steps:
-        for form, resolved in (("full", full), ("quick", quick)):
-            for step in plan.steps(resolved, costs) if resolved else []:
-                say(f"{form:5} {_step(step)}", 4)
-
-
-def _say_needs(resolved: Plan) -> None:
-    """The entry's runtimes and tools, each marked where this host lacks it."""
-    marks = []
-    for label, runtime in resolved.runtimes.items():
-        ok, why = runtime_here(runtime)
-        marks.append(label if ok else f"{label} [red](absent: {escape(why)})[/]")
-    say(f"runtimes: {', '.join(marks)}")
-    tools = tools_of(resolved.spec)
+    here = survey(e.plan)
+    absent = set(here.absent)
+    marked = [f"{x} [red](absent)[/]" if x in absent else x for x in e.plan.runtimes]
+    say(f"runtimes: {', '.join(marked)}")
+    tools = [f"{t} [red](absent)[/]" if t in absent else t for t in tools_of(e.spec)]
     if tools:
-        shown = [t if shutil.which(t) else f"{t} [red](absent)[/]" for t in tools]
-        say(f"tools: {', '.join(shown)}")
+        say(f"tools: {', '.join(tools)}")
+    for lack in here.lacks:
+        why = f": {lack.why.reason}" if lack.why else ""
+        say(f"not here: {escape(lack.what + why)}")
+    if here.runs is None:
+        say("[red]cannot run here[/] (above: what it lacks)")
+        return
+    took, quick_took, quick = durations(e, here.runs, costs)
+    say(f"estimate here: {took}; --quick: {quick_took}")
+    for form, resolved in (("full", here.runs), ("quick", quick)):
+        for step in plan.steps(resolved, costs) if resolved else []:
+            say(f"{form:5} {_step(step)}", 4)
 
 
 def _step(step: plan.Step) -> str:

@@ -32,7 +32,9 @@ def clean(
     results: ResultsOpt = DEFAULT_RESULTS,
     store_url: StoreOpt = None,
 ) -> None:
-    """Remove everything labelled with a run id that is no longer running."""
+    """Remove what dead runs left behind.
+
+    Everything labelled with a run id that is no longer running."""
     from virtbench.host import cgroups  # every runtime's driver: only clean needs them
     from virtbench.run import cleanup
 

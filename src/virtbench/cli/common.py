@@ -31,6 +31,31 @@ app = typer.Typer(
 out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
 
+
+def _print_version(given: bool) -> None:
+    """`--version`: `virtbench <version>`, and the end (eager: before any command)."""
+    if given:
+        from virtbench import __version__
+
+        out.print(f"virtbench {__version__}", markup=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_print_version,
+            is_eager=True,
+            help="Print virtbench's version and exit.",
+        ),
+    ] = False,
+) -> None:
+    """The options given before a command (`virtbench --version`)."""
+
+
 F = TypeVar("F", bound=Callable[..., Any])
 ResultsOpt = Annotated[
     Path,

@@ -24,7 +24,7 @@ from virtbench.cli.common import (
 from virtbench.errors import VirtbenchError
 from virtbench.paths import Paths
 
-fleet_app = typer.Typer(no_args_is_help=True, help="Run experiments across many hosts (Ansible).")
+fleet_app = typer.Typer(no_args_is_help=True, help="Run on many hosts at once (Ansible).")
 app.add_typer(fleet_app, name="fleet")
 
 # `virtbench run` flags the fleet sets itself on every host
@@ -52,7 +52,9 @@ def fleet_run(
     results: ResultsOpt = DEFAULT_RESULTS,
     store_url: StoreOpt = None,
 ) -> None:
-    """Install virtbench on every host (make setup), run SPEC there with the other flags
+    """Run SPEC on every host; merge results.
+
+    Install virtbench on every host (make setup), run SPEC there with the other flags
     of `virtbench run` (--runs, --workloads, ...), and merge each host's results here with
     the host as a label. Exit 1 when a host failed or was unreachable (the others' results
     are kept)."""

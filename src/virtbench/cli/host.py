@@ -18,7 +18,9 @@ def version() -> None:
 @app.command()
 @one_line_errors
 def doctor() -> None:
-    """Say which runtimes can run here (and how to fix those that cannot), and host facts."""
+    """Say which runtimes can run here.
+
+    For each that cannot, how to fix it; and the host's facts."""
     from rich.table import Table
 
     from virtbench import runtimes
@@ -38,7 +40,9 @@ def doctor() -> None:
 @app.command()
 @one_line_errors
 def setup() -> None:
-    """Prepare the running host (idempotent), such as the hugetlb cgroup crun needs."""
+    """Prepare this host for runs.
+
+    Idempotent; for example, it makes the hugetlb cgroup crun needs."""
     from virtbench.host.setup import prepare
 
     require_root("setup")
@@ -50,7 +54,9 @@ def setup() -> None:
 @app.command()
 @one_line_errors
 def build() -> None:
-    """Build the guest programs and the minimal rootfs artifact (cached by content)."""
+    """Build the guest programs and rootfs.
+
+    The guest programs and the minimal rootfs artifact, cached by content."""
     from virtbench.artifacts import build_minimal_rootfs
 
     paths = Paths.from_env()

@@ -101,8 +101,10 @@ def report(
     results: ResultsOpt = DEFAULT_RESULTS,
     store_url: StoreOpt = None,
 ) -> None:
-    """Write one self-contained HTML report (tables, plots, warnings, scores) of runs; a
-    fleet id stands for its runs, and runs of several hosts are also compared by host."""
+    """Write an HTML report of runs.
+
+    One self-contained file (tables, plots, warnings, scores); a fleet id stands for its
+    runs, and runs of several hosts are also compared by host."""
     from virtbench.report import html
 
     if global_test not in ("kruskal", "anova"):
@@ -196,7 +198,9 @@ def export(
     results: ResultsOpt = DEFAULT_RESULTS,
     store_url: StoreOpt = None,
 ) -> None:
-    """Export a run's samples (and, as NDJSON, the run and its events)."""
+    """Export a run's samples.
+
+    As NDJSON, also the run and its events."""
     from virtbench.report import export as ex
 
     if show_schema:

@@ -139,7 +139,9 @@ def compare(
     results: ResultsOpt = DEFAULT_RESULTS,
     store_url: StoreOpt = None,
 ) -> None:
-    """Is B slower than A? Per metric: medians, change, permutation p, verdict. Exit 1 on a
+    """Test whether run B is slower than A.
+
+    Per metric: medians, change, permutation p, verdict. Exit 1 on a
     regression (worse, failed, missing), 3 when too few samples decide nothing, 2 on bad
     input (for CI jobs)."""
     from virtbench.report import compare as cmp

@@ -147,7 +147,9 @@ def run(
     fleet: FleetOpt = "",
     **flags: Any,
 ) -> None:
-    """Run a spec or catalog entry (see `virtbench catalog`); print its result tables."""
+    """Run a spec or catalog entry.
+
+    The entries: `virtbench catalog`. Prints the run's result tables."""
     spec = _one_spec(spec, name)
     _check_fleet_labels(host_label, fleet)
     flags = run_flags(flags)
