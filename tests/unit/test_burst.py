@@ -103,7 +103,7 @@ def test_the_report_draws_burst_curves(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
     from virtbench.cli import app
-    from virtbench.report import plots
+    from virtbench.report import sections
 
     exp = {"type": "burst", "levels": [1, 4, 8], "runs": 2, "settle_s": 0}
     with fake_session(tmp_path, BURST, ["fa", "fb"], exp) as (s, _):
@@ -111,7 +111,7 @@ def test_the_report_draws_burst_curves(tmp_path, monkeypatch):
         samples = s.store.samples(s.run_id)
         s.store.finish_run(s.run_id, "completed")
         frame = s.store.frame(s.run_id)
-    figs = {p.name: p for p in plots.figures(samples, ["fa", "fb"])}
+    figs = {p.name: p for p in sections.figures(samples, ["fa", "fb"])}
     assert "burst-time-to-ready" in figs
     ax, ax_rate = figs["burst-time-to-ready"].fig.axes
     labels = {line.get_label() for line in ax.get_lines()}
@@ -124,8 +124,9 @@ def test_the_report_draws_burst_curves(tmp_path, monkeypatch):
     from virtbench.report.answers import answers
 
     found = {a.question: a for a in answers(frame)}
-    q = "Fastest to ready, 8 started at once: burst.p50@8"
-    assert [x.runtime for x in found[q].standings] == ["fa", "fb"], found  # 23.5 vs 40 ms
+    q = "Fastest to ready, 8 started at once"
+    assert found[q].metric == "burst.p50@8"
+    assert [x.runtime for x in found[q].ranked] == ["fa", "fb"], found  # 23.5 vs 40 ms
     out = tmp_path / "r.html"
     res = CliRunner().invoke(app, ["report", "latest", "-o", str(out), "--results",
                                    str(tmp_path / "results")])  # fmt: skip

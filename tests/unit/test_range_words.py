@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 
 from virtbench.cli import app
 from virtbench.report.narrow import fit
-from virtbench.report.tables import experiment_tables
+from virtbench.report.sections import experiment_tables
 from virtbench.store import Sample, Store
 
 runner = CliRunner()

@@ -10,7 +10,7 @@ from tests.fakerun import fake_run
 from typer.testing import CliRunner
 
 from virtbench.cli import app
-from virtbench.report import plots
+from virtbench.report import sections
 from virtbench.store import Sample, Store
 
 runner = CliRunner()
@@ -20,7 +20,7 @@ ALL = ("boot", "density", "throughput", "scalability", "isolation")
 def test_plots_for_every_experiment_kind_as_png_and_svg(tmp_path):
     store = Store(tmp_path)
     rid = fake_run(store, "aaaaa1", {"native": 1.0, "crun": 1.05, "runsc": 1.6}, ALL)
-    figs = plots.figures(store.samples(rid), ["native", "crun", "runsc"])
+    figs = sections.figures(store.samples(rid), ["native", "crun", "runsc"])
     names = [p.name for p in figs]
     assert names == [
         "boot-boot.spawn_to_exit", "boot-boot.teardown", "startup-log-bars",
@@ -211,7 +211,7 @@ def test_the_studies_figures_draw_what_was_measured():
     series = [(f"proc/native/nginx/throughput,0,,,0/30/{part}.{m}", 100.0 + t, v)
               for t in range(3) for part in ("instance", "daemon")
               for m, v in (("cpu_pct", 50.0 + t), ("rss_mib", 20.0))]  # fmt: skip
-    figs = {p.name: p for p in plots.figures(samples, ["native", "runsc"], series)}
+    figs = {p.name: p for p in sections.figures(samples, ["native", "runsc"], series)}
     assert {"syscall-payload", "startup-log-bars", "image-sizes", "resources-nginx",
             "isolation-relative-sqlite-inserts_per_s"} <= set(figs)  # fmt: skip
     payload = figs["syscall-payload"].fig.axes

@@ -209,7 +209,7 @@ def test_the_report_draws_bars_and_answers_for_each_operation(tmp_path, monkeypa
     from typer.testing import CliRunner
 
     from virtbench.cli import app
-    from virtbench.report import plots
+    from virtbench.report import sections
     from virtbench.report.answers import answers
 
     fa = RuntimeTruth(exec_ms=5.0, resume_ready_ms=4.0, restore_ready_ms=9.0)
@@ -224,7 +224,7 @@ def test_the_report_draws_bars_and_answers_for_each_operation(tmp_path, monkeypa
         samples = s.store.samples(s.run_id)
         s.store.finish_run(s.run_id, "completed")
         frame = s.store.frame(s.run_id)
-    figs = {p.name: p for p in plots.figures(samples, ["fa", "fb", "fc"])}
+    figs = {p.name: p for p in sections.figures(samples, ["fa", "fb", "fc"])}
     for name in ("exec-latency", "pause-resume", "snapshot-restore"):
         (ax,) = figs[name].fig.axes
         assert [t.get_text() for t in ax.get_yticklabels()] == ["fa", "fb", "fc"]

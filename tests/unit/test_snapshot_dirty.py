@@ -10,7 +10,7 @@ from tests.faketruth import RuntimeTruth, Truth
 
 from virtbench.report.answers import answers
 from virtbench.report.sandbox import dirty_slopes
-from virtbench.report.tables import experiment_tables
+from virtbench.report.sections import experiment_tables
 from virtbench.store.frame import as_frame
 
 # fa: restore to ready 9 ms (CV 5%) + 0.1 ms per MiB dirtied (10 ms per 100 MiB); the

@@ -26,7 +26,7 @@ from virtbench.analysis.order import order_effects
 from virtbench.analysis.stats import slowdown_ci, summarize
 from virtbench.report.compare import compare
 from virtbench.report.fits import baseline_refusal, cost_cells, cost_fits, trend
-from virtbench.report.tables import experiment_tables
+from virtbench.report.sections import experiment_tables
 from virtbench.report.trust import trust_notes
 from virtbench.run import runner
 from virtbench.spec import parse

@@ -56,20 +56,28 @@ def show(
     wide: Annotated[
         bool, typer.Option("--wide", help="Also mean, SD, min-max and outliers.")
     ] = False,
+    ids: Annotated[
+        bool, typer.Option("--ids", help="Name figures by their ids (boot.spawn_to_exit).")
+    ] = False,
     results: ResultsOpt = DEFAULT_RESULTS,
     store_url: StoreOpt = None,
 ) -> None:
-    """Show one run: per metric and runtime, median with 95% CI, CV and n."""
+    """Show one run's results.
+
+    Per metric and runtime: median with 95% CI, CV and n."""
     store = read_results(results, store_url)
     record = store.run(run_id)
     out.print(f"run {record.id} ({record.name}): {record.status}")
-    print_run(store, record.id, wide)
+    print_run(store, record.id, wide, ids)
 
 
-def print_run(store: Store, run_id: str, wide: bool = False) -> Frame | list[Any]:
-    """Print the run's tables, events, host and artifacts; return its samples (read once)."""
+def print_run(
+    store: Store, run_id: str, wide: bool = False, ids: bool = False
+) -> Frame | list[Any]:
+    """Print the run's answers, then each experiment type's tables, then what to weigh
+    (notes, events, the host, conditions, artifacts); return its samples (read once)."""
     from virtbench.report.cells import bounded_note
-    from virtbench.report.tables import experiment_tables
+    from virtbench.report.sections import experiment_tables
     from virtbench.report.trust import CI_NOTE, trust_notes
 
     if not run_id:
@@ -77,43 +85,73 @@ def print_run(store: Store, run_id: str, wide: bool = False) -> Frame | list[Any
     record = store.run(run_id)
     samples = store.frame(run_id)
 
+    alike: list[str] = []  # what every runtime measured alike: said once, not as rows
+
     def tables() -> tuple[list[Table], list[Any]]:
         seen: list[Any] = []  # the summaries, for what their intervals were made with
-        return experiment_tables(record, samples, wide, seen), seen
+        return experiment_tables(record, samples, wide, seen, ids, alike), seen
 
     work = [functools.partial(trust_notes, samples), tables]
     # a big run's notes are found on another CPU while its tables are made
     notes, (made, seen) = (
         twocpu.in_order(work) if len(samples) >= TWO_CPUS_FROM else [task() for task in work]
     )
+    print_answers(samples, ids)
     for table in made:
         print_table(table)
-    out.print(f"[dim]{CI_NOTE}[/]", soft_wrap=True)
+    say(f"[dim]{CI_NOTE}[/]")
     if bounded_note(seen):
-        out.print(f"[dim]{bounded_note(seen)}[/]", soft_wrap=True)
+        say(f"[dim]{bounded_note(seen)}[/]")
     for _, level, message in store.events(run_id):
         if (run_id, level, message) not in store.said:  # said once: not again after a run
-            out.print(f"{level}: {escape(message)}", soft_wrap=True)
+            say(f"{level}: {escape(message)}")
     for level, message in notes:
-        out.print(f"{level}: {escape(message)}", soft_wrap=True)
+        say(f"{level}: {escape(message)}")
+    for line in alike:
+        say(f"[dim]the same for every runtime: {escape(line)}[/]")
+    _print_facts(record, samples)
+    return samples
+
+
+def print_answers(samples: Frame, ids: bool = False) -> None:
+    """Each question the run answers: its sentences, its ranked table, its notes."""
+    from virtbench.report import standing
+    from virtbench.report.answers import answers
+
+    for a in answers(samples):
+        t = standing.table(a, ids)
+        say(f"[bold]{escape(str(t.title))}[/]")
+        t.title = None
+        for line in a.sentences() or [a.undecided()]:
+            say(f"  {escape(line)}")
+        print_table(t)
+        for line in standing.notes(a):
+            say(f"[dim]{escape(line)}[/]")
+
+
+def say(text: str) -> None:
+    """A line of markup, wrapped at word boundaries to the terminal's width."""
+    out.print(text, overflow="fold", soft_wrap=False)
+
+
+def _print_facts(record: Any, samples: Frame) -> None:
+    """The host, named runtimes, each runtime's conditions and the artifacts."""
     env = record.environment
     if env:
         versions = ", ".join(f"{k} {v}" for k, v in env.get("runtimes", {}).items())
-        out.print(
-            f"[dim]host: {env.get('cpu_model')} x{env.get('cpu_count')}, "
+        say(
+            f"[dim]host: {escape(str(env.get('cpu_model')))} x{env.get('cpu_count')}, "
             f"kernel {env.get('kernel')}, cgroup {env.get('cgroup_version')}, "
-            f"kvm {env.get('kvm')}{_smt_and_mitigations(env)}; runtimes {versions}[/]",
-            soft_wrap=True,
+            f"kvm {env.get('kvm')}{_smt_and_mitigations(env)}; runtimes {versions}[/]"
         )
     for label, named in (env or {}).get("named_runtimes", {}).items():
-        out.print(f"[dim]{escape(named_line(label, named))}[/]", soft_wrap=True)
+        say(f"[dim]{escape(named_line(label, named))}[/]")
     for level, text in conditions.shown(samples):
         style = "dim" if level == "conditions" else "default"
-        out.print(f"[{style}]{level}: {escape(text)}[/]", soft_wrap=True)
+        say(f"[{style}]{level}: {escape(text)}[/]")
     for art in record.artifacts:
         size = f"{art['disk_bytes'] / 1024:.0f} KiB on disk"
-        out.print(f"[dim]artifact {art['name']} {art['digest'][:16]}: {size}[/]")
-    return samples
+        say(f"[dim]artifact {art['name']} {art['digest'][:16]}: {size}[/]")
 
 
 def _smt_and_mitigations(env: dict[str, Any]) -> str:

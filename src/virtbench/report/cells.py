@@ -20,12 +20,59 @@ from virtbench.store.records import Sample
 Rows = Frame | list[Sample]
 
 
-def fmt(x: float, digits: int = 3) -> str:
+def fmt(x: float | None, digits: int = 3) -> str:
+    """A number as people write it: `digits` significant digits, never in scientific
+    notation ("0.0117", "20.1"), thousands grouped from 1,000 ("-1,420"); "n/a" for
+    none."""
     if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "-"
+        return "n/a"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
     if abs(x) >= 1000:
         return f"{x:,.0f}"
-    return f"{x:.{digits}g}"
+    if x == 0:
+        return "0"
+    return np.format_float_positional(x, precision=digits, fractional=False, trim="-")
+
+
+def span(low: float, high: float, unit: str = "", digits: int = 3) -> str:
+    """An interval as the whole project writes it: "1.24-1.48 ms"; "-39.3 to -30.5%"
+    where a bound is negative (a hyphen would read as a minus); "n/a" for none."""
+    if math.isnan(low) or math.isnan(high):
+        return "n/a"
+    sep = " to " if low < 0 or high < 0 else "-"
+    text = f"{fmt(low, digits)}{sep}{fmt(high, digits)}"
+    return f"{text}{'' if not unit or unit.startswith('%') else ' '}{unit}"
+
+
+# Units a value is shown in as its size needs: (unit as stored, [(bigger unit, factor)])
+SCALES: dict[str, tuple[tuple[str, float], ...]] = {
+    "MiB": (("KiB", 1024.0), ("MiB", 1.0), ("GiB", 1 / 1024)),
+    "KiB": (("KiB", 1.0), ("MiB", 1 / 1024), ("GiB", 1 / 1024**2)),
+}
+
+
+def scaled(value: float, unit: str) -> tuple[float, str]:
+    """(factor, unit) to show `value` (stored in `unit`) in: memory in KiB, MiB or GiB
+    as its size needs (1 <= shown < 1024 where it can be); any other unit as it is."""
+    choices = SCALES.get(unit)
+    if not choices or math.isnan(value) or value == 0:
+        return 1.0, unit
+    for name, factor in choices:
+        small = abs(value * factor) < 1 and name != choices[0][0]
+        if abs(value * factor) < 1024 and not small:
+            return factor, name
+    return choices[-1][1], choices[-1][0]
+
+
+def quantity(
+    value: float, unit: str, low: float = math.nan, high: float = math.nan
+) -> tuple[str, str]:
+    """(figure, its interval) with their unit, both in the unit the figure's size needs
+    ("12 KiB", "9.77-12.7 KiB")."""
+    factor, shown = scaled(value, unit)
+    text = f"{fmt(value * factor)}{'' if shown.startswith('%') else ' '}{shown}".rstrip()
+    return text, span(low * factor, high * factor, shown)
 
 
 CI_HEADER = "95% CI"  # a column of confidence intervals only
@@ -33,28 +80,31 @@ RANGE_HEADER = "range"  # of ranges only: groups of fewer than MIN_UNITS units
 MIXED_HEADER = "interval"  # of both: each cell says which it holds
 
 
-def interval(st: Summary) -> tuple[str, str]:
-    """(what, text) of a summary's interval: (CI_HEADER, "0.6-0.9") where it has a 95% CI.
-    With fewer than MIN_UNITS independent units there is none and the range is shown:
-    (RANGE_HEADER, "0.6-0.9 (of 3)"), "(of 9 in 3 units)" where units hold several values;
-    ("", "- (1 unit)") for one run's figure (a pile-up's count), ("", "-") for none."""
+def interval(st: Summary, unit: str = "") -> tuple[str, str]:
+    """(what, text) of a summary's interval, in the unit its median is shown in
+    (`quantity`): (CI_HEADER, "0.6-0.9 ms") where it has a 95% CI. With fewer than
+    MIN_UNITS independent units there is none and the range is shown: (RANGE_HEADER,
+    "0.6-0.9 ms (of 3)"), "(of 9 in 3 units)" where units hold several values; ("",
+    "one value") for one run's figure (a pile-up's count), ("", "n/a") for none."""
+    factor, shown = scaled(st.median, unit)
     if st.has_ci:
-        return CI_HEADER, f"{fmt(st.ci_low)}-{fmt(st.ci_high)}"
+        return CI_HEADER, span(st.ci_low * factor, st.ci_high * factor, shown)
     if st.units == 1 and st.minimum == st.maximum:
-        return "", "- (1 unit)"
+        return "", "one value"
     if not st.n:
-        return "", "-"
+        return "", "n/a"
     of = f"{st.units}" if st.units == st.n else f"{st.n} in {st.units} unit"
     of += "s" if st.units > 1 and st.units != st.n else ""
-    return RANGE_HEADER, f"{fmt(st.minimum)}-{fmt(st.maximum)} (of {of})"
+    return RANGE_HEADER, f"{span(st.minimum * factor, st.maximum * factor, shown)} (of {of})"
 
 
-def interval_column(sts: Iterable[Summary]) -> tuple[str, list[str]]:
-    """(header, cells) of a column of the summaries' intervals, its header saying what
-    the cells hold, so that no range ever stands under a CI's name: "95% CI" over CIs,
-    "range" over ranges, and over both "interval", each cell then naming its own
-    ("95% CI 1.2-1.5", "range 0.6-0.9 (of 3)")."""
-    found = [interval(st) for st in sts]
+def interval_column(sts: Iterable[Summary], units: Iterable[str] = ()) -> tuple[str, list[str]]:
+    """(header, cells) of a column of the summaries' intervals (each in its unit, where
+    `units` gives them), its header saying what the cells hold, so that no range ever
+    stands under a CI's name: "95% CI" over CIs, "range" over ranges, and over both
+    "interval", each cell then naming its own ("95% CI 1.2-1.5", "range 0.6-0.9 (of 3)")."""
+    sts = list(sts)
+    found = [interval(st, u) for st, u in zip(sts, [*units, *[""] * len(sts)], strict=False)]
     kinds = {what for what, _ in found if what}
     if len(kinds) > 1:
         return MIXED_HEADER, [f"{what} {text}" if what else text for what, text in found]
@@ -62,16 +112,26 @@ def interval_column(sts: Iterable[Summary]) -> tuple[str, list[str]]:
 
 
 def cv_cell(st: Summary) -> str:
-    return f"{st.cv * 100:.1f}%" if not math.isnan(st.cv) else "-"
+    return f"{st.cv * 100:.1f}%" if not math.isnan(st.cv) else "n/a"
 
 
-def add_interval_rows(t: Table, rows: list[tuple[list[str], Summary]], at: int) -> None:
-    """Add `rows` (cells, summary) to `t`, each with its summary's interval put in at
-    column `at`, whose header becomes what that column holds (`interval_column`)."""
-    header, cells = interval_column(st for _, st in rows)
+def add_interval_rows(
+    t: Table,
+    rows: list[tuple[list[str], Summary]],
+    at: int,
+    units: Iterable[str] = (),
+    grouped: bool = False,
+) -> None:
+    """Add `rows` (cells, summary) to `t`, each with its summary's interval (in its unit
+    of `units`) put in at column `at`, whose header becomes what that column holds
+    (`interval_column`); `grouped`: a rule under each group of rows (a row whose first
+    cell is empty continues the one above)."""
+    header, cells = interval_column((st for _, st in rows), units)
     t.columns[at].header = header
-    for (row, _), cell in zip(rows, cells, strict=True):
-        t.add_row(*row[:at], cell, *row[at:])
+    for i, ((row, _), cell) in enumerate(zip(rows, cells, strict=True)):
+        # grouped: a row whose first cell is empty continues the group above it
+        ends = grouped and i + 1 < len(rows) and rows[i + 1][0][0] != ""
+        t.add_row(*row[:at], cell, *row[at:], end_section=ends)
 
 
 def refusal(metric: str, workload: str, baseline: float, who: str = "A") -> str:
@@ -168,11 +228,11 @@ def bounded_note(summaries: Iterable[Summary]) -> str:
 def add_columns(
     t: Table, cols: list[str], labels: tuple[str, ...], keep: tuple[str, ...] = ()
 ) -> None:
-    """Columns right-aligned, but the `labels` ones: left-aligned; those and the `keep`
-    ones are never wrapped."""
+    """Columns right-aligned and never wrapped (a value is never broken across lines),
+    but the `labels` ones: left-aligned, wrapped at spaces unless named in `keep`."""
     for col in cols:
         left = col in labels
-        t.add_column(col, justify="left" if left else "right", no_wrap=left or col in keep)
+        t.add_column(col, justify="left" if left else "right", no_wrap=not left or col in keep)
 
 
 KEY = ("experiment", "metric", "unit", "runtime", "workload")

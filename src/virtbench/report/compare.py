@@ -59,8 +59,9 @@ def condition(s: Sample, with_runtime: bool) -> Key:
 
 
 def label(key: Key) -> str:
-    """A condition as one readable cell: metric (workload, level, background, ...)."""
-    experiment, metric, _unit, workload, background, attacker, placement, level = key[:8]
+    """A condition as one readable cell: the figure's label (workload, level,
+    background, ...)."""
+    _experiment, metric, _unit, workload, background, attacker, placement, level = key[:8]
     parts = [workload]
     if level and not metric.endswith(f"@{level}"):
         parts.append(f"@{level}")
@@ -70,7 +71,7 @@ def label(key: Key) -> str:
         parts.append(f"{attacker}/{placement}")
     if len(key) > 8:
         parts.append(key[8])
-    return f"{metric.removeprefix(experiment + '.')} ({', '.join(parts)})"
+    return f"{metrics.label(metric, workload)} ({', '.join(parts)})"
 
 
 @dataclass(frozen=True)

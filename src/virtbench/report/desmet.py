@@ -61,8 +61,7 @@ class Condition:
     def feature(self) -> str:
         """The measure without its level: what the scores of a swept measure's levels are
         summed under."""
-        name = label(dataclasses.replace(self, level="").key)
-        return name.replace(self.metric, self.base_metric, 1)
+        return label(dataclasses.replace(self, metric=self.base_metric, level="").key)
 
 
 @dataclass(frozen=True)
@@ -166,15 +165,17 @@ class _Scorer:
             ref_fit = fits.get((m.name, base))
             if ref_fit is None or not any((m.name, r) in fits for r in self.others):
                 continue
+            named = metrics.label(m.name)
             why = baseline_refusal(ref_fit, m.name, base)
             if why:
-                self.refused.append(f"{m.name} not scored: {why}")
+                self.refused.append(f"{named} not scored: {why}")
                 continue
-            cells = [m.name, "lower", cost_cells(ref_fit, m.name)[0]]
+            cells = [named, "lower", cost_cells(ref_fit, m.name)[0]]
             slopes = {
                 r: fits[(m.name, r)].slope if (m.name, r) in fits else math.nan for r in self.others
             }
-            self.add(m.name, cells, slopes, ref_fit.slope, "lower", base)
+            self.metric_of[named] = m.name
+            self.add(named, cells, slopes, ref_fit.slope, "lower", base)
 
     def features(self, weights: dict[str, float]) -> list[Feature]:
         """The features collected, each weighed as `weights` says."""

@@ -15,14 +15,14 @@ import numpy as np
 from rich.table import Table
 from rich.text import Text
 
+from virtbench import metrics
 from virtbench.analysis.significance import ab_test, anova_tukey, holm, kruskal_dunn, min_p
 from virtbench.report import compare as cmp
+from virtbench.report import conditions
 from virtbench.report.cells import Rows
 from virtbench.report.compare import label
 from virtbench.report.trust import trust_notes
-from virtbench.store.frame import as_frame
-
-MAX_SPREAD = 25  # high-CV groups listed by name (largest first); the rest are counted
+from virtbench.store.frame import Frame, as_frame
 
 
 class ScoreOptions(Protocol):
@@ -68,21 +68,49 @@ def condition_groups(samples: Rows) -> dict[tuple[str, ...], dict[str, list[floa
     return f.memo["report groups"]
 
 
-def warnings(samples: Rows, events: list[tuple[float, str, str]], cv_warn: float
-             ) -> list[tuple[str, str]]:  # fmt: skip
-    """(level, text) of everything a reader should weigh before trusting the numbers."""
+def warnings(
+    samples: Rows, events: list[tuple[float, str, str]], cv_warn: float
+) -> list[tuple[str, str]]:
+    """(level, text) of everything a reader should weigh before trusting the numbers:
+    events, what the figures' spread and order say (trust.py), conditions that differ
+    between runtimes, emulation, what a runtime cannot do (once per runtime and reason)
+    and what failed, and the groups whose CV is above `cv_warn`."""
     f = as_frame(samples)
     out = [(level, msg) for _, level, msg in events]
     out += trust_notes(f)
+    out += [(level, text) for level, text in conditions.shown(f) if level == "warning"]
     emulated = int(np.sum(f.emulated & ~f.warmup))
     if emulated:
         out.append(("warning", f"{emulated} samples were measured under emulation (QEMU TCG): "
                                "functional results only, not performance"))  # fmt: skip
+    out += failures(f)
+    return out + high_spread(f, cv_warn)
+
+
+def failures(f: Frame) -> list[tuple[str, str]]:
+    """What failed: a runtime that cannot do something said once per reason, with how
+    many figures it left unmeasured; any other failure per runtime and figure."""
     failed = f.take(f.failed & ~f.warmup)
-    for (runtime, metric), rows in sorted(failed.groups("runtime", "metric")):
+    cannot: dict[tuple[str, str], set[str]] = defaultdict(set)
+    out = []
+    for (runtime, metric, workload), rows in sorted(failed.groups("runtime", "metric", "workload")):
         error = failed.labels["error"][failed.codes["error"][rows[0]]]
-        out.append(("warning", f"{runtime} {metric}: {len(rows)} failed measurement(s), e.g. "
-                               f"{error[:300]}"))  # fmt: skip
+        head, sep, why = error.partition(" cannot: ")
+        if sep and head == runtime:
+            cannot[(runtime, why)].add(metric)
+            continue
+        out.append(("warning", f"{runtime}, {metrics.label(metric, workload)}: {len(rows)} "
+                               f"failed measurement(s), e.g. {error[:300]}"))  # fmt: skip
+    for (runtime, why), names in cannot.items():
+        n = len(names)
+        out.insert(0, ("warning", f"{runtime} cannot: {why} ({n} figure{'s' * (n != 1)} "
+                                  "not measured)"))  # fmt: skip
+    return out
+
+
+def high_spread(f: Frame, cv_warn: float) -> list[tuple[str, str]]:
+    """The groups whose CV is above `cv_warn`, largest first (`ranked` says the first
+    few one by one and names the rest on one line)."""
     spread = []
     for key, by_rt in condition_groups(f).items():
         for runtime, values in by_rt.items():
@@ -90,14 +118,10 @@ def warnings(samples: Rows, events: list[tuple[float, str, str]], cv_warn: float
             mean = float(arr.mean()) if arr.size else math.nan
             cv = float(arr.std(ddof=1)) / mean if arr.size >= 3 and mean else math.nan
             if not math.isnan(cv) and cv > cv_warn:
-                spread.append((cv, f"{label(key)} on {runtime}: CV {cv * 100:.1f}% "
-                                   f"over n={arr.size}"))  # fmt: skip
+                spread.append((cv, f"{label(key)} on {runtime}", arr.size))
     spread.sort(reverse=True)
-    out += [("info", f"high spread: {text}") for _, text in spread[:MAX_SPREAD]]
-    if len(spread) > MAX_SPREAD:
-        out.append(("info", f"high spread: {len(spread) - MAX_SPREAD} more groups with a CV "
-                            f"above {cv_warn * 100:g}%"))  # fmt: skip
-    return out
+    return [("info", f"high spread: {name}: CV {cv * 100:.1f}% over n={n}")
+            for cv, name, n in spread]  # fmt: skip
 
 
 LEVELS = {"error": 0, "warning": 1, "info": 2}
@@ -107,19 +131,20 @@ FOLD_AFTER = 3  # routine notes of one kind beyond this many are counted, not li
 def ranked(notes: list[tuple[str, str]]) -> list[tuple[str, str]]:
     """Warnings by what they change: errors, then warnings, then notes; within a level in
     the order found. Info notes of one kind (their words before the first colon, e.g.
-    "high spread") past FOLD_AFTER are folded into one line counting the rest."""
+    "high spread") past FOLD_AFTER are named together on one line."""
     out = sorted(notes, key=lambda n: LEVELS.get(n[0], 1))
-    kinds: dict[str, int] = {}
+    kinds: dict[str, list[str]] = defaultdict(list)
     kept: list[tuple[str, str]] = []
     for level, text in out:
-        kind = text.split(":", 1)[0]
-        kinds[kind] = kinds.get(kind, 0) + 1
-        if level != "info" or kinds[kind] <= FOLD_AFTER:
-            kept.append((level, text))
-    for kind in kinds:
-        infos = sum(1 for level, t in out if level == "info" and t.split(":", 1)[0] == kind)
-        if infos > FOLD_AFTER:
-            kept.append(("info", f"{kind}: {infos - FOLD_AFTER} more like these"))
+        kind, _, rest = text.partition(":")
+        if level == "info":
+            kinds[kind].append(rest.strip())
+            if len(kinds[kind]) > FOLD_AFTER:
+                continue
+        kept.append((level, text))
+    for kind, said in kinds.items():
+        if len(said) > FOLD_AFTER:
+            kept.append(("info", f"{kind}, also: {'; '.join(said[FOLD_AFTER:])}"))
     return kept
 
 

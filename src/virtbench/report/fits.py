@@ -20,7 +20,7 @@ from rich.table import Table
 
 from virtbench import metrics
 from virtbench.analysis.fit import Fit, increment_fit, resolution, resolved, sen_fit, verdict
-from virtbench.report.cells import Rows, add_columns, fmt
+from virtbench.report.cells import Rows, add_columns, fmt, quantity, span
 from virtbench.store.frame import Frame, as_frame
 
 PER = 100  # trends are read per this many background instances
@@ -50,11 +50,12 @@ def cost_fits(samples: Rows) -> dict[tuple[str, str], Fit]:
 def cost_cells(fit: Fit, metric: str) -> tuple[str, str]:
     """(per instance, 95% CI) of a memory cost: the slope, or "< X" below resolution."""
     m = metrics.lookup(metric)
+    value, ci = quantity(fit.slope, m.unit, fit.ci_low, fit.ci_high)
     if not fit.has_ci:
-        return f"{fmt(fit.slope)} {m.unit}", "- (too few steps)"
+        return value, "n/a (too few steps)"
     if resolved(fit, m.resolution):
-        return f"{fmt(fit.slope)} {m.unit}", f"{fmt(fit.ci_low)}-{fmt(fit.ci_high)}"
-    return f"< {fmt(resolution(fit, m.resolution))} {m.unit}", "below resolution"
+        return value, ci
+    return f"< {quantity(resolution(fit, m.resolution), m.unit)[0]}", "below resolution"
 
 
 def baseline_refusal(fit: Fit | None, metric: str, what: str) -> str | None:
@@ -87,7 +88,7 @@ def cost_table(title: str, samples: Rows, runtime_order: list[str]) -> Table:
             if (name, r) in fits:
                 f = fits[(name, r)]
                 ups = f"{f.groups} pile-up" + ("s" if f.groups > 1 else "")
-                t.add_row(r, name.removeprefix("density."), *cost_cells(f, name),
+                t.add_row(r, metrics.label(name), *cost_cells(f, name),
                           f"{f.points} in {ups}")  # fmt: skip
     return t
 
@@ -118,9 +119,15 @@ def trend(samples: Rows, metric: str, runtime: str) -> Fit | None:
 def trend_cells(fit: Fit | None) -> tuple[str, str, str]:
     """(slope per PER, 95% CI, verdict)."""
     if fit is None:
-        return "-", "-", "undecided (one background count)"
-    ci = f"{fmt(fit.ci_low)} to {fmt(fit.ci_high)}" if fit.has_ci else "- (too few points)"
-    return f"{fit.slope:+.3g}", ci, verdict(fit)
+        return "n/a", "n/a", "undecided (one background count)"
+    ci = span(fit.ci_low, fit.ci_high) if fit.has_ci else "n/a (too few points)"
+    return f"{'+' if fit.slope > 0 else ''}{fmt(fit.slope)}", ci, verdict(fit)
+
+
+def first_workload(f: Frame, metric: str) -> str:
+    """The workload of `metric`'s first row ("" where it has none)."""
+    rows = np.flatnonzero(f.where("metric", metric))
+    return f.labels["workload"][f.codes["workload"][rows[0]]] if rows.size else ""
 
 
 def trend_table(title: str, samples: Rows, metric: str, runtime_order: list[str]
@@ -130,7 +137,8 @@ def trend_table(title: str, samples: Rows, metric: str, runtime_order: list[str]
     f = as_frame(samples)
     units = f.codes["unit"][f.where("metric", metric)]
     unit = f.labels["unit"][units[0]] if units.size else ""
-    t = Table(title=f"{title} ({metric}, {unit} per {PER} background instances)",
+    named = metrics.label(metric, first_workload(f, metric))
+    t = Table(title=f"{title} ({named}, {unit} per {PER} background instances)",
               title_justify="left")  # fmt: skip
     add_columns(t, ["runtime", f"slope per {PER}", "95% CI", "verdict", "points"],
                 ("runtime", "verdict"))  # fmt: skip

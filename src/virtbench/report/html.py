@@ -14,8 +14,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import html
-import json
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,16 +25,15 @@ import numpy as np
 from virtbench import __version__
 from virtbench.analysis.stats import DESMET_BANDS
 from virtbench.report import compare as cmp
-from virtbench.report import conditions, twocpu
+from virtbench.report import conditions, facts, sections, standing, twocpu, views
 from virtbench.report import hosts as hostsmod
-from virtbench.report import plots as plotmod
 from virtbench.report.answers import answers
-from virtbench.report.cells import bounded_note
+from virtbench.report.cells import bounded_note, quantity
 from virtbench.report.desmet import desmet
-from virtbench.report.findings import HtmlTable, differences, from_rich, ranked, warnings
+from virtbench.report.findings import differences, from_rich, ranked, warnings
+from virtbench.report.glossary import glossary
 from virtbench.report.hosts import named_line
 from virtbench.report.plotkit import Plot
-from virtbench.report.tables import experiment_tables
 from virtbench.report.trust import CI_NOTE
 from virtbench.store import Store
 from virtbench.store.frame import Frame
@@ -51,6 +48,7 @@ class Options:
     bands: dict[str, tuple[float, ...]] = field(default_factory=lambda: dict(DESMET_BANDS))
     cv_warn: float = 0.10  # groups with a CV above this are listed as warnings
     plots_dir: Path | None = None  # also write every plot there as PNG and SVG
+    ratio_baseline: str | None = None  # what answers set runtimes against (default: the best)
     global_test: str = "kruskal"  # or "anova": ANOVA with Tukey's HSD, as S3 did
     # DESMET: a feature's importance by pattern on its name (fnmatch, first match; default 1)
     weights: dict[str, float] = field(default_factory=dict)
@@ -59,12 +57,6 @@ class Options:
 
 def _when(t: float | None) -> str:
     return dt.datetime.fromtimestamp(t).strftime("%Y-%m-%d %H:%M:%S") if t else "-"
-
-
-def _env_value(key: str, value: Any) -> str:
-    if key.endswith("_bytes") and isinstance(value, int):
-        return f"{value / 2**30:.1f} GiB ({value:,} bytes)"
-    return value if isinstance(value, str) else json.dumps(value)
 
 
 PLOT_MAX_VALUES = 500  # per group: plots draw an evenly spaced subset of bigger ones
@@ -117,57 +109,104 @@ def _svgs(
 
 
 def _run_facts(run: RunRecord) -> dict[str, Any]:
-    """What the section says of the run itself: when, where, how it was started, with
-    what."""
-    env = dict(run.environment)
-    versions = env.pop("runtimes", {})
-    named = env.pop("named_runtimes", {})
+    """What the appendix says of the run itself: when, where, how it was started, with
+    what, in words (report/facts.py)."""
+    env = run.environment
     return {
-        "named": [named_line(label, n) for label, n in named.items()],
+        "named": [named_line(label, n) for label, n in env.get("named_runtimes", {}).items()],
         "run": run,
         "host": hostsmod.host_of(run),
         "started": _when(run.created),
         "finished": _when(run.finished),
-        "duration": f"{(run.finished - run.created) / 60:.1f} min" if run.finished else "-",
+        "duration": f"{(run.finished - run.created) / 60:.1f} min" if run.finished else "n/a",
         "argv": " ".join(run.argv),
-        "environment": [(k, _env_value(k, v)) for k, v in env.items()],
-        "versions": sorted(versions.items()),
-        "artifacts": run.artifacts,
-        "spec": json.dumps(run.spec, indent=2),
+        "environment": facts.environment(env),
+        "vulnerabilities": facts.vulnerabilities(env),
+        "tools": facts.tools(env),
+        "versions": sorted(env.get("runtimes", {}).items()),
+        "artifacts": [
+            (a["name"], a["digest"][:16], quantity(a["disk_bytes"] / 1024, "KiB")[0])
+            for a in run.artifacts
+        ],
+        "spec": facts.spec_toml(run.spec),
     }
 
 
+def _answers(f: Frame, baseline: str | None) -> list[dict[str, Any]]:
+    """Each answer: its question, the sentences its CIs allow, its table and notes."""
+    return [
+        {
+            "question": a.question,
+            "measure": a.measure,
+            "sentences": a.sentences(),
+            "undecided": a.undecided(),
+            "table": from_rich(standing.table(a)),
+            "notes": standing.notes(a),
+        }
+        for a in answers(f, baseline)
+    ]
+
+
+def _experiments(
+    run: RunRecord,
+    f: Frame,
+    figures: dict[str, list[dict[str, str]]],
+    seen: list[Any],
+    alike: list[str],
+) -> list[dict[str, Any]]:
+    """Each experiment type's section: its heading, tables and plots, in the views'
+    order; `alike` collects what every runtime measured alike (for the facts)."""
+    out = []
+    for kind, tables in sections.by_type(run, f, True, seen, facts=alike):
+        view = views.of(kind)
+        out.append(
+            {
+                "type": kind,
+                "heading": view.title or kind,
+                "about": view.about,
+                "tables": [from_rich(t) for t in tables],
+                "plots": figures.get(kind, []),
+            }
+        )
+    return out
+
+
 def run_section(store: Store, run: RunRecord, opts: Options) -> dict[str, Any]:
-    """What the report template shows of one run: its facts, counts, answers, warnings,
-    tables, plots, the differences between its runtimes and their DESMET scores."""
+    """What the report template shows of one run: its answers, warnings, each experiment
+    type's tables and plots, the differences between its runtimes and their DESMET
+    scores, what its figures mean, then its facts."""
     f = store.frame(run.id)
     order = _runtime_order(run, f)
     procs = [p for p in store.series(run.id) if p[0].startswith("proc/")]
     samples, plots_note = plotted(f)
     plots_dir = opts.plots_dir / run.id if opts.plots_dir is not None else None
-    drawers = plotmod.drawers(samples, order, procs)
+    drawers = sections.drawers(samples, order, procs)
     # the figures are drawn on another CPU while the rest is worked out, then on both
-    figures = twocpu.in_order([_svgs(d, run.id, plots_dir) for d in drawers])
+    drawn = twocpu.in_order([_svgs(d, run.id, plots_dir) for _, d in drawers])
+    figures: dict[str, list[dict[str, str]]] = {}
+    for (kind, _), svgs in zip(drawers, drawn, strict=True):
+        figures.setdefault(kind, []).extend(svgs)
     # the DESMET weights: the flag's, or the spec's
     weights = opts.weights or dict(run.spec.get("desmet_weights") or {})
     base, scores, score_note = desmet(f, order, dataclasses.replace(opts, weights=weights))
-    facts = _run_facts(run)
     seen: list[Any] = []  # the tables' summaries, for what their intervals were made with
-    conds = conditions.of_runtimes(f)
+    alike: list[str] = []
     return {
-        **facts,
+        **_run_facts(run),
         "counts": {
             "samples": int(np.sum(~f.warmup)),
             "warmups": int(np.sum(f.warmup)),
             "failed": int(np.sum(f.failed & ~f.warmup)),
         },
+        "runtimes": order,
         "conditions": conditions.shown(f),
-        "answers": [(a.question, a.line()) for a in answers(f)],
+        "answers": _answers(f, opts.ratio_baseline),
         "warnings": ranked(warnings(f, store.events(run.id), opts.cv_warn)),
-        "tables": [beside(from_rich(t), conds) for t in experiment_tables(run, f, True, seen)],
+        "experiments": _experiments(run, f, figures, seen, alike),
+        "alike": alike,
         "ci_note": " ".join([CI_NOTE, bounded_note(seen)]).strip(),
         "plots_note": plots_note,
-        "plots": [svg for kind in figures for svg in kind],
+        "glossary": glossary(f),
         "differences": differences(f, order, opts.global_test),
         "baseline": base,
         "scores": scores,
@@ -181,15 +220,6 @@ def run_section(store: Store, run: RunRecord, opts: Options) -> dict[str, Any]:
     }
 
 
-def beside(t: HtmlTable, conds: dict[str, dict[str, str]]) -> HtmlTable:
-    """The table with the conditions of the runtimes it shows (named in its title, headers
-    or cells) as its last notes: each figure with the conditions it was taken under."""
-    text = " ".join([t.title, *t.headers, *(c for row in t.rows for c in row)])
-    named = [r for r in conds if re.search(rf"(?<![\w.:-]){re.escape(r)}(?![\w.:-])", text)]
-    lines = [f"conditions: {conditions.line(r, conds[r])}" for r in named]
-    return dataclasses.replace(t, notes=[*t.notes, *lines]) if lines else t
-
-
 def render(store: Store, run_ids: list[str], opts: Options) -> str:
     runs = [store.run(r) for r in run_ids]  # unknown ids fail before any work
     env = jinja2.Environment(
@@ -197,7 +227,7 @@ def render(store: Store, run_ids: list[str], opts: Options) -> str:
         autoescape=True,
         undefined=jinja2.StrictUndefined,
     )
-    sections = [run_section(store, r, opts) for r in runs]
+    parts = [run_section(store, r, opts) for r in runs]
     across = []
     for first, other, rows in hostsmod.comparisons(store, runs):
         if isinstance(rows, str):
@@ -208,7 +238,7 @@ def render(store: Store, run_ids: list[str], opts: Options) -> str:
         across.append({"a": first, "b": other, "table": table, "note": ""})
     return env.get_template(TEMPLATE).render(
         title="virtbench report: " + ", ".join(f"{r.id} ({r.name})" for r in runs),
-        sections=sections,
+        sections=parts,
         hosts=across,
         version=__version__,
         generated=_when(dt.datetime.now().timestamp()),

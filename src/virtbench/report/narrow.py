@@ -1,6 +1,8 @@
-"""Tables on a narrow terminal: shown as they are where they fit, else stacked, one block
-per row (its label cells, then each other cell with its header), wrapped only at spaces,
-so that no value is ever cut to an ellipsis."""
+"""Tables on a narrow terminal: shown as they are where they fit; else the same table
+without its least needed columns (DROPPABLE, in that order; a line under it names
+them), so a run's output keeps one layout; stacked, one block per row, only where even
+its needed columns cannot fit. Labels wrap at spaces, values never: no value is ever cut
+to an ellipsis or broken across lines."""
 
 from __future__ import annotations
 
@@ -11,19 +13,79 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+# Columns a narrow terminal may leave out, the first first: spread and counts that the
+# CI already stands for, then the secondary comparisons.
+DROPPABLE = (
+    "outliers",
+    "min-max",
+    "SD",
+    "mean",
+    "steps",
+    "points",
+    "ok",
+    "n",
+    "CV",
+    "p95",
+    "x native",
+    "vs 0",
+)
+
 
 def fit(t: Table, console: Console) -> RenderableType:
-    """`t` itself when it fits the console with every value whole, else stacked. Whole:
-    drawn at the console's width, no cell or header shows an ellipsis it does not hold
-    (Rich's layout may cut a column that a sum of the widest words says would fit)."""
-    if uncut_width(t) > console.width:
-        return stacked(t, console.width)
-    probe = Console(width=console.width, file=io.StringIO(), color_system=None)
+    """`t` itself when it fits the console with every value whole; else `t` without its
+    DROPPABLE columns, one at a time, until it fits (a note under it names them); else
+    stacked."""
+    if _whole(t, console.width):
+        return t
+    shown = t
+    for header in DROPPABLE:
+        keep = [i for i, col in enumerate(shown.columns) if str(col.header) != header]
+        if len(keep) == len(shown.columns):
+            continue
+        shown = _only(shown, keep)
+        if _whole(shown, console.width):
+            return _noting_left_out(shown, t)
+    return stacked(t, console.width)
+
+
+def _whole(t: Table, width: int) -> bool:
+    """Whether `t` drawn at `width` shows every value whole: as wide as its widest words
+    at most, and no cell or header showing an ellipsis it does not hold (Rich's layout
+    may cut a column that a sum of the widest words says would fit)."""
+    if uncut_width(t) > width:
+        return False
+    probe = Console(width=width, file=io.StringIO(), color_system=None)
     probe.print(t)
     drawn = probe.file.getvalue().count("…")  # type: ignore[attr-defined]
     held = sum(str(c).count("…") for col in t.columns for c in [col.header, *col.cells])
     held += str(t.title or "").count("…") + str(t.caption or "").count("…")
-    return t if drawn <= held else stacked(t, console.width)
+    return drawn <= held
+
+
+def _only(t: Table, keep: list[int]) -> Table:
+    """A copy of `t` with only the columns `keep` (indices), cells and all."""
+    out = Table(
+        title=t.title,
+        title_justify=t.title_justify,
+        caption=t.caption,
+        caption_justify=t.caption_justify,
+    )
+    cols = [t.columns[i] for i in keep]
+    for col in cols:
+        out.add_column(col.header, justify=col.justify, no_wrap=col.no_wrap)
+    for row in zip(*(col.cells for col in cols), strict=True):
+        out.add_row(*row)
+    return out
+
+
+def _noting_left_out(shown: Table, full: Table) -> Table:
+    """`shown` with a last caption line naming the columns of `full` it left out."""
+    have = {str(c.header) for c in shown.columns}
+    gone = [str(c.header) for c in full.columns if str(c.header) not in have]
+    note = f"left out at this width: {', '.join(gone)} (a wider terminal shows them)"
+    shown.caption = f"{shown.caption}\n{note}" if shown.caption else note
+    shown.caption_justify = "left"
+    return shown
 
 
 def uncut_width(t: Table) -> int:

@@ -15,7 +15,9 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from virtbench import metrics
 from virtbench.errors import VirtbenchError
@@ -129,6 +131,29 @@ def ci_err(sts: list) -> list[list[float]]:
     lo = [st.median - st.ci_low if not math.isnan(st.ci_low) else 0.0 for st in sts]
     hi = [st.ci_high - st.median if not math.isnan(st.ci_high) else 0.0 for st in sts]
     return [lo, hi]
+
+
+def unit_ticks(unit: str) -> FuncFormatter:
+    """Tick labels as numbers people write, with their unit: "1 ms", "10 ms", "0.5 MiB"
+    (never 10^0 or 1e+03)."""
+    from virtbench.report.cells import fmt
+
+    gap = "" if unit.startswith("%") else " "
+    return FuncFormatter(lambda v, _pos: f"{fmt(v)}{gap}{unit}" if v else "0")
+
+
+def log_if_spread(ax: Axes, values: list[float], unit: str, axis: str = "y") -> bool:
+    """A log axis only where the values span more than a decade, then with unit ticks
+    (1 ms, 10 ms, 100 ms); True where it made one."""
+    positive = [v for v in values if v > 0]
+    if len(positive) < 2 or max(positive) / min(positive) <= 10 or len(positive) < len(values):
+        return False
+    scale = ax.set_yscale if axis == "y" else ax.set_xscale
+    scale("log")
+    which = ax.yaxis if axis == "y" else ax.xaxis
+    which.set_major_formatter(unit_ticks(unit))
+    which.set_minor_formatter(NullFormatter())
+    return True
 
 
 def slugify(text: str) -> str:

@@ -22,18 +22,14 @@ series (S2). Warm-ups and failed samples are never plotted.
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 from collections import defaultdict
-from collections.abc import Callable
 
-import matplotlib.pyplot as plt
 import numpy as np
 
-from virtbench import workloads
+from virtbench import metrics, workloads
 from virtbench.analysis.stats import summarize
-from virtbench.report import plots_piles, plots_sandbox, plots_studies
 from virtbench.report.plotkit import (
     MAX_PER_KIND,
     STYLE,
@@ -41,6 +37,7 @@ from virtbench.report.plotkit import (
     ci_err,
     colour_for,
     drawn_as,
+    log_if_spread,
     new_figure,
     numeric_level,
     runtimes_in,
@@ -50,18 +47,21 @@ from virtbench.report.plotkit import (
 from virtbench.store.records import Sample
 from virtbench.workloads.kind import LEVEL_NAME
 
-__all__ = ["STYLE", "Plot", "figures"]
+__all__ = ["STYLE", "Plot"]
 
 
 def boot(samples: list[Sample], order: list[str]) -> list[Plot]:
-    ok = [s for s in successful(samples) if s.experiment == "boot" and drawn_as(s, "boot")]
+    """Per boot figure: every sample per runtime over its box (left) and the CDF
+    (right), both in the figure's unit; a log axis only where the values span more than
+    a decade."""
+    ok = [s for s in successful(samples) if drawn_as(s, "boot")]
     plots = []
     for metric in sorted({s.metric for s in ok}):
         mine = [s for s in ok if s.metric == metric]
         runtimes = runtimes_in(mine, order)
         colour = colour_for(order)
-        unit = mine[0].unit
-        fig, (box, cdf) = new_figure(f"{metric} ({unit}): distribution per runtime", 2, 4.2)
+        unit, label = mine[0].unit, metrics.label(metric)
+        fig, (box, cdf) = new_figure(f"{label}: every sample per runtime", 2, 4.2)
         data = [[s.value for s in mine if s.runtime == r] for r in runtimes]
         parts = box.boxplot(data, tick_labels=runtimes, showfliers=False, patch_artist=True)
         for patch, r in zip(parts["boxes"], runtimes, strict=True):
@@ -70,18 +70,18 @@ def boot(samples: list[Sample], order: list[str]) -> list[Plot]:
         for i, (values, r) in enumerate(zip(data, runtimes, strict=True)):
             x = i + 1 + rng.uniform(-0.12, 0.12, len(values))
             box.scatter(x, values, s=8, color=colour(r), zorder=3)
-        box.set_ylabel(unit)
+        box.set_ylabel(f"{label} ({unit})")
         box.tick_params(axis="x", labelrotation=30)
         for values, r in zip(data, runtimes, strict=True):
             v = np.sort(values)
             cdf.step(v, np.arange(1, len(v) + 1) / len(v), where="post", label=r, color=colour(r))
-        cdf.set_xlabel(unit)
+        cdf.set_xlabel(f"{label} ({unit})")
         cdf.set_ylabel("fraction of samples")
-        if max(max(v) for v in data) / max(min(min(v) for v in data), 1e-9) > 20:
-            box.set_yscale("log")
-            cdf.set_xscale("log")
+        every = [v for values in data for v in values]
+        log_if_spread(box, every, unit)
+        log_if_spread(cdf, every, unit, axis="x")
         cdf.legend(fontsize=7)
-        plots.append(Plot(f"boot-{slugify(metric)}", f"boot: {metric}", fig))
+        plots.append(Plot(f"boot-{slugify(metric)}", f"{label}: every sample", fig))
     return plots
 
 
@@ -93,7 +93,7 @@ def latency(samples: list[Sample], order: list[str]) -> list[Plot]:
     repetition as a box plot (left), and the distribution of round trips within a run as
     the CDF its percentiles give (right: median over repetitions, min-max bars; the
     fraction axis stretches the tail, p50 .. p99.9)."""
-    ok = [s for s in successful(samples) if s.experiment == "throughput" and drawn_as(s, "latency")]
+    ok = [s for s in successful(samples) if drawn_as(s, "latency")]
     tests: dict[str, list[tuple[float, Sample]]] = defaultdict(list)
     for s in ok:
         m = PERCENTILE.match(s.metric)
@@ -113,7 +113,7 @@ def latency(samples: list[Sample], order: list[str]) -> list[Plot]:
         for patch, r in zip(parts["boxes"], runtimes, strict=True):
             patch.set(facecolor=colour(r), alpha=0.35)
         box.set_title("median round trip per repetition", fontsize=9)
-        box.set_ylabel(unit)
+        box.set_ylabel(f"round trip ({unit})")
         box.tick_params(axis="x", labelrotation=30)
         for r in runtimes:
             pcts = sorted({p for p, s in points if s.runtime == r})
@@ -128,16 +128,11 @@ def latency(samples: list[Sample], order: list[str]) -> list[Plot]:
         ticks = sorted({p for p, _ in points})
         cdf.set_yticks([_pct_x(p) for p in ticks], [f"{p:g}%" for p in ticks])
         cdf.set_title("within a run: CDF from its percentiles", fontsize=9)
-        cdf.set_xlabel(unit)
+        cdf.set_xlabel(f"round trip ({unit})")
         cdf.set_ylabel("fraction of requests")
-        if (
-            max(v for _, s in points for v in [s.value])
-            / max(min(s.value for _, s in points), 1e-9)
-            > 20
-        ):
-            cdf.set_xscale("log")
+        log_if_spread(cdf, [s.value for _, s in points], unit, axis="x")  # type: ignore[misc]
         cdf.legend(fontsize=7)
-        plots.append(Plot(f"latency-{slugify(test)}", f"latency: {test}", fig))
+        plots.append(Plot(f"latency-{slugify(test)}", f"{test}: round trip", fig))
     return plots
 
 
@@ -153,11 +148,7 @@ def level_name(workload: str) -> str:
 
 
 def concurrency(samples: list[Sample], order: list[str]) -> list[Plot]:
-    ok = [
-        s
-        for s in successful(samples)
-        if s.experiment == "throughput" and drawn_as(s, "concurrency")
-    ]
+    ok = [s for s in successful(samples) if drawn_as(s, "concurrency")]
     series: dict[tuple[str, str], list[tuple[float, Sample]]] = defaultdict(list)
     for s in ok:
         level = numeric_level(s.params.get("level"))
@@ -172,7 +163,8 @@ def concurrency(samples: list[Sample], order: list[str]) -> list[Plot]:
     for workload, metric in keys[:MAX_PER_KIND]:
         mine = series[(workload, metric)]
         unit = mine[0][1].unit
-        fig, (ax,) = new_figure(f"{workload}: {metric} ({unit}) against concurrency")
+        label = metrics.label(metric, workload)
+        fig, (ax,) = new_figure(f"{workload}: {label} ({unit}) against the level")
         for r in runtimes_in([s for _, s in mine], order):
             levels = sorted({lv for lv, s in mine if s.runtime == r})
             sts = [summarize([s.value for v, s in mine if s.runtime == r and v == lv])
@@ -184,43 +176,8 @@ def concurrency(samples: list[Sample], order: list[str]) -> list[Plot]:
         if every[0] > 0 and every[-1] / every[0] >= 8:  # a sweep such as 1, 4, 16, 64
             ax.set_xscale("log")
         ax.set_xlabel(level_name(workload))
-        ax.set_ylabel(unit)
+        ax.set_ylabel(f"{label} ({unit})")
         ax.legend(fontsize=7)
         plots.append(Plot(f"concurrency-{slugify(workload)}-{slugify(metric)}",
-                          f"{workload}: {metric} against concurrency", fig))  # fmt: skip
+                          f"{workload}: {label} against the level", fig))  # fmt: skip
     return plots
-
-
-KINDS = (boot, plots_studies.startup, plots_studies.image, latency, concurrency,
-         plots_studies.bars, plots_studies.payload, plots_piles.scalability,
-         plots_piles.isolation, plots_piles.isolation_relative, plots_piles.density,
-         plots_sandbox.burst, plots_sandbox.operations)  # fmt: skip
-
-
-def drawers(
-    samples: list[Sample], runtime_order: list[str], series: plots_studies.Series | None = None
-) -> list[Callable[[], list[Plot]]]:
-    """One function per kind of plot, each drawing that kind's plots of the run (none when
-    its samples do not allow one), in a fixed order: the kinds can be drawn apart."""
-
-    def drawer(kind: Callable[[], list[Plot]]) -> Callable[[], list[Plot]]:
-        def draw() -> list[Plot]:
-            with plt.rc_context(STYLE):
-                out = kind()
-                for p in out:
-                    p.fig.tight_layout()
-            return out
-
-        return draw
-
-    kinds = [functools.partial(k, samples, runtime_order) for k in KINDS]
-    kinds.append(functools.partial(plots_studies.resources, series or [], runtime_order))
-    return [drawer(k) for k in kinds]
-
-
-def figures(
-    samples: list[Sample], runtime_order: list[str], series: plots_studies.Series | None = None
-) -> list[Plot]:
-    """Every plot the run's samples (and its instances' resource series) allow, in a
-    fixed order."""
-    return [p for draw in drawers(samples, runtime_order, series) for p in draw()]

@@ -8,9 +8,12 @@ from collections import defaultdict
 from collections.abc import Callable
 
 import numpy as np
+from matplotlib.axes import Axes
 
 from virtbench import metrics
-from virtbench.analysis.stats import summarize
+from virtbench.analysis.fit import Fit
+from virtbench.analysis.stats import Summary, summarize
+from virtbench.report.cells import scaled
 from virtbench.report.plotkit import (
     COLOURS,
     Plot,
@@ -27,35 +30,35 @@ from virtbench.store.records import Sample
 
 def scalability(samples: list[Sample], order: list[str]) -> list[Plot]:
     """S1's scalability figure of each worker the run measured (`_scalability_one`)."""
-    return per_worker(samples, order, "scalability", _scalability_one)
+    return per_worker(samples, order, _scalability_one)
 
 
 def _scalability_one(samples: list[Sample], order: list[str]) -> list[Plot]:
     """S1's figures: the worker's figure against background instances with every runtime
-    on one axis, raw (mean +- SD band, the fitted line dotted) and normalised to each
-    runtime's first point; beside them the host's CPU idle, MemAvailable and free swap
-    (%) at each point, per runtime."""
+    on one axis, raw (the median at each point, its 95% CI as a band, the fitted line
+    dotted) and normalised to each runtime's first point; beside them the host's CPU
+    idle, memory available and free swap (%) at each point, per runtime."""
     from virtbench.report.fits import PER, trend, trend_cells
 
-    ok = [s for s in successful(samples) if s.experiment == "scalability"]
+    ok = successful(samples)
     metric = worker_metric(ok)
     if metric is None:
         return []
     unit = next(s.unit for s in ok if s.metric == metric)
     runtimes = runtimes_in([s for s in ok if s.metric == metric], order)
     colour = colour_for(order)
-    fig, (raw, rel, host) = new_figure(f"scalability: {metric} against background instances",
-                                    3, 4.4)  # fmt: skip
+    label = metrics.label(metric, ok[0].workload)
+    fig, (raw, rel, host) = new_figure(f"{label} against background instances", 3, 4.4)
     for r in runtimes:
         mine = [s for s in ok if s.runtime == r]
         points = sorted({s.background for s in mine if s.metric == metric})
-        by = {n: np.array([s.value for s in mine if s.metric == metric and s.background == n])
-              for n in points}  # fmt: skip
-        mean = np.array([np.mean(by[n]) for n in points])
-        sd = np.array([np.std(by[n], ddof=1) if len(by[n]) > 1 else 0.0 for n in points])
+        sts = [_point(mine, metric, n) for n in points]
+        mean = np.array([st.median for st in sts])
+        low = np.array([st.ci_low if st.has_ci else st.minimum for st in sts])
+        high = np.array([st.ci_high if st.has_ci else st.maximum for st in sts])
         c = colour(r)
         raw.plot(points, mean, marker="o", ms=3, color=c, label=r)
-        raw.fill_between(points, mean - sd, mean + sd, color=c, alpha=0.15)
+        raw.fill_between(points, low, high, color=c, alpha=0.15)
         f = trend(ok, metric, r)
         if f is not None:  # the fitted line, per background instance
             slope, ci, word = trend_cells(f)
@@ -63,14 +66,14 @@ def _scalability_one(samples: list[Sample], order: list[str]) -> list[Plot]:
             raw.plot(points, line, ls=":", color=c, label=f"{r} fit: {slope}/{PER} ({ci}), {word}")
         first = mean[0] or math.nan
         rel.plot(points, mean / first, marker="o", ms=3, color=c, label=r)
-        rel.fill_between(points, (mean - sd) / first, (mean + sd) / first, color=c, alpha=0.15)
+        rel.fill_between(points, low / first, high / first, color=c, alpha=0.15)
         for m, ls in zip(metrics.plotted("scalability"), ("-", "--", ":"), strict=False):
             vals = [np.mean([s.value for s in mine if s.metric == m.name and s.background == n]
                             or [math.nan]) for n in points]  # fmt: skip
             if not all(math.isnan(v) for v in vals):
                 host.plot(points, vals, ls=ls, color=c, label=f"{r}: {m.label}")
-    raw.set_title("raw (mean ± SD)", fontsize=9)
-    raw.set_ylabel(unit)
+    raw.set_title("median (band: 95% CI, or the range below 5 runs)", fontsize=9)
+    raw.set_ylabel(f"{label} ({unit})")
     rel.set_title("normalised to the first point", fontsize=9)
     rel.axhline(1.0, color="grey", lw=0.8)
     host.set_title("host availability at each point", fontsize=9)
@@ -80,18 +83,22 @@ def _scalability_one(samples: list[Sample], order: list[str]) -> list[Plot]:
         ax.set_xlabel("background instances")
         ax.legend(fontsize=6)
     wl = ok[0].workload
-    return [
-        Plot(f"scalability-{slugify(wl)}-{slugify(metric)}", f"scalability: {wl}: {metric}", fig)
-    ]
+    return [Plot(f"scalability-{slugify(wl)}-{slugify(metric)}", f"{wl}: {label}", fig)]
+
+
+def _point(samples: list[Sample], metric: str, background: int) -> Summary:
+    """The median of `metric` at one background count, with its 95% CI over runs."""
+    at = [s for s in samples if s.metric == metric and s.background == background]
+    return summarize([s.value for s in at], [s.repetition for s in at])  # type: ignore[misc]
 
 
 def isolation(samples: list[Sample], order: list[str]) -> list[Plot]:
     """The isolation bars of each worker the run measured (`_isolation_one`)."""
-    return per_worker(samples, order, "isolation", _isolation_one)
+    return per_worker(samples, order, _isolation_one)
 
 
 def _isolation_one(samples: list[Sample], order: list[str]) -> list[Plot]:
-    ok = [s for s in successful(samples) if s.experiment == "isolation"]
+    ok = successful(samples)
     metric = worker_metric(ok)
     if metric is None:
         return []
@@ -100,8 +107,9 @@ def _isolation_one(samples: list[Sample], order: list[str]) -> list[Plot]:
     unit, direction = ok[0].unit, ok[0].direction
     attackers = sorted({s.attacker for s in ok if s.attacker})
     placements = sorted({s.placement for s in ok if s.placement}, key=_placement_order)
-    fig, axes = new_figure(f"isolation: {metric} ({unit}, {direction} is better), median and "
-                        "95% CI", len(runtimes), 5.2)  # fmt: skip
+    label = metrics.label(metric, ok[0].workload)
+    title = f"{label} ({unit}, {direction} is better) next to each attacker: median, 95% CI"
+    fig, axes = new_figure(title, len(runtimes), 5.2)
     width = 0.8 / max(1, len(placements))
     for ax, r in zip(axes, runtimes, strict=True):
         mine = [s for s in ok if s.runtime == r]
@@ -120,15 +128,15 @@ def _isolation_one(samples: list[Sample], order: list[str]) -> list[Plot]:
                                 color="grey")  # fmt: skip
         ax.set_xticks(range(len(attackers) + 1), ["baseline", *attackers], rotation=30)
         ax.set_title(r, fontsize=9)
-        ax.set_ylabel(unit)
+        ax.set_ylabel(f"{label} ({unit})")
         ax.legend(fontsize=7)
     wl = ok[0].workload
-    return [Plot(f"isolation-{slugify(wl)}-{slugify(metric)}", f"isolation: {wl}: {metric}", fig)]
+    return [Plot(f"isolation-{slugify(wl)}-{slugify(metric)}", f"{wl}: {label} by attacker", fig)]
 
 
 def isolation_relative(samples: list[Sample], order: list[str]) -> list[Plot]:
     """S1's normalised isolation bars of each worker (`_isolation_relative_one`)."""
-    return per_worker(samples, order, "isolation", _isolation_relative_one)
+    return per_worker(samples, order, _isolation_relative_one)
 
 
 def _isolation_relative_one(samples: list[Sample], order: list[str]) -> list[Plot]:
@@ -137,7 +145,7 @@ def _isolation_relative_one(samples: list[Sample], order: list[str]) -> list[Plo
     improves), every runtime side by side, with the bootstrap 95% CI of the ratio."""
     from virtbench.analysis.stats import slowdown_ci
 
-    ok = [s for s in successful(samples) if s.experiment == "isolation"]
+    ok = successful(samples)
     metric = worker_metric(ok)
     if metric is None:
         return []
@@ -149,8 +157,9 @@ def _isolation_relative_one(samples: list[Sample], order: list[str]) -> list[Plo
     if not attackers or not placements:
         return []
     colour = colour_for(order)
-    fig, axes = new_figure(f"isolation: {metric} relative to its baseline (1 = unaffected)",
-                        len(placements), 5.2)  # fmt: skip
+    label = metrics.label(metric, ok[0].workload)
+    title = f"{label} relative to its baseline (1 = unaffected)"
+    fig, axes = new_figure(title, len(placements), 5.2)
     width = 0.8 / max(1, len(runtimes))
     for ax, p in zip(axes, placements, strict=True):
         for j, r in enumerate(runtimes):
@@ -179,17 +188,19 @@ def _isolation_relative_one(samples: list[Sample], order: list[str]) -> list[Plo
     return [
         Plot(
             f"isolation-relative-{slugify(wl)}-{slugify(metric)}",
-            f"isolation: {wl}: {metric} relative to its baseline",
+            f"{wl}: {label} relative to its baseline",
             fig,
         )
     ]
 
 
-def per_worker(samples: list[Sample], order: list[str], experiment: str,
-               draw: Callable[[list[Sample], list[str]], list[Plot]]) -> list[Plot]:  # fmt: skip
-    """`draw` for each worker of `experiment` apart (a spec may measure several)."""
-    mine = [s for s in samples if s.experiment == experiment]
-    return [p for _, theirs in by_worker(mine) for p in draw(theirs, order)]
+def per_worker(
+    samples: list[Sample],
+    order: list[str],
+    draw: Callable[[list[Sample], list[str]], list[Plot]],
+) -> list[Plot]:
+    """`draw` for each worker apart (a spec may measure several)."""
+    return [p for _, theirs in by_worker(samples) for p in draw(theirs, order)]
 
 
 def _placement_order(p: str) -> int:
@@ -200,50 +211,55 @@ def _placement_order(p: str) -> int:
 def density(samples: list[Sample], order: list[str]) -> list[Plot]:
     """Each new instance's PSS as instances pile up; then the host's memory in use and its
     kernel side above the pile-up's start, each with its fitted slope (report/fits.py)."""
-    from virtbench.report.fits import cost_cells, cost_fits
+    from virtbench.report.fits import cost_fits
 
-    ok = [s for s in successful(samples) if s.experiment == "density"]
+    ok = successful(samples)
     panels = metrics.plotted("density")
     series = {m.name: m.fits or m.name for m in panels}
     if not any(s.metric in series.values() for s in ok):
         return []
     fits = cost_fits(ok)
     colour = colour_for(order)
-    fig, axes = new_figure("density: memory against instances running", len(panels), 4.6)
+    fig, axes = new_figure("Memory against instances running", len(panels), 4.6)
     for ax, m in zip(axes, panels, strict=True):
         mine = [s for s in ok if s.metric == series[m.name]]
+        # memory in KiB, MiB or GiB as the panel's values need
+        k, unit = scaled(float(np.median([abs(s.value) for s in mine] or [0.0])), "MiB")  # type: ignore[arg-type]
         for r in runtimes_in(mine, order):
             if not m.fits:  # a new instance's PSS, at the instances running with it
                 by: dict[int, list[float]] = defaultdict(list)
                 for s in mine:
                     if s.runtime == r:
-                        by[s.background + 1].append(s.value)  # type: ignore[arg-type]
+                        by[s.background + 1].append(s.value * k)  # type: ignore[operator]
                 xs = sorted(by)
                 ax.plot(xs, [np.median(by[n]) for n in xs], marker="." if len(xs) > 30 else "o",
                         ms=3, lw=1, label=r, color=colour(r))  # fmt: skip
                 continue
-            # each pile-up's steps above its own start, and the line fitted through them
-            start: dict[int, float] = {}
-            pts = sorted((s.repetition, s.background, s.value) for s in mine if s.runtime == r)
-            for rep, _, v in pts:
-                start.setdefault(rep, v)  # type: ignore[arg-type]
-            xs = [n for _, n, _ in pts]
-            ax.plot(xs, [v - start[rep] for rep, _, v in pts], ls="", marker="o", ms=3,
-                    color=colour(r))  # fmt: skip
-            f = fits.get((m.name, r))
-            text = cost_cells(f, m.name)[0] if f is not None else "-"
-            if f is not None:
-                line = [0.0, f.slope * (max(xs) - min(xs))]
-                ax.plot([min(xs), max(xs)], line, lw=1, color=colour(r))
-            ax.plot([], [], marker="o", ms=3, color=colour(r), label=f"{r}: {text} each")
+            _steps(ax, mine, r, fits.get((m.name, r)), m.name, colour(r))
         ax.set_title(m.label, fontsize=9)
         ax.set_xlabel("instances running")
         if m.fits:
-            ax.set_ylabel("MiB above the pile-up's start")
+            ax.set_ylabel("above the pile-up's start (MiB)")
             ax.axhline(0.0, color="grey", lw=0.8)
         else:
-            ax.set_ylabel("MiB per instance")
+            ax.set_ylabel(f"{m.label} ({unit})")
             ax.set_ylim(bottom=0)
         if mine:
             ax.legend(fontsize=7)
-    return [Plot("density-memory-per-instance", "density: memory per instance", fig)]
+    return [Plot("density-memory-per-instance", "Memory per instance", fig)]
+
+
+def _steps(ax: Axes, mine: list[Sample], r: str, f: Fit | None, name: str, c: tuple) -> None:
+    """Each pile-up's steps above its own start, and the line fitted through them."""
+    from virtbench.report.fits import cost_cells
+
+    start: dict[int, float] = {}
+    pts = sorted((s.repetition, s.background, s.value) for s in mine if s.runtime == r)
+    for rep, _, v in pts:
+        start.setdefault(rep, v)  # type: ignore[arg-type]
+    xs = [n for _, n, _ in pts]
+    ax.plot(xs, [v - start[rep] for rep, _, v in pts], ls="", marker="o", ms=3, color=c)  # type: ignore[operator]
+    text = cost_cells(f, name)[0] if f is not None else "n/a"
+    if f is not None:
+        ax.plot([min(xs), max(xs)], [0.0, f.slope * (max(xs) - min(xs))], lw=1, color=c)
+    ax.plot([], [], marker="o", ms=3, color=c, label=f"{r}: {text} each")

@@ -6,8 +6,17 @@ from __future__ import annotations
 from collections import defaultdict
 
 import numpy as np
+from matplotlib.axes import Axes
 
-from virtbench.report.plotkit import Plot, colour_for, new_figure, runtimes_in, successful
+from virtbench import metrics
+from virtbench.report.plotkit import (
+    Plot,
+    colour_for,
+    new_figure,
+    runtimes_in,
+    successful,
+    unit_ticks,
+)
 from virtbench.store.records import Sample
 
 
@@ -15,7 +24,7 @@ def burst(samples: list[Sample], order: list[str]) -> list[Plot]:
     """Per runtime, time to ready against instances launched at once: the median of every
     instance at that level (all repetitions), a band from its 5th to its 95th percentile
     and its 99th as a dotted line; beside it, instances ready per second."""
-    ok = [s for s in successful(samples) if s.experiment == "burst"]
+    ok = successful(samples)
     each: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
     rate: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
     for s in ok:
@@ -55,63 +64,53 @@ def burst(samples: list[Sample], order: list[str]) -> list[Plot]:
                  "instances launched together", fig)]  # fmt: skip
 
 
-# per experiment: its figure's name, title, and the figures it draws (metric, label)
-OPERATIONS = {
-    "exec": ("exec-latency", "A command in a running instance: exec call -> exit, output read",
-             [("exec.true", "one line"), ("exec.stdout_1mib", "1 MiB out")]),
-    "pause": ("pause-resume", "Pause and resume: the calls, and resume -> the next heartbeat",
-              [("pause.pause", "pause call"), ("pause.resume", "resume call"),
-               ("pause.resume_to_ready", "resume -> heartbeat")]),
-    "snapshot": ("snapshot-restore", "Checkpoint and restore: the calls, and restore -> the "
-                 "same instance's heartbeat",
-                 [("snapshot.checkpoint", "checkpoint"), ("snapshot.restore", "restore call"),
-                  ("snapshot.restore_to_ready", "restore -> heartbeat"),
-                  ("snapshot.many_to_ready", "one of N copies restored at once")]),
-}  # fmt: skip
-
-
-def operations(samples: list[Sample], order: list[str]) -> list[Plot]:
-    """Per experiment, per runtime: a bar at each figure's median, a line from its 5th to
-    its 99th percentile (every sample of the run); a runtime that cannot is named with
-    why it cannot, in short, where its bars would be."""
-    plots = []
-    for exp, (name, title, figures) in OPERATIONS.items():
-        mine = [s for s in samples if s.experiment == exp and not s.warmup]
-        ok = successful(mine)
-        if not ok:
-            continue
-        runtimes = runtimes_in(mine, order)
-        fig, (ax,) = new_figure(title, width=8.4)
-        fig.set_figheight(1.2 + 0.5 * len(runtimes) * max(1, len(figures) / 2))
-        height = 0.8 / len(figures)
-        colours = colour_for([m for m, _ in figures])
-        for j, (metric, label) in enumerate(figures):
-            shown = False
-            for i, r in enumerate(runtimes):
-                v = [float(s.value) for s in ok if s.runtime == r and s.metric == metric]  # type: ignore[arg-type]
-                if not v:
-                    continue
-                y = i + (j - (len(figures) - 1) / 2) * height
-                p5, med, p99 = np.percentile(v, [5, 50, 99])
-                ax.barh(y, med, height=height * 0.9, color=colours(metric),
-                        label=None if shown else label)  # fmt: skip
-                ax.plot([p5, p99], [y, y], color="black", linewidth=1)
-                shown = True
+def operations(
+    samples: list[Sample], order: list[str], name: str, title: str, figures: tuple[str, ...]
+) -> list[Plot]:
+    """Per runtime: a bar at each of `figures`' medians, a line from its 5th to its 99th
+    percentile (every sample of the run); a runtime that cannot is named with why it
+    cannot, in short, where its bars would be."""
+    mine = [s for s in samples if not s.warmup]
+    ok = successful(mine)
+    if not ok:
+        return []
+    runtimes = runtimes_in(mine, order)
+    fig, (ax,) = new_figure(title, width=8.4)
+    fig.set_figheight(1.2 + 0.5 * len(runtimes) * max(1, len(figures) / 2))
+    height = 0.8 / len(figures)
+    colours = colour_for(list(figures))
+    for j, metric in enumerate(figures):
+        shown = False
         for i, r in enumerate(runtimes):
-            if not any(s.runtime == r for s in ok):
-                why = next((s.error for s in mine if s.runtime == r and s.error), "no figure")
-                ax.text(0.01, i, _short(why), transform=ax.get_yaxis_transform(),
-                        va="center", fontsize=7, color="grey")  # fmt: skip
-        values = [float(s.value) for s in ok]  # type: ignore[arg-type]
-        if min(values) > 0 and max(values) / min(values) >= 30:
-            ax.set_xscale("log")
-        ax.set_yticks(range(len(runtimes)), runtimes)
-        ax.invert_yaxis()
-        ax.set_xlabel("ms (bar: median; line: 5th to 99th percentile)")
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-        fig.tight_layout()
-        plots.append(Plot(name, title, fig))
-    return plots
+            v = [float(s.value) for s in ok if s.runtime == r and s.metric == metric]  # type: ignore[arg-type]
+            if not v:
+                continue
+            y = i + (j - (len(figures) - 1) / 2) * height
+            p5, med, p99 = np.percentile(v, [5, 50, 99])
+            label = None if shown else metrics.label(metric)
+            ax.barh(y, med, height=height * 0.9, color=colours(metric), label=label)
+            ax.plot([p5, p99], [y, y], color="black", linewidth=1)
+            shown = True
+    _cannot(ax, mine, ok, runtimes)
+    values = [float(s.value) for s in ok]  # type: ignore[arg-type]
+    if min(values) > 0 and max(values) / min(values) >= 30:
+        ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(unit_ticks("ms"))
+    ax.set_yticks(range(len(runtimes)), runtimes)
+    ax.invert_yaxis()
+    ax.set_xlabel("ms (bar: median; line: 5th to 99th percentile)")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.tight_layout()
+    return [Plot(name, title, fig)]
+
+
+def _cannot(ax: Axes, mine: list[Sample], ok: list[Sample], runtimes: list[str]) -> None:
+    """Why a runtime has no bars, where its bars would be."""
+    for i, r in enumerate(runtimes):
+        if not any(s.runtime == r for s in ok):
+            why = next((s.error for s in mine if s.runtime == r and s.error), "no figure")
+            where = ax.get_yaxis_transform()
+            ax.text(0.01, i, _short(why), transform=where, va="center", fontsize=7, color="grey")
 
 
 def _short(why: str, width: int = 70) -> str:

@@ -1,11 +1,11 @@
 """The figures the published studies drew, from a run's samples and series:
 
-  startup      boot figures as bars of mean +- SD per runtime on a log scale (S3)
-  image        each runtime's image size on disk, log scale (S3)
+  startup      every boot figure: each runtime's median and 95% CI, one shared axis (S3)
+  image        each runtime's image size on disk, where the sizes differ (S3)
   payload      syscall cost against payload size per call, and the first-touch cost of
                k pages against k: median with its 95% CI per runtime (S4)
-  bars         each throughput workload's headline figure as mean +- SD bars per
-               runtime, grouped by level where the workload sweeps one (S5)
+  bars         each throughput workload's headline figure: each runtime's median and
+               95% CI, grouped by level where the workload sweeps one (S5)
   resources    a server's CPU % and RSS over each measurement, per runtime and
                repetition, its runtime's daemons dashed (S2's pidstat series)
 Warm-ups and failed samples are never drawn.
@@ -13,23 +13,25 @@ Warm-ups and failed samples are never drawn.
 
 from __future__ import annotations
 
-import math
 import re
 from collections import defaultdict
 
 import numpy as np
 
-from virtbench import workloads
-from virtbench.analysis.stats import summarize
+from virtbench import metrics, workloads
+from virtbench.analysis.stats import Summary, summarize
+from virtbench.report.cells import quantity, scaled
 from virtbench.report.plotkit import (
     MAX_PER_KIND,
     Plot,
     ci_err,
     colour_for,
+    log_if_spread,
     new_figure,
     runtimes_in,
     slugify,
     successful,
+    unit_ticks,
 )
 from virtbench.store.records import Sample
 
@@ -38,52 +40,73 @@ PAGES = re.compile(r"^page_fault_(\d+)p_ns$")
 Series = list[tuple[str, float, float]]
 
 
-def _mean_sd(values: list[float]) -> tuple[float, float]:
-    a = np.asarray(values, dtype=float)
-    return float(a.mean()), float(a.std(ddof=1)) if a.size > 1 else 0.0
+def _by_unit(samples: list[Sample], runtime: str, metric: str) -> Summary:
+    """A runtime's median of `metric` with its 95% CI over its repetitions."""
+    mine = [s for s in samples if s.runtime == runtime and s.metric == metric]
+    return summarize([s.value for s in mine], [s.repetition for s in mine])  # type: ignore[misc]
 
 
 def startup(samples: list[Sample], order: list[str]) -> list[Plot]:
-    """S3's startup figure: per boot metric, mean +- SD per runtime on a log scale."""
-    ok = [s for s in successful(samples) if s.experiment == "boot" and s.metric != "boot.teardown"]
-    names = sorted({s.metric for s in ok})
+    """S3's startup figure as medians: every headline and side boot figure, each
+    runtime's median with its 95% CI as a dot and whisker, on one shared axis (a log
+    one only where the medians span more than a decade)."""
+    ok = [s for s in successful(samples) if s.metric != "boot.teardown"]
+    names = sorted({s.metric for s in ok}, key=lambda m: (not metrics.lookup(m).headline, m))
     if not names:
         return []
-    colour = colour_for(order)
-    fig, axes = new_figure("startup time per runtime (mean ± SD, log scale)", len(names), 4.2)
-    for ax, metric in zip(axes, names, strict=True):
-        mine = [s for s in ok if s.metric == metric]
-        runtimes = runtimes_in(mine, order)
-        stats = [_mean_sd([s.value for s in mine if s.runtime == r]) for r in runtimes]
-        ax.bar(runtimes, [m for m, _ in stats], yerr=[sd for _, sd in stats], capsize=3,
-               color=[colour(r) for r in runtimes])  # fmt: skip
-        ax.set_yscale("log")
-        low = min((m - sd for m, sd in stats if m - sd > 0), default=min(m for m, _ in stats))
-        if low > 0:  # bars from a decade below the smallest
-            ax.set_ylim(bottom=10 ** math.floor(math.log10(low)))
-        ax.set_title(metric, fontsize=9)
-        ax.set_ylabel(mine[0].unit)
-        ax.tick_params(axis="x", rotation=30)
-    return [Plot("startup-log-bars", "startup time (log scale)", fig)]
+    runtimes = runtimes_in(ok, order)
+    unit = ok[0].unit
+    fig, (ax,) = new_figure("Startup time per runtime: median and 95% CI", width=7.4)
+    colours = colour_for(names)
+    step = 0.7 / max(1, len(names))
+    values = []
+    for j, metric in enumerate(names):
+        sts = [_by_unit(ok, r, metric) for r in runtimes]
+        x = np.arange(len(runtimes)) + (j - (len(names) - 1) / 2) * step
+        shown = [(xi, st) for xi, st in zip(x, sts, strict=True) if st.n]
+        if not shown:
+            continue
+        xs, kept = [xi for xi, _ in shown], [st for _, st in shown]
+        colour, label = colours(metric), metrics.label(metric)
+        medians = [st.median for st in kept]
+        ax.errorbar(
+            xs, medians, yerr=ci_err(kept), fmt="o", ms=4, capsize=3, color=colour, label=label
+        )
+        values += [st.median for st in kept]
+    ax.set_xticks(range(len(runtimes)), runtimes)
+    ax.tick_params(axis="x", rotation=30)
+    ax.set_ylabel(f"time ({unit})")
+    if not log_if_spread(ax, values, unit):
+        ax.set_ylim(bottom=0)
+        ax.yaxis.set_major_formatter(unit_ticks(unit))
+    ax.legend(fontsize=7)
+    return [Plot("startup-medians", "Startup time per runtime (median, 95% CI)", fig)]
 
 
 def image(samples: list[Sample], order: list[str]) -> list[Plot]:
-    """S3's image sizes: what each runtime keeps on disk for the run's artifact."""
-    ok = [s for s in successful(samples) if s.experiment == "image" and s.metric == "image_size"]
-    if not ok:
+    """S3's image sizes: what each runtime keeps on disk for the run's artifact, where
+    the sizes differ (identical ones are a fact, said in words)."""
+    ok = [s for s in successful(samples) if s.metric == "image_size"]
+    if not ok or len({s.value for s in ok}) < 2:
         return []
     runtimes = runtimes_in(ok, order)
+    sizes = [max(s.value for s in ok if s.runtime == r) for r in runtimes]  # type: ignore[type-var]
+    factor, unit = scaled(float(np.median(sizes)), ok[0].unit)
+    fig, (ax,) = new_figure("Image size on disk per runtime")
     colour = colour_for(order)
-    fig, (ax,) = new_figure("image size on disk per runtime (log scale)")
-    sizes = [max(s.value for s in ok if s.runtime == r) for r in runtimes]
-    ax.bar(runtimes, sizes, color=[colour(r) for r in runtimes])
+    shown = [v * factor for v in sizes]
+    ax.scatter(range(len(runtimes)), shown, s=30, color=[colour(r) for r in runtimes], zorder=3)
     for x, (r, v) in enumerate(zip(runtimes, sizes, strict=True)):
         how = next(s.params.get("measured_by", "") for s in ok if s.runtime == r)
-        ax.annotate(f"{v:.1f} MiB\n{how}", (x, v), ha="center", va="bottom", fontsize=6)
-    ax.set_yscale("log")
-    ax.set_ylabel("MiB")
+        text = f"{quantity(v, ok[0].unit)[0]}\n{how}"
+        ax.annotate(text, (x, v * factor), ha="center", va="bottom", fontsize=6)
+    if not log_if_spread(ax, [v * factor for v in sizes], unit):
+        ax.set_ylim(bottom=0)
+        ax.yaxis.set_major_formatter(unit_ticks(unit))
+    ax.set_xticks(range(len(runtimes)), runtimes)
+    ax.set_ylabel(f"size on disk ({unit})")
     ax.tick_params(axis="x", rotation=30)
-    return [Plot("image-sizes", "image size on disk", fig)]
+    return [Plot("image-sizes", "Image size on disk", fig)]
 
 
 def payload(samples: list[Sample], order: list[str]) -> list[Plot]:
@@ -119,36 +142,47 @@ def payload(samples: list[Sample], order: list[str]) -> list[Plot]:
 
 
 def bars(samples: list[Sample], order: list[str]) -> list[Plot]:
-    """S5's bar charts: each throughput workload's primary figure, mean +- SD per
-    runtime, grouped by level when the workload sweeps one."""
-    ok = [s for s in successful(samples) if s.experiment == "throughput"]
+    """S5's charts as medians: each throughput workload's primary figure, each runtime's
+    median with its 95% CI as a dot and whisker, grouped by level where the workload
+    sweeps one."""
     plots = []
+    ok = successful(samples)
     for name in dict.fromkeys(s.workload for s in ok):
         measures = workloads.get(name).measures if name in workloads.names() else None
         primary = measures.primary if measures is not None else None
         mine = [s for s in ok if s.workload == name and s.metric.partition("@")[0] == primary]
-        if not mine:
+        if not mine or primary is None:
             continue
-        levels = sorted({s.metric for s in mine}, key=_level_key)
-        runtimes = runtimes_in(mine, order)
-        colour = colour_for(order)
-        fig, (ax,) = new_figure(f"{name}: {primary} ({mine[0].unit}), mean ± SD",
-                             width=max(6.4, 1.2 * len(levels)))  # fmt: skip
-        width = 0.8 / max(1, len(runtimes))
-        for j, r in enumerate(runtimes):
-            stats = [_mean_sd([s.value for s in mine if s.runtime == r and s.metric == lv]
-                              or [np.nan]) for lv in levels]  # fmt: skip
-            x = np.arange(len(levels)) + (j - (len(runtimes) - 1) / 2) * width
-            ax.bar(x, [m for m, _ in stats], width, yerr=[sd for _, sd in stats], capsize=2,
-                   color=colour(r), label=r)  # fmt: skip
-        ax.set_xticks(range(len(levels)), [lv.partition("@")[2] or primary for lv in levels],
-                      rotation=30 if len(levels) > 4 else 0)  # fmt: skip
-        ax.set_ylabel(mine[0].unit)
-        ax.legend(fontsize=7)
-        plots.append(Plot(f"bars-{slugify(name)}-{slugify(primary)}", f"{name}: {primary}", fig))
+        plots.append(_medians_by_level(name, primary, mine, order))
         if len(plots) == MAX_PER_KIND:
             break
     return plots
+
+
+def _medians_by_level(name: str, primary: str, mine: list[Sample], order: list[str]) -> Plot:
+    """One workload's primary figure per level and runtime: median and 95% CI."""
+    levels = sorted({s.metric for s in mine}, key=_level_key)
+    runtimes = runtimes_in(mine, order)
+    colour = colour_for(order)
+    label, unit = metrics.label(primary, name), mine[0].unit
+    width = max(6.4, 1.2 * len(levels))
+    fig, (ax,) = new_figure(f"{name}: {label}, median and 95% CI", width=width)
+    step = 0.7 / max(1, len(runtimes))
+    for j, r in enumerate(runtimes):
+        sts = [_by_unit(mine, r, lv) for lv in levels]
+        x = np.arange(len(levels)) + (j - (len(runtimes) - 1) / 2) * step
+        kept = [(xi, st) for xi, st in zip(x, sts, strict=True) if st.n]
+        xs, at = [xi for xi, _ in kept], [st for _, st in kept]
+        medians = [st.median for st in at]
+        ax.errorbar(
+            xs, medians, yerr=ci_err(at), fmt="o", ms=4, capsize=3, color=colour(r), label=r
+        )
+    ticks = [lv.partition("@")[2] or label for lv in levels]
+    ax.set_xticks(range(len(levels)), ticks, rotation=30 if len(levels) > 4 else 0)
+    ax.set_ylim(bottom=0)
+    ax.set_ylabel(f"{label} ({unit})")
+    ax.legend(fontsize=7)
+    return Plot(f"medians-{slugify(name)}-{slugify(primary)}", f"{name}: {label}", fig)
 
 
 def _level_key(metric: str) -> tuple[float, str]:

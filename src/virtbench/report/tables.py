@@ -22,55 +22,98 @@ from virtbench.report.cells import (
     group,
     median_rows,
     natural,
+    quantity,
     refusal,
+    scaled,
+    span,
     summarize_rows,
     unit_keys,
 )
-from virtbench.report.fits import cost_table, trend_table
-from virtbench.report.sandbox import dirty_slopes, dirty_table, tti_table
+from virtbench.report.fits import first_workload
 from virtbench.store.frame import Frame, as_frame
 from virtbench.store.records import RunRecord, Sample
 
 
-def summary_table(title: str, samples: Rows, runtime_order: list[str], wide: bool = False,
-                  seen: list[Summary] | None = None) -> Table:  # fmt: skip
+def summary_table(
+    title: str,
+    samples: Rows,
+    runtime_order: list[str],
+    wide: bool = False,
+    seen: list[Summary] | None = None,
+    ids: bool = False,
+    facts: list[str] | None = None,
+) -> Table:
     """One row per (metric, workload, runtime): median, 95% CI of the median (the range
     with fewer than 5 units: cells.interval_column), CV, n; `wide` adds mean, SD, min-max
     and outliers (Tukey's fences). Failed measurements are counted, never averaged.
-    `seen` collects the summaries shown."""
+    `seen` collects the summaries shown; `ids` names figures by id, not label; `facts`
+    (where given) takes a figure every runtime measured alike, one value each (an image
+    size, a pile-up that reached its target), as a line instead of rows that compare
+    nothing."""
     f = as_frame(samples)
+    groups = {
+        k: rows for k, rows in group(f).items() if metrics.lookup(k[1], k[4]).summary == "median"
+    }
+    summaries = {k: summarize_rows(f, rows) for k, rows in groups.items()}
+    several = len({k[4] for k in groups}) > 1
+    if facts is not None:
+        for key, line in alike(summaries, several).items():
+            facts.append(line)
+            groups = {k: v for k, v in groups.items() if (k[1], k[4]) != key}
     t = Table(title=title, title_justify="left")
     cols = ["measure", "runtime", "median", CI_HEADER, "CV", "n"]
-    if wide:
-        cols += ["mean", "SD", "min-max", "outliers"]
-    groups = group(f)
+    cols += ["mean", "SD", "min-max", "outliers"] if wide else []
     failed = f.failed
-    if any(failed[rows].any() for rows in groups.values()):
-        cols.append("failed")
+    cols += ["failed"] if any(failed[rows].any() for rows in groups.values()) else []
     add_columns(t, cols, ("measure", "runtime"))
     order = {r: i for i, r in enumerate(runtime_order)}
-    several_workloads = len({k[4] for k in groups}) > 1
     rows_shown: list[tuple[list[str], Summary]] = []
+    units: list[str] = []
+    said = ""  # a group's measure, said on its first row
     for key in sorted(groups, key=lambda k: (natural(k[1]), k[4], order.get(k[3], 99))):
-        experiment, metric, unit, runtime, workload = key
-        if metrics.lookup(metric, workload).summary != "median":  # a per-point series
-            continue
-        rows = groups[key]
-        st = summarize_rows(f, rows)
+        _experiment, metric, unit, runtime, workload = key
+        st = summaries[key]
         if seen is not None:
             seen.append(st)
-        measure = metric.removeprefix(experiment + ".")
-        if several_workloads:
-            measure += f" ({workload})"
-        row = [measure, runtime, f"{fmt(st.median)} {unit}", cv_cell(st), str(st.n)]
-        if wide:
-            row += [fmt(st.mean), fmt(st.sd), f"{fmt(st.minimum)}-{fmt(st.maximum)}",
-                    str(st.outliers)]  # fmt: skip
-        if "failed" in cols:
-            row.append(str(int(failed[rows].sum())) or "")
+        measure = _measure(metric, workload, several, ids)
+        median = quantity(st.median, unit)[0]
+        row = ["" if measure == said else measure, runtime, median, cv_cell(st), str(st.n)]
+        said = measure
+        row += _wide_cells(st, unit) if wide else []
+        row += [str(int(failed[groups[key]].sum()))] if "failed" in cols else []
         rows_shown.append((row, st))
-    add_interval_rows(t, rows_shown, cols.index(CI_HEADER))
+        units.append(unit)
+    add_interval_rows(t, rows_shown, cols.index(CI_HEADER), units, grouped=True)
     return t
+
+
+def _measure(metric: str, workload: str, several: bool, ids: bool) -> str:
+    """A row's figure: its label (its id with `ids`), its workload where several."""
+    text = metric if ids else metrics.label(metric, workload)
+    return f"{text} ({workload})" if several else text
+
+
+def _wide_cells(st: Summary, unit: str) -> list[str]:
+    """Mean, SD, min-max and outliers, in the unit the median is shown in."""
+    factor, shown = scaled(st.median, unit)
+    spread = span(st.minimum * factor, st.maximum * factor, shown)
+    return [fmt(st.mean * factor), fmt(st.sd * factor), spread, str(st.outliers)]
+
+
+def alike(summaries: dict[tuple[str, ...], Summary], several: bool) -> dict[tuple[str, str], str]:
+    """(metric, workload) -> a line saying its value, for each figure that every runtime
+    (two or more) measured as one and the same value."""
+    by: dict[tuple[str, str], list[tuple[tuple[str, ...], Summary]]] = defaultdict(list)
+    for key, st in summaries.items():
+        by[(key[1], key[4])].append((key, st))
+    out = {}
+    for (metric, workload), found in by.items():
+        values = {st.minimum for _, st in found} | {st.maximum for _, st in found}
+        if len(found) >= 2 and len(values) == 1 and all(st.n for _, st in found):
+            value = quantity(values.pop(), found[0][0][2])[0]
+            text = _measure(metric, workload, several, False)
+            out[(metric, workload)] = f"{text}: {value}"
+    return out
 
 
 # Headers of the host's availability at each scalability point: the series the registry
@@ -115,7 +158,8 @@ def scalability_table(title: str, samples: Rows, runtime_order: list[str],
     metric = worker_metric(f)
     is_metric = f.where("metric", metric or "")
     unit = f.labels["unit"][f.codes["unit"][is_metric][0]] if is_metric.any() else ""
-    t = Table(title=f"{title} ({metric}, {unit})", title_justify="left")
+    named = metrics.label(metric or "", first_workload(f, metric or ""))
+    t = Table(title=f"{title} ({named}, {unit})", title_justify="left")
     cols = ["runtime", "background", "median", CI_HEADER, "CV", "n", "vs 0"]
     host = metrics.plotted("scalability")
     add_columns(t, [*cols, *HOST_COLUMNS], ("runtime",), ("background",))
@@ -266,7 +310,8 @@ def isolation_table(title: str, samples: Rows, runtime_order: list[str]) -> Tabl
     t.add_column("attacker")
     t.add_column("placement")
     for r in runtimes:
-        t.add_column(f"{r} {metric} ({table.unit})", justify="right")
+        named = metrics.label(metric or "", table.workload)
+        t.add_column(f"{r} {named} ({table.unit})", justify="right")
         t.add_column(f"{r} slowdown (95% CI)", justify="right")
     for attacker, placement in table.conditions():
         cells = [attacker or "(baseline)", placement or "-"]
@@ -316,51 +361,6 @@ def faster(where: dict[tuple[str, str], list[str]], busy: bool) -> list[str]:
         out.append(f"{runtime} at {placement}: faster next to the attacker ({', '.join(names)})"
                    f" {against}, with 95% confidence: {why}")  # fmt: skip
     return out
-
-
-def experiment_tables(run: RunRecord, samples: Rows, wide: bool = False,
-                      seen: list[Summary] | None = None) -> list[Table]:  # fmt: skip
-    """One summary table per experiment type in the run, in spec order; scalability and
-    isolation add their per-point and slowdown tables. `seen` collects the summaries."""
-    f = as_frame(samples)
-    order = run.spec.get("runtimes", [])
-    tables = []
-    for kind in f.distinct("experiment"):
-        mine = f.take(f.where("experiment", kind))
-        title = f"{kind} — run {run.id}"
-        if kind in ("scalability", "isolation"):  # one worker at a time: never mixed
-            workers = by_worker(mine)
-            for worker, theirs in workers:
-                named = f"{title} ({worker})" if len(workers) > 1 else title
-                if kind == "isolation":
-                    tables.append(isolation_table(f"{named}: slowdown", theirs, order))
-                    continue
-                tables.append(scalability_table(f"{named}: by background instances", theirs,
-                                                order, seen))  # fmt: skip
-                metric = worker_metric(theirs.take(~theirs.warmup))  # type: ignore[union-attr]
-                if metric is not None:
-                    tables.append(trend_table(f"{named}: trend", theirs, metric, order))
-            if kind == "isolation":  # a summary over all conditions would mix them
-                continue
-            # the pile-up's own figures; the worker's are in the per-point table
-            piled = [rows for (m, w), rows in mine.groups("metric", "workload")
-                     if metrics.lookup(m, w).pile_up]  # fmt: skip
-            mine = mine.take(np.sort(np.concatenate(piled)) if piled else np.zeros(0, int))
-        if kind == "tti":  # its headline pooled by batch kind; the rest summarised below
-            tables.append(tti_table(f"{title}: create -> first command, pooled", mine, order))
-            mine = mine.take(np.flatnonzero(~np.isin(mine.codes["metric"], [
-                mine.code("metric", m) for m in mine.distinct("metric")
-                if m.startswith("tti.interactive@")])))  # fmt: skip
-        table = summary_table(title, mine, order, wide, seen)
-        if table.row_count:  # e.g. a scalability run whose only figures are per point
-            tables.append(table)
-        if kind == "snapshot" and (slopes := dirty_slopes(mine)):
-            tables.append(dirty_table(f"{title}: against the memory dirtied", slopes, order))
-        if kind == "density":
-            costs = cost_table(f"{title}: memory each instance costs", mine, order)
-            if costs.row_count:
-                tables.append(costs)
-    return tables
 
 
 def runs_table(rows: list[tuple[RunRecord, int]]) -> Table:

@@ -1,0 +1,148 @@
+"""What a view declares about the experiment type it shows, and what its parts are
+given: the type's own samples, never the whole run's to filter by type name.
+
+  answers  (Frame) -> the questions its samples answer (report/standing.py)
+  tables   (Shown) -> its tables, in order (default: each figure summarised)
+  plots    each (Drawn) -> its plots
+  order    where its answers and section stand among the run's types
+  title    its section's heading, in words ("Startup time")
+  about    one sentence on what it measured
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+from rich.table import Table
+
+from virtbench import metrics
+from virtbench.analysis.stats import Summary
+from virtbench.report.cells import summarize_rows, unit_keys
+from virtbench.report.plotkit import Plot
+from virtbench.report.standing import Answer, Standing, ranked
+from virtbench.report.tables import summary_table
+from virtbench.store.frame import Frame
+from virtbench.store.records import RunRecord, Sample
+
+Series = list[tuple[str, float, float]]  # a run's time series: (name, t, value)
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """What a type's plots draw: its samples (report/html.plotted's subset), the run's
+    runtimes in order and the run's per-process series."""
+
+    samples: list[Sample]
+    order: list[str]
+    series: Series = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Shown:
+    """What a type's tables are made of: the run, the type's samples (warm-ups
+    included: each table leaves them out), the runtimes in order, whether wide, the
+    summaries shown (collected, for what their intervals were made with), and whether
+    figures are named by their ids (`show --ids`) rather than their labels; `facts`
+    collects what every runtime measured alike (tables.summary_table)."""
+
+    run: RunRecord
+    frame: Frame
+    order: list[str]
+    wide: bool = False
+    seen: list[Summary] | None = None
+    ids: bool = False
+    facts: list[str] | None = None
+
+
+def summaries(shown: Shown) -> list[Table]:
+    """Every figure of the type summarised: median, 95% CI, CV, n (tables.summary_table),
+    none where its figures are series only."""
+    t = summary_table(
+        heading(shown), shown.frame, shown.order, shown.wide, shown.seen, shown.ids, shown.facts
+    )
+    return [t] if t.row_count else []
+
+
+def heading(shown: Shown) -> str:
+    """ "boot — run abc123": the title a type's tables begin with."""
+    kinds = shown.frame.distinct("experiment")
+    return f"{kinds[0] if kinds else ''} \u2014 run {shown.run.id}"
+
+
+def no_answers(f: Frame) -> list[Answer]:
+    del f
+    return []
+
+
+@dataclass(frozen=True)
+class View:
+    """How experiment type `type` is shown."""
+
+    type: str
+    order: int = 100
+    title: str = ""
+    about: str = ""
+    answers: Callable[[Frame], list[Answer]] = no_answers
+    tables: Callable[[Shown], list[Table]] = summaries
+    plots: tuple[Callable[[Drawn], list[Plot]], ...] = ()
+
+
+def standings(f: Frame, floor: float = np.nan) -> list[Standing]:
+    """Each runtime's median of `f`'s successful values, its 95% CI (over independent
+    units), the values and units a ratio's bootstrap resamples, and how many of its
+    measurements succeeded."""
+    out = []
+    for (runtime,), idx in f.groups("runtime"):
+        st = summarize_rows(f, idx)
+        ok = idx[f.ok[idx]]
+        out.append(
+            Standing(
+                runtime,
+                st.median,
+                st.ci_low,
+                st.ci_high,
+                floor,
+                values=f.value[ok],
+                units=unit_keys(f, ok),
+                ok=int(ok.size),
+                total=int(idx.size),
+            )
+        )
+    return out
+
+
+def measure(metric: str, workload: str, several: bool = True) -> str:
+    """A figure as a person reads it: its label, and its workload where it matters."""
+    text = metrics.label(metric, workload)
+    return f"{text} ({workload})" if several and workload else text
+
+
+def first(f: Frame, name: str) -> str:
+    """Text field `name` of the first row ("" when there is none)."""
+    return f.labels[name][f.codes[name][0]] if len(f) else ""
+
+
+def median_question(question: str, metric: str, sentence: str) -> Callable[[Frame], list[Answer]]:
+    """The answers of one question that each runtime's median of `metric` answers
+    (where it has one: a runtime that cannot is left out), per workload."""
+
+    def answers(f: Frame) -> list[Answer]:
+        out = []
+        mine = f.take(f.where("metric", metric))
+        several = len(mine.distinct("workload")) > 1
+        for (workload, unit, direction), rows in mine.groups("workload", "unit", "direction"):
+            out += ranked(
+                question,
+                measure(metric, workload, several),
+                unit,
+                standings(mine.take(rows)),
+                direction == "lower",
+                metric=metric,
+                workload=workload,
+                sentence=sentence,
+            )
+        return out
+
+    return answers
