@@ -23,8 +23,9 @@ def test_compare_flags_an_injected_10pct_slowdown(tmp_path):
     fake_run(store, "bbbbb2", {"fake": 1.10}, seed=2)
     res = compare(tmp_path, "aaaaa1", "bbbbb2")
     assert res.exit_code == 1, res.output  # a regression: CI fails
-    line = next(ln for ln in res.output.splitlines() if "spawn_to_exit" in ln)
+    line = next(ln for ln in res.output.splitlines() if "time to run and exit" in ln and "│" in ln)
     assert "worse" in line and "+" in line
+    assert "B (bbbbb2) is 1.1" in res.output and "slower than A (aaaaa1)" in res.output
     assert "2 worse, 0 better, 0 no change" in res.output  # spawn_to_exit and teardown
     # the other way round it is an improvement, and that is not a failure
     res = compare(tmp_path, "bbbbb2", "aaaaa1")
@@ -32,7 +33,7 @@ def test_compare_flags_an_injected_10pct_slowdown(tmp_path):
     res = compare(tmp_path, "bbbbb2", "aaaaa1", "--fail-on", "change")
     assert res.exit_code == 1
     res = compare(tmp_path, "aaaaa1", "latest")  # the run started last: bbbbb2
-    assert res.exit_code == 1 and "B: bbbbb2" in res.output
+    assert res.exit_code == 1 and "B = bbbbb2" in res.output
 
 
 def test_compare_reports_no_change_on_identical_data(tmp_path):
@@ -61,7 +62,8 @@ def test_compare_counts_failed_and_missing_measurements_as_regressions(tmp_path)
     res = compare(tmp_path, "aaaaa1", "bbbbb2")
     assert res.exit_code == 1, res.output  # B lost its throughput measurements
     assert "7 missing" in res.output  # 3 postgres levels, 4 latency percentiles
-    assert next(ln for ln in res.output.splitlines() if "tps@4" in ln).count("missing") == 1
+    tps4 = next(ln for ln in res.output.splitlines() if "transactions/s at 4" in ln)
+    assert tps4.count("missing") == 1
 
 
 def test_compare_too_few_samples_is_inconclusive(tmp_path):
@@ -77,9 +79,9 @@ def test_compare_two_runtimes_of_one_run_with_levels_and_too_few(tmp_path):
     fake_run(store, "ccccc3", {"crun": 1.0, "runc": 1.5}, experiments=("boot", "throughput"))
     res = compare(tmp_path, "ccccc3", "--runtimes", "crun,runc", "--metric", "tps*,boot.*")
     assert res.exit_code == 1, res.output
-    lines = [ln for ln in res.output.splitlines() if "tps@" in ln]
+    lines = [ln for ln in res.output.splitlines() if "│ transactions/s at" in ln]
     assert len(lines) == 3 and all("worse" in ln for ln in lines)  # one row per level
-    assert "tps@4 (postgres)" in res.output
+    assert "transactions/s at 4 (postgres)" in res.output
     res = compare(tmp_path, "ccccc3", "--runtimes", "crun,docker")
     assert res.exit_code == 2 and "--runtimes: run ccccc3 has no 'docker' samples" in res.output
 
@@ -104,17 +106,17 @@ def test_compare_memory_costs_by_their_slopes_and_refuses_a_baseline_below_resol
     fake_run(store, "eeeee5", {"crun": 1.5}, experiments=("density",), seed=2)
     res = compare(tmp_path, "ddddd4", "eeeee5")
     assert res.exit_code == 1, res.output
-    host = next(ln for ln in res.output.splitlines() if "host_cost" in ln)
+    host = next(ln for ln in res.output.splitlines() if ln.startswith("│ memory per instance"))
     assert "worse" in host and ("+49.9" in host or "+50" in host) and "6/6 steps" in host, host
     fake_run(store, "fffff6", {"native": 0.0, "crun": 1.0}, experiments=("density",), seed=3)
     res = compare(tmp_path, "fffff6", "--runtimes", "native,crun")
     lines = res.output.splitlines()
-    host = next(ln for ln in lines if "host_cost" in ln and "no ratio" in ln)
+    host = next(ln for ln in lines if ln.startswith("│ memory per instance") and "no ratio" in ln)
     assert "< " in host and "-%" not in host, host
     why = [ln for ln in lines if ln.startswith("no ratio:")]
-    assert any("host_cost" in ln and "A's slope is below the method's resolution" in ln
-               for ln in why), why  # fmt: skip
-    assert any("pss" in ln and "median is 0 MiB" in ln for ln in why), why
+    assert any(ln.startswith("no ratio: memory per instance") and "A's slope is below the "
+               "method's resolution" in ln for ln in why), why  # fmt: skip
+    assert any("PSS of each new instance" in ln and "median is 0 MiB" in ln for ln in why), why
 
 
 BMF_SCHEMA = {  # bencher.dev/bmf.json: benchmark -> measure -> value (lower/upper optional)
@@ -142,13 +144,17 @@ def test_compare_writes_markdown_and_bencher_json_with_the_same_verdicts_and_exi
     res = compare(tmp_path, "aaaaa1", "bbbbb2", "--markdown", str(md), "--json", str(js))
     assert res.exit_code == 1, res.output
     table = [ln for ln in md.read_text().splitlines() if ln.startswith("| ")]
-    assert table[0].startswith("| measure | A: aaaaa1 | B: bbbbb2 |")
-    spawn = next(ln for ln in table if ln.startswith("| spawn_to_exit (hello, fake)"))
+    assert table[0].startswith("| measure | A | B | change (95% CI) |")
+    assert "**A = aaaaa1, B = bbbbb2: B against A" in md.read_text()
+    spawn = next(ln for ln in table if ln.startswith("| time to run and exit (hello, fake)"))
     assert spawn.endswith("| **worse** |") and "+" in spawn
     assert "2 worse" in md.read_text()
+    assert "- B (bbbbb2) is 1.1" in md.read_text()  # the sentence above the table
     data = json.loads(js.read_text())
     jsonschema.validate(data, BMF_SCHEMA)
-    spawn_b = data["spawn_to_exit (hello, fake) bbbbb2"]["ms"]["value"]
+    spawn_b = data["time to run and exit (hello, fake) bbbbb2"]["ms"]["value"]
+    times_a = data["time to run and exit (hello, fake) bbbbb2"]["times-a"]
+    assert times_a["lower_value"] < 1.10 < times_a["upper_value"], times_a  # the injected 1.1x
     rows = [s.value for s in store.samples("bbbbb2") if s.metric == "boot.spawn_to_exit"
             and not s.warmup]  # fmt: skip
     assert spawn_b == statistics.median(rows)
@@ -172,7 +178,7 @@ def test_the_change_comes_with_its_ci_and_the_injected_truth_is_inside(tmp_path)
     assert lo < 0.10 < hi and lo > 0, row.ci
     res = compare(tmp_path, "aaaaa1", "bbbbb2")
     line = " ".join(res.output.split())
-    got = re.search(r"spawn_to_exit.*?\+[\d.]+% \(95% CI \+([\d.]+)\.\.\+([\d.]+)\)", line)
+    got = re.search(r"time to run and exit.*?\+[\d.]+% \(([\d.]+)-([\d.]+)%\)", line)
     assert got and float(got.group(1)) < 10 < float(got.group(2)), line
     same = rows_of(store.samples("aaaaa1"), store.samples("aaaaa1"), with_runtime=True)
     row = next(r for r in same if r.key[1] == "boot.spawn_to_exit")

@@ -37,9 +37,11 @@ def test_compare_by_host_flags_the_slower_host(tmp_path):
     fleet(tmp_path)
     res = cli(tmp_path, "compare", "flt001", "--hosts", "h1,h2")
     assert res.exit_code == 1, res.output
-    assert "A: aaaaa1 h1" in res.output and "B: bbbbb2 h2" in res.output
-    line = next(ln for ln in res.output.splitlines() if "spawn_to_exit (hello, crun)" in ln)
+    assert "A = aaaaa1 h1, B = bbbbb2 h2: B against A" in res.output
+    line = next(ln for ln in res.output.splitlines()
+                if "time to run and exit (hello, crun)" in ln and "│" in ln)  # fmt: skip
     assert "worse" in line
+    assert "B (bbbbb2 h2) is 1.2" in res.output  # its sentence: B in A's terms, about 1.2x
     same = cli(tmp_path, "compare", "flt001", "--hosts", "h1,h1")
     assert same.exit_code == 0 and "0 worse, 0 better" in same.output
 
@@ -63,7 +65,7 @@ def test_report_of_a_fleet_has_every_host_and_compares_them(tmp_path):
     assert "report of aaaaa1, bbbbb2 written" in res.output  # the fleet's runs, not ccccc3
     text = out.read_text()
     assert "Run aaaaa1: fake on h1" in text and "Run bbbbb2: fake on h2" in text
-    assert "Hosts compared" in text and "h2 against h1" in text
+    assert "Hosts compared" in text and "A = h1, B = h2: B against A" in text
     assert text.count("worse") >= 2  # native and crun boot on h2
 
 

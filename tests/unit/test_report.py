@@ -22,12 +22,12 @@ def test_plots_for_every_experiment_kind_as_png_and_svg(tmp_path):
     rid = fake_run(store, "aaaaa1", {"native": 1.0, "crun": 1.05, "runsc": 1.6}, ALL)
     figs = sections.figures(store.samples(rid), ["native", "crun", "runsc"])
     names = [p.name for p in figs]
-    assert names == [
-        "boot-boot.spawn_to_exit", "boot-boot.teardown", "startup-log-bars",
-        "latency-latency_tcp.64B", "concurrency-postgres-tps", "bars-postgres-tps",
-        "bars-latency-tcp.64B.rtt_p50", "scalability-hello-boot.spawn_to_exit",
+    assert names == [  # each experiment type's own, in the order its answers are read
+        "startup-medians", "boot-boot.spawn_to_exit", "boot-boot.teardown",
+        "density-memory-per-instance", "latency-latency_tcp.64B", "concurrency-postgres-tps",
+        "medians-postgres-tps", "medians-latency-tcp.64B.rtt_p50",
         "isolation-sqlite-inserts_per_s", "isolation-relative-sqlite-inserts_per_s",
-        "density-memory-per-instance",
+        "scalability-hello-boot.spawn_to_exit",
     ]  # fmt: skip
     written = figs[0].save(tmp_path / "plots")
     assert [p.suffix for p in written] == [".png", ".svg"]
@@ -49,7 +49,7 @@ def test_report_is_self_contained_with_every_section(tmp_path):
                               str(tmp_path), "--plots", str(tmp_path / "p")])  # fmt: skip
     assert res.exit_code == 0, res.output
     page = out.read_text()
-    for part in ("Run aaaaa1", "Run bbbbb2", "Environment", "Warnings", "Spec",
+    for part in ("Run aaaaa1", "Run bbbbb2", "Environment", "Before you trust", "Spec (TOML)",
                  "differences between runtimes", "DESMET scores", "Kruskal-Wallis"):  # fmt: skip
         assert part in page, part
     assert page.count("<svg") == 14  # eleven plots of the first run, three of the second
@@ -68,11 +68,11 @@ def test_report_is_self_contained_with_every_section(tmp_path):
         assert row, measure
         return re.findall(r'<td class="num">([^<]*)</td>', row.group(1))[2:]  # past base, weight
 
-    assert scores("inserts_per_s (sqlite)") == ["4", "1"]
-    assert scores("pss (sleep)") == ["4", "0"]
-    assert scores("density.host_cost") == ["4", "0"]  # slopes: 4.2 and 6.4 MiB against 4
+    assert scores("inserts/s (sqlite)") == ["4", "1"]
+    assert scores("PSS of each new instance (sleep)") == ["4", "0"]
+    assert scores("memory per instance") == ["4", "0"]  # slopes: 4.2 and 6.4 MiB against 4
     assert "Boot is not scored against native" in page  # no boot rows against a process
-    assert "spawn_to_exit (hello)</td><td>boot" not in page
+    assert "time to run and exit (hello)</td><td>boot" not in page
     res = runner.invoke(app, ["report", "aaaaa1", "-o", str(out), "--results", str(tmp_path),
                               "--global-test", "anova"])  # fmt: skip
     assert res.exit_code == 0 and "ANOVA + Tukey HSD" in out.read_text()
@@ -93,12 +93,12 @@ def test_desmet_sums_a_swept_measure_over_its_levels_and_weighs_features(tmp_pat
     base = ["report", "aaaaa1", "-o", str(out), "--results", str(tmp_path)]
     assert runner.invoke(app, base).exit_code == 0
     page = out.read_text()
-    scored = re.findall(r"<td>(tps@\d+) \(postgres\)</td><td>higher</td>", page)  # DESMET rows
-    assert sorted(scored) == ["tps@1", "tps@16", "tps@4"]
+    scored = re.findall(r"<td>(transactions/s at \d+) \(postgres\)</td><td>higher</td>", page)
+    assert sorted(scored) == [f"transactions/s at {n}" for n in (1, 16, 4)]  # DESMET rows
     per_level = [row(page, f"{lv} (postgres)</td><td>higher")[-2:] for lv in scored]
     sums = [sum(int(r[i]) for r in per_level) for i in (0, 1)]  # crun, runsc
-    assert row(page, "tps (postgres): sum over 3 levels")[-2:] == [str(x) for x in sums]
-    mean = row(page, "tps (postgres): mean over levels (counts once)")
+    assert row(page, "transactions/s (postgres): sum over 3 levels")[-2:] == [str(x) for x in sums]
+    mean = row(page, "transactions/s (postgres): mean over levels (counts once)")
     assert mean[1] == "1" and [float(x) for x in mean[-2:]] == pytest.approx(
         [x / 3 for x in sums], abs=0.005
     )  # weight 1, then the mean of each runtime's three level scores
@@ -121,9 +121,10 @@ def test_desmet_scores_nothing_against_a_baseline_below_resolution(tmp_path):
     res = runner.invoke(app, ["report", "ccccc3", "-o", str(out), "--results", str(tmp_path)])
     assert res.exit_code == 0, res.output
     page = out.read_text()
-    assert "pss (sleep) not scored: native&#39;s median is 0 MiB" in page
-    assert "density.host_cost not scored: native&#39;s slope is below the method&#39;s" in page
-    assert "<td>density.host_cost</td>" not in page
+    assert "PSS of each new instance (sleep) not scored: native&#39;s median is 0 MiB" in page
+    assert "memory per instance not scored: native&#39;s slope is below the method&#39;s" in page
+    scores = page[page.index("DESMET scores") :]
+    assert "<td>memory per instance</td>" not in scores[: scores.index("</table>")]
 
 
 def test_report_flags_name_what_to_fix(tmp_path):
@@ -206,13 +207,14 @@ def test_the_studies_figures_draw_what_was_measured():
             samples.append(smp("inserts_per_s", ips, runtime, **iso))
             samples.append(smp("inserts_per_s", ips / 2, runtime, attacker="cpu",
                                placement="same-cpu", **iso))  # fmt: skip
-    samples.append(smp("image_size", 12.5, experiment="image", unit="MiB",
-                       params={"measured_by": "du"}))  # fmt: skip
+    for runtime, mib in (("native", 12.5), ("runsc", 400.0)):
+        samples.append(smp("image_size", mib, runtime, experiment="image", unit="MiB",
+                           params={"measured_by": "du"}))  # fmt: skip
     series = [(f"proc/native/nginx/throughput,0,,,0/30/{part}.{m}", 100.0 + t, v)
               for t in range(3) for part in ("instance", "daemon")
               for m, v in (("cpu_pct", 50.0 + t), ("rss_mib", 20.0))]  # fmt: skip
     figs = {p.name: p for p in sections.figures(samples, ["native", "runsc"], series)}
-    assert {"syscall-payload", "startup-log-bars", "image-sizes", "resources-nginx",
+    assert {"syscall-payload", "startup-medians", "image-sizes", "resources-nginx",
             "isolation-relative-sqlite-inserts_per_s"} <= set(figs)  # fmt: skip
     payload = figs["syscall-payload"].fig.axes
     read = next(ax for ax in payload if ax.get_title() == "read")
@@ -220,9 +222,16 @@ def test_the_studies_figures_draw_what_was_measured():
     assert list(read.lines[0].get_ydata()) == [102.0, 122.0, 302.0]  # medians of 5
     faults = next(ax for ax in payload if ax.get_title() == "page faults")
     assert list(faults.lines[0].get_xdata()) == [1, 10]
-    startup = figs["startup-log-bars"].fig.axes[0]
-    assert startup.get_yscale() == "log"
-    assert [round(b.get_height()) for b in startup.patches] == [12, 1002]  # the means
+    startup = figs["startup-medians"].fig.axes[0]
+    assert startup.get_yscale() == "log" and not startup.patches  # dots, never bars on a log
+    assert list(startup.lines[0].get_ydata()) == [12, 1002]  # the medians
+    ticks = startup.yaxis.get_major_formatter()
+    assert [ticks(v, 0) for v in (10.0, 100.0, 1000.0)] == ["10 ms", "100 ms", "1,000 ms"]
+    sizes = figs["image-sizes"].fig.axes[0]
+    assert sizes.get_yscale() == "log" and sizes.yaxis.get_major_formatter()(100.0, 0) == "100 MiB"
+    same = [x for x in samples if x.metric != "image_size" or x.runtime == "native"]
+    same += [smp("image_size", 12.5, "runsc", experiment="image", unit="MiB")]
+    assert "image-sizes" not in {p.name for p in sections.figures(same, ["native", "runsc"])}
     rel = figs["isolation-relative-sqlite-inserts_per_s"].fig.axes[0]
     assert [round(b.get_height(), 3) for b in rel.patches] == [0.5, 0.5]  # half as fast
     cpu = figs["resources-nginx"].fig.axes[0]
@@ -252,32 +261,40 @@ def test_the_report_leads_with_answers_ranked_as_injected(tmp_path):
     st = Store(tmp_path)
     fake_run(st, "ans001", {"slow": 2.0, "fast": 1.0, "mid": 1.3},
              ("boot", "density", "isolation", "scalability"), n=12)  # fmt: skip
-    found = {a.question.split(":")[0]: a for a in answers(st.frame("ans001"))}
+    found = {a.question: a for a in answers(st.frame("ans001"))}
     assert {"Fastest to start", "Least memory per instance"} <= set(found)
     for q in ("Fastest to start", "Least memory per instance"):
         a = found[q]
-        assert [s.runtime for s in a.standings] == ["fast", "mid", "slow"], a.line()
-        assert a.line().count(" > ") == 2, a.line()
+        assert [s.runtime for s in a.ranked] == ["fast", "mid", "slow"], a.sentences()
+        assert len(a.sentences()) == 2, a.sentences()  # each neighbour told apart
     out = tmp_path / "r.html"
     res = CliRunner().invoke(app, ["report", "ans001", "-o", str(out), "--results",
                                    str(tmp_path)])  # fmt: skip
     assert res.exit_code == 0, res.output
     page = out.read_text()
-    assert page.index("<h3>Answers</h3>") < page.index("<h3>Environment</h3>")
+    assert page.index("<h3>Answers</h3>") < page.index("<h4>Environment</h4>")
+    assert page.index("<h3>Answers</h3>") < page.index(">Startup time</h3>")
     notes = [("info", f"high spread: group {i}") for i in range(6)] + [("error", "cleanup: x")]
     got = ranked(notes)
     assert got[0] == ("error", "cleanup: x") and len(got) == 5
-    assert got[-1] == ("info", "high spread: 3 more like these")
+    assert got[-1] == ("info", "high spread, also: group 3; group 4; group 5")  # each named
 
 
 def test_an_answer_whose_interval_reaches_below_what_can_be_says_at_most():
     """Memory per instance cannot be negative: a slope whose 95% CI reaches below 0 is
-    shown as at most its upper bound, not as a point with a negative low end."""
-    from virtbench.report.answers import Answer, Standing
+    shown as at most its upper bound, never a point with a negative low end, and no
+    ratio is taken to it."""
+    from virtbench.report.findings import from_rich
+    from virtbench.report.standing import Answer, Standing, notes, table
 
     a = Answer(
         "Least memory per instance",
+        "memory per instance",
         "MiB",
         [Standing("runc", 0.0266, -1.49, 1.55, 0.0), Standing("crun", 0.342, 0.169, 0.515, 0.0)],
+        metric="density.host_cost",
     )
-    assert a.line() == "runc at most 1.55 MiB (not told from 0) ~ crun 0.342 MiB (0.169 to 0.515)"
+    rows = from_rich(table(a)).rows
+    assert rows[0][:4] == ["runc", "27.2 KiB", "up to 1.55 MiB (not told from 0)", "best"]
+    assert rows[1][:4] == ["crun", "350 KiB", "173-527 KiB", "n/a"]
+    assert a.sentences() == [] and "runc's figure is not told from 0" in notes(a)

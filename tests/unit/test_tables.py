@@ -52,7 +52,7 @@ def test_scalability_table_normalises_to_the_first_point():
             rows.append(sample("host.cpu_idle_pct", 90.0 - n / 10, unit="%", **kw))
             rows.append(sample("host.mem_available_pct", 95.0, unit="%", **kw))
     out = text(scalability_table("t", rows, ["crun"]))
-    assert "(boot.spawn_to_exit, ms)" in out
+    assert "(time to run and exit, ms)" in out
     last = next(ln for ln in out.splitlines() if ln.strip().startswith("│") and " 100 " in ln)
     assert "1.50x" in last and "80%" in last and "95%" in last and "100%" not in last
     first = next(ln for ln in out.splitlines() if ln.strip().startswith("│") and " 0 " in ln)

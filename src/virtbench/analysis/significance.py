@@ -51,6 +51,15 @@ def min_p(n_a: int, n_b: int) -> float:
     return min(1.0, 2 / math.comb(n_a + n_b, n_a))
 
 
+def p_floor(n_a: int, n_b: int) -> float:
+    """The smallest p `ab_test` reports for n_a vs n_b values where it resamples (more
+    splits than PERMUTATIONS): 2 / (PERMUTATIONS + 1), a bound, not a value (the true p
+    may be smaller); 0 where every split is counted (its p is exact)."""
+    if not n_a or not n_b or n_a + n_b > PERMUTATION_MAX_VALUES:
+        return 0.0
+    return 2 / (PERMUTATIONS + 1) if math.comb(n_a + n_b, n_a) > PERMUTATIONS else 0.0
+
+
 def ab_test(a: Sequence[float], b: Sequence[float], seed: int = 0) -> ABResult:
     """Two-sample permutation test of the difference of means, as Firecracker's A/B tool
     does (exact when the permutations are fewer than PERMUTATIONS, else PERMUTATIONS

@@ -157,7 +157,9 @@ def compare(
         min_effect=min_effect / 100,
         metrics=comma_list(metric, "--metric"),
     )
-    title = f"B against A (min effect {min_effect:g}%, alpha {alpha:g})"
+    title = cmp.title(sides.name_a, sides.name_b, min_effect, alpha)
+    for line in cmp.sentences(rows, sides.name_a, sides.name_b):
+        out.print(escape(line))
     print_table(cmp.verdict_table(title, rows, sides.name_a, sides.name_b))
     _write_verdicts(markdown, json_out, title, rows, sides)
     n = _print_counts(rows, sides)
@@ -236,17 +238,17 @@ def _print_counts(rows: list[Row], sides: _Sides) -> dict[str, int]:
     from virtbench.report.trust import trust_notes
 
     for line in cmp.reasons(rows):
-        out.print(f"no ratio: {escape(line)}", soft_wrap=True)
+        out.print(f"no ratio: {escape(line)}")
     n = cmp.counts(rows)
     always = ("worse", "better", "no change", "too few")
     out.print(", ".join(f"{v} {k}" for k, v in n.items() if v or k in always))
     out.print(
-        "[dim]n: independent units per side (repetitions; nested values averaged within each)[/]",
-        soft_wrap=True,
+        "[dim]n: independent units per side (repetitions; nested values averaged within "
+        'each); p "< x": no resample of the permutation test was as far apart[/]'
     )
     for side, samples in (("A", sides.a), ("B", sides.b)):
         for level, message in trust_notes(samples):
-            out.print(f"{side}: {level}: {escape(message)}", soft_wrap=True)
+            out.print(f"{side}: {level}: {escape(message)}")
     _print_conditions(sides)
     return n
 
@@ -260,11 +262,10 @@ def _print_conditions(sides: _Sides) -> None:
         conds = conditions.of_runtimes(samples)
         merged = {k: v for c in conds.values() for k, v in c.items()}  # one runtime a side
         for runtime, c in conds.items():
-            out.print(f"[dim]{side} conditions: {escape(conditions.line(runtime, c))}[/]",
-                      soft_wrap=True)  # fmt: skip
+            out.print(f"[dim]{side} conditions: {escape(conditions.line(runtime, c))}[/]")
         got.append(merged)
     if (said := conditions.warning(sides.name_a, got[0], sides.name_b, got[1])) is not None:
-        out.print(f"warning: {escape(said)}", soft_wrap=True)
+        out.print(f"warning: {escape(said)}")
 
 
 def _exit_on(fail_on: str, n: dict[str, int], n_rows: int) -> None:

@@ -196,5 +196,4 @@ def estimate(cfg: BootExperiment, cost: Costs) -> Estimate:
 
 TYPE = ExperimentType(
     "boot", BootExperiment, run, UNIT, order=10, estimate=estimate, metrics=METRICS,
-    answers="boot",
 )  # fmt: skip

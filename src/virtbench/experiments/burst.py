@@ -185,5 +185,4 @@ def estimate(cfg: BurstExperiment, cost: Costs) -> Estimate:
 
 TYPE = ExperimentType(
     "burst", BurstExperiment, run, UNIT, order=70, estimate=estimate, metrics=METRICS,
-    answers="burst",
 )  # fmt: skip

@@ -351,5 +351,4 @@ def estimate(cfg: DensityExperiment, cost: Costs) -> Estimate:
 
 TYPE = ExperimentType(
     "density", DensityExperiment, run, UNIT, order=20, estimate=estimate, metrics=METRICS,
-    answers="density",
 )  # fmt: skip

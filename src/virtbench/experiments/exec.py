@@ -28,7 +28,7 @@ from virtbench.errors import InstanceError
 from virtbench.experiments.command import HELLO, HELLO_BYTES, wrong
 from virtbench.experiments.estimate import Costs, Estimate
 from virtbench.experiments.held import each_repetition, recorded, running
-from virtbench.experiments.kind import ExperimentType, Ranked
+from virtbench.experiments.kind import ExperimentType
 from virtbench.experiments.session import Session
 from virtbench.metrics.model import MONO, NS_MS, Metric
 from virtbench.spec.base import (
@@ -116,5 +116,4 @@ def estimate(cfg: ExecExperiment, cost: Costs) -> Estimate:
 
 TYPE = ExperimentType(
     "exec", ExecExperiment, run, UNIT, order=80, estimate=estimate, metrics=METRICS,
-    ranked=(Ranked("Fastest command in a running instance", "exec.true", "ms"),),
 )  # fmt: skip

@@ -193,5 +193,5 @@ def estimate(cfg: IsolationExperiment, cost: Costs) -> Estimate:
 
 TYPE = ExperimentType(
     "isolation", IsolationExperiment, run, UNIT, order=50, check=check, estimate=estimate,
-    metrics=METRICS, answers="isolation",
+    metrics=METRICS,
 )  # fmt: skip

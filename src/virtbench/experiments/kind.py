@@ -2,8 +2,8 @@
 
 A module of this package whose `TYPE` is an `ExperimentType` is an experiment type:
 `experiments.get(name)` finds it, the spec validates its `[[experiment]]` tables with its
-`config` model, the plan asks its `estimate`, the metric registry holds its `metrics`, and
-the report answers its `ranked` questions (and its `answers` kind's). Nothing else lists
+`config` model, the plan asks its `estimate`, and the metric registry holds its
+`metrics`; how its results are shown is its view's (report/views). Nothing else lists
 experiment types.
 """
 
@@ -20,17 +20,6 @@ from virtbench.metrics.model import Metric
 
 
 @dataclass(frozen=True)
-class Ranked:
-    """A question each runtime answers with its median of `metric` (failures and
-    warm-ups left out), ranked best first."""
-
-    question: str
-    metric: str
-    unit: str
-    lower_better: bool = True
-
-
-@dataclass(frozen=True)
 class ExperimentType:
     """An experiment type: its name, its spec table, its procedure and what it records.
 
@@ -44,8 +33,8 @@ class ExperimentType:
               SpecError where the spec cannot run
     estimate  `estimate(config, costs)`: the launches and seconds it takes on one runtime
     metrics   the figures it records, declared once (metrics/model.py)
-    ranked    questions the report answers from its samples, one median per runtime
-    answers   the report's own answer for it (report/answers.py ANSWERS), "" for none
+
+    How its results are shown (answers, tables, plots) is its view's: report/views.
     """
 
     name: str
@@ -56,5 +45,3 @@ class ExperimentType:
     check: Callable[[Any, Any], None] | None = None
     estimate: Callable[[Any, Costs], Estimate] | None = None
     metrics: tuple[Metric, ...] = ()
-    ranked: tuple[Ranked, ...] = ()
-    answers: str = ""

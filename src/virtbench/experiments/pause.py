@@ -26,7 +26,7 @@ from pydantic import Field
 from virtbench.errors import InstanceError
 from virtbench.experiments.estimate import Costs, Estimate
 from virtbench.experiments.held import each_repetition, recorded, running
-from virtbench.experiments.kind import ExperimentType, Ranked
+from virtbench.experiments.kind import ExperimentType
 from virtbench.experiments.session import Session
 from virtbench.measure.probe import Beat
 from virtbench.metrics.model import MONO, NS_MS, Metric
@@ -153,5 +153,4 @@ def estimate(cfg: PauseExperiment, cost: Costs) -> Estimate:
 
 TYPE = ExperimentType(
     "pause", PauseExperiment, run, UNIT, order=90, estimate=estimate, metrics=METRICS,
-    ranked=(Ranked("Fastest back from a pause", "pause.resume_to_ready", "ms"),),
 )  # fmt: skip

@@ -393,5 +393,5 @@ def estimate(cfg: ScalabilityExperiment, cost: Costs) -> Estimate:
 
 TYPE = ExperimentType(
     "scalability", ScalabilityExperiment, run, UNIT, order=40, check=check, estimate=estimate,
-    metrics=METRICS, answers="scalability",
+    metrics=METRICS,
 )  # fmt: skip

@@ -52,7 +52,7 @@ from virtbench.artifacts.rootfs import disk_usage
 from virtbench.errors import InstanceError
 from virtbench.experiments.estimate import Costs, Estimate
 from virtbench.experiments.held import cannot, each_repetition, recorded, running
-from virtbench.experiments.kind import ExperimentType, Ranked
+from virtbench.experiments.kind import ExperimentType
 from virtbench.experiments.pause import next_beat, silent, steady_beat
 from virtbench.experiments.session import Session
 from virtbench.measure.probe import Beat
@@ -314,6 +314,4 @@ def estimate(cfg: SnapshotExperiment, cost: Costs) -> Estimate:
 
 TYPE = ExperimentType(
     "snapshot", SnapshotExperiment, run, UNIT, order=100, estimate=estimate, metrics=METRICS,
-    ranked=(Ranked("Fastest back from a checkpoint on disk", "snapshot.restore_to_ready", "ms"),),
-    answers="snapshot",
 )  # fmt: skip

@@ -126,5 +126,4 @@ def estimate(cfg: ThroughputExperiment, cost: Costs) -> Estimate:
 
 TYPE = ExperimentType(
     "throughput", ThroughputExperiment, run, UNIT, order=30, check=check, estimate=estimate,
-    answers="throughput",
 )  # fmt: skip

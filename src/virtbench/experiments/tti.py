@@ -250,5 +250,4 @@ def estimate(cfg: TtiExperiment, cost: Costs) -> Estimate:
 
 TYPE = ExperimentType(
     "tti", TtiExperiment, run, UNIT, order=75, estimate=estimate, metrics=METRICS,
-    answers="tti",
 )  # fmt: skip

@@ -38,10 +38,11 @@ from rich.table import Table
 
 from virtbench import metrics
 from virtbench.analysis.fit import p_difference
-from virtbench.analysis.significance import ABResult, ab_test, holm, min_p, verdict
+from virtbench.analysis.significance import ABResult, ab_test, holm, min_p, p_floor, verdict
 from virtbench.analysis.stats import slowdown_ci
 from virtbench.errors import VirtbenchError
-from virtbench.report.cells import Rows, add_columns, fmt, refusal, unit_keys
+from virtbench.report.cells import Rows, add_columns, fmt, quantity, refusal, span, unit_keys
+from virtbench.report.standing import ratio
 from virtbench.store.frame import Frame, as_frame
 from virtbench.store.records import Sample
 
@@ -239,18 +240,62 @@ def change_ci(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
 def cells(row: Row) -> list[str]:
     """A row's cells as the verdict table shows them (plain text)."""
     r, unit = row.result, row.key[2]
-    change = f"{r.change * 100:+.1f}%" if not math.isnan(r.change) else "-"
+    change = f"{r.change * 100:+.1f}%" if not math.isnan(r.change) else "n/a"
     if not math.isnan(row.ci[0]) and not math.isnan(r.change):
-        change += f" (95% CI {row.ci[0] * 100:+.1f}..{row.ci[1] * 100:+.1f})"
-    p = f"{row.p_adjusted:.3g}" if not math.isnan(row.p_adjusted) else "-"
-    a_cell, b_cell = row.cells if row.cells[0] else (f"{fmt(r.median_a)} {unit}",
-                                                     f"{fmt(r.median_b)} {unit}")  # fmt: skip
+        change += f" ({span(row.ci[0] * 100, row.ci[1] * 100, '%', digits=2)})"
+    medians = (quantity(r.median_a, unit)[0], quantity(r.median_b, unit)[0])
+    a_cell, b_cell = row.cells if row.cells[0] else medians
     n = f"{r.n_a}/{r.n_b}" + (" steps" if row.cells[0] else "")
-    return [label(row.key), a_cell, b_cell, change, p, n, row.verdict]
+    return [label(row.key), a_cell, b_cell, change, p_cell(row), n, row.verdict]
+
+
+def p_cell(row: Row) -> str:
+    """The Holm-corrected p; "< x" where the test resampled and no resample was as far
+    apart as the sides (its p is then a bound: significance.p_floor)."""
+    if math.isnan(row.p_adjusted):
+        return "n/a"
+    floor = p_floor(row.result.n_a, row.result.n_b)
+    bound = row.result.method == "permutation" and floor and row.result.p <= floor
+    return f"<{fmt(row.p_adjusted, 2)}" if bound else fmt(row.p_adjusted, 3)
 
 
 def headers(name_a: str, name_b: str) -> list[str]:
-    return ["measure", f"A: {name_a}", f"B: {name_b}", "change", "p (Holm)", "n", "verdict"]
+    """The verdict table's headers: A and B by their letters (the title names them:
+    `title`), so the table keeps its layout at 80 columns."""
+    del name_a, name_b
+    return ["measure", "A", "B", "change (95% CI)", "p (Holm)", "n", "verdict"]
+
+
+def title(name_a: str, name_b: str, min_effect: float, alpha: float) -> str:
+    """The verdict table's title: which run and runtime is A, which B, and the test."""
+    return f"A = {name_a}, B = {name_b}: B against A (min effect {min_effect:g}%, alpha {alpha:g})"
+
+
+def times(row: Row) -> tuple[float, float, float]:
+    """B in A's terms, how many times worse (>1) or better (<1) whichever way the figure
+    improves, with its 95% CI (nan: none)."""
+    c, (lo, hi) = row.result.change, row.ci
+    if row.direction == "lower":
+        return 1 + c, 1 + lo, 1 + hi
+    return 1 / (1 + c), 1 / (1 + hi), 1 / (1 + lo)
+
+
+def sentences(rows: list[Row], name_a: str, name_b: str) -> list[str]:
+    """One per row whose verdict is worse or better: "B (run x crun) is 1.10x
+    (1.07-1.13) slower than A (...) at time to run and exit (hello)"."""
+    out = []
+    for row in rows:
+        if row.verdict not in ("worse", "better") or math.isnan(row.result.change):
+            continue
+        x, lo, hi = times(row)
+        worse = row.verdict == "worse"
+        if not worse:
+            x, lo, hi = 1 / x, 1 / hi, 1 / lo
+        timed = row.key[2] in ("ms", "us", "ns", "s")
+        word = ("slower" if worse else "faster") if timed else ("worse" if worse else "better")
+        ci = f" ({ratio(lo)}-{ratio(hi)})" if not math.isnan(lo) else ""
+        out.append(f"B ({name_b}) is {ratio(x)}x{ci} {word} than A ({name_a}): {label(row.key)}")
+    return out
 
 
 def verdict_table(title: str, rows: list[Row], name_a: str, name_b: str) -> Table:
@@ -269,8 +314,11 @@ def markdown(title: str, rows: list[Row], name_a: str, name_b: str) -> str:
     def esc(text: str) -> str:
         return text.replace("\\", "\\\\").replace("|", "\\|")
 
-    lines = [f"**{esc(title)}**", "", "| " + " | ".join(map(esc, headers(name_a, name_b))) + " |",
-             "|---|---:|---:|---:|---:|---:|---|"]  # fmt: skip
+    lines = [f"**{esc(title)}**", ""]
+    said = sentences(rows, name_a, name_b)
+    lines += [f"- {esc(line)}" for line in said] + ([""] if said else [])
+    lines.append("| " + " | ".join(map(esc, headers(name_a, name_b))) + " |")
+    lines.append("|---|---:|---:|---:|---:|---:|---|")
     for row in rows:
         *rest, v = cells(row)
         lines.append("| " + " | ".join(map(esc, [*rest, f"**{v}**" if v in REGRESSIONS else v]))
@@ -285,14 +333,20 @@ def bmf(rows: list[Row], name_b: str) -> dict[str, dict[str, dict[str, float]]]:
     """B's figures in Bencher Metric Format (bencher.dev/bmf.json, read by `bencher run
     --adapter json`): a benchmark per measure compared ("<measure> <name_b>"), its
     measure named by its unit (a slug: "ms", "mib", "requests-s"), its value B's median;
-    compare's verdicts stay in its exit status and its other outputs."""
+    beside it, where the change has a CI, "times-a": B in A's terms (how many times
+    worse, >1, whichever way the figure improves) with that CI as its bounds; compare's
+    verdicts stay in its exit status and its other outputs."""
     out: dict[str, dict[str, dict[str, float]]] = {}
     for row in rows:
         value = row.result.median_b
         if math.isnan(value):
             continue
         slug = re.sub(r"[^a-z0-9]+", "-", row.key[2].lower()).strip("-") or "value"
-        out.setdefault(f"{label(row.key)} {name_b}", {})[slug] = {"value": float(value)}
+        mine = out.setdefault(f"{label(row.key)} {name_b}", {})
+        mine[slug] = {"value": float(value)}
+        x, lo, hi = times(row)
+        if not math.isnan(lo) and not row.reason:
+            mine["times-a"] = {"value": x, "lower_value": lo, "upper_value": hi}
     return out
 
 

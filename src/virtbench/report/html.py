@@ -233,7 +233,7 @@ def render(store: Store, run_ids: list[str], opts: Options) -> str:
         if isinstance(rows, str):
             across.append({"a": first, "b": other, "table": None, "note": rows})
             continue
-        title = f"{other} against {first} (min effect 5%, alpha 0.05)"
+        title = cmp.title(first, other, 5, 0.05)
         table = from_rich(cmp.verdict_table(title, rows, first, other))
         across.append({"a": first, "b": other, "table": table, "note": ""})
     return env.get_template(TEMPLATE).render(

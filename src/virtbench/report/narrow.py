@@ -6,11 +6,9 @@ to an ellipsis or broken across lines."""
 
 from __future__ import annotations
 
-import io
-
 from rich.cells import cell_len
 from rich.console import Console, Group, RenderableType
-from rich.table import Table
+from rich.table import Column, Table
 from rich.text import Text
 
 # Columns a narrow terminal may leave out, the first first: spread and counts that the
@@ -28,6 +26,10 @@ DROPPABLE = (
     "p95",
     "x native",
     "vs 0",
+    "batches",
+    "ms / instance",
+    "wall ms",
+    "p99 ms",
 )
 
 
@@ -45,25 +47,47 @@ def fit(t: Table, console: Console) -> RenderableType:
         shown = _only(shown, keep)
         if _whole(shown, console.width):
             return _noting_left_out(shown, t)
+    # then values may wrap at their spaces ("-57% (-61 to -36%)" on two lines)
+    shown = _only(shown, list(range(len(shown.columns))), wrap=True)
+    if _whole(shown, console.width):
+        return _noting_left_out(shown, t)
     return stacked(t, console.width)
 
 
 def _whole(t: Table, width: int) -> bool:
-    """Whether `t` drawn at `width` shows every value whole: as wide as its widest words
-    at most, and no cell or header showing an ellipsis it does not hold (Rich's layout
-    may cut a column that a sum of the widest words says would fit)."""
+    """Whether `t` can be drawn at `width` with every value whole: each column at least
+    as wide as its widest word (its widest line where it does not wrap). Where it can
+    but does not fit as it is, its columns get their widths here (`_widths`): Rich's own
+    layout may shrink a column below its widest word and cut it to an ellipsis."""
     if uncut_width(t) > width:
         return False
-    probe = Console(width=width, file=io.StringIO(), color_system=None)
-    probe.print(t)
-    drawn = probe.file.getvalue().count("…")  # type: ignore[attr-defined]
-    held = sum(str(c).count("…") for col in t.columns for c in [col.header, *col.cells])
-    held += str(t.title or "").count("…") + str(t.caption or "").count("…")
-    return drawn <= held
+    natural = sum(_natural(col) + 3 for col in t.columns) + 1
+    if natural > width:
+        for col, w in zip(t.columns, _widths(t, width), strict=True):
+            col.width = w
+    return True
 
 
-def _only(t: Table, keep: list[int]) -> Table:
-    """A copy of `t` with only the columns `keep` (indices), cells and all."""
+def _natural(col: Column) -> int:
+    """How wide a column is with no line wrapped."""
+    cells = [str(col.header), *(str(c) for c in col.cells)]
+    return max(_narrowest(c, True) for c in cells)
+
+
+def _widths(t: Table, width: int) -> list[int]:
+    """Each column's width: its floor (`column_floor`), and of the width left over, a
+    share for each column that wraps, as its unwrapped width asks."""
+    floors = [column_floor(col) for col in t.columns]
+    wants = [max(0, _natural(col) - f) for col, f in zip(t.columns, floors, strict=True)]
+    spare = width - uncut_width(t)
+    asked = sum(wants)
+    out = [f + (spare * w // asked if asked else 0) for f, w in zip(floors, wants, strict=True)]
+    return [min(w, f + want) for w, f, want in zip(out, floors, wants, strict=True)]
+
+
+def _only(t: Table, keep: list[int], wrap: bool = False) -> Table:
+    """A copy of `t` with only the columns `keep` (indices), cells, rules and all;
+    `wrap`: every column may wrap at spaces."""
     out = Table(
         title=t.title,
         title_justify=t.title_justify,
@@ -72,16 +96,19 @@ def _only(t: Table, keep: list[int]) -> Table:
     )
     cols = [t.columns[i] for i in keep]
     for col in cols:
-        out.add_column(col.header, justify=col.justify, no_wrap=col.no_wrap)
-    for row in zip(*(col.cells for col in cols), strict=True):
-        out.add_row(*row)
+        out.add_column(col.header, justify=col.justify, no_wrap=col.no_wrap and not wrap)
+    for row, cells in zip(t.rows, zip(*(col.cells for col in cols), strict=True), strict=True):
+        out.add_row(*cells, end_section=row.end_section)
     return out
 
 
 def _noting_left_out(shown: Table, full: Table) -> Table:
-    """`shown` with a last caption line naming the columns of `full` it left out."""
+    """`shown` with a last caption line naming the columns of `full` it left out (none:
+    `shown` as it is)."""
     have = {str(c.header) for c in shown.columns}
     gone = [str(c.header) for c in full.columns if str(c.header) not in have]
+    if not gone:
+        return shown
     note = f"left out at this width: {', '.join(gone)} (a wider terminal shows them)"
     shown.caption = f"{shown.caption}\n{note}" if shown.caption else note
     shown.caption_justify = "left"
@@ -91,11 +118,14 @@ def _noting_left_out(shown: Table, full: Table) -> Table:
 def uncut_width(t: Table) -> int:
     """The narrowest `t` can be drawn without cutting a value: each column as wide as
     its widest word (its widest line where it does not wrap), plus padding and rules."""
-    total = 0
-    for col in t.columns:
-        cells = [str(col.header), *(str(c) for c in col.cells)]
-        total += max(_narrowest(c, col.no_wrap) for c in cells) + 3  # padding, a rule
-    return total + 1
+    return sum(column_floor(col) + 3 for col in t.columns) + 1  # padding, a rule each
+
+
+def column_floor(col: Column) -> int:
+    """The narrowest a column can be without cutting a value: its widest word (its
+    widest line where it does not wrap)."""
+    cells = [str(col.header), *(str(c) for c in col.cells)]
+    return max(_narrowest(c, col.no_wrap) for c in cells)
 
 
 def _narrowest(markup: str, no_wrap: bool) -> int:

@@ -20,9 +20,10 @@ from dataclasses import dataclass
 import numpy as np
 from rich.table import Table
 
+from virtbench import metrics
 from virtbench.analysis.fit import Fit, sen_fit
 from virtbench.analysis.tails import Estimate, quantile_ci, success_ci
-from virtbench.report.cells import add_columns, fmt
+from virtbench.report.cells import add_columns, fmt, quantity, span
 from virtbench.store.frame import Frame
 
 QUANTILES = (("p50", 0.5), ("p95", 0.95), ("p99", 0.99))
@@ -94,16 +95,16 @@ def _median(f: Frame, metric: str, runtime: str) -> float:
 
 
 def estimate_cell(e: Estimate) -> str:
-    """`25.1 (95% CI 24.5-25.8)`, or `25.1 (no CI: 3 batches)`."""
+    """`25.1 (24.5-25.8)`; `25.1` alone where it has no CI (the table's caption says
+    why)."""
     if math.isnan(e.value):
-        return "-"
-    if e.has_ci:
-        return f"{fmt(e.value)} (95% CI {fmt(e.low)}-{fmt(e.high)})"
-    return f"{fmt(e.value)} ({e.why_none})"
+        return "n/a"
+    return f"{fmt(e.value)} ({span(e.low, e.high)})" if e.has_ci else fmt(e.value)
 
 
 def tti_table(title: str, f: Frame, order: list[str]) -> Table:
-    """One row per runtime and batch kind: the pooled tail, success and wall time."""
+    """One row per runtime and batch kind: the pooled tail with its 95% CI, success and
+    wall time; why a figure has no CI, once, under it."""
     t = Table(title=title, title_justify="left")
     add_columns(t, ["batch", "runtime", "p50 ms", "p95 ms", "p99 ms", "success %",
                     "instances", "batches", "wall ms", "ms / instance"],
@@ -111,12 +112,22 @@ def tti_table(title: str, f: Frame, order: list[str]) -> Table:
     rank = {r: i for i, r in enumerate(order)}
     unable = cannots(f)
     found = sorted(pooled(f, unable), key=lambda b: (batch_order(b.at), rank.get(b.runtime, 99)))
-    for b in found:
-        t.add_row(describe(b.at), b.runtime, *(estimate_cell(b.tails[q]) for q, _ in QUANTILES),
-                  estimate_cell(b.success), f"{b.ok}/{b.n}", str(b.batches), fmt(b.wall),
-                  fmt(b.amortized))  # fmt: skip
-    if unable:
-        t.caption = "\n".join(f"{r} cannot: {why}" for r, why in sorted(unable.items()))
+    before = ""  # the batch kind of the row above: each kind named once
+    for i, b in enumerate(found):
+        kind = describe(b.at)
+        last = i + 1 == len(found) or describe(found[i + 1].at) != kind
+        tails = [estimate_cell(b.tails[q]) for q, _ in QUANTILES]
+        rest = [estimate_cell(b.success), f"{b.ok}/{b.n}", str(b.batches), fmt(b.wall)]
+        name = "" if kind == before else kind
+        ends = last and i + 1 < len(found)
+        t.add_row(name, b.runtime, *tails, *rest, fmt(b.amortized), end_section=ends)
+        before = kind
+    why = sorted({e.why_none for b in found for e in [*b.tails.values(), b.success] if e.why_none})
+    none = "; ".join(w.removeprefix("no CI: ") for w in why)
+    notes = [f"a figure without a bracketed 95% CI has none: {none}"] if why else []
+    notes += [f"{r} cannot: {why}" for r, why in sorted(unable.items())]
+    if notes:
+        t.caption = "\n".join(notes)
         t.caption_justify = "left"
     return t
 
@@ -159,12 +170,12 @@ def dirty_slopes(f: Frame) -> list[DirtySlope]:
     return out
 
 
-def slope_cell(fit: Fit | None) -> str:
+def slope_cell(fit: Fit | None, unit: str = "") -> str:
+    """`12.3 ms (10.1-14.2 ms)`; without a CI, why."""
     if fit is None:
-        return "- (one level)"
-    if not fit.has_ci:
-        return f"{fmt(fit.slope)} (no CI: {fit.points} points)"
-    return f"{fmt(fit.slope)} (95% CI {fmt(fit.ci_low)} to {fmt(fit.ci_high)})"
+        return "n/a (one level)"
+    value, ci = quantity(fit.slope, unit, fit.ci_low, fit.ci_high)
+    return f"{value} ({ci})" if fit.has_ci else f"{value} (no CI: {fit.points} points)"
 
 
 def dirty_table(title: str, slopes: list[DirtySlope], order: list[str]) -> Table:
@@ -176,7 +187,6 @@ def dirty_table(title: str, slopes: list[DirtySlope], order: list[str]) -> Table
                     f"per {PER_MIB} MiB dirtied"], ("runtime", "figure"))  # fmt: skip
     rank = {r: i for i, r in enumerate(order)}
     for x in sorted(slopes, key=lambda x: (rank.get(x.runtime, 99), x.metric)):
-        cells = [f"{fmt(x.medians[d])} {x.unit}" if d in x.medians else "-" for d in levels]
-        t.add_row(x.runtime, x.metric.removeprefix("snapshot."), *cells,
-                  f"{slope_cell(x.fit)} {x.unit}")  # fmt: skip
+        cells = [quantity(x.medians[d], x.unit)[0] if d in x.medians else "n/a" for d in levels]
+        t.add_row(x.runtime, metrics.label(x.metric), *cells, slope_cell(x.fit, x.unit))
     return t

@@ -26,7 +26,16 @@ import numpy as np
 from rich.table import Table
 
 from virtbench.analysis.stats import MIN_UNITS, Z, slowdown_ci
-from virtbench.report.cells import add_columns, fmt, quantity, refusal, span
+from virtbench.report.cells import (
+    CI_HEADER,
+    MIXED_HEADER,
+    RANGE_HEADER,
+    add_columns,
+    fmt,
+    quantity,
+    refusal,
+    span,
+)
 
 REFERENCE = "native"  # the reference line of every answer where it ran
 Scale = Literal["ratio", "difference"]
@@ -42,6 +51,8 @@ class Standing:
                  (None: the figure is no median of values: a slope, a pooled tail)
     p95          the 95th percentile with its CI, where the experiment has tails
     ok, total    measurements that succeeded, of all (total 0: not counted)
+    no_ci        what stands in its CI's place where it has none (the range of fewer
+                 than 5 units, "2 batches"); "" says "n/a"
     """
 
     runtime: str
@@ -54,6 +65,7 @@ class Standing:
     p95: tuple[float, float, float] | None = None
     ok: int = 0
     total: int = 0
+    no_ci: str = ""
 
     @property
     def has_ci(self) -> bool:
@@ -267,8 +279,10 @@ def table(a: Answer, ids: bool = False) -> Table:
     t = Table(title=f"{a.question}: {a.measure}{named}", title_justify="left")
     add_columns(t, cols, ("runtime",))
     rows = [*a.ranked, *([a.reference] if a.reference and a.reference not in a.ranked else [])]
+    t.columns[2].header = _interval_header(rows)
     for s in rows:
         cells = _cells(a, s, best)
+        cells[1] = _interval_cell(cells[1], s, str(t.columns[2].header))
         cells += ["" if s is a.reference else _vs(a.of_reference(s), a)] * native
         cells += [_p95(s, a.unit)] * tails
         cells += [f"{s.ok}/{s.total}" if s.total else ""] * counted
@@ -277,9 +291,28 @@ def table(a: Answer, ids: bool = False) -> Table:
     return t
 
 
+def _interval_header(rows: list[Standing]) -> str:
+    """What the interval column holds, so that no range ever stands under a CI's name
+    (as cells.interval_column says): "95% CI", "range", or "interval" over both."""
+    ranges = [s.no_ci.startswith(RANGE_HEADER) for s in rows if not s.has_ci]
+    if not any(ranges):
+        return CI_HEADER
+    return RANGE_HEADER if all(ranges) and len(ranges) == len(rows) else MIXED_HEADER
+
+
+def _interval_cell(cell: str, s: Standing, header: str) -> str:
+    """The cell as its column's header has it: a range's word dropped under "range",
+    a CI named under "interval"."""
+    if header == RANGE_HEADER:
+        return cell.removeprefix(f"{RANGE_HEADER} ")
+    return f"{CI_HEADER} {cell}" if header == MIXED_HEADER and s.has_ci else cell
+
+
 def _cells(a: Answer, s: Standing, best: Standing) -> list[str]:
     """A standing's figure, its CI and how it stands against the best."""
     value, ci = quantity(s.value, a.unit, s.low, s.high)
+    if not s.has_ci and s.no_ci:
+        ci = s.no_ci
     if not s.told_from_floor:
         ci = f"up to {quantity(s.high, a.unit)[0]} (not told from {fmt(s.floor)})"
     if s is best:

@@ -186,7 +186,7 @@ def scalability_table(title: str, samples: Rows, runtime_order: list[str],
             for _, m in zip(HOST_COLUMNS, host, strict=True):  # one column each
                 rows = points.get((r, n, m.name))
                 median = median_rows(f, rows)[0]
-                host_cells.append(f"{fmt(median)}{m.unit}")
+                host_cells.append(f"{fmt(median)}{m.unit}" if median == median else "n/a")
             row = [r, str(n), fmt(st.median), cv_cell(st),
                    f"{st.n}" + (f" ({lost} failed)" if lost else ""),
                    f"{rel:.2f}x" if not math.isnan(rel) else "-", *host_cells]  # fmt: skip

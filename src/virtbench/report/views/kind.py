@@ -19,7 +19,7 @@ from rich.table import Table
 
 from virtbench import metrics
 from virtbench.analysis.stats import Summary
-from virtbench.report.cells import summarize_rows, unit_keys
+from virtbench.report.cells import interval, summarize_rows, unit_keys
 from virtbench.report.plotkit import Plot
 from virtbench.report.standing import Answer, Standing, ranked
 from virtbench.report.tables import summary_table
@@ -94,8 +94,9 @@ def standings(f: Frame, floor: float = np.nan) -> list[Standing]:
     units), the values and units a ratio's bootstrap resamples, and how many of its
     measurements succeeded."""
     out = []
-    for (runtime,), idx in f.groups("runtime"):
+    for (runtime, unit), idx in f.groups("runtime", "unit"):
         st = summarize_rows(f, idx)
+        what, text = interval(st, unit)
         ok = idx[f.ok[idx]]
         out.append(
             Standing(
@@ -108,6 +109,7 @@ def standings(f: Frame, floor: float = np.nan) -> list[Standing]:
                 units=unit_keys(f, ok),
                 ok=int(ok.size),
                 total=int(idx.size),
+                no_ci=f"{what} {text}".strip() if not st.has_ci else "",
             )
         )
     return out

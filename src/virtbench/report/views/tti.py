@@ -53,6 +53,7 @@ def _standing(b: Batches) -> Standing:
         p95=(p95.value, p95.low, p95.high),
         ok=b.ok,
         total=b.n,
+        no_ci=p50.why_none,
     )
 
 
