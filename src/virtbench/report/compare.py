@@ -105,7 +105,7 @@ def _fit_results(a: Frame, b: Frame, with_runtime: bool
         y = side_b[0]
         rows = np.flatnonzero(a.where("metric", m.fits or "") & a.where("runtime", rt))
         workload = a.labels["workload"][a.codes["workload"][rows[0]]] if rows.size else ""
-        key = ("density", metric, m.unit, workload, "0", "", "", "")
+        key = (metric.partition(".")[0], metric, m.unit, workload, "0", "", "", "")
         key = (*key, rt) if with_runtime else key
         why = baseline_refusal(x, metric, "A") or ""
         change = math.nan if why else y.slope / x.slope - 1
