@@ -103,3 +103,64 @@ def test_report_opens_in_headless_chromium_without_console_errors(browser, tmp_p
     browser.set_window_size(1300, min(int(height) + 100, 16000))
     shot = Path(os.environ.get("VIRTBENCH_SCREENSHOT", tmp_path / "report.png"))
     assert browser.save_screenshot(str(shot)) and shot.stat().st_size > 50_000
+
+
+# What a page must not do at a width, as the browser laid it out: scroll sideways, show
+# an image it could not draw, or draw text beyond its own box.
+LAYOUT = """
+const out = {overflow: 0, empty: [], spill: []};
+out.overflow = document.documentElement.scrollWidth - window.innerWidth;
+for (const e of document.querySelectorAll('figure svg, img')) {
+  const r = e.getBoundingClientRect();
+  if (r.width < 1 || r.height < 1 || (e.tagName === 'IMG' && !e.naturalWidth))
+    out.empty.push(e.outerHTML.slice(0, 80));
+}
+const text = 'p, li, h1, h2, h3, h4, caption, figcaption, th, td, summary, pre, code, nav a';
+for (const e of document.querySelectorAll(text)) {
+  const style = getComputedStyle(e);
+  if (['auto', 'scroll'].includes(style.overflowX)) continue;
+  if (e.scrollWidth > e.clientWidth + 1 && e.clientWidth > 0)
+    out.spill.push(e.tagName + ': ' + e.textContent.trim().slice(0, 60));
+}
+return out;
+"""
+
+
+def test_layout_check_sees_overflow_a_missing_image_and_spilled_text(browser, tmp_path):
+    bad = tmp_path / "bad.html"
+    bad.write_text(
+        "<!DOCTYPE html><title>x</title><body style='margin:0'>"
+        "<div style='width:3000px'>wide</div><figure><svg width='0' height='0'></svg>"
+        "</figure><p style='width:40px;white-space:nowrap'>a long line of text</p></body>"
+    )
+    browser.set_window_size(390, 800)
+    browser.get(bad.as_uri())
+    found = browser.execute_script(LAYOUT)
+    assert found["overflow"] > 0 and found["empty"] and found["spill"], found
+
+
+@pytest.mark.parametrize("width", [1366, 390])
+def test_report_fits_a_desktop_and_a_phone_with_nothing_outside_its_box(browser, tmp_path, width):
+    """The report of a run of every experiment type, at 1366 and 390 pixels wide: no
+    horizontal scroll, every plot drawn, no text outside its box, no console error."""
+    store = Store(tmp_path / "results")
+    everything = ("boot", "density", "throughput", "scalability", "isolation")
+    fake_run(store, "wide01", {"native": 1.0, "crun": 1.3, "runsc": 2.0}, everything)
+    page = tmp_path / "report.html"
+    res = CliRunner().invoke(app, ["report", "wide01", "-o", str(page),
+                                   "--results", str(tmp_path / "results")])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    browser.set_window_size(width, 900)
+    browser.get(page.as_uri())
+    found = browser.execute_script(LAYOUT)
+    assert found["overflow"] <= 0 and not found["empty"] and not found["spill"], found
+    assert problems(browser) == []
+    # the first screen answers: the first question, its sentence, its table
+    first = browser.execute_script(
+        "const a = document.querySelector('.answer'); const r = a.getBoundingClientRect();"
+        "return [r.top, a.textContent];"
+    )
+    assert first[0] < 900 and "Fastest to start" in first[1] and "faster than" in first[1]
+    shot = os.environ.get("VIRTBENCH_SCREENSHOT_DIR")
+    if shot:  # the first screen, for a person to look at
+        browser.save_screenshot(str(Path(shot) / f"report-{width}.png"))

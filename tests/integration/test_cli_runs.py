@@ -64,7 +64,9 @@ def test_boot_and_density_on_three_runtimes(env, tmp_path):
     assert rid in listed.stdout and "completed" in listed.stdout
     shown = cli("show", rid, "--wide", env=env)
     assert (
-        shown.returncode == 0 and "spawn_to_exit (hello)" in shown.stdout and "SD" in shown.stdout
+        shown.returncode == 0
+        and "time to run and exit (hello)" in shown.stdout
+        and "SD" in shown.stdout
     )
 
 

@@ -57,7 +57,9 @@ def test_full_disk_under_results_stops_the_run_cleanly_with_the_database_intact(
     status = db.execute("SELECT status FROM runs WHERE id = ?", (rid,)).fetchone()[0]
     db.close()
     shown = cli("show", rid, "--results", str(copy), env=env)
-    assert shown.returncode == 0 and "spawn_to_exit" in shown.stdout, shown.stdout + shown.stderr
+    assert shown.returncode == 0 and "time to run and exit" in shown.stdout, (
+        shown.stdout + shown.stderr
+    )
     if status == "running":  # not even the final status fitted: `clean` says what happened
         cleaned = cli("clean", "--results", str(copy), env=env)
         assert f"run {rid} marked crashed" in cleaned.stdout, cleaned.stdout

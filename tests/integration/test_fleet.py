@@ -80,9 +80,9 @@ def test_two_hosts_boot_native_and_crun_merged_with_the_host_as_label(hosts, tmp
     assert rep.returncode == 0, rep.stdout + rep.stderr
     text = out.read_text()
     assert f"Run {runs['h1'].id}: boot on h1" in text and f"Run {runs['h2'].id}: boot on h2" in text
-    assert "Hosts compared" in text and "h2 against h1" in text
+    assert "Hosts compared" in text and "A = h1, B = h2: B against A" in text
     cmp = cli("compare", fid, "--hosts", "h1,h2", "--fail-on", "never", "--results", str(results))
-    assert cmp.returncode == 0 and "spawn_to_exit (hello, crun)" in cmp.stdout, cmp.stdout
+    assert cmp.returncode == 0 and "time to run and exit (hello, crun)" in cmp.stdout, cmp.stdout
     listed = cli("list", "--results", str(results)).stdout
     assert all(f"h{i}" in listed for i in (1, 2)) and fid in listed
     # Installed once: the second fleet run finds the same source and does not unpack it.

@@ -164,7 +164,7 @@ def test_a_worker_faster_next_to_attackers_is_flagged_and_a_busy_baseline_explai
     with fake_session(tmp_path / "idle", truth, ["fa"], exp) as (s, _):
         idle = run(s)
         text = " ".join(_table_text(s, idle).split())
-    assert re.search(r"-1\d\.\d% \(-\d+\.\d\.\.-\d+\.\d\) faster", text), text  # the cell
+    assert re.search(r"-1\d\.\d% \(-[\d.]+ to -[\d.]+%\) faster", text), text  # the cell
     assert "fa at all-other: faster next to the attacker (stat)" in text  # the caption
     assert "the host's idle states or frequency favour a busy machine" in text
     assert 'baseline = "busy"' in text

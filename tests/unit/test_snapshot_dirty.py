@@ -57,7 +57,8 @@ def test_an_injected_restore_slope_of_10ms_per_100mib_is_recovered(tmp_path):
     gap = slope.factor(*slope.ranked)  # fb's 30 ms per 100 MiB against fa's 10: 20 more
     assert gap.low < 20 < gap.high and slope.sentences()[0].startswith("fa takes "), gap
     assert found["Fastest back from a checkpoint, 64 MiB dirtied"].metric == (
-        "snapshot.restore_to_ready@64MiB")
+        "snapshot.restore_to_ready@64MiB"
+    )
 
 
 def test_a_vms_guest_gets_the_same_memory_at_every_level():

@@ -62,7 +62,7 @@ def test_native_is_the_reference_line_and_each_runtime_says_its_multiple_of_it(t
     # --baseline: every runtime against the one named
     start.baseline = "runc"
     rows = from_rich(table(start)).rows
-    assert rows[1][3] == "best" and rows[0][3].startswith("0.6")  # crun 1.3 / runc 2
+    assert rows[1][3] == "baseline" and rows[0][3].startswith("0.6")  # crun 1.3 / runc 2
 
 
 def test_no_ratio_to_a_figure_within_resolution_of_zero():

@@ -42,7 +42,11 @@ ReportRunsArg = Annotated[list[str], typer.Argument(metavar="RUN...", help="Run 
 ReportOutputOpt = Annotated[Path, typer.Option("-o", "--output", help="HTML file to write.")]
 BaselineOpt = Annotated[
     str | None,
-    typer.Option("--baseline", help="Runtime the scores are against (default: native)."),
+    typer.Option(
+        "--baseline",
+        help="Runtime the answers' ratios and the DESMET scores are against (default: the "
+        "best of each answer; native for the scores).",
+    ),
 ]
 BootBaselineOpt = Annotated[
     str | None,
@@ -119,6 +123,7 @@ def report(
         plots = output.with_name(f"{output.stem}-plots")
     opts = html.Options(
         baseline=baseline,
+        ratio_baseline=baseline,
         bands=bands,
         cv_warn=cv_warn / 100,
         plots_dir=plots,

@@ -59,6 +59,10 @@ def show(
     ids: Annotated[
         bool, typer.Option("--ids", help="Name figures by their ids (boot.spawn_to_exit).")
     ] = False,
+    baseline: Annotated[
+        str | None,
+        typer.Option("--baseline", help="Set every runtime against this one (default: the best)."),
+    ] = None,
     results: ResultsOpt = DEFAULT_RESULTS,
     store_url: StoreOpt = None,
 ) -> None:
@@ -68,11 +72,11 @@ def show(
     store = read_results(results, store_url)
     record = store.run(run_id)
     out.print(f"run {record.id} ({record.name}): {record.status}")
-    print_run(store, record.id, wide, ids)
+    print_run(store, record.id, wide, ids, baseline)
 
 
 def print_run(
-    store: Store, run_id: str, wide: bool = False, ids: bool = False
+    store: Store, run_id: str, wide: bool = False, ids: bool = False, baseline: str | None = None
 ) -> Frame | list[Any]:
     """Print the run's answers, then each experiment type's tables, then what to weigh
     (notes, events, the host, conditions, artifacts); return its samples (read once)."""
@@ -96,7 +100,7 @@ def print_run(
     notes, (made, seen) = (
         twocpu.in_order(work) if len(samples) >= TWO_CPUS_FROM else [task() for task in work]
     )
-    print_answers(samples, ids)
+    print_answers(samples, ids, baseline)
     for table in made:
         print_table(table)
     say(f"[dim]{CI_NOTE}[/]")
@@ -113,12 +117,13 @@ def print_run(
     return samples
 
 
-def print_answers(samples: Frame, ids: bool = False) -> None:
-    """Each question the run answers: its sentences, its ranked table, its notes."""
+def print_answers(samples: Frame, ids: bool = False, baseline: str | None = None) -> None:
+    """Each question the run answers: its sentences, its ranked table, its notes;
+    `baseline`: every runtime set against it rather than the best."""
     from virtbench.report import standing
     from virtbench.report.answers import answers
 
-    for a in answers(samples):
+    for a in answers(samples, baseline):
         t = standing.table(a, ids)
         say(f"[bold]{escape(str(t.title))}[/]")
         t.title = None

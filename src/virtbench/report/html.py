@@ -48,7 +48,7 @@ class Options:
     bands: dict[str, tuple[float, ...]] = field(default_factory=lambda: dict(DESMET_BANDS))
     cv_warn: float = 0.10  # groups with a CV above this are listed as warnings
     plots_dir: Path | None = None  # also write every plot there as PNG and SVG
-    ratio_baseline: str | None = None  # what answers set runtimes against (default: the best)
+    ratio_baseline: str | None = None  # the answers' ratios against it (default: the best)
     global_test: str = "kruskal"  # or "anova": ANOVA with Tukey's HSD, as S3 did
     # DESMET: a feature's importance by pattern on its name (fnmatch, first match; default 1)
     weights: dict[str, float] = field(default_factory=dict)

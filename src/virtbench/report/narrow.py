@@ -22,14 +22,17 @@ DROPPABLE = (
     "points",
     "ok",
     "n",
-    "CV",
-    "p95",
-    "x native",
-    "vs 0",
     "batches",
     "ms / instance",
     "wall ms",
+    "swap free",
+    "mem avail",
+    "CV",
     "p99 ms",
+    "CPU idle",
+    "p95",
+    "vs 0",
+    "x native",
 )
 
 

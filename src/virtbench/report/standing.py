@@ -211,11 +211,15 @@ def _ratio(ans: Answer, a: Standing, b: Standing, plain: bool = False) -> Factor
     direction = "lower" if plain else _direction(ans)
     if a.values is not None and b.values is not None:
         point, lo, hi = slowdown_ci(a.values, b.values, direction, units_b=a.units, units_a=b.units)
-        why = "" if not math.isnan(lo) else f"no CI: fewer than {MIN_UNITS} units a side"
+        why = "" if not math.isnan(lo) else f"no ratio CI: fewer than {MIN_UNITS} runs a side"
         return Factor(point + 1, lo + 1, hi + 1, why)
     point = b.value / a.value if direction == "lower" else a.value / b.value
-    if not (a.has_ci and b.has_ci) or min(a.low, b.low) <= 0:
-        return Factor(point, why="no CI: a figure without one, or one reaching 0")
+    lacking = next((x for x in (a, b) if not x.has_ci), None)
+    if lacking is not None:
+        said = lacking.no_ci.removeprefix("no CI: ")
+        return Factor(point, why="no ratio CI: a figure without a CI" + (f" ({said})" * bool(said)))
+    if min(a.low, b.low) <= 0:
+        return Factor(point, why="no ratio CI: a figure's CI reaches 0")
     se = math.hypot(math.log(a.high / a.low), math.log(b.high / b.low)) / (2 * Z)
     return Factor(point, point * math.exp(-Z * se), point * math.exp(Z * se))
 
@@ -316,7 +320,7 @@ def _cells(a: Answer, s: Standing, best: Standing) -> list[str]:
     if not s.told_from_floor:
         ci = f"up to {quantity(s.high, a.unit)[0]} (not told from {fmt(s.floor)})"
     if s is best:
-        vs = "best"
+        vs = "baseline" if s.runtime == a.baseline else "best"
     elif s is a.reference and best is not s:  # its standing is in the others' "x native"
         vs = ""
     else:

@@ -187,11 +187,12 @@ def scalability_table(title: str, samples: Rows, runtime_order: list[str],
                 rows = points.get((r, n, m.name))
                 median = median_rows(f, rows)[0]
                 host_cells.append(f"{fmt(median)}{m.unit}" if median == median else "n/a")
-            row = [r, str(n), fmt(st.median), cv_cell(st),
-                   f"{st.n}" + (f" ({lost} failed)" if lost else ""),
-                   f"{rel:.2f}x" if not math.isnan(rel) else "-", *host_cells]  # fmt: skip
+            count = f"{st.n}" + (f" ({lost} failed)" if lost else "")
+            vs0 = f"{rel:.2f}x" if not math.isnan(rel) else "n/a"
+            name = r if n == min(f.background[at_r].tolist()) else ""  # once per runtime
+            row = [name, str(n), fmt(st.median), cv_cell(st), count, vs0, *host_cells]
             shown.append((row, st))
-    add_interval_rows(t, shown, cols.index(CI_HEADER))
+    add_interval_rows(t, shown, cols.index(CI_HEADER), grouped=True)
     return t
 
 
@@ -257,15 +258,17 @@ class _Isolation:
         lost = len(these) - len(ok)
         median, n = median_rows(self.f, ok)
         fail_text = f" ({lost} failed)" if lost else ""
-        shown = f"{fmt(median)} n={n}{fail_text}" if len(these) else "-"
+        shown = f"{fmt(median)} n={n}{fail_text}" if len(these) else "n/a"
         return [shown, self.slowdown(runtime, attacker, placement, ok)]
 
     def slowdown(self, runtime: str, attacker: str, placement: str, ok: np.ndarray) -> str:
         """The slowdown cell of the worker's (not failed) rows `ok` beside `attacker`
         against the runtime's baseline, with its 95% CI."""
         base = self.bases[runtime]
-        if not attacker or not len(ok) or not len(base.rows):
-            return "-"
+        if not attacker:
+            return "baseline"
+        if not len(ok) or not len(base.rows):
+            return "n/a"
         why = refusal(self.metric, self.workload, base.median, f"{runtime}'s baseline")  # type: ignore[arg-type]
         if why:
             self.refused.append(f"{runtime}: {why}")
@@ -283,7 +286,7 @@ class _Isolation:
             units = min(base.n_units, np.unique(unit_keys(f, ok)).size)
             return f"{point * 100:+.1f}% (no CI: {units} unit{'' if units == 1 else 's'})"
         self.intervals[(runtime, placement)].append((attacker, point, lo, hi))
-        cell = f"{point * 100:+.1f}% ({lo * 100:+.1f}..{hi * 100:+.1f})"
+        cell = f"{point * 100:+.1f}% ({span(lo * 100, hi * 100, '%')})"
         if hi < 0:
             self.faster[(runtime, placement)].append(attacker)
             cell += " faster"
@@ -297,9 +300,9 @@ class _Isolation:
 
 
 def isolation_table(title: str, samples: Rows, runtime_order: list[str]) -> Table:
-    """Per attacker and placement: the worker's median and its slowdown against the
-    baseline (positive = slower, whichever way the metric improves) with a 95% CI."""
-    t = Table(title=title, title_justify="left")
+    """Per attacker and placement, a row per runtime: the worker's median and its
+    slowdown against the runtime's baseline (positive = slower, whichever way the metric
+    improves) with a 95% CI. Runtimes as rows: as narrow with ten runtimes as with one."""
     f = as_frame(samples)
     f = f.take(~f.warmup)
     metric = worker_metric(f)
@@ -307,25 +310,28 @@ def isolation_table(title: str, samples: Rows, runtime_order: list[str]) -> Tabl
     have = set(f.distinct("runtime"))
     runtimes = [r for r in runtime_order if r in have]
     table = _Isolation(f, metric, runtimes)
-    t.add_column("attacker")
-    t.add_column("placement")
-    for r in runtimes:
-        named = metrics.label(metric or "", table.workload)
-        t.add_column(f"{r} {named} ({table.unit})", justify="right")
-        t.add_column(f"{r} slowdown (95% CI)", justify="right")
-    for attacker, placement in table.conditions():
-        cells = [attacker or "(baseline)", placement or "-"]
-        for r in runtimes:
-            cells += table.cells(r, attacker, placement)
-        t.add_row(*cells)
-    for i, r in enumerate(runtimes):  # "95% CI" only over a column that holds one
-        if not any(runtime == r for runtime, _ in table.intervals):
-            t.columns[3 + 2 * i].header = f"{r} slowdown"
+    named = metrics.label(metric or "", table.workload)
+    t = Table(title=f"{title} ({named}, {table.unit})", title_justify="left")
+    labels = ("attacker", "placement", "runtime")
+    add_columns(t, [*labels, "median", SLOWDOWN], labels)
+    conditions = table.conditions()
+    for i, (attacker, placement) in enumerate(conditions):
+        for j, r in enumerate(runtimes):
+            first = j == 0
+            name = (attacker or "(baseline)") if first else ""
+            ends = j + 1 == len(runtimes) and i + 1 < len(conditions)
+            cells = table.cells(r, attacker, placement)
+            t.add_row(name, placement if first else "", r, *cells, end_section=ends)
+    if not table.intervals:  # "95% CI" only over a column that holds one
+        t.columns[4].header = "slowdown"
     notes = table.notes()
     if notes:
         t.caption = "\n".join(notes)
         t.caption_justify = "left"
     return t
+
+
+SLOWDOWN = "slowdown (95% CI)"
 
 
 def inseparable(
