@@ -298,3 +298,37 @@ def test_an_answer_whose_interval_reaches_below_what_can_be_says_at_most():
     assert rows[0][:4] == ["runc", "27.2 KiB", "up to 1.55 MiB (not told from 0)", "best"]
     assert rows[1][:4] == ["crun", "350 KiB", "173-527 KiB", "n/a"]
     assert a.sentences() == [] and "runc's figure is not told from 0" in notes(a)
+
+
+# Axis labels that need no unit: a count, a share, a category.
+UNITLESS = ("fraction of", "instances running", "background instances", "pages touched",
+            "level", "instances launched at once")  # fmt: skip
+
+
+def test_the_report_reads_as_words_and_every_axis_has_its_unit(tmp_path):
+    """No JSON, Python list or snake_case key a person would read (the spec's TOML, the
+    command and the figures' definitions aside); no registry id as a label; every plot's
+    axes labelled, with its unit."""
+    import html as htmlmod
+
+    store = Store(tmp_path)
+    fake_run(store, "words1", {"native": 1.0, "crun": 1.2, "runsc": 1.8}, ALL, n=8)
+    out = tmp_path / "r.html"
+    res = runner.invoke(app, ["report", "words1", "-o", str(out), "--results", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    page = out.read_text()
+    for drop in (r"<svg.*?</svg>", r"<pre>.*?</pre>", r"<code>.*?</code>", r"<style>.*?</style>"):
+        page = re.sub(drop, "", page, flags=re.S)
+    glossary = page[page.index("What the figures mean") : page.index("Appendix")]
+    read = htmlmod.unescape(re.sub(r"<[^>]+>", " ", page.replace(glossary, "")))
+    assert not re.search(r"\{\"|\[\d+, \d+|\['|': '", read), "JSON or a Python list"
+    assert not re.findall(r"\b[a-z0-9]+_[a-z0-9_]+\b", read), "a snake_case key"
+    assert "boot.spawn_to_exit" not in read and "density.host_cost" not in read
+    assert "time to run and exit" in read and "memory per instance" in read
+    for p in sections.figures(store.samples("words1"), ["native", "crun", "runsc"]):
+        for ax in p.fig.axes:
+            labels = [x for x in (ax.get_xlabel(), ax.get_ylabel()) if x]
+            assert labels, p.name  # a value axis says what it is
+            for text in labels:
+                assert text.endswith(")") or text.startswith(UNITLESS), (p.name, text)
+        p.close()

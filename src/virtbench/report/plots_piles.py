@@ -75,9 +75,10 @@ def _scalability_one(samples: list[Sample], order: list[str]) -> list[Plot]:
     raw.set_title("median (band: 95% CI, or the range below 5 runs)", fontsize=9)
     raw.set_ylabel(f"{label} ({unit})")
     rel.set_title("normalised to the first point", fontsize=9)
+    rel.set_ylabel("relative to the first point (x)")
     rel.axhline(1.0, color="grey", lw=0.8)
     host.set_title("host availability at each point", fontsize=9)
-    host.set_ylabel("%")
+    host.set_ylabel("host availability (%)")
     host.set_ylim(0, 105)
     for ax in (raw, rel, host):
         ax.set_xlabel("background instances")
@@ -182,7 +183,7 @@ def _isolation_relative_one(samples: list[Sample], order: list[str]) -> list[Plo
         ax.axhline(1.0, color="grey", lw=0.8)
         ax.set_xticks(range(len(attackers)), attackers, rotation=30)
         ax.set_title(f"attackers {p}", fontsize=9)
-        ax.set_ylabel("performance / baseline")
+        ax.set_ylabel("performance / baseline (x)")
         ax.legend(fontsize=7)
     wl = ok[0].workload
     return [

@@ -56,8 +56,8 @@ def burst(samples: list[Sample], order: list[str]) -> list[Plot]:
         a.set_xlabel("instances launched at once")
         if min(levels_seen) > 0 and max(levels_seen) / min(levels_seen) >= 8:
             a.set_xscale("log")
-    ax.set_ylabel("ms (band: 5th to 95th percentile)")
-    ax_rate.set_ylabel("instances ready per second (median)")
+    ax.set_ylabel("time to ready (ms; band: 5th to 95th percentile)")
+    ax_rate.set_ylabel("instances ready per second (1/s, median)")
     ax.legend(fontsize=7)
     ax_rate.legend(fontsize=7)
     return [Plot("burst-time-to-ready", "Many starts at once: time to ready against "
@@ -98,8 +98,9 @@ def operations(
         ax.xaxis.set_major_formatter(unit_ticks("ms"))
     ax.set_yticks(range(len(runtimes)), runtimes)
     ax.invert_yaxis()
-    ax.set_xlabel("ms (bar: median; line: 5th to 99th percentile)")
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.set_xlabel("time (ms; bar: median, line: 5th to 99th percentile)")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     return [Plot(name, title, fig)]
 

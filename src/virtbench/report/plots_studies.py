@@ -135,7 +135,7 @@ def payload(samples: list[Sample], order: list[str]) -> list[Plot]:
                         capsize=2, label=r, color=colour(r))  # fmt: skip
         ax.set_title(name, fontsize=9)
         ax.set_xlabel("pages touched" if name == "page faults" else "payload (bytes)")
-        ax.set_ylabel("ns" if name != "page faults" else "ns (all pages)")
+        ax.set_ylabel("cost per call (ns)" if name != "page faults" else "all pages (ns)")
         ax.set_ylim(bottom=0)
         ax.legend(fontsize=7)
     return [Plot("syscall-payload", "syscall cost against payload size", fig)]
@@ -226,8 +226,8 @@ def resources(series: Series, order: list[str]) -> list[Plot]:
                         color=colour(runtime), alpha=0.8,
                         label=label if (label, metric) not in seen else None)  # fmt: skip
                 seen.add((label, metric))
-        for ax, unit in ((cpu, "CPU % (100 = one CPU)"), (rss, "RSS (MiB)")):
-            ax.set_xlabel("seconds into the measurement")
+        for ax, unit in ((cpu, "CPU (%, 100 = one CPU)"), (rss, "RSS (MiB)")):
+            ax.set_xlabel("time into the measurement (s)")
             ax.set_ylabel(unit)
             ax.set_ylim(bottom=0)
             ax.legend(fontsize=7)
