@@ -122,7 +122,7 @@ def test_two_images_and_crun_in_one_run_scalability_and_redis_one_table(env, tmp
     rep = cli("report", rid, "-o", str(out), env=env)
     assert rep.returncode == 0, rep.stdout + rep.stderr
     html = out.read_text()
-    tables = [t for t in html.split("<table") if "requests_per_s" in t]
+    tables = [t for t in html.split("<table") if "requests/s" in t]
     assert any("img-http" in t and "crun" in t for t in tables)  # one table, both runtimes
     figures = list((tmp_path / "images-plots" / rid).glob("scal*nginx*.svg"))
     assert figures, sorted(p.name for p in (tmp_path / "images-plots" / rid).iterdir())

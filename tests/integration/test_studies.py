@@ -32,6 +32,6 @@ def test_s4_quick_runs_here_and_its_report_draws_its_figures(env, tmp_path):
     rep = cli("report", rid, "-o", str(out), env=env)
     assert rep.returncode == 0, rep.stdout + rep.stderr
     plots = {p.stem for p in (tmp_path / "s4-plots" / rid).glob("*.svg")}
-    assert {"syscall-payload", "bars-memcached-ops_per_s", "image-sizes"} <= plots, plots
+    assert {"syscall-payload", "medians-memcached-ops_per_s"} <= plots, plots
     assert any(p.startswith("concurrency-memcached-p99_us") for p in plots), plots
     assert labelled(rid) == []
