@@ -108,7 +108,7 @@ def test_without_quiescence_the_carry_over_shows_as_an_order_effect(tmp_path, mo
     flagged = {e.group.rsplit(" ", 1)[1] for e in effects}
     assert {"fb", "fc"} <= flagged, effects  # fa too: it sometimes follows itself
     # the report's check, over independent units (a boot sample is its repetition's own)
-    noted = [text for _, text in trust_notes(samples) if "boot.spawn_to_exit" in text]
+    noted = [text for _, text in trust_notes(samples) if "time to run and exit" in text]
     assert {"fb", "fc"} <= {n.split(" depends")[0].rsplit(" ", 1)[1] for n in noted}, noted
     for e in effects:  # in every flagged group, the slowest is the follower of fa
         assert max(e.medians, key=lambda p: e.medians[p][0]) == "fa", e.text()
@@ -142,7 +142,7 @@ def test_many_values_of_one_instance_are_one_unit_for_the_order_effect_check():
         for s in cmds("fb" if r % 2 else "fc", r, (13 if r % 2 else 10) * rng.lognormal(0, 0.03))
     ]
     noted = [x for _, x in trust_notes(real) if "order effect" in x]
-    assert len(noted) == 1 and "exec.true (sleep) on fa" in noted[0], noted
+    assert len(noted) == 1 and "a command inside (sleep) on fa" in noted[0], noted
     assert "(n=12)" in noted[0]  # instances, not commands
 
 
@@ -162,7 +162,7 @@ def test_an_injected_second_mode_is_named_and_a_single_one_is_not(tmp_path, monk
     with fake_session(tmp_path, truth, ALL, exp, order_seed=3) as (s, _):
         samples = run(s)
     notes = [text for _, text in trust_notes(samples) if "two modes" in text]
-    assert len(notes) == 1 and notes[0].startswith("boot.spawn_to_exit (hello) on fa "), notes
+    assert len(notes) == 1 and notes[0].startswith("time to run and exit (hello) on fa "), notes
     slow = sum(1 for v in values(samples, "boot.spawn_to_exit", "fa") if v > 10)
     low, high = re.findall(r"(\d+) (?:values )?near ([\d.]+) ms", notes[0])
     assert (int(low[0]), int(high[0])) == (40 - slow, slow)

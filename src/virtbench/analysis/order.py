@@ -37,7 +37,7 @@ class OrderEffect:
         )
         return (
             f"order effect: {self.group} depends on the runtime measured before it "
-            f"({after}; p={self.p:.2g})"
+            f"({after}; {'p < 0.001' if self.p < 0.001 else f'p = {self.p:.2g}'})"
         )
 
 

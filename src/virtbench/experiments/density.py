@@ -102,14 +102,14 @@ METRICS: tuple[Metric, ...] = (
     # what each instance costs: the slope of a step series against instances running
     # (report/fits.py), computed when read, not stored
     pile_metric("density.host_cost", "MiB", "lower", "host memory per instance: the slope of "
-          "density.host_used against instances running over every step (their increments pooled)",
+          "host memory in use against instances running over every step (their increments pooled)",
           summary="fit", plot="density", label="memory per instance", fits="density.host_used",
           resolution=KIB_MIB),
     pile_metric("density.kernel_cost", "MiB", "lower", "its kernel side: the slope of "
-          "density.kernel_used", summary="fit", plot="density", label="kernel memory per instance",
+          "kernel memory in use", summary="fit", plot="density", label="kernel memory per instance",
           fits="density.kernel_used", resolution=KIB_MIB),
     pile_metric("density.user_cost", "MiB", "lower", "its user side: the slope of "
-          "density.user_pss", summary="fit", fits="density.user_pss", resolution=KIB_MIB,
+          "the PSS of instances and daemons", summary="fit", fits="density.user_pss", resolution=KIB_MIB,
           label="process memory per instance"),
     # an earlier virtbench's per-step ratio, kept so its runs still read
     pile_metric("density.host_per_instance", "MiB", "lower", "(MemAvailable before the first "

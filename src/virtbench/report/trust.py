@@ -41,8 +41,9 @@ def two_modes(rows: Rows) -> list[str]:
         if found:
             where = f" with {background} in the background" if background else ""
             where += f" beside {attacker} ({placement})" if attacker else ""
+            named = metrics.label(metric, workload)
             out.append(
-                f"{metric} ({workload}) on {runtime}{where} has two modes: "
+                f"{named} ({workload}) on {runtime}{where} has two modes: "
                 f"{found.low_n} values near {fmt(found.low_median)} {unit} and "
                 f"{found.high_n} near {fmt(found.high_median)} {unit}; its median "
                 "describes neither"
@@ -64,7 +65,7 @@ def predecessor_groups(f: Frame) -> dict[str, list[tuple[str, float]]]:
     fields = ("metric", "workload", "runtime", "repetition", "background", "attacker",
               "placement", "host")  # fmt: skip
     for (metric, workload, runtime, *_), idx in sub.groups(*fields):
-        name = f"{metric} ({workload}) on {runtime}"
+        name = f"{metrics.label(metric, workload)} ({workload}) on {runtime}"
         for p in dict.fromkeys(pred[idx].tolist()):  # one predecessor per unit, as a rule
             groups[name].append((p, float(np.median(sub.value[idx][pred[idx] == p]))))
     return dict(groups)
