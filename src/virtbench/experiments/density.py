@@ -109,8 +109,8 @@ METRICS: tuple[Metric, ...] = (
           "kernel memory in use", summary="fit", plot="density", label="kernel memory per instance",
           fits="density.kernel_used", resolution=KIB_MIB),
     pile_metric("density.user_cost", "MiB", "lower", "its user side: the slope of "
-          "the PSS of instances and daemons", summary="fit", fits="density.user_pss", resolution=KIB_MIB,
-          label="process memory per instance"),
+          "the PSS of instances and daemons", summary="fit", fits="density.user_pss",
+          resolution=KIB_MIB, label="process memory per instance"),
     # an earlier virtbench's per-step ratio, kept so its runs still read
     pile_metric("density.host_per_instance", "MiB", "lower", "(MemAvailable before the first "
           "instance - now) / instances running, caches dropped before each reading (runs "
