@@ -19,6 +19,7 @@ from rich.table import Table
 
 from virtbench import metrics
 from virtbench.analysis.stats import Summary
+from virtbench.metrics.model import Metric
 from virtbench.report.cells import interval, summarize_rows, unit_keys
 from virtbench.report.plotkit import Plot
 from virtbench.report.standing import Answer, Standing, ranked
@@ -129,17 +130,28 @@ def first(f: Frame, name: str) -> str:
 def median_question(question: str, metric: str, sentence: str) -> Callable[[Frame], list[Answer]]:
     """The answers of one question that each runtime's median of `metric` answers
     (where it has one: a runtime that cannot is left out), per workload."""
+    return medians(question, sentence, lambda m, name: name == metric)
+
+
+def medians(
+    question: str, sentence: str, wanted: Callable[[Metric, str], bool]
+) -> Callable[[Frame], list[Answer]]:
+    """The answers of one question, one per figure `wanted` keeps (given its declaration
+    and its name) and workload: each runtime's median of it, best first."""
 
     def answers(f: Frame) -> list[Answer]:
         out = []
-        mine = f.take(f.where("metric", metric))
-        several = len(mine.distinct("workload")) > 1
-        for (workload, unit, direction), rows in mine.groups("workload", "unit", "direction"):
+        several = len(f.distinct("workload")) > 1
+        for (metric, workload, unit, direction), rows in f.groups(
+            "metric", "workload", "unit", "direction"
+        ):
+            if not wanted(metrics.lookup(metric, workload), metric):
+                continue
             out += ranked(
                 question,
                 measure(metric, workload, several),
                 unit,
-                standings(mine.take(rows)),
+                standings(f.take(rows)),
                 direction == "lower",
                 metric=metric,
                 workload=workload,
