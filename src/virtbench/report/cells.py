@@ -70,6 +70,8 @@ def quantity(
 ) -> tuple[str, str]:
     """(figure, its interval) with their unit, both in the unit the figure's size needs
     ("12 KiB", "9.77-12.7 KiB")."""
+    if math.isnan(value):
+        return "n/a", span(low, high)
     factor, shown = scaled(value, unit)
     text = f"{fmt(value * factor)}{'' if shown.startswith('%') else ' '}{shown}".rstrip()
     return text, span(low * factor, high * factor, shown)

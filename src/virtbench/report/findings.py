@@ -76,14 +76,18 @@ def warnings(
     between runtimes, emulation, what a runtime cannot do (once per runtime and reason)
     and what failed, and the groups whose CV is above `cv_warn`."""
     f = as_frame(samples)
-    out = [(level, msg) for _, level, msg in events]
+    failed = failures(f)
+    cannot = [text for _, text in failed if " cannot: " in text]
+    # each event once, and none that says again what a runtime cannot do
+    said = dict.fromkeys((level, msg) for _, level, msg in events)
+    out = [(level, msg) for level, msg in said if not any(c.split(" (")[0] in msg for c in cannot)]
     out += trust_notes(f)
     out += [(level, text) for level, text in conditions.shown(f) if level == "warning"]
     emulated = int(np.sum(f.emulated & ~f.warmup))
     if emulated:
         out.append(("warning", f"{emulated} samples were measured under emulation (QEMU TCG): "
                                "functional results only, not performance"))  # fmt: skip
-    out += failures(f)
+    out += failed
     return out + high_spread(f, cv_warn)
 
 

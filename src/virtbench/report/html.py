@@ -30,7 +30,7 @@ from virtbench.report import hosts as hostsmod
 from virtbench.report.answers import answers
 from virtbench.report.cells import bounded_note, quantity
 from virtbench.report.desmet import desmet
-from virtbench.report.findings import differences, from_rich, ranked, warnings
+from virtbench.report.findings import differences, failures, from_rich, ranked, warnings
 from virtbench.report.glossary import glossary
 from virtbench.report.hosts import named_line
 from virtbench.report.plotkit import Plot
@@ -164,6 +164,12 @@ def _experiments(
                 "type": kind,
                 "heading": view.title or kind,
                 "about": view.about,
+                # what a runtime cannot do, beside the tables it leaves empty
+                "cannot": [
+                    text
+                    for _, text in failures(f.take(f.where("experiment", kind)))
+                    if " cannot: " in text
+                ],
                 "tables": [from_rich(t) for t in tables],
                 "plots": figures.get(kind, []),
             }

@@ -52,7 +52,9 @@ def summary_table(
     nothing."""
     f = as_frame(samples)
     groups = {
-        k: rows for k, rows in group(f).items() if metrics.lookup(k[1], k[4]).summary == "median"
+        k: rows
+        for k, rows in group(f).items()
+        if metrics.lookup(k[1], k[4]).summary == "median" and not cannot(f, rows, k[3])
     }
     summaries = {k: summarize_rows(f, rows) for k, rows in groups.items()}
     several = len({k[4] for k in groups}) > 1
@@ -85,6 +87,15 @@ def summary_table(
         units.append(unit)
     add_interval_rows(t, rows_shown, cols.index(CI_HEADER), units, grouped=True)
     return t
+
+
+def cannot(f: Frame, rows: np.ndarray, runtime: str) -> bool:
+    """Whether every one of `rows` failed because `runtime` cannot do it (said once,
+    above the table, rather than as a row of failures)."""
+    if f.ok[rows].any():
+        return False
+    errors = {f.labels["error"][c] for c in f.codes["error"][rows].tolist()}
+    return all(e.startswith(f"{runtime} cannot: ") for e in errors)
 
 
 def _measure(metric: str, workload: str, several: bool, ids: bool) -> str:
