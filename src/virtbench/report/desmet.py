@@ -209,8 +209,8 @@ def desmet_scores(samples: Rows, order: list[str], opts: ScoreOptions) -> Scores
 
 
 def _show(value: float | None) -> str:
-    """A score's cell: "-" for none, whole scores without decimals."""
-    return "-" if value is None else f"{value:.0f}" if value == int(value) else f"{value:.2f}"
+    """A score's cell: "n/a" for none, whole scores without decimals."""
+    return "n/a" if value is None else f"{value:.0f}" if value == int(value) else f"{value:.2f}"
 
 
 def _feature_rows(feature: Feature, others: list[str]) -> list[list[str]]:
@@ -226,11 +226,11 @@ def _feature_rows(feature: Feature, others: list[str]) -> list[list[str]]:
         sums = [feature.scores_of(r) for r in others]
         rows.append(
             [f"{feature.name}: sum over {len(levels)} levels", "", "", ""]
-            + [_show(sum(v)) if v else "-" for v in sums]
+            + [_show(sum(v)) if v else "n/a" for v in sums]
         )
         rows.append(
             [f"{feature.name}: mean over levels (counts once)", "", "", weight]
-            + [_show(sum(v) / len(v)) if v else "-" for v in sums]
+            + [_show(sum(v) / len(v)) if v else "n/a" for v in sums]
         )
     return rows
 
@@ -244,7 +244,7 @@ def _weighted_mean_row(scores: Scores) -> list[str]:
         cells.append(
             f"{sum(w * x for w, x in means) / total:.2f} (n={len(means)})"
             if means and total
-            else "-"
+            else "n/a"
         )
     return cells
 

@@ -19,7 +19,7 @@ from virtbench import metrics
 from virtbench.analysis.significance import ab_test, anova_tukey, holm, kruskal_dunn, min_p
 from virtbench.report import compare as cmp
 from virtbench.report import conditions
-from virtbench.report.cells import Rows
+from virtbench.report.cells import Rows, fmt
 from virtbench.report.compare import label
 from virtbench.report.trust import trust_notes
 from virtbench.store.frame import Frame, as_frame
@@ -180,13 +180,13 @@ def differences(samples: Rows, order: list[str], global_test: str = "kruskal"
     rows = []
     for (measure, name, stat, _, pairs), p in zip(tests, adjusted, strict=True):
         if math.isnan(p):
-            differ = "-"
+            differ = "n/a"
         elif p > 0.05:
             differ = "none (the global test is not significant)"
         else:
             differ = ", ".join(f"{a} vs {b}" for a, b in pairs) or "none of the pairs"
-        rows.append([measure, name, "-" if math.isnan(stat) else f"{stat:.3g}",
-                     "-" if math.isnan(p) else f"{p:.3g}", differ])  # fmt: skip
+        stat_cell = "n/a" if math.isnan(stat) else f"{stat:.3g}"
+        rows.append([measure, name, stat_cell, "n/a" if math.isnan(p) else fmt(p, 3), differ])
     headers = ["measure", "test", "statistic", f"p (Holm over {len(tests)})",
                "significantly different pairs (5%)"]  # fmt: skip
     return HtmlTable("differences between runtimes", headers, rows,

@@ -56,7 +56,7 @@ class Options:
 
 
 def _when(t: float | None) -> str:
-    return dt.datetime.fromtimestamp(t).strftime("%Y-%m-%d %H:%M:%S") if t else "-"
+    return dt.datetime.fromtimestamp(t).strftime("%Y-%m-%d %H:%M:%S") if t else "n/a"
 
 
 PLOT_MAX_VALUES = 500  # per group: plots draw an evenly spaced subset of bigger ones

@@ -64,7 +64,7 @@ def _whole(t: Table, width: int) -> bool:
     layout may shrink a column below its widest word and cut it to an ellipsis."""
     if uncut_width(t) > width:
         return False
-    natural = sum(_natural(col) + 3 for col in t.columns) + 1
+    natural = uncut_width(t) + sum(_natural(col) - column_floor(col) for col in t.columns)
     if natural > width:
         for col, w in zip(t.columns, _widths(t, width), strict=True):
             col.width = w
@@ -121,7 +121,9 @@ def _noting_left_out(shown: Table, full: Table) -> Table:
 def uncut_width(t: Table) -> int:
     """The narrowest `t` can be drawn without cutting a value: each column as wide as
     its widest word (its widest line where it does not wrap), plus padding and rules."""
-    return sum(column_floor(col) + 3 for col in t.columns) + 1  # padding, a rule each
+    rules = len(t.columns) - 1 + (2 if t.show_edge else 0)
+    padding = 2 * len(t.columns) - (0 if t.pad_edge else 2)
+    return sum(column_floor(col) for col in t.columns) + padding + rules
 
 
 def column_floor(col: Column) -> int:

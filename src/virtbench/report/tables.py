@@ -8,6 +8,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 import numpy as np
+from rich import box
 from rich.table import Table
 
 from virtbench import metrics
@@ -382,15 +383,17 @@ def faster(where: dict[tuple[str, str], list[str]], busy: bool) -> list[str]:
 
 def runs_table(rows: list[tuple[RunRecord, int]]) -> Table:
     """The store's runs; with a host and fleet column once a fleet's runs are in it."""
-    t = Table(title="runs", title_justify="left")
+    t = Table(
+        title="runs", title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False
+    )  # no rules: seven columns in 80
     fleets = any(run.host or run.fleet for run, _ in rows)
     cols = ["run", "name", "started", "status", "runtimes", "experiments", "samples"]
     for col in cols + (["host", "fleet"] if fleets else []):
         t.add_column(col)
     for run, n in rows:
         when = dt.datetime.fromtimestamp(run.created).strftime("%Y-%m-%d %H:%M:%S")
-        exps = ",".join(e.get("type", "?") for e in run.spec.get("experiment", []))
-        cells = [run.id, run.name, when, run.status, ",".join(run.spec.get("runtimes", [])),
+        exps = ", ".join(e.get("type", "?") for e in run.spec.get("experiment", []))
+        cells = [run.id, run.name, when, run.status, ", ".join(run.spec.get("runtimes", [])),
                  exps, str(n)]  # fmt: skip
         t.add_row(*cells, *([run.host, run.fleet] if fleets else []))
     return t
