@@ -103,12 +103,18 @@ def failures(f: Frame) -> list[tuple[str, str]]:
         if sep and head == runtime:
             cannot[(runtime, why)].add(metric)
             continue
-        out.append(("warning", f"{runtime}, {metrics.label(metric, workload)}: {len(rows)} "
-                               f"failed measurement(s), e.g. {error[:300]}"))  # fmt: skip
+        out.append(
+            (
+                "warning",
+                f"{runtime}, {metrics.label(metric, workload)}: {len(rows)} "
+                f"failed measurement(s), e.g. {error[:300]}",
+            )
+        )
     for (runtime, why), names in cannot.items():
         n = len(names)
-        out.insert(0, ("warning", f"{runtime} cannot: {why} ({n} figure{'s' * (n != 1)} "
-                                  "not measured)"))  # fmt: skip
+        out.insert(
+            0, ("warning", f"{runtime} cannot: {why} ({n} figure{'s' * (n != 1)} not measured)")
+        )
     return out
 
 
@@ -124,8 +130,9 @@ def high_spread(f: Frame, cv_warn: float) -> list[tuple[str, str]]:
             if not math.isnan(cv) and cv > cv_warn:
                 spread.append((cv, f"{label(key)} on {runtime}", arr.size))
     spread.sort(reverse=True)
-    return [("info", f"high spread: {name}: CV {cv * 100:.1f}% over n={n}")
-            for cv, name, n in spread]  # fmt: skip
+    return [
+        ("info", f"high spread: {name}: CV {cv * 100:.1f}% over n={n}") for cv, name, n in spread
+    ]
 
 
 LEVELS = {"error": 0, "warning": 1, "info": 2}

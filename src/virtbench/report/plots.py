@@ -178,6 +178,11 @@ def concurrency(samples: list[Sample], order: list[str]) -> list[Plot]:
         ax.set_xlabel(level_name(workload))
         ax.set_ylabel(f"{label} ({unit})")
         ax.legend(fontsize=7)
-        plots.append(Plot(f"concurrency-{slugify(workload)}-{slugify(metric)}",
-                          f"{workload}: {label} against the level", fig))  # fmt: skip
+        plots.append(
+            Plot(
+                f"concurrency-{slugify(workload)}-{slugify(metric)}",
+                f"{workload}: {label} against the level",
+                fig,
+            )
+        )
     return plots

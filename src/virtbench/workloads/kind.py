@@ -49,17 +49,39 @@ def first_line(text: str, limit: int = 160) -> str:
     return "(no output)"
 
 
-def declared(workload: str, name: str, unit: str, direction: Direction, includes: str,
-             resolution: float | None = None, plot: model.PlotKind | None = None,
-             label: str = "") -> model.Metric:  # fmt: skip
+def declared(
+    workload: str,
+    name: str,
+    unit: str,
+    direction: Direction,
+    includes: str,
+    resolution: float | None = None,
+    plot: model.PlotKind | None = None,
+    label: str = "",
+) -> model.Metric:
     """A workload's figure (or family of figures, `name` a pattern) for its `METRICS`;
     `label` is what a person reads for it (a pattern's with one `{}` per wildcard)."""
-    return model.Metric(name, unit, direction, includes, resolution=resolution, plot=plot,
-                        workload=workload, label=label)  # fmt: skip
+    return model.Metric(
+        name,
+        unit,
+        direction,
+        includes,
+        resolution=resolution,
+        plot=plot,
+        workload=workload,
+        label=label,
+    )
 
 
-def swept(workload: str, name: str, unit: str, direction: Direction, includes: str,
-          resolution: float | None = None, label: str = "") -> model.Metric:  # fmt: skip
+def swept(
+    workload: str,
+    name: str,
+    unit: str,
+    direction: Direction,
+    includes: str,
+    resolution: float | None = None,
+    label: str = "",
+) -> model.Metric:
     """A figure of a workload that sweeps a numeric level (connections, clients, threads):
     drawn against it."""
     return declared(workload, name, unit, direction, includes, resolution, "concurrency", label)

@@ -14,28 +14,25 @@ from virtbench.analysis.stats import slowdown_ci
 from virtbench.report import plots_piles
 from virtbench.report.cells import median_rows, unit_keys
 from virtbench.report.standing import Answer, Standing, ranked
-from virtbench.report.tables import by_worker, isolation_table, worker_metric
-from virtbench.report.views.kind import Shown, View, first, heading, measure
+from virtbench.report.tables import by_worker, isolation_table
+from virtbench.report.views.kind import Shown, View, first, heading, measure, workers
 from virtbench.store.frame import Frame
 
 
 def answers(f: Frame) -> list[Answer]:
     """Per worker: each runtime's worst slowdown, least first."""
     out = []
-    for worker, mine in by_worker(f):
-        metric = worker_metric(mine)
-        if metric is None:
-            continue
+    for worker, mine, metric in workers(f):
         mine = mine.take(mine.where("metric", metric) & mine.ok)
         found = [w for (rt,), idx in mine.groups("runtime") if (w := _worst(mine.take(idx), rt))]
         out += ranked(
             "Least slowed by a neighbour",
-            f"{measure(metric, str(worker))}, the worst attack",
+            f"{measure(metric, worker)}, the worst attack",
             "% slower",
             found,
             True,
             metric=metric,
-            workload=str(worker),
+            workload=worker,
             scale="difference",
             figure="worst slowdown",
             sentence="{a} is slowed {x} less than {b}",

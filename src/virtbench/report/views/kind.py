@@ -23,7 +23,7 @@ from virtbench.metrics.model import Metric
 from virtbench.report.cells import interval, summarize_rows, unit_keys
 from virtbench.report.plotkit import Plot
 from virtbench.report.standing import Answer, Standing, ranked
-from virtbench.report.tables import summary_table
+from virtbench.report.tables import by_worker, summary_table, worker_metric
 from virtbench.store.frame import Frame
 from virtbench.store.records import RunRecord, Sample
 
@@ -160,3 +160,14 @@ def medians(
         return out
 
     return answers
+
+
+def workers(f: Frame) -> list[tuple[str, Frame, str]]:
+    """(worker, its rows, the figure its tables follow) of a scalability or isolation
+    run: a spec may measure several workers the same way, never mixed."""
+    out = []
+    for worker, mine in by_worker(f):
+        metric = worker_metric(mine)
+        if metric is not None:
+            out.append((str(worker), mine, metric))  # type: ignore[arg-type]
+    return out

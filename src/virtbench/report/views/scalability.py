@@ -15,17 +15,22 @@ from virtbench.report import plots_piles
 from virtbench.report.fits import PER, trend, trend_table
 from virtbench.report.standing import Answer, Standing, ranked
 from virtbench.report.tables import by_worker, scalability_table, worker_metric
-from virtbench.report.views.kind import Shown, View, first, heading, measure, summaries
+from virtbench.report.views.kind import (
+    Shown,
+    View,
+    first,
+    heading,
+    measure,
+    summaries,
+    workers,
+)
 from virtbench.store.frame import Frame
 
 
 def answers(f: Frame) -> list[Answer]:
     """Per worker: each runtime's slope in the worse direction, least first."""
     out = []
-    for worker, mine in by_worker(f):
-        metric = worker_metric(mine)
-        if metric is None:
-            continue
+    for worker, mine, metric in workers(f):
         head = mine.take(mine.where("metric", metric))
         unit, direction = first(head, "unit"), first(head, "direction")
         sign = 1 if direction == "lower" else -1
@@ -37,12 +42,12 @@ def answers(f: Frame) -> list[Answer]:
                 found.append(Standing(runtime, sign * fit.slope, lo, hi))
         out += ranked(
             "Least slowed as instances pile up",
-            f"{measure(metric, str(worker))}, change per {PER} background instances",
+            f"{measure(metric, worker)}, change per {PER} background instances",
             unit,
             found,
             True,
             metric=metric,
-            workload=str(worker),
+            workload=worker,
             scale="difference",
             figure="slope",
             sentence="{a} loses {x} less per " + f"{PER} background instances than " + "{b}",
