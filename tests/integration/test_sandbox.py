@@ -53,7 +53,8 @@ def test_burst_on_crun_and_qemu_times_every_instance_launched_together(env, tmp_
         assert len(cpu) == 2 and all(0 <= v <= 100 for v in cpu)
     assert labelled(rid) == []
     shown = cli("show", rid, env=env)
-    assert shown.returncode == 0 and "burst" in shown.stdout and "p50@8" in shown.stdout
+    assert shown.returncode == 0 and "burst" in shown.stdout
+    assert "median time to ready at once at 8" in shown.stdout  # burst.p50@8, by its label
 
 
 @pytest.mark.slow
@@ -153,7 +154,8 @@ def test_exec_pause_and_snapshot_on_crun_runsc_and_qemu(env, tmp_path):
     assert not (Paths.from_env().data / rid).exists()  # checkpoint images, on disk
     shown = cli("show", rid, env=env)
     assert shown.returncode == 0, shown.stderr
-    assert all(w in shown.stdout for w in ("resume_to_ready", "restore_to_ready", "stdout_1mib"))
+    said = " ".join(shown.stdout.split())
+    assert all(w in said for w in ("back from pause", "back from a snapshot", "1 MiB of output"))
 
 
 @pytest.mark.slow
