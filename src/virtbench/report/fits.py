@@ -83,13 +83,15 @@ def cost_table(title: str, samples: Rows, runtime_order: list[str]) -> Table:
                  "the method's resolution X")  # fmt: skip
     t.caption_justify = "left"
     names = [m.name for m in metrics.fitted()]
-    for r in runtime_order:
-        for name in names:
-            if (name, r) in fits:
-                f = fits[(name, r)]
-                ups = f"{f.groups} pile-up" + ("s" if f.groups > 1 else "")
-                t.add_row(r, metrics.label(name), *cost_cells(f, name),
-                          f"{f.points} in {ups}")  # fmt: skip
+    shown = [r for r in runtime_order if any((name, r) in fits for name in names)]
+    for i, r in enumerate(shown):
+        mine = [name for name in names if (name, r) in fits]
+        for j, name in enumerate(mine):  # the runtime named once, a rule under its rows
+            f = fits[(name, r)]
+            ups = f"{f.points} in {f.groups} pile-up" + ("s" if f.groups > 1 else "")
+            ends = j + 1 == len(mine) and i + 1 < len(shown)
+            cells = cost_cells(f, name)
+            t.add_row(r if j == 0 else "", metrics.label(name), *cells, ups, end_section=ends)
     return t
 
 
