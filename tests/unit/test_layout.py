@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 import virtbench
 
 ROOT = Path(virtbench.__file__).parent
@@ -96,9 +98,9 @@ def test_no_module_imports_itself_back():
 
 # The pipeline's layers, lowest first: a package may import its own modules and those of
 # the packages before it, never one after it. The top level holds only what every layer
-# uses (errors, naming, paths).
+# uses (errors, naming, paths, discovery).
 LAYERS = [
-    "top",            # errors, naming, paths
+    "top",            # errors, naming, paths, discovery
     "host",           # processes, cgroups, sysctl, the run's lock and ledger, facts, doctor
     "analysis",       # statistics, significance, fits, order effects
     "store",          # samples and runs, stored
@@ -116,7 +118,14 @@ LAYERS = [
     "fleet",          # many hosts
     "cli",            # the command
 ]  # fmt: skip
-TOP = {"virtbench", "virtbench.__main__", "virtbench.errors", "virtbench.naming", "virtbench.paths"}
+TOP = {
+    "virtbench",
+    "virtbench.__main__",
+    "virtbench.errors",
+    "virtbench.naming",
+    "virtbench.paths",
+    "virtbench.discovery",
+}
 DATA = {"catalog"}  # packages of data files only: they import nothing
 
 
@@ -133,7 +142,7 @@ def layer(mod: str) -> str:
 def test_every_package_has_its_layer_and_the_top_holds_five_modules():
     mods = modules()
     top = sorted(m for m in mods if m.count(".") == 1 and (ROOT / f"{m.split('.')[1]}.py").exists())
-    assert top == sorted(TOP - {"virtbench"}), "only errors, naming, paths at the top"
+    assert top == sorted(TOP - {"virtbench"}), "only errors, naming, paths, discovery at the top"
     packages = {m.split(".")[1] for m in mods if m not in TOP}
     assert packages - DATA <= set(LAYERS), "a package without a layer in LAYERS"
     assert all(layer(m) for m in mods if m not in TOP and m.split(".")[1] not in DATA)
@@ -202,28 +211,89 @@ def test_no_module_uses_another_modules_private_names(tmp_path):
     ]
 
 
-def test_every_experiments_module_used_outside_imports_first_in_a_fresh_interpreter():
-    """The experiment types are found by importing the package's every module (and the
-    spec imports them): a module that imports a type module's names from another type
-    module breaks when it is the first imported (as a test importing burst's launcher
-    once did). Each module of the package that code outside it imports is imported
-    first, alone, in an interpreter of its own."""
-    import re
+# Imported first, in an interpreter of its own, then asked for every registry: what each
+# registry holds, and that nothing raised, whatever module was imported first.
+FIRST = """
+import importlib, json, sys
+importlib.import_module(sys.argv[1])
+from virtbench import experiments, metrics, workloads
+from virtbench.report import views
+print(json.dumps([experiments.names(), workloads.names(), len(metrics.registry()),
+                  sorted(views._declared())]))
+"""
+
+
+def registry_packages() -> list[str]:
+    """Every module of the packages whose registries are found by walking them, and of
+    the packages they import while they are (spec, metrics)."""
+    root = Path(virtbench.__file__).parent
+    out = ["virtbench.discovery"]
+    for package in ("experiments", "workloads", "metrics", "spec", "report/views"):
+        for path in sorted((root / package).glob("*.py")):
+            dotted = f"virtbench.{package.replace('/', '.')}"
+            out.append(dotted if path.stem == "__init__" else f"{dotted}.{path.stem}")
+    return out
+
+
+def test_every_registry_is_whole_whatever_module_is_imported_first():
+    """Each module of the registries' packages imported first, alone, in an interpreter of
+    its own: every registry then holds the same, full contents (a registry filled as a
+    side effect of what was imported first once dropped `exec` when exec.py came first,
+    and raised a circular ImportError when pause.py did)."""
+    import json
     import subprocess
     import sys
+    from concurrent.futures import ThreadPoolExecutor
 
-    root = Path(virtbench.__file__).parent
-    used = set()
-    for top in (root, root.parent.parent / "tests", root.parent.parent / "bench"):
-        for path in top.rglob("*.py"):
-            if root / "experiments" not in path.parents:
-                used |= set(re.findall(r"virtbench\.experiments\.(\w+)", path.read_text()))
-    assert {"together", "session", "isolation"} <= used, used
-    code = "import importlib, sys; importlib.import_module(sys.argv[1])"
-    broken = []
-    for name in sorted(used):
-        res = subprocess.run([sys.executable, "-c", code, f"virtbench.experiments.{name}"],
-                             capture_output=True, text=True, timeout=120)  # fmt: skip
+    from virtbench import experiments, metrics, workloads
+    from virtbench.report import views
+
+    whole = [experiments.names(), workloads.names(), len(metrics.registry()),
+             sorted(views._declared())]  # fmt: skip
+    assert len(whole[0]) >= 11 and len(whole[1]) >= 17 and len(whole[3]) >= 11
+
+    def first(module: str) -> tuple[str, str]:
+        res = subprocess.run([sys.executable, "-c", FIRST, module], capture_output=True,
+                             text=True, timeout=300)  # fmt: skip
         if res.returncode:
-            broken.append((name, res.stderr.strip().splitlines()[-1:]))
+            return module, res.stderr.strip().splitlines()[-1]
+        got = json.loads(res.stdout)
+        return module, "" if got == whole else f"registries differ: {got}"
+
+    modules = registry_packages()
+    assert "virtbench.experiments.exec" in modules and "virtbench.report.views.boot" in modules
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        broken = [(m, why) for m, why in pool.map(first, modules) if why]
     assert not broken, broken
+
+
+def test_a_registry_read_while_its_modules_import_is_an_error(tmp_path, monkeypatch):
+    """The check can fail: a module that reads its package's registry while it is being
+    imported gets a DiscoveryError, never a registry missing itself."""
+    import importlib
+    import sys
+
+    from virtbench.discovery import DiscoveryError
+
+    registry = (
+        "from virtbench import discovery\n"
+        "def every():\n"
+        "    return discovery.declared(__name__, __path__, 'VALUE', int)\n"
+    )
+    for name, second in (
+        ("vbok", "VALUE = 2\n"),
+        ("vbbad", "import vbbad\nVALUE = 2\nvbbad.every()\n"),
+    ):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "__init__.py").write_text(registry)
+        (tmp_path / name / "a.py").write_text("VALUE = 1\n")
+        (tmp_path / name / "b.py").write_text(second)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    names = ("vbok", "vbok.a", "vbok.b", "vbbad", "vbbad.a", "vbbad.b")
+    try:
+        assert importlib.import_module("vbok").every() == [1, 2]
+        with pytest.raises(DiscoveryError, match=r"vbbad\.b is still being imported"):
+            importlib.import_module("vbbad.b")
+    finally:
+        for name in names:
+            sys.modules.pop(name, None)

@@ -8,21 +8,15 @@ declare no `TYPE` are the types' shared parts (session, worker, held, ...).
 from __future__ import annotations
 
 import functools
-import importlib
-import pkgutil
 
+from virtbench import discovery
 from virtbench.experiments.kind import ExperimentType
 
 
 @functools.cache
 def types() -> tuple[ExperimentType, ...]:
     """Every experiment type, in their declared order."""
-    found = []
-    for info in pkgutil.iter_modules(__path__):
-        module = importlib.import_module(f"{__name__}.{info.name}")
-        declared = getattr(module, "TYPE", None)
-        if isinstance(declared, ExperimentType):
-            found.append(declared)
+    found = discovery.declared(__name__, __path__, "TYPE", ExperimentType)
     return tuple(sorted(found, key=lambda t: (t.order, t.name)))
 
 

@@ -21,9 +21,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from virtbench import experiments, workloads
 from virtbench.metrics.model import (
     CHARGE_BATCH_MIB,
     KIB_MIB,
@@ -35,6 +34,9 @@ from virtbench.metrics.model import (
     first_match,
 )
 from virtbench.metrics.run import RUN
+
+if TYPE_CHECKING:
+    from virtbench import workloads
 
 __all__ = [
     "CHARGE_BATCH_MIB",
@@ -61,7 +63,11 @@ __all__ = [
 def registry() -> tuple[Metric, ...]:
     """Every declaration, in the order `lookup` tries them: each experiment type's own
     figures (experiments/kind.py), the run's, then each workload's (workloads/kind.py), in
-    their `metrics_order`."""
+    their `metrics_order`. The types and workloads are imported here, when the registry
+    is first read, never when this package is: a workload's module imports
+    metrics.model, and so this package, while it is itself being imported."""
+    from virtbench import experiments, workloads
+
     return (
         *(m for t in experiments.types() for m in t.metrics),
         *RUN,

@@ -6,20 +6,12 @@ one-line errors (base.py). Each experiment type's table model is declared in its
 module (experiments/kind.py).
 """
 
-from virtbench.spec.load import (
-    EXPERIMENT_TYPES,
-    Experiment,
-    InstanceOptions,
-    RuntimeOptions,
-    Spec,
-    catalog_names,
-    describe,
-    load,
-    option_error,
-    parse,
-)
+from typing import Any
 
-__all__ = [
+# What `from virtbench import spec; spec.parse(...)` reads, from spec/load.py, imported when
+# first read: an experiment type's module imports spec.base, and so this package, while
+# the types are being found; importing load.py then would read their registry midway.
+EXPORTED = (
     "EXPERIMENT_TYPES",
     "Experiment",
     "InstanceOptions",
@@ -30,4 +22,13 @@ __all__ = [
     "load",
     "option_error",
     "parse",
-]
+)
+__all__ = list(EXPORTED)
+
+
+def __getattr__(name: str) -> Any:
+    if name in EXPORTED:
+        from virtbench.spec import load
+
+        return getattr(load, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -10,9 +10,8 @@ share (kind) or no workload (attackers: the isolation experiment's neighbours).
 from __future__ import annotations
 
 import functools
-import importlib
-import pkgutil
 
+from virtbench import discovery
 from virtbench.workloads.kind import Metric, ParseError, Workload, first_line
 
 __all__ = [
@@ -31,12 +30,7 @@ __all__ = [
 @functools.cache
 def every() -> tuple[Workload, ...]:
     """Every workload, in their declared order."""
-    found = []
-    for info in pkgutil.iter_modules(__path__):
-        module = importlib.import_module(f"{__name__}.{info.name}")
-        declared = getattr(module, "WORKLOAD", None)
-        if isinstance(declared, Workload):
-            found.append(declared)
+    found = discovery.declared(__name__, __path__, "WORKLOAD", Workload)
     return tuple(sorted(found, key=lambda w: (w.order, w.name)))
 
 

@@ -11,24 +11,15 @@ its module here and nothing else.
 from __future__ import annotations
 
 import functools
-import importlib
-import pkgutil
 
+from virtbench import discovery
 from virtbench.report.views.kind import View
 
 
 @functools.cache
 def _declared() -> dict[str, View]:
-    """Every module's `VIEW`, by the type it presents: the package walked on purpose,
-    each module imported by name, so the result never depends on what was imported
-    first."""
-    found: dict[str, View] = {}
-    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
-        module = importlib.import_module(f"{__name__}.{info.name}")
-        view = getattr(module, "VIEW", None)
-        if isinstance(view, View):
-            found[view.type] = view
-    return found
+    """Every module's `VIEW`, by the type it presents (virtbench.discovery)."""
+    return {v.type: v for v in discovery.declared(__name__, __path__, "VIEW", View)}
 
 
 def of(experiment: str) -> View:
