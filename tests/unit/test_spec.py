@@ -239,3 +239,15 @@ def test_sample_interval_default_and_bounds():
     assert spec.parse(BASE, "t").sample_interval_s == 1.0
     assert spec.parse({**BASE, "sample_interval_s": 0.1}, "t").sample_interval_s == 0.1
     assert "sample_interval_s" in err({**BASE, "sample_interval_s": 0.01})
+
+
+def test_the_package_gives_its_functions_whatever_was_imported_first():
+    """spec/__init__ imports nothing when imported (an experiment type's module imports
+    spec.base while the types are being found); what it gives is read from spec/whole.py
+    when first asked for, and is the function even after that module was imported."""
+    import importlib
+
+    importlib.import_module("virtbench.spec.whole")
+    assert callable(spec.load) and callable(spec.parse) and spec.load.__name__ == "load"
+    with pytest.raises(AttributeError):
+        spec.no_such_name  # noqa: B018

@@ -6,7 +6,7 @@ through the `virtbench.runtimes` entry-point group (name = "module:Class").
 A runtime *label* is a name, optionally with a variant: `docker:crun` is the `docker`
 driver with its variant option (`oci_runtime`) set to `crun`. Labels are what specs,
 the CLI and every sample use. A spec may also define *named runtimes* of its own on top
-of a driver (`[runtime.uk-nginx] driver = "qemu:q35:tcg"`, spec/load.py): their label is the
+of a driver (`[runtime.uk-nginx] driver = "qemu:q35:tcg"`, spec/whole.py): their label is the
 name, their driver the label given, and they are used like built-in labels everywhere.
 
 `Drivers` is one such registry: `Drivers.installed()` (built in, plus entry points) is what

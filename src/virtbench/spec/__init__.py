@@ -1,6 +1,6 @@
 """Specs: a TOML file (or catalog entry) validated into typed models.
 
-`load` and `parse` (spec/load.py) give the whole `Spec`; the models of its parts live
+`load` and `parse` (spec/whole.py) give the whole `Spec`; the models of its parts live
 beside it: instance and runtime options (runtimes.py), and what every table shares, with its
 one-line errors (base.py). Each experiment type's table model is declared in its own
 module (experiments/kind.py).
@@ -8,9 +8,9 @@ module (experiments/kind.py).
 
 from typing import Any
 
-# What `from virtbench import spec; spec.parse(...)` reads, from spec/load.py, imported when
+# What `from virtbench import spec; spec.parse(...)` reads, from spec/whole.py, imported when
 # first read: an experiment type's module imports spec.base, and so this package, while
-# the types are being found; importing load.py then would read their registry midway.
+# the types are being found; importing whole.py then would read their registry midway.
 EXPORTED = (
     "EXPERIMENT_TYPES",
     "Experiment",
@@ -28,7 +28,7 @@ __all__ = list(EXPORTED)
 
 def __getattr__(name: str) -> Any:
     if name in EXPORTED:
-        from virtbench.spec import load
+        from virtbench.spec import whole
 
-        return getattr(load, name)
+        return getattr(whole, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from virtbench.runtimes.base import Availability, Runtime
-    from virtbench.spec.load import Spec
+    from virtbench.spec.whole import Spec
 
 # the options of a named runtime that name a file its record traces (a kernel, a disk)
 FILE_OPTIONS = ("kernel", "initrd", "disk")
