@@ -10,6 +10,7 @@ from tests.fakeruntime import install, tmp_paths
 from tests.faketruth import FakeHarness, RuntimeTruth, Truth
 from typer.testing import CliRunner
 
+from virtbench import runtimes
 from virtbench import spec as specmod
 from virtbench.cli import app
 from virtbench.cli import run as cli_run
@@ -274,7 +275,8 @@ def test_the_estimate_follows_the_procedure_and_this_hosts_boots():
     steps = plan.steps(resolve(spec), {"crun": 0.02})
     assert [s.launches for s in steps] == [10, 10]
     assert steps[0].seconds == pytest.approx(10 * (0.02 + estimate.QUIET_WAIT_S))
-    assert steps[1].seconds == pytest.approx(10 * (estimate.TYPICAL_LAUNCH_S["docker"] + 0.15))
+    typical = runtimes.Drivers.installed().get("docker").typical_launch_s
+    assert steps[1].seconds == pytest.approx(10 * (typical + estimate.QUIET_WAIT_S))
 
     class S:  # a boot sample as the store returns it
         def __init__(self, metric, value):
@@ -364,3 +366,16 @@ def test_run_plan_says_what_would_run_and_starts_nothing(tmp_path, monkeypatch):
     assert "boot on crun:" in res.output and "instance starts" in res.output
     assert "in all: 6 steps" in res.output and not started
     assert not (tmp_path / "res").exists()
+
+
+def test_every_driver_declares_its_typical_launch_and_the_estimate_reads_it():
+    """A driver's typical start + stop is declared by the driver, once: the estimate of a
+    runtime this host never booted reads it, not a list beside the registry."""
+    drivers = runtimes.Drivers.installed()
+    declared = {name: drivers.get(name).typical_launch_s for name in drivers.names()}
+    assert all(0 < s <= 5 for s in declared.values()), declared
+    assert declared["crun"] < declared["docker"] < declared["lxd"]
+    spec = specmod.parse({"name": "t", "runtimes": ["lxd"], "experiment": [
+        {"type": "boot", "workloads": ["hello"], "runs": 4, "warmups": 0}]}, "t")  # fmt: skip
+    (step,) = plan.steps(resolve(spec), {})
+    assert step.seconds == pytest.approx(4 * (declared["lxd"] + estimate.QUIET_WAIT_S))

@@ -20,9 +20,9 @@ from virtbench.cli.run import unmeasured
 from virtbench.errors import SpecError
 from virtbench.measure.portready import PERIOD_S, PortWatch, echo_request
 from virtbench.run.preflight import named_runtimes
-from virtbench.runtimes import presets, vm_image
+from virtbench.runtimes import presets, vm_guest, vm_image
 from virtbench.runtimes.base import Instance, InstanceSpec
-from virtbench.runtimes.vm_guest import SERVES, VmOptions, image_cannot_run
+from virtbench.runtimes.vm_guest import VmOptions, image_cannot_run
 from virtbench.spec.resolved import resolve
 from virtbench.store.records import Sample
 
@@ -111,8 +111,21 @@ def test_what_an_image_runs(kernel):
     with pytest.raises(ValidationError, match="port is the port an image serves on"):
         VmOptions(guest="image", kernel=kernel, port=80)
     assert VmOptions(guest="image", kernel=kernel, serves="udp-echo").serve_port == 7
-    assert set(SERVES) == set(typing.get_args(VmOptions.model_fields["serves"].annotation)[0]
-                               .__args__)  # fmt: skip
+    with pytest.raises(ValidationError, match="'gopher' is not a service an image may serve"):
+        VmOptions(guest="image", kernel=kernel, serves="gopher")
+
+
+def test_what_an_image_may_serve_is_declared_by_the_workloads_it_serves():
+    """The services an image may declare, their conventional ports and probes come from
+    the workloads (Serves.image_serves), not from a list in the VM drivers."""
+    from virtbench import workloads
+
+    found = workloads.image_services()
+    assert set(found) == {"http", "redis", "memcached", "udp-echo"}
+    assert found["http"].workloads == ("nginx", "http-fixed") and found["http"].port == 80
+    assert found["udp-echo"].protocol == "udp" and found["redis"].port == 6379
+    source = Path(vm_guest.__file__).read_text()
+    assert "nginx" not in source and "6379" not in source  # named once, by their owners
 
 
 def test_presets_fill_each_projects_command_line():
@@ -338,8 +351,8 @@ def test_side_figures_of_failed_boots_are_not_a_measurement():
 def test_every_workload_an_image_may_serve_drives_the_images_port():
     from virtbench import workloads
 
-    for served in SERVES.values():
-        for name in served:
+    for service in workloads.image_services().values():
+        for name in service.workloads:
             wl = workloads.get(name)
             assert wl.measures is not None and wl.serves is not None, name
             params = wl.measures.params()

@@ -1,10 +1,11 @@
 """What one step of a plan costs here: the parts an experiment type's `estimate` adds up.
 
 A launch costs what a start and a stop of the runtime take here: the median of this
-host's earlier boot samples when the store has them (run/plan.py `launch_costs`), else a
-typical figure for the runtime class below; a timed launch adds the quiet-host wait. A
-measurement costs its workload's `measures.seconds(params, level)` when the workload says,
-else the duration its parameters name (`duration_s`, `time_s`, `runtime_s`), else 10 s.
+host's earlier boot samples when the store has them (run/plan.py `launch_costs`), else the
+typical figure its driver declares (`Runtime.typical_launch_s`); a timed launch adds the
+quiet-host wait. A measurement costs its workload's `measures.seconds(params, level)`
+when the workload says, else the duration its parameters name (`duration_s`, `time_s`,
+`runtime_s`), else 10 s.
 """
 
 from __future__ import annotations
@@ -12,30 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from virtbench import runtimes as runtime_registry
 from virtbench import workloads
 
-# Start + stop of one instance, seconds, where the store has no earlier boot of the
-# runtime: typical figures of this class of host (2 vCPUs).
-TYPICAL_LAUNCH_S = {
-    "native": 0.01,
-    "runc": 0.06,
-    "crun": 0.04,
-    "youki": 0.05,
-    "runsc": 0.4,
-    "docker": 0.5,
-    "podman": 0.8,
-    "lxc": 0.1,
-    "lxd": 2.0,
-    "nspawn": 0.15,
-    "bwrap": 0.01,
-    "wasmtime": 0.01,
-    "qemu": 0.3,
-    "firecracker": 0.1,
-    "cloud-hypervisor": 0.1,
-}
 LINUX_GUEST_S = 3.0  # a Linux guest under emulation boots in ~1.8 s here, plus its stop
-DEFAULT_LAUNCH_S = 1.0
 QUIET_WAIT_S = 0.15  # a timed launch first waits for a quiet host
 DEFAULT_MEASURE_S = 10.0
 
@@ -68,15 +48,15 @@ class Costs:
     driver: str  # the driver's label it stands on
     known: dict[str, float]  # runtime -> start + stop seconds measured here before
     family: str  # its driver's family ("vm", "container", ...)
+    typical_s: float = 1.0  # its driver's typical start + stop (Runtime.typical_launch_s)
 
     def launch(self, serving: bool = False) -> float:
         """One start and stop (of a Linux guest for a VM's server, when `serving`)."""
         if self.runtime in self.known:
             return self.known[self.runtime]
-        base = runtime_registry.split(self.driver)[0]
         if serving and self.family == "vm":
             return LINUX_GUEST_S
-        return TYPICAL_LAUNCH_S.get(base, DEFAULT_LAUNCH_S)
+        return self.typical_s
 
     def timed_launch(self) -> float:
         """One timed launch: a start and stop after the quiet-host wait."""

@@ -72,6 +72,9 @@ class Runtime(ABC):
     name: ClassVar[str]
     family: ClassVar[Family]
     description: ClassVar[str] = ""
+    # one start and stop on a 2-vCPU host, seconds: a plan's estimate where this host's
+    # store holds no boot of the runtime yet (experiments/estimate.py)
+    typical_launch_s: ClassVar[float] = 1.0
     networks: ClassVar[tuple[str, ...]] = ("none", "host", "bridge")
     Options: ClassVar[type[BaseModel]] = NoOptions
     # False: the driver's engine makes its own bridge network (docker, podman), so no

@@ -29,6 +29,7 @@ class BwrapSnapshot(Snapshot):
 
 class Bwrap(Native):
     name = "bwrap"
+    typical_launch_s = 0.01  # start + stop here without earlier boots
     family = Family.CONTAINER
     description = "bubblewrap sandbox on the artifact rootfs (pid, ipc, uts, net namespaces)"
     networks: ClassVar[tuple[str, ...]] = ("none", "host", "bridge")

@@ -67,6 +67,7 @@ class CloudHypervisorSnapshot(ApiSnapshot):
 
 class CloudHypervisor(Vm):
     name = "cloud-hypervisor"
+    typical_launch_s = 0.1  # start + stop here without earlier boots
     description = "Cloud Hypervisor VM: minimal guest, Linux guest or image"
     Options = CloudHypervisorOptions
     Exec = HybridVsockAgent

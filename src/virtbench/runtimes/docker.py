@@ -94,6 +94,7 @@ class DockerDaemons(RunDaemons):
 
 class Docker(Engine):
     name = "docker"
+    typical_launch_s = 0.5  # start + stop here without earlier boots
     description = "Docker Engine (SDK), image imported from the artifact rootfs"
     Options = DockerOptions
     variants = ("runc", "crun", "runsc")

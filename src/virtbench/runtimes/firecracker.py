@@ -64,6 +64,7 @@ class FirecrackerSnapshot(ApiSnapshot):
 
 class Firecracker(Vm):
     name = "firecracker"
+    typical_launch_s = 0.1  # start + stop here without earlier boots
     description = "Firecracker microVM (API socket): minimal guest, Linux guest or image"
     Options = FirecrackerOptions
     elf_only = True

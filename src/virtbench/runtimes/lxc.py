@@ -115,6 +115,7 @@ class LxcSnapshot(Undriven):
 
 class Lxc(Runtime):
     name = "lxc"
+    typical_launch_s = 0.1  # start + stop here without earlier boots
     spawns_launcher = True
     family = Family.CONTAINER
     description = "LXC container (lxc-start), config from the artifact rootfs"

@@ -114,6 +114,7 @@ class LxdDaemons(RunDaemons):
 
 class Lxd(Runtime):
     name = "lxd"
+    typical_launch_s = 2.0  # start + stop here without earlier boots
     spawns_launcher = True
     family = Family.CONTAINER
     description = "LXD system container (lxc launch), image imported from the artifact rootfs"

@@ -82,6 +82,7 @@ class NativeSnapshot(Undriven):
 
 class Native(Runtime):
     name = "native"
+    typical_launch_s = 0.01  # start + stop here without earlier boots
     spawns_launcher = True
     family = Family.PROCESS
     description = "host process in its own cgroup"

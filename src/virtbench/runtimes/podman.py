@@ -128,6 +128,7 @@ class PodmanObserve(Observe):
 
 class Podman(Engine):
     name = "podman"
+    typical_launch_s = 0.8  # start + stop here without earlier boots
     spawns_launcher = True
     description = "Podman (CLI), image imported from the artifact rootfs"
     Options = PodmanOptions

@@ -132,6 +132,7 @@ class QemuAgent(GuestAgent):
 
 class Qemu(Vm):
     name = "qemu"
+    typical_launch_s = 0.3  # start + stop here without earlier boots
     description = "QEMU VM (microvm or q35, KVM or TCG) booting the minimal guest kernel"
     Options = QemuOptions
     variant_option = "variant"

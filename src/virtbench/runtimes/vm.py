@@ -79,7 +79,6 @@ from virtbench.runtimes.vm_boot import VmBoot
 from virtbench.runtimes.vm_console import ConsoleReady
 from virtbench.runtimes.vm_guest import (
     KERNEL,
-    SERVES,
     SIMPLE,
     VmOptions,
     guest_mode,
@@ -246,7 +245,7 @@ class Vm(ConsoleReady, VmBoot, Native):
     def serve_port(self, workload: str) -> int | None:
         """The port an image serving `workload` listens on (None: the workload's own)."""
         o = self.vm_opts
-        if self.byo and o.serves is not None and workload in SERVES[o.serves]:
+        if self.byo and o.service is not None and workload in o.service.workloads:
             return o.serve_port
         return None
 

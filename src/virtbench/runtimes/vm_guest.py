@@ -10,20 +10,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from virtbench import workloads
+
 KERNEL = "boot/vb-minikernel"  # inside the artifact rootfs
 MEMORY_MIB = {"minimal": 64, "image": 64, "linux": 512}  # when neither instance nor option says
 LINUX_CMDLINE = "console=ttyS0 panic=-1 quiet rdinit=/init"
 SIMPLE = ("hello", "sleep", "beat")  # the workloads the minimal guest (and an image) can be
-# what an image may serve (`serves`): the workloads whose host-side clients drive it, the
-# port it listens on unless `port` says, and the protocol its readiness is probed with
-SERVES: dict[str, tuple[str, ...]] = {
-    "http": ("nginx", "http-fixed"),
-    "redis": ("redis",),
-    "memcached": ("memcached",),
-    "udp-echo": ("udp-echo",),
-}
-SERVE_PORT = {"http": 80, "redis": 6379, "memcached": 11211, "udp-echo": 7}
-SERVE_PROTO = {"udp-echo": "udp"}  # else tcp
 
 
 class VmOptions(BaseModel):
@@ -43,9 +35,10 @@ class VmOptions(BaseModel):
     disk: Path | None = None
     cmdline: str = ""
     ready: str | None = None  # regular expression on the serial console (sleep workload)
-    # guest = "image" that serves: what (SERVES), on which port, and how it learns its
+    # guest = "image" that serves: what (one of the services the workloads declare an
+    # image may serve: workloads.image_services), on which port, and how it learns its
     # address (a preset's command-line convention, runtimes/presets.py)
-    serves: Literal["http", "redis", "memcached", "udp-echo"] | None = None
+    serves: str | None = None
     port: int | None = Field(default=None, ge=1, le=65535)
     preset: Literal["unikraft", "osv", "includeos", "solo5", "ukl", "linux"] | None = None
     # guest = "image": a blank read-write disk of this size per instance (raw, sparse;
@@ -91,30 +84,46 @@ class VmOptions(BaseModel):
             raise ValueError(f'{", ".join(given)} need guest = "image"')
         if self.port is not None and self.serves is None:
             raise ValueError('port is the port an image serves on: give serves = "http" '
-                             f"(or {', '.join(SERVES)})")  # fmt: skip
+                             f"(or {', '.join(workloads.image_services())})")  # fmt: skip
         return self
+
+    @field_validator("serves")
+    @classmethod
+    def _known_service(cls, v: str | None) -> str | None:
+        known = workloads.image_services()
+        if v is not None and v not in known:
+            raise ValueError(f"{v!r} is not a service an image may serve ({', '.join(known)})")
+        return v
+
+    @property
+    def service(self) -> workloads.ImageService | None:
+        """What the image serves, as its workloads declare it (None: nothing)."""
+        return workloads.image_services()[self.serves] if self.serves is not None else None
 
     @property
     def serve_port(self) -> int | None:
         """The port an image serves on (None: it serves nothing)."""
-        if self.serves is None:
+        if self.service is None:
             return None
-        return self.port or SERVE_PORT[self.serves]
+        return self.port or self.service.port
 
 
 def image_cannot_run(workload: str, opts: VmOptions) -> str | None:
     """Why an image (guest = "image") cannot run `workload`, or None."""
     if workload == "hello":
         return None  # it boots and powers off: spawn -> exit
-    served = SERVES.get(opts.serves or "", ())
+    served = opts.service.workloads if opts.service is not None else ()
     if workload == "sleep" or workload in served:
         if opts.ready is None and opts.serves is None:
             return ('an image that keeps running needs ready = "<regex on its console>" or '
                     'serves = "http" (ready when its port answers)')  # fmt: skip
         return None
     if opts.serves is None:
-        return ('an image runs as hello or sleep unless it serves: set serves = "http" (or '
-                f"{', '.join(s for s in SERVES if s != 'http')}) and its port")  # fmt: skip
+        return (
+            'an image runs as hello or sleep unless it serves: set serves = "http" (or '
+            f"{', '.join(s for s in workloads.image_services() if s != 'http')}) and its "
+            "port"
+        )
     return (f"this image serves {opts.serves}: it runs {', '.join(served)}, sleep and hello, "
             f"not {workload}")  # fmt: skip
 

@@ -11,7 +11,7 @@ from virtbench.errors import InstanceError, VirtbenchError
 from virtbench.host import proc
 from virtbench.runtimes import presets
 from virtbench.runtimes.model import Instance
-from virtbench.runtimes.vm_guest import SERVE_PROTO, VmOptions
+from virtbench.runtimes.vm_guest import VmOptions
 
 
 def cmdline(inst: Instance, o: VmOptions) -> str:
@@ -52,7 +52,7 @@ def watch_port(inst: Instance, o: VmOptions, ready: Callable[[int], None]) -> No
     def gone() -> bool:
         return inst.stopped or (inst.proc is not None and inst.proc.poll() is not None)
 
-    protocol = SERVE_PROTO.get(o.serves, "tcp")
+    protocol = o.service.protocol if o.service is not None else "tcp"
     watch = PortWatch(inst.address, o.serve_port or 0, protocol, ready, gone)
     inst.extra["port_watch"] = watch
     watch.start()

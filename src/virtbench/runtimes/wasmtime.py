@@ -69,6 +69,7 @@ def version_of(binary: str) -> str:
 
 class Wasmtime(ConsoleReady, Native):
     name = "wasmtime"
+    typical_launch_s = 0.01  # start + stop here without earlier boots
     family = Family.SANDBOX
     description = "WASI module run by wasmtime (precompiled), in its own cgroup"
     networks: ClassVar[tuple[str, ...]] = ("none",)

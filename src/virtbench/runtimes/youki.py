@@ -21,6 +21,7 @@ BUILD = "make youki (cargo install youki@0.7.0 --locked --features v1,v2,seccomp
 
 class Youki(OciRuntime):
     name = "youki"
+    typical_launch_s = 0.05  # start + stop here without earlier boots
     binary = "youki"
     package = "youki"
     description = "OCI runtime (Rust), bundle from the artifact rootfs"

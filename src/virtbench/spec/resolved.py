@@ -96,7 +96,8 @@ class Part:
         if model is None:
             return None
         family = runtime.cls.family.value
-        return model(self.experiment, Costs(runtime.label, runtime.driver, known, family))
+        typical = runtime.cls.typical_launch_s
+        return model(self.experiment, Costs(runtime.label, runtime.driver, known, family, typical))
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,10 @@ share (kind) or no workload (attackers: the isolation experiment's neighbours).
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 
 from virtbench import discovery
-from virtbench.workloads.kind import Metric, ParseError, Workload, first_line
+from virtbench.workloads.kind import Metric, ParseError, Serves, Workload, first_line
 
 __all__ = [
     "Metric",
@@ -22,6 +23,7 @@ __all__ = [
     "every",
     "first_line",
     "get",
+    "image_services",
     "measuring",
     "names",
 ]
@@ -63,3 +65,33 @@ def measuring() -> list[str]:
     """Workloads that yield figures (the throughput experiment's): servers a host-side
     client drives, and programs that measure inside the instance and print the result."""
     return [w.name for w in every() if w.measures is not None]
+
+
+@dataclass(frozen=True)
+class ImageService:
+    """What an image built elsewhere may serve (`serves = "http"`), as the workloads it
+    serves declare it: those workloads, the port it listens on by convention, and how its
+    readiness is probed."""
+
+    workloads: tuple[str, ...]
+    port: int
+    protocol: str
+
+
+@functools.cache
+def image_services() -> dict[str, ImageService]:
+    """Each kind of service an image may declare, by name, from the workloads that say
+    an image may serve them (`Serves.image_serves`)."""
+    found: dict[str, list[Serves]] = {}
+    names: dict[str, list[str]] = {}
+    for w in every():
+        if w.serves is not None and w.serves.image_serves:
+            found.setdefault(w.serves.image_serves, []).append(w.serves)
+            names.setdefault(w.serves.image_serves, []).append(w.name)
+    out = {}
+    for kind, serves in sorted(found.items()):
+        ports = {s.image_port for s in serves}
+        if len(ports) != 1 or None in ports:
+            raise ValueError(f"the workloads an image serving {kind} runs disagree on its port")
+        out[kind] = ImageService(tuple(names[kind]), ports.pop(), serves[0].protocol)  # type: ignore[arg-type]
+    return out

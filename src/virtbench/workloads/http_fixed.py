@@ -109,7 +109,14 @@ WORKLOAD = Workload(
     "S2 fixed 1.3 KB HTTP reply (nginx), httperf at a set rate",
     needs=nginx.WORKLOAD.needs,  # the same nginx binary and configuration
     measures=Measures(Params, parse, "reply_rate", levels),
-    serves=Serves(PORT, "httperf", client, client_timeout_s=client_timeout_s),
+    serves=Serves(
+        PORT,
+        "httperf",
+        client,
+        client_timeout_s=client_timeout_s,
+        image_serves="http",
+        image_port=80,
+    ),
     metrics=METRICS,
     order=160,
     metrics_order=100,

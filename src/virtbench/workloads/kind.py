@@ -193,6 +193,9 @@ class Serves:
                       instance, untimed, before the measurements (create and fill tables)
     client_timeout_s  `client_timeout_s(params, level)`: the most one client run may take
                       (a client known to stall for good), below the experiment's own
+    image_serves      what an image built elsewhere that serves it says in its options
+                      (`serves = "http"`: runtimes/vm_guest.py), "" for none
+    image_port        the port such an image listens on unless its `port` says
     """
 
     port: int
@@ -203,6 +206,8 @@ class Serves:
     ready: Callable[[str, Any], list[str]] | None = None
     prepare: Callable[[str, Any], list[list[str]]] | None = None
     client_timeout_s: Callable[[Any, Any], float] | None = None
+    image_serves: str = ""
+    image_port: int | None = None
 
     @property
     def clients(self) -> tuple[str, ...]:

@@ -115,7 +115,7 @@ WORKLOAD = Workload(
     "memcached, closed-loop gets/sets from the host with latency percentiles",
     needs=Needs(host_binaries=("/usr/bin/memcached",)),
     measures=Measures(Params, parse, "ops_per_s", levels, seconds=seconds),
-    serves=Serves(PORT, "/bin/vb-mcload", client),
+    serves=Serves(PORT, "/bin/vb-mcload", client, image_serves="memcached", image_port=11211),
     metrics=METRICS,
     order=170,
     metrics_order=30,

@@ -174,7 +174,7 @@ WORKLOAD = Workload(
     "nginx static file, wrk from the host (requests/s, latency percentiles)",
     needs=Needs(host_binaries=("/usr/sbin/nginx",), files=FILES),
     measures=Measures(Params, parse, "requests_per_s", levels),
-    serves=Serves(PORT, "wrk", client),
+    serves=Serves(PORT, "wrk", client, image_serves="http", image_port=80),
     metrics=METRICS,
     order=40,
     metrics_order=10,

@@ -124,7 +124,7 @@ WORKLOAD = Workload(
     "redis-server (no persistence), redis-benchmark GET/SET from the host",
     needs=Needs(host_binaries=("/usr/bin/redis-server",), files=FILES),
     measures=Measures(Params, parse, "get.requests_per_s", levels, seconds=seconds),
-    serves=Serves(PORT, "redis-benchmark", client),
+    serves=Serves(PORT, "redis-benchmark", client, image_serves="redis", image_port=6379),
     metrics=METRICS,
     order=50,
     metrics_order=20,

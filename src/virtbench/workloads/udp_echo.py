@@ -108,7 +108,9 @@ WORKLOAD = Workload(
     measures=Measures(Params, parse, "seconds", levels, label, seconds, level_name=LEVEL),
     # the client is the artifact's vb-rr, run on the host; its readiness is a datagram
     # answered (vb-rr serves TCP too; an image may not)
-    serves=Serves(PORT, "/bin/vb-rr", client, protocol="udp"),
+    serves=Serves(
+        PORT, "/bin/vb-rr", client, protocol="udp", image_serves="udp-echo", image_port=7
+    ),
     metrics=METRICS,
     order=150,
     metrics_order=110,
