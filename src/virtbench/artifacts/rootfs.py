@@ -220,6 +220,7 @@ def build_rootfs(
                 d.chmod(0o755)
         (tmp / "etc" / "virtbench-artifact").write_text(f"{name} {digest}\n")
         os.replace(tmp, final)
+    os.utime(final)  # used now: the cache keeps the most recently used (artifacts/cache.py)
     disk, apparent = disk_usage(final)
     return Artifact(name, "rootfs", digest, final, disk, apparent)
 

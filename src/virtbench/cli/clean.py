@@ -29,12 +29,20 @@ from virtbench.paths import Paths
 def clean(
     run_id: Annotated[str | None, typer.Option("--run", help="Only this run's leftovers.")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would be removed.")] = False,
+    cache: Annotated[
+        bool,
+        typer.Option("--cache", help="Instead: remove cached artifacts no running run uses."),
+    ] = False,
+    keep: Annotated[
+        int, typer.Option("--keep", min=0, help="With --cache: keep this many most recently used.")
+    ] = 0,
     results: ResultsOpt = DEFAULT_RESULTS,
     store_url: StoreOpt = None,
 ) -> None:
     """Remove what dead runs left behind.
 
-    Everything labelled with a run id that is no longer running."""
+    Everything labelled with a run id that is no longer running; with --cache, the
+    cached artifacts instead."""
     from virtbench.host import cgroups  # every runtime's driver: only clean needs them
     from virtbench.run import cleanup
 
@@ -42,6 +50,9 @@ def clean(
         raise VirtbenchError(f"--run: {run_id!r} is not a run id (6 characters a-z0-9)")
     require_root("clean")
     paths = Paths.from_env()
+    if cache:
+        _clean_cache(paths, keep, dry_run)
+        return
     layout = cgroups.Layout.detect()
     problems: list[str] = []
     items = cleanup.scan(paths, run_id=run_id, layout=layout, problems=problems)
@@ -94,3 +105,26 @@ def _mark_crashed(results: Path, store_url: str | None, run_id: str | None) -> N
     except StoreError as exc:
         err.print(f"[yellow]warning[/]: could not mark crashed runs in the store: {exc}",
                   soft_wrap=True)  # fmt: skip
+
+
+def _clean_cache(paths: Paths, keep: int, dry_run: bool) -> None:
+    """`clean --cache`: the cached artifacts past the `keep` most recently used that no
+    running run uses, removed (or listed, with --dry-run), with the space they held."""
+    from virtbench.artifacts import cache
+    from virtbench.host import state
+
+    used = cache.in_use(paths.runs, state.live_runs())
+    found = cache.prunable(paths.cache, keep, used)
+    if not found:
+        out.print(f"nothing to remove from the artifact cache ({paths.cache})")
+        return
+    if dry_run:
+        for e in found:
+            out.print(f"would remove {e.path} ({e.disk_bytes / 2**20:.1f} MiB)")
+        return
+    gone = cache.prune(paths.cache, keep, used)
+    mib = sum(e.disk_bytes for e in gone) / 2**20
+    out.print(f"removed {len(gone)} cached artifacts ({mib:.1f} MiB) from {paths.cache}")
+    if len(gone) < len(found):
+        left = [e.name for e in found if e not in gone]
+        raise VirtbenchError(f"could not remove from the artifact cache: {', '.join(left)}")

@@ -24,17 +24,32 @@ def doctor() -> None:
     from rich.table import Table
 
     from virtbench import runtimes
-    from virtbench.host.doctor import all_checks
+    from virtbench.host.doctor import Check, all_checks
 
     style = {"ok": "green", "fail": "red", "warn": "yellow", "info": "blue"}
     t = Table(box=None, show_header=False, pad_edge=False)
     t.add_column("status", no_wrap=True)
     t.add_column("check", no_wrap=True)
     t.add_column("what, and how to fix it", overflow="fold", ratio=1)
-    for c in all_checks(runtimes.availability()):
+    for c in [*all_checks(runtimes.availability()), Check(*_cache_line())]:
         fix = f"\n[dim]fix:[/] {escape(c.fix)}" if c.fix else ""
         t.add_row(f"[{style[c.status]}]{c.status}[/]", escape(c.name), escape(c.detail) + fix)
     out.print(t)
+
+
+def _cache_line() -> tuple[str, str, str]:
+    """(check, status, detail) of the artifact cache: how many, how big, and what bounds
+    it."""
+    from virtbench.artifacts import cache
+
+    paths = Paths.from_env()
+    n, size = cache.size(paths.cache)
+    keep = cache.keep_default()
+    said = (
+        f"{paths.cache}: {n} artifacts, {size / 2**20:.0f} MiB on disk; a run keeps the {keep} "
+        "most recently used (VIRTBENCH_CACHE_KEEP); `virtbench clean --cache` removes the rest"
+    )
+    return ("artifact cache", "info", said)
 
 
 @app.command()

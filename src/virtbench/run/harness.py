@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from virtbench.artifacts import Artifact, build_for
+from virtbench.errors import VirtbenchError
 from virtbench.host import cgroups
 from virtbench.measure.machine import Host
 from virtbench.paths import Paths
@@ -36,6 +37,23 @@ class Harness:
     def artifact(self, experiments: list[Any], paths: Paths) -> Artifact:
         """The rootfs the spec's experiments need, built or taken from the cache."""
         return build_for(experiments, paths.guest_src, paths.cache)
+
+    def prune_cache(self, paths: Paths, run_id: str) -> list[tuple[str, str]]:
+        """At a run's end, the artifact cache bounded (artifacts/cache.py): the most
+        recently used kept, and every one a running run uses; (level, event) of what it
+        removed, or why it could not (a warning, never the run's failure)."""
+        from virtbench.artifacts import cache
+        from virtbench.host import state
+
+        try:
+            used = cache.in_use(paths.runs, state.live_runs() - {run_id})
+            gone = [e.name for e in cache.prune(paths.cache, cache.keep_default(), used)]
+        except (OSError, VirtbenchError) as exc:
+            return [("warning", f"artifact cache: not pruned ({exc})")]
+        if not gone:
+            return []
+        said = f"artifact cache: removed the {len(gone)} least recently used ({', '.join(gone)})"
+        return [("info", said)]
 
     def leftovers(
         self,

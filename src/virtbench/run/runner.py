@@ -23,6 +23,7 @@ from typing import Any
 
 from virtbench import experiments, metrics, naming
 from virtbench.artifacts import Artifact
+from virtbench.artifacts.cache import record_use
 from virtbench.experiments.session import Session
 from virtbench.host import cgroups, sysctl
 from virtbench.host.state import RunState
@@ -172,6 +173,7 @@ class Run:
             env["sysctl"] = self.held.sysctl.apply()
         self.start.environment(store, env, argv)
         artifact = self.harness.artifact(spec.experiment, self.paths)
+        record_use(run_state.dir, [artifact.path])  # no prune removes it while this runs
         self.start.artifact(store, artifact.to_dict())
         store.add_artifact(self.run_id, artifact.to_dict())
         session = self.session(run_state, artifact)
@@ -272,6 +274,8 @@ class Run:
                 errors += held.sysctl.restore()
             for e in errors:
                 store.add_event(run_id, "error", f"cleanup: {e}")
+            for level, said in self.harness.prune_cache(self.paths, run_id):
+                store.add_event(run_id, level, said)
         finally:
             try:
                 store.finish_run(run_id, status)
