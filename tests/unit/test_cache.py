@@ -41,8 +41,9 @@ def test_a_prune_keeps_the_most_recently_used_and_what_a_running_run_uses(tmp_pa
     (runs / "dead01").mkdir(parents=True)
     cache.record_use(runs / "live01", [made[0]])
     cache.record_use(runs / "dead01", [made[1]])
-    used = cache.in_use(runs, {"live01"})
-    assert used == {made[0]}  # a dead run's list counts for nothing
+    used = cache.in_use(runs, skip={"dead01"})
+    assert used == {made[0]}  # the run itself (skipped) protects nothing
+    assert cache.in_use(runs) == {made[0], made[1]}  # a dead run not cleaned yet does
     gone = cache.prune(tmp_path, 2, used)
     assert [e.path for e in gone] == [made[2], made[1]]
     assert [p.exists() for p in made] == [True, False, False, True, True]

@@ -1,10 +1,10 @@
 """The artifact cache, bounded: each artifact under `<cache>/artifacts/` is stamped when a
 run uses it (its directory's mtime), and a running run lists the artifacts it uses in
-its state directory (`artifacts-in-use`), so that what is pruned is never what a
-running run has mounted.
+its state directory (`artifacts-in-use`), so that what is pruned is never what a run
+still there (running, or dead and not cleaned yet) has mounted.
 
 A run prunes the cache when it ends: it keeps the KEEP most recently used artifacts
-(VIRTBENCH_CACHE_KEEP changes how many) and every one a running run uses.
+(VIRTBENCH_CACHE_KEEP changes how many) and every one such a run uses.
 `virtbench clean --cache [--keep N] [--dry-run]` does the same on demand; `doctor` says
 how big the cache is.
 """
@@ -71,13 +71,18 @@ def record_use(run_dir: Path, paths: Iterable[Path]) -> None:
     (run_dir / IN_USE).write_text("".join(f"{p}\n" for p in paths))
 
 
-def in_use(runs_dir: Path, live: set[str]) -> set[Path]:
-    """The artifacts the running runs (`live`, by id) said they use."""
+def in_use(runs_dir: Path, skip: set[str] | None = None) -> set[Path]:
+    """The artifacts every run whose state directory is still there said it uses (a
+    running run, or a dead one whose instances `virtbench clean` has not removed yet),
+    but the runs in `skip`."""
     out: set[Path] = set()
-    for run_id in live:
-        listed = runs_dir / run_id / IN_USE
+    try:
+        run_dirs = [d for d in runs_dir.iterdir() if d.is_dir() and d.name not in (skip or ())]
+    except FileNotFoundError:
+        return out
+    for run_dir in run_dirs:
         try:
-            out |= {Path(line) for line in listed.read_text().splitlines() if line}
+            out |= {Path(line) for line in (run_dir / IN_USE).read_text().splitlines() if line}
         except FileNotFoundError:
             continue
     return out

@@ -109,11 +109,11 @@ def _mark_crashed(results: Path, store_url: str | None, run_id: str | None) -> N
 
 def _clean_cache(paths: Paths, keep: int, dry_run: bool) -> None:
     """`clean --cache`: the cached artifacts past the `keep` most recently used that no
-    running run uses, removed (or listed, with --dry-run), with the space they held."""
+    run still on the host uses (running, or dead and not cleaned), removed (or listed,
+    with --dry-run), with the space they held."""
     from virtbench.artifacts import cache
-    from virtbench.host import state
 
-    used = cache.in_use(paths.runs, state.live_runs())
+    used = cache.in_use(paths.runs)
     found = cache.prunable(paths.cache, keep, used)
     if not found:
         out.print(f"nothing to remove from the artifact cache ({paths.cache})")

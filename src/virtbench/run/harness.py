@@ -40,13 +40,12 @@ class Harness:
 
     def prune_cache(self, paths: Paths, run_id: str) -> list[tuple[str, str]]:
         """At a run's end, the artifact cache bounded (artifacts/cache.py): the most
-        recently used kept, and every one a running run uses; (level, event) of what it
-        removed, or why it could not (a warning, never the run's failure)."""
+        recently used kept, and every one another run still on the host uses; (level,
+        event) of what it removed, or why it could not (a warning, never the run's)."""
         from virtbench.artifacts import cache
-        from virtbench.host import state
 
         try:
-            used = cache.in_use(paths.runs, state.live_runs() - {run_id})
+            used = cache.in_use(paths.runs, skip={run_id})
             gone = [e.name for e in cache.prune(paths.cache, cache.keep_default(), used)]
         except (OSError, VirtbenchError) as exc:
             return [("warning", f"artifact cache: not pruned ({exc})")]
