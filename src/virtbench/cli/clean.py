@@ -23,19 +23,21 @@ from virtbench.cli.common import (
 from virtbench.errors import StoreError, VirtbenchError
 from virtbench.paths import Paths
 
+CacheOpt = Annotated[
+    bool, typer.Option("--cache", help="Instead: remove cached artifacts no running run uses.")
+]
+KeepOpt = Annotated[
+    int, typer.Option("--keep", min=0, help="With --cache: keep this many most recently used.")
+]
+
 
 @app.command()
 @one_line_errors
 def clean(
     run_id: Annotated[str | None, typer.Option("--run", help="Only this run's leftovers.")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would be removed.")] = False,
-    cache: Annotated[
-        bool,
-        typer.Option("--cache", help="Instead: remove cached artifacts no running run uses."),
-    ] = False,
-    keep: Annotated[
-        int, typer.Option("--keep", min=0, help="With --cache: keep this many most recently used.")
-    ] = 0,
+    cache: CacheOpt = False,
+    keep: KeepOpt = 0,
     results: ResultsOpt = DEFAULT_RESULTS,
     store_url: StoreOpt = None,
 ) -> None:

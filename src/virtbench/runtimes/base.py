@@ -68,13 +68,10 @@ class Runtime(ABC):
     # burst issues its launches back to back from one thread (`spawn_launch`), then waits
     # for each in a thread of its own (`finish_launch`), as `xargs -P` would.
     spawns_launcher: ClassVar[bool] = False
-
     name: ClassVar[str]
     family: ClassVar[Family]
     description: ClassVar[str] = ""
-    # one start and stop on a 2-vCPU host, seconds: a plan's estimate where this host's
-    # store holds no boot of the runtime yet (experiments/estimate.py)
-    typical_launch_s: ClassVar[float] = 1.0
+    typical_launch_s: ClassVar[float] = 1.0  # start + stop, s: the estimate with no boot here
     networks: ClassVar[tuple[str, ...]] = ("none", "host", "bridge")
     Options: ClassVar[type[BaseModel]] = NoOptions
     # False: the driver's engine makes its own bridge network (docker, podman), so no
