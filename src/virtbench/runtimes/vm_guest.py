@@ -83,8 +83,10 @@ class VmOptions(BaseModel):
         if self.guest != "image" and given:
             raise ValueError(f'{", ".join(given)} need guest = "image"')
         if self.port is not None and self.serves is None:
-            raise ValueError('port is the port an image serves on: give serves = "http" '
-                             f"(or {', '.join(workloads.image_services())})")  # fmt: skip
+            others = ", ".join(workloads.image_services())
+            raise ValueError(
+                f'port is the port an image serves on: give serves = "http" (or {others})'
+            )
         return self
 
     @field_validator("serves")
