@@ -1,7 +1,7 @@
 """The artifact cache, bounded: each artifact under `<cache>/artifacts/` is stamped when a
-run uses it (its directory's mtime), and a running run lists the artifacts it uses in
-its state directory (`artifacts-in-use`), so that what is pruned is never what a run
-still there (running, or dead and not cleaned yet) has mounted.
+run uses it (its directory's mtime, set by rootfs.build_rootfs), and a running run lists
+the artifacts it uses in its state directory (`artifacts-in-use`), so that what is pruned
+is never what a run still there (running, or dead and not cleaned yet) has mounted.
 
 A run prunes the cache when it ends: it keeps the KEEP most recently used artifacts
 (VIRTBENCH_CACHE_KEEP changes how many) and every one such a run uses.
@@ -44,11 +44,6 @@ def keep_default() -> int:
     if not raw.isdigit():
         raise VirtbenchError(f"VIRTBENCH_CACHE_KEEP={raw!r}: give a whole number, e.g. {KEEP}")
     return int(raw)
-
-
-def mark_used(path: Path) -> None:
-    """Stamp an artifact as used now (its directory's mtime)."""
-    os.utime(path)
 
 
 def entries(cache: Path) -> list[Entry]:
