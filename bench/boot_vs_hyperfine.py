@@ -55,10 +55,22 @@ def hyperfine_median(
         extra = ["--prepare", shlex.join(prepare)]
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
         subprocess.run(
-            ["hyperfine", "-N", "--warmup", "3", "--runs", str(runs), "--export-json", out.name,
-             *extra, shlex.join(argv)],
-            check=True, stdout=subprocess.DEVNULL, env=env,
-        )  # fmt: skip
+            [
+                "hyperfine",
+                "-N",
+                "--warmup",
+                "3",
+                "--runs",
+                str(runs),
+                "--export-json",
+                out.name,
+                *extra,
+                shlex.join(argv),
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            env=env,
+        )
         if prepare:
             subprocess.run(prepare, check=True, stdout=subprocess.DEVNULL, env=env)
         data = json.loads(Path(out.name).read_text())
@@ -69,11 +81,24 @@ def virtbench_median(label: str, runs: int, workload: str, metric: str) -> float
     results = Path(tempfile.mkdtemp(prefix="vb-bench-"))
     try:
         run_id = virtbench_run.run(
-            ["boot", "--runtimes", label, "--workloads", workload, "--runs", str(runs),
-             "--warmups", "3"], results,
-        )  # fmt: skip
-        vals = [s.value for s in Store(results).samples(run_id)
-                if s.metric == metric and not s.warmup and s.value]  # fmt: skip
+            [
+                "boot",
+                "--runtimes",
+                label,
+                "--workloads",
+                workload,
+                "--runs",
+                str(runs),
+                "--warmups",
+                "3",
+            ],
+            results,
+        )
+        vals = [
+            s.value
+            for s in Store(results).samples(run_id)
+            if s.metric == metric and not s.warmup and s.value
+        ]
         return statistics.median(vals)
     finally:
         shutil.rmtree(results, ignore_errors=True)
@@ -118,8 +143,11 @@ def main() -> None:
         ratio = vb / statistics.mean([hf1, hf2])
         target = TARGETS.get(label, DEFAULT_TARGET)
         worst = max(worst, (ratio / target, ratio, label))
-        print(f"{label:14} hyperfine {hf1:8.2f} / {hf2:8.2f} ms   virtbench {vb:8.2f} ms   "
-              f"ratio {ratio:.3f} (target <= {target})   [{cmd}]", flush=True)  # fmt: skip
+        print(
+            f"{label:14} hyperfine {hf1:8.2f} / {hf2:8.2f} ms   virtbench {vb:8.2f} ms   "
+            f"ratio {ratio:.3f} (target <= {target})   [{cmd}]",
+            flush=True,
+        )
     _, ratio, label = worst
     target = TARGETS.get(label, DEFAULT_TARGET)
     print(f"worst ratio virtbench/hyperfine = {ratio:.3f} ({label}; target <= {target})")

@@ -45,10 +45,12 @@ TARGET = 1.1
 def spec_text(n: int) -> str:
     # the shell's bundles are the plain ones (shell_sleepers.py): virtbench's too, so that
     # the ratio is virtbench's own overhead, not an overlay or a seccomp filter
-    return ('name = "burst-vs-xargs"\nruntimes = ["crun"]\n[runtime.crun]\nrootfs = "dir"\n'
-            'security = "minimal"\n[instance]\nnetwork = "none"\n'
-            f'[[experiment]]\ntype = "burst"\nlevels = [{n}]\nruns = 1\n'
-            "settle_s = 0\n")  # fmt: skip
+    return (
+        'name = "burst-vs-xargs"\nruntimes = ["crun"]\n[runtime.crun]\nrootfs = "dir"\n'
+        'security = "minimal"\n[instance]\nnetwork = "none"\n'
+        f'[[experiment]]\ntype = "burst"\nlevels = [{n}]\nruns = 1\n'
+        "settle_s = 0\n"
+    )
 
 
 def virtbench_burst(n: int) -> list[float]:
@@ -87,8 +89,11 @@ def main() -> None:
 
     def show(who: str, times: list[float]) -> float:
         p50, p95, mx = (float(np.percentile(times, q)) * 1e3 for q in (50, 95, 100))
-        print(f"{who:10} {n} crun sleepers at once: to ready p50 {p50:8.1f} ms, p95 {p95:8.1f} "
-              f"ms, max {mx:8.1f} ms", flush=True)  # fmt: skip
+        print(
+            f"{who:10} {n} crun sleepers at once: to ready p50 {p50:8.1f} ms, p95 {p95:8.1f} "
+            f"ms, max {mx:8.1f} ms",
+            flush=True,
+        )
         return p50
 
     sh, vb = [], []
@@ -101,8 +106,10 @@ def main() -> None:
         sh.append(show("xargs -P", shell_burst(paths, rootfs, n)))
     ratio = statistics.mean(vb) / statistics.mean(sh)
     spread = f"xargs {min(sh):.0f}-{max(sh):.0f} ms, virtbench {min(vb):.0f}-{max(vb):.0f} ms"
-    print(f"burst ratio virtbench/xargs p50 at {n} = {ratio:.3f} (target <= {TARGET}; {spread})",
-          flush=True)  # fmt: skip
+    print(
+        f"burst ratio virtbench/xargs p50 at {n} = {ratio:.3f} (target <= {TARGET}; {spread})",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

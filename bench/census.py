@@ -58,8 +58,13 @@ class Snapshot:
 
 def _out(argv: list[str], snap: Snapshot, what: str) -> str | None:
     try:
-        res = subprocess.run(argv, capture_output=True, text=True, timeout=60,
-                             env={**os.environ, "DOCKER_API_VERSION": "1.41"})  # fmt: skip
+        res = subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "DOCKER_API_VERSION": "1.41"},
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         snap.add("unlisted", {f"{what}: {exc}"})
         return None
@@ -145,8 +150,7 @@ def _docker_files(run_id: str) -> set[str]:
     network/files/local-kv.db: bolt keeps the bytes of freed pages, so a run's name can
     be read there after every key naming it went (checked with bbolt's `keys`)."""
     root = Path("/var/lib/docker")
-    files = [root / "image/overlay2/repositories.json",
-             *root.glob("containers/*/config.v2.json")]  # fmt: skip
+    files = [root / "image/overlay2/repositories.json", *root.glob("containers/*/config.v2.json")]
     marker = f"vb-{run_id}-".encode()
     found = set()
     for f in files:

@@ -46,16 +46,21 @@ def main() -> None:
     name = naming.name(naming.new_run_id(), "lock")
     dirs = cgroups.create(layout, name, None, None)
     try:
-        for what, argv in (("plain exec", [hello]),
-                           ("joining cgroups", [cgexec, *map(str, dirs), "--", hello])):  # fmt: skip
+        for what, argv in (
+            ("plain exec", [hello]),
+            ("joining cgroups", [cgexec, *map(str, dirs), "--", hello]),
+        ):
             for rest in (0.0, args.rest):
                 times = []
                 for _ in range(args.runs):
                     time.sleep(rest)
                     times.append(launch(argv))
-                print(f"{what:16} after {rest * 1e3:5.0f} ms of rest: median "
-                      f"{statistics.median(times):6.2f} ms  (min {min(times):.2f}, "
-                      f"max {max(times):.2f}, n={len(times)})", flush=True)  # fmt: skip
+                print(
+                    f"{what:16} after {rest * 1e3:5.0f} ms of rest: median "
+                    f"{statistics.median(times):6.2f} ms  (min {min(times):.2f}, "
+                    f"max {max(times):.2f}, n={len(times)})",
+                    flush=True,
+                )
     finally:
         for d in dirs:
             cgroups.kill_and_remove(d)

@@ -83,10 +83,14 @@ class Run:
     def __init__(self, env: dict[str, str], *args: str) -> None:
         self.env = env
         self.p = subprocess.Popen(
-            [*VIRTBENCH, "run", *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            text=True, env=env, process_group=0,
+            [*VIRTBENCH, "run", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+            process_group=0,
             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-        )  # fmt: skip
+        )
         seen = ""
         assert self.p.stdout is not None
         while not (m := STARTED.search(seen)):
@@ -104,8 +108,9 @@ class Run:
 
 
 def cli(env: dict[str, str], *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
-    return subprocess.run([*VIRTBENCH, *args], capture_output=True, text=True, env=env,
-                          timeout=timeout)  # fmt: skip
+    return subprocess.run(
+        [*VIRTBENCH, *args], capture_output=True, text=True, env=env, timeout=timeout
+    )
 
 
 def samples(results: Path, rid: str) -> set[tuple]:
@@ -115,8 +120,10 @@ def samples(results: Path, rid: str) -> set[tuple]:
         return set()
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=60)
     try:
-        q = ("SELECT experiment, runtime, repetition, metric, t, value, error FROM samples "
-             "WHERE run_id = ?")  # fmt: skip
+        q = (
+            "SELECT experiment, runtime, repetition, metric, t, value, error FROM samples "
+            "WHERE run_id = ?"
+        )
         return set(con.execute(q, (rid,)).fetchall())
     except sqlite3.OperationalError:
         return set()
@@ -163,13 +170,23 @@ def resume(env: dict[str, str], results: Path, rid: str, cell: Cell) -> None:
     res = cli(env, "run", "--resume", rid)
     st = status(results, rid)
     if res.returncode != 0 or st != "completed":
-        cell.notes.append(f"resume: exit {res.returncode}, {st}: "
-                          f"{(res.stderr or res.stdout).strip()[-300:]}")  # fmt: skip
+        cell.notes.append(
+            f"resume: exit {res.returncode}, {st}: {(res.stderr or res.stdout).strip()[-300:]}"
+        )
 
 
 def density_args(runtime: str, n: int) -> list[str]:
-    return ["density", "--runtimes", runtime, "--instances", str(n), "--runs", "1",
-            "--instances-per-benchmark", "5"]  # fmt: skip
+    return [
+        "density",
+        "--runtimes",
+        runtime,
+        "--instances",
+        str(n),
+        "--runs",
+        "1",
+        "--instances-per-benchmark",
+        "5",
+    ]
 
 
 def clean(env: dict[str, str], rid: str, cell: Cell) -> None:
@@ -200,8 +217,18 @@ def fault_ctrl_c(runtime: str, env: dict[str, str], results: Path, n: int, cell:
 
 
 def fault_daemon(runtime: str, env: dict[str, str], results: Path, n: int, cell: Cell) -> str:
-    run = Run(env, "boot", "--runtimes", f"{runtime},crun", "--workloads", "hello", "--runs",
-              "10", "--warmups", "0")  # fmt: skip
+    run = Run(
+        env,
+        "boot",
+        "--runtimes",
+        f"{runtime},crun",
+        "--workloads",
+        "hello",
+        "--runs",
+        "10",
+        "--warmups",
+        "0",
+    )
     ledger = Path(env["VIRTBENCH_STATE_DIR"]) / "runs" / run.rid / "ledger.jsonl"
 
     def booted() -> bool:
@@ -209,8 +236,7 @@ def fault_daemon(runtime: str, env: dict[str, str], results: Path, n: int, cell:
 
     wait_for(f"3 {runtime} boots", booted, run)
     recs = [json.loads(x) for x in ledger.read_text().splitlines()]
-    (pid,) = [r["pid"] for r in recs if r["kind"] == "daemon-pid" and
-              r["name"] == DAEMONS[runtime]]  # fmt: skip
+    (pid,) = [r["pid"] for r in recs if r["kind"] == "daemon-pid" and r["name"] == DAEMONS[runtime]]
     cell.before = samples(results, run.rid)
     os.kill(pid, signal.SIGKILL)  # its pid: the run (alive) has not reaped it, so it is its
     rc = run.finish()
@@ -239,8 +265,10 @@ def fault_instance(runtime: str, env: dict[str, str], results: Path, n: int, cel
 
 
 def fault_disk_full(runtime: str, env: dict[str, str], results: Path, n: int, cell: Cell) -> str:
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m,mode=0700", "vb-bench-full",
-                    str(results)], check=True)  # fmt: skip
+    subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=16m,mode=0700", "vb-bench-full", str(results)],
+        check=True,
+    )
     filler = results / "filler"
     try:
         run = Run(env, *density_args(runtime, n))
@@ -266,27 +294,43 @@ def fault_disk_full(runtime: str, env: dict[str, str], results: Path, n: int, ce
 
 
 def fault_overlap(runtime: str, env: dict[str, str], results: Path, n: int, cell: Cell) -> str:
-    other = Run(env, "boot", "--runtimes", "crun", "--workloads", "sleep", "--runs", "150",
-                "--warmups", "0")  # fmt: skip
+    other = Run(
+        env, "boot", "--runtimes", "crun", "--workloads", "sleep", "--runs", "150", "--warmups", "0"
+    )
     try:
         run = Run(env, *density_args(runtime, n))
         wait_for("5 instances", lambda: len(instances_up(run.rid)) >= 5, run)
-        cleans = [subprocess.Popen([*VIRTBENCH, "clean"], stdout=subprocess.PIPE, text=True,
-                                   stderr=subprocess.STDOUT, env=env)]  # fmt: skip
+        cleans = [
+            subprocess.Popen(
+                [*VIRTBENCH, "clean"],
+                stdout=subprocess.PIPE,
+                text=True,
+                stderr=subprocess.STDOUT,
+                env=env,
+            )
+        ]
         run.p.kill()
         run.finish(60)
         cell.before = samples(results, run.rid)
         other_before = samples(results, other.rid)
-        cleans.append(subprocess.Popen([*VIRTBENCH, "clean"], stdout=subprocess.PIPE, text=True,
-                                       stderr=subprocess.STDOUT, env=env))  # fmt: skip
+        cleans.append(
+            subprocess.Popen(
+                [*VIRTBENCH, "clean"],
+                stdout=subprocess.PIPE,
+                text=True,
+                stderr=subprocess.STDOUT,
+                env=env,
+            )
+        )
         for c in cleans:  # one of them may find the other holding the run's lock
             out, _ = c.communicate(timeout=900)
             errors = [ln for ln in out.splitlines() if ln.startswith("error:")]
             held = errors and all("were left alone" in e for e in errors)
             claims = re.search(r"leftovers removed of run\(s\) [^\n]*" + run.rid, out)
             if (c.returncode != 0 and not held) or (held and claims):
-                cell.notes.append(f"clean next to a live run: exit {c.returncode}: "
-                                  f"{out.strip()[-200:]}")  # fmt: skip
+                cell.notes.append(
+                    f"clean next to a live run: exit {c.returncode}: {out.strip()[-200:]}"
+                )
         clean(env, run.rid, cell)
         resume(env, results, run.rid, cell)
     finally:
@@ -300,9 +344,14 @@ def fault_overlap(runtime: str, env: dict[str, str], results: Path, n: int, cell
     return run.rid
 
 
-FAULT_FNS = {"kill9": fault_kill9, "ctrl-c": fault_ctrl_c, "daemon": fault_daemon,
-             "instance": fault_instance, "disk-full": fault_disk_full,
-             "overlap": fault_overlap}  # fmt: skip
+FAULT_FNS = {
+    "kill9": fault_kill9,
+    "ctrl-c": fault_ctrl_c,
+    "daemon": fault_daemon,
+    "instance": fault_instance,
+    "disk-full": fault_disk_full,
+    "overlap": fault_overlap,
+}
 
 
 def one(fault: str, runtime: str, n: int) -> Cell:
@@ -312,8 +361,13 @@ def one(fault: str, runtime: str, n: int) -> Cell:
         return cell
     base = Path(tempfile.mkdtemp(prefix=f"vb-faults-{fault}-{runtime}-"))
     (base / "results").mkdir()
-    env = {**os.environ, "COLUMNS": "200", "VIRTBENCH_STATE_DIR": str(base / "state"),
-           "VIRTBENCH_RESULTS": str(base / "results"), "VIRTBENCH_MEMORY_SETTLE_S": "2"}  # fmt: skip
+    env = {
+        **os.environ,
+        "COLUMNS": "200",
+        "VIRTBENCH_STATE_DIR": str(base / "state"),
+        "VIRTBENCH_RESULTS": str(base / "results"),
+        "VIRTBENCH_MEMORY_SETTLE_S": "2",
+    }
     for d in [base, *base.parents]:  # unprivileged containers below the state need to search
         d.chmod(d.stat().st_mode | 0o001)
     results = base / "results"
@@ -364,8 +418,10 @@ def main() -> None:
         print(f"{rt:9}" + "".join(f"{x:>14}" for x in row))
     print("n/a: the runtime starts no engine daemon of its own")
     bad = [k for k, c in cells.items() if not c.skipped and (c.left or c.lost or c.notes)]
-    print(f"faults: {'ok' if not bad else f'{len(bad)} cells not clean'} "
-          f"({len(cells)} cells, goal 0 left and 0 lost)")  # fmt: skip
+    print(
+        f"faults: {'ok' if not bad else f'{len(bad)} cells not clean'} "
+        f"({len(cells)} cells, goal 0 left and 0 lost)"
+    )
     sys.exit(1 if bad else 0)
 
 

@@ -114,16 +114,22 @@ def main() -> None:
         time.sleep(args.settle)
         launch, down = shell_launch(paths, rootfs, n)
         each = f"{launch / n * 1e3:.2f} ms each"
-        print(f"shell loop   {n} crun sleepers ready in {launch:7.2f} s ({each}; removed in "
-              f"{down:.2f} s)", flush=True)  # fmt: skip
+        print(
+            f"shell loop   {n} crun sleepers ready in {launch:7.2f} s ({each}; removed in "
+            f"{down:.2f} s)",
+            flush=True,
+        )
         return launch
 
     def virtbench() -> float:
         time.sleep(args.settle)
         launch, ready, down = virtbench_launch(n)
         each = f"{launch / n * 1e3:.2f} ms each, of which spawn->ready {ready * 1e3:.2f} ms"
-        print(f"virtbench    {n} crun sleepers ready in {launch:7.2f} s ({each}; removed in "
-              f"{down:.2f} s)", flush=True)  # fmt: skip
+        print(
+            f"virtbench    {n} crun sleepers ready in {launch:7.2f} s ({each}; removed in "
+            f"{down:.2f} s)",
+            flush=True,
+        )
         return launch
 
     sh = [shell()]

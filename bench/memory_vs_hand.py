@@ -102,9 +102,19 @@ def virtbench_costs(label: str, n: int, step: int, runs: int) -> tuple[Fit, Fit]
     results = Path(tempfile.mkdtemp(prefix="vb-mem-"))
     try:
         run_id = virtbench_run.run(
-            ["density", "--runtimes", label, "--runs", str(runs), "--instances", str(n),
-             "--instances-per-benchmark", str(step)], results,
-        )  # fmt: skip
+            [
+                "density",
+                "--runtimes",
+                label,
+                "--runs",
+                str(runs),
+                "--instances",
+                str(n),
+                "--instances-per-benchmark",
+                str(step),
+            ],
+            results,
+        )
         store = Store(results)
         try:
             fits = cost_fits(store.samples(run_id))
@@ -125,16 +135,21 @@ def check(labels: list[str], n: int, step: int, pileups: int = 2) -> bool:
         hands = [by_hand(label, n, paths, art.path) for _ in range(pileups)]
         host, kernel = virtbench_costs(label, n, step, pileups)
         hands += [by_hand(label, n, paths, art.path) for _ in range(pileups)]
-        for what, f, mine in (("host", host, [h[0] for h in hands]),
-                              ("kernel", kernel, [h[1] for h in hands])):  # fmt: skip
+        for what, f, mine in (
+            ("host", host, [h[0] for h in hands]),
+            ("kernel", kernel, [h[1] for h in hands]),
+        ):
             ratio = f.slope / statistics.mean(mine)
             good = BAND[0] <= ratio <= BAND[1]
             ok &= good
             each = " / ".join(f"{x:.3f}" for x in mine)
-            print(f"{label:8} {what:6} per instance: by hand {each} MiB (mean "
-                  f"{statistics.mean(mine):.3f})   virtbench {f.slope:.3f} MiB (95% CI "
-                  f"{f.ci_low:.3f}-{f.ci_high:.3f}, {f.groups} pile-ups)   ratio {ratio:.3f} "
-                  f"({BAND[0]}-{BAND[1]}: {'ok' if good else 'MISSED'})", flush=True)  # fmt: skip
+            print(
+                f"{label:8} {what:6} per instance: by hand {each} MiB (mean "
+                f"{statistics.mean(mine):.3f})   virtbench {f.slope:.3f} MiB (95% CI "
+                f"{f.ci_low:.3f}-{f.ci_high:.3f}, {f.groups} pile-ups)   ratio {ratio:.3f} "
+                f"({BAND[0]}-{BAND[1]}: {'ok' if good else 'MISSED'})",
+                flush=True,
+            )
     return ok
 
 
@@ -143,8 +158,12 @@ def main() -> None:
     ap.add_argument("--runtimes", default="crun,docker,runsc")
     ap.add_argument("--instances", type=int, default=100)
     ap.add_argument("--step", type=int, default=10)
-    ap.add_argument("--pileups", type=int, default=2, help="virtbench's (one run), and the "
-                    "by-hand ones before and after it each")  # fmt: skip
+    ap.add_argument(
+        "--pileups",
+        type=int,
+        default=2,
+        help="virtbench's (one run), and the by-hand ones before and after it each",
+    )
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("run as root")

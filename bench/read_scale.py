@@ -28,11 +28,15 @@ sys.path.insert(0, str(ROOT))
 from tests.fakerun import fake_run  # noqa: E402, I001 (the repository's tests package)
 from virtbench.store import Sample, Store  # noqa: E402
 
-RUNTIMES = {"native": 1.0, "runc": 1.04, "crun": 1.02, "docker": 1.2, "podman": 1.25,
-            "runsc": 1.8}  # fmt: skip
+RUNTIMES = {"native": 1.0, "runc": 1.04, "crun": 1.02, "docker": 1.2, "podman": 1.25, "runsc": 1.8}
 EXPERIMENTS = ("boot", "density", "throughput", "scalability", "isolation")
-TARGETS = {"show": 2.0, "compare": 3.0, "export": 5.0, "export-ndjson": 5.0,  # seconds
-           "report": 15.0}  # fmt: skip
+TARGETS = {
+    "show": 2.0,
+    "compare": 3.0,
+    "export": 5.0,
+    "export-ndjson": 5.0,  # seconds
+    "report": 15.0,
+}
 PEAK_MIB = 1024
 # as a user's shell has it: Python writes the bytecode of what it imports, once
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
@@ -105,10 +109,14 @@ def main() -> int:
         where = args.keep or Path(tmp) / "results"
         t0 = time.perf_counter()
         # built by a process of its own: a child's peak RSS counts its parent's at the fork
-        subprocess.run([sys.executable, __file__, "--build", str(where), "--samples",
-                        str(args.samples)], check=True)  # fmt: skip
-        print(f"read scale: a store of {args.samples:,} samples built in "
-              f"{time.perf_counter() - t0:.0f} s ({where})")  # fmt: skip
+        subprocess.run(
+            [sys.executable, __file__, "--build", str(where), "--samples", str(args.samples)],
+            check=True,
+        )
+        print(
+            f"read scale: a store of {args.samples:,} samples built in "
+            f"{time.perf_counter() - t0:.0f} s ({where})"
+        )
         subprocess.run([*vb, "--help"], stdout=subprocess.DEVNULL, check=True, env=ENV)
         store = ["--results", str(where)]
         commands = {
@@ -131,13 +139,18 @@ def main() -> int:
                 if len(runs) > 1
                 else ""
             )
-            print(f"read {name}: {took:.2f} s{spread}, {peak:.0f} MiB peak (target <= "
-                  f"{TARGETS[name]:g} s, <= {PEAK_MIB} MiB){'' if within else '  MISSED'}"
-                  + (f"  exit {bad[0][2]}: {bad[0][3]}" if bad else ""))  # fmt: skip
+            print(
+                f"read {name}: {took:.2f} s{spread}, {peak:.0f} MiB peak (target <= "
+                f"{TARGETS[name]:g} s, <= {PEAK_MIB} MiB){'' if within else '  MISSED'}"
+                + (f"  exit {bad[0][2]}: {bad[0][3]}" if bad else "")
+            )
             if not within or bad:
                 missed.append(name)
-    print("read scale: all within targets" if not missed else
-          f"read scale: not within targets: {', '.join(missed)}")  # fmt: skip
+    print(
+        "read scale: all within targets"
+        if not missed
+        else f"read scale: not within targets: {', '.join(missed)}"
+    )
     return 1 if missed else 0
 
 

@@ -72,8 +72,10 @@ def main() -> None:
         cpu, wall, points = sampler_cpu(sleepers.run_id, args.seconds, args.interval)
     pct = 100 * cpu / wall
     rate = points / 3 / wall  # three series per sample
-    print(f"host sampler at {1 / args.interval:g} Hz ({rate:.1f} samples/s stored): "
-          f"{cpu * 1e3:.0f} ms CPU in {wall:.1f} s")  # fmt: skip
+    print(
+        f"host sampler at {1 / args.interval:g} Hz ({rate:.1f} samples/s stored): "
+        f"{cpu * 1e3:.0f} ms CPU in {wall:.1f} s"
+    )
     print(f"sampler CPU = {pct:.2f}% of one core (target <= {TARGET_PCT:g}%)", flush=True)
 
 

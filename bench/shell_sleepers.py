@@ -168,13 +168,24 @@ class ShellSleepers:
         tpl = self._ledger_and_template()
         prep = ["bash", "-c", BURST_PREPARE, "bash", str(tpl), str(self.bundles), *self.names]
         subprocess.run(prep, check=True, timeout=timeout)
-        argv = ["xargs", "-P", str(self.count), "-I{}", "crun", "run", "-d", "--bundle",
-                f"{self.bundles}/{{}}", "{}"]  # fmt: skip
+        argv = [
+            "xargs",
+            "-P",
+            str(self.count),
+            "-I{}",
+            "crun",
+            "run",
+            "-d",
+            "--bundle",
+            f"{self.bundles}/{{}}",
+            "{}",
+        ]
         self.started = True
         with open(self.log, "ab") as log:
             t0 = time.monotonic_ns()
-            rc = subprocess.run(argv, input="\n".join(self.names).encode(), stdout=log,
-                                stderr=log, timeout=timeout).returncode  # fmt: skip
+            rc = subprocess.run(
+                argv, input="\n".join(self.names).encode(), stdout=log, stderr=log, timeout=timeout
+            ).returncode
         if rc != 0:
             raise SystemExit(f"xargs -P failed: {self.log_tail()}")
         assert self.probe is not None

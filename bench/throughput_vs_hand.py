@@ -82,8 +82,15 @@ def main() -> None:
     root = build_servers_rootfs(paths.guest_src, paths.cache, ["nginx", "redis"]).path
     np = nginx.Params(connections=30, duration_s=args.duration)
     rp = redis.Params(clients=30, pipeline=16, requests=args.requests)
-    ngx_server = [str(root / "usr/sbin/nginx"), "-e", "stderr", "-p", f"{root}/srv/nginx/",
-                  "-c", f"{root}/srv/nginx/nginx.conf"]  # fmt: skip
+    ngx_server = [
+        str(root / "usr/sbin/nginx"),
+        "-e",
+        "stderr",
+        "-p",
+        f"{root}/srv/nginx/",
+        "-c",
+        f"{root}/srv/nginx/nginx.conf",
+    ]
     redis_server = [str(root / "usr/bin/redis-server"), str(root / "etc/virtbench/redis.conf")]
     hand: dict[str, list[float]] = {}
 
@@ -103,8 +110,11 @@ def main() -> None:
         h, v = statistics.median(values), statistics.median(vb[key])
         ratio = v / h
         worst = max(worst, abs(ratio - 1))
-        print(f"{key:26} by hand {h:12.0f} (n={len(values)})   virtbench {v:12.0f} "
-              f"(n={len(vb[key])})   ratio {ratio:.3f}", flush=True)  # fmt: skip
+        print(
+            f"{key:26} by hand {h:12.0f} (n={len(values)})   virtbench {v:12.0f} "
+            f"(n={len(vb[key])})   ratio {ratio:.3f}",
+            flush=True,
+        )
     print(f"largest deviation {worst * 100:.1f}% (target <= 10%)")
 
 

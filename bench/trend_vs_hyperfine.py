@@ -55,10 +55,21 @@ def hyperfine_times(argv: list[str], env: dict[str, str], runs: int) -> list[flo
     """hyperfine's run times of `argv` (ms), after 3 warm-ups."""
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
         subprocess.run(
-            ["hyperfine", "-N", "--warmup", "3", "--runs", str(runs), "--export-json", out.name,
-             shlex.join(argv)],
-            check=True, stdout=subprocess.DEVNULL, env={**os.environ, **env},
-        )  # fmt: skip
+            [
+                "hyperfine",
+                "-N",
+                "--warmup",
+                "3",
+                "--runs",
+                str(runs),
+                "--export-json",
+                out.name,
+                shlex.join(argv),
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            env={**os.environ, **env},
+        )
         return [t * 1e3 for t in json.loads(Path(out.name).read_text())["results"][0]["times"]]
 
 
@@ -108,9 +119,17 @@ def main() -> None:
     results = Path(tempfile.mkdtemp(prefix="vb-trend-"))
     try:
         run_id = virtbench_run.run(
-            ["scalability", "--runtimes", LABEL, "--instances", str(args.instances),
-             "--instances-per-benchmark", str(args.step)], results,
-        )  # fmt: skip
+            [
+                "scalability",
+                "--runtimes",
+                LABEL,
+                "--instances",
+                str(args.instances),
+                "--instances-per-benchmark",
+                str(args.step),
+            ],
+            results,
+        )
         store = Store(results)
         try:
             fit = trend(store.samples(run_id), "boot.spawn_to_exit", LABEL)
@@ -126,14 +145,18 @@ def main() -> None:
     for when, (alone, loaded) in zip(("before", "after"), (before, after), strict=True):
         (q0, m0), (q1, m1) = figures(alone), figures(loaded)
         slopes.append(((q1 - q0) * per, (m1 - m0) * per))
-        print(f"by hand {when}: crun hello lower quartile / median {q0:.3g} / {m0:.3g} ms "
-              f"alone, {q1:.3g} / {m1:.3g} ms beside {args.instances} sleepers: "
-              f"{slopes[-1][0]:+.3g} / {slopes[-1][1]:+.3g} ms per {PER}")  # fmt: skip
+        print(
+            f"by hand {when}: crun hello lower quartile / median {q0:.3g} / {m0:.3g} ms "
+            f"alone, {q1:.3g} / {m1:.3g} ms beside {args.instances} sleepers: "
+            f"{slopes[-1][0]:+.3g} / {slopes[-1][1]:+.3g} ms per {PER}"
+        )
     hand = statistics.fmean(q for q, _ in slopes)
     inside = fit.ci_low <= hand <= fit.ci_high
-    print(f"virtbench: {fit.slope:+.3g} ms per {PER} (95% CI {fit.ci_low:.3g} to "
-          f"{fit.ci_high:.3g}); by hand (lower quartiles) {hand:+.3g}: "
-          f"{'inside' if inside else 'outside'} the CI; ratio {fit.slope / hand:.3f}")  # fmt: skip
+    print(
+        f"virtbench: {fit.slope:+.3g} ms per {PER} (95% CI {fit.ci_low:.3g} to "
+        f"{fit.ci_high:.3g}); by hand (lower quartiles) {hand:+.3g}: "
+        f"{'inside' if inside else 'outside'} the CI; ratio {fit.slope / hand:.3f}"
+    )
 
 
 if __name__ == "__main__":

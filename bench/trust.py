@@ -107,9 +107,12 @@ def independence(
         good = abs(diff) <= ABS_MS if small else RATIO_BAND[0] <= ratio <= RATIO_BAND[1]
         ok &= good
         band = f"|diff| <= {ABS_MS} ms" if small else f"{RATIO_BAND[0]}-{RATIO_BAND[1]}"
-        print(f"{label:8} alone runs {' / '.join(f'{x:.2f}' for x in each)} ms   mixed runs "
-              f"{' / '.join(f'{x:.2f}' for x in ms)} ms   mixed/alone {ratio:.3f}   diff "
-              f"{diff:+.3f} ms   ({band}: {'ok' if good else 'MISSED'})", flush=True)  # fmt: skip
+        print(
+            f"{label:8} alone runs {' / '.join(f'{x:.2f}' for x in each)} ms   mixed runs "
+            f"{' / '.join(f'{x:.2f}' for x in ms)} ms   mixed/alone {ratio:.3f}   diff "
+            f"{diff:+.3f} ms   ({band}: {'ok' if good else 'MISSED'})",
+            flush=True,
+        )
     notes = trust_notes(mixed)
     effects = [text for _, text in notes if text.startswith("order effect")]
     print("order effects in the mixed runs: " + ("; ".join(effects) or "none"), flush=True)
@@ -158,8 +161,11 @@ def hyperfine_ratio(runs: int, rounds: int) -> float:
         hf1, hf2, vb, cmd = boot_vs_hyperfine.compare("crun", runs, paths, art.path)
         hfs += [hf1, hf2]
         vbs.append(vb)
-        print(f"crun     hyperfine {hf1:.2f} / {hf2:.2f} ms   virtbench {vb:.2f} ms   round ratio "
-              f"{vb / statistics.mean([hf1, hf2]):.3f}   [{cmd}]", flush=True)  # fmt: skip
+        print(
+            f"crun     hyperfine {hf1:.2f} / {hf2:.2f} ms   virtbench {vb:.2f} ms   round ratio "
+            f"{vb / statistics.mean([hf1, hf2]):.3f}   [{cmd}]",
+            flush=True,
+        )
     ratio = statistics.mean(vbs) / statistics.mean(hfs)
     print(f"crun     ratio of the means over {rounds} rounds {ratio:.3f}", flush=True)
     return ratio
@@ -170,8 +176,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--runtimes", default="native,crun,runc,lxc")
     ap.add_argument("--splits", type=int, default=200)
-    ap.add_argument("--rounds", type=int, default=6, help="mixed runs (each between alone "
-                    "runs)")  # fmt: skip
+    ap.add_argument("--rounds", type=int, default=6, help="mixed runs (each between alone runs)")
     ap.add_argument("--hyperfine-rounds", type=int, default=3, help="per condition")
     ap.add_argument("--memory-runtimes", default="crun,docker,runsc")
     ap.add_argument("--memory-instances", type=int, default=100)
@@ -194,10 +199,12 @@ def main() -> None:
     )
     ok4 = memory_vs_hand.check(args.memory_runtimes.split(","), args.memory_instances, 10)
     ok = ok1 and rate <= AA_TARGET and max(quiet, loaded) <= HYPERFINE_TARGET and ok4
-    print(f"trust: mixed/alone {'ok' if ok1 else 'MISSED'}; A/A rate {rate:.3f}; hyperfine "
-          f"ratio {quiet:.3f} quiet, {loaded:.3f} with a CPU hog (target <= "
-          f"{HYPERFINE_TARGET}); memory vs hand {'ok' if ok4 else 'MISSED'}: "
-          f"{'ok' if ok else 'MISSED'}")  # fmt: skip
+    print(
+        f"trust: mixed/alone {'ok' if ok1 else 'MISSED'}; A/A rate {rate:.3f}; hyperfine "
+        f"ratio {quiet:.3f} quiet, {loaded:.3f} with a CPU hog (target <= "
+        f"{HYPERFINE_TARGET}); memory vs hand {'ok' if ok4 else 'MISSED'}: "
+        f"{'ok' if ok else 'MISSED'}"
+    )
     sys.exit(0 if ok else 1)
 
 

@@ -60,38 +60,108 @@ def fake_run(
         scale = factor if direction == "lower" else 1 / factor
         return median * scale * rng.lognormal(0.0, cv, size)
 
-    def add(runtime: str, experiment: str, metric: str, value: float | None, unit: str,
-            direction: str, workload: str, rep: int, **kw: object) -> None:  # fmt: skip
-        store.add_sample(run_id, Sample(
-            experiment=experiment, metric=metric, value=value, unit=unit, direction=direction,  # type: ignore[arg-type]
-            runtime=runtime, workload=workload, repetition=rep, t=t0 + rep, **kw,  # type: ignore[arg-type]
-        ))  # fmt: skip
+    def add(
+        runtime: str,
+        experiment: str,
+        metric: str,
+        value: float | None,
+        unit: str,
+        direction: str,
+        workload: str,
+        rep: int,
+        **kw: object,
+    ) -> None:
+        store.add_sample(
+            run_id,
+            Sample(
+                experiment=experiment,
+                metric=metric,
+                value=value,
+                unit=unit,
+                direction=direction,  # type: ignore[arg-type]
+                runtime=runtime,
+                workload=workload,
+                repetition=rep,
+                t=t0 + rep,
+                **kw,  # type: ignore[arg-type]
+            ),
+        )
 
     for runtime, f in factors.items():
         params = {"network": "none", "artifact": "f" * 16}
         if "boot" in experiments:
             for i, v in enumerate(draw(BOOT_MS, f, "lower", n + 2)):
-                add(runtime, "boot", "boot.spawn_to_exit", float(v), "ms", "lower", "hello",
-                    max(0, i - 2), warmup=i < 2, params=params)  # fmt: skip
+                add(
+                    runtime,
+                    "boot",
+                    "boot.spawn_to_exit",
+                    float(v),
+                    "ms",
+                    "lower",
+                    "hello",
+                    max(0, i - 2),
+                    warmup=i < 2,
+                    params=params,
+                )
             for i, v in enumerate(draw(5.0, f, "lower")):
-                add(runtime, "boot", "boot.teardown", float(v), "ms", "lower", "sleep", i,
-                    params=params)  # fmt: skip
+                add(
+                    runtime,
+                    "boot",
+                    "boot.teardown",
+                    float(v),
+                    "ms",
+                    "lower",
+                    "sleep",
+                    i,
+                    params=params,
+                )
         if "density" in experiments:
             for k in range(1, 51):
-                add(runtime, "density", "density.pss", float(draw(2.0, f, "lower", 1)[0]),
-                    "MiB", "lower", "sleep", 0, background=k - 1, params=params)  # fmt: skip
+                add(
+                    runtime,
+                    "density",
+                    "density.pss",
+                    float(draw(2.0, f, "lower", 1)[0]),
+                    "MiB",
+                    "lower",
+                    "sleep",
+                    0,
+                    background=k - 1,
+                    params=params,
+                )
             for k in range(0, 51, 10):  # the host at each step: 4 MiB x f per instance
-                for metric, base, per in (("density.host_used", 900.0, 4.0),
-                                          ("density.kernel_used", 300.0, 1.0),
-                                          ("density.user_pss", 0.0, 2.0)):  # fmt: skip
+                for metric, base, per in (
+                    ("density.host_used", 900.0, 4.0),
+                    ("density.kernel_used", 300.0, 1.0),
+                    ("density.user_pss", 0.0, 2.0),
+                ):
                     noise = float(rng.normal(0.0, 0.2))
-                    add(runtime, "density", metric, base + per * f * k + noise, "MiB",
-                        "lower", "sleep", 0, background=k, params=params)  # fmt: skip
+                    add(
+                        runtime,
+                        "density",
+                        metric,
+                        base + per * f * k + noise,
+                        "MiB",
+                        "lower",
+                        "sleep",
+                        0,
+                        background=k,
+                        params=params,
+                    )
         if "throughput" in experiments:
             for level in (1, 4, 16):
                 for i, v in enumerate(draw(1000.0 * min(level, 4), f, "higher", 5)):
-                    add(runtime, "throughput", f"tps@{level}", float(v), "tx/s", "higher",
-                        "postgres", i, params={**params, "level": level})  # fmt: skip
+                    add(
+                        runtime,
+                        "throughput",
+                        f"tps@{level}",
+                        float(v),
+                        "tx/s",
+                        "higher",
+                        "postgres",
+                        i,
+                        params={**params, "level": level},
+                    )
             add(
                 runtime,
                 "throughput",
@@ -107,28 +177,72 @@ def fake_run(
             for i in range(5):  # the latency workload's percentiles, one set per repetition
                 base = float(draw(80.0, f, "lower", 1)[0])
                 for pct, mult in (("50", 1.0), ("90", 1.3), ("99", 2.0), ("999", 4.0)):
-                    add(runtime, "throughput", f"tcp.64B.rtt_p{pct}", base * mult, "us",
-                        "lower", "latency", i, params={**params, "level": "tcp:64"})  # fmt: skip
+                    add(
+                        runtime,
+                        "throughput",
+                        f"tcp.64B.rtt_p{pct}",
+                        base * mult,
+                        "us",
+                        "lower",
+                        "latency",
+                        i,
+                        params={**params, "level": "tcp:64"},
+                    )
         if "scalability" in experiments:
             for rep in range(3):
                 for bg in (0, 10, 20, 30):
                     grow = 1 + bg / 100
-                    add(runtime, "scalability", "boot.spawn_to_exit",
-                        float(draw(BOOT_MS * grow, f, "lower", 1)[0]), "ms", "lower", "hello",
-                        rep, background=bg, params=params)  # fmt: skip
-                    for metric, v in (("host.cpu_idle_pct", 97 - bg / 10),
-                                      ("host.mem_available_pct", 98 - bg / 20),
-                                      ("host.swap_free_pct", 100.0)):  # fmt: skip
-                        add(runtime, "scalability", metric, v, "%", "higher", "hello", rep,
-                            background=bg, params=params)  # fmt: skip
+                    add(
+                        runtime,
+                        "scalability",
+                        "boot.spawn_to_exit",
+                        float(draw(BOOT_MS * grow, f, "lower", 1)[0]),
+                        "ms",
+                        "lower",
+                        "hello",
+                        rep,
+                        background=bg,
+                        params=params,
+                    )
+                    for metric, v in (
+                        ("host.cpu_idle_pct", 97 - bg / 10),
+                        ("host.mem_available_pct", 98 - bg / 20),
+                        ("host.swap_free_pct", 100.0),
+                    ):
+                        add(
+                            runtime,
+                            "scalability",
+                            metric,
+                            v,
+                            "%",
+                            "higher",
+                            "hello",
+                            rep,
+                            background=bg,
+                            params=params,
+                        )
         if "isolation" in experiments:
-            conds = [("", "", 1.0), ("cpu", "same-cpu", 2.0), ("cpu", "other-cpu", 1.02),
-                     ("fork", "same-cpu", 1.5)]  # fmt: skip
+            conds = [
+                ("", "", 1.0),
+                ("cpu", "same-cpu", 2.0),
+                ("cpu", "other-cpu", 1.02),
+                ("fork", "same-cpu", 1.5),
+            ]
             for attacker, placement, slow in conds:
                 for i, v in enumerate(draw(1000.0, f * slow, "higher", n)):
-                    add(runtime, "isolation", "inserts_per_s", float(v), "rows/s", "higher",
-                        "sqlite", i, attacker=attacker, placement=placement,
-                        params=params)  # fmt: skip
+                    add(
+                        runtime,
+                        "isolation",
+                        "inserts_per_s",
+                        float(v),
+                        "rows/s",
+                        "higher",
+                        "sqlite",
+                        i,
+                        attacker=attacker,
+                        placement=placement,
+                        params=params,
+                    )
     store.add_series(run_id, [("host.cpu_idle_pct", t0 + i, 50.0 + i % 7) for i in range(30)])
     store.add_event(run_id, "warning", "isolation: placement smt-sibling skipped: no SMT")
     store.finish_run(run_id, "completed")

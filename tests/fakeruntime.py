@@ -232,8 +232,10 @@ class FakeRuntime(Runtime):
         """What vb-sqlite prints (workloads/sqlite.py parses it), with the injected figure."""
         rows, per_txn = int(inst.argv[1]), int(inst.argv[2])
         ips = self.world.figure(self.label, inst.spec.cpus, inst.spec.memory_mib)
-        line = (f"sqlite rows={rows} per_txn={per_txn} dir=/tmp seconds={rows / ips:.6f} "
-                f"inserts_per_s={ips:.4f}\n")  # fmt: skip
+        line = (
+            f"sqlite rows={rows} per_txn={per_txn} dir=/tmp seconds={rows / ips:.6f} "
+            f"inserts_per_s={ips:.4f}\n"
+        )
         inst.log_path.write_text(line)
 
     def _wait(self, inst: Instance, timeout: float) -> int:
@@ -273,8 +275,9 @@ def install(truth: Truth) -> World:
 
 def tmp_paths(root: Path) -> Paths:
     """Every host location of a run under `root`."""
-    return Paths(state=root / "state", cache=root / "cache", guest_src=root / "guest",
-                 data=root / "data")  # fmt: skip
+    return Paths(
+        state=root / "state", cache=root / "cache", guest_src=root / "guest", data=root / "data"
+    )
 
 
 @contextlib.contextmanager
@@ -289,8 +292,11 @@ def fake_session(
     the same seams), but with a fast quiet wait (1 ms window) and no run around it."""
     world = install(truth)
     tables = experiment if isinstance(experiment, list) else [experiment]
-    parsed: Spec = parse({"name": "truth", "runtimes": runtimes_, "experiment": tables,
-                          **spec}, "test", world.drivers)  # fmt: skip
+    parsed: Spec = parse(
+        {"name": "truth", "runtimes": runtimes_, "experiment": tables, **spec},
+        "test",
+        world.drivers,
+    )
     plan = resolve(parsed)
     store = Store(tmp_path / "results")
     store.create_run(RUN_ID, parsed.name, [], parsed.model_dump(mode="json"))
@@ -301,9 +307,18 @@ def fake_session(
     probe: Any = FakeProbe(tmp_path / "probe")
     ctx = RuntimeContext(RUN_ID, state, paths, harness.layout(), probe=probe, rootfs=artifact.path)
     drivers = {label: r.create(ctx) for label, r in plan.runtimes.items()}
-    s = Session(RUN_ID, parsed, store, artifact, probe, drivers, metrics.is_repeated,
-                say=lambda m: None, host=harness.host,
-                instances=plan.instances())  # fmt: skip
+    s = Session(
+        RUN_ID,
+        parsed,
+        store,
+        artifact,
+        probe,
+        drivers,
+        metrics.is_repeated,
+        say=lambda m: None,
+        host=harness.host,
+        instances=plan.instances(),
+    )
     s.quiet = Quiet(
         running=s.host.running,
         settled=lambda: all(d.settled() for d in drivers.values()),

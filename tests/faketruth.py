@@ -255,9 +255,16 @@ class FakeHost(Host):
 
     def meminfo(self) -> dict[str, int]:
         total = int(self.world.truth.mem_total_mib * MIB)
-        return {"MemTotal": total, "MemAvailable": self.mem_available(), "SwapTotal": 0,
-                "SwapFree": 0, "Slab": self.world.slab(), "PageTables": 8 * MIB,
-                "KernelStack": 4 * MIB, "Percpu": 2 * MIB}  # fmt: skip
+        return {
+            "MemTotal": total,
+            "MemAvailable": self.mem_available(),
+            "SwapTotal": 0,
+            "SwapFree": 0,
+            "Slab": self.world.slab(),
+            "PageTables": 8 * MIB,
+            "KernelStack": 4 * MIB,
+            "Percpu": 2 * MIB,
+        }
 
     def mem_available(self) -> int:
         return self.world.mem_available()
@@ -276,8 +283,11 @@ class FakeHost(Host):
     def availability(self, window_s: float) -> dict[str, float]:
         del window_s  # no CPU idle to watch: the fake's instances use none
         total = self.world.truth.mem_total_mib * MIB
-        return {"host.cpu_idle_pct": 100.0, "host.swap_free_pct": 100.0,
-                "host.mem_available_pct": 100.0 * self.mem_available() / total}  # fmt: skip
+        return {
+            "host.cpu_idle_pct": 100.0,
+            "host.swap_free_pct": 100.0,
+            "host.mem_available_pct": 100.0 * self.mem_available() / total,
+        }
 
     def topology(self) -> Topology:
         return self.world.truth.topology

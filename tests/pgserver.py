@@ -76,10 +76,19 @@ class PgServer:
         if self._as:
             shutil.chown(pwfile, "postgres", "postgres")
         self._run(
-            str(BIN / "initdb"), "-D", str(self.data), "-U", USER, f"--pwfile={pwfile}",
-            "--auth-local=trust", "--auth-host=scram-sha-256", "--no-locale", "-E", "UTF8",
+            str(BIN / "initdb"),
+            "-D",
+            str(self.data),
+            "-U",
+            USER,
+            f"--pwfile={pwfile}",
+            "--auth-local=trust",
+            "--auth-host=scram-sha-256",
+            "--no-locale",
+            "-E",
+            "UTF8",
             "--no-sync",
-        )  # fmt: skip
+        )
         pwfile.unlink()
         listen = "127.0.0.1"
         if self.also_on:
@@ -90,12 +99,29 @@ class PgServer:
         self.port = _free_port()
         log = open(self.dir / "log", "wb")  # noqa: SIM115 (the server writes it until stop)
         self.proc = subprocess.Popen(
-            [str(BIN / "postgres"), "-D", str(self.data), "-h", listen, "-p",
-             str(self.port), "-k", str(self.dir), "-c", "fsync=off", "-c",
-             "synchronous_commit=off", "-c", "full_page_writes=off"],
-            cwd=self.dir, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            [
+                str(BIN / "postgres"),
+                "-D",
+                str(self.data),
+                "-h",
+                listen,
+                "-p",
+                str(self.port),
+                "-k",
+                str(self.dir),
+                "-c",
+                "fsync=off",
+                "-c",
+                "synchronous_commit=off",
+                "-c",
+                "full_page_writes=off",
+            ],
+            cwd=self.dir,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
             **self._as,
-        )  # fmt: skip
+        )
         log.close()
         self._wait_ready()
         return self
@@ -122,9 +148,12 @@ class PgServer:
         return ""
 
     def url(
-        self, database: str, password: str | None = None, port: int | None = None,
+        self,
+        database: str,
+        password: str | None = None,
+        port: int | None = None,
         host: str = "127.0.0.1",
-    ) -> str:  # fmt: skip
+    ) -> str:
         pw = self.password if password is None else password
         return f"postgresql://{USER}:{pw}@{host}:{port or self.port}/{database}"
 

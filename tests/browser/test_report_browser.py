@@ -48,8 +48,14 @@ def browser():
 
     opts = webdriver.ChromeOptions()
     opts.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--window-size=1300,900", *NO_NETWORK):  # fmt: skip
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1300,900",
+        *NO_NETWORK,
+    ):
         opts.add_argument(arg)
     opts.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
@@ -85,8 +91,9 @@ def test_report_opens_in_headless_chromium_without_console_errors(browser, tmp_p
     everything = ("boot", "density", "throughput", "scalability", "isolation")
     fake_run(store, "aaaaa1", {"native": 1.0, "crun": 1.05, "runsc": 1.6}, everything)
     page = tmp_path / "report.html"
-    res = CliRunner().invoke(app, ["report", "aaaaa1", "-o", str(page),
-                                   "--results", str(tmp_path / "results")])  # fmt: skip
+    res = CliRunner().invoke(
+        app, ["report", "aaaaa1", "-o", str(page), "--results", str(tmp_path / "results")]
+    )
     assert res.exit_code == 0, res.output
     browser.get_log("performance")  # forget the bad page's requests
     browser.get(page.as_uri())
@@ -147,8 +154,9 @@ def test_report_fits_a_desktop_and_a_phone_with_nothing_outside_its_box(browser,
     everything = ("boot", "density", "throughput", "scalability", "isolation")
     fake_run(store, "wide01", {"native": 1.0, "crun": 1.3, "runsc": 2.0}, everything)
     page = tmp_path / "report.html"
-    res = CliRunner().invoke(app, ["report", "wide01", "-o", str(page),
-                                   "--results", str(tmp_path / "results")])  # fmt: skip
+    res = CliRunner().invoke(
+        app, ["report", "wide01", "-o", str(page), "--results", str(tmp_path / "results")]
+    )
     assert res.exit_code == 0, res.output
     browser.set_window_size(width, 900)
     browser.get(page.as_uri())

@@ -163,19 +163,29 @@ def labelled(run_id: str) -> list[str]:
             if c["id"].startswith(f"vb-{run_id}-"):
                 found.append(f"container {c['id']}")
     engines = {  # containers, networks and images, where the engine answers
-        "docker": (["ps", "-a", "--format", "{{.Names}}"], ["network", "ls", "--format",
-                   "{{.Name}}"], ["images", "--format", "{{.Repository}}:{{.Tag}}"]),
-        "podman": (["ps", "-a", "--format", "{{.Names}}"], ["network", "ls", "--format",
-                   "{{.Name}}"], ["images", "--format", "{{.Repository}}:{{.Tag}}"]),
-    }  # fmt: skip
+        "docker": (
+            ["ps", "-a", "--format", "{{.Names}}"],
+            ["network", "ls", "--format", "{{.Name}}"],
+            ["images", "--format", "{{.Repository}}:{{.Tag}}"],
+        ),
+        "podman": (
+            ["ps", "-a", "--format", "{{.Names}}"],
+            ["network", "ls", "--format", "{{.Name}}"],
+            ["images", "--format", "{{.Repository}}:{{.Tag}}"],
+        ),
+    }
     for engine, queries in engines.items():
         if engine == "docker" and not Path("/var/run/docker.sock").exists():
             continue
         if shutil.which(engine) is None:
             continue
         for what in queries:
-            out = subprocess.run([engine, *what], capture_output=True, text=True,
-                                 env={**os.environ, "DOCKER_API_VERSION": "1.41"})  # fmt: skip
+            out = subprocess.run(
+                [engine, *what],
+                capture_output=True,
+                text=True,
+                env={**os.environ, "DOCKER_API_VERSION": "1.41"},
+            )
             names = [n.removeprefix("localhost/") for n in out.stdout.split()]
             found += [f"{engine} {what[0]} {n}" for n in names if n.startswith(f"vb-{run_id}-")]
     for root in Path("/sys/fs/cgroup").iterdir():

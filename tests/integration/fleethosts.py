@@ -61,8 +61,9 @@ def _ip(*args: str) -> None:
 
 def _free_subnet() -> str:
     """10.213.N (N in 100..199) that no route of this host covers."""
-    routes = subprocess.run(["ip", "-4", "route", "show", "table", "all"], capture_output=True,
-                            text=True, check=True).stdout  # fmt: skip
+    routes = subprocess.run(
+        ["ip", "-4", "route", "show", "table", "all"], capture_output=True, text=True, check=True
+    ).stdout
     for _ in range(50):
         net = f"10.213.{100 + secrets.randbelow(100)}"
         if f"{net}." not in routes:
@@ -94,8 +95,11 @@ class Hosts:
 
     def start(self) -> Hosts:
         self.root.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(self.key)],
-                       check=True, timeout=30)  # fmt: skip
+        subprocess.run(
+            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(self.key)],
+            check=True,
+            timeout=30,
+        )
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation
         _ip("link", "add", self.bridge, "type", "bridge")
         _ip("addr", "add", f"{self.gateway}/24", "dev", self.bridge)
@@ -109,8 +113,20 @@ class Hosts:
             _ip("-n", ns, "addr", "add", f"{self.addr(h)}/24", "dev", "eth0")
             _ip("-n", ns, "link", "set", "lo", "up")
             _ip("-n", ns, "link", "set", "eth0", "up")
-            subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f",
-                            str(d / "ssh_host_ed25519_key")], check=True, timeout=30)  # fmt: skip
+            subprocess.run(
+                [
+                    "ssh-keygen",
+                    "-q",
+                    "-t",
+                    "ed25519",
+                    "-N",
+                    "",
+                    "-f",
+                    str(d / "ssh_host_ed25519_key"),
+                ],
+                check=True,
+                timeout=30,
+            )
             shutil.copyfile(f"{self.key}.pub", d / "authorized_keys")
             (d / "sshd_config").write_text(SSHD_CONFIG.format(addr=self.addr(h), dir=d))
             self.start_sshd(h)
@@ -122,10 +138,20 @@ class Hosts:
         self.sshd[host] = subprocess.Popen(
             # nsenter, not `ip netns exec`: that also remounts /sys for the namespace, which
             # hides the cgroup hierarchies a host's virtbench needs
-            ["nsenter", f"--net=/run/netns/{self.ns(host)}", SSHD, "-D", "-e", "-f",
-             str(d / "sshd_config")],
-            stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True,
-        )  # fmt: skip
+            [
+                "nsenter",
+                f"--net=/run/netns/{self.ns(host)}",
+                SSHD,
+                "-D",
+                "-e",
+                "-f",
+                str(d / "sshd_config"),
+            ],
+            stdout=log,
+            stderr=log,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         log.close()
         deadline = time.monotonic() + 30
         while True:
@@ -140,9 +166,11 @@ class Hosts:
         return {
             "ansible_host": self.addr(host),
             "virtbench_dir": str(d / "virtbench"),
-            "virtbench_env": {"VIRTBENCH_STATE_DIR": str(d / "state"),
-                              "VIRTBENCH_DATA_DIR": str(d / "data")},
-        }  # fmt: skip
+            "virtbench_env": {
+                "VIRTBENCH_STATE_DIR": str(d / "state"),
+                "VIRTBENCH_DATA_DIR": str(d / "data"),
+            },
+        }
 
     def inventory(self, path: Path, hosts: list[str] | None = None) -> Path:
         """An INI inventory of these hosts (or some of them), as a user would write one."""
@@ -150,8 +178,10 @@ class Hosts:
         for h in hosts or self.names:
             v = self.host_vars(h)
             env = json.dumps(v["virtbench_env"]).replace('"', "'")
-            lines.append(f"{h} ansible_host={v['ansible_host']} virtbench_dir={v['virtbench_dir']}"
-                         f' virtbench_env="{env}"')  # fmt: skip
+            lines.append(
+                f"{h} ansible_host={v['ansible_host']} virtbench_dir={v['virtbench_dir']}"
+                f' virtbench_env="{env}"'
+            )
         lines += [
             "[bench:vars]",
             "ansible_user=root",
@@ -165,8 +195,9 @@ class Hosts:
         return path
 
     def pids(self, host: str) -> list[int]:
-        res = subprocess.run(["ip", "netns", "pids", self.ns(host)], capture_output=True,
-                             text=True, timeout=30)  # fmt: skip
+        res = subprocess.run(
+            ["ip", "netns", "pids", self.ns(host)], capture_output=True, text=True, timeout=30
+        )
         return [int(p) for p in res.stdout.split()]
 
     def kill(self, host: str) -> list[int]:
@@ -187,8 +218,10 @@ class Hosts:
         import psutil
 
         listener = psutil.Process(self.sshd[host].pid)
-        procs = [listener, *(c for c in listener.children(recursive=True)
-                             if c.name().startswith("sshd"))]  # fmt: skip
+        procs = [
+            listener,
+            *(c for c in listener.children(recursive=True) if c.name().startswith("sshd")),
+        ]
         for p in procs:
             with contextlib.suppress(psutil.NoSuchProcess):
                 p.kill()

@@ -171,8 +171,23 @@ def test_memory_guard_stops_growth_and_says_why(env, tmp_path):
 def test_adaptive_repetition_and_report_of_a_real_run(env, tmp_path):
     """--target-cv repeats past --runs (up to --max-runs) and says when it stopped; the
     run then exports and reports like any other."""
-    res = cli("run", "boot", "--runtimes", "native,crun", "--workloads", "hello", "--runs", "3",
-              "--warmups", "1", "--target-cv", "0.01", "--max-runs", "5", env=env)  # fmt: skip
+    res = cli(
+        "run",
+        "boot",
+        "--runtimes",
+        "native,crun",
+        "--workloads",
+        "hello",
+        "--runs",
+        "3",
+        "--warmups",
+        "1",
+        "--target-cv",
+        "0.01",
+        "--max-runs",
+        "5",
+        env=env,
+    )
     assert res.returncode == 0, res.stdout + res.stderr
     rid = run_id_of(res.stdout)
     store = Store(tmp_path / "results")

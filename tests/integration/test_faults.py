@@ -31,12 +31,25 @@ def test_full_disk_under_results_stops_the_run_cleanly_with_the_database_intact(
     started, and leave a database whose committed samples all read back."""
     results = tmp_path / "results"
     results.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,mode=0700", "vb-test-full",
-                    str(results)], check=True)  # fmt: skip
+    subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1m,mode=0700", "vb-test-full", str(results)],
+        check=True,
+    )
     try:
-        res = cli("run", "boot", "--runtimes", "native,crun", "--workloads", "hello",
-                  "--runs", "5000", "--warmups", "0", env={**env, "VIRTBENCH_RESULTS":
-                  str(results)}, timeout=900)  # fmt: skip
+        res = cli(
+            "run",
+            "boot",
+            "--runtimes",
+            "native,crun",
+            "--workloads",
+            "hello",
+            "--runs",
+            "5000",
+            "--warmups",
+            "0",
+            env={**env, "VIRTBENCH_RESULTS": str(results)},
+            timeout=900,
+        )
         out = res.stdout + res.stderr
         assert res.returncode == 1, out
         assert "Traceback" not in out
@@ -51,8 +64,11 @@ def test_full_disk_under_results_stops_the_run_cleanly_with_the_database_intact(
         subprocess.run(["umount", str(results)], check=True)
     db = sqlite3.connect(copy / "virtbench.sqlite")
     assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-    n, bad = db.execute("SELECT COUNT(*), SUM(value IS NULL AND error = '') FROM samples "
-                        "WHERE run_id = ? AND experiment = 'boot'", (rid,)).fetchone()  # fmt: skip
+    n, bad = db.execute(
+        "SELECT COUNT(*), SUM(value IS NULL AND error = '') FROM samples "
+        "WHERE run_id = ? AND experiment = 'boot'",
+        (rid,),
+    ).fetchone()
     assert n >= 20 and bad == 0, (n, bad)
     status = db.execute("SELECT status FROM runs WHERE id = ?", (rid,)).fetchone()[0]
     db.close()
@@ -82,8 +98,20 @@ def test_ctrl_c_then_resume_finishes_the_run_without_redoing_what_was_done(env, 
     """Ctrl-C half-way through 40 repetitions of hello on native and crun; `run --resume`
     measures only what is missing: every (runtime, repetition) has exactly one boot in the
     end, and the samples taken before the interruption are the very same rows."""
-    p, rid = start_run("boot", "--runtimes", "native,crun", "--workloads", "hello", "--runs",
-                       "40", "--warmups", "1", "--benchmark-times", "1", env=env)  # fmt: skip
+    p, rid = start_run(
+        "boot",
+        "--runtimes",
+        "native,crun",
+        "--workloads",
+        "hello",
+        "--runs",
+        "40",
+        "--warmups",
+        "1",
+        "--benchmark-times",
+        "1",
+        env=env,
+    )
     db = tmp_path / "results" / "virtbench.sqlite"
     deadline = time.monotonic() + 120
     while _boots(db, rid) < 30:
@@ -97,8 +125,11 @@ def test_ctrl_c_then_resume_finishes_the_run_without_redoing_what_was_done(env, 
     assert store.run(rid).status == "interrupted"
     units = store.units(rid)
     assert 0 < len([u for u in units if u[0] == "boot"]) < 80
-    before = {(s.runtime, s.repetition, s.metric, s.t) for s in store.samples(rid)
-              if not s.warmup and s.experiment == "boot"}  # fmt: skip
+    before = {
+        (s.runtime, s.repetition, s.metric, s.t)
+        for s in store.samples(rid)
+        if not s.warmup and s.experiment == "boot"
+    }
     assert not labelled(rid)
 
     res = cli("run", "--resume", rid, env=env)
@@ -106,8 +137,7 @@ def test_ctrl_c_then_resume_finishes_the_run_without_redoing_what_was_done(env, 
     assert f"run {rid} resumed" in res.stdout and f"run {rid} completed" in res.stdout
     store = Store(tmp_path / "results")
     samples = [s for s in store.samples(rid) if not s.warmup and s.experiment == "boot"]
-    exits = Counter((s.runtime, s.repetition) for s in samples
-                    if s.metric == "boot.spawn_to_exit")  # fmt: skip
+    exits = Counter((s.runtime, s.repetition) for s in samples if s.metric == "boot.spawn_to_exit")
     want = {(rt, rep) for rt in ("native", "crun") for rep in range(40)}
     assert set(exits) == want and set(exits.values()) == {1}, exits
     assert all(s.value is not None for s in samples if s.metric == "boot.spawn_to_exit")
@@ -199,8 +229,7 @@ def test_a_server_killed_mid_measurement_is_a_failed_sample_with_how_and_the_run
     assert bad.value is None and bad.metric == "requests_per_s" and bad.repetition == 0
     why = "killed by SIGKILL" if bad.runtime == "native" else "ended (no process of it is left"
     assert f"the server {why}" in bad.error and "during the measurement" in bad.error, bad.error
-    good = {(s.runtime, s.repetition) for s in samples if s.metric == "requests_per_s" and
-            s.value}  # fmt: skip
+    good = {(s.runtime, s.repetition) for s in samples if s.metric == "requests_per_s" and s.value}
     want = {(rt, rep) for rt in ("native", "crun") for rep in range(3)}
     assert good == want - {(bad.runtime, 0)}
     events = " ".join(m for _, _, m in store.events(rid))
@@ -215,8 +244,7 @@ def _docker_disk_mentions(rid: str) -> list[str]:
     network store (network/files/local-kv.db): its freed pages keep a run's name after
     every key naming it was deleted."""
     root = Path("/var/lib/docker")
-    files = [root / "image/overlay2/repositories.json",
-             *root.glob("containers/*/config.v2.json")]  # fmt: skip
+    files = [root / "image/overlay2/repositories.json", *root.glob("containers/*/config.v2.json")]
     marker = f"vb-{rid}-".encode()
     return [str(f) for f in files if f.is_file() and marker in f.read_bytes()]
 
@@ -243,8 +271,9 @@ def test_kill_9_then_clean_leaves_nothing_of_any_runtime_kind(runtime, env, tmp_
         d.chmod(d.stat().st_mode | stat.S_IXOTH)
     # the light ones start 40 in half a second: give them a pile-up that lasts to be caught
     instances = "400" if runtime in ("bwrap", "wasmtime") else "40"
-    p, rid = start_run("density", "--runtimes", runtime, "--instances", instances, "--runs", "1",
-                       env=env)  # fmt: skip
+    p, rid = start_run(
+        "density", "--runtimes", runtime, "--instances", instances, "--runs", "1", env=env
+    )
     deadline = time.monotonic() + 300
     while len(_run_cgroups(rid)) < 3:
         assert p.poll() is None and time.monotonic() < deadline, p.communicate()[0]
@@ -293,8 +322,18 @@ def test_dockerd_killed_mid_run_skips_docker_and_the_run_goes_on(env, tmp_path):
     avail = runtimes.get("docker").available()
     need(avail.ok, f"docker: {avail.reason}")
     assert "not running" in avail.version, "a dockerd runs already: the run must start its own"
-    p, rid = start_run("boot", "--runtimes", "docker,crun", "--workloads", "hello", "--runs",
-                       "12", "--warmups", "0", env=env)  # fmt: skip
+    p, rid = start_run(
+        "boot",
+        "--runtimes",
+        "docker,crun",
+        "--workloads",
+        "hello",
+        "--runs",
+        "12",
+        "--warmups",
+        "0",
+        env=env,
+    )
     db = tmp_path / "results" / "virtbench.sqlite"
     ledger = tmp_path / "state" / "runs" / rid / "ledger.jsonl"
     deadline = time.monotonic() + 300
@@ -330,8 +369,11 @@ def test_dockerd_killed_mid_run_skips_docker_and_the_run_goes_on(env, tmp_path):
     failed = [s for s in docker if s.value is None]
     assert len(failed) <= 1 and all(gone in f.error for f in failed), [s.error for s in failed]
     assert len([s for s in docker if s.value is not None]) >= 3
-    crun = [s for s in store.samples(rid) if s.runtime == "crun" and s.metric ==
-            "boot.spawn_to_exit" and not s.warmup]  # fmt: skip
+    crun = [
+        s
+        for s in store.samples(rid)
+        if s.runtime == "crun" and s.metric == "boot.spawn_to_exit" and not s.warmup
+    ]
     assert sorted(s.repetition for s in crun) == list(range(12))
     assert all(s.value is not None for s in crun)
     events = " ".join(m for _, _, m in store.events(rid))
@@ -345,8 +387,9 @@ def test_dockerd_killed_mid_run_skips_docker_and_the_run_goes_on(env, tmp_path):
 
 
 def _answers() -> bool:
-    res = subprocess.run(["docker", "-H", "unix:///var/run/docker.sock", "version"],
-                         capture_output=True, timeout=30)  # fmt: skip
+    res = subprocess.run(
+        ["docker", "-H", "unix:///var/run/docker.sock", "version"], capture_output=True, timeout=30
+    )
     return res.returncode == 0
 
 
@@ -381,8 +424,18 @@ def test_the_hosts_dockerd_dying_mid_run_is_reported_and_clean_finishes_when_it_
     assert "not running" in avail.version, "a dockerd runs already: the test starts its own"
     hosts = _hosts_dockerd(tmp_path)
     try:
-        p, rid = start_run("boot", "--runtimes", "docker,crun", "--workloads", "hello",
-                           "--runs", "10", "--warmups", "0", env=env)  # fmt: skip
+        p, rid = start_run(
+            "boot",
+            "--runtimes",
+            "docker,crun",
+            "--workloads",
+            "hello",
+            "--runs",
+            "10",
+            "--warmups",
+            "0",
+            env=env,
+        )
         db = tmp_path / "results" / "virtbench.sqlite"
         deadline = time.monotonic() + 300
         while len([v for v, _ in _boot_samples(db, rid, "docker") if v is not None]) < 3:
@@ -397,8 +450,11 @@ def test_the_hosts_dockerd_dying_mid_run_is_reported_and_clean_finishes_when_it_
         assert f"then `virtbench clean --run {rid}` removes them" in flat, out
         store = Store(tmp_path / "results")
         assert store.run(rid).status == "completed"
-        crun = [s for s in store.samples(rid) if s.runtime == "crun" and s.metric ==
-                "boot.spawn_to_exit"]  # fmt: skip
+        crun = [
+            s
+            for s in store.samples(rid)
+            if s.runtime == "crun" and s.metric == "boot.spawn_to_exit"
+        ]
         assert sorted(s.repetition for s in crun) == list(range(10))
         events = " ".join(m for _, _, m in store.events(rid))
         assert "boot: docker skipped for the rest of the run" in events
@@ -424,11 +480,31 @@ def test_kill_9_next_to_a_busy_run_then_clean_and_resume_leave_nothing_and_lose_
     none of the live run's; clean removes them all; the resume keeps every sample stored
     before the kill (or measures its unit again whole), completes, and leaves nothing;
     the live run finishes untouched."""
-    busy, busy_rid = start_run("boot", "--runtimes", "crun", "--workloads", "sleep", "--runs",
-                               "2000", "--warmups", "0", env=env)  # fmt: skip
+    busy, busy_rid = start_run(
+        "boot",
+        "--runtimes",
+        "crun",
+        "--workloads",
+        "sleep",
+        "--runs",
+        "2000",
+        "--warmups",
+        "0",
+        env=env,
+    )
     try:
-        p, rid = start_run("density", "--runtimes", "crun", "--instances", "60", "--runs", "1",
-                           "--instances-per-benchmark", "5", env=env)  # fmt: skip
+        p, rid = start_run(
+            "density",
+            "--runtimes",
+            "crun",
+            "--instances",
+            "60",
+            "--runs",
+            "1",
+            "--instances-per-benchmark",
+            "5",
+            env=env,
+        )
         deadline = time.monotonic() + 150
         while len([x for x in labelled(rid) if x.startswith("container")]) < 20:
             assert p.poll() is None and time.monotonic() < deadline, p.communicate()[0]
@@ -436,8 +512,10 @@ def test_kill_9_next_to_a_busy_run_then_clean_and_resume_leave_nothing_and_lose_
         p.kill()
         p.communicate(timeout=30)
         store = Store(tmp_path / "results")
-        before = {(s.runtime, s.repetition, s.metric, s.background, s.t, s.value)
-                  for s in store.samples(rid)}  # fmt: skip
+        before = {
+            (s.runtime, s.repetition, s.metric, s.background, s.t, s.value)
+            for s in store.samples(rid)
+        }
         store.close()
         assert before, "the killed run had stored samples"
         containers = {x for x in labelled(rid) if x.startswith("container")}
@@ -448,8 +526,13 @@ def test_kill_9_next_to_a_busy_run_then_clean_and_resume_leave_nothing_and_lose_
             dry = cli("clean", "--dry-run", env=env)
             assert dry.returncode == 0, dry.stdout + dry.stderr
             assert f"vb-{busy_rid}-" not in dry.stdout, dry.stdout
-            listed.append({ln.split()[3] for ln in dry.stdout.splitlines()
-                           if ln.startswith("would remove instance")})  # fmt: skip
+            listed.append(
+                {
+                    ln.split()[3]
+                    for ln in dry.stdout.splitlines()
+                    if ln.startswith("would remove instance")
+                }
+            )
         assert {x.split()[1] for x in containers} <= listed[0]
         assert all(seen == listed[0] for seen in listed), [len(s) for s in listed]
         res = cli("clean", "--run", rid, env=env)
@@ -459,8 +542,10 @@ def test_kill_9_next_to_a_busy_run_then_clean_and_resume_leave_nothing_and_lose_
         resumed = cli("run", "--resume", rid, env=env)
         assert resumed.returncode == 0, resumed.stdout + resumed.stderr
         store = Store(tmp_path / "results")
-        after = {(s.runtime, s.repetition, s.metric, s.background, s.t, s.value)
-                 for s in store.samples(rid)}  # fmt: skip
+        after = {
+            (s.runtime, s.repetition, s.metric, s.background, s.t, s.value)
+            for s in store.samples(rid)
+        }
         assert store.run(rid).status == "completed"
         reached = [s.value for s in store.samples(rid) if s.metric == "density.reached"]
         store.close()

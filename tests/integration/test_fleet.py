@@ -34,8 +34,11 @@ def hosts(tmp_path_factory) -> Iterator[fleethosts.Hosts]:
     finally:
         h.close()
         for name in h.names:  # whatever a killed host's run left: its own state directory
-            env = {**os.environ, "VIRTBENCH_STATE_DIR": str(h.dir(name) / "state"),
-                   "VIRTBENCH_DATA_DIR": str(h.dir(name) / "data")}  # fmt: skip
+            env = {
+                **os.environ,
+                "VIRTBENCH_STATE_DIR": str(h.dir(name) / "state"),
+                "VIRTBENCH_DATA_DIR": str(h.dir(name) / "data"),
+            }
             subprocess.run([*VIRTBENCH, "clean"], env=env, capture_output=True, timeout=300)
 
 
@@ -46,8 +49,9 @@ def fleet_id(output: str) -> str:
 
 
 def fleet_run(tmp_path: Path, *args: str, timeout: float = 1200) -> subprocess.CompletedProcess:
-    return cli("fleet", "run", *args, env={"VIRTBENCH_STATE_DIR": str(tmp_path / "state")},
-               timeout=timeout)  # fmt: skip
+    return cli(
+        "fleet", "run", *args, env={"VIRTBENCH_STATE_DIR": str(tmp_path / "state")}, timeout=timeout
+    )
 
 
 def test_two_hosts_boot_native_and_crun_merged_with_the_host_as_label(hosts, tmp_path):
@@ -56,9 +60,22 @@ def test_two_hosts_boot_native_and_crun_merged_with_the_host_as_label(hosts, tmp
     and compares them; nothing of either run is left on the machine."""
     inv = hosts.inventory(tmp_path / "hosts.ini")
     results = tmp_path / "results"
-    res = fleet_run(tmp_path, "boot", "-i", str(inv), "--runtimes", "native,crun",
-                    "--workloads", "hello", "--runs", "3", "--warmups", "0",
-                    "--results", str(results))  # fmt: skip
+    res = fleet_run(
+        tmp_path,
+        "boot",
+        "-i",
+        str(inv),
+        "--runtimes",
+        "native,crun",
+        "--workloads",
+        "hello",
+        "--runs",
+        "3",
+        "--warmups",
+        "0",
+        "--results",
+        str(results),
+    )
     assert res.returncode == 0, res.stdout + res.stderr
     fid = fleet_id(res.stdout)
     assert f"fleet {fid}: 2 of 2 hosts completed" in res.stdout
@@ -133,11 +150,29 @@ def test_a_host_killed_mid_run_is_reported_and_the_other_hosts_samples_are_kept(
     inv = hosts.inventory(tmp_path / "hosts.ini")
     results = tmp_path / "results"
     p = subprocess.Popen(
-        [*VIRTBENCH, "fleet", "run", "boot", "-i", str(inv), "--runtimes", "native,crun",
-         "--workloads", "hello", "--runs", "60", "--warmups", "0", "--results", str(results)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [
+            *VIRTBENCH,
+            "fleet",
+            "run",
+            "boot",
+            "-i",
+            str(inv),
+            "--runtimes",
+            "native,crun",
+            "--workloads",
+            "hello",
+            "--runs",
+            "60",
+            "--warmups",
+            "0",
+            "--results",
+            str(results),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
         env={**os.environ, "VIRTBENCH_STATE_DIR": str(tmp_path / "state"), "COLUMNS": "200"},
-    )  # fmt: skip
+    )
     assert p.stdout is not None
     seen = ""
     while "started:" not in seen:
@@ -179,8 +214,10 @@ def test_fleet_with_a_postgresql_store_sharded_by_runtime(hosts, tmp_path):
     need(why is None, str(why))
     inv = hosts.inventory(tmp_path / "hosts.ini")
     spec = tmp_path / "my-boot.toml"
-    spec.write_text('name = "my-boot"\nruntimes = ["native", "crun"]\n[[experiment]]\n'
-                    'type = "boot"\nworkloads = ["hello"]\nruns = 3\nwarmups = 0\n')  # fmt: skip
+    spec.write_text(
+        'name = "my-boot"\nruntimes = ["native", "crun"]\n[[experiment]]\n'
+        'type = "boot"\nworkloads = ["hello"]\nruns = 3\nwarmups = 0\n'
+    )
     server = pgserver.PgServer(also_on=hosts.gateway).start()
     try:
         url = server.database(host=hosts.gateway)
@@ -191,11 +228,17 @@ def test_fleet_with_a_postgresql_store_sharded_by_runtime(hosts, tmp_path):
         store = open_store(url)
         runs = {r.host: r for r in store.runs() if r.fleet == fid}
         assert set(runs) == {"h1", "h2"} and {r.name for r in runs.values()} == {"my-boot"}
-        by_host = {h: {s.runtime for s in store.samples(r.id) if s.metric.startswith("boot.")}
-                   for h, r in runs.items()}  # fmt: skip
+        by_host = {
+            h: {s.runtime for s in store.samples(r.id) if s.metric.startswith("boot.")}
+            for h, r in runs.items()
+        }
         assert by_host == {"h1": {"native"}, "h2": {"crun"}}
-        n = sum(1 for r in runs.values() for s in store.samples(r.id)
-                if s.metric == "boot.spawn_to_exit" and s.value is not None)  # fmt: skip
+        n = sum(
+            1
+            for r in runs.values()
+            for s in store.samples(r.id)
+            if s.metric == "boot.spawn_to_exit" and s.value is not None
+        )
         assert n == 6
         assert not (tmp_path / "results").exists()  # nothing went to a local SQLite store
         store.close()

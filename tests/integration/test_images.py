@@ -50,8 +50,13 @@ def image(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         return "".join(a + "\0" for a in wl.argv("x")).encode().hex()  # type: ignore[attr-defined]
 
     udp = "".join(a + "\0" for a in ("/bin/vb-rr", "serve", "7777")).encode().hex()
-    return {"kernel": str(out / "vmlinuz"), "initrd": str(initrd),
-            "http": hexargv(nginx), "redis": hexargv(redis), "udp-echo": udp}  # fmt: skip
+    return {
+        "kernel": str(out / "vmlinuz"),
+        "initrd": str(initrd),
+        "http": hexargv(nginx),
+        "redis": hexargv(redis),
+        "udp-echo": udp,
+    }
 
 
 def image_table(name: str, image: dict[str, str], serves: str, port: int, extra: str = "") -> str:

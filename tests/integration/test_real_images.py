@@ -20,8 +20,12 @@ from tests.integration.conftest import cli, labelled, run_id_of
 from virtbench.paths import Paths
 from virtbench.store import Store
 
-FILES = {"hello": "hello.elf", "http": "http-c.elf", "nginx": "nginx.elf",
-         "nginx-initrd": "nginx-initrd.cpio"}  # fmt: skip
+FILES = {
+    "hello": "hello.elf",
+    "http": "http-c.elf",
+    "nginx": "nginx.elf",
+    "nginx-initrd": "nginx-initrd.cpio",
+}
 
 
 @pytest.fixture(scope="module")
@@ -31,8 +35,10 @@ def images() -> dict[str, Path]:
     found = {k: where / name for k, name in FILES.items()}
     missing = [str(p) for p in found.values() if not p.is_file()]
     if missing:
-        pytest.skip(f"no real unikernel images ({', '.join(missing)} absent; build them as "
-                    "docs/images.md says and set VIRTBENCH_REAL_IMAGES)")  # fmt: skip
+        pytest.skip(
+            f"no real unikernel images ({', '.join(missing)} absent; build them as "
+            "docs/images.md says and set VIRTBENCH_REAL_IMAGES)"
+        )
     return found
 
 
@@ -109,8 +115,10 @@ def test_real_image_unikraft_runs_every_s1_part_beside_crun(env, tmp_path, image
     nginx images pile up and next to crun attackers; every figure is there, emulated,
     with the firmware it booted; nothing is left."""
     spec = tmp_path / "s1-uk.toml"
-    spec.write_text('name = "s1-uk"\nruntimes = ["uk-hello", "uk-http", "uk-nginx", "crun"]\n'
-                    '[instance]\nnetwork = "bridge"\n\n' + tables(images) + S1_PARTS)  # fmt: skip
+    spec.write_text(
+        'name = "s1-uk"\nruntimes = ["uk-hello", "uk-http", "uk-nginx", "crun"]\n'
+        '[instance]\nnetwork = "bridge"\n\n' + tables(images) + S1_PARTS
+    )
     res = cli("run", str(spec), env=env, timeout=1500)
     assert res.returncode == 0, res.stdout + res.stderr
     rid = run_id_of(res.stdout)
@@ -118,16 +126,27 @@ def test_real_image_unikraft_runs_every_s1_part_beside_crun(env, tmp_path, image
     assert not [s.error for s in samples if s.error], [s.error for s in samples if s.error][:3]
 
     def values(runtime: str, metric: str, experiment: str) -> list[float]:
-        return [s.value for s in samples if s.runtime == runtime and s.metric == metric
-                and s.experiment == experiment and s.value is not None]  # fmt: skip
+        return [
+            s.value
+            for s in samples
+            if s.runtime == runtime
+            and s.metric == metric
+            and s.experiment == experiment
+            and s.value is not None
+        ]
 
     assert len(values("uk-hello", "boot.spawn_to_exit", "boot")) == 3
     for rt in ("uk-http", "uk-nginx"):
         assert len(values(rt, "boot.spawn_to_ready", "boot")) == 3, rt
     assert values("uk-http", "density.pss", "density")
     assert values("uk-nginx", "requests_per_s", "scalability")
-    pile = {s.background for s in samples if s.runtime == "uk-nginx"
-            and s.experiment == "scalability" and s.metric == "requests_per_s"}  # fmt: skip
+    pile = {
+        s.background
+        for s in samples
+        if s.runtime == "uk-nginx"
+        and s.experiment == "scalability"
+        and s.metric == "requests_per_s"
+    }
     assert pile == {0, 2}, pile  # measured alone, then beside two idle nginx images
     attacked = [s for s in samples if s.experiment == "isolation" and s.attacker == "cpu"]
     assert attacked and all(s.params.get("attacker_runtime") == "crun" for s in attacked)
@@ -142,9 +161,12 @@ def test_real_image_on_qboot_ends_with_its_crash_line_and_status_1(env, tmp_path
     run says the image measured nothing, quoting the console's crash line, and exits 1,
     although each failed boot's launch and teardown were recorded."""
     spec = tmp_path / "qboot.toml"
-    spec.write_text('name = "qboot"\nruntimes = ["uk-http"]\n[instance]\nnetwork = "bridge"\n'
-                    + tables(images, firmware="qboot") + '[[experiment]]\ntype = "boot"\n'
-                    'workloads = ["sleep"]\nruns = 2\nwarmups = 0\ntimeout_s = 30\n')  # fmt: skip
+    spec.write_text(
+        'name = "qboot"\nruntimes = ["uk-http"]\n[instance]\nnetwork = "bridge"\n'
+        + tables(images, firmware="qboot")
+        + '[[experiment]]\ntype = "boot"\n'
+        'workloads = ["sleep"]\nruns = 2\nwarmups = 0\ntimeout_s = 30\n'
+    )
     res = cli("run", str(spec), env=env, timeout=600)
     assert res.returncode == 1, res.stdout + res.stderr
     errors = [ln for ln in res.stderr.splitlines() if ln.startswith("error:")]

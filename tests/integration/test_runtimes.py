@@ -70,8 +70,11 @@ def instance_leftovers(run_id: str) -> list[str]:
     LXD daemon, LXD's name for the host's netns, an engine's image and network) go at the
     end and are checked by `ctx`."""
     run_wide = ("-br", "-lxd", "-host", "-net")
-    return [x for x in labelled(run_id)
-            if not x.endswith(run_wide) and "-net-" not in x and " images " not in x]  # fmt: skip
+    return [
+        x
+        for x in labelled(run_id)
+        if not x.endswith(run_wide) and "-net-" not in x and " images " not in x
+    ]
 
 
 def spec(ctx: RuntimeContext, artifact, wl, n: int, **kw) -> InstanceSpec:
@@ -220,8 +223,18 @@ def test_a_sleeper_is_itself_when_it_says_ready(artifact, tmp_path):
 
 
 # Runtimes that keep the payload's exit status say it; the others say it ended.
-KEEP_STATUS = ("native", "nspawn", "bwrap", "wasmtime", "docker", "docker:crun",
-               "docker:runsc", "podman", "podman:runc", "podman:runsc")  # fmt: skip
+KEEP_STATUS = (
+    "native",
+    "nspawn",
+    "bwrap",
+    "wasmtime",
+    "docker",
+    "docker:crun",
+    "docker:runsc",
+    "podman",
+    "podman:runc",
+    "podman:runsc",
+)
 NO_CONSOLE = ("lxc", "lxd", "podman")
 
 
@@ -308,11 +321,14 @@ def test_runsc_own_network_stack_is_available_or_says_why(ctx, artifact):
         rt.stop(inst)
 
 
-@pytest.mark.parametrize(("name", "rootfs", "security"), [
-    ("crun", "overlay", "engine-default"),
-    ("runc", "overlay", "engine-default"),
-    ("crun", "dir", "minimal"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("name", "rootfs", "security"),
+    [
+        ("crun", "overlay", "engine-default"),
+        ("runc", "overlay", "engine-default"),
+        ("crun", "dir", "minimal"),
+    ],
+)
 def test_oci_bundles_are_made_as_the_engines_make_theirs(name, rootfs, security, ctx, artifact):
     """By default a crun or runc container's root is an overlay of its own (the artifact
     below, its upper layer on disk) and its process runs under the engines' seccomp
@@ -330,9 +346,11 @@ def test_oci_bundles_are_made_as_the_engines_make_theirs(name, rootfs, security,
             ln.split(":", 1) for ln in Path(f"/proc/{pid}/status").read_text().splitlines()
         )
         assert status["Seccomp"].strip() == ("2" if security == "engine-default" else "0")
-        root = next(ln.split(" - ")[1].split()[0] for ln in
-                    Path(f"/proc/{pid}/mountinfo").read_text().splitlines()
-                    if ln.split()[4] == "/")  # fmt: skip
+        root = next(
+            ln.split(" - ")[1].split()[0]
+            for ln in Path(f"/proc/{pid}/mountinfo").read_text().splitlines()
+            if ln.split()[4] == "/"
+        )
         assert (root == "overlay") == (rootfs == "overlay"), root
         merged, layers = oci_rootfs.merged_dir(ctx, inst), oci_rootfs.layer_dir(ctx, inst)
         assert (merged.is_dir() and (layers / "upper").is_dir()) == (rootfs == "overlay")

@@ -23,9 +23,20 @@ def run_ok(tmp_path: Path, env: dict[str, str], spec: str) -> tuple[object, str]
 
 def test_scalability_measures_boot_at_every_step(env, tmp_path):
     res = cli(
-        "run", "scalability", "--runtimes", "native,crun", "--step", "2", "--max", "4",
-        "--runs", "1", "--warmups", "1", env=env,
-    )  # fmt: skip
+        "run",
+        "scalability",
+        "--runtimes",
+        "native,crun",
+        "--step",
+        "2",
+        "--max",
+        "4",
+        "--runs",
+        "1",
+        "--warmups",
+        "1",
+        env=env,
+    )
     assert res.returncode == 0, res.stdout + res.stderr
     rid = run_id_of(res.stdout)
     assert f"run {rid} completed" in res.stdout

@@ -29,9 +29,11 @@ from virtbench.store import Store
 @pytest.mark.slow
 def test_burst_on_crun_and_qemu_times_every_instance_launched_together(env, tmp_path):
     path = tmp_path / "burst.toml"
-    path.write_text('name = "b"\nruntimes = ["crun", "qemu"]\n[instance]\nnetwork = "none"\n'
-                    '[[experiment]]\ntype = "burst"\nlevels = [1, 8]\nruns = 2\n'
-                    "settle_s = 0.5\n")  # fmt: skip
+    path.write_text(
+        'name = "b"\nruntimes = ["crun", "qemu"]\n[instance]\nnetwork = "none"\n'
+        '[[experiment]]\ntype = "burst"\nlevels = [1, 8]\nruns = 2\n'
+        "settle_s = 0.5\n"
+    )
     res = cli("run", str(path), env=env)
     assert res.returncode == 0, res.stdout + res.stderr
     rid = run_id_of(res.stdout)
@@ -60,9 +62,11 @@ def test_burst_on_crun_and_qemu_times_every_instance_launched_together(env, tmp_
 @pytest.mark.slow
 def test_kill_9_mid_burst_then_clean_leaves_nothing(env, tmp_path):
     path = tmp_path / "burst.toml"
-    path.write_text('name = "b"\nruntimes = ["crun"]\n[instance]\nnetwork = "none"\n'
-                    '[[experiment]]\ntype = "burst"\nlevels = [40]\nruns = 50\n'
-                    "settle_s = 0\n")  # fmt: skip
+    path.write_text(
+        'name = "b"\nruntimes = ["crun"]\n[instance]\nnetwork = "none"\n'
+        '[[experiment]]\ntype = "burst"\nlevels = [40]\nruns = 50\n'
+        "settle_s = 0\n"
+    )
     p, rid = start_run(str(path), env=env)
     deadline = time.monotonic() + 120
     while len([x for x in labelled(rid) if x.startswith("container")]) < 10:
@@ -118,10 +122,12 @@ def test_ctrl_c_mid_burst_does_not_wait_out_an_instance_that_hangs(runtime, ctx,
 @pytest.mark.slow
 def test_exec_pause_and_snapshot_on_crun_runsc_and_qemu(env, tmp_path):
     path = tmp_path / "ops.toml"
-    path.write_text('name = "ops"\nruntimes = ["crun", "runsc", "qemu"]\n[instance]\n'
-                    'network = "none"\n[[experiment]]\ntype = "exec"\nruns = 1\ncount = 5\n'
-                    '[[experiment]]\ntype = "pause"\nruns = 1\ncycles = 3\n'
-                    '[[experiment]]\ntype = "snapshot"\nruns = 1\ntimeout_s = 60\n')  # fmt: skip
+    path.write_text(
+        'name = "ops"\nruntimes = ["crun", "runsc", "qemu"]\n[instance]\n'
+        'network = "none"\n[[experiment]]\ntype = "exec"\nruns = 1\ncount = 5\n'
+        '[[experiment]]\ntype = "pause"\nruns = 1\ncycles = 3\n'
+        '[[experiment]]\ntype = "snapshot"\nruns = 1\ntimeout_s = 60\n'
+    )
     res = cli("run", str(path), env=env)
     assert res.returncode == 0, res.stdout + res.stderr
     rid = run_id_of(res.stdout)
@@ -134,17 +140,27 @@ def test_exec_pause_and_snapshot_on_crun_runsc_and_qemu(env, tmp_path):
         for m in ("exec.true", "exec.stdout_1mib"):
             each = got(m, rt)
             assert len(each) == 5 and all(not x.error and 0 < x.value < 10_000 for x in each), (
-                rt, m, [x.error for x in each])  # fmt: skip
+                rt,
+                m,
+                [x.error for x in each],
+            )
     (no_exec,) = got("exec.true", "qemu")  # its Linux guest (the agent's) needs a real KVM
     assert kvm_kind() != "pvm" or (no_exec.value is None and "nested PVM" in no_exec.error)
     for rt in ("crun", "runsc", "qemu"):  # paused (no heartbeat held), back, beating again
         for m in ("pause.pause", "pause.resume", "pause.resume_to_ready"):
             each = got(m, rt)
             assert len(each) == 3 and all(not x.error and 0 < x.value < 10_000 for x in each), (
-                rt, m, [x.error for x in each])  # fmt: skip
+                rt,
+                m,
+                [x.error for x in each],
+            )
     for rt in ("runsc", "qemu"):  # restored: the same token, a later heartbeat
-        for m in ("snapshot.checkpoint", "snapshot.size", "snapshot.restore",
-                  "snapshot.restore_to_ready"):  # fmt: skip
+        for m in (
+            "snapshot.checkpoint",
+            "snapshot.size",
+            "snapshot.restore",
+            "snapshot.restore_to_ready",
+        ):
             (x,) = got(m, rt)
             assert not x.error and x.value > 0, (rt, m, x.error)
     (no_criu,) = got("snapshot.restore_to_ready", "crun")
@@ -168,10 +184,12 @@ def test_microvms_pause_and_snapshot_through_their_apis(vmm, env, tmp_path):
     so, without the VMM's binary."""
     binary = vmm_binary(vmm)
     path = tmp_path / "vmm.toml"
-    path.write_text(f'name = "v"\nruntimes = ["{vmm}"]\n[runtime.{vmm}]\nbinary = "{binary}"\n'
-                    '[instance]\nnetwork = "none"\n[[experiment]]\ntype = "pause"\nruns = 1\n'
-                    'cycles = 3\n[[experiment]]\ntype = "snapshot"\nruns = 1\n'
-                    "restore_many = 4\n")  # fmt: skip
+    path.write_text(
+        f'name = "v"\nruntimes = ["{vmm}"]\n[runtime.{vmm}]\nbinary = "{binary}"\n'
+        '[instance]\nnetwork = "none"\n[[experiment]]\ntype = "pause"\nruns = 1\n'
+        'cycles = 3\n[[experiment]]\ntype = "snapshot"\nruns = 1\n'
+        "restore_many = 4\n"
+    )
     res = cli("run", str(path), env=env)
     assert res.returncode == 0, res.stdout + res.stderr
     rid = run_id_of(res.stdout)
@@ -179,7 +197,9 @@ def test_microvms_pause_and_snapshot_through_their_apis(vmm, env, tmp_path):
     for m in ("pause.pause", "pause.resume", "pause.resume_to_ready"):
         each = [x for x in samples if x.metric == m]
         assert len(each) == 3 and all(not x.error and 0 < x.value < 10_000 for x in each), (
-            m, [x.error for x in each])  # fmt: skip
+            m,
+            [x.error for x in each],
+        )
     snap = [x for x in samples if x.experiment == "snapshot"]
     if vmm == "cloud-hypervisor" and kvm_kind() == "pvm":
         assert snap and all("KVM_GET_NESTED_STATE" in x.error for x in snap), snap
@@ -187,8 +207,9 @@ def test_microvms_pause_and_snapshot_through_their_apis(vmm, env, tmp_path):
         ready = [x for x in snap if x.metric == "snapshot.restore_to_ready"]
         assert len(ready) == 1 and not ready[0].error and 0 < ready[0].value < 10_000, ready
         copies = [x for x in snap if x.metric == "snapshot.many_to_ready"]
-        assert len(copies) == 4 and all(not x.error and 0 < x.value < 30_000 for x in copies), (
-            [x.error for x in copies])  # fmt: skip
+        assert len(copies) == 4 and all(not x.error and 0 < x.value < 30_000 for x in copies), [
+            x.error for x in copies
+        ]
         assert [x.value for x in snap if x.metric == "snapshot.many_failed"] == [0]
     assert labelled(rid) == []
     assert not (Paths.from_env().data / rid).exists()  # the snapshot's files, on disk
@@ -199,8 +220,10 @@ def test_exec_into_a_linux_guest_through_its_agent(env, tmp_path):
     virtio-serial port: every command comes back whole with its exit status, and nothing
     of the run is left."""
     path = tmp_path / "exec.toml"
-    path.write_text('name = "x"\nruntimes = ["qemu:q35:tcg"]\n[[experiment]]\ntype = "exec"\n'
-                    "runs = 1\ncount = 5\ntimeout_s = 120\n")  # fmt: skip
+    path.write_text(
+        'name = "x"\nruntimes = ["qemu:q35:tcg"]\n[[experiment]]\ntype = "exec"\n'
+        "runs = 1\ncount = 5\ntimeout_s = 120\n"
+    )
     res = cli("run", str(path), env=env)
     assert res.returncode == 0, res.stdout + res.stderr
     rid = run_id_of(res.stdout)
@@ -208,7 +231,9 @@ def test_exec_into_a_linux_guest_through_its_agent(env, tmp_path):
     for m in ("exec.true", "exec.stdout_1mib"):
         each = [x for x in samples if x.metric == m]
         assert len(each) == 5 and all(not x.error and 0 < x.value < 10_000 for x in each), (
-            m, [x.error for x in each])  # fmt: skip
+            m,
+            [x.error for x in each],
+        )
         assert all(x.emulated for x in each)
     assert labelled(rid) == []
 
@@ -216,9 +241,11 @@ def test_exec_into_a_linux_guest_through_its_agent(env, tmp_path):
 @pytest.mark.parametrize("runtime", ["crun", "qemu"])
 def test_kill_9_while_paused_then_clean_leaves_nothing(runtime, env, tmp_path):
     path = tmp_path / "pause.toml"
-    path.write_text(f'name = "p"\nruntimes = ["{runtime}"]\n[instance]\nnetwork = "none"\n'
-                    '[[experiment]]\ntype = "pause"\nruns = 1\ncycles = 1\n'
-                    "hold_s = 120\n")  # fmt: skip
+    path.write_text(
+        f'name = "p"\nruntimes = ["{runtime}"]\n[instance]\nnetwork = "none"\n'
+        '[[experiment]]\ntype = "pause"\nruns = 1\ncycles = 1\n'
+        "hold_s = 120\n"
+    )
     p, rid = start_run(str(path), env=env)
     kind = "container" if runtime == "crun" else "process"
     deadline = time.monotonic() + 120
@@ -245,9 +272,11 @@ def test_time_to_interactive_on_crun_and_runsc_one_by_one_staggered_and_at_once(
     """Every instance of every batch kind: create -> ready -> its first command, the
     phases in order; staggered launches at their gap; the pooled table in `show`."""
     path = tmp_path / "tti.toml"
-    path.write_text('name = "t"\nruntimes = ["crun", "runsc"]\n[instance]\nnetwork = "none"\n'
-                    '[[experiment]]\ntype = "tti"\nsequential = 2\nstaggered = 3\ngap_ms = 200\n'
-                    "levels = [4]\nruns = 2\nsettle_s = 0.2\n")  # fmt: skip
+    path.write_text(
+        'name = "t"\nruntimes = ["crun", "runsc"]\n[instance]\nnetwork = "none"\n'
+        '[[experiment]]\ntype = "tti"\nsequential = 2\nstaggered = 3\ngap_ms = 200\n'
+        "levels = [4]\nruns = 2\nsettle_s = 0.2\n"
+    )
     res = cli("run", str(path), env=env)
     assert res.returncode == 0, res.stdout + res.stderr
     rid = run_id_of(res.stdout)
@@ -255,17 +284,23 @@ def test_time_to_interactive_on_crun_and_runsc_one_by_one_staggered_and_at_once(
     assert not [x.error for x in samples if x.error]
     for rt in ("crun", "runsc"):
         for at, n in (("seq", 2), ("stagger", 3), ("4", 4)):
-            mine = {m: [x for x in samples if x.runtime == rt and x.metric == f"tti.{m}@{at}"]
-                    for m in ("interactive", "launched", "ready", "first_command")}  # fmt: skip
+            mine = {
+                m: [x for x in samples if x.runtime == rt and x.metric == f"tti.{m}@{at}"]
+                for m in ("interactive", "launched", "ready", "first_command")
+            }
             assert all(len(v) == 2 * n for v in mine.values()), (rt, at, mine)
-            for i, ready, first in zip(mine["interactive"], mine["ready"], mine["first_command"],
-                                       strict=True):  # fmt: skip
+            for i, ready, first in zip(
+                mine["interactive"], mine["ready"], mine["first_command"], strict=True
+            ):
                 assert 0 < ready.value < i.value < 30_000
                 assert abs(i.value - ready.value - first.value) < 0.01
             if at == "stagger":  # the k-th launched k x 200 ms after the first
                 for rep in (0, 1):
-                    offsets = sorted(x.params["launch_offset_ms"] for x in mine["interactive"]
-                                     if x.repetition == rep)  # fmt: skip
+                    offsets = sorted(
+                        x.params["launch_offset_ms"]
+                        for x in mine["interactive"]
+                        if x.repetition == rep
+                    )
                     assert all(abs(o - 200 * k) < 100 for k, o in enumerate(offsets)), offsets
         failed = [x.value for x in samples if x.runtime == rt and x.metric == "tti.failed@4"]
         assert failed == [0, 0]

@@ -29,14 +29,19 @@ def own_netns_value(pids: list[int]) -> list[str]:
     for pid in pids:
         try:
             ns = os.readlink(f"/proc/{pid}/ns/net")
-            links = [ln.split(":")[0].strip() for ln in Path(f"/proc/{pid}/net/dev").read_text()
-                     .splitlines()[2:]]  # fmt: skip
+            links = [
+                ln.split(":")[0].strip()
+                for ln in Path(f"/proc/{pid}/net/dev").read_text().splitlines()[2:]
+            ]
         except OSError:
             continue
         if ns != mine and ns not in seen and set(links) - {"lo"}:
-            res = subprocess.run(["nsenter", "-t", str(pid), "-n", "cat",
-                                  f"/proc/sys/{KEY.replace('.', '/')}"],
-                                 capture_output=True, text=True, check=True)  # fmt: skip
+            res = subprocess.run(
+                ["nsenter", "-t", str(pid), "-n", "cat", f"/proc/sys/{KEY.replace('.', '/')}"],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
             seen[ns] = res.stdout.strip()
     return list(seen.values())
 
@@ -107,8 +112,9 @@ def test_a_host_only_key_is_set_on_the_host_and_not_in_instances(ctx, artifact):
     assert KEY in sysctl.namespaced({KEY: "1"})
     rt = driver("crun", ctx)
     profile = ((KEY, "1234"), ("net.core.busy_read", sysctl.read("net.core.busy_read")))
-    inst = rt.start(instance_spec(ctx, artifact, sleep, 0, network="bridge", sysctls=profile),
-                    detach=True)  # fmt: skip
+    inst = rt.start(
+        instance_spec(ctx, artifact, sleep, 0, network="bridge", sysctls=profile), detach=True
+    )
     try:
         rt.wait_ready(inst, 60)
         assert own_netns_value(rt.observe.pids(inst)) == ["1234"]

@@ -54,8 +54,17 @@ QUICK = {
     "memcached": {"connections": [2], "duration_s": 1, "keys": 100},
 }
 INSIDE = ["stream", "syscall", "sqlite", "sysbench", "fio"]
-SERVE = ["nginx", "redis", "iperf3", "postgres", "mariadb", "latency", "udp-echo", "http-fixed",
-         "memcached"]  # fmt: skip
+SERVE = [
+    "nginx",
+    "redis",
+    "iperf3",
+    "postgres",
+    "mariadb",
+    "latency",
+    "udp-echo",
+    "http-fixed",
+    "memcached",
+]
 ZERO_OK = {"fileio.seqwr.reads_per_s", "fileio.seqwr.read_mib_per_s"}  # a write-only test
 # else > 100 (per second); httperf offers 100 connections a second for 1 s, so its reply
 # rate is about that offer (98-101 here, the test's duration a little over 1 s): half of it

@@ -38,11 +38,15 @@ def run_spec(tmp_path: Path, env: dict[str, str], text: str) -> tuple[str, Store
 
 
 def test_qemu_minimal_guest_boot_and_density_under_kvm_and_tcg(env, tmp_path):
-    rid, store = run_spec(tmp_path, env, (
-        'name = "vms"\nruntimes = ["qemu", "qemu:q35", "qemu:microvm:tcg"]\n'
-        '[[experiment]]\ntype = "boot"\nruns = 3\nwarmups = 1\n'
-        '[[experiment]]\ntype = "density"\ninstances = 5\ninstances_per_benchmark = 5\n'
-    ))  # fmt: skip
+    rid, store = run_spec(
+        tmp_path,
+        env,
+        (
+            'name = "vms"\nruntimes = ["qemu", "qemu:q35", "qemu:microvm:tcg"]\n'
+            '[[experiment]]\ntype = "boot"\nruns = 3\nwarmups = 1\n'
+            '[[experiment]]\ntype = "density"\ninstances = 5\ninstances_per_benchmark = 5\n'
+        ),
+    )
     samples = [s for s in store.samples(rid) if s.experiment in ("boot", "density")]
     assert samples and not [s.error for s in samples if s.error]
     for rt in ("qemu", "qemu:q35", "qemu:microvm:tcg"):
@@ -70,9 +74,11 @@ def test_qemu_refuses_workloads_its_guest_cannot_run(env, tmp_path):
         assert "nested PVM KVM" in said and "qemu:q35:tcg" in said
         assert "started" not in res.stdout
     path = tmp_path / "minimal.toml"
-    path.write_text('name = "m"\nruntimes = ["qemu:microvm:tcg"]\n[runtime.qemu]\n'
-                    'guest = "minimal"\n[[experiment]]\ntype = "throughput"\n'
-                    'workloads = ["nginx"]\n')  # fmt: skip
+    path.write_text(
+        'name = "m"\nruntimes = ["qemu:microvm:tcg"]\n[runtime.qemu]\n'
+        'guest = "minimal"\n[[experiment]]\ntype = "throughput"\n'
+        'workloads = ["nginx"]\n'
+    )
     res = cli("run", str(path), env=env)
     said = " ".join((res.stdout + res.stderr).split())
     assert res.returncode == 2 and "hello, sleep and beat" in said, said
@@ -85,11 +91,15 @@ def test_other_vmms_boot_the_minimal_guest(env, tmp_path, vmm):
     this skips (with the reason) unless their binary is on PATH or named by
     VIRTBENCH_FIRECRACKER / VIRTBENCH_CLOUD_HYPERVISOR."""
     binary = vmm_binary(vmm)
-    rid, store = run_spec(tmp_path, env, (
-        f'name = "vmm"\nruntimes = ["{vmm}"]\n[runtime.{vmm}]\nbinary = "{binary}"\n'
-        '[[experiment]]\ntype = "boot"\nruns = 3\nwarmups = 1\n'
-        '[[experiment]]\ntype = "density"\ninstances = 5\ninstances_per_benchmark = 5\n'
-    ))  # fmt: skip
+    rid, store = run_spec(
+        tmp_path,
+        env,
+        (
+            f'name = "vmm"\nruntimes = ["{vmm}"]\n[runtime.{vmm}]\nbinary = "{binary}"\n'
+            '[[experiment]]\ntype = "boot"\nruns = 3\nwarmups = 1\n'
+            '[[experiment]]\ntype = "density"\ninstances = 5\ninstances_per_benchmark = 5\n'
+        ),
+    )
     mine = [s for s in store.samples(rid) if s.runtime == vmm and not s.warmup]
     assert mine and not [s.error for s in mine if s.error]
     for metric in ("boot.spawn_to_exit", "boot.spawn_to_ready", "boot.spawn_to_first_output"):
@@ -107,14 +117,21 @@ def test_bring_your_own_image_is_booted_and_timed_like_the_minimal_guest(env, tm
     """An image built elsewhere: here the minimal kernel given by path, with its own
     command line and a ready expression on its console (`{name}` filled in by virtbench)."""
     kernel = Path(__file__).parents[2] / "guest" / "build" / "vb-minikernel"
-    for mode, workload, metric in (("sleep", "sleep", "boot.spawn_to_ready"),
-                                   ("hello", "hello", "boot.spawn_to_exit")):  # fmt: skip
-        rid, store = run_spec(tmp_path, env, (
-            f'name = "byo"\nruntimes = ["qemu"]\n[runtime.qemu]\nguest = "image"\n'
-            f'kernel = "{kernel}"\ncmdline = "vb.mode={mode} vb.name={{name}}"\n'
-            'ready = "VB-READY {name}"\n'
-            f'[[experiment]]\ntype = "boot"\nworkloads = ["{workload}"]\nruns = 2\nwarmups = 0\n'
-        ))  # fmt: skip
+    for mode, workload, metric in (
+        ("sleep", "sleep", "boot.spawn_to_ready"),
+        ("hello", "hello", "boot.spawn_to_exit"),
+    ):
+        rid, store = run_spec(
+            tmp_path,
+            env,
+            (
+                f'name = "byo"\nruntimes = ["qemu"]\n[runtime.qemu]\nguest = "image"\n'
+                f'kernel = "{kernel}"\ncmdline = "vb.mode={mode} vb.name={{name}}"\n'
+                'ready = "VB-READY {name}"\n'
+                f'[[experiment]]\ntype = "boot"\nworkloads = ["{workload}"]\n'
+                "runs = 2\nwarmups = 0\n"
+            ),
+        )
         mine = [s for s in store.samples(rid) if s.experiment == "boot"]
         assert not [s.error for s in mine if s.error]
         values = [s.value for s in mine if s.metric == metric]
@@ -123,8 +140,10 @@ def test_bring_your_own_image_is_booted_and_timed_like_the_minimal_guest(env, tm
         assert sizes and sizes[0].value == kernel.stat().st_blocks * 512 / 2**20, sizes
         assert labelled(rid) == []
     path = tmp_path / "bad.toml"
-    path.write_text('name = "bad"\nruntimes = ["qemu"]\n[runtime.qemu]\nguest = "image"\n'
-                    '[[experiment]]\ntype = "boot"\n')  # fmt: skip
+    path.write_text(
+        'name = "bad"\nruntimes = ["qemu"]\n[runtime.qemu]\nguest = "image"\n'
+        '[[experiment]]\ntype = "boot"\n'
+    )
     res = cli("run", str(path), env=env)
     assert res.returncode == 2 and 'needs kernel = "/path/to/kernel"' in res.stdout + res.stderr
 
@@ -150,10 +169,14 @@ def test_vm_on_the_bridge_gets_a_tap_that_goes_with_it(label, ctx, artifact):
 
 
 def test_density_of_bridged_vms_leaves_no_tap(env, tmp_path):
-    rid, store = run_spec(tmp_path, env, (
-        'name = "taps"\nruntimes = ["qemu"]\n[instance]\nnetwork = "bridge"\n'
-        '[[experiment]]\ntype = "density"\ninstances = 8\ninstances_per_benchmark = 4\n'
-    ))  # fmt: skip
+    rid, store = run_spec(
+        tmp_path,
+        env,
+        (
+            'name = "taps"\nruntimes = ["qemu"]\n[instance]\nnetwork = "bridge"\n'
+            '[[experiment]]\ntype = "density"\ninstances = 8\ninstances_per_benchmark = 4\n'
+        ),
+    )
     reached = [s.value for s in store.samples(rid) if s.metric == "density.reached"]
     assert reached == [8.0]
     assert labelled(rid) == []
@@ -163,11 +186,15 @@ def test_linux_guest_under_tcg_runs_hello_and_sleep(env, tmp_path):
     """Debian's cloud kernel with an initramfs of the artifact and vb-init as PID 1, under
     emulation (these hosts' PVM KVM cannot boot Linux): hello's status comes back from the
     guest, sleep's ready line from its console; every sample says emulated."""
-    rid, store = run_spec(tmp_path, env, (
-        'name = "linux"\nruntimes = ["qemu:q35:tcg"]\n'
-        '[runtime.qemu]\nguest = "linux"\n'
-        '[[experiment]]\ntype = "boot"\nruns = 1\nwarmups = 0\ntimeout_s = 180\n'
-    ))  # fmt: skip
+    rid, store = run_spec(
+        tmp_path,
+        env,
+        (
+            'name = "linux"\nruntimes = ["qemu:q35:tcg"]\n'
+            '[runtime.qemu]\nguest = "linux"\n'
+            '[[experiment]]\ntype = "boot"\nruns = 1\nwarmups = 0\ntimeout_s = 180\n'
+        ),
+    )
     boots = [s for s in store.samples(rid) if s.experiment == "boot"]
     assert boots and not [s.error for s in boots if s.error]
     mine = {s.metric: s for s in boots if s.runtime == "qemu:q35:tcg"}
@@ -180,8 +207,10 @@ def test_linux_guest_under_tcg_runs_hello_and_sleep(env, tmp_path):
     res = cli("run", "boot", "--runtimes", "qemu:microvm:tcg", "--workloads", "hello", env=env)
     assert res.returncode == 0  # the minimal guest
     path = tmp_path / "mvm.toml"
-    path.write_text('name = "m"\nruntimes = ["qemu:microvm:tcg"]\n[runtime.qemu]\n'
-                    'guest = "linux"\n[[experiment]]\ntype = "boot"\n')  # fmt: skip
+    path.write_text(
+        'name = "m"\nruntimes = ["qemu:microvm:tcg"]\n[runtime.qemu]\n'
+        'guest = "linux"\n[[experiment]]\ntype = "boot"\n'
+    )
     res = cli("run", str(path), env=env)
     assert res.returncode == 2 and "use qemu:q35:tcg" in res.stdout + res.stderr
 
@@ -193,12 +222,16 @@ def test_linux_kernel_unpacked_for_firecracker_boots_by_its_pvh_entry(env, tmp_p
     cache = Paths.from_env().cache
     vmlinux = elf_kernel(debian_kernel(cache).image, cache / "kernels" / "elf")
     assert vmlinux.read_bytes()[:4] == b"\x7fELF"
-    rid, store = run_spec(tmp_path, env, (
-        'name = "pvh"\nruntimes = ["qemu:q35:tcg"]\n'
-        f'[runtime.qemu]\nguest = "linux"\nkernel = "{vmlinux}"\n'
-        '[[experiment]]\ntype = "boot"\nworkloads = ["hello"]\nruns = 1\nwarmups = 0\n'
-        'timeout_s = 180\n'
-    ))  # fmt: skip
+    rid, store = run_spec(
+        tmp_path,
+        env,
+        (
+            'name = "pvh"\nruntimes = ["qemu:q35:tcg"]\n'
+            f'[runtime.qemu]\nguest = "linux"\nkernel = "{vmlinux}"\n'
+            '[[experiment]]\ntype = "boot"\nworkloads = ["hello"]\nruns = 1\nwarmups = 0\n'
+            "timeout_s = 180\n"
+        ),
+    )
     mine = {s.metric: s for s in store.samples(rid) if s.experiment == "boot"}
     assert "boot.spawn_to_exit" in mine and not [s.error for s in mine.values() if s.error]
     assert all(s.emulated for s in mine.values())
@@ -208,11 +241,15 @@ def test_linux_kernel_unpacked_for_firecracker_boots_by_its_pvh_entry(env, tmp_p
 def test_linux_guest_serves_nginx_to_the_host_under_tcg(env, tmp_path):
     """The acceptance's `run throughput --workloads nginx --runtimes qemu:q35:tcg`: nginx in
     a Linux guest on a tap of the run's bridge, wrk on the host; results marked emulated."""
-    rid, store = run_spec(tmp_path, env, (
-        'name = "vmnginx"\nruntimes = ["qemu:q35:tcg"]\n[instance]\nnetwork = "bridge"\n'
-        '[[experiment]]\ntype = "throughput"\nworkloads = ["nginx"]\nruns = 1\n'
-        'ready_timeout_s = 240\n[experiment.params.nginx]\nconnections = 4\nduration_s = 3\n'
-    ))  # fmt: skip
+    rid, store = run_spec(
+        tmp_path,
+        env,
+        (
+            'name = "vmnginx"\nruntimes = ["qemu:q35:tcg"]\n[instance]\nnetwork = "bridge"\n'
+            '[[experiment]]\ntype = "throughput"\nworkloads = ["nginx"]\nruns = 1\n'
+            "ready_timeout_s = 240\n[experiment.params.nginx]\nconnections = 4\nduration_s = 3\n"
+        ),
+    )
     mine = [s for s in store.samples(rid) if s.experiment == "throughput"]
     assert mine and not [s.error for s in mine if s.error], [s.error for s in mine]
     rps = [s.value for s in mine if s.metric.endswith("requests_per_s")]
@@ -223,8 +260,10 @@ def test_linux_guest_serves_nginx_to_the_host_under_tcg(env, tmp_path):
 
 def test_kill_9_of_a_run_of_bridged_vms_then_clean_removes_vms_and_taps(env, tmp_path):
     path = tmp_path / "vms.toml"
-    path.write_text('name = "k"\nruntimes = ["qemu"]\n[instance]\nnetwork = "bridge"\n'
-                    '[[experiment]]\ntype = "density"\ninstances = 60\n')  # fmt: skip
+    path.write_text(
+        'name = "k"\nruntimes = ["qemu"]\n[instance]\nnetwork = "bridge"\n'
+        '[[experiment]]\ntype = "density"\ninstances = 60\n'
+    )
     p, rid = start_run(str(path), env=env)
     deadline = time.monotonic() + 60
     while len([x for x in labelled(rid) if x.startswith(f"link vb-{rid}-t")]) < 5:
@@ -241,13 +280,17 @@ def test_linux_guest_gets_a_data_disk_for_fio_and_it_goes_with_the_instance(env,
     """fio needs a data directory on a disk (O_DIRECT): a Linux guest gets a sparse ext4
     image of its own as its first virtio disk, mounted at /data by vb-init, and the image
     goes with the instance (nothing of the run's data directory is left)."""
-    rid, store = run_spec(tmp_path, env, (
-        'name = "vmfio"\nruntimes = ["qemu:q35:tcg"]\n'
-        '[runtime.qemu]\ndata_disk_mib = 256\n'
-        '[[experiment]]\ntype = "throughput"\nworkloads = ["fio"]\nruns = 1\n'
-        'client_timeout_s = 600\n'
-        '[experiment.params.fio]\ntests = ["randrw"]\nruntime_s = 2\nsize = "32M"\n'
-    ))  # fmt: skip
+    rid, store = run_spec(
+        tmp_path,
+        env,
+        (
+            'name = "vmfio"\nruntimes = ["qemu:q35:tcg"]\n'
+            "[runtime.qemu]\ndata_disk_mib = 256\n"
+            '[[experiment]]\ntype = "throughput"\nworkloads = ["fio"]\nruns = 1\n'
+            "client_timeout_s = 600\n"
+            '[experiment.params.fio]\ntests = ["randrw"]\nruntime_s = 2\nsize = "32M"\n'
+        ),
+    )
     mine = [s for s in store.samples(rid) if s.experiment == "throughput"]
     assert mine and not [s.error for s in mine if s.error], [s.error for s in mine]
     iops = [s.value for s in mine if s.metric.endswith("iops")]

@@ -23,8 +23,19 @@ def drive(s: Session, values) -> list[int]:
     cfg = s.spec.experiment[0]
     reps = []
     for rep, warmup, _ in s.repetitions("boot", cfg):
-        s.record(Sample("boot", "boot.spawn_to_exit", 999.0 if warmup else values(rep), "ms",
-                        "lower", "crun", "hello", rep, warmup=warmup))  # fmt: skip
+        s.record(
+            Sample(
+                "boot",
+                "boot.spawn_to_exit",
+                999.0 if warmup else values(rep),
+                "ms",
+                "lower",
+                "crun",
+                "hello",
+                rep,
+                warmup=warmup,
+            )
+        )
         if not warmup:
             reps.append(rep)
     return reps

@@ -13,8 +13,13 @@ from virtbench.errors import SpecError
 
 # fa: each instance is ready 20 ms after its launch, plus 1 ms per instance of fa already
 # launched (contention: the k-th of a burst waits 20 + k ms); fb: 40 ms, no contention.
-BURST = Truth({"fa": RuntimeTruth(ready_ms=20.0, cv=0.001, slope_ms=1.0),
-               "fb": RuntimeTruth(ready_ms=40.0, cv=0.001)}, seed=3)  # fmt: skip
+BURST = Truth(
+    {
+        "fa": RuntimeTruth(ready_ms=20.0, cv=0.001, slope_ms=1.0),
+        "fb": RuntimeTruth(ready_ms=40.0, cv=0.001),
+    },
+    seed=3,
+)
 LEVELS = [1, 10, 40]
 
 
@@ -45,15 +50,19 @@ def test_burst_recovers_each_levels_percentiles_rate_and_failures(
         for q, pct in (("p50", 50), ("p95", 95), ("max", 100)):
             got = [x.value for x in by(samples, f"burst.{q}{at}", "fa")]
             assert len(got) == 2 and all(abs(g - np.percentile(truth, pct)) < 0.5 for g in got), (
-                q, n, got)  # fmt: skip
+                q,
+                n,
+                got,
+            )
         fb = [x.value for x in by(samples, f"burst.p50{at}", "fb")]
         assert all(abs(v - 40.0) < 0.5 for v in fb), fb
         assert all(x.value == 0 for x in by(samples, "burst.failed" + at, "fa"))
         # fb: every instance ready 40 ms after its own launch call, so its burst's window
         # is its last call's offset + 40 ms: the rate is n over that
         for rep in (0, 1):
-            rate = [x.value for x in by(samples, "burst.ready_per_s" + at, "fb")
-                    if x.repetition == rep]  # fmt: skip
+            rate = [
+                x.value for x in by(samples, "burst.ready_per_s" + at, "fb") if x.repetition == rep
+            ]
             last = max(
                 x.params["launch_offset_ms"]
                 for x in by(samples, "burst.spawn_to_ready" + at, "fb")
@@ -62,8 +71,9 @@ def test_burst_recovers_each_levels_percentiles_rate_and_failures(
             want = n / ((last + 40.0) / 1e3)
             assert len(rate) == 1 and abs(rate[0] - want) < 0.05 * want, (n, rate, want)
         cpu = by(everything, "burst.host_cpu" + at, "fa")  # a fake burst may be under a tick
-        assert len(cpu) == 2 and all(0 <= x.value <= 100 if x.value is not None
-                                     else "resolve" in x.error for x in cpu)  # fmt: skip
+        assert len(cpu) == 2 and all(
+            0 <= x.value <= 100 if x.value is not None else "resolve" in x.error for x in cpu
+        )
     assert all(x.params["level"] in LEVELS for x in samples if x.experiment == "burst")
     # launched together: every call of a burst of 40 within 200 ms of its first (a loaded host)
     offsets = [x.params["launch_offset_ms"] for x in by(samples, "burst.spawn_to_ready@40", "fa")]
@@ -73,8 +83,7 @@ def test_burst_recovers_each_levels_percentiles_rate_and_failures(
 def test_a_burst_where_nothing_becomes_ready_is_failures_with_their_reason(tmp_path, monkeypatch):
     bad = Truth({"fa": RuntimeTruth(needs_mib=512)}, seed=1)  # 64 MiB instances fail
     exp = {"type": "burst", "levels": [3], "runs": 1, "settle_s": 0}
-    with fake_session(tmp_path, bad, ["fa"], exp,
-                      instance={"memory_mib": 64}) as (s, world):  # fmt: skip
+    with fake_session(tmp_path, bad, ["fa"], exp, instance={"memory_mib": 64}) as (s, world):
         run(s)
         samples = s.store.samples(s.run_id)
         assert world.running == {}
@@ -128,7 +137,8 @@ def test_the_report_draws_burst_curves(tmp_path, monkeypatch):
     assert found[q].metric == "burst.p50@8"
     assert [x.runtime for x in found[q].ranked] == ["fa", "fb"], found  # 23.5 vs 40 ms
     out = tmp_path / "r.html"
-    res = CliRunner().invoke(app, ["report", "latest", "-o", str(out), "--results",
-                                   str(tmp_path / "results")])  # fmt: skip
+    res = CliRunner().invoke(
+        app, ["report", "latest", "-o", str(out), "--results", str(tmp_path / "results")]
+    )
     assert res.exit_code == 0, res.output
     assert "Many starts at once" in out.read_text()

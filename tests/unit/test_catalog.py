@@ -91,8 +91,11 @@ def test_every_entry_with_a_quick_table_validates_both_ways():
 
 
 def test_a_bad_quick_table_fails_when_the_spec_is_read():
-    data = {"name": "x", "runtimes": ["crun"],
-            "experiment": [{"type": "boot", "quick": {"runs": 0}}]}  # fmt: skip
+    data = {
+        "name": "x",
+        "runtimes": ["crun"],
+        "experiment": [{"type": "boot", "quick": {"runs": 0}}],
+    }
     with pytest.raises(SpecError, match=r"experiment\[0\]\.quick\.runs: .*greater than"):
         specmod.parse(data, "x.toml")
     data["experiment"][0]["quick"] = {"nosuch": 1}
@@ -120,14 +123,26 @@ def test_s1s_runner_spellings_are_accepted(monkeypatch, tmp_path):
     monkeypatch.setattr(runner, "execute", execute)
     monkeypatch.setattr(cli_run, "require_root", lambda what: None)
     monkeypatch.setattr(cli_show, "print_run", lambda *a, **k: [])
-    argv = ["run", "--runs", "5", "--name", "uk_ng_s", "--benchmark_time", "3",
-            "--instances_per_benchmark", "10", "--results", str(tmp_path)]  # fmt: skip
+    argv = [
+        "run",
+        "--runs",
+        "5",
+        "--name",
+        "uk_ng_s",
+        "--benchmark_time",
+        "3",
+        "--instances_per_benchmark",
+        "10",
+        "--results",
+        str(tmp_path),
+    ]
     res = CliRunner().invoke(app, argv)
     assert res.exit_code == 0, res.output
     (exp,) = got["spec"].experiment
     assert (exp.runs, exp.instances_per_benchmark, exp.target) == (5, 10, 30)
-    res = CliRunner().invoke(app, ["run", "uk_ng_s", "--benchmark-times", "3",
-                                   "--benchmark_time", "4"])  # fmt: skip
+    res = CliRunner().invoke(
+        app, ["run", "uk_ng_s", "--benchmark-times", "3", "--benchmark_time", "4"]
+    )
     assert res.exit_code == 2 and "--benchmark-times: given twice" in res.output
     res = CliRunner().invoke(app, ["run", "boot", "--name", "density"])
     assert res.exit_code == 2 and "give the spec once" in res.output
@@ -269,9 +284,16 @@ def test_a_refusal_is_said_once_below_the_listing_with_the_entries_it_concerns(
 
 
 def test_the_estimate_follows_the_procedure_and_this_hosts_boots():
-    spec = specmod.parse({"name": "e", "runtimes": ["crun", "docker"], "experiment": [
-        {"type": "boot", "workloads": ["hello"], "runs": 10, "warmups": 0},
-    ]}, "e")  # fmt: skip
+    spec = specmod.parse(
+        {
+            "name": "e",
+            "runtimes": ["crun", "docker"],
+            "experiment": [
+                {"type": "boot", "workloads": ["hello"], "runs": 10, "warmups": 0},
+            ],
+        },
+        "e",
+    )
     steps = plan.steps(resolve(spec), {"crun": 0.02})
     assert [s.launches for s in steps] == [10, 10]
     assert steps[0].seconds == pytest.approx(10 * (0.02 + estimate.QUIET_WAIT_S))
@@ -283,8 +305,9 @@ def test_the_estimate_follows_the_procedure_and_this_hosts_boots():
             self.experiment, self.metric, self.value = "boot", metric, value
             self.runtime, self.error, self.warmup = "crun", "", False
 
-    got = plan.launch_costs([S("boot.spawn_to_exit", v) for v in (10, 20, 30, 40, 50)]
-                            + [S("boot.teardown", 5)])  # fmt: skip
+    got = plan.launch_costs(
+        [S("boot.spawn_to_exit", v) for v in (10, 20, 30, 40, 50)] + [S("boot.teardown", 5)]
+    )
     assert got == {"crun": pytest.approx(0.035)}
     assert plan.launch_costs([S("boot.spawn_to_exit", 10)]) == {}  # too few to say
 
@@ -299,23 +322,37 @@ def test_each_studys_quick_form_runs_on_the_fake_and_says_what_it_skipped(
     _, raw, where = specmod.load(name)
     fakes = {r: f"f{i}" for i, r in enumerate(raw["runtimes"])}
     world = install(Truth({f: RuntimeTruth() for f in fakes.values()}, seed=3))
-    raw = {**raw, "runtimes": list(fakes.values()), "instance": {"network": "none"},
-           "runtime": {}}  # fmt: skip
-    raw["experiment"] = [{k: ([fakes[r] for r in v] if k == "runtimes" else v)
-                          for k, v in e.items() if k != "background_network"}
-                         for e in raw["experiment"]]  # fmt: skip
+    raw = {**raw, "runtimes": list(fakes.values()), "instance": {"network": "none"}, "runtime": {}}
+    raw["experiment"] = [
+        {
+            k: ([fakes[r] for r in v] if k == "runtimes" else v)
+            for k, v in e.items()
+            if k != "background_network"
+        }
+        for e in raw["experiment"]
+    ]
     for e in raw["experiment"]:  # the fake host's memory holds still at once
-        e["quick"] = {**e.get("quick", {}), **({"memory_settle_s": 0} if "memory_settle_s"
-                                               in e.get("quick", {}) else {})}  # fmt: skip
+        e["quick"] = {
+            **e.get("quick", {}),
+            **({"memory_settle_s": 0} if "memory_settle_s" in e.get("quick", {}) else {}),
+        }
     spec = spec_flags.with_overrides(raw, where, None, {}, quick=True, drivers=world.drivers)
     store = Store(tmp_path / "results")
-    run_id, status = runner.execute(resolve(spec), store, tmp_paths(tmp_path), lambda m: None,
-                                    harness=FakeHarness(world, tmp_path))  # fmt: skip
+    run_id, status = runner.execute(
+        resolve(spec),
+        store,
+        tmp_paths(tmp_path),
+        lambda m: None,
+        harness=FakeHarness(world, tmp_path),
+    )
     assert status == "completed"
     events = [m for _, _, m in store.events(run_id)]
     samples = store.samples(run_id)
-    measured = {(x.experiment, x.params.get("experiment_index", 0)) for x in samples
-                if not x.error and x.experiment != "image"}  # fmt: skip
+    measured = {
+        (x.experiment, x.params.get("experiment_index", 0))
+        for x in samples
+        if not x.error and x.experiment != "image"
+    }
     fake_can = {"boot", "density", "scalability", "isolation"}
     for i, exp in enumerate(spec.experiment):
         runs_here = exp.type in fake_can and all(
@@ -335,20 +372,30 @@ def test_a_part_for_runtimes_the_run_lacks_is_skipped_and_said_and_resumes(tmp_p
     skipped with that reason; the stored spec (a study's with an emptied runtimes list)
     parses again, as a resume reads it."""
     world = install(Truth({"fa": RuntimeTruth()}, seed=1))
-    data = {"name": "part", "runtimes": ["fa"], "experiment": [
-        {"type": "boot", "workloads": ["hello"], "runs": 1, "warmups": 0},
-        {"type": "boot", "workloads": ["hello"], "runs": 1, "warmups": 0, "runtimes": ["qemu"]},
-    ]}  # fmt: skip
+    data = {
+        "name": "part",
+        "runtimes": ["fa"],
+        "experiment": [
+            {"type": "boot", "workloads": ["hello"], "runs": 1, "warmups": 0},
+            {"type": "boot", "workloads": ["hello"], "runs": 1, "warmups": 0, "runtimes": ["qemu"]},
+        ],
+    }
     spec = specmod.parse(data, "part.toml", world.drivers)
     store = Store(tmp_path / "results")
-    run_id, status = runner.execute(resolve(spec), store, tmp_paths(tmp_path), lambda m: None,
-                                    harness=FakeHarness(world, tmp_path))  # fmt: skip
+    run_id, status = runner.execute(
+        resolve(spec),
+        store,
+        tmp_paths(tmp_path),
+        lambda m: None,
+        harness=FakeHarness(world, tmp_path),
+    )
     assert status == "completed"
     events = [m for _, _, m in store.events(run_id)]
     assert "skipped: boot: it runs on qemu, which this run does not" in events
     emptied = [data["experiment"][0], {**data["experiment"][1], "runtimes": []}]
-    skipped = specmod.parse({**data, "unavailable": "skip", "experiment": emptied}, "stored",
-                            world.drivers)  # fmt: skip
+    skipped = specmod.parse(
+        {**data, "unavailable": "skip", "experiment": emptied}, "stored", world.drivers
+    )
     assert resolve(skipped).parts[1].runtimes == ()
     store.close()
 
@@ -375,7 +422,13 @@ def test_every_driver_declares_its_typical_launch_and_the_estimate_reads_it():
     declared = {name: drivers.get(name).typical_launch_s for name in drivers.names()}
     assert all(0 < s <= 5 for s in declared.values()), declared
     assert declared["crun"] < declared["docker"] < declared["lxd"]
-    spec = specmod.parse({"name": "t", "runtimes": ["lxd"], "experiment": [
-        {"type": "boot", "workloads": ["hello"], "runs": 4, "warmups": 0}]}, "t")  # fmt: skip
+    spec = specmod.parse(
+        {
+            "name": "t",
+            "runtimes": ["lxd"],
+            "experiment": [{"type": "boot", "workloads": ["hello"], "runs": 4, "warmups": 0}],
+        },
+        "t",
+    )
     (step,) = plan.steps(resolve(spec), {})
     assert step.seconds == pytest.approx(4 * (declared["lxd"] + estimate.QUIET_WAIT_S))

@@ -78,16 +78,25 @@ def test_reading_commands_fit_80_columns_and_never_cut_a_value(tmp_path, monkeyp
     from virtbench.store import Store
 
     st = Store(tmp_path)
-    factors = {"native": 1.0, "runc": 1.05, "crun": 1.02, "docker": 1.2, "podman": 1.3,
-               "docker:runsc": 1.9}  # fmt: skip
+    factors = {
+        "native": 1.0,
+        "runc": 1.05,
+        "crun": 1.02,
+        "docker": 1.2,
+        "podman": 1.3,
+        "docker:runsc": 1.9,
+    }
     kinds = ("boot", "density", "throughput", "scalability", "isolation")
     fake_run(st, "wide01", factors, kinds, n=6, name="a-rather-long-study-name")
     st.close()
     monkeypatch.setenv("COLUMNS", "80")
     where = ["--results", str(tmp_path)]
-    for argv in (["list", *where], ["show", "wide01", *where],
-                 ["compare", "wide01", "--runtimes", "native,docker:runsc", *where],
-                 ["doctor"]):  # fmt: skip
+    for argv in (
+        ["list", *where],
+        ["show", "wide01", *where],
+        ["compare", "wide01", "--runtimes", "native,docker:runsc", *where],
+        ["doctor"],
+    ):
         res = runner.invoke(app, argv)
         assert res.exit_code in (0, 1, 3), (argv, res.output)
         assert "…" not in res.output, (argv, res.output)
@@ -149,8 +158,12 @@ def test_reading_commands_create_no_store_and_a_closed_pipe_ends_quietly(tmp_pat
     """show, compare, report and export of a directory without a store: one line, exit 2,
     and no store created there; list says there are no runs."""
     empty = tmp_path / "nothing"
-    for argv in (["show", "abc123"], ["compare", "a", "b"], ["export", "abc123"],
-                 ["report", "abc123", "-o", str(tmp_path / "r.html")]):  # fmt: skip
+    for argv in (
+        ["show", "abc123"],
+        ["compare", "a", "b"],
+        ["export", "abc123"],
+        ["report", "abc123", "-o", str(tmp_path / "r.html")],
+    ):
         res = runner.invoke(app, [*argv, "--results", str(empty)])
         assert res.exit_code == 2 and "no results store there" in res.output, res.output
         assert not empty.exists()
@@ -165,8 +178,12 @@ def test_the_module_runs_as_the_command():
 
     from virtbench import __version__
 
-    res = subprocess.run([sys.executable, "-m", "virtbench.cli", "version"],
-                         capture_output=True, text=True, timeout=60)  # fmt: skip
+    res = subprocess.run(
+        [sys.executable, "-m", "virtbench.cli", "version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert res.returncode == 0 and res.stdout.strip() == __version__, res
 
 

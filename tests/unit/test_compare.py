@@ -114,18 +114,32 @@ def test_compare_memory_costs_by_their_slopes_and_refuses_a_baseline_below_resol
     host = next(ln for ln in lines if ln.startswith("│ memory per instance") and "no ratio" in ln)
     assert "< " in host and "-%" not in host, host
     why = [ln for ln in lines if ln.startswith("no ratio:")]
-    assert any(ln.startswith("no ratio: memory per instance") and "A's slope is below the "
-               "method's resolution" in ln for ln in why), why  # fmt: skip
+    assert any(
+        ln.startswith("no ratio: memory per instance")
+        and "A's slope is below the method's resolution" in ln
+        for ln in why
+    ), why
     assert any("PSS of each new instance" in ln and "median is 0 MiB" in ln for ln in why), why
 
 
 BMF_SCHEMA = {  # bencher.dev/bmf.json: benchmark -> measure -> value (lower/upper optional)
     "type": "object",
-    "patternProperties": {".+": {"type": "object", "patternProperties": {".+": {
-        "type": "object", "required": ["value"], "additionalProperties": False,
-        "properties": {k: {"type": "number"} for k in ("value", "lower_value", "upper_value")},
-    }}}},
-}  # fmt: skip
+    "patternProperties": {
+        ".+": {
+            "type": "object",
+            "patternProperties": {
+                ".+": {
+                    "type": "object",
+                    "required": ["value"],
+                    "additionalProperties": False,
+                    "properties": {
+                        k: {"type": "number"} for k in ("value", "lower_value", "upper_value")
+                    },
+                }
+            },
+        }
+    },
+}
 
 
 def test_compare_writes_markdown_and_bencher_json_with_the_same_verdicts_and_exit(tmp_path):
@@ -155,8 +169,11 @@ def test_compare_writes_markdown_and_bencher_json_with_the_same_verdicts_and_exi
     spawn_b = data["time to run and exit (hello, fake) bbbbb2"]["ms"]["value"]
     times_a = data["time to run and exit (hello, fake) bbbbb2"]["times-a"]
     assert times_a["lower_value"] < 1.10 < times_a["upper_value"], times_a  # the injected 1.1x
-    rows = [s.value for s in store.samples("bbbbb2") if s.metric == "boot.spawn_to_exit"
-            and not s.warmup]  # fmt: skip
+    rows = [
+        s.value
+        for s in store.samples("bbbbb2")
+        if s.metric == "boot.spawn_to_exit" and not s.warmup
+    ]
     assert spawn_b == statistics.median(rows)
     res = compare(tmp_path, "aaaaa1", "bbbbb2", "--json", str(tmp_path / "no" / "x.json"))
     assert res.exit_code == 2 and "--json" in res.output and "cannot write" in res.output

@@ -10,30 +10,53 @@ from virtbench.store.records import Sample
 
 
 def smp(runtime: str, **params: str) -> Sample:
-    return Sample(experiment="boot", metric="boot.spawn_to_ready", value=10.0, unit="ms",
-                  direction="lower", runtime=runtime, workload="sleep", repetition=0,
-                  params={"network": "none", **params})  # fmt: skip
+    return Sample(
+        experiment="boot",
+        metric="boot.spawn_to_ready",
+        value=10.0,
+        unit="ms",
+        direction="lower",
+        runtime=runtime,
+        workload="sleep",
+        repetition=0,
+        params={"network": "none", **params},
+    )
 
 
-CRUN = {"rootfs": "overlay (artifact lower, upper on disk)", "security": "engine-default",
-        "seccomp": "/usr/share/containers/seccomp.json sha256:cc37", "lsm": "none"}  # fmt: skip
-PLAIN = {"rootfs": "dir (the artifact, read-only, shared)", "security": "minimal",
-         "seccomp": "none"}  # fmt: skip
-DOCKER = {"rootfs": "overlay (docker's overlay2 storage driver)",
-          "security": "engine-default (docker's own seccomp profile)"}  # fmt: skip
+CRUN = {
+    "rootfs": "overlay (artifact lower, upper on disk)",
+    "security": "engine-default",
+    "seccomp": "/usr/share/containers/seccomp.json sha256:cc37",
+    "lsm": "none",
+}
+PLAIN = {
+    "rootfs": "dir (the artifact, read-only, shared)",
+    "security": "minimal",
+    "seccomp": "none",
+}
+DOCKER = {
+    "rootfs": "overlay (docker's overlay2 storage driver)",
+    "security": "engine-default (docker's own seccomp profile)",
+}
 
 
 def test_each_runtime_shows_its_conditions_and_differences_are_warned_of():
-    samples = [smp("crun", **CRUN), smp("crun", **CRUN), smp("crun-plain", **PLAIN),
-               smp("docker", **DOCKER), smp("native")]  # fmt: skip
+    samples = [
+        smp("crun", **CRUN),
+        smp("crun", **CRUN),
+        smp("crun-plain", **PLAIN),
+        smp("docker", **DOCKER),
+        smp("native"),
+    ]
     got = conditions.shown(samples)
     lines = [t for level, t in got if level == "conditions"]
     assert lines[0].startswith(
         "crun: rootfs overlay (artifact lower, upper on disk), security "
         "engine-default (seccomp /usr/share/containers/seccomp.json"
     )
-    assert lines[1] == ("crun-plain: rootfs dir (the artifact, read-only, shared), security "
-                        "minimal (seccomp none)")  # fmt: skip
+    assert lines[1] == (
+        "crun-plain: rootfs dir (the artifact, read-only, shared), security minimal (seccomp none)"
+    )
     assert len(lines) == 3  # native records none
     warned = [t for level, t in got if level == "warning"]
     # crun and docker: both an overlay per container, both the engines' default
@@ -56,8 +79,7 @@ def test_the_report_shows_each_runtimes_conditions_and_warns_of_differences(tmp_
     store.create_run("ccccc9", "conds", ["virtbench", "run", "conds.toml"], {"name": "conds"})
     for runtime, params in (("crun", CRUN), ("crun-plain", PLAIN)):
         for rep in range(3):
-            store.add_sample("ccccc9", dataclasses.replace(smp(runtime, **params),
-                                                           repetition=rep))  # fmt: skip
+            store.add_sample("ccccc9", dataclasses.replace(smp(runtime, **params), repetition=rep))
     store.finish_run("ccccc9", "completed")
     out = tmp_path / "r.html"
     res = CliRunner().invoke(app, ["report", "ccccc9", "-o", str(out), "--results", str(tmp_path)])

@@ -77,8 +77,11 @@ def test_restart_starts_the_same_daemon_again_and_close_stops_it(daemons, tmp_pa
 
 
 def test_a_daemon_that_cannot_start_is_one_line_with_its_log(daemons, tmp_path):
-    argv = ["sh", "-c", "echo 'level=fatal msg=\"pid file found, ensure docker is not running\"'"
-            " >&2; exit 1"]  # fmt: skip
+    argv = [
+        "sh",
+        "-c",
+        "echo 'level=fatal msg=\"pid file found, ensure docker is not running\"' >&2; exit 1",
+    ]
     with pytest.raises(RuntimeUnavailable) as err:
         daemons.ensure("fake", lambda: False, argv, ready_timeout=10)
     assert str(err.value) == (
@@ -89,6 +92,11 @@ def test_a_daemon_that_cannot_start_is_one_line_with_its_log(daemons, tmp_path):
 
 def test_a_daemon_that_never_answers_is_stopped_and_says_so(daemons, tmp_path):
     with pytest.raises(RuntimeUnavailable, match=r"^fake no answer in 0.5 s: waiting$"):
-        daemons.ensure("fake", lambda: False, ["sh", "-c", "echo waiting; sleep 30"],
-                       ready_timeout=0.5, stop_timeout=2)  # fmt: skip
+        daemons.ensure(
+            "fake",
+            lambda: False,
+            ["sh", "-c", "echo waiting; sleep 30"],
+            ready_timeout=0.5,
+            stop_timeout=2,
+        )
     assert "fake" not in daemons.started

@@ -25,8 +25,9 @@ DOCS = sorted((ROOT / "docs").glob("*.md"))
 PAGES = [README, ROOT / "CONTRIBUTING.md", *DOCS]
 MAX_README_LINES = 200
 
-FENCE = re.compile(r"^(?P<fence>`{3,}|~{3,})(?P<info>[^\n`]*)\n(?P<body>.*?)^(?P=fence)[ \t]*$",
-                   re.M | re.S)  # fmt: skip
+FENCE = re.compile(
+    r"^(?P<fence>`{3,}|~{3,})(?P<info>[^\n`]*)\n(?P<body>.*?)^(?P=fence)[ \t]*$", re.M | re.S
+)
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 USER_FILES = ("kernel", "initrd", "disk")
 # what a fragment lacks of a whole spec
@@ -36,8 +37,10 @@ MINIMAL = {"name": "docs-fragment", "runtimes": ["native"], "experiment": [{"typ
 def blocks(path: Path) -> list[tuple[str, int, str]]:
     """(info string, line number, body) of every fenced code block in `path`."""
     text = path.read_text(encoding="utf-8")
-    return [(m["info"].strip(), text.count("\n", 0, m.start()) + 1, m["body"])
-            for m in FENCE.finditer(text)]  # fmt: skip
+    return [
+        (m["info"].strip(), text.count("\n", 0, m.start()) + 1, m["body"])
+        for m in FENCE.finditer(text)
+    ]
 
 
 def toml_blocks() -> list[tuple[str, str, str]]:

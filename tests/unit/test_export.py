@@ -59,8 +59,9 @@ def test_csv_has_a_row_per_sample_and_params_as_json(tmp_path):
     store = Store(tmp_path)
     rid = fake_run(store, "bbbbb2", {"crun": 1.0}, experiments=("throughput",))
     out = tmp_path / "x.csv"
-    res = runner.invoke(app, ["export", rid, "--format", "csv", "-o", str(out),
-                              "--results", str(tmp_path)])  # fmt: skip
+    res = runner.invoke(
+        app, ["export", rid, "--format", "csv", "-o", str(out), "--results", str(tmp_path)]
+    )
     assert res.exit_code == 0, res.output
     rows = list(csv.DictReader(io.StringIO(out.read_text())))
     assert len(rows) == len(store.samples(rid)) and list(rows[0]) == export.SAMPLE_FIELDS
@@ -88,11 +89,25 @@ def test_csv_from_the_frame_is_what_a_row_by_row_writer_writes(tmp_path):
     from virtbench.store import Sample
 
     store = Store(tmp_path)
-    rid = fake_run(store, "abc123", {"crun": 1.0, "runc": 1.1},
-                   ("boot", "throughput", "isolation"), n=7)  # fmt: skip
+    rid = fake_run(
+        store, "abc123", {"crun": 1.0, "runc": 1.1}, ("boot", "throughput", "isolation"), n=7
+    )
     store.reopen_run(rid)
-    store.add_sample(rid, Sample("boot", "odd", None, "ms", "lower", "crun", 'a,"b"', 0,
-                                 error='x, "y"\nz', params={"k": "v,w"}))  # fmt: skip
+    store.add_sample(
+        rid,
+        Sample(
+            "boot",
+            "odd",
+            None,
+            "ms",
+            "lower",
+            "crun",
+            'a,"b"',
+            0,
+            error='x, "y"\nz',
+            params={"k": "v,w"},
+        ),
+    )
     got = io.StringIO()
     n = write_csv(store, rid, got)
     want = io.StringIO()
@@ -115,12 +130,26 @@ def test_ndjson_from_the_frame_is_what_json_dumps_writes_record_by_record(tmp_pa
 
     monkeypatch.setattr(export, "_CSV_CHUNK", 16)  # several chunks: the helper takes some
     store = Store(tmp_path)
-    rid = fake_run(store, "abc123", {"crun": 1.0, "runc": 1.1},
-                   ("boot", "throughput", "isolation"), n=7)  # fmt: skip
+    rid = fake_run(
+        store, "abc123", {"crun": 1.0, "runc": 1.1}, ("boot", "throughput", "isolation"), n=7
+    )
     store.reopen_run(rid)
     params = {"k": "v,w", "inf": math.inf}
-    store.add_sample(rid, Sample("boot", "odd", None, "ms", "lower", "crun", 'a,"b"\u00e9', 0,
-                                 error='x, "y"\nz', params=params))  # fmt: skip
+    store.add_sample(
+        rid,
+        Sample(
+            "boot",
+            "odd",
+            None,
+            "ms",
+            "lower",
+            "crun",
+            'a,"b"\u00e9',
+            0,
+            error='x, "y"\nz',
+            params=params,
+        ),
+    )
     store.add_event(rid, "warning", 'a "quoted" event')
     got = io.StringIO()
     n = export.write_ndjson(store, rid, got)

@@ -22,12 +22,48 @@ from virtbench.spec import flags as spec_flags
 from virtbench.store import Sample, Store
 
 HOSTILE = [
-    "../../etc/passwd", "a;rm -rf /", "$(id)", "`id`", "x\ny", "tab\there", "vb-abc123-1", "",
-    " ", "\x00", "é", "-1", "0", "1e999", "nan", "--runs", "crun:runsc", "docker:../x",
-    "native,crun", "%s%n", "{name}", "'", '"', "\\", "a" * 300, "latest", "all",
-]  # fmt: skip
-RUNTIMES = ["native", "crun", "runc", "runsc", "docker", "docker:runsc", "podman", "lxc",
-            "qemu", "qemu:q35:tcg", "firecracker", "cloud-hypervisor"]  # fmt: skip
+    "../../etc/passwd",
+    "a;rm -rf /",
+    "$(id)",
+    "`id`",
+    "x\ny",
+    "tab\there",
+    "vb-abc123-1",
+    "",
+    " ",
+    "\x00",
+    "é",
+    "-1",
+    "0",
+    "1e999",
+    "nan",
+    "--runs",
+    "crun:runsc",
+    "docker:../x",
+    "native,crun",
+    "%s%n",
+    "{name}",
+    "'",
+    '"',
+    "\\",
+    "a" * 300,
+    "latest",
+    "all",
+]
+RUNTIMES = [
+    "native",
+    "crun",
+    "runc",
+    "runsc",
+    "docker",
+    "docker:runsc",
+    "podman",
+    "lxc",
+    "qemu",
+    "qemu:q35:tcg",
+    "firecracker",
+    "cloud-hypervisor",
+]
 text = st.one_of(st.sampled_from(HOSTILE), st.text(max_size=12))
 scalar = st.one_of(
     st.booleans(), st.integers(min_value=-(2**66), max_value=2**66), st.floats(), text
@@ -142,25 +178,46 @@ def results(tmp_path_factory) -> Path:
     st_.create_run("abc123", "fuzz", ["virtbench"], {"runtimes": ["native", "crun"]})
     for rt in ("native", "crun"):
         for rep in range(3):
-            st_.add_sample("abc123", Sample("boot", "boot.spawn_to_exit", 1.0 + rep, "ms",
-                                            "lower", rt, "hello", rep))  # fmt: skip
+            st_.add_sample(
+                "abc123",
+                Sample("boot", "boot.spawn_to_exit", 1.0 + rep, "ms", "lower", rt, "hello", rep),
+            )
     st_.finish_run("abc123", "completed")
     st_.close()
     return d
 
 
 OPTIONS = {
-    "run": ["--runtimes", "--runs", "--warmups", "--benchmark-times", "--step", "--max",
-            "--instances", "--instances-per-benchmark", "--workloads", "--worker",
-            "--background", "--attackers", "--placements", "--target-cv", "--max-runs",
-            "--resume"],
+    "run": [
+        "--runtimes",
+        "--runs",
+        "--warmups",
+        "--benchmark-times",
+        "--step",
+        "--max",
+        "--instances",
+        "--instances-per-benchmark",
+        "--workloads",
+        "--worker",
+        "--background",
+        "--attackers",
+        "--placements",
+        "--target-cv",
+        "--max-runs",
+        "--resume",
+    ],
     "show": ["--wide"],
     "compare": ["--runtimes", "--min-effect", "--alpha", "--metric", "--fail-on"],
     "export": ["--format", "--schema"],
     "list": [],
-}  # fmt: skip
-ARGS = {"run": ["quickstart", "boot", "isolation", "nope"], "show": ["abc123", "latest"],
-        "compare": ["abc123", "latest"], "export": ["abc123"], "list": []}  # fmt: skip
+}
+ARGS = {
+    "run": ["quickstart", "boot", "isolation", "nope"],
+    "show": ["abc123", "latest"],
+    "compare": ["abc123", "latest"],
+    "export": ["abc123"],
+    "list": [],
+}
 
 
 @st.composite
@@ -169,8 +226,13 @@ def command_line(draw: st.DrawFn) -> list[str]:
     args = st.sampled_from(ARGS[cmd]) | text if ARGS[cmd] else text
     argv = [cmd, *draw(st.lists(args, max_size=2))]
     for _ in range(draw(st.integers(0, 4))):
-        argv.append(draw(st.sampled_from(OPTIONS[cmd]) | st.sampled_from(["--help", "-x"])
-                         if OPTIONS[cmd] else text))  # fmt: skip
+        argv.append(
+            draw(
+                st.sampled_from(OPTIONS[cmd]) | st.sampled_from(["--help", "-x"])
+                if OPTIONS[cmd]
+                else text
+            )
+        )
         if draw(st.integers(0, 4)):
             argv.append(draw(text | st.sampled_from(["3", "0", "-5", "1.5", "native,crun"])))
     return [a.replace("\x00", "") for a in argv]  # argv cannot carry NUL

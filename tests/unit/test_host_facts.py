@@ -128,9 +128,17 @@ def test_what_an_engine_left_is_removed_and_what_was_there_before_stays(tmp_path
         "-A DOCKER-USER -j RETURN",
     ]
     assert traces.jumps_to(rules, "CNI-FORWARD") == [
-        ["-D", "FORWARD", "-m", "comment", "--comment", "CNI firewall plugin rules", "-j",
-         "CNI-FORWARD"],
-    ]  # fmt: skip
+        [
+            "-D",
+            "FORWARD",
+            "-m",
+            "comment",
+            "--comment",
+            "CNI firewall plugin rules",
+            "-j",
+            "CNI-FORWARD",
+        ],
+    ]
     assert traces.jumps_to(rules, "CNI-ADMIN") == [["-D", "CNI-FORWARD", "-j", "CNI-ADMIN"]]
 
 

@@ -19,8 +19,9 @@ def cli(tmp_path, *args):
 def fleet(tmp_path, slower: float = 1.2) -> Store:
     store = Store(tmp_path)
     fake_run(store, "aaaaa1", {"native": 1.0, "crun": 1.1}, seed=1, host="h1", fleet="flt001")
-    fake_run(store, "bbbbb2", {"native": slower, "crun": 1.1 * slower}, seed=2, host="h2",
-             fleet="flt001")  # fmt: skip
+    fake_run(
+        store, "bbbbb2", {"native": slower, "crun": 1.1 * slower}, seed=2, host="h2", fleet="flt001"
+    )
     fake_run(store, "ccccc3", {"native": 1.0}, seed=3)  # a local run, not of the fleet
     return store
 
@@ -38,8 +39,11 @@ def test_compare_by_host_flags_the_slower_host(tmp_path):
     res = cli(tmp_path, "compare", "flt001", "--hosts", "h1,h2")
     assert res.exit_code == 1, res.output
     assert "A = aaaaa1 h1, B = bbbbb2 h2: B against A" in res.output
-    line = next(ln for ln in res.output.splitlines()
-                if "time to run and exit (hello, crun)" in ln and "│" in ln)  # fmt: skip
+    line = next(
+        ln
+        for ln in res.output.splitlines()
+        if "time to run and exit (hello, crun)" in ln and "│" in ln
+    )
     assert "worse" in line
     assert "B (bbbbb2 h2) is 1.2" in res.output  # its sentence: B in A's terms, about 1.2x
     same = cli(tmp_path, "compare", "flt001", "--hosts", "h1,h1")

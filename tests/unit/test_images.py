@@ -73,19 +73,28 @@ def test_a_named_runtime_is_its_driver_with_options_of_its_own(kernel):
     assert rt.effective_network("none") == "bridge"  # its clients reach it there
 
 
-@pytest.mark.parametrize(("change", "said"), [
-    ({"runtimes": ["uk-ngnix"]}, "runtimes[0]: unknown runtime 'uk-ngnix'"),
-    ({"runtime": {"Uk": {"driver": "qemu"}}}, "runtime.Uk: is not a runtime name"),
-    ({"runtime": {"crun": {"driver": "qemu"}}}, "runtime.crun: is a built-in runtime"),
-    ({"runtime": {"x": {"driver": "qemu:pc"}}}, "runtime.x: driver 'qemu:pc': unknown variant"),
-    ({"runtime": {"x": {"driver": "qemu:q35", "variant": "microvm"}}},
-     "runtime.x.variant: is set by its driver 'qemu:q35'"),
-    ({"runtime": {"x": {"driver": "crun", "guest": "image"}}}, "runtime.x.guest: unknown key"),
-    ({"experiment": [{"type": "boot", "runtimes": ["nope-x"]}]},
-     "experiment[0].runtimes[0]: unknown runtime 'nope-x'"),
-    ({"experiment": [{"type": "isolation", "worker": "nginx", "attacker_runtime": "runc"}]},
-     "experiment[0].attacker_runtime: 'runc' is not one of runtimes (uk-nginx, crun)"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        ({"runtimes": ["uk-ngnix"]}, "runtimes[0]: unknown runtime 'uk-ngnix'"),
+        ({"runtime": {"Uk": {"driver": "qemu"}}}, "runtime.Uk: is not a runtime name"),
+        ({"runtime": {"crun": {"driver": "qemu"}}}, "runtime.crun: is a built-in runtime"),
+        ({"runtime": {"x": {"driver": "qemu:pc"}}}, "runtime.x: driver 'qemu:pc': unknown variant"),
+        (
+            {"runtime": {"x": {"driver": "qemu:q35", "variant": "microvm"}}},
+            "runtime.x.variant: is set by its driver 'qemu:q35'",
+        ),
+        ({"runtime": {"x": {"driver": "crun", "guest": "image"}}}, "runtime.x.guest: unknown key"),
+        (
+            {"experiment": [{"type": "boot", "runtimes": ["nope-x"]}]},
+            "experiment[0].runtimes[0]: unknown runtime 'nope-x'",
+        ),
+        (
+            {"experiment": [{"type": "isolation", "worker": "nginx", "attacker_runtime": "runc"}]},
+            "experiment[0].attacker_runtime: 'runc' is not one of runtimes (uk-nginx, crun)",
+        ),
+    ],
+)
 def test_named_runtime_mistakes_are_one_line_naming_the_field(kernel, change, said):
     data = image_spec(kernel)
     for key, value in change.items():
@@ -160,8 +169,14 @@ def test_image_command_line_and_scratch_disk_per_vmm(tmp_path, kernel):
     ctx = SimpleNamespace(paths=SimpleNamespace(cache=tmp_path), scratch=tmp_path)
     for name in ("qemu", "firecracker", "cloud-hypervisor"):
         cls = runtimes.get(name)
-        opts = cls.Options(guest="image", kernel=kernel, serves="redis", preset="solo5",
-                           cmdline="--name={name}", scratch_disk_mib=8)  # fmt: skip
+        opts = cls.Options(
+            guest="image",
+            kernel=kernel,
+            serves="redis",
+            preset="solo5",
+            cmdline="--name={name}",
+            scratch_disk_mib=8,
+        )
         rt = cls(ctx, opts)  # type: ignore[arg-type]
         spec_ = InstanceSpec("vb-r1-0001", ("/usr/bin/redis-server",), tmp_path, network="none")
         inst = Instance(spec_, name, tmp_path / "vb-r1-0001.log", argv=spec_.argv)
@@ -187,10 +202,12 @@ def test_an_image_boots_seabios_and_every_sample_says_which_firmware(tmp_path, k
     part of every sample's conditions."""
     ctx = SimpleNamespace(paths=SimpleNamespace(cache=tmp_path), scratch=tmp_path)
     cls = runtimes.get("qemu")
-    cases = [({"guest": "image", "kernel": kernel}, "seabios"),
-             ({"guest": "image", "kernel": kernel, "firmware": "qboot"}, "qboot"),
-             ({"guest": "minimal"}, "qboot"), ({"guest": "minimal", "firmware": "seabios"},
-                                               "seabios")]  # fmt: skip
+    cases = [
+        ({"guest": "image", "kernel": kernel}, "seabios"),
+        ({"guest": "image", "kernel": kernel, "firmware": "qboot"}, "qboot"),
+        ({"guest": "minimal"}, "qboot"),
+        ({"guest": "minimal", "firmware": "seabios"}, "seabios"),
+    ]
     for given, used in cases:
         rt = cls(ctx, cls.Options(variant="q35:tcg", **given))  # type: ignore[arg-type]
         assert rt.conditions() == {"firmware": used}, given
@@ -305,9 +322,17 @@ def test_the_run_records_each_named_runtimes_files_with_their_digest(kernel):
 
 def test_a_runtime_that_measured_nothing_is_named_with_its_first_reason():
     def smp(rt: str, metric: str, value: float | None, error: str = "") -> Sample:
-        return Sample(experiment="throughput", metric=metric, value=value, unit="req/s",
-                      direction="higher", runtime=rt, workload="nginx", repetition=0,
-                      error=error)  # fmt: skip
+        return Sample(
+            experiment="throughput",
+            metric=metric,
+            value=value,
+            unit="req/s",
+            direction="higher",
+            runtime=rt,
+            workload="nginx",
+            repetition=0,
+            error=error,
+        )
 
     samples = [
         smp("uk-nginx", "requests_per_s", None, "port 80 not open after 60 s: booted"),
@@ -325,9 +350,20 @@ def test_side_figures_of_failed_boots_are_not_a_measurement():
     one boot that ended is a measurement."""
 
     def smp(rt: str, metric: str, value: float | None, error: str = "", **kw) -> Sample:
-        return Sample(**{"experiment": "boot", "metric": metric, "value": value, "unit": "ms",
-                         "direction": "lower", "runtime": rt, "workload": "hello",
-                         "repetition": 0, "error": error, **kw})  # fmt: skip
+        return Sample(
+            **{
+                "experiment": "boot",
+                "metric": metric,
+                "value": value,
+                "unit": "ms",
+                "direction": "lower",
+                "runtime": rt,
+                "workload": "hello",
+                "repetition": 0,
+                "error": error,
+                **kw,
+            }
+        )
 
     crash = "guest crashed: CRIT: [libkvmplat] <memory.c @ 388> Assertion failure"
     samples = [
@@ -343,8 +379,14 @@ def test_side_figures_of_failed_boots_are_not_a_measurement():
     ]
     assert unmeasured(samples) == {"uk": crash}
     side = [m.name for m in metrics.registry() if m.side]
-    assert {"boot.teardown", "image_size", "density.reached", "scalability.launch",
-            "burst.failed", "host.*"} <= set(side)  # fmt: skip
+    assert {
+        "boot.teardown",
+        "image_size",
+        "density.reached",
+        "scalability.launch",
+        "burst.failed",
+        "host.*",
+    } <= set(side)
     assert not {"boot.spawn_to_exit", "boot.spawn_to_ready", "density.pss"} & set(side)
 
 

@@ -100,24 +100,24 @@ def test_no_module_imports_itself_back():
 # the packages before it, never one after it. The top level holds only what every layer
 # uses (errors, naming, paths, discovery).
 LAYERS = [
-    "top",            # errors, naming, paths, discovery
-    "host",           # processes, cgroups, sysctl, the run's lock and ledger, facts, doctor
-    "analysis",       # statistics, significance, fits, order effects
-    "store",          # samples and runs, stored
+    "top",  # errors, naming, paths, discovery
+    "host",  # processes, cgroups, sysctl, the run's lock and ledger, facts, doctor
+    "analysis",  # statistics, significance, fits, order effects
+    "store",  # samples and runs, stored
     "metrics.model",  # what a figure is, as the types and workloads declare theirs
-    "measure",        # probe, memory, quiet, sampler, topology
-    "workloads",      # what runs inside an instance
-    "artifacts",      # workloads packaged for a runtime family
-    "runtimes",       # drivers
-    "spec.base",      # what every spec table shares, as each experiment type's model uses it
-    "experiments",    # the experiment types: each declares its model, figures and procedure
-    "metrics",        # the registry of every figure, from the types and the workloads
-    "spec",           # a spec, validated
-    "run",            # the runner, preflight, resume, plan, clean-up
-    "report",         # tables, answers, plots, compare, export
-    "fleet",          # many hosts
-    "cli",            # the command
-]  # fmt: skip
+    "measure",  # probe, memory, quiet, sampler, topology
+    "workloads",  # what runs inside an instance
+    "artifacts",  # workloads packaged for a runtime family
+    "runtimes",  # drivers
+    "spec.base",  # what every spec table shares, as each experiment type's model uses it
+    "experiments",  # the experiment types: each declares its model, figures and procedure
+    "metrics",  # the registry of every figure, from the types and the workloads
+    "spec",  # a spec, validated
+    "run",  # the runner, preflight, resume, plan, clean-up
+    "report",  # tables, answers, plots, compare, export
+    "fleet",  # many hosts
+    "cli",  # the command
+]
 TOP = {
     "virtbench",
     "virtbench.__main__",
@@ -248,13 +248,18 @@ def test_every_registry_is_whole_whatever_module_is_imported_first():
     from virtbench import experiments, metrics, workloads
     from virtbench.report import views
 
-    whole = [experiments.names(), workloads.names(), len(metrics.registry()),
-             sorted(views._declared())]  # fmt: skip
+    whole = [
+        experiments.names(),
+        workloads.names(),
+        len(metrics.registry()),
+        sorted(views._declared()),
+    ]
     assert len(whole[0]) >= 11 and len(whole[1]) >= 17 and len(whole[3]) >= 11
 
     def first(module: str) -> tuple[str, str]:
-        res = subprocess.run([sys.executable, "-c", FIRST, module], capture_output=True,
-                             text=True, timeout=300)  # fmt: skip
+        res = subprocess.run(
+            [sys.executable, "-c", FIRST, module], capture_output=True, text=True, timeout=300
+        )
         if res.returncode:
             return module, res.stderr.strip().splitlines()[-1]
         got = json.loads(res.stdout)

@@ -27,18 +27,25 @@ def test_cpio_is_read_back_by_gnu_cpio_with_device_node_and_symlink(tmp_path):
     entries.append(("dev/console", stat.S_IFCHR | 0o600, b"", (5, 1)))
     archive = tmp_path / "a.cpio"
     write_cpio(archive, entries)
-    listing = subprocess.run(["cpio", "-itv", "--quiet"], input=archive.read_bytes(),
-                             capture_output=True, check=True).stdout.decode()  # fmt: skip
-    lines = {line.split()[-1] if "->" not in line else line.split()[-3]: line
-             for line in listing.splitlines()}  # fmt: skip
+    listing = subprocess.run(
+        ["cpio", "-itv", "--quiet"], input=archive.read_bytes(), capture_output=True, check=True
+    ).stdout.decode()
+    lines = {
+        line.split()[-1] if "->" not in line else line.split()[-3]: line
+        for line in listing.splitlines()
+    }
     assert set(lines) == {"bin", "bin/prog", "bin/link", "etc", "etc/x", "dev", "dev/console"}
     assert lines["dev/console"].startswith("crw-------")
     assert re.search(r" 5, +1 ", lines["dev/console"])
     assert lines["bin/prog"].startswith("-rwxr-xr-x") and "-> prog" in lines["bin/link"]
     out = tmp_path / "out"
     out.mkdir()
-    subprocess.run(["cpio", "-id", "--quiet", "--no-absolute-filenames", "--nonmatching",
-                    "dev/console"], input=archive.read_bytes(), cwd=out, check=True)  # fmt: skip
+    subprocess.run(
+        ["cpio", "-id", "--quiet", "--no-absolute-filenames", "--nonmatching", "dev/console"],
+        input=archive.read_bytes(),
+        cwd=out,
+        check=True,
+    )
     assert (out / "bin" / "prog").read_bytes() == (root / "bin" / "prog").read_bytes()
     assert (out / "etc" / "x").read_text() == "abc"
 
@@ -71,9 +78,17 @@ def fake_bzimage(path, kernel: bytes, compress: list[str], size: int | None = No
     return path
 
 
-@pytest.mark.parametrize("compress", [["gzip", "-9c"], ["xz", "-c", "--check=crc32"],
-                                      ["lz4", "-lc"], ["zstd", "-c"], ["bzip2", "-c"]],
-                         ids=["gzip", "xz", "lz4-legacy", "zstd", "bzip2"])  # fmt: skip
+@pytest.mark.parametrize(
+    "compress",
+    [
+        ["gzip", "-9c"],
+        ["xz", "-c", "--check=crc32"],
+        ["lz4", "-lc"],
+        ["zstd", "-c"],
+        ["bzip2", "-c"],
+    ],
+    ids=["gzip", "xz", "lz4-legacy", "zstd", "bzip2"],
+)
 def test_bzimage_is_unpacked_to_its_elf_kernel_once(tmp_path, compress):
     kernel = b"\x7fELF" + bytes(range(256)) * 5000  # 1.3 MB
     image = fake_bzimage(tmp_path / "vmlinuz-test", kernel, compress)

@@ -9,8 +9,13 @@ from tests.faketruth import RuntimeTruth, Truth
 
 from virtbench import experiments
 
-EXP = {"type": "density", "instances": 12, "instances_per_benchmark": 4, "runs": 1,
-       "memory_settle_s": 0}  # fmt: skip
+EXP = {
+    "type": "density",
+    "instances": 12,
+    "instances_per_benchmark": 4,
+    "runs": 1,
+    "memory_settle_s": 0,
+}
 
 
 def density(tmp_path, truth, runtimes, **extra):
@@ -48,14 +53,19 @@ def test_an_instance_that_stopped_answering_is_a_failed_liveness_sample(tmp_path
 def test_a_few_probes_are_drawn_at_random_and_a_runtime_without_exec_says_so(tmp_path):
     truth = Truth({"fa": RuntimeTruth(), "fn": RuntimeTruth(exec_ms=None)}, seed=2)
     samples, _ = density(tmp_path, truth, ["fa", "fn"], liveness_probes=4)
-    probed = sorted(x.params["instance_index"] for x in samples
-                    if x.metric == "density.liveness" and x.runtime == "fa")  # fmt: skip
+    probed = sorted(
+        x.params["instance_index"]
+        for x in samples
+        if x.metric == "density.liveness" and x.runtime == "fa"
+    )
     assert len(probed) == 4 and len(set(probed)) == 4 and probed != [0, 1, 2, 3]
-    theirs = [x for x in samples if x.runtime == "fn" and x.metric.startswith(
-        ("density.liveness", "density.answered"))]  # fmt: skip
+    theirs = [
+        x
+        for x in samples
+        if x.runtime == "fn" and x.metric.startswith(("density.liveness", "density.answered"))
+    ]
     assert len(theirs) == 1 and theirs[0].metric == "density.answered"
     assert theirs[0].error == "fn cannot answer a command: fake: no exec"
     # without liveness_probes, nothing is asked
     samples, _ = density(tmp_path / "off", truth, ["fa"])
-    assert not [x for x in samples if x.metric.startswith(("density.liveness",
-                                                            "density.answered"))]  # fmt: skip
+    assert not [x for x in samples if x.metric.startswith(("density.liveness", "density.answered"))]

@@ -26,12 +26,27 @@ SRC = Path(metrics.__file__).parent.parent  # src/virtbench
 # The experiments' own figures (each type's prefix, and the run's: host, image_size): a
 # name as a string literal in the code that records them.
 RECORDED = re.compile(rf"({'|'.join([*experiments.names(), 'host'])})\.[a-z0-9_]+|image_size")
-RECORDERS = [*sorted((SRC / "experiments").glob("*.py")), SRC / "run" / "runner.py",
-             SRC / "measure" / "sampler.py"]  # fmt: skip
-NOT_REPEATED = ["host.cpu_idle_pct", "host.mem_available_pct", "host.swap_free_pct",
-                "image_size", "isolation.attacker_tasks_peak", "boot.teardown"]  # fmt: skip
-NOT_COMPARED = ["host.cpu_idle_pct", "density.mem_available", "density.reached",
-                "scalability.reached", "image_size", "isolation.attacker_tasks_peak"]  # fmt: skip
+RECORDERS = [
+    *sorted((SRC / "experiments").glob("*.py")),
+    SRC / "run" / "runner.py",
+    SRC / "measure" / "sampler.py",
+]
+NOT_REPEATED = [
+    "host.cpu_idle_pct",
+    "host.mem_available_pct",
+    "host.swap_free_pct",
+    "image_size",
+    "isolation.attacker_tasks_peak",
+    "boot.teardown",
+]
+NOT_COMPARED = [
+    "host.cpu_idle_pct",
+    "density.mem_available",
+    "density.reached",
+    "scalability.reached",
+    "image_size",
+    "isolation.attacker_tasks_peak",
+]
 
 
 # figures recorded in the unit of the workload they measure (declared open: samples say)
@@ -88,8 +103,9 @@ def test_a_parser_names_only_figures_its_workload_declares():
     from virtbench.workloads import memcached
     from virtbench.workloads.kind import figure
 
-    assert figure(memcached.METRICS, "p99_us", 2.5) == workloads.Metric("p99_us", 2.5, "us",
-                                                                         "lower")  # fmt: skip
+    assert figure(memcached.METRICS, "p99_us", 2.5) == workloads.Metric(
+        "p99_us", 2.5, "us", "lower"
+    )
     with pytest.raises(workloads.ParseError, match="ops_total"):
         figure(memcached.METRICS, "ops_total", 1.0)
 
@@ -110,9 +126,11 @@ def _recorded_calls(path: Path) -> tuple[set[str], list[tuple[set[str], set[str]
     tree = ast.parse(path.read_text())
     declaring = {id(d) for n in ast.walk(tree) if _declares_metrics(n) for d in ast.walk(n)}
     nodes = [n for n in ast.walk(tree) if id(n) not in declaring]
-    names = {n.value for n in nodes
-             if isinstance(n, ast.Constant) and isinstance(n.value, str)
-             and RECORDED.fullmatch(n.value)}  # fmt: skip
+    names = {
+        n.value
+        for n in nodes
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and RECORDED.fullmatch(n.value)
+    }
     bound: dict[str, set[str]] = {}
     for n in nodes:
         if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant):
@@ -124,8 +142,9 @@ def _recorded_calls(path: Path) -> tuple[set[str], list[tuple[set[str], set[str]
         if isinstance(n, ast.Call):
             args = [*n.args, *(k.value for k in n.keywords)]
             strs = {a.value for a in args if isinstance(a, ast.Constant) and type(a.value) is str}
-            named = (strs & names) | {v for a in args if isinstance(a, ast.Name)
-                                      for v in bound.get(a.id, ())}  # fmt: skip
+            named = (strs & names) | {
+                v for a in args if isinstance(a, ast.Name) for v in bound.get(a.id, ())
+            }
             if named and strs - names:
                 calls.append((named, strs - names))
     return names, calls
@@ -149,7 +168,7 @@ def test_nothing_is_declared_that_no_code_records():
         m.name
         for m in metrics.REGISTRY
         if not m.is_pattern and not m.workload and m.summary != "fit"
-    }  # fmt: skip  (fits are computed when read, from series)
+    }  # fits are computed when read, from series
     old = {"density.host_per_instance"}  # what earlier virtbench runs stored, read still
     assert own - old <= found and not old & found
     hit = {metrics.find(fig.name, name) for name in OUTPUTS for fig in parsed(name)}
@@ -211,7 +230,10 @@ def test_declarations_are_whole():
     times = [m for m in metrics.REGISTRY if m.unit in ("ms", "us", "ns", "s", "MiB")]
     assert all(m.lower_bound == 0.0 for m in times if m.name != "density.host_per_instance")
     assert [m.name for m in metrics.plotted("density")] == [
-        "density.pss", "density.host_cost", "density.kernel_cost"]  # fmt: skip
+        "density.pss",
+        "density.host_cost",
+        "density.kernel_cost",
+    ]
 
 
 def sample(metric: str, value: float, experiment: str = "boot", **kw) -> Sample:
@@ -245,7 +267,8 @@ def test_figures_not_compared_stay_out_of_the_report_and_host_state_out_of_compa
     assert all(not metrics.is_compared(n) for n in NOT_COMPARED)
     keys = compare._groups(as_frame(rows), with_runtime=False)
     assert {k[1] for k in keys} == {*NOT_COMPARED, "boot.teardown", "density.pss", "tps@4"} - {
-        "host.cpu_idle_pct"}  # fmt: skip
+        "host.cpu_idle_pct"
+    }
     # a pile-up's background count is where in it: one group per run, not three
     assert len([k for k in keys if k[1] == "density.reached"]) == 1
     assert len([k for k in keys if k[1] == "image_size"]) == 3

@@ -60,30 +60,50 @@ def test_the_engines_seccomp_template_is_filtered_as_the_engines_filter_it():
     from virtbench.runtimes.oci_security import seccomp
 
     template = {
-        "defaultAction": "SCMP_ACT_ERRNO", "defaultErrnoRet": 38,
-        "archMap": [{"architecture": "SCMP_ARCH_X86_64", "subArchitectures": ["SCMP_ARCH_X86"]},
-                    {"architecture": "SCMP_ARCH_AARCH64", "subArchitectures": ["SCMP_ARCH_ARM"]}],
+        "defaultAction": "SCMP_ACT_ERRNO",
+        "defaultErrnoRet": 38,
+        "archMap": [
+            {"architecture": "SCMP_ARCH_X86_64", "subArchitectures": ["SCMP_ARCH_X86"]},
+            {"architecture": "SCMP_ARCH_AARCH64", "subArchitectures": ["SCMP_ARCH_ARM"]},
+        ],
         "syscalls": [
             {"names": ["read", "write"], "action": "SCMP_ACT_ALLOW", "args": []},
-            {"names": ["arch_prctl"], "action": "SCMP_ACT_ALLOW",
-             "includes": {"arches": ["amd64"]}},
+            {
+                "names": ["arch_prctl"],
+                "action": "SCMP_ACT_ALLOW",
+                "includes": {"arches": ["amd64"]},
+            },
             {"names": ["breakpoint"], "action": "SCMP_ACT_ALLOW", "includes": {"arches": ["arm"]}},
-            {"names": ["chroot"], "action": "SCMP_ACT_ALLOW",
-             "includes": {"caps": ["CAP_SYS_CHROOT"]}},
-            {"names": ["chroot"], "action": "SCMP_ACT_ERRNO", "errnoRet": 1,
-             "excludes": {"caps": ["CAP_SYS_CHROOT"]}},
+            {
+                "names": ["chroot"],
+                "action": "SCMP_ACT_ALLOW",
+                "includes": {"caps": ["CAP_SYS_CHROOT"]},
+            },
+            {
+                "names": ["chroot"],
+                "action": "SCMP_ACT_ERRNO",
+                "errnoRet": 1,
+                "excludes": {"caps": ["CAP_SYS_CHROOT"]},
+            },
             {"names": ["bpf"], "action": "SCMP_ACT_ALLOW", "includes": {"caps": ["CAP_SYS_ADMIN"]}},
             {"names": ["new_call"], "action": "SCMP_ACT_ALLOW", "includes": {"minKernel": "6.3"}},
-            {"names": ["personality"], "action": "SCMP_ACT_ALLOW",
-             "args": [{"index": 0, "value": 8, "valueTwo": 0, "op": "SCMP_CMP_EQ"}]},
+            {
+                "names": ["personality"],
+                "action": "SCMP_ACT_ALLOW",
+                "args": [{"index": 0, "value": 8, "valueTwo": 0, "op": "SCMP_CMP_EQ"}],
+            },
         ],
-    }  # fmt: skip
+    }
     got = seccomp(template, ["CAP_SYS_CHROOT", "CAP_KILL"], "x86_64", "6.1.0-56-cloud-amd64")
     assert got["defaultAction"] == "SCMP_ACT_ERRNO" and got["defaultErrnoRet"] == 38
     assert got["architectures"] == ["SCMP_ARCH_X86_64", "SCMP_ARCH_X86"]
     names = [(c["names"][0], c["action"]) for c in got["syscalls"]]
-    assert names == [("read", "SCMP_ACT_ALLOW"), ("arch_prctl", "SCMP_ACT_ALLOW"),
-                     ("chroot", "SCMP_ACT_ALLOW"), ("personality", "SCMP_ACT_ALLOW")]  # fmt: skip
+    assert names == [
+        ("read", "SCMP_ACT_ALLOW"),
+        ("arch_prctl", "SCMP_ACT_ALLOW"),
+        ("chroot", "SCMP_ACT_ALLOW"),
+        ("personality", "SCMP_ACT_ALLOW"),
+    ]
     assert got["syscalls"][-1]["args"][0]["value"] == 8 and "args" not in got["syscalls"][0]
     without = seccomp(template, ["CAP_KILL"], "x86_64", "6.4.0")  # no CAP_SYS_CHROOT; newer
     calls = {c["names"][0]: c for c in without["syscalls"]}

@@ -14,8 +14,12 @@ from virtbench.measure.procstat import CLK_TCK, MIB, PAGE, ProcWatch
 def write_stat(proc, pid, user, system, guest, rss_pages, name="nginx: worker (x)"):
     """A /proc/PID/stat line with these counters (every other field 0)."""
     fields = ["S"] + ["0"] * 49
-    fields[11], fields[12], fields[21], fields[40] = (str(user), str(system), str(rss_pages),
-                                                      str(guest))  # fmt: skip
+    fields[11], fields[12], fields[21], fields[40] = (
+        str(user),
+        str(system),
+        str(rss_pages),
+        str(guest),
+    )
     (proc / str(pid)).mkdir(parents=True, exist_ok=True)
     (proc / str(pid) / "stat").write_text(f"{pid} ({name}) {' '.join(fields)}\n")
 
@@ -29,8 +33,7 @@ def test_ticks_cpu_and_rss_follow_the_processes_as_they_come_and_go(tmp_path):
     w = ProcWatch("proc/x", lambda: list(pids), [99], proc=proc, clock=lambda: now[0])
     w.begin()
     now[0] += 2.0  # 2 s later: 1 CPU-second used, and a forked child with 0.5 s
-    write_stat(proc, 10, user=500 + CLK_TCK // 2, system=100 + CLK_TCK // 2, guest=0,
-               rss_pages=512)  # fmt: skip
+    write_stat(proc, 10, user=500 + CLK_TCK // 2, system=100 + CLK_TCK // 2, guest=0, rss_pages=512)
     write_stat(proc, 11, user=CLK_TCK // 2, system=0, guest=0, rss_pages=256)
     pids.append(11)
     points = {name: v for name, _, v in w.tick(1.0)}

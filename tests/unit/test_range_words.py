@@ -39,13 +39,25 @@ def mixed_run(store: Store, run_id: str) -> str:
     t0 = time.time()
     for runtime, reps, base in (("few", 3, 8.0), ("many", 8, 20.0)):
         for rep in range(reps):
-            for metric, value in (("boot.spawn_to_exit", base + rep * 0.7),
-                                  ("boot.teardown", base / 4 + rep * 0.1)):  # fmt: skip
-                store.add_sample(run_id, Sample(
-                    experiment="boot", metric=metric, value=value, unit="ms",
-                    direction="lower", runtime=runtime, workload="hello", repetition=rep,
-                    t=t0 + rep, params={"network": "none"},
-                ))  # fmt: skip
+            for metric, value in (
+                ("boot.spawn_to_exit", base + rep * 0.7),
+                ("boot.teardown", base / 4 + rep * 0.1),
+            ):
+                store.add_sample(
+                    run_id,
+                    Sample(
+                        experiment="boot",
+                        metric=metric,
+                        value=value,
+                        unit="ms",
+                        direction="lower",
+                        runtime=runtime,
+                        workload="hello",
+                        repetition=rep,
+                        t=t0 + rep,
+                        params={"network": "none"},
+                    ),
+                )
     store.finish_run(run_id, "completed")
     return run_id
 
@@ -98,8 +110,9 @@ def drawn_columns(text: str) -> list[tuple[str, str]]:
 
 def ranges_under_ci(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
     """Cells of a column headed "95% CI" that hold (a piece of) a range."""
-    return [(h, c) for h, c in pairs
-            if "95% CI" in h and re.search(r"\((?:range )?of\b|^range\b", c)]  # fmt: skip
+    return [
+        (h, c) for h, c in pairs if "95% CI" in h and re.search(r"\((?:range )?of\b|^range\b", c)
+    ]
 
 
 def check_text(text: str) -> None:
@@ -166,8 +179,10 @@ def test_show_never_puts_a_ci_label_before_a_range(store_dir, monkeypatch, colum
 def test_compare_markdown_json_and_exports_carry_no_ci_of_a_range(store_dir, tmp_path):
     where = ["--results", str(store_dir)]
     md, js = tmp_path / "v.md", tmp_path / "v.json"
-    for argv in (["compare", "mix001", "--runtimes", "few,many"],
-                 ["compare", "few001", "--runtimes", "native,crun"]):  # fmt: skip
+    for argv in (
+        ["compare", "mix001", "--runtimes", "few,many"],
+        ["compare", "few001", "--runtimes", "native,crun"],
+    ):
         res = runner.invoke(app, [*argv, "--markdown", str(md), "--json", str(js), *where])
         assert res.exit_code in (0, 1, 3), res.output
         check_text(res.output)
@@ -186,8 +201,20 @@ def test_compare_markdown_json_and_exports_carry_no_ci_of_a_range(store_dir, tmp
 
 def test_the_report_heads_a_range_range(store_dir, tmp_path):
     out = tmp_path / "r.html"
-    res = runner.invoke(app, ["report", "few001", "mix001", "-o", str(out), "--results",
-                              str(store_dir), "--plots", str(tmp_path / "p")])  # fmt: skip
+    res = runner.invoke(
+        app,
+        [
+            "report",
+            "few001",
+            "mix001",
+            "-o",
+            str(out),
+            "--results",
+            str(store_dir),
+            "--plots",
+            str(tmp_path / "p"),
+        ],
+    )
     assert res.exit_code == 0, res.output
     page = re.sub(r"<svg.*?</svg>", "", out.read_text(), flags=re.S)  # the plots aside
     pairs = []

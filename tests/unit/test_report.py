@@ -23,12 +23,18 @@ def test_plots_for_every_experiment_kind_as_png_and_svg(tmp_path):
     figs = sections.figures(store.samples(rid), ["native", "crun", "runsc"])
     names = [p.name for p in figs]
     assert names == [  # each experiment type's own, in the order its answers are read
-        "startup-medians", "boot-boot.spawn_to_exit", "boot-boot.teardown",
-        "density-memory-per-instance", "latency-latency_tcp.64B", "concurrency-postgres-tps",
-        "medians-postgres-tps", "medians-latency-tcp.64B.rtt_p50",
-        "isolation-sqlite-inserts_per_s", "isolation-relative-sqlite-inserts_per_s",
+        "startup-medians",
+        "boot-boot.spawn_to_exit",
+        "boot-boot.teardown",
+        "density-memory-per-instance",
+        "latency-latency_tcp.64B",
+        "concurrency-postgres-tps",
+        "medians-postgres-tps",
+        "medians-latency-tcp.64B.rtt_p50",
+        "isolation-sqlite-inserts_per_s",
+        "isolation-relative-sqlite-inserts_per_s",
         "scalability-hello-boot.spawn_to_exit",
-    ]  # fmt: skip
+    ]
     written = figs[0].save(tmp_path / "plots")
     assert [p.suffix for p in written] == [".png", ".svg"]
     assert written[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -45,12 +51,32 @@ def test_report_is_self_contained_with_every_section(tmp_path):
     fake_run(store, "aaaaa1", {"native": 1.0, "crun": 1.05, "runsc": 1.6}, ALL)
     fake_run(store, "bbbbb2", {"native": 1.0, "crun": 1.0}, ("boot",), seed=4)
     out = tmp_path / "r.html"
-    res = runner.invoke(app, ["report", "aaaaa1", "bbbbb2", "-o", str(out), "--results",
-                              str(tmp_path), "--plots", str(tmp_path / "p")])  # fmt: skip
+    res = runner.invoke(
+        app,
+        [
+            "report",
+            "aaaaa1",
+            "bbbbb2",
+            "-o",
+            str(out),
+            "--results",
+            str(tmp_path),
+            "--plots",
+            str(tmp_path / "p"),
+        ],
+    )
     assert res.exit_code == 0, res.output
     page = out.read_text()
-    for part in ("Run aaaaa1", "Run bbbbb2", "Environment", "Before you trust", "Spec (TOML)",
-                 "differences between runtimes", "DESMET scores", "Kruskal-Wallis"):  # fmt: skip
+    for part in (
+        "Run aaaaa1",
+        "Run bbbbb2",
+        "Environment",
+        "Before you trust",
+        "Spec (TOML)",
+        "differences between runtimes",
+        "DESMET scores",
+        "Kruskal-Wallis",
+    ):
         assert part in page, part
     assert page.count("<svg") == 14  # eleven plots of the first run, three of the second
     assert "placement smt-sibling skipped: no SMT" in page  # events are warnings
@@ -73,8 +99,10 @@ def test_report_is_self_contained_with_every_section(tmp_path):
     assert scores("memory per instance") == ["4", "0"]  # slopes: 4.2 and 6.4 MiB against 4
     assert "Boot is not scored against native" in page  # no boot rows against a process
     assert "time to run and exit (hello)</td><td>boot" not in page
-    res = runner.invoke(app, ["report", "aaaaa1", "-o", str(out), "--results", str(tmp_path),
-                              "--global-test", "anova"])  # fmt: skip
+    res = runner.invoke(
+        app,
+        ["report", "aaaaa1", "-o", str(out), "--results", str(tmp_path), "--global-test", "anova"],
+    )
     assert res.exit_code == 0 and "ANOVA + Tukey HSD" in out.read_text()
 
 
@@ -156,13 +184,25 @@ def test_report_escapes_every_string_from_the_store(tmp_path):
     store = Store(tmp_path)
     rt = "crun<b onmouseover=alert(3)>"
     rid = fake_run(store, "ccccc3", {"native": 1.0, rt: 1.1}, ALL, name=f"n{HOSTILE}")
-    store.set_environment(rid, {**store.run(rid).environment, "hostname": HOSTILE,
-                                "kernel": HOSTILE})  # fmt: skip
+    store.set_environment(
+        rid, {**store.run(rid).environment, "hostname": HOSTILE, "kernel": HOSTILE}
+    )
     store.add_artifact(rid, {"name": HOSTILE, "digest": "e" * 64, "disk_bytes": 1})
     store.add_event(rid, "warning", f"isolation: {HOSTILE}")
-    store.add_sample(rid, Sample(experiment="boot", metric="boot.spawn_to_exit", value=None,
-                                 unit="ms", direction="lower", runtime=rt, workload="hello",
-                                 repetition=99, error=f"console: {HOSTILE}"))  # fmt: skip
+    store.add_sample(
+        rid,
+        Sample(
+            experiment="boot",
+            metric="boot.spawn_to_exit",
+            value=None,
+            unit="ms",
+            direction="lower",
+            runtime=rt,
+            workload="hello",
+            repetition=99,
+            error=f"console: {HOSTILE}",
+        ),
+    )
     out = tmp_path / "r.html"
     res = runner.invoke(app, ["report", rid, "-o", str(out), "--results", str(tmp_path)])
     assert res.exit_code == 0, res.output
@@ -185,10 +225,13 @@ def test_the_studies_figures_draw_what_was_measured():
     from virtbench.store.records import Sample
 
     def smp(metric, value, runtime="native", rep=0, **kw):
-        base = {"experiment": "throughput", "unit": "ns", "direction": "lower",
-                "workload": "syscall"}  # fmt: skip
-        return Sample(metric=metric, value=value, runtime=runtime, repetition=rep,
-                      **{**base, **kw})  # fmt: skip
+        base = {
+            "experiment": "throughput",
+            "unit": "ns",
+            "direction": "lower",
+            "workload": "syscall",
+        }
+        return Sample(metric=metric, value=value, runtime=runtime, repetition=rep, **{**base, **kw})
 
     samples = []
     for rep in range(5):
@@ -197,25 +240,56 @@ def test_the_studies_figures_draw_what_was_measured():
             samples.append(smp(f"read_{size}b_ns", 2 * ns + rep, "runsc", rep=rep))
         for pages, ns in ((1, 900.0), (10, 9000.0)):
             samples.append(smp(f"page_fault_{pages}p_ns", ns, rep=rep))
-        samples.append(smp("boot.spawn_to_ready", 10.0 + rep, experiment="boot",
-                           unit="ms", workload="sleep"))  # fmt: skip
-        samples.append(smp("boot.spawn_to_ready", 1000.0 + rep, "runsc", experiment="boot",
-                           unit="ms", workload="sleep"))  # fmt: skip
+        samples.append(
+            smp("boot.spawn_to_ready", 10.0 + rep, experiment="boot", unit="ms", workload="sleep")
+        )
+        samples.append(
+            smp(
+                "boot.spawn_to_ready",
+                1000.0 + rep,
+                "runsc",
+                experiment="boot",
+                unit="ms",
+                workload="sleep",
+            )
+        )
         for runtime, ips in (("native", 1000.0), ("runsc", 400.0)):
-            iso = {"experiment": "isolation", "unit": "inserts/s", "direction": "higher",
-                   "workload": "sqlite", "rep": rep}  # fmt: skip
+            iso = {
+                "experiment": "isolation",
+                "unit": "inserts/s",
+                "direction": "higher",
+                "workload": "sqlite",
+                "rep": rep,
+            }
             samples.append(smp("inserts_per_s", ips, runtime, **iso))
-            samples.append(smp("inserts_per_s", ips / 2, runtime, attacker="cpu",
-                               placement="same-cpu", **iso))  # fmt: skip
+            samples.append(
+                smp("inserts_per_s", ips / 2, runtime, attacker="cpu", placement="same-cpu", **iso)
+            )
     for runtime, mib in (("native", 12.5), ("runsc", 400.0)):
-        samples.append(smp("image_size", mib, runtime, experiment="image", unit="MiB",
-                           params={"measured_by": "du"}))  # fmt: skip
-    series = [(f"proc/native/nginx/throughput,0,,,0/30/{part}.{m}", 100.0 + t, v)
-              for t in range(3) for part in ("instance", "daemon")
-              for m, v in (("cpu_pct", 50.0 + t), ("rss_mib", 20.0))]  # fmt: skip
+        samples.append(
+            smp(
+                "image_size",
+                mib,
+                runtime,
+                experiment="image",
+                unit="MiB",
+                params={"measured_by": "du"},
+            )
+        )
+    series = [
+        (f"proc/native/nginx/throughput,0,,,0/30/{part}.{m}", 100.0 + t, v)
+        for t in range(3)
+        for part in ("instance", "daemon")
+        for m, v in (("cpu_pct", 50.0 + t), ("rss_mib", 20.0))
+    ]
     figs = {p.name: p for p in sections.figures(samples, ["native", "runsc"], series)}
-    assert {"syscall-payload", "startup-medians", "image-sizes", "resources-nginx",
-            "isolation-relative-sqlite-inserts_per_s"} <= set(figs)  # fmt: skip
+    assert {
+        "syscall-payload",
+        "startup-medians",
+        "image-sizes",
+        "resources-nginx",
+        "isolation-relative-sqlite-inserts_per_s",
+    } <= set(figs)
     payload = figs["syscall-payload"].fig.axes
     read = next(ax for ax in payload if ax.get_title() == "read")
     assert list(read.lines[0].get_xdata()) == [1, 256, 8192]
@@ -259,8 +333,13 @@ def test_the_report_leads_with_answers_ranked_as_injected(tmp_path):
     from virtbench.report.findings import ranked
 
     st = Store(tmp_path)
-    fake_run(st, "ans001", {"slow": 2.0, "fast": 1.0, "mid": 1.3},
-             ("boot", "density", "isolation", "scalability"), n=12)  # fmt: skip
+    fake_run(
+        st,
+        "ans001",
+        {"slow": 2.0, "fast": 1.0, "mid": 1.3},
+        ("boot", "density", "isolation", "scalability"),
+        n=12,
+    )
     found = {a.question: a for a in answers(st.frame("ans001"))}
     assert {"Fastest to start", "Least memory per instance"} <= set(found)
     for q in ("Fastest to start", "Least memory per instance"):
@@ -268,8 +347,7 @@ def test_the_report_leads_with_answers_ranked_as_injected(tmp_path):
         assert [s.runtime for s in a.ranked] == ["fast", "mid", "slow"], a.sentences()
         assert len(a.sentences()) == 2, a.sentences()  # each neighbour told apart
     out = tmp_path / "r.html"
-    res = CliRunner().invoke(app, ["report", "ans001", "-o", str(out), "--results",
-                                   str(tmp_path)])  # fmt: skip
+    res = CliRunner().invoke(app, ["report", "ans001", "-o", str(out), "--results", str(tmp_path)])
     assert res.exit_code == 0, res.output
     page = out.read_text()
     assert page.index("<h3>Answers</h3>") < page.index("<h4>Environment</h4>")
@@ -301,8 +379,14 @@ def test_an_answer_whose_interval_reaches_below_what_can_be_says_at_most():
 
 
 # Axis labels that need no unit: a count, a share, a category.
-UNITLESS = ("fraction of", "instances running", "background instances", "pages touched",
-            "level", "instances launched at once")  # fmt: skip
+UNITLESS = (
+    "fraction of",
+    "instances running",
+    "background instances",
+    "pages touched",
+    "level",
+    "instances launched at once",
+)
 
 
 def test_the_report_reads_as_words_and_every_axis_has_its_unit(tmp_path):

@@ -15,9 +15,14 @@ from virtbench.spec import parse
 from virtbench.spec.resolved import resolve
 from virtbench.store import Sample, Store
 
-SPEC = {"name": "resume", "runtimes": ["fa"], "order_seed": 3, "experiment": [
-    {"type": "density", "instances": 6, "instances_per_benchmark": 3, "runs": 2},
-]}  # fmt: skip
+SPEC = {
+    "name": "resume",
+    "runtimes": ["fa"],
+    "order_seed": 3,
+    "experiment": [
+        {"type": "density", "instances": 6, "instances_per_benchmark": 3, "runs": 2},
+    ],
+}
 
 
 def rows(samples: list[Sample]) -> set[tuple]:
@@ -51,8 +56,15 @@ def test_a_resume_keeps_every_sample_until_it_is_measured_again(tmp_path, monkey
         raise InstanceError(f"fake: start {n} refused")
 
     world.fault = broken
-    _, status = runner.execute(spec, store, paths, said.append, ["run", "--resume"],
-                               resume=store.run(run_id), harness=harness)  # fmt: skip
+    _, status = runner.execute(
+        spec,
+        store,
+        paths,
+        said.append,
+        ["run", "--resume"],
+        resume=store.run(run_id),
+        harness=harness,
+    )
     assert status == "failed" and store.run(run_id).status == "failed"
     kept = [s for s in store.samples(run_id) if s.experiment == "density"]
     assert rows(before) <= rows(kept)  # nothing measured before was lost
@@ -60,8 +72,15 @@ def test_a_resume_keeps_every_sample_until_it_is_measured_again(tmp_path, monkey
     assert "failed again" in messages and "were not measured again" in messages
 
     world.fault = None
-    _, status = runner.execute(spec, store, paths, said.append, ["run", "--resume"],
-                               resume=store.run(run_id), harness=harness)  # fmt: skip
+    _, status = runner.execute(
+        spec,
+        store,
+        paths,
+        said.append,
+        ["run", "--resume"],
+        resume=store.run(run_id),
+        harness=harness,
+    )
     assert status == "completed" and store.run(run_id).status == "completed"
     final = [s for s in store.samples(run_id) if s.experiment == "density"]
     assert rows([s for s in final if s.repetition == 0]) == first
@@ -87,8 +106,15 @@ def test_a_run_whose_lock_is_held_is_neither_resumed_nor_cleaned(tmp_path, monke
         harness = FakeHarness(world, tmp_path)
         with pytest.raises(VirtbenchError, match="in use by another virtbench"):
             plan = resolve(parse(SPEC, "test", world.drivers))
-            runner.execute(plan, store, paths, print, ["run", "--resume"],
-                           resume=store.run("held01"), harness=harness)  # fmt: skip
+            runner.execute(
+                plan,
+                store,
+                paths,
+                print,
+                ["run", "--resume"],
+                resume=store.run("held01"),
+                harness=harness,
+            )
         with state.holding("held01") as again:
             assert not again  # a second holder (a clean) is refused too
     assert not state.is_alive("held01") and not state.lock_path("held01").exists()

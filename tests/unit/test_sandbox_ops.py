@@ -19,11 +19,23 @@ from virtbench.errors import InstanceError, SpecError
 from virtbench.runtimes import vmm_api
 from virtbench.runtimes.base import Instance, InstanceSpec
 
-OPS = Truth({"fa": RuntimeTruth(exec_ms=5.0, exec_per_mib_ms=2.0, pause_ms=3.0, resume_ms=2.0,
-                                resume_ready_ms=4.0, checkpoint_ms=8.0, image_mib=3.0,
-                                restore_ms=6.0, restore_ready_ms=9.0),
-             "fb": RuntimeTruth(exec_ms=None, pause_ms=None, checkpoint_ms=None)},
-            seed=2)  # fmt: skip
+OPS = Truth(
+    {
+        "fa": RuntimeTruth(
+            exec_ms=5.0,
+            exec_per_mib_ms=2.0,
+            pause_ms=3.0,
+            resume_ms=2.0,
+            resume_ready_ms=4.0,
+            checkpoint_ms=8.0,
+            image_mib=3.0,
+            restore_ms=6.0,
+            restore_ready_ms=9.0,
+        ),
+        "fb": RuntimeTruth(exec_ms=None, pause_ms=None, checkpoint_ms=None),
+    },
+    seed=2,
+)
 
 
 def by(samples, metric, runtime):
@@ -43,10 +55,12 @@ def test_exec_times_each_command_and_says_who_cannot(tmp_path, monkeypatch):
     assert all(abs(v - 5.0) < 1e-3 for v in true), true  # 5 ms, a line's bytes are ~0
     assert all(abs(v - 7.0) < 1e-3 for v in big), big  # 5 ms + 2 ms per MiB
     assert {x.params["command"] for x in by(samples, "exec.stdout_1mib", "fa")} == {
-        "/bin/vb-hello 1048576"}  # fmt: skip
+        "/bin/vb-hello 1048576"
+    }
     no = by(samples, "exec.true", "fb") + by(samples, "exec.stdout_1mib", "fb")
-    assert len(no) == 2 and all(x.value is None and "fb cannot: fake: no exec" in x.error
-                                for x in no)  # fmt: skip
+    assert len(no) == 2 and all(
+        x.value is None and "fb cannot: fake: no exec" in x.error for x in no
+    )
     assert any("exec: fb cannot" in e for e in events), events
 
 
@@ -130,8 +144,12 @@ def test_copies_restored_at_once_from_one_checkpoint_recover_their_truth(tmp_pat
     """restore_many: 6 copies of one checkpoint restored together; the k-th to come back
     beats 9 + 5(k-1) ms after its call, two never beat: recovered per copy, as the
     batch's wall time, and as two failed copies with their reason."""
-    many = Truth({"fa": RuntimeTruth(copy_stagger_ms=5.0, copies_lost=2),
-                  "fb": RuntimeTruth(checkpoint_ms=None)})  # fmt: skip
+    many = Truth(
+        {
+            "fa": RuntimeTruth(copy_stagger_ms=5.0, copies_lost=2),
+            "fb": RuntimeTruth(checkpoint_ms=None),
+        }
+    )
     exp = {"type": "snapshot", "runs": 1, "gone_s": 0.01, "restore_many": 6, "timeout_s": 0.5}
     with fake_session(tmp_path, many, ["fa", "fb"], exp) as (s, world):
         run(s)
@@ -179,13 +197,16 @@ def test_copies_that_cannot_be_told_apart_are_said_so():
     assert Snapshot(None).copies_problem() == "it has no checkpoint/restore"
 
 
-@pytest.mark.parametrize(("table", "field"), [
-    ({"type": "exec", "count": 0}, "count"),
-    ({"type": "exec", "stdout_bytes": 0}, "stdout_bytes"),
-    ({"type": "pause", "hold_s": 0}, "hold_s"),
-    ({"type": "snapshot", "runs": 0}, "runs"),
-    ({"type": "snapshot", "restore_many": -1}, "restore_many"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("table", "field"),
+    [
+        ({"type": "exec", "count": 0}, "count"),
+        ({"type": "exec", "stdout_bytes": 0}, "stdout_bytes"),
+        ({"type": "pause", "hold_s": 0}, "hold_s"),
+        ({"type": "snapshot", "runs": 0}, "runs"),
+        ({"type": "snapshot", "restore_many": -1}, "restore_many"),
+    ],
+)
 def test_bad_options_are_one_line_errors_naming_the_field(table, field):
     with pytest.raises(SpecError) as err:
         specmod.parse({"name": "x", "runtimes": ["crun"], "experiment": [table]}, "t")
@@ -195,8 +216,7 @@ def test_bad_options_are_one_line_errors_naming_the_field(table, field):
 def test_an_instance_that_does_not_start_is_a_failed_sample_of_each_figure(tmp_path, monkeypatch):
     bad = Truth({"fa": RuntimeTruth(needs_mib=512)})  # its 64 MiB instances fail to start
     exp = {"type": "pause", "runs": 1, "cycles": 2, "hold_s": 0.01}
-    with fake_session(tmp_path, bad, ["fa"], exp,
-                      instance={"memory_mib": 64}) as (s, world):  # fmt: skip
+    with fake_session(tmp_path, bad, ["fa"], exp, instance={"memory_mib": 64}) as (s, world):
         run(s)
         samples = s.store.samples(s.run_id)
         assert world.running == {}
@@ -216,9 +236,11 @@ def test_the_report_draws_bars_and_answers_for_each_operation(tmp_path, monkeypa
     fb = RuntimeTruth(exec_ms=50.0, resume_ready_ms=40.0, restore_ready_ms=90.0)
     fc = RuntimeTruth(exec_ms=None, pause_ms=None, checkpoint_ms=None)
     truth = Truth({"fa": fa, "fb": fb, "fc": fc})
-    exps = [{"type": "exec", "runs": 2, "count": 3},
-            {"type": "pause", "runs": 2, "cycles": 2, "hold_s": 0.01},
-            {"type": "snapshot", "runs": 2, "gone_s": 0.01}]  # fmt: skip
+    exps = [
+        {"type": "exec", "runs": 2, "count": 3},
+        {"type": "pause", "runs": 2, "cycles": 2, "hold_s": 0.01},
+        {"type": "snapshot", "runs": 2, "gone_s": 0.01},
+    ]
     with fake_session(tmp_path, truth, ["fa", "fb", "fc"], exps) as (s, _):
         run(s)
         samples = s.store.samples(s.run_id)
@@ -239,8 +261,9 @@ def test_the_report_draws_bars_and_answers_for_each_operation(tmp_path, monkeypa
     assert found["pause.resume_to_ready"] == ["fa", "fb"]
     assert found["snapshot.restore_to_ready"] == ["fa", "fb"]
     out = tmp_path / "r.html"
-    res = CliRunner().invoke(app, ["report", "latest", "-o", str(out), "--results",
-                                   str(tmp_path / "results")])  # fmt: skip
+    res = CliRunner().invoke(
+        app, ["report", "latest", "-o", str(out), "--results", str(tmp_path / "results")]
+    )
     assert res.exit_code == 0, res.output
     assert "Checkpoint and restore" in out.read_text()
 
@@ -260,7 +283,14 @@ def test_each_driver_declares_its_controls_and_a_missing_one_says_why(tmp_path):
     assert crun.exec.problem() is None and crun.pause.problem() is None
     assert crun.exec.argv(inst, ["/bin/vb-hello"]) == ["crun", "exec", "vb-r1-1", "/bin/vb-hello"]
     assert lxc.exec.argv(inst, ["/bin/x"]) == [
-        "lxc-attach", "-n", "vb-r1-1", "-P", str(tmp_path / "lxc"), "--", "/bin/x"]  # fmt: skip
+        "lxc-attach",
+        "-n",
+        "vb-r1-1",
+        "-P",
+        str(tmp_path / "lxc"),
+        "--",
+        "/bin/x",
+    ]
     fc_cls = runtimes.get("firecracker")
     minimal = fc_cls(ctx, fc_cls.Options(guest="minimal"), "firecracker")
     assert minimal.exec.problem().startswith("its guest has no exec agent: ")
@@ -481,12 +511,25 @@ def test_firecracker_pauses_and_snapshots_through_its_api(tmp_path):
         ("PATCH", "/vm", {"state": "Paused"}),
         ("PATCH", "/vm", {"state": "Resumed"}),
         ("PATCH", "/vm", {"state": "Paused"}),
-        ("PUT", "/snapshot/create", {"snapshot_type": "Full", "snapshot_path": img + "/vmstate",
-                                     "mem_file_path": img + "/memory"}),
-        ("PUT", "/snapshot/load", {"snapshot_path": img + "/vmstate", "resume_vm": True,
-                                   "mem_backend": {"backend_type": "File",
-                                                   "backend_path": img + "/memory"}}),
-    ]  # fmt: skip
+        (
+            "PUT",
+            "/snapshot/create",
+            {
+                "snapshot_type": "Full",
+                "snapshot_path": img + "/vmstate",
+                "mem_file_path": img + "/memory",
+            },
+        ),
+        (
+            "PUT",
+            "/snapshot/load",
+            {
+                "snapshot_path": img + "/vmstate",
+                "resume_vm": True,
+                "mem_backend": {"backend_type": "File", "backend_path": img + "/memory"},
+            },
+        ),
+    ]
 
 
 def test_cloud_hypervisor_pauses_and_snapshots_through_its_api(tmp_path, monkeypatch):
@@ -512,8 +555,10 @@ def test_cloud_hypervisor_pauses_and_snapshots_through_its_api(tmp_path, monkeyp
         ch.snapshot.checkpoint(inst, tmp_path / "img")
         inst.extra["restore_from"] = tmp_path / "img"
         ch._configure(inst)
-        why = ("PUT /api/v1/vm.refuse -> 400: Error from API: The VM could not be "
-               "snapshotted: Could not get vCPU state (EINVAL)$")  # fmt: skip
+        why = (
+            "PUT /api/v1/vm.refuse -> 400: Error from API: The VM could not be "
+            "snapshotted: Could not get vCPU state (EINVAL)$"
+        )
         with pytest.raises(InstanceError, match=re.escape(why[:-1]) + "$"):
             vmm_api.call_at(ch.api_socket(inst), "PUT", "/api/v1/vm.refuse", None, "ch")
     finally:
@@ -537,8 +582,12 @@ def test_a_vms_image_counts_the_linux_guest_exec_boots(tmp_path, monkeypatch):
     (tmp_path / "initrd").write_bytes(b"i" * 32768)
     cls = runtimes.get("firecracker")
     for runs_commands, want in ((False, 8192), (True, 8192 + 65536 + 32768)):
-        ctx = SimpleNamespace(scratch=tmp_path, rootfs=rootfs, runs_commands=runs_commands,
-                              paths=SimpleNamespace(cache=tmp_path))  # fmt: skip
+        ctx = SimpleNamespace(
+            scratch=tmp_path,
+            rootfs=rootfs,
+            runs_commands=runs_commands,
+            paths=SimpleNamespace(cache=tmp_path),
+        )
         fc = cls(ctx, cls.Options(), "firecracker")
         monkeypatch.setattr(fc, "_linux", lambda r: (tmp_path / "vmlinuz", tmp_path / "initrd"))
         size, how = fc.image_size()
@@ -550,9 +599,11 @@ def test_youkis_listing_is_read_from_its_table_and_anything_else_is_an_error():
     from virtbench.errors import VirtbenchError
     from virtbench.runtimes.youki import table_ids
 
-    table = ("ID         PID    STATUS   BUNDLE  CREATED                    CREATOR\n"
-             "vb-r1-1    31138  Running  /b      2026-11-27T14:51:03+00:00  root\n"
-             "vb-r1-2    0      Stopped  /c      2026-11-27T14:51:04+00:00  root\n")  # fmt: skip
+    table = (
+        "ID         PID    STATUS   BUNDLE  CREATED                    CREATOR\n"
+        "vb-r1-1    31138  Running  /b      2026-11-27T14:51:03+00:00  root\n"
+        "vb-r1-2    0      Stopped  /c      2026-11-27T14:51:04+00:00  root\n"
+    )
     assert table_ids(table) == ["vb-r1-1", "vb-r1-2"]
     assert table_ids("ID    PID    STATUS   BUNDLE   CREATED   CREATOR\n") == []
     with pytest.raises(VirtbenchError, match="youki list: not its table"):

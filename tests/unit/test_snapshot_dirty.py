@@ -15,11 +15,20 @@ from virtbench.store.frame import as_frame
 
 # fa: restore to ready 9 ms (CV 5%) + 0.1 ms per MiB dirtied (10 ms per 100 MiB); the
 # checkpoint 8 ms + 0.02 ms per MiB; fb: 30 ms + 0.3 ms per MiB (30 ms per 100 MiB)
-TRUTH = Truth({
-    "fa": RuntimeTruth(restore_ready_ms=9.0, restore_cv=0.05, restore_per_mib_ms=0.1,
-                       checkpoint_ms=8.0, checkpoint_per_mib_ms=0.02, image_mib=3.0),
-    "fb": RuntimeTruth(restore_ready_ms=30.0, restore_cv=0.05, restore_per_mib_ms=0.3),
-}, seed=4)  # fmt: skip
+TRUTH = Truth(
+    {
+        "fa": RuntimeTruth(
+            restore_ready_ms=9.0,
+            restore_cv=0.05,
+            restore_per_mib_ms=0.1,
+            checkpoint_ms=8.0,
+            checkpoint_per_mib_ms=0.02,
+            image_mib=3.0,
+        ),
+        "fb": RuntimeTruth(restore_ready_ms=30.0, restore_cv=0.05, restore_per_mib_ms=0.3),
+    },
+    seed=4,
+)
 EXP = {"type": "snapshot", "runs": 6, "dirty_mib": [64, 1, 32], "restore_many": 2}
 
 
@@ -44,8 +53,9 @@ def test_an_injected_restore_slope_of_10ms_per_100mib_is_recovered(tmp_path):
     # each level's own figures, its params, and the copies restored from it
     at64 = [x for x in samples if x.metric == "snapshot.restore_to_ready@64MiB"]
     assert len(at64) == 12 and all(x.params["dirty_mib"] == 64 for x in at64)
-    copies = [x for x in samples if x.metric == "snapshot.many_to_ready@64MiB"
-              and x.runtime == "fa"]  # fmt: skip
+    copies = [
+        x for x in samples if x.metric == "snapshot.many_to_ready@64MiB" and x.runtime == "fa"
+    ]
     assert len(copies) == 12 and all(x.value > 6.4 for x in copies)
     assert not [x for x in samples if x.metric == "snapshot.restore_to_ready"]
     # the report: the table, and the answers rank the slope (fa's 10 < fb's 30)
@@ -70,8 +80,10 @@ def test_a_vms_guest_gets_the_same_memory_at_every_level():
     cfg = snapshot.SnapshotExperiment(type="snapshot", dirty_mib=[512, 1, 64])
     assert cfg.dirty_mib == [1, 64, 512] and cfg.levels() == [1, 64, 512]
     vm = SimpleNamespace(family=Family.VM)
-    s = SimpleNamespace(runtimes={"q": vm, "c": SimpleNamespace(family=Family.CONTAINER)},
-                        instance=lambda rt: SimpleNamespace(memory_mib=None))  # fmt: skip
+    s = SimpleNamespace(
+        runtimes={"q": vm, "c": SimpleNamespace(family=Family.CONTAINER)},
+        instance=lambda rt: SimpleNamespace(memory_mib=None),
+    )
     assert snapshot.guest_memory(s, "q", cfg) == 576
     assert snapshot.guest_memory(s, "c", cfg) is None
 

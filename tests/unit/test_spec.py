@@ -28,9 +28,14 @@ def test_catalog_entries_all_parse():
 
 def test_defaults_and_overrides_per_runtime():
     s = spec.parse(
-        {**BASE, "runtimes": ["crun", "runc"], "instance": {"memory_mib": 64},
-         "runtime": {"crun": {"network": "host"}}}, "t"
-    )  # fmt: skip
+        {
+            **BASE,
+            "runtimes": ["crun", "runc"],
+            "instance": {"memory_mib": 64},
+            "runtime": {"crun": {"network": "host"}},
+        },
+        "t",
+    )
     got = resolve(s).runtimes
     assert got["crun"].instance.network == "host"
     assert got["crun"].instance.memory_mib == 64
@@ -139,10 +144,18 @@ def test_throughput_all_workloads_and_params_validated_by_the_workload():
     s = spec.parse(TP, "t")
     assert set(s.experiment[0].workloads) >= {"nginx", "redis"}
     s = spec.parse(
-        {**BASE, "experiment": [{"type": "throughput", "workloads": ["nginx"],
-                                 "params": {"nginx": {"connections": [1, 10]}}}]},
+        {
+            **BASE,
+            "experiment": [
+                {
+                    "type": "throughput",
+                    "workloads": ["nginx"],
+                    "params": {"nginx": {"connections": [1, 10]}},
+                }
+            ],
+        },
         "t",
-    )  # fmt: skip
+    )
     assert s.experiment[0].params_for("nginx").connections == [1, 10]
     assert s.experiment[0].params_for("nginx").duration_s == 20  # S1's default
     bad = {"type": "throughput", "params": {"nginx": {"conections": 3}}}

@@ -171,8 +171,7 @@ def test_slowdown_ci_resamples_units():
 
     base = [100.0, 100.0, 104.0, 104.0, 98.0, 98.0, 101.0, 101.0, 99.0, 99.0]
     units = [0, 0, 1, 1, 2, 2, 3, 3, 4, 4]
-    point, lo, hi = slowdown_ci(base, [v / 2 for v in base], "higher", units_b=units,
-                                units_a=units)  # fmt: skip
+    point, lo, hi = slowdown_ci(base, [v / 2 for v in base], "higher", units_b=units, units_a=units)
     assert math.isclose(point, 1.0) and lo <= 1.0 <= hi
     few = [0, 0, 1, 1, 2, 2, 3, 3, 3, 3]  # 4 units
     assert math.isnan(slowdown_ci(base, base, "higher", units_b=few, units_a=units)[1])
@@ -272,9 +271,13 @@ def test_large_ab_tests_use_the_permutation_normal_limit_and_agree_with_resampli
         a, b = rng.normal(10, 0.5, 300), rng.normal(10 + shift, 0.5, 300)
         r = ab_test(a, b)
         assert r.method == "normal limit"
-        ref = sps.permutation_test((a, b), lambda x, y, axis: np.mean(y, axis=axis) -
-                                   np.mean(x, axis=axis), vectorized=True, n_resamples=20000,
-                                   rng=np.random.default_rng(0)).pvalue  # fmt: skip
+        ref = sps.permutation_test(
+            (a, b),
+            lambda x, y, axis: np.mean(y, axis=axis) - np.mean(x, axis=axis),
+            vectorized=True,
+            n_resamples=20000,
+            rng=np.random.default_rng(0),
+        ).pvalue
         assert abs(r.p - ref) < 0.02
     assert ab_test(rng.normal(10, 1, 20), rng.normal(10, 1, 20)).method == "permutation"
 
@@ -300,15 +303,20 @@ def test_permutation_p_is_scipys():
     from scipy import stats as sps
 
     def scipy_p(x, y, n=9999):
-        return sps.permutation_test((x, y), lambda a, b, axis: np.mean(b, axis=axis) -
-                                    np.mean(a, axis=axis), vectorized=True, n_resamples=n,
-                                    rng=np.random.default_rng(0)).pvalue  # fmt: skip
+        return sps.permutation_test(
+            (x, y),
+            lambda a, b, axis: np.mean(b, axis=axis) - np.mean(a, axis=axis),
+            vectorized=True,
+            n_resamples=n,
+            rng=np.random.default_rng(0),
+        ).pvalue
 
     rng = np.random.default_rng(9)
     for na, nb, shift in ((3, 3, 0.0), (5, 5, 2.0), (4, 7, 1.0), (6, 6, 0.5), (2, 9, 3.0)):
         x, y = rng.normal(10, 1, na), rng.normal(10 + shift, 1, nb)
         assert significance.permutation_p(x, y, np.random.default_rng(0)) == pytest.approx(
-            scipy_p(x, y), abs=1e-12)  # fmt: skip
+            scipy_p(x, y), abs=1e-12
+        )
     for shift in (0.0, 0.4, 1.0):
         x, y = rng.normal(10, 1, 15), rng.normal(10 + shift, 1, 15)
         got = significance.permutation_p(x, y, np.random.default_rng(0))

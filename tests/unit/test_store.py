@@ -88,8 +88,10 @@ def test_version_1_store_gains_units_and_keeps_its_runs(tmp_path: Path):
 
     db = sqlite3.connect(tmp_path / "virtbench.sqlite")
     db.executescript(_MIGRATIONS[1] + "PRAGMA user_version = 1;")
-    db.execute("INSERT INTO runs (id, name, created, status, spec) VALUES "
-               "('old123', 'o', 1, 'interrupted', '{}')")  # fmt: skip
+    db.execute(
+        "INSERT INTO runs (id, name, created, status, spec) VALUES "
+        "('old123', 'o', 1, 'interrupted', '{}')"
+    )
     db.commit()
     db.close()
     st = Store(tmp_path, alive=state.is_alive)
@@ -154,11 +156,15 @@ def _version_2_store(directory: Path) -> None:
 
     db = sqlite3.connect(directory / "virtbench.sqlite")
     db.executescript(_MIGRATIONS[1] + _MIGRATIONS[2] + "PRAGMA user_version = 2;")
-    db.execute("INSERT INTO runs (id, name, created, status, spec) VALUES "
-               "('old222', 'o', 1, 'completed', '{}')")  # fmt: skip
-    db.execute("INSERT INTO samples (run_id, experiment, metric, value, unit, direction, "
-               "runtime, workload, repetition, t) VALUES ('old222', 'boot', 'm', 2.5, 'ms', "
-               "'lower', 'crun', 'hello', 0, 1)")  # fmt: skip
+    db.execute(
+        "INSERT INTO runs (id, name, created, status, spec) VALUES "
+        "('old222', 'o', 1, 'completed', '{}')"
+    )
+    db.execute(
+        "INSERT INTO samples (run_id, experiment, metric, value, unit, direction, "
+        "runtime, workload, repetition, t) VALUES ('old222', 'boot', 'm', 2.5, 'ms', "
+        "'lower', 'crun', 'hello', 0, 1)"
+    )
     db.commit()
     db.close()
 

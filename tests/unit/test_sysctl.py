@@ -15,15 +15,21 @@ from virtbench.host import sysctl
 @pytest.fixture
 def root(tmp_path):
     r = tmp_path / "proc-sys"
-    for key, value in (("net.core.somaxconn", "4096"), ("net.ipv4.ip_local_port_range",
-                       "32768\t60999"), ("net.ipv4.tcp_tw_reuse", "2")):  # fmt: skip
+    for key, value in (
+        ("net.core.somaxconn", "4096"),
+        ("net.ipv4.ip_local_port_range", "32768\t60999"),
+        ("net.ipv4.tcp_tw_reuse", "2"),
+    ):
         sysctl.path_of(key, r).parent.mkdir(parents=True, exist_ok=True)
         sysctl.path_of(key, r).write_text(value + "\n")
     return r
 
 
-S3 = {"net.core.somaxconn": "1024", "net.ipv4.ip_local_port_range": "1024 65535",
-      "net.ipv4.tcp_tw_reuse": "1"}  # fmt: skip
+S3 = {
+    "net.core.somaxconn": "1024",
+    "net.ipv4.ip_local_port_range": "1024 65535",
+    "net.ipv4.tcp_tw_reuse": "1",
+}
 
 
 def test_apply_then_restore_puts_every_key_back(root, tmp_path):
@@ -31,8 +37,11 @@ def test_apply_then_restore_puts_every_key_back(root, tmp_path):
     state.mkdir()
     prof = sysctl.HostProfile(S3, state, root)
     got = prof.apply()
-    assert got["net.ipv4.ip_local_port_range"] == {"before": "32768 60999", "set": "1024 65535",
-                                                   "kept": "1024 65535"}  # fmt: skip
+    assert got["net.ipv4.ip_local_port_range"] == {
+        "before": "32768 60999",
+        "set": "1024 65535",
+        "kept": "1024 65535",
+    }
     assert sysctl.read("net.core.somaxconn", root) == "1024"
     saved = json.loads((state / sysctl.FILE).read_text())  # on disk before any change
     assert saved["net.core.somaxconn"] == ["4096", "1024"]
@@ -72,8 +81,10 @@ def test_what_the_kernel_kept_is_what_is_put_back_and_a_changed_key_is_said(root
     assert sysctl.leftovers(state, problems, root) == [("net.core.somaxconn", "4096", "010")]
     sysctl.write("net.core.somaxconn", "77", root)  # someone else's change
     assert sysctl.leftovers(state, problems, root) == []
-    assert problems == ["run state: sysctl net.core.somaxconn is '77', neither its '4096' nor "
-                        "the run's '010': left as it is"]  # fmt: skip
+    assert problems == [
+        "run state: sysctl net.core.somaxconn is '77', neither its '4096' nor "
+        "the run's '010': left as it is"
+    ]
     (state / sysctl.FILE).write_text("{not json")
     problems = []
     assert sysctl.leftovers(state, problems, root) == []
@@ -98,11 +109,17 @@ def test_the_profile_as_namespaced_keys_and_a_kernel_command_line():
 
 def test_the_spec_takes_a_profile_and_names_a_bad_key():
     base = {"name": "x", "runtimes": ["crun"], "experiment": [{"type": "boot"}]}
-    got = specmod.parse({**base, "sysctl": {"net.core.somaxconn": 1024,
-                                            "net.ipv4.ip_local_port_range": "1024  65535"}},
-                        "x.toml")  # fmt: skip
-    assert got.sysctl == {"net.core.somaxconn": "1024",
-                          "net.ipv4.ip_local_port_range": "1024 65535"}  # fmt: skip
+    got = specmod.parse(
+        {
+            **base,
+            "sysctl": {"net.core.somaxconn": 1024, "net.ipv4.ip_local_port_range": "1024  65535"},
+        },
+        "x.toml",
+    )
+    assert got.sysctl == {
+        "net.core.somaxconn": "1024",
+        "net.ipv4.ip_local_port_range": "1024 65535",
+    }
     with pytest.raises(SpecError, match=r"x.toml: sysctl\.\.\./etc: is not a sysctl key"):
         specmod.parse({**base, "sysctl": {"../etc": 1}}, "x.toml")
     with pytest.raises(SpecError, match=r"give a number or a string"):

@@ -73,8 +73,18 @@ def test_a_placement_whose_attack_slowdowns_overlap_says_it_cannot_tell_kinds_ap
 
 def test_a_slowdown_against_a_baseline_of_nothing_is_refused_with_its_reason():
     rows = [sample("seconds", 0.0, unit="s", direction="lower", repetition=i) for i in range(5)]
-    rows += [sample("seconds", 0.5, unit="s", direction="lower", attacker="cpu",
-                    placement="same-cpu", repetition=i) for i in range(5)]  # fmt: skip
+    rows += [
+        sample(
+            "seconds",
+            0.5,
+            unit="s",
+            direction="lower",
+            attacker="cpu",
+            placement="same-cpu",
+            repetition=i,
+        )
+        for i in range(5)
+    ]
     out = text(isolation_table("t", rows, ["crun"]))
     line = next(ln for ln in out.splitlines() if "same-cpu" in ln)
     assert "no ratio" in line and "%" not in line

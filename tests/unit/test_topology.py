@@ -98,13 +98,19 @@ def test_isolation_conditions_skip_memory_hogs_that_would_not_fit(tmp_path):
         event=lambda level, msg: events.append((level, msg)),
         host=SimpleNamespace(mem_available=lambda: 2 << 30),
     )
-    exp = {"type": "isolation", "attackers": ["cpu", "mempressure"],
-           "placements": ["same-cpu", "all-other"]}  # fmt: skip
+    exp = {
+        "type": "isolation",
+        "attackers": ["cpu", "mempressure"],
+        "placements": ["same-cpu", "all-other"],
+    }
     cfg = parse({"name": "i", "runtimes": ["crun"], "experiment": [exp]}, "t").experiment[0]
     conds = isolation.conditions(s, cfg, topo, 7)
     assert [(a, p) for a, p, _ in conds] == [
-        ("", ""), ("cpu", "same-cpu"), ("mempressure", "same-cpu"), ("cpu", "all-other"),
-    ]  # fmt: skip
+        ("", ""),
+        ("cpu", "same-cpu"),
+        ("mempressure", "same-cpu"),
+        ("cpu", "all-other"),
+    ]
     skipped, (level, msg) = events  # the skip, then what all-other leaves the worker
     assert level == "info" and msg.endswith("7 CPUs (0-6); the worker's core (7) is left to it")
     level, msg = skipped

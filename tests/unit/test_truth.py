@@ -84,10 +84,12 @@ def test_boot_medians_recovered_and_quiescence_removes_the_carry_over(tmp_path, 
         samples = run(s)
     cases = []
     for rt, truth in BOOT.runtimes.items():
-        cases.append(median_case(f"{rt} exit", truth.exit_ms,
-                                 values(samples, "boot.spawn_to_exit", rt)))  # fmt: skip
-        cases.append(median_case(f"{rt} ready", truth.ready_ms,
-                                 values(samples, "boot.spawn_to_ready", rt)))  # fmt: skip
+        cases.append(
+            median_case(f"{rt} exit", truth.exit_ms, values(samples, "boot.spawn_to_exit", rt))
+        )
+        cases.append(
+            median_case(f"{rt} ready", truth.ready_ms, values(samples, "boot.spawn_to_ready", rt))
+        )
     covered(cases, tolerance=0.10)  # fb: CV 10%, 30 values: 4 SE of the median
     assert world.carried == []  # no launch started before the previous stop settled
     timed = [x for x in samples if x.metric in ("boot.spawn_to_exit", "boot.spawn_to_ready")]
@@ -100,8 +102,7 @@ def test_without_quiescence_the_carry_over_shows_as_an_order_effect(tmp_path, mo
     """quiescence = false: a launch right after fa's stop pays the injected 4 ms, so the
     runtimes measured after fa are flagged, shifted by about that much."""
     exp = {"type": "boot", "runs": 120, "warmups": 0, "workloads": ["hello"]}
-    with fake_session(tmp_path, BOOT, ALL, exp, order_seed=11,
-                      quiescence=False) as (s, world):  # fmt: skip
+    with fake_session(tmp_path, BOOT, ALL, exp, order_seed=11, quiescence=False) as (s, world):
         samples = run(s)
     assert world.carried, "the fake never saw a launch before fa's stop settled"
     effects = order_effects(by_predecessor(samples, "boot.spawn_to_exit"))
@@ -129,10 +130,20 @@ def test_many_values_of_one_instance_are_one_unit_for_the_order_effect_check():
     rng = np.random.default_rng(3)
 
     def cmds(pred: str, rep: int, level: float) -> list[Sample]:
-        return [Sample(experiment="exec", metric="exec.true", value=float(v), unit="ms",
-                       direction="lower", runtime="fa", workload="sleep", repetition=rep,
-                       params={"predecessor": pred})
-                for v in level * rng.lognormal(0, 0.05, 50)]  # fmt: skip
+        return [
+            Sample(
+                experiment="exec",
+                metric="exec.true",
+                value=float(v),
+                unit="ms",
+                direction="lower",
+                runtime="fa",
+                workload="sleep",
+                repetition=rep,
+                params={"predecessor": pred},
+            )
+            for v in level * rng.lognormal(0, 0.05, 50)
+        ]
 
     chance = cmds("fb", 0, 10) + cmds("fb", 1, 10.5) + cmds("fc", 2, 12) + cmds("fc", 3, 12.5)
     assert not [x for _, x in trust_notes(chance) if "order effect" in x]
@@ -195,9 +206,11 @@ def test_density_recovers_memory_per_instance(tmp_path, monkeypatch):
     for rt, t in truth.runtimes.items():
         steps = [x for x in samples if x.runtime == rt and x.metric == "density.host_used"]
         assert sorted({x.background for x in steps}) == [0, 5, 10, 15, 20] and len(steps) == 10
-        for metric, injected in (("density.host_cost", t.pss_mib + t.kernel_mib),
-                                 ("density.kernel_cost", t.kernel_mib),
-                                 ("density.user_cost", t.pss_mib)):  # fmt: skip
+        for metric, injected in (
+            ("density.host_cost", t.pss_mib + t.kernel_mib),
+            ("density.kernel_cost", t.kernel_mib),
+            ("density.user_cost", t.pss_mib),
+        ):
             f = fits[(metric, rt)]
             assert f.points == 10 and f.groups == 2
             cases.append((f"{rt} {metric}", injected, f.slope, f.ci_low, f.ci_high))
@@ -207,8 +220,9 @@ def test_density_recovers_memory_per_instance(tmp_path, monkeypatch):
 def test_density_of_an_instance_that_costs_nothing_reads_below_resolution(tmp_path, monkeypatch):
     """Injected zero memory: every cost reads "< X MiB", never a negative figure, and no
     ratio may use it as a baseline."""
-    truth = Truth({"fa": RuntimeTruth(pss_mib=0.0, pss_cv=0.0, kernel_mib=0.0)}, seed=4,
-                  mem_noise_mib=1.0)  # fmt: skip
+    truth = Truth(
+        {"fa": RuntimeTruth(pss_mib=0.0, pss_cv=0.0, kernel_mib=0.0)}, seed=4, mem_noise_mib=1.0
+    )
     exp = {"type": "density", "instances": 20, "instances_per_benchmark": 4, "runs": 1}
     with fake_session(tmp_path, truth, ["fa"], exp) as (s, _):
         samples = run(s)
@@ -241,8 +255,15 @@ def test_density_says_when_an_instances_memory_cannot_be_read(tmp_path, monkeypa
 
 
 # --- scalability ----------------------------------------------------------------------
-SCALE = {"type": "scalability", "instances": 20, "instances_per_benchmark": 5, "runs": 3,
-         "measurements_per_point": 4, "warmups": 1, "settle_s": 0}  # fmt: skip
+SCALE = {
+    "type": "scalability",
+    "instances": 20,
+    "instances_per_benchmark": 5,
+    "runs": 3,
+    "measurements_per_point": 4,
+    "warmups": 1,
+    "settle_s": 0,
+}
 
 
 def test_scalability_recovers_the_boot_slope(tmp_path, monkeypatch):
@@ -302,14 +323,25 @@ def test_throughput_recovers_each_runtimes_figure(tmp_path, monkeypatch):
 def test_isolation_recovers_the_slowdown_per_attacker_and_placement(tmp_path, monkeypatch):
     """fa's worker runs at half speed beside a cpu attacker on its own CPU, 1.3x slower
     beside one on its SMT sibling, ...; every attacker/placement not listed, not at all."""
-    fa = {("cpu", "same-cpu"): 2.0, ("cpu", "smt-sibling"): 1.3, ("cpu", "other-cpu"): 1.05,
-          ("fork", "same-cpu"): 1.5}  # fmt: skip
+    fa = {
+        ("cpu", "same-cpu"): 2.0,
+        ("cpu", "smt-sibling"): 1.3,
+        ("cpu", "other-cpu"): 1.05,
+        ("fork", "same-cpu"): 1.5,
+    }
     fb = {("cpu", "same-cpu"): 1.2, ("fork", "all-other"): 1.1}
     truth = Truth(
         {"fa": RuntimeTruth(slowdown=fa), "fb": RuntimeTruth(figure=800.0, slowdown=fb)}, seed=6
     )
-    exp = {"type": "isolation", "worker": "sqlite", "attackers": ["cpu", "fork"], "runs": 20,
-           "warmups": 1, "settle_s": 0, "ci_target_pct": 0}  # fmt: skip
+    exp = {
+        "type": "isolation",
+        "worker": "sqlite",
+        "attackers": ["cpu", "fork"],
+        "runs": 20,
+        "warmups": 1,
+        "settle_s": 0,
+        "ci_target_pct": 0,
+    }
     with fake_session(tmp_path, truth, ["fa", "fb"], exp) as (s, world):
         samples = run(s)
     assert world.running == {}
@@ -332,16 +364,26 @@ def test_a_whole_spec_runs_on_the_fake_and_leaves_nothing(tmp_path, monkeypatch)
     completes, its samples are stored, nothing of it is left running or on disk."""
     truth = Truth({"fa": RuntimeTruth(), "fb": RuntimeTruth(exit_ms=14.0)}, seed=7)
     world = install(truth)
-    spec = parse({"name": "whole", "runtimes": ["fa", "fb"], "order_seed": 7, "experiment": [
-        {"type": "boot", "runs": 3, "warmups": 1},
-        {"type": "density", "instances": 6, "instances_per_benchmark": 3},
-    ]}, "test", world.drivers)  # fmt: skip
+    spec = parse(
+        {
+            "name": "whole",
+            "runtimes": ["fa", "fb"],
+            "order_seed": 7,
+            "experiment": [
+                {"type": "boot", "runs": 3, "warmups": 1},
+                {"type": "density", "instances": 6, "instances_per_benchmark": 3},
+            ],
+        },
+        "test",
+        world.drivers,
+    )
     store = Store(tmp_path / "results")
     paths = tmp_paths(tmp_path)
     said: list[str] = []
     harness = FakeHarness(world, tmp_path)
-    run_id, status = runner.execute(resolve(spec), store, paths, said.append, ["virtbench", "run"],
-                                    harness=harness)  # fmt: skip
+    run_id, status = runner.execute(
+        resolve(spec), store, paths, said.append, ["virtbench", "run"], harness=harness
+    )
     assert status == "completed" and store.run(run_id).status == "completed"
     samples = store.samples(run_id)
     assert not [x for x in samples if x.error]
@@ -403,10 +445,22 @@ def test_min_memory_finds_the_injected_minimum_within_one_step(tmp_path, monkeyp
     """fa fails below 100 MiB and halves its figure below 130: the smallest size that
     passes (completes, within 10% of 512 MiB's figure) is 136 in 8 MiB steps; fb needs
     only 20 and never slows: 24 (the true minimum lies within the step below)."""
-    truth = Truth({"fa": RuntimeTruth(needs_mib=100, tight_mib=130, figure_cv=0.01),
-                   "fb": RuntimeTruth(needs_mib=20, figure_cv=0.01)}, seed=5)  # fmt: skip
-    exp = {"type": "min_memory", "workload": "sqlite", "low_mib": 8, "high_mib": 512,
-           "step_mib": 8, "runs": 3, "params": {"sqlite": {"rows": 1000}}}  # fmt: skip
+    truth = Truth(
+        {
+            "fa": RuntimeTruth(needs_mib=100, tight_mib=130, figure_cv=0.01),
+            "fb": RuntimeTruth(needs_mib=20, figure_cv=0.01),
+        },
+        seed=5,
+    )
+    exp = {
+        "type": "min_memory",
+        "workload": "sqlite",
+        "low_mib": 8,
+        "high_mib": 512,
+        "step_mib": 8,
+        "runs": 3,
+        "params": {"sqlite": {"rows": 1000}},
+    }
     with fake_session(tmp_path, truth, ["fa", "fb"], exp) as (s, world):
         samples = run(s)
         found = {x.runtime: x.value for x in samples if x.metric == "min_memory.mib"}

@@ -35,8 +35,7 @@ def pooled(samples, metric, runtime="fa"):
 
 
 def test_sequential_tti_recovers_the_injected_distribution_and_its_phases(tmp_path):
-    exp = {"type": "tti", "sequential": 10, "staggered": 0, "levels": [], "runs": 10,
-           "settle_s": 0}  # fmt: skip
+    exp = {"type": "tti", "sequential": 10, "staggered": 0, "levels": [], "runs": 10, "settle_s": 0}
     with fake_session(tmp_path, Truth({"fa": FA}, seed=1), ["fa"], exp) as (s, world):
         samples = run(s)
         assert world.running == {}  # every instance was stopped
@@ -60,8 +59,14 @@ def test_sequential_tti_recovers_the_injected_distribution_and_its_phases(tmp_pa
 
 def test_a_90pct_success_rate_is_recovered_with_each_failure_and_its_reason(tmp_path):
     truth = Truth({"fa": RuntimeTruth(ready_ms=20.0, cv=0.05, exec_fail_share=0.10)}, seed=7)
-    exp = {"type": "tti", "sequential": 0, "staggered": 0, "levels": [20], "runs": 12,
-           "settle_s": 0}  # fmt: skip
+    exp = {
+        "type": "tti",
+        "sequential": 0,
+        "staggered": 0,
+        "levels": [20],
+        "runs": 12,
+        "settle_s": 0,
+    }
     with fake_session(tmp_path, truth, ["fa"], exp) as (s, world):
         run(s)
         stored = s.store.samples(s.run_id)
@@ -70,8 +75,9 @@ def test_a_90pct_success_rate_is_recovered_with_each_failure_and_its_reason(tmp_
     assert len(every) == 240
     ok = np.array([x.error == "" for x in every])
     failed = [x for x in every if x.error]
-    assert failed and all("its first command: exit status 1: fake: injected failure" in x.error
-                          for x in failed)  # fmt: skip
+    assert failed and all(
+        "its first command: exit status 1: fake: injected failure" in x.error for x in failed
+    )
     rate = success_ci(ok, np.array([x.repetition for x in every]))
     assert rate.low <= 90.0 <= rate.high, rate
     assert rate.high - rate.low < 15
@@ -83,39 +89,58 @@ def test_a_burst_and_a_staggered_wave_give_their_wall_and_amortized_time(tmp_pat
     # fb: 40 ms to ready, no contention, a 5 ms command: every instance is interactive
     # 45 ms after its own create call
     truth = Truth({"fb": RuntimeTruth(ready_ms=40.0, cv=0.001, exec_ms=5.0)}, seed=3)
-    exp = {"type": "tti", "sequential": 0, "staggered": 6, "gap_ms": 20, "levels": [8],
-           "runs": 2, "settle_s": 0}  # fmt: skip
+    exp = {
+        "type": "tti",
+        "sequential": 0,
+        "staggered": 6,
+        "gap_ms": 20,
+        "levels": [8],
+        "runs": 2,
+        "settle_s": 0,
+    }
     with fake_session(tmp_path, truth, ["fb"], exp) as (s, _):
         samples = run(s)
     for at, n in (("stagger", 6), ("8", 8)):
         for rep in (0, 1):
-            each = [x for x in samples if x.metric == f"tti.interactive@{at}"
-                    and x.repetition == rep]  # fmt: skip
+            each = [
+                x for x in samples if x.metric == f"tti.interactive@{at}" and x.repetition == rep
+            ]
             assert len(each) == n and all(abs(x.value - 45.0) < 0.5 for x in each)
             offsets = sorted(x.params["launch_offset_ms"] for x in each)
             if at == "stagger":  # the k-th launched k x 20 ms after the first
                 assert all(abs(o - 20 * k) < 15 for k, o in enumerate(offsets)), offsets
                 assert all(x.params["gap_ms"] == 20 for x in each)
-            wall = [x.value for x in samples if x.metric == f"tti.wall@{at}"
-                    and x.repetition == rep]  # fmt: skip
-            amortized = [x.value for x in samples if x.metric == f"tti.amortized@{at}"
-                         and x.repetition == rep]  # fmt: skip
+            wall = [
+                x.value for x in samples if x.metric == f"tti.wall@{at}" and x.repetition == rep
+            ]
+            amortized = [
+                x.value
+                for x in samples
+                if x.metric == f"tti.amortized@{at}" and x.repetition == rep
+            ]
             assert len(wall) == 1 and abs(wall[0] - (offsets[-1] + 45.0)) < 0.5
             assert abs(amortized[0] - wall[0] / n) < 1e-6
 
 
 def test_a_runtime_without_exec_is_said_once_and_measures_nothing(tmp_path):
     truth = Truth({"fa": FA, "fn": RuntimeTruth(exec_ms=None)})
-    exp = {"type": "tti", "sequential": 2, "staggered": 0, "levels": [2], "runs": 2,
-           "settle_s": 0}  # fmt: skip
+    exp = {"type": "tti", "sequential": 2, "staggered": 0, "levels": [2], "runs": 2, "settle_s": 0}
     with fake_session(tmp_path, truth, ["fa", "fn"], exp) as (s, _):
         run(s)
         every = s.store.samples(s.run_id)
     theirs = [x for x in every if x.runtime == "fn"]
     assert {x.metric for x in theirs} == {"tti.interactive@seq", "tti.interactive@2"}
     assert all(x.error == "fn cannot: fake: no exec" and x.repetition == 0 for x in theirs)
-    assert len([x for x in every if x.runtime == "fa" and x.value is not None
-                and x.metric == "tti.interactive@2"]) == 4  # fmt: skip
+    assert (
+        len(
+            [
+                x
+                for x in every
+                if x.runtime == "fa" and x.value is not None and x.metric == "tti.interactive@2"
+            ]
+        )
+        == 4
+    )
 
 
 def test_tti_tables_refuse_levels_given_twice():
@@ -124,7 +149,9 @@ def test_tti_tables_refuse_levels_given_twice():
     with pytest.raises(ValidationError, match="given twice"):
         tti.TtiExperiment(type="tti", levels=[10, 10])
     assert tti.TtiExperiment(type="tti", sequential=0, staggered=0, levels=[5, 1]).batches() == [
-        ("1", 1), ("5", 5)]  # fmt: skip
+        ("1", 1),
+        ("5", 5),
+    ]
 
 
 def test_the_batch_interval_covers_the_fake_runtimes_true_quantiles():

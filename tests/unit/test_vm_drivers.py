@@ -73,11 +73,14 @@ def test_vmm_drivers_say_where_to_get_missing_binaries():
         assert cls.cannot_run("nginx", cls.Options(guest="minimal"))
 
 
-@pytest.mark.parametrize(("name", "exit_mode", "elf"), [
-    ("qemu", "vb.exit=isa", False),  # QEMU loads a bzImage and has isa-debug-exit
-    ("firecracker", "vb.exit=reboot", True),  # no power-off: the i8042 reset (reboot=k)
-    ("cloud-hypervisor", "vb.exit=poweroff", True),  # ACPI power-off
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("name", "exit_mode", "elf"),
+    [
+        ("qemu", "vb.exit=isa", False),  # QEMU loads a bzImage and has isa-debug-exit
+        ("firecracker", "vb.exit=reboot", True),  # no power-off: the i8042 reset (reboot=k)
+        ("cloud-hypervisor", "vb.exit=poweroff", True),  # ACPI power-off
+    ],
+)
 def test_linux_guest_kernel_and_command_line_per_vmm(tmp_path, name, exit_mode, elf):
     image = fake_bzimage(tmp_path / "vmlinuz", b"\x7fELF" + b"k" * 4000, ["gzip", "-c"])
     cls = runtimes.get(name)

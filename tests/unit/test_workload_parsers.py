@@ -163,9 +163,14 @@ def test_sysbench_fileio_prepare_run_cleanup_in_one_log():
     rndrw = by_name(sysbench.parse((DATA / "sysbench-fileio-rndrw.txt").read_text()))
     assert set(rndrw) == {
         f"fileio.rndrw.{k}"
-        for k in ("reads_per_s", "writes_per_s", "fsyncs_per_s", "read_mib_per_s",
-                  "written_mib_per_s")
-    }  # fmt: skip
+        for k in (
+            "reads_per_s",
+            "writes_per_s",
+            "fsyncs_per_s",
+            "read_mib_per_s",
+            "written_mib_per_s",
+        )
+    }
     assert rndrw["fileio.rndrw.reads_per_s"].value > 0
     seqrd = by_name(sysbench.parse((DATA / "sysbench-fileio-seqrd.txt").read_text()))
     assert seqrd["fileio.seqrd.read_mib_per_s"].value > 0
@@ -258,8 +263,9 @@ def test_sysbench_oltp_reports_and_refused():
 
     for test in ("read_only", "write_only", "read_write"):
         m = by_name(mariadb.parse((DATA / f"sysbench-oltp-{test}.txt").read_text()))
-        assert set(m) == {f"{test}.{k}" for k in ("tps", "qps", "latency_avg",
-                                                  "latency_p95", "errors")}  # fmt: skip
+        assert set(m) == {
+            f"{test}.{k}" for k in ("tps", "qps", "latency_avg", "latency_p95", "errors")
+        }
     rw = by_name(mariadb.parse((DATA / "sysbench-oltp-read_write.txt").read_text()))
     assert rw["read_write.tps"].value == pytest.approx(750.34)
     assert rw["read_write.latency_p95"].value == pytest.approx(3.82)

@@ -62,9 +62,17 @@ class Fit:
     def scaled(self, factor: float) -> Fit:
         """The same fit per `factor` units of x (e.g. per 100 background instances): the
         span is then counted in those units too."""
-        return Fit(self.slope * factor, self.ci_low * factor, self.ci_high * factor,
-                   self.se * factor, self.df, self.points, self.groups, self.level,
-                   self.span / factor)  # fmt: skip
+        return Fit(
+            self.slope * factor,
+            self.ci_low * factor,
+            self.ci_high * factor,
+            self.se * factor,
+            self.df,
+            self.points,
+            self.groups,
+            self.level,
+            self.span / factor,
+        )
 
 
 def increment_fit(
@@ -86,8 +94,11 @@ def increment_fit(
     dy: list[float] = []
     firsts: list[float] = []
     for g in dict.fromkeys(gs):
-        pts = sorted((a, b) for a, b, h in zip(xs, ys, gs, strict=True)
-                     if h == g and math.isfinite(a) and math.isfinite(b))  # fmt: skip
+        pts = sorted(
+            (a, b)
+            for a, b, h in zip(xs, ys, gs, strict=True)
+            if h == g and math.isfinite(a) and math.isfinite(b)
+        )
         if pts:
             firsts.append(pts[0][1])
         for (x0, y0), (x1, y1) in itertools.pairwise(pts):
@@ -109,17 +120,43 @@ def increment_fit(
     se = math.sqrt(var / k)
     t = t975(k - 1)
     points = k + len(firsts)
-    return Fit(slope, slope - t * se, slope + t * se, se, k - 1, points, len(firsts), level,
-               span)  # fmt: skip
+    return Fit(slope, slope - t * se, slope + t * se, se, k - 1, points, len(firsts), level, span)
 
 
 # Student's t 97.5% quantiles for 1-30 degrees of freedom (CONFIDENCE 0.95); above,
 # the Cornish-Fisher expansion about the normal's, within 2e-6 of the exact value there.
-_T975 = (12.706204736, 4.302652730, 3.182446305, 2.776445105, 2.570581836, 2.446911851,
-         2.364624252, 2.306004135, 2.262157163, 2.228138852, 2.200985160, 2.178812830,
-         2.160368656, 2.144786688, 2.131449546, 2.119905299, 2.109815578, 2.100922040,
-         2.093024054, 2.085963447, 2.079613845, 2.073873068, 2.068657610, 2.063898562,
-         2.059538553, 2.055529439, 2.051830516, 2.048407142, 2.045229642, 2.042272456)  # fmt: skip
+_T975 = (
+    12.706204736,
+    4.302652730,
+    3.182446305,
+    2.776445105,
+    2.570581836,
+    2.446911851,
+    2.364624252,
+    2.306004135,
+    2.262157163,
+    2.228138852,
+    2.200985160,
+    2.178812830,
+    2.160368656,
+    2.144786688,
+    2.131449546,
+    2.119905299,
+    2.109815578,
+    2.100922040,
+    2.093024054,
+    2.085963447,
+    2.079613845,
+    2.073873068,
+    2.068657610,
+    2.063898562,
+    2.059538553,
+    2.055529439,
+    2.051830516,
+    2.048407142,
+    2.045229642,
+    2.042272456,
+)
 
 
 def t975(df: int) -> float:
@@ -130,8 +167,12 @@ def t975(df: int) -> float:
     if df <= len(_T975):
         return _T975[df - 1]
     z = 1.959963984540054
-    return (z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
-            + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * df**3))  # fmt: skip
+    return (
+        z
+        + (z**3 + z) / (4 * df)
+        + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
+        + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * df**3)
+    )
 
 
 def sen_fit(
@@ -180,8 +221,7 @@ def sen_fit(
         nan = math.nan
         return Fit(slope, nan, nan, nan, max(df, 0), points, len(members), level, span)
     low, high = float(ordered[lo_rank - 1]), float(ordered[hi_rank])
-    return Fit(slope, low, high, (high - low) / (2 * z), df, points, len(members), level,
-               span)  # fmt: skip
+    return Fit(slope, low, high, (high - low) / (2 * z), df, points, len(members), level, span)
 
 
 Verdict = str  # "grows" | "shrinks" | "flat" | "undecided"
@@ -243,8 +283,9 @@ def _betainc(a: float, b: float, x: float) -> float:
         return 0.0
     if x >= 1:
         return 1.0
-    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
-                     + a * math.log(x) + b * math.log1p(-x))  # fmt: skip
+    front = math.exp(
+        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    )
     if x < (a + 1) / (a + b + 2):
         return front * _beta_fraction(a, b, x) / a
     return 1 - front * _beta_fraction(b, a, 1 - x) / b
@@ -256,8 +297,10 @@ def _beta_fraction(a: float, b: float, x: float) -> float:
     d = 1 / (d if abs(d) > tiny else tiny)
     out = d
     for m in range(1, 10_000):
-        for num in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
-                    -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):  # fmt: skip
+        for num in (
+            m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)),
+        ):
             d = 1 + num * d
             d = 1 / (d if abs(d) > tiny else tiny)
             c = 1 + num / c

@@ -79,8 +79,7 @@ def ab_test(a: Sequence[float], b: Sequence[float], seed: int = 0) -> ABResult:
         p = 1.0 if x.size >= 2 and y.size >= 2 else nan
         return ABResult(x.size, y.size, ma, mb, change, p)
     if x.size + y.size > PERMUTATION_MAX_VALUES:
-        return ABResult(x.size, y.size, ma, mb, change, permutation_normal_p(x, y),
-                        "normal limit")  # fmt: skip
+        return ABResult(x.size, y.size, ma, mb, change, permutation_normal_p(x, y), "normal limit")
     p = permutation_p(x, y, np.random.default_rng(seed))
     return ABResult(x.size, y.size, ma, mb, change, p)
 

@@ -79,8 +79,9 @@ def _finite_pairs(
         return arr, np.arange(arr.size)
     if len(units) != len(values):
         raise ValueError("one unit per value")
-    keep = [(v, u) for v, u in zip(values, units, strict=True)
-            if v is not None and math.isfinite(v)]  # fmt: skip
+    keep = [
+        (v, u) for v, u in zip(values, units, strict=True) if v is not None and math.isfinite(v)
+    ]
     index: dict[Hashable, int] = {}
     idx = [index.setdefault(u, len(index)) for _, u in keep]
     return np.asarray([v for v, _ in keep], dtype=float), np.asarray(idx, dtype=int)

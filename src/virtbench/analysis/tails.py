@@ -100,8 +100,9 @@ def quantile_ci(values: np.ndarray, unit: np.ndarray, q: float, seed: int = 0) -
     return Estimate(point, min(float(lo), w_lo), max(float(hi), w_hi))
 
 
-def woodruff(values: np.ndarray, idx: np.ndarray, k: int, q: float, point: float
-             ) -> tuple[float, float]:  # fmt: skip
+def woodruff(
+    values: np.ndarray, idx: np.ndarray, k: int, q: float, point: float
+) -> tuple[float, float]:
     """Woodruff's 95% CI of the `q` quantile `point` of `values` in k clusters (`idx`)."""
     n = values.size
     below = (values <= point).astype(float)

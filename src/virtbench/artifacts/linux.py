@@ -28,8 +28,14 @@ from virtbench.host import proc
 META_PACKAGE = "linux-image-cloud-amd64"
 # what the guest needs to reach its NIC and disk on microvm (virtio-mmio) and q35 (PCI),
 # and its exec agent's channel (virtio-serial)
-GUEST_MODULES = ("virtio_mmio", "virtio_pci", "virtio_net", "virtio_blk", "virtio_console",
-                 "vmw_vsock_virtio_transport")  # fmt: skip
+GUEST_MODULES = (
+    "virtio_mmio",
+    "virtio_pci",
+    "virtio_net",
+    "virtio_blk",
+    "virtio_console",
+    "vmw_vsock_virtio_transport",
+)
 MODULE_DIR = "lib/modules/vb"
 
 
@@ -49,14 +55,20 @@ def debian_kernel(cache: Path, meta: str = META_PACKAGE) -> Kernel:
     depends = proc.run(["apt-cache", "depends", meta], timeout=60, what="apt-cache depends").stdout
     m = re.search(r"Depends: (linux-image-\S+)", depends)
     if m is None:
-        raise VirtbenchError(f"{meta}: no linux-image package found by apt-cache depends "
-                             "(apt-get update, or give the guest's kernel = /path)")  # fmt: skip
+        raise VirtbenchError(
+            f"{meta}: no linux-image package found by apt-cache depends "
+            "(apt-get update, or give the guest's kernel = /path)"
+        )
     package = m.group(1)
     tmp = base / f".{package}.tmp{os.getpid()}"
     tmp.mkdir(parents=True, exist_ok=True)
     try:
-        proc.run(["apt-get", "download", "-q", "-o", "APT::Sandbox::User=root", package],
-                 timeout=600, cwd=tmp, what=f"apt-get download {package}")  # fmt: skip
+        proc.run(
+            ["apt-get", "download", "-q", "-o", "APT::Sandbox::User=root", package],
+            timeout=600,
+            cwd=tmp,
+            what=f"apt-get download {package}",
+        )
         deb = next(tmp.glob("*.deb"))
         proc.run(["dpkg-deb", "-x", str(deb), str(tmp / "root")], timeout=300, what="dpkg-deb")
         deb.unlink()
@@ -110,8 +122,9 @@ def elf_kernel(image: Path, out_dir: Path) -> Path:
     size = struct.unpack("<I", payload[-4:])[0]
     argv = next((a for magic, a in DECOMPRESSORS.items() if payload.startswith(magic)), None)
     if argv is None:
-        raise VirtbenchError(f"{image}: unknown compression of the kernel payload "
-                             f"(first bytes {payload[:6].hex()})")  # fmt: skip
+        raise VirtbenchError(
+            f"{image}: unknown compression of the kernel payload (first bytes {payload[:6].hex()})"
+        )
     out_dir.mkdir(parents=True, exist_ok=True)
     packed, tmp = (out.with_name(f"{out.name}.{x}{os.getpid()}") for x in ("in", "tmp"))
     try:
@@ -151,8 +164,9 @@ def module_order(modules: Path, wanted: tuple[str, ...]) -> list[Path]:
     return order
 
 
-def _entry(name: str, mode: int, data: bytes = b"", rdev: tuple[int, int] = (0, 0),
-           ino: int = 0) -> bytes:  # fmt: skip
+def _entry(
+    name: str, mode: int, data: bytes = b"", rdev: tuple[int, int] = (0, 0), ino: int = 0
+) -> bytes:
     """One newc cpio entry (header, name, data, each padded to 4 bytes)."""
     fields = [ino, mode, 0, 0, 1, 0, len(data), 0, 0, rdev[0], rdev[1], len(name) + 1, 0]
     head = b"070701" + b"".join(b"%08X" % f for f in fields)
@@ -210,8 +224,9 @@ def build_initramfs(rootfs: Path, kernel: Kernel, out_dir: Path) -> Path:
     entries.append(("dev/console", stat.S_IFCHR | 0o600, b"", (5, 1)))
     entries.append(("init", stat.S_IFREG | 0o755, init.read_bytes(), (0, 0)))
     entries.append((f"{MODULE_DIR}/order", stat.S_IFREG | 0o644, order, (0, 0)))
-    entries += [(f"{MODULE_DIR}/{m.name}", stat.S_IFREG | 0o644, m.read_bytes(), (0, 0))
-                for m in modules]  # fmt: skip
+    entries += [
+        (f"{MODULE_DIR}/{m.name}", stat.S_IFREG | 0o644, m.read_bytes(), (0, 0)) for m in modules
+    ]
     entries.sort(key=lambda e: e[0].count("/"))  # parents first
     out_dir.mkdir(parents=True, exist_ok=True)
     write_cpio(path, entries)

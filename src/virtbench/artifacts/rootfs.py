@@ -175,8 +175,10 @@ def build_guest_programs(guest_src: Path, out: Path) -> dict[str, Path]:
     if shutil.which("musl-gcc") is None:
         raise VirtbenchError("musl-gcc not found: apt-get install musl-tools (or make setup)")
     if shutil.which("clang-14") is None:  # the WASI builds
-        raise VirtbenchError("clang-14 not found: apt-get install clang-14 lld-14 wasi-libc "
-                             "libclang-rt-14-dev-wasm32 (or make setup)")  # fmt: skip
+        raise VirtbenchError(
+            "clang-14 not found: apt-get install clang-14 lld-14 wasi-libc "
+            "libclang-rt-14-dev-wasm32 (or make setup)"
+        )
     proc.run(["make", "-s", "-C", str(guest_src), f"OUT={out}"], timeout=300, what="make guest")
     found = {p: out / p for p in (*programs(), KERNEL)}
     return found | {f"{WASM_DIR}/{p}.wasm": out / WASM_DIR / f"{p}.wasm" for p in WASM_PROGRAMS}

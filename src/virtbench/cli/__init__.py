@@ -56,8 +56,11 @@ def main() -> None:
         if os.environ.get("VIRTBENCH_DEBUG"):
             raise
         what = one_line(" ".join(f"{type(exc).__name__}: {exc}".split()))
-        err.print(f"[red]error[/]: internal error ({escape(what)}); VIRTBENCH_DEBUG=1 shows "
-                  "where; please report it", soft_wrap=True)  # fmt: skip
+        err.print(
+            f"[red]error[/]: internal error ({escape(what)}); VIRTBENCH_DEBUG=1 shows "
+            "where; please report it",
+            soft_wrap=True,
+        )
         sys.exit(70)
     try:
         sys.stdout.flush()

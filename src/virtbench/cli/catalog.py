@@ -156,8 +156,10 @@ def _print_entry(e: Entry, costs: dict[str, float]) -> None:
 def _step(step: plan.Step) -> str:
     from virtbench.run import plan
 
-    return (f"{step.experiment} on {step.runtime}: {step.detail}; {step.launches:,} "
-            f"instance starts, ~{plan.duration(step.seconds)}")  # fmt: skip
+    return (
+        f"{step.experiment} on {step.runtime}: {step.detail}; {step.launches:,} "
+        f"instance starts, ~{plan.duration(step.seconds)}"
+    )
 
 
 def print_plan(resolved: Plan, results: Path) -> None:
@@ -169,8 +171,9 @@ def print_plan(resolved: Plan, results: Path) -> None:
     costs = past_costs(results)
     spec = resolved.spec
     full, skipped, why_not = here(resolved)
-    out.print(f"[bold]plan[/]: {escape(spec.name)} on {', '.join(spec.runtimes)} "
-              "(nothing is started)")  # fmt: skip
+    out.print(
+        f"[bold]plan[/]: {escape(spec.name)} on {', '.join(spec.runtimes)} (nothing is started)"
+    )
     if full is None:
         say(f"[red]cannot run here[/]: {escape(why_not)}")
         return
@@ -181,8 +184,10 @@ def print_plan(resolved: Plan, results: Path) -> None:
         say(_step(step))
     starts = sum(st.launches for st in steps)
     basis = "this host's earlier boot runs" if costs else "typical figures for each runtime"
-    say(f"in all: {len(steps)} steps, {starts:,} instance starts, about "
-        f"{plan.duration(plan.total_s(full, costs))} here")  # fmt: skip
+    say(
+        f"in all: {len(steps)} steps, {starts:,} instance starts, about "
+        f"{plan.duration(plan.total_s(full, costs))} here"
+    )
     out.print(f"[dim]An estimate: each procedure modelled with launch costs from {basis}.[/]")
 
 
@@ -197,5 +202,7 @@ def show_presets() -> None:
             say(f"always: {escape(p.always)}")
         say(f"then cmdline: {escape(p.args)}")
         say(escape(p.notes))
-    out.print("[dim]Fields: {ip} {prefixlen} {netmask} {gateway} {mac} {name} {port}; the "
-              "network part only on the run's bridge.[/]")  # fmt: skip
+    out.print(
+        "[dim]Fields: {ip} {prefixlen} {netmask} {gateway} {mac} {name} {port}; the "
+        "network part only on the run's bridge.[/]"
+    )

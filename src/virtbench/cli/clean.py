@@ -67,8 +67,11 @@ def clean(
     else:
         for it in items:
             put = it.kind == "sysctl"  # a host setting, put back as the run found it
-            verb = ("would put back" if put else "would remove") if dry_run else (
-                "putting back" if put else "removing")  # fmt: skip
+            verb = (
+                ("would put back" if put else "would remove")
+                if dry_run
+                else ("putting back" if put else "removing")
+            )
             out.print(f"{verb} {it}")
     if items and not dry_run:
         alone: list[cleanup.Leftover] = []  # a run whose lock another holds (a clean)
@@ -105,8 +108,9 @@ def _mark_crashed(results: Path, store_url: str | None, run_id: str | None) -> N
                 store.finish_run(r.id, "crashed")
                 out.print(f"run {r.id} marked crashed")
     except StoreError as exc:
-        err.print(f"[yellow]warning[/]: could not mark crashed runs in the store: {exc}",
-                  soft_wrap=True)  # fmt: skip
+        err.print(
+            f"[yellow]warning[/]: could not mark crashed runs in the store: {exc}", soft_wrap=True
+        )
 
 
 def _clean_cache(paths: Paths, keep: int, dry_run: bool) -> None:

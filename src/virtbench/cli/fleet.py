@@ -71,13 +71,15 @@ def fleet_run(
     run_cmd = typer.main.get_command(app).commands["run"]  # type: ignore[attr-defined]
     params = run_cmd.make_context("virtbench run", [spec, *args]).params
     parsed = cli_run.resolve_spec(spec, runtimes, cli_run.run_flags(params), params["quick"])
-    plan = fleet.Plan(spec=spec, spec_name=parsed.name, args=args,
-                      runtimes=list(parsed.runtimes), shard=shard)  # fmt: skip
+    plan = fleet.Plan(
+        spec=spec, spec_name=parsed.name, args=args, runtimes=list(parsed.runtimes), shard=shard
+    )
     if runtimes is not None and shard == "none":
         plan.args = [*args, "--runtimes", ",".join(parsed.runtimes)]
     store = open_results(results, store_url)
-    fid, outcomes, merged = fleet.run(plan, inventory, store, store_url, Paths.from_env(),
-                                      out.print)  # fmt: skip
+    fid, outcomes, merged = fleet.run(
+        plan, inventory, store, store_url, Paths.from_env(), out.print
+    )
     t = Table(title=f"fleet {fid}", title_justify="left")
     for col in ("host", "status", "runs", "samples", "why"):
         t.add_column(col)
@@ -88,8 +90,10 @@ def fleet_run(
         t.add_row(host, f"[{style}]{o.status}[/]", ",".join(ids), str(n), o.message)
     print_table(t)
     bad = [h for h, o in outcomes.items() if o.status != "ok"]
-    out.print(f"fleet {fid}: {len(outcomes) - len(bad)} of {len(outcomes)} hosts completed; "
-              f"`virtbench report {fid}` shows them")  # fmt: skip
+    out.print(
+        f"fleet {fid}: {len(outcomes) - len(bad)} of {len(outcomes)} hosts completed; "
+        f"`virtbench report {fid}` shows them"
+    )
     if bad:
         err.print(f"[red]error[/]: fleet {fid}: {', '.join(bad)} did not complete (see above)")
         raise typer.Exit(1)

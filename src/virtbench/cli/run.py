@@ -59,8 +59,11 @@ def with_flag_options(after: str) -> Callable[[F], F]:
             if f.s1:  # S1's runner's spellings: hidden, merged into the flag by run_flags
                 hidden = typer.Option(*f.s1, hidden=True, help=f"S1's spelling of {f.names[0]}.")
                 added.append(_option(f"s1_{f.field}", f.kind, hidden))
-        kept = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY)  # typer passes them by name
-                for p in params if p.kind is not inspect.Parameter.VAR_KEYWORD]  # fmt: skip
+        kept = [
+            p.replace(kind=inspect.Parameter.KEYWORD_ONLY)  # typer passes them by name
+            for p in params
+            if p.kind is not inspect.Parameter.VAR_KEYWORD
+        ]
         new = [*kept[:at], *added, *kept[at:]]
         func.__signature__ = inspect.Signature(new)  # type: ignore[attr-defined]
         func.__annotations__ = {p.name: p.annotation for p in new}
@@ -70,8 +73,12 @@ def with_flag_options(after: str) -> Callable[[F], F]:
 
 
 def _option(name: str, kind: type, option: Any) -> inspect.Parameter:
-    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None,
-                             annotation=Annotated[kind | None, option])  # fmt: skip
+    return inspect.Parameter(
+        name,
+        inspect.Parameter.KEYWORD_ONLY,
+        default=None,
+        annotation=Annotated[kind | None, option],
+    )
 
 
 def run_flags(params: dict[str, Any]) -> dict[str, Any]:
@@ -227,9 +234,15 @@ def _execute(parsed: Spec, store: Store, record: RunRecord | None, labels: dict[
 
     try:
         run_id, status = runner.execute(
-            resolve(parsed), store, paths, out.print, sys.argv, started, resume=record,
+            resolve(parsed),
+            store,
+            paths,
+            out.print,
+            sys.argv,
+            started,
+            resume=record,
             labels=labels,
-        )  # fmt: skip
+        )
     except KeyboardInterrupt:
         err.print(
             f"[yellow]interrupted[/]: run {run_id} stopped; its samples so far are stored; "
@@ -266,8 +279,10 @@ def unmeasured(samples: Frame | list[Any]) -> dict[str, str]:
         failed = f.failed
     measured = set(f.take(~failed).distinct("runtime"))
     tried = f.take(failed)
-    first = {rt: tried.labels["error"][tried.codes["error"][rows[0]]]
-             for (rt,), rows in tried.groups("runtime")}  # fmt: skip
+    first = {
+        rt: tried.labels["error"][tried.codes["error"][rows[0]]]
+        for (rt,), rows in tried.groups("runtime")
+    }
     return {rt: why for rt, why in first.items() if rt not in measured}
 
 

@@ -44,31 +44,41 @@ class Target:
         return "none yet" if math.isinf(value) else f"{value:.1f}{self.unit}"
 
 
-def stop(s: Session, experiment: str, targets: list[Target], done: int, limit: int,
-         since: float) -> bool:  # fmt: skip
+def stop(
+    s: Session, experiment: str, targets: list[Target], done: int, limit: int, since: float
+) -> bool:
     """After `done` repetitions (at least the spec's runs): are they enough? Every target
     met (an info event), or `limit` reached with one unmet, or nothing to judge by (a
     warning each, saying which)."""
     worst = [(t, t.worst(since)) for t in targets]
     for t, w in worst:
         if w is None:  # nothing to judge by: say so rather than claim success
-            s.event("warning", f"{experiment}: {t.name} target {t.limit:g}{t.unit} not "
-                               f"checked after {done} repetitions: {t.nothing}")  # fmt: skip
+            s.event(
+                "warning",
+                f"{experiment}: {t.name} target {t.limit:g}{t.unit} not "
+                f"checked after {done} repetitions: {t.nothing}",
+            )
             return True
     unmet = [(t, w) for t, w in worst if w is not None and w[0] > t.limit]
     if not unmet:
         for t, w in worst:
             assert w is not None
-            s.event("info", f"{experiment}: {t.name} target {t.limit:g}{t.unit} met after "
-                            f"{done} repetitions (largest {t.name} {t.text(w[0])}, "
-                            f"{w[1]})")  # fmt: skip
+            s.event(
+                "info",
+                f"{experiment}: {t.name} target {t.limit:g}{t.unit} met after "
+                f"{done} repetitions (largest {t.name} {t.text(w[0])}, "
+                f"{w[1]})",
+            )
         return True
     if done < limit:
         return False
     for t, w in unmet:
-        s.event("warning", f"{experiment}: {done} repetitions (max_runs) and the {t.name} "
-                           f"of {w[1]} is still {t.text(w[0])} "
-                           f"(target {t.limit:g}{t.unit})")  # fmt: skip
+        s.event(
+            "warning",
+            f"{experiment}: {done} repetitions (max_runs) and the {t.name} "
+            f"of {w[1]} is still {t.text(w[0])} "
+            f"(target {t.limit:g}{t.unit})",
+        )
     return True
 
 
@@ -83,11 +93,23 @@ def worst_cv(s: Session, experiment: str, since: float) -> Worst:
     group has 2 values. A group without a CV (mean 0) counts as met."""
     groups: dict[tuple[str, ...], list[float]] = {}
     for smp in s.store.samples(s.run_id):
-        if (smp.experiment != experiment or smp.t < since or smp.warmup or smp.error
-                or smp.value is None or not s.repeated(smp.metric, smp.workload)):  # fmt: skip
+        if (
+            smp.experiment != experiment
+            or smp.t < since
+            or smp.warmup
+            or smp.error
+            or smp.value is None
+            or not s.repeated(smp.metric, smp.workload)
+        ):
             continue
-        key = (smp.metric, smp.workload, smp.runtime, str(smp.background), smp.attacker,
-               smp.placement)  # fmt: skip
+        key = (
+            smp.metric,
+            smp.workload,
+            smp.runtime,
+            str(smp.background),
+            smp.attacker,
+            smp.placement,
+        )
         groups.setdefault(key, []).append(smp.value)
     worst: Worst = None
     for key, values in groups.items():

@@ -195,5 +195,11 @@ def estimate(cfg: BootExperiment, cost: Costs) -> Estimate:
 
 
 TYPE = ExperimentType(
-    "boot", BootExperiment, run, UNIT, order=10, estimate=estimate, metrics=METRICS,
-)  # fmt: skip
+    "boot",
+    BootExperiment,
+    run,
+    UNIT,
+    order=10,
+    estimate=estimate,
+    metrics=METRICS,
+)

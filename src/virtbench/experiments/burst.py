@@ -113,8 +113,14 @@ def burst_once(s: Session, runtime: str, level: int, rep: int, cfg: BurstExperim
     when not one instance became ready (the runtime's failures count it)."""
     rt = s.runtimes[runtime]
     wl = workloads.get(cfg.workload)
-    base = dict(experiment="burst", direction="lower", runtime=runtime, workload=cfg.workload,
-                repetition=rep, params={**s.params(runtime), "level": level})  # fmt: skip
+    base = dict(
+        experiment="burst",
+        direction="lower",
+        runtime=runtime,
+        workload=cfg.workload,
+        repetition=rep,
+        params={**s.params(runtime), "level": level},
+    )
     prepared: list[Instance] = []
     errors: list[str] = []
     try:
@@ -130,18 +136,29 @@ def burst_once(s: Session, runtime: str, level: int, rep: int, cfg: BurstExperim
     finally:
         stop_errors = rt.stop_each(prepared)
     if stop_errors:
-        s.event("warning", f"burst: {runtime}: {len(stop_errors)} instances could not be "
-                           f"stopped: {stop_errors[0]}")  # fmt: skip
+        s.event(
+            "warning",
+            f"burst: {runtime}: {len(stop_errors)} instances could not be "
+            f"stopped: {stop_errors[0]}",
+        )
     record(s, base, level, results, errors, busy0, busy1)
 
 
-def record(s: Session, base: dict, level: int, launched: list[Launched],
-           errors: list[str], busy0: tuple[int, int], busy1: tuple[int, int]) -> None:  # fmt: skip
+def record(
+    s: Session,
+    base: dict,
+    level: int,
+    launched: list[Launched],
+    errors: list[str],
+    busy0: tuple[int, int],
+    busy1: tuple[int, int],
+) -> None:
     """The burst's samples: each instance's, then the burst's own figures."""
     at = f"@{level}"
     for why in errors:  # instances that could not even be prepared
-        s.record(Sample(metric="burst.spawn_to_ready" + at, value=None, unit="ms", error=why,
-                        **base))  # fmt: skip
+        s.record(
+            Sample(metric="burst.spawn_to_ready" + at, value=None, unit="ms", error=why, **base)
+        )
     ok = []
     results = [(x.spawn_ns, None if x.why else x.ready_ns, x.why) for x in launched]
     first = min((spawn for spawn, _, _ in results), default=0)
@@ -149,31 +166,52 @@ def record(s: Session, base: dict, level: int, launched: list[Launched],
         value = None if ready is None else (ready - spawn) / 1e6
         # when its launch call came, after the burst's first: how together they were
         params = {**base["params"], "launch_offset_ms": round((spawn - first) / 1e6, 3)}
-        s.record(Sample(metric="burst.spawn_to_ready" + at, value=value, unit="ms", error=why,
-                        **{**base, "params": params}))  # fmt: skip
+        s.record(
+            Sample(
+                metric="burst.spawn_to_ready" + at,
+                value=value,
+                unit="ms",
+                error=why,
+                **{**base, "params": params},
+            )
+        )
         if ready is not None:
             ok.append((spawn, ready))
     failed = level - len(ok)
     s.record(Sample(metric="burst.failed" + at, value=failed, unit="instances", **base))
     total = busy1[1] - busy0[1]
     cpu = 100 * (busy1[0] - busy0[0]) / total if total > 0 else None
-    s.record(Sample(metric="burst.host_cpu" + at, value=cpu, unit="%",
-                    error="" if total > 0 else "the burst was shorter than the CPU counters' "
-                    "tick (/proc/stat: 10 ms): below what they resolve",
-                    **base))  # fmt: skip
+    s.record(
+        Sample(
+            metric="burst.host_cpu" + at,
+            value=cpu,
+            unit="%",
+            error=""
+            if total > 0
+            else "the burst was shorter than the CPU counters' "
+            "tick (/proc/stat: 10 ms): below what they resolve",
+            **base,
+        )
+    )
     if not ok:
         why = results[0][2] if results else errors[0]  # every one failed
         for q in QUANTILES:
             s.record(Sample(metric=q + at, value=None, unit="ms", error=why, **base))
-        raise InstanceError(f"{base['runtime']}: no instance of a burst of {level} became "
-                            f"ready: {why}")  # fmt: skip
+        raise InstanceError(
+            f"{base['runtime']}: no instance of a burst of {level} became ready: {why}"
+        )
     times = np.array([(r - sp) / 1e6 for sp, r in ok])
     for q, pct in QUANTILES.items():
-        s.record(Sample(metric=q + at, value=float(np.percentile(times, pct)),
-                        unit="ms", **base))  # fmt: skip
+        s.record(Sample(metric=q + at, value=float(np.percentile(times, pct)), unit="ms", **base))
     window_s = (max(r for _, r in ok) - min(sp for sp, _, _ in results)) / 1e9
-    s.record(Sample(metric="burst.ready_per_s" + at, value=len(ok) / window_s,
-                    unit="instances/s", **{**base, "direction": "higher"}))  # fmt: skip
+    s.record(
+        Sample(
+            metric="burst.ready_per_s" + at,
+            value=len(ok) / window_s,
+            unit="instances/s",
+            **{**base, "direction": "higher"},
+        )
+    )
 
 
 def estimate(cfg: BurstExperiment, cost: Costs) -> Estimate:
@@ -184,5 +222,11 @@ def estimate(cfg: BurstExperiment, cost: Costs) -> Estimate:
 
 
 TYPE = ExperimentType(
-    "burst", BurstExperiment, run, UNIT, order=70, estimate=estimate, metrics=METRICS,
-)  # fmt: skip
+    "burst",
+    BurstExperiment,
+    run,
+    UNIT,
+    order=70,
+    estimate=estimate,
+    metrics=METRICS,
+)

@@ -211,16 +211,24 @@ class Pile:
         self.sample("density.host_used", used, "MiB", n, params=at)
         self.sample("density.kernel_used", kernel, "MiB", n, params=at)
         if unread:  # a sum missing instances would understate the step
-            self.sample("density.user_pss", None, "MiB", n, params=at,
-                        error=f"the memory of {unread} of {n} running instances could not "
-                        "be read (no host process of theirs left)")  # fmt: skip
+            self.sample(
+                "density.user_pss",
+                None,
+                "MiB",
+                n,
+                params=at,
+                error=f"the memory of {unread} of {n} running instances could not "
+                "be read (no host process of theirs left)",
+            )
         else:
             self.sample("density.user_pss", pss / MIB, "MiB", n, params=at)
         if self.none_used is None:
             self.none_used = used
         else:
-            self.s.say(f"density: {self.runtime} {n}/{self.cfg.instances} instances, host "
-                       f"memory in use {used - self.none_used:+.1f} MiB since none")  # fmt: skip
+            self.s.say(
+                f"density: {self.runtime} {n}/{self.cfg.instances} instances, host "
+                f"memory in use {used - self.none_used:+.1f} MiB since none"
+            )
 
     def add(self, i: int) -> str:
         """Start the `i`th instance and record its launch and memory; why the pile stops
@@ -229,8 +237,9 @@ class Pile:
         timed: dict = {**self.params}  # the launch's quiet wait goes in its sample
         spec = s.instance_spec(self.runtime, self.argv)
         try:  # an instance that never gets ready is stopped, not counted
-            inst, t_ready = s.start_ready(self.runtime, spec, self.cfg.timeout_s,
-                                          ("density", timed))  # fmt: skip
+            inst, t_ready = s.start_ready(
+                self.runtime, spec, self.cfg.timeout_s, ("density", timed)
+            )
             self.started.append(inst)
         except InstanceError as exc:
             self.sample("density.launch", None, "ms", i, error=str(exc), params=timed)
@@ -243,11 +252,17 @@ class Pile:
             if guest is not None:  # VMs: the VMM's own cost, without the guest's RAM
                 self.sample("density.pss_without_guest_ram", (pss - guest) / MIB, "MiB", i)
         else:
-            self.sample("density.pss", None, "MiB", i,
-                        error="no host process of the instance could be read")  # fmt: skip
+            self.sample(
+                "density.pss", None, "MiB", i, error="no host process of the instance could be read"
+            )
         cg = rt.memory.cgroup_bytes(inst)
-        self.sample("density.cgroup_memory", None if cg is None else cg / MIB, "MiB", i,
-                    error="" if cg is not None else "no memory cgroup")  # fmt: skip
+        self.sample(
+            "density.cgroup_memory",
+            None if cg is None else cg / MIB,
+            "MiB",
+            i,
+            error="" if cg is not None else "no memory cgroup",
+        )
         avail = self.host.mem_available() / MIB
         self.sample("density.mem_available", avail, "MiB", i, direction="higher")
         return ""
@@ -301,8 +316,14 @@ def alive(pile: Pile) -> None:
     if why is None and rt.family is Family.VM and not pile.started[0].spec.agent:
         why = "its instances here boot the minimal guest, which has no exec agent"
     if why is not None:
-        pile.sample("density.answered", None, "instances", n, direction="higher",
-                    error=f"{pile.runtime} cannot answer a command: {why}")  # fmt: skip
+        pile.sample(
+            "density.answered",
+            None,
+            "instances",
+            n,
+            direction="higher",
+            error=f"{pile.runtime} cannot answer a command: {why}",
+        )
         return
     rng = np.random.default_rng([pile.s.order_seed, pile.rep])
     chosen = sorted(rng.choice(n, size=min(pile.cfg.liveness_probes, n), replace=False))
@@ -318,12 +339,21 @@ def alive(pile: Pile) -> None:
         pile.sample("density.liveness", value, "ms", n, params=params, error=err)
         answered += not err
         first = first or (err and f"instance {i + 1}: {err}")
-    pile.sample("density.answered", float(answered), "instances", n, direction="higher",
-                params={**pile.params, "probed": len(chosen)})  # fmt: skip
+    pile.sample(
+        "density.answered",
+        float(answered),
+        "instances",
+        n,
+        direction="higher",
+        params={**pile.params, "probed": len(chosen)},
+    )
     if answered < len(chosen):
         missing = len(chosen) - answered
-        pile.s.event("warning", f"density: {pile.runtime}: {missing} of {len(chosen)} probed "
-                                f"instances did not answer ({first})")  # fmt: skip
+        pile.s.event(
+            "warning",
+            f"density: {pile.runtime}: {missing} of {len(chosen)} probed "
+            f"instances did not answer ({first})",
+        )
 
 
 def run(s: Session, cfg: DensityExperiment) -> None:
@@ -350,5 +380,11 @@ def estimate(cfg: DensityExperiment, cost: Costs) -> Estimate:
 
 
 TYPE = ExperimentType(
-    "density", DensityExperiment, run, UNIT, order=20, estimate=estimate, metrics=METRICS,
-)  # fmt: skip
+    "density",
+    DensityExperiment,
+    run,
+    UNIT,
+    order=20,
+    estimate=estimate,
+    metrics=METRICS,
+)

@@ -70,8 +70,7 @@ class ExecExperiment(CommonExperiment):
 def commands(cfg: ExecExperiment) -> list[tuple[str, list[str], int]]:
     """(metric, argv inside the instance, bytes it writes to stdout)."""
     n = cfg.stdout_bytes
-    return [("exec.true", HELLO, HELLO_BYTES),
-            ("exec.stdout_1mib", ["/bin/vb-hello", str(n)], n)]  # fmt: skip
+    return [("exec.true", HELLO, HELLO_BYTES), ("exec.stdout_1mib", ["/bin/vb-hello", str(n)], n)]
 
 
 def run(s: Session, cfg: ExecExperiment) -> None:
@@ -97,13 +96,19 @@ def exec_once(s: Session, runtime: str, cfg: ExecExperiment, base: dict) -> None
             for res, err in results:
                 err = err or wrong(res, expect)
                 value = res.ms if res is not None and not err else None
-                s.record(Sample(metric=metric, value=value, unit="ms", error=err,
-                                **{**base, "params": params}))  # fmt: skip
+                s.record(
+                    Sample(
+                        metric=metric,
+                        value=value,
+                        unit="ms",
+                        error=err,
+                        **{**base, "params": params},
+                    )
+                )
                 ok += not err
                 why = why or err
             if not ok:
-                raise recorded(InstanceError(f"{runtime}: {' '.join(argv)} never succeeded: "
-                                             f"{why}"))  # fmt: skip
+                raise recorded(InstanceError(f"{runtime}: {' '.join(argv)} never succeeded: {why}"))
 
 
 def estimate(cfg: ExecExperiment, cost: Costs) -> Estimate:
@@ -115,5 +120,11 @@ def estimate(cfg: ExecExperiment, cost: Costs) -> Estimate:
 
 
 TYPE = ExperimentType(
-    "exec", ExecExperiment, run, UNIT, order=80, estimate=estimate, metrics=METRICS,
-)  # fmt: skip
+    "exec",
+    ExecExperiment,
+    run,
+    UNIT,
+    order=80,
+    estimate=estimate,
+    metrics=METRICS,
+)

@@ -18,9 +18,16 @@ from virtbench.store import Sample
 
 
 @contextlib.contextmanager
-def running(s: Session, runtime: str, workload: str, timeout: float,
-            control: bool = False, agent: bool = False, args: tuple[str, ...] = (),
-            memory_mib: int | None = None) -> Iterator[Instance]:  # fmt: skip
+def running(
+    s: Session,
+    runtime: str,
+    workload: str,
+    timeout: float,
+    control: bool = False,
+    agent: bool = False,
+    args: tuple[str, ...] = (),
+    memory_mib: int | None = None,
+) -> Iterator[Instance]:
     """A fresh instance of `workload` (`args` after its own), started and ready
     (untimed), stopped on the way out whatever happens. `control`: it will be paused or
     checkpointed; `agent`: commands will be run in it; `memory_mib`: the spec's, else."""
@@ -61,13 +68,24 @@ def recorded(exc: InstanceError) -> InstanceError:
 
 def base_of(s: Session, experiment: str, runtime: str, workload: str, rep: int) -> dict:
     """The fields every sample of one runtime's repetition shares."""
-    return dict(experiment=experiment, direction="lower", runtime=runtime, workload=workload,
-                repetition=rep, params=s.params(runtime))  # fmt: skip
+    return dict(
+        experiment=experiment,
+        direction="lower",
+        runtime=runtime,
+        workload=workload,
+        repetition=rep,
+        params=s.params(runtime),
+    )
 
 
-def each_repetition(s: Session, cfg: Any, experiment: str,
-                    why_not: Callable[[Runtime], str | None], units: dict[str, str],
-                    measure: Callable[[Session, str, Any, dict], None]) -> None:  # fmt: skip
+def each_repetition(
+    s: Session,
+    cfg: Any,
+    experiment: str,
+    why_not: Callable[[Runtime], str | None],
+    units: dict[str, str],
+    measure: Callable[[Session, str, Any, dict], None],
+) -> None:
     """The procedure of `exec`, `pause` and `snapshot`: every repetition, every runtime in
     the schedule's order, one unit of measurement (`run --resume`) each. A runtime that
     cannot (`why_not` says why) is recorded so once; the others are measured by
@@ -90,8 +108,9 @@ def each_repetition(s: Session, cfg: Any, experiment: str,
         s.say(f"{experiment}: repetition {rep + 1}/{cfg.runs} done")
 
 
-def cannot(s: Session, experiment: str, runtime: str, why: str, base: dict[str, Any],
-           units: dict[str, str]) -> None:  # fmt: skip
+def cannot(
+    s: Session, experiment: str, runtime: str, why: str, base: dict[str, Any], units: dict[str, str]
+) -> None:
     """Record that `runtime` cannot do what `experiment` measures: one failed sample per
     figure, with the reason (once per run: the first repetition's)."""
     if base["repetition"] != 0:

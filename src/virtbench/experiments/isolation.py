@@ -102,8 +102,9 @@ def measure(
     try:
         if cpus:  # attackers, or a busy baseline's spinners
             try:
-                neighbours.running = start_attackers(s, cfg, attacker_runtime, name or SPINNER,
-                                                     cpus)  # fmt: skip
+                neighbours.running = start_attackers(
+                    s, cfg, attacker_runtime, name or SPINNER, cpus
+                )
             except InstanceError as exc:  # stored with its reason: counted, never averaged
                 s.record(worker.failed("isolation", worker.levels[0], str(exc), **labels))
                 raise
@@ -138,15 +139,23 @@ def run(s: Session, cfg: IsolationExperiment) -> None:
             if failures.skip(runtime) or not todo:
                 continue
             worker = Worker(
-                s, runtime, cfg.worker, params, cfg.ready_timeout_s, cfg.client_timeout_s,
+                s,
+                runtime,
+                cfg.worker,
+                params,
+                cfg.ready_timeout_s,
+                cfg.client_timeout_s,
                 cpus=str(cpu),
-            )  # fmt: skip
+            )
             with worker:
                 try:
                     worker.start()
                 except InstanceError as exc:
-                    s.record(worker.failed("isolation", worker.levels[0], str(exc),
-                                           repetition=rep, warmup=warmup))  # fmt: skip
+                    s.record(
+                        worker.failed(
+                            "isolation", worker.levels[0], str(exc), repetition=rep, warmup=warmup
+                        )
+                    )
                     failures.failed(runtime, exc)
                     for u in todo:  # settled as in an uninterrupted run: not retried
                         s.finished("isolation", warmup, **u)
@@ -192,6 +201,12 @@ def estimate(cfg: IsolationExperiment, cost: Costs) -> Estimate:
 
 
 TYPE = ExperimentType(
-    "isolation", IsolationExperiment, run, UNIT, order=50, check=check, estimate=estimate,
+    "isolation",
+    IsolationExperiment,
+    run,
+    UNIT,
+    order=50,
+    check=check,
+    estimate=estimate,
     metrics=METRICS,
-)  # fmt: skip
+)

@@ -45,16 +45,22 @@ def conditions(s: Session, cfg: IsolationExperiment, topo: Topology, cpu: int) -
         for a in cfg.attackers:
             need = attackers.ATTACKERS[a].memory_mib * len(cpus)
             if need > MEMORY_SHARE * available_mib:  # many CPUs x a memory hog: no OOM
-                s.event("warning", f"isolation: {a} at {placement} skipped: {len(cpus)} "
-                                   f"attackers would hold {need} MiB, more than "
-                                   f"{MEMORY_SHARE:.0%} of MemAvailable "
-                                   f"({available_mib:.0f} MiB)")  # fmt: skip
+                s.event(
+                    "warning",
+                    f"isolation: {a} at {placement} skipped: {len(cpus)} "
+                    f"attackers would hold {need} MiB, more than "
+                    f"{MEMORY_SHARE:.0%} of MemAvailable "
+                    f"({available_mib:.0f} MiB)",
+                )
                 continue
             out.append((a, placement, cpus))
         if placement == "all-other" and out[-1][1] == placement:  # say what the worker keeps
-            s.event("info", f"isolation: all-other: one attacker on each of {len(cpus)} CPUs "
-                            f"({format_cpulist(cpus)}); the worker's core "
-                            f"({format_cpulist(topo.core(cpu))}) is left to it")  # fmt: skip
+            s.event(
+                "info",
+                f"isolation: all-other: one attacker on each of {len(cpus)} CPUs "
+                f"({format_cpulist(cpus)}); the worker's core "
+                f"({format_cpulist(topo.core(cpu))}) is left to it",
+            )
     return out
 
 

@@ -49,15 +49,22 @@ def ours(s: Session, cfg: IsolationExperiment) -> Callable[[Sample], bool]:
     from virtbench.spec.base import measured  # the spec package lists experiment types
 
     primary, index = measured(cfg.worker).primary, s.experiment_index or 0
-    return lambda smp: (smp.experiment == "isolation" and smp.workload == cfg.worker
-                        and smp.params.get("experiment_index", 0) == index
-                        and smp.metric.partition("@")[0] == primary)  # fmt: skip
+    return lambda smp: (
+        smp.experiment == "isolation"
+        and smp.workload == cfg.worker
+        and smp.params.get("experiment_index", 0) == index
+        and smp.metric.partition("@")[0] == primary
+    )
 
 
 def slowdown_target(s: Session, cfg: IsolationExperiment) -> Target:
-    return Target("slowdown CI width", cfg.ci_target_pct, " points",
-                  lambda since: widest(s, cfg, since),
-                  "no attacked measurement succeeded")  # fmt: skip
+    return Target(
+        "slowdown CI width",
+        cfg.ci_target_pct,
+        " points",
+        lambda since: widest(s, cfg, since),
+        "no attacked measurement succeeded",
+    )
 
 
 def widest(s: Session, cfg: IsolationExperiment, since: float) -> Worst:
@@ -81,15 +88,17 @@ def widest(s: Session, cfg: IsolationExperiment, since: float) -> Worst:
         if not attacker:
             continue
         what = f"{runtime} {attacker} at {placement}" + (f" ({metric})" if several else "")
-        width, why = judged(groups.get((runtime, metric, "", ""), ([], [])), (values, units),
-                            direction[metric])  # fmt: skip
+        width, why = judged(
+            groups.get((runtime, metric, "", ""), ([], [])), (values, units), direction[metric]
+        )
         if worst is None or width > worst[0]:
             worst = (width, what + why)
     return worst
 
 
-def judged(base: tuple[list[float], list[int]], hit: tuple[list[float], list[int]],
-           direction: str) -> tuple[float, str]:  # fmt: skip
+def judged(
+    base: tuple[list[float], list[int]], hit: tuple[list[float], list[int]], direction: str
+) -> tuple[float, str]:
     """(width of the slowdown's 95% CI in points, "") or (inf, why there is none)."""
     n_base, n_hit = len(set(base[1])), len(set(hit[1]))
     if not n_base:
@@ -115,31 +124,42 @@ def pilot(s: Session, cfg: IsolationExperiment, cpu: int) -> None:
     if not cfg.ci_target_pct or limit is None:
         return
     if limit < MIN_UNITS:
-        s.event("info", f"isolation: at most {limit} repetitions: no slowdown will have a "
-                        f"95% CI (it takes {MIN_UNITS}); the target of {cfg.ci_target_pct:g} "
-                        "points is not checked")  # fmt: skip
+        s.event(
+            "info",
+            f"isolation: at most {limit} repetitions: no slowdown will have a "
+            f"95% CI (it takes {MIN_UNITS}); the target of {cfg.ci_target_pct:g} "
+            "points is not checked",
+        )
         return
     params = cfg.params_for(cfg.worker)
     mine = ours(s, cfg)
     done = {x.runtime for x in s.store.samples(s.run_id) if x.params.get("pilot") and mine(x)}
     for runtime in [r for r in s.spec.runtimes if r not in done] if cfg.pilot else []:
-        worker = Worker(s, runtime, cfg.worker, params, cfg.ready_timeout_s,
-                        cfg.client_timeout_s, cpus=str(cpu))  # fmt: skip
+        worker = Worker(
+            s, runtime, cfg.worker, params, cfg.ready_timeout_s, cfg.client_timeout_s, cpus=str(cpu)
+        )
         try:
             with worker:
                 worker.start()
                 for k in range(cfg.pilot):
                     worker.measure_levels("isolation", **pilot_labels(k))
         except InstanceError as exc:  # the repetitions meet it again and record it
-            s.event("warning", f"isolation: {runtime}: the baseline check could not "
-                               f"measure the worker: {exc}")  # fmt: skip
+            s.event(
+                "warning",
+                f"isolation: {runtime}: the baseline check could not measure the worker: {exc}",
+            )
             continue
         verdict(s, cfg, runtime, limit)
 
 
 def pilot_labels(k: int) -> dict[str, Any]:
-    return {"repetition": k, "warmup": True, "attacker": "", "placement": "",
-            "params": {"pilot": True}}  # fmt: skip
+    return {
+        "repetition": k,
+        "warmup": True,
+        "attacker": "",
+        "placement": "",
+        "params": {"pilot": True},
+    }
 
 
 def verdict(s: Session, cfg: IsolationExperiment, runtime: str, limit: int) -> None:
@@ -147,24 +167,38 @@ def verdict(s: Session, cfg: IsolationExperiment, runtime: str, limit: int) -> N
     by: dict[str, list[float]] = defaultdict(list)  # per level
     mine = ours(s, cfg)
     for x in s.store.samples(s.run_id):
-        if (x.runtime == runtime and x.warmup and x.params.get("pilot") and mine(x)
-                and not x.error and x.value is not None):  # fmt: skip
+        if (
+            x.runtime == runtime
+            and x.warmup
+            and x.params.get("pilot")
+            and mine(x)
+            and not x.error
+            and x.value is not None
+        ):
             by[x.metric].append(x.value)
     spreads = [(summarize(v).cv, len(v)) for v in by.values() if len(v) >= 2]
     cv, n = max(((c, k) for c, k in spreads if not math.isnan(c)), default=(math.nan, 0))
     if math.isnan(cv):
-        s.event("warning", f"isolation: {runtime}: the baseline check got no two values: "
-                           "its spread is unknown")  # fmt: skip
+        s.event(
+            "warning",
+            f"isolation: {runtime}: the baseline check got no two values: its spread is unknown",
+        )
         return
     target = cfg.ci_target_pct
     width, need = predicted_width(cv, limit), runs_needed(cv, target)
     alone = f"{n} measurements alone had a CV of {cv * 100:.1f}%"
     if width > target:
-        s.event("warning", f"isolation: {runtime}: the baseline spread is too wide for the "
-                           f"{target:g}-point CI target: {alone}, so a slowdown's 95% CI "
-                           f"would be about {width:.0f} points wide after {limit} repetitions "
-                           f"(max_runs); it would take about {need} (raise max_runs), a "
-                           "quieter host or a longer measurement")  # fmt: skip
+        s.event(
+            "warning",
+            f"isolation: {runtime}: the baseline spread is too wide for the "
+            f"{target:g}-point CI target: {alone}, so a slowdown's 95% CI "
+            f"would be about {width:.0f} points wide after {limit} repetitions "
+            f"(max_runs); it would take about {need} (raise max_runs), a "
+            "quieter host or a longer measurement",
+        )
     else:
-        s.event("info", f"isolation: {runtime}: {alone}: a slowdown's 95% CI should narrow "
-                        f"to {target:g} points in about {need} repetitions")  # fmt: skip
+        s.event(
+            "info",
+            f"isolation: {runtime}: {alone}: a slowdown's 95% CI should narrow "
+            f"to {target:g} points in about {need} repetitions",
+        )

@@ -84,8 +84,9 @@ class MinMemoryExperiment(WorkerExperiment):
             raise ValueError(f"low_mib: {self.low_mib} is not below high_mib ({self.high_mib})")
         for name in ("low_mib", "high_mib"):
             if getattr(self, name) % self.step_mib:
-                raise ValueError(f"{name}: {getattr(self, name)} is not a multiple of step_mib "
-                                 f"({self.step_mib})")  # fmt: skip
+                raise ValueError(
+                    f"{name}: {getattr(self, name)} is not a multiple of step_mib ({self.step_mib})"
+                )
         return self
 
     def workloads_needed(self) -> list[str]:
@@ -106,8 +107,15 @@ def probe(s: Session, cfg: MinMemoryExperiment, runtime: str, mib: int) -> tuple
     params = cfg.params_for(cfg.workload)
     values: list[float] = []
     for _ in range(cfg.runs):
-        worker = Worker(s, runtime, cfg.workload, params, cfg.ready_timeout_s,
-                        cfg.client_timeout_s, memory_mib=mib)  # fmt: skip
+        worker = Worker(
+            s,
+            runtime,
+            cfg.workload,
+            params,
+            cfg.ready_timeout_s,
+            cfg.client_timeout_s,
+            memory_mib=mib,
+        )
         with worker:
             try:
                 worker.start()
@@ -129,22 +137,42 @@ def search(s: Session, cfg: MinMemoryExperiment, runtime: str) -> None:
     assert wl.measures is not None, f"{cfg.workload} yields no figures"
     primary = wl.declaration(wl.measures.primary)
     unit, direction = primary.unit, primary.direction
-    base = {**s.params(runtime), "tolerance_pct": cfg.tolerance_pct, "step_mib": cfg.step_mib,
-            "low_mib": cfg.low_mib, "high_mib": cfg.high_mib}  # fmt: skip
+    base = {
+        **s.params(runtime),
+        "tolerance_pct": cfg.tolerance_pct,
+        "step_mib": cfg.step_mib,
+        "low_mib": cfg.low_mib,
+        "high_mib": cfg.high_mib,
+    }
 
-    def record(metric: str, value: float | None, unit_: str, error: str = "", **params: object
-               ) -> None:  # fmt: skip
-        s.record(Sample(experiment="min_memory", metric=metric, value=value, unit=unit_,
-                        direction="lower" if metric == "min_memory.mib" else direction,
-                        runtime=runtime, workload=cfg.workload, repetition=0,
-                        params={**base, **params}, error=error))  # fmt: skip
+    def record(
+        metric: str, value: float | None, unit_: str, error: str = "", **params: object
+    ) -> None:
+        s.record(
+            Sample(
+                experiment="min_memory",
+                metric=metric,
+                value=value,
+                unit=unit_,
+                direction="lower" if metric == "min_memory.mib" else direction,
+                runtime=runtime,
+                workload=cfg.workload,
+                repetition=0,
+                params={**base, **params},
+                error=error,
+            )
+        )
 
     ref, why = probe(s, cfg, runtime, cfg.high_mib)
-    record("min_memory.probe", None if why else ref, unit, why, memory_mib=cfg.high_mib,
-           passed=not why)  # fmt: skip
+    record(
+        "min_memory.probe", None if why else ref, unit, why, memory_mib=cfg.high_mib, passed=not why
+    )
     if why:
-        s.event("warning", f"min_memory: {runtime} does not run {cfg.workload} even with "
-                           f"{cfg.high_mib} MiB (high_mib): {why}")  # fmt: skip
+        s.event(
+            "warning",
+            f"min_memory: {runtime} does not run {cfg.workload} even with "
+            f"{cfg.high_mib} MiB (high_mib): {why}",
+        )
         return
     step = cfg.step_mib
     lo, hi = cfg.low_mib - step, cfg.high_mib  # hi passes; lo is untried, taken to fail
@@ -160,13 +188,17 @@ def search(s: Session, cfg: MinMemoryExperiment, runtime: str) -> None:
             record("min_memory.probe", value, unit, memory_mib=mid, passed=passed, why=why)
         else:  # it did not: no figure, the reason instead
             record("min_memory.probe", None, unit, why, memory_mib=mid, passed=False)
-        s.say(f"min_memory: {runtime} {cfg.workload} at {mid} MiB: "
-              + ("passes" if passed else f"fails ({why})"))  # fmt: skip
+        s.say(
+            f"min_memory: {runtime} {cfg.workload} at {mid} MiB: "
+            + ("passes" if passed else f"fails ({why})")
+        )
         tried += 1
         lo, hi = (lo, mid) if passed else (mid, hi)
     record("min_memory.mib", float(hi), "MiB", reference=ref, probes=tried)
-    s.say(f"min_memory: {runtime} runs {cfg.workload} in {hi} MiB (the minimum is within "
-          f"{step} MiB below; {tried} probes)")  # fmt: skip
+    s.say(
+        f"min_memory: {runtime} runs {cfg.workload} in {hi} MiB (the minimum is within "
+        f"{step} MiB below; {tried} probes)"
+    )
 
 
 def run(s: Session, cfg: MinMemoryExperiment) -> None:
@@ -187,6 +219,12 @@ def estimate(cfg: MinMemoryExperiment, cost: Costs) -> Estimate:
 
 
 TYPE = ExperimentType(
-    "min_memory", MinMemoryExperiment, run, UNIT, order=60, check=check, estimate=estimate,
+    "min_memory",
+    MinMemoryExperiment,
+    run,
+    UNIT,
+    order=60,
+    check=check,
+    estimate=estimate,
     metrics=METRICS,
-)  # fmt: skip
+)

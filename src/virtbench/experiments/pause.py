@@ -82,8 +82,9 @@ def steady_beat(s: Session, inst: Instance, timeout: float) -> Beat:
     sent before the host listened for beats)."""
     beat = s.probe.wait_beat(inst.name, 1, timeout)
     if beat is None:
-        raise InstanceError(f"{inst.name}: ready, but no heartbeat in {timeout:g} s: "
-                            f"{inst.log_tail()}")  # fmt: skip
+        raise InstanceError(
+            f"{inst.name}: ready, but no heartbeat in {timeout:g} s: {inst.log_tail()}"
+        )
     return beat
 
 
@@ -92,14 +93,19 @@ def next_beat(s: Session, inst: Instance, after: Beat, timeout: float, what: str
     (same token) and goes on from it (a later sequence number)."""
     beat = s.probe.wait_beat(inst.name, after.count, timeout)
     if beat is None:
-        raise InstanceError(f"{inst.name}: no heartbeat in {timeout:g} s after {what}: "
-                            f"{inst.log_tail()}")  # fmt: skip
+        raise InstanceError(
+            f"{inst.name}: no heartbeat in {timeout:g} s after {what}: {inst.log_tail()}"
+        )
     if beat.token != after.token:
-        raise InstanceError(f"{inst.name}: after {what} it beats with token {beat.token}, not "
-                            f"{after.token}: not the same instance")  # fmt: skip
+        raise InstanceError(
+            f"{inst.name}: after {what} it beats with token {beat.token}, not "
+            f"{after.token}: not the same instance"
+        )
     if beat.seq <= after.seq:
-        raise InstanceError(f"{inst.name}: after {what} its heartbeat number went back from "
-                            f"{after.seq} to {beat.seq}")  # fmt: skip
+        raise InstanceError(
+            f"{inst.name}: after {what} its heartbeat number went back from "
+            f"{after.seq} to {beat.seq}"
+        )
     return beat
 
 
@@ -112,8 +118,10 @@ def silent(s: Session, inst: Instance, quiet_s: float, what: str) -> Beat:
     time.sleep(quiet_s)
     late = s.probe.last_beat(inst.name)
     if late is not None and late.count != held.count:
-        raise InstanceError(f"{inst.runtime}: {late.count - held.count} heartbeats came in "
-                            f"the {quiet_s:g} s after {what}")  # fmt: skip
+        raise InstanceError(
+            f"{inst.runtime}: {late.count - held.count} heartbeats came in "
+            f"the {quiet_s:g} s after {what}"
+        )
     return held
 
 
@@ -141,8 +149,9 @@ def pause_cycles(s: Session, runtime: str, cfg: PauseExperiment, base: dict) -> 
                 raise recorded(exc) from None
             s.record(Sample(metric="pause.pause", value=(t1 - t0) / 1e6, unit="ms", **b))
             s.record(Sample(metric="pause.resume", value=(t3 - t2) / 1e6, unit="ms", **b))
-            s.record(Sample(metric="pause.resume_to_ready", value=(beat.t_ns - t2) / 1e6,
-                            unit="ms", **b))  # fmt: skip
+            s.record(
+                Sample(metric="pause.resume_to_ready", value=(beat.t_ns - t2) / 1e6, unit="ms", **b)
+            )
 
 
 def estimate(cfg: PauseExperiment, cost: Costs) -> Estimate:
@@ -152,5 +161,11 @@ def estimate(cfg: PauseExperiment, cost: Costs) -> Estimate:
 
 
 TYPE = ExperimentType(
-    "pause", PauseExperiment, run, UNIT, order=90, estimate=estimate, metrics=METRICS,
-)  # fmt: skip
+    "pause",
+    PauseExperiment,
+    run,
+    UNIT,
+    order=90,
+    estimate=estimate,
+    metrics=METRICS,
+)

@@ -240,8 +240,16 @@ class PileUp:
         self.failures = 0  # the worker's failures in a row
         self.what = f"scalability: {runtime} run {rep + 1}"
 
-    def record(self, metric: str, value: float | None, unit: str, direction: str, n: int,
-               error: str = "", params: dict | None = None) -> None:  # fmt: skip
+    def record(
+        self,
+        metric: str,
+        value: float | None,
+        unit: str,
+        direction: str,
+        n: int,
+        error: str = "",
+        params: dict | None = None,
+    ) -> None:
         self.s.record(
             Sample(
                 experiment="scalability",
@@ -261,9 +269,16 @@ class PileUp:
     def measure_worker(self, n: int, warmup: bool) -> None:
         if self.worker is None:
             boot.measure_once(
-                self.s, self.runtime, "hello", self.rep, warmup, self.cfg.timeout_s,
-                "scalability", self.params, background=n,
-            )  # fmt: skip
+                self.s,
+                self.runtime,
+                "hello",
+                self.rep,
+                warmup,
+                self.cfg.timeout_s,
+                "scalability",
+                self.params,
+                background=n,
+            )
             return
         self.worker.measure_levels(
             "scalability", params=self.params, repetition=self.rep, warmup=warmup, background=n
@@ -383,15 +398,24 @@ def estimate(cfg: ScalabilityExperiment, cost: Costs) -> Estimate:
     else:
         one = cost.launch(True) + cost.worker(cfg.worker, cfg.params_for(cfg.worker))
     per_rep = (
-        cfg.memory_settle_s + grow + points * (cfg.per_point * one + cfg.settle_s)
+        cfg.memory_settle_s
+        + grow
+        + points * (cfg.per_point * one + cfg.settle_s)
         + (cfg.warmups * one)
-    )  # fmt: skip
+    )
     n = cfg.runs * (cfg.target + points * cfg.per_point)
-    return Estimate(n, cfg.runs * per_rep,
-                    f"{cfg.runs} x {points} points up to {cfg.target} background")  # fmt: skip
+    return Estimate(
+        n, cfg.runs * per_rep, f"{cfg.runs} x {points} points up to {cfg.target} background"
+    )
 
 
 TYPE = ExperimentType(
-    "scalability", ScalabilityExperiment, run, UNIT, order=40, check=check, estimate=estimate,
+    "scalability",
+    ScalabilityExperiment,
+    run,
+    UNIT,
+    order=40,
+    check=check,
+    estimate=estimate,
     metrics=METRICS,
-)  # fmt: skip
+)

@@ -241,8 +241,11 @@ class Session:
         first (for memory figures; timings after a drop start cold)."""
         waited, settled = self.host.settle_memory(settle_window(spec_window_s), drop=drop)
         if not settled:
-            self.event("warning", f"{what}: the host's memory in use was still changing "
-                       f"after {waited:.0f} s; its figures may carry that drift")  # fmt: skip
+            self.event(
+                "warning",
+                f"{what}: the host's memory in use was still changing "
+                f"after {waited:.0f} s; its figures may carry that drift",
+            )
         return {"memory_settle_wait_s": round(waited, 2), "memory_settled": settled}
 
     @staticmethod
@@ -288,8 +291,11 @@ class Session:
 
         fresh = [x for x in self.store.samples(self.run_id) if ours(x) and x.t >= self.resumed_at]
         if any(x.error for x in fresh):
-            self.event("warning", f"resume: {experiment} {key} failed again; its samples "
-                       "from before the interruption are kept")  # fmt: skip
+            self.event(
+                "warning",
+                f"resume: {experiment} {key} failed again; its samples "
+                "from before the interruption are kept",
+            )
             return False
         self.store.discard_samples(self.run_id, lambda x: not (ours(x) and x.t < self.resumed_at))
         self.superseded.discard((experiment, key))
@@ -338,9 +344,13 @@ class Session:
     def begun(self, experiment: str) -> int:
         """1 + the highest repetition this experiment (at this index) stored a sample of."""
         index = self.experiment_index or 0
-        reps = [x.repetition for x in self.store.samples(self.run_id)
-                if x.experiment == experiment and not x.warmup
-                and x.params.get("experiment_index", 0) == index]  # fmt: skip
+        reps = [
+            x.repetition
+            for x in self.store.samples(self.run_id)
+            if x.experiment == experiment
+            and not x.warmup
+            and x.params.get("experiment_index", 0) == index
+        ]
         return max(reps, default=-1) + 1
 
 

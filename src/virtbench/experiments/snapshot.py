@@ -178,12 +178,19 @@ def guest_memory(s: Session, runtime: str, cfg: SnapshotExperiment) -> int | Non
     return max(max(cfg.dirty_mib) + VM_SPARE_MIB, s.instance(runtime).memory_mib or 0)
 
 
-def snapshot_once(s: Session, runtime: str, cfg: SnapshotExperiment, base: dict,
-                  dirty: int | None = None, memory: int | None = None) -> None:  # fmt: skip
+def snapshot_once(
+    s: Session,
+    runtime: str,
+    cfg: SnapshotExperiment,
+    base: dict,
+    dirty: int | None = None,
+    memory: int | None = None,
+) -> None:
     rt = s.runtimes[runtime]
     args = () if dirty is None else (str(dirty),)
-    with running(s, runtime, cfg.workload, cfg.timeout_s, control=True, args=args,
-                 memory_mib=memory) as inst:  # fmt: skip
+    with running(
+        s, runtime, cfg.workload, cfg.timeout_s, control=True, args=args, memory_mib=memory
+    ) as inst:
         # on disk, beside the instances' data directories (the state directory is a tmpfs)
         image = rt.ctx.paths.data_dir(s.run_id) / "checkpoints" / inst.name
         rt.ctx.state.record("checkpoint", str(image))
@@ -200,8 +207,9 @@ def snapshot_once(s: Session, runtime: str, cfg: SnapshotExperiment, base: dict,
                     d.rmdir()
 
 
-def checkpoint_and_restore(s: Session, inst: Instance, image: Path, cfg: SnapshotExperiment,
-                           base: dict, sfx: str = "") -> Beat:  # fmt: skip
+def checkpoint_and_restore(
+    s: Session, inst: Instance, image: Path, cfg: SnapshotExperiment, base: dict, sfx: str = ""
+) -> Beat:
     """Checkpoint `inst` to `image`, restore it, and record the four figures (their
     names + `sfx`); the last heartbeat before the checkpoint."""
     rt = s.runtimes[inst.runtime]
@@ -222,17 +230,26 @@ def checkpoint_and_restore(s: Session, inst: Instance, image: Path, cfg: Snapsho
         for m, u in UNITS.items():
             s.record(Sample(metric=m + sfx, value=None, unit=u, error=str(exc), **base))
         raise recorded(exc) from None
-    figures = [("snapshot.checkpoint", (t1 - t0) / 1e6, "ms"),
-               ("snapshot.size", size / 2**20, "MiB"),
-               ("snapshot.restore", (t3 - t2) / 1e6, "ms"),
-               ("snapshot.restore_to_ready", (beat.t_ns - t2) / 1e6, "ms")]  # fmt: skip
+    figures = [
+        ("snapshot.checkpoint", (t1 - t0) / 1e6, "ms"),
+        ("snapshot.size", size / 2**20, "MiB"),
+        ("snapshot.restore", (t3 - t2) / 1e6, "ms"),
+        ("snapshot.restore_to_ready", (beat.t_ns - t2) / 1e6, "ms"),
+    ]
     for m, value, unit in figures:
         s.record(Sample(metric=m + sfx, value=value, unit=unit, **base))
     return held
 
 
-def restore_copies(s: Session, source: Instance, held: Beat, image: Path,
-                   cfg: SnapshotExperiment, base: dict, sfx: str = "") -> None:  # fmt: skip
+def restore_copies(
+    s: Session,
+    source: Instance,
+    held: Beat,
+    image: Path,
+    cfg: SnapshotExperiment,
+    base: dict,
+    sfx: str = "",
+) -> None:
     """`cfg.restore_many` copies of `source`'s checkpoint in `image`, restored at once;
     record each copy's restore to its first heartbeat, the batch's wall time and how many
     did not beat. Every copy is stopped whatever happens."""
@@ -246,8 +263,9 @@ def restore_copies(s: Session, source: Instance, held: Beat, image: Path,
     args = source.spec.argv[len(argv(source.name)) :]  # what the source was started with
     try:
         for _ in range(cfg.restore_many):
-            spec = s.instance_spec(source.runtime, lambda name: (*argv(name), *args),
-                                   memory_mib=source.spec.memory_mib)  # fmt: skip
+            spec = s.instance_spec(
+                source.runtime, lambda name: (*argv(name), *args), memory_mib=source.spec.memory_mib
+            )
             copies.append(rt.prepare(dataclasses.replace(spec, control=True)))
         with s.timed("snapshot", source.runtime, base["params"]):
             got = restore_together(s, copies, source, held, image, cfg.timeout_s)
@@ -261,21 +279,33 @@ def restore_copies(s: Session, source: Instance, held: Beat, image: Path,
             s.probe.forget(c.name)
     for (t0, t_beat, why), copy in zip(got, copies, strict=True):
         value = None if t_beat is None else (t_beat - t0) / 1e6
-        s.record(Sample(metric="snapshot.many_to_ready" + sfx, value=value, unit="ms",
-                        error=why, **{**base, "params": dict(base["params"],
-                                                                    copy=copy.name)}))  # fmt: skip
+        s.record(
+            Sample(
+                metric="snapshot.many_to_ready" + sfx,
+                value=value,
+                unit="ms",
+                error=why,
+                **{**base, "params": dict(base["params"], copy=copy.name)},
+            )
+        )
     beats = [t for _, t, _ in got if t is not None]
     failed = len(got) - len(beats)
     wall = (max(beats) - min(t for t, _, _ in got)) / 1e6 if not failed else None
-    s.record(Sample(metric="snapshot.many_wall" + sfx, value=wall, unit="ms",
-                    error=f"{failed} of {len(got)} copies did not beat" if failed else "",
-                    **base))  # fmt: skip
-    s.record(Sample(metric="snapshot.many_failed" + sfx, value=failed, unit="instances",
-                    **base))  # fmt: skip
+    s.record(
+        Sample(
+            metric="snapshot.many_wall" + sfx,
+            value=wall,
+            unit="ms",
+            error=f"{failed} of {len(got)} copies did not beat" if failed else "",
+            **base,
+        )
+    )
+    s.record(Sample(metric="snapshot.many_failed" + sfx, value=failed, unit="instances", **base))
 
 
-def restore_together(s: Session, copies: list[Instance], source: Instance, held: Beat,
-                     image: Path, timeout: float) -> list[tuple[int, int | None, str]]:  # fmt: skip
+def restore_together(
+    s: Session, copies: list[Instance], source: Instance, held: Beat, image: Path, timeout: float
+) -> list[tuple[int, int | None, str]]:
     """Restore every copy at once (a thread each, released together by a barrier); per
     copy: its restore call's ns, its first heartbeat's ns or None, and why not."""
     rt = s.runtimes[source.runtime]
@@ -313,5 +343,11 @@ def estimate(cfg: SnapshotExperiment, cost: Costs) -> Estimate:
 
 
 TYPE = ExperimentType(
-    "snapshot", SnapshotExperiment, run, UNIT, order=100, estimate=estimate, metrics=METRICS,
-)  # fmt: skip
+    "snapshot",
+    SnapshotExperiment,
+    run,
+    UNIT,
+    order=100,
+    estimate=estimate,
+    metrics=METRICS,
+)

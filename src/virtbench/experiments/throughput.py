@@ -125,5 +125,11 @@ def estimate(cfg: ThroughputExperiment, cost: Costs) -> Estimate:
 
 
 TYPE = ExperimentType(
-    "throughput", ThroughputExperiment, run, UNIT, order=30, check=check, estimate=estimate,
-)  # fmt: skip
+    "throughput",
+    ThroughputExperiment,
+    run,
+    UNIT,
+    order=30,
+    check=check,
+    estimate=estimate,
+)

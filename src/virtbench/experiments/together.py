@@ -40,9 +40,13 @@ class Launched:
     then: Any = None
 
 
-def launch_together(rt: Runtime, insts: list[Instance], timeout: float,
-                    then: Callable[[Instance], Any] | None = None,
-                    gap_s: float = 0.0) -> list[Launched]:  # fmt: skip
+def launch_together(
+    rt: Runtime,
+    insts: list[Instance],
+    timeout: float,
+    then: Callable[[Instance], Any] | None = None,
+    gap_s: float = 0.0,
+) -> list[Launched]:
     """Launch every instance at once (with `gap_s`: the k-th k x gap_s after the first);
     per instance what became of it (`Launched`). `then(inst)`, called in the instance's
     own thread once it is ready (a command run in it, say), gives `.then`; its
@@ -62,8 +66,14 @@ def launch_together(rt: Runtime, insts: list[Instance], timeout: float,
 class _Together:
     """One launch_together: its instances, their launches and waits."""
 
-    def __init__(self, rt: Runtime, insts: list[Instance], timeout: float,
-                 then: Callable[[Instance], Any] | None, gap_s: float) -> None:  # fmt: skip
+    def __init__(
+        self,
+        rt: Runtime,
+        insts: list[Instance],
+        timeout: float,
+        then: Callable[[Instance], Any] | None,
+        gap_s: float,
+    ) -> None:
         self.rt, self.insts, self.timeout, self.then = rt, insts, timeout, then
         self.issued: dict[str, str] = {}  # instance -> why its launch call failed
         self.abort = threading.Event()
@@ -79,8 +89,9 @@ class _Together:
                 except Exception as exc:  # said as this instance's failure, never lost
                     self.issued[inst.name] = f"{type(exc).__name__}: {exc}"
         else:
-            self.gate = threading.Barrier(len(insts), action=lambda: self.start.append(
-                time.monotonic()))  # fmt: skip
+            self.gate = threading.Barrier(
+                len(insts), action=lambda: self.start.append(time.monotonic())
+            )
 
     def launch(self, inst: Instance) -> None:
         if self.gate is None:
@@ -103,8 +114,11 @@ class _Together:
             if self.then is not None:
                 got.then = self.then(inst)
         except threading.BrokenBarrierError:
-            got.why = ("interrupted" if self.abort.is_set()
-                       else "the burst's threads did not all start in 60 s")  # fmt: skip
+            got.why = (
+                "interrupted"
+                if self.abort.is_set()
+                else "the burst's threads did not all start in 60 s"
+            )
         except InstanceError as exc:
             got.why = str(exc)
         except Exception as exc:  # said as this instance's failure, never lost

@@ -151,8 +151,9 @@ def batch(s: Session, runtime: str, at: str, n: int, cfg: TtiExperiment, base: d
     record(s, base, at, launched, errors)
 
 
-def together(s: Session, runtime: str, n: int, cfg: TtiExperiment, base: dict, gap_s: float
-             ) -> tuple[list[Launched], list[str]]:  # fmt: skip
+def together(
+    s: Session, runtime: str, n: int, cfg: TtiExperiment, base: dict, gap_s: float
+) -> tuple[list[Launched], list[str]]:
     """`n` instances prepared (untimed), launched together after a quiet wait, each
     asked its first command once ready; every one stopped. (What became of each, why
     those that could not be prepared could not.)"""
@@ -178,8 +179,10 @@ def together(s: Session, runtime: str, n: int, cfg: TtiExperiment, base: dict, g
         for inst in prepared:
             s.probe.forget(inst.name)
     if stop_errors:
-        s.event("warning", f"tti: {runtime}: {len(stop_errors)} instances could not be "
-                           f"stopped: {stop_errors[0]}")  # fmt: skip
+        s.event(
+            "warning",
+            f"tti: {runtime}: {len(stop_errors)} instances could not be stopped: {stop_errors[0]}",
+        )
     return got, errors
 
 
@@ -194,8 +197,7 @@ def first_command(s: Session, inst: Instance, timeout: float) -> ExecResult:
 def record(s: Session, base: dict, at: str, launched: list[Launched], errors: list[str]) -> None:
     """The batch's samples: each instance's phases, then (not `seq`) the batch's own."""
     for why in errors:  # instances that could not even be prepared
-        s.record(Sample(metric=f"tti.interactive@{at}", value=None, unit="ms", error=why,
-                        **base))  # fmt: skip
+        s.record(Sample(metric=f"tti.interactive@{at}", value=None, unit="ms", error=why, **base))
     first = min((x.spawn_ns for x in launched), default=0)
     done = []
     for x in launched:
@@ -207,19 +209,33 @@ def record(s: Session, base: dict, at: str, launched: list[Launched], errors: li
                 continue  # a phase it never reached: its failure is tti.interactive's
             value = None if t is None else (t - x.spawn_ns) / 1e6
             why = x.why if t is None else ""
-            s.record(Sample(metric=f"{metric}@{at}", value=value, unit="ms", error=why,
-                            **{**base, "params": params}))  # fmt: skip
+            s.record(
+                Sample(
+                    metric=f"{metric}@{at}",
+                    value=value,
+                    unit="ms",
+                    error=why,
+                    **{**base, "params": params},
+                )
+            )
         if end is not None and x.ready_ns is not None:
-            s.record(Sample(metric=f"tti.first_command@{at}", value=(end - x.ready_ns) / 1e6,
-                            unit="ms", **{**base, "params": params}))  # fmt: skip
+            s.record(
+                Sample(
+                    metric=f"tti.first_command@{at}",
+                    value=(end - x.ready_ns) / 1e6,
+                    unit="ms",
+                    **{**base, "params": params},
+                )
+            )
             done.append(end)
     n = len(launched) + len(errors)
     if at != "seq":
         batch_figures(s, base, at, first, done, n)
     if not done:
         why = next((x.why for x in launched if x.why), errors[0] if errors else "none started")
-        raise InstanceError(f"{base['runtime']}: no instance of a batch of {n} ({at}) became "
-                            f"interactive: {why}")  # fmt: skip
+        raise InstanceError(
+            f"{base['runtime']}: no instance of a batch of {n} ({at}) became interactive: {why}"
+        )
 
 
 def batch_figures(s: Session, base: dict, at: str, first: int, done: list[int], n: int) -> None:
@@ -227,8 +243,15 @@ def batch_figures(s: Session, base: dict, at: str, first: int, done: list[int], 
     s.record(Sample(metric="tti.failed" + f"@{at}", value=n - len(done), unit="instances", **base))
     if not done:
         for m in ("tti.wall", "tti.amortized"):
-            s.record(Sample(metric=f"{m}@{at}", value=None, unit="ms",
-                            error="no instance became interactive", **base))  # fmt: skip
+            s.record(
+                Sample(
+                    metric=f"{m}@{at}",
+                    value=None,
+                    unit="ms",
+                    error="no instance became interactive",
+                    **base,
+                )
+            )
         return
     wall = (max(done) - first) / 1e6
     s.record(Sample(metric=f"tti.wall@{at}", value=wall, unit="ms", **base))
@@ -249,5 +272,11 @@ def estimate(cfg: TtiExperiment, cost: Costs) -> Estimate:
 
 
 TYPE = ExperimentType(
-    "tti", TtiExperiment, run, UNIT, order=75, estimate=estimate, metrics=METRICS,
-)  # fmt: skip
+    "tti",
+    TtiExperiment,
+    run,
+    UNIT,
+    order=75,
+    estimate=estimate,
+    metrics=METRICS,
+)

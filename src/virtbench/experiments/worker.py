@@ -207,9 +207,12 @@ class Worker:
 
     def _spec(self, argv: Any) -> Any:
         return self.s.instance_spec(
-            self.runtime, argv, data=self.wl.needs.data, cpus=self.cpus,
+            self.runtime,
+            argv,
+            data=self.wl.needs.data,
+            cpus=self.cpus,
             memory_mib=self.memory_mib,
-        )  # fmt: skip
+        )
 
     def start(self) -> None:
         """Start the server (serving workloads; nothing for the others)."""

@@ -75,8 +75,10 @@ def source_tarball(dest: Path, root: Path = SOURCE_ROOT) -> tuple[Path, str]:
         )
     res = subprocess.run(
         ["git", "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        capture_output=True, check=False, timeout=60,
-    )  # fmt: skip
+        capture_output=True,
+        check=False,
+        timeout=60,
+    )
     if res.returncode != 0:
         raise VirtbenchError(f"fleet: git ls-files in {root} failed: {res.stderr.decode()[:200]}")
     names = sorted({n for n in res.stdout.decode().split("\0") if n and (root / n).is_file()})
@@ -95,10 +97,24 @@ def wheelhouse(dest: Path, root: Path = SOURCE_ROOT) -> tuple[Path, str]:
     with no route to PyPI (inventory variable `virtbench_offline`); its digest."""
     wheels = dest / "wheels"
     res = subprocess.run(
-        [sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check",
-         "--only-binary=:all:", "-r", str(root / "requirements.lock"), "-d", str(wheels)],
-        capture_output=True, text=True, timeout=1800, check=False,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "-q",
+            "--disable-pip-version-check",
+            "--only-binary=:all:",
+            "-r",
+            str(root / "requirements.lock"),
+            "-d",
+            str(wheels),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
+    )
     if res.returncode != 0:
         last = (res.stderr.strip().splitlines() or ["?"])[-1]
         raise VirtbenchError(f"fleet: cannot gather the wheels for offline hosts: {last}")

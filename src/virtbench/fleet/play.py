@@ -22,8 +22,9 @@ from typing import Any
 
 from virtbench.errors import VirtbenchError
 
-SSH_ARGS = ("-o ControlMaster=no -o ControlPath=none -o ServerAliveInterval=2 "
-            "-o ServerAliveCountMax=3")  # fmt: skip
+SSH_ARGS = (
+    "-o ControlMaster=no -o ControlPath=none -o ServerAliveInterval=2 -o ServerAliveCountMax=3"
+)
 
 
 @dataclass
@@ -65,8 +66,11 @@ def inventory_hosts(inventory: Path, work: Path) -> dict[str, dict[str, Any]]:
         raise VirtbenchError("ansible-inventory not found next to virtbench: run `make setup`")
     res = subprocess.run(
         [str(exe), "-i", str(inventory), "--list"],
-        capture_output=True, text=True, timeout=120, env={**os.environ, **ansible_env(work)},
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **ansible_env(work)},
+    )
     if res.returncode != 0:
         last = (res.stderr.strip().splitlines() or ["?"])[-1]
         raise VirtbenchError(f"--inventory {inventory}: ansible-inventory failed: {last}")
@@ -110,8 +114,11 @@ def run_playbook(
         o.task = data.get("task", o.task)
         if kind == "runner_on_unreachable":
             o.status, o.message = "unreachable", _first_line(res.get("msg", "unreachable"))
-        elif (kind == "runner_on_failed" and not data.get("ignore_errors")
-              and o.status != "unreachable"):  # fmt: skip
+        elif (
+            kind == "runner_on_failed"
+            and not data.get("ignore_errors")
+            and o.status != "unreachable"
+        ):
             o.status, o.message = "failed", _first_line(_failure(res))
         return True
 

@@ -48,15 +48,25 @@ def runtime_checks(found: Iterable[tuple[str, Any]]) -> Iterator[Check]:
 # Sandboxes people compare that virtbench has no driver for, and that Debian 12 does not
 # ship: (name, its commands, what it needs, where it comes from).
 ELSEWHERE = (
-    ("kata", ("kata-runtime", "containerd-shim-kata-v2"), "KVM that boots Linux guests (not "
-     "a nested PVM) and Kata's guest kernel and image", "the releases of "
-     "github.com/kata-containers/kata-containers"),
-    ("krun", ("krun",), "KVM, libkrun and libkrunfw (crun built with libkrun runs each "
-     "container in a microVM)", "Fedora's crun-krun, or crun built from source with "
-     "--with-libkrun"),
-    ("microsandbox", ("msb", "msbserver"), "KVM and libkrun", "the releases of "
-     "github.com/microsandbox/microsandbox"),
-)  # fmt: skip
+    (
+        "kata",
+        ("kata-runtime", "containerd-shim-kata-v2"),
+        "KVM that boots Linux guests (not a nested PVM) and Kata's guest kernel and image",
+        "the releases of github.com/kata-containers/kata-containers",
+    ),
+    (
+        "krun",
+        ("krun",),
+        "KVM, libkrun and libkrunfw (crun built with libkrun runs each container in a microVM)",
+        "Fedora's crun-krun, or crun built from source with --with-libkrun",
+    ),
+    (
+        "microsandbox",
+        ("msb", "msbserver"),
+        "KVM and libkrun",
+        "the releases of github.com/microsandbox/microsandbox",
+    ),
+)
 
 
 def elsewhere_checks() -> Iterator[Check]:
@@ -65,8 +75,12 @@ def elsewhere_checks() -> Iterator[Check]:
     for name, commands, needs, where in ELSEWHERE:
         found = next((p for c in commands if (p := shutil.which(c))), None)
         state = f"{found} is here, but" if found else "not installed;"
-        yield Check(f"runtime {name}", "info", f"{state} virtbench has no driver for it: it "
-                    f"needs {needs}; it comes from {where} (not in Debian 12)")  # fmt: skip
+        yield Check(
+            f"runtime {name}",
+            "info",
+            f"{state} virtbench has no driver for it: it "
+            f"needs {needs}; it comes from {where} (not in Debian 12)",
+        )
 
 
 def host_checks() -> Iterator[Check]:

@@ -216,8 +216,9 @@ def run(
     proc = _popen(argv, input, env, cwd, stdout_path)
     out, err, expired = _communicate(proc, input, timeout)
     if expired:
-        res = Result(tuple(argv), -9, out, (err or "") + f"\ntimed out after {timeout:g} s",
-                     timeout)  # fmt: skip
+        res = Result(
+            tuple(argv), -9, out, (err or "") + f"\ntimed out after {timeout:g} s", timeout
+        )
         raise CommandError(res, what) from None
     res = Result(tuple(argv), proc.returncode, out, err, time.monotonic() - start)
     if check and proc.returncode != 0:

@@ -85,8 +85,9 @@ def namespaced(profile: dict[str, str]) -> dict[str, str]:
 
 def cmdline(profile: dict[str, str]) -> str:
     """The profile as a Linux kernel command line (values with spaces quoted)."""
-    return " ".join(f'sysctl.{k}="{v}"' if " " in v else f"sysctl.{k}={v}"
-                    for k, v in profile.items())  # fmt: skip
+    return " ".join(
+        f'sysctl.{k}="{v}"' if " " in v else f"sysctl.{k}={v}" for k, v in profile.items()
+    )
 
 
 def in_netns(netns: Path, profile: dict[str, str]) -> None:
@@ -122,8 +123,10 @@ class HostProfile:
             finally:  # what the kernel holds now, so that clean puts back this one too
                 saved[key][1] = read(key, self.root)
                 self._save(saved)
-        return {k: {"before": self.before[k], "set": v, "kept": kept[k]}
-                for k, v in self.profile.items()}  # fmt: skip
+        return {
+            k: {"before": self.before[k], "set": v, "kept": kept[k]}
+            for k, v in self.profile.items()
+        }
 
     def _save(self, saved: dict[str, list[str]]) -> None:
         tmp = self.file.with_suffix(".tmp")  # whole or not at all: a crash keeps the old
@@ -152,8 +155,10 @@ def leftovers(
     try:
         saved = json.loads(file.read_text())
     except (OSError, ValueError) as exc:
-        said.append(f"run {state_dir.name}: its sysctl record {file} cannot be read ({exc}): "
-                    "the host's old values are unknown")  # fmt: skip
+        said.append(
+            f"run {state_dir.name}: its sysctl record {file} cannot be read ({exc}): "
+            "the host's old values are unknown"
+        )
         return []
     out = []
     for key, (before, wanted) in saved.items():
@@ -165,8 +170,10 @@ def leftovers(
         if now == wanted and now != before:
             out.append((key, before, wanted))
         elif now != before:
-            said.append(f"run {state_dir.name}: sysctl {key} is {now!r}, neither its {before!r} "
-                        f"nor the run's {wanted!r}: left as it is")  # fmt: skip
+            said.append(
+                f"run {state_dir.name}: sysctl {key} is {now!r}, neither its {before!r} "
+                f"nor the run's {wanted!r}: left as it is"
+            )
     return out
 
 

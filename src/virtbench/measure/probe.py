@@ -149,8 +149,9 @@ class ProbeListener(Heartbeats):
         with self._cond:
             self._ready.pop(instance, None)
 
-    def wait(self, instance: str, timeout: float, abort: threading.Event | None = None
-             ) -> int | None:  # fmt: skip
+    def wait(
+        self, instance: str, timeout: float, abort: threading.Event | None = None
+    ) -> int | None:
         """Monotonic ns at which `instance` signalled ready, or None on timeout, or as soon
         as `abort` is set (and `wake` called)."""
         deadline = time.monotonic() + timeout

@@ -47,9 +47,11 @@ def read_stat(pid: int, proc: Path = Path("/proc")) -> Stat | None:
     fields = text[text.rindex(")") + 2 :].split()
     # fields[0] is field 3 (state): utime 14, stime 15, rss 24, guest_time 43
     return Stat(
-        user=int(fields[11]), system=int(fields[12]), guest=int(fields[40]),
+        user=int(fields[11]),
+        system=int(fields[12]),
+        guest=int(fields[40]),
         rss_pages=int(fields[21]),
-    )  # fmt: skip
+    )
 
 
 @dataclass

@@ -185,9 +185,12 @@ class Primer:
             d.mkdir(parents=True, exist_ok=True)
             self.dirs.append(d)
         self.proc = subprocess.Popen(
-            ["sleep", "infinity"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL, start_new_session=True,
-        )  # fmt: skip
+            ["sleep", "infinity"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         self.prime()
 
     def prime(self) -> None:

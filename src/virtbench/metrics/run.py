@@ -9,9 +9,21 @@ from virtbench.metrics.model import Metric
 
 
 def _host(name: str, includes: str, resolution: float | None, label: str) -> Metric:
-    return Metric(name, "%", "higher", includes, resolution=resolution, repeated=False,
-                  summary="series", compared=False, ab_compared=False, plot="scalability",
-                  headline=False, side=True, label=label)  # fmt: skip
+    return Metric(
+        name,
+        "%",
+        "higher",
+        includes,
+        resolution=resolution,
+        repeated=False,
+        summary="series",
+        compared=False,
+        ab_compared=False,
+        plot="scalability",
+        headline=False,
+        side=True,
+        label=label,
+    )
 
 
 # fmt: off

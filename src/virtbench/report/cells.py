@@ -145,8 +145,10 @@ def refusal(metric: str, workload: str, baseline: float, who: str = "A") -> str:
     if baseline <= 0:
         return f"{who}'s median is {fmt(baseline)} {m.unit}: a ratio to it means nothing"
     if m.resolution is not None and baseline <= m.resolution:
-        return (f"{who}'s median {fmt(baseline)} {m.unit} is within the method's resolution "
-                f"({fmt(m.resolution)} {m.unit}): a ratio to it means nothing")  # fmt: skip
+        return (
+            f"{who}'s median {fmt(baseline)} {m.unit} is within the method's resolution "
+            f"({fmt(m.resolution)} {m.unit}): a ratio to it means nothing"
+        )
     return ""
 
 
@@ -179,12 +181,21 @@ def unit_values(rows: Iterable[Sample]) -> list[float]:
 
 def unit_keys(f: Frame, rows: np.ndarray) -> np.ndarray:
     """`unit_of` for the frame's `rows` (indices), one integer key per row."""
-    pairs = f.codes["metric"][rows].astype(np.int64) * len(f.labels["workload"]) + (
-        f.codes["workload"][rows])  # fmt: skip
+    pairs = (
+        f.codes["metric"][rows].astype(np.int64) * len(f.labels["workload"])
+        + (f.codes["workload"][rows])
+    )
     uniq, inverse = np.unique(pairs, return_inverse=True)
-    per_instance = np.array([_per_instance(f.labels["metric"][p // len(f.labels["workload"])],
-                                           f.labels["workload"][p % len(f.labels["workload"])])
-                             for p in uniq.tolist()], dtype=bool)  # fmt: skip
+    per_instance = np.array(
+        [
+            _per_instance(
+                f.labels["metric"][p // len(f.labels["workload"])],
+                f.labels["workload"][p % len(f.labels["workload"])],
+            )
+            for p in uniq.tolist()
+        ],
+        dtype=bool,
+    )
     background = np.where(per_instance[inverse], f.background[rows], -1)
     return f.repetition[rows] * (1 << 32) + background + 1
 
@@ -211,8 +222,10 @@ def flagged(rows: Rows) -> int:
     """How many samples were measured on a host that was not quiet (other work ran,
     or the quiet wait timed out): `load` > 0 or `quiet` false in their params."""
     f = as_frame(rows)
-    busy = [bool(f.params_of(i).get("load", 0) or f.params_of(i).get("quiet", True) is False)
-            for i in range(len(f.labels["params"]))]  # fmt: skip
+    busy = [
+        bool(f.params_of(i).get("load", 0) or f.params_of(i).get("quiet", True) is False)
+        for i in range(len(f.labels["params"]))
+    ]
     return int(np.sum(np.asarray(busy, dtype=bool)[f.codes["params"]] & ~f.warmup)) if busy else 0
 
 
@@ -221,10 +234,12 @@ def bounded_note(summaries: Iterable[Summary]) -> str:
     used = sorted({st.ci_method for st in summaries} - {CI_BOOTSTRAP})
     if not used:
         return ""
-    return (f"groups of more than {BOOTSTRAP_MAX_VALUES:,} values: 95% CI by "
-            f"{' or '.join(used)} (independent values: the order statistics around the "
-            "median; nested ones: the bootstrap of an evenly spaced subset of each "
-            "unit's values)")  # fmt: skip
+    return (
+        f"groups of more than {BOOTSTRAP_MAX_VALUES:,} values: 95% CI by "
+        f"{' or '.join(used)} (independent values: the order statistics around the "
+        "median; nested ones: the bootstrap of an evenly spaced subset of each "
+        "unit's values)"
+    )
 
 
 def add_columns(

@@ -54,8 +54,16 @@ def condition(s: Sample, with_runtime: bool) -> Key:
     level = s.params.get("level")
     # a pile-up's background count is where in it, not a condition: one group per run
     background = "0" if metrics.lookup(s.metric, s.workload).pile_up else str(s.background)
-    key = (s.experiment, s.metric, s.unit, s.workload, background, s.attacker,
-           s.placement, "" if level is None else str(level))  # fmt: skip
+    key = (
+        s.experiment,
+        s.metric,
+        s.unit,
+        s.workload,
+        background,
+        s.attacker,
+        s.placement,
+        "" if level is None else str(level),
+    )
     return (*key, s.runtime) if with_runtime else key
 
 
@@ -88,8 +96,9 @@ class Row:
     ci: tuple[float, float] = (math.nan, math.nan)
 
 
-def _fit_results(a: Frame, b: Frame, with_runtime: bool
-                 ) -> dict[Key, tuple[ABResult, str, tuple[str, str]]]:  # fmt: skip
+def _fit_results(
+    a: Frame, b: Frame, with_runtime: bool
+) -> dict[Key, tuple[ABResult, str, tuple[str, str]]]:
     """Memory costs (slopes, report/fits.py) on both sides: B's slope against A's, the
     p of their difference, and why there is no ratio where A's is below resolution."""
     from virtbench.report.fits import baseline_refusal, cost_cells, cost_fits
@@ -98,8 +107,9 @@ def _fit_results(a: Frame, b: Frame, with_runtime: bool
     out: dict[Key, tuple[ABResult, str, tuple[str, str]]] = {}
     for (metric, rt), x in fa.items():
         m = metrics.lookup(metric)
-        side_b = [f for (mb, rb), f in fb.items()
-                  if mb == metric and (rb == rt or not with_runtime)]  # fmt: skip
+        side_b = [
+            f for (mb, rb), f in fb.items() if mb == metric and (rb == rt or not with_runtime)
+        ]
         if len(side_b) != 1:
             continue
         y = side_b[0]
@@ -114,8 +124,17 @@ def _fit_results(a: Frame, b: Frame, with_runtime: bool
     return out
 
 
-FIELDS = ("experiment", "metric", "unit", "workload", "background", "attacker", "placement",
-          "params", "runtime")  # what a condition is made of (`condition`)  # fmt: skip
+FIELDS = (
+    "experiment",
+    "metric",
+    "unit",
+    "workload",
+    "background",
+    "attacker",
+    "placement",
+    "params",
+    "runtime",
+)  # what a condition is made of (`condition`)
 
 
 def _groups(f: Frame, with_runtime: bool) -> dict[Key, np.ndarray]:
@@ -124,8 +143,9 @@ def _groups(f: Frame, with_runtime: bool) -> dict[Key, np.ndarray]:
     return condition_rows(f, with_runtime, lambda m: m.ab_compared)
 
 
-def condition_rows(f: Frame, with_runtime: bool, wanted: Callable[[metrics.Metric], bool]
-                   ) -> dict[Key, np.ndarray]:  # fmt: skip
+def condition_rows(
+    f: Frame, with_runtime: bool, wanted: Callable[[metrics.Metric], bool]
+) -> dict[Key, np.ndarray]:
     """Indices of non-warm-up rows by condition (`condition`) in the order first
     measured, of the figures `wanted` (given each one's declaration) keeps."""
     keep = np.flatnonzero(~f.warmup)
@@ -136,8 +156,16 @@ def condition_rows(f: Frame, with_runtime: bool, wanted: Callable[[metrics.Metri
         if not wanted(m):
             continue
         level = json.loads(params).get("level")
-        key = (exp, metric, unit, workload, "0" if m.pile_up else str(bg), attacker, placement,
-               "" if level is None else str(level))  # fmt: skip
+        key = (
+            exp,
+            metric,
+            unit,
+            workload,
+            "0" if m.pile_up else str(bg),
+            attacker,
+            placement,
+            "" if level is None else str(level),
+        )
         merged[(*key, runtime) if with_runtime else key].append(keep[rows])
     return {k: np.sort(np.concatenate(v)) for k, v in merged.items()}
 
@@ -183,8 +211,9 @@ def compare(
     why = {k: refusal(k[1], k[3], results[k].median_a) for k in tested}
     fitted = _fit_results(fa, fb, with_runtime)
     if metrics:
-        fitted = {k: v for k, v in fitted.items()
-                  if any(fnmatch.fnmatchcase(k[1], m) for m in metrics)}  # fmt: skip
+        fitted = {
+            k: v for k, v in fitted.items() if any(fnmatch.fnmatchcase(k[1], m) for m in metrics)
+        }
     shown = {}
     for k, (r, reason, cells) in fitted.items():
         results[k], why[k], shown[k] = r, reason, cells
@@ -321,8 +350,9 @@ def markdown(title: str, rows: list[Row], name_a: str, name_b: str) -> str:
     lines.append("|---|---:|---:|---:|---:|---:|---|")
     for row in rows:
         *rest, v = cells(row)
-        lines.append("| " + " | ".join(map(esc, [*rest, f"**{v}**" if v in REGRESSIONS else v]))
-                     + " |")  # fmt: skip
+        lines.append(
+            "| " + " | ".join(map(esc, [*rest, f"**{v}**" if v in REGRESSIONS else v])) + " |"
+        )
     n = counts(rows)
     lines += ["", ", ".join(f"{v} {k}" for k, v in n.items() if v)]
     lines += [f"- no ratio: {esc(line)}" for line in reasons(rows)]

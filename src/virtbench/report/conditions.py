@@ -43,8 +43,9 @@ def line(runtime: str, conditions: dict[str, str]) -> str:
         parts.append(f"rootfs {conditions['rootfs']}")
     if "security" in conditions:
         detail = [f"{k} {conditions[k]}" for k in ("seccomp", "lsm") if k in conditions]
-        parts.append(f"security {conditions['security']}" + (f" ({', '.join(detail)})"
-                                                             if detail else ""))  # fmt: skip
+        parts.append(
+            f"security {conditions['security']}" + (f" ({', '.join(detail)})" if detail else "")
+        )
     if "firmware" in conditions:
         parts.append(f"firmware {conditions['firmware']}")
     return f"{runtime}: " + ", ".join(parts)
@@ -66,8 +67,10 @@ def warning(name_a: str, a: dict[str, str], name_b: str, b: dict[str, str]) -> s
     if not keys:
         return None
     said = "; ".join(f"{k}: {kind(a[k])} vs {kind(b[k])}" for k in keys)
-    return (f"{name_a} and {name_b} ran under different conditions ({said}): a difference "
-            "between them is the runtime's and its conditions' together")  # fmt: skip
+    return (
+        f"{name_a} and {name_b} ran under different conditions ({said}): a difference "
+        "between them is the runtime's and its conditions' together"
+    )
 
 
 def shown(samples: Frame | Iterable[Sample]) -> list[tuple[str, str]]:

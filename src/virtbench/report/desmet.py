@@ -25,8 +25,9 @@ def desmet_weight(measure: str, weights: dict[str, float], metric: str = "") -> 
     """A measure's importance: the first pattern of `weights` (fnmatch) that its row's
     name or its metric's full name (`boot.spawn_to_exit`) matches, else 1."""
     names = [n for n in (measure, metric) if n]
-    return next((w for pat, w in weights.items()
-                 if any(fnmatch.fnmatchcase(n, pat) for n in names)), 1.0)  # fmt: skip
+    return next(
+        (w for pat, w in weights.items() if any(fnmatch.fnmatchcase(n, pat) for n in names)), 1.0
+    )
 
 
 @dataclass(frozen=True)

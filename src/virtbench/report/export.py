@@ -81,11 +81,20 @@ METRIC_FIELDS = {
 def declared(name: str, workload: str) -> dict[str, Any]:
     """What virtbench.metrics declares of the figure `name` of `workload`."""
     m = metrics.lookup(name, workload)
-    return _clean({
-        "metric": name, "workload": workload, "unit": m.unit, "direction": m.direction,
-        "includes": m.includes, "lower_bound": m.lower_bound, "resolution": m.resolution,
-        "repeated": m.repeated, "summary": m.summary, "compared": m.compared,
-    })  # fmt: skip
+    return _clean(
+        {
+            "metric": name,
+            "workload": workload,
+            "unit": m.unit,
+            "direction": m.direction,
+            "includes": m.includes,
+            "lower_bound": m.lower_bound,
+            "resolution": m.resolution,
+            "repeated": m.repeated,
+            "summary": m.summary,
+            "compared": m.compared,
+        }
+    )
 
 
 def write_ndjson(store: Store, run_id: str, out: IO[str]) -> int:
@@ -97,8 +106,9 @@ def write_ndjson(store: Store, run_id: str, out: IO[str]) -> int:
     f = store.frame(run.id)
     pairs = [key for key, _ in f.groups("metric", "workload")]
     for name, workload in pairs:
-        out.write(json.dumps({"record": "metric", "run_id": run.id, **declared(name, workload)})
-                  + "\n")  # fmt: skip
+        out.write(
+            json.dumps({"record": "metric", "run_id": run.id, **declared(name, workload)}) + "\n"
+        )
     chunks = [
         functools.partial(_json_lines, f, run.id, start) for start in range(0, len(f), _CSV_CHUNK)
     ]
@@ -113,8 +123,12 @@ def write_ndjson(store: Store, run_id: str, out: IO[str]) -> int:
 
 # A sample's line: text fields in runs (one JSON piece per distinct combination), numbers
 # between them; each run's piece starts with the key that follows the number before it.
-_JSON_TEXT = (("experiment", "metric"), ("unit", "direction", "runtime", "workload"),
-              ("attacker", "placement"), ("error", "params", "host"))  # fmt: skip
+_JSON_TEXT = (
+    ("experiment", "metric"),
+    ("unit", "direction", "runtime", "workload"),
+    ("attacker", "placement"),
+    ("error", "params", "host"),
+)
 
 
 def _json_piece(fields: tuple[str, ...], key: tuple[str, ...]) -> str:
@@ -131,8 +145,9 @@ def _json_lines(f: Frame, run_id: str, start: int) -> str:
     """The NDJSON lines of the frame's rows from `start` (at most _CSV_CHUNK of them)."""
     part = f.take(np.arange(start, min(len(f), start + _CSV_CHUNK)))
     head = '{"record": "sample", "run_id": ' + json.dumps(run_id) + ", "
-    a, b, c, d = (_pieces(part, fields, lambda k, fs=fields: _json_piece(fs, k))
-                  for fields in _JSON_TEXT)  # fmt: skip
+    a, b, c, d = (
+        _pieces(part, fields, lambda k, fs=fields: _json_piece(fs, k)) for fields in _JSON_TEXT
+    )
     values = [v or "null" for v in _floats(part.value)]
     ts = [t or "null" for t in _floats(part.t)]
     rep, bg = map(str, part.repetition.tolist()), map(str, part.background.tolist())
@@ -140,22 +155,51 @@ def _json_lines(f: Frame, run_id: str, start: int) -> str:
     warm = [truth[x] for x in part.warmup.tolist()]
     emu = [truth[x] for x in part.emulated.tolist()]
     r = itertools.repeat
-    return "".join(map("".join, zip(
-        r(head), a, r(', "value": '), values, r(", "), b, r(', "repetition": '), rep,
-        r(', "background": '), bg, r(", "), c, r(', "warmup": '), warm, r(', "emulated": '),
-        emu, r(", "), d, r(', "t": '), ts, r("}\n"), strict=False,  # the repeats are endless
-    )))  # fmt: skip
+    return "".join(
+        map(
+            "".join,
+            zip(
+                r(head),
+                a,
+                r(', "value": '),
+                values,
+                r(", "),
+                b,
+                r(', "repetition": '),
+                rep,
+                r(', "background": '),
+                bg,
+                r(", "),
+                c,
+                r(', "warmup": '),
+                warm,
+                r(', "emulated": '),
+                emu,
+                r(", "),
+                d,
+                r(', "t": '),
+                ts,
+                r("}\n"),
+                strict=False,  # the repeats are endless
+            ),
+        )
+    )
 
 
 # CSV columns in runs of text fields, each run written as one pre-quoted piece per distinct
 # combination (a run's samples share a few), the numbers between them formatted per row
-_CSV_TEXT = (("experiment", "metric"), ("unit", "direction", "runtime", "workload"),
-             ("attacker", "placement"), ("error", "params", "host"))  # fmt: skip
+_CSV_TEXT = (
+    ("experiment", "metric"),
+    ("unit", "direction", "runtime", "workload"),
+    ("attacker", "placement"),
+    ("error", "params", "host"),
+)
 _CSV_CHUNK = 100_000
 
 
-def _pieces(f: Frame, fields: tuple[str, ...], render: str | Callable[[tuple[str, ...]], str]
-            ) -> list[str]:  # fmt: skip
+def _pieces(
+    f: Frame, fields: tuple[str, ...], render: str | Callable[[tuple[str, ...]], str]
+) -> list[str]:
     """Per row, its text `fields` rendered: by `render`, or (a string) as `render`, then
     the CSV of the fields and a comma."""
     codes, texts = [], []
@@ -193,8 +237,29 @@ def _csv_lines(f: Frame, run_id: str, start: int) -> str:
     emu = map(str, part.emulated.astype(int).tolist())
     comma = itertools.repeat(",")
     # one line per row, joined in C: pieces end in a comma where one follows
-    return "".join(map("".join, zip(a, values, comma, b, rep, comma, bg, comma, c, warm, comma,
-                                    emu, comma, d, ts, itertools.repeat("\n"))))  # fmt: skip
+    return "".join(
+        map(
+            "".join,
+            zip(
+                a,
+                values,
+                comma,
+                b,
+                rep,
+                comma,
+                bg,
+                comma,
+                c,
+                warm,
+                comma,
+                emu,
+                comma,
+                d,
+                ts,
+                itertools.repeat("\n"),
+            ),
+        )
+    )
 
 
 def write_csv(store: Store, run_id: str, out: IO[str]) -> int:

@@ -85,8 +85,13 @@ def warnings(
     out += [(level, text) for level, text in conditions.shown(f) if level == "warning"]
     emulated = int(np.sum(f.emulated & ~f.warmup))
     if emulated:
-        out.append(("warning", f"{emulated} samples were measured under emulation (QEMU TCG): "
-                               "functional results only, not performance"))  # fmt: skip
+        out.append(
+            (
+                "warning",
+                f"{emulated} samples were measured under emulation (QEMU TCG): "
+                "functional results only, not performance",
+            )
+        )
     out += failed
     return out + high_spread(f, cv_warn)
 
@@ -159,8 +164,7 @@ def ranked(notes: list[tuple[str, str]]) -> list[tuple[str, str]]:
     return kept
 
 
-def differences(samples: Rows, order: list[str], global_test: str = "kruskal"
-                ) -> HtmlTable:  # fmt: skip
+def differences(samples: Rows, order: list[str], global_test: str = "kruskal") -> HtmlTable:
     """Per measure shared by two or more runtimes: the global test (three or more: Kruskal-
     Wallis or ANOVA; two: the permutation test of compare), its p corrected by Holm over
     all the measures of the table, and -- only where that is significant -- the pairs the
@@ -174,8 +178,9 @@ def differences(samples: Rows, order: list[str], global_test: str = "kruskal"
             a, b = groups
             r = ab_test(groups[a], groups[b])
             if min_p(r.n_a, r.n_b) > 0.05:
-                tests.append((label(key), f"too few values ({r.n_a} vs {r.n_b})", math.nan,
-                              math.nan, []))  # fmt: skip
+                tests.append(
+                    (label(key), f"too few values ({r.n_a} vs {r.n_b})", math.nan, math.nan, [])
+                )
             else:
                 tests.append((label(key), "permutation (means)", math.nan, r.p, [(a, b)]))
             continue
@@ -194,10 +199,16 @@ def differences(samples: Rows, order: list[str], global_test: str = "kruskal"
             differ = ", ".join(f"{a} vs {b}" for a, b in pairs) or "none of the pairs"
         stat_cell = "n/a" if math.isnan(stat) else f"{stat:.3g}"
         rows.append([measure, name, stat_cell, "n/a" if math.isnan(p) else fmt(p, 3), differ])
-    headers = ["measure", "test", "statistic", f"p (Holm over {len(tests)})",
-               "significantly different pairs (5%)"]  # fmt: skip
-    return HtmlTable("differences between runtimes", headers, rows,
-                     [False, False, True, True, False])  # fmt: skip
+    headers = [
+        "measure",
+        "test",
+        "statistic",
+        f"p (Holm over {len(tests)})",
+        "significantly different pairs (5%)",
+    ]
+    return HtmlTable(
+        "differences between runtimes", headers, rows, [False, False, True, True, False]
+    )
 
 
 def median_of(values: list[float]) -> float:

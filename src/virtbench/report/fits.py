@@ -40,8 +40,9 @@ def cost_fits(samples: Rows) -> dict[tuple[str, str], Fit]:
         for (metric, runtime), rows in by.items():
             if metric != m.fits:
                 continue
-            found = increment_fit(ok.background[rows].tolist(), ok.value[rows].tolist(),
-                                  ok.repetition[rows].tolist())  # fmt: skip
+            found = increment_fit(
+                ok.background[rows].tolist(), ok.value[rows].tolist(), ok.repetition[rows].tolist()
+            )
             if found is not None:
                 out[(m.name, runtime)] = found
     return out
@@ -64,9 +65,11 @@ def baseline_refusal(fit: Fit | None, metric: str, what: str) -> str | None:
     if fit is None or not fit.has_ci:
         return f"{what}'s slope has too few steps for a CI: a ratio to it means nothing"
     if not resolved(fit, m.resolution):
-        return (f"{what}'s slope is below the method's resolution "
-                f"({fmt(resolution(fit, m.resolution))} {m.unit}): a ratio to it means "
-                "nothing")  # fmt: skip
+        return (
+            f"{what}'s slope is below the method's resolution "
+            f"({fmt(resolution(fit, m.resolution))} {m.unit}): a ratio to it means "
+            "nothing"
+        )
     return None
 
 
@@ -75,12 +78,15 @@ def cost_table(title: str, samples: Rows, runtime_order: list[str]) -> Table:
     the slope over every step with its 95% CI (or "< X" below resolution)."""
     fits = cost_fits(samples)
     t = Table(title=title, title_justify="left")
-    add_columns(t, ["runtime", "measure", "per instance", "95% CI", "steps"],
-                ("runtime", "measure"))  # fmt: skip
-    t.caption = ("per instance: the slope of memory against instances running over every "
-                 "step (caches dropped; the steps' increments pooled); 95% CI: a t interval "
-                 "from the steps' spread; \"< X\": the CI includes 0 or the slope is below "
-                 "the method's resolution X")  # fmt: skip
+    add_columns(
+        t, ["runtime", "measure", "per instance", "95% CI", "steps"], ("runtime", "measure")
+    )
+    t.caption = (
+        "per instance: the slope of memory against instances running over every "
+        "step (caches dropped; the steps' increments pooled); 95% CI: a t interval "
+        'from the steps\' spread; "< X": the CI includes 0 or the slope is below '
+        "the method's resolution X"
+    )
     t.caption_justify = "left"
     names = [m.name for m in metrics.fitted()]
     shown = [r for r in runtime_order if any((name, r) in fits for name in names)]
@@ -106,8 +112,10 @@ def unit_points(samples: Rows, metric: str, runtime: str) -> list[tuple[int, int
         return []
     workload = ok.labels["workload"][ok.codes["workload"][-1]]
     middle = np.median if metrics.lookup(metric, workload).summary == "median" else np.mean
-    points = [(int(rep), int(n), float(middle(ok.value[rows])))
-              for (rep, n), rows in ok.groups("repetition", "background")]  # fmt: skip
+    points = [
+        (int(rep), int(n), float(middle(ok.value[rows])))
+        for (rep, n), rows in ok.groups("repetition", "background")
+    ]
     return sorted(points)
 
 
@@ -132,18 +140,19 @@ def first_workload(f: Frame, metric: str) -> str:
     return f.labels["workload"][f.codes["workload"][rows[0]]] if rows.size else ""
 
 
-def trend_table(title: str, samples: Rows, metric: str, runtime_order: list[str]
-                ) -> Table:  # fmt: skip
+def trend_table(title: str, samples: Rows, metric: str, runtime_order: list[str]) -> Table:
     """Per runtime: the worker's figure's slope per PER background instances, its 95% CI
     and the verdict."""
     f = as_frame(samples)
     units = f.codes["unit"][f.where("metric", metric)]
     unit = f.labels["unit"][units[0]] if units.size else ""
     named = metrics.label(metric, first_workload(f, metric))
-    t = Table(title=f"{title} ({named}, {unit} per {PER} background instances)",
-              title_justify="left")  # fmt: skip
-    add_columns(t, ["runtime", f"slope per {PER}", "95% CI", "verdict", "points"],
-                ("runtime", "verdict"))  # fmt: skip
+    t = Table(
+        title=f"{title} ({named}, {unit} per {PER} background instances)", title_justify="left"
+    )
+    add_columns(
+        t, ["runtime", f"slope per {PER}", "95% CI", "verdict", "points"], ("runtime", "verdict")
+    )
     for r in runtime_order:
         pts = unit_points(f, metric, r)
         if pts:

@@ -45,8 +45,9 @@ def comparisons(
     out: list[tuple[str, str, list[cmp.Row] | str]] = []
     for other in hosts[1:]:
         try:
-            rows = cmp.compare(groups[first], groups[other], with_runtime=True, alpha=alpha,
-                               min_effect=min_effect)  # fmt: skip
+            rows = cmp.compare(
+                groups[first], groups[other], with_runtime=True, alpha=alpha, min_effect=min_effect
+            )
         except VirtbenchError:  # e.g. sharded by runtime: nothing measured on both
             rows = []
         shared = [r for r in rows if r.verdict != "missing"]
@@ -56,6 +57,8 @@ def comparisons(
 
 def named_line(label: str, named: dict[str, Any]) -> str:
     """`uk-nginx = qemu:q35:tcg, kernel /img/nginx.elf (2.1 MiB, sha256 3f2a...)`"""
-    files = [f"{k} {f['path']} ({f['bytes'] / 2**20:.1f} MiB, sha256 {f['sha256'][:16]})"
-             for k, f in named.get("files", {}).items()]  # fmt: skip
+    files = [
+        f"{k} {f['path']} ({f['bytes'] / 2**20:.1f} MiB, sha256 {f['sha256'][:16]})"
+        for k, f in named.get("files", {}).items()
+    ]
     return ", ".join([f"{label} = {named.get('driver')}", *files])

@@ -69,8 +69,16 @@ def plotted(f: Frame) -> tuple[list[Sample], str]:
     tests use them all."""
     from virtbench.analysis.stats import bounded_subset
 
-    keys = ("experiment", "metric", "workload", "runtime", "background", "attacker",
-            "placement", "warmup")  # fmt: skip
+    keys = (
+        "experiment",
+        "metric",
+        "workload",
+        "runtime",
+        "background",
+        "attacker",
+        "placement",
+        "warmup",
+    )
     keep, capped = [np.flatnonzero(f.failed)], 0
     ok = np.flatnonzero(~f.failed)
     for _, rows in f.take(ok).groups(*keys):
@@ -78,9 +86,12 @@ def plotted(f: Frame) -> tuple[list[Sample], str]:
             capped += 1
             rows = rows[bounded_subset(np.zeros(rows.size, dtype=np.int64), PLOT_MAX_VALUES)]
         keep.append(ok[rows])
-    note = (f"plots draw at most {PLOT_MAX_VALUES:,} values of each group (evenly spaced in "
-            f"the order measured; {capped} groups had more): the tables use every value"
-            if capped else "")  # fmt: skip
+    note = (
+        f"plots draw at most {PLOT_MAX_VALUES:,} values of each group (evenly spaced in "
+        f"the order measured; {capped} groups had more): the tables use every value"
+        if capped
+        else ""
+    )
     return f.samples(np.sort(np.concatenate(keep))), note
 
 

@@ -153,8 +153,10 @@ def _labels(t: Table) -> int:
 def stacked(t: Table, width: int = 80) -> Group:
     """One block per row: the label cells in bold, then `header value` pairs, as many to
     a line as fit `width` (a pair is never split from its header where it fits a line)."""
-    cols = [[Text.from_markup(c) if isinstance(c, str) else Text(str(c)) for c in col.cells]
-            for col in t.columns]  # fmt: skip
+    cols = [
+        [Text.from_markup(c) if isinstance(c, str) else Text(str(c)) for c in col.cells]
+        for col in t.columns
+    ]
     headers = [Text.from_markup(str(col.header)).plain for col in t.columns]
     lead = _labels(t)
     parts: list[RenderableType] = []
@@ -163,8 +165,11 @@ def stacked(t: Table, width: int = 80) -> Group:
     for row in zip(*cols, strict=True):
         head = Text("  ").join(cell for cell in row[:lead] if cell.plain)
         head.stylize("bold")
-        pairs = [Text.assemble((f"{h} ", "dim"), cell) for h, cell in
-                 zip(headers[lead:], row[lead:], strict=True) if cell.plain]  # fmt: skip
+        pairs = [
+            Text.assemble((f"{h} ", "dim"), cell)
+            for h, cell in zip(headers[lead:], row[lead:], strict=True)
+            if cell.plain
+        ]
         lines: list[Text] = []
         for pair in pairs:
             if lines and cell_len(lines[-1].plain) + 3 + cell_len(pair.plain) <= width - 2:

@@ -52,8 +52,7 @@ class Plot:
         if not self._svg:
             buf = io.StringIO()
             with plt.rc_context(STYLE):  # svg.* settings are read when saving
-                self.fig.savefig(buf, format="svg", bbox_inches=None,
-                                 metadata=_metadata("svg"))  # fmt: skip
+                self.fig.savefig(buf, format="svg", bbox_inches=None, metadata=_metadata("svg"))
             self._svg = buf.getvalue()
         return self._svg
 
@@ -104,8 +103,9 @@ def runtimes_in(samples: list[Sample], order: list[str]) -> list[str]:
 
 
 def new_figure(title: str, ncols: int = 1, width: float = 6.4) -> tuple[Figure, list]:
-    fig, axes = plt.subplots(1, ncols, figsize=(width * ncols if ncols > 1 else width, 3.8),
-                             squeeze=False)  # fmt: skip
+    fig, axes = plt.subplots(
+        1, ncols, figsize=(width * ncols if ncols > 1 else width, 3.8), squeeze=False
+    )
     fig.suptitle(title, fontsize=10)
     return fig, list(axes[0])
 

@@ -123,8 +123,15 @@ def latency(samples: list[Sample], order: list[str]) -> list[Plot]:
                 med.append(float(np.median(vals)))
                 lo.append(med[-1] - min(vals))
                 hi.append(max(vals) - med[-1])
-            cdf.errorbar(med, [_pct_x(p) for p in pcts], xerr=[lo, hi], marker="o", capsize=3,
-                         label=r, color=colour(r))  # fmt: skip
+            cdf.errorbar(
+                med,
+                [_pct_x(p) for p in pcts],
+                xerr=[lo, hi],
+                marker="o",
+                capsize=3,
+                label=r,
+                color=colour(r),
+            )
         ticks = sorted({p for p, _ in points})
         cdf.set_yticks([_pct_x(p) for p in ticks], [f"{p:g}%" for p in ticks])
         cdf.set_title("within a run: CDF from its percentiles", fontsize=9)
@@ -157,8 +164,11 @@ def concurrency(samples: list[Sample], order: list[str]) -> list[Plot]:
     plots = []
     colour = colour_for(order)
     # several levels and not all zero (error counts); throughput-like first, then the rest
-    keys = [k for k in sorted(series) if len({lv for lv, _ in series[k]}) >= 2
-            and any(s.value for _, s in series[k])]  # fmt: skip
+    keys = [
+        k
+        for k in sorted(series)
+        if len({lv for lv, _ in series[k]}) >= 2 and any(s.value for _, s in series[k])
+    ]
     keys.sort(key=lambda k: series[k][0][1].direction != "higher")
     for workload, metric in keys[:MAX_PER_KIND]:
         mine = series[(workload, metric)]
@@ -167,8 +177,9 @@ def concurrency(samples: list[Sample], order: list[str]) -> list[Plot]:
         fig, (ax,) = new_figure(f"{workload}: {label} ({unit}) against the level")
         for r in runtimes_in([s for _, s in mine], order):
             levels = sorted({lv for lv, s in mine if s.runtime == r})
-            sts = [summarize([s.value for v, s in mine if s.runtime == r and v == lv])
-                   for lv in levels]  # fmt: skip
+            sts = [
+                summarize([s.value for v, s in mine if s.runtime == r and v == lv]) for lv in levels
+            ]
             med = [st.median for st in sts]
             err = ci_err(sts)
             ax.errorbar(levels, med, yerr=err, marker="o", capsize=3, label=r, color=colour(r))

@@ -68,8 +68,13 @@ def _scalability_one(samples: list[Sample], order: list[str]) -> list[Plot]:
         rel.plot(points, mean / first, marker="o", ms=3, color=c, label=r)
         rel.fill_between(points, low / first, high / first, color=c, alpha=0.15)
         for m, ls in zip(metrics.plotted("scalability"), ("-", "--", ":"), strict=False):
-            vals = [np.mean([s.value for s in mine if s.metric == m.name and s.background == n]
-                            or [math.nan]) for n in points]  # fmt: skip
+            vals = [
+                np.mean(
+                    [s.value for s in mine if s.metric == m.name and s.background == n]
+                    or [math.nan]
+                )
+                for n in points
+            ]
             if not all(math.isnan(v) for v in vals):
                 host.plot(points, vals, ls=ls, color=c, label=f"{r}: {m.label}")
     raw.set_title("median (band: 95% CI, or the range below 5 runs)", fontsize=9)
@@ -115,18 +120,20 @@ def _isolation_one(samples: list[Sample], order: list[str]) -> list[Plot]:
     for ax, r in zip(axes, runtimes, strict=True):
         mine = [s for s in ok if s.runtime == r]
         base = summarize([s.value for s in mine if not s.attacker])
-        ax.bar([0], [base.median], 0.6, yerr=ci_err([base]), capsize=3, color="grey",
-               label="baseline")  # fmt: skip
+        ax.bar(
+            [0], [base.median], 0.6, yerr=ci_err([base]), capsize=3, color="grey", label="baseline"
+        )
         for j, p in enumerate(placements):
-            sts = [summarize([s.value for s in mine if (s.attacker, s.placement) == (a, p)])
-                   for a in attackers]  # fmt: skip
+            sts = [
+                summarize([s.value for s in mine if (s.attacker, s.placement) == (a, p)])
+                for a in attackers
+            ]
             x = np.arange(1, len(attackers) + 1) + (j - (len(placements) - 1) / 2) * width
             med = [st.median if st.n else math.nan for st in sts]  # not measured: no bar
             ax.bar(x, med, width, yerr=ci_err(sts), capsize=2, color=COLOURS[j], label=p)
             for xi, st in zip(x, sts, strict=True):
                 if not st.n:
-                    ax.annotate("n/a", (xi, 0), ha="center", va="bottom", fontsize=7,
-                                color="grey")  # fmt: skip
+                    ax.annotate("n/a", (xi, 0), ha="center", va="bottom", fontsize=7, color="grey")
         ax.set_xticks(range(len(attackers) + 1), ["baseline", *attackers], rotation=30)
         ax.set_title(r, fontsize=9)
         ax.set_ylabel(f"{label} ({unit})")
@@ -169,9 +176,12 @@ def _isolation_relative_one(samples: list[Sample], order: list[str]) -> list[Plo
             for a in attackers:
                 hit = [s for s in ok if (s.runtime, s.attacker, s.placement) == (r, a, p)]
                 point, low, high = slowdown_ci(
-                    [s.value for s in base], [s.value for s in hit], direction,
-                    units_b=[s.repetition for s in base], units_a=[s.repetition for s in hit],
-                )  # fmt: skip
+                    [s.value for s in base],
+                    [s.value for s in hit],
+                    direction,
+                    units_b=[s.repetition for s in base],
+                    units_a=[s.repetition for s in hit],
+                )
                 ratio = 1 / (1 + point) if hit and base else math.nan
                 rel.append(ratio)
                 ci = not (math.isnan(low) or math.isnan(high))  # a higher slowdown, a lower ratio
@@ -233,8 +243,15 @@ def density(samples: list[Sample], order: list[str]) -> list[Plot]:
                     if s.runtime == r:
                         by[s.background + 1].append(s.value * k)  # type: ignore[operator]
                 xs = sorted(by)
-                ax.plot(xs, [np.median(by[n]) for n in xs], marker="." if len(xs) > 30 else "o",
-                        ms=3, lw=1, label=r, color=colour(r))  # fmt: skip
+                ax.plot(
+                    xs,
+                    [np.median(by[n]) for n in xs],
+                    marker="." if len(xs) > 30 else "o",
+                    ms=3,
+                    lw=1,
+                    label=r,
+                    color=colour(r),
+                )
                 continue
             _steps(ax, mine, r, fits.get((m.name, r)), m.name, colour(r))
         ax.set_title(m.label, fontsize=9)

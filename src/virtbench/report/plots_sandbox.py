@@ -38,8 +38,11 @@ def burst(samples: list[Sample], order: list[str]) -> list[Plot]:
     if not each:
         return []
     colour = colour_for(order)
-    fig, (ax, ax_rate) = new_figure("Many starts at once: time to ready (own launch call -> ready)"
-                                 " and instances ready per second", ncols=2)  # fmt: skip
+    fig, (ax, ax_rate) = new_figure(
+        "Many starts at once: time to ready (own launch call -> ready)"
+        " and instances ready per second",
+        ncols=2,
+    )
     levels_seen: set[int] = set()
     for r in runtimes_in([s for s in ok if s.runtime in each], order):
         levels = sorted(each[r])
@@ -50,8 +53,9 @@ def burst(samples: list[Sample], order: list[str]) -> list[Plot]:
         ax.plot(levels, q[:, 3], linestyle=":", color=colour(r), label=f"{r} p99")
         if rate.get(r):
             lv = sorted(rate[r])
-            ax_rate.plot(lv, [float(np.median(rate[r][x])) for x in lv], marker="o",
-                         color=colour(r), label=r)  # fmt: skip
+            ax_rate.plot(
+                lv, [float(np.median(rate[r][x])) for x in lv], marker="o", color=colour(r), label=r
+            )
     for a in (ax, ax_rate):
         a.set_xlabel("instances launched at once")
         if min(levels_seen) > 0 and max(levels_seen) / min(levels_seen) >= 8:
@@ -60,8 +64,13 @@ def burst(samples: list[Sample], order: list[str]) -> list[Plot]:
     ax_rate.set_ylabel("instances ready per second (1/s, median)")
     ax.legend(fontsize=7)
     ax_rate.legend(fontsize=7)
-    return [Plot("burst-time-to-ready", "Many starts at once: time to ready against "
-                 "instances launched together", fig)]  # fmt: skip
+    return [
+        Plot(
+            "burst-time-to-ready",
+            "Many starts at once: time to ready against instances launched together",
+            fig,
+        )
+    ]
 
 
 def operations(

@@ -128,11 +128,23 @@ def payload(samples: list[Sample], order: list[str]) -> list[Plot]:
     for ax, (name, points) in zip(axes, sorted(panels.items()), strict=True):
         for r in runtimes_in([s for _, s in points], order):
             xs = sorted({x for x, s in points if s.runtime == r})
-            sts = [summarize([s.value for x2, s in points if s.runtime == r and x2 == x],
-                             [s.repetition for x2, s in points if s.runtime == r and x2 == x])
-                   for x in xs]  # fmt: skip
-            ax.errorbar(xs, [st.median for st in sts], yerr=ci_err(sts), marker="o", ms=3,
-                        capsize=2, label=r, color=colour(r))  # fmt: skip
+            sts = [
+                summarize(
+                    [s.value for x2, s in points if s.runtime == r and x2 == x],
+                    [s.repetition for x2, s in points if s.runtime == r and x2 == x],
+                )
+                for x in xs
+            ]
+            ax.errorbar(
+                xs,
+                [st.median for st in sts],
+                yerr=ci_err(sts),
+                marker="o",
+                ms=3,
+                capsize=2,
+                label=r,
+                color=colour(r),
+            )
         ax.set_title(name, fontsize=9)
         ax.set_xlabel("pages touched" if name == "page faults" else "payload (bytes)")
         ax.set_ylabel("cost per call (ns)" if name != "page faults" else "all pages (ns)")
@@ -222,9 +234,15 @@ def resources(series: Series, order: list[str]) -> list[Plot]:
                 if not pts:
                     continue
                 t0 = pts[0][0]
-                ax.plot([t - t0 for t, _ in pts], [v for _, v in pts], ls=ls, lw=1,
-                        color=colour(runtime), alpha=0.8,
-                        label=label if (label, metric) not in seen else None)  # fmt: skip
+                ax.plot(
+                    [t - t0 for t, _ in pts],
+                    [v for _, v in pts],
+                    ls=ls,
+                    lw=1,
+                    color=colour(runtime),
+                    alpha=0.8,
+                    label=label if (label, metric) not in seen else None,
+                )
                 seen.add((label, metric))
         for ax, unit in ((cpu, "CPU (%, 100 = one CPU)"), (rss, "RSS (MiB)")):
             ax.set_xlabel("time into the measurement (s)")

@@ -82,10 +82,19 @@ def pooled(f: Frame, unable: dict[str, str] | None = None) -> list[Batches]:
         values, units = f.value[rows][ok], f.repetition[rows][ok]
         tails = {label: quantile_ci(values, units, q) for label, q in QUANTILES}
         success = success_ci(ok, f.repetition[rows])
-        out.append(Batches(runtime, at, tails, success, int(ok.sum()), int(rows.size),
-                           len(set(f.repetition[rows].tolist())),
-                           _median(f, f"tti.wall@{at}", runtime),
-                           _median(f, f"tti.amortized@{at}", runtime)))  # fmt: skip
+        out.append(
+            Batches(
+                runtime,
+                at,
+                tails,
+                success,
+                int(ok.sum()),
+                int(rows.size),
+                len(set(f.repetition[rows].tolist())),
+                _median(f, f"tti.wall@{at}", runtime),
+                _median(f, f"tti.amortized@{at}", runtime),
+            )
+        )
     return sorted(out, key=lambda b: (batch_order(b.at), b.runtime))
 
 
@@ -106,9 +115,22 @@ def tti_table(title: str, f: Frame, order: list[str]) -> Table:
     """One row per runtime and batch kind: the pooled tail with its 95% CI, success and
     wall time; why a figure has no CI, once, under it."""
     t = Table(title=title, title_justify="left")
-    add_columns(t, ["batch", "runtime", "p50 ms", "p95 ms", "p99 ms", "success %",
-                    "instances", "batches", "wall ms", "ms / instance"],
-                ("batch", "runtime"))  # fmt: skip
+    add_columns(
+        t,
+        [
+            "batch",
+            "runtime",
+            "p50 ms",
+            "p95 ms",
+            "p99 ms",
+            "success %",
+            "instances",
+            "batches",
+            "wall ms",
+            "ms / instance",
+        ],
+        ("batch", "runtime"),
+    )
     rank = {r: i for i, r in enumerate(order)}
     unable = cannots(f)
     found = sorted(pooled(f, unable), key=lambda b: (batch_order(b.at), rank.get(b.runtime, 99)))
@@ -159,14 +181,22 @@ def dirty_slopes(f: Frame) -> list[DirtySlope]:
         unit = f.labels["unit"][f.codes["unit"][rows[0]]]
         found.setdefault((runtime, m[1]), []).extend(
             (int(m[2]), float(v), int(r), unit)
-            for v, r in zip(f.value[rows], f.repetition[rows], strict=True))  # fmt: skip
+            for v, r in zip(f.value[rows], f.repetition[rows], strict=True)
+        )
     out = []
     for (runtime, metric), pts in sorted(found.items()):
         mib = sorted({p[0] for p in pts})
         medians = {d: float(np.median([p[1] for p in pts if p[0] == d])) for d in mib}
         fit = sen_fit([p[0] for p in pts], [p[1] for p in pts], [p[2] for p in pts])
-        out.append(DirtySlope(runtime, metric, pts[0][3], medians,
-                              fit.scaled(PER_MIB) if fit is not None else None))  # fmt: skip
+        out.append(
+            DirtySlope(
+                runtime,
+                metric,
+                pts[0][3],
+                medians,
+                fit.scaled(PER_MIB) if fit is not None else None,
+            )
+        )
     return out
 
 
@@ -183,8 +213,11 @@ def dirty_table(title: str, slopes: list[DirtySlope], order: list[str]) -> Table
     slope."""
     levels = sorted({d for x in slopes for d in x.medians})
     t = Table(title=title, title_justify="left")
-    add_columns(t, ["runtime", "figure", *(f"{d} MiB" for d in levels),
-                    f"per {PER_MIB} MiB dirtied"], ("runtime", "figure"))  # fmt: skip
+    add_columns(
+        t,
+        ["runtime", "figure", *(f"{d} MiB" for d in levels), f"per {PER_MIB} MiB dirtied"],
+        ("runtime", "figure"),
+    )
     rank = {r: i for i, r in enumerate(order)}
     for x in sorted(slopes, key=lambda x: (rank.get(x.runtime, 99), x.metric)):
         cells = [quantity(x.medians[d], x.unit)[0] if d in x.medians else "n/a" for d in levels]

@@ -138,8 +138,9 @@ def by_worker(samples: Rows) -> list[tuple[str, Rows]]:
     order they were measured: a spec may measure several workers the same way. A frame
     gives frames, a list of samples lists."""
     if isinstance(samples, Frame):
-        return [(w, samples.take(samples.where("workload", w)))
-                for w in samples.distinct("workload")]  # fmt: skip
+        return [
+            (w, samples.take(samples.where("workload", w))) for w in samples.distinct("workload")
+        ]
     out: dict[str, list[Sample]] = {}
     for s in samples:
         out.setdefault(s.workload, []).append(s)
@@ -160,8 +161,9 @@ def worker_metric(samples: Rows) -> str | None:
     return None
 
 
-def scalability_table(title: str, samples: Rows, runtime_order: list[str],
-                      seen: list[Summary] | None = None) -> Table:  # fmt: skip
+def scalability_table(
+    title: str, samples: Rows, runtime_order: list[str], seen: list[Summary] | None = None
+) -> Table:
     """Per runtime and background count: the worker's figure (median, 95% CI or range,
     CV, n, and relative to the point with no background, as S1 normalised), next to the
     host's CPU idle, MemAvailable and free swap measured at that point."""
@@ -307,8 +309,11 @@ class _Isolation:
     def notes(self) -> list[str]:
         """The table's caption: inseparable placements, the runtimes faster next to an
         attacker, then the refused baselines."""
-        return (inseparable(self.intervals) + faster(self.faster, self.busy)
-                + list(dict.fromkeys(self.refused)))  # fmt: skip
+        return (
+            inseparable(self.intervals)
+            + faster(self.faster, self.busy)
+            + list(dict.fromkeys(self.refused))
+        )
 
 
 def isolation_table(title: str, samples: Rows, runtime_order: list[str]) -> Table:
@@ -373,11 +378,15 @@ def faster(where: dict[tuple[str, str], list[str]], busy: bool) -> list[str]:
     out = []
     for (runtime, placement), names in where.items():
         against = "even against a busy baseline" if busy else "than alone"
-        why = ("the host's idle states or frequency favour a busy machine" + (
-            "" if busy else ' (baseline = "busy" measures the baseline next to spinners on '
-            "the other CPUs)"))  # fmt: skip
-        out.append(f"{runtime} at {placement}: faster next to the attacker ({', '.join(names)})"
-                   f" {against}, with 95% confidence: {why}")  # fmt: skip
+        why = "the host's idle states or frequency favour a busy machine" + (
+            ""
+            if busy
+            else ' (baseline = "busy" measures the baseline next to spinners on the other CPUs)'
+        )
+        out.append(
+            f"{runtime} at {placement}: faster next to the attacker ({', '.join(names)})"
+            f" {against}, with 95% confidence: {why}"
+        )
     return out
 
 
@@ -393,7 +402,14 @@ def runs_table(rows: list[tuple[RunRecord, int]]) -> Table:
     for run, n in rows:
         when = dt.datetime.fromtimestamp(run.created).strftime("%Y-%m-%d %H:%M:%S")
         exps = ", ".join(e.get("type", "?") for e in run.spec.get("experiment", []))
-        cells = [run.id, run.name, when, run.status, ", ".join(run.spec.get("runtimes", [])),
-                 exps, str(n)]  # fmt: skip
+        cells = [
+            run.id,
+            run.name,
+            when,
+            run.status,
+            ", ".join(run.spec.get("runtimes", [])),
+            exps,
+            str(n),
+        ]
         t.add_row(*cells, *([run.host, run.fleet] if fleets else []))
     return t

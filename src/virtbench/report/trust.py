@@ -62,8 +62,16 @@ def predecessor_groups(f: Frame) -> dict[str, list[tuple[str, float]]]:
     ok = f.ok & (predecessor != None)  # noqa: E711 (an object array, element-wise)
     sub = f.take(ok)
     pred = predecessor[ok]
-    fields = ("metric", "workload", "runtime", "repetition", "background", "attacker",
-              "placement", "host")  # fmt: skip
+    fields = (
+        "metric",
+        "workload",
+        "runtime",
+        "repetition",
+        "background",
+        "attacker",
+        "placement",
+        "host",
+    )
     for (metric, workload, runtime, *_), idx in sub.groups(*fields):
         name = f"{metrics.label(metric, workload)} ({workload}) on {runtime}"
         for p in dict.fromkeys(pred[idx].tolist()):  # one predecessor per unit, as a rule
@@ -82,9 +90,14 @@ def trust_notes(samples: Rows) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     n = flagged(f)
     if n:
-        out.append(("warning", f"{n} of {len(f)} samples were measured while other work "
-                               "ran on the host, or its quiet wait timed out (their params: "
-                               "load > 0 or quiet = false)"))  # fmt: skip
+        out.append(
+            (
+                "warning",
+                f"{n} of {len(f)} samples were measured while other work "
+                "ran on the host, or its quiet wait timed out (their params: "
+                "load > 0 or quiet = false)",
+            )
+        )
     out += [("warning", e.text()) for e in order_effects(predecessor_groups(f).items())]
     out += [("warning", text) for text in two_modes(f)]
     return out

@@ -259,8 +259,10 @@ def remove(
             if ok:
                 errors += _remove(its, layout)
             else:
-                errors.append(f"run {rid} is alive (running, resumed or being cleaned): "
-                              f"its {len(its)} objects were left alone")  # fmt: skip
+                errors.append(
+                    f"run {rid} is alive (running, resumed or being cleaned): "
+                    f"its {len(its)} objects were left alone"
+                )
                 if left_alone is not None:
                     left_alone += its
     return errors

@@ -64,8 +64,9 @@ class Harness:
     ) -> list[cleanup.Leftover]:
         """What runs (or only `run_id`) left on the host (cleanup.scan: what could not be
         listed raises, or goes in `problems` if given)."""
-        return cleanup.scan(paths, run_id=run_id, layout=layout, include_live=include_live,
-                            problems=problems)  # fmt: skip
+        return cleanup.scan(
+            paths, run_id=run_id, layout=layout, include_live=include_live, problems=problems
+        )
 
     def remove(self, items: list[cleanup.Leftover], layout: cgroups.Layout) -> list[str]:
         """Remove a run's own leftovers, under the lock the run holds; one message per

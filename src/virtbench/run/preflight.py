@@ -57,8 +57,9 @@ class Preflight:
         """The experiment as it runs here (with `skip`: naming the runtimes that run it)."""
         exp, skip = part.experiment, self.skip
         if skip and exp.runtimes and not part.runtimes:  # a part for other runtimes
-            self.skipped.append(f"{exp.type}: it runs on {', '.join(exp.runtimes)}, which "
-                                "this run does not")  # fmt: skip
+            self.skipped.append(
+                f"{exp.type}: it runs on {', '.join(exp.runtimes)}, which this run does not"
+            )
             return exp.model_copy(update={"runtimes": []})
         keep = self.attackers(exp, self.runners(part))
         if skip and not keep and any(r in self.here for r in part.runtimes):
@@ -88,10 +89,18 @@ class Preflight:
         if other is None or not keep:
             return keep
         here = self.here
-        why = f"{other} is not available here" if other not in here else next(
-            (f"{other} cannot run {w}: {r}" for w in exp.attacker_workloads()
-             if (r := here[other].cannot_run(w))), None
-        )  # fmt: skip
+        why = (
+            f"{other} is not available here"
+            if other not in here
+            else next(
+                (
+                    f"{other} cannot run {w}: {r}"
+                    for w in exp.attacker_workloads()
+                    if (r := here[other].cannot_run(w))
+                ),
+                None,
+            )
+        )
         if why is None:
             return keep
         if not self.skip:

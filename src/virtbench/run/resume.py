@@ -171,6 +171,8 @@ def note_unfinished(session: Session) -> None:
     finished = len([d for d in done if d[0] != "experiment"])
     msg = f"resume: {finished} units already measured are skipped"
     if cut:
-        msg += (f"; {len(cut)} units the interruption cut short are measured again (their "
-                "samples are kept until the new ones are stored)")  # fmt: skip
+        msg += (
+            f"; {len(cut)} units the interruption cut short are measured again (their "
+            "samples are kept until the new ones are stored)"
+        )
     session.event("info", msg)

@@ -183,19 +183,27 @@ class Run:
         ).start()
         assert self.held.ctx is not None
         self.held.primer = prepare_quiet(session, self.held.drivers, self.held.ctx)
-        self.start.quiescence(store, env, {
-            "enabled": spec.quiescence,
-            "window_ms": round(session.quiet.window_s * 1e3, 3),
-            "other_runnable_before": session.quiet.background,
-            "primer": self.held.primer is not None,
-        })  # fmt: skip
+        self.start.quiescence(
+            store,
+            env,
+            {
+                "enabled": spec.quiescence,
+                "window_ms": round(session.quiet.window_s * 1e3, 3),
+                "other_runnable_before": session.quiet.background,
+                "primer": self.held.primer is not None,
+            },
+        )
         for part in self.plan.parts:
             self.experiment(session, part)
         if session.superseded:  # a resume must measure again what was cut short
             left = sorted(k for _, k in session.superseded)
-            store.add_event(self.run_id, "error", f"resume: {len(left)} units cut short "
-                            f"were not measured again ({', '.join(left[:3])}); their "
-                            "earlier samples are kept")  # fmt: skip
+            store.add_event(
+                self.run_id,
+                "error",
+                f"resume: {len(left)} units cut short "
+                f"were not measured again ({', '.join(left[:3])}); their "
+                "earlier samples are kept",
+            )
             return "failed"
         return "completed"
 
@@ -204,17 +212,30 @@ class Run:
         held = self.held
         held.probe = ProbeListener(run_state.dir / "probe")
         held.ctx = RuntimeContext(
-            self.run_id, run_state, self.paths, self.layout, probe=held.probe,
+            self.run_id,
+            run_state,
+            self.paths,
+            self.layout,
+            probe=held.probe,
             rootfs=artifact.path,
             runs_commands=any(p.experiment.RUNS_COMMANDS for p in self.plan.parts),
-        )  # fmt: skip
+        )
         held.drivers = {label: r.create(held.ctx) for label, r in self.plan.runtimes.items()}
         for label, drv in held.drivers.items():  # daemons, images: never inside a measurement
             self.say(f"setting up {label}")
             drv.setup()
-        session = Session(self.run_id, self.spec, self.store, artifact, held.probe,
-                          held.drivers, metrics.is_repeated, say=self.say,
-                          host=self.harness.host, instances=self.plan.instances())  # fmt: skip
+        session = Session(
+            self.run_id,
+            self.spec,
+            self.store,
+            artifact,
+            held.probe,
+            held.drivers,
+            metrics.is_repeated,
+            say=self.say,
+            host=self.harness.host,
+            instances=self.plan.instances(),
+        )
         self.start.session(session)
         return session
 
@@ -268,8 +289,17 @@ class Run:
                     held.primer.close()
                 except Exception as exc:
                     store.add_event(run_id, "error", f"cleanup: quiet sentinel: {exc}")
-            errors = _teardown(run_id, store, self.paths, self.layout, held.sampler,
-                               held.drivers, held.ctx, held.probe, self.harness)  # fmt: skip
+            errors = _teardown(
+                run_id,
+                store,
+                self.paths,
+                self.layout,
+                held.sampler,
+                held.drivers,
+                held.ctx,
+                held.probe,
+                self.harness,
+            )
             if held.sysctl is not None:  # after every instance: the host as it was
                 errors += held.sysctl.restore()
             for e in errors:

@@ -29,8 +29,10 @@ if TYPE_CHECKING:
 class GuestAgent(Exec):
     """Exec through vb-agent; a VMM's subclass says how the host reaches it (`connect`)."""
 
-    why: ClassVar[str] = ("its guest has no exec agent: the minimal guest has no processes, "
-                          "and an image built elsewhere has no vb-agent")  # fmt: skip
+    why: ClassVar[str] = (
+        "its guest has no exec agent: the minimal guest has no processes, "
+        "and an image built elsewhere has no vb-agent"
+    )
 
     def problem(self) -> str | None:
         """Commands run in a Linux guest only (`guest = "auto"` boots one for them), which
@@ -40,8 +42,10 @@ class GuestAgent(Exec):
         from virtbench.host.facts import kvm_kind
 
         if self.rt.needs_kvm(self.rt.options) and kvm_kind() == "pvm":
-            return ("its Linux guest (where the exec agent runs) cannot boot under this "
-                    "host's nested PVM KVM: use emulation, e.g. qemu:q35:tcg")  # fmt: skip
+            return (
+                "its Linux guest (where the exec agent runs) cannot boot under this "
+                "host's nested PVM KVM: use emulation, e.g. qemu:q35:tcg"
+            )
         return None
 
     def connect(self, inst: Instance, timeout: float) -> socket.socket:

@@ -56,9 +56,20 @@ from virtbench.runtimes.model import (  # re-exported: drivers import them from 
 if TYPE_CHECKING:
     import threading
 
-__all__ = ["DATA_MOUNT", "PROBE_MOUNT", "PROBE_PLACEHOLDER", "Availability", "Family",
-           "Instance", "InstanceSpec", "NoOptions", "Runtime", "RuntimeContext", "remove_tree",
-           "which"]  # fmt: skip
+__all__ = [
+    "DATA_MOUNT",
+    "PROBE_MOUNT",
+    "PROBE_PLACEHOLDER",
+    "Availability",
+    "Family",
+    "Instance",
+    "InstanceSpec",
+    "NoOptions",
+    "Runtime",
+    "RuntimeContext",
+    "remove_tree",
+    "which",
+]
 
 
 class Runtime(ABC):
@@ -278,8 +289,9 @@ class Runtime(ABC):
         except BaseException as exc:
             self._start_failed(inst, exc)
 
-    def wait_ready(self, inst: Instance, timeout: float,
-                   abort: threading.Event | None = None) -> int:  # fmt: skip
+    def wait_ready(
+        self, inst: Instance, timeout: float, abort: threading.Event | None = None
+    ) -> int:
         """Host monotonic ns of `inst`'s ready datagram (`observe.wait_ready`)."""
         return self.observe.wait_ready(inst, timeout, abort)
 

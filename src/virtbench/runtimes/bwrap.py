@@ -42,8 +42,7 @@ class Bwrap(Native):
         if not base.ok:
             return base
         if which("bwrap") is None:
-            return Availability(False, reason="bwrap not on PATH",
-                                fix="apt-get install bubblewrap")  # fmt: skip
+            return Availability(False, reason="bwrap not on PATH", fix="apt-get install bubblewrap")
         res = proc.run(["bwrap", "--version"], check=False, timeout=10)
         if res.returncode != 0:
             return Availability(False, reason=f"bwrap --version failed: {res.stderr.strip()}")
@@ -52,9 +51,12 @@ class Bwrap(Native):
     def conditions(self) -> dict[str, Any]:
         """Its storage and confinement, beside every figure: bwrap run as root keeps
         root's capabilities and installs no seccomp filter unless asked."""
-        return {"rootfs": "dir (the artifact, read-only bind, shared)",
-                "security": "namespaces only (root's capabilities)", "seccomp": "none",
-                "lsm": "none"}  # fmt: skip
+        return {
+            "rootfs": "dir (the artifact, read-only bind, shared)",
+            "security": "namespaces only (root's capabilities)",
+            "seccomp": "none",
+            "lsm": "none",
+        }
 
     def _launcher(self, inst: Instance, dirs: list) -> list[str]:
         """vb-cgexec into the cgroups and, on the bridge, the instance's netns (bwrap
@@ -67,12 +69,25 @@ class Bwrap(Native):
     def _command(self, inst: Instance) -> list[str]:
         argv = [
             which("bwrap") or "bwrap",
-            "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent",
-            "--hostname", inst.name,
-            "--ro-bind", str(inst.spec.rootfs), "/",
-            "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
-            "--setenv", "VIRTBENCH_INSTANCE", inst.name,
-        ]  # fmt: skip
+            "--unshare-pid",
+            "--unshare-ipc",
+            "--unshare-uts",
+            "--die-with-parent",
+            "--hostname",
+            inst.name,
+            "--ro-bind",
+            str(inst.spec.rootfs),
+            "/",
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "--tmpfs",
+            "/tmp",
+            "--setenv",
+            "VIRTBENCH_INSTANCE",
+            inst.name,
+        ]
         if self.effective_network(inst.spec.network) == "none":
             argv.append("--unshare-net")
         for host, dest in inst.binds:

@@ -55,8 +55,10 @@ class CloudHypervisorSnapshot(ApiSnapshot):
         from virtbench.host.facts import kvm_kind
 
         if kvm_kind() == "pvm":  # seen with Cloud Hypervisor 53 on such a host
-            return ("its vCPUs' state cannot be saved under this host's nested PVM KVM "
-                    "(KVM_GET_NESTED_STATE fails: invalid argument)")  # fmt: skip
+            return (
+                "its vCPUs' state cannot be saved under this host's nested PVM KVM "
+                "(KVM_GET_NESTED_STATE fails: invalid argument)"
+            )
         return None
 
     def save(self, inst: Instance, sock: Path, image_dir: Path) -> None:
@@ -76,8 +78,10 @@ class CloudHypervisor(Vm):
     Snapshot = CloudHypervisorSnapshot
     elf_only = True
     default_binary = "cloud-hypervisor"
-    get_it = ("download a static release from github.com/cloud-hypervisor/cloud-hypervisor/"
-              "releases or build it with cargo, and put `cloud-hypervisor` on PATH")  # fmt: skip
+    get_it = (
+        "download a static release from github.com/cloud-hypervisor/cloud-hypervisor/"
+        "releases or build it with cargo, and put `cloud-hypervisor` on PATH"
+    )
 
     @property
     def opts(self) -> CloudHypervisorOptions:
@@ -137,7 +141,17 @@ class CloudHypervisor(Vm):
         if inst.spec.agent:  # vb-agent's channel: the hybrid vsock's unix socket
             extra += ["--vsock", f"cid={GUEST_CID},socket={self.vsock_path(inst)}"]
         return [
-            "--kernel", str(self.kernel(inst)), "--cmdline", self.cmdline(inst),
-            "--cpus", f"boot={o.vcpus}", "--memory", f"size={self.memory_mib(inst)}M",
-            "--serial", "tty", "--console", "off", *extra,
-        ]  # fmt: skip
+            "--kernel",
+            str(self.kernel(inst)),
+            "--cmdline",
+            self.cmdline(inst),
+            "--cpus",
+            f"boot={o.vcpus}",
+            "--memory",
+            f"size={self.memory_mib(inst)}M",
+            "--serial",
+            "tty",
+            "--console",
+            "off",
+            *extra,
+        ]

@@ -62,8 +62,11 @@ def criu_problem() -> str:
         return ""
     # "Error (criu/vdso.c:381): vdso: Unexpected rt vDSO area bounds" ... the first says
     # what, the last what it stopped
-    lines = [re.sub(r"^Error \([^)]*\):\s*", "", ln.strip())
-             for ln in (res.stderr + res.stdout).splitlines() if ln.strip()]  # fmt: skip
+    lines = [
+        re.sub(r"^Error \([^)]*\):\s*", "", ln.strip())
+        for ln in (res.stderr + res.stdout).splitlines()
+        if ln.strip()
+    ]
     why = "; ".join(dict.fromkeys([lines[0], lines[-1]])) if lines else f"status {res.returncode}"
     return f"criu check fails here: {why}"
 
@@ -113,15 +116,21 @@ class CommandExec(Exec):
     def run(self, inst: Instance, argv: list[str], timeout: float) -> ExecResult:
         cmd = self.argv(inst, argv)
         t0 = time.monotonic_ns()
-        p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, env=self.env())  # fmt: skip
+        p = subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=self.env(),
+        )
         try:
             out, err = p.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             p.kill()
             p.communicate()
-            raise InstanceError(f"{self.rt.label}: {' '.join(cmd[:2])} ... did not end in "
-                                f"{timeout:g} s") from None  # fmt: skip
+            raise InstanceError(
+                f"{self.rt.label}: {' '.join(cmd[:2])} ... did not end in {timeout:g} s"
+            ) from None
         t1 = time.monotonic_ns()
         return ExecResult(t0, t1, p.returncode, len(out), err.decode(errors="replace")[-300:])
 
@@ -223,8 +232,10 @@ class Snapshot(Control):
         """Why copies of one checkpoint cannot be restored and told apart (None: can)."""
         if (why := self.problem()) is not None or self.copies:
             return why
-        return ("its copies of one checkpoint would all beat as the instance checkpointed "
-                "(one name on the probe socket), so they cannot be told apart")  # fmt: skip
+        return (
+            "its copies of one checkpoint would all beat as the instance checkpointed "
+            "(one name on the probe socket), so they cannot be told apart"
+        )
 
     def restore_copy(self, copy: Instance, image_dir: Path, source: Instance) -> None:
         """Start `copy` (prepared, never launched) from `source`'s checkpoint in

@@ -324,8 +324,11 @@ class Docker(Engine):
         try:
             # the low-level list: the SDK's inspects each container it lists, and one
             # removed in between (another run's, say) failed the whole listing with a 404
-            found = [("instance", n.lstrip("/")) for x in c.api.containers(all=True)
-                     for n in x.get("Names") or []]  # fmt: skip
+            found = [
+                ("instance", n.lstrip("/"))
+                for x in c.api.containers(all=True)
+                for n in x.get("Names") or []
+            ]
             found += [("network", n.name) for n in c.networks.list()]
             for img in c.images.list():
                 found += [("image", t) for t in img.tags]

@@ -32,8 +32,9 @@ class DockerExec(Exec):
             err = (err + (errout or b""))[-300:]
         status = api.exec_inspect(eid).get("ExitCode")
         t1 = time.monotonic_ns()
-        return ExecResult(t0, t1, -1 if status is None else int(status), nbytes,
-                          err.decode(errors="replace"))  # fmt: skip
+        return ExecResult(
+            t0, t1, -1 if status is None else int(status), nbytes, err.decode(errors="replace")
+        )
 
 
 class DockerPause(Pause):

@@ -67,8 +67,10 @@ class Engine(Runtime):
         an overlay per container) and its confinement (the engine's own defaults)."""
         driver = self.storage_driver()
         kind = "overlay" if driver.startswith("overlay") else driver
-        return {"rootfs": f"{kind} ({self.name}'s {driver} storage driver)",
-                "security": f"engine-default ({self.name}'s own seccomp profile)"}  # fmt: skip
+        return {
+            "rootfs": f"{kind} ({self.name}'s {driver} storage driver)",
+            "security": f"engine-default ({self.name}'s own seccomp profile)",
+        }
 
     # --- what engine drivers provide --------------------------------------------------
     def storage_driver(self) -> str:

@@ -57,8 +57,11 @@ class FirecrackerSnapshot(ApiSnapshot):
 
     def save(self, inst: Instance, sock: Path, image_dir: Path) -> None:
         vmm_api.call_at(sock, "PATCH", "/vm", {"state": "Paused"}, WHO)
-        body = {"snapshot_type": "Full", "snapshot_path": str(image_dir / "vmstate"),
-                "mem_file_path": str(image_dir / "memory")}  # fmt: skip
+        body = {
+            "snapshot_type": "Full",
+            "snapshot_path": str(image_dir / "vmstate"),
+            "mem_file_path": str(image_dir / "memory"),
+        }
         vmm_api.call_at(sock, "PUT", "/snapshot/create", body, WHO, timeout=300)
 
 
@@ -75,8 +78,10 @@ class Firecracker(Vm):
     agent_channel = f"vsock:{AGENT_PORT}"
     Pause = FirecrackerPause
     Snapshot = FirecrackerSnapshot
-    get_it = ("download a release from github.com/firecracker-microvm/firecracker/releases "
-              "or build it with cargo, and put `firecracker` on PATH")  # fmt: skip
+    get_it = (
+        "download a release from github.com/firecracker-microvm/firecracker/releases "
+        "or build it with cargo, and put `firecracker` on PATH"
+    )
 
     @property
     def opts(self) -> FirecrackerOptions:
@@ -102,22 +107,34 @@ class Firecracker(Vm):
             boot["initrd_path"] = str(initrd)
         settings: dict[str, dict[str, Any]] = {"machine-config": machine, "boot-source": boot}
         if inst.extra.get("tap"):
-            settings["network-interfaces/eth0"] = {"iface_id": "eth0",
-                                                   "host_dev_name": inst.extra["tap"],
-                                                   "guest_mac": inst.extra["mac"]}  # fmt: skip
+            settings["network-interfaces/eth0"] = {
+                "iface_id": "eth0",
+                "host_dev_name": inst.extra["tap"],
+                "guest_mac": inst.extra["mac"],
+            }
         if o.disk is not None:
-            settings["drives/rootfs"] = {"drive_id": "rootfs", "path_on_host": str(o.disk),
-                                         "is_root_device": True, "is_read_only": True}  # fmt: skip
+            settings["drives/rootfs"] = {
+                "drive_id": "rootfs",
+                "path_on_host": str(o.disk),
+                "is_root_device": True,
+                "is_read_only": True,
+            }
         if inst.extra.get("data_disk"):  # a Linux guest's /data (vb-init: vda)
-            settings["drives/data"] = {"drive_id": "data", "is_root_device": False,
-                                       "path_on_host": inst.extra["data_disk"],
-                                       "is_read_only": False}  # fmt: skip
+            settings["drives/data"] = {
+                "drive_id": "data",
+                "is_root_device": False,
+                "path_on_host": inst.extra["data_disk"],
+                "is_read_only": False,
+            }
         if inst.spec.agent:  # vb-agent's channel: the hybrid vsock's unix socket
             settings["vsock"] = {"guest_cid": GUEST_CID, "uds_path": str(self.vsock_path(inst))}
         if inst.extra.get("scratch_disk"):  # an image's, after its disk
-            settings["drives/scratch"] = {"drive_id": "scratch", "is_root_device": False,
-                                          "path_on_host": inst.extra["scratch_disk"],
-                                          "is_read_only": False}  # fmt: skip
+            settings["drives/scratch"] = {
+                "drive_id": "scratch",
+                "is_root_device": False,
+                "path_on_host": inst.extra["scratch_disk"],
+                "is_read_only": False,
+            }
         return settings
 
     def _prepare(self, inst: Instance) -> None:
@@ -127,8 +144,11 @@ class Firecracker(Vm):
         if self.opts.api:
             inst.extra["fc_settings"] = settings
         else:
-            drives = [d for k in ("drives/data", "drives/rootfs", "drives/scratch")  # listed
-                      if (d := settings.pop(k, None)) is not None]  # fmt: skip
+            drives = [
+                d
+                for k in ("drives/data", "drives/rootfs", "drives/scratch")  # listed
+                if (d := settings.pop(k, None)) is not None
+            ]
             nic = settings.pop("network-interfaces/eth0", None)
             lists = {"drives": drives, "network-interfaces": [nic] if nic else []}
             self._config(inst).write_text(json.dumps({**settings, **lists}))
@@ -137,8 +157,15 @@ class Firecracker(Vm):
         binary = self.binary_of(self.opts)
         # its log in a file of its own: on stdout it would be read as the guest's console
         log = self.vmm_log(inst)
-        argv = [which(binary) or binary, "--id", inst.name, "--level", "Warning",
-                "--log-path", str(log)]  # fmt: skip
+        argv = [
+            which(binary) or binary,
+            "--id",
+            inst.name,
+            "--level",
+            "Warning",
+            "--log-path",
+            str(log),
+        ]
         if self.opts.api:
             return [*argv, "--api-sock", str(self.api_socket(inst))]
         return [*argv, "--no-api", "--config-file", str(self._config(inst))]
@@ -150,9 +177,11 @@ class Firecracker(Vm):
         conn = vmm_api.connect_to(inst, self.api_socket(inst), WHO)
         try:
             if (image := inst.extra.get("restore_from")) is not None:
-                body = {"snapshot_path": str(image / "vmstate"), "resume_vm": True,
-                        "mem_backend": {"backend_type": "File",
-                                        "backend_path": str(image / "memory")}}  # fmt: skip
+                body = {
+                    "snapshot_path": str(image / "vmstate"),
+                    "resume_vm": True,
+                    "mem_backend": {"backend_type": "File", "backend_path": str(image / "memory")},
+                }
                 vmm_api.call(conn, "PUT", "/snapshot/load", body, WHO)
                 return
             for path, body in inst.extra["fc_settings"].items():

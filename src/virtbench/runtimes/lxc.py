@@ -51,9 +51,11 @@ def instance_lines(inst: Instance) -> list[str]:
         "lxc.mount.entry = tmpfs tmp tmpfs nosuid,nodev,create=dir 0 0",
         f"lxc.cgroup.dir.container = virtbench/{inst.name}",
         f"lxc.cgroup.dir.monitor = virtbench/{inst.name}{MONITOR_SUFFIX}",
-        *(f"lxc.mount.entry = {host} {dest.lstrip('/')} none bind,create=dir 0 0"
-          for host, dest in inst.binds),
-    ]  # fmt: skip
+        *(
+            f"lxc.mount.entry = {host} {dest.lstrip('/')} none bind,create=dir 0 0"
+            for host, dest in inst.binds
+        ),
+    ]
 
 
 def lxc_config(inst: Instance, network: str, cgroup_version: int) -> str:

@@ -116,8 +116,11 @@ class Instance:
 
 # what a guest's console says when it crashed: a kernel's panic, Unikraft's CRIT lines and
 # failed assertions, an exception dump
-CRASH_RE = re.compile(r"kernel panic|\bpanic\b|assertion fail|\bCRIT\b|\bOops\b|"
-                      r"general protection fault|unhandled (trap|exception)", re.I)  # fmt: skip
+CRASH_RE = re.compile(
+    r"kernel panic|\bpanic\b|assertion fail|\bCRIT\b|\bOops\b|"
+    r"general protection fault|unhandled (trap|exception)",
+    re.I,
+)
 
 
 def crash_line(path: Path) -> str | None:

@@ -64,8 +64,14 @@ class NativeExec(CommandExec):
     rt: Native
 
     def argv(self, inst: Instance, argv: list[str]) -> list[str]:
-        return ["nsenter", "-t", str(self.rt.leader(inst)), "-a", "--",
-                *self.rt._host_argv(inst, argv)]  # fmt: skip
+        return [
+            "nsenter",
+            "-t",
+            str(self.rt.leader(inst)),
+            "-a",
+            "--",
+            *self.rt._host_argv(inst, argv),
+        ]
 
 
 class LeaderExec(CommandExec):
@@ -183,7 +189,8 @@ class Native(Runtime):
             for child in psutil.Process(outer).children(recursive=True):
                 with contextlib.suppress(OSError, psutil.Error):
                     if os.readlink(f"/proc/{child.pid}/ns/pid") != mine and (
-                        not skip or child.name() != skip):  # fmt: skip
+                        not skip or child.name() != skip
+                    ):
                         inst.extra["leader"] = child.pid
                         break
             else:

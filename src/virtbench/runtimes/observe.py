@@ -88,8 +88,9 @@ class Observe:
         removed: not waited for in the timed teardown, but ended by the driver's `close`."""
         self.reap += [p for p in procs if p.is_running()]
 
-    def wait_ready(self, inst: Instance, timeout: float, abort: threading.Event | None = None
-                   ) -> int:  # fmt: skip
+    def wait_ready(
+        self, inst: Instance, timeout: float, abort: threading.Event | None = None
+    ) -> int:
         """Host monotonic ns of `inst`'s ready datagram. InstanceError, with the console's
         last lines, if none comes in `timeout` s or the instance ends first (looked at
         every 0.25 s at first, then less often, so a dead instance is reported within a
@@ -105,8 +106,7 @@ class Observe:
             if t is not None:
                 return t
             if abort is not None and abort.is_set():
-                raise InstanceError(f"{label}: {inst.name}: interrupted before it "
-                                    "signalled ready")  # fmt: skip
+                raise InstanceError(f"{label}: {inst.name}: interrupted before it signalled ready")
             if left <= step:
                 self.rt.check_engine()
                 raise InstanceError(f"{label}: no ready signal in {timeout:g} s: {inst.log_tail()}")

@@ -130,8 +130,9 @@ def _process(inst: Instance) -> dict[str, Any]:
     }
 
 
-def bundle_config(inst: Instance, run_id: str, network: str, netns: Path | None,
-                  root: Path | None = None) -> dict[str, Any]:  # fmt: skip
+def bundle_config(
+    inst: Instance, run_id: str, network: str, netns: Path | None, root: Path | None = None
+) -> dict[str, Any]:
     """The config.json for `inst` (pure: easy to test against the spec): its root the
     artifact's directory, read-only, or `root` (its own overlay), writable."""
     spec = inst.spec
@@ -192,8 +193,17 @@ class OciSnapshot(Snapshot):
         """As `run -d`: the restored container's output goes to the instance's log (a
         pipe would be held open by it, and never end)."""
         rt = self.rt
-        argv = [rt.binary, *rt.global_args(inst), "restore", "--image-path", str(image_dir),
-                "--bundle", str(rt._bundle_dir(inst)), rt.detach_flag, inst.name]  # fmt: skip
+        argv = [
+            rt.binary,
+            *rt.global_args(inst),
+            "restore",
+            "--image-path",
+            str(image_dir),
+            "--bundle",
+            str(rt._bundle_dir(inst)),
+            rt.detach_flag,
+            inst.name,
+        ]
         launcher.launch(inst, argv, True, 300)
 
 
@@ -219,8 +229,11 @@ class OciRuntime(Runtime):
     def conditions(self) -> dict[str, Any]:
         """Its storage and confinement, beside every figure."""
         o = self.oci_opts
-        root = {"rootfs": "overlay (artifact lower, upper on disk)" if o.rootfs == "overlay"
-                else "dir (the artifact, read-only, shared)"}  # fmt: skip
+        root = {
+            "rootfs": "overlay (artifact lower, upper on disk)"
+            if o.rootfs == "overlay"
+            else "dir (the artifact, read-only, shared)"
+        }
         return {**root, **oci_security.conditions(o.security, tuple(CAPS))}
 
     @classmethod

@@ -27,8 +27,13 @@ from virtbench.host.facts import lsm
 TEMPLATE = Path("/usr/share/containers/seccomp.json")  # containers-common's
 GET_TEMPLATE = "apt-get install golang-github-containers-common"
 # Go's architecture names (the template's `arches`) and libseccomp's, by the kernel's
-GO_ARCH = {"x86_64": "amd64", "aarch64": "arm64", "ppc64le": "ppc64le", "s390x": "s390x",
-           "riscv64": "riscv64"}  # fmt: skip
+GO_ARCH = {
+    "x86_64": "amd64",
+    "aarch64": "arm64",
+    "ppc64le": "ppc64le",
+    "s390x": "s390x",
+    "riscv64": "riscv64",
+}
 APPARMOR_PROFILES = Path("/sys/kernel/security/apparmor/profiles")
 
 
@@ -53,8 +58,9 @@ def _applies(rule: dict[str, Any], caps: set[str], arch: str, kernel: tuple[int,
     return not (exc.get("minKernel") and kernel >= _kernel(exc["minKernel"]))
 
 
-def seccomp(template: dict[str, Any], caps: list[str], machine: str,
-            release: str) -> dict[str, Any]:  # fmt: skip
+def seccomp(
+    template: dict[str, Any], caps: list[str], machine: str, release: str
+) -> dict[str, Any]:
     """The OCI `linux.seccomp` section the template gives a container with `caps` on a
     `machine` (uname -m) host running kernel `release`."""
     arch, kernel, have = GO_ARCH.get(machine, machine), _kernel(release), set(caps)
@@ -63,8 +69,11 @@ def seccomp(template: dict[str, Any], caps: list[str], machine: str,
     for entry in template.get("archMap") or []:
         if entry["architecture"] == native:
             arches += [entry["architecture"], *entry.get("subArchitectures", [])]
-    out: dict[str, Any] = {"defaultAction": template["defaultAction"], "architectures": arches,
-                           "syscalls": []}  # fmt: skip
+    out: dict[str, Any] = {
+        "defaultAction": template["defaultAction"],
+        "architectures": arches,
+        "syscalls": [],
+    }
     if "defaultErrnoRet" in template:
         out["defaultErrnoRet"] = template["defaultErrnoRet"]
     for rule in template.get("syscalls") or []:
@@ -122,6 +131,11 @@ def conditions(security: str, caps: tuple[str, ...]) -> dict[str, str]:
     origin = engine_seccomp(caps)[1]
     where = lsm()
     profile = apparmor_profile()
-    lsm_note = (f"apparmor {profile}" if profile else
-                f"{where} (no engine profile applied)" if where != "none" else "none")  # fmt: skip
+    lsm_note = (
+        f"apparmor {profile}"
+        if profile
+        else f"{where} (no engine profile applied)"
+        if where != "none"
+        else "none"
+    )
     return {"security": "engine-default", "seccomp": origin, "lsm": lsm_note}

@@ -162,8 +162,7 @@ class Podman(Engine):
     @functools.cached_property
     def _graph_driver(self) -> str:
         """Its storage's graph driver, as `podman info` says (asked once)."""
-        res = self._run("info", "--format", "{{.Store.GraphDriverName}}", timeout=60,
-                        check=False)  # fmt: skip
+        res = self._run("info", "--format", "{{.Store.GraphDriverName}}", timeout=60, check=False)
         return res.stdout.strip() if res.returncode == 0 else "unknown"
 
     def podman_argv(self, *args: str) -> list[str]:

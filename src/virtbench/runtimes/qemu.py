@@ -48,8 +48,9 @@ class QemuOptions(VmOptions):
         machine, _, accel = v.partition(":")
         if machine not in MACHINES or (accel and accel not in ACCELS):
             machines, accels = ", ".join(MACHINES), ", ".join(ACCELS)
-            raise ValueError(f"got {v!r}, expected machine[:accel] (machine: {machines}; "
-                             f"accel: {accels})")  # fmt: skip
+            raise ValueError(
+                f"got {v!r}, expected machine[:accel] (machine: {machines}; accel: {accels})"
+            )
         return v
 
     @property
@@ -182,21 +183,46 @@ class Qemu(Vm):
         o = self.opts
         cpu = o.cpu or ("host,-arch-capabilities" if o.accel == "kvm" else "max")
         argv = [
-            which(self.binary_of(o)) or self.binary_of(o), "-name", inst.name,
-            "-M", o.machine, "-accel", o.accel, "-cpu", cpu,
-            "-smp", str(o.vcpus), "-m", str(self.memory_mib(inst)),
-            "-nodefaults", "-no-user-config", "-display", "none", "-monitor", "none",
-            "-serial", "stdio", "-no-reboot",
-            "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04",
-            "-kernel", str(self.kernel(inst)), "-append", self.cmdline(inst),
-        ]  # fmt: skip
+            which(self.binary_of(o)) or self.binary_of(o),
+            "-name",
+            inst.name,
+            "-M",
+            o.machine,
+            "-accel",
+            o.accel,
+            "-cpu",
+            cpu,
+            "-smp",
+            str(o.vcpus),
+            "-m",
+            str(self.memory_mib(inst)),
+            "-nodefaults",
+            "-no-user-config",
+            "-display",
+            "none",
+            "-monitor",
+            "none",
+            "-serial",
+            "stdio",
+            "-no-reboot",
+            "-device",
+            "isa-debug-exit,iobase=0xf4,iosize=0x04",
+            "-kernel",
+            str(self.kernel(inst)),
+            "-append",
+            self.cmdline(inst),
+        ]
         firmware = FIRMWARE[o.firmware_used] if o.machine == "q35" else None
         if firmware:
             argv += ["-bios", firmware]
         if inst.extra.get("tap"):
             nic = "virtio-net-device" if o.machine == "microvm" else "virtio-net-pci"
-            argv += ["-netdev", f"tap,id=vbnet,ifname={inst.extra['tap']},script=no,downscript=no",
-                     "-device", f"{nic},netdev=vbnet,mac={inst.extra['mac']}"]  # fmt: skip
+            argv += [
+                "-netdev",
+                f"tap,id=vbnet,ifname={inst.extra['tap']},script=no,downscript=no",
+                "-device",
+                f"{nic},netdev=vbnet,mac={inst.extra['mac']}",
+            ]
         if inst.spec.control:  # paused or checkpointed: its machine protocol's socket
             argv += ["-qmp", f"unix:{self.qmp_path(inst)},server=on,wait=off"]
         if inst.spec.agent and self.guest(inst) == "linux":  # vb-agent's channel
@@ -208,16 +234,28 @@ class Qemu(Vm):
         blk = "virtio-blk-device" if o.machine == "microvm" else "virtio-blk-pci"
         if data := inst.extra.get("data_disk"):  # a Linux guest's /data (vb-init: vda)
             data = data.replace(",", ",,")
-            argv += ["-drive", f"id=vbdata,file={data},format=raw,if=none,cache=none,aio=threads",
-                     "-device", f"{blk},drive=vbdata"]  # fmt: skip
+            argv += [
+                "-drive",
+                f"id=vbdata,file={data},format=raw,if=none,cache=none,aio=threads",
+                "-device",
+                f"{blk},drive=vbdata",
+            ]
         if o.disk is not None:
             disk = str(o.disk).replace(",", ",,")  # QEMU's option syntax: a comma doubled
-            argv += ["-drive", f"id=vbdisk,file={disk},format=raw,if=none,readonly=on",
-                     "-device", f"{blk},drive=vbdisk"]  # fmt: skip
+            argv += [
+                "-drive",
+                f"id=vbdisk,file={disk},format=raw,if=none,readonly=on",
+                "-device",
+                f"{blk},drive=vbdisk",
+            ]
         if scratch := inst.extra.get("scratch_disk"):  # an image's, after its disk
             scratch = scratch.replace(",", ",,")
-            argv += ["-drive", f"id=vbscratch,file={scratch},format=raw,if=none,cache=none,"
-                     "aio=threads", "-device", f"{blk},drive=vbscratch"]  # fmt: skip
+            argv += [
+                "-drive",
+                f"id=vbscratch,file={scratch},format=raw,if=none,cache=none,aio=threads",
+                "-device",
+                f"{blk},drive=vbscratch",
+            ]
         return argv
 
     # --- QMP, which pause and snapshot go through (QemuPause, QemuSnapshot) -------------
@@ -232,8 +270,14 @@ class Qemu(Vm):
         vb-agent on it)."""
         bus = "virtio-serial-device" if self.opts.machine == "microvm" else "virtio-serial-pci"
         sock = f"socket,id=vbagent,path={self.agent_path(inst)},server=on,wait=off"
-        return ["-device", f"{bus},id=vbser", "-chardev", sock,
-                "-device", "virtserialport,bus=vbser.0,chardev=vbagent,name=vb.agent"]  # fmt: skip
+        return [
+            "-device",
+            f"{bus},id=vbser",
+            "-chardev",
+            sock,
+            "-device",
+            "virtserialport,bus=vbser.0,chardev=vbagent,name=vb.agent",
+        ]
 
     def _qmp(self, inst: Instance) -> Qmp:
         if not inst.spec.control:

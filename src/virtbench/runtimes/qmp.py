@@ -50,8 +50,10 @@ class Qmp:
             if status == "completed":
                 return info
             if status in ("failed", "cancelled"):
-                raise InstanceError(f"QEMU migration to {file} {status}: "
-                                    f"{info.get('error-desc', 'no reason given')}")  # fmt: skip
+                raise InstanceError(
+                    f"QEMU migration to {file} {status}: "
+                    f"{info.get('error-desc', 'no reason given')}"
+                )
             if time.monotonic() > deadline:
                 raise InstanceError(f"QEMU migration to {file} not done in {timeout:g} s")
             time.sleep(pause)

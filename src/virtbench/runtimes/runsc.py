@@ -42,8 +42,11 @@ def netstack_problem(platform: str) -> str:
     if os.geteuid() != 0:
         return "checking it takes root (a sandbox with its own network namespace)"
     try:
-        res = proc.run(["runsc", f"--platform={platform}", "--network=sandbox", "do", "/bin/true"],
-                       check=False, timeout=30)  # fmt: skip
+        res = proc.run(
+            ["runsc", f"--platform={platform}", "--network=sandbox", "do", "/bin/true"],
+            check=False,
+            timeout=30,
+        )
     except VirtbenchError as exc:
         return f"runsc do with --network=sandbox did not finish: {exc}"
     if res.returncode == 0:
@@ -51,8 +54,10 @@ def netstack_problem(platform: str) -> str:
     lines = (res.stderr or res.stdout).strip().splitlines()
     why = lines[-1] if lines else f"exit status {res.returncode}"
     if "root network namespace" in why and Path("/proc/sys/net/core/rmem_default").exists():
-        why += (" (this runsc takes every network namespace for the root one: it looks for "
-                "net.core.rmem_default, which this kernel gives every namespace)")  # fmt: skip
+        why += (
+            " (this runsc takes every network namespace for the root one: it looks for "
+            "net.core.rmem_default, which this kernel gives every namespace)"
+        )
     return why
 
 

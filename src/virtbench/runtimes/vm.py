@@ -90,8 +90,10 @@ __all__ = ["KERNEL", "SIMPLE", "Vm", "VmOptions", "guest_mode", "mac_of"]
 
 
 class NoGuestAgent(Exec):
-    why = ("its guest has no exec agent: the minimal guest has no processes, and "
-           "vb-init, the Linux guest's init, runs one workload")  # fmt: skip
+    why = (
+        "its guest has no exec agent: the minimal guest has no processes, and "
+        "vb-init, the Linux guest's init, runs one workload"
+    )
 
 
 class VmMemory(Memory):
@@ -134,8 +136,9 @@ class VmAttach(NativeAttach):
         bridge = self.network()
         tap, ip = bridge.attach_tap(inst.name, mac_of)
         inst.address = ip
-        inst.extra.update(tap=tap, mac=mac_of(ip), gateway=bridge.host_ip,
-                          prefixlen=bridge.prefixlen)  # fmt: skip
+        inst.extra.update(
+            tap=tap, mac=mac_of(ip), gateway=bridge.host_ip, prefixlen=bridge.prefixlen
+        )
 
     def probe(self, inst: Instance, network: str) -> tuple[str, ...]:
         if network == "none":  # no way out of the VM but its console
@@ -220,8 +223,10 @@ class Vm(ConsoleReady, VmBoot, Native):
         assert isinstance(opts, VmOptions)
         simple = workload in SIMPLE
         if opts.guest == "minimal" and not simple:
-            return ('its minimal guest runs only hello, sleep and beat (guest = "auto" or "linux" '
-                    "boots Linux for other workloads)")  # fmt: skip
+            return (
+                'its minimal guest runs only hello, sleep and beat (guest = "auto" or "linux" '
+                "boots Linux for other workloads)"
+            )
         if opts.guest == "image":
             return image_cannot_run(workload, opts)
         if opts.guest == "linux" or not simple:
@@ -229,8 +234,10 @@ class Vm(ConsoleReady, VmBoot, Native):
             from virtbench.host.facts import kvm_kind
 
             if cls.needs_kvm(opts) and kvm_kind() == "pvm":
-                return ("a Linux guest cannot boot under this host's nested PVM KVM (only "
-                        "the minimal guest can): use emulation, e.g. qemu:q35:tcg")  # fmt: skip
+                return (
+                    "a Linux guest cannot boot under this host's nested PVM KVM (only "
+                    "the minimal guest can): use emulation, e.g. qemu:q35:tcg"
+                )
             if workloads.get(workload).needs.data and shutil.which("mkfs.ext4") is None:
                 return "its data disk needs mkfs.ext4 on the host (apt-get install e2fsprogs)"
         return None
@@ -258,14 +265,17 @@ class Vm(ConsoleReady, VmBoot, Native):
             )
         o = self.vm_opts
         if self.byo and mode != "hello" and o.ready is None and o.serves is None:
-            raise InstanceError(f"{self.label}: an image that keeps running needs ready = "
-                                '"<regex on its console>", or serves = "http" (ready when '
-                                "its port answers)")  # fmt: skip
+            raise InstanceError(
+                f"{self.label}: an image that keeps running needs ready = "
+                '"<regex on its console>", or serves = "http" (ready when '
+                "its port answers)"
+            )
         if self.byo and o.scratch_disk_mib is not None:
             vm_image.scratch_disk(inst, o, self.ctx.scratch)
         if not self.kernel(inst).is_file():
-            raise InstanceError(f"{self.label}: no guest kernel at {self.kernel(inst)} "
-                                "(run make setup)")  # fmt: skip
+            raise InstanceError(
+                f"{self.label}: no guest kernel at {self.kernel(inst)} (run make setup)"
+            )
         super()._prepare(inst)
 
     def vmm_log(self, inst: Instance) -> Path:

@@ -17,8 +17,12 @@ MARKER = re.compile(rb"VB-(READY|HELLO|EXIT) (\S+)(?: (\d+))?\r*\n")  # whole li
 BEAT = re.compile(rb"VB-BEAT (\S+) ([0-9a-f]+) (\d+)\r*\n")
 
 
-def read_console(inst: Instance, pattern: str | None, ready: Callable[[int], None],
-                 beat: Callable[[str, int, int], None] | None = None) -> None:  # fmt: skip
+def read_console(
+    inst: Instance,
+    pattern: str | None,
+    ready: Callable[[int], None],
+    beat: Callable[[str, int, int], None] | None = None,
+) -> None:
     """Copy the serial console (the VMM's stdout) to the instance's log until it ends,
     stamping its first byte (`t_first_output_ns`) and the markers: `VB-READY <name>`, or
     the image's `pattern` (`{name}` stands for the instance's name), calls `ready(t_ns)`
@@ -65,8 +69,9 @@ def read_console(inst: Instance, pattern: str | None, ready: Callable[[int], Non
             pending = pending[pending.rfind(b"\n") + 1 :]
 
 
-def _beats(pending: bytes, chunk: bytes, name: str, t: int,
-           beat: Callable[[str, int, int], None]) -> bytes:  # fmt: skip
+def _beats(
+    pending: bytes, chunk: bytes, name: str, t: int, beat: Callable[[str, int, int], None]
+) -> bytes:
     """Call `beat` for each whole heartbeat line of `name` that `chunk` completes; the
     chunk without the heartbeat lines wholly in it (a line begun in an earlier chunk is
     in the log already, and stays)."""
@@ -97,8 +102,9 @@ class ConsoleReady:
 
     def start_reader(self, inst: Instance) -> None:
         """Read `inst`'s console from now on, in a thread of its own."""
-        reader = threading.Thread(target=self._read_console, args=(inst,), daemon=True,
-                                  name=f"vb-console-{inst.name}")  # fmt: skip
+        reader = threading.Thread(
+            target=self._read_console, args=(inst,), daemon=True, name=f"vb-console-{inst.name}"
+        )
         self._readers[inst.name] = reader
         reader.start()
 

@@ -71,14 +71,23 @@ class VmOptions(BaseModel):
         if self.guest == "image" and self.kernel is None:
             raise ValueError('guest = "image" needs kernel = "/path/to/kernel"')
         if self.guest == "linux" and any((self.initrd, self.disk, self.ready)):
-            raise ValueError('initrd, disk and ready need guest = "image" (a Linux guest\'s '
-                             "initramfs is built from the artifact)")  # fmt: skip
-        if self.guest in ("auto", "minimal") and any((self.kernel, self.initrd, self.disk,
-                                                      self.cmdline, self.ready)):  # fmt: skip
-            raise ValueError('kernel, initrd, disk, cmdline and ready need guest = "image" '
-                             '(or "linux": kernel and cmdline)')  # fmt: skip
-        image_only = {"serves": self.serves, "port": self.port, "preset": self.preset,
-                      "scratch_disk_mib": self.scratch_disk_mib}  # fmt: skip
+            raise ValueError(
+                'initrd, disk and ready need guest = "image" (a Linux guest\'s '
+                "initramfs is built from the artifact)"
+            )
+        if self.guest in ("auto", "minimal") and any(
+            (self.kernel, self.initrd, self.disk, self.cmdline, self.ready)
+        ):
+            raise ValueError(
+                'kernel, initrd, disk, cmdline and ready need guest = "image" '
+                '(or "linux": kernel and cmdline)'
+            )
+        image_only = {
+            "serves": self.serves,
+            "port": self.port,
+            "preset": self.preset,
+            "scratch_disk_mib": self.scratch_disk_mib,
+        }
         given = [k for k, v in image_only.items() if v is not None]
         if self.guest != "image" and given:
             raise ValueError(f'{", ".join(given)} need guest = "image"')
@@ -117,8 +126,10 @@ def image_cannot_run(workload: str, opts: VmOptions) -> str | None:
     served = opts.service.workloads if opts.service is not None else ()
     if workload == "sleep" or workload in served:
         if opts.ready is None and opts.serves is None:
-            return ('an image that keeps running needs ready = "<regex on its console>" or '
-                    'serves = "http" (ready when its port answers)')  # fmt: skip
+            return (
+                'an image that keeps running needs ready = "<regex on its console>" or '
+                'serves = "http" (ready when its port answers)'
+            )
         return None
     if opts.serves is None:
         return (
@@ -126,8 +137,10 @@ def image_cannot_run(workload: str, opts: VmOptions) -> str | None:
             f"{', '.join(s for s in workloads.image_services() if s != 'http')}) and its "
             "port"
         )
-    return (f"this image serves {opts.serves}: it runs {', '.join(served)}, sleep and hello, "
-            f"not {workload}")  # fmt: skip
+    return (
+        f"this image serves {opts.serves}: it runs {', '.join(served)}, sleep and hello, "
+        f"not {workload}"
+    )
 
 
 def mac_of(ip: str) -> str:

@@ -18,9 +18,14 @@ def cmdline(inst: Instance, o: VmOptions) -> str:
     """The image's command line: its preset's part, then its own `cmdline`, with {name}
     and, on the bridge, {ip}, {prefixlen}, {netmask}, {gateway}, {mac} and {port}."""
     x = inst.extra
-    values = presets.fields(inst.name, inst.address or "", x.get("prefixlen"),
-                            str(x.get("gateway", "")), o.serve_port,
-                            str(x.get("mac", "")))  # fmt: skip
+    values = presets.fields(
+        inst.name,
+        inst.address or "",
+        x.get("prefixlen"),
+        str(x.get("gateway", "")),
+        o.serve_port,
+        str(x.get("mac", "")),
+    )
     return presets.cmdline(o.preset, o.cmdline, values)
 
 

@@ -24,13 +24,16 @@ def fresh_socket(sock: Path, who: str) -> None:
     """Before a VMM makes its API socket at `sock`: a path the kernel takes (InstanceError
     naming the fix), and nothing left there."""
     if len(bytes(sock)) > SUN_PATH_MAX:
-        raise InstanceError(f"{who}: API socket path {sock} is longer than {SUN_PATH_MAX} "
-                            "bytes; set VIRTBENCH_STATE_DIR to a shorter directory")  # fmt: skip
+        raise InstanceError(
+            f"{who}: API socket path {sock} is longer than {SUN_PATH_MAX} "
+            "bytes; set VIRTBENCH_STATE_DIR to a shorter directory"
+        )
     sock.unlink(missing_ok=True)
 
 
-def connect(sock: Path, vmm: subprocess.Popen | None, who: str,
-            timeout: float = API_TIMEOUT_S) -> UnixHTTPConnection:  # fmt: skip
+def connect(
+    sock: Path, vmm: subprocess.Popen | None, who: str, timeout: float = API_TIMEOUT_S
+) -> UnixHTTPConnection:
     """A connection to `sock` once the VMM (`vmm`, just started) has made it: it exists a
     few ms after exec. InstanceError if the VMM exits first or `timeout` passes."""
     deadline = time.monotonic() + timeout
@@ -55,8 +58,9 @@ def connect_to(inst: Instance, sock: Path, who: str) -> UnixHTTPConnection:
         raise InstanceError(f"{exc}: {inst.log_tail()}") from None
 
 
-def call(conn: http.client.HTTPConnection, method: str, path: str,
-         body: dict[str, Any] | None, who: str) -> str:  # fmt: skip
+def call(
+    conn: http.client.HTTPConnection, method: str, path: str, body: dict[str, Any] | None, who: str
+) -> str:
     """`method path` with `body` as JSON; the answer's text. A status of 300 or more is an
     InstanceError with the VMM's reason (Firecracker's `fault_message`, Cloud Hypervisor's
     chain of errors, without its backtrace)."""
@@ -88,8 +92,14 @@ def reason(text: str) -> str:
     return text.strip()[:500]
 
 
-def call_at(sock: Path, method: str, path: str, body: dict[str, Any] | None, who: str,
-            timeout: float = API_TIMEOUT_S) -> str:  # fmt: skip
+def call_at(
+    sock: Path,
+    method: str,
+    path: str,
+    body: dict[str, Any] | None,
+    who: str,
+    timeout: float = API_TIMEOUT_S,
+) -> str:
     """One call on a fresh connection to a running VMM's socket."""
     conn = UnixHTTPConnection(sock, timeout)
     try:

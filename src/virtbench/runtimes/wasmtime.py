@@ -42,8 +42,10 @@ STDOUT = "fd:1"  # the ready probe's address inside: a line on stdout (vb-probe.
 
 
 class WasmExec(Exec):
-    why = ("a WASI module cannot be entered: wasmtime runs one module per process, with "
-           "no way to run another command inside it")  # fmt: skip
+    why = (
+        "a WASI module cannot be entered: wasmtime runs one module per process, with "
+        "no way to run another command inside it"
+    )
 
 
 class WasmSnapshot(Snapshot):
@@ -90,8 +92,11 @@ class Wasmtime(ConsoleReady, Native):
             return base
         binary = which("wasmtime")
         if binary is None:
-            return Availability(False, reason="wasmtime not on PATH",
-                                fix="make wasmtime (scripts/install-wasmtime.sh)")  # fmt: skip
+            return Availability(
+                False,
+                reason="wasmtime not on PATH",
+                fix="make wasmtime (scripts/install-wasmtime.sh)",
+            )
         try:
             return Availability(True, version=version_of(binary))
         except VirtbenchError as exc:
@@ -104,14 +109,18 @@ class Wasmtime(ConsoleReady, Native):
         wl = workloads.get(workload)
         missing = [p for p in wl.needs.static_programs if p not in WASM_PROGRAMS]
         if wl.ends == "serve" or missing or not wl.needs.static_programs:
-            return (f"{cls.name} cannot run {workload}: WASI preview 1 has no sockets, "
-                    f"and only {', '.join(WASM_PROGRAMS)} have WASI builds")  # fmt: skip
+            return (
+                f"{cls.name} cannot run {workload}: WASI preview 1 has no sockets, "
+                f"and only {', '.join(WASM_PROGRAMS)} have WASI builds"
+            )
         return None
 
     def conditions(self) -> dict[str, Any]:
-        return {"module": "precompiled (wasmtime compile), --allow-precompiled",
-                "wasi": "preview1 (no sockets), /data preopened only",
-                "confinement": "wasm in a host process, own cgroup"}  # fmt: skip
+        return {
+            "module": "precompiled (wasmtime compile), --allow-precompiled",
+            "wasi": "preview1 (no sockets), /data preopened only",
+            "confinement": "wasm in a host process, own cgroup",
+        }
 
     def _setup(self) -> None:
         super()._setup()
@@ -128,8 +137,11 @@ class Wasmtime(ConsoleReady, Native):
         if not out.exists():
             out.parent.mkdir(parents=True, exist_ok=True)
             tmp = out.with_name(f"{out.name}.tmp{os.getpid()}")
-            proc.run([self._binary, "compile", "-o", str(tmp), str(module)], timeout=300,
-                     what=f"wasmtime compile {program}")  # fmt: skip
+            proc.run(
+                [self._binary, "compile", "-o", str(tmp), str(module)],
+                timeout=300,
+                what=f"wasmtime compile {program}",
+            )
             os.replace(tmp, out)
         return out
 
@@ -138,8 +150,10 @@ class Wasmtime(ConsoleReady, Native):
             raise VirtbenchError(f"{self.label}: no artifact built")
         module = self.ctx.rootfs / WASM_DIR / f"{program}.wasm"
         if not module.is_file():
-            raise VirtbenchError(f"{self.label}: the artifact has no {WASM_DIR}/{module.name}: "
-                                 "rebuild the guest programs (make -C guest)")  # fmt: skip
+            raise VirtbenchError(
+                f"{self.label}: the artifact has no {WASM_DIR}/{module.name}: "
+                "rebuild the guest programs (make -C guest)"
+            )
         return module
 
     def _command(self, inst: Instance) -> list[str]:
@@ -150,9 +164,16 @@ class Wasmtime(ConsoleReady, Native):
         if name not in self._compiled:
             raise InstanceError(f"{self.label}: {program} has no WASI build")
         dirs = [f"--dir={host}::{inside}" for host, inside in inst.binds]
-        return [self._binary, "run", "--allow-precompiled", *dirs,
-                "--env", f"VIRTBENCH_INSTANCE={inst.name}", str(self._compiled[name]),
-                *args]  # fmt: skip
+        return [
+            self._binary,
+            "run",
+            "--allow-precompiled",
+            *dirs,
+            "--env",
+            f"VIRTBENCH_INSTANCE={inst.name}",
+            str(self._compiled[name]),
+            *args,
+        ]
 
     def _start(self, inst: Instance, detach: bool) -> None:
         del detach

@@ -33,8 +33,10 @@ class Youki(OciRuntime):
         return super().available(options)
 
     def hang_hint(self) -> str:
-        return (" (youki 0.7.0's foreground run can miss the exit of a container that "
-                "ends at once and never return)")  # fmt: skip
+        return (
+            " (youki 0.7.0's foreground run can miss the exit of a container that "
+            "ends at once and never return)"
+        )
 
     @classmethod
     def list_instances(cls) -> list[str]:

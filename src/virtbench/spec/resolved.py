@@ -145,9 +145,11 @@ def parts_of(spec: Spec) -> tuple[Part, ...]:
     names."""
     out = []
     for i, exp in enumerate(spec.experiment):
-        chosen = spec.runtimes if exp.runtimes is None else [
-            r for r in spec.runtimes if r in exp.runtimes
-        ]  # fmt: skip
+        chosen = (
+            spec.runtimes
+            if exp.runtimes is None
+            else [r for r in spec.runtimes if r in exp.runtimes]
+        )
         out.append(Part(i, exp, tuple(chosen)))
     return tuple(out)
 
@@ -171,5 +173,4 @@ def file_record(path: Path) -> dict[str, Any]:
     with open(path, "rb") as f:
         while chunk := f.read(1 << 20):
             digest.update(chunk)
-    return {"path": str(path.resolve()), "bytes": path.stat().st_size,
-            "sha256": digest.hexdigest()}  # fmt: skip
+    return {"path": str(path.resolve()), "bytes": path.stat().st_size, "sha256": digest.hexdigest()}

@@ -80,11 +80,12 @@ def check_tables(v: dict[str, RuntimeOptions], drivers: Drivers) -> None:
 def check_named(name: str, driver: str, drivers: Drivers) -> None:
     """A named runtime's name and the built-in label it stands on."""
     if not runtimes.NAMED_RE.match(name):
-        raise ValueError("is not a runtime name: lowercase letters, digits and '-', "
-                         "starting with a letter, at most 32")  # fmt: skip
+        raise ValueError(
+            "is not a runtime name: lowercase letters, digits and '-', "
+            "starting with a letter, at most 32"
+        )
     if name in drivers.names():
-        raise ValueError(f"is a built-in runtime: give the runtime on {driver} a name of "
-                         "its own")  # fmt: skip
+        raise ValueError(f"is a built-in runtime: give the runtime on {driver} a name of its own")
     try:
         drivers.check_label(driver)
     except ValueError as exc:

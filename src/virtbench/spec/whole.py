@@ -150,8 +150,10 @@ class Spec(Model):
                     raise ValueError(f"experiment[{j}].runtimes[{i}]: {exc}") from None
             other = getattr(exp, "attacker_runtime", None)
             if other is not None and other not in self.runtimes:
-                raise ValueError(f"experiment[{j}].attacker_runtime: {other!r} is not one of "
-                                 f"runtimes ({', '.join(self.runtimes)})")  # fmt: skip
+                raise ValueError(
+                    f"experiment[{j}].attacker_runtime: {other!r} is not one of "
+                    f"runtimes ({', '.join(self.runtimes)})"
+                )
         return self
 
     @model_validator(mode="after")
@@ -190,8 +192,7 @@ class Spec(Model):
             self.drivers.check_label(label)
         except ValueError as exc:
             if self.named and runtimes.NAMED_RE.match(label):
-                raise ValueError(f"{exc}; named runtimes here: "
-                                 f"{', '.join(self.named)}") from None  # fmt: skip
+                raise ValueError(f"{exc}; named runtimes here: {', '.join(self.named)}") from None
             raise
 
 
@@ -280,8 +281,9 @@ def load(name_or_path: str) -> tuple[Spec, dict[str, Any], str]:
     try:
         exists = path.exists()
     except OSError as exc:  # a name too long for a path, say: not a file
-        raise SpecError(f"{name_or_path[:60]}...: not a spec file or a catalog entry "
-                        f"({exc.strerror})") from None  # fmt: skip
+        raise SpecError(
+            f"{name_or_path[:60]}...: not a spec file or a catalog entry ({exc.strerror})"
+        ) from None
     if path.suffix == ".toml" or exists:
         if not path.is_file():
             raise SpecError(f"{name_or_path}: no such spec file")

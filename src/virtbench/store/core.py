@@ -177,8 +177,9 @@ class Store:
         if rows and rows[0]["fingerprint"] == fp:
             return Frame.from_bytes(bytes(rows[0]["data"]))
         cols = ", ".join(COLUMNS)
-        made = Frame.from_rows(self._db.tuples(
-            f"SELECT {cols} FROM samples WHERE run_id = ? ORDER BY id", (run_id,)))  # fmt: skip
+        made = Frame.from_rows(
+            self._db.tuples(f"SELECT {cols} FROM samples WHERE run_id = ? ORDER BY id", (run_id,))
+        )
         with contextlib.suppress(StoreError):
             self._db.execute(
                 "INSERT INTO frames (run_id, fingerprint, data) VALUES (?, ?, ?) ON CONFLICT "
@@ -191,8 +192,10 @@ class Store:
         """The run's first and last sample id: samples are only ever added (a new id is
         above every id there is) or discarded (`discard_samples`, which drops the frame),
         so these change whenever the samples do, and the index finds them at once."""
-        q = ("SELECT (SELECT MIN(id) FROM samples WHERE run_id = ?) AS lo, "
-             "(SELECT MAX(id) FROM samples WHERE run_id = ?) AS hi")  # fmt: skip
+        q = (
+            "SELECT (SELECT MIN(id) FROM samples WHERE run_id = ?) AS lo, "
+            "(SELECT MAX(id) FROM samples WHERE run_id = ?) AS hi"
+        )
         r = self._db.rows(q, (run_id, run_id))[0]
         return f"{r['lo']}:{r['hi']}"
 

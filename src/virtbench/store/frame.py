@@ -22,13 +22,46 @@ import numpy as np
 
 from virtbench.store.records import Sample
 
-TEXT = ("experiment", "metric", "unit", "direction", "runtime", "workload", "attacker",
-        "placement", "error", "params", "host")  # fmt: skip
-NUMBERS = {"value": np.float64, "repetition": np.int64, "background": np.int64,
-           "warmup": np.bool_, "emulated": np.bool_, "t": np.float64}  # fmt: skip
-COLUMNS = ("experiment", "metric", "value", "unit", "direction", "runtime", "workload",
-           "repetition", "background", "attacker", "placement", "warmup", "emulated",
-           "error", "params", "host", "t")  # Sample's fields, in its order  # fmt: skip
+TEXT = (
+    "experiment",
+    "metric",
+    "unit",
+    "direction",
+    "runtime",
+    "workload",
+    "attacker",
+    "placement",
+    "error",
+    "params",
+    "host",
+)
+NUMBERS = {
+    "value": np.float64,
+    "repetition": np.int64,
+    "background": np.int64,
+    "warmup": np.bool_,
+    "emulated": np.bool_,
+    "t": np.float64,
+}
+COLUMNS = (
+    "experiment",
+    "metric",
+    "value",
+    "unit",
+    "direction",
+    "runtime",
+    "workload",
+    "repetition",
+    "background",
+    "attacker",
+    "placement",
+    "warmup",
+    "emulated",
+    "error",
+    "params",
+    "host",
+    "t",
+)  # Sample's fields, in its order
 
 
 @dataclass
@@ -55,8 +88,11 @@ class Frame:
         codes, labels = {}, {}
         for name in TEXT:
             index: dict[str, int] = {}
-            codes[name] = np.fromiter((index.setdefault(x, len(index)) for x in data[name]),
-                                      dtype=np.int32, count=len(data[name]))  # fmt: skip
+            codes[name] = np.fromiter(
+                (index.setdefault(x, len(index)) for x in data[name]),
+                dtype=np.int32,
+                count=len(data[name]),
+            )
             labels[name] = list(index)
         numbers = {}
         for name, dtype in NUMBERS.items():
@@ -69,10 +105,28 @@ class Frame:
 
     @classmethod
     def from_samples(cls, samples: Iterable[Sample]) -> Frame:
-        rows = ((s.experiment, s.metric, s.value, s.unit, s.direction, s.runtime, s.workload,
-                 s.repetition, s.background, s.attacker, s.placement, s.warmup, s.emulated,
-                 s.error, json.dumps(s.params, sort_keys=True), s.host, s.t)
-                for s in samples)  # fmt: skip
+        rows = (
+            (
+                s.experiment,
+                s.metric,
+                s.value,
+                s.unit,
+                s.direction,
+                s.runtime,
+                s.workload,
+                s.repetition,
+                s.background,
+                s.attacker,
+                s.placement,
+                s.warmup,
+                s.emulated,
+                s.error,
+                json.dumps(s.params, sort_keys=True),
+                s.host,
+                s.t,
+            )
+            for s in samples
+        )
         return cls.from_rows(rows)
 
     @classmethod
@@ -85,16 +139,18 @@ class Frame:
             merged: dict[str, int] = {}
             parts = []
             for fr in frames:
-                remap = np.array([merged.setdefault(x, len(merged)) for x in fr.labels[name]],
-                                 dtype=np.int32)  # fmt: skip
+                remap = np.array(
+                    [merged.setdefault(x, len(merged)) for x in fr.labels[name]], dtype=np.int32
+                )
                 parts.append(remap[fr.codes[name]] if remap.size else fr.codes[name])
             codes[name], labels[name] = np.concatenate(parts).astype(np.int32), list(merged)
         numbers = {k: np.concatenate([fr.numbers[k] for fr in frames]) for k in NUMBERS}
         return cls(codes, labels, numbers)
 
     def to_bytes(self) -> bytes:
-        arrays = {f"c_{k}": v.astype(_code_type(len(self.labels[k])))
-                  for k, v in self.codes.items()}  # fmt: skip
+        arrays = {
+            f"c_{k}": v.astype(_code_type(len(self.labels[k]))) for k, v in self.codes.items()
+        }
         arrays |= {f"n_{k}": v for k, v in self.numbers.items()}
         arrays["labels"] = np.frombuffer(json.dumps(self.labels).encode(), dtype=np.uint8)
         buf = io.BytesIO()
@@ -227,16 +283,27 @@ class Frame:
         out = []
         for i in range(len(f)):
             value = nums["value"][i]
-            out.append(Sample(
-                experiment=cols["experiment"][i], metric=cols["metric"][i],
-                value=None if value != value else value, unit=cols["unit"][i],
-                direction=cols["direction"][i], runtime=cols["runtime"][i],
-                workload=cols["workload"][i], repetition=nums["repetition"][i],
-                background=nums["background"][i], attacker=cols["attacker"][i],
-                placement=cols["placement"][i], warmup=nums["warmup"][i],
-                emulated=nums["emulated"][i], error=cols["error"][i], params=dict(params[i]),
-                host=cols["host"][i], t=nums["t"][i],
-            ))  # fmt: skip
+            out.append(
+                Sample(
+                    experiment=cols["experiment"][i],
+                    metric=cols["metric"][i],
+                    value=None if value != value else value,
+                    unit=cols["unit"][i],
+                    direction=cols["direction"][i],
+                    runtime=cols["runtime"][i],
+                    workload=cols["workload"][i],
+                    repetition=nums["repetition"][i],
+                    background=nums["background"][i],
+                    attacker=cols["attacker"][i],
+                    placement=cols["placement"][i],
+                    warmup=nums["warmup"][i],
+                    emulated=nums["emulated"][i],
+                    error=cols["error"][i],
+                    params=dict(params[i]),
+                    host=cols["host"][i],
+                    t=nums["t"][i],
+                )
+            )
         return out
 
 

@@ -69,9 +69,21 @@ def client_timeout_s(params: Params, level: int) -> float:
 
 
 def client(address: str, params: Params, level: int, port: int = PORT) -> list[str]:
-    return ["httperf", "--server", address, "--port", str(port), "--uri", "/",
-            "--rate", str(level), "--num-conns", str(level * params.duration_s),
-            "--timeout", f"{params.timeout_s:g}"]  # fmt: skip
+    return [
+        "httperf",
+        "--server",
+        address,
+        "--port",
+        str(port),
+        "--uri",
+        "/",
+        "--rate",
+        str(level),
+        "--num-conns",
+        str(level * params.duration_s),
+        "--timeout",
+        f"{params.timeout_s:g}",
+    ]
 
 
 def _num(pattern: str, text: str) -> float:

@@ -84,8 +84,18 @@ def seconds(params: Params, level: str) -> float:
 def client(address: str, params: Params, level: str, port: int = PORT) -> list[str]:
     test, size = level.split(":")
     if test == "icmp":
-        return ["ping", "-q", "-n", "-c", str(params.ping_count), "-i",
-                f"{params.ping_interval_s:g}", "-W", "2", address]  # fmt: skip
+        return [
+            "ping",
+            "-q",
+            "-n",
+            "-c",
+            str(params.ping_count),
+            "-i",
+            f"{params.ping_interval_s:g}",
+            "-W",
+            "2",
+            address,
+        ]
     return ["/bin/vb-rr", "ping", test, address, str(port), str(params.count), size]
 
 

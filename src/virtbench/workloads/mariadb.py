@@ -41,13 +41,23 @@ SHARE = "/usr/share/mysql"
 INIT_SQL = "/etc/virtbench/mariadb-init.sql"
 # what mariadb-install-db feeds `mariadbd --bootstrap` (help tables, GIS procedures and
 # the sys schema left out), then the benchmark's database and user
-SYSTEM_SQL = ("mysql_system_tables.sql", "mysql_performance_tables.sql",
-              "mysql_system_tables_data.sql")  # fmt: skip
+SYSTEM_SQL = (
+    "mysql_system_tables.sql",
+    "mysql_performance_tables.sql",
+    "mysql_system_tables_data.sql",
+)
 # InnoDB's native AIO is off everywhere: under gVisor (runsc 2022) io_uring_wait_cqe fails
 # and mariadbd aborts; one configuration for every runtime keeps the comparison fair.
-SERVER_OPTS = ("--no-defaults", "--user=root", "--datadir", "/data/db", "--skip-log-bin",
-               f"--lc-messages-dir={SHARE}", f"--character-sets-dir={SHARE}/charsets",
-               "--innodb-use-native-aio=0")  # fmt: skip
+SERVER_OPTS = (
+    "--no-defaults",
+    "--user=root",
+    "--datadir",
+    "/data/db",
+    "--skip-log-bin",
+    f"--lc-messages-dir={SHARE}",
+    f"--character-sets-dir={SHARE}/charsets",
+    "--innodb-use-native-aio=0",
+)
 
 
 # fmt: off
@@ -93,12 +103,26 @@ class Params(BaseModel):
 def argv(instance: str) -> tuple[str, ...]:
     del instance
     return (
-        "/bin/vb-run", "--mkdir", "/data/db", "--stdin", INIT_SQL, "--",
-        "/usr/sbin/mariadbd", *SERVER_OPTS, "--bootstrap", "--log-warnings=0",
-        "--max_allowed_packet=8M", "--net_buffer_length=16K", ";",
-        "/usr/sbin/mariadbd", *SERVER_OPTS, f"--port={PORT}", "--bind-address=0.0.0.0",
-        "--socket=/data/mysqld.sock", "--skip-name-resolve",
-    )  # fmt: skip
+        "/bin/vb-run",
+        "--mkdir",
+        "/data/db",
+        "--stdin",
+        INIT_SQL,
+        "--",
+        "/usr/sbin/mariadbd",
+        *SERVER_OPTS,
+        "--bootstrap",
+        "--log-warnings=0",
+        "--max_allowed_packet=8M",
+        "--net_buffer_length=16K",
+        ";",
+        "/usr/sbin/mariadbd",
+        *SERVER_OPTS,
+        f"--port={PORT}",
+        "--bind-address=0.0.0.0",
+        "--socket=/data/mysqld.sock",
+        "--skip-name-resolve",
+    )
 
 
 def _threads(params: Params) -> list[int]:
@@ -122,9 +146,16 @@ def label(params: Params, level: str) -> str:
 
 
 def _common(address: str, params: Params, port: int = PORT) -> list[str]:
-    return ["--db-driver=mysql", f"--mysql-host={address}", f"--mysql-port={port}",
-            "--mysql-user=sbtest", "--mysql-password=", "--mysql-db=sbtest",
-            f"--tables={params.tables}", f"--table-size={params.table_size}"]  # fmt: skip
+    return [
+        "--db-driver=mysql",
+        f"--mysql-host={address}",
+        f"--mysql-port={port}",
+        "--mysql-user=sbtest",
+        "--mysql-password=",
+        "--mysql-db=sbtest",
+        f"--tables={params.tables}",
+        f"--table-size={params.table_size}",
+    ]
 
 
 def prepare(address: str, params: Params) -> list[list[str]]:
@@ -133,8 +164,15 @@ def prepare(address: str, params: Params) -> list[list[str]]:
 
 def client(address: str, params: Params, level: str, port: int = PORT) -> list[str]:
     test, threads = level.split(":")
-    return ["sysbench", f"oltp_{test}", *_common(address, params, port), f"--threads={threads}",
-            f"--time={params.duration_s}", "--report-interval=0", "run"]  # fmt: skip
+    return [
+        "sysbench",
+        f"oltp_{test}",
+        *_common(address, params, port),
+        f"--threads={threads}",
+        f"--time={params.duration_s}",
+        "--report-interval=0",
+        "run",
+    ]
 
 
 def parse(output: str) -> list[workloads.Metric]:

@@ -75,8 +75,21 @@ class Params(BaseModel):
 
 def argv(instance: str) -> tuple[str, ...]:
     del instance
-    return ("/usr/bin/memcached", "-u", "root", "-p", str(PORT), "-U", "0", "-t", "1",
-            "-c", str(MAX_CONNECTIONS + 100), "-m", "64")  # fmt: skip
+    return (
+        "/usr/bin/memcached",
+        "-u",
+        "root",
+        "-p",
+        str(PORT),
+        "-U",
+        "0",
+        "-t",
+        "1",
+        "-c",
+        str(MAX_CONNECTIONS + 100),
+        "-m",
+        "64",
+    )
 
 
 def levels(params: Params) -> list[int]:
@@ -92,8 +105,16 @@ def seconds(params: Params, level: int) -> float:
 
 
 def client(address: str, params: Params, level: int, port: int = PORT) -> list[str]:
-    return ["/bin/vb-mcload", address, str(port), str(level), str(params.duration_s),
-            str(params.keys), str(params.value_bytes), str(params.get_percent)]  # fmt: skip
+    return [
+        "/bin/vb-mcload",
+        address,
+        str(port),
+        str(level),
+        str(params.duration_s),
+        str(params.keys),
+        str(params.value_bytes),
+        str(params.get_percent),
+    ]
 
 
 def parse(output: str) -> list[workloads.Metric]:

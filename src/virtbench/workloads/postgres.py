@@ -66,15 +66,45 @@ def argv(instance: str) -> tuple[str, ...]:
     del instance
     pw = pwd.getpwnam(USER)
     return (
-        "/bin/vb-run", "--mkdir", "/data/pg", "--user", f"{pw.pw_uid}:{pw.pw_gid}",
-        "--env", "TZ=GMT", "--",
-        f"{BIN}/initdb", "-D", "/data/pg", "-U", "postgres", "--auth=trust", "--no-locale",
-        "-E", "UTF8", "--no-sync", ";",
-        f"{BIN}/postgres", "-D", "/data/pg", "-k", "/data/pg", "-p", str(PORT),
-        "-c", "listen_addresses=*", "-c", "jit=off", "-c", "timezone=GMT",
-        "-c", "log_timezone=GMT", "-c", f"hba_file={HBA}",
-        "-c", "dynamic_shared_memory_type=mmap",
-    )  # fmt: skip
+        "/bin/vb-run",
+        "--mkdir",
+        "/data/pg",
+        "--user",
+        f"{pw.pw_uid}:{pw.pw_gid}",
+        "--env",
+        "TZ=GMT",
+        "--",
+        f"{BIN}/initdb",
+        "-D",
+        "/data/pg",
+        "-U",
+        "postgres",
+        "--auth=trust",
+        "--no-locale",
+        "-E",
+        "UTF8",
+        "--no-sync",
+        ";",
+        f"{BIN}/postgres",
+        "-D",
+        "/data/pg",
+        "-k",
+        "/data/pg",
+        "-p",
+        str(PORT),
+        "-c",
+        "listen_addresses=*",
+        "-c",
+        "jit=off",
+        "-c",
+        "timezone=GMT",
+        "-c",
+        "log_timezone=GMT",
+        "-c",
+        f"hba_file={HBA}",
+        "-c",
+        "dynamic_shared_memory_type=mmap",
+    )
 
 
 def seconds(params: Params, level: int) -> float:
@@ -104,9 +134,19 @@ def prepare(address: str, params: Params) -> list[list[str]]:
 
 def client(address: str, params: Params, level: int, port: int = PORT) -> list[str]:
     threads = params.threads or max(1, min(level, os.cpu_count() or 1))
-    return [CLIENT, "-c", str(level), "-j", str(min(threads, level)), "-T",
-            str(params.duration_s), "-M", params.mode, *_conn(address, port),
-            "postgres"]  # fmt: skip
+    return [
+        CLIENT,
+        "-c",
+        str(level),
+        "-j",
+        str(min(threads, level)),
+        "-T",
+        str(params.duration_s),
+        "-M",
+        params.mode,
+        *_conn(address, port),
+        "postgres",
+    ]
 
 
 def parse(output: str) -> list[workloads.Metric]:

@@ -52,8 +52,11 @@ def command(params: Params, level: None = None) -> tuple[str, ...]:
 
 
 def parse(output: str) -> list[workloads.Metric]:
-    m = re.search(r"^sqlite rows=\d+ per_txn=\d+ dir=\S+ seconds=([\d.]+) inserts_per_s=([\d.]+)",
-                  output, re.M)  # fmt: skip
+    m = re.search(
+        r"^sqlite rows=\d+ per_txn=\d+ dir=\S+ seconds=([\d.]+) inserts_per_s=([\d.]+)",
+        output,
+        re.M,
+    )
     if m is None:
         raise ParseError(f"vb-sqlite: no result: {first_line(output)}")
     return [

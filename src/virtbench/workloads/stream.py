@@ -27,9 +27,16 @@ from virtbench.workloads.kind import (
 KERNELS = ("copy", "scale", "add", "triad")
 
 METRICS: tuple[Metric, ...] = (
-    declared("stream", "*_mb_s", "MB/s", "higher", "a STREAM kernel's best rate over the "
-             "passes (vb-stream)", 0.1, label="{} bandwidth"),
-)  # fmt: skip
+    declared(
+        "stream",
+        "*_mb_s",
+        "MB/s",
+        "higher",
+        "a STREAM kernel's best rate over the passes (vb-stream)",
+        0.1,
+        label="{} bandwidth",
+    ),
+)
 
 
 class Params(BaseModel):

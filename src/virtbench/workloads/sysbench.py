@@ -79,9 +79,10 @@ def _threads(params: Params) -> list[int]:
 def levels(params: Params) -> list[str]:
     """`test:threads`, and `fileio.<mode>:threads` per fileio mode."""
     tests = [
-        t2 for t in params.tests for t2 in
-        ([f"fileio.{m}" for m in params.fileio_modes] if t == "fileio" else [t])
-    ]  # fmt: skip
+        t2
+        for t in params.tests
+        for t2 in ([f"fileio.{m}" for m in params.fileio_modes] if t == "fileio" else [t])
+    ]
     return [f"{test}:{n}" for test in tests for n in _threads(params)]
 
 
@@ -102,11 +103,21 @@ def _fileio(params: Params, mode: str, threads: str) -> tuple[str, ...]:
         common.append(f"--file-extra-flags={params.fileio_extra_flags}")
     run = [f"--threads={threads}", f"--time={params.time_s}", *common, "run"]
     return (
-        "/bin/vb-run", "--chdir", "/data", "--",
-        "/usr/bin/sysbench", *common, "prepare", ";",
-        "/usr/bin/sysbench", *run, ";",
-        "/usr/bin/sysbench", *common, "cleanup",
-    )  # fmt: skip
+        "/bin/vb-run",
+        "--chdir",
+        "/data",
+        "--",
+        "/usr/bin/sysbench",
+        *common,
+        "prepare",
+        ";",
+        "/usr/bin/sysbench",
+        *run,
+        ";",
+        "/usr/bin/sysbench",
+        *common,
+        "cleanup",
+    )
 
 
 def command(params: Params, level: str) -> tuple[str, ...]:

@@ -30,8 +30,9 @@ from virtbench.workloads.kind import (
 
 PRIMARY = "getppid_ns"
 SIZED = ("read", "write", "sendto_recvfrom")
-LINE = re.compile(r"^syscall (\w+) (bytes|pages)=(\d+) batch=\d+ iters=\d+ ns_per_op=([\d.]+)",
-                  re.M)  # fmt: skip
+LINE = re.compile(
+    r"^syscall (\w+) (bytes|pages)=(\d+) batch=\d+ iters=\d+ ns_per_op=([\d.]+)", re.M
+)
 MAX_BYTES = 8192  # vb-syscall's buffer
 # fmt: off
 METRICS: tuple[Metric, ...] = (

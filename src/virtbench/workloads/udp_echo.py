@@ -82,8 +82,16 @@ def seconds(params: Params, level: int) -> float:
 
 
 def client(address: str, params: Params, level: int, port: int = PORT) -> list[str]:
-    return ["/bin/vb-rr", "flood", address, str(port), str(params.count), str(level),
-            str(params.request_bytes), str(params.reply_bytes)]  # fmt: skip
+    return [
+        "/bin/vb-rr",
+        "flood",
+        address,
+        str(port),
+        str(params.count),
+        str(level),
+        str(params.request_bytes),
+        str(params.reply_bytes),
+    ]
 
 
 def parse(output: str) -> list[workloads.Metric]:
