@@ -13,13 +13,13 @@ from __future__ import annotations
 import contextlib
 
 from virtbench.runtimes.base import Instance, InstanceSpec, Runtime
-from virtbench.runtimes.docker import Docker
-from virtbench.runtimes.dockerd import BASE_URL
-from virtbench.runtimes.lxc import Lxc
-from virtbench.runtimes.lxd import Lxd
-from virtbench.runtimes.native import Native
-from virtbench.runtimes.oci import OciRuntime
-from virtbench.runtimes.podman import Podman
+from virtbench.runtimes.engines.docker import Docker
+from virtbench.runtimes.engines.dockerd import BASE_URL
+from virtbench.runtimes.engines.podman import Podman
+from virtbench.runtimes.lxc.lxc import Lxc
+from virtbench.runtimes.lxc.lxd import Lxd
+from virtbench.runtimes.oci.base import OciRuntime
+from virtbench.runtimes.process.native import Native
 
 
 def detached(rt: Runtime) -> bool:

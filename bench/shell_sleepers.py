@@ -40,7 +40,7 @@ from virtbench.paths import Paths
 from virtbench.run import cleanup
 from virtbench.run.runner import uninterruptible
 from virtbench.runtimes.base import PROBE_MOUNT, Instance, InstanceSpec
-from virtbench.runtimes.oci import bundle_config
+from virtbench.runtimes.oci.base import bundle_config
 from virtbench.spec import InstanceOptions
 from virtbench.workloads import sleep
 

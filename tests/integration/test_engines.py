@@ -13,7 +13,7 @@ from tests.integration.conftest import driver
 from tests.integration.test_runtimes import spec
 
 from virtbench.errors import RuntimeUnavailable
-from virtbench.runtimes import docker as docker_mod
+from virtbench.runtimes.engines import docker as docker_mod
 from virtbench.workloads import hello, sleep
 
 DOCKER_ENV = {**os.environ, "DOCKER_API_VERSION": "1.41"}
@@ -80,7 +80,7 @@ def lxd_names(rt, *what: str) -> list[str]:
 
 
 def test_lxd_setup_is_labelled_and_undone(ctx, artifact):
-    from virtbench.runtimes import lxd as lxd_mod
+    from virtbench.runtimes.lxc import lxd as lxd_mod
 
     was_up = lxd_mod.answers(lxd_mod.SYSTEM_DIR)
     rt = driver("lxd", ctx)

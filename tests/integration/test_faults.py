@@ -395,7 +395,7 @@ def _answers() -> bool:
 
 def _hosts_dockerd(tmp_path: Path) -> subprocess.Popen:
     """A dockerd as the host's admin would run it (not started by virtbench)."""
-    from virtbench.runtimes.dockerd import CONTAINERD_PIDFILE, daemon_config, dockerd_argv
+    from virtbench.runtimes.engines.dockerd import CONTAINERD_PIDFILE, daemon_config, dockerd_argv
 
     # PID 1 here reaps no orphans: the containerd of a dockerd killed before is a zombie
     # whose pid file would make this one wait for it (the run's own revival does the same).

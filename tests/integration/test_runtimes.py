@@ -164,7 +164,7 @@ def test_sleeper_signals_ready_and_stops_clean(name, network, ctx, artifact):
         limits = in_subtree(ctx.layout.memory_dir(s.name), "memory.limit_in_bytes")
         assert str(32 * 1024 * 1024) in limits, limits
         tasks = in_subtree(ctx.layout.controller_dir("pids", s.name), "pids.max")
-        assert ("48" in tasks) == (name != "podman:runsc"), tasks  # see podman.py
+        assert ("48" in tasks) == (name != "podman:runsc"), tasks  # see engines/podman.py
         # Read the cgroup first: a sandbox (runsc) may still be forking its stubs, and
         # pids() read afterwards must include every process the cgroup had.
         in_cgroup = cgroups.procs(ctx.layout, s.name)
@@ -306,7 +306,7 @@ def test_stop_all_stops_many(ctx, artifact):
 def test_runsc_own_network_stack_is_available_or_says_why(ctx, artifact):
     """gVisor's netstack (netstack = "gvisor"): where it cannot start, available() says
     why and how to do without it; where it can, an instance on the bridge answers."""
-    from virtbench.runtimes.runsc import Runsc, RunscOptions
+    from virtbench.runtimes.oci.runsc import Runsc, RunscOptions
 
     avail = Runsc.available(RunscOptions(netstack="gvisor"))
     if not avail.ok:
@@ -334,7 +334,7 @@ def test_oci_bundles_are_made_as_the_engines_make_theirs(name, rootfs, security,
     below, its upper layer on disk) and its process runs under the engines' seccomp
     filter, as the kernel reports them (its mount table, /proc/<pid>/status); `dir` and
     `minimal` are the artifact's directory and no filter. Its overlay goes with it."""
-    from virtbench.runtimes import oci_rootfs
+    from virtbench.runtimes.oci import rootfs as oci_rootfs
 
     rt = driver(name, ctx, rootfs=rootfs, security=security)
     s = spec(ctx, artifact, sleep, 40 + len(rootfs) + len(security), network="none")

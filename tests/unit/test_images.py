@@ -20,9 +20,11 @@ from virtbench.cli.run import unmeasured
 from virtbench.errors import SpecError
 from virtbench.measure.portready import PERIOD_S, PortWatch, echo_request
 from virtbench.run.preflight import named_runtimes
-from virtbench.runtimes import presets, vm_guest, vm_image
 from virtbench.runtimes.base import Instance, InstanceSpec
-from virtbench.runtimes.vm_guest import VmOptions, image_cannot_run
+from virtbench.runtimes.vm import guest as vm_guest
+from virtbench.runtimes.vm import image as vm_image
+from virtbench.runtimes.vm import presets
+from virtbench.runtimes.vm.guest import VmOptions, image_cannot_run
 from virtbench.spec.resolved import resolve
 from virtbench.store.records import Sample
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import virtbench
+from virtbench.runtimes import BUILTIN
 
 ROOT = Path(virtbench.__file__).parent
 
@@ -163,13 +164,77 @@ def test_no_layer_reaches_up():
 def test_the_layer_check_sees_an_upward_import():
     rank = {name: i for i, name in enumerate(LAYERS)}
     assert rank[layer("virtbench.cli.run")] > rank[layer("virtbench.run.runner")]
-    assert rank[layer("virtbench.host.proc")] < rank[layer("virtbench.runtimes.crun")]
+    assert rank[layer("virtbench.host.proc")] < rank[layer("virtbench.runtimes.oci.crun")]
     assert layer("virtbench.errors") == "top" and rank["top"] == 0
     assert (
         layer("virtbench.metrics.model") == "metrics.model"
         and layer("virtbench.metrics") == "metrics"
     )
     assert rank["metrics.model"] < rank["experiments"] < rank["metrics"]
+
+
+# The runtimes' families, lowest first: the shared core (runtimes/*.py: the Runtime base,
+# the capabilities, observing, launching, the network, what engines leave) imports no
+# family; a family imports the core, its own modules and the families listed before it.
+FAMILIES = [
+    "core",
+    "process",  # native, and what runs the workload as a host process tree: bwrap, nspawn
+    "oci",  # runc, crun, youki, runsc on bundles
+    "engines",  # docker, podman
+    "lxc",  # lxc, lxd
+    "vm",  # qemu, firecracker, cloud-hypervisor (their VMM runs as native's process does)
+]
+FAMILY_MAY_USE = {"vm": {"process"}}
+
+
+def family(mod: str) -> str:
+    """The runtimes' family a module of virtbench.runtimes is in."""
+    parts = mod.split(".")[2:]
+    return parts[0] if parts and parts[0] in FAMILIES[1:] else "core"
+
+
+def family_crossings(graph: dict[str, set[str]]) -> list[str]:
+    """Imports between runtimes' families that FAMILY_MAY_USE does not allow."""
+    runtimes = {m: deps for m, deps in graph.items() if m.startswith("virtbench.runtimes")}
+    return [
+        f"{mod} ({family(mod)}) imports {dep} ({family(dep)})"
+        for mod, deps in runtimes.items()
+        for dep in deps
+        if (dep.startswith("virtbench.runtimes.")
+        and family(dep) not in {"core", family(mod)} | FAMILY_MAY_USE.get(family(mod), set()))
+        or (family(mod) == "core"
+        and family(dep) != "core")
+    ]
+
+
+def test_runtimes_are_grouped_by_family_and_no_family_reaches_across():
+    mods = modules()
+    graph = imports(mods)
+    assert family_crossings(graph) == []
+    packages = {
+        m.split(".")[2] for m in mods if m.count(".") >= 3 and m.startswith("virtbench.runtimes.")
+    }
+    assert packages == set(FAMILIES) - {"core"}, "a subpackage of runtimes/ that is no family"
+    flat = [
+        m
+        for m in mods
+        if m.count(".") == 2 and m.startswith("virtbench.runtimes.") and family(m) == "core"
+    ]
+    assert len(flat) <= 14, f"the shared core grows back into a flat room: {flat}"
+    for name, driver in BUILTIN.items():
+        assert family(driver.split(":")[0]) != "core", f"{name}'s driver is in no family"
+
+
+def test_the_family_check_sees_a_crossing():
+    graph = {
+        "virtbench.runtimes.lxc.lxd": {"virtbench.runtimes.engines.base"},
+        "virtbench.runtimes.base": {"virtbench.runtimes.vm.qemu"},
+        "virtbench.runtimes.vm.base": {"virtbench.runtimes.process.native"},
+    }
+    assert family_crossings(graph) == [
+        "virtbench.runtimes.lxc.lxd (lxc) imports virtbench.runtimes.engines.base (engines)",
+        "virtbench.runtimes.base (core) imports virtbench.runtimes.vm.qemu (vm)",
+    ]
 
 
 def private_imports(mods: dict[str, Path]) -> list[str]:

@@ -1,7 +1,7 @@
 from pathlib import Path
 
 from virtbench.runtimes.base import Instance, InstanceSpec
-from virtbench.runtimes.lxc import lxc_config
+from virtbench.runtimes.lxc.lxc import lxc_config
 
 
 def inst(**kw) -> Instance:

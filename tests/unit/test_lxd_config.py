@@ -4,7 +4,7 @@ from pathlib import Path
 
 from virtbench.host import cgroups
 from virtbench.runtimes.base import Instance, InstanceSpec
-from virtbench.runtimes.lxd_config import image_tarballs, limits_cpu, raw_lxc
+from virtbench.runtimes.lxc.lxd_config import image_tarballs, limits_cpu, raw_lxc
 
 
 def inst() -> Instance:

@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from virtbench.runtimes.base import Instance, InstanceSpec
-from virtbench.runtimes.oci import OCI_VERSION, bundle_config
+from virtbench.runtimes.oci.base import OCI_VERSION, bundle_config
 
 
 def make(network="none", netns=None, **spec_kw) -> dict:
@@ -57,7 +57,7 @@ def test_the_engines_seccomp_template_is_filtered_as_the_engines_filter_it():
     """A rule holds when the container has every capability and one architecture of its
     `includes`, the kernel is new enough, and nothing of its `excludes` matches; the
     architectures are the host's with its sub-architectures (the template's archMap)."""
-    from virtbench.runtimes.oci_security import seccomp
+    from virtbench.runtimes.oci.security import seccomp
 
     template = {
         "defaultAction": "SCMP_ACT_ERRNO",

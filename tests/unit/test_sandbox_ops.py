@@ -16,8 +16,8 @@ from tests.faketruth import RuntimeTruth, Truth
 from virtbench import runtimes, workloads
 from virtbench import spec as specmod
 from virtbench.errors import InstanceError, SpecError
-from virtbench.runtimes import vmm_api
 from virtbench.runtimes.base import Instance, InstanceSpec
+from virtbench.runtimes.vm import api as vmm_api
 
 OPS = Truth(
     {
@@ -316,7 +316,7 @@ def test_the_guest_agents_replies_are_read_whole_and_timed(tmp_path):
     import socket
     import threading
 
-    from virtbench.runtimes.agent import GuestAgent
+    from virtbench.runtimes.vm.agent import GuestAgent
 
     guest_end: list[socket.socket] = []
 
@@ -597,7 +597,7 @@ def test_a_vms_image_counts_the_linux_guest_exec_boots(tmp_path, monkeypatch):
 
 def test_youkis_listing_is_read_from_its_table_and_anything_else_is_an_error():
     from virtbench.errors import VirtbenchError
-    from virtbench.runtimes.youki import table_ids
+    from virtbench.runtimes.oci.youki import table_ids
 
     table = (
         "ID         PID    STATUS   BUNDLE  CREATED                    CREATOR\n"

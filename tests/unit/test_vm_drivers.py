@@ -10,8 +10,8 @@ from tests.unit.test_linux_guest import fake_bzimage
 
 from virtbench import runtimes
 from virtbench.runtimes.base import Instance, InstanceSpec
-from virtbench.runtimes.qemu import QemuOptions
-from virtbench.runtimes.vm import guest_mode
+from virtbench.runtimes.vm.base import guest_mode
+from virtbench.runtimes.vm.qemu import QemuOptions
 
 
 def options(label: str) -> QemuOptions:

@@ -10,7 +10,7 @@ import pytest
 
 from virtbench.artifacts.rootfs import WASM_PROGRAMS
 from virtbench.errors import VirtbenchError
-from virtbench.runtimes.wasmtime import Wasmtime, version_of
+from virtbench.runtimes.process.wasmtime import Wasmtime, version_of
 
 GUEST_BUILD = Path(__file__).resolve().parents[2] / "guest" / "build"
 

@@ -193,7 +193,7 @@ def print_plan(resolved: Plan, results: Path) -> None:
 
 def show_presets() -> None:
     """Each image preset: the command line it puts before the image's own, and notes."""
-    from virtbench.runtimes.presets import PRESETS
+    from virtbench.runtimes.vm.presets import PRESETS
 
     for p in PRESETS.values():
         out.print(f"[bold]{p.name}[/]")

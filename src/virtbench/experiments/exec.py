@@ -4,7 +4,7 @@ sandbox or a CI job does between its starts.
 Per runtime and repetition, one `sleep` instance is started and made ready (untimed);
 then, `count` times each, two commands run in it through the runtime's own way in
 (`runc exec`, `docker exec` over the Engine API, `lxc-attach`, `nsenter` for native and
-nspawn: runtimes/controls.py; a VM guest's agent over QEMU's virtio-serial: agent.py),
+nspawn: runtimes/controls.py; a VM guest's agent over QEMU's virtio-serial: vm/agent.py),
 each timed on the host from the exec call issued to its exit seen with all its output
 read:
 
@@ -14,7 +14,7 @@ read:
 A command that exits non-zero, or whose output is not exactly what it wrote, is a failed
 sample with the reason. A runtime without exec (a minimal guest or an image: no agent) is
 said once, with why, as failed samples. A VM's instance boots its Linux guest, whose
-vb-agent runs the commands (runtimes/agent.py). One unit of measurement (`run --resume`)
+vb-agent runs the commands (runtimes/vm/agent.py). One unit of measurement (`run --resume`)
 is a runtime's repetition.
 """
 

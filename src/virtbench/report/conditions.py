@@ -12,7 +12,7 @@ import numpy as np
 from virtbench.store.frame import Frame, as_frame
 from virtbench.store.records import Sample
 
-# what a runtime's conditions() records (runtimes/oci.py, oci_security.py, qemu.py)
+# what a runtime's conditions() records (runtimes/oci/base.py, oci/security.py, vm/qemu.py)
 KEYS = ("rootfs", "security", "seccomp", "lsm", "firmware")
 COMPARED = ("rootfs", "security", "firmware")  # a difference in these is warned of
 

@@ -27,21 +27,21 @@ if TYPE_CHECKING:
     from virtbench.runtimes.base import Availability, Runtime
 
 BUILTIN: dict[str, str] = {
-    "native": "virtbench.runtimes.native:Native",
-    "runc": "virtbench.runtimes.runc:Runc",
-    "crun": "virtbench.runtimes.crun:Crun",
-    "youki": "virtbench.runtimes.youki:Youki",
-    "runsc": "virtbench.runtimes.runsc:Runsc",
-    "docker": "virtbench.runtimes.docker:Docker",
-    "podman": "virtbench.runtimes.podman:Podman",
-    "lxc": "virtbench.runtimes.lxc:Lxc",
-    "lxd": "virtbench.runtimes.lxd:Lxd",
-    "nspawn": "virtbench.runtimes.nspawn:Nspawn",
-    "bwrap": "virtbench.runtimes.bwrap:Bwrap",
-    "wasmtime": "virtbench.runtimes.wasmtime:Wasmtime",
-    "qemu": "virtbench.runtimes.qemu:Qemu",
-    "firecracker": "virtbench.runtimes.firecracker:Firecracker",
-    "cloud-hypervisor": "virtbench.runtimes.cloud_hypervisor:CloudHypervisor",
+    "native": "virtbench.runtimes.process.native:Native",
+    "runc": "virtbench.runtimes.oci.runc:Runc",
+    "crun": "virtbench.runtimes.oci.crun:Crun",
+    "youki": "virtbench.runtimes.oci.youki:Youki",
+    "runsc": "virtbench.runtimes.oci.runsc:Runsc",
+    "docker": "virtbench.runtimes.engines.docker:Docker",
+    "podman": "virtbench.runtimes.engines.podman:Podman",
+    "lxc": "virtbench.runtimes.lxc.lxc:Lxc",
+    "lxd": "virtbench.runtimes.lxc.lxd:Lxd",
+    "nspawn": "virtbench.runtimes.process.nspawn:Nspawn",
+    "bwrap": "virtbench.runtimes.process.bwrap:Bwrap",
+    "wasmtime": "virtbench.runtimes.process.wasmtime:Wasmtime",
+    "qemu": "virtbench.runtimes.vm.qemu:Qemu",
+    "firecracker": "virtbench.runtimes.vm.firecracker:Firecracker",
+    "cloud-hypervisor": "virtbench.runtimes.vm.cloud_hypervisor:CloudHypervisor",
 }
 
 # a named runtime's name: no colon (not a variant), usable in the names virtbench creates

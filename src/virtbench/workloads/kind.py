@@ -183,7 +183,7 @@ class Serves:
                       the artifact
     client            `client(address, params, level, port)`: the client's argv for one
                       measurement; `port` is where the server listens (its own `port`, or
-                      an image's: runtimes/vm_guest.py)
+                      an image's: runtimes/vm/guest.py)
     extra_clients     other host programs some levels use (checked too)
     protocol          how readiness is probed: "tcp", the port accepting a connection, or
                       "udp", a datagram answered
@@ -194,7 +194,7 @@ class Serves:
     client_timeout_s  `client_timeout_s(params, level)`: the most one client run may take
                       (a client known to stall for good), below the experiment's own
     image_serves      what an image built elsewhere that serves it says in its options
-                      (`serves = "http"`: runtimes/vm_guest.py), "" for none
+                      (`serves = "http"`: runtimes/vm/guest.py), "" for none
     image_port        the port such an image listens on unless its `port` says
     """
 

@@ -8,7 +8,7 @@ from pydantic import BaseModel
 
 from virtbench.host import cgroups
 from virtbench.runtimes.base import Availability
-from virtbench.runtimes.oci import OciRuntime
+from virtbench.runtimes.oci.base import OciRuntime
 
 
 class Crun(OciRuntime):

@@ -27,7 +27,7 @@ from virtbench.errors import SpecError, VirtbenchError
 from virtbench.host import proc
 from virtbench.host.facts import kvm_kind
 from virtbench.runtimes.base import Availability, Family, Instance
-from virtbench.runtimes.oci import OciOptions, OciRuntime, OciSnapshot
+from virtbench.runtimes.oci.base import OciOptions, OciRuntime, OciSnapshot
 
 
 class RunscOptions(OciOptions):

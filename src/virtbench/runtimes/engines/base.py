@@ -10,30 +10,15 @@ programs are bind-mounted.
 
 from __future__ import annotations
 
-import io
-import tarfile
 from abc import abstractmethod
 from pathlib import Path
 from typing import Any
 
 from virtbench.errors import InstanceError, RuntimeUnavailable
 from virtbench.runtimes.base import Family, InstanceSpec, Runtime
+from virtbench.runtimes.tarball import tar_of
 
 LABEL = "org.virtbench.run"
-
-
-def tar_of(root: Path) -> bytes:
-    """The rootfs as an uncompressed tar stream owned by root, for an engine's import."""
-
-    def root_owned(info: tarfile.TarInfo) -> tarfile.TarInfo:
-        info.uid = info.gid = 0
-        info.uname = info.gname = "root"
-        return info
-
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        tar.add(root, arcname=".", filter=root_owned)
-    return buf.getvalue()
 
 
 def engine_exit_reason(running: object, code: object, oom: object, error: object) -> str | None:

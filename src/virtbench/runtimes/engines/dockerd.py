@@ -1,6 +1,6 @@
 """The Docker daemon: a client that speaks its API version, whether one answers, the
 dockerd a run starts (its config and command line), and what such a dockerd leaves behind
-when it stops (a zombie containerd, mounts, cgroups). The `docker` driver (docker.py)
+when it stops (a zombie containerd, mounts, cgroups). The `docker` driver (engines/docker.py)
 uses these.
 """
 

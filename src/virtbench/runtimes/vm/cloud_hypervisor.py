@@ -14,18 +14,18 @@ through its API (`vm.pause`, `vm.resume`) and snapshots: the paused VM's state a
 written to a directory (`vm.snapshot`), restored by a new Cloud Hypervisor started with
 `--restore` and resumed (`vm.resume`). An instance commands will run in gets a vsock
 device (`--vsock`) whose unix socket reaches vb-agent in its Linux guest
-(runtimes/agent.py).
+(runtimes/vm/agent.py).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from virtbench.runtimes import vmm_api
-from virtbench.runtimes.agent import AGENT_PORT, GUEST_CID, HybridVsockAgent
 from virtbench.runtimes.base import Instance, which
-from virtbench.runtimes.vm import Vm, VmOptions
-from virtbench.runtimes.vmm_api import ApiPause, ApiSnapshot
+from virtbench.runtimes.vm import api as vmm_api
+from virtbench.runtimes.vm.agent import AGENT_PORT, GUEST_CID, HybridVsockAgent
+from virtbench.runtimes.vm.api import ApiPause, ApiSnapshot
+from virtbench.runtimes.vm.base import Vm, VmOptions
 
 WHO = "cloud-hypervisor"
 

@@ -36,7 +36,7 @@ from virtbench.runtimes.base import (
     which,
 )
 from virtbench.runtimes.controls import CommandExec, Pause, Undriven
-from virtbench.runtimes.engine import Engine, engine_exit_reason
+from virtbench.runtimes.engines.base import Engine, engine_exit_reason
 from virtbench.runtimes.leftovers import listing
 from virtbench.runtimes.observe import Observe
 

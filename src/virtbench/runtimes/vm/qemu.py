@@ -6,7 +6,7 @@ of the instance, else `memory_mib` here), the `-cpu` model and q35's firmware: q
 (fast; the default of the minimal and Linux guests) or SeaBIOS (the default of an image
 built elsewhere: real unikernels' multiboot loaders need its memory map; under qboot
 Unikraft 0.16 stops at `Assertion failure: ml->flags == mr->flags`). Every sample records
-the firmware used. The VM machinery shared with the other VMMs is in vm.py.
+the firmware used. The VM machinery shared with the other VMMs is in vm/base.py.
 
 Timeline: spawn (QEMU exec'd), first serial output, ready (the `VB-READY` line), exit
 (the QEMU process ends: isa-debug-exit makes it exit with status 1 for the guest's 0,
@@ -25,11 +25,11 @@ from pydantic import BaseModel, field_validator
 
 from virtbench.errors import InstanceError
 from virtbench.host import proc
-from virtbench.runtimes.agent import GuestAgent, unix_stream
 from virtbench.runtimes.base import Instance, which
 from virtbench.runtimes.controls import Pause, Snapshot
-from virtbench.runtimes.qmp import Qmp
-from virtbench.runtimes.vm import SIMPLE, Vm, VmOptions
+from virtbench.runtimes.vm.agent import GuestAgent, unix_stream
+from virtbench.runtimes.vm.base import SIMPLE, Vm, VmOptions
+from virtbench.runtimes.vm.qmp import Qmp
 
 MACHINES = ("microvm", "q35")
 ACCELS = ("kvm", "tcg")

@@ -9,7 +9,7 @@ fast, and no instance pays for, or leaves behind, a compile cache of its own.
 
 WASI preview 1 has no sockets, so the ready signal is a line on the module's stdout
 (`VB-READY <name>`, and the beat workload's `VB-BEAT` lines), read by a thread as a VM's
-console is (vm_console.py). The module has no network (`none`), sees only the
+console is (console.py). The module has no network (`none`), sees only the
 directories given to it (the data directory, at /data) and no host file else; wasmtime
 runs it in virtbench's cgroups through vb-cgexec, so memory limits, pause (the cgroup
 freezer) and clean-up are as for native. It cannot be entered (no exec, so no time to a
@@ -33,10 +33,10 @@ from virtbench.errors import InstanceError, VirtbenchError
 from virtbench.host import proc
 from virtbench.runtimes.attach import Attach
 from virtbench.runtimes.base import Availability, Family, Instance, RuntimeContext, which
+from virtbench.runtimes.console import ConsoleReady
 from virtbench.runtimes.controls import Exec, Snapshot
 from virtbench.runtimes.model import with_probe
-from virtbench.runtimes.native import Native
-from virtbench.runtimes.vm_console import ConsoleReady
+from virtbench.runtimes.process.native import Native
 
 STDOUT = "fd:1"  # the ready probe's address inside: a line on stdout (vb-probe.h)
 

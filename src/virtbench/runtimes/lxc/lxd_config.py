@@ -1,5 +1,5 @@
 """What an LXD run is made of, as data (pure, for tests): the image's tarballs, an
-instance's `raw.lxc` lines and its `limits.cpu`. The `lxd` driver (lxd.py) applies them.
+instance's `raw.lxc` lines and its `limits.cpu`. The `lxd` driver (lxc/lxd.py) applies them.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 
 from virtbench.runtimes.base import Instance
-from virtbench.runtimes.engine import tar_of
-from virtbench.runtimes.lxc import instance_lines
+from virtbench.runtimes.lxc.lxc import instance_lines
+from virtbench.runtimes.tarball import tar_of
 
 
 def image_tarballs(rootfs: Path, description: str) -> tuple[bytes, bytes]:

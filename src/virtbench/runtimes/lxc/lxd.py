@@ -51,8 +51,8 @@ from virtbench.runtimes.base import (
 )
 from virtbench.runtimes.controls import CommandExec, Pause, Undriven
 from virtbench.runtimes.leftovers import listing
-from virtbench.runtimes.lxc import Lxc
-from virtbench.runtimes.lxd_config import image_tarballs, limits_cpu, raw_lxc
+from virtbench.runtimes.lxc.lxc import Lxc
+from virtbench.runtimes.lxc.lxd_config import image_tarballs, limits_cpu, raw_lxc
 from virtbench.runtimes.observe import RunDaemons
 
 SYSTEM_DIR = Path("/var/lib/lxd")

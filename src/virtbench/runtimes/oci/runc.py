@@ -1,6 +1,6 @@
 """`runc`: the reference OCI runtime (Go), on bundles virtbench writes."""
 
-from virtbench.runtimes.oci import OciRuntime
+from virtbench.runtimes.oci.base import OciRuntime
 
 
 class Runc(OciRuntime):

@@ -24,12 +24,12 @@ exit status means; this base does the rest the same way for all of them:
     under a nested PVM KVM (`virtbench doctor` says which): use TCG there;
 - memory: the VMM's PSS, and without the guest's RAM mapping (`VmMemory.guest_ram_pss`).
 
-What the guest boots (its kernel, initrd, memory and command line) is vm_boot.py's.
+What the guest boots (its kernel, initrd, memory and command line) is vm/boot.py's.
 
 Bring your own image (`guest = "image"`, usually a named runtime of the spec's,
 `[runtime.uk-nginx] driver = "qemu"`): a kernel built elsewhere (Unikraft, OSv, IncludeOS,
 MirageOS, a Linux of your own) with optional `initrd` and `disk` (attached read-only as
-the first virtio disk), its `cmdline` (after its `preset`'s, runtimes/presets.py: how it
+the first virtio disk), its `cmdline` (after its `preset`'s, runtimes/vm/presets.py: how it
 learns its address; `{name}`, `{ip}`, `{prefixlen}`, `{netmask}`, `{gateway}` and
 `{port}` are filled in) and how to tell it is up: a `ready` regular expression matched
 against its serial console, or, for an image that `serves`, its port answering
@@ -63,7 +63,6 @@ from pydantic import BaseModel
 from virtbench.errors import InstanceError, VirtbenchError
 from virtbench.host import proc
 from virtbench.measure import memory
-from virtbench.runtimes import vm_image
 from virtbench.runtimes.base import (
     Availability,
     Family,
@@ -71,13 +70,14 @@ from virtbench.runtimes.base import (
     RuntimeContext,
     which,
 )
+from virtbench.runtimes.console import ConsoleReady
 from virtbench.runtimes.controls import Exec
 from virtbench.runtimes.model import with_probe
-from virtbench.runtimes.native import Native, NativeAttach
 from virtbench.runtimes.observe import Memory
-from virtbench.runtimes.vm_boot import VmBoot
-from virtbench.runtimes.vm_console import ConsoleReady
-from virtbench.runtimes.vm_guest import (
+from virtbench.runtimes.process.native import Native, NativeAttach
+from virtbench.runtimes.vm import image as vm_image
+from virtbench.runtimes.vm.boot import VmBoot
+from virtbench.runtimes.vm.guest import (
     KERNEL,
     SIMPLE,
     VmOptions,
@@ -167,7 +167,7 @@ class Vm(ConsoleReady, VmBoot, Native):
     agent_channel: ClassVar[str] = ""
     # loads only ELF kernels: a Linux guest's (or an image's) bzImage is unpacked first
     elf_only: ClassVar[bool] = False
-    # no exec (the drivers' own: agent.py); pause is the freezer on the VMM (QEMU's is
+    # no exec (the drivers' own: vm/agent.py); pause is the freezer on the VMM (QEMU's is
     # QMP, Firecracker's and Cloud Hypervisor's their APIs); no snapshot but the drivers' own
     Exec = NoGuestAgent
     Memory = VmMemory

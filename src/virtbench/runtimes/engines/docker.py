@@ -30,8 +30,9 @@ from virtbench.host import proc
 from virtbench.host.sysctl import namespaced
 from virtbench.runtimes import owners, traces
 from virtbench.runtimes.base import Availability, Instance, which
-from virtbench.runtimes.docker_controls import DockerExec, DockerPause, DockerSnapshot
-from virtbench.runtimes.dockerd import (
+from virtbench.runtimes.engines.base import LABEL, Engine, engine_exit_reason
+from virtbench.runtimes.engines.docker_controls import DockerExec, DockerPause, DockerSnapshot
+from virtbench.runtimes.engines.dockerd import (
     CONTAINERD_PIDFILE,
     OCI_PATHS,
     SOCKET,
@@ -44,7 +45,6 @@ from virtbench.runtimes.dockerd import (
     dockerd_argv,
     remove_engine_leftovers,
 )
-from virtbench.runtimes.engine import LABEL, Engine, engine_exit_reason
 from virtbench.runtimes.observe import Observe, RunDaemons
 
 

@@ -22,7 +22,7 @@ from pydantic import BaseModel
 from virtbench.host import proc
 from virtbench.runtimes.base import Availability, Family, Instance, which
 from virtbench.runtimes.controls import Snapshot
-from virtbench.runtimes.native import LeaderExec, Native
+from virtbench.runtimes.process.native import LeaderExec, Native
 
 
 class NspawnSnapshot(Snapshot):

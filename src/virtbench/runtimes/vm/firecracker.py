@@ -16,7 +16,7 @@ guest gets the ELF vmlinux unpacked from its bzImage and ends with a reboot (reb
 Pause and resume go through the API too (`PATCH /vm`), and snapshots: a full snapshot of
 the paused VM (`PUT /snapshot/create`), restored by a new Firecracker (`PUT /snapshot/load`).
 An instance commands will run in gets a vsock device (`PUT /vsock`) whose unix socket
-reaches vb-agent in its Linux guest (runtimes/agent.py).
+reaches vb-agent in its Linux guest (runtimes/vm/agent.py).
 """
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from virtbench.runtimes import vmm_api
-from virtbench.runtimes.agent import AGENT_PORT, GUEST_CID, HybridVsockAgent
 from virtbench.runtimes.base import Instance, which
-from virtbench.runtimes.vm import Vm, VmOptions
-from virtbench.runtimes.vmm_api import ApiPause, ApiSnapshot
+from virtbench.runtimes.vm import api as vmm_api
+from virtbench.runtimes.vm.agent import AGENT_PORT, GUEST_CID, HybridVsockAgent
+from virtbench.runtimes.vm.api import ApiPause, ApiSnapshot
+from virtbench.runtimes.vm.base import Vm, VmOptions
 
 WHO = "firecracker"
 

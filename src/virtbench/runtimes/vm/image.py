@@ -1,6 +1,6 @@
 """What a VM does only for an image built elsewhere (`guest = "image"`): its command line
 (its preset's part, then its own), its scratch disk, and its readiness when it prints
-nothing virtbench reads (its port answering). runtimes/vm.py calls these."""
+nothing virtbench reads (its port answering). runtimes/vm/base.py calls these."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 
 from virtbench.errors import InstanceError, VirtbenchError
 from virtbench.host import proc
-from virtbench.runtimes import presets
 from virtbench.runtimes.model import Instance
-from virtbench.runtimes.vm_guest import VmOptions
+from virtbench.runtimes.vm import presets
+from virtbench.runtimes.vm.guest import VmOptions
 
 
 def cmdline(inst: Instance, o: VmOptions) -> str:

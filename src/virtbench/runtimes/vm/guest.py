@@ -1,5 +1,5 @@
 """What a VM boots: the options every VM driver takes (`[runtime.<name>]`: the guest, its
-files, memory, vCPUs, data disk) and how a workload picks the guest (runtimes/vm.py runs it).
+files, memory, vCPUs, data disk) and how a workload picks the guest (runtimes/vm/base.py runs it).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ class VmOptions(BaseModel):
     ready: str | None = None  # regular expression on the serial console (sleep workload)
     # guest = "image" that serves: what (one of the services the workloads declare an
     # image may serve: workloads.image_services), on which port, and how it learns its
-    # address (a preset's command-line convention, runtimes/presets.py)
+    # address (a preset's command-line convention, runtimes/vm/presets.py)
     serves: str | None = None
     port: int | None = Field(default=None, ge=1, le=65535)
     preset: Literal["unikraft", "osv", "includeos", "solo5", "ukl", "linux"] | None = None

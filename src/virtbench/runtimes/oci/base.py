@@ -4,8 +4,8 @@ itself.
 Each instance gets a bundle `<state>/bundles/<name>/config.json` (OCI runtime spec 1.0).
 By default it is made as the container engines make theirs (options `rootfs` and
 `security`): its root an overlay of the artifact's rootfs with an upper layer of its own
-on disk (oci_rootfs.py), confined by the engines' default seccomp filter and, where the
-host enables AppArmor, their profile (oci_security.py). `rootfs = "dir"` shares the
+on disk (oci/rootfs.py), confined by the engines' default seccomp filter and, where the
+host enables AppArmor, their profile (oci/security.py). `rootfs = "dir"` shares the
 artifact's directory read-only instead, and `security = "minimal"` keeps capabilities,
 no-new-privileges and masked paths only. Detached instances are started with `run -d`
 (no monitor process stays behind); foreground ones with `run`, which deletes the
@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict
 
 from virtbench.errors import InstanceError, VirtbenchError
 from virtbench.host import cgroups, proc
-from virtbench.runtimes import launcher, oci_rootfs, oci_security
+from virtbench.runtimes import launcher
 from virtbench.runtimes.base import (
     Availability,
     Family,
@@ -34,6 +34,8 @@ from virtbench.runtimes.base import (
 )
 from virtbench.runtimes.controls import CommandExec, Pause, Snapshot, criu_problem
 from virtbench.runtimes.leftovers import listing
+from virtbench.runtimes.oci import rootfs as oci_rootfs
+from virtbench.runtimes.oci import security as oci_security
 
 OCI_VERSION = "1.0.2"
 CAPS = [

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from virtbench.errors import VirtbenchError
 from virtbench.runtimes.base import Availability, which
 from virtbench.runtimes.leftovers import listing
-from virtbench.runtimes.oci import OciRuntime
+from virtbench.runtimes.oci.base import OciRuntime
 
 BUILD = "make youki (cargo install youki@0.7.0 --locked --features v1,v2,seccomp,systemd)"
 

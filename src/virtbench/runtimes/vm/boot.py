@@ -1,4 +1,4 @@
-"""What a VM boots (a mixin of the Vm base, vm.py): the guest an instance gets (the
+"""What a VM boots (a mixin of the Vm base, vm/base.py): the guest an instance gets (the
 minimal guest, Linux or an image of the user's), its kernel, initrd, memory size and
 kernel command line."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
-from virtbench.runtimes import vm_image
-from virtbench.runtimes.vm_guest import KERNEL, LINUX_CMDLINE, MEMORY_MIB, VmOptions, guest_mode
+from virtbench.runtimes.vm import image as vm_image
+from virtbench.runtimes.vm.guest import KERNEL, LINUX_CMDLINE, MEMORY_MIB, VmOptions, guest_mode
 
 if TYPE_CHECKING:
     from virtbench.runtimes.model import Instance, RuntimeContext
