@@ -53,11 +53,11 @@ def argv_of(rt: Runtime, inst: Instance) -> tuple[list[str], dict[str, str]]:
     if isinstance(rt, Lxc):
         return rt.start_argv(inst, detach=False), {}
     if isinstance(rt, Lxd):
-        return inst.extra["argv"], {k: v for k, v in rt.env.items() if k.startswith("LXD_")}
+        return inst.own.launch, {k: v for k, v in rt.env.items() if k.startswith("LXD_")}
     if isinstance(rt, Docker):
         return docker_argv(rt, inst), {"DOCKER_HOST": BASE_URL}
     if isinstance(rt, Podman):
-        args = list(inst.extra["args"])
+        args = list(inst.own.run_args)
         del args[args.index("--name") : args.index("--name") + 2]  # repeated runs
         argv = rt.podman_argv("run", "--rm", *args, rt.image, *inst.argv)
         return argv, {"CONTAINERS_CONF": rt.env["CONTAINERS_CONF"]}

@@ -17,6 +17,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -50,10 +51,10 @@ class FakeObserve(runtimes.observe.Observe):
         if inst.name not in world.running:
             raise InstanceError(f"{self.rt.label}: {inst.name} is not running")
         if inst.spec.argv[3:4] == ("--beat",):  # the beat workload: two heartbeats so far
-            inst.extra["token"] = f"{abs(hash(inst.name)):016x}"[:16]
+            inst.own.token = f"{abs(hash(inst.name)):016x}"[:16]
             for _ in range(2):
-                self.rt._beat(inst, inst.extra["done_ns"])
-        return inst.extra["done_ns"]
+                self.rt._beat(inst, inst.own.done_ns)
+        return inst.own.done_ns
 
     def settled(self) -> bool:
         return self.rt.world.settled(self.rt.label)
@@ -97,7 +98,7 @@ class FakeExec(runtimes.controls.Exec):
             raise InstanceError(f"{inst.name}: no answer in {timeout:g} s")
         nbytes = int(argv[1]) if len(argv) > 1 else len("hello from virtbench\n")
         # a command runs once the instance is ready: at its drawn ready time at the soonest
-        t0 = max(time.monotonic_ns(), inst.extra.get("done_ns", 0))
+        t0 = max(time.monotonic_ns(), inst.own.done_ns)
         ms = truth.exec_ms + truth.exec_per_mib_ms * nbytes / 2**20
         with self.rt._lock:
             if truth.exec_fail_share and self.rt.world.rng.random() < truth.exec_fail_share:
@@ -114,7 +115,7 @@ class FakePause(runtimes.controls.Pause):
     def _pause(self, inst: Instance) -> None:
         time.sleep(self.rt.truth.pause_ms / 1e3)
         if self.rt.truth.beats_while_paused:  # it goes on beating every 2 ms until resumed
-            inst.extra["thawed"] = thawed = threading.Event()
+            inst.own.thawed = thawed = threading.Event()
             threading.Thread(target=self._beat_until, args=(inst, thawed), daemon=True).start()
 
     def _beat_until(self, inst: Instance, thawed: threading.Event) -> None:
@@ -122,7 +123,8 @@ class FakePause(runtimes.controls.Pause):
             self.rt._beat(inst, time.monotonic_ns())
 
     def _resume(self, inst: Instance) -> None:
-        if (thawed := inst.extra.pop("thawed", None)) is not None:
+        thawed, inst.own.thawed = inst.own.thawed, None
+        if thawed is not None:
             thawed.set()
         t0 = time.monotonic_ns()
         time.sleep(self.rt.truth.resume_ms / 1e3)
@@ -165,15 +167,29 @@ class FakeSnapshot(runtimes.controls.Snapshot):
         truth, kind = self.rt.truth, classify(copy.argv)
         with self.rt._lock:
             self.rt.world.add(copy.name, self.rt.label, *kind, copy.spec.cpus)
-            k = source.extra["copies"] = source.extra.get("copies", 0) + 1
+            source.own.copies += 1
+            k = source.own.copies
         t0 = time.monotonic_ns()
         time.sleep(truth.restore_ms / 1e3)
         if k <= truth.copies_lost:
             return  # it runs, and never beats
-        copy.extra.update(token=source.extra["token"], seq=source.extra["seq"])
+        copy.own.token, copy.own.seq = source.own.token, source.own.seq
         ready_ms = truth.restore_ready_ms + (k - 1) * truth.copy_stagger_ms
         ready_ms += truth.restore_per_mib_ms * dirtied(copy)
         self.rt._beat(copy, t0 + round(ready_ms * 1e6))
+
+
+@dataclass
+class FakeState:
+    """What the fake driver keeps of an instance: when its drawn launch ends, its
+    heartbeats' token and count, its pause's thaw, and how many copies were restored
+    from it."""
+
+    done_ns: int = 0
+    token: str = ""
+    seq: int = 0
+    thawed: threading.Event | None = None
+    copies: int = 0
 
 
 class FakeRuntime(Runtime):
@@ -188,6 +204,7 @@ class FakeRuntime(Runtime):
     Snapshot = FakeSnapshot
     Memory = FakeMemory
     Observe = FakeObserve
+    State = FakeState
     world: World  # the test's: `install` binds a subclass of this class to it
 
     @property
@@ -221,7 +238,7 @@ class FakeRuntime(Runtime):
         if detach == (kind == "exit"):
             raise InstanceError(f"fake: {what} cannot run {'detached' if detach else 'attached'}")
         ms = self.world.duration_ms(self.label, kind, inst.t_spawn_ns)
-        inst.extra["done_ns"] = inst.t_spawn_ns + round(ms * 1e6)
+        inst.own.done_ns = inst.t_spawn_ns + round(ms * 1e6)
         if kind == "exit":
             if what == "sqlite":  # the figure it prints is taken now, beside what runs now
                 self._print_sqlite(inst)
@@ -239,13 +256,13 @@ class FakeRuntime(Runtime):
         inst.log_path.write_text(line)
 
     def _wait(self, inst: Instance, timeout: float) -> int:
-        inst.t_exit_ns = inst.extra["done_ns"]
+        inst.t_exit_ns = inst.own.done_ns
         return 0
 
     def _beat(self, inst: Instance, t_ns: int, token: str | None = None) -> None:
         """A heartbeat of `inst` arriving at `t_ns` (its own token unless told)."""
-        inst.extra["seq"] = inst.extra.get("seq", 0) + 1
-        self.ctx.probe.beat(inst.name, token or inst.extra["token"], inst.extra["seq"], t_ns)
+        inst.own.seq += 1
+        self.ctx.probe.beat(inst.name, token or inst.own.token, inst.own.seq, t_ns)
 
     def _stop(self, inst: Instance) -> None:
         self.world.stop(inst.name, self.label)

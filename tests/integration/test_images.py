@@ -178,7 +178,7 @@ def test_the_console_is_the_guests_alone(vmm, ctx, artifact):
         assert f"VB-HELLO {name}".encode() in console
         assert inst.side_log is not None and inst.side_log.exists()
         assert b"vb-minikernel" not in inst.side_log.read_bytes()
-        assert inst.extra["t_first_output_ns"] > inst.t_spawn_ns
+        assert inst.console.t_first_output_ns > inst.t_spawn_ns
     finally:
         rt.stop(inst)
 

@@ -154,7 +154,7 @@ def test_vm_on_the_bridge_gets_a_tap_that_goes_with_it(label, ctx, artifact):
     name = naming.name(ctx.run_id, "1")
     spec = InstanceSpec(name=name, argv=sleep.argv(name), rootfs=artifact.path, network="bridge")
     inst = rt.start(spec, detach=True)
-    tap = inst.extra["tap"]
+    tap = inst.own.tap
     assert ctx.probe is not None and ctx.probe.wait(name, 30) is not None
     assert tap.startswith(f"vb-{ctx.run_id}-t") and len(tap) <= 15
     net = Path("/sys/class/net") / tap

@@ -20,7 +20,7 @@ from virtbench.cli.run import unmeasured
 from virtbench.errors import SpecError
 from virtbench.measure.portready import PERIOD_S, PortWatch, echo_request
 from virtbench.run.preflight import named_runtimes
-from virtbench.runtimes.base import Instance, InstanceSpec
+from virtbench.runtimes.base import Instance, InstanceSpec, NoState
 from virtbench.runtimes.vm import guest as vm_guest
 from virtbench.runtimes.vm import image as vm_image
 from virtbench.runtimes.vm import presets
@@ -181,12 +181,12 @@ def test_image_command_line_and_scratch_disk_per_vmm(tmp_path, kernel):
         )
         rt = cls(ctx, opts)  # type: ignore[arg-type]
         spec_ = InstanceSpec("vb-r1-0001", ("/usr/bin/redis-server",), tmp_path, network="none")
-        inst = Instance(spec_, name, tmp_path / "vb-r1-0001.log", argv=spec_.argv)
+        inst = Instance(spec_, name, tmp_path / "vb-r1-0001.log", argv=spec_.argv, own=rt.State())
         inst.address = "10.1.0.2"
-        inst.extra.update(prefixlen=16, gateway="10.1.0.1", mac="06:00:0a:01:00:02")
+        inst.own.prefixlen, inst.own.gateway, inst.own.mac = 16, "10.1.0.1", "06:00:0a:01:00:02"
         assert rt.cmdline(inst) == "--ipv4=10.1.0.2/16 --ipv4-gateway=10.1.0.1 --name=vb-r1-0001"
         vm_image.scratch_disk(inst, opts, tmp_path)
-        disk = Path(inst.extra["scratch_disk"])
+        disk = inst.own.scratch_disk
         assert disk.stat().st_size == 8 << 20 and disk.stat().st_blocks == 0  # sparse
         if name == "firecracker":
             drives = rt._settings(inst)
@@ -214,7 +214,8 @@ def test_an_image_boots_seabios_and_every_sample_says_which_firmware(tmp_path, k
         rt = cls(ctx, cls.Options(variant="q35:tcg", **given))  # type: ignore[arg-type]
         assert rt.conditions() == {"firmware": used}, given
         spec_ = InstanceSpec("vb-r1-0001", ("/bin/vb-hello",), tmp_path, network="none")
-        argv = rt._command(Instance(spec_, "qemu", tmp_path / "c.log", argv=spec_.argv))
+        inst = Instance(spec_, "qemu", tmp_path / "c.log", argv=spec_.argv, own=rt.State())
+        argv = rt._command(inst)
         assert ("-bios" in argv) == (used == "qboot"), (given, argv)  # SeaBIOS: QEMU's own
     microvm = cls(ctx, cls.Options(guest="image", kernel=kernel))  # type: ignore[arg-type]
     assert microvm.conditions() == {"firmware": "qboot"}  # microvm has no other
@@ -222,7 +223,7 @@ def test_an_image_boots_seabios_and_every_sample_says_which_firmware(tmp_path, k
 
 def test_a_guest_that_crashed_is_quoted_at_its_crash_line(tmp_path):
     spec_ = InstanceSpec("vb-r1-0001", ("/bin/vb-hello",), tmp_path)
-    inst = Instance(spec_, "qemu", tmp_path / "c.log")
+    inst = Instance(spec_, "qemu", tmp_path / "c.log", own=NoState())
     crash = "CRIT: [libkvmplat] <memory.c @ 388> Assertion failure: ml->flags == mr->flags"
     banner = [f"Unikraft boot line {i}" for i in range(20)]
     inst.log_path.write_text("\n".join(["SeaBIOS", crash, *banner]) + "\n")
@@ -236,7 +237,7 @@ def test_a_guest_that_crashed_is_quoted_at_its_crash_line(tmp_path):
 
 def test_a_failure_says_the_console_then_what_the_vmm_said(tmp_path):
     spec_ = InstanceSpec("vb-r1-0001", ("/bin/vb-hello",), tmp_path)
-    inst = Instance(spec_, "qemu", tmp_path / "c.log")
+    inst = Instance(spec_, "qemu", tmp_path / "c.log", own=NoState())
     inst.log_path.write_text("booting\n\nnginx: [emerg] bind() failed\n")
     assert inst.log_tail() == "booting | nginx: [emerg] bind() failed"
     inst.side_log = tmp_path / "c.vmm.log"

@@ -200,10 +200,11 @@ def family_crossings(graph: dict[str, set[str]]) -> list[str]:
         f"{mod} ({family(mod)}) imports {dep} ({family(dep)})"
         for mod, deps in runtimes.items()
         for dep in deps
-        if (dep.startswith("virtbench.runtimes.")
-        and family(dep) not in {"core", family(mod)} | FAMILY_MAY_USE.get(family(mod), set()))
-        or (family(mod) == "core"
-        and family(dep) != "core")
+        if (
+            dep.startswith("virtbench.runtimes.")
+            and family(dep) not in {"core", family(mod)} | FAMILY_MAY_USE.get(family(mod), set())
+        )
+        or (family(mod) == "core" and family(dep) != "core")
     ]
 
 

@@ -1,12 +1,12 @@
 from pathlib import Path
 
-from virtbench.runtimes.base import Instance, InstanceSpec
+from virtbench.runtimes.base import Instance, InstanceSpec, NoState
 from virtbench.runtimes.lxc.lxc import lxc_config
 
 
 def inst(**kw) -> Instance:
     spec = InstanceSpec(name="vb-abc123-1", argv=("/bin/vb-sleep",), rootfs=Path("/r"), **kw)
-    return Instance(spec=spec, runtime="lxc", log_path=Path("/l"), argv=spec.argv)
+    return Instance(spec=spec, runtime="lxc", log_path=Path("/l"), argv=spec.argv, own=NoState())
 
 
 def keys(text: str) -> dict[str, list[str]]:

@@ -3,13 +3,13 @@ import tarfile
 from pathlib import Path
 
 from virtbench.host import cgroups
-from virtbench.runtimes.base import Instance, InstanceSpec
+from virtbench.runtimes.base import Instance, InstanceSpec, NoState
 from virtbench.runtimes.lxc.lxd_config import image_tarballs, limits_cpu, raw_lxc
 
 
 def inst() -> Instance:
     spec = InstanceSpec(name="vb-abc123-1", argv=("/bin/vb-sleep",), rootfs=Path("/r"))
-    return Instance(spec=spec, runtime="lxd", log_path=Path("/l"), argv=spec.argv)
+    return Instance(spec=spec, runtime="lxd", log_path=Path("/l"), argv=spec.argv, own=NoState())
 
 
 def keys(text: str) -> dict[str, list[str]]:

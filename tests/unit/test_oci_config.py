@@ -2,13 +2,15 @@
 
 from pathlib import Path
 
-from virtbench.runtimes.base import Instance, InstanceSpec
+from virtbench.runtimes.base import Instance, InstanceSpec, NoState
 from virtbench.runtimes.oci.base import OCI_VERSION, bundle_config
 
 
 def make(network="none", netns=None, **spec_kw) -> dict:
     spec = InstanceSpec(name="vb-abc123-1", argv=("/bin/vb-hello",), rootfs=Path("/r"), **spec_kw)
-    inst = Instance(spec=spec, runtime="crun", log_path=Path("/dev/null"), argv=spec.argv)
+    inst = Instance(
+        spec=spec, runtime="crun", log_path=Path("/dev/null"), argv=spec.argv, own=NoState()
+    )
     inst.binds.append((Path("/run/virtbench/runs/abc123/probe"), "/run/vb"))
     return bundle_config(inst, "abc123", network, netns)
 

@@ -18,6 +18,7 @@ from virtbench import spec as specmod
 from virtbench.errors import InstanceError, SpecError
 from virtbench.runtimes.base import Instance, InstanceSpec
 from virtbench.runtimes.vm import api as vmm_api
+from virtbench.runtimes.vm.state import QemuState, VmState
 
 OPS = Truth(
     {
@@ -276,7 +277,7 @@ def test_each_driver_declares_its_controls_and_a_missing_one_says_why(tmp_path):
     layout = SimpleNamespace(version=2, v1={})
     ctx = SimpleNamespace(layout=layout, scratch=tmp_path, paths=SimpleNamespace(cache=tmp_path))
     spec = InstanceSpec("vb-r1-1", ("/bin/vb-sleep",), tmp_path)
-    inst = Instance(spec, "x", tmp_path / "log", argv=spec.argv)
+    inst = Instance(spec, "x", tmp_path / "log", argv=spec.argv, own=VmState())
 
     def driver(label):
         return runtimes.get(label)(ctx, None, label)  # type: ignore[arg-type]
@@ -337,10 +338,10 @@ def test_the_guest_agents_replies_are_read_whole_and_timed(tmp_path):
         g.sendall(reply)
         g.close()
 
-    rt = SimpleNamespace(label="qemu:q35:tcg", vm_opts=SimpleNamespace(guest="auto"))
+    rt = SimpleNamespace(label="qemu:q35:tcg", options=SimpleNamespace(guest="auto"))
     agent = Played(rt)
     spec = InstanceSpec("vb-r1-1", ("/bin/vb-sleep",), tmp_path, agent=True)
-    inst = Instance(spec, "qemu:q35:tcg", tmp_path / "log", argv=spec.argv)
+    inst = Instance(spec, "qemu:q35:tcg", tmp_path / "log", argv=spec.argv, own=QemuState())
     t = threading.Thread(target=guest, args=(b"O 5\nhelloO 11\n, world!!!\nR 3 4\noops",))
     t.start()
     res = agent.run(inst, ["/bin/vb-hello", "16"], timeout=5)
@@ -351,9 +352,11 @@ def test_the_guest_agents_replies_are_read_whole_and_timed(tmp_path):
     with pytest.raises(InstanceError, match="exec agent: the channel closed mid-reply"):
         agent.run(inst, ["/bin/vb-hello", "16"], timeout=5)
     t.join()
-    rt.vm_opts.guest = "minimal"
+    rt.options.guest = "minimal"
     assert agent.problem().startswith("its guest has no exec agent")
-    plain = Instance(dataclasses.replace(spec, agent=False), "q", tmp_path / "l", argv=spec.argv)
+    plain = Instance(
+        dataclasses.replace(spec, agent=False), "q", tmp_path / "l", argv=spec.argv, own=QemuState()
+    )
     with pytest.raises(InstanceError, match="without its exec channel"):
         agent.run(plain, ["/bin/vb-hello"], timeout=1)
 
@@ -364,8 +367,11 @@ def test_an_exec_instance_on_qemu_boots_linux_with_its_agents_port(tmp_path):
     ctx = SimpleNamespace(scratch=tmp_path, paths=SimpleNamespace(cache=tmp_path))
     qemu = runtimes.get("qemu")(ctx, runtimes.get("qemu").Options(variant="q35:tcg"), "q")
     spec = InstanceSpec("vb-r1-1", workloads.get("sleep").argv("vb-r1-1"), tmp_path)
-    assert qemu.guest(Instance(spec, "q", tmp_path / "l", argv=spec.argv)) == "minimal"
-    inst = Instance(dataclasses.replace(spec, agent=True), "q", tmp_path / "l", argv=spec.argv)
+    assert qemu.guest(Instance(spec, "q", tmp_path / "l", argv=spec.argv, own=QemuState())) == (
+        "minimal"
+    )
+    agent = dataclasses.replace(spec, agent=True)
+    inst = Instance(agent, "q", tmp_path / "l", argv=spec.argv, own=QemuState())
     assert qemu.guest(inst) == "linux" and qemu.exec.problem() is None
     devices = " ".join(qemu._agent_devices(inst))
     assert f"path={tmp_path / 'qmp' / 'vb-r1-1.agent'},server=on,wait=off" in devices
@@ -387,7 +393,7 @@ def test_exec_into_a_microvm_goes_through_its_hybrid_vsock(label, tmp_path, monk
 
     rt, _ = vmm(label, tmp_path)
     spec = InstanceSpec("vb-r1-2", workloads.get("sleep").argv("vb-r1-2"), tmp_path, agent=True)
-    inst = Instance(spec, label, tmp_path / "log", argv=spec.argv)
+    inst = Instance(spec, label, tmp_path / "log", argv=spec.argv, own=rt.State())
     assert rt.guest(inst) == "linux" and " vb.agent=vsock:1024" in rt.cmdline(inst)
     monkeypatch.setattr(rt, "kernel", lambda inst: tmp_path / "vmlinux")  # not built here
     monkeypatch.setattr(rt, "initrd", lambda inst: None)
@@ -487,7 +493,7 @@ def vmm(label, tmp_path):
     ctx = SimpleNamespace(scratch=tmp_path, paths=SimpleNamespace(cache=tmp_path))
     rt = cls(ctx, cls.Options(), label)
     spec = InstanceSpec("vb-r1-1", workloads.get("beat").argv("vb-r1-1"), tmp_path)
-    return rt, Instance(spec, label, tmp_path / "log", argv=spec.argv)
+    return rt, Instance(spec, label, tmp_path / "log", argv=spec.argv, own=rt.State())
 
 
 def test_firecracker_pauses_and_snapshots_through_its_api(tmp_path):
@@ -498,11 +504,11 @@ def test_firecracker_pauses_and_snapshots_through_its_api(tmp_path):
     api = PlayedVmm(fc.api_socket(inst))
     try:
         fc.pause.pause(inst)
-        assert inst.extra.get("paused")
+        assert inst.paused
         fc.pause.resume(inst)
-        assert not inst.extra.get("paused")
+        assert not inst.paused
         fc.snapshot.checkpoint(inst, tmp_path / "img")  # no VMM process to end here
-        inst.extra["restore_from"] = tmp_path / "img"
+        inst.own.restore_from = tmp_path / "img"
         fc._configure(inst)  # what a restore's new Firecracker is told
         with pytest.raises(InstanceError, match="PATCH /vm -> 400: bad state"):
             vmm_api.call_at(fc.api_socket(inst), "PATCH", "/vm", {"state": "Nope"}, "firecracker")
@@ -547,15 +553,15 @@ def test_cloud_hypervisor_pauses_and_snapshots_through_its_api(tmp_path, monkeyp
     assert "nested PVM KVM (KVM_GET_NESTED_STATE fails" in ch.snapshot.problem()
     argv = ch._command(inst)
     assert argv[1:3] == ["--api-socket", f"path={ch.api_socket(inst)}"] and "--kernel" in argv
-    inst.extra["restore_from"] = tmp_path / "img"
+    inst.own.restore_from = tmp_path / "img"
     assert ch._command(inst)[3:] == ["--restore", f"source_url=file://{tmp_path / 'img'}"]
-    del inst.extra["restore_from"]
+    inst.own.restore_from = None
     api = PlayedVmm(ch.api_socket(inst), style="cloud-hypervisor")
     try:
         ch.pause.pause(inst)
         ch.pause.resume(inst)
         ch.snapshot.checkpoint(inst, tmp_path / "img")
-        inst.extra["restore_from"] = tmp_path / "img"
+        inst.own.restore_from = tmp_path / "img"
         ch._configure(inst)
         why = (
             "PUT /api/v1/vm.refuse -> 400: Error from API: The VM could not be "

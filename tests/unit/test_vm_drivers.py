@@ -87,7 +87,7 @@ def test_linux_guest_kernel_and_command_line_per_vmm(tmp_path, name, exit_mode, 
     ctx = SimpleNamespace(paths=SimpleNamespace(cache=tmp_path / "cache"))
     rt = cls(ctx, cls.Options(guest="linux", kernel=image))  # type: ignore[arg-type]
     spec = InstanceSpec("vb-r1-nginx-1", ("/usr/sbin/nginx", "-g", "x y"), tmp_path)
-    inst = Instance(spec, name, tmp_path / "log", argv=spec.argv)
+    inst = Instance(spec, name, tmp_path / "log", argv=spec.argv, own=rt.State())
     line = rt.cmdline(inst)
     assert exit_mode in line.split() and "vb.name=vb-r1-nginx-1" in line.split()
     argv = bytes.fromhex(re.search(r"vb\.argv=(\w+)", line).group(1)).split(b"\0")
@@ -109,7 +109,7 @@ def test_qemu_disk_path_with_commas_stays_one_option_value(tmp_path):
     opts = cls.Options(guest="image", kernel=kernel, disk=disk, ready="up")
     rt = cls(ctx, opts)  # type: ignore[arg-type]
     spec = InstanceSpec("vb-r1-1", ("/bin/vb-hello",), tmp_path)
-    argv = rt._command(Instance(spec, "qemu", tmp_path / "log", argv=spec.argv))
+    argv = rt._command(Instance(spec, "qemu", tmp_path / "log", argv=spec.argv, own=rt.State()))
     drive = argv[argv.index("-drive") + 1]
     want = f"file={str(disk).replace(',', ',,')},format=raw,if=none,readonly=on"
     assert drive == f"id=vbdisk,{want}"

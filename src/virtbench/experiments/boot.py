@@ -76,7 +76,7 @@ def _ms(ns: int) -> float:
 
 def _first_output(s: Session, inst: Instance, base: dict) -> None:
     """VMs: spawn -> the first byte of the guest's serial console, when there was one."""
-    t = inst.extra.get("t_first_output_ns")
+    t = inst.console.t_first_output_ns
     if t is not None:
         value = _ms(t - inst.t_spawn_ns)
         s.record(Sample(metric="boot.spawn_to_first_output", value=value, unit="ms", **base))

@@ -48,6 +48,7 @@ from virtbench.runtimes.model import (  # re-exported: drivers import them from 
     Instance,
     InstanceSpec,
     NoOptions,
+    NoState,
     RuntimeContext,
     remove_tree,
     which,
@@ -65,6 +66,7 @@ __all__ = [
     "Instance",
     "InstanceSpec",
     "NoOptions",
+    "NoState",
     "Runtime",
     "RuntimeContext",
     "remove_tree",
@@ -85,6 +87,7 @@ class Runtime(ABC):
     typical_launch_s: ClassVar[float] = 1.0  # start + stop, s: the estimate with no boot here
     networks: ClassVar[tuple[str, ...]] = ("none", "host", "bridge")
     Options: ClassVar[type[BaseModel]] = NoOptions
+    State: ClassVar[type] = NoState  # what its family keeps of each instance (`inst.own`)
     # False: the driver's engine makes its own bridge network (docker, podman), so no
     # virtbench bridge/netns is attached and the probe goes through the unix socket.
     virtbench_bridge: ClassVar[bool] = True
@@ -105,7 +108,8 @@ class Runtime(ABC):
         self, ctx: RuntimeContext, options: BaseModel | None = None, label: str | None = None
     ) -> None:
         self.ctx = ctx
-        self.options = options if options is not None else self.Options()
+        # each driver narrows its type (`options: QemuOptions`) to the `Options` it declares
+        self.options: BaseModel = options if options is not None else self.Options()
         self.label = label or self.name
         self.instances: dict[str, Instance] = {}
         self._set_up = False
@@ -224,7 +228,8 @@ class Runtime(ABC):
         self.ctx.state.record("instance", spec.name, runtime=self.label)
         log_dir = self.ctx.scratch / "logs"
         log_dir.mkdir(exist_ok=True)
-        inst = Instance(spec=spec, runtime=self.label, log_path=log_dir / f"{spec.name}.log")
+        log_path = log_dir / f"{spec.name}.log"
+        inst = Instance(spec=spec, runtime=self.label, log_path=log_path, own=self.State())
         self.instances[spec.name] = inst
         self.attach.prepare(inst, network)
         return inst
@@ -269,21 +274,21 @@ class Runtime(ABC):
         """A burst's first half of `launch` (detached): the launch call issued, timed
         (t_spawn_ns), its launcher command not waited for where the driver has one
         (`spawns_launcher`), so that one thread can issue many launches back to back."""
-        inst.extra["defer_launch"] = True
+        inst.defer_launch = True
         try:
             inst.t_spawn_ns = time.monotonic_ns()
             self._start(inst, True)
         except BaseException as exc:
             self._start_failed(inst, exc)
         finally:
-            inst.extra.pop("defer_launch", None)
+            inst.defer_launch = False
 
     def finish_launch(self, inst: Instance) -> None:
         """The second half: the launcher waited for (t_started_ns), then as `launch`."""
         try:
-            pending = inst.extra.pop("pending_launch", None)
+            pending, inst.pending_launch = inst.pending_launch, None
             if pending is not None:
-                launcher.await_launch(inst, *pending)
+                launcher.await_launch(inst, pending.what, pending.timeout, pending.hint)
             inst.t_started_ns = time.monotonic_ns()
             self._after_start(inst)
         except BaseException as exc:
@@ -333,7 +338,7 @@ class Runtime(ABC):
         if inst.stopped:
             return 0.0
         t0 = time.monotonic()
-        if inst.extra.get("paused"):  # thawed first: some runtimes cannot delete it frozen
+        if inst.paused:  # thawed first: some runtimes cannot delete it frozen
             with contextlib.suppress(Exception):
                 self.pause.resume(inst)
         try:

@@ -30,11 +30,12 @@ def read_console(
     Linux guest's workload's status; `VB-BEAT <name> <token> <seq>` calls `beat(token,
     seq, t_ns)` and is not copied to the log (the beat workload says it every 2 ms). A
     copy restored from another instance's snapshot beats with that one's name
-    (`inst.extra["beat_as"]`)."""
+    (`inst.beat_as`); what it saw goes to `inst.console`."""
     assert inst.proc is not None and inst.proc.stdout is not None
     fd = inst.proc.stdout.fileno()
     pending = b""
-    beat_name = inst.extra.get("beat_as", inst.name)
+    beat_name = inst.beat_as or inst.name
+    seen_by = inst.console
     if pattern is not None:  # `{name}` stands for the instance's name, as in cmdline
         pattern = pattern.replace("{name}", re.escape(inst.name))
     expr = re.compile(pattern.encode()) if pattern is not None else None
@@ -48,11 +49,12 @@ def read_console(
             t = time.monotonic_ns()
             if not chunk:
                 break
-            inst.extra.setdefault("t_first_output_ns", t)
+            if seen_by.t_first_output_ns is None:
+                seen_by.t_first_output_ns = t
             if beat is not None and b"VB-BEAT" in pending + chunk:
                 chunk = _beats(pending, chunk, beat_name, t, beat)
             log.write(chunk)
-            if expr is not None and "t_ready_ns" not in inst.extra and len(seen) < 65536:
+            if expr is not None and seen_by.t_ready_ns is None and len(seen) < 65536:
                 seen += chunk
                 if expr.search(seen):
                     ready(t)
@@ -60,12 +62,12 @@ def read_console(
             for m in MARKER.finditer(pending):
                 if m.group(2).decode(errors="replace") != inst.name:
                     continue
-                if m.group(1) == b"READY" and "t_ready_ns" not in inst.extra:
+                if m.group(1) == b"READY" and seen_by.t_ready_ns is None:
                     ready(t)
                 elif m.group(1) == b"HELLO":
-                    inst.extra["hello"] = True
+                    seen_by.hello = True
                 elif m.group(1) == b"EXIT" and m.group(3) is not None:
-                    inst.extra["guest_status"] = int(m.group(3))
+                    seen_by.guest_status = int(m.group(3))
             pending = pending[pending.rfind(b"\n") + 1 :]
 
 
@@ -114,7 +116,7 @@ class ConsoleReady:
         read_console(inst, self.console_ready(), lambda t: self._ready(inst, t), beat)
 
     def _ready(self, inst: Instance, t: int) -> None:
-        inst.extra["t_ready_ns"] = t
+        inst.console.t_ready_ns = t
         if self.ctx.probe is not None:
             self.ctx.probe.mark(inst.name, t)
 

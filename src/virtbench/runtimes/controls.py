@@ -21,7 +21,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from virtbench.errors import InstanceError
 from virtbench.host import proc
@@ -158,19 +158,43 @@ class Pause(Control):
     def pause(self, inst: Instance) -> None:
         """Freeze every process of `inst`; returns once they are frozen. Until `resume`,
         the instance is marked paused: stopping it resumes it first."""
-        inst.extra["paused"] = True
+        inst.paused = True
         self._pause(inst)
 
     def resume(self, inst: Instance) -> None:
         """Thaw `inst` (returns once the runtime says it runs)."""
         self._resume(inst)
-        inst.extra.pop("paused", None)
+        inst.paused = False
 
     def _pause(self, inst: Instance) -> None:
         raise NotImplementedError
 
     def _resume(self, inst: Instance) -> None:
         raise NotImplementedError
+
+
+class Cli(Protocol):
+    """A driver whose engine pauses its instances by command line (`cli`: its command
+    with these words, e.g. `podman pause <name>`)."""
+
+    def cli(self, *args: str, check: bool = True, timeout: float = 120) -> proc.Result: ...
+
+
+class CliPause(Pause):
+    """The engine's own pause command and the one that resumes (`podman pause` and
+    `unpause`, `lxc pause` and `start`), run by the driver's `cli`."""
+
+    rt: Any  # a Runtime that is a Cli
+    pause_word: ClassVar[str] = "pause"
+    resume_word: ClassVar[str]
+
+    def _pause(self, inst: Instance) -> None:
+        cli: Cli = self.rt
+        cli.cli(self.pause_word, inst.name, timeout=60)
+
+    def _resume(self, inst: Instance) -> None:
+        cli: Cli = self.rt
+        cli.cli(self.resume_word, inst.name, timeout=60)
 
 
 class CgroupFreezer(Pause):
@@ -241,7 +265,7 @@ class Snapshot(Control):
         """Start `copy` (prepared, never launched) from `source`'s checkpoint in
         `image_dir`; it beats as `source` did (its token and numbers, its name on the
         console), and returns once the runtime says it runs."""
-        copy.extra["beat_as"] = source.name
+        copy.beat_as = source.name
         self.restore(copy, image_dir)
 
     def checkpoint(self, inst: Instance, image_dir: Path) -> None:

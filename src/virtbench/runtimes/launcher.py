@@ -11,7 +11,7 @@ import subprocess
 
 from virtbench.errors import InstanceError
 from virtbench.host import proc
-from virtbench.runtimes.model import Instance
+from virtbench.runtimes.model import Instance, PendingLaunch
 
 
 def launch(
@@ -25,14 +25,15 @@ def launch(
     """Spawn a launcher CLI with its output in the instance log. Foreground: keep it as
     `inst.proc`. Detached: wait for it to return (the instance then exists) and raise
     with the log's tail if it failed -- unless a burst defers that (`defer_launch`: the
-    wait is left in `inst.extra["pending_launch"]` for `await_launch`)."""
+    wait is left in `inst.pending_launch` for `await_launch`)."""
     with open(inst.log_path, "ab") as log:
         inst.proc = proc.spawn(argv, stdout=log.fileno(), stderr=log.fileno(), env=env)
     if not detach:
         return
     what = f"{os.path.basename(argv[0])} {inst.name}"
-    if inst.extra.pop("defer_launch", False):  # a burst's: waited for by finish_launch
-        inst.extra["pending_launch"] = (what, timeout, hint)
+    if inst.defer_launch:  # a burst's: waited for by finish_launch
+        inst.defer_launch = False
+        inst.pending_launch = PendingLaunch(what, timeout, hint)
         return
     await_launch(inst, what, timeout, hint)
 

@@ -14,7 +14,7 @@ import subprocess
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -75,8 +75,39 @@ class InstanceSpec:
 
 
 @dataclass
-class Instance:
-    """One running (or finished) thing a runtime started."""
+class PendingLaunch:
+    """A burst's launcher command not waited for yet (`launcher.launch` leaves it,
+    `Runtime.finish_launch` waits for it): what it was, its timeout, the hint on failure."""
+
+    what: str
+    timeout: float
+    hint: str
+
+
+@dataclass
+class ConsoleSeen:
+    """What an instance's console said, as its reader saw it (console.py): VMs' and
+    wasmtime's."""
+
+    t_first_output_ns: int | None = None  # its first byte (a VM's first sign of life)
+    t_ready_ns: int | None = None  # its ready line (host monotonic ns)
+    hello: bool = False  # the minimal guest said hello (its workload ran)
+    guest_status: int | None = None  # a Linux guest said how its workload ended
+
+
+@dataclass(frozen=True)
+class NoState:
+    """The state of an instance whose driver keeps nothing of its own."""
+
+
+S = TypeVar("S")
+
+
+@dataclass
+class Instance(Generic[S]):
+    """One running (or finished) thing a runtime started. What every instance has is a
+    field here; what one driver's family keeps is its own typed state, `own` (the
+    driver's `State`, made with the instance)."""
 
     spec: InstanceSpec
     runtime: str
@@ -93,7 +124,13 @@ class Instance:
     binds: list[tuple[Path, str]] = field(default_factory=list)
     data_dir: Path | None = None  # the host directory behind DATA_MOUNT
     side_log: Path | None = None  # a VMM's own messages, apart from the guest's console
-    extra: dict[str, Any] = field(default_factory=dict)  # driver scratch between hooks
+    # a burst's launch in two halves (Runtime.spawn_launch, finish_launch)
+    defer_launch: bool = False
+    pending_launch: PendingLaunch | None = None
+    paused: bool = False  # frozen by its Pause (thawed before it is stopped)
+    beat_as: str | None = None  # a restored copy's heartbeats carry its source's name
+    console: ConsoleSeen = field(default_factory=ConsoleSeen)
+    own: S = field(kw_only=True)  # its driver's `State()`: what that family keeps
 
     @property
     def name(self) -> str:

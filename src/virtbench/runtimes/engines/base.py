@@ -14,6 +14,8 @@ from abc import abstractmethod
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
 from virtbench.errors import InstanceError, RuntimeUnavailable
 from virtbench.runtimes.base import Family, InstanceSpec, Runtime
 from virtbench.runtimes.tarball import tar_of
@@ -31,10 +33,19 @@ def engine_exit_reason(running: object, code: object, oom: object, error: object
     return why + (f" ({error})" if error else "")
 
 
+class EngineOptions(BaseModel):
+    """What every engine driver takes: a user's local image instead of the artifact's."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    image: str | None = None
+
+
 class Engine(Runtime):
     """Base of drivers for container engines with images and networks of their own."""
 
     family = Family.CONTAINER
+    options: EngineOptions
     virtbench_bridge = False
     variant_option = "oci_runtime"
 
@@ -91,7 +102,7 @@ class Engine(Runtime):
     # --- the shared part -------------------------------------------------------------
     def _setup(self) -> None:
         self._connect()
-        user = getattr(self.options, "image", None)
+        user = self.options.image
         if user:
             if not self._has_image(user):
                 raise RuntimeUnavailable(
@@ -117,7 +128,7 @@ class Engine(Runtime):
     def _close(self) -> None:
         if self.network:
             self._remove("network", self.network)
-        if self.image and not getattr(self.options, "image", None):
+        if self.image and not self.options.image:
             self._remove("image", self.image)
         self._disconnect()
 
@@ -135,6 +146,6 @@ class Engine(Runtime):
 
     def program_binds(self, spec: InstanceSpec) -> list[tuple[Path, str]]:
         """With a user's image: the artifact's static programs, bind-mounted read-only."""
-        if not getattr(self.options, "image", None):
+        if not self.options.image:
             return []
         return [(p, f"/bin/{p.name}") for p in sorted((spec.rootfs / "bin").iterdir())]

@@ -21,16 +21,17 @@ from __future__ import annotations
 
 import contextlib
 import json
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+import psutil
 
 from virtbench.errors import InstanceError
 from virtbench.host import proc
 from virtbench.host.sysctl import namespaced
 from virtbench.runtimes import owners, traces
 from virtbench.runtimes.base import Availability, Instance, which
-from virtbench.runtimes.engines.base import LABEL, Engine, engine_exit_reason
+from virtbench.runtimes.engines.base import LABEL, Engine, EngineOptions, engine_exit_reason
 from virtbench.runtimes.engines.docker_controls import DockerExec, DockerPause, DockerSnapshot
 from virtbench.runtimes.engines.dockerd import (
     CONTAINERD_PIDFILE,
@@ -48,11 +49,20 @@ from virtbench.runtimes.engines.dockerd import (
 from virtbench.runtimes.observe import Observe, RunDaemons
 
 
-class DockerOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+class DockerOptions(EngineOptions):
     oci_runtime: Literal["runc", "crun", "runsc"] = "runc"
-    image: str | None = None
+
+
+@dataclass
+class DockerState:
+    """What the docker driver keeps of an instance: the container's creation (made while
+    prepared, sent at launch), its id, its containerd-shim and whether its output was
+    fetched into its log."""
+
+    create: dict[str, Any] | None = None
+    container_id: str | None = None
+    shims: list[psutil.Process] = field(default_factory=list)
+    logs_saved: bool = False
 
 
 class DockerObserve(Observe):
@@ -61,8 +71,8 @@ class DockerObserve(Observe):
 
     rt: Docker
 
-    def exit_reason(self, inst: Instance) -> str | None:
-        cid = self.rt._ids.get(inst.name)
+    def exit_reason(self, inst: Instance[DockerState]) -> str | None:
+        cid = inst.own.container_id
         if cid is None:
             return "ended (its container is gone)"
         try:
@@ -73,11 +83,11 @@ class DockerObserve(Observe):
             state.get("Running"), state.get("ExitCode"), state.get("OOMKilled"), state.get("Error")
         )
         if why is not None:
-            self.rt._save_logs(inst)  # what it printed, for the error that names how it ended
+            self.rt.save_logs(inst)  # what it printed, for the error that names how it ended
         return why
 
-    def owner_pids(self, inst: Instance, pid: int | None = None) -> list[int]:
-        cid = self.rt._ids.get(inst.name)
+    def owner_pids(self, inst: Instance[DockerState], pid: int | None = None) -> list[int]:
+        cid = inst.own.container_id
         if cid is None:
             return []
         if pid is None:
@@ -97,6 +107,7 @@ class Docker(Engine):
     typical_launch_s = 0.5  # start + stop here without earlier boots
     description = "Docker Engine (SDK), image imported from the artifact rootfs"
     Options = DockerOptions
+    options: DockerOptions
     variants = ("runc", "crun", "runsc")
     default_variant = "runc"
     Exec = DockerExec
@@ -104,17 +115,17 @@ class Docker(Engine):
     Snapshot = DockerSnapshot
     Daemons = DockerDaemons
     Observe = DockerObserve
+    State = DockerState
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.api: Any = None
-        self._ids: dict[str, str] = {}
         self._created: set[str] = set()  # every container id of the run, for `_revive`
 
     # --- availability ------------------------------------------------------------------
     @classmethod
-    def available(cls, options: BaseModel | None = None) -> Availability:
-        oci = getattr(options, "oci_runtime", "runc")
+    def available(cls, options: DockerOptions | None = None) -> Availability:
+        oci = (options or DockerOptions()).oci_runtime
         if which("dockerd") is None:
             return Availability(
                 False, reason="dockerd not on PATH", fix="apt-get install docker.io"
@@ -261,50 +272,53 @@ class Docker(Engine):
             detach=True,
         )
 
-    def _prepare(self, inst: Instance) -> None:
+    def _prepare(self, inst: Instance[DockerState]) -> None:
         self.ctx.state.record("container", inst.name, runtime=self.label)
         self.ctx.state.record("cgroup", inst.name)
-        inst.extra["create"] = self._create_kwargs(inst)
+        inst.own.create = self._create_kwargs(inst)
 
-    def _start(self, inst: Instance, detach: bool) -> None:
+    def _start(self, inst: Instance[DockerState], detach: bool) -> None:
         del detach  # foreground: `_wait` blocks on the container's exit
-        cid = self.api.create_container(**inst.extra.pop("create"))["Id"]
-        self._ids[inst.name] = cid
+        create, inst.own.create = inst.own.create, None
+        assert create is not None  # made by _prepare
+        cid = self.api.create_container(**create)["Id"]
+        inst.own.container_id = cid
         self._created.add(cid)
         self.api.start(cid)
 
-    def _after_start(self, inst: Instance) -> None:
-        info = self.api.inspect_container(self._ids[inst.name])
-        inst.extra["shim"] = owners.snapshot(self.observe.owner_pids(inst, info["State"]["Pid"]))
+    def _after_start(self, inst: Instance[DockerState]) -> None:
+        info = self.api.inspect_container(self.container_id(inst))
+        inst.own.shims = owners.snapshot(self.observe.owner_pids(inst, info["State"]["Pid"]))
         if self.network is not None and inst.spec.network == "bridge":
             nets = info["NetworkSettings"]["Networks"]
             inst.address = (nets.get(self.network) or {}).get("IPAddress") or None
 
-    def _wait(self, inst: Instance, timeout: float) -> int:
-        res = self.api.wait(self._ids[inst.name], timeout=timeout)
+    def _wait(self, inst: Instance[DockerState], timeout: float) -> int:
+        res = self.api.wait(self.container_id(inst), timeout=timeout)
         return int(res.get("StatusCode", -1))
 
-    def container_id(self, inst: Instance) -> str:
+    def container_id(self, inst: Instance[DockerState]) -> str:
         """The id of `inst`'s container; InstanceError when it has none (any more)."""
-        cid = self._ids.get(inst.name)
+        cid = inst.own.container_id
         if cid is None:
             raise InstanceError(f"{self.label}: {inst.name} has no container")
         return cid
 
-    def _save_logs(self, inst: Instance) -> None:
-        cid = self._ids.get(inst.name)
-        if cid is not None and not inst.extra.get("logs_saved"):
+    def save_logs(self, inst: Instance[DockerState]) -> None:
+        """What the container printed, fetched into its log once (docker keeps it)."""
+        cid = inst.own.container_id
+        if cid is not None and not inst.own.logs_saved:
             with contextlib.suppress(Exception), open(inst.log_path, "ab") as log:
                 log.write(self.api.logs(cid, stdout=True, stderr=True))
-                inst.extra["logs_saved"] = True
+                inst.own.logs_saved = True
 
-    def _after_exit(self, inst: Instance) -> None:
-        self._save_logs(inst)
+    def _after_exit(self, inst: Instance[DockerState]) -> None:
+        self.save_logs(inst)
 
-    def _stop(self, inst: Instance) -> None:
-        self._save_logs(inst)
-        cid = self._ids.pop(inst.name, None)
-        shims = inst.extra.get("shim") or []
+    def _stop(self, inst: Instance[DockerState]) -> None:
+        self.save_logs(inst)
+        cid, inst.own.container_id = inst.own.container_id, None
+        shims = inst.own.shims
         if cid is not None and not shims:  # it exited before we looked: find it by id
             shims = owners.find_by_cmdline("containerd-shim", cid)
         try:

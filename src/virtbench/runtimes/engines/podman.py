@@ -20,10 +20,11 @@ import functools
 import json
 import os
 import resource
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+import psutil
 
 from virtbench.errors import InstanceError
 from virtbench.host import proc, state
@@ -35,8 +36,8 @@ from virtbench.runtimes.base import (
     remove_tree,
     which,
 )
-from virtbench.runtimes.controls import CommandExec, Pause, Undriven
-from virtbench.runtimes.engines.base import Engine, engine_exit_reason
+from virtbench.runtimes.controls import CliPause, CommandExec, Undriven
+from virtbench.runtimes.engines.base import Engine, EngineOptions, engine_exit_reason
 from virtbench.runtimes.leftovers import listing
 from virtbench.runtimes.observe import Observe
 
@@ -44,11 +45,8 @@ RUNSC_FLAGS = ["platform=ptrace", "network=host", "host-uds=open"]
 START_TIMEOUT = 120.0
 
 
-class PodmanOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+class PodmanOptions(EngineOptions):
     oci_runtime: Literal["crun", "runc", "runsc"] = "crun"
-    image: str | None = None
 
 
 def containers_conf() -> str:
@@ -88,16 +86,19 @@ class PodmanExec(CommandExec):
         return self.rt.env
 
 
-class PodmanPause(Pause):
+class PodmanPause(CliPause):
     """`podman pause` and `unpause`."""
 
-    rt: Podman
+    resume_word = "unpause"
 
-    def _pause(self, inst: Instance) -> None:
-        self.rt._run("pause", inst.name, timeout=60)
 
-    def _resume(self, inst: Instance) -> None:
-        self.rt._run("unpause", inst.name, timeout=60)
+@dataclass
+class PodmanState:
+    """What the podman driver keeps of an instance: its `podman run` arguments (made while
+    prepared) and its conmon, which stays outside its cgroup."""
+
+    run_args: list[str] = field(default_factory=list)
+    conmon: list[psutil.Process] = field(default_factory=list)
 
 
 class PodmanSnapshot(Undriven):
@@ -113,9 +114,9 @@ class PodmanObserve(Observe):
     def exit_reason(self, inst: Instance) -> str | None:
         if inst.proc is not None:  # foreground: `podman run` itself
             return super().exit_reason(inst)
-        if owners.any_alive(inst.extra.get("conmon") or []):
+        if owners.any_alive(inst.own.conmon):
             return None  # conmon watches the container until it exits (cheap to ask)
-        state = self.rt._inspect(inst).get("State")
+        state = self.rt.inspect(inst).get("State")
         if not state:
             return "ended (podman no longer knows it)"
         return engine_exit_reason(
@@ -123,7 +124,7 @@ class PodmanObserve(Observe):
         )
 
     def owner_pids(self, inst: Instance) -> list[int]:
-        return [p.pid for p in inst.extra.get("conmon") or [] if p.is_running()]
+        return [p.pid for p in inst.own.conmon if p.is_running()]
 
 
 class Podman(Engine):
@@ -132,10 +133,12 @@ class Podman(Engine):
     spawns_launcher = True
     description = "Podman (CLI), image imported from the artifact rootfs"
     Options = PodmanOptions
+    options: PodmanOptions
     variants = ("crun", "runc", "runsc")
     default_variant = "crun"
     Exec = PodmanExec
     Pause = PodmanPause
+    State = PodmanState
     Snapshot = PodmanSnapshot
     Observe = PodmanObserve
 
@@ -144,8 +147,8 @@ class Podman(Engine):
         self.env: dict[str, str] = {}
 
     @classmethod
-    def available(cls, options: BaseModel | None = None) -> Availability:
-        oci = getattr(options, "oci_runtime", "crun")
+    def available(cls, options: PodmanOptions | None = None) -> Availability:
+        oci = (options or PodmanOptions()).oci_runtime
         if which("podman") is None:
             return Availability(False, reason="podman not on PATH", fix="apt-get install podman")
         if which(oci) is None:
@@ -162,7 +165,7 @@ class Podman(Engine):
     @functools.cached_property
     def _graph_driver(self) -> str:
         """Its storage's graph driver, as `podman info` says (asked once)."""
-        res = self._run("info", "--format", "{{.Store.GraphDriverName}}", timeout=60, check=False)
+        res = self.cli("info", "--format", "{{.Store.GraphDriverName}}", timeout=60, check=False)
         return res.stdout.strip() if res.returncode == 0 else "unknown"
 
     def podman_argv(self, *args: str) -> list[str]:
@@ -172,7 +175,8 @@ class Podman(Engine):
             argv += [f"--runtime-flag={f}" for f in RUNSC_FLAGS]
         return [*argv, *args]
 
-    def _run(self, *args: str, timeout: float = 120, check: bool = True) -> proc.Result:
+    def cli(self, *args: str, check: bool = True, timeout: float = 120) -> proc.Result:
+        """`podman` (this label's) with `args`, in the run's environment."""
         return proc.run(self.podman_argv(*args), env=self.env, timeout=timeout, check=check)
 
     # --- the engine -------------------------------------------------------------------
@@ -194,30 +198,30 @@ class Podman(Engine):
             raise InstanceError(f"podman's network left {len(errors)}: {'; '.join(errors[:3])}")
 
     def _has_image(self, image: str) -> bool:
-        return self._run("image", "exists", image, check=False).returncode == 0
+        return self.cli("image", "exists", image, check=False).returncode == 0
 
     def _image_bytes(self, image: str) -> int:
-        return int(self._run("image", "inspect", "--format", "{{.Size}}", image).stdout)
+        return int(self.cli("image", "inspect", "--format", "{{.Size}}", image).stdout)
 
     def _import(self, tar: bytes, tag: str) -> None:
         path = self.ctx.scratch / "podman-rootfs.tar"
         path.write_bytes(tar)
-        self._run("import", "--change", f"LABEL {self.run_label}", str(path), tag)
+        self.cli("import", "--change", f"LABEL {self.run_label}", str(path), tag)
         path.unlink()
 
     def _create_network(self, name: str) -> None:
-        self._run("network", "create", "--disable-dns", "--label", self.run_label, name)
+        self.cli("network", "create", "--disable-dns", "--label", self.run_label, name)
 
     def _remove(self, kind: str, name: str) -> None:
         if kind == "network":
-            self._run("network", "rm", "-f", name, check=False)
+            self.cli("network", "rm", "-f", name, check=False)
             # CNI's host-local IP allocations outlive the network in podman 4.3
             remove_tree(Path("/var/lib/cni/networks") / name)
         else:
-            self._run("rmi", "-f", name, check=False)
+            self.cli("rmi", "-f", name, check=False)
 
     # --- lifecycle -------------------------------------------------------------------
-    def _prepare(self, inst: Instance) -> None:
+    def _prepare(self, inst: Instance[PodmanState]) -> None:
         network = self.effective_network(inst.spec.network)
         spec = inst.spec
         self.ctx.state.record("container", inst.name, runtime=self.label)
@@ -251,15 +255,16 @@ class Podman(Engine):
             args += ["--volume", f"{host}:{dest}"]
         for host, dest in self.program_binds(spec):
             args += ["--volume", f"{host}:{dest}:ro"]
-        inst.extra["args"] = args
+        inst.own.run_args = args
 
-    def _start(self, inst: Instance, detach: bool) -> None:
-        argv = self.podman_argv("run", *(["-d"] if detach else []), *inst.extra.pop("args"))
+    def _start(self, inst: Instance[PodmanState], detach: bool) -> None:
+        argv = self.podman_argv("run", *(["-d"] if detach else []), *inst.own.run_args)
         argv += [self.image, *inst.argv]
         launcher.launch(inst, argv, detach, START_TIMEOUT, env=self.env)
 
-    def _inspect(self, inst: Instance) -> dict[str, Any]:
-        res = self._run("inspect", "--type", "container", inst.name, check=False, timeout=30)
+    def inspect(self, inst: Instance) -> dict[str, Any]:
+        """`podman inspect` of `inst`'s container ({} when there is none)."""
+        res = self.cli("inspect", "--type", "container", inst.name, check=False, timeout=30)
         try:
             data = json.loads(res.stdout or "[]")
         except ValueError:
@@ -267,12 +272,12 @@ class Podman(Engine):
         return data[0] if data else {}
 
     def _after_start(self, inst: Instance) -> None:
-        info = self._inspect(inst)
+        info = self.inspect(inst)
         state = info.get("State") or {}
         # conmon and everything under it; just conmon once the container has exited
         tree = owners.supervisor_tree(state.get("Pid"), lambda n: n == "conmon")
         conmon = state.get("ConmonPid")
-        inst.extra["conmon"] = owners.snapshot(tree or ([conmon] if conmon else []))
+        inst.own.conmon = owners.snapshot(tree or ([conmon] if conmon else []))
         if self.network is not None and inst.spec.network == "bridge":
             nets = (info.get("NetworkSettings") or {}).get("Networks") or {}
             inst.address = (nets.get(self.network) or {}).get("IPAddress") or None
@@ -281,8 +286,8 @@ class Podman(Engine):
         p = inst.proc
         if p is not None and p.poll() is None:
             proc.kill_group(p)
-        self._run("rm", "--force", "--time", "0", inst.name, check=False, timeout=60)
-        self.observe.reap_later(inst.extra.get("conmon") or [])
+        self.cli("rm", "--force", "--time", "0", inst.name, check=False, timeout=60)
+        self.observe.reap_later(inst.own.conmon)
 
     def applies_pids_limit(self) -> bool:
         return self.options.oci_runtime != "runsc"  # see _args: runsc would escape it

@@ -96,7 +96,7 @@ class LxcExec(CommandExec):
     rt: Lxc
 
     def argv(self, inst: Instance, argv: list[str]) -> list[str]:
-        return [*self.rt._argv(inst, "lxc-attach"), "--", *argv]
+        return [*self.rt.tool_argv(inst, "lxc-attach"), "--", *argv]
 
 
 class LxcPause(Pause):
@@ -105,10 +105,10 @@ class LxcPause(Pause):
     rt: Lxc
 
     def _pause(self, inst: Instance) -> None:
-        proc.run(self.rt._argv(inst, "lxc-freeze"), timeout=60)
+        proc.run(self.rt.tool_argv(inst, "lxc-freeze"), timeout=60)
 
     def _resume(self, inst: Instance) -> None:
-        proc.run(self.rt._argv(inst, "lxc-unfreeze"), timeout=60)
+        proc.run(self.rt.tool_argv(inst, "lxc-unfreeze"), timeout=60)
 
 
 class LxcSnapshot(Undriven):
@@ -138,7 +138,7 @@ class Lxc(Runtime):
     def lxcpath(self) -> Path:
         return self.ctx.scratch / "lxc"
 
-    def _argv(self, inst: Instance, *rest: str) -> list[str]:
+    def tool_argv(self, inst: Instance, *rest: str) -> list[str]:
         return [*rest, "-n", inst.name, "-P", str(self.lxcpath)]
 
     def _prepare(self, inst: Instance) -> None:
@@ -154,7 +154,7 @@ class Lxc(Runtime):
     def start_argv(self, inst: Instance, detach: bool) -> list[str]:
         """The `lxc-start` of a prepared instance (foreground: also what a user would
         type, bench/byhand.py)."""
-        return self._argv(inst, "lxc-start", "-d" if detach else "-F")
+        return self.tool_argv(inst, "lxc-start", "-d" if detach else "-F")
 
     def _start(self, inst: Instance, detach: bool) -> None:
         launcher.launch(inst, self.start_argv(inst, detach), detach, START_TIMEOUT)
@@ -167,7 +167,7 @@ class Lxc(Runtime):
         p = inst.proc
         exited = p is not None and p.poll() is not None  # foreground: gone with its init
         if not exited and (self.lxcpath / inst.name / "config").exists():
-            proc.run(self._argv(inst, "lxc-stop", "-k"), check=False, timeout=30)
+            proc.run(self.tool_argv(inst, "lxc-stop", "-k"), check=False, timeout=30)
         if p is not None and p.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(p.pid, signal.SIGKILL)

@@ -31,6 +31,7 @@ import os
 import stat
 import subprocess
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +50,7 @@ from virtbench.runtimes.base import (
     remove_tree,
     which,
 )
-from virtbench.runtimes.controls import CommandExec, Pause, Undriven
+from virtbench.runtimes.controls import CliPause, CommandExec, Undriven
 from virtbench.runtimes.leftovers import listing
 from virtbench.runtimes.lxc.lxc import Lxc
 from virtbench.runtimes.lxc.lxd_config import image_tarballs, limits_cpu, raw_lxc
@@ -92,16 +93,17 @@ class LxdExec(CommandExec):
         return self.rt.env
 
 
-class LxdPause(Pause):
+class LxdPause(CliPause):
     """`lxc pause`, and `lxc start` to resume."""
 
-    rt: Lxd
+    resume_word = "start"
 
-    def _pause(self, inst: Instance) -> None:
-        self.rt.lxc("pause", inst.name, timeout=60)
 
-    def _resume(self, inst: Instance) -> None:
-        self.rt.lxc("start", inst.name, timeout=60)
+@dataclass
+class LxdState:
+    """What the lxd driver keeps of an instance: its `lxc launch` (made while prepared)."""
+
+    launch: list[str] = field(default_factory=list)
 
 
 class LxdSnapshot(Undriven):
@@ -120,6 +122,7 @@ class Lxd(Runtime):
     description = "LXD system container (lxc launch), image imported from the artifact rootfs"
     Exec = LxdExec
     Pause = LxdPause
+    State = LxdState
     Snapshot = LxdSnapshot
     Daemons = LxdDaemons
 
@@ -147,7 +150,8 @@ class Lxd(Runtime):
         )
 
     # --- the daemon and the run's objects ----------------------------------------------
-    def lxc(self, *args: str, check: bool = True, timeout: float = 120) -> proc.Result:
+    def cli(self, *args: str, check: bool = True, timeout: float = 120) -> proc.Result:
+        """`lxc` (LXD's client) with `args`, in the run's environment."""
         return proc.run(["lxc", *args], env=self.env, check=check, timeout=timeout)
 
     def _setup(self) -> None:
@@ -157,8 +161,8 @@ class Lxd(Runtime):
         pool, self.profile = naming.name(rid, "pool"), naming.name(rid, "profile")
         self._create("pool", pool, ["storage", "create", pool, "dir"])
         self._create("profile", self.profile, ["profile", "create", self.profile])
-        self.lxc("profile", "set", self.profile, "boot.autostart", "false")
-        self.lxc("profile", "device", "add", self.profile, "root", "disk", "path=/", f"pool={pool}")
+        self.cli("profile", "set", self.profile, "boot.autostart", "false")
+        self.cli("profile", "device", "add", self.profile, "root", "disk", "path=/", f"pool={pool}")
         rootfs = self.ctx.rootfs
         if rootfs is None:
             raise InstanceError(f"{self.label}: no artifact rootfs to import")
@@ -179,14 +183,14 @@ class Lxd(Runtime):
         """The imported image's size as LXD reports it (its compressed tarballs)."""
         if not self.image:
             return None
-        alias = json.loads(self.lxc("query", f"/1.0/images/aliases/{self.image}").stdout)
-        image = json.loads(self.lxc("query", f"/1.0/images/{alias['target']}").stdout)
+        alias = json.loads(self.cli("query", f"/1.0/images/aliases/{self.image}").stdout)
+        image = json.loads(self.cli("query", f"/1.0/images/{alias['target']}").stdout)
         return int(image["size"]), "lxd image size"
 
     def _create(self, kind: str, name: str, args: list[str]) -> None:
         self.ctx.state.record(kind, name, runtime=self.label)
         self.objects.append((kind, name))
-        self.lxc(*args)
+        self.cli(*args)
 
     def _start_daemon(self) -> None:
         """This run's own LXD: private directory, empty network namespace."""
@@ -257,17 +261,17 @@ class Lxd(Runtime):
     def _close(self) -> None:
         for kind, name in reversed(self.objects):
             if kind == "image":
-                self.lxc("image", "delete", name, check=False)
+                self.cli("image", "delete", name, check=False)
             elif kind == "profile":
-                self.lxc("profile", "delete", name, check=False)
+                self.cli("profile", "delete", name, check=False)
             elif kind == "pool":
-                self.lxc("storage", "delete", name, check=False)
+                self.cli("storage", "delete", name, check=False)
             elif kind == "netns":  # only the name goes: it is the host's namespace
                 proc.run(["ip", "netns", "delete", name], check=False)
         self.objects = []
 
     # --- instances -----------------------------------------------------------------------
-    def _prepare(self, inst: Instance) -> None:
+    def _prepare(self, inst: Instance[LxdState]) -> None:
         network = self.effective_network(inst.spec.network)
         self.ctx.state.record("container", inst.name, runtime=self.label)
         self.ctx.state.record("cgroup", inst.name)
@@ -286,10 +290,10 @@ class Lxd(Runtime):
         argv = ["lxc", "launch", self.image, spec.name, "--profile", self.profile]
         for key, value in config.items():
             argv += ["--config", f"{key}={value}"]
-        inst.extra["argv"] = argv
+        inst.own.launch = argv
 
-    def _start(self, inst: Instance, detach: bool) -> None:
-        launcher.launch(inst, inst.extra["argv"], detach, START_TIMEOUT, env=self.env)
+    def _start(self, inst: Instance[LxdState], detach: bool) -> None:
+        launcher.launch(inst, inst.own.launch, detach, START_TIMEOUT, env=self.env)
 
     cgroup_names = Lxc.cgroup_names  # the payload's and the [lxc monitor]'s, as for lxc
 
@@ -309,7 +313,7 @@ class Lxd(Runtime):
         if rc != 0:
             raise InstanceError(f"lxc launch {inst.name} failed: {inst.log_tail()}")
         if inst.t_exit_ns is None:
-            raise subprocess.TimeoutExpired(inst.extra["argv"], timeout)
+            raise subprocess.TimeoutExpired(inst.own.launch, timeout)
         return 0  # LXD does not report the init's exit status
 
     def _after_exit(self, inst: Instance) -> None:
@@ -332,7 +336,7 @@ class Lxd(Runtime):
         p = inst.proc
         deadline = time.monotonic() + STOP_TIMEOUT
         while True:
-            res = self.lxc("delete", "--force", inst.name, check=False, timeout=STOP_TIMEOUT)
+            res = self.cli("delete", "--force", inst.name, check=False, timeout=STOP_TIMEOUT)
             if res.returncode == 0 or "not found" in res.stderr.lower():
                 break
             if "busy" not in res.stderr or time.monotonic() > deadline:

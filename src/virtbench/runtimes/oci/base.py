@@ -170,10 +170,10 @@ class OciPause(Pause):
     rt: OciRuntime
 
     def _pause(self, inst: Instance) -> None:
-        self.rt._control(inst, "pause", inst.name)
+        self.rt.control(inst, "pause", inst.name)
 
     def _resume(self, inst: Instance) -> None:
-        self.rt._control(inst, "resume", inst.name)
+        self.rt.control(inst, "resume", inst.name)
 
 
 class OciSnapshot(Snapshot):
@@ -187,7 +187,7 @@ class OciSnapshot(Snapshot):
 
     def checkpoint(self, inst: Instance, image_dir: Path) -> None:
         rt = self.rt
-        rt._control(inst, "checkpoint", "--image-path", str(image_dir), inst.name, timeout=300)
+        rt.control(inst, "checkpoint", "--image-path", str(image_dir), inst.name, timeout=300)
         # the checkpointed container has stopped; its name is free for the restore
         proc.run([rt.binary, "delete", "--force", inst.name], check=False, timeout=30)
 
@@ -202,7 +202,7 @@ class OciSnapshot(Snapshot):
             "--image-path",
             str(image_dir),
             "--bundle",
-            str(rt._bundle_dir(inst)),
+            str(rt.bundle_dir(inst)),
             rt.detach_flag,
             inst.name,
         ]
@@ -218,19 +218,15 @@ class OciRuntime(Runtime):
     package: ClassVar[str]
     start_timeout: ClassVar[float] = 60.0
     detach_flag: ClassVar[str] = "-d"
-    Options: ClassVar[type[BaseModel]] = OciOptions
+    Options: ClassVar[type[OciOptions]] = OciOptions
+    options: OciOptions
     Exec = OciExec
     Pause = OciPause
     Snapshot = OciSnapshot
 
-    @property
-    def oci_opts(self) -> OciOptions:
-        assert isinstance(self.options, OciOptions)
-        return self.options
-
     def conditions(self) -> dict[str, Any]:
         """Its storage and confinement, beside every figure."""
-        o = self.oci_opts
+        o = self.options
         root = {
             "rootfs": "overlay (artifact lower, upper on disk)"
             if o.rootfs == "overlay"
@@ -239,7 +235,7 @@ class OciRuntime(Runtime):
         return {**root, **oci_security.conditions(o.security, tuple(CAPS))}
 
     @classmethod
-    def available(cls, options: BaseModel | None = None) -> Availability:
+    def available(cls, options: OciOptions | None = None) -> Availability:
         path = which(cls.binary)
         if path is None:
             return Availability(
@@ -250,22 +246,23 @@ class OciRuntime(Runtime):
         except Exception as exc:
             return Availability(False, reason=f"{cls.binary} --version failed: {exc}")
         version = out.splitlines()[0].split()[-1] if out.strip() else "?"
-        o = options if isinstance(options, OciOptions) else OciOptions()
+        o = options or cls.Options()
         if o.security == "engine-default" and (why := oci_security.problem()) is not None:
             return Availability(False, reason=why, fix='or security = "minimal"')
         return Availability(True, version=version)
 
-    def _bundle_dir(self, inst: Instance) -> Path:
+    def bundle_dir(self, inst: Instance) -> Path:
+        """Where `inst`'s bundle is (config.json, its root; a restore reads it again)."""
         return self.ctx.scratch / "bundles" / inst.name
 
     def _prepare(self, inst: Instance) -> None:
         network = self.effective_network(inst.spec.network)
-        bundle = self._bundle_dir(inst)
+        bundle = self.bundle_dir(inst)
         self.ctx.state.record("bundle", inst.name, path=str(bundle))
         self.ctx.state.record("container", inst.name, runtime=self.binary)
         self.ctx.state.record("cgroup", inst.name)
         bundle.mkdir(parents=True, exist_ok=True)
-        o = self.oci_opts
+        o = self.options
         root = oci_rootfs.mount_overlay(self.ctx, inst) if o.rootfs == "overlay" else None
         config = bundle_config(inst, self.ctx.run_id, network, inst.netns, root)
         if o.security == "engine-default":
@@ -287,7 +284,7 @@ class OciRuntime(Runtime):
     def run_argv(self, inst: Instance, detach: bool) -> list[str]:
         """The `run` command of a prepared instance (foreground: also what a user would
         type, bench/byhand.py)."""
-        bundle = self._bundle_dir(inst)
+        bundle = self.bundle_dir(inst)
         argv = [self.binary, *self.global_args(inst), "run"]
         return [*argv, *([self.detach_flag] if detach else []), "--bundle", str(bundle), inst.name]
 
@@ -307,12 +304,14 @@ class OciRuntime(Runtime):
         # an error only if the container is still there
         if res.returncode != 0 and inst.name in self.list_instances():
             raise InstanceError(f"{self.binary} delete {inst.name}: {res.brief()}")
-        remove_tree(self._bundle_dir(inst))
-        if self.oci_opts.rootfs == "overlay":
+        remove_tree(self.bundle_dir(inst))
+        if self.options.rootfs == "overlay":
             oci_rootfs.remove_overlay(self.ctx, inst)
 
     # --- pause and checkpoint (OciPause, OciSnapshot) --------------------------------
-    def _control(self, inst: Instance, *args: str, timeout: float = 60) -> None:
+    def control(self, inst: Instance, *args: str, timeout: float = 60) -> None:
+        """Its command on `inst` (`runc pause <name>`, `checkpoint`, ...): InstanceError
+        with its words when it fails or does not return."""
         what = next(a for a in args if not a.startswith("-"))
         try:
             res = proc.run([self.binary, *args], check=False, timeout=timeout)

@@ -4,11 +4,9 @@ crun refuses a cgroup v1/v2 hybrid layout unless the hugetlb v1 controller is mo
 `virtbench setup` mounts it, and `available()` says so when it is missing.
 """
 
-from pydantic import BaseModel
-
 from virtbench.host import cgroups
 from virtbench.runtimes.base import Availability
-from virtbench.runtimes.oci.base import OciRuntime
+from virtbench.runtimes.oci.base import OciOptions, OciRuntime
 
 
 class Crun(OciRuntime):
@@ -19,7 +17,7 @@ class Crun(OciRuntime):
     description = "OCI runtime (C), bundle from the artifact rootfs"
 
     @classmethod
-    def available(cls, options: BaseModel | None = None) -> Availability:
+    def available(cls, options: OciOptions | None = None) -> Availability:
         avail = super().available(options)
         if avail.ok and cgroups.Layout.detect().hybrid_without_hugetlb:
             return Availability(

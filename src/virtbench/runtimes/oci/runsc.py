@@ -21,8 +21,6 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel
-
 from virtbench.errors import SpecError, VirtbenchError
 from virtbench.host import proc
 from virtbench.host.facts import kvm_kind
@@ -78,6 +76,7 @@ class Runsc(OciRuntime):
     description = "gVisor sandbox (OCI), bundle from the artifact rootfs"
     networks = ("none", "host", "bridge")
     Options = RunscOptions
+    options: RunscOptions
     variant_option = "platform"
     variants = ("ptrace", "kvm", "systrap")
     default_variant = "ptrace"
@@ -86,11 +85,12 @@ class Runsc(OciRuntime):
     Snapshot = RunscSnapshot
 
     @classmethod
-    def available(cls, options: BaseModel | None = None) -> Availability:
+    def available(cls, options: RunscOptions | None = None) -> Availability:
         avail = super().available(options)
         if not avail.ok:
             return avail
-        platform = getattr(options, "platform", "ptrace")
+        o = options or RunscOptions()
+        platform = o.platform
         res = proc.run([cls.binary, f"--platform={platform}", "list"], check=False, timeout=10)
         if "unknown platform" in res.stderr:
             return Availability(
@@ -107,7 +107,7 @@ class Runsc(OciRuntime):
                 reason=f"runsc platform kvm cannot run here ({why}; it would hang)",
                 fix='use platform = "ptrace" (runsc:ptrace)',
             )
-        netstack = getattr(options, "netstack", "host")
+        netstack = o.netstack
         if netstack == "gvisor" and (why := netstack_problem(platform)):
             return Availability(
                 False,

@@ -9,12 +9,10 @@ listed by id from its table.
 
 from __future__ import annotations
 
-from pydantic import BaseModel
-
 from virtbench.errors import VirtbenchError
 from virtbench.runtimes.base import Availability, which
 from virtbench.runtimes.leftovers import listing
-from virtbench.runtimes.oci.base import OciRuntime
+from virtbench.runtimes.oci.base import OciOptions, OciRuntime
 
 BUILD = "make youki (cargo install youki@0.7.0 --locked --features v1,v2,seccomp,systemd)"
 
@@ -27,7 +25,7 @@ class Youki(OciRuntime):
     description = "OCI runtime (Rust), bundle from the artifact rootfs"
 
     @classmethod
-    def available(cls, options: BaseModel | None = None) -> Availability:
+    def available(cls, options: OciOptions | None = None) -> Availability:
         if which(cls.binary) is None:
             return Availability(False, reason="youki not on PATH (not in Debian)", fix=BUILD)
         return super().available(options)

@@ -16,6 +16,7 @@ import contextlib
 import os
 import signal
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -70,7 +71,7 @@ class NativeExec(CommandExec):
             str(self.rt.leader(inst)),
             "-a",
             "--",
-            *self.rt._host_argv(inst, argv),
+            *self.rt.host_argv(inst, argv),
         ]
 
 
@@ -86,6 +87,14 @@ class NativeSnapshot(Undriven):
     why = "virtbench does not checkpoint a native process (yet)"
 
 
+@dataclass
+class ProcessState:
+    """What a process driver keeps of an instance: the container's first process inside
+    its own pid namespace (nspawn, bwrap), once found."""
+
+    leader: int | None = None
+
+
 class Native(Runtime):
     name = "native"
     typical_launch_s = 0.01  # start + stop here without earlier boots
@@ -96,6 +105,7 @@ class Native(Runtime):
     Exec = NativeExec  # pause: the cgroup freezer (Runtime's)
     Snapshot = NativeSnapshot
     Attach = NativeAttach
+    State = ProcessState
 
     def __init__(self, ctx: RuntimeContext, *args: Any, **kwargs: Any) -> None:
         super().__init__(ctx, *args, **kwargs)
@@ -112,7 +122,7 @@ class Native(Runtime):
 
     def _command(self, inst: Instance) -> list[str]:
         """What vb-cgexec execs inside the instance's cgroups."""
-        return self._host_argv(inst)
+        return self.host_argv(inst)
 
     def launch_argv(self, inst: Instance) -> list[str]:
         """What `_start` spawns for a prepared instance: the launcher into its cgroups,
@@ -132,7 +142,7 @@ class Native(Runtime):
                 net = ["-n", str(inst.netns)]
         return [str(inst.spec.rootfs / "bin" / "vb-cgexec"), *net, *map(str, dirs), "--"]
 
-    def _host_argv(self, inst: Instance, argv: list[str] | None = None) -> list[str]:
+    def host_argv(self, inst: Instance, argv: list[str] | None = None) -> list[str]:
         """The argv (default: the instance's) with paths inside the instance replaced by
         their host copies: the artifact's files and non-empty directories (not /tmp,
         /proc, ...), and the data directory. Also the value of `--opt=/path` and
@@ -179,11 +189,11 @@ class Native(Runtime):
             raise InstanceError(f"{self.label}: {inst.name} is not running")
         return inst.proc.pid
 
-    def contained(self, inst: Instance, what: str, skip: str = "") -> int:
+    def contained(self, inst: Instance[ProcessState], what: str, skip: str = "") -> int:
         """The first process under the instance's own (nspawn, bwrap) in a pid namespace
         of its own, other than one named `skip` (bwrap's reaper): the container's first
         process, found once; InstanceError naming `what` when there is none."""
-        if "leader" not in inst.extra:
+        if inst.own.leader is None:
             outer = Native.leader(self, inst)
             mine = os.readlink(f"/proc/{outer}/ns/pid")
             for child in psutil.Process(outer).children(recursive=True):
@@ -191,11 +201,11 @@ class Native(Runtime):
                     if os.readlink(f"/proc/{child.pid}/ns/pid") != mine and (
                         not skip or child.name() != skip
                     ):
-                        inst.extra["leader"] = child.pid
+                        inst.own.leader = child.pid
                         break
             else:
                 raise InstanceError(f"{self.label}: {inst.name}'s {what} not found")
-        return int(inst.extra["leader"])
+        return inst.own.leader
 
     def _stop(self, inst: Instance) -> None:
         self._dirs.pop(inst.name, None)

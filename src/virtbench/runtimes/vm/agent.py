@@ -37,7 +37,7 @@ class GuestAgent(Exec):
     def problem(self) -> str | None:
         """Commands run in a Linux guest only (`guest = "auto"` boots one for them), which
         cannot boot under a nested PVM KVM."""
-        if self.rt.vm_opts.guest not in ("auto", "linux"):
+        if self.rt.options.guest not in ("auto", "linux"):
             return self.why
         from virtbench.host.facts import kvm_kind
 

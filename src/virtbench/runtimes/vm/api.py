@@ -1,7 +1,8 @@
 """A VMM's HTTP API on a unix socket (Firecracker's, Cloud Hypervisor's): connecting once
 the VMM has made its socket, one call at a time, and a refusal as an error carrying the
 VMM's own words. Pause, resume, snapshot and restore of both go through it (`ApiPause`,
-`ApiSnapshot`); the freezer is the way to pause a VMM started without a socket."""
+`ApiSnapshot`); the freezer is the way to pause a VMM started without a socket. `ApiVm`
+is the base of the drivers whose VMM has one: its option, its sockets' paths."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from virtbench.errors import InstanceError
 from virtbench.host.unixhttp import SUN_PATH_MAX, UnixHTTPConnection
 from virtbench.runtimes.controls import CgroupFreezer, Snapshot
 from virtbench.runtimes.model import Instance
+from virtbench.runtimes.vm.base import Vm, VmOptions
 
 API_TIMEOUT_S = 10.0
 
@@ -110,19 +112,40 @@ def call_at(
         conn.close()
 
 
+class ApiVmOptions(VmOptions):
+    """What a VMM with an HTTP API takes besides every VM's options."""
+
+    api: bool = True  # an API socket (false: none; Firecracker then reads a config file)
+
+
+class ApiVm(Vm):
+    """Base of the VM drivers whose VMM has an HTTP API on a unix socket (Firecracker,
+    Cloud Hypervisor): where that socket and the vsock device's are, per instance."""
+
+    options: ApiVmOptions
+
+    def api_socket(self, inst: Instance) -> Path:
+        """Its API socket (configuration, pause and snapshot go through it)."""
+        return self.ctx.scratch / f"{inst.name}.sock"
+
+    def vsock_path(self, inst: Instance) -> Path:
+        """The unix socket of its vsock device (exec reaches vb-agent through it)."""
+        return self.ctx.scratch / f"{inst.name}.vsock"
+
+
 class ApiPause(CgroupFreezer):
     """The VMM's own pause over its API socket (`state(inst, paused)`, the driver's
     calls), returning once it answered; for a VMM started without one (`api = false`),
     the cgroup freezer on the VMM, as for any VM."""
 
     def _pause(self, inst: Instance) -> None:
-        if self.rt.opts.api:
+        if self.rt.options.api:
             self.state(inst, True)
         else:
             super()._pause(inst)
 
     def _resume(self, inst: Instance) -> None:
-        if self.rt.opts.api:
+        if self.rt.options.api:
             self.state(inst, False)
         else:
             super()._resume(inst)
@@ -140,7 +163,7 @@ class ApiSnapshot(Snapshot):
     copies = True
 
     def problem(self) -> str | None:
-        return None if self.rt.opts.api else "with api = false it has no API socket"
+        return None if self.rt.options.api else "with api = false it has no API socket"
 
     def checkpoint(self, inst: Instance, image_dir: Path) -> None:
         self.save(inst, self.rt.api_socket(inst), image_dir)
@@ -150,9 +173,9 @@ class ApiSnapshot(Snapshot):
         raise NotImplementedError
 
     def restore(self, inst: Instance, image_dir: Path) -> None:
-        inst.extra["restore_from"] = image_dir
+        inst.own.restore_from = image_dir
         try:
             self.rt.api_socket(inst).unlink(missing_ok=True)
             self.rt.restart(inst)
         finally:
-            inst.extra.pop("restore_from", None)
+            inst.own.restore_from = None

@@ -7,7 +7,7 @@ exit status means; this base does the rest the same way for all of them:
 - the VMM runs in the instance's cgroups (launched through vb-cgexec, as for native), so
   its memory, threads and leftovers are accounted and cleaned like any instance's;
 - its serial console (the VMM's stdout) is read by a thread that stamps the first byte
-  (`inst.extra["t_first_output_ns"]`) and the guest's markers: `VB-READY <name>` is handed
+  (`inst.console.t_first_output_ns`) and the guest's markers: `VB-READY <name>` is handed
   to the probe listener as if it were the ready datagram, `VB-HELLO <name>` says the hello
   workload ran (the exit status is then reported as the guest's 0);
 - the guest (option `guest`, default `auto`: the minimal guest for hello, sleep and beat, Linux
@@ -58,8 +58,6 @@ import time
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import BaseModel
-
 from virtbench.errors import InstanceError, VirtbenchError
 from virtbench.host import proc
 from virtbench.measure import memory
@@ -85,6 +83,7 @@ from virtbench.runtimes.vm.guest import (
     image_cannot_run,
     mac_of,
 )
+from virtbench.runtimes.vm.state import VmState
 
 __all__ = ["KERNEL", "SIMPLE", "Vm", "VmOptions", "guest_mode", "mac_of"]
 
@@ -125,20 +124,20 @@ class VmAttach(NativeAttach):
         disk = inst.data_dir / "disk.img"
         try:
             with open(disk, "wb") as f:
-                f.truncate(self.rt.vm_opts.data_disk_mib << 20)
+                f.truncate(self.rt.options.data_disk_mib << 20)
             lazy = "lazy_itable_init=1,lazy_journal_init=1"
             proc.run(["mkfs.ext4", "-q", "-F", "-m", "0", "-E", lazy, str(disk)], timeout=120)
         except (OSError, VirtbenchError) as exc:  # this instance fails; the run goes on
             raise InstanceError(f"{inst.name}: its data disk {disk}: {exc}") from None
-        inst.extra["data_disk"] = str(disk)
+        inst.own.data_disk = disk
 
     def bridge(self, inst: Instance) -> None:
         bridge = self.network()
         tap, ip = bridge.attach_tap(inst.name, mac_of)
         inst.address = ip
-        inst.extra.update(
-            tap=tap, mac=mac_of(ip), gateway=bridge.host_ip, prefixlen=bridge.prefixlen
-        )
+        own = inst.own
+        own.tap, own.mac, own.gateway = tap, mac_of(ip), bridge.host_ip
+        own.prefixlen = bridge.prefixlen
 
     def probe(self, inst: Instance, network: str) -> tuple[str, ...]:
         if network == "none":  # no way out of the VM but its console
@@ -152,7 +151,9 @@ class Vm(ConsoleReady, VmBoot, Native):
     family = Family.VM
     # bridge: a tap device on the run's bridge, the VM's first NIC (virtio-net)
     networks: ClassVar[tuple[str, ...]] = ("none", "bridge")
-    Options: ClassVar[type[BaseModel]] = VmOptions
+    Options: ClassVar[type[VmOptions]] = VmOptions
+    options: VmOptions
+    State = VmState
     default_binary: ClassVar[str] = ""
     get_it: ClassVar[str] = ""  # where to get the binary, for `doctor`
     # the exit status of a VMM whose guest powered off normally
@@ -179,18 +180,12 @@ class Vm(ConsoleReady, VmBoot, Native):
         self._linux_files: dict[str, tuple[Path, Path]] = {}
         self._elf: dict[Path, Path] = {}  # kernel image -> its ELF vmlinux
 
-    @property
-    def vm_opts(self) -> VmOptions:
-        assert isinstance(self.options, VmOptions)
-        return self.options
+    @classmethod
+    def binary_of(cls, options: VmOptions | None) -> str:
+        return (options.binary if options is not None else "") or cls.default_binary
 
     @classmethod
-    def binary_of(cls, options: BaseModel | None) -> str:
-        name = options.binary if isinstance(options, VmOptions) else ""
-        return name or cls.default_binary
-
-    @classmethod
-    def needs_kvm(cls, options: BaseModel | None) -> bool:
+    def needs_kvm(cls, options: VmOptions | None) -> bool:
         del options
         return True
 
@@ -201,7 +196,7 @@ class Vm(ConsoleReady, VmBoot, Native):
         return m.group(1) if m else "?"
 
     @classmethod
-    def available(cls, options: BaseModel | None = None) -> Availability:
+    def available(cls, options: VmOptions | None = None) -> Availability:
         binary = cls.binary_of(options)
         path = which(binary)
         if path is None:
@@ -218,9 +213,8 @@ class Vm(ConsoleReady, VmBoot, Native):
             return Availability(False, reason=f"{binary} --version failed: {exc}")
 
     @classmethod
-    def cannot_run(cls, workload: str, options: BaseModel | None = None) -> str | None:
-        opts = options if isinstance(options, VmOptions) else cls.Options()
-        assert isinstance(opts, VmOptions)
+    def cannot_run(cls, workload: str, options: VmOptions | None = None) -> str | None:
+        opts = options or cls.Options()
         simple = workload in SIMPLE
         if opts.guest == "minimal" and not simple:
             return (
@@ -245,13 +239,13 @@ class Vm(ConsoleReady, VmBoot, Native):
     def effective_network(self, requested: str) -> str:
         """An image that serves is on the run's bridge whatever the spec says: its
         clients reach it there."""
-        if self.byo and self.vm_opts.serves is not None:
+        if self.byo and self.options.serves is not None:
             return "bridge"
         return super().effective_network(requested)
 
     def serve_port(self, workload: str) -> int | None:
         """The port an image serving `workload` listens on (None: the workload's own)."""
-        o = self.vm_opts
+        o = self.options
         if self.byo and o.service is not None and workload in o.service.workloads:
             return o.serve_port
         return None
@@ -263,7 +257,7 @@ class Vm(ConsoleReady, VmBoot, Native):
                 f"{self.label}: the minimal guest runs only the hello, sleep and beat "
                 f'workloads (got {" ".join(inst.spec.argv)}); use guest = "linux"'
             )
-        o = self.vm_opts
+        o = self.options
         if self.byo and mode != "hello" and o.ready is None and o.serves is None:
             raise InstanceError(
                 f"{self.label}: an image that keeps running needs ready = "
@@ -297,10 +291,10 @@ class Vm(ConsoleReady, VmBoot, Native):
         self.start_reader(inst)
         self._configure(inst)
         if self.byo:  # ready when its port answers, if it serves and prints nothing we read
-            vm_image.watch_port(inst, self.vm_opts, lambda t: self._ready(inst, t))
+            vm_image.watch_port(inst, self.options, lambda t: self._ready(inst, t))
 
     def console_ready(self) -> str | None:
-        return self.vm_opts.ready
+        return self.options.ready
 
     def _wait(self, inst: Instance, timeout: float) -> int:
         assert inst.proc is not None
@@ -308,17 +302,15 @@ class Vm(ConsoleReady, VmBoot, Native):
         t_exit = time.monotonic_ns()
         self.join_reader(inst)
         inst.t_exit_ns = t_exit
-        if "guest_status" in inst.extra:  # a Linux guest said how its workload ended
-            return int(inst.extra["guest_status"])
-        if rc == self.clean_exit and inst.extra.get("hello"):
+        if inst.console.guest_status is not None:  # a Linux guest said how it ended
+            return inst.console.guest_status
+        if rc == self.clean_exit and inst.console.hello:
             return 0
         if self.byo and rc in (0, self.clean_exit):
             return 0  # an image's own status is not known: a clean VMM exit is success
         return rc
 
     def _stop(self, inst: Instance) -> None:
-        if (q := inst.extra.pop("qmp", None)) is not None:
-            q.close()
         super()._stop(inst)
         vm_image.end(inst)
         self.end_reader(inst)
@@ -336,7 +328,7 @@ class Vm(ConsoleReady, VmBoot, Native):
         self._start(inst, True)
 
     def image_size(self) -> tuple[int, str] | None:
-        o = self.vm_opts
+        o = self.options
 
         def du(*files: Path | None) -> int:
             return sum(p.stat().st_blocks * 512 for p in files if p is not None)

@@ -15,11 +15,12 @@ if TYPE_CHECKING:
 
 
 class VmBoot:
-    """The guest's side of a VM driver. Set by the driver: `vm_opts`, `ctx`, `elf_only`,
+    """The guest's side of a VM driver. Set by the driver: `options`, `ctx`, `elf_only`,
     `linux_exit`, `linux_cmdline` and `agent_channel` (see Vm), and the caches
     `_linux_files` and `_elf`."""
 
     ctx: RuntimeContext
+    options: VmOptions
     elf_only: ClassVar[bool]
     linux_exit: ClassVar[str]
     linux_cmdline: ClassVar[str]
@@ -27,29 +28,25 @@ class VmBoot:
     _linux_files: dict[str, tuple[Path, Path]]
     _elf: dict[Path, Path]
 
-    @property
-    def vm_opts(self) -> VmOptions:  # provided by Vm
-        raise NotImplementedError
-
     def guest(self, inst: Instance) -> str:
         """minimal | linux | image, for this instance's workload (and Linux, with its exec
         agent, for an instance commands will run in)."""
-        g = self.vm_opts.guest
+        g = self.options.guest
         if g == "auto":
             return "minimal" if guest_mode(inst.spec.argv) and not inst.spec.agent else "linux"
         return g
 
     def memory_mib(self, inst: Instance) -> int:
-        return inst.spec.memory_mib or self.vm_opts.memory_mib or MEMORY_MIB[self.guest(inst)]
+        return inst.spec.memory_mib or self.options.memory_mib or MEMORY_MIB[self.guest(inst)]
 
     @property
     def byo(self) -> bool:
         """A bring-your-own image rather than the minimal guest."""
-        return self.vm_opts.guest == "image"
+        return self.options.guest == "image"
 
     def kernel(self, inst: Instance) -> Path:
-        if self.vm_opts.kernel is not None:
-            image = self.vm_opts.kernel
+        if self.options.kernel is not None:
+            image = self.options.kernel
         elif self.guest(inst) == "linux":
             image = self._linux(inst.spec.rootfs)[0]
         else:
@@ -65,7 +62,7 @@ class VmBoot:
     def initrd(self, inst: Instance) -> Path | None:
         if self.guest(inst) == "linux":
             return self._linux(inst.spec.rootfs)[1]
-        return self.vm_opts.initrd
+        return self.options.initrd
 
     def _linux(self, rootfs: Path) -> tuple[Path, Path]:
         """(kernel, initramfs) of a Linux guest of `rootfs`; made once (and cached)."""
@@ -76,7 +73,7 @@ class VmBoot:
             cache = self.ctx.paths.cache
             kernel = debian_kernel(cache)
             initrd = build_initramfs(rootfs, kernel, cache / "initramfs")
-            self._linux_files[key] = (self.vm_opts.kernel or kernel.image, initrd)
+            self._linux_files[key] = (self.options.kernel or kernel.image, initrd)
         return self._linux_files[key]
 
     def cmdline(self, inst: Instance) -> str:
@@ -86,7 +83,7 @@ class VmBoot:
             argv = "".join(a + "\0" for a in inst.argv).encode().hex()
             line = f"{LINUX_CMDLINE} {self.linux_cmdline}".strip()
             line += f" vb.name={inst.name} vb.argv={argv} vb.exit={self.linux_exit}"
-            if inst.extra.get("data_disk"):
+            if inst.own.data_disk is not None:
                 line += " vb.data=vda"
             if inst.spec.agent and self.agent_channel:
                 line += f" vb.agent={self.agent_channel}"
@@ -95,11 +92,11 @@ class VmBoot:
 
                 line += " " + sysctl.cmdline(dict(inst.spec.sysctls))
             if inst.address:
-                line += f" vb.ip={inst.address}/{inst.extra['prefixlen']} "
-                line += f"vb.gw={inst.extra['gateway']}"
-            return f"{line} {self.vm_opts.cmdline}".strip()
+                line += f" vb.ip={inst.address}/{inst.own.prefixlen} "
+                line += f"vb.gw={inst.own.gateway}"
+            return f"{line} {self.options.cmdline}".strip()
         if self.byo:
-            return vm_image.cmdline(inst, self.vm_opts)
+            return vm_image.cmdline(inst, self.options)
         line = f"vb.mode={guest_mode(inst.spec.argv)} vb.name={inst.name}"
         if guest_mode(inst.spec.argv) == "beat" and len(inst.spec.argv) == 6:
             line += f" vb.dirty={inst.spec.argv[5]}"  # MiB it writes before ready

@@ -24,14 +24,14 @@ from pathlib import Path
 from virtbench.runtimes.base import Instance, which
 from virtbench.runtimes.vm import api as vmm_api
 from virtbench.runtimes.vm.agent import AGENT_PORT, GUEST_CID, HybridVsockAgent
-from virtbench.runtimes.vm.api import ApiPause, ApiSnapshot
-from virtbench.runtimes.vm.base import Vm, VmOptions
+from virtbench.runtimes.vm.api import ApiPause, ApiSnapshot, ApiVm, ApiVmOptions
 
 WHO = "cloud-hypervisor"
 
 
-class CloudHypervisorOptions(VmOptions):
-    api: bool = True  # an API socket (--api-socket): pause and snapshot go through it
+class CloudHypervisorOptions(ApiVmOptions):
+    """Cloud Hypervisor's: with `api = false` it runs without --api-socket (no pause or
+    snapshot but the freezer)."""
 
 
 class CloudHypervisorPause(ApiPause):
@@ -67,11 +67,12 @@ class CloudHypervisorSnapshot(ApiSnapshot):
         vmm_api.call_at(sock, "PUT", "/api/v1/vm.snapshot", body, WHO, timeout=300)
 
 
-class CloudHypervisor(Vm):
+class CloudHypervisor(ApiVm):
     name = "cloud-hypervisor"
     typical_launch_s = 0.1  # start + stop here without earlier boots
     description = "Cloud Hypervisor VM: minimal guest, Linux guest or image"
     Options = CloudHypervisorOptions
+    options: CloudHypervisorOptions
     Exec = HybridVsockAgent
     agent_channel = f"vsock:{AGENT_PORT}"
     Pause = CloudHypervisorPause
@@ -83,36 +84,23 @@ class CloudHypervisor(Vm):
         "releases or build it with cargo, and put `cloud-hypervisor` on PATH"
     )
 
-    @property
-    def opts(self) -> CloudHypervisorOptions:
-        assert isinstance(self.options, CloudHypervisorOptions)
-        return self.options
-
-    def api_socket(self, inst: Instance) -> Path:
-        """Its API socket (pause and snapshot go through it)."""
-        return self.ctx.scratch / f"{inst.name}.sock"
-
-    def vsock_path(self, inst: Instance) -> Path:
-        """The unix socket of its vsock device (exec reaches vb-agent through it)."""
-        return self.ctx.scratch / f"{inst.name}.vsock"
-
     def _prepare(self, inst: Instance) -> None:
         super()._prepare(inst)
-        if self.opts.api:
+        if self.options.api:
             vmm_api.fresh_socket(self.api_socket(inst), WHO)
 
     def _api(self, inst: Instance) -> list[str]:
-        return ["--api-socket", f"path={self.api_socket(inst)}"] if self.opts.api else []
+        return ["--api-socket", f"path={self.api_socket(inst)}"] if self.options.api else []
 
     def _command(self, inst: Instance) -> list[str]:
-        binary = which(self.binary_of(self.opts)) or self.binary_of(self.opts)
-        if (image := inst.extra.get("restore_from")) is not None:
+        binary = which(self.binary_of(self.options)) or self.binary_of(self.options)
+        if (image := inst.own.restore_from) is not None:
             return [binary, *self._api(inst), "--restore", f"source_url=file://{image}"]
         return [binary, *self._api(inst), *self._boot(inst)]
 
     def _configure(self, inst: Instance) -> None:
         """A restored VM starts paused: resumed once its API answers."""
-        if inst.extra.get("restore_from") is None:
+        if inst.own.restore_from is None:
             return
         conn = vmm_api.connect_to(inst, self.api_socket(inst), WHO)
         try:
@@ -126,18 +114,19 @@ class CloudHypervisor(Vm):
         self.vsock_path(inst).unlink(missing_ok=True)
 
     def _boot(self, inst: Instance) -> list[str]:
-        o = self.vm_opts
+        o = self.options
         initrd = self.initrd(inst)
         extra = ["--initramfs", str(initrd)] if initrd is not None else []
-        disks = [f"path={inst.extra['data_disk']}"] if inst.extra.get("data_disk") else []
+        own = inst.own
+        disks = [f"path={own.data_disk}"] if own.data_disk is not None else []
         if o.disk is not None:
             disks.append(f"path={o.disk},readonly=on")
-        if inst.extra.get("scratch_disk"):  # an image's, after its disk
-            disks.append(f"path={inst.extra['scratch_disk']}")
+        if own.scratch_disk is not None:  # an image's, after its disk
+            disks.append(f"path={own.scratch_disk}")
         if disks:  # a Linux guest's /data first (vb-init: vda)
             extra += ["--disk", *disks]
-        if inst.extra.get("tap"):
-            extra += ["--net", f"tap={inst.extra['tap']},mac={inst.extra['mac']}"]
+        if own.tap:
+            extra += ["--net", f"tap={own.tap},mac={own.mac}"]
         if inst.spec.agent:  # vb-agent's channel: the hybrid vsock's unix socket
             extra += ["--vsock", f"cid={GUEST_CID},socket={self.vsock_path(inst)}"]
         return [

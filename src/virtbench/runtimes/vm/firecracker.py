@@ -29,14 +29,15 @@ from typing import Any
 from virtbench.runtimes.base import Instance, which
 from virtbench.runtimes.vm import api as vmm_api
 from virtbench.runtimes.vm.agent import AGENT_PORT, GUEST_CID, HybridVsockAgent
-from virtbench.runtimes.vm.api import ApiPause, ApiSnapshot
-from virtbench.runtimes.vm.base import Vm, VmOptions
+from virtbench.runtimes.vm.api import ApiPause, ApiSnapshot, ApiVm, ApiVmOptions
+from virtbench.runtimes.vm.state import FirecrackerState
 
 WHO = "firecracker"
 
 
-class FirecrackerOptions(VmOptions):
-    api: bool = True  # configure over the API socket (false: --no-api --config-file)
+class FirecrackerOptions(ApiVmOptions):
+    """Firecracker's: with `api = false` it is configured by a file (--no-api
+    --config-file)."""
 
 
 class FirecrackerPause(ApiPause):
@@ -65,11 +66,13 @@ class FirecrackerSnapshot(ApiSnapshot):
         vmm_api.call_at(sock, "PUT", "/snapshot/create", body, WHO, timeout=300)
 
 
-class Firecracker(Vm):
+class Firecracker(ApiVm):
     name = "firecracker"
     typical_launch_s = 0.1  # start + stop here without earlier boots
     description = "Firecracker microVM (API socket): minimal guest, Linux guest or image"
     Options = FirecrackerOptions
+    options: FirecrackerOptions
+    State = FirecrackerState
     elf_only = True
     linux_exit = "reboot"
     linux_cmdline = "reboot=k pci=off"
@@ -83,34 +86,21 @@ class Firecracker(Vm):
         "or build it with cargo, and put `firecracker` on PATH"
     )
 
-    @property
-    def opts(self) -> FirecrackerOptions:
-        assert isinstance(self.options, FirecrackerOptions)
-        return self.options
-
-    def api_socket(self, inst: Instance) -> Path:
-        """Its API socket (configuration, pause and snapshot go through it)."""
-        return self.ctx.scratch / f"{inst.name}.sock"
-
-    def vsock_path(self, inst: Instance) -> Path:
-        """The unix socket of its vsock device (exec reaches vb-agent through it)."""
-        return self.ctx.scratch / f"{inst.name}.vsock"
-
     def _config(self, inst: Instance) -> Path:
         return self.ctx.scratch / f"{inst.name}.json"
 
     def _settings(self, inst: Instance) -> dict[str, dict[str, Any]]:
-        machine = {"vcpu_count": self.opts.vcpus, "mem_size_mib": self.memory_mib(inst)}
+        machine = {"vcpu_count": self.options.vcpus, "mem_size_mib": self.memory_mib(inst)}
         boot = {"kernel_image_path": str(self.kernel(inst)), "boot_args": self.cmdline(inst)}
-        o = self.opts
+        o = self.options
         if (initrd := self.initrd(inst)) is not None:
             boot["initrd_path"] = str(initrd)
         settings: dict[str, dict[str, Any]] = {"machine-config": machine, "boot-source": boot}
-        if inst.extra.get("tap"):
+        if inst.own.tap:
             settings["network-interfaces/eth0"] = {
                 "iface_id": "eth0",
-                "host_dev_name": inst.extra["tap"],
-                "guest_mac": inst.extra["mac"],
+                "host_dev_name": inst.own.tap,
+                "guest_mac": inst.own.mac,
             }
         if o.disk is not None:
             settings["drives/rootfs"] = {
@@ -119,20 +109,20 @@ class Firecracker(Vm):
                 "is_root_device": True,
                 "is_read_only": True,
             }
-        if inst.extra.get("data_disk"):  # a Linux guest's /data (vb-init: vda)
+        if inst.own.data_disk is not None:  # a Linux guest's /data (vb-init: vda)
             settings["drives/data"] = {
                 "drive_id": "data",
                 "is_root_device": False,
-                "path_on_host": inst.extra["data_disk"],
+                "path_on_host": str(inst.own.data_disk),
                 "is_read_only": False,
             }
         if inst.spec.agent:  # vb-agent's channel: the hybrid vsock's unix socket
             settings["vsock"] = {"guest_cid": GUEST_CID, "uds_path": str(self.vsock_path(inst))}
-        if inst.extra.get("scratch_disk"):  # an image's, after its disk
+        if inst.own.scratch_disk is not None:  # an image's, after its disk
             settings["drives/scratch"] = {
                 "drive_id": "scratch",
                 "is_root_device": False,
-                "path_on_host": inst.extra["scratch_disk"],
+                "path_on_host": str(inst.own.scratch_disk),
                 "is_read_only": False,
             }
         return settings
@@ -141,8 +131,8 @@ class Firecracker(Vm):
         super()._prepare(inst)
         vmm_api.fresh_socket(self.api_socket(inst), WHO)
         settings = self._settings(inst)  # untimed: the launch only sends them
-        if self.opts.api:
-            inst.extra["fc_settings"] = settings
+        if self.options.api:
+            inst.own.settings = settings
         else:
             drives = [
                 d
@@ -154,7 +144,7 @@ class Firecracker(Vm):
             self._config(inst).write_text(json.dumps({**settings, **lists}))
 
     def _command(self, inst: Instance) -> list[str]:
-        binary = self.binary_of(self.opts)
+        binary = self.binary_of(self.options)
         # its log in a file of its own: on stdout it would be read as the guest's console
         log = self.vmm_log(inst)
         argv = [
@@ -166,17 +156,17 @@ class Firecracker(Vm):
             "--log-path",
             str(log),
         ]
-        if self.opts.api:
+        if self.options.api:
             return [*argv, "--api-sock", str(self.api_socket(inst))]
         return [*argv, "--no-api", "--config-file", str(self._config(inst))]
 
     def _configure(self, inst: Instance) -> None:
         """Its settings and InstanceStart over the API socket, or a snapshot loaded."""
-        if not self.opts.api:
+        if not self.options.api:
             return
         conn = vmm_api.connect_to(inst, self.api_socket(inst), WHO)
         try:
-            if (image := inst.extra.get("restore_from")) is not None:
+            if (image := inst.own.restore_from) is not None:
                 body = {
                     "snapshot_path": str(image / "vmstate"),
                     "resume_vm": True,
@@ -184,7 +174,7 @@ class Firecracker(Vm):
                 }
                 vmm_api.call(conn, "PUT", "/snapshot/load", body, WHO)
                 return
-            for path, body in inst.extra["fc_settings"].items():
+            for path, body in (inst.own.settings or {}).items():
                 vmm_api.call(conn, "PUT", f"/{path}", body, WHO)
             vmm_api.call(conn, "PUT", "/actions", {"action_type": "InstanceStart"}, WHO)
         finally:

@@ -17,14 +17,9 @@ from virtbench.runtimes.vm.guest import VmOptions
 def cmdline(inst: Instance, o: VmOptions) -> str:
     """The image's command line: its preset's part, then its own `cmdline`, with {name}
     and, on the bridge, {ip}, {prefixlen}, {netmask}, {gateway}, {mac} and {port}."""
-    x = inst.extra
+    x = inst.own
     values = presets.fields(
-        inst.name,
-        inst.address or "",
-        x.get("prefixlen"),
-        str(x.get("gateway", "")),
-        o.serve_port,
-        str(x.get("mac", "")),
+        inst.name, inst.address or "", x.prefixlen, x.gateway, o.serve_port, x.mac
     )
     return presets.cmdline(o.preset, o.cmdline, values)
 
@@ -44,7 +39,7 @@ def scratch_disk(inst: Instance, o: VmOptions, directory: Path) -> None:
     except (OSError, VirtbenchError) as exc:  # this instance fails; the run goes on
         disk.unlink(missing_ok=True)
         raise InstanceError(f"{inst.name}: its scratch disk {disk}: {exc}") from None
-    inst.extra["scratch_disk"] = str(disk)
+    inst.own.scratch_disk = disk
 
 
 def watch_port(inst: Instance, o: VmOptions, ready: Callable[[int], None]) -> None:
@@ -59,15 +54,16 @@ def watch_port(inst: Instance, o: VmOptions, ready: Callable[[int], None]) -> No
 
     protocol = o.service.protocol if o.service is not None else "tcp"
     watch = PortWatch(inst.address, o.serve_port or 0, protocol, ready, gone)
-    inst.extra["port_watch"] = watch
+    inst.own.port_watch = watch
     watch.start()
 
 
 def end(inst: Instance) -> None:
     """After the VMM is gone: the port watch stopped, the scratch disk removed."""
-    watch = inst.extra.pop("port_watch", None)
+    watch, inst.own.port_watch = inst.own.port_watch, None
     if watch is not None:
         watch.stop()
         watch.join(timeout=5)
-    if scratch := inst.extra.pop("scratch_disk", None):
-        Path(scratch).unlink(missing_ok=True)
+    scratch, inst.own.scratch_disk = inst.own.scratch_disk, None
+    if scratch is not None:
+        scratch.unlink(missing_ok=True)

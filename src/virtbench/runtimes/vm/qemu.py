@@ -21,7 +21,7 @@ import socket
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, field_validator
+from pydantic import field_validator
 
 from virtbench.errors import InstanceError
 from virtbench.host import proc
@@ -30,6 +30,7 @@ from virtbench.runtimes.controls import Pause, Snapshot
 from virtbench.runtimes.vm.agent import GuestAgent, unix_stream
 from virtbench.runtimes.vm.base import SIMPLE, Vm, VmOptions
 from virtbench.runtimes.vm.qmp import Qmp
+from virtbench.runtimes.vm.state import QemuState
 
 MACHINES = ("microvm", "q35")
 ACCELS = ("kvm", "tcg")
@@ -79,13 +80,13 @@ class QemuPause(Pause):
 
     def ready(self, inst: Instance) -> None:
         if inst.spec.control:  # else it will not be paused: no QMP socket to open
-            self.rt._qmp(inst)
+            self.rt.qmp(inst)
 
     def _pause(self, inst: Instance) -> None:
-        self.rt._qmp(inst).cmd("stop")
+        self.rt.qmp(inst).cmd("stop")
 
     def _resume(self, inst: Instance) -> None:
-        self.rt._qmp(inst).cmd("cont")
+        self.rt.qmp(inst).cmd("cont")
 
 
 class QemuSnapshot(Snapshot):
@@ -99,12 +100,12 @@ class QemuSnapshot(Snapshot):
 
     def checkpoint(self, inst: Instance, image_dir: Path) -> None:
         """Migrate the VM's state to `image_dir/state`, then end this QEMU."""
-        q = self.rt._qmp(inst)
+        q = self.rt.qmp(inst)
         q.migrate_to(image_dir / "state", timeout=300)
         with contextlib.suppress(InstanceError):  # it quits before it answers, at times
             q.cmd("quit")
         q.close()
-        inst.extra.pop("qmp", None)
+        inst.own.qmp = None
         if inst.proc is not None:
             proc.wait(inst.proc, 30)
         self.rt.end_reader(inst)
@@ -113,13 +114,13 @@ class QemuSnapshot(Snapshot):
         """A new QEMU with the same command line, taking its state from the file
         (`-incoming`); returns once its QMP socket answers."""
         rt = self.rt
-        inst.extra["incoming"] = image_dir / "state"
+        inst.own.restore_from = image_dir
         try:
             rt.qmp_path(inst).unlink(missing_ok=True)
             rt.restart(inst)
-            rt._qmp(inst)
+            rt.qmp(inst)
         finally:
-            inst.extra.pop("incoming", None)
+            inst.own.restore_from = None
 
 
 class QemuAgent(GuestAgent):
@@ -136,6 +137,8 @@ class Qemu(Vm):
     typical_launch_s = 0.3  # start + stop here without earlier boots
     description = "QEMU VM (microvm or q35, KVM or TCG) booting the minimal guest kernel"
     Options = QemuOptions
+    options: QemuOptions
+    State = QemuState
     variant_option = "variant"
     variants: ClassVar[tuple[str, ...]] = (*MACHINES, *(f"{m}:tcg" for m in MACHINES))
     default_variant = "microvm"
@@ -148,25 +151,20 @@ class Qemu(Vm):
     Snapshot = QemuSnapshot
 
     @property
-    def opts(self) -> QemuOptions:
-        assert isinstance(self.options, QemuOptions)
-        return self.options
-
-    @property
     def emulated(self) -> bool:
-        return self.opts.accel == "tcg"
+        return self.options.accel == "tcg"
 
     def conditions(self) -> dict[str, Any]:
-        return {"firmware": self.opts.firmware_used}
+        return {"firmware": self.options.firmware_used}
 
     @classmethod
-    def needs_kvm(cls, options: BaseModel | None) -> bool:
-        return not isinstance(options, QemuOptions) or options.accel == "kvm"
+    def needs_kvm(cls, options: QemuOptions | None) -> bool:
+        return (options or QemuOptions()).accel == "kvm"
 
     @classmethod
-    def cannot_run(cls, workload: str, options: BaseModel | None = None) -> str | None:
+    def cannot_run(cls, workload: str, options: QemuOptions | None = None) -> str | None:
         why = super().cannot_run(workload, options)
-        opts = options if isinstance(options, QemuOptions) else QemuOptions()
+        opts = options or QemuOptions()
         linux = opts.guest == "linux" or (opts.guest == "auto" and workload not in SIMPLE)
         if why is None and linux and opts.machine == "microvm" and opts.accel == "tcg":
             # microvm has no HPET/PM timer: Linux cannot calibrate its clock under TCG
@@ -179,8 +177,14 @@ class Qemu(Vm):
         if inst.spec.control or inst.spec.agent:
             self.qmp_path(inst).parent.mkdir(exist_ok=True)
 
-    def _command(self, inst: Instance) -> list[str]:
-        o = self.opts
+    def _stop(self, inst: Instance[QemuState]) -> None:
+        if (q := inst.own.qmp) is not None:
+            inst.own.qmp = None
+            q.close()
+        super()._stop(inst)
+
+    def _command(self, inst: Instance[QemuState]) -> list[str]:
+        o = self.options
         cpu = o.cpu or ("host,-arch-capabilities" if o.accel == "kvm" else "max")
         argv = [
             which(self.binary_of(o)) or self.binary_of(o),
@@ -215,47 +219,45 @@ class Qemu(Vm):
         firmware = FIRMWARE[o.firmware_used] if o.machine == "q35" else None
         if firmware:
             argv += ["-bios", firmware]
-        if inst.extra.get("tap"):
-            nic = "virtio-net-device" if o.machine == "microvm" else "virtio-net-pci"
+        return argv + self._devices(inst) + self._disks(inst)
+
+    def _devices(self, inst: Instance[QemuState]) -> list[str]:
+        """Its NIC on its tap, its QMP socket, vb-agent's channel, the state it restores
+        from and its initrd."""
+        argv: list[str] = []
+        if inst.own.tap:
+            nic = "virtio-net-device" if self.options.machine == "microvm" else "virtio-net-pci"
             argv += [
                 "-netdev",
-                f"tap,id=vbnet,ifname={inst.extra['tap']},script=no,downscript=no",
+                f"tap,id=vbnet,ifname={inst.own.tap},script=no,downscript=no",
                 "-device",
-                f"{nic},netdev=vbnet,mac={inst.extra['mac']}",
+                f"{nic},netdev=vbnet,mac={inst.own.mac}",
             ]
         if inst.spec.control:  # paused or checkpointed: its machine protocol's socket
             argv += ["-qmp", f"unix:{self.qmp_path(inst)},server=on,wait=off"]
         if inst.spec.agent and self.guest(inst) == "linux":  # vb-agent's channel
             argv += self._agent_devices(inst)
-        if incoming := inst.extra.get("incoming"):  # a restore: the state saved by migrate
-            argv += ["-incoming", f"exec:cat {shlex.quote(str(incoming))}"]
+        if (image := inst.own.restore_from) is not None:  # the state saved by migrate
+            argv += ["-incoming", f"exec:cat {shlex.quote(str(image / 'state'))}"]
         if (initrd := self.initrd(inst)) is not None:
             argv += ["-initrd", str(initrd)]
-        blk = "virtio-blk-device" if o.machine == "microvm" else "virtio-blk-pci"
-        if data := inst.extra.get("data_disk"):  # a Linux guest's /data (vb-init: vda)
-            data = data.replace(",", ",,")
-            argv += [
-                "-drive",
-                f"id=vbdata,file={data},format=raw,if=none,cache=none,aio=threads",
-                "-device",
-                f"{blk},drive=vbdata",
-            ]
-        if o.disk is not None:
-            disk = str(o.disk).replace(",", ",,")  # QEMU's option syntax: a comma doubled
-            argv += [
-                "-drive",
-                f"id=vbdisk,file={disk},format=raw,if=none,readonly=on",
-                "-device",
-                f"{blk},drive=vbdisk",
-            ]
-        if scratch := inst.extra.get("scratch_disk"):  # an image's, after its disk
-            scratch = scratch.replace(",", ",,")
-            argv += [
-                "-drive",
-                f"id=vbscratch,file={scratch},format=raw,if=none,cache=none,aio=threads",
-                "-device",
-                f"{blk},drive=vbscratch",
-            ]
+        return argv
+
+    def _disks(self, inst: Instance[QemuState]) -> list[str]:
+        """A Linux guest's /data (vb-init: vda), an image's disk, then its scratch disk."""
+        blk = "virtio-blk-device" if self.options.machine == "microvm" else "virtio-blk-pci"
+        drives = [
+            ("vbdata", inst.own.data_disk, "cache=none,aio=threads"),
+            ("vbdisk", self.options.disk, "readonly=on"),
+            ("vbscratch", inst.own.scratch_disk, "cache=none,aio=threads"),
+        ]
+        argv: list[str] = []
+        for name, path, how in drives:
+            if path is None:
+                continue
+            file = str(path).replace(",", ",,")  # QEMU's option syntax: a comma doubled
+            drive = f"id={name},file={file},format=raw,if=none,{how}"
+            argv += ["-drive", drive, "-device", f"{blk},drive={name}"]
         return argv
 
     # --- QMP, which pause and snapshot go through (QemuPause, QemuSnapshot) -------------
@@ -268,7 +270,7 @@ class Qemu(Vm):
     def _agent_devices(self, inst: Instance) -> list[str]:
         """A virtio-serial port named vb.agent behind a unix socket (vb-init starts
         vb-agent on it)."""
-        bus = "virtio-serial-device" if self.opts.machine == "microvm" else "virtio-serial-pci"
+        bus = "virtio-serial-device" if self.options.machine == "microvm" else "virtio-serial-pci"
         sock = f"socket,id=vbagent,path={self.agent_path(inst)},server=on,wait=off"
         return [
             "-device",
@@ -279,10 +281,10 @@ class Qemu(Vm):
             "virtserialport,bus=vbser.0,chardev=vbagent,name=vb.agent",
         ]
 
-    def _qmp(self, inst: Instance) -> Qmp:
+    def qmp(self, inst: Instance[QemuState]) -> Qmp:
+        """`inst`'s QMP connection (its pause and snapshot go through it), opened once."""
         if not inst.spec.control:
             raise InstanceError(f"{inst.name}: started without its QMP socket (control=False)")
-        q = inst.extra.get("qmp")
-        if q is None:
-            q = inst.extra["qmp"] = Qmp(self.qmp_path(inst))
-        return q
+        if inst.own.qmp is None:
+            inst.own.qmp = Qmp(self.qmp_path(inst))
+        return inst.own.qmp
