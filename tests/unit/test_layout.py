@@ -277,6 +277,30 @@ def test_no_module_uses_another_modules_private_names(tmp_path):
     ]
 
 
+def driver_privates(mods: dict[str, Path]) -> list[str]:
+    """`rt._name` or `self.rt._name`: a capability or anything else reaching into a
+    driver's private parts rather than the public methods it declares."""
+    found = []
+    for mod, path in mods.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Attribute) or not node.attr.startswith("_"):
+                continue
+            holder = node.value
+            name = holder.attr if isinstance(holder, ast.Attribute) else getattr(holder, "id", "")
+            if name == "rt" and not node.attr.startswith("__"):
+                found.append(f"{mod}: rt.{node.attr}")
+    return found
+
+
+def test_capabilities_reach_a_driver_only_through_its_public_methods(tmp_path):
+    assert driver_privates(modules()) == []
+    (tmp_path / "a.py").write_text("def f(self, rt):\n    rt._x()\n    self.rt._qmp(1)\n")
+    assert driver_privates({"virtbench.a": tmp_path / "a.py"}) == [
+        "virtbench.a: rt._x",
+        "virtbench.a: rt._qmp",
+    ]
+
+
 # Imported first, in an interpreter of its own, then asked for every registry: what each
 # registry holds, and that nothing raised, whatever module was imported first.
 FIRST = """
