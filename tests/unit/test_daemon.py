@@ -12,7 +12,7 @@ import pytest
 
 from virtbench.errors import RuntimeUnavailable
 from virtbench.host.state import RunState
-from virtbench.runtimes.daemon import Daemons, start_time
+from virtbench.runtimes.daemon import Daemon, Daemons, start_time
 
 
 @pytest.fixture
@@ -28,7 +28,7 @@ def _shell_daemon(d: Daemons, tmp_path: Path, script: str) -> int:
     flag = tmp_path / "up"
     flag.unlink(missing_ok=True)
     argv = ["sh", "-c", f"echo starting; touch {flag}; {script}"]
-    assert d.ensure("fake", flag.exists, argv, ready_timeout=10, stop_timeout=5)
+    assert d.ensure(Daemon("fake", flag.exists, argv, ready_timeout=10, stop_timeout=5))
     return d.started["fake"].popen.pid
 
 
@@ -83,7 +83,7 @@ def test_a_daemon_that_cannot_start_is_one_line_with_its_log(daemons, tmp_path):
         "echo 'level=fatal msg=\"pid file found, ensure docker is not running\"' >&2; exit 1",
     ]
     with pytest.raises(RuntimeUnavailable) as err:
-        daemons.ensure("fake", lambda: False, argv, ready_timeout=10)
+        daemons.ensure(Daemon("fake", lambda: False, argv, ready_timeout=10))
     assert str(err.value) == (
         'fake exited: level=fatal msg="pid file found, ensure docker is not running"'
     )
@@ -93,10 +93,12 @@ def test_a_daemon_that_cannot_start_is_one_line_with_its_log(daemons, tmp_path):
 def test_a_daemon_that_never_answers_is_stopped_and_says_so(daemons, tmp_path):
     with pytest.raises(RuntimeUnavailable, match=r"^fake no answer in 0.5 s: waiting$"):
         daemons.ensure(
-            "fake",
-            lambda: False,
-            ["sh", "-c", "echo waiting; sleep 30"],
-            ready_timeout=0.5,
-            stop_timeout=2,
+            Daemon(
+                "fake",
+                lambda: False,
+                ["sh", "-c", "echo waiting; sleep 30"],
+                ready_timeout=0.5,
+                stop_timeout=2,
+            )
         )
     assert "fake" not in daemons.started

@@ -37,17 +37,27 @@ def start_time(pid: int) -> int | None:
     return int(stat.rsplit(")", 1)[1].split()[19])
 
 
-@dataclass
-class Started:
+@dataclass(frozen=True)
+class Daemon:
+    """A daemon a runtime needs: how to tell it answers, how to start it, how long to wait
+    for it and for its end, and what to undo after it stopped."""
+
     name: str
-    popen: subprocess.Popen
-    log: Path
-    stop_timeout: float
-    argv: Sequence[str] = ()
-    is_up: Callable[[], bool] = bool
+    is_up: Callable[[], bool]
+    argv: Sequence[str]
     ready_timeout: float = 60.0
+    stop_timeout: float = 30.0
     env: dict[str, str] | None = None
     after_stop: Callable[[], None] | None = None
+
+
+@dataclass
+class Started:
+    """A daemon this run started: its process and its log."""
+
+    daemon: Daemon
+    popen: subprocess.Popen
+    log: Path
 
 
 class Daemons:
@@ -57,30 +67,20 @@ class Daemons:
         self.state = state
         self.started: dict[str, Started] = {}
 
-    def ensure(
-        self,
-        name: str,
-        is_up: Callable[[], bool],
-        argv: Sequence[str],
-        ready_timeout: float = 60.0,
-        stop_timeout: float = 30.0,
-        env: dict[str, str] | None = None,
-        after_stop: Callable[[], None] | None = None,
-    ) -> bool:
-        """Make sure daemon `name` answers; start `argv` if it does not. True if this run
-        started it (and so will stop it)."""
-        if name in self.started or is_up():
+    def ensure(self, daemon: Daemon) -> bool:
+        """Make sure `daemon` answers; start it if it does not. True if this run started
+        it (and so will stop it)."""
+        name, argv, ready_timeout = daemon.name, daemon.argv, daemon.ready_timeout
+        if name in self.started or daemon.is_up():
             return name in self.started
         log = self.state.dir / f"daemon-{name}.log"
         self.state.record("daemon", name, argv=list(argv))
         with open(log, "ab") as fh:
-            popen = proc.spawn(argv, stdout=fh.fileno(), stderr=fh.fileno(), env=env)
+            popen = proc.spawn(argv, stdout=fh.fileno(), stderr=fh.fileno(), env=daemon.env)
         self.state.record("daemon-pid", name, pid=popen.pid, start=start_time(popen.pid))
-        self.started[name] = Started(
-            name, popen, log, stop_timeout, list(argv), is_up, ready_timeout, env, after_stop
-        )
+        self.started[name] = Started(daemon, popen, log)
         deadline = time.monotonic() + ready_timeout
-        while not is_up():
+        while not daemon.is_up():
             if popen.poll() is not None or time.monotonic() > deadline:
                 tail = _tail(log)
                 exited = popen.returncode is not None
@@ -132,7 +132,7 @@ class Daemons:
         for, as `ensure` did the first time."""
         d = self.started[name]
         self.stop(name)
-        self.ensure(name, d.is_up, d.argv, d.ready_timeout, d.stop_timeout, d.env, d.after_stop)
+        self.ensure(d.daemon)
 
     def stop(self, name: str) -> None:
         """Stop a daemon this run started: TERM, wait, then KILL its process group."""
@@ -144,13 +144,13 @@ class Daemons:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(p.pid, signal.SIGTERM)
             with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(p, d.stop_timeout)
+                proc.wait(p, d.daemon.stop_timeout)
         # Children it left (e.g. a containerd it spawned) share its process group.
         proc.signal_group(p.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(p, 10)
-        if d.after_stop is not None:
-            d.after_stop()
+        if d.daemon.after_stop is not None:
+            d.daemon.after_stop()
 
     def close(self) -> None:
         for name in reversed(list(self.started)):

@@ -31,6 +31,7 @@ from virtbench.host import proc
 from virtbench.host.sysctl import namespaced
 from virtbench.runtimes import owners, traces
 from virtbench.runtimes.base import Availability, Instance, which
+from virtbench.runtimes.daemon import Daemon
 from virtbench.runtimes.engines.base import LABEL, Engine, EngineOptions, engine_exit_reason
 from virtbench.runtimes.engines.docker_controls import DockerExec, DockerPause, DockerSnapshot
 from virtbench.runtimes.engines.dockerd import (
@@ -165,13 +166,14 @@ class Docker(Engine):
         config = self.ctx.scratch / "dockerd.json"
         config.write_text(json.dumps(daemon_config(self.ctx.scratch)))
         before = traces.snapshot(TRACE_MOUNTS, TRACE_DIRS, firewall=False)
-        self.ctx.daemons.ensure(
+        dockerd = Daemon(
             "dockerd",
             daemon_up,
             dockerd_argv(config),
             ready_timeout=90,
             after_stop=lambda: remove_engine_leftovers(before),
         )
+        self.ctx.daemons.ensure(dockerd)
         self.api = client().api
 
     def _disconnect(self) -> None:

@@ -51,6 +51,7 @@ from virtbench.runtimes.base import (
     which,
 )
 from virtbench.runtimes.controls import CliPause, CommandExec, Undriven
+from virtbench.runtimes.daemon import Daemon
 from virtbench.runtimes.leftovers import listing
 from virtbench.runtimes.lxc.lxc import Lxc
 from virtbench.runtimes.lxc.lxd_config import image_tarballs, limits_cpu, raw_lxc
@@ -226,7 +227,7 @@ class Lxd(Runtime):
         argv = ["nsenter", f"--net=/run/netns/{netns}", "lxd", "--group", "root"]
         argv += ["--logfile", str(self.ctx.scratch / "lxd.log")]
         try:
-            self.ctx.daemons.ensure(
+            lxd = Daemon(
                 "lxd",
                 lambda: answers(self.lxd_dir),
                 argv,
@@ -234,6 +235,7 @@ class Lxd(Runtime):
                 env=self.env,
                 after_stop=after_stop,
             )
+            self.ctx.daemons.ensure(lxd)
         except BaseException:
             after_stop()
             raise
