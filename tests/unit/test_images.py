@@ -140,7 +140,7 @@ def test_what_an_image_may_serve_is_declared_by_the_workloads_it_serves():
 
 
 def test_presets_fill_each_projects_command_line():
-    v = presets.fields("vb-r1-0001", "10.77.0.5", 24, "10.77.0.1", 80, "06:00:0a:4d:00:05")
+    v = presets.fields("vb-r1-0001", "10.77.0.5", 24, "10.77.0.1", 80, mac="06:00:0a:4d:00:05")
     assert v["netmask"] == "255.255.255.0"
     line = presets.cmdline("unikraft", "-c /nginx/conf/nginx.conf", v)
     assert line == "netdev.ip=10.77.0.5/24:10.77.0.1 -- -c /nginx/conf/nginx.conf"

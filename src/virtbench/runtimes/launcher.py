@@ -19,6 +19,7 @@ def launch(
     argv: list[str],
     detach: bool,
     timeout: float,
+    *,
     env: dict[str, str] | None = None,
     hint: str = "",
 ) -> None:

@@ -100,6 +100,7 @@ def call_at(
     path: str,
     body: dict[str, Any] | None,
     who: str,
+    *,
     timeout: float = API_TIMEOUT_S,
 ) -> str:
     """One call on a fresh connection to a running VMM's socket."""

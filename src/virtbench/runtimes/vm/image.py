@@ -19,7 +19,7 @@ def cmdline(inst: Instance, o: VmOptions) -> str:
     and, on the bridge, {ip}, {prefixlen}, {netmask}, {gateway}, {mac} and {port}."""
     x = inst.own
     values = presets.fields(
-        inst.name, inst.address or "", x.prefixlen, x.gateway, o.serve_port, x.mac
+        inst.name, inst.address or "", x.prefixlen, x.gateway, o.serve_port, mac=x.mac
     )
     return presets.cmdline(o.preset, o.cmdline, values)
 

@@ -101,7 +101,7 @@ PRESETS: dict[str, Preset] = {
 
 
 def fields(
-    name: str, ip: str, prefixlen: int | None, gateway: str, port: int | None, mac: str = ""
+    name: str, ip: str, prefixlen: int | None, gateway: str, port: int | None, *, mac: str = ""
 ) -> dict[str, str]:
     """The values a command-line template may use (empty where the instance has none)."""
     netmask = ""
