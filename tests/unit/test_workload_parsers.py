@@ -342,3 +342,17 @@ def test_udp_echo_pacing_is_a_sweep_with_one_measurement_per_gap():
     for bad in ([], [5, 5], [-1], -1):
         with pytest.raises(ValueError):
             udp_echo.Params(gap_us=bad)
+
+
+def test_every_measuring_workload_declares_how_long_one_measurement_takes():
+    """The plan's estimate reads the declaration, never guesses from parameter names."""
+    from virtbench import workloads
+    from virtbench.experiments.estimate import measure_s
+
+    for w in workloads.every():
+        if w.measures is None:
+            continue
+        assert w.measures.seconds is not None, w.name
+        params = w.measures.params()
+        for level in w.measures.levels(params):
+            assert measure_s(w.name, params, level) > 0, w.name

@@ -12,7 +12,7 @@ latency `.clat_p50` / `.clat_p99` (us).
 from __future__ import annotations
 
 import json
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -123,13 +123,19 @@ def parse(output: str) -> list[workloads.Metric]:
     return out
 
 
+def seconds(params: Params, level: Any) -> float:
+    """About how long one measurement takes here (the plan's estimate): its runtime_s."""
+    del level
+    return params.runtime_s + 1.0
+
+
 WORKLOAD = Workload(
     "fio",
     "exit",
     None,
     "fio randrw 4k direct iodepth 1 (S4) and sequential read/write, data on disk",
     needs=Needs(host_binaries=("/usr/bin/fio",), data=True),
-    measures=Measures(Params, parse, "randrw.read.iops", levels, label),
+    measures=Measures(Params, parse, "randrw.read.iops", levels, label, seconds),
     inside=Inside(command),
     metrics=METRICS,
     order=110,

@@ -12,6 +12,7 @@ duration), `response_ms`,
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -114,13 +115,19 @@ def parse(output: str) -> list[workloads.Metric]:
     ]
 
 
+def seconds(params: Params, level: Any) -> float:
+    """About how long one measurement takes here (the plan's estimate): its duration_s."""
+    del level
+    return params.duration_s + 1.0
+
+
 WORKLOAD = Workload(
     "http-fixed",
     "serve",
     argv,
     "S2 fixed 1.3 KB HTTP reply (nginx), httperf at a set rate",
     needs=nginx.WORKLOAD.needs,  # the same nginx binary and configuration
-    measures=Measures(Params, parse, "reply_rate", levels),
+    measures=Measures(Params, parse, "reply_rate", levels, seconds=seconds),
     serves=Serves(
         PORT,
         "httperf",

@@ -7,7 +7,7 @@ and loss. Each test is one client run against the same server instance.
 from __future__ import annotations
 
 import json
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -103,13 +103,19 @@ def parse(output: str) -> list[workloads.Metric]:
     ]
 
 
+def seconds(params: Params, level: Any) -> float:
+    """About how long one measurement takes here (the plan's estimate): its duration_s."""
+    del level
+    return params.duration_s + 1.0
+
+
 WORKLOAD = Workload(
     "iperf3",
     "serve",
     argv,
     "iperf3 TCP bandwidth both ways, UDP jitter and loss at a set rate",
     needs=Needs(host_binaries=("/usr/bin/iperf3",)),
-    measures=Measures(Params, parse, "tcp.gbit_s", levels, label),
+    measures=Measures(Params, parse, "tcp.gbit_s", levels, label, seconds),
     serves=Serves(PORT, "iperf3", client),
     metrics=METRICS,
     order=60,

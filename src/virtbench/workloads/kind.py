@@ -153,8 +153,8 @@ class Measures:
     label       `label(params, level)`: the metric suffix of a level; None: "@<level>"
                 when several levels are measured, else none
     seconds     `seconds(params, level)`: about how long one measurement takes here (the
-                plan's and `virtbench catalog`'s estimate); None: the parameters'
-                duration_s / time_s / runtime_s (experiments/estimate.py)
+                plan's and `virtbench catalog`'s estimate); None: 10 s
+                (experiments/estimate.py)
     level_name  what the swept level is, for plots
     """
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -167,13 +168,19 @@ def parse(output: str) -> list[workloads.Metric]:
     return out
 
 
+def seconds(params: Params, level: Any) -> float:
+    """About how long one measurement takes here (the plan's estimate): its duration_s."""
+    del level
+    return params.duration_s + 1.0
+
+
 WORKLOAD = Workload(
     "nginx",
     "serve",
     argv,
     "nginx static file, wrk from the host (requests/s, latency percentiles)",
     needs=Needs(host_binaries=("/usr/sbin/nginx",), files=FILES),
-    measures=Measures(Params, parse, "requests_per_s", levels),
+    measures=Measures(Params, parse, "requests_per_s", levels, seconds=seconds),
     serves=Serves(PORT, "wrk", client, image_serves="http", image_port=80),
     metrics=METRICS,
     order=40,

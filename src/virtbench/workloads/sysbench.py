@@ -13,7 +13,7 @@ Metrics: `cpu.events_per_s`, `cpu.latency_avg`/`_p95` (ms); `memory.mib_per_s`,
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -192,6 +192,12 @@ def parse(output: str) -> list[workloads.Metric]:
     return out
 
 
+def seconds(params: Params, level: Any) -> float:
+    """About how long one measurement takes here (the plan's estimate): its time_s."""
+    del level
+    return params.time_s + 1.0
+
+
 WORKLOAD = Workload(
     "sysbench",
     "exit",
@@ -202,7 +208,7 @@ WORKLOAD = Workload(
         host_binaries=("/usr/bin/sysbench",),
         data=True,  # fileio's files
     ),
-    measures=Measures(Params, parse, "cpu.events_per_s", levels, label),
+    measures=Measures(Params, parse, "cpu.events_per_s", levels, label, seconds),
     inside=Inside(command),
     metrics=METRICS,
     order=90,
