@@ -1,6 +1,11 @@
+import gc
+import os
+import select
 import signal
 import subprocess
+import threading
 import time
+from pathlib import Path
 
 import psutil
 import pytest
@@ -75,3 +80,83 @@ def test_signal_group_reaches_every_member_of_the_group_and_no_one_else():
             if p.poll() is None:
                 p.kill()
                 p.wait()
+
+
+def gone(pid: int, within: float = 30.0) -> bool:
+    """Whether process `pid` has ended (exited, or a zombie no one reaped yet) within
+    `within` seconds: a pidfd becomes readable at its end."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        return bool(poller.poll(int(within * 1000)))
+    finally:
+        os.close(fd)
+
+
+# The command starts a grandchild (sleep 300) in its group and writes its pid to a file;
+# it then waits for it, or exits at once while the grandchild holds its pipes open.
+BACKGROUND = {
+    "waits": "sleep 300 & echo $! > {f}; wait",
+    "leaves": "sleep 300 & echo $! > {f}",
+}
+
+
+@pytest.mark.parametrize("how", sorted(BACKGROUND))
+@pytest.mark.parametrize("runner", [proc.run, proc.run_bytes], ids=["run", "run_bytes"])
+def test_a_timed_out_command_is_killed_with_its_whole_group_and_waited_for(runner, how, tmp_path):
+    pidfile = tmp_path / "pid"
+    t0 = time.monotonic()
+    with pytest.raises(proc.CommandTimeout, match="timed out after 2 s"):
+        runner(["sh", "-c", BACKGROUND[how].format(f=pidfile)], timeout=2)
+    assert time.monotonic() - t0 < 120  # not the grandchild's 300 s
+    assert gone(int(pidfile.read_text()))
+    gc.collect()  # a Popen left running or with open pipes would warn here (an error)
+
+
+def wait_for_file(path: Path, then: threading.Event) -> None:
+    deadline = time.monotonic() + 60
+    while not (path.exists() and path.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    then.set()
+
+
+class Interrupted(Exception):
+    pass
+
+
+@pytest.mark.parametrize("runner", [proc.run, proc.run_bytes], ids=["run", "run_bytes"])
+def test_an_interrupted_wait_kills_the_whole_group_and_closes_its_pipes(runner, tmp_path):
+    pidfile = tmp_path / "pid"
+    started = threading.Event()
+
+    def interrupt() -> None:  # once the grandchild is there, a signal to the waiting thread
+        wait_for_file(pidfile, started)
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGUSR1)
+
+    def handler(signum, frame):
+        raise Interrupted
+
+    old = signal.signal(signal.SIGUSR1, handler)
+    try:
+        threading.Thread(target=interrupt, daemon=True).start()
+        with pytest.raises(Interrupted):
+            runner(["sh", "-c", BACKGROUND["waits"].format(f=pidfile)], timeout=120)
+    finally:
+        signal.signal(signal.SIGUSR1, old)
+    assert started.is_set()
+    assert gone(int(pidfile.read_text()))
+    gc.collect()
+
+
+def test_run_bytes_reads_every_byte_times_it_and_returns_the_status():
+    out = proc.run_bytes(["head", "-c", str(1 << 20), "/dev/zero"])
+    assert (out.returncode, len(out.stdout), out.stderr) == (0, 1 << 20, b"")
+    assert 0 < out.t0_ns < out.t1_ns
+    out = proc.run_bytes(["sh", "-c", "printf oops >&2; printf é; exit 3"])
+    assert (out.returncode, out.stdout, out.stderr) == (3, "é".encode(), b"oops")
+    with pytest.raises(proc.VirtbenchError, match="no-such-binary-xyz: command not found"):
+        proc.run_bytes(["no-such-binary-xyz"])
