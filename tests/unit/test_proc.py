@@ -6,11 +6,14 @@ import subprocess
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import psutil
 import pytest
 
+from virtbench.errors import InstanceError
 from virtbench.host import proc
+from virtbench.runtimes.controls import CommandExec
 
 
 def test_run_captures_and_checks():
@@ -160,3 +163,24 @@ def test_run_bytes_reads_every_byte_times_it_and_returns_the_status():
     assert (out.returncode, out.stdout, out.stderr) == (3, "é".encode(), b"oops")
     with pytest.raises(proc.VirtbenchError, match="no-such-binary-xyz: command not found"):
         proc.run_bytes(["no-such-binary-xyz"])
+
+
+class HostExec(CommandExec):
+    """An exec that runs its command on this host."""
+
+    def argv(self, inst, argv):
+        return argv
+
+
+def test_a_command_exec_counts_the_bytes_and_ends_its_group_at_its_timeout(tmp_path):
+    ex = HostExec(SimpleNamespace(label="host"))
+    res = ex.run(None, ["head", "-c", str(1 << 20), "/dev/zero"], 60)
+    assert (res.status, res.stdout_bytes) == (0, 1 << 20) and res.t_start_ns < res.t_end_ns
+    res = ex.run(None, ["sh", "-c", "echo why >&2; exit 2"], 60)
+    assert (res.status, res.stdout_bytes, res.stderr) == (2, 0, "why\n")
+    pidfile = tmp_path / "pid"
+    argv = ["sh", "-c", BACKGROUND["waits"].format(f=pidfile)]
+    with pytest.raises(InstanceError, match=r"^host: sh -c \.\.\. did not end in 2 s$"):
+        ex.run(None, argv, 2)
+    assert gone(int(pidfile.read_text()))
+    gc.collect()
