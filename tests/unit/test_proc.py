@@ -12,7 +12,8 @@ import psutil
 import pytest
 
 from virtbench.errors import InstanceError
-from virtbench.host import proc
+from virtbench.host import cgroups, proc
+from virtbench.measure import quiet
 from virtbench.runtimes.controls import CommandExec
 
 
@@ -183,4 +184,28 @@ def test_a_command_exec_counts_the_bytes_and_ends_its_group_at_its_timeout(tmp_p
     with pytest.raises(InstanceError, match=r"^host: sh -c \.\.\. did not end in 2 s$"):
         ex.run(None, argv, 2)
     assert gone(int(pidfile.read_text()))
+    gc.collect()
+
+
+def test_the_quiet_sentinel_has_its_own_group_and_is_ended_and_waited_for(tmp_path, monkeypatch):
+    spawned = []
+    spawn = proc.spawn
+
+    def record(*a, **k):
+        spawned.append(spawn(*a, **k))
+        return spawned[-1]
+
+    monkeypatch.setattr(proc, "spawn", record)
+    monkeypatch.setattr(quiet.cgroups, "kill_and_remove", lambda d: True)  # no real cgroups
+    layout = cgroups.Layout(2, {}, tmp_path)  # its "cgroups": directories here
+    primer = quiet.Primer(layout, lambda s: f"t-{s}", lambda cg: None)
+    p = spawned[-1]
+    assert os.getpgid(p.pid) == p.pid  # its own group, in virtbench's session
+    primer.prime()
+    primer.close()
+    assert p.returncode is not None
+    monkeypatch.setattr(quiet.Primer, "prime", lambda self: 1 / 0)  # it fails as it starts
+    with pytest.raises(ZeroDivisionError):
+        quiet.Primer(layout, lambda s: f"u-{s}", lambda cg: None)
+    assert spawned[-1] is not p and spawned[-1].returncode is not None  # not left running
     gc.collect()
