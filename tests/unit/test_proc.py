@@ -1,11 +1,20 @@
+import gc
+import os
+import select
 import signal
 import subprocess
+import threading
 import time
+from pathlib import Path
+from types import SimpleNamespace
 
 import psutil
 import pytest
 
-from virtbench.host import proc
+from virtbench.errors import InstanceError
+from virtbench.host import cgroups, proc
+from virtbench.measure import quiet
+from virtbench.runtimes.controls import CommandExec
 
 
 def test_run_captures_and_checks():
@@ -75,3 +84,128 @@ def test_signal_group_reaches_every_member_of_the_group_and_no_one_else():
             if p.poll() is None:
                 p.kill()
                 p.wait()
+
+
+def gone(pid: int, within: float = 30.0) -> bool:
+    """Whether process `pid` has ended (exited, or a zombie no one reaped yet) within
+    `within` seconds: a pidfd becomes readable at its end."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        return bool(poller.poll(int(within * 1000)))
+    finally:
+        os.close(fd)
+
+
+# The command starts a grandchild (sleep 300) in its group and writes its pid to a file;
+# it then waits for it, or exits at once while the grandchild holds its pipes open.
+BACKGROUND = {
+    "waits": "sleep 300 & echo $! > {f}; wait",
+    "leaves": "sleep 300 & echo $! > {f}",
+}
+
+
+@pytest.mark.parametrize("how", sorted(BACKGROUND))
+@pytest.mark.parametrize("runner", [proc.run, proc.run_bytes], ids=["run", "run_bytes"])
+def test_a_timed_out_command_is_killed_with_its_whole_group_and_waited_for(runner, how, tmp_path):
+    pidfile = tmp_path / "pid"
+    t0 = time.monotonic()
+    with pytest.raises(proc.CommandTimeout, match="timed out after 2 s"):
+        runner(["sh", "-c", BACKGROUND[how].format(f=pidfile)], timeout=2)
+    assert time.monotonic() - t0 < 120  # not the grandchild's 300 s
+    assert gone(int(pidfile.read_text()))
+    gc.collect()  # a Popen left running or with open pipes would warn here (an error)
+
+
+def wait_for_file(path: Path, then: threading.Event) -> None:
+    deadline = time.monotonic() + 60
+    while not (path.exists() and path.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    then.set()
+
+
+class Interrupted(Exception):
+    pass
+
+
+@pytest.mark.parametrize("runner", [proc.run, proc.run_bytes], ids=["run", "run_bytes"])
+def test_an_interrupted_wait_kills_the_whole_group_and_closes_its_pipes(runner, tmp_path):
+    pidfile = tmp_path / "pid"
+    started = threading.Event()
+
+    def interrupt() -> None:  # once the grandchild is there, a signal to the waiting thread
+        wait_for_file(pidfile, started)
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGUSR1)
+
+    def handler(signum, frame):
+        raise Interrupted
+
+    old = signal.signal(signal.SIGUSR1, handler)
+    try:
+        threading.Thread(target=interrupt, daemon=True).start()
+        with pytest.raises(Interrupted):
+            runner(["sh", "-c", BACKGROUND["waits"].format(f=pidfile)], timeout=120)
+    finally:
+        signal.signal(signal.SIGUSR1, old)
+    assert started.is_set()
+    assert gone(int(pidfile.read_text()))
+    gc.collect()
+
+
+def test_run_bytes_reads_every_byte_times_it_and_returns_the_status():
+    out = proc.run_bytes(["head", "-c", str(1 << 20), "/dev/zero"])
+    assert (out.returncode, len(out.stdout), out.stderr) == (0, 1 << 20, b"")
+    assert 0 < out.t0_ns < out.t1_ns
+    out = proc.run_bytes(["sh", "-c", "printf oops >&2; printf é; exit 3"])
+    assert (out.returncode, out.stdout, out.stderr) == (3, "é".encode(), b"oops")
+    with pytest.raises(proc.VirtbenchError, match="no-such-binary-xyz: command not found"):
+        proc.run_bytes(["no-such-binary-xyz"])
+
+
+class HostExec(CommandExec):
+    """An exec that runs its command on this host."""
+
+    def argv(self, inst, argv):
+        return argv
+
+
+def test_a_command_exec_counts_the_bytes_and_ends_its_group_at_its_timeout(tmp_path):
+    ex = HostExec(SimpleNamespace(label="host"))
+    res = ex.run(None, ["head", "-c", str(1 << 20), "/dev/zero"], 60)
+    assert (res.status, res.stdout_bytes) == (0, 1 << 20) and res.t_start_ns < res.t_end_ns
+    res = ex.run(None, ["sh", "-c", "echo why >&2; exit 2"], 60)
+    assert (res.status, res.stdout_bytes, res.stderr) == (2, 0, "why\n")
+    pidfile = tmp_path / "pid"
+    argv = ["sh", "-c", BACKGROUND["waits"].format(f=pidfile)]
+    with pytest.raises(InstanceError, match=r"^host: sh -c \.\.\. did not end in 2 s$"):
+        ex.run(None, argv, 2)
+    assert gone(int(pidfile.read_text()))
+    gc.collect()
+
+
+def test_the_quiet_sentinel_has_its_own_group_and_is_ended_and_waited_for(tmp_path, monkeypatch):
+    spawned = []
+    spawn = proc.spawn
+
+    def record(*a, **k):
+        spawned.append(spawn(*a, **k))
+        return spawned[-1]
+
+    monkeypatch.setattr(proc, "spawn", record)
+    monkeypatch.setattr(quiet.cgroups, "kill_and_remove", lambda d: True)  # no real cgroups
+    layout = cgroups.Layout(2, {}, tmp_path)  # its "cgroups": directories here
+    primer = quiet.Primer(layout, lambda s: f"t-{s}", lambda cg: None)
+    p = spawned[-1]
+    assert os.getpgid(p.pid) == p.pid  # its own group, in virtbench's session
+    primer.prime()
+    primer.close()
+    assert p.returncode is not None
+    monkeypatch.setattr(quiet.Primer, "prime", lambda self: 1 / 0)  # it fails as it starts
+    with pytest.raises(ZeroDivisionError):
+        quiet.Primer(layout, lambda s: f"u-{s}", lambda cg: None)
+    assert spawned[-1] is not p and spawned[-1].returncode is not None  # not left running
+    gc.collect()

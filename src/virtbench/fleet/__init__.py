@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-import subprocess
 import sys
 import tarfile
 from collections.abc import Callable
@@ -36,6 +35,7 @@ from pathlib import Path
 from virtbench import naming
 from virtbench.errors import VirtbenchError
 from virtbench.fleet.play import HostOutcome, inventory_hosts, run_playbook
+from virtbench.host import proc
 from virtbench.paths import Paths
 from virtbench.store import Store
 
@@ -73,11 +73,10 @@ def source_tarball(dest: Path, root: Path = SOURCE_ROOT) -> tuple[Path, str]:
             f"fleet: virtbench runs from {root}, not from its source tree (a git checkout), "
             "so it cannot install itself on the hosts"
         )
-    res = subprocess.run(
+    res = proc.run_bytes(  # bytes: the names are UTF-8 whatever the locale
         ["git", "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        capture_output=True,
-        check=False,
         timeout=60,
+        what="fleet: git ls-files",
     )
     if res.returncode != 0:
         raise VirtbenchError(f"fleet: git ls-files in {root} failed: {res.stderr.decode()[:200]}")
@@ -96,7 +95,7 @@ def wheelhouse(dest: Path, root: Path = SOURCE_ROOT) -> tuple[Path, str]:
     """The pinned Python packages (requirements.lock) as wheels in one tarball, for hosts
     with no route to PyPI (inventory variable `virtbench_offline`); its digest."""
     wheels = dest / "wheels"
-    res = subprocess.run(
+    res = proc.run(
         [
             sys.executable,
             "-m",
@@ -110,10 +109,9 @@ def wheelhouse(dest: Path, root: Path = SOURCE_ROOT) -> tuple[Path, str]:
             "-d",
             str(wheels),
         ],
-        capture_output=True,
-        text=True,
         timeout=1800,
         check=False,
+        what="fleet: pip download",
     )
     if res.returncode != 0:
         last = (res.stderr.strip().splitlines() or ["?"])[-1]

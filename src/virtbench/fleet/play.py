@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 from dataclasses import dataclass
 from importlib import resources
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from virtbench.errors import VirtbenchError
+from virtbench.host import proc
 
 SSH_ARGS = (
     "-o ControlMaster=no -o ControlPath=none -o ServerAliveInterval=2 -o ServerAliveCountMax=3"
@@ -64,12 +64,12 @@ def inventory_hosts(inventory: Path, work: Path) -> dict[str, dict[str, Any]]:
     exe = Path(sys.executable).parent / "ansible-inventory"
     if not exe.exists():
         raise VirtbenchError("ansible-inventory not found next to virtbench: run `make setup`")
-    res = subprocess.run(
+    res = proc.run(
         [str(exe), "-i", str(inventory), "--list"],
-        capture_output=True,
-        text=True,
         timeout=120,
+        check=False,
         env={**os.environ, **ansible_env(work)},
+        what="ansible-inventory",
     )
     if res.returncode != 0:
         last = (res.stderr.strip().splitlines() or ["?"])[-1]

@@ -1,12 +1,16 @@
 """The one subprocess helper: argv lists only, own process group, timeout, TERM then KILL.
 
-Every external command virtbench runs goes through :func:`run` (wait for it) or
-:func:`spawn` (keep it running). Children get their own process group so a Ctrl-C
-at the terminal reaches virtbench only, and virtbench stops them in order.
+Every external command virtbench runs goes through :func:`run` (wait for it, its output
+as text), :func:`run_bytes` (wait for it, its output as bytes, timed tightly) or
+:func:`spawn` (keep it running). Children get their own process group so a Ctrl-C at the
+terminal reaches virtbench only, and virtbench stops them in order. A command that times
+out, or whose wait is interrupted, is ended as a group (what it started in the background
+too, even once the command itself has exited), waited for, and its pipes are closed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import signal
@@ -45,6 +49,24 @@ class CommandError(VirtbenchError):
         super().__init__(f"{name} failed: {result.brief()}")
 
 
+class CommandTimeout(CommandError):
+    """A command ran past its timeout (it and its process group were killed)."""
+
+
+@dataclass(frozen=True)
+class Output:
+    """A finished command's exit status and raw output (:func:`run_bytes`), and when it
+    ran: `t0_ns` just before it was started, `t1_ns` once it had exited and all of its
+    output was read (time.monotonic_ns)."""
+
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+    t0_ns: int
+    t1_ns: int
+
+
 def kill_group(proc: subprocess.Popen, grace: float = 2.0) -> None:
     """Send TERM to the child's process group, then KILL after `grace` seconds."""
     if proc.poll() is not None:
@@ -59,6 +81,19 @@ def kill_group(proc: subprocess.Popen, grace: float = 2.0) -> None:
             return
         except subprocess.TimeoutExpired:
             continue
+
+
+def end_group(proc: subprocess.Popen, grace: float = 2.0) -> None:
+    """End `proc` and its whole process group, and wait for it: TERM, then KILL after
+    `grace` seconds (kill_group); then KILL whatever of the group outlives it (a child it
+    started in the background that still holds its pipes), even when `proc` itself had
+    already exited."""
+    kill_group(proc, grace)
+    # While a member is left, the group's id cannot name another process; signal_group
+    # checks each process's group through a pidfd.
+    signal_group(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=5.0)  # reaped (kill_group gives up on one that will not die)
 
 
 def signal_pid(pid: int, sig: int, is_same: Callable[[int], bool]) -> bool:
@@ -144,11 +179,13 @@ def _popen(
     argv: Sequence[str],
     input: str | None,
     env: Mapping[str, str] | None,
-    cwd: Path | None,
-    stdout_path: Path | None,
+    cwd: Path | None = None,
+    stdout_path: Path | None = None,
+    text: bool = True,
 ) -> subprocess.Popen:
     """Start `argv` in its own process group, its output piped (stdout to `stdout_path`
-    instead, if given); VirtbenchError when there is no such command."""
+    instead, if given; bytes unless `text`); VirtbenchError when there is no such
+    command."""
     sink = open(stdout_path, "wb") if stdout_path is not None else None  # noqa: SIM115
     try:
         return subprocess.Popen(
@@ -156,7 +193,7 @@ def _popen(
             stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
             stdout=sink if sink is not None else subprocess.PIPE,
             stderr=subprocess.PIPE,
-            text=True,
+            text=text,
             env=dict(env) if env is not None else None,
             process_group=0,
             cwd=cwd,
@@ -180,18 +217,20 @@ def _communicate(
 
     def expire() -> None:
         expired.set()
-        kill_group(proc)
+        end_group(proc)  # what it left running in the background holds its pipes open
 
     timer = threading.Timer(timeout, expire)
     timer.daemon = True
-    timer.start()
     try:
+        timer.start()
         out, err = proc.communicate(input=input)
     except BaseException:
-        kill_group(proc)
+        end_group(proc)
         raise
     finally:
         timer.cancel()
+        if timer.is_alive():
+            timer.join()  # an expiry under way has ended the whole group once this returns
     return out or "", err, expired.is_set()  # no stdout when it went to `stdout_path`
 
 
@@ -209,21 +248,92 @@ def run(
     """Run `argv` to completion (in `cwd`, if given) and capture its output (its stdout
     goes to the file `stdout_path` instead, if given: binary output).
 
-    Raises CommandError on a non-zero exit when `check` is true, and always on timeout.
-    The child is killed (its whole process group) if this call is interrupted.
+    Raises CommandError on a non-zero exit when `check` is true, and always on timeout
+    (CommandTimeout). The child is killed (its whole process group) on timeout and if
+    this call is interrupted; it is always waited for and its pipes closed.
     """
     start = time.monotonic()
-    proc = _popen(argv, input, env, cwd, stdout_path)
-    out, err, expired = _communicate(proc, input, timeout)
+    with _popen(argv, input, env, cwd, stdout_path) as proc:  # closes the pipes, waits
+        out, err, expired = _communicate(proc, input, timeout)
     if expired:
         res = Result(
             tuple(argv), -9, out, (err or "") + f"\ntimed out after {timeout:g} s", timeout
         )
-        raise CommandError(res, what) from None
+        raise CommandTimeout(res, what) from None
     res = Result(tuple(argv), proc.returncode, out, err, time.monotonic() - start)
     if check and proc.returncode != 0:
         raise CommandError(res, what)
     return res
+
+
+READ_CHUNK = 1 << 20  # bytes per read: a pipe holds 64 KiB, so whatever is there
+
+
+def _drain(p: subprocess.Popen, deadline_ns: int) -> tuple[bytes, bytes, bool]:
+    """What `p` writes to its stdout and stderr until it has closed both (True), or until
+    `deadline_ns` (False, and what came by then); each read as soon as it is there."""
+    assert p.stdout is not None and p.stderr is not None
+    chunks: dict[int, list[bytes]] = {p.stdout.fileno(): [], p.stderr.fileno(): []}
+    poller = select.poll()
+    for fd in chunks:
+        poller.register(fd, select.POLLIN)
+    left = len(chunks)
+    while left:
+        ms = -(-(deadline_ns - time.monotonic_ns()) // 1_000_000)  # rounded up
+        if ms <= 0:
+            break
+        for fd, _ in poller.poll(ms):
+            if chunk := os.read(fd, READ_CHUNK):
+                chunks[fd].append(chunk)
+            else:  # its end (a hang-up reads as the end too)
+                poller.unregister(fd)
+                left -= 1
+    out, err = (b"".join(c) for c in chunks.values())
+    return out, err, left == 0
+
+
+def _exit_by(p: subprocess.Popen, deadline_ns: int) -> int | None:
+    """`p`'s exit status once it has exited, or None if it has not by `deadline_ns`."""
+    try:
+        return wait(p, max(0.0, (deadline_ns - time.monotonic_ns()) / 1e9))
+    except subprocess.TimeoutExpired:
+        return None
+
+
+def run_bytes(
+    argv: Sequence[str],
+    *,
+    timeout: float = 60.0,
+    env: Mapping[str, str] | None = None,
+    what: str | None = None,
+) -> Output:
+    """Run `argv` to completion (no input) and read its output as bytes, however much,
+    never decoded; timed from just before its start to its exit with all of it read
+    (`t0_ns`, `t1_ns`). Its exit status is returned, not checked.
+
+    Nothing is added to the timed span: no timer thread, and no polling back-off (the
+    pipes, then the exit through a pidfd, are waited for here with the time left).
+    Raises CommandTimeout after `timeout` seconds; the child is killed (its whole process
+    group) then and if this call is interrupted; it is always waited for and its pipes
+    closed.
+    """
+    t0 = time.monotonic_ns()
+    deadline = t0 + int(timeout * 1e9)
+    with _popen(argv, None, env, text=False) as p:  # closes the pipes, waits
+        try:
+            out, err, done = _drain(p, deadline)
+            rc = _exit_by(p, deadline) if done else None
+            t1 = time.monotonic_ns()
+            if rc is None:
+                end_group(p)
+        except BaseException:
+            end_group(p)
+            raise
+    if rc is None:
+        said = err.decode(errors="replace") + f"\ntimed out after {timeout:g} s"
+        res = Result(tuple(argv), -9, out[-4096:].decode(errors="replace"), said, timeout)
+        raise CommandTimeout(res, what)
+    return Output(tuple(argv), rc, out, err, t0, t1)
 
 
 def spawn(

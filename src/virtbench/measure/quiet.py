@@ -40,7 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from virtbench.host import cgroups
+from virtbench.host import cgroups, proc
 
 WINDOW_S = 0.015  # quiet for this long before a timed launch (until calibrated)
 MIN_WINDOW_S, MAX_WINDOW_S = 0.003, 0.05
@@ -184,14 +184,12 @@ class Primer:
             d = layout.controller_dir(controller, cg)
             d.mkdir(parents=True, exist_ok=True)
             self.dirs.append(d)
-        self.proc = subprocess.Popen(
-            ["sleep", "infinity"],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        self.prime()
+        self.proc = proc.spawn(["sleep", "infinity"])  # its own process group
+        try:
+            self.prime()
+        except BaseException:  # no one would end it otherwise
+            self.close()
+            raise
 
     def prime(self) -> None:
         """Move the sentinel to the other cgroup (one migration)."""
@@ -200,15 +198,16 @@ class Primer:
         with open(self.dirs[self._at] / "cgroup.procs", "w") as fh:
             fh.write(str(self.proc.pid))
         # and one trivial program started and waited for, as the previous launch of a
-        # by-hand loop would have: process creation is as warm before every launch
+        # by-hand loop would have: process creation is as warm before every launch. A bare
+        # posix_spawn, not host/proc.py: the plain process creation such a loop does (no
+        # pipes, group or timer thread), of a program that ends at once, reaped right here
         pid = os.posix_spawn(WARM_PROGRAM, [WARM_PROGRAM], {})
         os.waitpid(pid, 0)
 
     def close(self) -> None:
         """End the sentinel and remove its cgroups."""
         if self.proc is not None:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
+            proc.end_group(self.proc)  # ended as a group, and waited for
             self.proc = None
         for d in self.dirs:
             cgroups.kill_and_remove(d)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import functools
 import re
 import shutil
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,24 +114,14 @@ class CommandExec(Exec):
 
     def run(self, inst: Instance, argv: list[str], timeout: float) -> ExecResult:
         cmd = self.argv(inst, argv)
-        t0 = time.monotonic_ns()
-        p = subprocess.Popen(
-            cmd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=self.env(),
-        )
-        try:
-            out, err = p.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.communicate()
+        try:  # timed from its start to its exit with all its output read; bytes, not text
+            out = proc.run_bytes(cmd, timeout=timeout, env=self.env())
+        except proc.CommandTimeout:  # its whole process group killed, and waited for
             raise InstanceError(
                 f"{self.rt.label}: {' '.join(cmd[:2])} ... did not end in {timeout:g} s"
             ) from None
-        t1 = time.monotonic_ns()
-        return ExecResult(t0, t1, p.returncode, len(out), err.decode(errors="replace")[-300:])
+        err = out.stderr.decode(errors="replace")[-300:]
+        return ExecResult(out.t0_ns, out.t1_ns, out.returncode, len(out.stdout), err)
 
 
 # --- pause -----------------------------------------------------------------------------

@@ -1,0 +1,51 @@
+"""The fleet's own commands on the controller (git ls-files for the source tarball,
+ansible-inventory for the hosts), run through host/proc.py."""
+
+from __future__ import annotations
+
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from virtbench import fleet
+from virtbench.errors import VirtbenchError
+from virtbench.fleet.play import inventory_hosts
+from virtbench.host import proc
+
+
+def test_the_source_tarball_holds_the_files_git_knows_of(tmp_path):
+    root = tmp_path / "src"
+    proc.run(["git", "init", "-q", str(root)])
+    for name, text in {
+        "Makefile": "all:\n",
+        "é.txt": "x",  # a name git writes as UTF-8 bytes
+        ".gitignore": "ignored\n",
+        "ignored": "no",
+    }.items():
+        (root / name).write_text(text)
+    dest = tmp_path / "out"
+    dest.mkdir()
+    path, digest = fleet.source_tarball(dest, root)
+    with tarfile.open(path) as tar:
+        assert sorted(tar.getnames()) == [".gitignore", "Makefile", "é.txt"]
+    assert len(digest) == 16 and fleet.source_tarball(dest, root)[1] == digest
+    (root / ".git").rename(root / "git")  # git refuses a checkout that is not one
+    (root / ".git").write_text("gitdir: /nonexistent\n")
+    with pytest.raises(VirtbenchError, match=r"fleet: git ls-files in .* failed: "):
+        fleet.source_tarball(dest, root)
+
+
+@pytest.mark.skipif(
+    not (Path(sys.executable).parent / "ansible-inventory").exists(),
+    reason="ansible-inventory is not installed next to this Python",
+)
+def test_the_inventory_is_read_by_ansible_itself(tmp_path):
+    inventory = tmp_path / "hosts.ini"
+    inventory.write_text("[bench]\na ansible_host=10.0.0.1 virtbench_dir=/opt/x\nb\n")
+    hosts = inventory_hosts(inventory, tmp_path / "work")
+    assert list(hosts) == ["a", "b"] and hosts["a"]["virtbench_dir"] == "/opt/x"
+    inventory.write_text("[bench]\n")
+    with pytest.raises(VirtbenchError, match="no hosts in it"):
+        inventory_hosts(inventory, tmp_path / "work")
