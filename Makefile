@@ -65,8 +65,8 @@ test-unit: $(STAMPS)/venv
 	$(BIN)/python -m pytest tests/unit $(PYTEST_ARGS)
 
 lint: $(STAMPS)/venv
-	$(BIN)/ruff check src tests
-	$(BIN)/ruff format --check src tests
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
 
 clean-venv:
 	rm -rf $(VENV) $(STAMPS)
