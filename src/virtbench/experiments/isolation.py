@@ -26,8 +26,8 @@ slowdown's 95% CI is at most `ci_target_pct` points wide or max_runs are done, a
 run says which; before any attack, each runtime's worker is measured alone `pilot` times
 and a baseline too spread for the target is said.
 
-Slowdown (report/tables.py) compares the medians of attacked and baseline measurements of
-the workload's primary metric, in the direction that metric improves:
+Slowdown (report/isolation_table.py) compares the medians of attacked and baseline
+measurements of the workload's primary metric, in the direction that metric improves:
   slowdown = worse / better - 1, with a bootstrap 95% CI; positive means slower.
 """
 
