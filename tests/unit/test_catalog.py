@@ -18,6 +18,7 @@ from virtbench.cli import show as cli_show
 from virtbench.errors import SpecError
 from virtbench.experiments import estimate
 from virtbench.run import plan, runner
+from virtbench.run.harness import Surroundings
 from virtbench.spec import flags as spec_flags
 from virtbench.spec.resolved import resolve
 from virtbench.store import Store
@@ -340,10 +341,7 @@ def test_each_studys_quick_form_runs_on_the_fake_and_says_what_it_skipped(
     store = Store(tmp_path / "results")
     run_id, status = runner.execute(
         resolve(spec),
-        store,
-        tmp_paths(tmp_path),
-        lambda m: None,
-        harness=FakeHarness(world, tmp_path),
+        Surroundings(store, tmp_paths(tmp_path), lambda m: None, FakeHarness(world, tmp_path)),
     )
     assert status == "completed"
     events = [m for _, _, m in store.events(run_id)]
@@ -384,10 +382,7 @@ def test_a_part_for_runtimes_the_run_lacks_is_skipped_and_said_and_resumes(tmp_p
     store = Store(tmp_path / "results")
     run_id, status = runner.execute(
         resolve(spec),
-        store,
-        tmp_paths(tmp_path),
-        lambda m: None,
-        harness=FakeHarness(world, tmp_path),
+        Surroundings(store, tmp_paths(tmp_path), lambda m: None, FakeHarness(world, tmp_path)),
     )
     assert status == "completed"
     events = [m for _, _, m in store.events(run_id)]

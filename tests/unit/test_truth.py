@@ -29,6 +29,7 @@ from virtbench.report.fits import baseline_refusal, cost_cells, cost_fits, trend
 from virtbench.report.sections import experiment_tables
 from virtbench.report.trust import trust_notes
 from virtbench.run import runner
+from virtbench.run.harness import Surroundings
 from virtbench.spec import parse
 from virtbench.spec.resolved import resolve
 from virtbench.store import Sample, Store
@@ -382,7 +383,9 @@ def test_a_whole_spec_runs_on_the_fake_and_leaves_nothing(tmp_path, monkeypatch)
     said: list[str] = []
     harness = FakeHarness(world, tmp_path)
     run_id, status = runner.execute(
-        resolve(spec), store, paths, said.append, ["virtbench", "run"], harness=harness
+        resolve(spec),
+        Surroundings(store, paths, said.append, harness),
+        runner.Invocation(["virtbench", "run"]),
     )
     assert status == "completed" and store.run(run_id).status == "completed"
     samples = store.samples(run_id)
