@@ -50,7 +50,7 @@ from virtbench.experiments.isolation_neighbours import (
 )
 from virtbench.experiments.kind import ExperimentType
 from virtbench.experiments.session import Session, total_runs
-from virtbench.experiments.worker import Worker, check_reachable
+from virtbench.experiments.worker import Job, Worker, check_reachable
 from virtbench.measure.topology import Topology
 from virtbench.metrics.model import Metric
 
@@ -125,7 +125,7 @@ def run(s: Session, cfg: IsolationExperiment) -> None:
             "CPUs with the worker and the attackers",
         )
     failures = Failures(s, "isolation")
-    params = cfg.params_for(cfg.worker)
+    job = Job.of(cfg, cfg.worker)
     precision.pilot(s, cfg, cpu)
     targets = [precision.slowdown_target(s, cfg)] if precision.adapts(cfg) else []
     for rep, warmup, order in s.repetitions("isolation", cfg, targets):
@@ -138,15 +138,7 @@ def run(s: Session, cfg: IsolationExperiment) -> None:
             todo = [u for u in units if s.pending("isolation", warmup, **u)]
             if failures.skip(runtime) or not todo:
                 continue
-            worker = Worker(
-                s,
-                runtime,
-                cfg.worker,
-                params,
-                cfg.ready_timeout_s,
-                cfg.client_timeout_s,
-                cpus=str(cpu),
-            )
+            worker = Worker(s, runtime, job, cpus=str(cpu))
             with worker:
                 try:
                     worker.start()

@@ -31,7 +31,7 @@ from virtbench.errors import InstanceError
 from virtbench.experiments.estimate import Costs, Estimate
 from virtbench.experiments.kind import ExperimentType
 from virtbench.experiments.session import Session
-from virtbench.experiments.worker import Worker, check_reachable
+from virtbench.experiments.worker import Job, Worker, check_reachable
 from virtbench.metrics.model import Metric
 from virtbench.spec.base import (
     WorkerExperiment,
@@ -105,18 +105,10 @@ def check(s: Session, cfg: MinMemoryExperiment) -> None:
 def probe(s: Session, cfg: MinMemoryExperiment, runtime: str, mib: int) -> tuple[float, str]:
     """The median primary figure of `runs` measurements at `mib`; (nan, why) if one of
     them did not complete."""
-    params = cfg.params_for(cfg.workload)
+    job = Job.of(cfg, cfg.workload)
     values: list[float] = []
     for _ in range(cfg.runs):
-        worker = Worker(
-            s,
-            runtime,
-            cfg.workload,
-            params,
-            cfg.ready_timeout_s,
-            cfg.client_timeout_s,
-            memory_mib=mib,
-        )
+        worker = Worker(s, runtime, job, memory_mib=mib)
         with worker:
             try:
                 worker.start()

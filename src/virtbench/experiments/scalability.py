@@ -46,7 +46,7 @@ from virtbench.experiments.failures import Failures
 from virtbench.experiments.kind import ExperimentType
 from virtbench.experiments.scalability_config import ScalabilityExperiment
 from virtbench.experiments.session import Session
-from virtbench.experiments.worker import Worker, check_reachable
+from virtbench.experiments.worker import Job, Worker, check_reachable
 from virtbench.metrics.model import MONO, NS_MS, SPAWN, Metric, pile_metric
 from virtbench.runtimes.base import Instance
 from virtbench.store import Sample
@@ -142,10 +142,7 @@ class PileUp:
         self.rt = s.runtimes[runtime]
         self.worker = None
         if cfg.worker != "boot":
-            params = cfg.params_for(cfg.worker)
-            self.worker = Worker(
-                s, runtime, cfg.worker, params, cfg.ready_timeout_s, cfg.client_timeout_s
-            )
+            self.worker = Worker(s, runtime, Job.of(cfg, cfg.worker))
         self.params = {
             **s.params(runtime),
             "background_workload": cfg.background,
