@@ -38,7 +38,7 @@ from virtbench.host.state import RunState
 from virtbench.measure.probe import ProbeListener
 from virtbench.paths import Paths
 from virtbench.run import cleanup
-from virtbench.run.runner import uninterruptible
+from virtbench.run.teardown import uninterruptible
 from virtbench.runtimes.base import PROBE_MOUNT, Instance, InstanceSpec
 from virtbench.runtimes.oci.base import bundle_config
 from virtbench.spec import InstanceOptions

@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from virtbench.run.runner import uninterruptible
+from virtbench.run.teardown import uninterruptible
 
 
 def run(args: list[str], results: Path) -> str:

@@ -1,4 +1,6 @@
-"""Faults: what a run does when the world under it breaks, on real runtimes."""
+"""Faults: what a run does when the world under it breaks, on real runtimes (kill -9 then
+`clean` on every runtime kind, and a Docker daemon dying under a run:
+test_faults_cleanup.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,6 @@ import os
 import shutil
 import signal
 import sqlite3
-import stat
 import subprocess
 import time
 from collections import Counter
@@ -16,12 +17,9 @@ from pathlib import Path
 
 import psutil
 import pytest
-from tests.conftest import need
 from tests.integration.conftest import cli, labelled, run_id_of, start_run
 from tests.integration.test_cli_runs import start_density
 
-from virtbench import runtimes
-from virtbench.runtimes import daemon
 from virtbench.store import Store
 
 
@@ -238,238 +236,6 @@ def test_a_server_killed_mid_measurement_is_a_failed_sample_with_how_and_the_run
     assert not labelled(rid)
 
 
-def _docker_disk_mentions(rid: str) -> list[str]:
-    """Files of the default Docker data root that name the run (its image's tag, its
-    containers' configs), read from disk: the run's own dockerd is gone. Not the bolt
-    network store (network/files/local-kv.db): its freed pages keep a run's name after
-    every key naming it was deleted."""
-    root = Path("/var/lib/docker")
-    files = [root / "image/overlay2/repositories.json", *root.glob("containers/*/config.v2.json")]
-    marker = f"vb-{rid}-".encode()
-    return [str(f) for f in files if f.is_file() and marker in f.read_bytes()]
-
-
-def _run_cgroups(rid: str) -> list[Path]:
-    """The run's instance cgroups: a glob, quick enough to poll while instances start
-    (labelled() asks every engine and takes a second or more)."""
-    return list(Path("/sys/fs/cgroup").glob(f"*/virtbench/vb-{rid}-*"))
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize(
-    "runtime",
-    ["runc", "youki", "runsc", "docker", "podman", "lxc", "lxd", "nspawn", "bwrap", "wasmtime"],
-)
-def test_kill_9_then_clean_leaves_nothing_of_any_runtime_kind(runtime, env, tmp_path):
-    """kill -9 of a density run while its instances pile up, then `virtbench clean`: no
-    instance, process, cgroup, image, network, netns, link or mount of the run is left,
-    a daemon the run started (dockerd, its own LXD) is stopped, and its state is gone.
-    (crun: test_cli_runs; QEMU with taps: test_vms.)"""
-    avail = runtimes.get(runtime).available()
-    need(avail.ok, f"{runtime}: {avail.reason}")
-    for d in [tmp_path, *tmp_path.parents]:  # unprivileged LXD containers below the state
-        d.chmod(d.stat().st_mode | stat.S_IXOTH)
-    # the light ones start 40 in half a second: give them a pile-up that lasts to be caught
-    instances = "400" if runtime in ("bwrap", "wasmtime") else "40"
-    p, rid = start_run(
-        "density", "--runtimes", runtime, "--instances", instances, "--runs", "1", env=env
-    )
-    deadline = time.monotonic() + 300
-    while len(_run_cgroups(rid)) < 3:
-        assert p.poll() is None and time.monotonic() < deadline, p.communicate()[0]
-        time.sleep(0.05)
-    ledger = tmp_path / "state" / "runs" / rid / "ledger.jsonl"
-    p.kill()
-    p.communicate(timeout=30)
-    records = [json.loads(line) for line in ledger.read_text().splitlines()]
-    daemons = [(r["pid"], r["start"]) for r in records if r["kind"] == "daemon-pid"]
-    left = labelled(rid)
-    assert left, "the run should have left instances behind"
-    if runtime in ("runc", "runsc"):  # each container's overlay root is mounted
-        assert any(x.startswith("mount ") and "/rootfs/" in x for x in left), left
-    res = cli("clean", "--run", rid, env=env, timeout=300)
-    assert res.returncode == 0, res.stdout + res.stderr
-    assert f"run {rid} marked crashed" in res.stdout
-    assert not labelled(rid)
-    for pid, start in daemons:  # stopped, not merely forgotten
-        assert daemon.start_time(pid) != start, f"daemon {pid} still runs"
-    if runtime == "docker":
-        assert not _docker_disk_mentions(rid)
-    assert not (tmp_path / "state" / "runs" / rid).exists()
-    assert cli("clean", "--run", rid, env=env).stdout.strip() == "nothing to clean"
-
-
-def _boot_samples(db: Path, rid: str, runtime: str) -> list[tuple[float | None, str]]:
-    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
-    try:
-        q = (
-            "SELECT value, error FROM samples WHERE run_id = ? AND runtime = ? AND warmup = 0"
-            " AND experiment = 'boot'"
-        )
-        return con.execute(q, (rid, runtime)).fetchall()
-    except sqlite3.OperationalError:  # not created yet
-        return []
-    finally:
-        con.close()
-
-
-@pytest.mark.slow
-def test_dockerd_killed_mid_run_skips_docker_and_the_run_goes_on(env, tmp_path):
-    """The run's own dockerd gets SIGKILL (by the pid its ledger records) after a few docker
-    boots: docker's next boot is a failed sample saying so, docker is skipped for the rest
-    of the run with that reason, crun is measured to the end, and a fresh dockerd removes
-    what the dead one kept on disk; every daemon the run started is stopped."""
-    avail = runtimes.get("docker").available()
-    need(avail.ok, f"docker: {avail.reason}")
-    assert "not running" in avail.version, "a dockerd runs already: the run must start its own"
-    p, rid = start_run(
-        "boot",
-        "--runtimes",
-        "docker,crun",
-        "--workloads",
-        "hello",
-        "--runs",
-        "12",
-        "--warmups",
-        "0",
-        env=env,
-    )
-    db = tmp_path / "results" / "virtbench.sqlite"
-    ledger = tmp_path / "state" / "runs" / rid / "ledger.jsonl"
-    deadline = time.monotonic() + 300
-    while len([v for v, _ in _boot_samples(db, rid, "docker") if v is not None]) < 3:
-        assert p.poll() is None and time.monotonic() < deadline, p.communicate()[0]
-        time.sleep(0.1)
-    records = [json.loads(line) for line in ledger.read_text().splitlines()]
-    (first,) = [(r["pid"], r["start"]) for r in records if r["kind"] == "daemon-pid"]
-    assert daemon.start_time(first[0]) == first[1]
-    os.kill(first[0], signal.SIGKILL)
-    daemons = [first]
-
-    def more_daemons() -> None:  # the fresh dockerd of the clean-up, while the run is on
-        with contextlib.suppress(OSError):
-            for line in ledger.read_text().splitlines():
-                r = json.loads(line)
-                if r["kind"] == "daemon-pid" and (r["pid"], r["start"]) not in daemons:
-                    daemons.append((r["pid"], r["start"]))
-
-    while p.poll() is None and time.monotonic() < deadline:
-        more_daemons()
-        time.sleep(0.05)
-    out, _ = p.communicate(timeout=60)
-    assert p.returncode == 0, out
-    gone = f"dockerd (pid {first[0]}), started by this run, killed by SIGKILL mid-run"
-    assert gone in " ".join(out.split()), out
-    store = Store(tmp_path / "results")
-    assert store.run(rid).status == "completed"
-    docker = [s for s in store.samples(rid) if s.runtime == "docker" and s.experiment == "boot"]
-    # The boot under way when dockerd died is a failed sample saying so -- unless dockerd
-    # died between boots (while one was being removed): then none is cut short, and the
-    # next is not tried at all (the event below says why).
-    failed = [s for s in docker if s.value is None]
-    assert len(failed) <= 1 and all(gone in f.error for f in failed), [s.error for s in failed]
-    assert len([s for s in docker if s.value is not None]) >= 3
-    crun = [
-        s
-        for s in store.samples(rid)
-        if s.runtime == "crun" and s.metric == "boot.spawn_to_exit" and not s.warmup
-    ]
-    assert sorted(s.repetition for s in crun) == list(range(12))
-    assert all(s.value is not None for s in crun)
-    events = " ".join(m for _, _, m in store.events(rid))
-    assert f"boot: docker skipped for the rest of the run: docker: {gone}" in events
-    assert len(daemons) == 2, "a fresh dockerd should have removed what the dead one kept"
-    for pid, start in daemons:
-        assert daemon.start_time(pid) != start, f"dockerd {pid} still runs"
-    assert not labelled(rid)
-    assert not _docker_disk_mentions(rid), events
-    assert not (tmp_path / "state" / "runs" / rid).exists()
-
-
-def _answers() -> bool:
-    res = subprocess.run(
-        ["docker", "-H", "unix:///var/run/docker.sock", "version"], capture_output=True, timeout=30
-    )
-    return res.returncode == 0
-
-
-def _hosts_dockerd(tmp_path: Path) -> subprocess.Popen:
-    """A dockerd as the host's admin would run it (not started by virtbench)."""
-    from virtbench.runtimes.engines.dockerd import CONTAINERD_PIDFILE, daemon_config, dockerd_argv
-
-    # PID 1 here reaps no orphans: the containerd of a dockerd killed before is a zombie
-    # whose pid file would make this one wait for it (the run's own revival does the same).
-    CONTAINERD_PIDFILE.unlink(missing_ok=True)
-    conf = tmp_path / "hosts-dockerd.json"
-    conf.write_text(json.dumps(daemon_config(tmp_path)))
-    log = open(tmp_path / "hosts-dockerd.log", "ab")  # noqa: SIM115 - the daemon's, for its life
-    p = subprocess.Popen(dockerd_argv(conf), stdout=log, stderr=log, start_new_session=True)
-    log.close()
-    deadline = time.monotonic() + 90
-    while not _answers():
-        assert p.poll() is None and time.monotonic() < deadline, tmp_path / "hosts-dockerd.log"
-        time.sleep(0.2)
-    return p
-
-
-@pytest.mark.slow
-def test_the_hosts_dockerd_dying_mid_run_is_reported_and_clean_finishes_when_it_is_back(
-    env, tmp_path
-):
-    """A dockerd the run did not start dies (SIGKILL) after a few docker boots: docker is
-    skipped saying the daemon no longer answers, crun goes on, the run says what stays in
-    that daemon; once it is back, `virtbench clean --run` removes it."""
-    avail = runtimes.get("docker").available()
-    need(avail.ok, f"docker: {avail.reason}")
-    assert "not running" in avail.version, "a dockerd runs already: the test starts its own"
-    hosts = _hosts_dockerd(tmp_path)
-    try:
-        p, rid = start_run(
-            "boot",
-            "--runtimes",
-            "docker,crun",
-            "--workloads",
-            "hello",
-            "--runs",
-            "10",
-            "--warmups",
-            "0",
-            env=env,
-        )
-        db = tmp_path / "results" / "virtbench.sqlite"
-        deadline = time.monotonic() + 300
-        while len([v for v, _ in _boot_samples(db, rid, "docker") if v is not None]) < 3:
-            assert p.poll() is None and time.monotonic() < deadline, p.communicate()[0]
-            time.sleep(0.1)
-        hosts.kill()
-        hosts.wait(30)
-        out, _ = p.communicate(timeout=300)
-        assert p.returncode == 0, out
-        flat = " ".join(out.split())
-        assert "docker: dockerd no longer answers on /var/run/docker.sock" in flat, out
-        assert f"then `virtbench clean --run {rid}` removes them" in flat, out
-        store = Store(tmp_path / "results")
-        assert store.run(rid).status == "completed"
-        crun = [
-            s
-            for s in store.samples(rid)
-            if s.runtime == "crun" and s.metric == "boot.spawn_to_exit"
-        ]
-        assert sorted(s.repetition for s in crun) == list(range(10))
-        events = " ".join(m for _, _, m in store.events(rid))
-        assert "boot: docker skipped for the rest of the run" in events
-        assert _docker_disk_mentions(rid), "the dead daemon's store should still hold the image"
-        hosts = _hosts_dockerd(tmp_path)  # the admin brings it back
-        res = cli("clean", "--run", rid, env=env, timeout=300)
-        assert res.returncode == 0, res.stdout + res.stderr
-        assert not labelled(rid)
-    finally:
-        if hosts.poll() is None:
-            hosts.terminate()
-            hosts.wait(60)
-    assert not _docker_disk_mentions(rid)
-
-
 @pytest.mark.slow
 def test_kill_9_next_to_a_busy_run_then_clean_and_resume_leave_nothing_and_lose_nothing(
     env, tmp_path
@@ -493,48 +259,14 @@ def test_kill_9_next_to_a_busy_run_then_clean_and_resume_leave_nothing_and_lose_
         env=env,
     )
     try:
-        p, rid = start_run(
-            "density",
-            "--runtimes",
-            "crun",
-            "--instances",
-            "60",
-            "--runs",
-            "1",
-            "--instances-per-benchmark",
-            "5",
-            env=env,
-        )
-        deadline = time.monotonic() + 150
-        while len([x for x in labelled(rid) if x.startswith("container")]) < 20:
-            assert p.poll() is None and time.monotonic() < deadline, p.communicate()[0]
-            time.sleep(0.1)
-        p.kill()
-        p.communicate(timeout=30)
+        rid = _density_killed_mid_pile_up(env)
         store = Store(tmp_path / "results")
-        before = {
-            (s.runtime, s.repetition, s.metric, s.background, s.t, s.value)
-            for s in store.samples(rid)
-        }
+        before = _stored(store, rid)
         store.close()
         assert before, "the killed run had stored samples"
         containers = {x for x in labelled(rid) if x.startswith("container")}
         assert len(containers) >= 20
-        listed = []
-        for _ in range(4):  # while the busy run makes and deletes crun containers
-            assert busy.poll() is None, "the busy run ended too soon"
-            dry = cli("clean", "--dry-run", env=env)
-            assert dry.returncode == 0, dry.stdout + dry.stderr
-            assert f"vb-{busy_rid}-" not in dry.stdout, dry.stdout
-            listed.append(
-                {
-                    ln.split()[3]
-                    for ln in dry.stdout.splitlines()
-                    if ln.startswith("would remove instance")
-                }
-            )
-        assert {x.split()[1] for x in containers} <= listed[0]
-        assert all(seen == listed[0] for seen in listed), [len(s) for s in listed]
+        _dry_runs_list_the_same(busy, busy_rid, containers, env)
         res = cli("clean", "--run", rid, env=env)
         assert res.returncode == 0, res.stdout + res.stderr
         assert f"run {rid} marked crashed" in res.stdout
@@ -542,10 +274,7 @@ def test_kill_9_next_to_a_busy_run_then_clean_and_resume_leave_nothing_and_lose_
         resumed = cli("run", "--resume", rid, env=env)
         assert resumed.returncode == 0, resumed.stdout + resumed.stderr
         store = Store(tmp_path / "results")
-        after = {
-            (s.runtime, s.repetition, s.metric, s.background, s.t, s.value)
-            for s in store.samples(rid)
-        }
+        after = _stored(store, rid)
         assert store.run(rid).status == "completed"
         reached = [s.value for s in store.samples(rid) if s.metric == "density.reached"]
         store.close()
@@ -562,3 +291,58 @@ def test_kill_9_next_to_a_busy_run_then_clean_and_resume_leave_nothing_and_lose_
     assert store.run(busy_rid).status in ("completed", "interrupted")
     store.close()
     assert not labelled(busy_rid)
+
+
+def _density_killed_mid_pile_up(env: dict[str, str]) -> str:
+    """A crun density run of 60 instances, killed (kill -9) once 20 or more of its
+    containers are up; its run id."""
+    p, rid = start_run(
+        "density",
+        "--runtimes",
+        "crun",
+        "--instances",
+        "60",
+        "--runs",
+        "1",
+        "--instances-per-benchmark",
+        "5",
+        env=env,
+    )
+    deadline = time.monotonic() + 150
+    while len([x for x in labelled(rid) if x.startswith("container")]) < 20:
+        assert p.poll() is None and time.monotonic() < deadline, p.communicate()[0]
+        time.sleep(0.1)
+    p.kill()
+    p.communicate(timeout=30)
+    return rid
+
+
+def _stored(store: Store, rid: str) -> set[tuple]:
+    """The run's samples as what tells them apart, with their values: a sample kept
+    through a kill and a resume is the same tuple before and after."""
+    return {
+        (s.runtime, s.repetition, s.metric, s.background, s.t, s.value) for s in store.samples(rid)
+    }
+
+
+def _dry_runs_list_the_same(
+    busy: subprocess.Popen, busy_rid: str, containers: set[str], env: dict[str, str]
+) -> None:
+    """Four dry-runs of clean while the busy run makes and deletes crun containers (so
+    `crun list` fails now and then): each lists every one of the killed run's
+    `containers`, the same instances each time, and nothing of the busy run's."""
+    listed = []
+    for _ in range(4):
+        assert busy.poll() is None, "the busy run ended too soon"
+        dry = cli("clean", "--dry-run", env=env)
+        assert dry.returncode == 0, dry.stdout + dry.stderr
+        assert f"vb-{busy_rid}-" not in dry.stdout, dry.stdout
+        listed.append(
+            {
+                ln.split()[3]
+                for ln in dry.stdout.splitlines()
+                if ln.startswith("would remove instance")
+            }
+        )
+    assert {x.split()[1] for x in containers} <= listed[0]
+    assert all(seen == listed[0] for seen in listed), [len(s) for s in listed]

@@ -138,17 +138,9 @@ def _wait_orphans(hosts: fleethosts.Hosts, host: str) -> list[str]:
     return ids
 
 
-@pytest.mark.long  # about 2 minutes each: `make test-long`
-@pytest.mark.parametrize("what", ["sshd", "host"])
-def test_a_host_killed_mid_run_is_reported_and_the_other_hosts_samples_are_kept(
-    what, hosts, tmp_path
-):
-    """While both hosts measure, h2's sshd dies (the listener and its sessions), or the
-    whole host does (every process in its namespace, virtbench included): h1's run is
-    merged whole, h2 is reported unreachable (exit 1) and recorded as a run of h2 saying
-    so. A run orphaned by its sshd ends by itself and leaves nothing behind."""
-    inv = hosts.inventory(tmp_path / "hosts.ini")
-    results = tmp_path / "results"
+def _fleet_started(inv: Path, results: Path, tmp_path: Path) -> tuple[subprocess.Popen, str, str]:
+    """`virtbench fleet run` of 60 boots of hello on native and crun on every host of `inv`,
+    read until it says it started: the process, what it printed so far and the fleet id."""
     p = subprocess.Popen(
         [
             *VIRTBENCH,
@@ -180,6 +172,21 @@ def test_a_host_killed_mid_run_is_reported_and_the_other_hosts_samples_are_kept(
         assert line, seen
         seen += line
     fid = fleet_id(seen)
+    return p, seen, fid
+
+
+@pytest.mark.long  # about 2 minutes each: `make test-long`
+@pytest.mark.parametrize("what", ["sshd", "host"])
+def test_a_host_killed_mid_run_is_reported_and_the_other_hosts_samples_are_kept(
+    what, hosts, tmp_path
+):
+    """While both hosts measure, h2's sshd dies (the listener and its sessions), or the
+    whole host does (every process in its namespace, virtbench included): h1's run is
+    merged whole, h2 is reported unreachable (exit 1) and recorded as a run of h2 saying
+    so. A run orphaned by its sshd ends by itself and leaves nothing behind."""
+    inv = hosts.inventory(tmp_path / "hosts.ini")
+    results = tmp_path / "results"
+    p, seen, fid = _fleet_started(inv, results, tmp_path)
     deadline = time.monotonic() + 900
     while _remote_samples(hosts, "h2", fid) < 10:
         assert p.poll() is None and time.monotonic() < deadline, seen + p.stdout.read()

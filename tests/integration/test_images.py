@@ -69,14 +69,11 @@ def image_table(name: str, image: dict[str, str], serves: str, port: int, extra:
     )
 
 
-def test_two_images_and_crun_in_one_run_scalability_and_redis_one_table(env, tmp_path, image):
-    """The acceptance: two named image runtimes and crun, S1's uk_ng_s shape (nginx measured
-    while idle instances of the same runtime pile up) and redis throughput, in one run;
-    the report compares them in one table and one figure. Also a third image serving UDP
-    on a port of its own, and the nginx image as an isolation worker next to crun
-    attackers (an image runs one program: its neighbours come from another runtime)."""
-    spec = tmp_path / "images.toml"
-    spec.write_text(
+def acceptance_spec(image: dict[str, str]) -> str:
+    """The acceptance run's spec: three image runtimes (nginx, redis, a UDP echo on a port
+    of its own) and crun; scalability of nginx, redis and UDP throughput, and nginx as an
+    isolation worker beside crun attackers."""
+    return (
         'name = "images"\nruntimes = ["img-http", "img-redis", "img-udp", "crun"]\n'
         '[instance]\nnetwork = "bridge"\n'
         + image_table("img-http", image, "http", nginx.PORT)
@@ -97,6 +94,16 @@ def test_two_images_and_crun_in_one_run_scalability_and_redis_one_table(env, tmp
         "runs = 1\nwarmups = 0\nci_target_pct = 0\nready_timeout_s = 240\n"
         "[experiment.params.nginx]\nconnections = 2\nduration_s = 2\n"
     )
+
+
+def test_two_images_and_crun_in_one_run_scalability_and_redis_one_table(env, tmp_path, image):
+    """The acceptance: two named image runtimes and crun, S1's uk_ng_s shape (nginx measured
+    while idle instances of the same runtime pile up) and redis throughput, in one run;
+    the report compares them in one table and one figure. Also a third image serving UDP
+    on a port of its own, and the nginx image as an isolation worker next to crun
+    attackers (an image runs one program: its neighbours come from another runtime)."""
+    spec = tmp_path / "images.toml"
+    spec.write_text(acceptance_spec(image))
     res = cli("run", str(spec), env=env, timeout=900)
     assert res.returncode == 0, res.stdout + res.stderr
     rid = run_id_of(res.stdout)

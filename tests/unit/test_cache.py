@@ -14,6 +14,7 @@ from tests.faketruth import FakeHarness, RuntimeTruth, Truth
 from virtbench.artifacts import cache
 from virtbench.errors import VirtbenchError
 from virtbench.run import runner
+from virtbench.run.harness import Surroundings
 from virtbench.spec import flags as spec_flags
 from virtbench.spec.resolved import resolve
 from virtbench.store import Store
@@ -74,7 +75,7 @@ def test_a_run_prunes_the_cache_when_it_ends_and_says_so(tmp_path, monkeypatch):
     store = Store(tmp_path / "results")
     harness = FakeHarness(world, tmp_path)
     run_id, status = runner.execute(
-        resolve(spec), store, tmp_paths(tmp_path), lambda m: None, harness=harness
+        resolve(spec), Surroundings(store, tmp_paths(tmp_path), lambda m: None, harness)
     )
     events = [m for _, _, m in store.events(run_id)]
     store.close()

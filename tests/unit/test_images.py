@@ -1,13 +1,10 @@
 """Images built elsewhere: named runtimes in a spec, what an image serves and on which
-port, the presets' command lines, readiness by port against a known truth, and the run's
-record of which files each named runtime stood for."""
+port, the presets' command lines, and the run's record of which files each named runtime
+stood for (their instances coming up or failing: test_image_boots.py)."""
 
 from __future__ import annotations
 
 import hashlib
-import socket
-import threading
-import time
 import typing
 from pathlib import Path
 from types import SimpleNamespace
@@ -15,18 +12,15 @@ from types import SimpleNamespace
 import pytest
 from pydantic import ValidationError
 
-from virtbench import metrics, runtimes, spec
-from virtbench.cli.run import unmeasured
+from virtbench import runtimes, spec
 from virtbench.errors import SpecError
-from virtbench.measure.portready import PERIOD_S, PortWatch, echo_request
 from virtbench.run.preflight import named_runtimes
-from virtbench.runtimes.base import Instance, InstanceSpec, NoState
+from virtbench.runtimes.base import Instance, InstanceSpec
 from virtbench.runtimes.vm import guest as vm_guest
 from virtbench.runtimes.vm import image as vm_image
 from virtbench.runtimes.vm import presets
 from virtbench.runtimes.vm.guest import VmOptions, image_cannot_run
 from virtbench.spec.resolved import resolve
-from virtbench.store.records import Sample
 
 
 @pytest.fixture
@@ -221,98 +215,6 @@ def test_an_image_boots_seabios_and_every_sample_says_which_firmware(tmp_path, k
     assert microvm.conditions() == {"firmware": "qboot"}  # microvm has no other
 
 
-def test_a_guest_that_crashed_is_quoted_at_its_crash_line(tmp_path):
-    spec_ = InstanceSpec("vb-r1-0001", ("/bin/vb-hello",), tmp_path)
-    inst = Instance(spec_, "qemu", tmp_path / "c.log", own=NoState())
-    crash = "CRIT: [libkvmplat] <memory.c @ 388> Assertion failure: ml->flags == mr->flags"
-    banner = [f"Unikraft boot line {i}" for i in range(20)]
-    inst.log_path.write_text("\n".join(["SeaBIOS", crash, *banner]) + "\n")
-    tail = inst.log_tail()
-    assert tail.startswith(f"crashed: {crash} ... Unikraft boot line 15"), tail
-    inst.log_path.write_text("booting\nKernel panic - not syncing: VFS\n")
-    assert inst.log_tail() == "crashed: booting | Kernel panic - not syncing: VFS"
-    inst.log_path.write_text("booting\nready\n")  # no crash: as before
-    assert inst.log_tail() == "booting | ready"
-
-
-def test_a_failure_says_the_console_then_what_the_vmm_said(tmp_path):
-    spec_ = InstanceSpec("vb-r1-0001", ("/bin/vb-hello",), tmp_path)
-    inst = Instance(spec_, "qemu", tmp_path / "c.log", own=NoState())
-    inst.log_path.write_text("booting\n\nnginx: [emerg] bind() failed\n")
-    assert inst.log_tail() == "booting | nginx: [emerg] bind() failed"
-    inst.side_log = tmp_path / "c.vmm.log"
-    inst.side_log.write_text("qemu: could not open disk\n")
-    assert inst.log_tail() == (
-        "booting | nginx: [emerg] bind() failed; the VMM said: qemu: could not open disk"
-    )
-    inst.log_path.write_text("")
-    assert inst.log_tail().startswith("(no console output); the VMM said: qemu")
-
-
-def _listen_later(proto: str, delay: float) -> tuple[int, list[int], threading.Thread]:
-    """A server on loopback that starts answering `delay` s from now: the injected truth
-    (host monotonic ns of the moment it answers) is put in the returned list."""
-    kind = socket.SOCK_STREAM if proto == "tcp" else socket.SOCK_DGRAM
-    probe = socket.socket(socket.AF_INET, kind)
-    probe.bind(("127.0.0.1", 0))
-    port = probe.getsockname()[1]
-    probe.close()  # nothing listens there until the delay is over
-    truth: list[int] = []
-
-    def serve() -> None:
-        time.sleep(delay)
-        s = socket.socket(socket.AF_INET, kind)
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        s.bind(("127.0.0.1", port))
-        if proto == "tcp":
-            s.listen(64)
-        truth.append(time.monotonic_ns())
-        s.settimeout(5)
-        try:
-            if proto == "tcp":
-                s.accept()[0].close()
-            else:
-                data, peer = s.recvfrom(65536)
-                s.sendto(data, peer)
-        finally:
-            s.close()
-
-    t = threading.Thread(target=serve, daemon=True)
-    t.start()
-    return port, truth, t
-
-
-@pytest.mark.parametrize("proto", ["tcp", "udp"])
-def test_port_readiness_recovers_a_known_moment(proto):
-    """The server starts answering 300 ms in: the watch must see it no earlier than that,
-    and within its period plus scheduling slack (this machine is noisy: 50 ms)."""
-    lateness = []
-    for _ in range(3):
-        port, truth, server = _listen_later(proto, 0.3)
-        seen: list[int] = []
-        watch = PortWatch("127.0.0.1", port, proto, seen.append, lambda: False, timeout=10)
-        watch.start()
-        watch.join(10)
-        server.join(10)
-        assert seen and truth, (seen, truth)
-        lateness.append((seen[0] - truth[0]) / 1e6)
-    assert all(x >= 0 for x in lateness), lateness  # never before the server answered
-    assert min(lateness) <= PERIOD_S * 1e3 + 5, lateness
-    assert max(lateness) < 50, lateness
-
-
-def test_port_watch_gives_up_when_the_instance_is_gone():
-    gone = threading.Event()
-    seen: list[int] = []
-    watch = PortWatch("127.0.0.1", 9, "tcp", seen.append, gone.is_set, timeout=30)
-    watch.start()
-    time.sleep(0.05)
-    gone.set()
-    watch.join(2)
-    assert not watch.is_alive() and seen == []
-    assert len(echo_request()) == 16 and echo_request()[:8] == b"\0\0\0\x10\0\0\0\0"
-
-
 def test_the_run_records_each_named_runtimes_files_with_their_digest(kernel):
     s = spec.parse(image_spec(kernel), "t.toml")
     record = named_runtimes(resolve(s))
@@ -321,76 +223,6 @@ def test_the_run_records_each_named_runtimes_files_with_their_digest(kernel):
     k = record["uk-nginx"]["files"]["kernel"]
     assert k["sha256"] == hashlib.sha256(kernel.read_bytes()).hexdigest()
     assert k["bytes"] == kernel.stat().st_size and k["path"] == str(kernel.resolve())
-
-
-def test_a_runtime_that_measured_nothing_is_named_with_its_first_reason():
-    def smp(rt: str, metric: str, value: float | None, error: str = "") -> Sample:
-        return Sample(
-            experiment="throughput",
-            metric=metric,
-            value=value,
-            unit="req/s",
-            direction="higher",
-            runtime=rt,
-            workload="nginx",
-            repetition=0,
-            error=error,
-        )
-
-    samples = [
-        smp("uk-nginx", "requests_per_s", None, "port 80 not open after 60 s: booted"),
-        smp("uk-nginx", "requests_per_s", None, "later"),
-        smp("uk-nginx", "scalability.reached", 0.0),  # a fact of the run, not a measurement
-        smp("crun", "requests_per_s", None, "one failed"),
-        smp("crun", "requests_per_s", 1000.0),
-    ]
-    assert unmeasured(samples) == {"uk-nginx": "port 80 not open after 60 s: booted"}
-
-
-def test_side_figures_of_failed_boots_are_not_a_measurement():
-    """An image that crashes at every boot still has its launch returned, its teardown
-    timed and its size recorded: those are side figures, so the runtime measured nothing;
-    one boot that ended is a measurement."""
-
-    def smp(rt: str, metric: str, value: float | None, error: str = "", **kw) -> Sample:
-        return Sample(
-            **{
-                "experiment": "boot",
-                "metric": metric,
-                "value": value,
-                "unit": "ms",
-                "direction": "lower",
-                "runtime": rt,
-                "workload": "hello",
-                "repetition": 0,
-                "error": error,
-                **kw,
-            }
-        )
-
-    crash = "guest crashed: CRIT: [libkvmplat] <memory.c @ 388> Assertion failure"
-    samples = [
-        smp("uk", "boot.spawn_to_exit", None, crash),
-        smp("uk", "boot.spawn_to_started", 40.0),
-        smp("uk", "boot.spawn_to_first_output", 90.0),
-        smp("uk", "boot.teardown", 12.0),
-        smp("uk", "image_size", 0.4, experiment="image"),
-        smp("uk", "host.cpu_idle_pct", 93.0),
-        smp("ok", "boot.spawn_to_exit", None, "one failed"),
-        smp("ok", "boot.spawn_to_exit", 35.0),
-        smp("ok", "boot.teardown", 10.0),
-    ]
-    assert unmeasured(samples) == {"uk": crash}
-    side = [m.name for m in metrics.registry() if m.side]
-    assert {
-        "boot.teardown",
-        "image_size",
-        "density.reached",
-        "scalability.launch",
-        "burst.failed",
-        "host.*",
-    } <= set(side)
-    assert not {"boot.spawn_to_exit", "boot.spawn_to_ready", "density.pss"} & set(side)
 
 
 def test_every_workload_an_image_may_serve_drives_the_images_port():

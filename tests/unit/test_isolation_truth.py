@@ -177,7 +177,7 @@ def test_cpulists_round_trip():
 def _table_text(s, samples) -> str:
     from rich.console import Console
 
-    from virtbench.report.tables import isolation_table
+    from virtbench.report.isolation_table import isolation_table
 
     console = Console(width=250, record=True, color_system=None)
     console.print(isolation_table("t", samples, ["fa"]))

@@ -11,6 +11,7 @@ from tests.faketruth import FakeHarness, RuntimeTruth, Truth
 from virtbench.errors import InstanceError, VirtbenchError
 from virtbench.host import state
 from virtbench.run import runner
+from virtbench.run.harness import Surroundings
 from virtbench.spec import parse
 from virtbench.spec.resolved import resolve
 from virtbench.store import Sample, Store
@@ -45,7 +46,9 @@ def test_a_resume_keeps_every_sample_until_it_is_measured_again(tmp_path, monkey
 
     world.fault = interrupt
     with pytest.raises(KeyboardInterrupt):
-        runner.execute(spec, store, paths, said.append, ["run"], harness=harness)
+        runner.execute(
+            spec, Surroundings(store, paths, said.append, harness), runner.Invocation(["run"])
+        )
     run_id = store.runs()[-1].id
     assert store.run(run_id).status == "interrupted" and world.running == {}
     before = [s for s in store.samples(run_id) if s.experiment == "density"]
@@ -58,12 +61,8 @@ def test_a_resume_keeps_every_sample_until_it_is_measured_again(tmp_path, monkey
     world.fault = broken
     _, status = runner.execute(
         spec,
-        store,
-        paths,
-        said.append,
-        ["run", "--resume"],
-        resume=store.run(run_id),
-        harness=harness,
+        Surroundings(store, paths, said.append, harness),
+        runner.Invocation(["run", "--resume"], resume=store.run(run_id)),
     )
     assert status == "failed" and store.run(run_id).status == "failed"
     kept = [s for s in store.samples(run_id) if s.experiment == "density"]
@@ -74,12 +73,8 @@ def test_a_resume_keeps_every_sample_until_it_is_measured_again(tmp_path, monkey
     world.fault = None
     _, status = runner.execute(
         spec,
-        store,
-        paths,
-        said.append,
-        ["run", "--resume"],
-        resume=store.run(run_id),
-        harness=harness,
+        Surroundings(store, paths, said.append, harness),
+        runner.Invocation(["run", "--resume"], resume=store.run(run_id)),
     )
     assert status == "completed" and store.run(run_id).status == "completed"
     final = [s for s in store.samples(run_id) if s.experiment == "density"]
@@ -108,12 +103,8 @@ def test_a_run_whose_lock_is_held_is_neither_resumed_nor_cleaned(tmp_path, monke
             plan = resolve(parse(SPEC, "test", world.drivers))
             runner.execute(
                 plan,
-                store,
-                paths,
-                print,
-                ["run", "--resume"],
-                resume=store.run("held01"),
-                harness=harness,
+                Surroundings(store, paths, print, harness),
+                runner.Invocation(["run", "--resume"], resume=store.run("held01")),
             )
         with state.holding("held01") as again:
             assert not again  # a second holder (a clean) is refused too

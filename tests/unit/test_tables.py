@@ -1,6 +1,7 @@
 from rich.console import Console
 
-from virtbench.report.tables import isolation_table, scalability_table
+from virtbench.report.isolation_table import isolation_table
+from virtbench.report.tables import scalability_table
 from virtbench.store import Sample
 
 
@@ -60,7 +61,7 @@ def test_scalability_table_normalises_to_the_first_point():
 
 
 def test_a_placement_whose_attack_slowdowns_overlap_says_it_cannot_tell_kinds_apart():
-    from virtbench.report.tables import inseparable
+    from virtbench.report.isolation_table import inseparable
 
     same = [("cpu", 1.0, 0.9, 1.1), ("fork", 1.05, 0.95, 1.15), ("open", 0.97, 0.89, 1.04)]
     apart = [("cpu", 0.02, -0.01, 0.05), ("memory", 0.3, 0.25, 0.35)]

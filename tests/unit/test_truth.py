@@ -7,7 +7,8 @@ on it unchanged (no root, nothing started), and each test checks that what virtb
 reports is what was injected: within its 95% CI where virtbench gives one, within a
 tolerance otherwise. With many intervals in one test, about 5% of them miss the truth by
 chance alone, so such tests allow the few misses that a 1% risk allows (binomial), and
-hold every point estimate to a tolerance as well.
+hold every point estimate to a tolerance as well (tests/recovered.py). The experiments
+that measure a worker (scalability, throughput, isolation): test_truth_workers.py.
 """
 
 from __future__ import annotations
@@ -17,43 +18,21 @@ import statistics
 from collections import defaultdict
 
 import numpy as np
-from scipy import stats as sps
 from tests.fakeruntime import fake_session, install, run, tmp_paths, values
 from tests.faketruth import FakeHarness, RuntimeTruth, Truth
+from tests.recovered import covered, median_case
 
-from virtbench.analysis.fit import verdict
 from virtbench.analysis.order import order_effects
-from virtbench.analysis.stats import slowdown_ci, summarize
 from virtbench.report.compare import compare
-from virtbench.report.fits import baseline_refusal, cost_cells, cost_fits, trend
-from virtbench.report.sections import experiment_tables
+from virtbench.report.fits import baseline_refusal, cost_cells, cost_fits
 from virtbench.report.trust import trust_notes
 from virtbench.run import runner
+from virtbench.run.harness import Surroundings
 from virtbench.spec import parse
 from virtbench.spec.resolved import resolve
 from virtbench.store import Sample, Store
-from virtbench.store.records import RunRecord
 
 ALL = ["fa", "fb", "fc"]
-
-
-def covered(cases: list[tuple[str, float, float, float, float]], tolerance: float) -> None:
-    """`cases`: (what, truth, estimate, CI low, CI high). Every estimate is within
-    `tolerance` of the truth (relative); the truth lies in the CIs but for the misses
-    that 95% intervals make by chance (allowed at a 1% risk)."""
-    far = [c for c in cases if abs(c[2] - c[1]) > tolerance * abs(c[1])]
-    assert not far, f"estimates off the truth by more than {tolerance:.0%}: {far}"
-    misses = [c for c in cases if not c[3] <= c[1] <= c[4]]
-    allowed = int(sps.binom.ppf(0.99, len(cases), 0.05)) if len(cases) > 1 else 0
-    assert len(misses) <= allowed, f"{len(misses)} CIs of {len(cases)} miss the truth: {misses}"
-
-
-def median_case(
-    what: str, truth: float, vals: list[float]
-) -> tuple[str, float, float, float, float]:
-    st = summarize(vals)
-    assert st.n >= 10, (what, st.n)
-    return what, truth, st.median, st.ci_low, st.ci_high
 
 
 def by_predecessor(samples: list[Sample], metric: str) -> list[tuple[str, list[tuple[str, float]]]]:
@@ -254,110 +233,6 @@ def test_density_says_when_an_instances_memory_cannot_be_read(tmp_path, monkeypa
         assert f"the memory of 1 of {n} running instances could not be read" in steps[n].error
 
 
-# --- scalability ----------------------------------------------------------------------
-SCALE = {
-    "type": "scalability",
-    "instances": 20,
-    "instances_per_benchmark": 5,
-    "runs": 3,
-    "measurements_per_point": 4,
-    "warmups": 1,
-    "settle_s": 0,
-}
-
-
-def test_scalability_recovers_the_boot_slope(tmp_path, monkeypatch):
-    """fa's boot grows 0.25 ms per background instance, fb's not at all: the fitted
-    slopes' CIs hold 0.25 and 0."""
-    truth = Truth({"fa": RuntimeTruth(slope_ms=0.25), "fb": RuntimeTruth(exit_ms=12.0)}, seed=3)
-    with fake_session(tmp_path, truth, ["fa", "fb"], SCALE) as (s, world):
-        samples = run(s)
-    assert world.running == {}
-    assert {x.background for x in samples if x.metric == "boot.spawn_to_exit"} == {0, 5, 10, 15, 20}
-    for rt, t in truth.runtimes.items():  # virtbench's own trend, per 100 background
-        f = trend(samples, "boot.spawn_to_exit", rt)
-        assert f is not None and f.points == 15 and f.groups == 3
-        assert f.ci_low <= 100 * t.slope_ms <= f.ci_high, (rt, f)
-        assert abs(f.slope - 100 * t.slope_ms) < 5, (rt, f)
-    assert verdict(trend(samples, "boot.spawn_to_exit", "fa")) == "grows"
-    assert verdict(trend(samples, "boot.spawn_to_exit", "fb")) == "flat"  # injected zero
-    record = RunRecord("r", "", 0.0, None, "completed", [], {"runtimes": ["fa", "fb"]}, {}, [])
-    shown = experiment_tables(record, samples)
-    assert any("trend" in str(t.title) and t.row_count == 2 for t in shown)
-
-
-def test_scalability_recovers_a_worker_figure_slope(tmp_path, monkeypatch):
-    """A measuring worker (sqlite): fa's figure falls by 8 inserts/s per background
-    instance, fb's stays flat."""
-    truth = Truth(
-        {"fa": RuntimeTruth(figure_slope=-8.0), "fb": RuntimeTruth(figure=1500.0)}, seed=4
-    )
-    exp = {**SCALE, "worker": "sqlite"}
-    with fake_session(tmp_path, truth, ["fa", "fb"], exp) as (s, _):
-        samples = run(s)
-    for rt, t in truth.runtimes.items():
-        f = trend(samples, "inserts_per_s", rt)
-        assert f is not None and f.ci_low <= 100 * t.figure_slope <= f.ci_high, (rt, f)
-    assert verdict(trend(samples, "inserts_per_s", "fa")) == "shrinks"
-    assert verdict(trend(samples, "inserts_per_s", "fb")) == "flat"
-
-
-# --- throughput -----------------------------------------------------------------------
-def test_throughput_recovers_each_runtimes_figure(tmp_path, monkeypatch):
-    truth = Truth(
-        {"fa": RuntimeTruth(figure=1000.0), "fb": RuntimeTruth(figure=2500.0, figure_cv=0.1)},
-        seed=5,
-    )
-    exp = {"type": "throughput", "workloads": ["sqlite"], "runs": 30}
-    with fake_session(tmp_path, truth, ["fa", "fb"], exp) as (s, _):
-        samples = run(s)
-    cases = []
-    for rt, t in truth.runtimes.items():
-        cases.append(median_case(f"{rt} inserts/s", t.figure, values(samples, "inserts_per_s", rt)))
-        rows = 60000  # sqlite's default, so seconds = rows / figure
-        cases.append(median_case(f"{rt} s", rows / t.figure, values(samples, "seconds", rt)))
-    covered(cases, tolerance=0.10)  # fb: CV 10%, 30 values: 4 SE of the median
-
-
-# --- isolation ------------------------------------------------------------------------
-def test_isolation_recovers_the_slowdown_per_attacker_and_placement(tmp_path, monkeypatch):
-    """fa's worker runs at half speed beside a cpu attacker on its own CPU, 1.3x slower
-    beside one on its SMT sibling, ...; every attacker/placement not listed, not at all."""
-    fa = {
-        ("cpu", "same-cpu"): 2.0,
-        ("cpu", "smt-sibling"): 1.3,
-        ("cpu", "other-cpu"): 1.05,
-        ("fork", "same-cpu"): 1.5,
-    }
-    fb = {("cpu", "same-cpu"): 1.2, ("fork", "all-other"): 1.1}
-    truth = Truth(
-        {"fa": RuntimeTruth(slowdown=fa), "fb": RuntimeTruth(figure=800.0, slowdown=fb)}, seed=6
-    )
-    exp = {
-        "type": "isolation",
-        "worker": "sqlite",
-        "attackers": ["cpu", "fork"],
-        "runs": 20,
-        "warmups": 1,
-        "settle_s": 0,
-        "ci_target_pct": 0,
-    }
-    with fake_session(tmp_path, truth, ["fa", "fb"], exp) as (s, world):
-        samples = run(s)
-    assert world.running == {}
-    cases = []
-    for rt, t in truth.runtimes.items():
-        base = values(samples, "inserts_per_s", rt, attacker="")
-        for attacker in ("cpu", "fork"):
-            for placement in ("same-cpu", "smt-sibling", "other-cpu", "all-other"):
-                hit = values(samples, "inserts_per_s", rt, attacker=attacker, placement=placement)
-                assert len(hit) == 20, (rt, attacker, placement)
-                point, lo, hi = slowdown_ci(base, hit, "higher")
-                factor = t.slowdown.get((attacker, placement), 1.0)  # slowdown + 1
-                cases.append((f"{rt} {attacker}/{placement}", factor, point + 1, lo + 1, hi + 1))
-    covered(cases, tolerance=0.10)  # 2 medians of 20 values with a CV of 5% each
-
-
 # --- the runner -----------------------------------------------------------------------
 def test_a_whole_spec_runs_on_the_fake_and_leaves_nothing(tmp_path, monkeypatch):
     """runner.execute with boot and density on two fake runtimes, without root: the run
@@ -382,7 +257,9 @@ def test_a_whole_spec_runs_on_the_fake_and_leaves_nothing(tmp_path, monkeypatch)
     said: list[str] = []
     harness = FakeHarness(world, tmp_path)
     run_id, status = runner.execute(
-        resolve(spec), store, paths, said.append, ["virtbench", "run"], harness=harness
+        resolve(spec),
+        Surroundings(store, paths, said.append, harness),
+        runner.Invocation(["virtbench", "run"]),
     )
     assert status == "completed" and store.run(run_id).status == "completed"
     samples = store.samples(run_id)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -22,6 +22,10 @@ from virtbench.cli.common import (
 )
 from virtbench.errors import StoreError, VirtbenchError
 from virtbench.paths import Paths
+
+if TYPE_CHECKING:  # imported where used: only clean needs them
+    from virtbench.host import cgroups
+    from virtbench.run import cleanup
 
 CacheOpt = Annotated[
     bool, typer.Option("--cache", help="Instead: remove cached artifacts no running run uses.")
@@ -74,19 +78,7 @@ def clean(
             )
             out.print(f"{verb} {it}")
     if items and not dry_run:
-        alone: list[cleanup.Leftover] = []  # a run whose lock another holds (a clean)
-        errors = cleanup.remove(items, layout, left_alone=alone)
-        for e in errors:
-            err.print(f"[red]error[/]: {escape(e)}", soft_wrap=True)
-        after = cleanup.scan(paths, run_id=run_id, layout=layout, problems=[])
-        still = {(a.kind, a.name) for a in after} | {(a.kind, a.name) for a in alone}
-        removed = [it for it in items if (it.kind, it.name) not in still]  # by this clean
-        mine = {it.run_id for it in items} - {a.run_id for a in alone}
-        left = [a for a in after if a.run_id in mine]
-        if removed:
-            out.print(cleanup.summarize(removed).replace("leftovers", "leftovers removed", 1))
-        for it in left:
-            err.print(f"[red]still there[/]: {escape(str(it))}", soft_wrap=True)
+        left, errors = _remove(items, paths, run_id, layout)
     if not dry_run:
         parents = cleanup.remove_empty_parents(layout)
         if parents:
@@ -95,6 +87,30 @@ def clean(
         _mark_crashed(results, store_url, run_id)
     if problems or errors or left:
         raise typer.Exit(1)
+
+
+def _remove(
+    items: list[cleanup.Leftover], paths: Paths, run_id: str | None, layout: cgroups.Layout
+) -> tuple[list[cleanup.Leftover], list[str]]:
+    """Remove the leftovers found and say what this clean removed; returns what of the
+    runs it cleaned is still there after it (said too) and the errors removing them.
+    A run whose lock another clean holds is left alone, and not counted as left."""
+    from virtbench.run import cleanup
+
+    alone: list[cleanup.Leftover] = []  # a run whose lock another holds (a clean)
+    errors = cleanup.remove(items, layout, left_alone=alone)
+    for e in errors:
+        err.print(f"[red]error[/]: {escape(e)}", soft_wrap=True)
+    after = cleanup.scan(paths, run_id=run_id, layout=layout, problems=[])
+    still = {(a.kind, a.name) for a in after} | {(a.kind, a.name) for a in alone}
+    removed = [it for it in items if (it.kind, it.name) not in still]  # by this clean
+    mine = {it.run_id for it in items} - {a.run_id for a in alone}
+    left = [a for a in after if a.run_id in mine]
+    if removed:
+        out.print(cleanup.summarize(removed).replace("leftovers", "leftovers removed", 1))
+    for it in left:
+        err.print(f"[red]still there[/]: {escape(str(it))}", soft_wrap=True)
+    return left, errors
 
 
 def _mark_crashed(results: Path, store_url: str | None, run_id: str | None) -> None:

@@ -5,7 +5,7 @@ host to one PostgreSQL database with --store)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
@@ -23,6 +23,9 @@ from virtbench.cli.common import (
 )
 from virtbench.errors import VirtbenchError
 from virtbench.paths import Paths
+
+if TYPE_CHECKING:  # imported where used: only fleet run needs it
+    from virtbench import fleet
 
 fleet_app = typer.Typer(no_args_is_help=True, help="Run on many hosts at once (Ansible).")
 app.add_typer(fleet_app, name="fleet")
@@ -59,23 +62,8 @@ def fleet_run(
     the host as a label. Exit 1 when a host failed or was unreachable (the others' results
     are kept)."""
     from virtbench import fleet
-    from virtbench.cli import run as cli_run
 
-    if shard not in ("none", "runtime"):
-        raise VirtbenchError(f"--shard: {shard!r} is not one of none, runtime")
-    args = list(ctx.args)
-    for a in args:
-        if a.split("=", 1)[0] in OWN_FLAGS:
-            raise VirtbenchError(f"fleet run: {a.split('=', 1)[0]} is set by the fleet; drop it")
-    # The flags as `virtbench run` will parse them on the hosts: bad ones fail here first.
-    run_cmd = typer.main.get_command(app).commands["run"]  # type: ignore[attr-defined]
-    params = run_cmd.make_context("virtbench run", [spec, *args]).params
-    parsed = cli_run.resolve_spec(spec, runtimes, cli_run.run_flags(params), params["quick"])
-    plan = fleet.Plan(
-        spec=spec, spec_name=parsed.name, args=args, runtimes=list(parsed.runtimes), shard=shard
-    )
-    if runtimes is not None and shard == "none":
-        plan.args = [*args, "--runtimes", ",".join(parsed.runtimes)]
+    plan = _plan(spec, list(ctx.args), runtimes, shard)
     store = open_results(results, store_url)
     fid, outcomes, merged = fleet.run(
         plan, inventory, store, store_url, Paths.from_env(), out.print
@@ -97,3 +85,27 @@ def fleet_run(
     if bad:
         err.print(f"[red]error[/]: fleet {fid}: {', '.join(bad)} did not complete (see above)")
         raise typer.Exit(1)
+
+
+def _plan(spec: str, args: list[str], runtimes: str | None, shard: str) -> fleet.Plan:
+    """What every host is to run: SPEC with the other flags of `virtbench run` (`args`),
+    checked here first as `virtbench run` will parse them on the hosts, so bad ones fail
+    before any host is reached; the flags the fleet sets itself are refused."""
+    from virtbench import fleet
+    from virtbench.cli import run as cli_run
+
+    if shard not in ("none", "runtime"):
+        raise VirtbenchError(f"--shard: {shard!r} is not one of none, runtime")
+    for a in args:
+        if a.split("=", 1)[0] in OWN_FLAGS:
+            raise VirtbenchError(f"fleet run: {a.split('=', 1)[0]} is set by the fleet; drop it")
+    # The flags as `virtbench run` will parse them on the hosts: bad ones fail here first.
+    run_cmd = typer.main.get_command(app).commands["run"]  # type: ignore[attr-defined]
+    params = run_cmd.make_context("virtbench run", [spec, *args]).params
+    parsed = cli_run.resolve_spec(spec, runtimes, cli_run.run_flags(params), params["quick"])
+    plan = fleet.Plan(
+        spec=spec, spec_name=parsed.name, args=args, runtimes=list(parsed.runtimes), shard=shard
+    )
+    if runtimes is not None and shard == "none":
+        plan.args = [*args, "--runtimes", ",".join(parsed.runtimes)]
+    return plan

@@ -221,6 +221,7 @@ def _execute(parsed: Spec, store: Store, record: RunRecord | None, labels: dict[
     when interrupted (what it measured is kept), 1 when a runtime measured nothing."""
     from virtbench.cli.show import print_run
     from virtbench.run import runner
+    from virtbench.run.harness import Surroundings
     from virtbench.spec.resolved import resolve
 
     paths = Paths.from_env()
@@ -235,13 +236,8 @@ def _execute(parsed: Spec, store: Store, record: RunRecord | None, labels: dict[
     try:
         run_id, status = runner.execute(
             resolve(parsed),
-            store,
-            paths,
-            out.print,
-            sys.argv,
-            started,
-            resume=record,
-            labels=labels,
+            Surroundings(store, paths, out.print),
+            runner.Invocation(sys.argv, started, resume=record, labels=labels),
         )
     except KeyboardInterrupt:
         err.print(

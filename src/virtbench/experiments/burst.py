@@ -155,6 +155,37 @@ def record(
 ) -> None:
     """The burst's samples: each instance's, then the burst's own figures."""
     at = f"@{level}"
+    ok = _each_instance(s, base, at, launched, errors)
+    failed = level - len(ok)
+    s.record(Sample(metric="burst.failed" + at, value=failed, unit="instances", **base))
+    s.record(_host_cpu(base, at, busy0, busy1))
+    if not ok:
+        why = launched[0].why if launched else errors[0]  # every one failed
+        for q in QUANTILES:
+            s.record(Sample(metric=q + at, value=None, unit="ms", error=why, **base))
+        raise InstanceError(
+            f"{base['runtime']}: no instance of a burst of {level} became ready: {why}"
+        )
+    times = np.array([(r - sp) / 1e6 for sp, r in ok])
+    for q, pct in QUANTILES.items():
+        s.record(Sample(metric=q + at, value=float(np.percentile(times, pct)), unit="ms", **base))
+    window_s = (max(r for _, r in ok) - min(x.spawn_ns for x in launched)) / 1e9
+    s.record(
+        Sample(
+            metric="burst.ready_per_s" + at,
+            value=len(ok) / window_s,
+            unit="instances/s",
+            **{**base, "direction": "higher"},
+        )
+    )
+
+
+def _each_instance(
+    s: Session, base: dict, at: str, launched: list[Launched], errors: list[str]
+) -> list[tuple[int, int]]:
+    """Each instance's burst.spawn_to_ready: those that could not even be prepared
+    (`errors`), then those launched, each with its launch call's offset after the
+    burst's first; returns the (launch call, ready) times of those that became ready."""
     for why in errors:  # instances that could not even be prepared
         s.record(
             Sample(metric="burst.spawn_to_ready" + at, value=None, unit="ms", error=why, **base)
@@ -177,40 +208,23 @@ def record(
         )
         if ready is not None:
             ok.append((spawn, ready))
-    failed = level - len(ok)
-    s.record(Sample(metric="burst.failed" + at, value=failed, unit="instances", **base))
+    return ok
+
+
+def _host_cpu(base: dict, at: str, busy0: tuple[int, int], busy1: tuple[int, int]) -> Sample:
+    """burst.host_cpu: the host's CPUs busy between the two /proc/stat readings (busy,
+    total); none where the burst was shorter than the counters' tick."""
     total = busy1[1] - busy0[1]
     cpu = 100 * (busy1[0] - busy0[0]) / total if total > 0 else None
-    s.record(
-        Sample(
-            metric="burst.host_cpu" + at,
-            value=cpu,
-            unit="%",
-            error=""
-            if total > 0
-            else "the burst was shorter than the CPU counters' "
-            "tick (/proc/stat: 10 ms): below what they resolve",
-            **base,
-        )
-    )
-    if not ok:
-        why = results[0][2] if results else errors[0]  # every one failed
-        for q in QUANTILES:
-            s.record(Sample(metric=q + at, value=None, unit="ms", error=why, **base))
-        raise InstanceError(
-            f"{base['runtime']}: no instance of a burst of {level} became ready: {why}"
-        )
-    times = np.array([(r - sp) / 1e6 for sp, r in ok])
-    for q, pct in QUANTILES.items():
-        s.record(Sample(metric=q + at, value=float(np.percentile(times, pct)), unit="ms", **base))
-    window_s = (max(r for _, r in ok) - min(sp for sp, _, _ in results)) / 1e9
-    s.record(
-        Sample(
-            metric="burst.ready_per_s" + at,
-            value=len(ok) / window_s,
-            unit="instances/s",
-            **{**base, "direction": "higher"},
-        )
+    return Sample(
+        metric="burst.host_cpu" + at,
+        value=cpu,
+        unit="%",
+        error=""
+        if total > 0
+        else "the burst was shorter than the CPU counters' "
+        "tick (/proc/stat: 10 ms): below what they resolve",
+        **base,
     )
 
 

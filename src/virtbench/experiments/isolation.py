@@ -26,8 +26,8 @@ slowdown's 95% CI is at most `ci_target_pct` points wide or max_runs are done, a
 run says which; before any attack, each runtime's worker is measured alone `pilot` times
 and a baseline too spread for the target is said.
 
-Slowdown (report/tables.py) compares the medians of attacked and baseline measurements of
-the workload's primary metric, in the direction that metric improves:
+Slowdown (report/isolation_table.py) compares the medians of attacked and baseline
+measurements of the workload's primary metric, in the direction that metric improves:
   slowdown = worse / better - 1, with a bootstrap 95% CI; positive means slower.
 """
 
@@ -50,7 +50,7 @@ from virtbench.experiments.isolation_neighbours import (
 )
 from virtbench.experiments.kind import ExperimentType
 from virtbench.experiments.session import Session, total_runs
-from virtbench.experiments.worker import Worker, check_reachable
+from virtbench.experiments.worker import Job, Worker, check_reachable
 from virtbench.measure.topology import Topology
 from virtbench.metrics.model import Metric
 
@@ -125,7 +125,7 @@ def run(s: Session, cfg: IsolationExperiment) -> None:
             "CPUs with the worker and the attackers",
         )
     failures = Failures(s, "isolation")
-    params = cfg.params_for(cfg.worker)
+    job = Job.of(cfg, cfg.worker)
     precision.pilot(s, cfg, cpu)
     targets = [precision.slowdown_target(s, cfg)] if precision.adapts(cfg) else []
     for rep, warmup, order in s.repetitions("isolation", cfg, targets):
@@ -138,15 +138,7 @@ def run(s: Session, cfg: IsolationExperiment) -> None:
             todo = [u for u in units if s.pending("isolation", warmup, **u)]
             if failures.skip(runtime) or not todo:
                 continue
-            worker = Worker(
-                s,
-                runtime,
-                cfg.worker,
-                params,
-                cfg.ready_timeout_s,
-                cfg.client_timeout_s,
-                cpus=str(cpu),
-            )
+            worker = Worker(s, runtime, job, cpus=str(cpu))
             with worker:
                 try:
                     worker.start()

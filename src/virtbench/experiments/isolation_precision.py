@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from virtbench.analysis.stats import MIN_UNITS, slowdown_ci, summarize
 from virtbench.errors import InstanceError
 from virtbench.experiments.adaptive import Target, Worst
-from virtbench.experiments.worker import Worker
+from virtbench.experiments.worker import Job, Worker
 from virtbench.store import Sample
 
 if TYPE_CHECKING:
@@ -131,13 +131,11 @@ def pilot(s: Session, cfg: IsolationExperiment, cpu: int) -> None:
             "points is not checked",
         )
         return
-    params = cfg.params_for(cfg.worker)
+    job = Job.of(cfg, cfg.worker)
     mine = ours(s, cfg)
     done = {x.runtime for x in s.store.samples(s.run_id) if x.params.get("pilot") and mine(x)}
     for runtime in [r for r in s.spec.runtimes if r not in done] if cfg.pilot else []:
-        worker = Worker(
-            s, runtime, cfg.worker, params, cfg.ready_timeout_s, cfg.client_timeout_s, cpus=str(cpu)
-        )
+        worker = Worker(s, runtime, job, cpus=str(cpu))
         try:
             with worker:
                 worker.start()

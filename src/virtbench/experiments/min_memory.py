@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Callable
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -30,7 +31,7 @@ from virtbench.errors import InstanceError
 from virtbench.experiments.estimate import Costs, Estimate
 from virtbench.experiments.kind import ExperimentType
 from virtbench.experiments.session import Session
-from virtbench.experiments.worker import Worker, check_reachable
+from virtbench.experiments.worker import Job, Worker, check_reachable
 from virtbench.metrics.model import Metric
 from virtbench.spec.base import (
     WorkerExperiment,
@@ -104,18 +105,10 @@ def check(s: Session, cfg: MinMemoryExperiment) -> None:
 def probe(s: Session, cfg: MinMemoryExperiment, runtime: str, mib: int) -> tuple[float, str]:
     """The median primary figure of `runs` measurements at `mib`; (nan, why) if one of
     them did not complete."""
-    params = cfg.params_for(cfg.workload)
+    job = Job.of(cfg, cfg.workload)
     values: list[float] = []
     for _ in range(cfg.runs):
-        worker = Worker(
-            s,
-            runtime,
-            cfg.workload,
-            params,
-            cfg.ready_timeout_s,
-            cfg.client_timeout_s,
-            memory_mib=mib,
-        )
+        worker = Worker(s, runtime, job, memory_mib=mib)
         with worker:
             try:
                 worker.start()
@@ -130,13 +123,12 @@ def probe(s: Session, cfg: MinMemoryExperiment, runtime: str, mib: int) -> tuple
     return statistics.median(values), ""
 
 
-def search(s: Session, cfg: MinMemoryExperiment, runtime: str) -> None:
-    from virtbench import workloads
-
-    wl = workloads.get(cfg.workload)
-    assert wl.measures is not None, f"{cfg.workload} yields no figures"
-    primary = wl.declaration(wl.measures.primary)
-    unit, direction = primary.unit, primary.direction
+def _recorder(
+    s: Session, cfg: MinMemoryExperiment, runtime: str, direction: str
+) -> Callable[..., None]:
+    """How `search` records a sample of `runtime`: (metric, value, unit, error="",
+    **params), the search's settings in every sample's params; a probe's figure in the
+    workload's primary figure's `direction`, the minimum found lower-is-better."""
     base = {
         **s.params(runtime),
         "tolerance_pct": cfg.tolerance_pct,
@@ -163,6 +155,17 @@ def search(s: Session, cfg: MinMemoryExperiment, runtime: str) -> None:
             )
         )
 
+    return record
+
+
+def search(s: Session, cfg: MinMemoryExperiment, runtime: str) -> None:
+    from virtbench import workloads
+
+    wl = workloads.get(cfg.workload)
+    assert wl.measures is not None, f"{cfg.workload} yields no figures"
+    primary = wl.declaration(wl.measures.primary)
+    unit, direction = primary.unit, primary.direction
+    record = _recorder(s, cfg, runtime, direction)
     ref, why = probe(s, cfg, runtime, cfg.high_mib)
     record(
         "min_memory.probe", None if why else ref, unit, why, memory_mib=cfg.high_mib, passed=not why

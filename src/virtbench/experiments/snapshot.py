@@ -199,7 +199,7 @@ def snapshot_once(
             held = checkpoint_and_restore(s, inst, image, cfg, base, at(dirty))
             if cfg.restore_many:
                 many = {**base, "params": dict(base["params"], copies=cfg.restore_many)}
-                restore_copies(s, inst, held, image, cfg, many, at(dirty))
+                restore_copies(s, Checkpoint(inst, image, held), cfg, many, at(dirty))
         finally:
             remove_tree(image)
             for d in (image.parent, image.parent.parent):  # the run's, once empty
@@ -241,18 +241,24 @@ def checkpoint_and_restore(
     return held
 
 
+@dataclasses.dataclass(frozen=True)
+class Checkpoint:
+    """A checkpoint that copies are restored from: the instance checkpointed (`source`),
+    the directory its image is in, and its last heartbeat before the checkpoint (`held`),
+    which a copy goes on from."""
+
+    source: Instance
+    image: Path
+    held: Beat
+
+
 def restore_copies(
-    s: Session,
-    source: Instance,
-    held: Beat,
-    image: Path,
-    cfg: SnapshotExperiment,
-    base: dict,
-    sfx: str = "",
+    s: Session, checkpoint: Checkpoint, cfg: SnapshotExperiment, base: dict, sfx: str = ""
 ) -> None:
-    """`cfg.restore_many` copies of `source`'s checkpoint in `image`, restored at once;
-    record each copy's restore to its first heartbeat, the batch's wall time and how many
-    did not beat. Every copy is stopped whatever happens."""
+    """`cfg.restore_many` copies of `checkpoint`'s source, restored at once; record each
+    copy's restore to its first heartbeat, the batch's wall time and how many did not
+    beat. Every copy is stopped whatever happens."""
+    source = checkpoint.source
     rt = s.runtimes[source.runtime]
     many = {m + sfx: u for m, u in MANY.items()}
     if (why := rt.snapshot.copies_problem()) is not None:
@@ -268,7 +274,7 @@ def restore_copies(
             )
             copies.append(rt.prepare(dataclasses.replace(spec, control=True)))
         with s.timed("snapshot", source.runtime, base["params"]):
-            got = restore_together(s, copies, source, held, image, cfg.timeout_s)
+            got = restore_together(s, copies, checkpoint, cfg.timeout_s)
     except InstanceError as exc:
         for m, u in many.items():
             s.record(Sample(metric=m, value=None, unit=u, error=str(exc), **base))
@@ -304,10 +310,11 @@ def restore_copies(
 
 
 def restore_together(
-    s: Session, copies: list[Instance], source: Instance, held: Beat, image: Path, timeout: float
+    s: Session, copies: list[Instance], checkpoint: Checkpoint, timeout: float
 ) -> list[tuple[int, int | None, str]]:
     """Restore every copy at once (a thread each, released together by a barrier); per
     copy: its restore call's ns, its first heartbeat's ns or None, and why not."""
+    source, held, image = checkpoint.source, checkpoint.held, checkpoint.image
     rt = s.runtimes[source.runtime]
     gate = threading.Barrier(len(copies))
     after = Beat(0, held.token, held.seq, 0)  # a copy goes on from the checkpoint

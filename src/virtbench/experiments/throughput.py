@@ -19,7 +19,7 @@ from virtbench.experiments.estimate import Costs, Estimate
 from virtbench.experiments.failures import Failures
 from virtbench.experiments.kind import ExperimentType
 from virtbench.experiments.session import Session
-from virtbench.experiments.worker import Worker, check_reachable
+from virtbench.experiments.worker import Job, Worker, check_reachable
 from virtbench.spec.base import (
     RepeatedExperiment,
     check_params,
@@ -86,9 +86,7 @@ def measure(
 ) -> None:
     """One repetition of one workload: a fresh server (or a fresh measuring instance per
     level), every level measured, every figure stored as soon as it is parsed."""
-    worker = Worker(
-        s, runtime, name, cfg.params_for(name), cfg.ready_timeout_s, cfg.client_timeout_s
-    )
+    worker = Worker(s, runtime, Job.of(cfg, name))
     labels = {"repetition": rep, "warmup": warmup}
     with worker:
         try:

@@ -19,6 +19,7 @@ import shutil
 import socket
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,26 @@ from virtbench.host import proc
 from virtbench.host.proc import CommandError
 from virtbench.measure.procstat import ProcWatch
 from virtbench.runtimes.base import Instance, Runtime
+from virtbench.spec.base import WorkerExperiment
 from virtbench.store import Sample
+
+
+@dataclass(frozen=True)
+class Job:
+    """What a worker measures, and how long it may take: the workload `name` with its
+    `params` (its table of the spec's `params`, validated), how long its server may take
+    to open its port and pass its readiness check (`ready_timeout`), and the time limit
+    of its client, or of its measuring instance (`client_timeout`), in seconds."""
+
+    name: str
+    params: Any
+    ready_timeout: float
+    client_timeout: float
+
+    @classmethod
+    def of(cls, cfg: WorkerExperiment, name: str) -> Job:
+        """The workload `name` as the experiment `cfg` measures it."""
+        return cls(name, cfg.params_for(name), cfg.ready_timeout_s, cfg.client_timeout_s)
 
 
 def port_open(address: str, port: int) -> bool:
@@ -129,18 +149,11 @@ def check_reachable(s: Session, experiment: str, name: str, runtimes: list[str])
             )
 
 
-def prepare_server(
-    rt: Runtime,
-    wl: workloads.Workload,
-    params: Any,
-    inst: Instance,
-    address: str,
-    ready_timeout: float,
-    timeout: float,
-) -> None:
+def prepare_server(rt: Runtime, inst: Instance, address: str, job: Job) -> None:
     """Untimed, once per server instance after its port opened: wait until the workload's
     readiness check passes (a database still starting accepts connections and refuses
     queries), then run its client-side preparation (create and fill tables)."""
+    wl, params, ready_timeout = workloads.get(job.name), job.params, job.ready_timeout
     artifact = inst.spec.rootfs
     serves = wl.serves
     assert serves is not None, f"{wl.name} serves nothing"
@@ -155,7 +168,7 @@ def prepare_server(
             time.sleep(0.2)
     for argv in serves.preparation(address, params):
         try:
-            res = proc.run(client_argv(artifact, argv), check=False, timeout=timeout)
+            res = proc.run(client_argv(artifact, argv), check=False, timeout=job.client_timeout)
         except CommandError as exc:  # timed out
             raise InstanceError(f"{wl.name} preparation: {exc}") from None
         if res.returncode != 0:
@@ -169,24 +182,22 @@ class Worker:
         self,
         s: Session,
         runtime: str,
-        name: str,
-        params: Any,
-        ready_timeout: float,
-        client_timeout: float,
+        job: Job,
         cpus: str | None = None,
         memory_mib: int | None = None,
     ) -> None:
         self.s = s
         self.memory_mib = memory_mib  # in place of the spec's (min_memory's probes)
         self.runtime = runtime
-        self.name = name
+        self.job = job
+        self.name = name = job.name
         self.wl = workloads.get(name)
         measures = self.wl.measures
         assert measures is not None, f"{name} yields no figures"
         self.measures = measures
-        self.params = params
-        self.ready_timeout = ready_timeout
-        self.client_timeout = client_timeout
+        self.params = params = job.params
+        self.ready_timeout = job.ready_timeout
+        self.client_timeout = job.client_timeout
         self.rt = s.runtimes[runtime]
         # where its server listens: the workload's port, or an image's own (serve_port)
         serves = self.wl.serves
@@ -238,15 +249,7 @@ class Worker:
         self.address = self.inst.address or "127.0.0.1"
         protocol = serves.protocol
         wait_port(self.rt, self.inst, self.address, self.port, self.ready_timeout, protocol)
-        prepare_server(
-            self.rt,
-            wl,
-            self.params,
-            self.inst,
-            self.address,
-            self.ready_timeout,
-            self.client_timeout,
-        )
+        prepare_server(self.rt, self.inst, self.address, self.job)
 
     def measure(self, level: Any) -> list[workloads.Metric]:
         """One measurement at `level`: the client once, or a fresh measuring instance."""

@@ -183,6 +183,14 @@ def unit_means(f: Frame, rows: np.ndarray) -> np.ndarray:
     return means[np.argsort(first, kind="stable")]
 
 
+def _chosen(keys: list[Key], patterns: list[str] | None) -> list[Key]:
+    """The conditions whose metric one of the glob `patterns` matches (all of them
+    without patterns), in their order."""
+    if not patterns:
+        return keys
+    return [k for k in keys if any(fnmatch.fnmatchcase(k[1], m) for m in patterns)]
+
+
 def compare(
     a: Rows,
     b: Rows,
@@ -198,9 +206,7 @@ def compare(
     ga, gb = _groups(fa, with_runtime), _groups(fb, with_runtime)
     va = {k: unit_means(fa, rows) for k, rows in ga.items()}
     vb = {k: unit_means(fb, rows) for k, rows in gb.items()}
-    keys = [k for k in ga if va[k].size]
-    if metrics:
-        keys = [k for k in keys if any(fnmatch.fnmatchcase(k[1], m) for m in metrics)]
+    keys = _chosen([k for k in ga if va[k].size], metrics)
     if not any(k in gb for k in keys):
         raise VirtbenchError(
             "compare: no measurement appears on both sides (same experiment, metric, "
@@ -209,11 +215,8 @@ def compare(
     tested = [k for k in keys if k in vb and vb[k].size]
     results = {k: ab_test(va[k], vb[k]) for k in tested}
     why = {k: refusal(k[1], k[3], results[k].median_a) for k in tested}
-    fitted = _fit_results(fa, fb, with_runtime)
-    if metrics:
-        fitted = {
-            k: v for k, v in fitted.items() if any(fnmatch.fnmatchcase(k[1], m) for m in metrics)
-        }
+    fits = _fit_results(fa, fb, with_runtime)
+    fitted = {k: fits[k] for k in _chosen(list(fits), metrics)}
     shown = {}
     for k, (r, reason, cells) in fitted.items():
         results[k], why[k], shown[k] = r, reason, cells

@@ -14,6 +14,8 @@ own, and its fake instances as the leftovers.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from virtbench.artifacts import Artifact, build_for
@@ -22,6 +24,7 @@ from virtbench.host import cgroups
 from virtbench.measure.machine import Host
 from virtbench.paths import Paths
 from virtbench.run import cleanup
+from virtbench.store import Store
 
 
 class Harness:
@@ -72,3 +75,15 @@ class Harness:
         """Remove a run's own leftovers, under the lock the run holds; one message per
         thing that resisted (cleanup.remove)."""
         return cleanup.remove(items, layout, locked=True)
+
+
+@dataclass(frozen=True)
+class Surroundings:
+    """What a run works within: the store its records go to, the host's directories,
+    where it tells what it does (`say`), and the host as it prepares, reads and cleans it
+    (`harness`; default: this one)."""
+
+    store: Store
+    paths: Paths
+    say: Callable[[str], None]
+    harness: Harness = field(default_factory=Harness)

@@ -14,123 +14,72 @@ from __future__ import annotations
 
 import contextlib
 import json
-import shutil
-import signal
 import sys
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from virtbench import experiments, metrics, naming
 from virtbench.artifacts import Artifact
 from virtbench.artifacts.cache import record_use
 from virtbench.experiments.session import Session
-from virtbench.host import cgroups, sysctl
+from virtbench.host import cgroups
 from virtbench.host.state import RunState
 from virtbench.measure.probe import ProbeListener
 from virtbench.measure.quiet import Primer, Quiet
 from virtbench.measure.sampler import HostSampler
-from virtbench.paths import Paths
 from virtbench.run import cleanup
 from virtbench.run import resume as resumes
-from virtbench.run.harness import Harness
+from virtbench.run.harness import Surroundings
 from virtbench.run.preflight import apply_sysctl, check_available, named_runtimes
+from virtbench.run.teardown import Held, sigterm_as_interrupt, teardown, uninterruptible
 from virtbench.runtimes.base import Runtime, RuntimeContext
 from virtbench.spec.resolved import Part, Plan
 from virtbench.store import Store
 from virtbench.store.records import RunRecord, Sample
 
 
-@contextlib.contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM and SIGHUP (a closed terminal) end a run like Ctrl-C: through cleanup."""
+@dataclass(frozen=True)
+class Invocation:
+    """How a run was asked for: its command line (stored with the run; None: this
+    process's), who is told its id once it has one, the interrupted or failed run it goes
+    on with (None: a new run), and its labels (`host` and `fleet`: a fleet run on one of
+    its hosts)."""
 
-    def handler(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    old = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        yield
-    finally:
-        for sig, h in old.items():
-            signal.signal(sig, h)
+    argv: list[str] | None = None
+    started: Callable[[str], None] | None = None
+    resume: RunRecord | None = None
+    labels: dict[str, str] | None = None
 
 
-@contextlib.contextmanager
-def uninterruptible() -> Iterator[None]:
-    """Cleanup must finish: hold off Ctrl-C and SIGTERM while it runs."""
-    sigs = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-    old = {sig: signal.signal(sig, signal.SIG_IGN) for sig in sigs}
-    try:
-        yield
-    finally:
-        for sig, h in old.items():
-            signal.signal(sig, h)
-
-
-@dataclass
-class Held:
-    """What a run holds on the host while it measures, for its teardown (None: not made)."""
-
-    drivers: dict[str, Runtime] = field(default_factory=dict)
-    ctx: RuntimeContext | None = None
-    probe: ProbeListener | None = None
-    sampler: HostSampler | None = None
-    primer: Primer | None = None
-    sysctl: sysctl.HostProfile | None = None
-
-
-def execute(
-    plan: Plan,
-    store: Store,
-    paths: Paths,
-    say: Callable[[str], None],
-    argv: list[str] | None = None,
-    started: Callable[[str], None] | None = None,
-    resume: RunRecord | None = None,
-    labels: dict[str, str] | None = None,
-    harness: Harness | None = None,
-) -> tuple[str, str]:
-    """Run `plan` (a resolved spec; or go on with `resume`, whose spec it is); returns (run
-    id, final status). Its drivers are the plan's (a test's fake, say). `labels`: the run's
-    `host` and `fleet` (a fleet run on one of its hosts). `harness`: the host as the run
-    prepares, reads and cleans it (default: this one).
+def execute(plan: Plan, where: Surroundings, asked: Invocation | None = None) -> tuple[str, str]:
+    """Run `plan` (a resolved spec; or go on with `asked.resume`, whose spec it is) within
+    `where` (its store, paths and harness: the host as the run prepares, reads and cleans
+    it); returns (run id, final status). Its drivers are the plan's (a test's fake, say).
     KeyboardInterrupt is re-raised after cleanup."""
-    harness = harness if harness is not None else Harness()
+    asked = asked if asked is not None else Invocation()
     plan, versions, skipped = check_available(plan)
-    layout = harness.layout()
-    start = resumes.Resume(resume) if resume is not None else resumes.Start()
-    run = Run(plan, store, paths, say, harness, start, layout)
-    return run.execute(argv or sys.argv, labels or {}, versions, skipped, started)
+    layout = where.harness.layout()
+    start = resumes.Resume(asked.resume) if asked.resume is not None else resumes.Start()
+    run = Run(plan, where, start, layout)
+    return run.execute(asked, versions, skipped)
 
 
 class Run:
     """One run on this host, from its lock to its teardown."""
 
     def __init__(
-        self,
-        plan: Plan,
-        store: Store,
-        paths: Paths,
-        say: Callable[[str], None],
-        harness: Harness,
-        start: resumes.Start,
-        layout: cgroups.Layout,
+        self, plan: Plan, where: Surroundings, start: resumes.Start, layout: cgroups.Layout
     ) -> None:
-        self.plan, self.spec = plan, plan.spec
-        self.store, self.paths, self.say = store, paths, say
-        self.harness, self.start, self.layout = harness, start, layout
+        self.plan, self.spec, self.where = plan, plan.spec, where
+        self.store, self.paths, self.say = where.store, where.paths, where.say
+        self.harness, self.start, self.layout = where.harness, start, layout
         self.run_id = start.run_id
         self.held = Held()
 
     def execute(
-        self,
-        argv: list[str],
-        labels: dict[str, str],
-        versions: dict[str, str],
-        skipped: list[str],
-        started: Callable[[str], None] | None,
+        self, asked: Invocation, versions: dict[str, str], skipped: list[str]
     ) -> tuple[str, str]:
+        argv, labels = asked.argv or sys.argv, asked.labels or {}
         run_state = RunState(self.paths.run_dir(self.run_id)).open()  # before all of the run
         try:
             self.start.before(self.paths, self.layout, self.say, self.harness)
@@ -150,8 +99,8 @@ class Run:
         try:
             with sigterm_as_interrupt():
                 self.start.open(self.store, self.spec, argv, labels)
-                if started:
-                    started(self.run_id)
+                if asked.started:
+                    asked.started(self.run_id)
                 self.start.skipped(self.store, skipped, self.say)
                 status = self.measure(run_state, argv, versions)
         except KeyboardInterrupt:
@@ -289,17 +238,7 @@ class Run:
                     held.primer.close()
                 except Exception as exc:
                     store.add_event(run_id, "error", f"cleanup: quiet sentinel: {exc}")
-            errors = _teardown(
-                run_id,
-                store,
-                self.paths,
-                self.layout,
-                held.sampler,
-                held.drivers,
-                held.ctx,
-                held.probe,
-                self.harness,
-            )
+            errors = teardown(run_id, self.where, self.layout, held)
             if held.sysctl is not None:  # after every instance: the host as it was
                 errors += held.sysctl.restore()
             for e in errors:
@@ -380,48 +319,3 @@ def record_image_size(
             params={"measured_by": size[1], "artifact": artifact.digest[:16]},
         ),
     )
-
-
-def _teardown(
-    run_id: str,
-    store: Store,
-    paths: Paths,
-    layout: cgroups.Layout,
-    sampler: HostSampler | None,
-    drivers: dict[str, Runtime],
-    ctx: RuntimeContext | None,
-    probe: ProbeListener | None,
-    harness: Harness,
-) -> list[str]:
-    """Stop everything of the run; each step runs even if an earlier one failed."""
-    errors: list[str] = []
-
-    def attempt(what: str, fn: Callable[[], object]) -> None:
-        try:
-            fn()
-        except Exception as exc:
-            errors.append(f"{what}: {exc}")
-
-    if sampler:
-        attempt("sampler", sampler.stop)
-    for name, drv in drivers.items():
-        attempt(f"stop {name}", drv.close)
-    if ctx is not None:
-        attempt("daemons", ctx.daemons.close)
-    if ctx is not None and ctx.bridge is not None:
-        attempt("bridge", ctx.bridge.close)
-    if probe is not None:
-        attempt("probe", probe.close)
-    if paths.data_dir(run_id).exists():  # the instances' directories went with them
-        attempt("data", lambda: shutil.rmtree(paths.data_dir(run_id)))
-
-    def sweep() -> None:  # belt and braces: anything a driver missed
-        rest = harness.leftovers(paths, layout, run_id=run_id, include_live=True)
-        # its state goes with the lock; its sysctl profile is put back by the run itself
-        rest = [r for r in rest if r.kind not in ("state", "sysctl")]
-        if rest:
-            errors.extend(harness.remove(rest, layout))
-            store.add_event(run_id, "warning", f"cleanup removed {cleanup.summarize(rest)}")
-
-    attempt("sweep", sweep)
-    return errors

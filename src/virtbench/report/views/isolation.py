@@ -13,8 +13,9 @@ from rich.table import Table
 from virtbench.analysis.stats import slowdown_ci
 from virtbench.report import plots_piles
 from virtbench.report.cells import median_rows, unit_keys
+from virtbench.report.isolation_table import isolation_table
 from virtbench.report.standing import Answer, Standing, ranked
-from virtbench.report.tables import by_worker, isolation_table
+from virtbench.report.tables import by_worker
 from virtbench.report.views.kind import Shown, View, first, heading, measure, workers
 from virtbench.store.frame import Frame
 

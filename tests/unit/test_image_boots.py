@@ -1,0 +1,180 @@
+"""An image's instances as they come up or fail: the console quoted at a guest's crash
+and beside what the VMM said, readiness by port against a known truth, and a runtime
+whose every boot failed named as having measured nothing (the images themselves:
+test_images.py)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import pytest
+
+from virtbench import metrics
+from virtbench.cli.run import unmeasured
+from virtbench.measure.portready import PERIOD_S, PortWatch, echo_request
+from virtbench.runtimes.base import Instance, InstanceSpec, NoState
+from virtbench.store.records import Sample
+
+
+def test_a_guest_that_crashed_is_quoted_at_its_crash_line(tmp_path):
+    spec_ = InstanceSpec("vb-r1-0001", ("/bin/vb-hello",), tmp_path)
+    inst = Instance(spec_, "qemu", tmp_path / "c.log", own=NoState())
+    crash = "CRIT: [libkvmplat] <memory.c @ 388> Assertion failure: ml->flags == mr->flags"
+    banner = [f"Unikraft boot line {i}" for i in range(20)]
+    inst.log_path.write_text("\n".join(["SeaBIOS", crash, *banner]) + "\n")
+    tail = inst.log_tail()
+    assert tail.startswith(f"crashed: {crash} ... Unikraft boot line 15"), tail
+    inst.log_path.write_text("booting\nKernel panic - not syncing: VFS\n")
+    assert inst.log_tail() == "crashed: booting | Kernel panic - not syncing: VFS"
+    inst.log_path.write_text("booting\nready\n")  # no crash: as before
+    assert inst.log_tail() == "booting | ready"
+
+
+def test_a_failure_says_the_console_then_what_the_vmm_said(tmp_path):
+    spec_ = InstanceSpec("vb-r1-0001", ("/bin/vb-hello",), tmp_path)
+    inst = Instance(spec_, "qemu", tmp_path / "c.log", own=NoState())
+    inst.log_path.write_text("booting\n\nnginx: [emerg] bind() failed\n")
+    assert inst.log_tail() == "booting | nginx: [emerg] bind() failed"
+    inst.side_log = tmp_path / "c.vmm.log"
+    inst.side_log.write_text("qemu: could not open disk\n")
+    assert inst.log_tail() == (
+        "booting | nginx: [emerg] bind() failed; the VMM said: qemu: could not open disk"
+    )
+    inst.log_path.write_text("")
+    assert inst.log_tail().startswith("(no console output); the VMM said: qemu")
+
+
+def _listen_later(proto: str, delay: float) -> tuple[int, list[int], threading.Thread]:
+    """A server on loopback that starts answering `delay` s from now: the injected truth
+    (host monotonic ns of the moment it answers) is put in the returned list."""
+    kind = socket.SOCK_STREAM if proto == "tcp" else socket.SOCK_DGRAM
+    probe = socket.socket(socket.AF_INET, kind)
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()  # nothing listens there until the delay is over
+    truth: list[int] = []
+
+    def serve() -> None:
+        time.sleep(delay)
+        s = socket.socket(socket.AF_INET, kind)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("127.0.0.1", port))
+        if proto == "tcp":
+            s.listen(64)
+        truth.append(time.monotonic_ns())
+        s.settimeout(5)
+        try:
+            if proto == "tcp":
+                s.accept()[0].close()
+            else:
+                data, peer = s.recvfrom(65536)
+                s.sendto(data, peer)
+        finally:
+            s.close()
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    return port, truth, t
+
+
+@pytest.mark.parametrize("proto", ["tcp", "udp"])
+def test_port_readiness_recovers_a_known_moment(proto):
+    """The server starts answering 300 ms in: the watch must see it no earlier than that,
+    and within its period plus scheduling slack (this machine is noisy: 50 ms)."""
+    lateness = []
+    for _ in range(3):
+        port, truth, server = _listen_later(proto, 0.3)
+        seen: list[int] = []
+        watch = PortWatch("127.0.0.1", port, proto, seen.append, lambda: False, timeout=10)
+        watch.start()
+        watch.join(10)
+        server.join(10)
+        assert seen and truth, (seen, truth)
+        lateness.append((seen[0] - truth[0]) / 1e6)
+    assert all(x >= 0 for x in lateness), lateness  # never before the server answered
+    assert min(lateness) <= PERIOD_S * 1e3 + 5, lateness
+    assert max(lateness) < 50, lateness
+
+
+def test_port_watch_gives_up_when_the_instance_is_gone():
+    gone = threading.Event()
+    seen: list[int] = []
+    watch = PortWatch("127.0.0.1", 9, "tcp", seen.append, gone.is_set, timeout=30)
+    watch.start()
+    time.sleep(0.05)
+    gone.set()
+    watch.join(2)
+    assert not watch.is_alive() and seen == []
+    assert len(echo_request()) == 16 and echo_request()[:8] == b"\0\0\0\x10\0\0\0\0"
+
+
+def test_a_runtime_that_measured_nothing_is_named_with_its_first_reason():
+    def smp(rt: str, metric: str, value: float | None, error: str = "") -> Sample:
+        return Sample(
+            experiment="throughput",
+            metric=metric,
+            value=value,
+            unit="req/s",
+            direction="higher",
+            runtime=rt,
+            workload="nginx",
+            repetition=0,
+            error=error,
+        )
+
+    samples = [
+        smp("uk-nginx", "requests_per_s", None, "port 80 not open after 60 s: booted"),
+        smp("uk-nginx", "requests_per_s", None, "later"),
+        smp("uk-nginx", "scalability.reached", 0.0),  # a fact of the run, not a measurement
+        smp("crun", "requests_per_s", None, "one failed"),
+        smp("crun", "requests_per_s", 1000.0),
+    ]
+    assert unmeasured(samples) == {"uk-nginx": "port 80 not open after 60 s: booted"}
+
+
+def test_side_figures_of_failed_boots_are_not_a_measurement():
+    """An image that crashes at every boot still has its launch returned, its teardown
+    timed and its size recorded: those are side figures, so the runtime measured nothing;
+    one boot that ended is a measurement."""
+
+    def smp(rt: str, metric: str, value: float | None, error: str = "", **kw) -> Sample:
+        return Sample(
+            **{
+                "experiment": "boot",
+                "metric": metric,
+                "value": value,
+                "unit": "ms",
+                "direction": "lower",
+                "runtime": rt,
+                "workload": "hello",
+                "repetition": 0,
+                "error": error,
+                **kw,
+            }
+        )
+
+    crash = "guest crashed: CRIT: [libkvmplat] <memory.c @ 388> Assertion failure"
+    samples = [
+        smp("uk", "boot.spawn_to_exit", None, crash),
+        smp("uk", "boot.spawn_to_started", 40.0),
+        smp("uk", "boot.spawn_to_first_output", 90.0),
+        smp("uk", "boot.teardown", 12.0),
+        smp("uk", "image_size", 0.4, experiment="image"),
+        smp("uk", "host.cpu_idle_pct", 93.0),
+        smp("ok", "boot.spawn_to_exit", None, "one failed"),
+        smp("ok", "boot.spawn_to_exit", 35.0),
+        smp("ok", "boot.teardown", 10.0),
+    ]
+    assert unmeasured(samples) == {"uk": crash}
+    side = [m.name for m in metrics.registry() if m.side]
+    assert {
+        "boot.teardown",
+        "image_size",
+        "density.reached",
+        "scalability.launch",
+        "burst.failed",
+        "host.*",
+    } <= set(side)
+    assert not {"boot.spawn_to_exit", "boot.spawn_to_ready", "density.pss"} & set(side)
