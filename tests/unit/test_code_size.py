@@ -11,6 +11,7 @@ import virtbench
 REPO = Path(virtbench.__file__).parent.parent.parent
 MAX_FUNCTION_LINES = 60
 MAX_MODULE_LINES = 400
+SKIP = "# fmt: " + "skip"  # the marker, spelt so that this file holds none
 
 
 def oversized(paths: list[Path]) -> list[str]:
@@ -19,8 +20,8 @@ def oversized(paths: list[Path]) -> list[str]:
     found = []
     for path in paths:
         text = path.read_text()
-        if "# fmt: skip" in text:
-            found.append(f"{path}: a '# fmt: skip' marker")
+        if SKIP in text:
+            found.append(f"{path}: a '{SKIP}' marker")
         if (n := len(text.splitlines())) > MAX_MODULE_LINES:
             found.append(f"{path}: {n} lines")
         for node in ast.walk(ast.parse(text)):
@@ -36,8 +37,8 @@ def test_no_module_or_function_passes_its_size_and_none_is_hand_packed(tmp_path)
     assert len(code) > 250 and oversized(code) == []
     packed = tmp_path / "p.py"
     body = "\n".join(f"    x{i} = {i}" for i in range(61))
-    packed.write_text(f"def f():\n{body}\n\n\ny = [1, 2]  # fmt: skip\n")
+    packed.write_text(f"def f():\n{body}\n\n\ny = [1, 2]  {SKIP}\n")
     assert oversized([packed]) == [
-        f"{packed}: a '# fmt: skip' marker",
+        f"{packed}: a '{SKIP}' marker",
         f"{packed}:1 f: 62 lines",
     ]
