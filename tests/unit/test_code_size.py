@@ -1,5 +1,6 @@
-"""The formatter lays the code out: no `# fmt: skip` anywhere (src, tests, bench), and a limit (a function of
-60 lines, a module of 400) is met by splitting along a seam, never by packing lines."""
+"""The formatter lays the code out: no formatter-skip marker anywhere (src, tests,
+bench), and a limit (a function of 60 lines, a module of 400) is met by splitting along a
+seam, never by packing lines."""
 
 from __future__ import annotations
 
