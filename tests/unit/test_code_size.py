@@ -17,7 +17,7 @@ SKIP = "# fmt: " + "skip"  # the marker, spelt so that this file holds none
 
 def oversized(paths: list[Path]) -> list[str]:
     """Modules over MAX_MODULE_LINES lines and functions over MAX_FUNCTION_LINES (from
-    their first decorator), and every `fmt: skip` marker."""
+    their first decorator), and every formatter-skip marker (SKIP)."""
     found = []
     for path in paths:
         text = path.read_text()
