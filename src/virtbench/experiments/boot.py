@@ -15,6 +15,7 @@ flagged, and left out of summaries.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Literal
 
 from pydantic import Field
@@ -25,6 +26,7 @@ from virtbench.experiments.estimate import Costs, Estimate
 from virtbench.experiments.failures import Failures
 from virtbench.experiments.kind import ExperimentType
 from virtbench.experiments.session import Session, total_runs
+from virtbench.experiments.trial import Trial
 from virtbench.metrics.model import MONO, OPEN, SPAWN, Metric, boot_metric
 from virtbench.runtimes.base import Instance, InstanceSpec, Runtime
 from virtbench.spec.base import (
@@ -84,46 +86,55 @@ def _first_output(s: Session, inst: Instance, base: dict) -> None:
 
 def measure_once(
     s: Session,
-    runtime: str,
-    workload: str,
-    rep: int,
-    warmup: bool,
+    trial: Trial,
     timeout: float,
     experiment: str = "boot",
     params: dict | None = None,
     **labels: int,
 ) -> None:
-    """One boot of `workload` under `runtime`; records its samples (or a failed one).
-    `experiment`, `params` (added to the instance options) and `labels` (e.g.
-    `background`) let scalability reuse it."""
+    """One boot of `trial`'s workload under its runtime; records its samples (or a
+    failed one). `experiment`, `params` (added to the instance options) and `labels`
+    (e.g. `background`) let scalability reuse it."""
+    runtime = trial.runtime
     rt = s.runtimes[runtime]
-    wl = workloads.get(workload)
+    wl = workloads.get(trial.workload)
     spec = s.instance_spec(runtime, wl.argv)
     base = dict(
         experiment=experiment,
         direction="lower",
         runtime=runtime,
-        workload=workload,
-        repetition=rep,
-        warmup=warmup,
+        workload=trial.workload,
+        repetition=trial.repetition,
+        warmup=trial.warmup,
         params={**s.params(runtime), **(params or {})},
         **labels,
     )
     timed = s.timed(experiment, runtime, base["params"])  # quiet host, recorded in params
+    launch = Launch(rt, spec, timed, timeout)
     if wl.ends == "exit":
-        to_exit(s, rt, spec, timed, timeout, base)
+        to_exit(s, launch, base)
     else:
-        to_ready(s, rt, spec, timed, timeout, base)
+        to_ready(s, launch, base)
 
 
-def to_exit(
-    s: Session, rt: Runtime, spec: InstanceSpec, timed: Any, timeout: float, base: dict
-) -> None:
+@dataclasses.dataclass(frozen=True)
+class Launch:
+    """One timed boot: the runtime that starts it, the instance's spec, the timed
+    context (`Session.timed`) it starts within, and how long it may take (s)."""
+
+    rt: Runtime
+    spec: InstanceSpec
+    timed: Any
+    timeout: float
+
+
+def to_exit(s: Session, launch: Launch, base: dict) -> None:
     """A foreground boot: spawn -> the instance's exit (its status must be 0)."""
     metric = "boot.spawn_to_exit"
+    rt = launch.rt
     try:
-        with timed:
-            inst = rt.run_to_exit(spec, timeout)
+        with launch.timed:
+            inst = rt.run_to_exit(launch.spec, launch.timeout)
     except InstanceError as exc:
         s.record(Sample(metric=metric, value=None, unit="ms", error=str(exc), **base))
         raise
@@ -140,17 +151,16 @@ def to_exit(
         rt.stop(inst)
 
 
-def to_ready(
-    s: Session, rt: Runtime, spec: InstanceSpec, timed: Any, timeout: float, base: dict
-) -> None:
+def to_ready(s: Session, launch: Launch, base: dict) -> None:
     """A detached boot: spawn -> the launcher returned, and -> the ready datagram; then
     its teardown."""
     metric = "boot.spawn_to_ready"
+    rt = launch.rt
     inst = None
     try:
-        with timed:
-            inst = rt.start(spec, detach=True)
-            t_ready = rt.wait_ready(inst, timeout)
+        with launch.timed:
+            inst = rt.start(launch.spec, detach=True)
+            t_ready = rt.wait_ready(inst, launch.timeout)
         s.record(
             Sample(
                 metric="boot.spawn_to_started",
@@ -182,7 +192,7 @@ def run(s: Session, cfg: BootExperiment) -> None:
                     if failures.skip(runtime):
                         break
                     with failures.attempt(runtime):
-                        measure_once(s, runtime, workload, rep, warmup, cfg.timeout_s)
+                        measure_once(s, Trial(runtime, workload, rep, warmup), cfg.timeout_s)
                 s.finished("boot", warmup, **unit)
         kind, total = ("warm-up", cfg.warmups) if warmup else ("repetition", total_runs(cfg))
         s.say(f"boot: {kind} {rep + 1}/{total} done")

@@ -27,7 +27,7 @@ from pydantic import Field
 from virtbench.errors import InstanceError
 from virtbench.experiments.command import HELLO, HELLO_BYTES, wrong
 from virtbench.experiments.estimate import Costs, Estimate
-from virtbench.experiments.held import each_repetition, recorded, running
+from virtbench.experiments.held import Operation, each_repetition, recorded, running
 from virtbench.experiments.kind import ExperimentType
 from virtbench.experiments.session import Session
 from virtbench.metrics.model import MONO, NS_MS, Metric
@@ -75,7 +75,7 @@ def commands(cfg: ExecExperiment) -> list[tuple[str, list[str], int]]:
 
 def run(s: Session, cfg: ExecExperiment) -> None:
     units = {m: "ms" for m, _, _ in commands(cfg)}
-    each_repetition(s, cfg, "exec", lambda rt: rt.exec.problem(), units, exec_once)
+    each_repetition(s, cfg, Operation("exec", lambda rt: rt.exec.problem(), units, exec_once))
 
 
 def exec_once(s: Session, runtime: str, cfg: ExecExperiment, base: dict) -> None:

@@ -23,6 +23,7 @@ def running(
     runtime: str,
     workload: str,
     timeout: float,
+    *,
     control: bool = False,
     agent: bool = False,
     args: tuple[str, ...] = (),
@@ -78,19 +79,27 @@ def base_of(s: Session, experiment: str, runtime: str, workload: str, rep: int) 
     )
 
 
-def each_repetition(
-    s: Session,
-    cfg: Any,
-    experiment: str,
-    why_not: Callable[[Runtime], str | None],
-    units: dict[str, str],
-    measure: Callable[[Session, str, Any, dict], None],
-) -> None:
+@dataclasses.dataclass(frozen=True)
+class Operation:
+    """What `exec`, `pause` or `snapshot` does on a held instance: its `experiment`'s
+    name, why a runtime cannot do it (`why_not`: None when it can), its figures and their
+    units (`units`: each a failed sample when it fails), and `measure(s, runtime, cfg,
+    base)`, which measures one repetition."""
+
+    experiment: str
+    why_not: Callable[[Runtime], str | None]
+    units: dict[str, str]
+    measure: Callable[[Session, str, Any, dict], None]
+
+
+def each_repetition(s: Session, cfg: Any, op: Operation) -> None:
     """The procedure of `exec`, `pause` and `snapshot`: every repetition, every runtime in
     the schedule's order, one unit of measurement (`run --resume`) each. A runtime that
-    cannot (`why_not` says why) is recorded so once; the others are measured by
-    `measure(s, runtime, cfg, base)`, whose InstanceError is a failed sample of each of
-    `units`' figures (unless it recorded its own) and counts toward skipping the runtime."""
+    cannot (`op.why_not` says why) is recorded so once; the others are measured by
+    `op.measure(s, runtime, cfg, base)`, whose InstanceError is a failed sample of each of
+    `op.units`' figures (unless it recorded its own) and counts toward skipping the
+    runtime."""
+    experiment, units = op.experiment, op.units
     failures = Failures(s, experiment)
     for rep, warmup, order in s.schedule(0, cfg.runs, experiment):
         for runtime in order:
@@ -98,24 +107,22 @@ def each_repetition(
             if not s.pending(experiment, warmup, **unit):
                 continue
             base = base_of(s, experiment, runtime, cfg.workload, rep)
-            why = why_not(s.runtimes[runtime])
+            why = op.why_not(s.runtimes[runtime])
             if why is not None:
-                cannot(s, experiment, runtime, why, base, units)
+                cannot(s, why, base, units)
             elif not failures.skip(runtime):
                 with failures.attempt(runtime), failed_as(s, base, units):
-                    measure(s, runtime, cfg, base)
+                    op.measure(s, runtime, cfg, base)
             s.finished(experiment, warmup, **unit)
         s.say(f"{experiment}: repetition {rep + 1}/{cfg.runs} done")
 
 
-def cannot(
-    s: Session, experiment: str, runtime: str, why: str, base: dict[str, Any], units: dict[str, str]
-) -> None:
-    """Record that `runtime` cannot do what `experiment` measures: one failed sample per
-    figure, with the reason (once per run: the first repetition's)."""
+def cannot(s: Session, why: str, base: dict[str, Any], units: dict[str, str]) -> None:
+    """Record that `base`'s runtime cannot do what its experiment measures: one failed
+    sample per figure, with the reason (once per run: the first repetition's)."""
     if base["repetition"] != 0:
         return
-    error = f"{runtime} cannot: {why}"
+    error = f"{base['runtime']} cannot: {why}"
     for m, unit in units.items():
         s.record(Sample(metric=m, value=None, unit=unit, error=error, **base))
-    s.event("info", f"{experiment}: {error}")
+    s.event("info", f"{base['experiment']}: {error}")

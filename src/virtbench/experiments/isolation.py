@@ -50,6 +50,7 @@ from virtbench.experiments.isolation_neighbours import (
 )
 from virtbench.experiments.kind import ExperimentType
 from virtbench.experiments.session import Session, total_runs
+from virtbench.experiments.trial import Trial
 from virtbench.experiments.worker import Job, Worker, check_reachable
 from virtbench.measure.topology import Topology
 from virtbench.metrics.model import Metric
@@ -86,18 +87,14 @@ def check(s: Session, cfg: IsolationExperiment) -> None:
 
 
 def measure(
-    s: Session,
-    cfg: IsolationExperiment,
-    worker: Worker,
-    cond: Condition,
-    rep: int,
-    warmup: bool,
+    s: Session, cfg: IsolationExperiment, worker: Worker, cond: Condition, trial: Trial
 ) -> None:
-    """The worker once (every level) under one condition; samples stored as they come."""
+    """The worker once (every level) under one condition, in `trial`'s repetition;
+    samples stored as they come."""
     name, _, cpus = cond
     attacker_runtime = cfg.attacker_runtime or worker.runtime
     rt = s.runtimes[attacker_runtime]  # the attackers' runtime
-    labels = condition_labels(cfg, cond, rep, warmup, rt)
+    labels = condition_labels(cfg, cond, trial.repetition, trial.warmup, rt)
     neighbours = Neighbours(cfg, rt, name, cpus)
     try:
         if cpus:  # attackers, or a busy baseline's spinners
@@ -158,7 +155,7 @@ def run(s: Session, cfg: IsolationExperiment) -> None:
                     if unit not in todo:
                         continue
                     with failures.attempt(runtime, cond[0] or "baseline"):
-                        measure(s, cfg, worker, cond, rep, warmup)
+                        measure(s, cfg, worker, cond, Trial(runtime, cfg.worker, rep, warmup))
                     s.finished("isolation", warmup, **unit)
         kind, total = ("warm-up", cfg.warmups) if warmup else ("repetition", total_runs(cfg))
         s.say(f"isolation: {kind} {rep + 1}/{total} done")

@@ -165,7 +165,7 @@ class Neighbours:
             peaks = [self.rt.observe.tasks(a)[0] for a in self.running]
             if all(p is not None for p in peaks):
                 total = float(sum(p for p in peaks if p is not None))
-                sample = worker.sample("isolation", TASKS, total, "tasks", "lower", None, **labels)
+                sample = worker.sample("isolation", TASKS, total, "tasks", "lower", **labels)
                 s.record(dataclasses.replace(sample, metric=TASKS))
         errors = self.rt.stop_each(self.running)
         if errors:

@@ -25,7 +25,7 @@ from pydantic import Field
 
 from virtbench.errors import InstanceError
 from virtbench.experiments.estimate import Costs, Estimate
-from virtbench.experiments.held import each_repetition, recorded, running
+from virtbench.experiments.held import Operation, each_repetition, recorded, running
 from virtbench.experiments.kind import ExperimentType
 from virtbench.experiments.session import Session
 from virtbench.measure.probe import Beat
@@ -74,7 +74,7 @@ LAND_S = 0.02  # for heartbeats already on their way when the pause returned
 
 
 def run(s: Session, cfg: PauseExperiment) -> None:
-    each_repetition(s, cfg, "pause", lambda rt: rt.pause.problem(), UNITS, pause_cycles)
+    each_repetition(s, cfg, Operation("pause", lambda rt: rt.pause.problem(), UNITS, pause_cycles))
 
 
 def steady_beat(s: Session, inst: Instance, timeout: float) -> Beat:

@@ -46,6 +46,7 @@ from virtbench.experiments.failures import Failures
 from virtbench.experiments.kind import ExperimentType
 from virtbench.experiments.scalability_config import ScalabilityExperiment
 from virtbench.experiments.session import Session
+from virtbench.experiments.trial import Trial
 from virtbench.experiments.worker import Job, Worker, check_reachable
 from virtbench.metrics.model import MONO, NS_MS, SPAWN, Metric, pile_metric
 from virtbench.runtimes.base import Instance
@@ -168,6 +169,7 @@ class PileUp:
         unit: str,
         direction: str,
         n: int,
+        *,
         error: str = "",
         params: dict | None = None,
     ) -> None:
@@ -191,10 +193,7 @@ class PileUp:
         if self.worker is None:
             boot.measure_once(
                 self.s,
-                self.runtime,
-                "hello",
-                self.rep,
-                warmup,
+                Trial(self.runtime, "hello", self.rep, warmup),
                 self.cfg.timeout_s,
                 "scalability",
                 self.params,
@@ -236,7 +235,9 @@ class PileUp:
                 )
                 self.background.append(inst)
             except InstanceError as exc:
-                self.record("scalability.launch", None, "ms", "lower", i, str(exc), timed)
+                self.record(
+                    "scalability.launch", None, "ms", "lower", i, error=str(exc), params=timed
+                )
                 return Stop(False, f"background instance {i + 1} failed: {exc}")
             value = (t_ready - inst.t_spawn_ns) / 1e6
             self.record("scalability.launch", value, "ms", "lower", i, params=timed)

@@ -131,6 +131,7 @@ class Session:
         self,
         runtime: str,
         argv: Callable[[str], tuple[str, ...]],
+        *,
         data: bool = False,
         cpus: str | None = None,
         network: str | None = None,

@@ -51,7 +51,7 @@ from virtbench import workloads
 from virtbench.artifacts.rootfs import disk_usage
 from virtbench.errors import InstanceError
 from virtbench.experiments.estimate import Costs, Estimate
-from virtbench.experiments.held import cannot, each_repetition, recorded, running
+from virtbench.experiments.held import Operation, cannot, each_repetition, recorded, running
 from virtbench.experiments.kind import ExperimentType
 from virtbench.experiments.pause import next_beat, silent, steady_beat
 from virtbench.experiments.session import Session
@@ -145,7 +145,7 @@ def units(cfg: SnapshotExperiment, dirty: int | None) -> dict[str, str]:
 
 def run(s: Session, cfg: SnapshotExperiment) -> None:
     every = {m: u for d in cfg.levels() for m, u in units(cfg, d).items()}
-    each_repetition(s, cfg, "snapshot", lambda rt: rt.snapshot.problem(), every, levels)
+    each_repetition(s, cfg, Operation("snapshot", lambda rt: rt.snapshot.problem(), every, levels))
 
 
 def levels(s: Session, runtime: str, cfg: SnapshotExperiment, base: dict) -> None:
@@ -160,7 +160,7 @@ def levels(s: Session, runtime: str, cfg: SnapshotExperiment, base: dict) -> Non
             params.update(dirty_mib=dirty, **({"memory_mib": memory} if memory else {}))
         mine = {**base, "params": params}
         try:
-            snapshot_once(s, runtime, cfg, mine, dirty, memory)
+            snapshot_once(s, runtime, cfg, mine, dirty=dirty, memory=memory)
         except InstanceError as exc:
             if not getattr(exc, "recorded", False):  # e.g. it never started
                 for m, u in units(cfg, dirty).items():
@@ -183,6 +183,7 @@ def snapshot_once(
     runtime: str,
     cfg: SnapshotExperiment,
     base: dict,
+    *,
     dirty: int | None = None,
     memory: int | None = None,
 ) -> None:
@@ -196,7 +197,7 @@ def snapshot_once(
         rt.ctx.state.record("checkpoint", str(image))
         try:
             image.mkdir(parents=True)
-            held = checkpoint_and_restore(s, inst, image, cfg, base, at(dirty))
+            held = checkpoint_and_restore(s, inst, image, cfg, base, sfx=at(dirty))
             if cfg.restore_many:
                 many = {**base, "params": dict(base["params"], copies=cfg.restore_many)}
                 restore_copies(s, Checkpoint(inst, image, held), cfg, many, at(dirty))
@@ -208,7 +209,7 @@ def snapshot_once(
 
 
 def checkpoint_and_restore(
-    s: Session, inst: Instance, image: Path, cfg: SnapshotExperiment, base: dict, sfx: str = ""
+    s: Session, inst: Instance, image: Path, cfg: SnapshotExperiment, base: dict, *, sfx: str = ""
 ) -> Beat:
     """Checkpoint `inst` to `image`, restore it, and record the four figures (their
     names + `sfx`); the last heartbeat before the checkpoint."""
@@ -262,7 +263,7 @@ def restore_copies(
     rt = s.runtimes[source.runtime]
     many = {m + sfx: u for m, u in MANY.items()}
     if (why := rt.snapshot.copies_problem()) is not None:
-        cannot(s, "snapshot", source.runtime, why, base, many)
+        cannot(s, why, base, many)
         return
     copies: list[Instance] = []
     argv = workloads.get(cfg.workload).argv

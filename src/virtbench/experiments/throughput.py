@@ -19,6 +19,7 @@ from virtbench.experiments.estimate import Costs, Estimate
 from virtbench.experiments.failures import Failures
 from virtbench.experiments.kind import ExperimentType
 from virtbench.experiments.session import Session
+from virtbench.experiments.trial import Trial
 from virtbench.experiments.worker import Job, Worker, check_reachable
 from virtbench.spec.base import (
     RepeatedExperiment,
@@ -81,13 +82,11 @@ def check(s: Session, cfg: ThroughputExperiment) -> None:
         check_reachable(s, "throughput", name, s.spec.runtimes)
 
 
-def measure(
-    s: Session, cfg: ThroughputExperiment, runtime: str, name: str, rep: int, warmup: bool
-) -> None:
+def measure(s: Session, cfg: ThroughputExperiment, trial: Trial) -> None:
     """One repetition of one workload: a fresh server (or a fresh measuring instance per
     level), every level measured, every figure stored as soon as it is parsed."""
-    worker = Worker(s, runtime, Job.of(cfg, name))
-    labels = {"repetition": rep, "warmup": warmup}
+    worker = Worker(s, trial.runtime, Job.of(cfg, trial.workload))
+    labels = {"repetition": trial.repetition, "warmup": trial.warmup}
     with worker:
         try:
             worker.start()
@@ -110,7 +109,7 @@ def run(s: Session, cfg: ThroughputExperiment) -> None:
                 kind = "warm-up" if warmup else "run"
                 s.say(f"throughput: {name} on {runtime} ({kind} {rep + 1})")
                 with failures.attempt(runtime, name):
-                    measure(s, cfg, runtime, name, rep, warmup)
+                    measure(s, cfg, Trial(runtime, name, rep, warmup))
                 s.finished("throughput", warmup, **unit)
 
 

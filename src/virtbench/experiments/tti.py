@@ -124,38 +124,49 @@ def run(s: Session, cfg: TtiExperiment) -> None:
             base = base_of(s, "tti", runtime, cfg.workload, rep)
             why = s.runtimes[runtime].exec.problem()
             if why is not None:
-                cannot(s, "tti", runtime, why, base, units)
+                cannot(s, why, base, units)
             for at, n in cfg.batches() if why is None else ():
                 if failures.skip(runtime):
                     break
                 with failures.attempt(runtime):
-                    batch(s, runtime, at, n, cfg, base)
+                    batch(s, runtime, Batch(at, n), cfg, base)
                 time.sleep(cfg.settle_s)
             s.finished("tti", warmup, **unit)
         s.say(f"tti: repetition {rep + 1}/{cfg.runs} done")
 
 
-def batch(s: Session, runtime: str, at: str, n: int, cfg: TtiExperiment, base: dict) -> None:
-    """One batch: `seq` one instance at a time, else all `n` launched together (at
-    `gap_ms` apart for `stagger`); records its samples. InstanceError when not one
+@dataclasses.dataclass(frozen=True)
+class Batch:
+    """One batch of a repetition: its `@` name (`seq`, `stagger`, or N launched at once)
+    and its instances."""
+
+    at: str
+    n: int
+
+
+def batch(s: Session, runtime: str, b: Batch, cfg: TtiExperiment, base: dict) -> None:
+    """One batch: `seq` one instance at a time, else all its instances launched together
+    (at `gap_ms` apart for `stagger`); records its samples. InstanceError when not one
     instance became interactive (the runtime's failures count it)."""
+    at, n = b.at, b.n
     base = {**base, "params": {**base["params"], "batch": at, "instances": n}}
     if at == "stagger":
         base["params"]["gap_ms"] = cfg.gap_ms
     launched: list[Launched] = []
     errors: list[str] = []
     for group in [1] * n if at == "seq" else [n]:
-        more, why = together(s, runtime, group, cfg, base, cfg.gap_ms / 1e3 * (at == "stagger"))
+        gap_s = cfg.gap_ms / 1e3 * (at == "stagger")
+        more, why = together(s, runtime, group, cfg, base, gap_s=gap_s)
         launched += more
         errors += why
     record(s, base, at, launched, errors)
 
 
 def together(
-    s: Session, runtime: str, n: int, cfg: TtiExperiment, base: dict, gap_s: float
+    s: Session, runtime: str, n: int, cfg: TtiExperiment, base: dict, *, gap_s: float = 0.0
 ) -> tuple[list[Launched], list[str]]:
-    """`n` instances prepared (untimed), launched together after a quiet wait, each
-    asked its first command once ready; every one stopped. (What became of each, why
+    """`n` instances prepared (untimed), launched together (`gap_s` apart) after a quiet
+    wait, each asked its first command once ready; every one stopped. (What became of each, why
     those that could not be prepared could not.)"""
     rt = s.runtimes[runtime]
     argv = workloads.get(cfg.workload).argv
@@ -230,7 +241,7 @@ def record(s: Session, base: dict, at: str, launched: list[Launched], errors: li
             done.append(end)
     n = len(launched) + len(errors)
     if at != "seq":
-        batch_figures(s, base, at, first, done, n)
+        batch_figures(s, base, Batch(at, n), first, done)
     if not done:
         why = next((x.why for x in launched if x.why), errors[0] if errors else "none started")
         raise InstanceError(
@@ -238,8 +249,11 @@ def record(s: Session, base: dict, at: str, launched: list[Launched], errors: li
         )
 
 
-def batch_figures(s: Session, base: dict, at: str, first: int, done: list[int], n: int) -> None:
-    """A staggered or simultaneous batch's wall time, amortized time and failures."""
+def batch_figures(s: Session, base: dict, b: Batch, first: int, done: list[int]) -> None:
+    """A staggered or simultaneous batch's wall time (from `first`, the first create
+    call, to the last of `done`, its instances' interactive times), amortized time and
+    failures (of its `b.n` instances)."""
+    at, n = b.at, b.n
     s.record(Sample(metric="tti.failed" + f"@{at}", value=n - len(done), unit="instances", **base))
     if not done:
         for m in ("tti.wall", "tti.amortized"):

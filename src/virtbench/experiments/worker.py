@@ -108,7 +108,7 @@ def udp_answers(address: str, port: int) -> bool:
 
 
 def wait_port(
-    rt: Runtime, inst: Instance, address: str, port: int, timeout: float, protocol: str = "tcp"
+    rt: Runtime, inst: Instance, address: str, port: int, timeout: float, *, protocol: str = "tcp"
 ) -> None:
     """Until `address:port` accepts a connection (UDP: answers a datagram); raise if the
     server ends or is slow."""
@@ -247,8 +247,8 @@ class Worker:
             )
         self.inst = self.rt.start(self._spec(wl.argv), detach=True)
         self.address = self.inst.address or "127.0.0.1"
-        protocol = serves.protocol
-        wait_port(self.rt, self.inst, self.address, self.port, self.ready_timeout, protocol)
+        at = (self.rt, self.inst, self.address, self.port, self.ready_timeout)
+        wait_port(*at, protocol=serves.protocol)
         prepare_server(self.rt, self.inst, self.address, self.job)
 
     def measure(self, level: Any) -> list[workloads.Metric]:
@@ -323,10 +323,11 @@ class Worker:
                 self.s.record(self.failed(experiment, level, str(exc), **labels))
                 raise
             for m in metrics:
-                fields = (m.name, m.value, m.unit, m.direction, level)
-                self.s.record(self.sample(experiment, *fields, **labels))
+                fields = (m.name, m.value, m.unit, m.direction)
+                self.s.record(self.sample(experiment, *fields, level=level, **labels))
             for name, (value, unit) in watch.end().items() if watch else ():
-                self.s.record(self.sample(experiment, name, value, unit, "lower", level, **labels))
+                sample = self.sample(experiment, name, value, unit, "lower", level=level, **labels)
+                self.s.record(sample)
 
     def watch(self, experiment: str, level: Any, labels: dict[str, Any]) -> ProcWatch | None:
         """The resource watch of a server's measurement (its processes and its runtime's
@@ -360,12 +361,14 @@ class Worker:
         value: float | None,
         unit: str,
         direction: str,
-        level: Any,
+        *,
+        level: Any = None,
         error: str = "",
         **labels: Any,
     ) -> Sample:
-        """A sample of this worker: `labels` are the Sample's own fields (repetition,
-        warmup, background, attacker, placement); extra params go in `params=`."""
+        """A sample of this worker (at `level`, if any): `labels` are the Sample's own
+        fields (repetition, warmup, background, attacker, placement); extra params go in
+        `params=`."""
         params = {**self.base_params, **labels.pop("params", {})}
         if level is not None:
             params["level"] = level
@@ -386,8 +389,8 @@ class Worker:
         """The sample of a failed measurement, under the workload's primary metric."""
         primary = self.measures.primary
         declared = self.wl.declaration(primary)
-        unit, direction = declared.unit, declared.direction or ""
-        return self.sample(experiment, primary, None, unit, direction, level, error=error, **labels)
+        fields = (primary, None, declared.unit, declared.direction or "")
+        return self.sample(experiment, *fields, level=level, error=error, **labels)
 
     def __enter__(self) -> Worker:
         return self
