@@ -141,7 +141,7 @@ def test_tables_name_a_range_range_wide_and_narrow(store_dir):
     for run_id in ("few001", "mix001"):
         run, frame = store.run(run_id), store.frame(run_id)
         for wide in (False, True):
-            for t in experiment_tables(run, frame, wide):
+            for t in experiment_tables(run, frame, wide=wide):
                 for col in t.columns:
                     headers.add(str(col.header))
                     cells = [str(c) for c in col.cells]

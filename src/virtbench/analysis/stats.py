@@ -233,6 +233,7 @@ def slowdown_ci(
     baseline: Sequence[float],
     attacked: Sequence[float],
     direction: str,
+    *,
     seed: int = 0,
     units_b: Sequence[Hashable] | None = None,
     units_a: Sequence[Hashable] | None = None,

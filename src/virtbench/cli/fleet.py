@@ -65,9 +65,8 @@ def fleet_run(
 
     plan = _plan(spec, list(ctx.args), runtimes, shard)
     store = open_results(results, store_url)
-    fid, outcomes, merged = fleet.run(
-        plan, inventory, store, store_url, Paths.from_env(), out.print
-    )
+    results_to = fleet.Results(store, store_url)
+    fid, outcomes, merged = fleet.run(plan, inventory, results_to, Paths.from_env(), out.print)
     t = Table(title=f"fleet {fid}", title_justify="left")
     for col in ("host", "status", "runs", "samples", "why"):
         t.add_column(col)

@@ -290,4 +290,6 @@ def resolve_spec(
     from virtbench.spec import flags as spec_flags
 
     _, raw, where = specmod.load(spec)
-    return spec_flags.with_overrides(raw, where, comma_list(runtimes, "--runtimes"), flags, quick)
+    return spec_flags.with_overrides(
+        raw, where, comma_list(runtimes, "--runtimes"), flags, quick=quick
+    )

@@ -93,7 +93,7 @@ def print_run(
 
     def tables() -> tuple[list[Table], list[Any]]:
         seen: list[Any] = []  # the summaries, for what their intervals were made with
-        return experiment_tables(record, samples, wide, seen, ids, alike), seen
+        return experiment_tables(record, samples, wide=wide, seen=seen, ids=ids, facts=alike), seen
 
     work = [functools.partial(trust_notes, samples), tables]
     # a big run's notes are found on another CPU while its tables are made

@@ -44,13 +44,22 @@ class Target:
         return "none yet" if math.isinf(value) else f"{value:.1f}{self.unit}"
 
 
-def stop(
-    s: Session, experiment: str, targets: list[Target], done: int, limit: int, since: float
-) -> bool:
-    """After `done` repetitions (at least the spec's runs): are they enough? Every target
-    met (an info event), or `limit` reached with one unmet, or nothing to judge by (a
-    warning each, saying which)."""
-    worst = [(t, t.worst(since)) for t in targets]
+@dataclass(frozen=True)
+class Progress:
+    """How far an experiment's repetitions got: `done` so far, `limit` the most it may do
+    (max_runs), and `since` when the samples that count began (a time)."""
+
+    done: int
+    limit: int
+    since: float
+
+
+def stop(s: Session, experiment: str, targets: list[Target], progress: Progress) -> bool:
+    """After `progress.done` repetitions (at least the spec's runs): are they enough?
+    Every target met (an info event), or its `limit` reached with one unmet, or nothing
+    to judge by (a warning each, saying which)."""
+    done, limit = progress.done, progress.limit
+    worst = [(t, t.worst(progress.since)) for t in targets]
     for t, w in worst:
         if w is None:  # nothing to judge by: say so rather than claim success
             s.event(

@@ -325,7 +325,9 @@ class Session:
             if done >= floor and (
                 not targets
                 or max_runs is None
-                or adaptive.stop(self, experiment, targets, done, max_runs, since)
+                or adaptive.stop(
+                    self, experiment, targets, adaptive.Progress(done, max_runs, since)
+                )
             ):
                 return
             warmup = i < warmups

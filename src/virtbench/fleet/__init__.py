@@ -125,16 +125,24 @@ def wheelhouse(dest: Path, root: Path = SOURCE_ROOT) -> tuple[Path, str]:
     return path, hashlib.sha256("\n".join(names).encode()).hexdigest()[:16]
 
 
+@dataclass(frozen=True)
+class Results:
+    """Where a fleet's runs end up: `store`, here; `url`, the shared database every host
+    writes to itself (None: each host's runs are fetched and imported into `store`)."""
+
+    store: Store
+    url: str | None
+
+
 def run(
     plan: Plan,
     inventory: Path,
-    store: Store,
-    store_url: str | None,
+    results: Results,
     paths: Paths,
     say: Callable[[str], None],
 ) -> tuple[str, dict[str, HostOutcome], dict[str, list[str]]]:
     """Run `plan` on the inventory's hosts: (fleet id, each host's outcome, each host's
-    runs now in `store`)."""
+    runs now in `results.store`)."""
     fleet = naming.new_run_id()
     work = paths.state / "fleets" / fleet
     work.mkdir(parents=True)
@@ -163,13 +171,13 @@ def run(
             "vb_runtimes": {h: ",".join(rts) for h, rts in share.items()}
             if plan.shard != "none"
             else {},
-            "vb_store": store_url or "",
+            "vb_store": results.url or "",
             "vb_fetch": str(work / "fetched"),
             "vb_wheels": wheels,
             "vb_wheels_digest": wheels_digest,
         }
         outcomes = run_playbook(work, inventory, list(share), extravars)
-        merged = _merge(store, store_url, fleet, plan, outcomes, work)
+        merged = _merge(results, fleet, plan, outcomes, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return fleet, outcomes, merged
@@ -180,15 +188,11 @@ def _truthy(value: object) -> bool:
 
 
 def _merge(
-    store: Store,
-    store_url: str | None,
-    fleet: str,
-    plan: Plan,
-    outcomes: dict[str, HostOutcome],
-    work: Path,
+    results: Results, fleet: str, plan: Plan, outcomes: dict[str, HostOutcome], work: Path
 ) -> dict[str, list[str]]:
-    """Every host's runs into `store`, labelled with the host; a host that left none gets
-    a run record saying what happened to it."""
+    """Every host's runs into `results.store`, labelled with the host; a host that left
+    none gets a run record saying what happened to it."""
+    store, store_url = results.store, results.url
     merged: dict[str, list[str]] = {}
     shared = [r for r in store.runs() if r.fleet == fleet] if store_url else []
     for host, o in outcomes.items():

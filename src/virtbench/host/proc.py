@@ -179,6 +179,7 @@ def _popen(
     argv: Sequence[str],
     input: str | None,
     env: Mapping[str, str] | None,
+    *,
     cwd: Path | None = None,
     stdout_path: Path | None = None,
     text: bool = True,
@@ -253,7 +254,8 @@ def run(
     this call is interrupted; it is always waited for and its pipes closed.
     """
     start = time.monotonic()
-    with _popen(argv, input, env, cwd, stdout_path) as proc:  # closes the pipes, waits
+    # the `with` closes the pipes and waits
+    with _popen(argv, input, env, cwd=cwd, stdout_path=stdout_path) as proc:
         out, err, expired = _communicate(proc, input, timeout)
     if expired:
         res = Result(

@@ -39,6 +39,7 @@ class PortWatch(threading.Thread):
         proto: str,
         ready: Callable[[int], None],
         gone: Callable[[], bool],
+        *,
         timeout: float = 3600.0,
     ) -> None:
         super().__init__(daemon=True, name=f"vb-portwatch-{address}:{port}")

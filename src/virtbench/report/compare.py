@@ -68,8 +68,7 @@ def condition(s: Sample, with_runtime: bool) -> Key:
 
 
 def label(key: Key) -> str:
-    """A condition as one readable cell: the figure's label (workload, level,
-    background, ...)."""
+    """A condition as one readable cell: the figure's label (workload, level, background...)."""
     _experiment, metric, _unit, workload, background, attacker, placement, level = key[:8]
     parts = [workload]
     if level and not metric.endswith(f"@{level}"):
@@ -195,6 +194,7 @@ def compare(
     a: Rows,
     b: Rows,
     with_runtime: bool,
+    *,
     alpha: float = 0.05,
     min_effect: float = 0.05,
     metrics: list[str] | None = None,

@@ -105,6 +105,16 @@ class Scores:
     note: str
 
 
+@dataclass(frozen=True)
+class Reference:
+    """What a row is scored against: the reference `value`, the `kind` of score (boot,
+    lower or higher is better) and the `runtime` the value is of (none of its own)."""
+
+    value: float
+    kind: str
+    runtime: str
+
+
 class _Scorer:
     """Collects the scored rows of `desmet_scores` by feature, in the order first met, and
     the measures it refuses to score."""
@@ -116,21 +126,15 @@ class _Scorer:
         self.metric_of: dict[str, str] = {}  # feature -> its metric's full name (for weights)
         self.refused: list[str] = []
 
-    def add(
-        self,
-        feature: str,
-        cells: list[str],
-        values: dict[str, float],
-        ref: float,
-        kind: str,
-        ref_rt: str,
-    ) -> None:
+    def add(self, feature: str, cells: list[str], values: dict[str, float], ref: Reference) -> None:
         """A row of `feature`: each other runtime's score of its value against `ref`
         (none for the runtime `ref` is of)."""
         got: dict[str, float] = {}
         for r in self.others:
-            score = desmet_score(values[r], ref, kind, self.bands) if r in values else math.nan
-            if not math.isnan(score) and r != ref_rt:
+            if r not in values:
+                continue
+            score = desmet_score(values[r], ref.value, ref.kind, self.bands)
+            if not math.isnan(score) and r != ref.runtime:
                 got[r] = score
         self.levels[feature].append(Level(cells, got))
 
@@ -157,7 +161,7 @@ class _Scorer:
             medians = {r: median_of(by_rt.get(r, [])) for r in self.others}
             feature = c.feature()
             self.metric_of[feature] = c.base_metric
-            self.add(feature, [label(c.key), kind, figure], medians, ref, kind, ref_rt)
+            self.add(feature, [label(c.key), kind, figure], medians, Reference(ref, kind, ref_rt))
 
     def fitted(self, f: Frame, base: str) -> None:
         """The memory costs (report/fits.py): each slope against the baseline's."""
@@ -176,7 +180,7 @@ class _Scorer:
                 r: fits[(m.name, r)].slope if (m.name, r) in fits else math.nan for r in self.others
             }
             self.metric_of[named] = m.name
-            self.add(named, cells, slopes, ref_fit.slope, "lower", base)
+            self.add(named, cells, slopes, Reference(ref_fit.slope, "lower", base))
 
     def features(self, weights: dict[str, float]) -> list[Feature]:
         """The features collected, each weighed as `weights` says."""

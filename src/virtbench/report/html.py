@@ -168,7 +168,7 @@ def _experiments(
     """Each experiment type's section: its heading, tables and plots, in the views'
     order; `alike` collects what every runtime measured alike (for the facts)."""
     out = []
-    for kind, tables in sections.by_type(run, f, True, seen, facts=alike):
+    for kind, tables in sections.by_type(run, f, wide=True, seen=seen, facts=alike):
         view = views.of(kind)
         out.append(
             {

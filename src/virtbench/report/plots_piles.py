@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -253,7 +254,7 @@ def density(samples: list[Sample], order: list[str]) -> list[Plot]:
                     color=colour(r),
                 )
                 continue
-            _steps(ax, mine, r, fits.get((m.name, r)), m.name, colour(r))
+            _steps(ax, mine, Steps(r, colour(r), fits.get((m.name, r)), m.name))
         ax.set_title(m.label, fontsize=9)
         ax.set_xlabel("instances running")
         if m.fits:
@@ -267,17 +268,29 @@ def density(samples: list[Sample], order: list[str]) -> list[Plot]:
     return [Plot("density-memory-per-instance", "Memory per instance", fig)]
 
 
-def _steps(ax: Axes, mine: list[Sample], r: str, f: Fit | None, name: str, c: tuple) -> None:
+@dataclass(frozen=True)
+class Steps:
+    """One runtime's pile-ups in a memory panel: the `runtime`, its `colour`, and the
+    line fitted through its steps (`fit`, of the figure `name`; None: none fitted)."""
+
+    runtime: str
+    colour: tuple
+    fit: Fit | None
+    name: str
+
+
+def _steps(ax: Axes, mine: list[Sample], steps: Steps) -> None:
     """Each pile-up's steps above its own start, and the line fitted through them."""
     from virtbench.report.fits import cost_cells
 
+    r, f, c = steps.runtime, steps.fit, steps.colour
     start: dict[int, float] = {}
     pts = sorted((s.repetition, s.background, s.value) for s in mine if s.runtime == r)
     for rep, _, v in pts:
         start.setdefault(rep, v)  # type: ignore[arg-type]
     xs = [n for _, n, _ in pts]
     ax.plot(xs, [v - start[rep] for rep, _, v in pts], ls="", marker="o", ms=3, color=c)  # type: ignore[operator]
-    text = cost_cells(f, name)[0] if f is not None else "n/a"
+    text = cost_cells(f, steps.name)[0] if f is not None else "n/a"
     if f is not None:
         ax.plot([min(xs), max(xs)], [0.0, f.slope * (max(xs) - min(xs))], lw=1, color=c)
     ax.plot([], [], marker="o", ms=3, color=c, label=f"{r}: {text} each")

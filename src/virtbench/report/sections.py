@@ -21,6 +21,7 @@ from virtbench.store.records import RunRecord, Sample
 def experiment_tables(
     run: RunRecord,
     samples: Rows,
+    *,
     wide: bool = False,
     seen: list[Summary] | None = None,
     ids: bool = False,
@@ -29,12 +30,14 @@ def experiment_tables(
     """Every type's tables, in the order its answers are read; `seen` collects the
     summaries shown; `ids`: figures named by their ids, not their labels; `facts`
     collects what every runtime measured alike, instead of rows."""
-    return [t for _, tables in by_type(run, samples, wide, seen, ids, facts) for t in tables]
+    typed = by_type(run, samples, wide=wide, seen=seen, ids=ids, facts=facts)
+    return [t for _, tables in typed for t in tables]
 
 
 def by_type(
     run: RunRecord,
     samples: Rows,
+    *,
     wide: bool = False,
     seen: list[Summary] | None = None,
     ids: bool = False,

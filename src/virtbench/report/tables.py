@@ -37,6 +37,7 @@ def summary_table(
     title: str,
     samples: Rows,
     runtime_order: list[str],
+    *,
     wide: bool = False,
     seen: list[Summary] | None = None,
     ids: bool = False,

@@ -112,6 +112,7 @@ def with_overrides(
     where: str,
     runtimes_: list[str] | None,
     flags: dict[str, Any],
+    *,
     quick: bool = False,
     drivers: Drivers | None = None,
 ) -> Spec:

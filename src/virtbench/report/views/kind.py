@@ -61,7 +61,13 @@ def summaries(shown: Shown) -> list[Table]:
     """Every figure of the type summarised: median, 95% CI, CV, n (tables.summary_table),
     none where its figures are series only."""
     t = summary_table(
-        heading(shown), shown.frame, shown.order, shown.wide, shown.seen, shown.ids, shown.facts
+        heading(shown),
+        shown.frame,
+        shown.order,
+        wide=shown.wide,
+        seen=shown.seen,
+        ids=shown.ids,
+        facts=shown.facts,
     )
     return [t] if t.row_count else []
 
