@@ -27,6 +27,7 @@ Then every instance is stopped; the next level waits `settle_s`. One unit of mea
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
@@ -132,7 +133,7 @@ def burst_once(s: Session, runtime: str, level: int, rep: int, cfg: BurstExperim
         with s.timed("burst", runtime, base["params"]):
             busy0 = s.host.cpu_busy()
             results = launch_together(rt, prepared, cfg.timeout_s)
-            busy1 = s.host.cpu_busy()
+            burst = Burst(level, results, errors, busy0, s.host.cpu_busy())
     finally:
         stop_errors = rt.stop_each(prepared)
     if stop_errors:
@@ -141,24 +142,29 @@ def burst_once(s: Session, runtime: str, level: int, rep: int, cfg: BurstExperim
             f"burst: {runtime}: {len(stop_errors)} instances could not be "
             f"stopped: {stop_errors[0]}",
         )
-    record(s, base, level, results, errors, busy0, busy1)
+    record(s, base, burst)
 
 
-def record(
-    s: Session,
-    base: dict,
-    level: int,
-    launched: list[Launched],
-    errors: list[str],
-    busy0: tuple[int, int],
-    busy1: tuple[int, int],
-) -> None:
+@dataclass(frozen=True)
+class Burst:
+    """What one burst gave: its size, each instance launched, why those that could not
+    even be prepared failed, and the host's CPU counters (busy, total) before and after."""
+
+    level: int
+    launched: list[Launched]
+    errors: list[str]
+    busy_before: tuple[int, int]
+    busy_after: tuple[int, int]
+
+
+def record(s: Session, base: dict, burst: Burst) -> None:
     """The burst's samples: each instance's, then the burst's own figures."""
+    level, launched, errors = burst.level, burst.launched, burst.errors
     at = f"@{level}"
     ok = _each_instance(s, base, at, launched, errors)
     failed = level - len(ok)
     s.record(Sample(metric="burst.failed" + at, value=failed, unit="instances", **base))
-    s.record(_host_cpu(base, at, busy0, busy1))
+    s.record(_host_cpu(base, at, burst.busy_before, burst.busy_after))
     if not ok:
         why = launched[0].why if launched else errors[0]  # every one failed
         for q in QUANTILES:
