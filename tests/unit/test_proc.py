@@ -109,3 +109,31 @@ def test_a_spawned_child_is_waited_signalled_and_reaped_as_popens():
         proc.spawn(["no-such-binary-xyz"])
     with pytest.raises(proc.VirtbenchError, match="command not found"):
         proc.spawn(["/no/such/binary"])
+
+
+def test_capture_counts_stdout_keeps_stderrs_end_and_sees_the_exit():
+    from virtbench.host import spawn
+
+    res = spawn.capture(["sh", "-c", "head -c 300000 /dev/zero; echo oops >&2; exit 3"], 10)
+    assert res.returncode == 3 and res.stdout_bytes == 300000 and res.stderr == b"oops\n"
+    assert res.t_end_ns > res.t_start_ns
+    res = spawn.capture(["sh", "-c", "head -c 10000 /dev/zero >&2"], 10, keep=100)
+    assert res.returncode == 0 and res.stdout_bytes == 0 and res.stderr == b"\0" * 100
+    # the exit seen at once: a 50 ms command is not noticed on a poll tick later
+    took = sorted(
+        (r.t_end_ns - r.t_start_ns) / 1e9
+        for r in (spawn.capture(["sleep", "0.05"], 10) for _ in range(3))
+    )
+    assert took[1] < 0.05 + 0.008, took
+
+
+def test_capture_that_outlives_its_timeout_is_killed_and_reaped():
+    from virtbench.host import spawn
+
+    t0 = time.monotonic()
+    with pytest.raises(subprocess.TimeoutExpired):
+        spawn.capture(["sh", "-c", "echo start; exec sleep 30"], 0.3)
+    assert time.monotonic() - t0 < 5
+    with pytest.raises(subprocess.TimeoutExpired):  # its output closed, still running
+        spawn.capture(["sh", "-c", "exec sleep 30 >/dev/null 2>&1"], 0.3)
+    assert not [p for p in psutil.Process().children() if p.status() == psutil.STATUS_ZOMBIE]

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from virtbench.errors import InstanceError
-from virtbench.host import proc
+from virtbench.host import proc, spawn
 
 if TYPE_CHECKING:
     from virtbench.runtimes.model import Instance
@@ -115,24 +115,14 @@ class CommandExec(Exec):
 
     def run(self, inst: Instance, argv: list[str], timeout: float) -> ExecResult:
         cmd = self.argv(inst, argv)
-        t0 = time.monotonic_ns()
-        p = subprocess.Popen(
-            cmd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=self.env(),
-        )
-        try:
-            out, err = p.communicate(timeout=timeout)
+        try:  # posix_spawn, its exit seen at once (host/spawn.py): no Popen in the time
+            res = spawn.capture(cmd, timeout, self.env())
         except subprocess.TimeoutExpired:
-            p.kill()
-            p.communicate()
             raise InstanceError(
                 f"{self.rt.label}: {' '.join(cmd[:2])} ... did not end in {timeout:g} s"
             ) from None
-        t1 = time.monotonic_ns()
-        return ExecResult(t0, t1, p.returncode, len(out), err.decode(errors="replace")[-300:])
+        err = res.stderr.decode(errors="replace")[-300:]
+        return ExecResult(res.t_start_ns, res.t_end_ns, res.returncode, res.stdout_bytes, err)
 
 
 # --- pause -----------------------------------------------------------------------------
