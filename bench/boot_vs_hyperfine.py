@@ -7,11 +7,14 @@ config, image) and says which command a user would type to do the same by hand
 and after `virtbench run boot --runtimes <label> --workloads hello` on the same host;
 the ratio of virtbench's median to the mean of the two hyperfine medians is printed.
 hyperfine's runs follow each other at once; virtbench's each follow a quiet wait (tens of
-ms without a runnable task, then measure/quiet.py's Primer). A third hyperfine, each run
-preceded by `sleep REST` (`--rest`, default 0.03 s: about virtbench's quiet window), is
-printed beside, without a target: what the same command takes after such a rest (here
-a native launch after 30 ms at rest takes ~0.35 ms more than back to back, in hyperfine
-as in virtbench: a launch of ~0.7 ms is the one where that shows).
+ms without a runnable task, then measure/quiet.py's Primer: one cgroup migration and one
+process started). A third hyperfine is printed beside, without a target: each run
+preceded, untimed, by what virtbench does before a launch (`sleep REST`, `--rest`,
+default 0.03 s, about virtbench's quiet window; then the shell moves itself into a cgroup
+of its own and execs /bin/true), so the same command timed from the state virtbench
+times it from. Here a native launch (~0.7 ms back to back) takes ~0.3 ms more from that
+state, in hyperfine as in virtbench; a rest without the migration costs hyperfine
+several ms more (the cgroup lock's grace period: quiet.py).
 Where the by-hand foreground command returns long after the exit (LXD's `lxc launch`
 waits ~5 s for an init that already left), the detached launch of `sleep` is compared
 with `spawn_to_started` instead, each hyperfine run preceded by an untimed
@@ -110,10 +113,26 @@ def virtbench_median(label: str, runs: int, workload: str, metric: str) -> float
         shutil.rmtree(results, ignore_errors=True)
 
 
+def rested_median(
+    argv: list[str], env: dict[str, str], runs: int, rest: float, layout: cgroups.Layout, name: str
+) -> float:
+    """hyperfine's median, each run after `rest` s and then, as measure/quiet.py's Primer
+    does, a cgroup migration (the shell moving itself into a cgroup of its own) and a
+    process started (/bin/true)."""
+    controller = "pids" if layout.version != 1 or "pids" in layout.v1 else "freezer"
+    d = layout.controller_dir(controller, f"{name}-rest")
+    d.mkdir(parents=True, exist_ok=True)
+    try:
+        script = f"sleep {rest:g}; echo $$ > {d}/cgroup.procs; exec /bin/true"
+        return hyperfine_median(argv, env, runs, ["sh", "-c", script])
+    finally:
+        cgroups.kill_and_remove(d)
+
+
 def compare(
     label: str, runs: int, paths: Paths, rootfs: Path, rest: float
 ) -> tuple[float, float, float, float | None, str]:
-    """(hyperfine before, after, virtbench, hyperfine with `rest` s before each run (None
+    """(hyperfine before, after, virtbench, hyperfine from a rest as virtbench's (None
     where each run has its own preparation), the by-hand command) in ms."""
     rid = naming.new_run_id()
     state = RunState(paths.run_dir(rid)).open()
@@ -130,7 +149,10 @@ def compare(
         hf1 = hyperfine_median(argv, env, runs, prepare)
         vb = virtbench_median(label, runs, workload, metric)  # uses our daemon, if any
         hf2 = hyperfine_median(argv, env, runs, prepare)
-        rested = None if prepare else hyperfine_median(argv, env, runs, ["sleep", f"{rest:g}"])
+        rested = None
+        if not prepare:
+            state.record("cgroup", f"{name}-rest")  # in the ledger first: `clean` finds it
+            rested = rested_median(argv, env, runs, rest, ctx.layout, name)
     finally:
         rt.stop(inst)
         rt.close()
@@ -164,8 +186,8 @@ def main() -> None:
         )
         if rested is not None:
             print(
-                f"{'':14} hyperfine after {args.rest * 1e3:g} ms at rest {rested:8.2f} ms: "
-                f"virtbench/that {vb / rested:.3f} (no target)",
+                f"{'':14} hyperfine after {args.rest * 1e3:g} ms at rest, primed as virtbench "
+                f"{rested:8.2f} ms: virtbench/that {vb / rested:.3f} (no target)",
                 flush=True,
             )
     print("\n".join(said))
