@@ -72,17 +72,18 @@ clean-venv:
 	rm -rf $(VENV) $(STAMPS)
 
 # Benchmarks of virtbench's own overhead (not part of `make test`): boot measurement against
-# hyperfine, launching BENCH_INSTANCES background crun sleepers against a bash loop, the
-# host sampler's CPU at 10 Hz with that many running, and the trust checks (bench/trust.py:
+# hyperfine (native, crun and runc), launching BENCH_INSTANCES background crun sleepers
+# against a bash loop, the host sampler's CPU at 10 Hz with that many running, and the trust checks (bench/trust.py:
 # mixed against alone runs, compare's A/A false-positive rate, hyperfine with a CPU hog,
 # memory per instance against /proc/meminfo by hand), the fault matrix (bench/faults.py),
 # reading a store of 1,000,000 samples (bench/read_scale.py: show, compare, export, report),
-# and 100 crun sleepers launched at once against xargs -P (bench/burst_vs_xargs.py).
-# Each prints its ratio; a summary ends.
+# 100 crun sleepers launched at once against xargs -P (bench/burst_vs_xargs.py), and time to
+# interactive one by one on crun against a shell loop of `crun run -d` and `crun exec`
+# (bench/tti_vs_shell.py). Each prints its ratio; a summary ends.
 BENCH_INSTANCES ?= 1000
 bench: setup
 	@log=$$(mktemp); rc=0; export PYTHONUNBUFFERED=1; \
-	$(BIN)/python bench/boot_vs_hyperfine.py --runs 20 --runtimes crun | tee -a $$log; \
+	$(BIN)/python bench/boot_vs_hyperfine.py --runs 20 --runtimes native,crun,runc | tee -a $$log; \
 	  rc=$$(( rc | PIPESTATUS[0] )); \
 	$(BIN)/python bench/launch_vs_shell.py --instances $(BENCH_INSTANCES) | tee -a $$log; \
 	  rc=$$(( rc | PIPESTATUS[0] )); \
@@ -96,5 +97,7 @@ bench: setup
 	  rc=$$(( rc | PIPESTATUS[0] )); \
 	$(BIN)/python bench/burst_vs_xargs.py | tee -a $$log; \
 	  rc=$$(( rc | PIPESTATUS[0] )); \
+	$(BIN)/python bench/tti_vs_shell.py | tee -a $$log; \
+	  rc=$$(( rc | PIPESTATUS[0] )); \
 	echo "--- virtbench's own overhead, and whether its figures hold ---"; \
-	grep -E '^(worst ratio|launch ratio|sampler CPU|trust:|faults:|read |burst ratio)' $$log; rm -f $$log; exit $$rc
+	grep -E '^(boot ratio|worst ratio|launch ratio|sampler CPU|trust:|faults:|read |burst ratio|tti ratio)' $$log; rm -f $$log; exit $$rc

@@ -1,5 +1,6 @@
 """N background crun sleepers started by a plain bash loop, and removed again, for the
-benchmarks of virtbench's own overhead (launch_vs_shell.py, sampler_cpu.py).
+benchmarks of virtbench's own overhead (launch_vs_shell.py, sampler_cpu.py,
+burst_vs_xargs.py, tti_vs_shell.py).
 
 Each sleeper is what virtbench's scalability experiment starts in the background:
 `vb-sleep unix:/run/vb/probe.sock NAME` in a bundle whose config.json is
@@ -61,6 +62,23 @@ BURST_PREPARE = r"""
 tpl=$(<"$1"); dir=$2; shift 2
 mkdir -- "${@/#/$dir/}"
 for name in "$@"; do printf '%s' "${tpl//@NAME@/$name}" > "$dir/$name/config.json"; done
+"""
+
+# time to interactive one by one: every config written first (untimed), then per instance
+# `crun run -d` and `crun exec` timed by bash ($EPOCHREALTIME, appended to a file after
+# the exec), its output checked after the loop, and the instance deleted before the next
+TTI_LOOP = r"""
+tpl=$(<"$1"); dir=$2; shift 2
+mkdir -- "${@/#/$dir/}"
+for name in "$@"; do printf '%s' "${tpl//@NAME@/$name}" > "$dir/$name/config.json"; done
+for name in "$@"; do
+  t0=$EPOCHREALTIME
+  crun run -d --bundle "$dir/$name" "$name" || exit 1
+  crun exec "$name" /bin/vb-hello > "$dir/$name/out" || exit 1
+  t1=$EPOCHREALTIME
+  printf '%s %s %s\n' "$name" "$t0" "$t1" >> "$dir/tti.stamps"
+  crun delete --force "$name" || exit 1
+done
 """
 
 STOP_LOOP = r"""
@@ -196,6 +214,26 @@ class ShellSleepers:
             if t is None:
                 raise SystemExit(f"{name}: no ready datagram within 60 s of xargs' end")
             out.append((t - t0) / 1e9)
+        return out
+
+    def tti(self, timeout: float = 600) -> list[float]:
+        """Per sleeper, one after another (each deleted before the next): seconds from
+        just before bash runs `crun run -d` to `crun exec NAME /bin/vb-hello` returned,
+        with its line written (checked after the loop)."""
+        tpl = self._ledger_and_template()
+        argv = ["bash", "-c", TTI_LOOP, "bash", str(tpl), str(self.bundles), *self.names]
+        self.started = True
+        with open(self.log, "ab") as log:
+            rc = subprocess.run(argv, stdout=log, stderr=log, timeout=timeout).returncode
+        if rc != 0:
+            raise SystemExit(f"the shell's tti loop failed: {self.log_tail()}")
+        out = []
+        for line in (self.bundles / "tti.stamps").read_text().splitlines():
+            name, t0, t1 = line.split()
+            said = (self.bundles / name / "out").read_text()
+            if said != "hello from virtbench\n":
+                raise SystemExit(f"{name}: crun exec wrote {said!r}")
+            out.append(float(t1) - float(t0))
         return out
 
     def stop(self) -> float:

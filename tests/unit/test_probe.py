@@ -57,3 +57,41 @@ def test_an_aborted_wait_returns_at_once_and_a_ready_still_counts(tmp_path: Path
         assert lst.wait("vb-abc123-8", 30, abort) == 42
     finally:
         lst.close()
+
+
+def test_many_waits_each_get_their_own_instances_datagram(tmp_path: Path):
+    """A burst's waits: each thread waits for its own instance and gets its datagram's
+    time, whichever order they come in; two waits for one instance: the first to wake
+    takes it, the other times out (as before), and nothing is left waiting."""
+    import random
+    import threading
+
+    lst = ProbeListener(tmp_path / "probe")
+    try:
+        names = [f"vb-abc123-{i}" for i in range(50)]
+        got: dict[str, int | None] = {}
+        threads = [
+            threading.Thread(target=lambda n=n: got.__setitem__(n, lst.wait(n, 10))) for n in names
+        ]
+        for t in threads:
+            t.start()
+        time.sleep(0.1)
+        for k, n in enumerate(random.sample(names, len(names))):
+            lst.mark(n, 1000 + k)
+        for t in threads:
+            t.join(10)
+        assert sorted(v for v in got.values() if v is not None) == list(range(1000, 1050))
+        assert all(got[n] is not None for n in names) and not lst._waiting
+        two: list[int | None] = []
+        pair = [
+            threading.Thread(target=lambda: two.append(lst.wait("vb-x-1", 0.5))) for _ in range(2)
+        ]
+        for t in pair:
+            t.start()
+        time.sleep(0.1)
+        lst.mark("vb-x-1", 7)
+        for t in pair:
+            t.join(5)
+        assert sorted(two, key=str) == [7, None] and not lst._waiting
+    finally:
+        lst.close()

@@ -209,3 +209,37 @@ def test_the_quiet_sentinel_has_its_own_group_and_is_ended_and_waited_for(tmp_pa
         quiet.Primer(layout, lambda s: f"u-{s}", lambda cg: None)
     assert spawned[-1] is not p and spawned[-1].returncode is not None  # not left running
     gc.collect()
+
+
+def test_spawn_to_files_is_a_posix_spawn_popen_with_popens_child_set_up(tmp_path):
+    # stdout to a file, stdin /dev/null, a group of its own, SIGPIPE back to default (Python
+    # ignores it), only 0, 1 and 2 open, the environment given and its PATH searched
+    out = tmp_path / "out"
+    script = (
+        'read -r line || echo "stdin: eof"; ps -o pgid= -p $$; '
+        'grep ^SigIgn /proc/$$/status; ls /proc/$$/fd; echo "$VB_X"'
+    )
+    with open(out, "wb") as fh:
+        p = proc.spawn(["sh", "-c", script], stdout=fh.fileno(), env={"PATH": "/bin", "VB_X": "y"})
+    assert isinstance(p, proc.Spawned) and isinstance(p, subprocess.Popen)
+    assert proc.wait(p, 10) == 0 and p.returncode == 0 and p.poll() == 0
+    lines = out.read_text().split()
+    assert lines[:2] == ["stdin:", "eof"] and int(lines[2]) == p.pid
+    sig_ign = int(lines[4], 16)
+    assert not sig_ign & (1 << (signal.SIGPIPE - 1)) and not sig_ign & (1 << (signal.SIGXFSZ - 1))
+    assert lines[5:] == ["0", "1", "2", "y"]
+
+
+def test_a_spawned_child_is_waited_signalled_and_reaped_as_popens():
+    p = proc.spawn(["sleep", "30"])
+    assert p.poll() is None and p.returncode is None
+    with pytest.raises(subprocess.TimeoutExpired):
+        p.wait(timeout=0.05)
+    p.send_signal(signal.SIGTERM)
+    assert p.wait(timeout=10) == -signal.SIGTERM and p.poll() == -signal.SIGTERM
+    p.kill()  # gone and reaped: nothing happens, as with Popen
+    assert "sleep" in repr(p)
+    with pytest.raises(proc.VirtbenchError, match="no-such-binary-xyz: command not found"):
+        proc.spawn(["no-such-binary-xyz"])
+    with pytest.raises(proc.VirtbenchError, match="command not found"):
+        proc.spawn(["/no/such/binary"])

@@ -127,6 +127,8 @@ class _Together:
         return got
 
     def run(self) -> list[Launched]:
+        if len(self.insts) == 1:  # (tti's one by one) in this thread: none to start
+            return [self.one(self.insts[0])]
         pool = ThreadPoolExecutor(max_workers=len(self.insts), thread_name_prefix="vb-burst")
         try:
             futures = [pool.submit(self.one, inst) for inst in self.insts]

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from virtbench.errors import VirtbenchError
+from virtbench.host.spawn import Spawned
 
 
 @dataclass(frozen=True)
@@ -345,7 +346,11 @@ def spawn(
     stderr: int | None = None,
     env: Mapping[str, str] | None = None,
 ) -> subprocess.Popen:
-    """Start `argv` in its own process group and return without waiting."""
+    """Start `argv` in its own process group and return without waiting. Its output to
+    files opened here (descriptors above 2; None: /dev/null) goes through
+    `os.posix_spawn` (`Spawned`); a pipe (subprocess.PIPE), through Popen."""
+    if all(fd is None or fd > 2 for fd in (stdout, stderr)):
+        return Spawned.start(argv, stdout, stderr, env)
     try:
         return subprocess.Popen(
             list(argv),

@@ -39,7 +39,8 @@ class Heartbeats:
     """The last heartbeat of each instance, and a wait for the next one."""
 
     def __init__(self) -> None:
-        self._cond = threading.Condition()
+        self._lock = threading.RLock()
+        self._cond = threading.Condition(self._lock)
         self._beats: dict[str, Beat] = {}
 
     def beat(self, instance: str, token: str, seq: int, t_ns: int) -> None:
@@ -83,6 +84,11 @@ class ProbeListener(Heartbeats):
         self._sel = selectors.DefaultSelector()
         self._socks: list[socket.socket] = []
         self._ready: dict[str, int] = {}
+        # each waited-for instance's own condition (on the one lock): a datagram wakes the
+        # thread waiting for that instance only, not every waiting thread (a burst's
+        # hundred, each taking Python's lock in turn while the launches need the CPUs)
+        self._waiting: dict[str, threading.Condition] = {}
+        self._waiters: dict[str, int] = {}  # how many threads wait on each
         self._stop_r, self._stop_w = os.pipe()
         self._sel.register(self._stop_r, selectors.EVENT_READ)
         lo = self._bind_udp("127.0.0.1", port)
@@ -130,18 +136,20 @@ class ProbeListener(Heartbeats):
                     t = time.monotonic_ns()
                     parts = data.decode("ascii", "replace").split()
                     if len(parts) == 2 and parts[0] == "ready":
-                        with self._cond:
-                            self._ready.setdefault(parts[1], t)
-                            self._cond.notify_all()
+                        self._arrived(parts[1], t)
                     elif len(parts) == 4 and parts[0] == "beat" and parts[3].isdigit():
                         self.beat(parts[1], parts[2], int(parts[3]), t)
 
     def mark(self, instance: str, t_ns: int) -> None:
         """Record `instance` ready at `t_ns` as if its datagram had arrived then (drivers
         that see readiness elsewhere, e.g. a marker on a VM's serial console)."""
-        with self._cond:
+        self._arrived(instance, t_ns)
+
+    def _arrived(self, instance: str, t_ns: int) -> None:
+        with self._lock:
             self._ready.setdefault(instance, t_ns)
-            self._cond.notify_all()
+            if (cond := self._waiting.get(instance)) is not None:
+                cond.notify_all()
 
     def forget(self, instance: str) -> None:
         """Drop what was kept of `instance` (it was stopped)."""
@@ -155,18 +163,27 @@ class ProbeListener(Heartbeats):
         """Monotonic ns at which `instance` signalled ready, or None on timeout, or as soon
         as `abort` is set (and `wake` called)."""
         deadline = time.monotonic() + timeout
-        with self._cond:
-            while instance not in self._ready:
-                left = deadline - time.monotonic()
-                if left <= 0 or (abort is not None and abort.is_set()):
-                    return None
-                self._cond.wait(left)
-            return self._ready.pop(instance)
+        with self._lock:
+            cond = self._waiting.setdefault(instance, threading.Condition(self._lock))
+            self._waiters[instance] = self._waiters.get(instance, 0) + 1
+            try:
+                while instance not in self._ready:
+                    left = deadline - time.monotonic()
+                    if left <= 0 or (abort is not None and abort.is_set()):
+                        return None
+                    cond.wait(left)
+                return self._ready.pop(instance)
+            finally:
+                self._waiters[instance] -= 1
+                if not self._waiters[instance]:  # the last one waiting for it
+                    del self._waiters[instance], self._waiting[instance]
 
     def wake(self) -> None:
         """Wake every wait, so that those whose `abort` is set return."""
-        with self._cond:
+        with self._lock:
             self._cond.notify_all()
+            for cond in self._waiting.values():
+                cond.notify_all()
 
     def close(self) -> None:
         os.write(self._stop_w, b"x")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 
 from virtbench.errors import InstanceError
 from virtbench.host import proc
@@ -28,6 +29,7 @@ def launch(
     with the log's tail if it failed -- unless a burst defers that (`defer_launch`: the
     wait is left in `inst.pending_launch` for `await_launch`)."""
     with open(inst.log_path, "ab") as log:
+        inst.t_spawn_ns = time.monotonic_ns()  # the command built: the spawn itself
         inst.proc = proc.spawn(argv, stdout=log.fileno(), stderr=log.fileno(), env=env)
     if not detach:
         return

@@ -6,7 +6,8 @@ hooks (`_prepare`, `_start`, `_after_start`, `_wait`, `_after_exit`, `_stop`, `_
 
 Timeline of one instance (host monotonic clock, ns):
   (prepare)  untimed: bundle files, cgroups, network namespace
-  t_spawn   the launch call is issued (just before fork/exec of the launcher)
+  t_spawn   the launch call is issued (just before fork/exec of the launcher: a driver
+            whose launch is one command stamps it again once that command is built)
   t_started the launcher returned (detached) -- the instance exists
   ready     the in-instance probe's datagram arrived (measured by the probe listener)
   exit      the instance's main process exited (foreground runs)

@@ -16,6 +16,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -181,6 +182,7 @@ class Native(Runtime):
         argv = self.launch_argv(inst)
         self._dirs.pop(inst.name)
         with open(inst.log_path, "ab") as log:
+            inst.t_spawn_ns = time.monotonic_ns()  # the command built: the spawn itself
             inst.proc = proc.spawn(argv, stdout=log.fileno(), stderr=log.fileno(), env=env)
 
     def leader(self, inst: Instance) -> int:
