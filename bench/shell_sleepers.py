@@ -40,7 +40,7 @@ from virtbench.measure.probe import ProbeListener
 from virtbench.paths import Paths
 from virtbench.run import cleanup
 from virtbench.run.teardown import uninterruptible
-from virtbench.runtimes.base import PROBE_MOUNT, Instance, InstanceSpec
+from virtbench.runtimes.base import PROBE_MOUNT, Instance, InstanceSpec, NoState
 from virtbench.runtimes.oci.base import bundle_config
 from virtbench.spec import InstanceOptions
 from virtbench.workloads import sleep
@@ -140,7 +140,7 @@ class ShellSleepers:
             pids_limit=self.opts.pids_limit,
         )
         addr = f"unix:{PROBE_MOUNT}/{self.probe.unix_name}"
-        inst = Instance(spec=spec, runtime="crun", log_path=self.log)
+        inst = Instance(spec=spec, runtime="crun", log_path=self.log, own=NoState())
         inst.argv = tuple(addr if a == "{probe}" else a for a in spec.argv)
         inst.binds.append((self.probe.unix_dir, PROBE_MOUNT))
         return json.dumps(bundle_config(inst, self.run_id, spec.network, None))
