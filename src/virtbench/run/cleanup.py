@@ -49,7 +49,8 @@ class Leftover:
         return f"{self.kind:9} {self.name}{extra}"
 
 
-ENGINE_KINDS = ("instance", "image", "network", "volume", "profile", "pool")
+# an orphan: a container directory its engine left and no longer knows (dockerd.orphans)
+ENGINE_KINDS = ("instance", "orphan", "image", "network", "volume", "profile", "pool")
 
 
 def _engine_objects(problems: list[str] | None) -> list[tuple[str, str, str]]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shutil
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -45,6 +46,7 @@ from virtbench.runtimes.engines.dockerd import (
     daemon_up,
     dead_containerd,
     dockerd_argv,
+    orphans,
     remove_engine_leftovers,
 )
 from virtbench.runtimes.observe import Observe, RunDaemons
@@ -345,6 +347,7 @@ class Docker(Engine):
                 for x in c.api.containers(all=True)
                 for n in x.get("Names") or []
             ]
+            found += [("orphan", name) for name in orphans(c.api)]
             found += [("network", n.name) for n in c.networks.list()]
             for img in c.images.list():
                 found += [("image", t) for t in img.tags]
@@ -358,6 +361,8 @@ class Docker(Engine):
         try:
             if kind == "instance":
                 c.api.remove_container(name, force=True)
+            elif kind == "orphan":  # dockerd cannot remove what it did not load
+                shutil.rmtree(orphans(c.api)[name])
             elif kind == "network":
                 c.api.remove_network(name)
             elif kind == "image":

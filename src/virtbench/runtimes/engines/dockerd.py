@@ -7,6 +7,7 @@ uses these.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,6 +17,7 @@ import psutil
 from virtbench.errors import InstanceError
 from virtbench.runtimes import traces
 from virtbench.runtimes.base import which
+from virtbench.runtimes.engines.base import LABEL
 
 if TYPE_CHECKING:
     import docker as docker_sdk
@@ -123,3 +125,20 @@ def remove_engine_leftovers(before: traces.Traces) -> None:
     errors = traces.remove_new(before, TRACE_MOUNTS, TRACE_DIRS, firewall=False)
     if errors:
         raise InstanceError(f"dockerd left {len(errors)} things: {'; '.join(errors[:3])}")
+
+
+def orphans(api: Any) -> dict[str, Path]:
+    """Containers of virtbench's (they carry its run label) that dockerd keeps on disk but
+    does not know: a dockerd killed while it removed one deletes its layer and leaves its
+    directory, which no later dockerd loads ("failed to load container mount"). Name ->
+    directory. The disk is read before dockerd is asked, so a container created meanwhile
+    is not taken for one."""
+    root = Path(api.info()["DockerRootDir"]) / "containers"
+    on_disk: dict[str, tuple[str, Path]] = {}
+    for config in root.glob("*/config.v2.json"):
+        with contextlib.suppress(OSError, ValueError):
+            data = json.loads(config.read_text())
+            if LABEL in ((data.get("Config") or {}).get("Labels") or {}):
+                on_disk[config.parent.name] = (str(data.get("Name", "")).lstrip("/"), config.parent)
+    known = {x["Id"] for x in api.containers(all=True)}
+    return {name: path for cid, (name, path) in on_disk.items() if cid not in known and name}
