@@ -168,6 +168,29 @@ def test_an_image_that_never_becomes_ready_ends_with_its_console_and_leaves_noth
     assert not list(state.rglob("*.scratch.img")) and not (state / "runs" / rid).exists()
 
 
+def test_a_file_that_is_no_kernel_is_a_failed_sample_with_qemus_words(env, tmp_path):
+    """QEMU refuses a text file as a kernel and exits 1, the status a guest's clean
+    isa-debug-exit also gives: the boot is a failed sample quoting QEMU, never a time,
+    and the run that measured nothing exits 1."""
+    text = tmp_path / "notes.txt"
+    text.write_text("not a kernel\n" * 8)
+    spec = tmp_path / "text.toml"
+    spec.write_text(
+        'name = "text"\nruntimes = ["txt"]\n[runtime.txt]\ndriver = "qemu:q35:tcg"\n'
+        f'guest = "image"\nkernel = "{text}"\n'
+        '[[experiment]]\ntype = "boot"\nworkloads = ["hello"]\nruns = 2\nwarmups = 0\n'
+    )
+    res = cli("run", str(spec), env=env, timeout=600)
+    assert res.returncode == 1, res.stdout + res.stderr
+    errors = [ln for ln in res.stderr.splitlines() if ln.startswith("error:")]
+    assert len(errors) == 1 and errors[0].startswith("error: txt measured nothing: "), errors
+    assert "the VMM said: qemu: invalid kernel header" in errors[0], errors[0]
+    rid = run_id_of(res.stdout)
+    boots = [s for s in Store(tmp_path / "results").samples(rid) if s.metric.startswith("boot.")]
+    assert boots and all(s.value is None and "nothing booted" in s.error for s in boots), boots
+    assert labelled(rid) == []
+
+
 @pytest.mark.parametrize("vmm", ["qemu", "firecracker", "cloud-hypervisor"])
 def test_the_console_is_the_guests_alone(vmm, ctx, artifact):
     """The first bytes of an instance's console log are its guest's first output (the

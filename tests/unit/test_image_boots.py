@@ -5,14 +5,19 @@ test_images.py)."""
 
 from __future__ import annotations
 
+import re
 import socket
+import subprocess
 import threading
 import time
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from virtbench import metrics
+from virtbench import metrics, runtimes
 from virtbench.cli.run import unmeasured
+from virtbench.errors import InstanceError
 from virtbench.measure.portready import PERIOD_S, PortWatch, echo_request
 from virtbench.runtimes.base import Instance, InstanceSpec, NoState
 from virtbench.store.records import Sample
@@ -44,6 +49,55 @@ def test_a_failure_says_the_console_then_what_the_vmm_said(tmp_path):
     )
     inst.log_path.write_text("")
     assert inst.log_tail().startswith("(no console output); the VMM said: qemu")
+
+
+# a VMM's last words and status (QEMU exits 1 both when it refuses a kernel and when the
+# guest wrote 0 to isa-debug-exit), and what the guest printed before
+FAKE_VMMS = {
+    "refused": ("", "qemu: invalid kernel header", 1),
+    "silent": ("", "", 0),
+    "hello": ("Hello from a unikernel", "", 1),
+    "crashed": ("booting\nKernel panic - not syncing: no init", "", 0),
+}
+
+
+def _fake_vmm_exit(tmp_path: Path, case: str) -> int:
+    """The exit of a QEMU image instance whose VMM is a shell saying `FAKE_VMMS[case]`,
+    read by the driver's own console reader and exit rule."""
+    stdout, stderr, rc = FAKE_VMMS[case]
+    kernel = tmp_path / "k.elf"
+    kernel.write_bytes(b"\x7fELF")
+    cls = runtimes.get("qemu")
+    ctx = SimpleNamespace(paths=SimpleNamespace(cache=tmp_path), scratch=tmp_path, probe=None)
+    rt = cls(ctx, cls.Options(variant="q35:tcg", guest="image", kernel=kernel))  # type: ignore[arg-type]
+    spec_ = InstanceSpec("vb-r1-0001", ("/bin/vb-hello",), tmp_path, network="none")
+    inst = Instance(spec_, "qemu", tmp_path / f"{case}.log", argv=spec_.argv, own=rt.State())
+    inst.side_log = tmp_path / f"{case}.vmm.log"
+    script = f"printf '%s' '{stdout}'; printf '%s' '{stderr}' >&2; exit {rc}"
+    with open(inst.side_log, "wb") as log:
+        inst.proc = subprocess.Popen(["sh", "-c", script], stdout=subprocess.PIPE, stderr=log)
+    inst.t_spawn_ns = time.monotonic_ns()
+    rt.start_reader(inst)
+    try:
+        return rt._wait(inst, 30)
+    finally:
+        rt.end_reader(inst)
+
+
+def test_an_images_exit_is_a_boot_only_with_the_guests_own_output(tmp_path):
+    """A file that is no kernel makes QEMU exit 1, as a guest's isa-debug-exit(0) does:
+    without a byte from the guest it is an error with the VMM's words, never a boot; a
+    guest that printed and exited cleanly is one; a console that says it crashed is not."""
+    assert _fake_vmm_exit(tmp_path, "hello") == 0
+    with pytest.raises(InstanceError) as refused:
+        _fake_vmm_exit(tmp_path, "refused")
+    said = str(refused.value)
+    assert "before its guest printed anything" in said and "status 1" in said, said
+    assert said.endswith("(no console output); the VMM said: qemu: invalid kernel header")
+    with pytest.raises(InstanceError, match=r"status 0.*nothing booted"):
+        _fake_vmm_exit(tmp_path, "silent")
+    with pytest.raises(InstanceError, match=re.escape("crashed: booting | Kernel panic")):
+        _fake_vmm_exit(tmp_path, "crashed")
 
 
 def _listen_later(proto: str, delay: float) -> tuple[int, list[int], threading.Thread]:

@@ -34,7 +34,8 @@ learns its address; `{name}`, `{ip}`, `{prefixlen}`, `{netmask}`, `{gateway}` an
 `{port}` are filled in) and how to tell it is up: a `ready` regular expression matched
 against its serial console, or, for an image that `serves`, its port answering
 (measure/portready.py). Such an image runs as
-- `hello` (spawn -> the VMM exits after the guest powers off);
+- `hello` (spawn -> the VMM exits after the guest powers off; a boot only if the guest
+  printed something and no crash line: `Vm.image_exit`);
 - `sleep` and the pile-ups' idle instances (spawn -> ready), timed like the minimal guest;
 - the workloads it serves (`serves = "http"`: nginx and http-fixed; "redis"; "memcached";
   "udp-echo"): always on a tap of the run's bridge, driven by the same host-side clients,
@@ -70,7 +71,7 @@ from virtbench.runtimes.base import (
 )
 from virtbench.runtimes.console import ConsoleReady
 from virtbench.runtimes.controls import Exec
-from virtbench.runtimes.model import with_probe
+from virtbench.runtimes.model import crash_line, with_probe
 from virtbench.runtimes.observe import Memory
 from virtbench.runtimes.process.native import Native, NativeAttach
 from virtbench.runtimes.vm import image as vm_image
@@ -307,8 +308,23 @@ class Vm(ConsoleReady, VmBoot, Native):
         if rc == self.clean_exit and inst.console.hello:
             return 0
         if self.byo and rc in (0, self.clean_exit):
-            return 0  # an image's own status is not known: a clean VMM exit is success
+            return self.image_exit(inst, rc)
         return rc
+
+    def image_exit(self, inst: Instance, rc: int) -> int:
+        """An image's own status is not known: a clean VMM exit (`rc`) is its success only
+        with the guest's own evidence, its console's output, and no crash line there. A
+        VMM that refused the image exits with the same status (QEMU: 1, "invalid kernel
+        header") having printed nothing of the guest's: that is an error with the VMM's
+        words, never a boot."""
+        if inst.console.t_first_output_ns is None:
+            raise InstanceError(
+                f"{self.label}: {inst.name}: the VMM exited (status {rc}) before its guest "
+                f"printed anything, so nothing booted: {inst.log_tail()}"
+            )
+        if crash_line(inst.log_path):
+            raise InstanceError(f"{self.label}: {inst.name}: {inst.log_tail()}")
+        return 0
 
     def _stop(self, inst: Instance) -> None:
         super()._stop(inst)
