@@ -42,6 +42,8 @@ BUILTIN: dict[str, str] = {
     "qemu": "virtbench.runtimes.vm.qemu:Qemu",
     "firecracker": "virtbench.runtimes.vm.firecracker:Firecracker",
     "cloud-hypervisor": "virtbench.runtimes.vm.cloud_hypervisor:CloudHypervisor",
+    "solo5-hvt": "virtbench.runtimes.vm.solo5:Solo5Hvt",
+    "solo5-spt": "virtbench.runtimes.vm.solo5:Solo5Spt",
 }
 
 # a named runtime's name: no colon (not a variant), usable in the names virtbench creates
