@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -22,6 +22,9 @@ class VmOptions(BaseModel):
     """Options every VM driver takes (`[runtime.<name>]`)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+    # an image's kernel is required as the options are read (False: the driver refuses to
+    # run without one instead, so that `doctor` can ask about its binary alone)
+    kernel_required: ClassVar[bool] = True
 
     vcpus: int = Field(default=1, ge=1, le=256)
     # when the instance sets none; default 64 (minimal guest, image) or 512 (Linux)
@@ -68,7 +71,7 @@ class VmOptions(BaseModel):
 
     @model_validator(mode="after")
     def _image(self) -> VmOptions:
-        if self.guest == "image" and self.kernel is None:
+        if self.guest == "image" and self.kernel is None and self.kernel_required:
             raise ValueError('guest = "image" needs kernel = "/path/to/kernel"')
         if self.guest == "linux" and any((self.initrd, self.disk, self.ready)):
             raise ValueError(

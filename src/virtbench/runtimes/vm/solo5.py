@@ -55,6 +55,7 @@ class Solo5Options(VmOptions):
 
     guest: Literal["image"] = "image"  # type: ignore[assignment]  # a tender runs nothing else
     elftool: str = "solo5-elftool"  # reads the manifest: beside the tender, else on PATH
+    kernel_required: ClassVar[bool] = False  # Solo5.cannot_run says so instead
 
     @model_validator(mode="after")
     def _tender(self) -> Solo5Options:
@@ -85,6 +86,15 @@ class Solo5(Vm):
         res = proc.run([path, "--version"], timeout=10)
         m = re.search(r"version v?(\d+\.\d+\S*)", res.stdout + res.stderr)
         return m.group(1) if m else "?"
+
+    @classmethod
+    def cannot_run(cls, workload: str, options: VmOptions | None = None) -> str | None:
+        if options is None or options.kernel is None:
+            return (
+                f'{cls.name} runs a unikernel of yours: give kernel = "/path/to/unikernel.'
+                f'{cls.tender}" in a named runtime (docs/images.md)'
+            )
+        return super().cannot_run(workload, options)
 
     def elftool(self) -> str:
         """solo5-elftool: beside the tender (a build tree's tenders/ has none: its
