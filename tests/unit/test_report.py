@@ -253,6 +253,10 @@ def test_an_answer_whose_interval_reaches_below_what_can_be_says_at_most():
     assert rows[0][:4] == ["runc", "27.2 KiB", "up to 1.55 MiB (not told from 0)", "best"]
     assert rows[1][:4] == ["crun", "350 KiB", "173-527 KiB", "n/a"]
     assert a.sentences() == [] and "runc's figure is not told from 0" in notes(a)
+    under = Standing("runc", -0.0096, -1.49, 5.81, 0.0)  # a slope under 0
+    a = Answer("Least memory per instance", "memory per instance", "MiB", [under], metric="m")
+    rows = from_rich(table(a)).rows
+    assert rows[0][:3] == ["runc", "< 5.81 MiB", "up to 5.81 MiB (not told from 0)"], rows
 
 
 # Axis labels that need no unit: a count, a share, a category.

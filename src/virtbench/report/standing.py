@@ -318,7 +318,10 @@ def _cells(a: Answer, s: Standing, best: Standing) -> list[str]:
     if not s.has_ci and s.no_ci:
         ci = s.no_ci
     if not s.told_from_floor:
-        ci = f"up to {quantity(s.high, a.unit)[0]} (not told from {fmt(s.floor)})"
+        upper = quantity(s.high, a.unit)[0]
+        ci = f"up to {upper} (not told from {fmt(s.floor)})"
+        if s.value < s.floor:  # a point below what can be (a slope under 0) is no figure
+            value = f"< {upper}"
     if s is best:
         vs = "baseline" if s.runtime == a.baseline else "best"
     elif s is a.reference and best is not s:  # its standing is in the others' "x native"
