@@ -25,6 +25,9 @@ PACKAGES=(
   fio httperf iputils-ping
   # VM-class runtimes (the minimal guest boots under KVM or TCG)
   qemu-system-x86
+  # images built elsewhere: each instance's copy-on-write layer of a disk (qemu-img, qemu-io),
+  # and the DHCP server of the run's bridge for images that take their address only so
+  qemu-utils dnsmasq-base
   # Linux guests: the cloud kernel is fetched with apt-get download; cpio checks the initramfs
   cpio
   # fleet mode: Ansible reaches hosts over ssh

@@ -5,6 +5,7 @@ stood for (their instances coming up or failing: test_image_boots.py)."""
 from __future__ import annotations
 
 import hashlib
+import subprocess
 import typing
 from pathlib import Path
 from types import SimpleNamespace
@@ -249,3 +250,52 @@ def test_catalog_lists_the_presets():
     assert res.exit_code == 0, res.output
     for p in presets.PRESETS.values():
         assert p.name in res.output and p.network.split("=")[0] in res.output
+
+
+def test_a_disk_that_boots_by_itself_gets_its_layer_and_osvs_command_line(tmp_path):
+    """Given a disk and no kernel, QEMU boots the disk's own boot sector (no -kernel),
+    each instance on a QCOW2 layer of its own backed by the image, and OSv's command line
+    (its preset's address, then the user's) is written where OSv's loader reads it: byte
+    512 of the disk, NUL-ended; the image itself is never written."""
+    disk = tmp_path / "usr.raw"
+    disk.write_bytes(b"\xeb" * 4096)
+    cls = runtimes.get("qemu")
+    opts = cls.Options(variant="q35:tcg", disk=disk, preset="osv", cmdline="/hello", guest="image")
+    assert opts.boots_disk and cls.cannot_run("hello", opts) is None
+    ctx = SimpleNamespace(paths=SimpleNamespace(cache=tmp_path), scratch=tmp_path)
+    rt = cls(ctx, opts)  # type: ignore[arg-type]
+    spec_ = InstanceSpec("vb-r1-0001", ("/bin/vb-hello",), tmp_path)
+    inst = Instance(spec_, "osv", tmp_path / "c.log", argv=spec_.argv, own=rt.State())
+    inst.address = "10.1.0.2"
+    inst.own.prefixlen, inst.own.gateway = 16, "10.1.0.1"
+    vm_image.disk_layer(inst, opts, tmp_path)
+    argv = rt._command(inst)
+    assert "-kernel" not in argv and "-append" not in argv and "-bios" not in argv
+    layer = inst.own.disk_layer
+    flat = tmp_path / "flat.raw"
+    subprocess.run(["qemu-img", "convert", "-O", "raw", str(layer), str(flat)], check=True)
+    line = "--console=serial --ip=eth0,10.1.0.2,255.255.0.0 --defaultgw=10.1.0.1 "
+    line += "--nameserver=10.1.0.1 /hello"
+    data = flat.read_bytes()
+    assert data[512 : 512 + len(line) + 1] == line.encode() + b"\0"
+    assert data[:512] == b"\xeb" * 512 and disk.read_bytes() == b"\xeb" * 4096
+    vm_image.end(inst)
+    assert not layer.exists()
+
+
+def test_a_disk_boot_is_refused_where_it_cannot_be_given_what_it_needs(tmp_path):
+    disk = tmp_path / "nanos.img"
+    disk.write_bytes(b"\0" * 512)
+    qemu = runtimes.get("qemu")
+    nanos = qemu.Options(variant="q35:tcg", guest="image", disk=disk, preset="nanos")
+    assert qemu.cannot_run("hello", nanos) is None
+    said = qemu.cannot_run("hello", nanos.model_copy(update={"cmdline": "-p 80"}))
+    assert "gets no kernel command line" in (said or "")
+    microvm = qemu.Options(guest="image", disk=disk, preset="nanos")
+    assert "SeaBIOS" in (qemu.cannot_run("hello", microvm) or "")
+    fc = runtimes.get("firecracker")
+    assert "not a disk by itself" in (
+        fc.cannot_run("hello", fc.Options(guest="image", disk=disk)) or ""
+    )
+    with pytest.raises(ValidationError, match="or disk ="):
+        qemu.Options(guest="image")

@@ -10,6 +10,7 @@ from tests.unit.test_linux_guest import fake_bzimage
 
 from virtbench import runtimes
 from virtbench.runtimes.base import Instance, InstanceSpec
+from virtbench.runtimes.vm import image as vm_image
 from virtbench.runtimes.vm.base import guest_mode
 from virtbench.runtimes.vm.qemu import QemuOptions
 
@@ -99,20 +100,27 @@ def test_linux_guest_kernel_and_command_line_per_vmm(tmp_path, name, exit_mode, 
 
 
 def test_qemu_disk_path_with_commas_stays_one_option_value(tmp_path):
-    """A disk at `a,b` must not add `b` as a -drive option (QEMU: a doubled comma)."""
+    """An image's disk is each instance's own copy-on-write layer over it; a layer at
+    `a,b` must not add `b` as a -drive option (QEMU: a doubled comma)."""
     kernel = tmp_path / "k.elf"
     kernel.write_bytes(b"\x7fELF")
     disk = tmp_path / "disk,format=qcow2,if=ide.img"
     disk.write_bytes(b"\0" * 512)
+    scratch = tmp_path / "state,format=raw"
+    scratch.mkdir()
     cls = runtimes.get("qemu")
-    ctx = SimpleNamespace(paths=SimpleNamespace(cache=tmp_path / "cache"))
+    ctx = SimpleNamespace(paths=SimpleNamespace(cache=tmp_path / "cache"), scratch=scratch)
     opts = cls.Options(guest="image", kernel=kernel, disk=disk, ready="up")
     rt = cls(ctx, opts)  # type: ignore[arg-type]
     spec = InstanceSpec("vb-r1-1", ("/bin/vb-hello",), tmp_path)
-    argv = rt._command(Instance(spec, "qemu", tmp_path / "log", argv=spec.argv, own=rt.State()))
+    inst = Instance(spec, "qemu", tmp_path / "log", argv=spec.argv, own=rt.State())
+    vm_image.disk_layer(inst, opts, scratch)
+    layer = inst.own.disk_layer
+    argv = rt._command(inst)
     drive = argv[argv.index("-drive") + 1]
-    want = f"file={str(disk).replace(',', ',,')},format=raw,if=none,readonly=on"
-    assert drive == f"id=vbdisk,{want}"
+    assert drive == f"id=vbdisk,file={str(layer).replace(',', ',,')},if=none,format=qcow2"
     # read back the way QEMU splits it: on single commas only
     fields = re.split(r"(?<!,),(?!,)", drive)
-    assert [f.replace(",,", ",") for f in fields][1] == f"file={disk}"
+    assert [f.replace(",,", ",") for f in fields][1] == f"file={layer}"
+    vm_image.end(inst)
+    assert not layer.exists() and disk.read_bytes() == b"\0" * 512

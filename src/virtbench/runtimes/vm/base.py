@@ -169,6 +169,8 @@ class Vm(ConsoleReady, VmBoot, Native):
     agent_channel: ClassVar[str] = ""
     # loads only ELF kernels: a Linux guest's (or an image's) bzImage is unpacked first
     elf_only: ClassVar[bool] = False
+    # boots an image's disk by itself (through a firmware), given no kernel
+    boots_disks: ClassVar[bool] = False
     # no exec (the drivers' own: vm/agent.py); pause is the freezer on the VMM (QEMU's is
     # QMP, Firecracker's and Cloud Hypervisor's their APIs); no snapshot but the drivers' own
     Exec = NoGuestAgent
@@ -223,6 +225,11 @@ class Vm(ConsoleReady, VmBoot, Native):
                 "boots Linux for other workloads)"
             )
         if opts.guest == "image":
+            if opts.boots_disk and not cls.boots_disks:
+                return (
+                    f"{cls.name} boots a kernel, not a disk by itself: give kernel = "
+                    "(an image that boots from its own disk needs qemu:q35's firmware)"
+                )
             return image_cannot_run(workload, opts)
         if opts.guest == "linux" or not simple:
             from virtbench import workloads
@@ -267,7 +274,7 @@ class Vm(ConsoleReady, VmBoot, Native):
             )
         if self.byo and o.scratch_disk_mib is not None:
             vm_image.scratch_disk(inst, o, self.ctx.scratch)
-        if not self.kernel(inst).is_file():
+        if not o.boots_disk and not self.kernel(inst).is_file():
             raise InstanceError(
                 f"{self.label}: no guest kernel at {self.kernel(inst)} (run make setup)"
             )

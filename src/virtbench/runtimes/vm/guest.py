@@ -35,6 +35,7 @@ class VmOptions(BaseModel):
     # kernel of your own (default Debian's cloud kernel) and `cmdline` added to vb-init's
     kernel: Path | None = None
     initrd: Path | None = None
+    # an image's disk; alone (no kernel), one that boots by itself through the firmware
     disk: Path | None = None
     cmdline: str = ""
     ready: str | None = None  # regular expression on the serial console (sleep workload)
@@ -43,7 +44,7 @@ class VmOptions(BaseModel):
     # address (a preset's command-line convention, runtimes/vm/presets.py)
     serves: str | None = None
     port: int | None = Field(default=None, ge=1, le=65535)
-    preset: Literal["unikraft", "osv", "includeos", "solo5", "ukl", "linux"] | None = None
+    preset: Literal["unikraft", "osv", "nanos", "includeos", "solo5", "ukl", "linux"] | None = None
     # guest = "image": a blank read-write disk of this size per instance (raw, sparse;
     # "ext4": formatted), attached after `disk`, removed with the instance
     scratch_disk_mib: int | None = Field(default=None, ge=1, le=1 << 22)
@@ -71,8 +72,12 @@ class VmOptions(BaseModel):
 
     @model_validator(mode="after")
     def _image(self) -> VmOptions:
-        if self.guest == "image" and self.kernel is None and self.kernel_required:
-            raise ValueError('guest = "image" needs kernel = "/path/to/kernel"')
+        no_file = self.kernel is None and self.disk is None
+        if self.guest == "image" and no_file and self.kernel_required:
+            raise ValueError(
+                'guest = "image" needs kernel = "/path/to/kernel" (or disk = "/path/to/'
+                'disk.img" alone: an image that boots from its own disk)'
+            )
         if self.guest == "linux" and any((self.initrd, self.disk, self.ready)):
             raise ValueError(
                 'initrd, disk and ready need guest = "image" (a Linux guest\'s '
@@ -110,6 +115,11 @@ class VmOptions(BaseModel):
         return v
 
     @property
+    def boots_disk(self) -> bool:
+        """An image given as a disk alone: the firmware boots it from its boot sector."""
+        return self.guest == "image" and self.kernel is None and self.disk is not None
+
+    @property
     def service(self) -> workloads.ImageService | None:
         """What the image serves, as its workloads declare it (None: nothing)."""
         return workloads.image_services()[self.serves] if self.serves is not None else None
@@ -124,6 +134,8 @@ class VmOptions(BaseModel):
 
 def image_cannot_run(workload: str, opts: VmOptions) -> str | None:
     """Why an image (guest = "image") cannot run `workload`, or None."""
+    if (why := disk_cmdline_problem(opts)) is not None:
+        return why
     if workload == "hello":
         return None  # it boots and powers off: spawn -> exit
     served = opts.service.workloads if opts.service is not None else ()
@@ -144,6 +156,25 @@ def image_cannot_run(workload: str, opts: VmOptions) -> str | None:
         f"this image serves {opts.serves}: it runs {', '.join(served)}, sleep and hello, "
         f"not {workload}"
     )
+
+
+def disk_cmdline_problem(opts: VmOptions) -> str | None:
+    """Why an image that boots from its disk cannot be given its command line, or None:
+    the firmware passes none, so it goes only where the preset's guest reads it on its
+    disk (OSv's); a preset that says nothing (nanos) needs no place."""
+    if not opts.boots_disk:
+        return None
+    from virtbench.runtimes.vm import presets
+
+    p = presets.PRESETS[opts.preset] if opts.preset is not None else None
+    says = bool(opts.cmdline) or (p is not None and bool(p.always or p.network))
+    if says and (p is None or p.cmdline_on_disk is None):
+        return (
+            "it boots from its disk, which gets no kernel command line: give kernel = "
+            'as well, or preset = "osv" (whose line virtbench writes on the disk), or '
+            "no cmdline"
+        )
+    return None
 
 
 def mac_of(ip: str) -> str:

@@ -1,9 +1,12 @@
 """What a VM does only for an image built elsewhere (`guest = "image"`): its command line
-(its preset's part, then its own), its scratch disk, and its readiness when it prints
-nothing virtbench reads (its port answering). runtimes/vm/base.py calls these."""
+(its preset's part, then its own), its scratch disk, its own layer over the image's disk
+(QEMU), and its readiness when it prints nothing virtbench reads (its port answering).
+runtimes/vm/base.py and qemu.py call these."""
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -42,6 +45,62 @@ def scratch_disk(inst: Instance, o: VmOptions, directory: Path) -> None:
     inst.own.scratch_disk = disk
 
 
+# OSv's loader reads 63 sectors from byte 512: its command line and the NUL ending it
+DISK_CMDLINE_MAX = 63 * 512
+
+
+@functools.cache
+def disk_format(disk: Path) -> str:
+    """The format of an image's disk as qemu-img sees it (raw, qcow2, ...)."""
+    out = proc.run(["qemu-img", "info", "--output=json", str(disk)], timeout=60).stdout
+    return str(json.loads(out)["format"])
+
+
+def disk_layer(inst: Instance, o: VmOptions, directory: Path) -> None:
+    """The image's disk as this instance sees it: a copy-on-write layer of its own (QCOW2
+    backed by the image, which QEMU opens read-only) in `directory` (the run's state
+    directory: a crashed run's goes with it), so that images that write to their disk
+    at boot (Nanos) run many at once and the image file never changes. An image that
+    boots from its disk gets its command line written where its preset's guest reads it
+    there (OSv: byte 512). The driver removes the layer with the instance (`end`)."""
+    assert o.disk is not None
+    layer = directory / f"{inst.name}.disk.qcow2"
+    backing = o.disk.resolve()
+    try:
+        fmt = disk_format(backing)
+        argv = ["qemu-img", "create", "-q", "-f", "qcow2", "-F", fmt, "-b", str(backing)]
+        proc.run([*argv, str(layer)], timeout=60)
+        inst.own.disk_layer = layer
+        if o.boots_disk:
+            _write_cmdline(inst, o, layer)
+    except (OSError, ValueError, KeyError, VirtbenchError) as exc:
+        layer.unlink(missing_ok=True)
+        inst.own.disk_layer = None
+        raise InstanceError(f"{inst.name}: its layer over the disk {o.disk}: {exc}") from None
+
+
+def _write_cmdline(inst: Instance, o: VmOptions, layer: Path) -> None:
+    """The command line, NUL-ended, at its preset's place on the instance's layer."""
+    line = cmdline(inst, o)
+    if not line:
+        return
+    offset = presets.PRESETS[o.preset].cmdline_on_disk if o.preset is not None else None
+    if offset is None:  # image_cannot_run refuses such a spec before any instance
+        raise InstanceError(f"{inst.name}: its disk has no place for a command line")
+    data = line.encode() + b"\0"
+    if len(data) > DISK_CMDLINE_MAX:
+        raise InstanceError(
+            f"{inst.name}: its command line is {len(data)} bytes; the disk holds {DISK_CMDLINE_MAX}"
+        )
+    src = layer.with_suffix(".cmdline")
+    try:
+        src.write_bytes(data)
+        write = f"write -q -s {src} {offset} {len(data)}"
+        proc.run(["qemu-io", "-f", "qcow2", "-c", write, str(layer)], timeout=60)
+    finally:
+        src.unlink(missing_ok=True)
+
+
 def watch_port(inst: Instance, o: VmOptions, ready: Callable[[int], None]) -> None:
     """An image that serves and has no `ready` expression is ready when its port answers
     (measure/portready.py); `ready(t_ns)` is called then. Nothing without an address."""
@@ -59,11 +118,13 @@ def watch_port(inst: Instance, o: VmOptions, ready: Callable[[int], None]) -> No
 
 
 def end(inst: Instance) -> None:
-    """After the VMM is gone: the port watch stopped, the scratch disk removed."""
+    """After the VMM is gone: the port watch stopped, the scratch disk and the disk's
+    layer removed."""
     watch, inst.own.port_watch = inst.own.port_watch, None
     if watch is not None:
         watch.stop()
         watch.join(timeout=5)
-    scratch, inst.own.scratch_disk = inst.own.scratch_disk, None
-    if scratch is not None:
-        scratch.unlink(missing_ok=True)
+    for disk in (inst.own.scratch_disk, inst.own.disk_layer):
+        if disk is not None:
+            disk.unlink(missing_ok=True)
+    inst.own.scratch_disk = inst.own.disk_layer = None

@@ -25,6 +25,11 @@ class Preset:
     # how the application's own arguments follow on the command line
     args: str
     notes: str  # how it boots and where it prints, for the README and `catalog`
+    # where the guest reads its command line on its own disk when it boots from it (a byte
+    # offset: OSv's loader reads 63 sectors from LBA 1), None where it has no such place
+    cmdline_on_disk: int | None = None
+    # it learns its address only by DHCP: the run's bridge serves it a lease per instance
+    dhcp: bool = False
 
 
 PRESETS: dict[str, Preset] = {
@@ -51,8 +56,26 @@ PRESETS: dict[str, Preset] = {
             notes="OSv's loader options (every word starting with -) come first, then the "
             'program (cmdline = "/nginx.so -c /nginx/nginx.conf"). On QEMU: kernel = its '
             "loader-stripped.elf and disk = its usr.img built with fs=rofs (virtbench "
-            "attaches disk read-only; scratch_disk_mib adds a writable one); on "
-            "Firecracker add --nopci. Prints on COM1.",
+            "gives each instance a copy-on-write layer of it; scratch_disk_mib adds a "
+            "blank one); on Firecracker add --nopci. Or disk alone (usr.img, no kernel): "
+            "SeaBIOS boots it and OSv reads its command line from byte 512 of the disk, "
+            "where virtbench writes it on each instance's layer. Prints on COM1.",
+            cmdline_on_disk=512,
+        ),
+        Preset(
+            "nanos",
+            network="",
+            always="",
+            args="none under QEMU: its program's arguments and environment are in its "
+            "image's manifest",
+            notes="Nanos (nanovms/nanos) images are disks with their own boot sector: give "
+            "disk alone (no kernel); SeaBIOS boots it on q35, each instance on its own "
+            "copy-on-write layer (Nanos writes to its disk at boot). Booted so, Nanos "
+            "reads no command line: it takes its address by DHCP (the run's bridge "
+            "serves one lease per instance's MAC for runtimes with this preset) unless "
+            "its manifest sets one. Prints on COM1; `en1: assigned <address>` says its "
+            "network is up.",
+            dhcp=True,
         ),
         Preset(
             "includeos",

@@ -27,6 +27,7 @@ from virtbench.errors import InstanceError
 from virtbench.host import proc
 from virtbench.runtimes.base import Instance, which
 from virtbench.runtimes.controls import Pause, Snapshot
+from virtbench.runtimes.vm import image as vm_image
 from virtbench.runtimes.vm.agent import GuestAgent, unix_stream
 from virtbench.runtimes.vm.base import SIMPLE, Vm, VmOptions
 from virtbench.runtimes.vm.qmp import Qmp
@@ -146,6 +147,7 @@ class Qemu(Vm):
     get_it = "apt-get install qemu-system-x86"
     clean_exit = 1  # isa-debug-exit: QEMU exits with (value << 1) | 1; the guest writes 0
     linux_exit = "isa"
+    boots_disks = True  # q35's SeaBIOS
     Exec = QemuAgent
     Pause = QemuPause
     Snapshot = QemuSnapshot
@@ -170,10 +172,17 @@ class Qemu(Vm):
             # microvm has no HPET/PM timer: Linux cannot calibrate its clock under TCG
             # (tried: pit=on, lpj=, tsc=reliable) and hangs before init
             why = "a Linux guest hangs on microvm under TCG (no usable clock): use qemu:q35:tcg"
+        if why is None and opts.boots_disk and opts.firmware_used != "seabios":
+            why = (
+                "a disk boots through SeaBIOS's boot sector loader: use qemu:q35 or "
+                'qemu:q35:tcg (firmware = "seabios", the default for an image)'
+            )
         return why
 
     def _prepare(self, inst: Instance) -> None:
         super()._prepare(inst)
+        if self.byo and self.options.disk is not None:  # untimed: its own layer
+            vm_image.disk_layer(inst, self.options, self.ctx.scratch)
         if inst.spec.control or inst.spec.agent:
             self.qmp_path(inst).parent.mkdir(exist_ok=True)
 
@@ -211,11 +220,9 @@ class Qemu(Vm):
             "-no-reboot",
             "-device",
             "isa-debug-exit,iobase=0xf4,iosize=0x04",
-            "-kernel",
-            str(self.kernel(inst)),
-            "-append",
-            self.cmdline(inst),
         ]
+        if not o.boots_disk:  # else the firmware boots the disk's own boot sector
+            argv += ["-kernel", str(self.kernel(inst)), "-append", self.cmdline(inst)]
         firmware = FIRMWARE[o.firmware_used] if o.machine == "q35" else None
         if firmware:
             argv += ["-bios", firmware]
@@ -247,16 +254,16 @@ class Qemu(Vm):
         """A Linux guest's /data (vb-init: vda), an image's disk, then its scratch disk."""
         blk = "virtio-blk-device" if self.options.machine == "microvm" else "virtio-blk-pci"
         drives = [
-            ("vbdata", inst.own.data_disk, "cache=none,aio=threads"),
-            ("vbdisk", self.options.disk, "readonly=on"),
-            ("vbscratch", inst.own.scratch_disk, "cache=none,aio=threads"),
+            ("vbdata", inst.own.data_disk, "format=raw,cache=none,aio=threads"),
+            ("vbdisk", inst.own.disk_layer, "format=qcow2"),  # over the image's disk
+            ("vbscratch", inst.own.scratch_disk, "format=raw,cache=none,aio=threads"),
         ]
         argv: list[str] = []
         for name, path, how in drives:
             if path is None:
                 continue
             file = str(path).replace(",", ",,")  # QEMU's option syntax: a comma doubled
-            drive = f"id={name},file={file},format=raw,if=none,{how}"
+            drive = f"id={name},file={file},if=none,{how}"
             argv += ["-drive", drive, "-device", f"{blk},drive={name}"]
         return argv
 

@@ -25,6 +25,7 @@ class VmState(ProcessState):
     prefixlen: int | None = None
     data_disk: Path | None = None  # a Linux guest's /data disk (vb-init mounts vda)
     scratch_disk: Path | None = None  # an image's blank read-write disk
+    disk_layer: Path | None = None  # its own copy-on-write layer over an image's disk
     port_watch: PortWatch | None = None  # an image ready when its port answers
     restore_from: Path | None = None  # while restored: the snapshot's directory
 
