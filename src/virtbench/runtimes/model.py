@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from virtbench.measure.probe import ProbeListener
     from virtbench.paths import Paths
     from virtbench.runtimes.daemon import Daemons
+    from virtbench.runtimes.dhcp import Dhcp
     from virtbench.runtimes.network import BridgeNetwork
 
 PROBE_PLACEHOLDER = "{probe}"
@@ -187,6 +188,7 @@ class RuntimeContext:
     layout: cgroups.Layout
     probe: ProbeListener | None = None
     bridge: BridgeNetwork | None = None
+    dhcp: Dhcp | None = None  # the bridge's DHCP server, for images that need one
     rootfs: Path | None = None  # the run's artifact rootfs, for engines that import it
     runs_commands: bool = False  # the run execs into instances (a VM boots Linux for it)
     daemons: Daemons = field(init=False)

@@ -139,6 +139,18 @@ class VmAttach(NativeAttach):
         own = inst.own
         own.tap, own.mac, own.gateway = tap, mac_of(ip), bridge.host_ip
         own.prefixlen = bridge.prefixlen
+        if self.rt.byo and self.rt.options.wants_dhcp:  # its address as a lease of its MAC
+            ctx = self.rt.ctx
+            if ctx.dhcp is None:
+                from virtbench.runtimes.dhcp import Dhcp
+
+                ctx.dhcp = Dhcp(bridge, ctx.daemons, ctx.scratch)
+            ctx.dhcp.serve(inst.name, own.mac, ip)
+
+    def release(self, inst: Instance) -> None:
+        super().release(inst)
+        if self.rt.ctx.dhcp is not None:
+            self.rt.ctx.dhcp.release(inst.name)
 
     def probe(self, inst: Instance, network: str) -> tuple[str, ...]:
         if network == "none":  # no way out of the VM but its console

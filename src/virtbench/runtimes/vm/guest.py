@@ -49,6 +49,9 @@ class VmOptions(BaseModel):
     # "ext4": formatted), attached after `disk`, removed with the instance
     scratch_disk_mib: int | None = Field(default=None, ge=1, le=1 << 22)
     scratch_format: Literal["raw", "ext4"] = "raw"
+    # guest = "image" that takes its address by DHCP: the run's bridge serves each instance
+    # its address (its preset may say so: nanos)
+    dhcp: bool = False
     # a Linux guest's data disk (workloads whose needs.data is set: fio, sysbench fileio,
     # databases): a sparse ext4 image of this size made per instance, at /data, removed with it
     data_disk_mib: int = Field(default=8192, ge=64, le=1 << 22)
@@ -95,6 +98,7 @@ class VmOptions(BaseModel):
             "port": self.port,
             "preset": self.preset,
             "scratch_disk_mib": self.scratch_disk_mib,
+            "dhcp": self.dhcp or None,
         }
         given = [k for k, v in image_only.items() if v is not None]
         if self.guest != "image" and given:
@@ -113,6 +117,15 @@ class VmOptions(BaseModel):
         if v is not None and v not in known:
             raise ValueError(f"{v!r} is not a service an image may serve ({', '.join(known)})")
         return v
+
+    @property
+    def wants_dhcp(self) -> bool:
+        """Its instances take their address by DHCP (the option, or the preset's way)."""
+        if self.dhcp:
+            return True
+        from virtbench.runtimes.vm import presets
+
+        return self.preset is not None and presets.PRESETS[self.preset].dhcp
 
     @property
     def boots_disk(self) -> bool:
