@@ -191,6 +191,30 @@ def test_a_file_that_is_no_kernel_is_a_failed_sample_with_qemus_words(env, tmp_p
     assert labelled(rid) == []
 
 
+def test_a_disk_that_does_not_boot_ends_the_run_quoting_the_firmware(env, tmp_path):
+    """A blank disk given alone (an image that boots by itself) on q35: SeaBIOS finds no
+    boot sector and waits; the boot ends at its timeout as a failed sample whose one-line
+    error quotes SeaBIOS's own words, the run exits 1, and its layer and VMM are gone."""
+    blank = tmp_path / "blank.img"
+    blank.write_bytes(b"\0" * (1 << 20))
+    spec = tmp_path / "blank.toml"
+    spec.write_text(
+        'name = "blank"\nruntimes = ["blank"]\n[runtime.blank]\ndriver = "qemu:q35:tcg"\n'
+        f'guest = "image"\ndisk = "{blank}"\n'
+        '[[experiment]]\ntype = "boot"\nworkloads = ["hello"]\nruns = 1\nwarmups = 0\n'
+        "timeout_s = 15\n"
+    )
+    res = cli("run", str(spec), env=env, timeout=600)
+    assert res.returncode == 1, res.stdout + res.stderr
+    errors = [ln for ln in res.stderr.splitlines() if ln.startswith("error:")]
+    assert len(errors) == 1 and "did not exit in 15 s" in errors[0], errors
+    assert "No bootable device." in errors[0], errors[0]
+    rid = run_id_of(res.stdout)
+    assert labelled(rid) == []
+    assert not list(Path(env["VIRTBENCH_STATE_DIR"]).rglob("*.disk.qcow2"))
+    assert blank.read_bytes() == b"\0" * (1 << 20)
+
+
 @pytest.mark.parametrize("vmm", ["qemu", "firecracker", "cloud-hypervisor"])
 def test_the_console_is_the_guests_alone(vmm, ctx, artifact):
     """The first bytes of an instance's console log are its guest's first output (the

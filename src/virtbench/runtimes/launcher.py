@@ -54,11 +54,12 @@ def await_launch(inst: Instance, what: str, timeout: float, hint: str) -> None:
         raise InstanceError(f"{what} failed: {inst.log_tail()}")
 
 
-def wait_failed(who: str, exc: Exception, timeout: float) -> InstanceError:
+def wait_failed(who: str, exc: Exception, timeout: float, said: str = "") -> InstanceError:
     """Why waiting for the foreground instance `who` ("<label>: <name>") failed: it did not
-    exit in `timeout` s, or the wait itself failed (e.g. the engine's daemon went away)."""
+    exit in `timeout` s (and what its log's last lines say, `said`), or the wait itself
+    failed (e.g. the engine's daemon went away)."""
     if isinstance(exc, subprocess.TimeoutExpired | TimeoutError) or (
         "timed out" in str(exc).lower()  # an engine API's read timeout
     ):
-        return InstanceError(f"{who} did not exit in {timeout:g} s")
+        return InstanceError(f"{who} did not exit in {timeout:g} s" + (f": {said}" if said else ""))
     return InstanceError(f"{who} waiting for its exit failed: {exc}")

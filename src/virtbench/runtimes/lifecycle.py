@@ -168,7 +168,8 @@ class Lifecycle:
             if isinstance(exc, InstanceError):
                 raise
             self.check_engine()
-            raise launcher.wait_failed(f"{self.label}: {spec.name}", exc, timeout) from exc
+            who = f"{self.label}: {spec.name}"
+            raise launcher.wait_failed(who, exc, timeout, inst.log_tail()) from exc
         if inst.t_exit_ns is None:  # `_wait` may know the exit time better (LXD)
             inst.t_exit_ns = time.monotonic_ns()
         self._after_exit(inst)

@@ -223,6 +223,10 @@ class Qemu(Vm):
         ]
         if not o.boots_disk:  # else the firmware boots the disk's own boot sector
             argv += ["-kernel", str(self.kernel(inst)), "-append", self.cmdline(inst)]
+        else:  # what SeaBIOS says (debug port 0x402: "No bootable device.") with the VMM's
+            log = str(self.vmm_log(inst)).replace(",", ",,")
+            argv += ["-chardev", f"file,id=vbfw,path={log},append=on"]
+            argv += ["-device", "isa-debugcon,iobase=0x402,chardev=vbfw"]
         firmware = FIRMWARE[o.firmware_used] if o.machine == "q35" else None
         if firmware:
             argv += ["-bios", firmware]
