@@ -55,6 +55,9 @@ class Dhcp:
             "--no-resolv",
             "--no-hosts",
             f"--pid-file={self.pid_file}",
+            # as root: its hosts are in the run's state directory, which a user's state
+            # directory may put under parents only root can enter
+            "--user=root",
             "--log-dhcp",
             "--log-facility=-",
         ]
