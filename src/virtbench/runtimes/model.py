@@ -92,7 +92,10 @@ class ConsoleSeen:
     t_first_output_ns: int | None = None  # its first byte (a VM's first sign of life)
     t_ready_ns: int | None = None  # its ready line (host monotonic ns)
     hello: bool = False  # the minimal guest said hello (its workload ran)
-    guest_status: int | None = None  # a Linux guest said how its workload ended
+    # a Linux guest said how its workload ended, or an image its program (its preset's
+    # `exited` line)
+    guest_status: int | None = None
+    t_halted_ns: int | None = None  # an image said it halted (its preset's `halted` line)
 
 
 @dataclass(frozen=True)

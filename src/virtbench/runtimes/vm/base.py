@@ -35,7 +35,9 @@ learns its address; `{name}`, `{ip}`, `{prefixlen}`, `{netmask}`, `{gateway}` an
 against its serial console, or, for an image that `serves`, its port answering
 (measure/portready.py). Such an image runs as
 - `hello` (spawn -> the VMM exits after the guest powers off; a boot only if the guest
-  printed something and no crash line: `Vm.image_exit`);
+  printed something and no crash line: `Vm.image_exit`; or, for a guest whose VMM
+  stays up after it halts (Rumprun), spawn -> its console's halt line, its status the
+  one its console said: its preset's `exited` and `halted`, vm/image.py `halted_exit`);
 - `sleep` and the pile-ups' idle instances (spawn -> ready), timed like the minimal guest;
 - the workloads it serves (`serves = "http"`: nginx and http-fixed; "redis"; "memcached";
   "udp-echo"): always on a tap of the run's bridge, driven by the same host-side clients,
@@ -69,11 +71,11 @@ from virtbench.runtimes.base import (
     RuntimeContext,
     which,
 )
-from virtbench.runtimes.console import ConsoleReady
+from virtbench.runtimes.console import ConsoleReady, GuestEnd
 from virtbench.runtimes.controls import Exec
 from virtbench.runtimes.model import crash_line, with_probe
 from virtbench.runtimes.observe import Memory
-from virtbench.runtimes.process.native import Native, NativeAttach
+from virtbench.runtimes.process.native import TERM_GRACE_S, Native, NativeAttach
 from virtbench.runtimes.vm import image as vm_image
 from virtbench.runtimes.vm.boot import VmBoot
 from virtbench.runtimes.vm.guest import (
@@ -297,12 +299,25 @@ class Vm(ConsoleReady, VmBoot, Native):
     def console_ready(self) -> str | None:
         return self.options.ready
 
+    def console_end(self) -> GuestEnd | None:
+        return vm_image.guest_end(self.options) if self.byo else None
+
+    def _halted(self, inst: Instance, t: int) -> None:
+        """The image said it halted (its preset's `halted` line) and its VMM stays up,
+        idle (QEMU under Rumprun): end it, TERM then KILL, by the process this driver
+        started (in the console reader's thread, so that `_wait` returns)."""
+        del t  # the exit time, which the reader put in inst.console
+        if inst.proc is not None:
+            proc.kill_group(inst.proc, TERM_GRACE_S)
+
     def _wait(self, inst: Instance, timeout: float) -> int:
         assert inst.proc is not None
         rc = proc.wait(inst.proc, timeout)
         t_exit = time.monotonic_ns()
         self.join_reader(inst)
         inst.t_exit_ns = t_exit
+        if inst.console.t_halted_ns is not None:  # an image halted: its VMM was ended
+            return vm_image.halted_exit(self.label, inst, self.options)
         if inst.console.guest_status is not None:  # a Linux guest said how it ended
             return inst.console.guest_status
         if rc == self.clean_exit and inst.console.hello:
