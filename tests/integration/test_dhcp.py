@@ -1,4 +1,4 @@
-"""The run's bridge serving DHCP (runtimes/dhcp.py) with Debian's real dnsmasq: a client
+"""The run's bridge serving DHCP (runtimes/network.py) with Debian's real dnsmasq: a client
 on the bridge asking for a leased MAC is offered exactly the address virtbench gave it,
 an unknown MAC is offered nothing, and the server goes with the run's daemons.
 
@@ -12,7 +12,6 @@ import subprocess
 import sys
 
 from virtbench import naming
-from virtbench.runtimes.dhcp import Dhcp
 from virtbench.runtimes.network import BridgeNetwork
 
 # DHCPDISCOVER for MAC argv[1] with the broadcast flag; prints the offered address (yiaddr)
@@ -54,13 +53,12 @@ def test_the_bridge_offers_each_instance_its_own_address_and_nobody_else_one(ctx
     bridge.attach(client)
     assert bridge.subnet is not None
     leased = str(list(bridge.subnet.hosts())[100])
-    dhcp = Dhcp(bridge, ctx.daemons, ctx.scratch)
-    dhcp.serve("vb-guest-1", "06:00:0a:00:00:64", leased)
+    bridge.lease("vb-guest-1", "06:00:0a:00:00:64", leased, ctx.daemons)
     started = ctx.daemons.started[f"dnsmasq-{bridge.bridge}"]
     assert started.popen.poll() is None
     assert discover(client, "06:00:0a:00:00:64", 20) == leased
     assert discover(client, "06:00:0a:00:00:65", 3) == "none"  # no lease: no address
-    dhcp.release("vb-guest-1")  # dnsmasq reads its hosts again on the SIGHUP it gets
+    bridge.dhcp.release("vb-guest-1")  # dnsmasq reads its hosts again on the SIGHUP it gets
     offers = [discover(client, "06:00:0a:00:00:64", 3) for _ in range(3)]
     assert offers[-1] == "none", offers  # withdrawn with it (once read again)
     assert ipaddress.ip_address(leased) in bridge.subnet

@@ -9,6 +9,7 @@ import re
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from virtbench.runtimes.model import Instance
@@ -17,11 +18,24 @@ MARKER = re.compile(rb"VB-(READY|HELLO|EXIT) (\S+)(?: (\d+))?\r*\n")  # whole li
 BEAT = re.compile(rb"VB-BEAT (\S+) ([0-9a-f]+) (\d+)\r*\n")
 
 
+@dataclass(frozen=True)
+class GuestEnd:
+    """How a guest whose VMM outlives it says on its console that it is done (an image's
+    preset, runtimes/vm/presets.py): `exited`, a regular expression on a line whose first
+    group is its program's exit status; `halted`, one on the line after which it does
+    nothing more. Each is matched against whole lines."""
+
+    exited: str | None = None
+    halted: str | None = None
+
+
 def read_console(
     inst: Instance,
     pattern: str | None,
     ready: Callable[[int], None],
     beat: Callable[[str, int, int], None] | None = None,
+    end: GuestEnd | None = None,
+    halted: Callable[[int], None] | None = None,
 ) -> None:
     """Copy the serial console (the VMM's stdout) to the instance's log until it ends,
     stamping its first byte (`t_first_output_ns`) and the markers: `VB-READY <name>`, or
@@ -30,15 +44,18 @@ def read_console(
     Linux guest's workload's status; `VB-BEAT <name> <token> <seq>` calls `beat(token,
     seq, t_ns)` and is not copied to the log (the beat workload says it every 2 ms). A
     copy restored from another instance's snapshot beats with that one's name
-    (`inst.beat_as`); what it saw goes to `inst.console`."""
+    (`inst.beat_as`); what it saw goes to `inst.console`. With `end`, its `exited` line
+    is the guest's status too, and its `halted` line is stamped (`t_halted_ns`) and
+    calls `halted(t_ns)` once."""
     assert inst.proc is not None and inst.proc.stdout is not None
     fd = inst.proc.stdout.fileno()
-    pending = b""
+    pending = b""  # the line begun and not yet ended
     beat_name = inst.beat_as or inst.name
     seen_by = inst.console
     if pattern is not None:  # `{name}` stands for the instance's name, as in cmdline
         pattern = pattern.replace("{name}", re.escape(inst.name))
     expr = re.compile(pattern.encode()) if pattern is not None else None
+    lines = _Lines(inst, ready, end, halted)
     seen = b""  # the console so far, for the image's ready expression (first 64 KiB)
     with open(inst.log_path, "ab", buffering=0) as log:
         while True:
@@ -58,17 +75,50 @@ def read_console(
                 seen += chunk
                 if expr.search(seen):
                     ready(t)
-            pending = (pending + chunk)[-256:]
-            for m in MARKER.finditer(pending):
-                if m.group(2).decode(errors="replace") != inst.name:
-                    continue
-                if m.group(1) == b"READY" and seen_by.t_ready_ns is None:
-                    ready(t)
-                elif m.group(1) == b"HELLO":
-                    seen_by.hello = True
-                elif m.group(1) == b"EXIT" and m.group(3) is not None:
-                    seen_by.guest_status = int(m.group(3))
-            pending = pending[pending.rfind(b"\n") + 1 :]
+            text = pending + chunk
+            cut = text.rfind(b"\n") + 1
+            lines.whole(text[:cut], t)
+            pending = text[cut:][-256:]
+
+
+class _Lines:
+    """The console's whole lines as they come: the markers of virtbench's guests, and
+    the lines by which a guest says it is done (`GuestEnd`)."""
+
+    def __init__(
+        self,
+        inst: Instance,
+        ready: Callable[[int], None],
+        end: GuestEnd | None,
+        halted: Callable[[int], None] | None,
+    ) -> None:
+        self.inst, self.ready, self.halted = inst, ready, halted
+        end = end or GuestEnd()
+        self.exited = re.compile(end.exited.encode()) if end.exited else None
+        self.halt = re.compile(end.halted.encode()) if end.halted else None
+
+    def whole(self, text: bytes, t: int) -> None:
+        """Read the whole lines `text` (ending in a newline, or empty), which came at `t`."""
+        seen_by, name = self.inst.console, self.inst.name
+        for m in MARKER.finditer(text):
+            if m.group(2).decode(errors="replace") != name:
+                continue
+            if m.group(1) == b"READY" and seen_by.t_ready_ns is None:
+                self.ready(t)
+            elif m.group(1) == b"HELLO":
+                seen_by.hello = True
+            elif m.group(1) == b"EXIT" and m.group(3) is not None:
+                seen_by.guest_status = int(m.group(3))
+        if self.exited is None and self.halt is None:
+            return
+        for line in text.splitlines():
+            line = line.rstrip(b"\r")
+            if self.exited is not None and (m := self.exited.search(line)):
+                seen_by.guest_status = int(m.group(1))
+            if self.halt is not None and seen_by.t_halted_ns is None and self.halt.search(line):
+                seen_by.t_halted_ns = t
+                if self.halted is not None:
+                    self.halted(t)
 
 
 def _beats(
@@ -102,6 +152,14 @@ class ConsoleReady:
         """A regular expression on the console that says ready, besides `VB-READY`."""
         return None
 
+    def console_end(self) -> GuestEnd | None:
+        """How the guest says on its console that it is done, if its VMM outlives it."""
+        return None
+
+    def _halted(self, inst: Instance, t: int) -> None:
+        """The guest said it halted (`console_end`), at `t`: in the reader's thread."""
+        del inst, t
+
     def start_reader(self, inst: Instance) -> None:
         """Read `inst`'s console from now on, in a thread of its own."""
         reader = threading.Thread(
@@ -113,7 +171,14 @@ class ConsoleReady:
     def _read_console(self, inst: Instance) -> None:
         probe = self.ctx.probe
         beat = None if probe is None else (lambda tok, seq, t: probe.beat(inst.name, tok, seq, t))
-        read_console(inst, self.console_ready(), lambda t: self._ready(inst, t), beat)
+        read_console(
+            inst,
+            self.console_ready(),
+            lambda t: self._ready(inst, t),
+            beat,
+            self.console_end(),
+            lambda t: self._halted(inst, t),
+        )
 
     def _ready(self, inst: Instance, t: int) -> None:
         inst.console.t_ready_ns = t

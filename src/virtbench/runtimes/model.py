@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from virtbench.measure.probe import ProbeListener
     from virtbench.paths import Paths
     from virtbench.runtimes.daemon import Daemons
-    from virtbench.runtimes.dhcp import Dhcp
     from virtbench.runtimes.network import BridgeNetwork
 
 PROBE_PLACEHOLDER = "{probe}"
@@ -93,7 +92,10 @@ class ConsoleSeen:
     t_first_output_ns: int | None = None  # its first byte (a VM's first sign of life)
     t_ready_ns: int | None = None  # its ready line (host monotonic ns)
     hello: bool = False  # the minimal guest said hello (its workload ran)
-    guest_status: int | None = None  # a Linux guest said how its workload ended
+    # a Linux guest said how its workload ended, or an image its program (its preset's
+    # `exited` line)
+    guest_status: int | None = None
+    t_halted_ns: int | None = None  # an image said it halted (its preset's `halted` line)
 
 
 @dataclass(frozen=True)
@@ -188,7 +190,6 @@ class RuntimeContext:
     layout: cgroups.Layout
     probe: ProbeListener | None = None
     bridge: BridgeNetwork | None = None
-    dhcp: Dhcp | None = None  # the bridge's DHCP server, for images that need one
     rootfs: Path | None = None  # the run's artifact rootfs, for engines that import it
     runs_commands: bool = False  # the run execs into instances (a VM boots Linux for it)
     daemons: Daemons = field(init=False)

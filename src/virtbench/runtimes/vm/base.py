@@ -35,7 +35,9 @@ learns its address; `{name}`, `{ip}`, `{prefixlen}`, `{netmask}`, `{gateway}` an
 against its serial console, or, for an image that `serves`, its port answering
 (measure/portready.py). Such an image runs as
 - `hello` (spawn -> the VMM exits after the guest powers off; a boot only if the guest
-  printed something and no crash line: `Vm.image_exit`);
+  printed something and no crash line: `Vm.image_exit`; or, for a guest whose VMM
+  stays up after it halts (Rumprun), spawn -> its console's halt line, its status the
+  one its console said: its preset's `exited` and `halted`, vm/image.py `halted_exit`);
 - `sleep` and the pile-ups' idle instances (spawn -> ready), timed like the minimal guest;
 - the workloads it serves (`serves = "http"`: nginx and http-fixed; "redis"; "memcached";
   "udp-echo"): always on a tap of the run's bridge, driven by the same host-side clients,
@@ -59,7 +61,7 @@ import time
 from pathlib import Path
 from typing import Any, ClassVar
 
-from virtbench.errors import InstanceError, VirtbenchError
+from virtbench.errors import InstanceError
 from virtbench.host import proc
 from virtbench.measure import memory
 from virtbench.runtimes.base import (
@@ -69,12 +71,13 @@ from virtbench.runtimes.base import (
     RuntimeContext,
     which,
 )
-from virtbench.runtimes.console import ConsoleReady
+from virtbench.runtimes.console import ConsoleReady, GuestEnd
 from virtbench.runtimes.controls import Exec
-from virtbench.runtimes.model import crash_line, with_probe
+from virtbench.runtimes.model import crash_line
 from virtbench.runtimes.observe import Memory
-from virtbench.runtimes.process.native import Native, NativeAttach
+from virtbench.runtimes.process.native import TERM_GRACE_S, Native
 from virtbench.runtimes.vm import image as vm_image
+from virtbench.runtimes.vm.attach import VmAttach
 from virtbench.runtimes.vm.boot import VmBoot
 from virtbench.runtimes.vm.guest import (
     KERNEL,
@@ -106,56 +109,6 @@ class VmMemory(Memory):
         found = [memory.pss_of_mappings(pid, size_kib) for pid in self.rt.observe.pids(inst)]
         values = [v for v in found if v is not None]
         return sum(values) if values else None
-
-
-class VmAttach(NativeAttach):
-    """A VM's place on the bridge is a tap, its data a disk image, and without a network
-    its probe is its console."""
-
-    rt: Vm
-
-    def data(self, inst: Instance) -> None:
-        """A Linux guest's data disk: a sparse ext4 image (`data_disk_mib`) in the
-        instance's data directory (so it goes with it), attached as its first virtio disk
-        and mounted at /data by vb-init (`vb.data=vda`)."""
-        super().data(inst)
-        assert inst.data_dir is not None
-        if self.rt.guest(inst) != "linux":
-            return  # the minimal guest and images have no use for one
-        disk = inst.data_dir / "disk.img"
-        try:
-            with open(disk, "wb") as f:
-                f.truncate(self.rt.options.data_disk_mib << 20)
-            lazy = "lazy_itable_init=1,lazy_journal_init=1"
-            proc.run(["mkfs.ext4", "-q", "-F", "-m", "0", "-E", lazy, str(disk)], timeout=120)
-        except (OSError, VirtbenchError) as exc:  # this instance fails; the run goes on
-            raise InstanceError(f"{inst.name}: its data disk {disk}: {exc}") from None
-        inst.own.data_disk = disk
-
-    def bridge(self, inst: Instance) -> None:
-        bridge = self.network()
-        tap, ip = bridge.attach_tap(inst.name, mac_of)
-        inst.address = ip
-        own = inst.own
-        own.tap, own.mac, own.gateway = tap, mac_of(ip), bridge.host_ip
-        own.prefixlen = bridge.prefixlen
-        if self.rt.byo and self.rt.options.wants_dhcp:  # its address as a lease of its MAC
-            ctx = self.rt.ctx
-            if ctx.dhcp is None:
-                from virtbench.runtimes.dhcp import Dhcp
-
-                ctx.dhcp = Dhcp(bridge, ctx.daemons, ctx.scratch)
-            ctx.dhcp.serve(inst.name, own.mac, ip)
-
-    def release(self, inst: Instance) -> None:
-        super().release(inst)
-        if self.rt.ctx.dhcp is not None:
-            self.rt.ctx.dhcp.release(inst.name)
-
-    def probe(self, inst: Instance, network: str) -> tuple[str, ...]:
-        if network == "none":  # no way out of the VM but its console
-            return with_probe(inst.spec.argv, "file:/dev/console")
-        return super().probe(inst, network)
 
 
 class Vm(ConsoleReady, VmBoot, Native):
@@ -316,12 +269,25 @@ class Vm(ConsoleReady, VmBoot, Native):
     def console_ready(self) -> str | None:
         return self.options.ready
 
+    def console_end(self) -> GuestEnd | None:
+        return vm_image.guest_end(self.options) if self.byo else None
+
+    def _halted(self, inst: Instance, t: int) -> None:
+        """The image said it halted (its preset's `halted` line) and its VMM stays up,
+        idle (QEMU under Rumprun): end it, TERM then KILL, by the process this driver
+        started (in the console reader's thread, so that `_wait` returns)."""
+        del t  # the exit time, which the reader put in inst.console
+        if inst.proc is not None:
+            proc.kill_group(inst.proc, TERM_GRACE_S)
+
     def _wait(self, inst: Instance, timeout: float) -> int:
         assert inst.proc is not None
         rc = proc.wait(inst.proc, timeout)
         t_exit = time.monotonic_ns()
         self.join_reader(inst)
         inst.t_exit_ns = t_exit
+        if inst.console.t_halted_ns is not None:  # an image halted: its VMM was ended
+            return vm_image.halted_exit(self.label, inst, self.options)
         if inst.console.guest_status is not None:  # a Linux guest said how it ended
             return inst.console.guest_status
         if rc == self.clean_exit and inst.console.hello:

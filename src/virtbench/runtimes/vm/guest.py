@@ -16,6 +16,8 @@ KERNEL = "boot/vb-minikernel"  # inside the artifact rootfs
 MEMORY_MIB = {"minimal": 64, "image": 64, "linux": 512}  # when neither instance nor option says
 LINUX_CMDLINE = "console=ttyS0 panic=-1 quiet rdinit=/init"
 SIMPLE = ("hello", "sleep", "beat")  # the workloads the minimal guest (and an image) can be
+# runtimes/vm/presets.py's PRESETS (test_images.py checks that the two agree)
+PresetName = Literal["unikraft", "osv", "nanos", "includeos", "solo5", "ukl", "linux", "rumprun"]
 
 
 class VmOptions(BaseModel):
@@ -44,7 +46,7 @@ class VmOptions(BaseModel):
     # address (a preset's command-line convention, runtimes/vm/presets.py)
     serves: str | None = None
     port: int | None = Field(default=None, ge=1, le=65535)
-    preset: Literal["unikraft", "osv", "nanos", "includeos", "solo5", "ukl", "linux"] | None = None
+    preset: PresetName | None = None
     # guest = "image": a blank read-write disk of this size per instance (raw, sparse;
     # "ext4": formatted), attached after `disk`, removed with the instance
     scratch_disk_mib: int | None = Field(default=None, ge=1, le=1 << 22)

@@ -1,18 +1,21 @@
 """What a VM does only for an image built elsewhere (`guest = "image"`): its command line
 (its preset's part, then its own), its scratch disk, its own layer over the image's disk
-(QEMU), and its readiness when it prints nothing virtbench reads (its port answering).
+(QEMU), its readiness when it prints nothing virtbench reads (its port answering), and
+how it says it is done when its VMM stays up (its preset's console lines).
 runtimes/vm/base.py and qemu.py call these."""
 
 from __future__ import annotations
 
 import functools
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
 from virtbench.errors import InstanceError, VirtbenchError
 from virtbench.host import proc
-from virtbench.runtimes.model import Instance
+from virtbench.runtimes.console import GuestEnd
+from virtbench.runtimes.model import Instance, crash_line
 from virtbench.runtimes.vm import presets
 from virtbench.runtimes.vm.guest import VmOptions
 
@@ -25,6 +28,47 @@ def cmdline(inst: Instance, o: VmOptions) -> str:
         inst.name, inst.address or "", x.prefixlen, x.gateway, o.serve_port, mac=x.mac
     )
     return presets.cmdline(o.preset, o.cmdline, values)
+
+
+def guest_end(o: VmOptions) -> GuestEnd | None:
+    """How the image says on its console that its program exited and that it halted (its
+    preset's `exited` and `halted`), if its preset says: None otherwise."""
+    p = presets.PRESETS[o.preset] if o.preset is not None else None
+    if p is None or (p.exited is None and p.halted is None):
+        return None
+    return GuestEnd(p.exited, p.halted)
+
+
+def why_failed(inst: Instance, o: VmOptions, most: int = 3) -> str:
+    """The console's first lines (`most`) that say why the image never ran its program
+    (its preset's `failed`), joined by " | "; "" when none does."""
+    p = presets.PRESETS[o.preset] if o.preset is not None else None
+    if p is None or p.failed is None:
+        return ""
+    try:
+        text = inst.log_path.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    expr = re.compile(p.failed)
+    return " | ".join([ln.strip() for ln in text if expr.search(ln)][:most])
+
+
+def halted_exit(label: str, inst: Instance, o: VmOptions) -> int:
+    """An image that said it halted (its preset's `halted` line; its VMM, which stays up,
+    was ended then) exited then, with the status its program said (`exited`); one that
+    halted without one never ran its program (Rumprun's `=== bootstrap failed`): an error
+    with the console's words, never a boot. A status 0 with a crash line is one too."""
+    inst.t_exit_ns = inst.console.t_halted_ns
+    status = inst.console.guest_status
+    if status is None:
+        why = why_failed(inst, o)
+        raise InstanceError(
+            f"{label}: {inst.name}: the guest halted without its program's exit status: "
+            f"{why + ' ... ' if why else ''}{inst.log_tail()}"
+        )
+    if status == 0 and crash_line(inst.log_path):
+        raise InstanceError(f"{label}: {inst.name}: {inst.log_tail()}")
+    return status
 
 
 def scratch_disk(inst: Instance, o: VmOptions, directory: Path) -> None:

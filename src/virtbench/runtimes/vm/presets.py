@@ -7,13 +7,24 @@ of unikernel reads them from the kernel command line in its own syntax. A preset
 syntax as a template of `{ip}`, `{prefixlen}`, `{netmask}`, `{gateway}`, `{name}` (the
 instance name) and `{port}` (the port it serves), put before the spec's own `cmdline`
 (which carries the application's arguments). Without a network (hello and sleep on no
-bridge) only the preset's console part is used. The conventions are each project's own
-(their sources and documentation, as of 2025); `virtbench catalog --presets` prints them.
+bridge) only the preset's console part is used. A guest that reads its whole configuration
+as one document (Rumprun's JSON) has a `compose` step instead, which makes the document
+of the same fields and the spec's (filled) `cmdline`. The conventions are each project's
+own (their sources and documentation, as of 2025); `virtbench catalog --presets` prints
+them.
+
+A preset may also say how its guest tells that it is done when the VMM does not end with
+it (Rumprun halts and leaves QEMU idle): `exited`, a regular expression on a console line
+whose first group is the program's exit status; `halted`, the line after which nothing
+more happens; `failed`, lines that say why it never ran its program. The console reader
+(runtimes/console.py) watches for them and the VM driver (vm/base.py) ends the VMM.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import json
+from collections.abc import Callable
 from dataclasses import dataclass
 
 
@@ -30,6 +41,25 @@ class Preset:
     cmdline_on_disk: int | None = None
     # it learns its address only by DHCP: the run's bridge serves it a lease per instance
     dhcp: bool = False
+    # put before the application's own arguments unless they hold it already
+    lead: str = ""
+    # the whole command line of (preset, the spec's cmdline filled in, fields), for a
+    # guest that reads one document; None: the parts joined by spaces
+    compose: Callable[[Preset, str, dict[str, str]], str] | None = None
+    exited: str | None = None  # a console line saying its exit status (group 1)
+    halted: str | None = None  # the console line after which the guest does nothing
+    failed: str | None = None  # console lines that say why its program never ran
+
+
+def json_document(p: Preset, own: str, values: dict[str, str]) -> str:
+    """Rumprun's configuration, one JSON document: `net` (the preset's `network`, filled
+    in) only with an address, and `cmdline`, the program's argv split on white space,
+    whose first word is only a name: the instance's."""
+    doc: dict[str, object] = {}
+    if values.get("ip"):
+        doc["net"] = json.loads(fill(p.network, values))
+    doc["cmdline"] = f"{values['name']} {own}".strip()
+    return json.dumps(doc)
 
 
 PRESETS: dict[str, Preset] = {
@@ -41,6 +71,7 @@ PRESETS: dict[str, Preset] = {
             always="",
             args="the application's arguments after ` -- ` (virtbench adds the ` --` "
             "without which Unikraft reads no library parameter)",
+            lead="--",
             notes="Unikraft 0.16.1 and later, built with LIBUKNETDEV_EINFO_LIBPARAM (as "
             "its catalog's nginx and redis are): `netdev.ip=ADDR/PREFIX:GATEWAY`. Older "
             "images read netdev.ipv4_addr=, netdev.ipv4_gw_addr= and "
@@ -119,6 +150,26 @@ PRESETS: dict[str, Preset] = {
             "console: a Linux of your own, or a Lupine-style kernel whose init reads ip= "
             "(Lupine's own scripts set a fixed address: edit them to).",
         ),
+        Preset(
+            "rumprun",
+            network='{"if": "vioif0", "type": "inet", "method": "static", "addr": "{ip}", '
+            '"mask": "{prefixlen}", "gw": "{gateway}"}',
+            always="",
+            args="the program's arguments, as the JSON document's \"cmdline\" after "
+            "argv[0], which is the instance's name",
+            notes="Rumprun (rumpkernel/rumprun, hw platform, `rumprun-bake hw_virtio`) reads "
+            "its whole configuration as one JSON document on the kernel command line: "
+            'virtbench writes {"net": NETWORK, "cmdline": "<instance name> <cmdline>"} '
+            "(net, on vioif0, the first virtio-net, only on the run's bridge); any other "
+            "key is fatal to it. Boots on QEMU q35 by multiboot (-kernel), prints on COM1. "
+            "Its program's exit is read from the console (`=== _exit(N) called ===`, then "
+            "`halted`): QEMU stays up after it, so virtbench ends it there; a "
+            "`rumprun: ...` error and `=== bootstrap failed` end the boot as a failure.",
+            compose=json_document,
+            exited=r"=== (?:ERROR: )?_exit\((\d+)\) called ===",
+            halted=r"^halted\b",
+            failed=r"^rumprun: |^=== bootstrap failed",
+        ),
     )
 }
 
@@ -152,14 +203,14 @@ def fill(template: str, values: dict[str, str]) -> str:
 
 def cmdline(preset: str | None, own: str, values: dict[str, str]) -> str:
     """An image's whole command line: its preset's parts (the network part only with an
-    address), then its own `cmdline`, every field filled in."""
-    parts = []
-    if preset is not None:
-        p = PRESETS[preset]
-        parts.append(p.always)
-        if values.get("ip"):
-            parts.append(p.network)
-        if preset == "unikraft" and "--" not in own.split():
-            own = f"-- {own}".strip()  # Unikraft parses its parameters only before a --
-    parts.append(own)
+    address), then its own `cmdline`, every field filled in; or the document its
+    preset's `compose` makes of them."""
+    if preset is None:
+        return fill(own, values).strip()
+    p = PRESETS[preset]
+    if p.lead and p.lead not in own.split():  # Unikraft reads its parameters before a --
+        own = f"{p.lead} {own}".strip()
+    if p.compose is not None:
+        return p.compose(p, fill(own, values).strip(), values)
+    parts = [p.always, p.network if values.get("ip") else "", own]
     return fill(" ".join(x for x in parts if x), values).strip()
