@@ -297,3 +297,26 @@ def test_the_report_reads_as_words_and_every_axis_has_its_unit(tmp_path):
             for text in labels:
                 assert text.endswith(")") or text.startswith(UNITLESS), (p.name, text)
         p.close()
+
+
+def test_a_runtime_measured_under_emulation_is_marked_wherever_an_answer_names_it():
+    """A figure measured under QEMU TCG beside ones measured on the hardware says that it
+    works, not how fast: its name carries "(emulated)" in the table and the sentences,
+    and the answer's notes say what that means."""
+    from virtbench.report.findings import from_rich
+    from virtbench.report.standing import Answer, Standing, notes, table
+
+    a = Answer(
+        "Fastest to start",
+        "time to run and exit",
+        "ms",
+        [Standing("crun", 17.3, 17.2, 17.7), Standing("osv", 2350.0, 2281.0, 2439.0)],
+        emulated=frozenset({"osv"}),
+    )
+    rows = from_rich(table(a)).rows
+    assert [r[0] for r in rows] == ["crun", "osv (emulated)"]
+    assert a.sentences() == ["crun is 136x (131-141) better than osv (emulated)"], a.sentences()
+    assert any(n.startswith("emulated (QEMU TCG): osv: ") for n in notes(a)), notes(a)
+    plain = Answer("Fastest to start", "t", "ms", a.ranked)  # nothing emulated: no mark
+    assert [r[0] for r in from_rich(table(plain)).rows] == ["crun", "osv"]
+    assert not any("emulated" in n for n in notes(plain))

@@ -33,4 +33,11 @@ def answers(f: Frame, baseline: str | None = None) -> list[Answer]:
         out += view.answers(f.take(f.where("experiment", view.type)))
     if baseline:
         out = [replace(a, baseline=baseline) for a in out]
-    return out
+    emulated = emulated_runtimes(f)
+    return [replace(a, emulated=emulated) for a in out] if emulated else out
+
+
+def emulated_runtimes(f: Frame) -> frozenset[str]:
+    """The runtimes whose samples were measured under emulation (QEMU TCG): their
+    figures say that it works and roughly how, not how fast it is."""
+    return frozenset(r for r in f.distinct("runtime") if f.emulated[f.where("runtime", r)].any())

@@ -110,6 +110,7 @@ class Answer:
     reference    native's figure, where it ran beside two or more others
     baseline     the runtime the others are set against (default: the best)
     note         what else the question says (success rates, liveness)
+    emulated     the runtimes measured under emulation (QEMU TCG): marked wherever named
     figure       what each runtime's figure is, as its column reads ("median", "slope")
     """
 
@@ -125,6 +126,7 @@ class Answer:
     reference: Standing | None = None
     baseline: str = ""
     note: str = ""
+    emulated: frozenset[str] = frozenset()
     figure: str = "median"
     _factors: dict[tuple[str, str], Factor] = field(default_factory=dict, repr=False)
 
@@ -169,8 +171,13 @@ class Answer:
             f = self.factor(a, b)
             if f.apart:
                 x = times(f) if self.scale == "ratio" else amount(f, self.unit).lstrip("+")
-                out.append(self.sentence.format(a=a.runtime, b=b.runtime, x=x))
+                out.append(self.sentence.format(a=self.named(a), b=self.named(b), x=x))
         return out
+
+    def named(self, s: Standing) -> str:
+        """A runtime's name as the answer says it: "(emulated)" after one measured under
+        QEMU TCG."""
+        return s.runtime + (" (emulated)" if s.runtime in self.emulated else "")
 
 
 def ratio(x: float) -> str:
@@ -290,7 +297,7 @@ def table(a: Answer, ids: bool = False) -> Table:
         cells += ["" if s is a.reference else _vs(a.of_reference(s), a)] * native
         cells += [_p95(s, a.unit)] * tails
         cells += [f"{s.ok}/{s.total}" if s.total else ""] * counted
-        name = s.runtime + (" (reference)" if s is a.reference else "")
+        name = a.named(s) + (" (reference)" if s is a.reference else "")
         t.add_row(name, *cells)
     return t
 
@@ -354,4 +361,10 @@ def notes(a: Answer) -> list[str]:
         if a.reference is not None and s is not a.reference:
             why.append(a.of_reference(s).why)
     said = [w for w in dict.fromkeys(why) if w and not w.startswith("no native")]
+    emulated = [s.runtime for s in a.everyone if s.runtime in a.emulated]
+    if emulated:  # beside others measured on the hardware, theirs are no performance
+        said.append(
+            f"emulated (QEMU TCG): {', '.join(emulated)}: they work as shown; their "
+            "figures are not their speed on hardware"
+        )
     return ([a.note] if a.note else []) + said
