@@ -26,6 +26,7 @@ from virtbench.errors import SpecError
 
 if TYPE_CHECKING:  # the spec's models take a while to build: imported where used
     from virtbench.run import plan
+    from virtbench.spec.brings import Brought
     from virtbench.spec.resolved import Plan
 
 
@@ -143,6 +144,8 @@ def _print_entry(e: Entry, costs: dict[str, float]) -> None:
     for lack in here.lacks:
         why = f": {lack.why.reason}" if lack.why else ""
         say(f"not here: {escape(lack.what + why)}")
+    for b in e.spec.brings:
+        say(f"you bring: {escape(brought_line(b))}")
     if here.runs is None:
         say("[red]cannot run here[/] (above: what it lacks)")
         return
@@ -167,6 +170,7 @@ def print_plan(resolved: Plan, results: Path) -> None:
     how long it would take (launch costs from this host's earlier boot runs in `results`
     when there are any), without starting anything."""
     from virtbench.run import plan
+    from virtbench.run.preflight import not_run, not_run_line
 
     costs = past_costs(results)
     spec = resolved.spec
@@ -179,6 +183,8 @@ def print_plan(resolved: Plan, results: Path) -> None:
         return
     for line in skipped:
         say(f"skipped here: {escape(line)}")
+    for entry in not_run(resolved, full):  # a guest the study compared that this spec lacks
+        say(f"not run: {escape(not_run_line(entry))}")
     steps = plan.steps(full, costs)
     for step in steps:
         say(_step(step))
@@ -191,10 +197,37 @@ def print_plan(resolved: Plan, results: Path) -> None:
     out.print(f"[dim]An estimate: each procedure modelled with launch costs from {basis}.[/]")
 
 
+def brought_line(b: Brought) -> str:
+    """A guest a study brings, as `catalog NAME` says it: what a runtime that stands for it
+    has, what building it needs, where the docs say how."""
+    how = [f'preset = "{b.preset}"'] if b.preset else []
+    how += [f'driver = "{d}"' for d in b.drivers]
+    how.append(f'stands_for = "{b.guest}"')
+    return f"{b.guest}, a runtime with {' or '.join(how)}: it {b.builds}; see {b.see}"
+
+
+def brought_by_preset() -> dict[str, list[str]]:
+    """Preset -> the guests the catalog's studies bring with it, each as `S2's
+    includeos` (a study's parts, such as uk_ng_s, bring their study's)."""
+    from virtbench import spec as specmod
+    from virtbench.spec.brings import study_code
+
+    found: dict[str, list[str]] = {}
+    for name in specmod.catalog_names():
+        spec = specmod.load(name)[0]
+        for b in spec.brings if spec.study else []:
+            if b.preset is not None:
+                whose = study_code(spec.study) or spec.name
+                found.setdefault(str(b.preset), []).append(f"{whose}'s {b.guest}")
+    return found
+
+
 def show_presets() -> None:
-    """Each image preset: the command line it puts before the image's own, and notes."""
+    """Each image preset: the command line it puts before the image's own, notes, and the
+    studies' guests brought with it."""
     from virtbench.runtimes.vm.presets import PRESETS
 
+    brought = brought_by_preset()
     for p in PRESETS.values():
         out.print(f"[bold]{p.name}[/]")
         say(f"network: {escape(p.network)}")
@@ -202,6 +235,8 @@ def show_presets() -> None:
             say(f"always: {escape(p.always)}")
         say(f"then cmdline: {escape(p.args)}")
         say(escape(p.notes))
+        if p.name in brought:
+            say(f"for the studies' guests: {', '.join(brought[p.name])}")
     out.print(
         "[dim]Fields: {ip} {prefixlen} {netmask} {gateway} {mac} {name} {port}; the "
         "network part only on the run's bridge.[/]"

@@ -267,7 +267,8 @@ def print_listing(listed: list[Entry], costs: dict[str, float]) -> None:
 
 
 def entry_line(e: Entry, costs: dict[str, float], notes: Notes) -> str:
-    """`name — summary (estimate here: ...; --quick: ...; not here: ...; needs ...)`."""
+    """`name — summary (estimate here: ...; --quick: ...; not here: ...; needs ...; you
+    bring: ...)`."""
     here = survey(e.plan)
     lost = [notes.mark(x, e.name) for x in here.lacks if x.kind != "tool"]
     needs = [notes.mark(x, e.name) for x in here.lacks if x.kind == "tool"]
@@ -278,6 +279,8 @@ def entry_line(e: Entry, costs: dict[str, float], notes: Notes) -> str:
         said = [f"estimate here: {took}", f"--quick: {quick_took}"]
         said += [f"not here: {', '.join(lost)}"] if lost else []
     said += [f"needs {', '.join(needs)}"] if needs else []
+    if e.spec.brings:  # the guests it compared that only you can give it
+        said.append(f"you bring: {', '.join(b.guest for b in e.spec.brings)}")
     return f"{e.name} — {e.summary} ({'; '.join(said)})"
 
 

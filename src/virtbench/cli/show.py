@@ -106,6 +106,7 @@ def print_run(
     say(f"[dim]{CI_NOTE}[/]")
     if bounded_note(seen):
         say(f"[dim]{bounded_note(seen)}[/]")
+    _print_not_run(record)
     for _, level, message in store.events(run_id):
         if (run_id, level, message) not in store.said:  # said once: not again after a run
             say(f"{level}: {escape(message)}")
@@ -137,6 +138,16 @@ def print_answers(samples: Frame, ids: bool = False, baseline: str | None = None
 def say(text: str) -> None:
     """A line of markup, wrapped at word boundaries to the terminal's width."""
     out.print(text, overflow="fold", soft_wrap=False)
+
+
+def _print_not_run(record: Any) -> None:
+    """The guests the run's study compared that no runtime of the run stood for."""
+    entries = (record.environment or {}).get("not_run", [])
+    if entries:  # the spec's models take a while to build: only for a run that has them
+        from virtbench.run.preflight import not_run_line
+
+        for entry in entries:
+            say(f"[yellow]not run[/]: {escape(not_run_line(entry))}")
 
 
 def _print_facts(record: Any, samples: Frame) -> None:

@@ -75,7 +75,8 @@ KNOWN: tuple[tuple[str, str, Callable[[Any], str]], ...] = (
     ("python", "Python", str),
     ("virtbench", "virtbench", str),
 )
-SHOWN_APART = ("runtimes", "named_runtimes", "tools", "mitigations")  # tables of their own
+# tables of their own, or lines (not_run: among the warnings)
+SHOWN_APART = ("runtimes", "named_runtimes", "tools", "mitigations", "not_run")
 
 
 def environment(env: dict[str, Any]) -> list[tuple[str, str]]:

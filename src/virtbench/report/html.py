@@ -35,6 +35,7 @@ from virtbench.report.glossary import glossary
 from virtbench.report.hosts import named_line
 from virtbench.report.plotkit import Plot
 from virtbench.report.trust import CI_NOTE
+from virtbench.run.preflight import not_run_line
 from virtbench.store import Store
 from virtbench.store.frame import Frame
 from virtbench.store.records import RunRecord, Sample
@@ -188,6 +189,15 @@ def _experiments(
     return out
 
 
+def not_run(run: RunRecord) -> list[tuple[str, str]]:
+    """The guests the run's study compared that the run did not (spec/brings.py), as
+    warnings: the first a reader weighs."""
+    return [
+        ("warning", f"not run: {not_run_line(entry)}")
+        for entry in run.environment.get("not_run", [])
+    ]
+
+
 def run_section(store: Store, run: RunRecord, opts: Options) -> dict[str, Any]:
     """What the report template shows of one run: its answers, warnings, each experiment
     type's tables and plots, the differences between its runtimes and their DESMET
@@ -218,7 +228,7 @@ def run_section(store: Store, run: RunRecord, opts: Options) -> dict[str, Any]:
         "runtimes": order,
         "conditions": conditions.shown(f),
         "answers": _answers(f, opts.ratio_baseline),
-        "warnings": ranked(warnings(f, store.events(run.id), opts.cv_warn)),
+        "warnings": ranked(not_run(run) + warnings(f, store.events(run.id), opts.cv_warn)),
         "experiments": _experiments(run, f, figures, seen, alike),
         "alike": alike,
         "ci_note": " ".join([CI_NOTE, bounded_note(seen)]).strip(),

@@ -10,7 +10,7 @@ from virtbench.errors import RuntimeUnavailable, SpecError, VirtbenchError
 from virtbench.host import sysctl
 from virtbench.host.state import RunState
 from virtbench.paths import Paths
-from virtbench.spec import Spec
+from virtbench.spec import Spec, brings
 from virtbench.spec.resolved import Part, Plan, RuntimePlan
 
 
@@ -128,6 +128,66 @@ def named_runtimes(plan: Plan) -> dict[str, dict[str, Any]]:
     """What each of the plan's named runtimes stood for, for the run's record (its driver,
     options and the files they name: `RuntimePlan.record`)."""
     return {label: r.record() for label, r in plan.runtimes.items() if r.named}
+
+
+def not_run(asked: Plan, runs: Plan) -> list[dict[str, str]]:
+    """Each guest the spec brings (`brings`) that no runtime of the run stands for, for
+    the run's record: the guest, the study that compared it, why it did not run, what
+    building it needs (where no image was given) and where the docs say how. `asked`:
+    the plan as given; `runs`: what of it runs here (preflight's narrowing of it)."""
+    spec = asked.spec
+    out = []
+    for b in spec.brings:
+        if any(b.stood_for_by(r.driver, r.options, r.stands_for) for r in runs.runtimes.values()):
+            continue
+        reason = why_not_run(b, asked)
+        record = {"guest": b.guest, "study": brings.study_code(spec.study), "reason": reason}
+        if reason == brings.NO_IMAGE:  # what building one needs, where none was given
+            record["builds"] = b.builds
+        out.append({**record, "see": b.see})
+    return out
+
+
+def why_not_run(b: brings.Brought, asked: Plan) -> str:
+    """Why no runtime stood for `b` in a run of `asked`: its runtimes were skipped here
+    (preflight says why), its runtimes' tables are not among the run's runtimes
+    (`--runtimes`), or no image was given."""
+    skipped = [
+        label
+        for label, r in asked.runtimes.items()
+        if b.stood_for_by(r.driver, r.options, r.stands_for)
+    ]
+    if skipped:
+        return f"{_its(skipped, 'was', 'were')} skipped here"
+    left_out = [
+        label
+        for label, t in asked.spec.runtime.items()
+        if label not in asked.runtimes
+        and b.stood_for_by(t.driver or label, t.model_extra or {}, t.stands_for)
+    ]
+    if left_out:
+        return f"{_its(left_out, 'is', 'are')} not among the run's runtimes"
+    return brings.NO_IMAGE
+
+
+def _its(labels: list[str], one: str, more: str) -> str:
+    """`its runtime uk was` or `its runtimes uk, uk2 were`."""
+    if len(labels) == 1:
+        return f"its runtime {labels[0]} {one}"
+    return f"its runtimes {', '.join(labels)} {more}"
+
+
+def not_run_line(entry: dict[str, Any]) -> str:
+    """A guest the run's study compared that no runtime of the run stood for (an entry of
+    the run's `not_run`), as the run, `show` and the report say it: `includeos (a guest
+    S2 compared): no image given; it builds only through Nix (IncludeOS v0.16+); see
+    docs/images.md#presets`."""
+    study = entry.get("study")
+    who = f"a guest {study} compared" if study else "a guest the study compared"
+    text = f"{entry.get('guest')} ({who}): {entry.get('reason')}"
+    if entry.get("builds"):  # said where no image was given
+        text += f"; it {entry['builds']}"
+    return text + (f"; see {entry['see']}" if entry.get("see") else "")
 
 
 def apply_sysctl(spec: Spec, paths: Paths, run_state: RunState) -> sysctl.HostProfile:

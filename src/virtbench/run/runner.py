@@ -18,6 +18,8 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from rich.markup import escape
+
 from virtbench import experiments, metrics, naming
 from virtbench.artifacts import Artifact
 from virtbench.artifacts.cache import record_use
@@ -30,7 +32,13 @@ from virtbench.measure.sampler import HostSampler
 from virtbench.run import cleanup
 from virtbench.run import resume as resumes
 from virtbench.run.harness import Surroundings
-from virtbench.run.preflight import apply_sysctl, check_available, named_runtimes
+from virtbench.run.preflight import (
+    apply_sysctl,
+    check_available,
+    named_runtimes,
+    not_run,
+    not_run_line,
+)
 from virtbench.run.teardown import Held, sigterm_as_interrupt, teardown, uninterruptible
 from virtbench.runtimes.base import Runtime, RuntimeContext
 from virtbench.spec.resolved import Part, Plan
@@ -57,10 +65,11 @@ def execute(plan: Plan, where: Surroundings, asked: Invocation | None = None) ->
     it); returns (run id, final status). Its drivers are the plan's (a test's fake, say).
     KeyboardInterrupt is re-raised after cleanup."""
     asked = asked if asked is not None else Invocation()
-    plan, versions, skipped = check_available(plan)
+    runs, versions, skipped = check_available(plan)
     layout = where.harness.layout()
     start = resumes.Resume(asked.resume) if asked.resume is not None else resumes.Start()
-    run = Run(plan, where, start, layout)
+    run = Run(runs, where, start, layout)
+    run.not_run = not_run(plan, runs)
     return run.execute(asked, versions, skipped)
 
 
@@ -75,6 +84,8 @@ class Run:
         self.harness, self.start, self.layout = where.harness, start, layout
         self.run_id = start.run_id
         self.held = Held()
+        # the guests the spec brings that no runtime of the run stands for (preflight.py)
+        self.not_run: list[dict[str, str]] = []
 
     def execute(
         self, asked: Invocation, versions: dict[str, str], skipped: list[str]
@@ -117,6 +128,10 @@ class Run:
         env = self.harness.host.snapshot(versions)
         if spec.named:  # which driver and files each named runtime stood for
             env["named_runtimes"] = named_runtimes(self.plan)
+        if self.not_run:  # the guests the study compared that this run has not
+            env["not_run"] = self.not_run
+            for entry in self.not_run:
+                self.say(f"[yellow]not run[/]: {escape(not_run_line(entry))}")
         if spec.sysctl:  # before anything starts: instances see the tuned host
             self.held.sysctl = apply_sysctl(spec, self.paths, run_state)
             env["sysctl"] = self.held.sysctl.apply()

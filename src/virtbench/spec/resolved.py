@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from virtbench import experiments
 from virtbench.experiments.estimate import Costs, Estimate
 from virtbench.runtimes import Drivers, split
-from virtbench.spec.runtimes import InstanceOptions, RuntimeOptions, named_options
+from virtbench.spec.runtimes import InstanceOptions, named_options
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -43,6 +43,7 @@ class RuntimePlan:
     options: dict[str, Any]  # the driver's options, merged from the spec's tables
     instance: InstanceOptions  # [instance] with the label's overrides
     named: bool  # defined by the spec (`[runtime.<name>] driver = ...`)
+    stands_for: str | None = None  # the guest of the spec's `brings` its table says it is
 
     @cached_property
     def settings(self) -> BaseModel:
@@ -136,6 +137,7 @@ def resolve(spec: Spec, drivers: Drivers | None = None) -> Plan:
             options=named_options(label, named.get(label), tables, drivers),
             instance=instance_options(spec, label, driver),
             named=label in named,
+            stands_for=table.stands_for if (table := spec.runtime.get(label)) else None,
         )
     return Plan(spec, runtimes, parts_of(spec), drivers)
 
@@ -162,7 +164,7 @@ def instance_options(spec: Spec, label: str, driver: str) -> InstanceOptions:
     for key in dict.fromkeys((split(driver)[0], driver, label)):
         over = spec.runtime.get(key)
         if over is not None:
-            fields = over.model_dump(include=set(RuntimeOptions.model_fields))
+            fields = over.model_dump(include=set(InstanceOptions.model_fields))
             opts = opts.model_copy(update={k: v for k, v in fields.items() if v is not None})
     return opts
 

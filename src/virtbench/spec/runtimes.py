@@ -40,6 +40,9 @@ class RuntimeOptions(Model):
     model_config = ConfigDict(extra="allow", frozen=True)
 
     driver: str | None = None
+    # the guest of the spec's `brings` this runtime is, where its preset or driver does
+    # not say it (an image that reads its address elsewhere): `stands_for = "includeos"`
+    stands_for: str | None = None
 
     network: Literal["none", "host", "bridge"] | None = None
     memory_mib: int | None = Field(default=None, ge=4, le=1 << 20)

@@ -38,6 +38,7 @@ from pydantic import (
 from virtbench import experiments, runtimes
 from virtbench.errors import SpecError
 from virtbench.runtimes import Drivers
+from virtbench.spec import brings as brought
 from virtbench.spec.base import Model, option_error, quick_form
 from virtbench.spec.runtimes import InstanceOptions, RuntimeOptions, check_tables
 
@@ -67,6 +68,9 @@ class Spec(Model):
     # names it is also known by (`virtbench run uk_ng_s` is a part of it)
     study: str = ""
     aliases: list[str] = []
+    # the guests the study compared that the user brings as images (spec/brings.py): a
+    # run records each that no runtime of it stands for as not run, and says why
+    brings: list[brought.Brought] = []
     # a runtime this host cannot run (or cannot run one experiment's workload in):
     # "fail" before anything starts, or "skip" it there and say what and why
     unavailable: Literal["fail", "skip"] = "fail"
@@ -108,6 +112,12 @@ class Spec(Model):
         cls, v: dict[str, RuntimeOptions], info: ValidationInfo
     ) -> dict[str, RuntimeOptions]:
         check_tables(v, drivers_in(info))
+        return v
+
+    @field_validator("brings")
+    @classmethod
+    def _brings(cls, v: list[brought.Brought], info: ValidationInfo) -> list[brought.Brought]:
+        brought.check(v, drivers_in(info))
         return v
 
     @field_validator("sysctl", mode="before")
@@ -154,6 +164,12 @@ class Spec(Model):
                     f"experiment[{j}].attacker_runtime: {other!r} is not one of "
                     f"runtimes ({', '.join(self.runtimes)})"
                 )
+        return self
+
+    @model_validator(mode="after")
+    def _stands_for(self) -> Spec:
+        """A runtime's `stands_for` names a guest the spec brings."""
+        brought.check_stands_for(self.runtime, self.brings)
         return self
 
     @model_validator(mode="after")
@@ -216,6 +232,8 @@ def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
             model, i = InstanceOptions, i + 1
         elif model is Spec and key == "runtime":
             model, i = RuntimeOptions, i + 2
+        elif model is Spec and key == "brings":
+            model, i = brought.Brought, i + 2
         else:
             return None
     return model
