@@ -12,15 +12,10 @@ other real-image tests.
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 
 import pytest
-from tests.integration.conftest import cli, labelled, run_id_of
-
-from virtbench.paths import Paths
-from virtbench.store import Store
+from tests.integration.realimages import images, run_beside_crun, values
 
 FILES = ("hello.bin", "http.bin")
 
@@ -28,15 +23,7 @@ FILES = ("hello.bin", "http.bin")
 @pytest.fixture(scope="module")
 def rumprun() -> Path:
     """The directory holding the real Rumprun images, or a skip naming what is missing."""
-    base = os.environ.get("VIRTBENCH_REAL_IMAGES") or Paths.from_env().cache / "real-images"
-    where = Path(base) / "rumprun"
-    missing = [f for f in FILES if not (where / f).is_file()]
-    if missing:
-        pytest.skip(
-            f"no Rumprun images in {where} ({', '.join(missing)} absent; build them as "
-            "docs/images.md says and set VIRTBENCH_REAL_IMAGES)"
-        )
-    return where
+    return images("rumprun", FILES)
 
 
 def tables(d: Path) -> str:
@@ -81,31 +68,13 @@ def test_real_image_rumprun_boots_serves_and_leaves_nothing(env, tmp_path, rumpr
     its console's exit (`_exit(0)`, then `halted`: QEMU is ended there), the HTTP
     server to its port answering, and wrk against it, beside crun; every figure there,
     emulated, and nothing left (no QEMU either)."""
-    spec = tmp_path / "rumprun.toml"
-    head = f'name = "rumprun"\nruntimes = {json.dumps(["rr-hello", "rr-http", "crun"])}\n'
-    head += '[instance]\nnetwork = "bridge"\n\n'  # crun's nginx reached by wrk; hello's net
-    spec.write_text(head + tables(rumprun) + SPEC)
-    res = cli("run", str(spec), env=env, timeout=1200)
-    assert res.returncode == 0, res.stdout + res.stderr
-    rid = run_id_of(res.stdout)
-    samples = [s for s in Store(tmp_path / "results").samples(rid) if not s.warmup]
-    assert not [s for s in samples if s.error], [s.error for s in samples if s.error][:3]
-
-    def values(runtime: str, metric: str) -> list[float]:
-        return [
-            s.value
-            for s in samples
-            if s.runtime == runtime and s.metric == metric and s.value is not None
-        ]
-
-    exits = values("rr-hello", "boot.spawn_to_exit")
+    _, samples = run_beside_crun(env, tmp_path, ["rr-hello", "rr-http"], tables(rumprun) + SPEC)
+    exits = values(samples, "rr-hello", "boot.spawn_to_exit")
     assert len(exits) == 3 and all(0 < v < 60_000 for v in exits), exits
-    ready = values("rr-http", "boot.spawn_to_ready")
+    ready = values(samples, "rr-http", "boot.spawn_to_ready")
     assert len(ready) == 3 and all(0 < v < 60_000 for v in ready), ready
-    rps = values("rr-http", "requests_per_s")
+    rps = values(samples, "rr-http", "requests_per_s")
     assert rps and all(v > 0 for v in rps), rps
-    assert values("crun", "requests_per_s")
+    assert values(samples, "crun", "requests_per_s")
     guests = [s for s in samples if s.runtime.startswith("rr-") and s.experiment != "image"]
     assert guests and all(s.emulated for s in guests)
-    assert not (tmp_path / "state" / "runs" / rid).exists()
-    assert labelled(rid) == []

@@ -11,15 +11,10 @@ do), and skip saying so where they are absent, like the other real-image tests.
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 
 import pytest
-from tests.integration.conftest import cli, labelled, run_id_of
-
-from virtbench.paths import Paths
-from virtbench.store import Store
+from tests.integration.realimages import images, run_beside_crun, values
 
 FILES = (
     "solo5-hvt",
@@ -33,13 +28,8 @@ FILES = (
 
 @pytest.fixture(scope="module")
 def solo5() -> Path:
-    """The directory holding the real tenders and unikernels, or a skip naming it."""
-    base = os.environ.get("VIRTBENCH_REAL_IMAGES") or Paths.from_env().cache / "real-images"
-    where = Path(base) / "solo5"
-    missing = [f for f in FILES if not (where / f).is_file()]
-    if missing:
-        pytest.skip(f"no Solo5 tenders and unikernels in {where} ({', '.join(missing)} absent)")
-    return where
+    """The directory holding the real tenders and unikernels, or a skip naming them."""
+    return images("solo5", FILES)
 
 
 def tables(d: Path) -> str:
@@ -82,24 +72,11 @@ def test_real_image_solo5_tenders_boot_pile_up_and_leave_nothing(env, tmp_path, 
     """hello to its exit (the unikernel's `solo5_exit(0)`), a networked unikernel to its
     console's ready line on a tap of the run's bridge with its address from the preset,
     and a pile-up's memory, on both tenders beside crun; nothing left after."""
-    spec = tmp_path / "solo5.toml"
     names = [f"s5-{kind}-{t}" for kind in ("hello", "ping") for t in ("hvt", "spt")]
-    head = f'name = "solo5"\nruntimes = {json.dumps([*names, "crun"])}\n'
-    spec.write_text(head + tables(solo5) + SPEC)
-    res = cli("run", str(spec), env=env, timeout=1200)
-    assert res.returncode == 0, res.stdout + res.stderr
-    rid = run_id_of(res.stdout)
-    samples = [s for s in Store(tmp_path / "results").samples(rid) if not s.warmup]
-    assert not [s for s in samples if s.error], [s.error for s in samples if s.error][:3]
-
-    def values(runtime: str, metric: str) -> list[float]:
-        return [s.value for s in samples if s.runtime == runtime and s.metric == metric]
-
+    _, samples = run_beside_crun(env, tmp_path, names, tables(solo5) + SPEC)
     for t in ("hvt", "spt"):
-        exits = values(f"s5-hello-{t}", "boot.spawn_to_exit")
+        exits = values(samples, f"s5-hello-{t}", "boot.spawn_to_exit")
         assert len(exits) == 5 and all(0 < v < 5000 for v in exits), exits
-        ready = values(f"s5-ping-{t}", "boot.spawn_to_ready")
+        ready = values(samples, f"s5-ping-{t}", "boot.spawn_to_ready")
         assert len(ready) == 5 and all(0 < v < 5000 for v in ready), ready
-        assert len(values(f"s5-ping-{t}", "density.cgroup_memory")) == 6
-    assert not (tmp_path / "state" / "runs" / rid).exists()
-    assert labelled(rid) == []
+        assert len(values(samples, f"s5-ping-{t}", "density.cgroup_memory")) == 6
