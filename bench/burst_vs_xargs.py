@@ -20,24 +20,15 @@ shell's. Target: <= 1.0.
 
 from __future__ import annotations
 
-import argparse
-import os
 import statistics
-import sys
-import tempfile
-import time
-import tomllib
 from pathlib import Path
 
 import numpy as np
+import shell_sleepers
 import virtbench_run
-from shell_sleepers import ShellSleepers
+from alternate import alternate, setup
 
-from virtbench import spec as specmod
-from virtbench.artifacts import build_minimal_rootfs
 from virtbench.paths import Paths
-from virtbench.spec.resolved import resolve
-from virtbench.store import Store
 
 TARGET = 1.0
 
@@ -56,11 +47,7 @@ def spec_text(n: int) -> str:
 def virtbench_burst(n: int) -> list[float]:
     """Each instance's seconds from the burst's first launch call to its ready datagram,
     in a real `virtbench run`."""
-    with tempfile.TemporaryDirectory(prefix="vb-bench-") as tmp:
-        path = Path(tmp) / "burst.toml"
-        path.write_text(spec_text(n))
-        run_id = virtbench_run.run([str(path)], Path(tmp))
-        samples = Store(Path(tmp)).samples(run_id)
+    samples = virtbench_run.samples_of(spec_text(n))
     each = [x for x in samples if x.metric == f"burst.spawn_to_ready@{n}"]
     if len(each) != n or any(x.value is None for x in each):
         errors = [x.error for x in each if x.error]
@@ -69,23 +56,13 @@ def virtbench_burst(n: int) -> list[float]:
 
 
 def shell_burst(paths: Paths, rootfs: Path, n: int) -> list[float]:
-    spec = specmod.parse(tomllib.loads(spec_text(n)), "burst spec")
-    opts = resolve(spec).runtimes["crun"].instance
-    with ShellSleepers(paths, rootfs, n, opts) as sleepers:
+    with shell_sleepers.for_spec(paths, rootfs, n, spec_text(n)) as sleepers:
         return sleepers.burst()
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--instances", type=int, default=100)
-    ap.add_argument("--rounds", type=int, default=2, help="virtbench runs (shell: one more)")
-    ap.add_argument("--settle", type=float, default=10, help="rest before each burst (s)")
-    args = ap.parse_args()
-    if os.geteuid() != 0:
-        sys.exit("run as root")
+    args, paths, rootfs = setup(__doc__, instances=100, settle=10)
     n = args.instances
-    paths = Paths.from_env()
-    rootfs = build_minimal_rootfs(paths.guest_src, paths.cache).path
 
     def show(who: str, times: list[float]) -> float:
         p50, p95, mx = (float(np.percentile(times, q)) * 1e3 for q in (50, 95, 100))
@@ -96,14 +73,12 @@ def main() -> None:
         )
         return p50
 
-    sh, vb = [], []
-    time.sleep(args.settle)
-    sh.append(show("xargs -P", shell_burst(paths, rootfs, n)))
-    for _ in range(args.rounds):
-        time.sleep(args.settle)
-        vb.append(show("virtbench", virtbench_burst(n)))
-        time.sleep(args.settle)
-        sh.append(show("xargs -P", shell_burst(paths, rootfs, n)))
+    sh, vb = alternate(
+        lambda: show("xargs -P", shell_burst(paths, rootfs, n)),
+        lambda: show("virtbench", virtbench_burst(n)),
+        args.rounds,
+        args.settle,
+    )
     ratio = statistics.mean(vb) / statistics.mean(sh)
     spread = f"xargs {min(sh):.0f}-{max(sh):.0f} ms, virtbench {min(vb):.0f}-{max(vb):.0f} ms"
     print(

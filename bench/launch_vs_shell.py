@@ -36,23 +36,14 @@ Target: ratio <= 1.2.
 
 from __future__ import annotations
 
-import argparse
-import os
 import statistics
-import sys
-import tempfile
-import time
-import tomllib
 from pathlib import Path
 
+import shell_sleepers
 import virtbench_run
-from shell_sleepers import ShellSleepers
+from alternate import alternate, setup
 
-from virtbench import spec as specmod
-from virtbench.artifacts import build_minimal_rootfs
 from virtbench.paths import Paths
-from virtbench.spec.resolved import resolve
-from virtbench.store import Store
 
 TARGET = 1.2
 
@@ -72,11 +63,7 @@ def spec_text(n: int) -> str:
 def virtbench_launch(n: int) -> tuple[float, float, float]:
     """(launch phase s, mean spawn -> ready s, teardown s) of N background sleepers in a
     real `virtbench run`."""
-    with tempfile.TemporaryDirectory(prefix="vb-bench-") as tmp:
-        path = Path(tmp) / "launch.toml"
-        path.write_text(spec_text(n))
-        run_id = virtbench_run.run([str(path)], Path(tmp))
-        samples = sorted(Store(Path(tmp)).samples(run_id), key=lambda s: s.t)
+    samples = sorted(virtbench_run.samples_of(spec_text(n)), key=lambda s: s.t)
     launches = [s for s in samples if s.metric == "scalability.launch"]
     if len(launches) != n or any(s.value is None for s in launches):
         errors = [s.error for s in launches if s.error]
@@ -91,27 +78,16 @@ def virtbench_launch(n: int) -> tuple[float, float, float]:
 
 def shell_launch(paths: Paths, rootfs: Path, n: int) -> tuple[float, float]:
     """(launch s, teardown s) of N sleepers started and removed by bash loops."""
-    spec = specmod.parse(tomllib.loads(spec_text(n)), "launch spec")
-    opts = resolve(spec).runtimes["crun"].instance
-    with ShellSleepers(paths, rootfs, n, opts) as sleepers:
+    with shell_sleepers.for_spec(paths, rootfs, n, spec_text(n)) as sleepers:
         launch = sleepers.start()
         return launch, sleepers.stop()
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--instances", type=int, default=1000)
-    ap.add_argument("--rounds", type=int, default=2, help="virtbench runs (shell: one more)")
-    ap.add_argument("--settle", type=float, default=20, help="rest before each phase (s)")
-    args = ap.parse_args()
-    if os.geteuid() != 0:
-        sys.exit("run as root")
+    args, paths, rootfs = setup(__doc__, instances=1000, settle=20)
     n = args.instances
-    paths = Paths.from_env()
-    rootfs = build_minimal_rootfs(paths.guest_src, paths.cache).path
 
     def shell() -> float:
-        time.sleep(args.settle)
         launch, down = shell_launch(paths, rootfs, n)
         each = f"{launch / n * 1e3:.2f} ms each"
         print(
@@ -122,7 +98,6 @@ def main() -> None:
         return launch
 
     def virtbench() -> float:
-        time.sleep(args.settle)
         launch, ready, down = virtbench_launch(n)
         each = f"{launch / n * 1e3:.2f} ms each, of which spawn->ready {ready * 1e3:.2f} ms"
         print(
@@ -132,11 +107,7 @@ def main() -> None:
         )
         return launch
 
-    sh = [shell()]
-    vb = []
-    for _ in range(args.rounds):
-        vb.append(virtbench())
-        sh.append(shell())
+    sh, vb = alternate(shell, virtbench, args.rounds, args.settle)
     ratio = statistics.mean(vb) / statistics.mean(sh)
     spread = f"shell {min(sh):.2f}-{max(sh):.2f} s, virtbench {min(vb):.2f}-{max(vb):.2f} s"
     print(f"launch ratio virtbench/shell = {ratio:.3f} (target <= {TARGET}; {spread})", flush=True)

@@ -256,3 +256,15 @@ class ShellSleepers:
             return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
         except OSError:
             return "(no log)"
+
+
+def for_spec(paths: Paths, rootfs: Path, count: int, spec_text: str) -> ShellSleepers:
+    """`count` sleepers with the instance options the spec `spec_text` gives crun (what
+    virtbench's side of a benchmark runs with)."""
+    import tomllib
+
+    from virtbench import spec as specmod
+    from virtbench.spec.resolved import resolve
+
+    spec = specmod.parse(tomllib.loads(spec_text), "the benchmark's spec")
+    return ShellSleepers(paths, rootfs, count, resolve(spec).runtimes["crun"].instance)

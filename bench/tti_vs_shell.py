@@ -24,23 +24,14 @@ of the shell's. Target: <= 1.05.
 
 from __future__ import annotations
 
-import argparse
-import os
 import statistics
-import sys
-import tempfile
-import time
-import tomllib
 from pathlib import Path
 
+import shell_sleepers
 import virtbench_run
-from shell_sleepers import ShellSleepers
+from alternate import alternate, setup
 
-from virtbench import spec as specmod
-from virtbench.artifacts import build_minimal_rootfs
 from virtbench.paths import Paths
-from virtbench.spec.resolved import resolve
-from virtbench.store import Store
 
 TARGET = 1.05
 
@@ -58,11 +49,7 @@ def spec_text(n: int) -> str:
 def virtbench_tti(n: int) -> dict[str, list[float]]:
     """Each instance's ms from its create call, per phase (`tti.<phase>@seq`), in a real
     `virtbench run`."""
-    with tempfile.TemporaryDirectory(prefix="vb-bench-") as tmp:
-        path = Path(tmp) / "tti.toml"
-        path.write_text(spec_text(n))
-        run_id = virtbench_run.run([str(path)], Path(tmp))
-        samples = Store(Path(tmp)).samples(run_id)
+    samples = virtbench_run.samples_of(spec_text(n))
     phases: dict[str, list[float]] = {}
     for x in samples:
         if x.metric.endswith("@seq"):
@@ -75,26 +62,15 @@ def virtbench_tti(n: int) -> dict[str, list[float]]:
 
 
 def shell_tti(paths: Paths, rootfs: Path, n: int) -> list[float]:
-    spec = specmod.parse(tomllib.loads(spec_text(n)), "tti spec")
-    opts = resolve(spec).runtimes["crun"].instance
-    with ShellSleepers(paths, rootfs, n, opts) as sleepers:
+    with shell_sleepers.for_spec(paths, rootfs, n, spec_text(n)) as sleepers:
         return [t * 1e3 for t in sleepers.tti()]
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--instances", type=int, default=20)
-    ap.add_argument("--rounds", type=int, default=2, help="virtbench runs (shell: one more)")
-    ap.add_argument("--settle", type=float, default=5, help="rest before each side (s)")
-    args = ap.parse_args()
-    if os.geteuid() != 0:
-        sys.exit("run as root")
+    args, paths, rootfs = setup(__doc__, instances=20, settle=5)
     n = args.instances
-    paths = Paths.from_env()
-    rootfs = build_minimal_rootfs(paths.guest_src, paths.cache).path
 
     def shell() -> float:
-        time.sleep(args.settle)
         times = shell_tti(paths, rootfs, n)
         p50 = statistics.median(times)
         print(
@@ -105,7 +81,6 @@ def main() -> None:
         return p50
 
     def virtbench() -> float:
-        time.sleep(args.settle)
         phases = virtbench_tti(n)
         p50 = statistics.median(phases["interactive"])
         each = ", ".join(
@@ -121,11 +96,7 @@ def main() -> None:
         )
         return p50
 
-    sh = [shell()]
-    vb = []
-    for _ in range(args.rounds):
-        vb.append(virtbench())
-        sh.append(shell())
+    sh, vb = alternate(shell, virtbench, args.rounds, args.settle)
     ratio = statistics.mean(vb) / statistics.mean(sh)
     spread = f"shell {min(sh):.2f}-{max(sh):.2f} ms, virtbench {min(vb):.2f}-{max(vb):.2f} ms"
     print(

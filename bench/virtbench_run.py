@@ -13,9 +13,12 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from virtbench.run.teardown import uninterruptible
+from virtbench.store import Store
+from virtbench.store.records import Sample
 
 
 def run(args: list[str], results: Path) -> str:
@@ -39,3 +42,13 @@ def run(args: list[str], results: Path) -> str:
     if rc != 0 or found is None:
         raise SystemExit(f"virtbench run failed ({rc}): {text[-800:]}")
     return found.group(1)
+
+
+def samples_of(spec_text: str) -> list[Sample]:
+    """The samples of `virtbench run` of the spec `spec_text`, in a results store of its
+    own, removed after."""
+    with tempfile.TemporaryDirectory(prefix="vb-bench-") as tmp:
+        path = Path(tmp) / "spec.toml"
+        path.write_text(spec_text)
+        run_id = run([str(path)], Path(tmp))
+        return Store(Path(tmp)).samples(run_id)
