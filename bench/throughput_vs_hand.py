@@ -27,7 +27,7 @@ from pathlib import Path
 import virtbench_run
 
 from virtbench.artifacts import build_servers_rootfs
-from virtbench.experiments.worker import port_open
+from virtbench.measure.portready import port_open
 from virtbench.paths import Paths
 from virtbench.store import Store
 from virtbench.workloads import nginx, redis

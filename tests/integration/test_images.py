@@ -56,6 +56,7 @@ def image(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         "http": hexargv(nginx),
         "redis": hexargv(redis),
         "udp-echo": udp,
+        "ping": udp,  # anything that keeps running: the guest's kernel answers ping
     }
 
 
@@ -139,6 +140,31 @@ def test_two_images_and_crun_in_one_run_scalability_and_redis_one_table(env, tmp
     figures = list((tmp_path / "images-plots" / rid).glob("scal*nginx*.svg"))
     assert figures, sorted(p.name for p in (tmp_path / "images-plots" / rid).iterdir())
     assert any("img-http" in f.read_text() and "crun" in f.read_text() for f in figures)
+    assert labelled(rid) == []
+
+
+def test_an_image_that_answers_ping_only_is_measured_by_icmp_alone(env, tmp_path, image):
+    """`serves = "ping"`: ready when it answers an echo request (no port, no console line),
+    and the latency workload runs its icmp test only; the tcp test it cannot answer is
+    said to be not run, never a failed or empty figure."""
+    spec = tmp_path / "ping.toml"
+    spec.write_text(
+        'name = "ping"\nruntimes = ["img-ping"]\n'
+        + image_table("img-ping", image, "ping", 0).replace("port = 0\n", "")
+        + '[[experiment]]\ntype = "throughput"\nworkloads = ["latency"]\nruns = 1\n'
+        "ready_timeout_s = 240\n[experiment.params.latency]\n"
+        'tests = ["icmp", "tcp"]\nsizes = [64]\ncount = 100\nping_count = 5\n'
+        "ping_interval_s = 0.05\n"
+    )
+    res = cli("run", str(spec), env=env, timeout=600)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "does not answer tcp:64: not run" in res.stdout, res.stdout
+    rid = run_id_of(res.stdout)
+    samples = [s for s in Store(tmp_path / "results").samples(rid) if s.experiment != "image"]
+    assert not [s.error for s in samples if s.error]
+    rtt = [s.value for s in samples if s.metric == "icmp.rtt_avg" and not s.warmup]
+    assert rtt and all(v is not None and v > 0 for v in rtt), rtt
+    assert not [s.metric for s in samples if s.metric.startswith("tcp.")]
     assert labelled(rid) == []
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import socket
+import struct
 import subprocess
 import threading
 import time
@@ -18,6 +19,7 @@ import pytest
 from virtbench import metrics, runtimes
 from virtbench.cli.run import unmeasured
 from virtbench.errors import InstanceError
+from virtbench.measure import portready
 from virtbench.measure.portready import PERIOD_S, PortWatch, echo_request
 from virtbench.runtimes.base import Instance, InstanceSpec, NoState
 from virtbench.store.records import Sample
@@ -162,6 +164,35 @@ def test_port_watch_gives_up_when_the_instance_is_gone():
     watch.join(2)
     assert not watch.is_alive() and seen == []
     assert len(echo_request()) == 16 and echo_request()[:8] == b"\0\0\0\x10\0\0\0\0"
+
+
+def test_an_image_that_answers_ping_only_is_ready_at_its_first_echo_reply():
+    """ICMP readiness: a well-formed echo request, only an echo reply with our identifier
+    counts (the raw socket also sees requests, ours included), and a real reply on
+    loopback is seen by the probe and by the watch."""
+    request = portready.icmp_request(0x1234, 7)
+    words = struct.unpack(f"!{len(request) // 2}H", request)
+    total = sum(words)
+    total = (total & 0xFFFF) + (total >> 16)
+    assert total == 0xFFFF and request[0] == 8  # a checksum that sums to all ones
+    ip = bytes([0x46]) + b"\0" * 23  # a 24-byte IP header (one option word)
+    assert portready.icmp_reply(ip + b"\0\0\0\0\x12\x34\0\x07", 0x1234)
+    assert not portready.icmp_reply(ip + request, 0x1234)  # a request, not a reply
+    assert not portready.icmp_reply(ip + b"\0\0\0\0\x43\x21\0\x07", 0x1234)  # not ours
+    assert not portready.icmp_reply(b"", 0x1234) and not portready.icmp_reply(ip[:20], 1)
+    assert portready.answers("127.0.0.1", 0, "icmp")
+    seen: list[int] = []
+    t0 = time.monotonic_ns()
+    watch = PortWatch("127.0.0.1", 0, "icmp", seen.append, lambda: False, timeout=10)
+    watch.start()
+    watch.join(10)
+    assert seen and seen[0] >= t0 and not watch.is_alive()
+    from virtbench import workloads
+
+    ping = workloads.image_services()["ping"]
+    assert ping.workloads == ("latency",) and ping.protocol == "icmp" and ping.port == 0
+    assert ping.answers("latency", "icmp:0") and not ping.answers("latency", "tcp:64")
+    assert workloads.image_services()["http"].answers("nginx", 100)  # every level
 
 
 def test_a_runtime_that_measured_nothing_is_named_with_its_first_reason():

@@ -117,6 +117,8 @@ def test_what_an_image_runs(kernel):
     with pytest.raises(ValidationError, match="port is the port an image serves on"):
         VmOptions(guest="image", kernel=kernel, port=80)
     assert VmOptions(guest="image", kernel=kernel, serves="udp-echo").serve_port == 7
+    with pytest.raises(ValidationError, match="serves ping listens on no port: remove port"):
+        VmOptions(guest="image", kernel=kernel, serves="ping", port=7)
     with pytest.raises(ValidationError, match="'gopher' is not a service an image may serve"):
         VmOptions(guest="image", kernel=kernel, serves="gopher")
 
@@ -127,7 +129,7 @@ def test_what_an_image_may_serve_is_declared_by_the_workloads_it_serves():
     from virtbench import workloads
 
     found = workloads.image_services()
-    assert set(found) == {"http", "redis", "memcached", "udp-echo"}
+    assert set(found) == {"http", "redis", "memcached", "udp-echo", "ping"}
     assert found["http"].workloads == ("nginx", "http-fixed") and found["http"].port == 80
     assert found["udp-echo"].protocol == "udp" and found["redis"].port == 6379
     source = Path(vm_guest.__file__).read_text()

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from virtbench.errors import InstanceError, SpecError
 from virtbench.experiments.session import Session
 from virtbench.host import proc
 from virtbench.host.proc import CommandError
+from virtbench.measure.portready import PORT_FREE_WAIT_S, answers, port_open, wait_bindable
 from virtbench.measure.procstat import ProcWatch
 from virtbench.runtimes.base import Instance, Runtime
 from virtbench.spec.base import WorkerExperiment
@@ -52,39 +52,6 @@ class Job:
         return cls(name, cfg.params_for(name), cfg.ready_timeout_s, cfg.client_timeout_s)
 
 
-def port_open(address: str, port: int) -> bool:
-    try:
-        with socket.create_connection((address, port), timeout=1.0):
-            return True
-    except OSError:
-        return False
-
-
-PORT_FREE_WAIT_S = 10.0  # a server just ended may hold its port a moment longer
-
-
-def port_bindable(port: int) -> bool:
-    """Whether a server could bind 0.0.0.0:`port` now (as it would, with SO_REUSEADDR):
-    False while any socket holds it in a way that blocks that, listening or not."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("0.0.0.0", port))
-        except OSError:
-            return False
-    return True
-
-
-def wait_bindable(port: int, timeout: float = PORT_FREE_WAIT_S) -> bool:
-    """Wait (up to `timeout`) until the host port can be bound; whether it can."""
-    deadline = time.monotonic() + timeout
-    while not port_bindable(port):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
-
-
 def ended(rt: Runtime, inst: Instance, what: str) -> InstanceError | None:
     """The error to raise if the server instance has ended (how, and its last output)."""
     why = rt.observe.exit_reason(inst)
@@ -93,32 +60,20 @@ def ended(rt: Runtime, inst: Instance, what: str) -> InstanceError | None:
     return InstanceError(f"the server {why} {what}: {inst.log_tail()}")
 
 
-def udp_answers(address: str, port: int) -> bool:
-    """Whether a UDP server at `address:port` answers an echo request within 0.2 s."""
-    from virtbench.measure.portready import echo_request
-
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.settimeout(0.2)
-        try:
-            s.connect((address, port))
-            s.send(echo_request())
-            return bool(s.recv(65536))
-        except OSError:
-            return False
-
-
 def wait_port(
     rt: Runtime, inst: Instance, address: str, port: int, timeout: float, *, protocol: str = "tcp"
 ) -> None:
-    """Until `address:port` accepts a connection (UDP: answers a datagram); raise if the
-    server ends or is slow."""
-    answers = udp_answers if protocol == "udp" else port_open
+    """Until `address:port` accepts a connection (UDP: answers a datagram; ICMP: `address`
+    answers ping); raise if the server ends or is slow."""
+    icmp = protocol == "icmp"
+    what = f"{address} answered ping" if icmp else f"port {port} opened"
+    missing = f"{address} does not answer ping" if icmp else f"port {port} not open"
     deadline = time.monotonic() + timeout
-    while not answers(address, port):
-        if err := ended(rt, inst, f"before port {port} opened"):
+    while not answers(address, port, protocol):
+        if err := ended(rt, inst, f"before {what}"):
             raise err
         if time.monotonic() > deadline:
-            raise InstanceError(f"port {port} not open after {timeout:g} s: {inst.log_tail()}")
+            raise InstanceError(f"{missing} after {timeout:g} s: {inst.log_tail()}")
         time.sleep(0.05)
 
 
@@ -204,7 +159,11 @@ class Worker:
         self.port: int = self.rt.serve_port(name) or (serves.port if serves is not None else 0)
         self.inst: Instance | None = None
         self.address = ""
-        self.levels: list[Any] = measures.levels(params)
+        # an image built elsewhere may answer some of the client's levels only (ping)
+        self.image = self.rt.image_service(name)
+        every = measures.levels(params)
+        self.answered = [v for v in every if self.image is None or self.image.answers(name, v)]
+        self.levels: list[Any] = self.answered or every
         # The same placement in every experiment: the instance on the worker CPU(s),
         # its clients on the others (recorded with every sample).
         self.cpus = cpus if cpus is not None else s.worker_cpus(runtime)
@@ -231,6 +190,7 @@ class Worker:
         if serves is None or self.inst is not None:
             return
         wl, port = self.wl, serves.port
+        self._levels_answered()
         if self.s.network(self.runtime) == "host" and port_open(
             "127.0.0.1", port
         ):  # we would measure it instead
@@ -248,8 +208,21 @@ class Worker:
         self.inst = self.rt.start(self._spec(wl.argv), detach=True)
         self.address = self.inst.address or "127.0.0.1"
         at = (self.rt, self.inst, self.address, self.port, self.ready_timeout)
-        wait_port(*at, protocol=serves.protocol)
+        wait_port(*at, protocol=self.image.protocol if self.image else serves.protocol)
         prepare_server(self.rt, self.inst, self.address, self.job)
+
+    def _levels_answered(self) -> None:
+        """Say which levels an image built elsewhere does not answer; raise if none."""
+        skipped = [str(v) for v in self.measures.levels(self.params) if v not in self.answered]
+        if not skipped:
+            return
+        where = f"{self.name} on {self.runtime}"
+        if not self.answered:
+            raise InstanceError(
+                f"{where}: its image answers none of {', '.join(skipped)}: give "
+                f"{self.name} a level it answers"
+            )
+        self.s.event("info", f"{where}: its image does not answer {', '.join(skipped)}: not run")
 
     def measure(self, level: Any) -> list[workloads.Metric]:
         """One measurement at `level`: the client once, or a fresh measuring instance."""

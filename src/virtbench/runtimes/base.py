@@ -49,7 +49,7 @@ from virtbench.runtimes.model import (  # re-exported: drivers import them from 
 )
 
 if TYPE_CHECKING:
-    pass
+    from virtbench.workloads import ImageService
 
 __all__ = [
     "DATA_MOUNT",
@@ -154,6 +154,11 @@ class Runtime(Lifecycle, ABC):
     def serve_port(self, workload: str) -> int | None:
         """The port an instance serves `workload` on when not the workload's own (an image
         built elsewhere); None: the workload's PORT."""
+        return None
+
+    def image_service(self, workload: str) -> ImageService | None:
+        """What an image built elsewhere serves `workload` as (how its readiness is probed,
+        which of the client's levels it answers); None: the workload's own server."""
         return None
 
     def _prepare(self, inst: Instance) -> None:

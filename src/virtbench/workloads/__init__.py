@@ -10,7 +10,9 @@ share (kind) or no workload (attackers: the isolation experiment's neighbours).
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 from virtbench import discovery
 from virtbench.workloads.kind import Metric, ParseError, Serves, Workload, first_line
@@ -70,12 +72,19 @@ def measuring() -> list[str]:
 @dataclass(frozen=True)
 class ImageService:
     """What an image built elsewhere may serve (`serves = "http"`), as the workloads it
-    serves declare it: those workloads, the port it listens on by convention, and how its
-    readiness is probed."""
+    serves declare it: those workloads, the port it listens on by convention (0: none, an
+    image that answers ping), how its readiness is probed, and for a workload whose client
+    it answers at some levels only, which (`only`)."""
 
     workloads: tuple[str, ...]
     port: int
     protocol: str
+    only: dict[str, Callable[[Any], bool]] = field(default_factory=dict)
+
+    def answers(self, workload: str, level: Any) -> bool:
+        """Whether such an image answers `workload`'s client at `level`."""
+        test = self.only.get(workload)
+        return test is None or test(level)
 
 
 @functools.cache
@@ -93,5 +102,8 @@ def image_services() -> dict[str, ImageService]:
         ports = {s.image_port for s in serves}
         if len(ports) != 1 or None in ports:
             raise ValueError(f"the workloads an image serving {kind} runs disagree on its port")
-        out[kind] = ImageService(tuple(names[kind]), ports.pop(), serves[0].protocol)  # type: ignore[arg-type]
+        pairs = zip(names[kind], serves, strict=True)
+        only = {name: s.image_levels for name, s in pairs if s.image_levels is not None}
+        protocol = serves[0].image_protocol or serves[0].protocol
+        out[kind] = ImageService(tuple(names[kind]), ports.pop(), protocol, only)  # type: ignore[arg-type]
     return out

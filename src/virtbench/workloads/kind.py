@@ -196,6 +196,10 @@ class Serves:
     image_serves      what an image built elsewhere that serves it says in its options
                       (`serves = "http"`: runtimes/vm/guest.py), "" for none
     image_port        the port such an image listens on unless its `port` says
+    image_protocol    how such an image's readiness is probed when not `protocol`:
+                      "icmp", an echo request answered (an image that answers ping only)
+    image_levels      `image_levels(level)`: whether such an image answers the client at
+                      `level` (None: at every level); the others are not run on it
     """
 
     port: int
@@ -208,6 +212,8 @@ class Serves:
     client_timeout_s: Callable[[Any, Any], float] | None = None
     image_serves: str = ""
     image_port: int | None = None
+    image_protocol: Literal["tcp", "udp", "icmp"] | None = None
+    image_levels: Callable[[Any], bool] | None = None
 
     @property
     def clients(self) -> tuple[str, ...]:

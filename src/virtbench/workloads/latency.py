@@ -4,7 +4,9 @@ guest/vb-rr serves TCP and UDP on one port inside the instance; the same static 
 runs on the host as the client (`vb-rr ping`): `count` round trips per message size on one
 TCP connection or as UDP datagrams (a reply missing after 1 s counts as lost), each timed
 with the monotonic clock, after count/10 untimed warm-up trips. `icmp` pings the
-instance's address with the host's ping (S3's network round trip).
+instance's address with the host's ping (S3's network round trip). An image built
+elsewhere that answers ping and nothing else (`serves = "ping"`: a Solo5 or MirageOS
+unikernel's network stack) runs the `icmp` test only, and is ready when it answers one.
 
 Metrics per test and size: `<tcp|udp>.<size>B.rtt_p50` / `_p90` / `_p99` / `_p999` /
 `_avg` / `_min` / `_max` (us) and `.lost`; `icmp.rtt_avg` / `_min` / `_max` / `_mdev` (us)
@@ -99,6 +101,11 @@ def client(address: str, params: Params, level: str, port: int = PORT) -> list[s
     return ["/bin/vb-rr", "ping", test, address, str(port), str(params.count), size]
 
 
+def icmp_only(level: str) -> bool:
+    """The levels an image that answers only ping is measured at."""
+    return level.startswith("icmp")
+
+
 def parse(output: str) -> list[workloads.Metric]:
     """One `vb-rr ping` line, or ping -q's summary (iputils)."""
     m = re.search(r"^rr proto=(\w+) size=(\d+) count=(\d+) lost=(\d+) (.*)$", output, re.M)
@@ -130,7 +137,16 @@ WORKLOAD = Workload(
     needs=Needs(static_programs=("vb-rr",)),
     measures=Measures(Params, parse, "tcp.64B.rtt_p50", levels, label, seconds),
     # the client is the artifact's vb-rr, run on the host
-    serves=Serves(PORT, "/bin/vb-rr", client, extra_clients=("ping",)),
+    serves=Serves(
+        PORT,
+        "/bin/vb-rr",
+        client,
+        extra_clients=("ping",),
+        image_serves="ping",
+        image_port=0,
+        image_protocol="icmp",
+        image_levels=icmp_only,
+    ),
     metrics=METRICS,
     order=140,
     metrics_order=90,

@@ -40,7 +40,7 @@ against its serial console, or, for an image that `serves`, its port answering
   one its console said: its preset's `exited` and `halted`, vm/image.py `halted_exit`);
 - `sleep` and the pile-ups' idle instances (spawn -> ready), timed like the minimal guest;
 - the workloads it serves (`serves = "http"`: nginx and http-fixed; "redis"; "memcached";
-  "udp-echo"): always on a tap of the run's bridge, driven by the same host-side clients,
+  "udp-echo"; "ping": latency's icmp test): always on a tap of the run's bridge, driven by the same host-side clients,
   parsers and metrics as those workloads in any other runtime, on its `port`.
 The files' size is the image size. `scratch_disk_mib` gives each instance a blank
 read-write disk after `disk`, removed with it.
@@ -59,7 +59,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from virtbench.errors import InstanceError
 from virtbench.host import proc
@@ -88,6 +88,9 @@ from virtbench.runtimes.vm.guest import (
     mac_of,
 )
 from virtbench.runtimes.vm.state import VmState
+
+if TYPE_CHECKING:
+    from virtbench.workloads import ImageService
 
 __all__ = ["KERNEL", "SIMPLE", "Vm", "VmOptions", "guest_mode", "mac_of"]
 
@@ -218,9 +221,12 @@ class Vm(ConsoleReady, VmBoot, Native):
 
     def serve_port(self, workload: str) -> int | None:
         """The port an image serving `workload` listens on (None: the workload's own)."""
+        return self.options.serve_port if self.image_service(workload) is not None else None
+
+    def image_service(self, workload: str) -> ImageService | None:
         o = self.options
         if self.byo and o.service is not None and workload in o.service.workloads:
-            return o.serve_port
+            return o.service
         return None
 
     def _prepare(self, inst: Instance) -> None:

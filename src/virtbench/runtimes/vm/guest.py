@@ -110,6 +110,8 @@ class VmOptions(BaseModel):
             raise ValueError(
                 f'port is the port an image serves on: give serves = "http" (or {others})'
             )
+        if self.port is not None and self.service is not None and not self.service.port:
+            raise ValueError(f"an image that serves {self.serves} listens on no port: remove port")
         return self
 
     @field_validator("serves")
