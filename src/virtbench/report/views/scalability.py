@@ -42,14 +42,15 @@ def answers(f: Frame) -> list[Answer]:
                 found.append(Standing(runtime, sign * fit.slope, lo, hi))
         out += ranked(
             "Least slowed as instances pile up",
-            f"{measure(metric, worker)}, change per {PER} background instances",
+            f"{measure(metric, worker)}, lost per {PER} background instances (a gain: "
+            "negative)",
             unit,
             found,
             True,
             metric=metric,
             workload=worker,
             scale="difference",
-            figure="slope",
+            figure="lost",
             sentence="{a} loses {x} less per " + f"{PER} background instances than " + "{b}",
         )
     return out
