@@ -74,8 +74,9 @@ def _free_subnet() -> str:
 class Hosts:
     """`n` test hosts h1..hn under `root`; `start()`, `inventory()`, `kill()`, `close()`."""
 
-    def __init__(self, root: Path, n: int) -> None:
+    def __init__(self, root: Path, n: int, cpus: dict[str, str] | None = None) -> None:
         self.root = root
+        self.cpus = cpus or {}  # a host's CPUs: its sshd's affinity, which its sessions inherit
         self.tag = "vbf" + secrets.token_hex(2)  # 7 characters: names fit IFNAMSIZ
         self.net = _free_subnet()
         self.gateway = f"{self.net}.1"
@@ -139,6 +140,7 @@ class Hosts:
             # nsenter, not `ip netns exec`: that also remounts /sys for the namespace, which
             # hides the cgroup hierarchies a host's virtbench needs
             [
+                *(["taskset", "-c", self.cpus[host]] if host in self.cpus else []),
                 "nsenter",
                 f"--net=/run/netns/{self.ns(host)}",
                 SSHD,

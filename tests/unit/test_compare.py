@@ -200,3 +200,27 @@ def test_the_change_comes_with_its_ci_and_the_injected_truth_is_inside(tmp_path)
     same = rows_of(store.samples("aaaaa1"), store.samples("aaaaa1"), with_runtime=True)
     row = next(r for r in same if r.key[1] == "boot.spawn_to_exit")
     assert row.ci[0] <= 0 <= row.ci[1]
+
+
+def test_runs_from_different_testbeds_get_no_verdict_unless_asked(tmp_path):
+    """A run on a 2-CPU host against one on a 16-CPU host: compare refuses (exit 2),
+    naming what differs; `--across-testbeds` compares them and says so. Runs on one
+    testbed, or without recorded facts, compare as before."""
+    from virtbench.host import testbed
+
+    store = Store(tmp_path)
+    fake_run(store, "aaaaa1", {"fake": 1.0}, seed=1)
+    fake_run(store, "bbbbb2", {"fake": 1.0}, seed=2)
+    host = {"cpu_model": "AMD EPYC", "cpu_count": 2, "kernel": "6.1.0", "kvm": "yes"}
+    store.set_environment("aaaaa1", host)
+    store.set_environment("bbbbb2", {**host, "cpu_count": 16})
+    res = compare(tmp_path, "aaaaa1", "bbbbb2")
+    assert res.exit_code == 2, res.output
+    assert "different testbeds" in res.output and "cpu count 2 vs 16" in res.output
+    res = compare(tmp_path, "aaaaa1", "bbbbb2", "--across-testbeds")
+    assert res.exit_code == 0 and "across testbeds: aaaaa1 ran on AMD EPYC x2" in res.output
+    store.set_environment("bbbbb2", dict(host))
+    assert compare(tmp_path, "aaaaa1", "bbbbb2").exit_code == 0  # one testbed
+    assert testbed.testbed_id(host) == testbed.testbed_id(dict(host)) != ""
+    assert testbed.testbed_id({**host, "loadgen": {"host": "lg1"}}) != testbed.testbed_id(host)
+    assert testbed.testbed_id({}) == "" and testbed.differences({}, host) == []

@@ -92,3 +92,13 @@ def test_the_report_shows_each_runtimes_conditions_and_warns_of_differences(tmp_
     warned = "crun and crun-plain ran under different conditions (rootfs: overlay "
     assert page.index(warned) < page.index("Appendix"), "said before the facts"
     assert page.index("Before you trust") < page.index('<h3 id="run-ccccc9-boot">')
+
+
+def test_where_a_client_ran_is_a_condition_of_its_figures():
+    """A client on the host under test says so; one on a load generator names it and how
+    it reached the instance."""
+    local = conditions.shown([smp("crun", **CRUN, client_cpus="1")])
+    assert local[0][1].endswith(", client on the host under test (CPUs 1)"), local
+    remote = {"client_host": "root@lg1", "client_path": "routed bridge", "client_cpus": "1"}
+    got = conditions.shown([smp("native", **remote)])
+    assert got == [("conditions", "native: client on the load generator root@lg1 (routed bridge)")]

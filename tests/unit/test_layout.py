@@ -110,6 +110,7 @@ LAYERS = [
     "workloads",  # what runs inside an instance
     "artifacts",  # workloads packaged for a runtime family
     "runtimes",  # drivers
+    "loadgen",  # where a serving workload's client runs: here, or a load generator
     "spec.base",  # what every spec table shares, as each experiment type's model uses it
     "experiments",  # the experiment types: each declares its model, figures and procedure
     "metrics",  # the registry of every figure, from the types and the workloads

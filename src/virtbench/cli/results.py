@@ -113,6 +113,15 @@ BmfJsonOpt = Annotated[
 ]
 
 
+AcrossOpt = Annotated[
+    bool,
+    typer.Option(
+        "--across-testbeds",
+        help="Give verdicts for two runs from different testbeds (machines) too.",
+    ),
+]
+
+
 @dataclass(frozen=True)
 class _Sides:
     """What compare sets against each other: A's and B's samples, and their names (run id,
@@ -136,6 +145,7 @@ def compare(
     hosts: HostPairOpt = None,
     markdown: MarkdownOpt = None,
     json_out: BmfJsonOpt = None,
+    across_testbeds: AcrossOpt = False,
     results: ResultsOpt = DEFAULT_RESULTS,
     store_url: StoreOpt = None,
 ) -> None:
@@ -149,6 +159,7 @@ def compare(
     pair, host_pair = _compare_pairs(run_ids, runtimes, hosts, min_effect, alpha, fail_on)
     store = read_results(results, store_url)
     sides = _sides(store, run_ids, pair, host_pair)
+    _check_testbeds(store, sides, across_testbeds or host_pair is not None)
     rows = cmp.compare(
         sides.a,
         sides.b,
@@ -210,6 +221,29 @@ def _sides(
     name_a = f"{id_a}" + (f" {host_pair[0]}" if host_pair else "") + (f" {rt_a}" if rt_a else "")
     name_b = f"{id_b}" + (f" {host_pair[1]}" if host_pair else "") + (f" {rt_b}" if rt_b else "")
     return _Sides(a, b, name_a, name_b)
+
+
+def _check_testbeds(store: Store, sides: _Sides, across: bool) -> None:
+    """Two runs from different testbeds: refused, unless `across` (then said)."""
+    from virtbench.host import testbed
+
+    id_a, id_b = (name.split()[0] for name in (sides.name_a, sides.name_b))
+    if id_a == id_b:
+        return
+    env_a, env_b = store.run(id_a).environment, store.run(id_b).environment
+    differ = testbed.differences(env_a, env_b)
+    if not differ:
+        return
+    what = (
+        f"{id_a} ran on {testbed.describe(env_a)}, {id_b} on {testbed.describe(env_b)} "
+        f"({'; '.join(differ)})"
+    )
+    if not across:
+        raise VirtbenchError(
+            f"compare: different testbeds: {what}; a difference would mix the machines "
+            "with what changed: give --across-testbeds to compare them anyway"
+        )
+    out.print(escape(f"across testbeds: {what}"))
 
 
 def _write_verdicts(

@@ -132,6 +132,21 @@ ResumeOpt = Annotated[
         "skipping what it measured.",
     ),
 ]
+LoadgenOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--loadgen",
+        help="Run the serving workloads' clients on this host ([user@]host, as ssh "
+        "takes it), not on the host under test.",
+    ),
+]
+SshOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--ssh-option",
+        help="An ssh -o option for --loadgen (IdentityFile=..., Port=...); repeatable.",
+    ),
+]
 HostLabelOpt = Annotated[
     str, typer.Option("--host-label", hidden=True, help="Fleet: the host's inventory name.")
 ]
@@ -150,6 +165,8 @@ def run(
     resume: ResumeOpt = None,
     results: ResultsOpt = DEFAULT_RESULTS,
     store_url: StoreOpt = None,
+    loadgen: LoadgenOpt = None,
+    ssh_option: SshOpt = None,
     host_label: HostLabelOpt = "",
     fleet: FleetOpt = "",
     **flags: Any,
@@ -160,7 +177,12 @@ def run(
     spec = _one_spec(spec, name)
     _check_fleet_labels(host_label, fleet)
     flags = run_flags(flags)
+    if ssh_option and loadgen is None:
+        raise VirtbenchError("--ssh-option is for --loadgen HOST: give the host too")
+    lg = {"host": loadgen, "ssh_options": ssh_option or []} if loadgen is not None else None
     if resume is not None:
+        if lg is not None:
+            raise VirtbenchError("--resume goes on with the run's own spec: drop --loadgen")
         _refuse_beside_resume(spec, runtimes, flags, quick)
         require_root("run")
         store = open_results(results, store_url)
@@ -169,7 +191,7 @@ def run(
     elif spec is None:
         raise VirtbenchError("give a spec file or catalog name (e.g. quickstart), or --resume RUN")
     else:
-        parsed = resolve_spec(spec, runtimes, flags, quick)
+        parsed = resolve_spec(spec, runtimes, flags, quick, lg)
         if plan_only:
             from virtbench.cli.catalog import print_plan
             from virtbench.spec.resolved import resolve
@@ -283,7 +305,11 @@ def unmeasured(samples: Frame | list[Any]) -> dict[str, str]:
 
 
 def resolve_spec(
-    spec: str, runtimes: str | None, flags: dict[str, Any], quick: bool = False
+    spec: str,
+    runtimes: str | None,
+    flags: dict[str, Any],
+    quick: bool = False,
+    loadgen: dict[str, Any] | None = None,
 ) -> Spec:
     """The spec `virtbench run SPEC --runtimes ... FLAGS` runs (errors name file and field)."""
     from virtbench import spec as specmod
@@ -291,5 +317,5 @@ def resolve_spec(
 
     _, raw, where = specmod.load(spec)
     return spec_flags.with_overrides(
-        raw, where, comma_list(runtimes, "--runtimes"), flags, quick=quick
+        raw, where, comma_list(runtimes, "--runtimes"), flags, quick=quick, loadgen=loadgen
     )

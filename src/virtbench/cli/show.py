@@ -162,6 +162,10 @@ def _print_facts(record: Any, samples: Frame) -> None:
         )
     for label, named in (env or {}).get("named_runtimes", {}).items():
         say(f"[dim]{escape(named_line(label, named))}[/]")
+    if (env or {}).get("loadgen"):
+        from virtbench.loadgen.baseline import describe
+
+        say(f"[dim]{escape(describe(env['loadgen']))}[/]")
     for level, text in conditions.shown(samples):
         style = "dim" if level == "conditions" else "default"
         say(f"[{style}]{level}: {escape(text)}[/]")

@@ -23,6 +23,7 @@ from virtbench.artifacts import Artifact
 from virtbench.errors import SpecError
 from virtbench.experiments import adaptive
 from virtbench.experiments.order import Predecessors, orders, seed_for
+from virtbench.loadgen import Clients
 from virtbench.measure.machine import Host
 from virtbench.measure.probe import ProbeListener
 from virtbench.measure.quiet import Quiet
@@ -72,6 +73,9 @@ class Session:
     # Every host-level reading an experiment takes (memory, CPU idle, topology) goes
     # through this one object (measure/machine.py), which a test may replace.
     host: Host = dataclasses.field(default_factory=Host)
+    # Where serving workloads' clients run: this host, or a load generator of its own
+    # (loadgen/remote.py, `run --loadgen HOST`).
+    clients: Clients = dataclasses.field(default_factory=Clients)
     # The running experiment's place in the spec: a spec may hold several experiments of
     # one type (a study's), whose units and samples must stay apart (params
     # `experiment_index` when it is not the first).

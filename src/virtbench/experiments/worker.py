@@ -15,18 +15,16 @@ metric name with its level suffix, the workload's parameters and the instance op
 from __future__ import annotations
 
 import contextlib
-import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from virtbench import workloads
 from virtbench.errors import InstanceError, SpecError
 from virtbench.experiments.session import Session
-from virtbench.host import proc
 from virtbench.host.proc import CommandError
+from virtbench.loadgen import Clients
 from virtbench.measure.portready import PORT_FREE_WAIT_S, answers, port_open, wait_bindable
 from virtbench.measure.procstat import ProcWatch
 from virtbench.runtimes.base import Instance, Runtime
@@ -77,23 +75,14 @@ def wait_port(
         time.sleep(0.05)
 
 
-def client_argv(artifact: Path, argv: list[str]) -> list[str]:
-    """A client command as run on the host: a client that is one of the artifact's own
-    static programs (`/bin/vb-rr`) runs from the artifact."""
-    if argv[0].startswith("/bin/vb-"):
-        return [str(artifact / argv[0].lstrip("/")), *argv[1:]]
-    return argv
-
-
 def check_reachable(s: Session, experiment: str, name: str, runtimes: list[str]) -> None:
     """Before any measurement: a serving workload's clients are installed and its
     server is reachable from the host under every runtime."""
     serves = workloads.get(name).serves
     if serves is None:
         return
-    for client in serves.clients:
-        if shutil.which(client_argv(s.artifact.path, [client])[0]) is None:
-            raise SpecError(f"{experiment}: {name} needs {client} on the host (make setup)")
+    if why := s.clients.need(serves.clients, s.artifact.path):
+        raise SpecError(f"{experiment}: {name} {why}")
     for runtime in runtimes:
         if s.network(runtime) == "none":
             raise SpecError(
@@ -104,18 +93,19 @@ def check_reachable(s: Session, experiment: str, name: str, runtimes: list[str])
             )
 
 
-def prepare_server(rt: Runtime, inst: Instance, address: str, job: Job) -> None:
+def prepare_server(rt: Runtime, inst: Instance, address: str, job: Job, clients: Clients) -> None:
     """Untimed, once per server instance after its port opened: wait until the workload's
     readiness check passes (a database still starting accepts connections and refuses
-    queries), then run its client-side preparation (create and fill tables)."""
+    queries), then run its client-side preparation (create and fill tables), both where
+    its clients run."""
     wl, params, ready_timeout = workloads.get(job.name), job.params, job.ready_timeout
     artifact = inst.spec.rootfs
     serves = wl.serves
     assert serves is not None, f"{wl.name} serves nothing"
     if serves.ready is not None:
-        argv = client_argv(artifact, serves.ready(address, params))
+        argv = serves.ready(address, params)
         deadline = time.monotonic() + ready_timeout
-        while (res := proc.run(argv, check=False, timeout=30)).returncode != 0:
+        while (res := clients.run(argv, artifact, 30)).returncode != 0:
             if err := ended(rt, inst, f"before {wl.name} was ready"):
                 raise err
             if time.monotonic() > deadline:
@@ -123,7 +113,7 @@ def prepare_server(rt: Runtime, inst: Instance, address: str, job: Job) -> None:
             time.sleep(0.2)
     for argv in serves.preparation(address, params):
         try:
-            res = proc.run(client_argv(artifact, argv), check=False, timeout=job.client_timeout)
+            res = clients.run(argv, artifact, job.client_timeout)
         except CommandError as exc:  # timed out
             raise InstanceError(f"{wl.name} preparation: {exc}") from None
         if res.returncode != 0:
@@ -206,10 +196,15 @@ class Worker:
                 f":{port}` shows whose)"
             )
         self.inst = self.rt.start(self._spec(wl.argv), detach=True)
-        self.address = self.inst.address or "127.0.0.1"
-        at = (self.rt, self.inst, self.address, self.port, self.ready_timeout)
-        wait_port(*at, protocol=self.image.protocol if self.image else serves.protocol)
-        prepare_server(self.rt, self.inst, self.address, self.job)
+        protocol = self.image.protocol if self.image else serves.protocol
+        at = (self.rt, self.inst, self.inst.address or "127.0.0.1", self.port, self.ready_timeout)
+        wait_port(*at, protocol=protocol)
+        clients = self.s.clients  # where the client runs: here, or a load generator
+        self.address = clients.address(self.inst.address, self.s.network(self.runtime))
+        self.base_params.update(clients.client_params(self.address))
+        if why := clients.reach(self.address, self.port, protocol, self.ready_timeout):
+            raise InstanceError(why)
+        prepare_server(self.rt, self.inst, self.address, self.job, clients)
 
     def _levels_answered(self) -> None:
         """Say which levels an image built elsewhere does not answer; raise if none."""
@@ -251,11 +246,10 @@ class Worker:
         try:
             # its own port, or an image's
             argv = serves.client(self.address, self.params, level, self.port)
-            argv = client_argv(self.s.artifact.path, argv)
-            argv = ["taskset", "-c", self.client_cpus, *argv]  # away from the instance
             # a client known to stall past its duration has a limit of its own
             limit = serves.time_limit(self.params, level, self.client_timeout)
-            res = proc.run(argv, check=False, timeout=limit)
+            # here: pinned away from the instance
+            res = self.s.clients.run(argv, self.s.artifact.path, limit, self.client_cpus)
             metrics = parse(res.stdout + res.stderr)
         except (CommandError, workloads.ParseError) as exc:  # timed out, or nothing to parse
             # A server that died under its client is the reason, not the client's output.
@@ -295,12 +289,26 @@ class Worker:
             except InstanceError as exc:
                 self.s.record(self.failed(experiment, level, str(exc), **labels))
                 raise
+            labels["params"] = {**labels["params"], **self._client_busy(level)}
             for m in metrics:
                 fields = (m.name, m.value, m.unit, m.direction)
                 self.s.record(self.sample(experiment, *fields, level=level, **labels))
             for name, (value, unit) in watch.end().items() if watch else ():
                 sample = self.sample(experiment, name, value, unit, "lower", level=level, **labels)
                 self.s.record(sample)
+
+    def _client_busy(self, level: Any) -> dict[str, Any]:
+        """What the last measurement's samples record of its client's host (a load
+        generator's CPU use); a client that had no CPU left is said to have measured
+        itself."""
+        trial = self.s.clients.trial() if self.serves else {}
+        if trial.get("loadgen_saturated"):
+            self.s.event(
+                "warning",
+                f"{self.name} on {self.runtime} at {level}: the load generator's CPUs were "
+                f"{trial['loadgen_cpu_pct']:g}% busy: that figure measured the client",
+            )
+        return trial
 
     def watch(self, experiment: str, level: Any, labels: dict[str, Any]) -> ProcWatch | None:
         """The resource watch of a server's measurement (its processes and its runtime's

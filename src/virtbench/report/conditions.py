@@ -12,8 +12,10 @@ import numpy as np
 from virtbench.store.frame import Frame, as_frame
 from virtbench.store.records import Sample
 
-# what a runtime's conditions() records (runtimes/oci/base.py, oci/security.py, vm/qemu.py)
+# what a runtime's conditions() records (runtimes/oci/base.py, oci/security.py, vm/qemu.py),
+# and where a serving workload's client ran (experiments/worker.py, loadgen/)
 KEYS = ("rootfs", "security", "seccomp", "lsm", "firmware")
+CLIENT = ("client_host", "client_path", "client_cpus")
 COMPARED = ("rootfs", "security", "firmware")  # a difference in these is warned of
 
 
@@ -28,7 +30,7 @@ def of_runtimes(samples: Frame | Iterable[Sample]) -> dict[str, dict[str, str]]:
     out: dict[str, dict[str, str]] = {}
     for runtime_code, params_code in pairs[np.sort(first)]:
         params = frame.params_of(int(params_code))
-        got = {k: str(params[k]) for k in KEYS if params.get(k) is not None}
+        got = {k: str(params[k]) for k in KEYS + CLIENT if params.get(k) is not None}
         if got:
             mine = out.setdefault(frame.labels["runtime"][runtime_code], {})
             for k, v in got.items():
@@ -48,6 +50,12 @@ def line(runtime: str, conditions: dict[str, str]) -> str:
         )
     if "firmware" in conditions:
         parts.append(f"firmware {conditions['firmware']}")
+    if "client_host" in conditions:
+        path = conditions.get("client_path", "")
+        parts.append(f"client on the load generator {conditions['client_host']} ({path})")
+    elif "client_cpus" in conditions:
+        cpus = conditions["client_cpus"]
+        parts.append(f"client on the host under test (CPUs {cpus})")
     return f"{runtime}: " + ", ".join(parts)
 
 

@@ -56,6 +56,12 @@ def _quiet(value: Any) -> str:
 
 
 # Known keys: (key, what a person reads, how its value is shown), in the order shown.
+def _loadgen(facts: Any) -> str:
+    from virtbench.loadgen.baseline import describe
+
+    return describe(facts) if isinstance(facts, dict) else str(facts)
+
+
 KNOWN: tuple[tuple[str, str, Callable[[Any], str]], ...] = (
     ("hostname", "host name", str),
     ("os", "operating system", str),
@@ -72,6 +78,7 @@ KNOWN: tuple[tuple[str, str, Callable[[Any], str]], ...] = (
     ("lsm", "security modules", str),
     ("mitigations", "CPU vulnerability mitigations", _mitigations),
     ("quiescence", "quiet host before each timed launch", _quiet),
+    ("loadgen", "serving workloads' clients", _loadgen),
     ("python", "Python", str),
     ("virtbench", "virtbench", str),
 )

@@ -3,8 +3,10 @@
 Kinds, in removal order: instances any runtime driver still lists, the engine images and
 networks drivers list, processes (environment VIRTBENCH_INSTANCE or membership in a
 labelled cgroup), cgroups, network namespaces, network links (bridges, veths), mounts,
-daemons a crashed run started (pid and start time from its ledger), the run's data
-directories on disk, and the run's state directory (bundles, sockets, ledger).
+what a run made on a load generator (its directory and route, from its ledger, asked of
+that host over ssh), daemons a crashed run started (pid and start time from its ledger),
+the run's data directories on disk, and the run's state directory (bundles, sockets,
+ledger).
 
 Runs whose lock is held (alive, being resumed, or being cleaned by another clean) are
 never touched: `remove` takes each run's lock, without waiting, for the time it
@@ -27,6 +29,7 @@ from pathlib import Path
 from virtbench import naming, runtimes
 from virtbench.errors import ListingError, VirtbenchError
 from virtbench.host import cgroups, proc, state, sysctl
+from virtbench.loadgen import remote
 from virtbench.paths import Paths
 from virtbench.runtimes import daemon
 from virtbench.runtimes.traces import mount_points as mounts
@@ -41,7 +44,8 @@ class Leftover:
     name: str
     run_id: str
     detail: str = ""
-    # a host setting's (sysctl's) value before the run, and the one the run set
+    # a host setting's (sysctl's) value before the run, and the one the run set; for
+    # what a run left on a load generator, the removal (loadgen/remote.py) and ""
     values: tuple[str, str] | None = None
 
     def __str__(self) -> str:
@@ -214,6 +218,11 @@ def _run_dir(d: Path, problems: list[str] | None) -> list[Leftover]:
     for name, pid, start in _daemons(d):
         if start is not None and daemon.start_time(pid) == start:
             found.append(Leftover("daemon", str(pid), d.name, f"{name} {start}"))
+    try:  # what it made on a load generator, asked of that host
+        for host, what, removal in remote.leftovers(d):
+            found.append(Leftover("remote", host, d.name, what, (removal, "")))
+    except ListingError as exc:
+        _unlisted(problems, "what a run left on its load generator", exc)
     for key, before, wanted in sysctl.leftovers(d, problems):  # its profile
         back = f"back to {before!r}; the run set {wanted!r}"
         found.append(Leftover("sysctl", key, d.name, back, (before, wanted)))
@@ -295,6 +304,10 @@ def _remove(items: list[Leftover], layout: cgroups.Layout) -> list[str]:
         if res.returncode != 0 and "Cannot find device" not in res.stderr:
             errors.append(f"link {it.name}: {res.brief()}")
     errors += unmount([it.name for it in by_kind.get("mount", [])])
+    for it in by_kind.get("remote", []):  # over a connection of its own: the run's is gone
+        assert it.values is not None
+        if why := remote.remove_leftover(it.name, it.values[0]):
+            errors.append(why)
     for it in by_kind.get("daemon", []):
         daemon.stop_recorded(int(it.name), int(it.detail.rsplit(" ", 1)[1]))
     for it in by_kind.get("sysctl", []):  # back to what the run found, unless changed since

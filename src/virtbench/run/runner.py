@@ -24,8 +24,9 @@ from virtbench import experiments, metrics, naming
 from virtbench.artifacts import Artifact
 from virtbench.artifacts.cache import record_use
 from virtbench.experiments.session import Session
-from virtbench.host import cgroups
+from virtbench.host import cgroups, testbed
 from virtbench.host.state import RunState
+from virtbench.loadgen import Clients
 from virtbench.measure.probe import ProbeListener
 from virtbench.measure.quiet import Primer, Quiet
 from virtbench.measure.sampler import HostSampler
@@ -126,6 +127,7 @@ class Run:
         """Everything between the run's row and its teardown; the run's final status."""
         spec, store = self.spec, self.store
         env = self.harness.host.snapshot(versions)
+        env["testbed"] = testbed.testbed_id(env)
         if spec.named:  # which driver and files each named runtime stood for
             env["named_runtimes"] = named_runtimes(self.plan)
         if self.not_run:  # the guests the study compared that this run has not
@@ -141,6 +143,9 @@ class Run:
         self.start.artifact(store, artifact.to_dict())
         store.add_artifact(self.run_id, artifact.to_dict())
         session = self.session(run_state, artifact)
+        if (remote := getattr(self.held.clients, "facts", None)) is not None:
+            env["loadgen"] = remote  # the load generator, and the pair's baselines
+            env["testbed"] = testbed.testbed_id(env)  # the pair's
         self.check(session, artifact)
         self.held.sampler = session.sampler = HostSampler(
             lambda pts: store.add_series(self.run_id, pts), interval=spec.sample_interval_s
@@ -188,6 +193,7 @@ class Run:
         for label, drv in held.drivers.items():  # daemons, images: never inside a measurement
             self.say(f"setting up {label}")
             drv.setup()
+        clients = self.clients(held.ctx)
         session = Session(
             self.run_id,
             self.spec,
@@ -199,9 +205,23 @@ class Run:
             say=self.say,
             host=self.harness.host,
             instances=self.plan.instances(),
+            clients=clients,
         )
         self.start.session(session)
         return session
+
+    def clients(self, ctx: RuntimeContext) -> Clients:
+        """Where the serving workloads' clients run: this host, or the spec's load
+        generator, connected to (loadgen/remote.py)."""
+        lg = self.spec.loadgen
+        if lg is None:
+            return Clients()
+        from virtbench.loadgen.remote import Remote
+
+        self.say(f"connecting to the load generator {lg.host}")
+        self.held.clients = remote = Remote(lg.host, lg.ssh_options, ctx)
+        remote.open()
+        return remote
 
     def check(self, session: Session, artifact: Artifact) -> None:
         """A spec that cannot run fails before its first sample; then each runtime's image

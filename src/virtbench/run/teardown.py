@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from virtbench.host import cgroups, sysctl
+from virtbench.loadgen import Clients
 from virtbench.measure.probe import ProbeListener
 from virtbench.measure.quiet import Primer
 from virtbench.measure.sampler import HostSampler
@@ -59,6 +60,7 @@ class Held:
     sampler: HostSampler | None = None
     primer: Primer | None = None
     sysctl: sysctl.HostProfile | None = None
+    clients: Clients | None = None  # a load generator's (loadgen/remote.py)
 
 
 def teardown(run_id: str, where: Surroundings, layout: cgroups.Layout, held: Held) -> list[str]:
@@ -77,6 +79,8 @@ def teardown(run_id: str, where: Surroundings, layout: cgroups.Layout, held: Hel
         attempt("sampler", sampler.stop)
     for name, drv in held.drivers.items():
         attempt(f"stop {name}", drv.close)
+    if (clients := held.clients) is not None:  # its route and directory, then its connection
+        attempt("load generator", lambda: errors.extend(clients.close()))
     if ctx is not None:
         attempt("daemons", ctx.daemons.close)
     if ctx is not None and ctx.bridge is not None:

@@ -115,9 +115,11 @@ def with_overrides(
     *,
     quick: bool = False,
     drivers: Drivers | None = None,
+    loadgen: dict[str, Any] | None = None,
 ) -> Spec:
     """Apply CLI flags to the raw spec and validate again; errors name the flag.
     `quick`: each experiment's `quick` values first (`--quick`), the flags over them.
+    `loadgen`: the spec's load generator (`--loadgen`, `--ssh-option`) in place of its own.
     `drivers`: what its runtime labels name (default: the installed drivers).
     Runtimes the user names (`runtimes_`) must run: a spec's `unavailable = "skip"` no
     longer applies to them."""
@@ -135,6 +137,8 @@ def with_overrides(
     for flag, value in flags.items():
         if value is not None:
             set_flag(data["experiment"], flag, value, flags)
+    if loadgen is not None:
+        data["loadgen"] = loadgen
     try:
         return Spec.model_validate(data, context={"drivers": drivers})
     except ValidationError as err:

@@ -59,6 +59,15 @@ EXPERIMENT_TYPES: dict[str, type[BaseModel]] = {t.name: t.config for t in experi
 Experiment = Annotated[Union[tuple(EXPERIMENT_TYPES.values())], Field(discriminator="type")]  # noqa: UP007
 
 
+class Loadgen(Model):
+    """The host the serving workloads' clients run on (`virtbench run --loadgen HOST`):
+    an ssh destination (`[user@]host`, or a Host of ~/.ssh/config) and ssh's `-o`
+    options for it (`IdentityFile=/root/.ssh/lg`, `Port=2222`)."""
+
+    host: str = Field(pattern=r"^[A-Za-z0-9_.@:%\[\]-]{1,253}$")
+    ssh_options: list[Annotated[str, Field(pattern=r"^[A-Za-z]+[= ]\S.*$")]] = []
+
+
 class Spec(Model):
     """A whole spec file."""
 
@@ -95,6 +104,9 @@ class Spec(Model):
     # Seeds the order runtimes are measured in (experiments/order.py); default: derived
     # from the run id.
     order_seed: int | None = Field(default=None, ge=0, le=2**32 - 1)
+    # where the serving workloads' clients run: this host (none), or a load generator
+    # of their own reached over ssh (loadgen/remote.py)
+    loadgen: Loadgen | None = None
     # the drivers its runtime labels were checked against (`parse(..., drivers)`; default
     # the installed ones): what its resolved plan creates its runtimes with
     _drivers: Drivers | None = PrivateAttr(default=None)

@@ -40,8 +40,9 @@ against its serial console, or, for an image that `serves`, its port answering
   one its console said: its preset's `exited` and `halted`, vm/image.py `halted_exit`);
 - `sleep` and the pile-ups' idle instances (spawn -> ready), timed like the minimal guest;
 - the workloads it serves (`serves = "http"`: nginx and http-fixed; "redis"; "memcached";
-  "udp-echo"; "ping": latency's icmp test): always on a tap of the run's bridge, driven by the same host-side clients,
-  parsers and metrics as those workloads in any other runtime, on its `port`.
+  "udp-echo"; "ping": latency's icmp test): always on a tap of the run's bridge, driven
+  by the same host-side clients, parsers and metrics as those workloads in any other
+  runtime, on its `port`.
 The files' size is the image size. `scratch_disk_mib` gives each instance a blank
 read-write disk after `disk`, removed with it.
 

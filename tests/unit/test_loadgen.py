@@ -1,0 +1,54 @@
+"""The load generator's side, without a second host: its CPU counters read around a client
+command and taken out of the client's output (loadgen/cpu.py), recovered from injected
+counters and from a real command on this host."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from virtbench.loadgen import cpu
+
+
+def counters(busy: int, idle: int, n: int = 2) -> str:
+    """/proc/stat's cpuN lines as the wrapper marks them: each CPU `busy` jiffies of user
+    time and `idle` of idle."""
+    return "".join(f"{cpu.MARK}cpu{i} {busy} 0 0 {idle} 0 0 0 0 0 0\n" for i in range(n))
+
+
+def test_injected_counters_give_the_busy_share_of_the_allowed_cpus():
+    before = f"{cpu.MARK}allowed 1\n" + counters(100, 100)
+    after = f"{cpu.MARK}allowed 1\n" + counters(195, 105)  # CPU 1: 95 of 100 jiffies busy
+    own, busy = cpu.split(before + "wrk: a warning\n" + after)
+    assert own == "wrk: a warning\n"
+    assert busy is not None and busy.pct == pytest.approx(95.0) and busy.saturated
+    assert busy.params() == {
+        "loadgen_cpu_pct": 95.0,
+        "loadgen_cpus": "1",
+        "loadgen_saturated": True,
+    }
+    _, half = cpu.split(before + f"{cpu.MARK}allowed 1\n" + counters(150, 150))
+    assert half is not None and half.pct == pytest.approx(50.0) and not half.saturated
+    assert cpu.split(before + "killed\n") == ("killed\n", None)  # one read only: no figure
+
+
+def wrapped(argv: list[str], cpus: str = "0") -> subprocess.CompletedProcess[str]:
+    """A command under the wrapper, as the load generator's shell runs it."""
+    script = ["taskset", "-c", cpus, "sh", "-c", cpu.WRAPPER, "sh", *argv]
+    return subprocess.run(script, capture_output=True, text=True, timeout=60)
+
+
+def test_the_wrapper_keeps_the_clients_output_and_status_and_reads_its_cpus():
+    res = wrapped(["sh", "-c", "echo out; echo err >&2; exit 3"])
+    assert res.returncode == 3 and res.stdout == "out\n"
+    own, busy = cpu.split(res.stderr)
+    assert own == "err\n" and busy is not None and busy.cpus == "0"
+    assert 0.0 <= busy.pct <= 100.0
+
+
+def test_a_client_that_spins_on_its_only_cpu_is_flagged_saturated():
+    spin = "end=$(($(date +%s) + 2)); while [ $(date +%s) -lt $end ]; do :; done"
+    res = wrapped(["sh", "-c", spin])
+    _, busy = cpu.split(res.stderr)
+    assert busy is not None and busy.saturated, busy
