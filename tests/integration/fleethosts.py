@@ -74,9 +74,14 @@ def _free_subnet() -> str:
 class Hosts:
     """`n` test hosts h1..hn under `root`; `start()`, `inventory()`, `kill()`, `close()`."""
 
-    def __init__(self, root: Path, n: int, cpus: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, root: Path, n: int, cpus: dict[str, str] | None = None, plain_home: bool = False
+    ) -> None:
         self.root = root
         self.cpus = cpus or {}  # a host's CPUs: its sshd's affinity, which its sessions inherit
+        # root's home an empty directory for its sshd (a mount namespace of its own): its
+        # sessions' shells start without this machine's rc files, as a dedicated account's
+        self.plain_home = plain_home
         self.tag = "vbf" + secrets.token_hex(2)  # 7 characters: names fit IFNAMSIZ
         self.net = _free_subnet()
         self.gateway = f"{self.net}.1"
@@ -143,6 +148,7 @@ class Hosts:
                 *(["taskset", "-c", self.cpus[host]] if host in self.cpus else []),
                 "nsenter",
                 f"--net=/run/netns/{self.ns(host)}",
+                *self._home(d),
                 SSHD,
                 "-D",
                 "-e",
@@ -162,6 +168,14 @@ class Hosts:
             if self.sshd[host].poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"sshd of {host} did not start: {(d / 'sshd.log').read_text()}")
             time.sleep(0.1)
+
+    def _home(self, d: Path) -> list[str]:
+        """What starts sshd with root's home an empty directory (plain_home), else nothing."""
+        if not self.plain_home:
+            return []
+        (d / "home").mkdir(exist_ok=True)
+        script = f'mount --bind {d / "home"} "$HOME" && exec "$@"'
+        return ["unshare", "--mount", "sh", "-c", script, "sh"]
 
     def host_vars(self, host: str) -> dict[str, object]:
         d = self.dir(host)

@@ -56,6 +56,7 @@ name = "remote"
 runtimes = ["native", "crun"]
 [instance]
 network = "bridge"
+cpus = "0"              # the host under test's CPU; the load generator's is CPU 1
 [runtime.native]
 network = "host"
 

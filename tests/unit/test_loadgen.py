@@ -52,3 +52,26 @@ def test_a_client_that_spins_on_its_only_cpu_is_flagged_saturated():
     res = wrapped(["sh", "-c", spin])
     _, busy = cpu.split(res.stderr)
     assert busy is not None and busy.saturated, busy
+
+
+def test_loadgen_flags_are_checked_before_anything_starts(tmp_path):
+    """--ssh-option needs --loadgen, --resume keeps the run's own, and a destination ssh
+    would not take is refused with the field named; a good one lands in the spec."""
+    from typer.testing import CliRunner
+
+    from virtbench.cli import app
+    from virtbench.cli.run import resolve_spec
+
+    def run(*args: str) -> str:
+        res = CliRunner().invoke(app, ["run", *args], env={"COLUMNS": "200"})
+        assert res.exit_code == 2, res.output
+        return " ".join(res.output.split())
+
+    assert "--ssh-option is for --loadgen HOST" in run("quickstart", "--ssh-option", "Port=2")
+    assert "drop --loadgen" in run("--resume", "latest", "--loadgen", "lg1")
+    said = run("quickstart", "--plan", "--loadgen", "lg1; rm -rf /")
+    assert "loadgen.host" in said, said
+    lg = {"host": "root@lg1", "ssh_options": ["IdentityFile=/k"]}
+    spec = resolve_spec("quickstart", None, {}, loadgen=lg)
+    assert spec.loadgen is not None and spec.loadgen.host == "root@lg1"
+    assert spec.loadgen.ssh_options == ["IdentityFile=/k"]
