@@ -184,3 +184,41 @@ def test_killed_mid_trial_then_clean_removes_what_it_left_on_the_load_generator(
     clean_crashed(rid, env)
     assert " via " not in routes(hosts) and not Path(clients_dir(rid)).exists()
     assert not list(Path("/run/virtbench/ssh").glob(f"{rid}*"))
+
+
+def test_the_load_generator_lost_mid_trial_is_a_failed_sample_and_clean_finishes(
+    hosts, tmp_path: Path
+):
+    """The load generator dies mid-trial (its sshd and every session killed): the trial is
+    a failed sample naming the loss, the run ends saying it measured nothing, nothing of
+    it is left here; what it made there waits in its ledger, and once the load generator
+    answers again `virtbench clean` removes it. (Last: it restarts the host's sshd.)"""
+    spec = tmp_path / "lost.toml"
+    spec.write_text(nginx(60))
+    env = {"VIRTBENCH_STATE_DIR": str(tmp_path / "state")}
+    env["VIRTBENCH_RESULTS"] = str(tmp_path / "results")
+    p, rid = start_run(str(spec), "--runtimes", "crun", *loadgen_flags(hosts), env=env)
+    try:
+        deadline = time.monotonic() + 300
+        while " via " not in routes(hosts):
+            assert p.poll() is None and time.monotonic() < deadline
+            time.sleep(0.2)
+        time.sleep(1)  # its client started there
+        hosts.kill("h1")
+        out, _ = p.communicate(timeout=300)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate(timeout=60)
+    assert p.returncode == 1, out
+    said = " ".join(out.split())
+    assert f"load generator root@{hosts.addr('h1')} lost" in said, said
+    failed = [s for s in Store(tmp_path / "results").samples(rid) if s.error]
+    assert failed and all("lost" in s.error for s in failed), [s.error for s in failed]
+    assert labelled(rid) == []
+    hosts.start_sshd("h1")
+    listed = cli("clean", "--run", rid, "--dry-run", env=env)
+    assert f"remote    root@{hosts.addr('h1')}" in listed.stdout, listed.stdout + listed.stderr
+    res = cli("clean", "--run", rid, env=env)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert " via " not in routes(hosts) and not Path(clients_dir(rid)).exists()

@@ -174,8 +174,13 @@ class Remote(Clients):
         errors = []
         if self.ssh.daemons.started.get(self.ssh.name) is not None:
             res = self.ssh.shell(script)
+            if res.returncode == 255:  # the connection is gone: a fresh one, once
+                res = once(self.where, self.ssh.options, script)
             if res.returncode != 0:
-                errors.append(f"load generator {self.where}: {res.brief()}")
+                errors.append(
+                    f"load generator {self.where}: {self.dir} and its route not removed "
+                    f"({res.brief()}): `virtbench clean` removes them once it answers"
+                )
         self.ssh.close()
         return errors
 

@@ -284,7 +284,7 @@ class Run:
             try:
                 store.finish_run(run_id, status)
             finally:
-                run_state.close()
+                run_state.close(remove=not self.held.remote_left)
                 with contextlib.suppress(OSError):  # the last run out: shared parents
                     cleanup.remove_empty_parents(self.layout)
 

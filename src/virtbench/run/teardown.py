@@ -61,6 +61,9 @@ class Held:
     primer: Primer | None = None
     sysctl: sysctl.HostProfile | None = None
     clients: Clients | None = None  # a load generator's (loadgen/remote.py)
+    # what the run made there could not be removed (the load generator lost): the run's
+    # state directory stays, so that `virtbench clean` removes it once it is back
+    remote_left: bool = False
 
 
 def teardown(run_id: str, where: Surroundings, layout: cgroups.Layout, held: Held) -> list[str]:
@@ -80,7 +83,9 @@ def teardown(run_id: str, where: Surroundings, layout: cgroups.Layout, held: Hel
     for name, drv in held.drivers.items():
         attempt(f"stop {name}", drv.close)
     if (clients := held.clients) is not None:  # its route and directory, then its connection
-        attempt("load generator", lambda: errors.extend(clients.close()))
+        left = clients.close()
+        held.remote_left = bool(left)
+        errors += left
     if ctx is not None:
         attempt("daemons", ctx.daemons.close)
     if ctx is not None and ctx.bridge is not None:
@@ -91,7 +96,9 @@ def teardown(run_id: str, where: Surroundings, layout: cgroups.Layout, held: Hel
         attempt("data", lambda: shutil.rmtree(paths.data_dir(run_id)))
 
     def sweep() -> None:  # belt and braces: anything a driver missed
-        rest = harness.leftovers(paths, layout, run_id=run_id, include_live=True)
+        problems: list[str] = []  # what could not be listed (a lost load generator)
+        rest = harness.leftovers(paths, layout, run_id=run_id, include_live=True, problems=problems)
+        errors.extend(problems)
         # its state goes with the lock; its sysctl profile is put back by the run itself
         rest = [r for r in rest if r.kind not in ("state", "sysctl")]
         if rest:

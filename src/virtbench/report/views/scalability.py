@@ -42,8 +42,7 @@ def answers(f: Frame) -> list[Answer]:
                 found.append(Standing(runtime, sign * fit.slope, lo, hi))
         out += ranked(
             "Least slowed as instances pile up",
-            f"{measure(metric, worker)}, lost per {PER} background instances (a gain: "
-            "negative)",
+            f"{measure(metric, worker)}, lost per {PER} background instances (a gain: negative)",
             unit,
             found,
             True,
