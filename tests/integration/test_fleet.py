@@ -5,6 +5,7 @@ here (or written to a real PostgreSQL server); a host killed mid-run."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import sqlite3
@@ -251,3 +252,44 @@ def test_fleet_with_a_postgresql_store_sharded_by_runtime(hosts, tmp_path):
         store.close()
     finally:
         server.stop()
+
+
+def test_roles_the_clients_of_the_host_under_test_run_on_the_load_generator(hosts, tmp_path):
+    """An inventory with roles: h1 under test, h2 in the group loadgen. h2 is installed
+    and checked but runs nothing; h1's run drives its native nginx from h2 (over ssh from
+    h1, with the ssh options the inventory gives h1), and its samples say so."""
+    inv = hosts.inventory(tmp_path / "hosts.ini", ["h1"])
+    v = hosts.host_vars("h2")
+    env = json.dumps(v["virtbench_env"]).replace('"', "'")
+    options = (
+        f'["IdentityFile={hosts.key}","StrictHostKeyChecking=no","UserKnownHostsFile=/dev/null"]'
+    )
+    text = inv.read_text().replace("[bench:vars]", "[all:vars]")
+    text = text.replace(
+        " virtbench_dir=", f" virtbench_loadgen_ssh_options={options} virtbench_dir=", 1
+    )
+    text += (
+        f"[loadgen]\nh2 ansible_host={v['ansible_host']} virtbench_dir={v['virtbench_dir']}"
+        f' virtbench_env="{env}"\n'
+    )
+    inv.write_text(text)
+    spec = tmp_path / "remote.toml"
+    spec.write_text(
+        'name = "remote"\nruntimes = ["native"]\n[runtime.native]\nnetwork = "host"\n'
+        '[[experiment]]\ntype = "throughput"\nworkloads = ["nginx"]\nruns = 2\n'
+        "[experiment.params.nginx]\nconnections = 4\nthreads = 1\nduration_s = 2\n"
+    )
+    results = tmp_path / "results"
+    res = fleet_run(tmp_path, str(spec), "-i", str(inv), "--results", str(results))
+    assert res.returncode == 0, res.stdout + res.stderr
+    fid = fleet_id(res.stdout)
+    assert (
+        "clients on h2 (h1)" in res.stdout and f"fleet {fid}: 2 of 2 hosts completed" in res.stdout
+    )
+    store = Store(results)
+    runs = {r.host: r for r in store.runs() if r.fleet == fid}
+    assert set(runs) == {"h1"}  # the load generator ran nothing of its own
+    samples = [s for s in store.samples(runs["h1"].id) if s.metric == "requests_per_s"]
+    assert len(samples) == 2 and all(s.value and s.value > 0 for s in samples)
+    assert {s.params["client_host"] for s in samples} == {f"root@{v['ansible_host']}"}
+    assert runs["h1"].environment["loadgen"]["this_host_there"] == hosts.addr("h1")

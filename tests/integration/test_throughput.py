@@ -12,7 +12,8 @@ from tests.integration.test_runtimes import instance_leftovers
 
 from virtbench import naming
 from virtbench.artifacts import build_servers_rootfs
-from virtbench.experiments.worker import Job, client_argv, prepare_server, wait_port
+from virtbench.experiments.worker import Job, prepare_server, wait_port
+from virtbench.loadgen import Clients, client_argv
 from virtbench.paths import Paths
 from virtbench.runtimes.base import InstanceSpec
 from virtbench.store import Store
@@ -106,7 +107,7 @@ def test_server_answers_the_host_client(name, network, workload, ctx, servers, r
         address = inst.address or "127.0.0.1"
         wait_port(rt, inst, address, serves.port, 60)
         params = measures.params(**QUICK[workload])
-        prepare_server(rt, inst, address, Job(wl.name, params, 60, 300))
+        prepare_server(rt, inst, address, Job(wl.name, params, 60, 300), Clients())
         metrics = {}
         for level in measures.levels(params):
             argv = client_argv(servers.path, serves.client(address, params, level, serves.port))

@@ -46,6 +46,35 @@ def test_the_inventory_is_read_by_ansible_itself(tmp_path):
     inventory.write_text("[bench]\na ansible_host=10.0.0.1 virtbench_dir=/opt/x\nb\n")
     hosts = inventory_hosts(inventory, tmp_path / "work")
     assert list(hosts) == ["a", "b"] and hosts["a"]["virtbench_dir"] == "/opt/x"
+    assert hosts["a"]["group_names"] == ["bench"]
+    inventory.write_text("[bench]\na\n[loadgen]\nlg ansible_host=10.0.0.9 ansible_user=root\n")
+    hosts = inventory_hosts(inventory, tmp_path / "work")
+    assert hosts["lg"]["group_names"] == ["loadgen"] and hosts["a"]["group_names"] == ["bench"]
     inventory.write_text("[bench]\n")
     with pytest.raises(VirtbenchError, match="no hosts in it"):
         inventory_hosts(inventory, tmp_path / "work")
+
+
+def test_roles_give_each_host_under_test_its_own_load_generator():
+    from virtbench.fleet.roles import loadgen_args, roles
+
+    lg = {"group_names": ["loadgen"], "ansible_host": "10.0.0.9", "ansible_user": "root"}
+    opts = {"virtbench_loadgen_ssh_options": ["IdentityFile=/k"]}
+    hosts = {"a": {"group_names": ["bench"], **opts}, "lg": lg}
+    cast = roles(hosts)
+    assert cast.loadgens == ["lg"] and cast.loadgen_of == {"a": "lg"}
+    assert cast.under_test(["a", "lg"]) == ["a"]
+    assert loadgen_args("a", hosts, cast.loadgen_of) == [
+        "--loadgen",
+        "root@10.0.0.9",
+        "--ssh-option=IdentityFile=/k",
+    ]
+    assert roles({"a": {}, "b": {}}).loadgens == []  # no roles: every host as before
+    with pytest.raises(VirtbenchError, match="a, b would share the load generator lg"):
+        roles({"a": {}, "b": {}, "lg": lg})
+    with pytest.raises(VirtbenchError, match="a has no virtbench_loadgen"):
+        roles({"a": {}, "lg": lg, "lg2": {"virtbench_role": "loadgen"}})
+    with pytest.raises(VirtbenchError, match="virtbench_loadgen b is not a load generator"):
+        roles({"a": {"virtbench_loadgen": "b"}, "b": {}, "lg": lg})
+    two = roles({"a": {"virtbench_loadgen": "lg2"}, "lg": lg, "lg2": {"virtbench_role": "loadgen"}})
+    assert two.loadgen_of == {"a": "lg2"}

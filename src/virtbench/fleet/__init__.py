@@ -35,6 +35,7 @@ from pathlib import Path
 from virtbench import naming
 from virtbench.errors import VirtbenchError
 from virtbench.fleet.play import HostOutcome, inventory_hosts, run_playbook
+from virtbench.fleet.roles import loadgen_args, roles
 from virtbench.host import proc
 from virtbench.paths import Paths
 from virtbench.store import Store
@@ -148,7 +149,12 @@ def run(
     work.mkdir(parents=True)
     try:
         hosts = inventory_hosts(inventory, work)
-        share = shares(list(hosts), plan.runtimes, plan.shard)
+        cast = roles(hosts)
+        if cast.loadgens and any(a.split("=", 1)[0] == "--loadgen" for a in plan.args):
+            raise VirtbenchError(
+                "fleet run: the inventory names load generators (group loadgen): drop --loadgen"
+            )
+        share = shares(cast.under_test(list(hosts)), plan.runtimes, plan.shard)
         for h in hosts:
             if h not in share:
                 say(f"[yellow]{h}[/]: no runtime left for it (--shard runtime): not used")
@@ -159,7 +165,10 @@ def run(
             say(f"gathering the Python packages for {', '.join(offline)} (virtbench_offline)")
             path, wheels_digest = wheelhouse(work)
             wheels = str(path)
-        say(f"fleet {fleet} started: {plan.spec_name} on {', '.join(share)}")
+        said = f"fleet {fleet} started: {plan.spec_name} on {', '.join(share)}"
+        if cast.loadgens:
+            said += f"; clients on {', '.join(f'{lg} ({h})' for h, lg in cast.loadgen_of.items())}"
+        say(said)
         spec_file = Path(plan.spec)
         extravars = {
             "vb_fleet": fleet,
@@ -175,9 +184,11 @@ def run(
             "vb_fetch": str(work / "fetched"),
             "vb_wheels": wheels,
             "vb_wheels_digest": wheels_digest,
+            "vb_loadgens": cast.loadgens,  # installed and checked; they run nothing
+            "vb_host_args": {h: loadgen_args(h, hosts, cast.loadgen_of) for h in share},
         }
-        outcomes = run_playbook(work, inventory, list(share), extravars)
-        merged = _merge(results, fleet, plan, outcomes, work)
+        outcomes = run_playbook(work, inventory, [*share, *cast.loadgens], extravars)
+        merged = _merge(results, fleet, plan, outcomes, work, cast.loadgens)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return fleet, outcomes, merged
@@ -188,15 +199,24 @@ def _truthy(value: object) -> bool:
 
 
 def _merge(
-    results: Results, fleet: str, plan: Plan, outcomes: dict[str, HostOutcome], work: Path
+    results: Results,
+    fleet: str,
+    plan: Plan,
+    outcomes: dict[str, HostOutcome],
+    work: Path,
+    loadgens: list[str],
 ) -> dict[str, list[str]]:
     """Every host's runs into `results.store`, labelled with the host; a host that left
-    none gets a run record saying what happened to it."""
+    none gets a run record saying what happened to it (a load generator runs nothing: only
+    its failure is recorded)."""
     store, store_url = results.store, results.url
     merged: dict[str, list[str]] = {}
     shared = [r for r in store.runs() if r.fleet == fleet] if store_url else []
     for host, o in outcomes.items():
         fetched = work / "fetched" / host
+        if host in loadgens and o.status == "ok":  # a load generator: it ran nothing
+            merged[host] = []
+            continue
         if store_url:  # the host wrote to the shared database itself
             ids = [r.id for r in shared if r.host == host]
         elif (fetched / "virtbench.sqlite").is_file():

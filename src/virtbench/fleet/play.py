@@ -58,7 +58,8 @@ def ansible_env(work: Path) -> dict[str, str]:
 
 
 def inventory_hosts(inventory: Path, work: Path) -> dict[str, dict[str, Any]]:
-    """The inventory's hosts and their variables, read by Ansible itself (INI or YAML)."""
+    """The inventory's hosts and their variables, read by Ansible itself (INI or YAML),
+    with the groups each is in (`group_names`, as Ansible calls them)."""
     if not inventory.is_file():
         raise VirtbenchError(f"--inventory {inventory}: no such file")
     exe = Path(sys.executable).parent / "ansible-inventory"
@@ -77,18 +78,21 @@ def inventory_hosts(inventory: Path, work: Path) -> dict[str, dict[str, Any]]:
     data = json.loads(res.stdout)
     hostvars = data.get("_meta", {}).get("hostvars", {})
     hosts: list[str] = []
+    groups: dict[str, list[str]] = {}  # each host's groups, as Ansible's group_names
 
-    def walk(group: str) -> None:
+    def walk(group: str, within: tuple[str, ...]) -> None:
         for h in data.get(group, {}).get("hosts", []):
             if h not in hosts:
                 hosts.append(h)
+            groups.setdefault(h, [])
+            groups[h] += [g for g in (*within, group) if g not in groups[h] and g != "all"]
         for child in data.get(group, {}).get("children", []):
-            walk(child)
+            walk(child, (*within, group))
 
-    walk("all")
+    walk("all", ())
     if not hosts:
         raise VirtbenchError(f"--inventory {inventory}: no hosts in it")
-    return {h: hostvars.get(h, {}) for h in hosts}
+    return {h: {**hostvars.get(h, {}), "group_names": sorted(groups[h])} for h in hosts}
 
 
 def run_playbook(
