@@ -13,6 +13,7 @@ needs one of its own: two measuring through one at once would measure each other
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,7 +77,18 @@ def loadgen_args(host: str, hosts: dict[str, dict[str, Any]], of: dict[str, str]
     args = ["--loadgen", f"{user}@{address}" if user else address]
     if "ansible_port" in lg:
         args.append(f"--ssh-option=Port={lg['ansible_port']}")
-    options = hosts[host].get("virtbench_loadgen_ssh_options", [])
-    if isinstance(options, str):
-        options = [options]
-    return args + [f"--ssh-option={o}" for o in options]
+    return args + [f"--ssh-option={o}" for o in _options(hosts[host])]
+
+
+def _options(variables: dict[str, Any]) -> list[str]:
+    """`virtbench_loadgen_ssh_options`: a list (YAML, or JSON in an INI value), or one
+    option, or several separated by commas."""
+    given = variables.get("virtbench_loadgen_ssh_options", [])
+    if isinstance(given, str):
+        try:
+            given = json.loads(given)
+        except ValueError:
+            given = given.split(",")
+    if isinstance(given, str):
+        given = [given]
+    return [str(o).strip() for o in given if str(o).strip()]
