@@ -69,7 +69,7 @@ def test_roles_give_each_host_under_test_its_own_load_generator():
         "root@10.0.0.9",
         "--ssh-option=IdentityFile=/k",
     ]
-    ini = {"virtbench_loadgen_ssh_options": '["IdentityFile=/k","Port=2"]'}  # an INI value
+    ini = {"virtbench_loadgen_ssh_options": "[IdentityFile=/k,Port=2]"}  # an INI value
     assert loadgen_args("a", {**hosts, "a": ini}, cast.loadgen_of)[2:] == [
         "--ssh-option=IdentityFile=/k",
         "--ssh-option=Port=2",

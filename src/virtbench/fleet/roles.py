@@ -13,7 +13,6 @@ needs one of its own: two measuring through one at once would measure each other
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,14 +80,10 @@ def loadgen_args(host: str, hosts: dict[str, dict[str, Any]], of: dict[str, str]
 
 
 def _options(variables: dict[str, Any]) -> list[str]:
-    """`virtbench_loadgen_ssh_options`: a list (YAML, or JSON in an INI value), or one
-    option, or several separated by commas."""
+    """`virtbench_loadgen_ssh_options`: a list (YAML; in an INI file `[a,b]`, which Ansible
+    hands over as that text, quotes taken out), or one option, or several separated by
+    commas."""
     given = variables.get("virtbench_loadgen_ssh_options", [])
     if isinstance(given, str):
-        try:
-            given = json.loads(given)
-        except ValueError:
-            given = given.split(",")
-    if isinstance(given, str):
-        given = [given]
-    return [str(o).strip() for o in given if str(o).strip()]
+        given = given.strip().removeprefix("[").removesuffix("]").split(",")
+    return [str(o).strip().strip("'\"") for o in given if str(o).strip()]
