@@ -62,17 +62,21 @@ network = "host"
 
 [[experiment]]
 type = "throughput"
-workloads = ["nginx", "memcached"]
+workloads = ["nginx", "redis", "memcached"]
 runs = 2
 [experiment.params.nginx]
 connections = 4
 threads = 1
 duration_s = 2
+[experiment.params.redis]
+requests = 20000
 [experiment.params.memcached]
 duration_s = 2
 """
 # nginx alone, one run of `duration_s` seconds
-NGINX = SPEC.split("[experiment.params.memcached]")[0].replace('"nginx", "memcached"', '"nginx"')
+NGINX = SPEC.split("[experiment.params.redis]")[0].replace(
+    '"nginx", "redis", "memcached"', '"nginx"'
+)
 
 
 def nginx(duration_s: int) -> str:
