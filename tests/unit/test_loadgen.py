@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from virtbench.loadgen import cpu
+from virtbench.loadgen import Clients, cpu
 
 
 def counters(busy: int, idle: int, n: int = 2) -> str:
@@ -75,3 +75,53 @@ def test_loadgen_flags_are_checked_before_anything_starts(tmp_path):
     spec = resolve_spec("quickstart", None, {}, loadgen=lg)
     assert spec.loadgen is not None and spec.loadgen.host == "root@lg1"
     assert spec.loadgen.ssh_options == ["IdentityFile=/k"]
+
+
+class Delayed(Clients):
+    """Clients whose every command first waits `delay_s` (a slow connection, a remote
+    shell's start: the orchestration around a trial), then reports `p50_us` as vb-rr's
+    client prints it: the injected truth."""
+
+    where = "delayed"
+
+    def __init__(self, delay_s: float, p50_us: float) -> None:
+        self.delay_s, self.p50_us = delay_s, p50_us
+
+    def run(self, argv, artifact, timeout, cpus=None):
+        import time
+
+        from virtbench.host import proc
+
+        time.sleep(self.delay_s)
+        line = f"rr proto=tcp size=64 count=100 lost=0 p50_us={self.p50_us} avg_us=130.0\n"
+        return proc.Result(tuple(argv), 0, line, "", self.delay_s)
+
+
+def test_an_orchestration_delay_around_a_trial_does_not_enter_its_figure(tmp_path):
+    """On the fake runtime, a worker's trials through clients that take 0 s or 0.3 s
+    before each command record the client's own figure, the injected 123 us, either way:
+    the time around a client command (ssh, a shell) is never part of what it measured."""
+    import time
+
+    from tests.fakeruntime import fake_session
+    from tests.faketruth import RuntimeTruth, Truth
+
+    from virtbench.experiments.worker import Job, Worker
+    from virtbench.workloads import latency, sleep
+
+    truth = Truth({"fa": RuntimeTruth()}, seed=1)
+    params = latency.Params(tests=["tcp"], sizes=[64], count=100)
+    took = {}
+    for delay in (0.0, 0.3):
+        with fake_session(tmp_path / str(delay), truth, ["fa"], {"type": "boot"}) as (s, _):
+            s.clients = Delayed(delay, 123.0)
+            w = Worker(s, "fa", Job("latency", params, 10, 60))
+            w.inst = s.runtimes["fa"].start(w._spec(sleep.argv), detach=True)
+            w.address = "127.0.0.1"
+            t0 = time.monotonic()
+            w.measure_levels("throughput", quiet=False, repetition=0)
+            took[delay] = time.monotonic() - t0
+            w.stop()
+            got = [x for x in s.store.samples(s.run_id) if x.metric == "tcp.64B.rtt_p50"]
+        assert [x.value for x in got] == [123.0], (delay, got)
+    assert took[0.3] - took[0.0] >= 0.25  # the delay was there, outside the figure
