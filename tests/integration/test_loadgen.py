@@ -109,7 +109,7 @@ def test_clients_on_a_load_generator_one_run_one_store_nothing_left(hosts, tmp_p
             got = [s.value for s in samples if s.runtime == rt and s.metric.startswith(metric)]
             assert len(got) >= 2 and all(v and v > 0 for v in got), (rt, metric, got)
     assert all(s.params["loadgen_cpus"] == "1" for s in samples)  # its sshd's affinity
-    assert all(0 <= s.params["loadgen_cpu_pct"] <= 100 for s in samples)
+    assert all(0 <= s.params["client_cpu_pct"] <= 100 for s in samples)
     env = Store(tmp_path / "results").run(rid).environment
     lg = env["loadgen"]
     assert lg["this_host_there"] == hosts.gateway and lg["facts"]["cpu_count"] >= 2
@@ -154,8 +154,8 @@ def test_a_saturated_load_generator_is_flagged(hosts, tmp_path: Path):
     rid = run_id_of(res.stdout)
     samples = Store(tmp_path / "results").samples(rid)
     trials = [s for s in samples if s.experiment == "throughput"]
-    assert trials and all(s.params["loadgen_saturated"] for s in trials), [
-        s.params.get("loadgen_cpu_pct") for s in trials
+    assert trials and all(s.params["client_saturated"] for s in trials), [
+        s.params.get("client_cpu_pct") for s in trials
     ]
     assert "that figure measured the client" in " ".join(res.stdout.split())
 

@@ -23,11 +23,7 @@ def test_injected_counters_give_the_busy_share_of_the_allowed_cpus():
     own, busy = cpu.split(before + "wrk: a warning\n" + after)
     assert own == "wrk: a warning\n"
     assert busy is not None and busy.pct == pytest.approx(95.0) and busy.saturated
-    assert busy.params() == {
-        "loadgen_cpu_pct": 95.0,
-        "loadgen_cpus": "1",
-        "loadgen_saturated": True,
-    }
+    assert busy.params() == {"client_cpu_pct": 95.0, "client_saturated": True}
     _, half = cpu.split(before + f"{cpu.MARK}allowed 1\n" + counters(150, 150))
     assert half is not None and half.pct == pytest.approx(50.0) and not half.saturated
     assert cpu.split(before + "killed\n") == ("killed\n", None)  # one read only: no figure
@@ -125,3 +121,17 @@ def test_an_orchestration_delay_around_a_trial_does_not_enter_its_figure(tmp_pat
             got = [x for x in s.store.samples(s.run_id) if x.metric == "tcp.64B.rtt_p50"]
         assert [x.value for x in got] == [123.0], (delay, got)
     assert took[0.3] - took[0.0] >= 0.25  # the delay was there, outside the figure
+
+
+def test_a_client_here_has_its_pinned_cpus_read_around_it():
+    """On the host under test the client is pinned (taskset) and its CPUs' counters are
+    read around it: a client spinning on its one CPU is flagged, as on a load generator."""
+    from pathlib import Path
+
+    here = Clients()
+    spin = "end=$(($(date +%s) + 2)); while [ $(date +%s) -lt $end ]; do :; done"
+    res = here.run(["sh", "-c", spin], Path("/nonexistent"), 30, cpus="0")
+    assert res.returncode == 0
+    trial = here.trial()
+    assert trial["client_saturated"] and trial["client_cpu_pct"] > 90, trial
+    assert Clients().trial() == {}  # nothing run: nothing said

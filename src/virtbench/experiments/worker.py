@@ -302,11 +302,12 @@ class Worker:
         generator's CPU use); a client that had no CPU left is said to have measured
         itself."""
         trial = self.s.clients.trial() if self.serves else {}
-        if trial.get("loadgen_saturated"):
+        if trial.get("client_saturated"):
+            whose = "the load generator's" if "loadgen_cpus" in trial else "its client's"
             self.s.event(
                 "warning",
-                f"{self.name} on {self.runtime} at {level}: the load generator's CPUs were "
-                f"{trial['loadgen_cpu_pct']:g}% busy: that figure measured the client",
+                f"{self.name} on {self.runtime} at {level}: {whose} CPUs were "
+                f"{trial['client_cpu_pct']:g}% busy: that figure measured the client",
             )
         return trial
 

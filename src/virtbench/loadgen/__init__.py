@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from virtbench.host import proc
+from virtbench.loadgen import cpu
 
 
 def client_argv(artifact: Path, argv: Sequence[str]) -> list[str]:
@@ -42,12 +43,19 @@ class Clients:
                 return f"needs {program} on the host (make setup)"
         return None
 
+    busy: cpu.Busy | None = None  # its CPUs during the last client command
+
     def run(
         self, argv: Sequence[str], artifact: Path, timeout: float, cpus: str | None = None
     ) -> proc.Result:
-        """Run one client command to its end; its status and output, never raised."""
+        """Run one client command to its end, its CPUs' use read around it; its status
+        and output, never raised."""
         pinned = ["taskset", "-c", cpus] if cpus else []
-        return proc.run([*pinned, *client_argv(artifact, argv)], check=False, timeout=timeout)
+        self.busy, before = None, cpu.counters(cpus) if cpus else None
+        res = proc.run([*pinned, *client_argv(artifact, argv)], check=False, timeout=timeout)
+        if before is not None and cpus:
+            self.busy = cpu.between(before, cpu.counters(cpus), cpus)
+        return res
 
     def address(self, address: str, network: str) -> str:
         """The address the client reaches an instance at (`address`: the instance's
@@ -62,9 +70,9 @@ class Clients:
         return None
 
     def trial(self) -> dict[str, Any]:
-        """What the samples of the last client command record of its host during it (a
-        load generator's CPU use: loadgen/cpu.py); here nothing."""
-        return {}
+        """What the samples of the last client command record of its host during it: how
+        busy its CPUs were (loadgen/cpu.py)."""
+        return self.busy.params() if self.busy is not None else {}
 
     def client_params(self, address: str) -> dict[str, Any]:
         """What each sample a client measured records of where it ran and how it reached

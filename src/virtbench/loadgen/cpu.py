@@ -1,14 +1,15 @@
-"""How busy the load generator's CPUs were during a trial: did the figure measure the
-server, or the client?
+"""How busy a client's CPUs were during a trial: did the figure measure the server, or
+the client?
 
 A client that has no CPU left measures itself: its requests per second are what its own
-host could send. Around each client command on the load generator, in the same shell and
-so in the same command through the connection, its CPU counters are read before and after
-(/proc/stat, the CPUs its session may run on: Cpus_allowed_list), onto stderr as lines
-that start with `MARK`, which are taken out of the output before the client's own is
-parsed. Busy is user, nice, system, irq, softirq and steal; a trial whose client's CPUs
-were busy over `SATURATED_PCT` percent of the time is flagged (`loadgen_saturated`) and
-said to have measured the client.
+host could send. The CPU counters of the CPUs the client may run on (/proc/stat) are read
+before and after each client command. Here, around the command, of its pinned CPUs
+(`around`). On a load generator, in the same shell as the client and so in the same
+command through the connection (`WRAPPER`): the CPUs its session may run on
+(Cpus_allowed_list), onto stderr as lines that start with `MARK`, which are taken out of
+the output before the client's own is parsed (`split`). Busy is user, nice, system, irq,
+softirq and steal; a trial whose client's CPUs were busy over `SATURATED_PCT` percent of
+the time is flagged (`client_saturated`) and said to have measured the client.
 """
 
 from __future__ import annotations
@@ -40,12 +41,9 @@ class Busy:
         return self.pct > SATURATED_PCT
 
     def params(self) -> dict[str, object]:
-        """What the trial's samples record."""
-        return {
-            "loadgen_cpu_pct": round(self.pct, 1),
-            "loadgen_cpus": self.cpus,
-            "loadgen_saturated": self.saturated,
-        }
+        """What the trial's samples record (the CPUs' list is the worker's `client_cpus`
+        here, `loadgen_cpus` on a load generator: loadgen/remote.py)."""
+        return {"client_cpu_pct": round(self.pct, 1), "client_saturated": self.saturated}
 
 
 def _counters(lines: list[str], allowed: set[int]) -> tuple[int, int]:
@@ -79,6 +77,18 @@ def split(stderr: str) -> tuple[str, Busy | None]:
     if len(reads) != 2:
         return "".join(own), None
     allowed = set(parse_cpulist(reads[0][0]))
-    (b0, t0), (b1, t1) = (_counters(r[1], allowed) for r in reads)
-    pct = 100.0 * (b1 - b0) / (t1 - t0) if t1 > t0 else 0.0
-    return "".join(own), Busy(pct, reads[0][0])
+    before, after = (_counters(r[1], allowed) for r in reads)
+    return "".join(own), between(before, after, reads[0][0])
+
+
+def counters(cpus: str) -> tuple[int, int]:
+    """(busy, total) jiffies of this host's CPUs `cpus` (a list like "0-1,4") now."""
+    with open("/proc/stat") as f:
+        lines = [ln for ln in f if ln.startswith("cpu") and ln[3:4].isdigit()]
+    return _counters(lines, set(parse_cpulist(cpus)))
+
+
+def between(before: tuple[int, int], after: tuple[int, int], cpus: str) -> Busy:
+    """The busy share of `cpus` between two `counters` readings."""
+    (b0, t0), (b1, t1) = before, after
+    return Busy(100.0 * (b1 - b0) / (t1 - t0) if t1 > t0 else 0.0, cpus)

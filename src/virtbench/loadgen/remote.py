@@ -119,7 +119,9 @@ class Remote(Clients):
         return res
 
     def trial(self) -> dict[str, Any]:
-        return self.busy.params() if self.busy is not None else {}
+        if self.busy is None:
+            return {}
+        return {**self.busy.params(), "loadgen_cpus": self.busy.cpus}
 
     def address(self, address: str, network: str) -> str:
         if network != "bridge" or not address:
