@@ -71,6 +71,12 @@ def test_report_of_a_fleet_has_every_host_and_compares_them(tmp_path):
     assert "Run aaaaa1: fake on h1" in text and "Run bbbbb2: fake on h2" in text
     assert "Hosts compared" in text and "A = h1, B = h2: B against A" in text
     assert text.count("worse") >= 2  # native and crun boot on h2
+    assert "different testbeds" not in text  # the fake runs record no host facts
+    store = Store(tmp_path)
+    store.set_environment("aaaaa1", {"cpu_model": "EPYC", "cpu_count": 2, "kernel": "6.1"})
+    store.set_environment("bbbbb2", {"cpu_model": "EPYC", "cpu_count": 16, "kernel": "6.1"})
+    assert cli(tmp_path, "report", "flt001", "-o", str(out)).exit_code == 0
+    assert "h2 and h1 are different testbeds: cpu count 2 vs 16." in out.read_text()
 
 
 def test_report_of_a_sharded_fleet_says_the_hosts_share_no_measure(tmp_path):

@@ -55,6 +55,18 @@ def comparisons(
     return out
 
 
+def testbed_note(runs: list[RunRecord], first: str, other: str) -> str:
+    """What differs between two hosts' testbeds (host/testbed.py), for the reader of their
+    comparison: "" when they are one testbed or did not record one."""
+    from virtbench.host import testbed
+
+    env = {host_of(r): r.environment for r in reversed(runs)}  # each host's first run
+    differ = testbed.differences(env.get(first, {}), env.get(other, {}))
+    if not differ:
+        return ""
+    return f"{other} and {first} are different testbeds: {'; '.join(differ)}"
+
+
 def named_line(label: str, named: dict[str, Any]) -> str:
     """`uk-nginx = qemu:q35:tcg, kernel /img/nginx.elf (2.1 MiB, sha256 3f2a...)`"""
     files = [

@@ -257,12 +257,13 @@ def render(store: Store, run_ids: list[str], opts: Options) -> str:
     parts = [run_section(store, r, opts) for r in runs]
     across = []
     for first, other, rows in hostsmod.comparisons(store, runs):
+        testbeds = hostsmod.testbed_note(runs, first, other)
         if isinstance(rows, str):
-            across.append({"a": first, "b": other, "table": None, "note": rows})
+            across.append({"a": first, "b": other, "table": None, "note": rows, "tb": testbeds})
             continue
         title = cmp.title(first, other, 5, 0.05)
         table = from_rich(cmp.verdict_table(title, rows, first, other))
-        across.append({"a": first, "b": other, "table": table, "note": ""})
+        across.append({"a": first, "b": other, "table": table, "note": "", "tb": testbeds})
     return env.get_template(TEMPLATE).render(
         title="virtbench report: " + ", ".join(f"{r.id} ({r.name})" for r in runs),
         sections=parts,
