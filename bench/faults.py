@@ -20,6 +20,10 @@ Faults:
   overlap   kill -9 mid-density while a second run creates and deletes crun containers
             and `virtbench clean` runs next to both; then clean, resume, and the second
             run finishes
+  loadgen   the load generator (a network namespace with its own sshd) lost mid-trial
+            while it drives nginx on the run's bridge; the run goes on without it; once it
+            answers again `clean --run`, then `run --resume`; what the run made there
+            (its directory, its route) counts as left (crun only: one runtime shows it)
 
 "left" counts objects of each kind (container, process, cgroup, mount, netns, link,
 tap, chain, daemon-file, state) present after recovery that were not before the cell;
@@ -36,6 +40,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -45,6 +50,7 @@ from collections import Counter
 from pathlib import Path
 
 import census
+import loadgen
 from fault_cells import (
     VIRTBENCH,
     Cell,
@@ -60,7 +66,7 @@ from fault_cells import (
 )
 
 RUNTIMES = ("crun", "runc", "runsc", "docker", "podman", "lxc", "nspawn", "qemu")
-FAULTS = ("kill9", "ctrl-c", "daemon", "instance", "disk-full", "overlap")
+FAULTS = ("kill9", "ctrl-c", "daemon", "instance", "disk-full", "overlap", "loadgen")
 DAEMONS = {"docker": "dockerd"}  # runtimes whose runs start an engine daemon
 
 
@@ -213,6 +219,29 @@ def fault_overlap(runtime: str, env: dict[str, str], results: Path, n: int, cell
     return run.rid
 
 
+def fault_loadgen(runtime: str, env: dict[str, str], results: Path, n: int, cell: Cell) -> str:
+    del n
+    hosts = loadgen.host()
+    try:
+        nginx = ("throughput", "--workloads", "nginx", "--runtimes", runtime, "--runs", "3")
+        run = Run(env, *nginx, *loadgen.flags(hosts))
+        wait_for("its route there", lambda: " via " in loadgen.routes(hosts), run)
+        cell.before = samples(results, run.rid)
+        hosts.kill("h1")
+        rc = run.finish()
+        if rc != 1:
+            cell.notes.append(f"run without its load generator: exit {rc}")
+        hosts.start_sshd("h1")
+        clean(env, run.rid, cell)
+        resume(env, results, run.rid, cell)
+        cell.after = samples(results, run.rid)
+        cell.left.update(loadgen.left(hosts, run.rid))
+    finally:
+        hosts.close()
+        shutil.rmtree(hosts.root, ignore_errors=True)
+    return run.rid
+
+
 FAULT_FNS = {
     "kill9": fault_kill9,
     "ctrl-c": fault_ctrl_c,
@@ -220,6 +249,7 @@ FAULT_FNS = {
     "instance": fault_instance,
     "disk-full": fault_disk_full,
     "overlap": fault_overlap,
+    "loadgen": fault_loadgen,
 }
 
 
@@ -227,6 +257,9 @@ def one(fault: str, runtime: str, n: int) -> Cell:
     cell = Cell()
     if fault == "daemon" and runtime not in DAEMONS:
         cell.skipped = "no engine daemon"
+        return cell
+    if fault == "loadgen" and runtime != "crun":
+        cell.skipped = "crun shows it"
         return cell
     base = Path(tempfile.mkdtemp(prefix=f"vb-faults-{fault}-{runtime}-"))
     (base / "results").mkdir()
@@ -244,12 +277,12 @@ def one(fault: str, runtime: str, n: int) -> Cell:
     rid = FAULT_FNS[fault](runtime, env, results, n, cell)
     rids = [rid, *cell.others]
     found = census.take(rids, base / "state").since(before)  # after clean (or the run's end)
-    if fault != "disk-full":  # (disk-full resumed on its tmpfs, which is gone now)
+    if fault not in ("disk-full", "loadgen"):  # (resumed by the cell: its tmpfs, its host)
         resume(env, results, rid, cell)
         cell.after = samples(results, rid)
     for kind, names in census.take(rids, base / "state").since(before).items():  # and resume
         found[kind] = found.get(kind, set()) | names
-    cell.left = Counter({k: len(v) for k, v in found.items() if v})
+    cell.left += Counter({k: len(v) for k, v in found.items() if v})
     cell.kept = len(cell.before)
     cell.lost = lost(cell.before, cell.after)
     cell.notes += [f"left: {k} {sorted(v)[:4]}" for k, v in found.items() if v]  # what, to explain
@@ -285,7 +318,7 @@ def main() -> None:
             c = cells[fault, rt]
             row.append("n/a" if c.skipped else f"{sum(c.left.values())} / {c.lost} of {c.kept}")
         print(f"{rt:9}" + "".join(f"{x:>14}" for x in row))
-    print("n/a: the runtime starts no engine daemon of its own")
+    print("n/a: the runtime starts no engine daemon of its own (daemon); crun shows it (loadgen)")
     bad = [k for k, c in cells.items() if not c.skipped and (c.left or c.lost or c.notes)]
     print(
         f"faults: {'ok' if not bad else f'{len(bad)} cells not clean'} "

@@ -21,14 +21,12 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import shutil
 import statistics
 import sys
-import tempfile
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' namespace hosts
-
+import loadgen
 from tests.integration.fleethosts import Hosts, available
 
 from virtbench.host import proc
@@ -46,9 +44,7 @@ def timed(argv: list[str]) -> float:
 
 
 def measure(hosts: Hosts, trials: int) -> tuple[list[float], list[float]]:
-    options = [f"IdentityFile={hosts.key}", "StrictHostKeyChecking=no", "LogLevel=ERROR"]
-    options.append("UserKnownHostsFile=/dev/null")
-    dest = f"root@{hosts.addr('h1')}"
+    options, dest = loadgen.ssh_options(hosts), loadgen.destination(hosts)
     sock = hosts.root / "cm.sock"
     master = proc.spawn(ssh_argv(dest, options, "-S", str(sock), "-M", "-N"))
     try:
@@ -76,13 +72,12 @@ def main() -> int:
         return 1
     got = {}
     for plain in (True, False):
-        with tempfile.TemporaryDirectory(prefix="vb-bench-lg-") as tmp:
-            hosts = Hosts(Path(tmp), 1, plain_home=plain)
-            try:
-                hosts.start()
-                local, remote = measure(hosts, args.trials)
-            finally:
-                hosts.close()
+        hosts = loadgen.host(plain)
+        try:
+            local, remote = measure(hosts, args.trials)
+        finally:
+            hosts.close()
+            shutil.rmtree(hosts.root, ignore_errors=True)
         got[plain] = statistics.median(remote) - statistics.median(local), statistics.median(remote)
     overhead, there = got[True]
     with_rc, _ = got[False]
