@@ -109,6 +109,9 @@ def test_clients_on_a_load_generator_one_run_one_store_nothing_left(hosts, tmp_p
             got = [s.value for s in samples if s.runtime == rt and s.metric.startswith(metric)]
             assert len(got) >= 2 and all(v and v > 0 for v in got), (rt, metric, got)
     assert all(s.params["loadgen_cpus"] == "1" for s in samples)  # its sshd's affinity
+    clients = [s for s in samples if s.metric.startswith(("requests", "get.", "ops"))]
+    assert {s.params["role"] for s in clients} == {"loadgen"}  # the client measured these
+    assert {s.params["role"] for s in samples if s.metric.startswith("resources.")} == {"sut"}
     assert all(0 <= s.params["client_cpu_pct"] <= 100 for s in samples)
     env = Store(tmp_path / "results").run(rid).environment
     lg = env["loadgen"]

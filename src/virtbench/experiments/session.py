@@ -230,6 +230,8 @@ class Session:
         if self.experiment_index and sample.experiment != "image":
             params = {**sample.params, "experiment_index": self.experiment_index}
             sample = dataclasses.replace(sample, params=params)
+        if self.clients.where != "local" and "role" not in sample.params:  # two hosts
+            sample = dataclasses.replace(sample, params={**sample.params, "role": "sut"})
         self.store.add_sample(self.run_id, sample)
 
     def event(self, level: str, message: str) -> None:

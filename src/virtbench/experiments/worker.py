@@ -290,12 +290,18 @@ class Worker:
                 self.s.record(self.failed(experiment, level, str(exc), **labels))
                 raise
             labels["params"] = {**labels["params"], **self._client_busy(level)}
+            measured = {**labels, "params": {**labels["params"], **self._by_client()}}
             for m in metrics:
                 fields = (m.name, m.value, m.unit, m.direction)
-                self.s.record(self.sample(experiment, *fields, level=level, **labels))
+                self.s.record(self.sample(experiment, *fields, level=level, **measured))
             for name, (value, unit) in watch.end().items() if watch else ():
                 sample = self.sample(experiment, name, value, unit, "lower", level=level, **labels)
                 self.s.record(sample)
+
+    def _by_client(self) -> dict[str, Any]:
+        """What the client's own figures record when it ran on another host: that host's
+        role (the host under test's figures say "sut": Session.record)."""
+        return {"role": "loadgen"} if self.serves and self.s.clients.where != "local" else {}
 
     def _client_busy(self, level: Any) -> dict[str, Any]:
         """What the last measurement's samples record of its client's host (a load
