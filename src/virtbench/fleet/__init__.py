@@ -155,11 +155,12 @@ def run(
                 "fleet run: the inventory names load generators (group loadgen): drop --loadgen"
             )
         share = shares(cast.under_test(list(hosts)), plan.runtimes, plan.shard)
-        for h in hosts:
+        for h in cast.under_test(list(hosts)):
             if h not in share:
                 say(f"[yellow]{h}[/]: no runtime left for it (--shard runtime): not used")
         tarball, digest = source_tarball(work)
-        offline = [h for h in share if _truthy(hosts[h].get("virtbench_offline"))]
+        installed = [*share, *cast.loadgens]  # a load generator is set up too
+        offline = [h for h in installed if _truthy(hosts[h].get("virtbench_offline"))]
         wheels, wheels_digest = ("", "")
         if offline:
             say(f"gathering the Python packages for {', '.join(offline)} (virtbench_offline)")
@@ -187,7 +188,7 @@ def run(
             "vb_loadgens": cast.loadgens,  # installed and checked; they run nothing
             "vb_host_args": {h: loadgen_args(h, hosts, cast.loadgen_of) for h in share},
         }
-        outcomes = run_playbook(work, inventory, [*share, *cast.loadgens], extravars)
+        outcomes = run_playbook(work, inventory, installed, extravars)
         merged = _merge(results, fleet, plan, outcomes, work, cast.loadgens)
     finally:
         shutil.rmtree(work, ignore_errors=True)
