@@ -22,6 +22,7 @@ import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from virtbench.errors import VirtbenchError
 
@@ -116,6 +117,19 @@ def host_idle() -> Iterator[bool]:
         yield True
     finally:
         os.close(fd)
+
+
+def recorded(run_dir: Path, *kinds: str) -> list[dict[str, Any]]:
+    """The ledger's records of these kinds in `run_dir`, in the order written (none when
+    there is no ledger; a line cut short by a crash is passed over)."""
+    out = []
+    with contextlib.suppress(OSError):
+        for line in (run_dir / "ledger.jsonl").read_text().splitlines():
+            with contextlib.suppress(ValueError, KeyError, TypeError):
+                rec = json.loads(line)
+                if rec["kind"] in kinds:
+                    out.append(rec)
+    return out
 
 
 class RunState:

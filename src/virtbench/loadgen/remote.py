@@ -21,7 +21,6 @@ after a crash (run/cleanup.py, `remote_leftovers`).
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import shlex
@@ -31,7 +30,7 @@ from typing import Any
 
 from virtbench import naming
 from virtbench.errors import InstanceError, ListingError, RuntimeUnavailable
-from virtbench.host import proc
+from virtbench.host import proc, state
 from virtbench.loadgen import Clients, baseline, cpu
 from virtbench.loadgen.ssh import Ssh, once
 from virtbench.runtimes.model import RuntimeContext
@@ -56,7 +55,6 @@ class Remote(Clients):
         self.routed: str | None = None  # the bridge subnet routed to, once it is
         self.copied: set[str] = set()  # the static clients in the run's directory there
         self.busy: cpu.Busy | None = None  # its CPUs during the last client command
-        self.facts: dict[str, Any] = {}  # its own, and the pair's baselines (`open`)
 
     def open(self) -> None:
         """Connect, learn this host's address as the load generator sees it, make the
@@ -191,13 +189,9 @@ def _recorded(run_dir: Path) -> dict[str, dict[str, Any]]:
     """What a run's ledger says it made on each load generator: its options, directory
     and route (subnet, via)."""
     found: dict[str, dict[str, Any]] = {}
-    with contextlib.suppress(OSError):
-        for line in (run_dir / "ledger.jsonl").read_text().splitlines():
-            with contextlib.suppress(ValueError, KeyError):
-                rec = json.loads(line)
-                if rec["kind"] in ("loadgen", "loadgen-route"):
-                    host = found.setdefault(rec["name"], {"options": rec["options"]})
-                    host.update({k: rec[k] for k in ("dir", "subnet", "via") if k in rec})
+    for rec in state.recorded(run_dir, "loadgen", "loadgen-route"):
+        host = found.setdefault(rec["name"], {"options": rec.get("options", [])})
+        host.update({k: rec[k] for k in ("dir", "subnet", "via") if k in rec})
     return found
 
 

@@ -80,12 +80,9 @@ def _unlisted(problems: list[str] | None, what: str, exc: Exception) -> None:
 def _daemons(run_dir: Path) -> list[tuple[str, int, int | None]]:
     """(name, pid, start time) of the daemons a run's ledger says it started."""
     out = []
-    with contextlib.suppress(OSError):
-        for line in (run_dir / "ledger.jsonl").read_text().splitlines():
-            with contextlib.suppress(ValueError, KeyError):
-                rec = json.loads(line)
-                if rec["kind"] == "daemon-pid":
-                    out.append((rec["name"], int(rec["pid"]), rec.get("start")))
+    for rec in state.recorded(run_dir, "daemon-pid"):
+        with contextlib.suppress(ValueError, KeyError, TypeError):
+            out.append((rec["name"], int(rec["pid"]), rec.get("start")))
     return out
 
 
