@@ -153,6 +153,7 @@ class Worker:
         self.image = self.rt.image_service(name)
         every = measures.levels(params)
         self.answered = [v for v in every if self.image is None or self.image.answers(name, v)]
+        self.skipped = [str(v) for v in every if v not in self.answered]
         self.levels: list[Any] = self.answered or every
         # The same placement in every experiment: the instance on the worker CPU(s),
         # its clients on the others (recorded with every sample).
@@ -208,7 +209,7 @@ class Worker:
 
     def _levels_answered(self) -> None:
         """Say which levels an image built elsewhere does not answer; raise if none."""
-        skipped = [str(v) for v in self.measures.levels(self.params) if v not in self.answered]
+        skipped = self.skipped
         if not skipped:
             return
         where = f"{self.name} on {self.runtime}"

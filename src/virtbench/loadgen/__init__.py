@@ -44,6 +44,7 @@ class Clients:
         return None
 
     busy: cpu.Busy | None = None  # its CPUs during the last client command
+    facts: dict[str, Any] | None = None  # a load generator's, for the run's environment
 
     def run(
         self, argv: Sequence[str], artifact: Path, timeout: float, cpus: str | None = None

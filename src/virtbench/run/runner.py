@@ -143,7 +143,7 @@ class Run:
         self.start.artifact(store, artifact.to_dict())
         store.add_artifact(self.run_id, artifact.to_dict())
         session = self.session(run_state, artifact)
-        if (remote := getattr(self.held.clients, "facts", None)) is not None:
+        if (remote := session.clients.facts) is not None:
             env["loadgen"] = remote  # the load generator, and the pair's baselines
             env["testbed"] = testbed.testbed_id(env)  # the pair's
         self.check(session, artifact)
