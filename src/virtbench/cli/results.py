@@ -240,8 +240,9 @@ def _check_testbeds(store: Store, sides: _Sides, across: bool) -> None:
     )
     if not across:
         raise VirtbenchError(
-            f"compare: different testbeds: {what}; a difference would mix the machines "
-            "with what changed: give --across-testbeds to compare them anyway"
+            f"compare: {id_a} and {id_b} are different testbeds ({'; '.join(differ)}): a "
+            "difference would mix the machines with what changed; --across-testbeds "
+            "compares them anyway"
         )
     out.print(escape(f"across testbeds: {what}"))
 

@@ -64,9 +64,13 @@ def differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
         return []
     out = []
     for key in sorted(set(fa) | set(fb)):
-        if fa.get(key) != fb.get(key):
-            if key in ("mitigations", "loadgen"):
-                out.append(key)
-            else:
-                out.append(f"{key.replace('_', ' ')} {fa.get(key)} vs {fb.get(key)}")
+        if fa.get(key) == fb.get(key):
+            continue
+        if key == "loadgen":
+            a, b = (f"on {f['loadgen']['host']}" if "loadgen" in f else "here" for f in (fa, fb))
+            out.append(f"clients {a} vs {b}")
+        elif key == "mitigations":
+            out.append(key)
+        else:
+            out.append(f"{key.replace('_', ' ')} {fa.get(key)} vs {fb.get(key)}")
     return out
