@@ -117,6 +117,7 @@ LAYERS = [
     "spec",  # a spec, validated
     "run",  # the runner, preflight, resume, plan, clean-up
     "report",  # tables, answers, plots, compare, export
+    "site",  # every run of a store as a static site: testbeds, leaderboards, trends
     "fleet",  # many hosts
     "cli",  # the command
 ]

@@ -9,7 +9,8 @@ from tests.fakeruntime import fake_session, run
 from tests.faketruth import RuntimeTruth, Truth
 
 from virtbench.report.answers import answers
-from virtbench.report.compare import bmf, compare
+from virtbench.report.bmf import of_rows
+from virtbench.report.compare import compare
 from virtbench.store.frame import as_frame
 
 SPEC = [
@@ -78,7 +79,7 @@ def test_a_sandbox_run_leads_with_its_questions_and_compare_carries_them(tmp_pat
         "density.liveness",
     ):
         assert metric in compared, metric
-    js = bmf(rows, "b")
+    js = of_rows(rows, "b")
     assert any(k.startswith("time to interactive at 8 ") for k in js), sorted(js)
     assert any(k.startswith("back from a snapshot at 16MiB ") for k in js), sorted(js)
 

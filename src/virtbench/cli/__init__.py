@@ -7,6 +7,7 @@
   clean.py    clean
   fleet.py    fleet run
   results.py  compare, report, export
+  site.py     site (every run as a static site)
   common.py   the options, output and error handling they share
 
 CLI options become typed, validated values before any engine code runs; every
@@ -24,10 +25,22 @@ from virtbench.cli.common import app, closed_pipe, err, one_line, out
 
 # the commands, registered in the order help lists them
 # isort: off
-from virtbench.cli import host, run, show, catalog, clean, fleet, results, report
+from virtbench.cli import host, run, show, catalog, clean, fleet, results, report, site
 # isort: on
 
-__all__ = ["app", "catalog", "clean", "fleet", "host", "main", "report", "results", "run", "show"]
+__all__ = [
+    "app",
+    "catalog",
+    "clean",
+    "fleet",
+    "host",
+    "main",
+    "report",
+    "results",
+    "run",
+    "show",
+    "site",
+]
 
 
 def main() -> None:

@@ -252,11 +252,12 @@ def _write_verdicts(
 ) -> None:
     """`--markdown` and `--json`: the verdicts also as a Markdown table, B's figures as
     Bencher Metric Format, each where it was asked for."""
+    from virtbench.report import bmf
     from virtbench.report import compare as cmp
 
     for path, text in (
         (markdown, lambda: cmp.markdown(title, rows, sides.name_a, sides.name_b)),
-        (json_out, lambda: json.dumps(cmp.bmf(rows, sides.name_b), indent=2) + "\n"),
+        (json_out, lambda: json.dumps(bmf.of_rows(rows, sides.name_b), indent=2) + "\n"),
     ):
         if path is not None:
             try:

@@ -28,7 +28,6 @@ from __future__ import annotations
 import fnmatch
 import json
 import math
-import re
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -360,27 +359,6 @@ def markdown(title: str, rows: list[Row], name_a: str, name_b: str) -> str:
     lines += ["", ", ".join(f"{v} {k}" for k, v in n.items() if v)]
     lines += [f"- no ratio: {esc(line)}" for line in reasons(rows)]
     return "\n".join(lines) + "\n"
-
-
-def bmf(rows: list[Row], name_b: str) -> dict[str, dict[str, dict[str, float]]]:
-    """B's figures in Bencher Metric Format (bencher.dev/bmf.json, read by `bencher run
-    --adapter json`): a benchmark per measure compared ("<measure> <name_b>"), its
-    measure named by its unit (a slug: "ms", "mib", "requests-s"), its value B's median;
-    beside it, where the change has a CI, "times-a": B in A's terms (how many times
-    worse, >1, whichever way the figure improves) with that CI as its bounds; compare's
-    verdicts stay in its exit status and its other outputs."""
-    out: dict[str, dict[str, dict[str, float]]] = {}
-    for row in rows:
-        value = row.result.median_b
-        if math.isnan(value):
-            continue
-        slug = re.sub(r"[^a-z0-9]+", "-", row.key[2].lower()).strip("-") or "value"
-        mine = out.setdefault(f"{label(row.key)} {name_b}", {})
-        mine[slug] = {"value": float(value)}
-        x, lo, hi = times(row)
-        if not math.isnan(lo) and not row.reason:
-            mine["times-a"] = {"value": x, "lower_value": lo, "upper_value": hi}
-    return out
 
 
 def _styled(v: str) -> str:

@@ -36,25 +36,25 @@ FORMATS = ("ndjson", "csv")
 SAMPLE_FIELDS = ["run_id", *(f.name for f in dataclasses.fields(Sample))]
 
 
-def _clean(x: Any) -> Any:
+def clean(x: Any) -> Any:
     if isinstance(x, float) and not math.isfinite(x):
         return None
     if isinstance(x, dict):
-        return {k: _clean(v) for k, v in x.items()}
+        return {k: clean(v) for k, v in x.items()}
     if isinstance(x, list | tuple):
-        return [_clean(v) for v in x]
+        return [clean(v) for v in x]
     return x
 
 
 def lines(store: Store, run_id: str) -> Iterator[dict[str, Any]]:
     """The run's NDJSON records, in order."""
     run = store.run(run_id)
-    yield {"record": "run", **_clean(dataclasses.asdict(run))}
+    yield {"record": "run", **clean(dataclasses.asdict(run))}
     samples = store.samples(run.id)
     for name, workload in dict.fromkeys((s.metric, s.workload) for s in samples):
         yield {"record": "metric", "run_id": run.id, **declared(name, workload)}
     for s in samples:
-        yield {"record": "sample", "run_id": run.id, **_clean(dataclasses.asdict(s))}
+        yield {"record": "sample", "run_id": run.id, **clean(dataclasses.asdict(s))}
     for t, level, message in store.events(run.id):
         yield {"record": "event", "run_id": run.id, "t": t, "level": level, "message": message}
 
@@ -81,7 +81,7 @@ METRIC_FIELDS = {
 def declared(name: str, workload: str) -> dict[str, Any]:
     """What virtbench.metrics declares of the figure `name` of `workload`."""
     m = metrics.lookup(name, workload)
-    return _clean(
+    return clean(
         {
             "metric": name,
             "workload": workload,
@@ -102,7 +102,7 @@ def write_ndjson(store: Store, run_id: str, out: IO[str]) -> int:
     samples from the run's frame (the same bytes json.dumps writes, made per distinct run
     of text fields and per number), formatted on two CPUs."""
     run = store.run(run_id)
-    out.write(json.dumps({"record": "run", **_clean(dataclasses.asdict(run))}) + "\n")
+    out.write(json.dumps({"record": "run", **clean(dataclasses.asdict(run))}) + "\n")
     f = store.frame(run.id)
     pairs = [key for key, _ in f.groups("metric", "workload")]
     for name, workload in pairs:
@@ -136,7 +136,7 @@ def _json_piece(fields: tuple[str, ...], key: tuple[str, ...]) -> str:
     for name, text in zip(fields, key, strict=True):
         value: Any = text
         if name == "params":  # its label is the params' JSON text, sorted, as stored
-            value = _clean(json.loads(text))
+            value = clean(json.loads(text))
         parts.append(f"{json.dumps(name)}: {json.dumps(value, allow_nan=False)}")
     return ", ".join(parts)
 

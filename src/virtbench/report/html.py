@@ -54,6 +54,8 @@ class Options:
     # DESMET: a feature's importance by pattern on its name (fnmatch, first match; default 1)
     weights: dict[str, float] = field(default_factory=dict)
     boot_baseline: str | None = None  # boot is scored against this one (default: baseline)
+    # (label, href) shown as a line of links above the title (the site's way back)
+    links: list[tuple[str, str]] = field(default_factory=list)
 
 
 def _when(t: float | None) -> str:
@@ -144,19 +146,21 @@ def _run_facts(run: RunRecord) -> dict[str, Any]:
     }
 
 
-def _answers(f: Frame, baseline: str | None) -> list[dict[str, Any]]:
-    """Each answer: its question, the sentences its CIs allow, its table and notes."""
-    return [
-        {
-            "question": a.question,
-            "measure": a.measure,
-            "sentences": a.sentences(),
-            "undecided": a.undecided(),
-            "table": from_rich(standing.table(a)),
-            "notes": standing.notes(a),
-        }
-        for a in answers(f, baseline)
-    ]
+def answer_parts(f: Frame, baseline: str | None) -> list[dict[str, Any]]:
+    """Each answer as the report shows it (`answer_view`)."""
+    return [answer_view(a) for a in answers(f, baseline)]
+
+
+def answer_view(a: standing.Answer) -> dict[str, Any]:
+    """An answer: its question, the sentences its CIs allow, its table and notes."""
+    return {
+        "question": a.question,
+        "measure": a.measure,
+        "sentences": a.sentences(),
+        "undecided": a.undecided(),
+        "table": from_rich(standing.table(a)),
+        "notes": standing.notes(a),
+    }
 
 
 def _experiments(
@@ -227,7 +231,7 @@ def run_section(store: Store, run: RunRecord, opts: Options) -> dict[str, Any]:
         },
         "runtimes": order,
         "conditions": conditions.shown(f),
-        "answers": _answers(f, opts.ratio_baseline),
+        "answers": answer_parts(f, opts.ratio_baseline),
         "warnings": ranked(not_run(run) + warnings(f, store.events(run.id), opts.cv_warn)),
         "experiments": _experiments(run, f, figures, seen, alike),
         "alike": alike,
@@ -268,6 +272,7 @@ def render(store: Store, run_ids: list[str], opts: Options) -> str:
         title="virtbench report: " + ", ".join(f"{r.id} ({r.name})" for r in runs),
         sections=parts,
         hosts=across,
+        links=opts.links,
         version=__version__,
         generated=_when(dt.datetime.now().timestamp()),
         esc=html.escape,

@@ -172,7 +172,7 @@ class Store:
         samples (their first and last id): made from the rows once, then read whole
         until samples are added or removed. A store that cannot be written (read-only)
         still reads: the frame is then made each time."""
-        fp = self._fingerprint(run_id)
+        fp = self.samples_fingerprint(run_id)
         rows = self._db.rows("SELECT fingerprint, data FROM frames WHERE run_id = ?", (run_id,))
         if rows and rows[0]["fingerprint"] == fp:
             return Frame.from_bytes(bytes(rows[0]["data"]))
@@ -188,7 +188,7 @@ class Store:
             )
         return made
 
-    def _fingerprint(self, run_id: str) -> str:
+    def samples_fingerprint(self, run_id: str) -> str:
         """The run's first and last sample id: samples are only ever added (a new id is
         above every id there is) or discarded (`discard_samples`, which drops the frame),
         so these change whenever the samples do, and the index finds them at once."""

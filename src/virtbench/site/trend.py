@@ -1,0 +1,172 @@
+"""An entry's trends: each headline figure of each runtime over the entry's completed
+runs on one testbed (never two testbeds on one line), as the run files (site/data.py)
+hold them: the median with its 95% CI (or, with too few units for one, the range, said
+so) per run, and a change marked only where `compare`'s verdict against the run before
+says so. Drawn as small inline SVG charts, each on its own scale."""
+
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from virtbench.report.cells import quantity
+from virtbench.site.data import FLAGGED, KEY_FIELDS
+
+W, H, PAD = 320, 72, 6  # a chart's drawing box, in its own units
+
+
+@dataclass
+class Point:
+    run: str
+    created: float
+    median: float
+    low: float  # CI, or the range where `ci` is False; nan: neither
+    high: float
+    ci: bool
+    verdict: str = ""  # compare's, where it flags a change (FLAGGED)
+    change: str = ""  # its ratio in words
+
+
+@dataclass
+class Series:
+    figure: str  # the condition without its runtime, in words
+    runtime: str
+    unit: str
+    emulated: bool
+    points: list[Point] = field(default_factory=list)
+
+    @property
+    def flags(self) -> list[Point]:
+        return [p for p in self.points if p.verdict]
+
+
+def _num(x: Any) -> float:
+    return float(x) if isinstance(x, int | float) else math.nan
+
+
+def _key(d: dict[str, Any]) -> tuple[str, ...]:
+    return tuple(str(d[k]) for k in KEY_FIELDS)
+
+
+def _changes(doc: dict[str, Any]) -> dict[tuple[str, ...], dict[str, Any]]:
+    prev = doc.get("previous") or {}
+    return {_key(v): v for v in prev.get("verdicts", []) if v["verdict"] in FLAGGED}
+
+
+def _point(doc: dict[str, Any], s: dict[str, Any], flag: dict[str, Any] | None) -> Point:
+    ci = s["ci_low"] is not None
+    low, high = (s["ci_low"], s["ci_high"]) if ci else (s["minimum"], s["maximum"])
+    change = ""
+    if flag:
+        t = flag["times"]
+        change = f"{flag['verdict']}, {_ratio(t['point'], t['low'], t['high'])}"
+    return Point(
+        doc["run"]["id"],
+        doc["run"]["created"],
+        _num(s["median"]),
+        _num(low),
+        _num(high),
+        ci,
+        flag["verdict"] if flag else "",
+        change,
+    )
+
+
+def _ratio(x: Any, lo: Any, hi: Any) -> str:
+    """compare's ratio to the run before, which reads above 1 as worse either way."""
+    if not isinstance(x, int | float):
+        return "no ratio"
+    ci = f" ({lo:.2f}-{hi:.2f})" if isinstance(lo, int | float) else ""
+    return f"{x:.2f}x{ci} the run before"
+
+
+def series(docs: list[dict[str, Any]]) -> list[Series]:
+    """Every headline figure's series per runtime, from the entry's run files (oldest
+    first), by figure then runtime."""
+    out: dict[tuple[str, ...], Series] = {}
+    for doc in docs:
+        flags = _changes(doc)
+        for s in doc["summaries"]:
+            if not s["headline"]:
+                continue
+            key = _key(s)
+            if key not in out:
+                out[key] = Series(s["figure"], s["runtime"], s["unit"], s["emulated"])
+            out[key].points.append(_point(doc, s, flags.get(key)))
+    return [out[k] for k in sorted(out, key=lambda k: (out[k].figure, out[k].runtime))]
+
+
+def latest(s: Series) -> tuple[str, str]:
+    """The last point's median and its interval, in words."""
+    p = s.points[-1]
+    value, span = quantity(p.median, s.unit, p.low, p.high)
+    return value, (span if p.ci else f"range {span}" if span != "n/a" else span)
+
+
+def svg(s: Series, n_runs: int, index: dict[str, int]) -> str:
+    """The series as a chart: x is the run's place among the entry's `n_runs` runs
+    (`index`), y the figure on the series' own scale; a band for each interval, a dot
+    per median, a ring where a change is flagged; every point names its run."""
+    lows = [p.low for p in s.points if not math.isnan(p.low)]
+    highs = [p.high for p in s.points if not math.isnan(p.high)]
+    meds = [p.median for p in s.points if not math.isnan(p.median)]
+    if not meds:
+        return ""
+    lo, hi = min([*lows, *meds]), max([*highs, *meds])
+    span = (hi - lo) or abs(hi) or 1.0
+    lo, hi = lo - span * 0.05, hi + span * 0.05
+
+    def x(p: Point) -> float:
+        return PAD + (W - 2 * PAD) * (index[p.run] / max(1, n_runs - 1))
+
+    def y(v: float) -> float:
+        return PAD + (H - 2 * PAD) * (1 - (v - lo) / (hi - lo))
+
+    parts = [_axis(s, lo, hi)]
+    for p in s.points:
+        if not math.isnan(p.low):
+            dash = "" if p.ci else ' stroke-dasharray="2 2"'
+            parts.append(
+                f'<line x1="{x(p):.1f}" x2="{x(p):.1f}" y1="{y(p.low):.1f}" '
+                f'y2="{y(p.high):.1f}" class="ci"{dash}/>'
+            )
+    line = " ".join(f"{x(p):.1f},{y(p.median):.1f}" for p in s.points if not math.isnan(p.median))
+    parts.append(f'<polyline points="{line}" class="median"/>')
+    parts += [_dot(s, p, x(p), y(p.median)) for p in s.points if not math.isnan(p.median)]
+    label = html.escape(f"{s.figure} on {s.runtime}", quote=True)
+    return (
+        f'<svg class="trend" viewBox="0 0 {W} {H}" role="img" aria-label="{label}">'
+        + "".join(parts)
+        + "</svg>"
+    )
+
+
+def _axis(s: Series, lo: float, hi: float) -> str:
+    top, bottom = quantity(hi, s.unit)[0], quantity(lo, s.unit)[0]
+    return (
+        f'<text x="{PAD}" y="{PAD + 6}" class="tick">{html.escape(top)}</text>'
+        f'<text x="{PAD}" y="{H - 2}" class="tick">{html.escape(bottom)}</text>'
+    )
+
+
+def _dot(s: Series, p: Point, cx: float, cy: float) -> str:
+    value, span = quantity(p.median, s.unit, p.low, p.high)
+    what = "95% CI" if p.ci else "range"
+    tip = f"run {p.run}: {value} ({what} {span})" + (f"; {p.change}" if p.change else "")
+    mark = f" flag {p.verdict}" if p.verdict else ""
+    r = 4.5 if p.verdict else 2.5
+    return (
+        f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="{r}" class="dot{mark}">'
+        f"<title>{html.escape(tip)}</title></circle>"
+    )
+
+
+def flagged(doc: dict[str, Any]) -> dict[str, int]:
+    """How many of the run's conditions compare flagged against the run before, by
+    verdict (worse, better, failed), of all it compared (not only the headline ones)."""
+    out: dict[str, int] = {}
+    for v in _changes(doc).values():
+        out[v["verdict"]] = out.get(v["verdict"], 0) + 1
+    return out

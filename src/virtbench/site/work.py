@@ -1,0 +1,97 @@
+"""A run's own files, made from its samples: its report (the page `virtbench report`
+writes, with the site's links above it), its JSON (site/data.py), its Bencher file and
+the answers its testbed's leaderboard shows. Runs are independent of one another, so they
+are made by worker processes (`--jobs`), each pinned to one CPU, each with its own
+connection to the store (none crosses a fork)."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from virtbench.report import bmf, html
+from virtbench.report.answers import answers
+from virtbench.site import data
+from virtbench.site.plan import UNRECORDED
+from virtbench.store import Store, open_store
+
+
+@dataclass(frozen=True)
+class Task:
+    """What one run's files need: the run, the run it is compared with (None: none, or
+    a testbed that cannot tell) and the report's links back into the site."""
+
+    run: str
+    previous: str | None
+    links: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class Made:
+    run: str
+    report: str  # HTML
+    json: dict[str, Any]
+    bmf: dict[str, Any]
+    parts: list[dict[str, Any]]  # the answers as the report shows them
+
+
+def task_of(run: Any, links: list[tuple[str, str]]) -> Task:
+    """The task of a planned run (site/plan.py Run): compared with its entry's previous
+    completed run where its testbed was recorded."""
+    prev = run.previous.id if run.previous and run.testbed != UNRECORDED else None
+    return Task(run.id, prev, tuple(links))
+
+
+def make(store: Store, task: Task) -> Made:
+    """One run's files."""
+    run = store.run(task.run)
+    f = store.frame(task.run)
+    found = answers(f)
+    previous = None
+    if task.previous:
+        rows, none = data.verdicts(store.frame(task.previous), f)
+        previous = {"run": task.previous, "verdicts": rows, "none": none}
+    doc = data.run_json(run, f, found, previous)
+    sums = [(k, s) for k, s, _, _ in data.summaries(f)]
+    report = html.render(store, [task.run], html.Options(plots_dir=None, links=list(task.links)))
+    parts = [html.answer_view(a) for a in found]
+    for p in parts:
+        p["table"] = vars(p["table"])
+    return Made(task.run, report, doc, bmf.of_run(sums), parts)
+
+
+_store: Store | None = None  # a worker's own connection
+
+
+def _start(location: str | Path, cpus: Any) -> None:
+    global _store
+    cpu = cpus.get()
+    os.sched_setaffinity(0, {cpu})  # one CPU each: the report draws its figures in turn
+    _store = open_store(location)
+
+
+def _make(task: Task) -> Made:
+    assert _store is not None
+    return make(_store, task)
+
+
+def made(store: Store, location: str | Path, tasks: list[Task], jobs: int) -> Iterator[Made]:
+    """Each task's files as they are made: here with one job, else by `jobs` worker
+    processes (each run's frame is made here first: a worker only reads)."""
+    if jobs <= 1 or len(tasks) <= 1:
+        yield from (make(store, t) for t in tasks)
+        return
+    for run in sorted({r for t in tasks for r in (t.run, t.previous) if r}):
+        store.frame(run)
+    ctx = multiprocessing.get_context("fork")
+    cpus = ctx.SimpleQueue()
+    mine = sorted(os.sched_getaffinity(0))
+    for i in range(jobs):
+        cpus.put(mine[i % len(mine)])
+    with ProcessPoolExecutor(jobs, ctx, initializer=_start, initargs=(location, cpus)) as pool:
+        yield from pool.map(_make, tasks, chunksize=1)
