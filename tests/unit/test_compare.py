@@ -4,6 +4,7 @@ slowdown is flagged, identical data is not, and the exit code tells a CI job whi
 from __future__ import annotations
 
 from tests.fakerun import fake_run
+from tests.schemas import BMF_SCHEMA
 from typer.testing import CliRunner
 
 from virtbench.cli import app
@@ -120,26 +121,6 @@ def test_compare_memory_costs_by_their_slopes_and_refuses_a_baseline_below_resol
         for ln in why
     ), why
     assert any("PSS of each new instance" in ln and "median is 0 MiB" in ln for ln in why), why
-
-
-BMF_SCHEMA = {  # bencher.dev/bmf.json: benchmark -> measure -> value (lower/upper optional)
-    "type": "object",
-    "patternProperties": {
-        ".+": {
-            "type": "object",
-            "patternProperties": {
-                ".+": {
-                    "type": "object",
-                    "required": ["value"],
-                    "additionalProperties": False,
-                    "properties": {
-                        k: {"type": "number"} for k in ("value", "lower_value", "upper_value")
-                    },
-                }
-            },
-        }
-    },
-}
 
 
 def test_compare_writes_markdown_and_bencher_json_with_the_same_verdicts_and_exit(tmp_path):

@@ -56,7 +56,10 @@ class Files:
                 self.removed.append(path)
             _prune(target.parent, self.root)
         doc = {"virtbench": __version__, "files": dict(sorted(self.new.items()))}
-        _atomic(self.root / MANIFEST, json.dumps(doc, indent=1) + "\n")
+        text = json.dumps(doc, indent=1) + "\n"
+        path = self.root / MANIFEST
+        if not path.is_file() or path.read_text() != text:  # a build that changed nothing
+            _atomic(path, text)
 
 
 def _manifest(root: Path) -> dict[str, str]:

@@ -1,0 +1,225 @@
+"""`virtbench site` over fake-runtime stores (tests/fakerun.py) with a known truth: two
+testbeds never mix, a trend flags exactly the change injected, a second build writes
+nothing and a new run rewrites only what it changes, every link resolves, and every JSON
+file validates against the published schema (and Bencher's)."""
+
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote
+
+import jsonschema
+import pytest
+from tests.fakerun import ENVIRONMENT, fake_run
+from tests.schemas import BMF_SCHEMA
+from typer.testing import CliRunner
+
+from virtbench import site
+from virtbench.cli import app
+from virtbench.host import testbed
+from virtbench.site import schema
+from virtbench.store import Store
+
+runner = CliRunner()
+PUBLISHED = Path(__file__).resolve().parents[2] / "schema" / "site.schema.json"
+OTHER = {**ENVIRONMENT, "cpu_model": "Other CPU", "cpu_count": 16}
+CHANGE_AT = 6  # testbed A's run a6 makes crun 30% slower; nothing else changes
+
+
+def _on(store: Store, run: str, env: dict) -> None:
+    store.set_environment(run, {**env, "runtimes": {"runc": "0.0-fake", "crun": "0.0-fake"}})
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """Ten runs over time on testbed A (crun 1.3x from run a6 on), four on testbed B
+    (crun 2x throughout), and a site of them built with two worker processes."""
+    root = tmp_path_factory.mktemp("site")
+    store = Store(root / "store")
+    for i in range(10):
+        crun = 1.3 if i >= CHANGE_AT else 1.0
+        fake_run(store, f"a{i}", {"runc": 1.0, "crun": crun}, n=20, seed=i, name="boot")
+    for i in range(4):
+        fake_run(store, f"b{i}", {"runc": 1.0, "crun": 2.0}, n=20, seed=50 + i, name="boot")
+        _on(store, f"b{i}", OTHER)
+    b = site.build(store, root / "store", root / "out", jobs=2)
+    return store, root / "out", b
+
+
+def _json(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def test_leaderboards_never_mix_testbeds(built):
+    _, out, b = built
+    tb_a, tb_b = testbed.testbed_id(ENVIRONMENT), testbed.testbed_id(OTHER)
+    assert b.testbeds == 2 and b.runs == 14
+    for tb, runs, latest in ((tb_a, "a", "a9"), (tb_b, "b", "b3")):
+        [entry] = [p for p in (out / "tb" / tb).iterdir() if p.is_dir()]
+        doc = _json(entry / "latest.json")
+        assert doc["run"]["id"] == latest and doc["testbed"]["id"] == tb
+        page = (entry / "index.html").read_text()
+        shown = set(re.findall(r"runs/([ab]\d)\.html", page))
+        assert shown == {f"{runs}{i}" for i in range(10 if runs == "a" else 4)}
+        board = (out / "tb" / tb / "index.html").read_text()
+        assert set(re.findall(r"runs/([ab]\d)\.html", board)) == {latest}
+    # B's leaderboard says crun is about 2x runc, A's about 1.3x: each its own machine
+    a = _json(out / "runs" / "a9.json")["answers"][0]
+    b9 = _json(out / "runs" / "b3.json")["answers"][0]
+    ratio = {x["runtime"]: x["vs_best"] for x in a["ranked"]}["crun"]["point"]
+    assert a["best"] == "runc" and 1.2 < ratio < 1.4
+    ratio = {x["runtime"]: x["vs_best"] for x in b9["ranked"]}["crun"]["point"]
+    assert 1.8 < ratio < 2.2
+
+
+def test_trends_flag_exactly_the_injected_change(built):
+    _, out, _ = built
+    flagged = set()
+    for i in range(10):
+        doc = _json(out / "runs" / f"a{i}.json")
+        prev = doc["previous"]
+        assert (prev is None) == (i == 0)
+        for v in prev["verdicts"] if prev else []:
+            if v["verdict"] in ("worse", "better", "failed"):
+                flagged.add((doc["run"]["id"], v["runtime"], v["metric"]))
+    headline = {f for f in flagged if f[2] == "boot.spawn_to_exit"}
+    assert headline == {(f"a{CHANGE_AT}", "crun", "boot.spawn_to_exit")}
+    assert {f[:2] for f in flagged} == {(f"a{CHANGE_AT}", "crun")}
+    page = (out / "tb" / testbed.testbed_id(ENVIRONMENT)).glob("*/index.html")
+    text = next(iter(page)).read_text()
+    assert text.count('class="dot flag worse"') == 1
+    assert "a6: worse, 1.3" in text
+    # testbed B's first run is not compared with testbed A's last one
+    assert _json(out / "runs" / "b0.json")["previous"] is None
+
+
+def _links(page: Path) -> list[str]:
+    class Links(HTMLParser):
+        found: list[str] = []
+
+        def handle_starttag(self, tag, attrs):
+            for k, v in attrs:
+                if k in ("href", "src") and v and not v.startswith(("#", "data:")):
+                    self.found.append(v)
+
+    p = Links()
+    p.found = []
+    p.feed(page.read_text())
+    return p.found
+
+
+def test_every_link_resolves_and_every_json_validates(built):
+    _, out, _ = built
+    pages = list(out.rglob("*.html"))
+    assert len(pages) == 14 + 1 + 2 + 2  # runs, index, testbeds, entries
+    for page in pages:
+        for link in _links(page):
+            assert "://" not in link and not link.startswith("/"), (page, link)
+            target = (page.parent / unquote(link.split("#")[0])).resolve()
+            assert target.is_file() and out.resolve() in target.parents, (page, link)
+    validator = jsonschema.Draft202012Validator(_json(out / "schema" / "site.schema.json"))
+    docs = [*out.glob("runs/*[0-9].json"), *out.rglob("latest.json")]
+    assert len(docs) == 14 + 2
+    for path in docs:
+        validator.validate(_json(path))
+    for path in out.glob("runs/*.bmf.json"):
+        bmf = _json(path)
+        jsonschema.validate(bmf, BMF_SCHEMA)
+        assert "time to run and exit (hello, crun)" in bmf  # stable names, no run id
+
+
+def test_published_schema_is_current():
+    assert _json(PUBLISHED) == schema.schema(), (
+        "schema/site.schema.json is stale: virtbench site --schema > schema/site.schema.json"
+    )
+
+
+def test_a_second_build_writes_nothing_and_a_new_run_only_its_pages(tmp_path):
+    store = Store(tmp_path / "store")
+    for i in range(3):
+        fake_run(store, f"r{i}", {"runc": 1.0, "crun": 1.1}, n=8, seed=i)
+    fake_run(store, "o0", {"runc": 1.0, "crun": 1.1}, n=8, seed=9, name="other")
+    out = tmp_path / "out"
+    site.build(store, tmp_path / "store", out)
+    before = {p: p.stat().st_mtime_ns for p in out.rglob("*")}
+    again = site.build(store, tmp_path / "store", out)
+    assert again.made == [] and again.written == [] and again.removed == []
+    assert {p: p.stat().st_mtime_ns for p in out.rglob("*")} == before
+    fake_run(store, "r3", {"runc": 1.0, "crun": 1.1}, n=8, seed=3)
+    more = site.build(store, tmp_path / "store", out)
+    assert more.made == ["r3"]
+    tb = f"tb/{testbed.testbed_id(ENVIRONMENT)}"
+    [entry] = [p.name for p in (out / tb).iterdir() if p.name.startswith("fake-")]
+    assert set(more.written) == {
+        "runs/r3.html",
+        "runs/r3.json",
+        "runs/r3.bmf.json",
+        ".virtbench-site/answers/r3.json",
+        "index.html",
+        f"{tb}/index.html",
+        f"{tb}/{entry}/index.html",
+        f"{tb}/{entry}/latest.json",
+    }
+
+
+def test_a_run_that_left_the_store_leaves_the_site(tmp_path):
+    full, part = Store(tmp_path / "full"), Store(tmp_path / "part")
+    for s in (full, part):
+        fake_run(s, "k1", {"runc": 1.0, "crun": 1.1}, n=8, seed=1)
+    fake_run(full, "gone1", {"runc": 1.0, "crun": 1.1}, n=8, seed=2, name="gone")
+    out = tmp_path / "out"
+    site.build(full, tmp_path / "full", out)
+    assert (out / "runs" / "gone1.html").is_file()
+    b = site.build(part, tmp_path / "part", out)
+    assert {"runs/gone1.html", "runs/gone1.json", "runs/gone1.bmf.json"} <= set(b.removed)
+    assert not list(out.rglob("gone1*")) and not list(out.glob("tb/*/gone-*"))
+    assert (out / "runs" / "k1.html").is_file()
+
+
+def test_runs_without_facts_fleet_hosts_and_running_runs(tmp_path):
+    store = Store(tmp_path / "store")
+    for i, host in enumerate(("h1", "h2")):
+        fake_run(store, f"f{i}", {"runc": 1.0, "crun": 1.1}, n=8, seed=i, host=host, fleet="fl")
+    for i in range(2):
+        fake_run(store, f"u{i}", {"runc": 1.0, "crun": 1.1}, n=8, seed=5 + i, name="old")
+        store.set_environment(f"u{i}", {})
+    store.create_run("going", "boot", ["virtbench", "run"], {"name": "boot"})
+    out = tmp_path / "out"
+    b = site.build(store, tmp_path / "store", out)
+    assert b.running == 1 and b.runs == 4 and not (out / "runs" / "going.html").exists()
+    tb = out / "tb" / testbed.testbed_id(ENVIRONMENT)
+    names = sorted(p.name.rsplit("-", 1)[0] for p in tb.iterdir() if p.is_dir())
+    assert names == ["fake-on-h1", "fake-on-h2"]  # one entry per fleet host
+    assert _json(out / "runs" / "u1.json")["previous"] is None  # unknown machines: no flags
+    assert "recorded no machine facts" in (out / "tb" / "unrecorded" / "index.html").read_text()
+    assert "1 run still running is left out" in (out / "index.html").read_text()
+
+
+def test_a_directory_of_other_files_is_refused(tmp_path):
+    store = Store(tmp_path / "store")
+    fake_run(store, "k1", {"runc": 1.0, "crun": 1.1}, n=8)
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep me")
+    res = runner.invoke(app, ["site", str(tmp_path / "mine"), "--results", str(tmp_path / "store")])
+    assert res.exit_code != 0 and "did not write" in res.output
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "keep me"
+    assert sorted(p.name for p in (tmp_path / "mine").iterdir()) == ["notes.txt"]
+
+
+def test_the_command(tmp_path):
+    store = Store(tmp_path / "store")
+    for i in range(2):
+        fake_run(store, f"k{i}", {"runc": 1.0, "crun": 1.1}, n=8, seed=i)
+    args = ["site", str(tmp_path / "out"), "--results", str(tmp_path / "store"), "-j", "2"]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    assert "site: 2 runs on 1 testbed" in res.output and "made 2 runs' files" in res.output
+    res = runner.invoke(app, ["site", "--schema"])
+    assert json.loads(res.stdout) == schema.schema()
+    res = runner.invoke(app, [*args[:-1], "0"])
+    assert res.exit_code != 0 and "--jobs" in res.output
+    res = runner.invoke(app, ["site", str(tmp_path / "o2"), "--results", str(tmp_path / "none")])
+    assert res.exit_code != 0 and "no results store" in res.output
