@@ -44,9 +44,11 @@ def fake_run(
     name: str = "fake",
     host: str = "",
     fleet: str = "",
+    emulated: tuple[str, ...] = (),
 ) -> str:
     """Write run `run_id` with runtimes `factors` (name -> slowdown factor) and return it;
-    `host` and `fleet` make it one host's run of a fleet."""
+    `host` and `fleet` make it one host's run of a fleet; the `emulated` runtimes' samples
+    are marked as measured under emulation."""
     rng = np.random.default_rng(seed)
     runtimes = list(factors)
     spec = {"name": name, "runtimes": runtimes, "experiment": [{"type": e} for e in experiments]}
@@ -54,7 +56,7 @@ def fake_run(
     env = {**ENVIRONMENT, "runtimes": {r: "0.0-fake" for r in runtimes}}
     store.set_environment(run_id, env)
     store.add_artifact(run_id, {"name": "rootfs-fake", "digest": "f" * 64, "disk_bytes": 4096})
-    w = _Writer(store, run_id, rng, n, cv)
+    w = _Writer(store, run_id, rng, n, cv, frozenset(emulated))
     for runtime, f in factors.items():
         params = {"network": "none", "artifact": "f" * 16}
         for experiment, write in WRITERS.items():  # in this order: the draws follow it
@@ -71,9 +73,16 @@ class _Writer:
     decides every value) and written into the store as a real run writes them."""
 
     def __init__(
-        self, store: Store, run_id: str, rng: np.random.Generator, n: int, cv: float
+        self,
+        store: Store,
+        run_id: str,
+        rng: np.random.Generator,
+        n: int,
+        cv: float,
+        emulated: frozenset[str] = frozenset(),
     ) -> None:
         self.store, self.run_id, self.rng, self.n, self.cv = store, run_id, rng, n, cv
+        self.emulated = emulated
         self.t0 = time.time()
 
     def draw(
@@ -108,6 +117,7 @@ class _Writer:
                 workload=workload,
                 repetition=rep,
                 t=self.t0 + rep,
+                emulated=runtime in self.emulated,
                 **kw,  # type: ignore[arg-type]
             ),
         )

@@ -9,75 +9,15 @@ goes to a dead proxy on loopback, and its background services are off."""
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
-from tests.conftest import need
+from tests.browser.chrome import LAYOUT, problems, requests
 from tests.fakerun import fake_run
 from typer.testing import CliRunner
 
 from virtbench.cli import app
 from virtbench.store import Store
-
-CHROMIUM = shutil.which("chromium")
-CHROMEDRIVER = shutil.which("chromedriver")
-NO_NETWORK = [
-    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost",
-    "--proxy-server=127.0.0.1:9",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-domain-reliability",
-    "--disable-client-side-phishing-detection",
-    "--disable-sync",
-    "--disable-default-apps",
-    "--disable-extensions",
-    "--no-pings",
-    "--no-first-run",
-    "--metrics-recording-only",
-]
-
-
-@pytest.fixture
-def browser():
-    missing = "chromium and chromedriver not on PATH (apt-get install chromium chromium-driver)"
-    need(bool(CHROMIUM and CHROMEDRIVER), missing)
-    os.environ.setdefault("SE_AVOID_STATS", "true")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for arg in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--window-size=1300,900",
-        *NO_NETWORK,
-    ):
-        opts.add_argument(arg)
-    opts.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
-    try:
-        yield driver
-    finally:
-        driver.quit()
-
-
-def problems(driver) -> list[dict]:
-    return [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "WARNING")]
-
-
-def requests(driver) -> list[str]:
-    import json
-
-    urls = []
-    for entry in driver.get_log("performance"):
-        msg = json.loads(entry["message"])["message"]
-        if msg.get("method") == "Network.requestWillBeSent":
-            urls.append(msg["params"]["request"]["url"])
-    return urls
 
 
 def test_report_opens_in_headless_chromium_without_console_errors(browser, tmp_path):
@@ -110,27 +50,6 @@ def test_report_opens_in_headless_chromium_without_console_errors(browser, tmp_p
     browser.set_window_size(1300, min(int(height) + 100, 16000))
     shot = Path(os.environ.get("VIRTBENCH_SCREENSHOT", tmp_path / "report.png"))
     assert browser.save_screenshot(str(shot)) and shot.stat().st_size > 50_000
-
-
-# What a page must not do at a width, as the browser laid it out: scroll sideways, show
-# an image it could not draw, or draw text beyond its own box.
-LAYOUT = """
-const out = {overflow: 0, empty: [], spill: []};
-out.overflow = document.documentElement.scrollWidth - window.innerWidth;
-for (const e of document.querySelectorAll('figure svg, img')) {
-  const r = e.getBoundingClientRect();
-  if (r.width < 1 || r.height < 1 || (e.tagName === 'IMG' && !e.naturalWidth))
-    out.empty.push(e.outerHTML.slice(0, 80));
-}
-const text = 'p, li, h1, h2, h3, h4, caption, figcaption, th, td, summary, pre, code, nav a';
-for (const e of document.querySelectorAll(text)) {
-  const style = getComputedStyle(e);
-  if (['auto', 'scroll'].includes(style.overflowX)) continue;
-  if (e.scrollWidth > e.clientWidth + 1 && e.clientWidth > 0)
-    out.spill.push(e.tagName + ': ' + e.textContent.trim().slice(0, 60));
-}
-return out;
-"""
 
 
 def test_layout_check_sees_overflow_a_missing_image_and_spilled_text(browser, tmp_path):

@@ -14,7 +14,7 @@ from typing import Any
 from virtbench.report.cells import quantity
 from virtbench.site.data import FLAGGED, KEY_FIELDS
 
-W, H, PAD = 320, 72, 6  # a chart's drawing box, in its own units
+W, H, PAD, LEFT = 320, 72, 6, 52  # a chart's drawing box, in its own units
 
 
 @dataclass
@@ -119,7 +119,7 @@ def svg(s: Series, n_runs: int, index: dict[str, int]) -> str:
     lo, hi = lo - span * 0.05, hi + span * 0.05
 
     def x(p: Point) -> float:
-        return PAD + (W - 2 * PAD) * (index[p.run] / max(1, n_runs - 1))
+        return LEFT + (W - LEFT - PAD) * (index[p.run] / max(1, n_runs - 1))
 
     def y(v: float) -> float:
         return PAD + (H - 2 * PAD) * (1 - (v - lo) / (hi - lo))
@@ -146,8 +146,9 @@ def svg(s: Series, n_runs: int, index: dict[str, int]) -> str:
 def _axis(s: Series, lo: float, hi: float) -> str:
     top, bottom = quantity(hi, s.unit)[0], quantity(lo, s.unit)[0]
     return (
-        f'<text x="{PAD}" y="{PAD + 6}" class="tick">{html.escape(top)}</text>'
-        f'<text x="{PAD}" y="{H - 2}" class="tick">{html.escape(bottom)}</text>'
+        f'<text x="{LEFT - 6}" y="{PAD + 4}" class="tick">{html.escape(top)}</text>'
+        f'<text x="{LEFT - 6}" y="{H - PAD}" class="tick">{html.escape(bottom)}</text>'
+        f'<line x1="{LEFT - 3}" x2="{LEFT - 3}" y1="{PAD}" y2="{H - PAD}" class="axis"/>'
     )
 
 
