@@ -223,3 +223,24 @@ def test_the_command(tmp_path):
     assert res.exit_code != 0 and "--jobs" in res.output
     res = runner.invoke(app, ["site", str(tmp_path / "o2"), "--results", str(tmp_path / "none")])
     assert res.exit_code != 0 and "no results store" in res.output
+
+
+def test_a_build_stopped_midway_is_finished_by_the_next(tmp_path, monkeypatch):
+    store = Store(tmp_path / "store")
+    for i in range(3):
+        fake_run(store, f"k{i}", {"runc": 1.0, "crun": 1.1}, n=8, seed=i)
+    made = site.work.make
+
+    def stops_at_the_second(s, task):
+        if task.run == "k1":
+            raise KeyboardInterrupt
+        return made(s, task)
+
+    monkeypatch.setattr(site.work, "make", stops_at_the_second)
+    with pytest.raises(KeyboardInterrupt):
+        site.build(store, tmp_path / "store", tmp_path / "out")
+    assert (tmp_path / "out" / "runs" / "k0.html").is_file()
+    monkeypatch.setattr(site.work, "make", made)
+    b = site.build(store, tmp_path / "store", tmp_path / "out")
+    assert b.made == ["k1", "k2"]  # k0's files were recorded as made
+    assert (tmp_path / "out" / "index.html").is_file()

@@ -6,7 +6,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -59,12 +59,19 @@ def site(
     start = time.monotonic()
     built = sitemod.build(store, store_url or results, directory, jobs=n)
     took = time.monotonic() - start
-    err.print(
-        f"site: {built.runs} run{'s' * (built.runs != 1)} on {built.testbeds} "
-        f"testbed{'s' * (built.testbeds != 1)} in {directory}: made {len(built.made)} "
-        f"run{'s' * (len(built.made) != 1)}' files, wrote {len(built.written)} files, "
-        f"removed {len(built.removed)} ({took:.1f} s)"
-    )
+    err.print(_said(built, directory, took))
     if built.running:
         err.print(f"left out: {built.running} run(s) still running")
     err.print(f"open {directory / 'index.html'}")
+
+
+def _said(built: Any, directory: Path, took: float) -> str:
+    """`site: 3 runs on 1 testbed in site: made 1 run's files, wrote 9 files, ...`"""
+    k = len(built.made)
+    whose = "1 run's" if k == 1 else f"{k} runs'"
+    runs = f"{built.runs} run{'s' * (built.runs != 1)}"
+    beds = f"{built.testbeds} testbed{'s' * (built.testbeds != 1)}"
+    return (
+        f"site: {runs} on {beds} in {directory}: made {whose} files, wrote "
+        f"{len(built.written)} files, removed {len(built.removed)} ({took:.1f} s)"
+    )

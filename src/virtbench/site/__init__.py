@@ -62,10 +62,14 @@ def build(store: Store, location: str | Path, root: Path, jobs: int = 1) -> Buil
     todo = [r for r in site.runs if not _fresh(files, r)]
     tasks = [work.task_of(r, pages.run_links(r, describe[r.testbed])) for r in todo]
     digests = {r.id: r.digest for r in todo}
-    for m in work.made(store, location, tasks, jobs):
-        _write_run(files, m, digests[m.run])
-    _write_pages(files, site, root)
-    files.write("schema/site.schema.json", schema_text())
+    try:
+        for m in work.made(store, location, tasks, jobs):
+            _write_run(files, m, digests[m.run])
+        _write_pages(files, site, root)
+        files.write("schema/site.schema.json", schema_text())
+    except BaseException:
+        files.stopped()
+        raise
     files.finish()
     return Built(
         len(site.runs),

@@ -47,6 +47,12 @@ class Files:
         self.new[path] = digest
         self.written.append(path)
 
+    def stopped(self) -> None:
+        """A build that did not end (an error, Ctrl-C): record what it wrote beside what
+        was there, removing nothing, so that the next build knows every file it finds."""
+        self.new = {**self.old, **self.new}
+        self._record()
+
     def finish(self) -> None:
         """Remove what the site no longer has, then record what it has."""
         for path in sorted(set(self.old) - set(self.new)):
@@ -55,6 +61,9 @@ class Files:
                 target.unlink()
                 self.removed.append(path)
             _prune(target.parent, self.root)
+        self._record()
+
+    def _record(self) -> None:
         doc = {"virtbench": __version__, "files": dict(sorted(self.new.items()))}
         text = json.dumps(doc, indent=1) + "\n"
         path = self.root / MANIFEST

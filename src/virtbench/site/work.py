@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from virtbench.errors import VirtbenchError
 from virtbench.report import bmf, html
 from virtbench.report.answers import answers
 from virtbench.site import data
@@ -48,7 +49,14 @@ def task_of(run: Any, links: list[tuple[str, str]]) -> Task:
 
 
 def make(store: Store, task: Task) -> Made:
-    """One run's files."""
+    """One run's files; an error names the run."""
+    try:
+        return _make_files(store, task)
+    except VirtbenchError as exc:
+        raise VirtbenchError(f"site: run {task.run}: {exc}") from None
+
+
+def _make_files(store: Store, task: Task) -> Made:
     run = store.run(task.run)
     f = store.frame(task.run)
     found = answers(f)
