@@ -205,3 +205,15 @@ def test_runs_from_different_testbeds_get_no_verdict_unless_asked(tmp_path):
     assert testbed.testbed_id(host) == testbed.testbed_id(dict(host)) != ""
     assert testbed.testbed_id({**host, "loadgen": {"host": "lg1"}}) != testbed.testbed_id(host)
     assert testbed.testbed_id({}) == "" and testbed.differences({}, host) == []
+
+
+def test_a_figure_where_more_is_better_that_fell_to_zero_is_without_end_worse():
+    import math
+
+    from virtbench.analysis.significance import ABResult
+    from virtbench.report.compare import Row, times
+
+    r = ABResult(5, 5, 10.0, 0.0, -1.0, 0.01)
+    key = ("throughput", "nginx.requests_per_s", "req/s", "nginx", "0", "", "", "")
+    row = Row(key, "higher", r, 0.01, "worse", ci=(-1.0, -0.5))
+    assert times(row) == (math.inf, 2.0, math.inf)

@@ -39,9 +39,10 @@ def of_rows(rows: list[Row], name_b: str) -> Bmf:
     return out
 
 
-def of_run(summaries: Iterable[tuple[Key, Summary]]) -> Bmf:
+def of_run(summaries: Iterable[tuple[Key, Summary]], emulated: frozenset[str] = frozenset()) -> Bmf:
     """One run's figures under names that stay the same from run to run (a run id is
-    not in them): each condition's median, bounded by its 95% CI where it has one."""
+    not in them): each condition's median, bounded by its 95% CI where it has one; a
+    runtime measured under emulation is named so ("... (emulated)")."""
     out: Bmf = {}
     for key, s in summaries:
         if not math.isfinite(s.median):
@@ -49,5 +50,6 @@ def of_run(summaries: Iterable[tuple[Key, Summary]]) -> Bmf:
         value = {"value": float(s.median)}
         if math.isfinite(s.ci_low) and math.isfinite(s.ci_high):
             value |= {"lower_value": float(s.ci_low), "upper_value": float(s.ci_high)}
-        out.setdefault(label(key), {})[slug(key[2])] = value
+        name = label(key) + (" (emulated)" if key[-1] in emulated else "")
+        out.setdefault(name, {})[slug(key[2])] = value
     return out

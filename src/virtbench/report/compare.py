@@ -308,7 +308,11 @@ def times(row: Row) -> tuple[float, float, float]:
     c, (lo, hi) = row.result.change, row.ci
     if row.direction == "lower":
         return 1 + c, 1 + lo, 1 + hi
-    return 1 / (1 + c), 1 / (1 + hi), 1 / (1 + lo)
+
+    def inverse(x: float) -> float:  # B's figure 0 where more is better: without end worse
+        return 1 / x if x else math.inf
+
+    return inverse(1 + c), inverse(1 + hi), inverse(1 + lo)
 
 
 def sentences(rows: list[Row], name_a: str, name_b: str) -> list[str]:

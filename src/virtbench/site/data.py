@@ -17,6 +17,7 @@ from virtbench.analysis.stats import Summary
 from virtbench.errors import VirtbenchError
 from virtbench.host import testbed
 from virtbench.report import compare as cmp
+from virtbench.report.answers import emulated_runtimes
 from virtbench.report.cells import summarize_rows
 from virtbench.report.export import clean
 from virtbench.report.standing import Answer, Standing
@@ -25,7 +26,7 @@ from virtbench.store.records import RunRecord
 
 SCHEMA_ID = "https://virtbench.dev/schema/site.schema.json"
 KEY_FIELDS = (*cmp.FIELDS[:-2], "level", "runtime")  # compare's condition, in words
-FLAGGED = ("worse", "better", "failed")  # the verdicts a trend marks
+FLAGGED = ("worse", "better", "failed", "missing")  # compare's verdicts a page marks
 
 
 def summaries(f: Frame) -> list[tuple[cmp.Key, Summary, int, int]]:
@@ -140,7 +141,7 @@ def run_json(
 ) -> dict[str, Any]:
     """The run's file: its facts, testbed, counts, summaries, answers and `previous`
     ({run, verdicts, none: why there are none} or null)."""
-    emulated = set().union(*(a.emulated for a in found)) if found else set()
+    emulated = emulated_runtimes(f)
     kept = f.take(~f.warmup)
     return clean(
         {

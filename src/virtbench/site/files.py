@@ -27,6 +27,8 @@ class Files:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.old = _manifest(root)
+        if not (root / MANIFEST).is_file():  # before the first page: a build killed
+            _atomic(root / MANIFEST, json.dumps({"files": {}}) + "\n")  # is redone
         self.new: dict[str, str] = {}
         self.written: list[str] = []
         self.removed: list[str] = []
@@ -102,8 +104,12 @@ def _inside(path: str) -> bool:
 def _atomic(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def _prune(folder: Path, root: Path) -> None:

@@ -121,6 +121,18 @@ def _run_row(r: Run, page: str) -> dict[str, Any]:
     }
 
 
+def _against(doc: dict[str, Any]) -> str:
+    """What the run was compared with, or why it was not."""
+    prev = doc.get("previous")
+    if prev is None:
+        if doc.get("testbed", {}).get("id"):
+            return "no completed run before it"
+        return "not compared: no machine facts"
+    if prev.get("none"):
+        return f"not compared with {prev['run']}: {prev['none']}"
+    return f"against {prev['run']}"
+
+
 def entry_page(t: Testbed, e: Entry, docs: dict[str, dict[str, Any]]) -> str:
     """The entry's runs (newest first) and the trend of every headline figure over its
     completed ones."""
@@ -130,15 +142,16 @@ def entry_page(t: Testbed, e: Entry, docs: dict[str, dict[str, Any]]) -> str:
     series = trend.series([docs[r] for r in done])
     figures: dict[str, list[dict[str, Any]]] = {}
     for s in series:
-        value, span = trend.latest(s)
-        figures.setdefault(s.figure, []).append(
-            {"s": s, "value": value, "span": span, "svg": trend.svg(s, len(done), place)}
-        )
+        run, value, span = trend.latest(s)
+        row = {"s": s, "run": run, "value": value, "span": span}
+        figures.setdefault(s.figure, []).append(row | {"svg": trend.svg(s, len(done), place)})
     runs = []
     for r in reversed(e.runs):
         row = _run_row(r, page)
-        flags = trend.flagged(docs[r.id]) if r.id in docs else {}
-        runs.append({**row, "flags": flags, "samples": docs.get(r.id, {}).get("counts")})
+        doc = docs.get(r.id, {})
+        flags = trend.flagged(doc) if doc else {}
+        runs.append({**row, "flags": flags, "against": _against(doc), "doc": bool(doc)})
+        runs[-1]["samples"] = doc.get("counts")
     return ENV.get_template("entry.html.j2").render(
         testbed=t,
         entry=e,

@@ -54,8 +54,9 @@ class Run:
     @property
     def digest(self) -> str:
         """What its files (report, JSON, BMF) are made of: the run and the run it is
-        compared with."""
-        return digest(self.own, self.previous.own if self.previous else None)
+        compared with (none on machines not recorded)."""
+        compared = self.previous is not None and self.testbed != UNRECORDED
+        return digest(self.own, self.previous.own if compared else None)
 
 
 @dataclass

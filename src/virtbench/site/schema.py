@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from virtbench.report.compare import VERDICT_STYLE
 from virtbench.site.data import KEY_FIELDS, SCHEMA_ID
 
 NUM = {"type": ["number", "null"]}
@@ -87,7 +88,7 @@ VERDICT = _object(
     {
         **KEY,
         "label": STR,
-        "verdict": {"enum": ["better", "worse", "no change", "too few", "failed", "missing"]},
+        "verdict": {"enum": list(VERDICT_STYLE)},
         "times": {**INTERVAL, "description": "the run in the previous one's terms, >1 worse"},
         "p_adjusted": NUM,
         "reason": {**STR, "description": "why there is no ratio"},

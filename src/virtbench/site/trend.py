@@ -93,16 +93,17 @@ def series(docs: list[dict[str, Any]]) -> list[Series]:
                 continue
             key = _key(s)
             if key not in out:
-                out[key] = Series(s["figure"], s["runtime"], s["unit"], s["emulated"])
+                out[key] = Series(s["figure"], s["runtime"], s["unit"], False)
+            out[key].emulated |= s["emulated"]  # in any run: its line is marked
             out[key].points.append(_point(doc, s, flags.get(key)))
     return [out[k] for k in sorted(out, key=lambda k: (out[k].figure, out[k].runtime))]
 
 
-def latest(s: Series) -> tuple[str, str]:
-    """The last point's median and its interval, in words."""
+def latest(s: Series) -> tuple[str, str, str]:
+    """The last point's run, its median and its interval, in words."""
     p = s.points[-1]
     value, span = quantity(p.median, s.unit, p.low, p.high)
-    return value, (span if p.ci else f"range {span}" if span != "n/a" else span)
+    return p.run, value, (span if p.ci else f"range {span}" if span != "n/a" else span)
 
 
 def svg(s: Series, n_runs: int, index: dict[str, int]) -> str:

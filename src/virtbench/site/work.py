@@ -16,7 +16,7 @@ from typing import Any
 
 from virtbench.errors import VirtbenchError
 from virtbench.report import bmf, html
-from virtbench.report.answers import answers
+from virtbench.report.answers import answers, emulated_runtimes
 from virtbench.site import data
 from virtbench.site.plan import UNRECORDED
 from virtbench.store import Store, open_store
@@ -54,6 +54,8 @@ def make(store: Store, task: Task) -> Made:
         return _make_files(store, task)
     except VirtbenchError as exc:
         raise VirtbenchError(f"site: run {task.run}: {exc}") from None
+    except Exception as exc:  # a run the site cannot read: named, with what went wrong
+        raise VirtbenchError(f"site: run {task.run}: {type(exc).__name__}: {exc}") from exc
 
 
 def _make_files(store: Store, task: Task) -> Made:
@@ -70,17 +72,17 @@ def _make_files(store: Store, task: Task) -> Made:
     parts = [html.answer_view(a) for a in found]
     for p in parts:
         p["table"] = vars(p["table"])
-    return Made(task.run, report, doc, bmf.of_run(sums), parts)
+    return Made(task.run, report, doc, bmf.of_run(sums, emulated_runtimes(f)), parts)
 
 
 _store: Store | None = None  # a worker's own connection
 
 
-def _start(location: str | Path, cpus: Any) -> None:
+def _start(location: str | Path, alive: Any, cpus: Any) -> None:
     global _store
     cpu = cpus.get()
     os.sched_setaffinity(0, {cpu})  # one CPU each: the report draws its figures in turn
-    _store = open_store(location)
+    _store = open_store(location, alive=alive)  # a dead run reads crashed, as here
 
 
 def _make(task: Task) -> Made:
@@ -101,5 +103,6 @@ def made(store: Store, location: str | Path, tasks: list[Task], jobs: int) -> It
     mine = sorted(os.sched_getaffinity(0))
     for i in range(jobs):
         cpus.put(mine[i % len(mine)])
-    with ProcessPoolExecutor(jobs, ctx, initializer=_start, initargs=(location, cpus)) as pool:
+    start = (location, store.alive, cpus)
+    with ProcessPoolExecutor(jobs, ctx, initializer=_start, initargs=start) as pool:
         yield from pool.map(_make, tasks, chunksize=1)
