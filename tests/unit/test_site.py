@@ -27,6 +27,7 @@ runner = CliRunner()
 PUBLISHED = Path(__file__).resolve().parents[2] / "schema" / "site.schema.json"
 OTHER = {**ENVIRONMENT, "cpu_model": "Other CPU", "cpu_count": 16}
 CHANGE_AT = 6  # testbed A's run a6 makes crun 30% slower; nothing else changes
+BOTH = ("boot", "density")  # medians, and a cost per instance fitted from a pile-up
 
 
 def _on(store: Store, run: str, env: dict) -> None:
@@ -41,7 +42,7 @@ def built(tmp_path_factory):
     store = Store(root / "store")
     for i in range(10):
         crun = 1.3 if i >= CHANGE_AT else 1.0
-        fake_run(store, f"a{i}", {"runc": 1.0, "crun": crun}, n=20, seed=i, name="boot")
+        fake_run(store, f"a{i}", {"runc": 1.0, "crun": crun}, BOTH, n=20, seed=i, name="boot")
     for i in range(4):
         fake_run(store, f"b{i}", {"runc": 1.0, "crun": 2.0}, n=20, seed=50 + i, name="boot")
         _on(store, f"b{i}", OTHER)
@@ -90,7 +91,13 @@ def test_trends_flag_exactly_the_injected_change(built):
     assert {f[:2] for f in flagged} == {(f"a{CHANGE_AT}", "crun")}
     page = (out / "tb" / testbed.testbed_id(ENVIRONMENT)).glob("*/index.html")
     text = next(iter(page)).read_text()
-    assert text.count('class="dot flag worse"') == 1
+    series = text.split('<div class="series">')[1:]
+    marked = [block for block in series if 'class="dot flag' in block]
+    # crun's time to exit and its memory per instance (a fitted cost), each at a6 only
+    assert len(marked) >= 2 and all("<strong>crun</strong>" in b for b in marked), marked
+    assert all(b.count('class="dot flag worse"') == 1 for b in marked)
+    assert all(re.search(r'flag worse"><title>run a6: ', b) for b in marked)
+    assert any("memory per instance" in b for b in text.split("<h4>") if "flag worse" in b)
     assert "a6: worse, 1.3" in text
     # testbed B's first run is not compared with testbed A's last one
     assert _json(out / "runs" / "b0.json")["previous"] is None

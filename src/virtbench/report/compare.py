@@ -104,22 +104,28 @@ def _fit_results(
     fa, fb = cost_fits(a), cost_fits(b)
     out: dict[Key, tuple[ABResult, str, tuple[str, str]]] = {}
     for (metric, rt), x in fa.items():
-        m = metrics.lookup(metric)
         side_b = [
             f for (mb, rb), f in fb.items() if mb == metric and (rb == rt or not with_runtime)
         ]
         if len(side_b) != 1:
             continue
         y = side_b[0]
-        rows = np.flatnonzero(a.where("metric", m.fits or "") & a.where("runtime", rt))
-        workload = a.labels["workload"][a.codes["workload"][rows[0]]] if rows.size else ""
-        key = (metric.partition(".")[0], metric, m.unit, workload, "0", "", "", "")
-        key = (*key, rt) if with_runtime else key
+        key = fit_key(a, metric, rt)
+        key = key if with_runtime else key[:-1]
         why = baseline_refusal(x, metric, "A") or ""
         change = math.nan if why else y.slope / x.slope - 1
         r = ABResult(x.points, y.points, x.slope, y.slope, change, p_difference(x, y))
         out[key] = (r, why, (cost_cells(x, metric)[0], cost_cells(y, metric)[0]))
     return out
+
+
+def fit_key(f: Frame, metric: str, runtime: str) -> Key:
+    """The condition (with its runtime) of a memory cost fitted from the frame's series:
+    its workload is the series', and it has no background, attacker or level."""
+    m = metrics.lookup(metric)
+    rows = np.flatnonzero(f.where("metric", m.fits or "") & f.where("runtime", runtime))
+    workload = f.labels["workload"][f.codes["workload"][rows[0]]] if rows.size else ""
+    return (metric.partition(".")[0], metric, m.unit, workload, "0", "", "", "", runtime)
 
 
 FIELDS = (

@@ -106,10 +106,10 @@ def _write_pages(files: Files, site: Plan, root: Path) -> None:
     from virtbench.site.data import dumps
 
     docs = {r.id: _read(root / run_files(r.id)["json"]) for r in site.runs}
-    files.write(pages.INDEX, pages.index(site))
+    latest = [e.latest for t in site.testbeds for e in t.entries if e.latest]
+    parts = {r.id: _read(root / run_files(r.id)["parts"])["answers"] for r in latest}
+    files.write(pages.INDEX, pages.index(site, parts, docs))
     for t in site.testbeds:
-        latest = [e.latest for e in t.entries if e.latest]
-        parts = {r.id: _read(root / run_files(r.id)["parts"])["answers"] for r in latest}
         files.write(f"{pages.testbed_dir(t.id)}/{pages.INDEX}", pages.testbed_page(t, parts))
         for e in t.entries:
             folder = pages.entry_dir(e)

@@ -40,6 +40,32 @@ def summaries(f: Frame) -> list[tuple[cmp.Key, Summary, int, int]]:
     return out
 
 
+def fits(f: Frame) -> list[dict[str, Any]]:
+    """Every memory cost fitted from a pile-up (report/fits.py): the slope per instance
+    with its 95% CI, keyed as `compare` keys it."""
+    from virtbench.report.fits import cost_fits
+
+    emulated = emulated_runtimes(f)
+    out = []
+    for (metric, rt), fit in sorted(cost_fits(f).items()):
+        key = cmp.fit_key(f, metric, rt)
+        out.append(
+            {
+                **dict(zip(KEY_FIELDS, key, strict=True)),
+                "label": cmp.label(key),
+                "figure": cmp.label(key[:-1]),
+                "headline": True,
+                "emulated": rt in emulated,
+                "slope": fit.slope,
+                "ci_low": fit.ci_low,
+                "ci_high": fit.ci_high,
+                "points": fit.points,
+                "groups": fit.groups,
+            }
+        )
+    return out
+
+
 def headline(key: cmp.Key) -> bool:
     """A figure a trend follows: a worker's own result, not a side one."""
     m = metrics.lookup(key[1], key[3])
@@ -139,7 +165,8 @@ def run_json(
     found: list[Answer],
     previous: dict[str, Any] | None,
 ) -> dict[str, Any]:
-    """The run's file: its facts, testbed, counts, summaries, answers and `previous`
+    """The run's file: its facts, testbed, counts, summaries, fitted costs, answers and
+    `previous`
     ({run, verdicts, none: why there are none} or null)."""
     emulated = emulated_runtimes(f)
     kept = f.take(~f.warmup)
@@ -162,6 +189,7 @@ def run_json(
             "summaries": [
                 _summary(k, s, bad, n, k[-1] in emulated) for k, s, bad, n in summaries(f)
             ],
+            "fits": fits(f),
             "answers": [answer(a) for a in found],
             "previous": previous,
         }

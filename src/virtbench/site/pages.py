@@ -69,19 +69,37 @@ def run_links(run: Run, describe: str) -> list[tuple[str, str]]:
     ]
 
 
-def index(p: Plan) -> str:
+def index(p: Plan, parts: dict[str, list[dict[str, Any]]], docs: dict[str, Any]) -> str:
+    """The testbeds, and per testbed its entries: their latest run, what its first
+    answer says and what compare flagged against the run before it."""
     page = INDEX
-    beds = [
-        {
-            "id": t.id,
-            "describe": t.describe,
-            "href": href(f"{testbed_dir(t.id)}/{INDEX}", page),
-            "entries": len(t.entries),
-            "runs": sum(len(e.runs) for e in t.entries),
-            "last": max(r.record.created for e in t.entries for r in e.runs),
-        }
-        for t in p.testbeds
-    ]
+    beds = []
+    for t in p.testbeds:
+        entries = []
+        for e in t.entries:
+            last = e.latest
+            first = (parts.get(last.id) or [None])[0] if last else None
+            entries.append(
+                {
+                    "name": e.name + (f" on {e.host}" if e.host else ""),
+                    "href": href(f"{entry_dir(e)}/{INDEX}", page),
+                    "runs": len(e.runs),
+                    "last": None if last is None else _run_row(last, page),
+                    "first": first,
+                    "flags": trend.flagged(docs[last.id]) if last else {},
+                    "against": _against(docs[last.id]) if last else "",
+                }
+            )
+        beds.append(
+            {
+                "id": t.id,
+                "describe": t.describe,
+                "href": href(f"{testbed_dir(t.id)}/{INDEX}", page),
+                "runs": sum(len(e.runs) for e in t.entries),
+                "last": max(r.record.created for e in t.entries for r in e.runs),
+                "entries": entries,
+            }
+        )
     return ENV.get_template("index.html.j2").render(
         testbeds=beds, running=p.running, schema=href("schema/site.schema.json", page)
     )

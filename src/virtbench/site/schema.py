@@ -50,6 +50,20 @@ SUMMARY = _object(
         "total": INT,
     }
 )
+FIT = _object(
+    {
+        **KEY,
+        "label": STR,
+        "figure": STR,
+        "headline": BOOL,
+        "emulated": BOOL,
+        "slope": {**NUM, "description": "the cost per instance: a slope, not a median"},
+        "ci_low": {**NUM, "description": "its 95% CI (null: none)"},
+        "ci_high": NUM,
+        "points": INT,
+        "groups": {**INT, "description": "the pile-ups it was fitted over"},
+    }
+)
 INTERVAL = _object({"point": NUM, "low": NUM, "high": NUM})
 STANDING = _object(
     {
@@ -126,6 +140,7 @@ def schema() -> dict[str, Any]:
         "testbed": _object({"id": STR, "describe": STR}),
         "counts": _object({"samples": INT, "warmups": INT, "failed": INT}),
         "summaries": {"type": "array", "items": {"$ref": "#/$defs/summary"}},
+        "fits": {"type": "array", "items": {"$ref": "#/$defs/fit"}},
         "answers": {"type": "array", "items": {"$ref": "#/$defs/answer"}},
         "previous": {"oneOf": [{"type": "null"}, PREVIOUS]},
         "entry": _object({"name": STR, "host": STR, "testbed": STR}),
@@ -139,7 +154,13 @@ def schema() -> dict[str, Any]:
         "required": required,
         "properties": props,
         "additionalProperties": False,
-        "$defs": {"summary": SUMMARY, "standing": STANDING, "answer": ANSWER, "verdict": VERDICT},
+        "$defs": {
+            "summary": SUMMARY,
+            "fit": FIT,
+            "standing": STANDING,
+            "answer": ANSWER,
+            "verdict": VERDICT,
+        },
     }
 
 

@@ -82,20 +82,28 @@ def _ratio(x: Any, lo: Any, hi: Any) -> str:
     return f"{x:.2f}x{ci} the run before"
 
 
+def _fit_point(doc: dict[str, Any], s: dict[str, Any], flag: dict[str, Any] | None) -> Point:
+    """A fitted cost as a point: its slope and the slope's CI (no range stands in)."""
+    as_summary = {"median": s["slope"], "minimum": None, "maximum": None}
+    return _point(doc, {**s, **as_summary}, flag)
+
+
 def series(docs: list[dict[str, Any]]) -> list[Series]:
-    """Every headline figure's series per runtime, from the entry's run files (oldest
-    first), by figure then runtime."""
+    """Every headline figure's series per runtime (medians, and costs per instance),
+    from the entry's run files (oldest first), by figure then runtime."""
     out: dict[tuple[str, ...], Series] = {}
     for doc in docs:
         flags = _changes(doc)
-        for s in doc["summaries"]:
+        rows = [(s, _point) for s in doc["summaries"]]
+        rows += [(s, _fit_point) for s in doc.get("fits", [])]
+        for s, point in rows:
             if not s["headline"]:
                 continue
             key = _key(s)
             if key not in out:
                 out[key] = Series(s["figure"], s["runtime"], s["unit"], False)
             out[key].emulated |= s["emulated"]  # in any run: its line is marked
-            out[key].points.append(_point(doc, s, flags.get(key)))
+            out[key].points.append(point(doc, s, flags.get(key)))
     return [out[k] for k in sorted(out, key=lambda k: (out[k].figure, out[k].runtime))]
 
 
