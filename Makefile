@@ -80,7 +80,8 @@ clean-venv:
 # 100 crun sleepers launched at once against xargs -P (bench/burst_vs_xargs.py), and time to
 # interactive one by one on crun against a shell loop of `crun run -d` and `crun exec`
 # (bench/tti_vs_shell.py), and the per-trial cost of a client on a load generator through
-# the run's SSH connection (bench/loadgen_overhead.py). Each prints its ratio; a summary ends.
+# the run's SSH connection (bench/loadgen_overhead.py), and `virtbench site` over a store of
+# 1,000 runs (bench/site_scale.py). Each prints its ratio; a summary ends.
 BENCH_INSTANCES ?= 1000
 bench: setup
 	@log=$$(mktemp); rc=0; export PYTHONUNBUFFERED=1; \
@@ -102,5 +103,7 @@ bench: setup
 	  rc=$$(( rc | PIPESTATUS[0] )); \
 	$(BIN)/python bench/loadgen_overhead.py | tee -a $$log; \
 	  rc=$$(( rc | PIPESTATUS[0] )); \
+	$(BIN)/python bench/site_scale.py | tee -a $$log; \
+	  rc=$$(( rc | PIPESTATUS[0] )); \
 	echo "--- virtbench's own overhead, and whether its figures hold ---"; \
-	grep -E '^(boot ratio|worst ratio|launch ratio|sampler CPU|trust:|faults:|read |burst ratio|tti ratio|loadgen per-trial)' $$log; rm -f $$log; exit $$rc
+	grep -E '^(boot ratio|worst ratio|launch ratio|sampler CPU|trust:|faults:|read |burst ratio|tti ratio|loadgen per-trial|site )' $$log; rm -f $$log; exit $$rc
