@@ -205,6 +205,20 @@ def test_export_validates(store: Store):
     assert {(r["metric"], r["workload"]) for r in recs if r["record"] == "metric"} == figures
 
 
+def test_a_site_is_built_from_either_store_by_worker_processes(
+    store: Store, location: str, tmp_path: Path
+):
+    """Each worker opens the store itself (a PostgreSQL URL with its password, as given)."""
+    from virtbench import site
+
+    for i in range(3):
+        fake_run(store, f"site0{i}", {"crun": 1.0, "runc": 1.2}, n=8, seed=i)
+    built = site.build(store, location, tmp_path / "site", jobs=2)
+    assert built.made == ["site00", "site01", "site02"] and built.runs == 3
+    assert (tmp_path / "site" / "runs" / "site02.html").is_file()
+    assert site.build(store, location, tmp_path / "site", jobs=2).written == []
+
+
 def test_concurrent_writes_from_two_threads(store: Store):
     """The host sampler's thread writes series while the main thread writes samples."""
     store.create_run("abc123", "t", [], {})

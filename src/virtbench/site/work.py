@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -80,6 +81,7 @@ _store: Store | None = None  # a worker's own connection
 
 def _start(location: str | Path, alive: Any, cpus: Any) -> None:
     global _store
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     cpu = cpus.get()
     os.sched_setaffinity(0, {cpu})  # one CPU each: the report draws its figures in turn
     _store = open_store(location, alive=alive)  # a dead run reads crashed, as here
@@ -104,5 +106,8 @@ def made(store: Store, location: str | Path, tasks: list[Task], jobs: int) -> It
     for i in range(jobs):
         cpus.put(mine[i % len(mine)])
     start = (location, store.alive, cpus)
-    with ProcessPoolExecutor(jobs, ctx, initializer=_start, initargs=start) as pool:
+    pool = ProcessPoolExecutor(jobs, ctx, initializer=_start, initargs=start)
+    try:
         yield from pool.map(_make, tasks, chunksize=1)
+    finally:  # on an error or Ctrl-C, the runs not started are not started
+        pool.shutdown(wait=True, cancel_futures=True)
