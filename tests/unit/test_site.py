@@ -230,6 +230,17 @@ def test_the_command(tmp_path):
     assert res.exit_code != 0 and "--jobs" in res.output
     res = runner.invoke(app, ["site", str(tmp_path / "o2"), "--results", str(tmp_path / "none")])
     assert res.exit_code != 0 and "no results store" in res.output
+    res = runner.invoke(app, ["site", "--results", str(tmp_path / "store")])
+    assert res.exit_code != 0 and "give the directory" in res.output
+
+
+def test_a_store_without_finished_runs_is_a_site_that_says_so(tmp_path):
+    store = Store(tmp_path / "store")
+    store.create_run("going", "boot", ["virtbench", "run"], {"name": "boot"})
+    b = site.build(store, tmp_path / "store", tmp_path / "out")
+    assert b.runs == 0 and b.running == 1
+    text = (tmp_path / "out" / "index.html").read_text()
+    assert "no finished run yet" in text and "1 run still running is left out" in text
 
 
 def test_a_build_stopped_midway_is_finished_by_the_next(tmp_path, monkeypatch):
