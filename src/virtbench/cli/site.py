@@ -51,7 +51,7 @@ def site(
         sys.stdout.write(schema_text())
         return
     if directory is None:
-        raise VirtbenchError("site: give the directory to build it in, e.g. `virtbench site public`")
+        raise VirtbenchError("site: give the directory to build it in: `virtbench site public`")
     n = jobs if jobs is not None else len(os.sched_getaffinity(0))
     if n < 1:
         raise VirtbenchError(f"--jobs: {n} is not a number of processes; give 1 or more")
