@@ -168,7 +168,7 @@ def entry_page(t: Testbed, e: Entry, docs: dict[str, dict[str, Any]]) -> str:
         row = _run_row(r, page)
         doc = docs.get(r.id, {})
         flags = trend.flagged(doc) if doc else {}
-        runs.append({**row, "flags": flags, "against": _against(doc), "doc": bool(doc)})
+        runs.append({**row, "flags": flags, "against": _against(doc), "rest": trend.unflagged(doc)})
         runs[-1]["samples"] = doc.get("counts")
     return ENV.get_template("entry.html.j2").render(
         testbed=t,

@@ -180,3 +180,14 @@ def flagged(doc: dict[str, Any]) -> dict[str, int]:
     for v in _changes(doc).values():
         out[v["verdict"]] = out.get(v["verdict"], 0) + 1
     return out
+
+
+def unflagged(doc: dict[str, Any]) -> str:
+    """The rest of compare's verdicts, in words: "of 379 compared: 12 no change, 241 too
+    few, 126 no ratio" (too few: no test of so few units could reach 5%)."""
+    verdicts = [v["verdict"] for v in (doc.get("previous") or {}).get("verdicts", [])]
+    rest = {v: verdicts.count(v) for v in dict.fromkeys(verdicts) if v not in FLAGGED}
+    if not verdicts:
+        return ""
+    words = ", ".join(f"{n} {v}" for v, n in sorted(rest.items()))
+    return f"of {len(verdicts)} compared: {words}" if words else f"of {len(verdicts)} compared"
