@@ -262,3 +262,23 @@ def test_a_build_stopped_midway_is_finished_by_the_next(tmp_path, monkeypatch):
     b = site.build(store, tmp_path / "store", tmp_path / "out")
     assert b.made == ["k1", "k2"]  # k0's files were recorded as made
     assert (tmp_path / "out" / "index.html").is_file()
+
+
+def test_a_run_page_is_its_report(tmp_path):
+    """The page the site makes for a run is what `virtbench report RUN` writes (but for
+    the time it was made and the site's links above it)."""
+    store = Store(tmp_path / "store")
+    fake_run(store, "k1", {"native": 1.0, "runc": 1.2, "crun": 1.1}, ("boot", "density"), n=8)
+    site.build(store, tmp_path / "store", tmp_path / "out")
+    res = runner.invoke(
+        app, ["report", "k1", "-o", str(tmp_path / "r.html"), "--results", str(tmp_path / "store")]
+    )
+    assert res.exit_code == 0, res.output
+
+    def plain(text: str) -> str:
+        text = re.sub(r'<nav class="site">.*?</nav>\n', "", text)
+        return re.sub(r"virtbench 0[^,]*, \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.", "", text)
+
+    page = (tmp_path / "out" / "runs" / "k1.html").read_text()
+    assert '<nav class="site">' in page and "Fastest to start" in page
+    assert plain(page) == plain((tmp_path / "r.html").read_text())

@@ -56,6 +56,8 @@ class Options:
     boot_baseline: str | None = None  # boot is scored against this one (default: baseline)
     # (label, href) shown as a line of links above the title (the site's way back)
     links: list[tuple[str, str]] = field(default_factory=list)
+    # a run's answers worked out already (by run id; the site's), not worked out again
+    answers: dict[str, list[standing.Answer]] = field(default_factory=dict)
 
 
 def _when(t: float | None) -> str:
@@ -231,7 +233,11 @@ def run_section(store: Store, run: RunRecord, opts: Options) -> dict[str, Any]:
         },
         "runtimes": order,
         "conditions": conditions.shown(f),
-        "answers": answer_parts(f, opts.ratio_baseline),
+        "answers": (
+            [answer_view(a) for a in opts.answers[run.id]]
+            if run.id in opts.answers
+            else answer_parts(f, opts.ratio_baseline)
+        ),
         "warnings": ranked(not_run(run) + warnings(f, store.events(run.id), opts.cv_warn)),
         "experiments": _experiments(run, f, figures, seen, alike),
         "alike": alike,
