@@ -282,3 +282,20 @@ def test_a_run_page_is_its_report(tmp_path):
     page = (tmp_path / "out" / "runs" / "k1.html").read_text()
     assert '<nav class="site">' in page and "Fastest to start" in page
     assert plain(page) == plain((tmp_path / "r.html").read_text())
+
+
+def test_a_trend_never_draws_or_says_a_figure_below_what_it_can_be():
+    from virtbench.site import trend
+
+    s = trend.Series("memory per instance (sleep)", "crun", "KiB", False, 0.0)
+    s.points = [
+        trend.Point("r1", 1.0, 316.0, -8.4, 641.0, True),
+        trend.Point("r2", 2.0, 300.0, 250.0, 350.0, True),
+        trend.Point("r3", 3.0, 310.0, 290.0, 330.0, False),
+    ]
+    assert trend.interval(s, s.points[0]) == "up to 641 KiB (not told from 0)"
+    assert trend.interval(s, s.points[1]) == "95% CI 250-350 KiB"
+    assert trend.interval(s, s.points[2]) == "range 290-330 KiB"
+    drawn = trend.svg(s, 3, {"r1": 0, "r2": 1, "r3": 2})
+    assert "-8" not in drawn and ">0 KiB<" in drawn  # the axis starts at the floor, in KiB
+    assert max(float(y) for y in re.findall(r'y[12]="([\d.]+)"', drawn)) <= trend.H

@@ -11,7 +11,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from virtbench.report.cells import quantity
+from virtbench import metrics
+from virtbench.report.cells import fmt, quantity, scaled
 from virtbench.site.data import FLAGGED, KEY_FIELDS
 
 W, H, PAD, LEFT = 320, 72, 6, 52  # a chart's drawing box, in its own units
@@ -35,7 +36,12 @@ class Series:
     runtime: str
     unit: str
     emulated: bool
+    floor: float = math.nan  # the least the quantity can be (memory: 0; nan: no bound)
     points: list[Point] = field(default_factory=list)
+
+    def low(self, p: Point) -> float:
+        """A point's lower bound as drawn: never below what the quantity can be."""
+        return p.low if math.isnan(self.floor) else max(p.low, self.floor)
 
     @property
     def flags(self) -> list[Point]:
@@ -101,24 +107,37 @@ def series(docs: list[dict[str, Any]]) -> list[Series]:
                 continue
             key = _key(s)
             if key not in out:
-                out[key] = Series(s["figure"], s["runtime"], s["unit"], False)
+                bound = metrics.lookup(s["metric"], s["workload"]).lower_bound
+                floor = math.nan if bound is None else float(bound)
+                out[key] = Series(s["figure"], s["runtime"], s["unit"], False, floor)
             out[key].emulated |= s["emulated"]  # in any run: its line is marked
             out[key].points.append(point(doc, s, flags.get(key)))
     return [out[k] for k in sorted(out, key=lambda k: (out[k].figure, out[k].runtime))]
 
 
+def interval(s: Series, p: Point) -> str:
+    """A point's interval in words: "95% CI 17.1-18 ms", "range 3-7 us" (too few units
+    for a CI), or "up to 641 KiB (not told from 0)" where the CI reaches what the
+    quantity cannot go below."""
+    if math.isnan(p.low) or math.isnan(p.high):
+        return "no interval"
+    if p.ci and not math.isnan(s.floor) and p.low <= s.floor:
+        return f"up to {quantity(p.high, s.unit)[0]} (not told from {fmt(s.floor)})"
+    span = quantity(p.median, s.unit, p.low, p.high)[1]
+    return f"95% CI {span}" if p.ci else f"range {span}"
+
+
 def latest(s: Series) -> tuple[str, str, str]:
     """The last point's run, its median and its interval, in words."""
     p = s.points[-1]
-    value, span = quantity(p.median, s.unit, p.low, p.high)
-    return p.run, value, (span if p.ci else f"range {span}" if span != "n/a" else span)
+    return p.run, quantity(p.median, s.unit)[0], interval(s, p)
 
 
 def svg(s: Series, n_runs: int, index: dict[str, int]) -> str:
     """The series as a chart: x is the run's place among the entry's `n_runs` runs
     (`index`), y the figure on the series' own scale; a band for each interval, a dot
     per median, a ring where a change is flagged; every point names its run."""
-    lows = [p.low for p in s.points if not math.isnan(p.low)]
+    lows = [s.low(p) for p in s.points if not math.isnan(p.low)]
     highs = [p.high for p in s.points if not math.isnan(p.high)]
     meds = [p.median for p in s.points if not math.isnan(p.median)]
     if not meds:
@@ -126,6 +145,7 @@ def svg(s: Series, n_runs: int, index: dict[str, int]) -> str:
     lo, hi = min([*lows, *meds]), max([*highs, *meds])
     span = (hi - lo) or abs(hi) or 1.0
     lo, hi = lo - span * 0.05, hi + span * 0.05
+    lo = lo if math.isnan(s.floor) else max(lo, s.floor)
 
     def x(p: Point) -> float:
         return LEFT + (W - LEFT - PAD) * (index[p.run] / max(1, n_runs - 1))
@@ -138,7 +158,7 @@ def svg(s: Series, n_runs: int, index: dict[str, int]) -> str:
         if not math.isnan(p.low):
             dash = "" if p.ci else ' stroke-dasharray="2 2"'
             parts.append(
-                f'<line x1="{x(p):.1f}" x2="{x(p):.1f}" y1="{y(p.low):.1f}" '
+                f'<line x1="{x(p):.1f}" x2="{x(p):.1f}" y1="{y(s.low(p)):.1f}" '
                 f'y2="{y(p.high):.1f}" class="ci"{dash}/>'
             )
     line = " ".join(f"{x(p):.1f},{y(p.median):.1f}" for p in s.points if not math.isnan(p.median))
@@ -153,7 +173,9 @@ def svg(s: Series, n_runs: int, index: dict[str, int]) -> str:
 
 
 def _axis(s: Series, lo: float, hi: float) -> str:
-    top, bottom = quantity(hi, s.unit)[0], quantity(lo, s.unit)[0]
+    """The chart's top and bottom values, both in the unit its top needs."""
+    factor, shown = scaled(hi, s.unit)
+    top, bottom = (f"{fmt(v * factor)} {shown}".strip() for v in (hi, lo))
     return (
         f'<text x="{LEFT - 6}" y="{PAD + 4}" class="tick">{html.escape(top)}</text>'
         f'<text x="{LEFT - 6}" y="{H - PAD}" class="tick">{html.escape(bottom)}</text>'
@@ -162,9 +184,8 @@ def _axis(s: Series, lo: float, hi: float) -> str:
 
 
 def _dot(s: Series, p: Point, cx: float, cy: float) -> str:
-    value, span = quantity(p.median, s.unit, p.low, p.high)
-    what = "95% CI" if p.ci else "range"
-    tip = f"run {p.run}: {value} ({what} {span})" + (f"; {p.change}" if p.change else "")
+    value = quantity(p.median, s.unit)[0]
+    tip = f"run {p.run}: {value} ({interval(s, p)})" + (f"; {p.change}" if p.change else "")
     mark = f" flag {p.verdict}" if p.verdict else ""
     r = 4.5 if p.verdict else 2.5
     return (
