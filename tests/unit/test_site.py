@@ -299,3 +299,16 @@ def test_a_trend_never_draws_or_says_a_figure_below_what_it_can_be():
     drawn = trend.svg(s, 3, {"r1": 0, "r2": 1, "r3": 2})
     assert "-8" not in drawn and ">0 KiB<" in drawn  # the axis starts at the floor, in KiB
     assert max(float(y) for y in re.findall(r'y[12]="([\d.]+)"', drawn)) <= trend.H
+
+
+def test_a_first_build_killed_before_its_manifest_is_redone_not_refused(tmp_path):
+    from virtbench.site.files import Files
+
+    killed = Files(tmp_path / "out")  # SIGKILL after a page: finish() never runs
+    killed.write("runs/x.html", "<p>x</p>")
+    again = Files(tmp_path / "out")  # the directory is still the site's
+    assert again.old == {} and not again.fresh("runs/x.html", "any")
+    again.write("runs/x.html", "<p>x</p>")
+    again.finish()
+    assert (tmp_path / "out" / "runs" / "x.html").read_text() == "<p>x</p>"
+    assert not list((tmp_path / "out").rglob("*.tmp*"))
