@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from virtbench.site import pages, work
+from virtbench.site.data import dumps
 from virtbench.site.files import Files
 from virtbench.site.plan import Plan, Run, plan
 from virtbench.site.schema import schema_text
@@ -91,8 +92,6 @@ def _fresh(files: Files, run: Run) -> bool:
 
 
 def _write_run(files: Files, m: work.Made, digest: str) -> None:
-    from virtbench.site.data import dumps
-
     paths = run_files(m.run)
     files.write(paths["report"], m.report, digest)
     files.write(paths["json"], dumps(m.json), digest)
@@ -103,8 +102,6 @@ def _write_run(files: Files, m: work.Made, digest: str) -> None:
 def _write_pages(files: Files, site: Plan, root: Path) -> None:
     """The index, each testbed's leaderboards, each entry's trends and latest.json, from
     the run files on disk."""
-    from virtbench.site.data import dumps
-
     docs = {r.id: _read(root / run_files(r.id)["json"]) for r in site.runs}
     latest = [e.latest for t in site.testbeds for e in t.entries if e.latest]
     parts = {r.id: _read(root / run_files(r.id)["parts"])["answers"] for r in latest}
