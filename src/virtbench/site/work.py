@@ -19,7 +19,7 @@ from virtbench.errors import VirtbenchError
 from virtbench.report import bmf, html
 from virtbench.report.answers import answers, emulated_runtimes
 from virtbench.site import data
-from virtbench.site.plan import UNRECORDED
+from virtbench.site.plan import UNRECORDED, Run
 from virtbench.store import Store, open_store
 
 
@@ -42,8 +42,8 @@ class Made:
     parts: list[dict[str, Any]]  # the answers as the report shows them
 
 
-def task_of(run: Any, links: list[tuple[str, str]]) -> Task:
-    """The task of a planned run (site/plan.py Run): compared with its entry's previous
+def task_of(run: Run, links: list[tuple[str, str]]) -> Task:
+    """The task of a planned run: compared with its entry's previous
     completed run where its testbed was recorded."""
     prev = run.previous.id if run.previous and run.testbed != UNRECORDED else None
     return Task(run.id, prev, tuple(links))
