@@ -163,11 +163,11 @@ def run_json(
     run: RunRecord,
     f: Frame,
     found: list[Answer],
+    sums: list[tuple[cmp.Key, Summary, int, int]],
     previous: dict[str, Any] | None,
 ) -> dict[str, Any]:
-    """The run's file: its facts, testbed, counts, summaries, fitted costs, answers and
-    `previous`
-    ({run, verdicts, none: why there are none} or null)."""
+    """The run's file: its facts, testbed, counts, summaries (`summaries(f)`), fitted
+    costs, answers and `previous` ({run, verdicts, none: why there are none} or null)."""
     emulated = emulated_runtimes(f)
     kept = f.take(~f.warmup)
     return clean(
@@ -186,9 +186,7 @@ def run_json(
                 "warmups": int(np.sum(f.warmup)),
                 "failed": int(np.sum(~kept.ok)),
             },
-            "summaries": [
-                _summary(k, s, bad, n, k[-1] in emulated) for k, s, bad, n in summaries(f)
-            ],
+            "summaries": [_summary(k, s, bad, n, k[-1] in emulated) for k, s, bad, n in sums],
             "fits": fits(f),
             "answers": [answer(a) for a in found],
             "previous": previous,

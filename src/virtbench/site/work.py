@@ -67,13 +67,15 @@ def _make_files(store: Store, task: Task) -> Made:
     if task.previous:
         rows, none = data.verdicts(store.frame(task.previous), f)
         previous = {"run": task.previous, "verdicts": rows, "none": none}
-    doc = data.run_json(run, f, found, previous)
-    sums = [(k, s) for k, s, _, _ in data.summaries(f)]
-    report = html.render(store, [task.run], html.Options(plots_dir=None, links=list(task.links)))
+    sums = data.summaries(f)
+    doc = data.run_json(run, f, found, sums, previous)
+    opts = html.Options(plots_dir=None, links=list(task.links), answers={task.run: found})
+    report = html.render(store, [task.run], opts)
     parts = [html.answer_view(a) for a in found]
     for p in parts:
         p["table"] = vars(p["table"])
-    return Made(task.run, report, doc, bmf.of_run(sums, emulated_runtimes(f)), parts)
+    named = bmf.of_run([(k, s) for k, s, _, _ in sums], emulated_runtimes(f))
+    return Made(task.run, report, doc, named, parts)
 
 
 _store: Store | None = None  # a worker's own connection
