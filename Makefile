@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMPS := .stamps
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test test-long test-unit lint bench clean-venv youki wasmtime
+.PHONY: setup demo test test-long test-hosts test-unit lint bench clean-venv youki wasmtime
 
 setup: $(STAMPS)/deps $(STAMPS)/venv $(STAMPS)/wasmtime guest/build/vb-hello
 	@$(BIN)/virtbench setup
@@ -55,11 +55,16 @@ demo: setup
 # Strict: runtimes that setup installed must be present, so integration tests fail
 # rather than skip when one is missing.
 test: setup lint $(STAMPS)/test-deps $(STAMPS)/youki
-	VIRTBENCH_STRICT=1 $(BIN)/python -m pytest -m "not long" $(PYTEST_ARGS)
+	VIRTBENCH_STRICT=1 $(BIN)/python -m pytest -m "not long and not hosts" $(PYTEST_ARGS)
 
 # The tests that take minutes each (a fleet host killed mid-run), apart from `make test`.
 test-long: setup $(STAMPS)/test-deps $(STAMPS)/youki
 	VIRTBENCH_STRICT=1 $(BIN)/python -m pytest -m long $(PYTEST_ARGS)
+
+# The host shapes users run (tests/hosts): Debian 12 and 13 guests with systemd and cgroup
+# v2, built from Debian's packages (cached), booted, much of the suite run inside.
+test-hosts: setup $(STAMPS)/test-deps
+	VIRTBENCH_STRICT=1 $(BIN)/python -m pytest -m hosts tests/hosts $(PYTEST_ARGS)
 
 test-unit: $(STAMPS)/venv
 	$(BIN)/python -m pytest tests/unit $(PYTEST_ARGS)

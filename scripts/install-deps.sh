@@ -14,7 +14,9 @@ PACKAGES=(
   criu
   docker.io containerd iptables
   podman conmon containernetworking-plugins golang-github-containers-common
-  lxc lxd systemd-container
+  # (LXC confines containers with its AppArmor profile where the kernel has AppArmor on:
+  # the apparmor package loads it, and a minimal image lacks it)
+  lxc lxd systemd-container apparmor
   # namespace sandboxes
   bubblewrap
   # host tools: networks, processes, mounts, timing by hand
@@ -34,11 +36,12 @@ PACKAGES=(
   openssh-client
 )
 # `install-deps.sh test` (make test) also installs what only the tests need: a headless
-# browser the HTML report's test opens it in, and sshd for the fleet tests' hosts (network
-# namespaces). Not for `make demo`: about 700 MiB it does not use, and on a host whose
-# init starts services, an SSH server nobody asked for.
+# browser the HTML report's test opens it in, sshd for the fleet tests' hosts (network
+# namespaces), and debootstrap for the guest hosts the suite boots (tests/hosts). Not for
+# `make demo`: about 700 MiB it does not use, and on a host whose init starts services,
+# an SSH server nobody asked for.
 if [ "${1:-}" = "test" ]; then
-  PACKAGES+=(chromium chromium-driver fonts-dejavu-core openssh-server)
+  PACKAGES+=(chromium chromium-driver fonts-dejavu-core openssh-server debootstrap)
 fi
 
 if [ "$(id -u)" -ne 0 ]; then

@@ -188,10 +188,11 @@ def labelled(run_id: str) -> list[str]:
             )
             names = [n.removeprefix("localhost/") for n in out.stdout.split()]
             found += [f"{engine} {what[0]} {n}" for n in names if n.startswith(f"vb-{run_id}-")]
-    for root in Path("/sys/fs/cgroup").iterdir():
-        parent = root / "virtbench"
-        if parent.is_dir():
-            found += [f"cgroup {d}" for d in parent.glob(f"vb-{run_id}-*")]
+    found += [
+        f"cgroup {d}"
+        for d in cgroups.Layout.detect().children()
+        if d.name.startswith(f"vb-{run_id}-")
+    ]
     links = json.loads(subprocess.run(["ip", "-j", "link"], capture_output=True, text=True).stdout)
     found += [f"link {x['ifname']}" for x in links if x["ifname"].startswith(f"vb-{run_id}-")]
     if Path("/run/netns").is_dir():

@@ -20,6 +20,7 @@ from tests.conftest import need
 from tests.integration.conftest import cli, labelled, start_run
 
 from virtbench import runtimes
+from virtbench.host import cgroups
 from virtbench.runtimes import daemon
 from virtbench.store import Store
 
@@ -38,7 +39,7 @@ def _docker_disk_mentions(rid: str) -> list[str]:
 def _run_cgroups(rid: str) -> list[Path]:
     """The run's instance cgroups: a glob, quick enough to poll while instances start
     (labelled() asks every engine and takes a second or more)."""
-    return list(Path("/sys/fs/cgroup").glob(f"*/virtbench/vb-{rid}-*"))
+    return [d for d in cgroups.Layout.detect().children() if d.name.startswith(f"vb-{rid}-")]
 
 
 @pytest.mark.slow

@@ -162,7 +162,7 @@ def test_sleeper_signals_ready_and_stops_clean(name, network, ctx, artifact):
         assert "vb-ready" not in {comm(p) for p in cgroups.procs(ctx.layout, s.name)}
         pss = rt.memory.pss_bytes(inst)
         assert pss is not None and pss > 0, pss
-        limits = in_subtree(ctx.layout.memory_dir(s.name), "memory.limit_in_bytes")
+        limits = in_subtree(ctx.layout.memory_dir(s.name), ctx.layout.memory_limit_file)
         assert str(32 * 1024 * 1024) in limits, limits
         tasks = in_subtree(ctx.layout.controller_dir("pids", s.name), "pids.max")
         assert ("48" in tasks) == (name != "podman:runsc"), tasks  # see engines/podman.py

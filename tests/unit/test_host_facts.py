@@ -48,12 +48,12 @@ def test_cgroup_layout_detection(tmp_path: Path):
         "cgroup /sys/fs/cgroup/cpu cgroup rw,relatime,cpu 0 0\n"
         "cgroup2 /sys/fs/cgroup/unified cgroup2 rw 0 0\n"
     )
-    lay = cgroups.Layout.detect(hybrid)
+    lay = cgroups.Layout.detect(hybrid, systemd_init=False)
     assert lay.version == 1 and lay.hybrid_without_hugetlb
     assert lay.memory_dir("vb-x") == Path("/sys/fs/cgroup/memory/virtbench/vb-x")
     v2 = tmp_path / "v2"
     v2.write_text("cgroup2 /sys/fs/cgroup cgroup2 rw 0 0\n")
-    lay2 = cgroups.Layout.detect(v2)
+    lay2 = cgroups.Layout.detect(v2, systemd_init=False)
     assert lay2.version == 2 and not lay2.hybrid_without_hugetlb
     assert lay2.dirs("vb-x") == [Path("/sys/fs/cgroup/virtbench/vb-x")]
 

@@ -14,6 +14,7 @@ from virtbench.spec.base import (
     check_params,
     measuring_worker,
 )
+from virtbench.workloads import attackers
 from virtbench.workloads.attackers import ATTACKERS, S1_ATTACKERS
 
 
@@ -93,4 +94,4 @@ class IsolationExperiment(WorkerExperiment, RepeatedExperiment):
 
     def attacker_workloads(self) -> list[str]:
         spinner = ["cpu"] if self.baseline == "busy" and "cpu" not in self.attackers else []
-        return [f"attacker {a}" for a in [*self.attackers, *spinner]]
+        return [attackers.workload_name(a) for a in [*self.attackers, *spinner]]

@@ -1,8 +1,12 @@
 """Cgroups for instances, on cgroup v1 (one hierarchy per controller) or v2 (unified).
 
-virtbench's instance cgroups live under a `virtbench/` parent in each hierarchy and are
-named after the instance (`vb-<run-id>-<n>`), so the same relative path works for the
-native driver (which creates them) and for OCI runtimes (given as `cgroupsPath`).
+virtbench's instance cgroups live under one parent in each hierarchy and are named after
+the instance (`vb-<run-id>-<n>`), so the same relative path works for the native driver
+(which creates them) and for OCI runtimes (given as `cgroupsPath`). The parent is
+`virtbench/` at the root, except where systemd owns a unified tree: there it is a subtree
+systemd delegates to virtbench, as container engines have theirs (`vb.slice/
+virtbench.service`, a transient service with `Delegate=yes` whose one process, a holder,
+sits in the leaf `holder/`), so that virtbench never writes into cgroups systemd owns.
 """
 
 from __future__ import annotations
@@ -14,9 +18,15 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from virtbench.host import proc
+from virtbench.errors import VirtbenchError
+from virtbench.host import proc, systemd
 
 PARENT = "virtbench"
+# where systemd owns the tree: the delegated unit, its cgroup, and its holder's leaf
+DELEGATED_UNIT = "virtbench.service"
+DELEGATED_SLICE = "vb.slice"
+DELEGATED = f"{DELEGATED_SLICE}/{DELEGATED_UNIT}"
+HOLDER = "holder"
 # v1 controllers the native driver puts its processes in (those that exist are used).
 V1_CONTROLLERS = ("memory", "cpuset", "cpu", "cpuacct", "pids", "blkio", "freezer")
 
@@ -28,9 +38,28 @@ class Layout:
     version: int
     v1: dict[str, Path]
     unified: Path | None
+    parent: str = PARENT  # virtbench's parent cgroup, relative to each hierarchy's root
+
+    @property
+    def delegated(self) -> bool:
+        """Whether the parent is a subtree systemd delegates (a unit virtbench starts)."""
+        return self.parent == DELEGATED
 
     @classmethod
-    def detect(cls, mounts_file: Path = Path("/proc/self/mounts")) -> Layout:
+    def detect(
+        cls, mounts_file: Path = Path("/proc/self/mounts"), systemd_init: bool | None = None
+    ) -> Layout:
+        """The mounted hierarchies, and where virtbench's parent is in them (`systemd_init`:
+        whether systemd is the init; None: as this host says)."""
+        found = cls._mounted(mounts_file)
+        if systemd_init is None:
+            systemd_init = systemd.booted()
+        if found.version == 2 and systemd_init:
+            return cls(2, {}, found.unified, DELEGATED)
+        return found
+
+    @classmethod
+    def _mounted(cls, mounts_file: Path) -> Layout:
         v1: dict[str, Path] = {}
         unified = None
         for line in mounts_file.read_text().splitlines():
@@ -67,19 +96,42 @@ class Layout:
                 seen.append(p)
         return seen
 
+    def children(self) -> list[Path]:
+        """Every cgroup directly under virtbench's parents, in each hierarchy (an
+        instance's, one per hierarchy it is in)."""
+        found = []
+        for root in self.roots():
+            base = root / self.parent
+            if base.is_dir():
+                found += [d for d in base.iterdir() if d.is_dir() and d.name != HOLDER]
+        return found
+
     def dirs(self, name: str) -> list[Path]:
         """Every directory the cgroup `virtbench/<name>` has (one per hierarchy)."""
-        return [root / PARENT / name for root in self.roots()]
+        return [root / self.parent / name for root in self.roots()]
+
+    @property
+    def memory_limit_file(self) -> str:
+        """The file that holds a cgroup's memory limit: v1's limit_in_bytes, v2's max."""
+        return "memory.limit_in_bytes" if self.version == 1 else "memory.max"
 
     def memory_dir(self, name: str) -> Path:
         return self.controller_dir("memory", name)
 
     def controller_dir(self, controller: str, name: str) -> Path:
-        """The instance's cgroup for `controller` (v1), or its one cgroup (v2)."""
+        """The instance's cgroup for `controller` (v1), or its one cgroup (v2): virtbench's
+        own under its parent, or the instance's slice where an engine placed it through
+        systemd (host/systemd.py)."""
         if self.version == 1:
-            return self.v1[controller] / PARENT / name
-        assert self.unified is not None
-        return self.unified / PARENT / name
+            root = self.v1[controller]
+        else:
+            assert self.unified is not None
+            root = self.unified
+        own = root / self.parent / name
+        if own.is_dir():
+            return own
+        placed = root / systemd.slice_path(systemd.slice_name(name))
+        return placed if placed.is_dir() else own
 
 
 def _write(path: Path, value: str) -> None:
@@ -103,7 +155,7 @@ def ensure_parents(layout: Layout) -> None:
     docker:runsc nests two levels below it)."""
     if layout.version == 1:
         for ctrl, root in layout.v1.items():
-            parent = root / PARENT
+            parent = root / layout.parent
             parent.mkdir(exist_ok=True)
             if ctrl == "cpuset":
                 _ensure_cpuset_parent(parent)
@@ -111,10 +163,69 @@ def ensure_parents(layout: Layout) -> None:
                 # LXC sets it for the parents it makes
                 _write(parent / "cgroup.clone_children", "1")
     elif layout.version == 2 and layout.unified is not None:
-        parent = layout.unified / PARENT
+        _v2_parent(layout)
+
+
+CONTROLLERS = "+memory +cpuset +cpu +pids"
+
+
+def _v2_parent(layout: Layout) -> Path:
+    """virtbench's parent in the unified tree, made (or, delegated, its unit started)
+    if it is not there, its children given the controllers instances are limited by."""
+    assert layout.unified is not None
+    parent = layout.unified / layout.parent
+    if layout.delegated:
+        _delegate(parent)
+    else:
         parent.mkdir(exist_ok=True)
-        with contextlib.suppress(OSError):
-            _write(parent / "cgroup.subtree_control", "+memory +cpuset +cpu +pids")
+    with contextlib.suppress(OSError):
+        _write(parent / "cgroup.subtree_control", CONTROLLERS)
+    return parent
+
+
+def _delegate(parent: Path) -> None:
+    """Where systemd owns the tree: the transient unit whose cgroup `parent` systemd
+    delegates to virtbench, started if it is not there (a concurrent run may have just
+    started it), and its holder moved to a leaf of its own, as a cgroup that gives its
+    children controllers must hold no process itself."""
+    holder = parent / HOLDER
+    if holder.is_dir():
+        return
+    if not parent.is_dir():
+        res = proc.run(
+            [
+                "systemd-run",
+                "--quiet",
+                "--collect",
+                f"--unit={DELEGATED_UNIT}",
+                f"--slice={DELEGATED_SLICE}",
+                "--property=Delegate=yes",
+                "sleep",
+                "infinity",
+            ],
+            check=False,
+            timeout=60,
+        )
+        if not parent.is_dir():
+            raise VirtbenchError(
+                f"cannot start the unit systemd delegates virtbench's cgroups to "
+                f"({DELEGATED_UNIT}): {res.brief()}"
+            )
+    holder.mkdir(exist_ok=True)
+    for pid in (parent / "cgroup.procs").read_text().split():
+        with contextlib.suppress(ProcessLookupError):
+            _write(holder / "cgroup.procs", pid)
+
+
+def release_delegated(layout: Layout) -> bool:
+    """Stop the delegated unit once no instance cgroup is left in it (systemd then removes
+    its cgroup); whether it was stopped."""
+    assert layout.unified is not None
+    parent = layout.unified / layout.parent
+    if not parent.is_dir() or layout.children():
+        return False
+    res = proc.run(["systemctl", "stop", DELEGATED_UNIT], check=False, timeout=60)
+    return res.returncode == 0
 
 
 def create(
@@ -124,14 +235,14 @@ def create(
     cpus: str | None,
     pids_limit: int | None = None,
 ) -> list[Path]:
-    """Create `virtbench/<name>` with the given limits; return the directories made."""
+    """Create `<parent>/<name>` with the given limits; return the directories made."""
     made: list[Path] = []
     if layout.version == 1:
         for ctrl in V1_CONTROLLERS:
             root = layout.v1.get(ctrl)
-            if root is None or root / PARENT / name in made:
+            if root is None or root / layout.parent / name in made:
                 continue
-            parent = root / PARENT
+            parent = root / layout.parent
             parent.mkdir(exist_ok=True)
             d = parent / name
             d.mkdir(exist_ok=True)
@@ -141,19 +252,15 @@ def create(
                 _write(d / "cpuset.mems", (parent / "cpuset.mems").read_text().strip())
                 _write(d / "cpuset.cpus", cpus or (parent / "cpuset.cpus").read_text().strip())
             if ctrl == "memory" and memory_bytes:
-                _write(d / "memory.limit_in_bytes", str(memory_bytes))
+                _write(d / layout.memory_limit_file, str(memory_bytes))
             if ctrl == "pids" and pids_limit:
                 _write(d / "pids.max", str(pids_limit))
     elif layout.version == 2 and layout.unified is not None:
-        parent = layout.unified / PARENT
-        parent.mkdir(exist_ok=True)
-        with contextlib.suppress(OSError):
-            _write(parent / "cgroup.subtree_control", "+memory +cpuset +cpu +pids")
-        d = parent / name
+        d = _v2_parent(layout) / name
         d.mkdir(exist_ok=True)
         made.append(d)
         if memory_bytes:
-            _write(d / "memory.max", str(memory_bytes))
+            _write(d / layout.memory_limit_file, str(memory_bytes))
         if cpus:
             _write(d / "cpuset.cpus", cpus)
         if pids_limit:
@@ -200,15 +307,14 @@ def ran_and_emptied(layout: Layout, name: str) -> bool:
     started yet" (empty, nothing charged) from "already exited" (empty, time charged)."""
     if layout.version == 1:
         if "cpuacct" in layout.v1:
-            d = layout.v1["cpuacct"] / PARENT / name
+            d = layout.controller_dir("cpuacct", name)
             usage_file = d / "cpuacct.usage"
         else:
-            d = layout.v1["memory"] / PARENT / name
+            d = layout.memory_dir(name)
             usage_file = d / "memory.max_usage_in_bytes"
         parse = int
     else:
-        assert layout.unified is not None
-        d = layout.unified / PARENT / name
+        d = layout.memory_dir(name)
         usage_file = d / "cpu.stat"
 
         def parse(text: str) -> int:

@@ -114,6 +114,7 @@ def host_checks() -> Iterator[Check]:
     else:
         kind = "v2" if layout.version == 2 else ("v1 (hybrid)" if layout.unified else "v1")
         yield Check("cgroups", "ok", kind)
+    yield init_check()
     kvm = facts.kvm_kind()
     meaning = {
         "none": "no /dev/kvm: VM runtimes emulate (TCG), results are functional only",
@@ -123,6 +124,24 @@ def host_checks() -> Iterator[Check]:
     }[kvm]
     yield Check("kvm", "info" if kvm in ("hardware", "nested") else "warn", f"{kvm}: {meaning}")
     yield Check("kernel", "info", platform.release())
+
+
+def init_check() -> Check:
+    """The host's init, which decides who runs the engines' daemons and owns the cgroups."""
+    init = facts.init_system()
+    if init == "systemd":
+        return Check(
+            "init",
+            "info",
+            "systemd: engines running as its services are used as they are (never "
+            "restarted or reconfigured); containers an engine places through systemd sit "
+            "in a slice of the run's (vb-<run>.slice)",
+        )
+    return Check(
+        "init",
+        "info",
+        f"{init} (not systemd): virtbench starts the daemons it needs and stops them after",
+    )
 
 
 def self_checks() -> Iterator[Check]:

@@ -16,7 +16,7 @@ import psutil
 
 from virtbench import __version__
 from virtbench.errors import VirtbenchError
-from virtbench.host import cgroups, proc
+from virtbench.host import cgroups, proc, systemd
 
 
 def cpu_model() -> str:
@@ -149,12 +149,26 @@ def snapshot(runtime_versions: dict[str, str]) -> dict:
         "swap_bytes": sw.total,
         "kvm": kvm_kind(),
         "lsm": lsm(),
-        "cgroup_version": {1: "v1 (hybrid)" if layout.unified else "v1", 2: "v2"}.get(
-            layout.version, "none"
-        ),
+        "cgroup_version": cgroup_words(layout),
+        "host_shape": {"init": init_system(), "cgroups": cgroup_words(layout)},
         "runtimes": runtime_versions,
         "tools": tools,
     }
+
+
+def cgroup_words(layout: cgroups.Layout) -> str:
+    """v1, v1 (hybrid), v2 or none."""
+    return {1: "v1 (hybrid)" if layout.unified else "v1", 2: "v2"}.get(layout.version, "none")
+
+
+def init_system() -> str:
+    """The host's init: "systemd" where it is (sd_booted), else PID 1's own name."""
+    if systemd.booted():
+        return "systemd"
+    try:
+        return Path("/proc/1/comm").read_text().strip() or "unknown"
+    except OSError:
+        return "unknown"
 
 
 def _os_release() -> str:

@@ -3,11 +3,12 @@ pair) its figures belong to.
 
 Two runs are on one testbed when their fingerprints are equal: the host under test's CPU
 model and count, SMT, memory, kernel, mitigations setting and each vulnerability's
-status, and KVM kind, as its environment snapshot records them (measure/machine.py),
-plus the load generator's own facts and name where there was one. A figure from one
-testbed set against a figure from another mixes the machines with what was changed, so
-`compare` refuses a verdict across testbeds unless asked (`--across-testbeds`), and says
-what differs. Its id is a digest of the fingerprint: `testbed` in the environment.
+status, KVM kind and host shape (init system and cgroup version), as its environment
+snapshot records them (measure/machine.py), plus the load generator's own facts and name
+where there was one. A figure from one testbed set against a figure from another mixes
+the machines with what was changed, so `compare` refuses a verdict across testbeds unless
+asked (`--across-testbeds`), and says what differs. Its id is a digest of the
+fingerprint: `testbed` in the environment.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import hashlib
 import json
 from typing import Any
 
-HOST_KEYS = ("cpu_model", "cpu_count", "smt", "memory_bytes", "kernel", "kvm")
+HOST_KEYS = ("cpu_model", "cpu_count", "smt", "memory_bytes", "kernel", "kvm", "host_shape")
 
 
 def fingerprint(env: dict[str, Any]) -> dict[str, Any]:
@@ -51,9 +52,17 @@ def describe(env: dict[str, Any]) -> str:
     if "memory_bytes" in fp:
         words += f", {fp['memory_bytes'] / 2**30:.1f} GiB"
     words += f", kernel {fp.get('kernel')}, KVM {fp.get('kvm')}"
+    if "host_shape" in fp:
+        words += f", {shape(fp)}"
     if "loadgen" in fp:
         words += f", clients on {fp['loadgen']['host']}"
     return words
+
+
+def shape(env: dict[str, Any]) -> str:
+    """The host's shape in words: `systemd, cgroup v2`."""
+    facts = env.get("host_shape") or {}
+    return f"{facts.get('init', '?')}, cgroup {facts.get('cgroups', '?')}"
 
 
 def differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
@@ -64,13 +73,15 @@ def differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
         return []
     out = []
     for key in sorted(set(fa) | set(fb)):
-        if fa.get(key) == fb.get(key):
-            continue
+        if fa.get(key) == fb.get(key) or key not in fa or key not in fb:
+            continue  # (a fact one run did not record cannot tell them apart)
         if key == "loadgen":
             a, b = (f"on {f['loadgen']['host']}" if "loadgen" in f else "here" for f in (fa, fb))
             out.append(f"clients {a} vs {b}")
         elif key == "mitigations":
             out.append(key)
+        elif key == "host_shape":
+            out.append(f"host {shape(fa)} vs {shape(fb)}")
         else:
             out.append(f"{key.replace('_', ' ')} {fa.get(key)} vs {fb.get(key)}")
     return out

@@ -74,7 +74,9 @@ def measure(ssh: Ssh, address: str) -> dict[str, Any]:
 
 FACTS = (
     "sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1; nproc --all; "
-    "awk '/^MemTotal/ {print $2 * 1024}' /proc/meminfo; uname -r; "
+    # kB as the kernel writes it, times 1024 here: awk's arithmetic is not the same on
+    # every host (mawk, Debian's default, prints large products in exponent form)
+    "sed -n 's/^MemTotal:[[:space:]]*\\([0-9]*\\) kB$/\\1/p' /proc/meminfo; uname -r; "
     "cat /sys/devices/system/cpu/smt/active 2>/dev/null || echo -; "
     "test -c /dev/kvm && echo yes || echo no"
 )
@@ -91,7 +93,7 @@ def host_facts(ssh: Ssh) -> dict[str, Any]:
     return {
         "cpu_model": model,
         "cpu_count": int(count),
-        "memory_bytes": int(memory),
+        "memory_bytes": int(memory) * 1024,
         "kernel": kernel,
         "smt": {"1": True, "0": False}.get(smt, smt),
         "kvm": kvm == "yes",

@@ -12,9 +12,10 @@ import numpy as np
 from virtbench.store.frame import Frame, as_frame
 from virtbench.store.records import Sample
 
-# what a runtime's conditions() records (runtimes/oci/base.py, oci/security.py, vm/qemu.py),
+# what a runtime's conditions() records (runtimes/oci/base.py, oci/security.py, vm/qemu.py,
+# an engine's cgroup driver: engines/docker.py),
 # and where a serving workload's client ran (experiments/worker.py, loadgen/)
-KEYS = ("rootfs", "security", "seccomp", "lsm", "firmware")
+KEYS = ("rootfs", "security", "seccomp", "lsm", "firmware", "cgroups")
 CLIENT = ("client_host", "client_path", "client_cpus")
 COMPARED = ("rootfs", "security", "firmware")  # a difference in these is warned of
 
@@ -50,6 +51,8 @@ def line(runtime: str, conditions: dict[str, str]) -> str:
         )
     if "firmware" in conditions:
         parts.append(f"firmware {conditions['firmware']}")
+    if "cgroups" in conditions:
+        parts.append(f"cgroups {conditions['cgroups']}")
     if "client_host" in conditions:
         path = conditions.get("client_path", "")
         parts.append(f"client on the load generator {conditions['client_host']} ({path})")

@@ -62,6 +62,12 @@ def _loadgen(facts: Any) -> str:
     return describe(facts) if isinstance(facts, dict) else str(facts)
 
 
+def _shape(facts: Any) -> str:
+    from virtbench.host.testbed import shape
+
+    return shape({"host_shape": facts}) if isinstance(facts, dict) else str(facts)
+
+
 KNOWN: tuple[tuple[str, str, Callable[[Any], str]], ...] = (
     ("hostname", "host name", str),
     ("os", "operating system", str),
@@ -75,6 +81,7 @@ KNOWN: tuple[tuple[str, str, Callable[[Any], str]], ...] = (
     ("swap_bytes", "swap", _bytes),
     ("kvm", "KVM", str),
     ("cgroup_version", "cgroups", str),
+    ("host_shape", "host shape (init, cgroups)", _shape),
     ("lsm", "security modules", str),
     ("mitigations", "CPU vulnerability mitigations", _mitigations),
     ("quiescence", "quiet host before each timed launch", _quiet),

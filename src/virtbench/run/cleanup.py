@@ -2,11 +2,11 @@
 
 Kinds, in removal order: instances any runtime driver still lists, the engine images and
 networks drivers list, processes (environment VIRTBENCH_INSTANCE or membership in a
-labelled cgroup), cgroups, network namespaces, network links (bridges, veths), mounts,
-what a run made on a load generator (its directory and route, from its ledger, asked of
-that host over ssh), daemons a crashed run started (pid and start time from its ledger),
-the run's data directories on disk, and the run's state directory (bundles, sockets,
-ledger).
+labelled cgroup), systemd's units named after a run, cgroups, network namespaces, network
+links (bridges, veths), mounts, what a run made on a load generator (its directory and
+route, from its ledger, asked of that host over ssh), daemons a crashed run started (pid
+and start time from its ledger), the run's data directories on disk, and the run's state
+directory (bundles, sockets, ledger).
 
 Runs whose lock is held (alive, being resumed, or being cleaned by another clean) are
 never touched: `remove` takes each run's lock, without waiting, for the time it
@@ -28,7 +28,7 @@ from pathlib import Path
 
 from virtbench import naming, runtimes
 from virtbench.errors import ListingError, VirtbenchError
-from virtbench.host import cgroups, proc, state, sysctl
+from virtbench.host import cgroups, proc, state, sysctl, systemd
 from virtbench.loadgen import remote
 from virtbench.paths import Paths
 from virtbench.runtimes import daemon
@@ -114,12 +114,7 @@ def _labelled(pid: int, label: str) -> bool:
 
 
 def _cgroup_dirs(layout: cgroups.Layout) -> list[Path]:
-    out = []
-    for root in layout.roots():
-        base = root / cgroups.PARENT
-        if base.is_dir():
-            out.extend(d for d in base.iterdir() if d.is_dir() and naming.run_id_of(d.name))
-    return out
+    return [d for d in layout.children() if naming.run_id_of(d.name)]
 
 
 def _links() -> list[str]:
@@ -156,6 +151,7 @@ def _by_label(scope: _Scope, layout: cgroups.Layout, problems: list[str] | None)
         for runtime, kind, obj in _engine_objects(problems)
         if (rid := scope.ours(obj))
     ]
+    found += _units(scope, problems)
     cg_dirs = [d for d in _cgroup_dirs(layout) if scope.ours(d.name)]
     found += _processes(scope, {d.name for d in cg_dirs})
     found += [Leftover("cgroup", str(d), scope.ours(d.name) or "") for d in cg_dirs]
@@ -172,6 +168,19 @@ def _by_label(scope: _Scope, layout: cgroups.Layout, problems: list[str] | None)
         if rid := scope.ours(link.split("@", 1)[0]):
             found.append(Leftover("link", link.split("@", 1)[0], rid))
     return found
+
+
+def _units(scope: _Scope, problems: list[str] | None) -> list[Leftover]:
+    """Where systemd is the init: its units named after a run (the instance slices an
+    engine placed its containers in, and the run's slice that holds them)."""
+    if not systemd.booted():
+        return []
+    try:
+        units = systemd.run_units()
+    except ListingError as exc:
+        _unlisted(problems, "systemd's units", exc)
+        return []
+    return [Leftover("unit", u, rid) for u in units if scope.wants(rid := systemd.run_of(u) or "")]
 
 
 def _processes(scope: _Scope, cgroup_names: set[str]) -> list[Leftover]:
@@ -289,6 +298,11 @@ def _remove(items: list[Leftover], layout: cgroups.Layout) -> list[str]:
                 errors.append(f"{kind} {it.name}: {exc}")
     for it in by_kind.get("process", []):  # only while it still carries the run's label
         proc.signal_pid(int(it.name), signal.SIGKILL, lambda p, lb=it.detail: _labelled(p, lb))
+    for it in sorted(by_kind.get("unit", []), key=lambda u: len(u.name)):  # a run's first
+        try:
+            systemd.stop(it.name)
+        except VirtbenchError as exc:
+            errors.append(str(exc))
     for it in by_kind.get("cgroup", []):
         if not cgroups.kill_and_remove(Path(it.name)):
             errors.append(f"cgroup {it.name} still busy")
@@ -333,8 +347,12 @@ def remove_empty_parents(layout: cgroups.Layout | None = None) -> list[Path]:
     with state.host_idle() as idle:
         if not idle:
             return []
+        if layout.delegated:  # systemd's unit: stopped, and systemd removes its cgroup
+            if cgroups.release_delegated(layout):
+                removed.append(layout.unified / layout.parent)
+            return removed
         for root in layout.roots():
-            parent = root / cgroups.PARENT
+            parent = root / layout.parent
             if _rmdir_once_released(parent):
                 removed.append(parent)
     return removed

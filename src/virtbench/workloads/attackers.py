@@ -71,5 +71,20 @@ ATTACKERS = {
 S1_ATTACKERS = ("cpu", "memory", "open", "read", "write", "stat", "fork")
 
 
+PREFIX = "attacker "  # an attacker's instances are named so among an experiment's workloads
+
+
+def workload_name(name: str) -> str:
+    """The name the attacker `name`'s instances go by among an experiment's workloads."""
+    return PREFIX + name
+
+
+def of_workload(workload: str) -> Attacker | None:
+    """The attacker whose instances `workload` names (None: a workload, not an attacker)."""
+    if not workload.startswith(PREFIX):
+        return None
+    return ATTACKERS.get(workload.removeprefix(PREFIX))
+
+
 def argv(name: str, instance: str) -> tuple[str, ...]:
     return ("/bin/vb-ready", "{probe}", instance, *ATTACKERS[name].command)

@@ -9,8 +9,10 @@ instead of the artifact's (the artifact's static programs are bind-mounted into 
 When no daemon answers on the socket, the run starts dockerd itself with a config
 virtbench owns (overlay2, cgroupfs, crun and runsc registered) and stops it at the end;
 a daemon that was already running is used as it is, and `available()` says when it
-lacks the requested OCI runtime. Containers get `cgroup_parent=/virtbench/<name>`, so
-their cgroup sits under the instance's; the containerd-shim (and for runsc the sandbox
+lacks the requested OCI runtime. Containers get the instance's cgroup as their parent
+(`/virtbench/<name>`), or, where dockerd places them through systemd (its systemd cgroup
+driver), the instance's slice (`vb-<run>-<n>.slice`, engines/placement.py), so their cgroup
+sits under the instance's; the containerd-shim (and for runsc the sandbox
 and gofer below it) is added to the instance's processes. Network `none` and `host` are
 Docker's; `bridge` is a Docker bridge network this run creates (`vb-<run>-net`), with the
 workload's ports published on 127.0.0.1. The image, network and containers carry the
@@ -49,6 +51,7 @@ from virtbench.runtimes.engines.dockerd import (
     orphans,
     remove_engine_leftovers,
 )
+from virtbench.runtimes.engines.placement import Placement
 from virtbench.runtimes.observe import Observe, RunDaemons
 
 
@@ -123,6 +126,8 @@ class Docker(Engine):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.api: Any = None
+        self.info: dict[str, Any] = {}  # the dockerd's, once reached
+        self.placement = Placement("unknown", self.ctx.layout.parent)
         self._created: set[str] = set()  # every container id of the run, for `_revive`
 
     # --- availability ------------------------------------------------------------------
@@ -154,15 +159,22 @@ class Docker(Engine):
                 version=info.get("ServerVersion", "?"),
                 reason=f"the running dockerd has no runtime {oci!r} registered",
                 fix=f'add "runtimes": {{"{oci}": {{"path": "{which(oci)}"}}}} to '
-                "/etc/docker/daemon.json and restart dockerd (or stop it: virtbench starts "
-                "its own)",
+                "/etc/docker/daemon.json's object, then `systemctl reload docker` (dockerd "
+                "reads its runtimes again on SIGHUP; virtbench never changes its settings)",
             )
         return Availability(True, version=str(info.get("ServerVersion", "?")))
 
     # --- the engine -------------------------------------------------------------------
     def storage_driver(self) -> str:
-        """The dockerd virtbench starts stores containers with its config's driver."""
+        """The running dockerd's storage driver (the one virtbench starts: its config's)."""
+        if self.info:
+            return str(self.info.get("Driver", "unknown"))
         return str(daemon_config(self.ctx.scratch)["storage-driver"])
+
+    def conditions(self) -> dict[str, Any]:
+        """The engine's, and where its containers' cgroups are (placement.py)."""
+        whose = "this run's" if "dockerd" in self.ctx.daemons.started else "the host's"
+        return {**super().conditions(), "cgroups": self.placement.words("dockerd", whose)}
 
     def _connect(self) -> None:
         config = self.ctx.scratch / "dockerd.json"
@@ -177,6 +189,14 @@ class Docker(Engine):
         )
         self.ctx.daemons.ensure(dockerd)
         self.api = client().api
+        self.info = self.api.info()
+        self.placement.driver = str(self.info.get("CgroupDriver", "unknown"))
+
+    def _close(self) -> None:
+        try:
+            super()._close()
+        finally:
+            self.placement.release(self.ctx.run_id, self.ctx.layout.roots())
 
     def _disconnect(self) -> None:
         if self.api is not None:
@@ -260,7 +280,7 @@ class Docker(Engine):
             mem_limit=spec.memory_mib * 1024 * 1024 if spec.memory_mib else None,
             cpuset_cpus=spec.cpus,
             pids_limit=spec.pids_limit,
-            cgroup_parent=f"/virtbench/{spec.name}",
+            cgroup_parent=self.placement.cgroup_parent(spec.name),
             binds=binds or None,
             runtime=self.options.oci_runtime,
             # the profile's namespaced keys in the container's own network namespace

@@ -119,7 +119,7 @@ TRACE_DIRS = ("/run/docker/netns",)
 def remove_engine_leftovers(before: traces.Traces) -> None:
     """After stopping a dockerd we started: the empty `/docker` cgroups it made, and the
     mounts and files it left that were not there before it started."""
-    for top in Path("/sys/fs/cgroup").glob("*/docker"):
+    for top in [*Path("/sys/fs/cgroup").glob("*/docker"), Path("/sys/fs/cgroup/docker")]:
         with contextlib.suppress(OSError):
             top.rmdir()
     errors = traces.remove_new(before, TRACE_MOUNTS, TRACE_DIRS, firewall=False)

@@ -236,7 +236,7 @@ class Podman(Engine):
             "--network",
             self._bridge_network() if network == "bridge" else network,
             "--cgroup-parent",
-            f"/virtbench/{spec.name}",
+            f"/{self.ctx.layout.parent}/{spec.name}",
             "--pull",
             "never",
         ]

@@ -22,7 +22,8 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from virtbench.errors import InstanceError
-from virtbench.host import proc
+from virtbench.host import cgroups, proc
+from virtbench.host.facts import lsm
 from virtbench.runtimes import launcher
 from virtbench.runtimes.base import Availability, Family, Instance, Runtime, remove_tree, which
 from virtbench.runtimes.controls import CommandExec, Pause, Undriven
@@ -40,7 +41,7 @@ def init_cmd(argv: tuple[str, ...] | list[str]) -> str:
     return " ".join(argv)
 
 
-def instance_lines(inst: Instance) -> list[str]:
+def instance_lines(inst: Instance, parent: str = cgroups.PARENT) -> list[str]:
     """The liblxc lines lxc's config and LXD's raw.lxc share: the workload as init, its
     label, a tmpfs /tmp, both cgroups named after the instance -- LXC makes and removes
     them itself, as it would by hand, and the monitor's is counted and cleaned with the
@@ -49,8 +50,8 @@ def instance_lines(inst: Instance) -> list[str]:
         "lxc.init.cmd = " + init_cmd(inst.argv),
         f"lxc.environment = VIRTBENCH_INSTANCE={inst.name}",
         "lxc.mount.entry = tmpfs tmp tmpfs nosuid,nodev,create=dir 0 0",
-        f"lxc.cgroup.dir.container = virtbench/{inst.name}",
-        f"lxc.cgroup.dir.monitor = virtbench/{inst.name}{MONITOR_SUFFIX}",
+        f"lxc.cgroup.dir.container = {parent}/{inst.name}",
+        f"lxc.cgroup.dir.monitor = {parent}/{inst.name}{MONITOR_SUFFIX}",
         *(
             f"lxc.mount.entry = {host} {dest.lstrip('/')} none bind,create=dir 0 0"
             for host, dest in inst.binds
@@ -58,8 +59,10 @@ def instance_lines(inst: Instance) -> list[str]:
     ]
 
 
-def lxc_config(inst: Instance, network: str, cgroup_version: int) -> str:
-    """The container's config file (pure, for tests)."""
+def lxc_config(
+    inst: Instance, network: str, cgroup_version: int, parent: str = cgroups.PARENT
+) -> str:
+    """The container's config file (pure, for tests), its cgroups under `parent`."""
     spec = inst.spec
     lines = [
         f"lxc.uts.name = {spec.name}",
@@ -70,7 +73,7 @@ def lxc_config(inst: Instance, network: str, cgroup_version: int) -> str:
         "lxc.tty.max = 0",
         "lxc.pty.max = 0",
         "lxc.console.path = none",
-        *instance_lines(inst),
+        *instance_lines(inst, parent),
     ]
     if network == "none":
         lines.append("lxc.net.0.type = empty")
@@ -88,6 +91,31 @@ def lxc_config(inst: Instance, network: str, cgroup_version: int) -> str:
     if spec.pids_limit:
         lines.append(f"{key}.pids.max = {spec.pids_limit}")
     return "\n".join(lines) + "\n"
+
+
+# LXC confines a container with its own AppArmor profile where the kernel has AppArmor on
+# (as Docker applies docker-default): the profile must be loaded, which the apparmor
+# package does at boot (a minimal image lacks it: every start then fails in sync_wait)
+LXC_PROFILE = "lxc-container-default-cgns"
+APPARMOR_PROFILES = Path("/sys/kernel/security/apparmor/profiles")
+APPARMOR_FIX = "apt-get install apparmor; apparmor_parser -r -W /etc/apparmor.d/lxc-containers"
+
+
+def apparmor_unready(profiles: Path = APPARMOR_PROFILES) -> str | None:
+    """Why LXC cannot confine a container here (None: AppArmor is off, or its profile is
+    loaded)."""
+    if lsm() != "apparmor":
+        return None
+    try:
+        loaded = profiles.read_text()
+    except OSError as exc:
+        return f"AppArmor is on but its loaded profiles cannot be read ({exc})"
+    if LXC_PROFILE not in loaded:
+        return (
+            f"AppArmor is on but LXC's profile {LXC_PROFILE} is not loaded (the apparmor "
+            "package loads it): every container start would fail"
+        )
+    return None
 
 
 class LxcExec(CommandExec):
@@ -132,7 +160,10 @@ class Lxc(Runtime):
         res = proc.run(["lxc-start", "--version"], check=False, timeout=10)
         if res.returncode != 0:
             return Availability(False, reason=f"lxc-start --version failed: {res.brief()}")
-        return Availability(True, version=res.stdout.strip())
+        version = res.stdout.strip()
+        if (why := apparmor_unready()) is not None:
+            return Availability(False, version=version, reason=why, fix=APPARMOR_FIX)
+        return Availability(True, version=version)
 
     @property
     def lxcpath(self) -> Path:
@@ -147,7 +178,8 @@ class Lxc(Runtime):
         self.ctx.state.record("container", inst.name, runtime="lxc", lxcpath=str(self.lxcpath))
         d = self.lxcpath / inst.name
         d.mkdir(parents=True, exist_ok=True)
-        config = lxc_config(inst, network, self.ctx.layout.version)
+        layout = self.ctx.layout
+        config = lxc_config(inst, network, layout.version, layout.parent)
         config += f"lxc.log.file = {inst.log_path}\nlxc.log.level = ERROR\n"
         (d / "config").write_text(config)
 

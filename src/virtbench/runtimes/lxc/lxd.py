@@ -281,7 +281,9 @@ class Lxd(Runtime):
         netns = self._host_netns() if network == "host" else inst.netns
         config = {
             RUN_KEY: self.ctx.run_id,
-            "raw.lxc": raw_lxc(inst, network, netns, self.ctx.layout.version),
+            "raw.lxc": raw_lxc(
+                inst, network, netns, self.ctx.layout.version, self.ctx.layout.parent
+            ),
         }
         if spec.memory_mib:
             config["limits.memory"] = f"{spec.memory_mib}MiB"

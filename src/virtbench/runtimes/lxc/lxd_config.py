@@ -9,6 +9,7 @@ import tarfile
 import time
 from pathlib import Path
 
+from virtbench.host import cgroups
 from virtbench.runtimes.base import Instance
 from virtbench.runtimes.lxc.lxc import instance_lines
 from virtbench.runtimes.tarball import tar_of
@@ -33,11 +34,17 @@ def image_tarballs(rootfs: Path, description: str) -> tuple[bytes, bytes]:
     return buf.getvalue(), tar_of(rootfs)
 
 
-def raw_lxc(inst: Instance, network: str, netns: Path | None, cgroup_version: int = 1) -> str:
+def raw_lxc(
+    inst: Instance,
+    network: str,
+    netns: Path | None,
+    cgroup_version: int = 1,
+    parent: str = cgroups.PARENT,
+) -> str:
     """The `raw.lxc` lines of one instance (pure, for tests). A cpuset is also set here,
     so the init starts pinned: LXD applies `limits.cpu` only after the start (its CPU
     balancer), and a loaded host showed a sleeper still on every CPU when it was ready."""
-    lines = instance_lines(inst)
+    lines = instance_lines(inst, parent)
     if inst.spec.cpus:
         key = "lxc.cgroup" if cgroup_version == 1 else "lxc.cgroup2"
         lines.append(f"{key}.cpuset.cpus = {inst.spec.cpus}")

@@ -133,10 +133,16 @@ def _process(inst: Instance) -> dict[str, Any]:
 
 
 def bundle_config(
-    inst: Instance, run_id: str, network: str, netns: Path | None, root: Path | None = None
+    inst: Instance,
+    run_id: str,
+    network: str,
+    netns: Path | None,
+    root: Path | None = None,
+    cgroup_parent: str = cgroups.PARENT,
 ) -> dict[str, Any]:
     """The config.json for `inst` (pure: easy to test against the spec): its root the
-    artifact's directory, read-only, or `root` (its own overlay), writable."""
+    artifact's directory, read-only, or `root` (its own overlay), writable; its cgroup
+    under `cgroup_parent` (the layout's)."""
     spec = inst.spec
     return {
         "ociVersion": OCI_VERSION,
@@ -147,7 +153,7 @@ def bundle_config(
         "annotations": {"org.virtbench.run": run_id, "org.virtbench.instance": spec.name},
         "linux": {
             "namespaces": _namespaces(network, netns),
-            "cgroupsPath": f"/{cgroups.PARENT}/{spec.name}",
+            "cgroupsPath": f"/{cgroup_parent}/{spec.name}",
             "resources": _resources(spec),
             "maskedPaths": list(MASKED_PATHS),
             "readonlyPaths": list(READONLY_PATHS),
@@ -264,7 +270,9 @@ class OciRuntime(Runtime):
         bundle.mkdir(parents=True, exist_ok=True)
         o = self.options
         root = oci_rootfs.mount_overlay(self.ctx, inst) if o.rootfs == "overlay" else None
-        config = bundle_config(inst, self.ctx.run_id, network, inst.netns, root)
+        config = bundle_config(
+            inst, self.ctx.run_id, network, inst.netns, root, self.ctx.layout.parent
+        )
         if o.security == "engine-default":
             self.confine(config)
         (bundle / "config.json").write_text(json.dumps(config))

@@ -105,7 +105,10 @@ class Wasmtime(ConsoleReady, Native):
     @classmethod
     def cannot_run(cls, workload: str, options: BaseModel | None = None) -> str | None:
         from virtbench import workloads
+        from virtbench.workloads import attackers
 
+        if attackers.of_workload(workload) is not None:
+            return f"{cls.name} cannot run {workload}: the attackers have no WASI build"
         wl = workloads.get(workload)
         missing = [p for p in wl.needs.static_programs if p not in WASM_PROGRAMS]
         if wl.ends == "serve" or missing or not wl.needs.static_programs:

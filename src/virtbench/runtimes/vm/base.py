@@ -96,6 +96,18 @@ if TYPE_CHECKING:
 __all__ = ["KERNEL", "SIMPLE", "Vm", "VmOptions", "guest_mode", "mac_of"]
 
 
+def _needs_data(workload: str) -> bool:
+    """Whether `workload`'s instances (a workload's, or an isolation attacker's) need a
+    data disk."""
+    from virtbench import workloads
+    from virtbench.workloads import attackers
+
+    attacker = attackers.of_workload(workload)
+    if attacker is not None:
+        return attacker.data
+    return workloads.get(workload).needs.data
+
+
 class NoGuestAgent(Exec):
     why = (
         "its guest has no exec agent: the minimal guest has no processes, and "
@@ -201,7 +213,6 @@ class Vm(ConsoleReady, VmBoot, Native):
                 )
             return image_cannot_run(workload, opts)
         if opts.guest == "linux" or not simple:
-            from virtbench import workloads
             from virtbench.host.facts import kvm_kind
 
             if cls.needs_kvm(opts) and kvm_kind() == "pvm":
@@ -209,7 +220,7 @@ class Vm(ConsoleReady, VmBoot, Native):
                     "a Linux guest cannot boot under this host's nested PVM KVM (only "
                     "the minimal guest can): use emulation, e.g. qemu:q35:tcg"
                 )
-            if workloads.get(workload).needs.data and shutil.which("mkfs.ext4") is None:
+            if _needs_data(workload) and shutil.which("mkfs.ext4") is None:
                 return "its data disk needs mkfs.ext4 on the host (apt-get install e2fsprogs)"
         return None
 

@@ -1,0 +1,98 @@
+"""virtbench on the host shapes users run: stock Debian guests (systemd as PID 1, cgroup v2,
+AppArmor on, dockerd and the other services already running) built from Debian's packages
+and booted here, the README's set-up and main job run inside, then a part of the suite.
+
+`make test` runs the short form on Debian 12 (set-up, doctor, quickstart, the runtimes'
+own checks, one fault test, `clean`); `make test-hosts` runs more of the suite on Debian 12
+and Debian 13. Each says how long its image took to build (once: it is cached) and its
+guest to boot; under TCG every figure inside is emulated.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from tests.conftest import need
+from tests.hosts import boot, image, jobs
+
+pytestmark = [pytest.mark.root, pytest.mark.slow]
+
+JOB_TIMEOUT_S = {"short": 3600, "full": 3 * 3600}
+
+
+def _facts(path: Path) -> dict[str, str]:
+    """A facts file's lines (jobs.FACTS) as key -> the rest of the line."""
+    pairs = (ln.split(" ", 1) for ln in path.read_text().splitlines() if " " in ln)
+    return dict(pairs)
+
+
+def _services(path: Path) -> dict[str, str]:
+    """service name -> "ActiveState MainPID", from a facts file."""
+    found = {}
+    for line in path.read_text().splitlines():
+        if line.startswith("service "):
+            _, name, state = line.split(" ", 2)
+            found[name] = state
+    return found
+
+
+def _junit(path: Path) -> tuple[int, list[str]]:
+    """(tests run, the names of those that failed or erred)."""
+    suite = ET.parse(path).getroot()
+    cases = suite.iter("testcase")
+    bad, total = [], 0
+    for case in cases:
+        total += 1
+        if case.find("failure") is not None or case.find("error") is not None:
+            bad.append(f"{case.get('classname')}::{case.get('name')}")
+    return total, bad
+
+
+def _check(result: boot.Boot, form: str) -> None:
+    tail = result.tail()
+    assert result.boot_s is not None, f"the guest never started its job:\n{tail}"
+    assert result.rc == 0, f"the job did not finish (rc {result.rc}):\n{tail}"
+    log = result.log()
+    if form == "short":
+        assert "demo rc=0" in log, f"make demo failed:\n{tail}"
+    assert "clean rc=0" in log, f"virtbench clean failed:\n{tail}"
+    before, after = _facts(result.out / "facts.before"), _facts(result.out / "facts.after")
+    assert before["init"] == "systemd" and before["cgroup"] == "cgroup2fs", before
+    # the user's services as they were: same main process, same configuration
+    assert _services(result.out / "facts.after") == _services(result.out / "facts.before")
+    assert after["docker-config"] == before["docker-config"]
+    assert after["units"] == "0", f"transient units left: {after['units']}"
+    assert after["cgroups"] == "0", f"cgroups named vb-* left: {after['cgroups']}"
+    total, bad = _junit(result.out / "junit.xml")
+    assert total > 0, "no test ran inside the guest"
+    assert not bad, f"{len(bad)} of {total} failed inside the guest: {bad}"
+
+
+def _boot(release: str, form: str, tmp_path: Path) -> boot.Boot:
+    need(boot.accel() in ("kvm", "tcg"), "no QEMU")
+    img = image.image(image.RELEASES[release])
+    tests, keyword = (jobs.SHORT, jobs.SHORT_FILTER) if form == "short" else (jobs.FULL, None)
+    result = boot.boot(img, jobs.script(tests, keyword), tmp_path / "guest", JOB_TIMEOUT_S[form])
+    print(
+        f"\n{img.built()}\nbooted under {result.accel} to its job in "
+        f"{result.boot_s if result.boot_s is None else round(result.boot_s)} s; the job "
+        f"took {result.total_s:.0f} s in all"
+    )
+    return result
+
+
+@pytest.mark.timeout(JOB_TIMEOUT_S["short"] + 3600)
+def test_debian_12_with_systemd_and_cgroup_v2_short(tmp_path):
+    """Debian 12 as installed: the set-up, `make demo`, the runtimes' checks and a fault
+    test inside, nothing left after `clean`, the user's dockerd untouched."""
+    _check(_boot("bookworm", "short", tmp_path), "short")
+
+
+@pytest.mark.hosts
+@pytest.mark.timeout(JOB_TIMEOUT_S["full"] + 3600)
+@pytest.mark.parametrize("release", ["bookworm", "trixie"])
+def test_guest_host_full(release, tmp_path):
+    """More of the suite on Debian 12 and 13 (`make test-hosts`)."""
+    _check(_boot(release, "full", tmp_path), "full")

@@ -1,0 +1,158 @@
+"""The host shapes users run, in the parts that need no such host: where systemd puts an
+engine's slices and virtbench's delegated parent, the shape as a fact of the testbed,
+the checks a host with Linux-booting KVM or AppArmor takes, and stock tools' output."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from virtbench.host import cgroups, systemd, testbed
+from virtbench.loadgen import baseline
+from virtbench.runtimes.lxc import lxc
+from virtbench.workloads import attackers
+
+V2 = "cgroup2 /sys/fs/cgroup cgroup2 rw,nosuid,nodev,noexec,relatime 0 0\n"
+
+
+def test_a_systemd_v2_host_delegates_virtbench_parent(tmp_path: Path):
+    mounts = tmp_path / "mounts"
+    mounts.write_text(V2)
+    plain = cgroups.Layout.detect(mounts, systemd_init=False)
+    assert plain.parent == "virtbench" and not plain.delegated
+    owned = cgroups.Layout.detect(mounts, systemd_init=True)
+    assert owned.delegated and owned.parent == "vb.slice/virtbench.service"
+    assert owned.dirs("vb-abc123-0001") == [
+        Path("/sys/fs/cgroup/vb.slice/virtbench.service/vb-abc123-0001")
+    ]
+    # systemd owns the tree only where it is unified: a v1 host keeps the plain parent
+    hybrid = tmp_path / "hybrid"
+    hybrid.write_text("cgroup /sys/fs/cgroup/memory cgroup rw,memory 0 0\n" + V2)
+    assert cgroups.Layout.detect(hybrid, systemd_init=True).parent == "virtbench"
+
+
+def test_children_are_instances_not_the_holder(tmp_path: Path):
+    layout = cgroups.Layout(2, {}, tmp_path, cgroups.DELEGATED)
+    base = tmp_path / cgroups.DELEGATED
+    for d in ("holder", "vb-abc123-0001", "vb-abc123-0002"):
+        (base / d).mkdir(parents=True)
+    assert sorted(d.name for d in layout.children()) == ["vb-abc123-0001", "vb-abc123-0002"]
+
+
+def test_slices_nest_at_each_dash():
+    assert systemd.slice_path("vb-abc123-0001.slice") == Path(
+        "vb.slice/vb-abc123.slice/vb-abc123-0001.slice"
+    )
+    assert systemd.run_slice("abc123") == "vb-abc123.slice"
+    assert systemd.run_of("vb-abc123.slice") == "abc123"
+    assert systemd.run_of("vb-abc123-0001.slice") == "abc123"
+    assert systemd.run_of("vb-job.service") is None  # not a run's
+    assert systemd.run_of("virtbench.service") is None
+
+
+def test_an_instance_an_engine_placed_through_systemd_is_found_in_its_slice(tmp_path: Path):
+    layout = cgroups.Layout(2, {}, tmp_path, cgroups.DELEGATED)
+    name = "vb-abc123-0001"
+    assert layout.memory_dir(name) == tmp_path / cgroups.DELEGATED / name  # neither yet
+    placed = tmp_path / "vb.slice/vb-abc123.slice/vb-abc123-0001.slice"
+    (placed / "docker-0123.scope").mkdir(parents=True)
+    (placed / "docker-0123.scope" / "cgroup.procs").write_text("41\n42\n")
+    assert layout.memory_dir(name) == placed
+    assert sorted(cgroups.procs(layout, name)) == [41, 42]  # the scope below, walked
+    (placed / "memory.current").write_text("1048576\n")
+    assert cgroups.memory_bytes(layout, name) == 1048576
+    own = tmp_path / cgroups.DELEGATED / name
+    own.mkdir(parents=True)
+    assert layout.memory_dir(name) == own  # virtbench's own cgroup comes first
+
+
+def test_memory_limit_file_by_version(tmp_path: Path):
+    assert cgroups.Layout(1, {"memory": tmp_path}, None).memory_limit_file == (
+        "memory.limit_in_bytes"
+    )
+    assert cgroups.Layout(2, {}, tmp_path).memory_limit_file == "memory.max"
+
+
+def test_host_shape_is_part_of_the_testbed():
+    base = {"cpu_model": "X", "cpu_count": 2, "kernel": "6.1", "kvm": "hardware"}
+    v1 = {**base, "host_shape": {"init": "runit", "cgroups": "v1 (hybrid)"}}
+    v2 = {**base, "host_shape": {"init": "systemd", "cgroups": "v2"}}
+    assert testbed.testbed_id(v1) != testbed.testbed_id(v2)
+    assert testbed.differences(v1, v2) == ["host runit, cgroup v1 (hybrid) vs systemd, cgroup v2"]
+    assert "systemd, cgroup v2" in testbed.describe(v2)
+    # a run from before the shape was recorded cannot be told apart by it
+    assert testbed.differences(base, v2) == []
+
+
+@pytest.mark.parametrize(("workload", "data"), [("attacker cpu", False), ("attacker disk", True)])
+def test_an_attacker_is_known_by_its_workload_name(workload, data):
+    attacker = attackers.of_workload(workload)
+    assert attacker is not None and attacker.data is data
+    assert attackers.of_workload("nginx") is None
+    assert attackers.workload_name(attacker.name) == workload
+
+
+def test_a_vm_checks_isolation_attackers_where_kvm_boots_linux(monkeypatch):
+    """The catalog's check on a host whose KVM boots Linux guests (not this machine's
+    nested PVM) reached an attacker's name as if it were a workload's."""
+    from virtbench.host import facts
+    from virtbench.runtimes.vm.qemu import Qemu, QemuOptions
+
+    monkeypatch.setattr(facts, "kvm_kind", lambda: "hardware")
+    opts = QemuOptions(guest="linux")
+    for a in attackers.S1_ATTACKERS:
+        assert Qemu.cannot_run(attackers.workload_name(a), opts) is None
+
+
+def test_lxc_says_when_apparmor_lacks_its_profile(tmp_path: Path, monkeypatch):
+    profiles = tmp_path / "profiles"
+    profiles.write_text("docker-default (enforce)\n")
+    monkeypatch.setattr(lxc, "lsm", lambda: "apparmor")
+    why = lxc.apparmor_unready(profiles)
+    assert why is not None and lxc.LXC_PROFILE in why
+    profiles.write_text(f"{lxc.LXC_PROFILE} (enforce)\ndocker-default (enforce)\n")
+    assert lxc.apparmor_unready(profiles) is None
+    monkeypatch.setattr(lxc, "lsm", lambda: "none")
+    assert lxc.apparmor_unready(tmp_path / "absent") is None  # AppArmor off: nothing to load
+
+
+class _Shell:
+    """A load generator whose shell is this host's /bin/sh (dash on Debian, with mawk)."""
+
+    def shell(self, script: str):
+        import subprocess
+
+        from virtbench.host.proc import Result
+
+        res = subprocess.run(["/bin/sh", "-c", script], capture_output=True, text=True)
+        return Result(("sh",), res.returncode, res.stdout, res.stderr, 0.0)
+
+
+def test_load_generator_memory_is_read_with_stock_tools():
+    facts = baseline.host_facts(_Shell())
+    total_kib = next(
+        int(ln.split()[1])
+        for ln in Path("/proc/meminfo").read_text().splitlines()
+        if ln.startswith("MemTotal:")
+    )
+    assert facts["memory_bytes"] == total_kib * 1024, facts
+
+
+def test_an_engine_under_systemd_gets_a_slice_per_instance(monkeypatch):
+    from virtbench.runtimes.engines.placement import Placement
+
+    stopped: list[tuple[str, ...]] = []
+    monkeypatch.setattr(systemd, "stop", lambda *units: stopped.append(units))
+    fs = Placement("cgroupfs", "virtbench")
+    assert fs.cgroup_parent("vb-abc123-0001") == "/virtbench/vb-abc123-0001"
+    fs.release("abc123", [])
+    assert stopped == [] and "under virtbench's cgroup" in fs.words("dockerd", "this run's")
+    sd = Placement("systemd", "vb.slice/virtbench.service")
+    assert sd.cgroup_parent("vb-abc123-0001") == "vb-abc123-0001.slice"
+    assert sd.cgroup_parent("vb-abc123-0002") == "vb-abc123-0002.slice"
+    assert "systemd (the host's dockerd's cgroup driver; a slice" in sd.words(
+        "dockerd", "the host's"
+    )
+    sd.release("abc123", [])  # no slice left in the run's: it goes too
+    assert stopped == [("vb-abc123-0001.slice", "vb-abc123-0002.slice"), ("vb-abc123.slice",)]
