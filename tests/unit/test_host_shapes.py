@@ -4,13 +4,18 @@ the checks a host with Linux-booting KVM or AppArmor takes, and stock tools' out
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
+from tests.conftest import need
 
 from virtbench.host import cgroups, systemd, testbed
 from virtbench.loadgen import baseline
 from virtbench.runtimes.lxc import lxc
+from virtbench.runtimes.oci import apparmor, base
+from virtbench.runtimes.oci.crun import Crun
 from virtbench.workloads import attackers
 
 V2 = "cgroup2 /sys/fs/cgroup cgroup2 rw,nosuid,nodev,noexec,relatime 0 0\n"
@@ -156,3 +161,42 @@ def test_an_engine_under_systemd_gets_a_slice_per_instance(monkeypatch):
     )
     sd.release("abc123", [])  # no slice left in the run's: it goes too
     assert stopped == [("vb-abc123-0001.slice", "vb-abc123-0002.slice"), ("vb-abc123.slice",)]
+
+
+def test_the_runs_apparmor_profile_compiles(tmp_path: Path):
+    """The profile a run loads where AppArmor is on and no engine's is: compiled by the
+    host's own parser (without loading it: this host's kernel may have no AppArmor)."""
+    need(shutil.which("apparmor_parser") is not None, "apparmor_parser (apt-get install apparmor)")
+    profile = apparmor.name("abc123", "crun")
+    assert profile == "vb-abc123-crun"
+    source = tmp_path / "p"
+    source.write_text(apparmor.text(profile, "crun"))
+    res = subprocess.run(
+        [
+            "apparmor_parser",
+            "--skip-kernel-load",
+            "--skip-cache",
+            "-o",
+            str(tmp_path / "bin"),
+            str(source),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / "bin").stat().st_size > 0
+
+
+def test_profiles_of_a_run_are_listed_by_their_runtime(tmp_path: Path, monkeypatch):
+    fs = tmp_path / "securityfs"
+    fs.mkdir()
+    (fs / "profiles").write_text(
+        "vb-abc123-crun (enforce)\nvb-abc123-runc (enforce)\ndocker-default (enforce)\n"
+    )
+    monkeypatch.setattr(apparmor, "SECURITYFS", fs)
+    monkeypatch.setattr(base, "lsm", lambda: "apparmor")
+    assert Crun.profiles() == ["vb-abc123-crun"]
+    apparmor.unload("vb-abc123-crun", fs)
+    assert (fs / ".remove").read_text() == "vb-abc123-crun"
+    apparmor.unload("vb-gone00-crun", fs)  # not loaded: nothing to do
+    assert (fs / ".remove").read_text() == "vb-abc123-crun"

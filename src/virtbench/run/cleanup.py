@@ -54,7 +54,7 @@ class Leftover:
 
 
 # an orphan: a container directory its engine left and no longer knows (dockerd.orphans)
-ENGINE_KINDS = ("instance", "orphan", "image", "network", "volume", "profile", "pool")
+ENGINE_KINDS = ("instance", "orphan", "image", "network", "volume", "profile", "pool", "apparmor")
 
 
 def _engine_objects(problems: list[str] | None) -> list[tuple[str, str, str]]:

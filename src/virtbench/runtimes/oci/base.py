@@ -20,8 +20,10 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from virtbench import naming
 from virtbench.errors import InstanceError, VirtbenchError
 from virtbench.host import cgroups, proc
+from virtbench.host.facts import lsm
 from virtbench.runtimes import launcher
 from virtbench.runtimes.base import (
     Availability,
@@ -34,6 +36,7 @@ from virtbench.runtimes.base import (
 )
 from virtbench.runtimes.controls import CommandExec, Pause, Snapshot, criu_problem
 from virtbench.runtimes.leftovers import listing
+from virtbench.runtimes.oci import apparmor
 from virtbench.runtimes.oci import rootfs as oci_rootfs
 from virtbench.runtimes.oci import security as oci_security
 
@@ -229,6 +232,7 @@ class OciRuntime(Runtime):
     Exec = OciExec
     Pause = OciPause
     Snapshot = OciSnapshot
+    profile: str | None = None  # the run's own AppArmor profile, where it loaded one
 
     def conditions(self) -> dict[str, Any]:
         """Its storage and confinement, beside every figure."""
@@ -238,7 +242,26 @@ class OciRuntime(Runtime):
             if o.rootfs == "overlay"
             else "dir (the artifact, read-only, shared)"
         }
-        return {**root, **oci_security.conditions(o.security, tuple(CAPS))}
+        return {**root, **oci_security.conditions(o.security, tuple(CAPS), self.profile)}
+
+    def _setup(self) -> None:
+        """Where AppArmor is on and no engine's profile is loaded to borrow: the run's
+        own, with the engines' default rules (oci/apparmor.py), recorded first."""
+        if (
+            self.options.security != "engine-default"
+            or lsm() != "apparmor"
+            or oci_security.apparmor_profile() is not None
+        ):
+            return
+        profile = apparmor.name(self.ctx.run_id, self.binary)
+        self.ctx.state.record("apparmor", profile, runtime=self.name)
+        apparmor.load(profile, self.binary, self.ctx.scratch / "apparmor")
+        self.profile = profile
+
+    def _close(self) -> None:
+        if self.profile is not None:
+            apparmor.unload(self.profile)
+            self.profile = None
 
     @classmethod
     def available(cls, options: OciOptions | None = None) -> Availability:
@@ -281,7 +304,8 @@ class OciRuntime(Runtime):
         """The engines' default confinement: their seccomp filter, and their AppArmor
         profile where one is loaded."""
         config["linux"]["seccomp"] = oci_security.engine_seccomp(tuple(CAPS))[0]
-        if (profile := oci_security.apparmor_profile()) is not None:
+        profile = oci_security.apparmor_profile() or self.profile
+        if profile is not None:
             config["process"]["apparmorProfile"] = profile
 
     def global_args(self, inst: Instance) -> list[str]:
@@ -342,9 +366,21 @@ class OciRuntime(Runtime):
 
     @classmethod
     def list_objects(cls) -> list[tuple[str, str]]:
-        return [("instance", n) for n in cls.list_instances()]
+        own = [("apparmor", p) for p in cls.profiles()]
+        return [("instance", n) for n in cls.list_instances()] + own
+
+    @classmethod
+    def profiles(cls) -> list[str]:
+        """The AppArmor profiles runs loaded for this runtime's bundles (none where
+        AppArmor is off)."""
+        if lsm() != "apparmor":
+            return []
+        suffix = f"-{cls.binary}"
+        return [p for p in apparmor.loaded() if naming.run_id_of(p) and p.endswith(suffix)]
 
     @classmethod
     def remove_object(cls, kind: str, name: str) -> None:
         if kind == "instance":
             cls.remove_instance(name)
+        elif kind == "apparmor":
+            apparmor.unload(name)

@@ -9,7 +9,8 @@ The engine keeps the rules that apply to the container's capabilities and the ho
 architecture and kernel, and hands the runtime the result as the OCI `linux.seccomp`
 section; `seccomp` does the same. Where the host enables AppArmor, the engines also
 confine the container with their profile (`containers-default-*`, `docker-default`),
-when one is loaded; SELinux labels are not applied here, and the conditions say so.
+when one is loaded, else with a profile of the same rules the run loads (oci/apparmor.py);
+SELinux labels are not applied here, and the conditions say so.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from virtbench.host.facts import lsm
+from virtbench.runtimes.oci import apparmor
 
 TEMPLATE = Path("/usr/share/containers/seccomp.json")  # containers-common's
 GET_TEMPLATE = "apt-get install golang-github-containers-common"
@@ -124,8 +126,11 @@ def apparmor_profile() -> str | None:
     return "docker-default" if "docker-default" in loaded else None
 
 
-def conditions(security: str, caps: tuple[str, ...]) -> dict[str, str]:
-    """What a bundle's confinement was, for every sample's params."""
+def conditions(
+    security: str, caps: tuple[str, ...], own_profile: str | None = None
+) -> dict[str, str]:
+    """What a bundle's confinement was, for every sample's params (`own_profile`: the
+    run's own AppArmor profile it was given, oci/apparmor.py)."""
     if security == "minimal":
         return {"security": "minimal", "seccomp": "none"}
     origin = engine_seccomp(caps)[1]
@@ -134,6 +139,8 @@ def conditions(security: str, caps: tuple[str, ...]) -> dict[str, str]:
     lsm_note = (
         f"apparmor {profile}"
         if profile
+        else f"apparmor vb-default ({apparmor.CONDITION})"
+        if own_profile
         else f"{where} (no engine profile applied)"
         if where != "none"
         else "none"
