@@ -5,13 +5,14 @@ Options (spec `[runtime.podman]`): `oci_runtime` = crun | runc | runsc (labels
 (the artifact's static programs are bind-mounted into it).
 
 Podman has no daemon. virtbench points it at a containers.conf of its own
-(CONTAINERS_CONF): cgroupfs (PID 1 is no systemd), default ulimits this host allows
+(CONTAINERS_CONF): its cgroup manager as podman's default here (systemd's where systemd
+is the init, cgroupfs elsewhere: engines/placement.py), default ulimits this host allows
 (its hard nofile limit is below podman's default), file events, and runsc registered.
 runsc gets `--network=host` (inside the container's network namespace, so `none` stays
 none; its own netstack fails on some kernels), `--host-uds=open` for the unix-socket
-probe and the ptrace platform. Containers get `--cgroup-parent=/virtbench/<name>`; conmon,
-the per-container monitor, is counted with the instance. `bridge` is a podman network
-this run creates (`vb-<run>-net`). Everything carries `org.virtbench.run=<run id>`.
+probe and the ptrace platform. Containers get the instance's cgroup (or slice) as their
+parent; conmon, the per-container monitor, is counted with the instance. `bridge` is a
+podman network this run creates (`vb-<run>-net`). Everything carries `org.virtbench.run=<run id>`.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import Any, Literal
 import psutil
 
 from virtbench.errors import InstanceError
-from virtbench.host import proc, state
+from virtbench.host import proc, state, systemd
 from virtbench.host.sysctl import namespaced
 from virtbench.runtimes import launcher, owners, traces
 from virtbench.runtimes.base import (
@@ -38,6 +39,7 @@ from virtbench.runtimes.base import (
 )
 from virtbench.runtimes.controls import CliPause, CommandExec, Undriven
 from virtbench.runtimes.engines.base import Engine, EngineOptions, engine_exit_reason
+from virtbench.runtimes.engines.placement import Placement
 from virtbench.runtimes.leftovers import listing
 from virtbench.runtimes.observe import Observe
 
@@ -49,7 +51,7 @@ class PodmanOptions(EngineOptions):
     oci_runtime: Literal["crun", "runc", "runsc"] = "crun"
 
 
-def containers_conf() -> str:
+def containers_conf(cgroup_manager: str = "cgroupfs") -> str:
     """The containers.conf virtbench runs podman with."""
     # Podman's defaults exceed this host's hard limits (and crun then fails setrlimit):
     # ask for what the host allows. (nproc at the very hard limit is refused too, hence
@@ -68,7 +70,7 @@ def containers_conf() -> str:
         "[network]\n"
         'network_backend = "cni"\n'
         "[engine]\n"
-        'cgroup_manager = "cgroupfs"\n'
+        f'cgroup_manager = "{cgroup_manager}"\n'
         'events_logger = "file"\n'
         "[engine.runtimes]\n" + runtimes
     )
@@ -145,6 +147,25 @@ class Podman(Engine):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.env: dict[str, str] = {}
+        self.placement = Placement(self.cgroup_manager(), self.ctx.layout.parent)
+
+    def cgroup_manager(self) -> str:
+        """As podman's own default on this host: systemd's where systemd is the init;
+        cgroupfs under runsc, whose build here takes no systemd cgroup paths."""
+        if systemd.booted() and self.options.oci_runtime != "runsc":
+            return "systemd"
+        return "cgroupfs"
+
+    def conditions(self) -> dict[str, Any]:
+        """The engine's, and where its containers' cgroups are (placement.py)."""
+        words = self.placement.words("podman", "virtbench's containers.conf:")
+        return {**super().conditions(), "cgroups": words}
+
+    def _close(self) -> None:
+        try:
+            super()._close()
+        finally:
+            self.placement.release(self.ctx.run_id, self.ctx.layout.roots())
 
     @classmethod
     def available(cls, options: PodmanOptions | None = None) -> Availability:
@@ -182,7 +203,7 @@ class Podman(Engine):
     # --- the engine -------------------------------------------------------------------
     def _connect(self) -> None:
         conf = self.ctx.scratch / "containers.conf"
-        conf.write_text(containers_conf())
+        conf.write_text(containers_conf(self.placement.driver))
         self.env = {**os.environ, "CONTAINERS_CONF": str(conf)}
         self._traces = traces.snapshot((), (), firewall=True)  # before CNI's first chain
 
@@ -236,7 +257,7 @@ class Podman(Engine):
             "--network",
             self._bridge_network() if network == "bridge" else network,
             "--cgroup-parent",
-            f"/{self.ctx.layout.parent}/{spec.name}",
+            self.placement.cgroup_parent(spec.name),
             "--pull",
             "never",
         ]
