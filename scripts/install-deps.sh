@@ -1,11 +1,23 @@
 #!/usr/bin/env bash
 # Install the Debian packages virtbench needs, once (idempotent, quiet when done).
-# Usage: scripts/install-deps.sh [test]   (as root, on Debian 12)
+# Usage: scripts/install-deps.sh [test]   (as root, on Debian 12 or 13)
 set -euo pipefail
+
+# What a release calls a package: Debian 12 (bookworm) ships clang 14 and PostgreSQL 15
+# under versioned names, Debian 13 (trixie) the distribution's own clang and PostgreSQL.
+. /etc/os-release
+case "${VERSION_CODENAME:-}" in
+  bookworm)
+    CLANG=(clang-14 lld-14 libclang-rt-14-dev-wasm32)
+    POSTGRES=(postgresql-15 postgresql-client-15) ;;
+  *)
+    CLANG=(clang lld libclang-rt-dev-wasm32)
+    POSTGRES=(postgresql postgresql-client) ;;
+esac
 
 PACKAGES=(
   # build the static guest programs, and their WASI builds (wasmtime's)
-  make gcc musl-tools clang-14 lld-14 wasi-libc libclang-rt-14-dev-wasm32
+  make gcc musl-tools "${CLANG[@]}" wasi-libc
   # Python environment
   python3 python3-venv
   # runtimes
@@ -23,7 +35,7 @@ PACKAGES=(
   iproute2 procps util-linux hyperfine e2fsprogs
   # servers copied into the artifacts (the same binaries everywhere), and their clients
   nginx redis-server wrk redis-tools sysbench libsqlite3-dev iperf3 memcached
-  postgresql-15 postgresql-client-15 mariadb-server-core
+  "${POSTGRES[@]}" mariadb-server-core
   fio httperf iputils-ping
   # VM-class runtimes (the minimal guest boots under KVM or TCG)
   qemu-system-x86

@@ -21,21 +21,23 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-BIN = Path("/usr/lib/postgresql/15/bin")
+from virtbench.workloads import postgres
+
+BIN = Path(postgres.BIN)
 USER = "vb"  # the database superuser the tests log in as
 
 
 def available() -> str | None:
     """Why a server cannot be started here (None: it can)."""
     if not (BIN / "initdb").exists() or not (BIN / "postgres").exists():
-        return f"PostgreSQL 15 not in {BIN} (apt-get install postgresql-15)"
+        return f"PostgreSQL not in {BIN} (scripts/install-deps.sh installs it)"
     if os.geteuid() == 0:
         try:
             import pwd
 
             pwd.getpwnam("postgres")
         except KeyError:
-            return "no 'postgres' user to run the server as (it comes with postgresql-15)"
+            return "no 'postgres' user to run the server as (it comes with PostgreSQL)"
     try:
         import psycopg  # noqa: F401
     except ImportError:

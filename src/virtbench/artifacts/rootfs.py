@@ -174,10 +174,11 @@ def build_guest_programs(guest_src: Path, out: Path) -> dict[str, Path]:
         raise VirtbenchError(f"guest sources not found at {guest_src} (set VIRTBENCH_GUEST_DIR)")
     if shutil.which("musl-gcc") is None:
         raise VirtbenchError("musl-gcc not found: apt-get install musl-tools (or make setup)")
-    if shutil.which("clang-14") is None:  # the WASI builds
+    if shutil.which("clang-14") is None and shutil.which("clang") is None:  # the WASI builds
         raise VirtbenchError(
-            "clang-14 not found: apt-get install clang-14 lld-14 wasi-libc "
-            "libclang-rt-14-dev-wasm32 (or make setup)"
+            "clang not found: apt-get install clang-14 lld-14 wasi-libc "
+            "libclang-rt-14-dev-wasm32 (Debian 13: clang lld libclang-rt-dev-wasm32), or "
+            "make setup"
         )
     proc.run(["make", "-s", "-C", str(guest_src), f"OUT={out}"], timeout=300, what="make guest")
     found = {p: out / p for p in (*programs(), KERNEL)}

@@ -1,5 +1,5 @@
-"""`postgres`: PostgreSQL 15 (the host's Debian binaries) in the instance, pgbench from the
-host with a client-count sweep.
+"""`postgres`: PostgreSQL (the host's Debian binaries: 15 on Debian 12, 17 on Debian 13) in
+the instance, pgbench from the host with a client-count sweep.
 
 postgres refuses to run as root, so the instance starts guest/vb-run, which creates the
 data directory `/data/pg` (on the host's disk) owned by the host's `postgres` user, drops
@@ -35,7 +35,17 @@ from virtbench.workloads.kind import (
 )
 
 PORT = 15432
-BIN = "/usr/lib/postgresql/15/bin"
+
+
+def installed(root: str = "/usr/lib/postgresql") -> str:
+    """The major version of the host's PostgreSQL (the newest, where several are; 15,
+    Debian 12's, where none is: its needs then name what to install)."""
+    found = [int(v) for v in os.listdir(root) if v.isdigit()] if os.path.isdir(root) else []
+    return str(max(found, default=15))
+
+
+VERSION = installed()
+BIN = f"/usr/lib/postgresql/{VERSION}/bin"
 CLIENT = f"{BIN}/pgbench"
 USER = "postgres"
 HBA = "/etc/virtbench/pg_hba.conf"
@@ -150,7 +160,7 @@ def client(address: str, params: Params, level: int, port: int = PORT) -> list[s
 
 
 def parse(output: str) -> list[workloads.Metric]:
-    """pgbench 15's summary."""
+    """pgbench's summary."""
     tps = re.search(r"^tps = ([\d.]+) \(without initial connection time\)", output, re.M)
     if tps is None:
         raise ParseError(f"pgbench: no result: {first_line(_errors(output) or output)}")
@@ -170,17 +180,17 @@ WORKLOAD = Workload(
     "postgres",
     "serve",
     argv,
-    "PostgreSQL 15, pgbench TPC-B-like from the host, client sweep",
+    f"PostgreSQL {VERSION}, pgbench TPC-B-like from the host, client sweep",
     needs=Needs(
         static_programs=("vb-run",),  # creates the data directory, drops root, runs initdb
         host_binaries=(
             f"{BIN}/postgres",
             f"{BIN}/initdb",
             "/bin/sh",  # initdb runs postgres through popen()
-            "/usr/lib/postgresql/15/lib/plpgsql.so",
-            "/usr/lib/postgresql/15/lib/dict_snowball.so",
+            f"/usr/lib/postgresql/{VERSION}/lib/plpgsql.so",
+            f"/usr/lib/postgresql/{VERSION}/lib/dict_snowball.so",
         ),
-        host_dirs=("/usr/share/postgresql/15",),
+        host_dirs=(f"/usr/share/postgresql/{VERSION}",),
         users=(USER,),
         files={HBA.lstrip("/"): "local all all trust\nhost all all 0.0.0.0/0 trust\n"},
         data=True,
