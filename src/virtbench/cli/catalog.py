@@ -23,6 +23,7 @@ from virtbench.cli.catalog_list import (
 )
 from virtbench.cli.common import DEFAULT_RESULTS, ResultsOpt, app, one_line_errors, out
 from virtbench.errors import SpecError
+from virtbench.host.facts import platform_words
 
 if TYPE_CHECKING:  # the spec's models take a while to build: imported where used
     from virtbench.run import plan
@@ -109,6 +110,7 @@ def catalog(
         for e in _listed(name):
             _print_entry(e, costs)
     hang(f"Estimates model each procedure with launch costs from {basis}.", 0, 0)
+    hang(f"Here is {platform_words()}.", 0, 0)
 
 
 def _listed(name: str) -> list[Entry]:

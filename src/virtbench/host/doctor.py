@@ -84,6 +84,7 @@ def elsewhere_checks() -> Iterator[Check]:
 
 
 def host_checks() -> Iterator[Check]:
+    yield Check("platform", "info", facts.platform_words())
     n = os.cpu_count() or 0
     yield Check(
         "cpus",

@@ -137,7 +137,7 @@ def snapshot(runtime_versions: dict[str, str]) -> dict:
         "virtbench": __version__,
         "hostname": platform.node(),
         "kernel": platform.release(),
-        "os": _os_release(),
+        "os": os_release(),
         "python": platform.python_version(),
         "cpu_model": cpu_model(),
         "cpu_count": os.cpu_count(),
@@ -171,7 +171,15 @@ def init_system() -> str:
         return "unknown"
 
 
-def _os_release() -> str:
+def platform_words() -> str:
+    """This host's platform in a line: `Debian GNU/Linux 13 (trixie), init systemd, cgroup v2,
+    KVM hardware`."""
+    layout = cgroups.Layout.detect()
+    words = f"{os_release()}, init {init_system()}, cgroup {cgroup_words(layout)}"
+    return f"{words}, KVM {kvm_kind()}"
+
+
+def os_release() -> str:
     try:
         for line in Path("/etc/os-release").read_text().splitlines():
             if line.startswith("PRETTY_NAME="):
