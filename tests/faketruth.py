@@ -98,6 +98,7 @@ class Truth:
     mem_noise_mib: float = 0.25  # SD of each MemAvailable (and Slab) reading
     slab_mib: float = 300.0  # Slab with no instance running
     topology: Topology = TOPOLOGY  # the host's CPUs and their cores
+    emulated_host: bool = False  # QEMU emulates the whole host (a TCG guest host)
 
 
 @dataclass
@@ -252,6 +253,9 @@ class FakeHost(Host):
     def __init__(self, world: World) -> None:
         self.world = world
         self.running_reads = 0  # how often the quiet wait asked (tests check it did)
+
+    def emulated(self) -> bool:
+        return self.world.truth.emulated_host
 
     def meminfo(self) -> dict[str, int]:
         total = int(self.world.truth.mem_total_mib * MIB)

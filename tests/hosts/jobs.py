@@ -1,5 +1,6 @@
 """What a guest host runs: the README's set-up and main job, then a part of the suite,
-as a script for its `/job/run.sh`. Its facts (init, cgroup version, AppArmor, the services
+as a script for its `/job/run.sh` (its output is the job's log, and the serial console's:
+progress the host can follow). Its facts (init, cgroup version, AppArmor, the services
 already running and their settings) are written to `out/facts` before and after, so the
 host-side test can tell that virtbench left the user's services as it found them."""
 
@@ -43,11 +44,9 @@ def script(tests: tuple[str, ...], keyword: str | None, demo: bool = True) -> st
     wheels), then `tests` (narrowed by `keyword`), then `virtbench clean`."""
     k = f"-k '{keyword}'" if keyword else ""
     demo_step = (
-        "step make demo\n"
-        'make demo > $out/demo.log 2>&1; echo "demo rc=$?"\n'
-        "cp -r results $out/results 2>/dev/null\n"
+        'step make demo\nmake demo; echo "demo rc=$?"\ncp -r results $out/results 2>/dev/null\n'
         if demo
-        else 'step make setup\nmake setup > $out/demo.log 2>&1; echo "setup rc=$?"\n'
+        else 'step make setup\nmake setup; echo "setup rc=$?"\n'
     )
     return f"""#!/bin/sh
 set -u
@@ -60,12 +59,11 @@ export PIP_NO_INDEX=1 PIP_FIND_LINKS=/opt/vb-wheels
 rm -rf /root/virtbench && cp -a /job/src /root/virtbench && cd /root/virtbench
 {demo_step}
 step tests
-VIRTBENCH_STRICT=1 .venv/bin/python -m pytest -p no:cacheprovider {k} \\
-  --junitxml=$out/junit.xml {" ".join(tests)} > $out/pytest.log 2>&1
+VIRTBENCH_STRICT=1 .venv/bin/python -m pytest -p no:cacheprovider -q -ra {k} \\
+  --junitxml=$out/junit.xml {" ".join(tests)}
 echo "pytest rc=$?"
-tail -n 5 $out/pytest.log
 step clean
-.venv/bin/virtbench clean > $out/clean.log 2>&1; echo "clean rc=$?"
+.venv/bin/virtbench clean; echo "clean rc=$?"
 facts > $out/facts.after
 cat $out/facts.after
 step done

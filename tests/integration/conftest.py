@@ -77,6 +77,8 @@ def driver(label: str, ctx: RuntimeContext, **options: object) -> Runtime:
     cls = runtimes.get(label)
     opts = cls.Options(**{**runtimes.options_for(label, {}), **options})
     avail = cls.available(opts)
+    if not avail.ok and avail.host_settings:  # the host's choice: never changed by virtbench
+        pytest.skip(f"runtime {label} unavailable by this host's settings: {avail.reason}")
     need(avail.ok, f"runtime {label} unavailable: {avail.reason}")
     rt = cls(ctx, opts, label=label)
     # Kept on ctx itself: pytest may import this conftest twice under different names.

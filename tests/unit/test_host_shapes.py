@@ -200,3 +200,20 @@ def test_profiles_of_a_run_are_listed_by_their_runtime(tmp_path: Path, monkeypat
     assert (fs / ".remove").read_text() == "vb-abc123-crun"
     apparmor.unload("vb-gone00-crun", fs)  # not loaded: nothing to do
     assert (fs / ".remove").read_text() == "vb-abc123-crun"
+
+
+def test_every_figure_of_an_emulated_host_is_marked_emulated(tmp_path: Path):
+    """A guest host under QEMU TCG (how the suite proves other host shapes here): the
+    runtimes themselves run natively inside it, yet every figure is emulated."""
+    from tests.fakeruntime import fake_session, run
+    from tests.faketruth import RuntimeTruth, Truth
+
+    from virtbench.host import facts
+
+    for emulated in (False, True):
+        truth = Truth({"fa": RuntimeTruth(exit_ms=10.0, ready_ms=20.0)}, emulated_host=emulated)
+        exp = {"type": "boot", "runs": 3, "warmups": 0}
+        with fake_session(tmp_path / str(emulated), truth, ["fa"], exp) as (s, _world):
+            samples = run(s)
+        assert samples and all(x.emulated is emulated for x in samples), emulated
+    assert facts.emulated_host() is (facts.virtualization() == "qemu")

@@ -225,7 +225,8 @@ class Session:
 
     def record(self, sample: Sample) -> None:
         rt = self.runtimes.get(sample.runtime)
-        if rt is not None and rt.emulated and not sample.emulated:  # functional only
+        emulated = (rt is not None and rt.emulated) or self.host.emulated()
+        if emulated and not sample.emulated:  # functional only
             sample = dataclasses.replace(sample, emulated=True)
         if self.experiment_index and sample.experiment != "image":
             params = {**sample.params, "experiment_index": self.experiment_index}

@@ -6,6 +6,7 @@ SMT, memory, swap, KVM kind, cgroup version, runtime and tool versions.
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 import shutil
@@ -78,6 +79,23 @@ def mitigations(
     return {"setting": setting, "counts": counts, "vulnerabilities": states}
 
 
+@functools.cache
+def virtualization() -> str:
+    """What this host is a virtual machine of, as systemd-detect-virt tells it from the
+    CPU's hypervisor leaf ("none" on bare metal; "kvm"; "qemu" where QEMU emulates the
+    machine, TCG; "unknown" where it cannot tell)."""
+    if shutil.which("systemd-detect-virt") is None:
+        return "unknown"
+    res = proc.run(["systemd-detect-virt", "--vm"], check=False, timeout=10)
+    return res.stdout.strip() or "unknown"
+
+
+def emulated_host() -> bool:
+    """Whether QEMU emulates this whole host (TCG): every figure taken on it is emulated,
+    functional only, whatever runtime took it."""
+    return virtualization() == "qemu"
+
+
 def kvm_kind(sys_module: Path = Path("/sys/module"), dev: Path = Path("/dev/kvm")) -> str:
     """none | pvm | nested | hardware: what /dev/kvm is, which decides what guests boot."""
     if not dev.exists():
@@ -148,6 +166,7 @@ def snapshot(runtime_versions: dict[str, str]) -> dict:
         "memory_bytes": vm.total,
         "swap_bytes": sw.total,
         "kvm": kvm_kind(),
+        "virtualization": virtualization(),
         "lsm": lsm(),
         "cgroup_version": cgroup_words(layout),
         "host_shape": {"init": init_system(), "cgroups": cgroup_words(layout)},

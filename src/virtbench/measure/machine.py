@@ -19,6 +19,10 @@ from virtbench.measure.topology import Topology
 class Host:
     """This machine. Subclasses override what they fake; each method is one reading."""
 
+    def emulated(self) -> bool:
+        """Whether QEMU emulates this whole machine (TCG): its figures are functional only."""
+        return facts.emulated_host()
+
     def meminfo(self) -> dict[str, int]:
         """/proc/meminfo as bytes (MemTotal, MemAvailable, SwapTotal, SwapFree, ...)."""
         return memory.meminfo()

@@ -80,6 +80,7 @@ KNOWN: tuple[tuple[str, str, Callable[[Any], str]], ...] = (
     ("memory_bytes", "memory", _bytes),
     ("swap_bytes", "swap", _bytes),
     ("kvm", "KVM", str),
+    ("virtualization", "this host a virtual machine of (qemu: emulated)", str),
     ("cgroup_version", "cgroups", str),
     ("host_shape", "host shape (init, cgroups)", _shape),
     ("lsm", "security modules", str),

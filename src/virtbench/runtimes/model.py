@@ -54,6 +54,9 @@ class Availability:
     version: str = ""
     reason: str = ""
     fix: str = ""
+    # not here by the host's own settings (a running service's configuration, which
+    # virtbench never changes), not for want of something the set-up installs
+    host_settings: bool = False
 
 
 @dataclass(frozen=True)

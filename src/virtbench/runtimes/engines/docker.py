@@ -158,6 +158,7 @@ class Docker(Engine):
                 False,
                 version=info.get("ServerVersion", "?"),
                 reason=f"the running dockerd has no runtime {oci!r} registered",
+                host_settings=True,
                 fix=f'add "runtimes": {{"{oci}": {{"path": "{which(oci)}"}}}} to '
                 "/etc/docker/daemon.json's object, then `systemctl reload docker` (dockerd "
                 "reads its runtimes again on SIGHUP; virtbench never changes its settings)",
