@@ -43,11 +43,11 @@ def script(tests: tuple[str, ...], keyword: str | None, demo: bool = True) -> st
     """The job: the set-up and `make demo` as the README says (offline: the image's
     wheels), then `tests` (narrowed by `keyword`), then `virtbench clean`."""
     k = f"-k '{keyword}'" if keyword else ""
-    demo_step = (
-        'step make demo\nmake demo; echo "demo rc=$?"\ncp -r results $out/results 2>/dev/null\n'
-        if demo
-        else 'step make setup\nmake setup; echo "setup rc=$?"\n'
-    )
+    demo_step = 'step make setup\nmake setup; echo "setup rc=$?"\n'
+    if demo:  # the set-up is done by then: its time and the main job's said apart
+        demo_step += (
+            'step make demo\nmake demo; echo "demo rc=$?"\ncp -r results $out/results 2>/dev/null\n'
+        )
     return f"""#!/bin/sh
 set -u
 out=/job/out
