@@ -15,11 +15,13 @@ The build, on this host at native speed:
 
 The chroot's mounts live in a mount namespace of their own (`unshare --mount`): they go
 with it, whatever happens to the build. A build is made in `<key>.tmp` and renamed when
-whole, so a killed build is never taken for a cached one.
+whole, so a killed build is never taken for a cached one; a lock beside it keeps two
+builds of one image from sharing that directory.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import shutil
@@ -100,31 +102,42 @@ def key(release: Release) -> str:
 
 
 def image(release: Release, log=print) -> Image:
-    """The cached image of `release`, built first if there is none."""
+    """The cached image of `release`, built first if there is none (one build of a key
+    at a time: a second caller waits for the first's)."""
     path = cache_dir() / key(release)
-    if (path / "built").is_file():
-        return Image(release, path)
-    tmp = path.with_name(path.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    try:
-        _build(release, tmp, log)
-        os.replace(tmp, path)
-    finally:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (path / "built").is_file():
+            return Image(release, path)
+        tmp = path.with_name(path.name + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+        try:
+            _build(release, tmp, log)
+            os.replace(tmp, path)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
     return Image(release, path)
 
 
-def _run(argv: list[str], log_file: Path, timeout: float, **kw) -> None:
-    """Run a build step, its output appended to the build log; a failure names the step
-    and the log's last lines."""
-    with open(log_file, "a") as out:
-        out.write(f"$ {' '.join(argv)}\n")
-        out.flush()
-        res = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, timeout=timeout, **kw)
-    if res.returncode != 0:
-        tail = "\n".join(log_file.read_text().splitlines()[-15:])
-        raise RuntimeError(f"guest host build: {argv[0]} exited {res.returncode}:\n{tail}")
+def _run(
+    argv: list[str], log_file: Path, timeout: float, tries: int = 1, fresh: Path | None = None, **kw
+) -> None:
+    """Run a build step, its output appended to the build log, up to `tries` times (the
+    steps that download: a mirror's transient failure is tried again, from an empty
+    `fresh` directory if given); a failure names the step and the log's last lines."""
+    for attempt in range(1, tries + 1):
+        if fresh is not None:
+            shutil.rmtree(fresh, ignore_errors=True)
+        with open(log_file, "a") as out:
+            out.write(f"$ {' '.join(argv)}   (try {attempt} of {tries})\n")
+            out.flush()
+            res = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, timeout=timeout, **kw)
+        if res.returncode == 0:
+            return
+    tail = "\n".join(log_file.read_text().splitlines()[-15:])
+    raise RuntimeError(f"guest host build: {argv[0]} exited {res.returncode}:\n{tail}")
 
 
 def _build(release: Release, out: Path, log) -> None:
@@ -148,6 +161,8 @@ def _build(release: Release, out: Path, log) -> None:
         ],
         build_log,
         1800,
+        tries=3,
+        fresh=rootfs,
     )
     step("debootstrap", t)
     t = time.monotonic()
@@ -212,6 +227,7 @@ def _install_deps(rootfs: Path, build_log: Path) -> None:
         ],
         build_log,
         3600,
+        tries=3,
         env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"},
     )
 

@@ -39,10 +39,16 @@ facts() {
 """
 
 
-def script(tests: tuple[str, ...], keyword: str | None, demo: bool = True) -> str:
+def script(
+    tests: tuple[str, ...], keyword: str | None, demo: bool = True, runs: tuple[str, ...] = ()
+) -> str:
     """The job: the set-up and `make demo` as the README says (offline: the image's
-    wheels), then `tests` (narrowed by `keyword`), then `virtbench clean`."""
+    wheels), then each of `runs` (virtbench's arguments), then `tests` (narrowed by
+    `keyword`), then `virtbench clean`."""
     k = f"-k '{keyword}'" if keyword else ""
+    more = "".join(
+        f'step virtbench run {r}\n.venv/bin/virtbench run {r}; echo "run rc=$?"\n' for r in runs
+    )
     demo_step = 'step make setup\nmake setup; echo "setup rc=$?"\n'
     if demo:  # the set-up is done by then: its time and the main job's said apart
         demo_step += (
@@ -57,7 +63,7 @@ facts > $out/facts.before
 cat $out/facts.before
 export PIP_NO_INDEX=1 PIP_FIND_LINKS=/opt/vb-wheels
 rm -rf /root/virtbench && cp -a /job/src /root/virtbench && cd /root/virtbench
-{demo_step}
+{demo_step}{more}
 step tests
 VIRTBENCH_STRICT=1 .venv/bin/python -m pytest -p no:cacheprovider -q -ra {k} \\
   --junitxml=$out/junit.xml {" ".join(tests)}
