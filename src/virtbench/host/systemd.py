@@ -52,6 +52,14 @@ def slice_path(unit: str) -> Path:
     return Path(*("-".join(parts[: i + 1]) + SUFFIX for i in range(len(parts))))
 
 
+def active(unit: str) -> bool:
+    """Whether systemd is the init and `unit` is active (a socket that starts its service
+    on the first connection, say)."""
+    if not booted():
+        return False
+    return proc.run(["systemctl", "is-active", "--quiet", unit], check=False).returncode == 0
+
+
 def run_units() -> list[str]:
     """Every loaded unit named after a run (`vb-<run>...`), active or not; a listing that
     fails is an error, not "none"."""

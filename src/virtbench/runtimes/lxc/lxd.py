@@ -1,7 +1,8 @@
 """`lxd`: LXD system containers, on an image imported from the artifact rootfs.
 
-Daemon: if an LXD already answers on this host's socket (/var/lib/lxd), the run uses it
-and leaves it running. Otherwise the run starts its own `lxd` with a private LXD_DIR in
+Daemon: if an LXD already answers on this host's socket (/var/lib/lxd; where systemd
+holds that socket, lxd.socket, the first connection starts it), the run uses it and
+leaves it running. Otherwise the run starts its own `lxd` with a private LXD_DIR in
 the run's state directory, inside an empty network namespace (`vb-<run>-lxd`): at start
 LXD looks up images.linuxcontainers.org, and no traffic may leave this host. That daemon,
 its directory and its namespace go away with the run.
@@ -39,7 +40,7 @@ from pydantic import BaseModel
 
 from virtbench import naming
 from virtbench.errors import InstanceError, ListingError, RuntimeUnavailable
-from virtbench.host import cgroups, proc
+from virtbench.host import cgroups, proc, systemd
 from virtbench.host.unixhttp import UnixHTTPConnection
 from virtbench.runtimes import launcher, traces
 from virtbench.runtimes.base import (
@@ -58,6 +59,7 @@ from virtbench.runtimes.lxc.lxd_config import image_tarballs, limits_cpu, raw_lx
 from virtbench.runtimes.observe import RunDaemons
 
 SYSTEM_DIR = Path("/var/lib/lxd")
+ACTIVATION_S = 120.0  # how long a socket-activated LXD may take to start (emulated: long)
 START_TIMEOUT = 120.0
 STOP_TIMEOUT = 60.0  # a stop LXD is still busy with (see the module doc) ends after ~5 s
 RUN_KEY = "user.virtbench.run"
@@ -67,8 +69,13 @@ CONSOLE_WAIT_S = 10.0
 LAUNCH_GRACE_S = 15.0  # `lxc launch` returns ~5 s after an init that exits at once
 
 
-def answers(lxd_dir: Path, timeout: float = 2.0) -> bool:
-    """Does an LXD daemon answer on `lxd_dir`'s socket (GET /1.0)?"""
+def answers(lxd_dir: Path, timeout: float | None = None) -> bool:
+    """Does an LXD daemon answer on `lxd_dir`'s socket (GET /1.0)? The host's LXD may be
+    socket-activated (systemd's lxd.socket): it starts on this first connection, which
+    then waits for it (ACTIVATION_S)."""
+    if timeout is None:
+        activated = lxd_dir == SYSTEM_DIR and systemd.active("lxd.socket")
+        timeout = ACTIVATION_S if activated else 2.0
     sock = lxd_dir / "unix.socket"
     if not sock.exists():
         return False
