@@ -1,24 +1,57 @@
-"""What a guest host runs: the README's set-up and main job, then a part of the suite,
-as a script for its `/job/run.sh` (its output is the job's log, and the serial console's:
-progress the host can follow). Its facts (init, cgroup version, AppArmor, the services
-already running and their settings) are written to `out/facts` before and after, so the
-host-side test can tell that virtbench left the user's services as it found them."""
+"""What a guest host runs: the README's set-up (and, in full, its main job), virtbench runs,
+then a part of the suite, as a script for its `/job/run.sh` (its output is the job's log,
+and the serial console's: progress the host can follow). Its facts (init, cgroup version,
+AppArmor, the services already running and their settings, what virtbench left) are
+written to `out/facts.before` and `out/facts.after`, so that the host-side test can tell
+that virtbench left the user's services as it found them and nothing of its own."""
 
 from __future__ import annotations
 
-# One fault test and the runtimes' own checks on this shape; `make test-hosts` runs more.
-SHORT = (
-    "tests/integration/test_runtimes.py::test_sleeper_signals_ready_and_stops_clean",
-    "tests/integration/test_faults_cleanup.py::"
-    "test_kill_9_then_clean_leaves_nothing_of_any_runtime_kind[runc]",
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Job:
+    """One guest host's work: `make demo` or only the set-up, `virtbench run` arguments,
+    the tests (narrowed by a -k expression)."""
+
+    demo: bool
+    runs: tuple[str, ...]
+    tests: tuple[str, ...]
+    keyword: str | None = None
+
+    def script(self) -> str:
+        return script(self)
+
+
+# `make test`'s form: the set-up, doctor, a quickstart of fewer repetitions, one fault test
+# (kill -9 amid a pile-up, then clean) and `clean`.
+SHORT = Job(
+    demo=False,
+    runs=("quickstart --runs 5 --warmups 1 --instances 10",),
+    tests=(
+        "tests/integration/test_faults_cleanup.py::"
+        "test_kill_9_then_clean_leaves_nothing_of_any_runtime_kind[runc]",
+    ),
 )
-SHORT_FILTER = "native or runc or crun or docker-none or podman-none"
-FULL = (
+# `make test-hosts`: `make demo`, then the runtimes', engines' and fault tests.
+FULL_TESTS = (
     "tests/integration/test_runtimes.py",
     "tests/integration/test_faults_cleanup.py",
     "tests/integration/test_engines.py",
-    "tests/integration/test_cli_runs.py",
 )
+# (youki is built from its crate by `make test` only: the guests run `make demo`'s set-up)
+NOT_BUILT = "not youki"
+FULL = {
+    "bookworm": Job(demo=True, runs=(), tests=FULL_TESTS, keyword=NOT_BUILT),
+    # Debian 13's runsc (2024) defaults to its systrap platform: the sandbox questions on it
+    "trixie": Job(
+        demo=True,
+        runs=("sandbox --quick --runtimes runsc:systrap",),
+        tests=FULL_TESTS,
+        keyword=NOT_BUILT,
+    ),
+}
 
 FACTS = r"""
 facts() {
@@ -35,25 +68,25 @@ facts() {
   echo "units $(systemctl list-units --all --plain --no-legend 'vb-*' | grep -v vb-job \
     | wc -l)"
   echo "cgroups $(find /sys/fs/cgroup -name '*vb-*' ! -name 'vb-job*' | wc -l)"
+  echo "netns $(ip netns list | grep -c '^vb-')"
+  echo "links $(ip -o link show | grep -c ': vb-')"
+  echo "mounts $(grep -c /run/virtbench/ /proc/self/mounts)"
+  echo "profiles $(grep -c '^vb-' /sys/kernel/security/apparmor/profiles 2>/dev/null)"
 }
 """
 
 
-def script(
-    tests: tuple[str, ...], keyword: str | None, demo: bool = True, runs: tuple[str, ...] = ()
-) -> str:
-    """The job: the set-up and `make demo` as the README says (offline: the image's
-    wheels), then each of `runs` (virtbench's arguments), then `tests` (narrowed by
-    `keyword`), then `virtbench clean`."""
-    k = f"-k '{keyword}'" if keyword else ""
-    more = "".join(
-        f'step virtbench run {r}\n.venv/bin/virtbench run {r}; echo "run rc=$?"\n' for r in runs
-    )
-    demo_step = 'step make setup\nmake setup; echo "setup rc=$?"\n'
-    if demo:  # the set-up is done by then: its time and the main job's said apart
-        demo_step += (
-            'step make demo\nmake demo; echo "demo rc=$?"\ncp -r results $out/results 2>/dev/null\n'
-        )
+def script(job: Job) -> str:
+    """The job's shell script: the set-up (and `make demo`) as the README says (offline:
+    the image's wheels), doctor, each run, the tests, then `virtbench clean`."""
+    k = f"-k '{job.keyword}'" if job.keyword else ""
+    steps = 'step make setup\nmake setup; echo "setup rc=$?"\n'
+    if job.demo:  # the set-up is done by then: its time and the main job's said apart
+        steps += 'step make demo\nmake demo; echo "demo rc=$?"\n'
+    else:
+        steps += 'step doctor\n.venv/bin/virtbench doctor; echo "doctor rc=$?"\n'
+    for r in job.runs:
+        steps += f'step virtbench run {r}\n.venv/bin/virtbench run {r}; echo "run rc=$?"\n'
     return f"""#!/bin/sh
 set -u
 out=/job/out
@@ -63,10 +96,11 @@ facts > $out/facts.before
 cat $out/facts.before
 export PIP_NO_INDEX=1 PIP_FIND_LINKS=/opt/vb-wheels
 rm -rf /root/virtbench && cp -a /job/src /root/virtbench && cd /root/virtbench
-{demo_step}{more}
+{steps}
+cp -r results $out/results 2>/dev/null
 step tests
 VIRTBENCH_STRICT=1 .venv/bin/python -m pytest -p no:cacheprovider -q -ra {k} \\
-  --junitxml=$out/junit.xml {" ".join(tests)}
+  --junitxml=$out/junit.xml {" ".join(job.tests)}
 echo "pytest rc=$?"
 step clean
 .venv/bin/virtbench clean; echo "clean rc=$?"
