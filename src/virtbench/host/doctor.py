@@ -114,6 +114,8 @@ def host_checks() -> Iterator[Check]:
         )
     else:
         kind = "v2" if layout.version == 2 else ("v1 (hybrid)" if layout.unified else "v1")
+        if layout.delegated:
+            kind += f" (systemd owns the tree: virtbench's cgroups are under {layout.parent})"
         yield Check("cgroups", "ok", kind)
     yield init_check()
     kvm = facts.kvm_kind()
