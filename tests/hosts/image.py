@@ -118,7 +118,17 @@ def image(release: Release, log=print) -> Image:
             os.replace(tmp, path)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+    _prune(release, keep=path)
     return Image(release, path)
+
+
+def _prune(release: Release, keep: Path) -> None:
+    """The release's images of earlier package sets: a new one replaces them (each is
+    gigabytes)."""
+    for old in keep.parent.glob(f"{release.suite}-*"):
+        if old != keep and old.is_dir() and (old / "built").is_file():
+            shutil.rmtree(old, ignore_errors=True)
+            old.with_name(old.name + ".lock").unlink(missing_ok=True)
 
 
 def _run(
