@@ -12,6 +12,7 @@ no network: its set-up is offline (the image's wheels and packages).
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import signal
@@ -132,6 +133,12 @@ def boot(img: Image, script: str, work: Path, timeout: float) -> Boot:
     """Boot `img` once with `script` as its job; the job's output read back into
     `work/out`. QEMU is ended (its process group) if the job outlives `timeout`."""
     work.mkdir(parents=True, exist_ok=True)
+    with open(img.path.with_name(img.path.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_SH)  # no new image of the release prunes this one
+        return _boot(img, script, work, timeout)
+
+
+def _boot(img: Image, script: str, work: Path, timeout: float) -> Boot:
     layer, console = work / "layer.qcow2", work / "console.log"
     subprocess.run(
         ["qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b", str(img.disk), str(layer)],

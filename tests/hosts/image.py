@@ -123,12 +123,18 @@ def image(release: Release, log=print) -> Image:
 
 
 def _prune(release: Release, keep: Path) -> None:
-    """The release's images of earlier package sets: a new one replaces them (each is
-    gigabytes)."""
+    """The release's finished images of earlier package sets: a new one replaces them
+    (each is gigabytes). One whose lock another process holds (a build, or a boot from
+    it) is left."""
     for old in keep.parent.glob(f"{release.suite}-*"):
-        if old != keep and old.is_dir() and (old / "built").is_file():
+        if old == keep or old.suffix in (".tmp", ".lock") or not (old / "built").is_file():
+            continue
+        with open(old.with_name(old.name + ".lock"), "w") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue
             shutil.rmtree(old, ignore_errors=True)
-            old.with_name(old.name + ".lock").unlink(missing_ok=True)
 
 
 def _run(

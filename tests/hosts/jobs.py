@@ -71,7 +71,9 @@ facts() {
   echo "netns $(ip netns list | grep -c '^vb-')"
   echo "links $(ip -o link show | grep -c ': vb-')"
   echo "mounts $(grep -c /run/virtbench/ /proc/self/mounts)"
-  echo "profiles $(grep -c '^vb-' /sys/kernel/security/apparmor/profiles 2>/dev/null)"
+  echo "profiles $(cat /sys/kernel/security/apparmor/profiles 2>/dev/null | grep -c '^vb-')"
+  echo "delegated $(systemctl list-units --all --plain --no-legend virtbench.service \
+    | wc -l) $(test -d /sys/fs/cgroup/vb.slice/virtbench.service && echo 1 || echo 0)"
 }
 """
 

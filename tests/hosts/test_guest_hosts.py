@@ -66,6 +66,8 @@ def _check(result: boot.Boot, job: jobs.Job) -> None:
     assert after["docker-config"] == before["docker-config"]
     for what in ("units", "cgroups", "netns", "links", "mounts", "profiles"):
         assert after[what] == "0", f"{what} named vb-* left: {after[what]}"
+    # the unit systemd delegates virtbench's cgroups to goes with the last run
+    assert after["delegated"] == "0 0", f"virtbench.service left: {after['delegated']}"
     total, bad = _junit(result.out / "junit.xml")
     assert total > 0, "no test ran inside the guest"
     assert not bad, f"{len(bad)} of {total} failed inside the guest: {bad}"

@@ -19,7 +19,7 @@ from tests.conftest import need
 
 from virtbench import runtimes
 from virtbench.artifacts import Artifact, build_minimal_rootfs
-from virtbench.host import cgroups
+from virtbench.host import cgroups, systemd
 from virtbench.host.state import RunState
 from virtbench.measure.probe import ProbeListener
 from virtbench.paths import Paths
@@ -190,11 +190,9 @@ def labelled(run_id: str) -> list[str]:
             )
             names = [n.removeprefix("localhost/") for n in out.stdout.split()]
             found += [f"{engine} {what[0]} {n}" for n in names if n.startswith(f"vb-{run_id}-")]
-    found += [
-        f"cgroup {d}"
-        for d in cgroups.Layout.detect().children()
-        if d.name.startswith(f"vb-{run_id}-")
-    ]
+    found += [f"cgroup {d}" for d in cgroups.Layout.detect().of_run(run_id)]
+    if systemd.booted():  # the slices an engine placed instances in, as units
+        found += [f"unit {u}" for u in systemd.run_units() if systemd.run_of(u) == run_id]
     links = json.loads(subprocess.run(["ip", "-j", "link"], capture_output=True, text=True).stdout)
     found += [f"link {x['ifname']}" for x in links if x["ifname"].startswith(f"vb-{run_id}-")]
     if Path("/run/netns").is_dir():

@@ -39,7 +39,7 @@ def _docker_disk_mentions(rid: str) -> list[str]:
 def _run_cgroups(rid: str) -> list[Path]:
     """The run's instance cgroups: a glob, quick enough to poll while instances start
     (labelled() asks every engine and takes a second or more)."""
-    return [d for d in cgroups.Layout.detect().children() if d.name.startswith(f"vb-{rid}-")]
+    return cgroups.Layout.detect().of_run(rid)
 
 
 @pytest.mark.slow

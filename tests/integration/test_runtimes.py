@@ -67,13 +67,17 @@ def in_subtree(top, filename: str) -> list[str]:
 
 def instance_leftovers(run_id: str) -> list[str]:
     """What the run's instances left; run-wide objects (the bridge, the netns of the run's
-    LXD daemon, LXD's name for the host's netns, an engine's image and network) go at the
-    end and are checked by `ctx`."""
+    LXD daemon, LXD's name for the host's netns, an engine's image and network, the
+    slices an engine under systemd was given: stopped when it closes) go at the end and
+    are checked by `ctx`."""
     run_wide = ("-br", "-lxd", "-host", "-net")
     return [
         x
         for x in labelled(run_id)
-        if not x.endswith(run_wide) and "-net-" not in x and " images " not in x
+        if not x.endswith(run_wide)
+        and "-net-" not in x
+        and " images " not in x
+        and not x.startswith("unit ")
     ]
 
 

@@ -4,6 +4,7 @@ the checks a host with Linux-booting KVM or AppArmor takes, and stock tools' out
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -81,13 +82,18 @@ def test_memory_limit_file_by_version(tmp_path: Path):
 
 def test_host_shape_is_part_of_the_testbed():
     base = {"cpu_model": "X", "cpu_count": 2, "kernel": "6.1", "kvm": "hardware"}
-    v1 = {**base, "host_shape": {"init": "runit", "cgroups": "v1 (hybrid)"}}
+    v1 = {**base, "host_shape": {"init": "no systemd", "cgroups": "v1 (hybrid)"}}
     v2 = {**base, "host_shape": {"init": "systemd", "cgroups": "v2"}}
     assert testbed.testbed_id(v1) != testbed.testbed_id(v2)
-    assert testbed.differences(v1, v2) == ["host runit, cgroup v1 (hybrid) vs systemd, cgroup v2"]
+    assert testbed.differences(v1, v2) == [
+        "host no systemd, cgroup v1 (hybrid) vs systemd, cgroup v2"
+    ]
     assert "systemd, cgroup v2" in testbed.describe(v2)
-    # a run from before the shape was recorded cannot be told apart by it
+    # a run from before the shape was recorded cannot be told apart by it; one whose
+    # clients ran elsewhere still can
     assert testbed.differences(base, v2) == []
+    remote = {**v2, "loadgen": {"host": "lg1", "facts": {}}}
+    assert testbed.differences(v2, remote) == ["clients here vs on lg1"]
 
 
 @pytest.mark.parametrize(("workload", "data"), [("attacker cpu", False), ("attacker disk", True)])
@@ -144,14 +150,14 @@ def test_load_generator_memory_is_read_with_stock_tools():
     assert facts["memory_bytes"] == total_kib * 1024, facts
 
 
-def test_an_engine_under_systemd_gets_a_slice_per_instance(monkeypatch):
+def test_an_engine_under_systemd_gets_a_slice_per_instance(tmp_path: Path, monkeypatch):
     from virtbench.runtimes.engines.placement import Placement
 
-    stopped: list[tuple[str, ...]] = []
-    monkeypatch.setattr(systemd, "stop", lambda *units: stopped.append(units))
+    stopped: list[str] = []
+    monkeypatch.setattr(systemd, "stop", stopped.append)
     fs = Placement("cgroupfs", "virtbench")
     assert fs.cgroup_parent("vb-abc123-0001") == "/virtbench/vb-abc123-0001"
-    fs.release("abc123", [])
+    fs.release("abc123", [tmp_path])
     assert stopped == [] and "under virtbench's cgroup" in fs.words("dockerd", "this run's")
     sd = Placement("systemd", "vb.slice/virtbench.service")
     assert sd.cgroup_parent("vb-abc123-0001") == "vb-abc123-0001.slice"
@@ -159,16 +165,31 @@ def test_an_engine_under_systemd_gets_a_slice_per_instance(monkeypatch):
     assert "systemd (the host's dockerd's cgroup driver; a slice" in sd.words(
         "dockerd", "the host's"
     )
-    sd.release("abc123", [])  # no slice left in the run's: it goes too
-    assert stopped == [("vb-abc123-0001.slice", "vb-abc123-0002.slice"), ("vb-abc123.slice",)]
+    run = tmp_path / "vb.slice/vb-abc123.slice"
+    for n in ("0001", "0002", "0003"):  # 0003: another engine's, still open
+        (run / f"vb-abc123-{n}.slice").mkdir(parents=True)
+    sd.release("abc123", [tmp_path])
+    assert stopped == ["vb-abc123-0001.slice", "vb-abc123-0002.slice"]  # each: 0003 stays
+    stopped.clear()
+    for n in ("0002", "0003"):  # stopped (systemd removes them), and the other engine's
+        (run / f"vb-abc123-{n}.slice").rmdir()
+    sd.cgroup_parent("vb-abc123-0001")
+    sd.release("abc123", [tmp_path])
+    assert stopped == ["vb-abc123.slice"]  # nobody else's: the run's slice whole, at once
 
 
 def test_the_runs_apparmor_profile_compiles(tmp_path: Path):
     """The profile a run loads where AppArmor is on and no engine's is: compiled by the
     host's own parser (without loading it: this host's kernel may have no AppArmor)."""
     need(shutil.which("apparmor_parser") is not None, "apparmor_parser (apt-get install apparmor)")
-    profile = apparmor.name("abc123", "crun")
-    assert profile == "vb-abc123-crun"
+    profile = apparmor.name("abc123", "crun", "crun")
+    assert re.fullmatch(r"vb-abc123-crun-[0-9a-f]{6}", profile), profile
+    # one per label: runsc's platforms are labels of one binary, each closed apart
+    assert apparmor.name("abc123", "runsc", "runsc") != apparmor.name(
+        "abc123", "runsc", "runsc:kvm"
+    )
+    assert apparmor.of(profile, "crun") and not apparmor.of(profile, "runc")
+    assert not apparmor.of("vb-abc123-crun", "crun") and not apparmor.of("docker-default", "crun")
     source = tmp_path / "p"
     source.write_text(apparmor.text(profile, "crun"))
     res = subprocess.run(
@@ -190,16 +211,15 @@ def test_the_runs_apparmor_profile_compiles(tmp_path: Path):
 def test_profiles_of_a_run_are_listed_by_their_runtime(tmp_path: Path, monkeypatch):
     fs = tmp_path / "securityfs"
     fs.mkdir()
-    (fs / "profiles").write_text(
-        "vb-abc123-crun (enforce)\nvb-abc123-runc (enforce)\ndocker-default (enforce)\n"
-    )
+    crun, runc = (apparmor.name("abc123", b, b) for b in ("crun", "runc"))
+    (fs / "profiles").write_text(f"{crun} (enforce)\n{runc} (enforce)\ndocker-default (enforce)\n")
     monkeypatch.setattr(apparmor, "SECURITYFS", fs)
     monkeypatch.setattr(base, "lsm", lambda: "apparmor")
-    assert Crun.profiles() == ["vb-abc123-crun"]
-    apparmor.unload("vb-abc123-crun", fs)
-    assert (fs / ".remove").read_text() == "vb-abc123-crun"
-    apparmor.unload("vb-gone00-crun", fs)  # not loaded: nothing to do
-    assert (fs / ".remove").read_text() == "vb-abc123-crun"
+    assert Crun.profiles() == [crun]
+    apparmor.unload(crun, fs)
+    assert (fs / ".remove").read_text() == crun
+    apparmor.unload("vb-gone00-crun-000000", fs)  # not loaded: nothing to do
+    assert (fs / ".remove").read_text() == crun
 
 
 def test_every_figure_of_an_emulated_host_is_marked_emulated(tmp_path: Path):
@@ -208,12 +228,9 @@ def test_every_figure_of_an_emulated_host_is_marked_emulated(tmp_path: Path):
     from tests.fakeruntime import fake_session, run
     from tests.faketruth import RuntimeTruth, Truth
 
-    from virtbench.host import facts
-
     for emulated in (False, True):
         truth = Truth({"fa": RuntimeTruth(exit_ms=10.0, ready_ms=20.0)}, emulated_host=emulated)
         exp = {"type": "boot", "runs": 3, "warmups": 0}
         with fake_session(tmp_path / str(emulated), truth, ["fa"], exp) as (s, _world):
             samples = run(s)
         assert samples and all(x.emulated is emulated for x in samples), emulated
-    assert facts.emulated_host() is (facts.virtualization() == "qemu")

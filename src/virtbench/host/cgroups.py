@@ -106,6 +106,21 @@ class Layout:
                 found += [d for d in base.iterdir() if d.is_dir() and d.name != HOLDER]
         return found
 
+    def of_run(self, run_id: str) -> list[Path]:
+        """Every instance cgroup of run `run_id`: virtbench's own, and the slices an
+        engine placed instances in through systemd (host/systemd.py)."""
+        prefix = f"vb-{run_id}-"
+        own = [d for d in self.children() if d.name.startswith(prefix)]
+        run_slice = systemd.slice_path(systemd.run_slice(run_id))
+        placed = [
+            d
+            for root in self.roots()
+            if (root / run_slice).is_dir()
+            for d in (root / run_slice).iterdir()
+            if d.is_dir() and d.name.startswith(prefix)
+        ]
+        return own + placed
+
     def dirs(self, name: str) -> list[Path]:
         """Every directory the cgroup `virtbench/<name>` has (one per hierarchy)."""
         return [root / self.parent / name for root in self.roots()]
@@ -224,8 +239,11 @@ def release_delegated(layout: Layout) -> bool:
     parent = layout.unified / layout.parent
     if not parent.is_dir() or layout.children():
         return False
-    res = proc.run(["systemctl", "stop", DELEGATED_UNIT], check=False, timeout=60)
-    return res.returncode == 0
+    try:
+        systemd.stop(DELEGATED_UNIT)
+    except VirtbenchError:  # still there: the next run's end tries again
+        return False
+    return True
 
 
 def create(

@@ -143,7 +143,7 @@ def init_check() -> Check:
     return Check(
         "init",
         "info",
-        f"{init} (not systemd): virtbench starts the daemons it needs and stops them after",
+        f"{init}: virtbench starts the daemons it needs and stops them after",
     )
 
 

@@ -52,39 +52,50 @@ def slice_path(unit: str) -> Path:
     return Path(*("-".join(parts[: i + 1]) + SUFFIX for i in range(len(parts))))
 
 
+def _systemctl(*args: str, timeout: float = 30) -> proc.Result:
+    """systemctl with `args`; one that does not answer in time is an error, as one that
+    fails to run."""
+    return proc.run(["systemctl", *args], check=False, timeout=timeout)
+
+
 def active(unit: str) -> bool:
-    """Whether systemd is the init and `unit` is active (a socket that starts its service
-    on the first connection, say)."""
+    """Whether systemd is the init and says `unit` is active (False where it cannot say)."""
     if not booted():
         return False
-    return proc.run(["systemctl", "is-active", "--quiet", unit], check=False).returncode == 0
+    try:
+        return _systemctl("is-active", "--quiet", unit, timeout=10).returncode == 0
+    except VirtbenchError:
+        return False
 
 
 def run_units() -> list[str]:
-    """Every loaded unit named after a run (`vb-<run>...`), active or not; a listing that
-    fails is an error, not "none"."""
-    res = proc.run(
-        ["systemctl", "list-units", "--all", "--plain", "--no-legend", "--full", "vb-*"],
-        check=False,
-        timeout=30,
-    )
+    """Every loaded slice named after a run (`vb-<run>.slice`, `vb-<run>-<n>.slice`: the
+    only units virtbench has systemd make), active or not; a listing that fails is an
+    error, not "none"."""
+    try:
+        res = _systemctl("list-units", "--all", "--plain", "--no-legend", "--full", "vb-*.slice")
+    except VirtbenchError as exc:
+        raise ListingError(f"systemctl list-units: {exc}") from exc
     if res.returncode != 0:
         raise ListingError(f"systemctl list-units: {res.brief()}")
     names = [line.split()[0] for line in res.stdout.splitlines() if line.strip()]
-    return [n for n in names if run_of(n)]
+    return [n for n in names if n.endswith(SUFFIX) and run_of(n)]
 
 
-def stop(*units: str) -> None:
-    """Stop `units` (a slice: with everything in it); one that is not loaded is gone."""
-    res = proc.run(["systemctl", "stop", *units], check=False, timeout=90)
+def stop(unit: str) -> None:
+    """Stop `unit` (a slice: with everything in it); one that is not loaded is gone."""
+    res = _systemctl("stop", unit, timeout=90)
     if res.returncode != 0 and "not loaded" not in res.stderr:
-        raise VirtbenchError(f"systemctl stop {' '.join(units)}: {res.brief()}")
+        raise VirtbenchError(f"systemctl stop {unit}: {res.brief()}")
 
 
 def stop_slices(slices: list[str], parent: str, roots: list[Path]) -> None:
-    """Stop an engine's instance slices, then their run's slice once no other slice is
-    left in it in any hierarchy (another engine of the run may still hold one)."""
-    stop(*slices)
+    """Stop an engine's instance slices: the run's slice whole (one call) where no other
+    engine of the run holds a slice in it, else each of them."""
     places = [root / slice_path(parent) for root in roots]
-    if not any(p.is_dir() for where in places if where.is_dir() for p in where.iterdir()):
+    present = {p.name for where in places if where.is_dir() for p in where.iterdir()}
+    if present <= set(slices):
         stop(parent)
+        return
+    for unit in slices:
+        stop(unit)

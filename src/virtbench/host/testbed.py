@@ -73,8 +73,10 @@ def differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
         return []
     out = []
     for key in sorted(set(fa) | set(fb)):
-        if fa.get(key) == fb.get(key) or key not in fa or key not in fb:
-            continue  # (a fact one run did not record cannot tell them apart)
+        if fa.get(key) == fb.get(key):
+            continue
+        if key == "host_shape" and (key not in fa or key not in fb):
+            continue  # a run from before the shape was recorded cannot be told apart by it
         if key == "loadgen":
             a, b = (f"on {f['loadgen']['host']}" if "loadgen" in f else "here" for f in (fa, fb))
             out.append(f"clients {a} vs {b}")

@@ -171,14 +171,14 @@ def _by_label(scope: _Scope, layout: cgroups.Layout, problems: list[str] | None)
 
 
 def _units(scope: _Scope, problems: list[str] | None) -> list[Leftover]:
-    """Where systemd is the init: its units named after a run (the instance slices an
+    """Where systemd is the init: its slices named after a run (the instance slices an
     engine placed its containers in, and the run's slice that holds them)."""
     if not systemd.booted():
         return []
     try:
         units = systemd.run_units()
     except ListingError as exc:
-        _unlisted(problems, "systemd's units", exc)
+        _unlisted(problems, "systemd's slices", exc)
         return []
     return [Leftover("unit", u, rid) for u in units if scope.wants(rid := systemd.run_of(u) or "")]
 

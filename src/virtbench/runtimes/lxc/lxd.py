@@ -1,11 +1,11 @@
 """`lxd`: LXD system containers, on an image imported from the artifact rootfs.
 
-Daemon: if an LXD already answers on this host's socket (/var/lib/lxd; where systemd
-holds that socket, lxd.socket, the first connection starts it), the run uses it and
-leaves it running. Otherwise the run starts its own `lxd` with a private LXD_DIR in
-the run's state directory, inside an empty network namespace (`vb-<run>-lxd`): at start
-LXD looks up images.linuxcontainers.org, and no traffic may leave this host. That daemon,
-its directory and its namespace go away with the run.
+Daemon: if an LXD already answers on this host's socket (/var/lib/lxd), the run uses it
+and leaves it running (where systemd holds that socket and LXD is not running, the socket
+is left alone: a connection would start it). Otherwise the run starts its own `lxd` with
+a private LXD_DIR in the run's state directory, inside an empty network namespace
+(`vb-<run>-lxd`): at start LXD looks up images.linuxcontainers.org, and no traffic may
+leave this host. That daemon, its directory and its namespace go away with the run.
 
 Per run, everything named `vb-<run>-...`: a `dir` storage pool, a profile (root disk on
 that pool, `boot.autostart` off) and the image (metadata.yaml + rootfs tarballs, no
@@ -59,7 +59,6 @@ from virtbench.runtimes.lxc.lxd_config import image_tarballs, limits_cpu, raw_lx
 from virtbench.runtimes.observe import RunDaemons
 
 SYSTEM_DIR = Path("/var/lib/lxd")
-ACTIVATION_S = 120.0  # how long a socket-activated LXD may take to start (emulated: long)
 START_TIMEOUT = 120.0
 STOP_TIMEOUT = 60.0  # a stop LXD is still busy with (see the module doc) ends after ~5 s
 RUN_KEY = "user.virtbench.run"
@@ -69,13 +68,12 @@ CONSOLE_WAIT_S = 10.0
 LAUNCH_GRACE_S = 15.0  # `lxc launch` returns ~5 s after an init that exits at once
 
 
-def answers(lxd_dir: Path, timeout: float | None = None) -> bool:
-    """Does an LXD daemon answer on `lxd_dir`'s socket (GET /1.0)? The host's LXD may be
-    socket-activated (systemd's lxd.socket): it starts on this first connection, which
-    then waits for it (ACTIVATION_S)."""
-    if timeout is None:
-        activated = lxd_dir == SYSTEM_DIR and systemd.active("lxd.socket")
-        timeout = ACTIVATION_S if activated else 2.0
+def answers(lxd_dir: Path, timeout: float = 2.0) -> bool:
+    """Does an LXD daemon answer on `lxd_dir`'s socket (GET /1.0)? Where systemd holds the
+    host's socket (lxd.socket) and its service is not running, nothing is asked: a
+    connection would start the user's LXD (the run then starts its own, as elsewhere)."""
+    if lxd_dir == SYSTEM_DIR and _socket_only():
+        return False
     sock = lxd_dir / "unix.socket"
     if not sock.exists():
         return False
@@ -87,6 +85,11 @@ def answers(lxd_dir: Path, timeout: float | None = None) -> bool:
         return False
     finally:
         conn.close()
+
+
+def _socket_only() -> bool:
+    """Whether systemd holds the host's LXD socket while LXD itself is not running."""
+    return systemd.active("lxd.socket") and not systemd.active("lxd.service")
 
 
 class LxdExec(CommandExec):

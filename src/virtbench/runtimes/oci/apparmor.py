@@ -6,13 +6,15 @@ Docker and Podman confine every container with a profile of theirs (`docker-defa
 bundle names, and nothing where it names none. So that runc, crun and youki stay
 comparable with the engines on such a host, a run loads a profile with the engines'
 default rules (everything but mount, writes to most of /proc and /sys, and the kernel's
-memory and security files), named after the run and the runtime (`vb-<run>-<runtime>`),
+memory and security files), named after the run and the runtime (`vb-<run>-<binary>-<id>`),
 gives it to each bundle, and removes it when the runtime closes; `virtbench clean`
 removes one a killed run left (the runtime lists it as one of its objects).
 """
 
 from __future__ import annotations
 
+import hashlib
+import re
 from pathlib import Path
 
 from virtbench import naming
@@ -58,9 +60,21 @@ profile {name} flags=(attach_disconnected,mediate_deleted) {{
 """
 
 
-def name(run_id: str, runtime: str) -> str:
-    """The profile's name for `runtime`'s bundles in run `run_id`."""
-    return naming.name(run_id, runtime)
+def name(run_id: str, binary: str, label: str) -> str:
+    """The profile's name for the bundles of runtime `label` (whose CLI is `binary`) in run
+    `run_id`: `vb-<run>-<binary>-<6 hex digits of the label>`, one per label (runsc's
+    platforms are labels of one binary), its binary readable from the name (`of`)."""
+    digest = hashlib.sha256(label.encode()).hexdigest()[:6]
+    return naming.name(run_id, f"{binary}-{digest}")
+
+
+def of(profile: str, binary: str) -> bool:
+    """Whether `profile` is one a run loaded for `binary`'s bundles."""
+    rid = naming.run_id_of(profile)
+    if rid is None:
+        return False
+    rest = profile.removeprefix(naming.name(rid, ""))
+    return re.fullmatch(rf"{re.escape(binary)}-[0-9a-f]{{6}}", rest) is not None
 
 
 def text(profile: str, runtime: str) -> str:

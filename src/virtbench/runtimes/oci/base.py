@@ -20,7 +20,6 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from virtbench import naming
 from virtbench.errors import InstanceError, VirtbenchError
 from virtbench.host import cgroups, proc
 from virtbench.host.facts import lsm
@@ -253,7 +252,7 @@ class OciRuntime(Runtime):
             or oci_security.apparmor_profile() is not None
         ):
             return
-        profile = apparmor.name(self.ctx.run_id, self.binary)
+        profile = apparmor.name(self.ctx.run_id, self.binary, self.label)
         self.ctx.state.record("apparmor", profile, runtime=self.name)
         apparmor.load(profile, self.binary, self.ctx.scratch / "apparmor")
         self.profile = profile
@@ -276,8 +275,10 @@ class OciRuntime(Runtime):
             return Availability(False, reason=f"{cls.binary} --version failed: {exc}")
         version = out.splitlines()[0].split()[-1] if out.strip() else "?"
         o = options or cls.Options()
-        if o.security == "engine-default" and (why := oci_security.problem()) is not None:
-            return Availability(False, reason=why, fix='or security = "minimal"')
+        if o.security == "engine-default":
+            why = oci_security.problem() or oci_security.apparmor_problem()
+            if why is not None:
+                return Availability(False, reason=why, fix='or security = "minimal"')
         return Availability(True, version=version)
 
     def bundle_dir(self, inst: Instance) -> Path:
@@ -375,8 +376,7 @@ class OciRuntime(Runtime):
         AppArmor is off)."""
         if lsm() != "apparmor":
             return []
-        suffix = f"-{cls.binary}"
-        return [p for p in apparmor.loaded() if naming.run_id_of(p) and p.endswith(suffix)]
+        return [p for p in apparmor.loaded() if apparmor.of(p, cls.binary)]
 
     @classmethod
     def remove_object(cls, kind: str, name: str) -> None:

@@ -20,6 +20,7 @@ import hashlib
 import json
 import platform
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -124,6 +125,19 @@ def apparmor_profile() -> str | None:
         if name.startswith("containers-default-"):
             return name
     return "docker-default" if "docker-default" in loaded else None
+
+
+def apparmor_problem() -> str | None:
+    """Why a bundle cannot be confined as the engines confine theirs where AppArmor is on
+    and no engine's profile is loaded (None: it can, or AppArmor is off)."""
+    if lsm() != "apparmor" or apparmor_profile() is not None:
+        return None
+    if shutil.which("apparmor_parser") is None:
+        return (
+            "AppArmor is on and no engine's profile is loaded: the run loads its own, "
+            "which takes apparmor_parser (apt-get install apparmor)"
+        )
+    return None
 
 
 def conditions(
