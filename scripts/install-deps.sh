@@ -4,15 +4,18 @@
 set -euo pipefail
 
 # What a release calls a package: Debian 12 (bookworm) ships clang 14 and PostgreSQL 15
-# under versioned names, Debian 13 (trixie) the distribution's own clang and PostgreSQL.
+# under versioned names, Debian 13 (trixie) the distribution's own clang and PostgreSQL,
+# and Docker's client apart from its daemon (docker-cli).
 . /etc/os-release
 case "${VERSION_CODENAME:-}" in
   bookworm)
     CLANG=(clang-14 lld-14 libclang-rt-14-dev-wasm32)
-    POSTGRES=(postgresql-15 postgresql-client-15) ;;
+    POSTGRES=(postgresql-15 postgresql-client-15)
+    DOCKER=(docker.io) ;;
   *)
     CLANG=(clang lld libclang-rt-dev-wasm32)
-    POSTGRES=(postgresql postgresql-client) ;;
+    POSTGRES=(postgresql postgresql-client)
+    DOCKER=(docker.io docker-cli) ;;
 esac
 
 PACKAGES=(
@@ -24,7 +27,7 @@ PACKAGES=(
   runc crun runsc
   # checkpoint/restore of runc, crun, podman and lxc containers (where `criu check` passes)
   criu
-  docker.io containerd iptables
+  "${DOCKER[@]}" containerd iptables
   podman conmon containernetworking-plugins golang-github-containers-common
   # (LXC confines containers with its AppArmor profile where the kernel has AppArmor on:
   # the apparmor package loads it, and a minimal image lacks it)

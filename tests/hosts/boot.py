@@ -148,13 +148,14 @@ def _boot(img: Image, script: str, work: Path, timeout: float) -> Boot:
     job = job_disk(work, script)
     how = accel()
     t0 = time.monotonic()
-    vm = subprocess.Popen(
-        qemu_argv(img, layer, job, console, how),
-        stdin=subprocess.DEVNULL,
-        stdout=open(work / "qemu.log", "w"),  # noqa: SIM115 (the child holds it)
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    with open(work / "qemu.log", "w") as qemu_log:  # the child holds its own copy
+        vm = subprocess.Popen(
+            qemu_argv(img, layer, job, console, how),
+            stdin=subprocess.DEVNULL,
+            stdout=qemu_log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     booted = None
     try:
         while vm.poll() is None:

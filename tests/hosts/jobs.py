@@ -97,6 +97,8 @@ step() {{ echo "== $(date -u +%T) $*"; }}
 facts > $out/facts.before
 cat $out/facts.before
 export PIP_NO_INDEX=1 PIP_FIND_LINKS=/opt/vb-wheels
+# as in the suite (tests/conftest.py): density's mechanics, not its memory figures
+export VIRTBENCH_MEMORY_SETTLE_S=2
 rm -rf /root/virtbench && cp -a /job/src /root/virtbench && cd /root/virtbench
 {steps}
 cp -r results $out/results 2>/dev/null

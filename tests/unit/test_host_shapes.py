@@ -234,3 +234,12 @@ def test_every_figure_of_an_emulated_host_is_marked_emulated(tmp_path: Path):
         with fake_session(tmp_path / str(emulated), truth, ["fa"], exp) as (s, _world):
             samples = run(s)
         assert samples and all(x.emulated is emulated for x in samples), emulated
+
+
+def test_podman_runs_its_versions_own_network_backend():
+    from virtbench.runtimes.engines import podman
+
+    assert podman.network_backend("4.3.1") == "cni"  # Debian 12's
+    assert podman.network_backend("5.4.2") == "netavark"  # Debian 13's, built without CNI
+    assert 'network_backend = "netavark"' in podman.containers_conf("systemd", "netavark")
+    assert 'cgroup_manager = "systemd"' in podman.containers_conf("systemd", "netavark")

@@ -7,7 +7,8 @@ Options (spec `[runtime.podman]`): `oci_runtime` = crun | runc | runsc (labels
 Podman has no daemon. virtbench points it at a containers.conf of its own
 (CONTAINERS_CONF): its cgroup manager as podman's default here (systemd's where systemd
 is the init, cgroupfs elsewhere: engines/placement.py), default ulimits this host allows
-(its hard nofile limit is below podman's default), file events, and runsc registered.
+(its hard nofile limit is below podman's default), file events, its version's own network
+backend (CNI up to podman 4, netavark from 5), and runsc registered.
 runsc gets `--network=host` (inside the container's network namespace, so `none` stays
 none; its own netstack fails on some kernels), `--host-uds=open` for the unix-socket
 probe and the ptrace platform. Containers get the instance's cgroup (or slice) as their
@@ -51,7 +52,14 @@ class PodmanOptions(EngineOptions):
     oci_runtime: Literal["crun", "runc", "runsc"] = "crun"
 
 
-def containers_conf(cgroup_manager: str = "cgroupfs") -> str:
+def network_backend(version: str) -> str:
+    """Podman's own network backend for its version: CNI up to 4 (Debian 12's), netavark
+    from 5 (Debian 13's, built without CNI)."""
+    major = version.split(".", 1)[0]
+    return "netavark" if major.isdigit() and int(major) >= 5 else "cni"
+
+
+def containers_conf(cgroup_manager: str = "cgroupfs", backend: str = "cni") -> str:
     """The containers.conf virtbench runs podman with."""
     # Podman's defaults exceed this host's hard limits (and crun then fails setrlimit):
     # ask for what the host allows. (nproc at the very hard limit is refused too, hence
@@ -68,7 +76,7 @@ def containers_conf(cgroup_manager: str = "cgroupfs") -> str:
         f'default_ulimits = ["nofile={nofile}:{nofile}", "nproc={nproc}:{nproc}"]\n'
         'log_driver = "k8s-file"\n'
         "[network]\n"
-        'network_backend = "cni"\n'
+        f'network_backend = "{backend}"\n'
         "[engine]\n"
         f'cgroup_manager = "{cgroup_manager}"\n'
         'events_logger = "file"\n'
@@ -203,7 +211,9 @@ class Podman(Engine):
     # --- the engine -------------------------------------------------------------------
     def _connect(self) -> None:
         conf = self.ctx.scratch / "containers.conf"
-        conf.write_text(containers_conf(self.placement.driver))
+        said = proc.run(["podman", "--version"], check=False, timeout=20).stdout.split()
+        backend = network_backend(said[-1] if said else "?")
+        conf.write_text(containers_conf(self.placement.driver, backend))
         self.env = {**os.environ, "CONTAINERS_CONF": str(conf)}
         self._traces = traces.snapshot((), (), firewall=True)  # before CNI's first chain
 
