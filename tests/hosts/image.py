@@ -135,6 +135,7 @@ def _prune(release: Release, keep: Path) -> None:
             except BlockingIOError:
                 continue
             shutil.rmtree(old, ignore_errors=True)
+            Path(lock.name).unlink(missing_ok=True)
 
 
 def _run(
