@@ -78,6 +78,7 @@ def instance_leftovers(run_id: str) -> list[str]:
         and "-net-" not in x
         and " images " not in x
         and not x.startswith("unit ")
+        and not x.endswith(".slice")
     ]
 
 

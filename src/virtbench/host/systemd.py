@@ -69,11 +69,12 @@ def active(unit: str) -> bool:
 
 
 def run_units() -> list[str]:
-    """Every loaded slice named after a run (`vb-<run>.slice`, `vb-<run>-<n>.slice`: the
-    only units virtbench has systemd make), active or not; a listing that fails is an
-    error, not "none"."""
+    """Every slice named after a run (`vb-<run>.slice`, `vb-<run>-<n>.slice`: the only
+    units virtbench has systemd make) that is active, failed or has a job pending (one
+    stopped already is gone: systemd unloads it); a listing that fails is an error, not
+    "none"."""
     try:
-        res = _systemctl("list-units", "--all", "--plain", "--no-legend", "--full", "vb-*.slice")
+        res = _systemctl("list-units", "--plain", "--no-legend", "--full", "vb-*.slice")
     except VirtbenchError as exc:
         raise ListingError(f"systemctl list-units: {exc}") from exc
     if res.returncode != 0:
