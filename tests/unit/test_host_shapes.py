@@ -168,6 +168,8 @@ def test_an_engine_under_systemd_gets_a_slice_per_instance(tmp_path: Path, monke
     run = tmp_path / "vb.slice/vb-abc123.slice"
     for n in ("0001", "0002", "0003"):  # 0003: another engine's, still open
         (run / f"vb-abc123-{n}.slice").mkdir(parents=True)
+    for f in ("cgroup.procs", "memory.current"):  # a cgroup's own files are no slices
+        (run / f).write_text("0\n")
     sd.release("abc123", [tmp_path])
     assert stopped == ["vb-abc123-0001.slice", "vb-abc123-0002.slice"]  # each: 0003 stays
     stopped.clear()

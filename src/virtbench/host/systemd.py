@@ -94,7 +94,9 @@ def stop_slices(slices: list[str], parent: str, roots: list[Path]) -> None:
     """Stop an engine's instance slices: the run's slice whole (one call) where no other
     engine of the run holds a slice in it, else each of them."""
     places = [root / slice_path(parent) for root in roots]
-    present = {p.name for where in places if where.is_dir() for p in where.iterdir()}
+    present = {  # the slices in it: its child cgroups, not its interface files
+        p.name for where in places if where.is_dir() for p in where.iterdir() if p.is_dir()
+    }
     if present <= set(slices):
         stop(parent)
         return
