@@ -26,10 +26,11 @@ import hashlib
 import os
 import shutil
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from virtbench import fleet
 
 ROOT = Path(__file__).resolve().parents[2]
 MIRROR = "http://deb.debian.org/debian"
@@ -252,22 +253,7 @@ def _install_deps(rootfs: Path, build_log: Path) -> None:
 def _wheels(release: Release, dest: Path, build_log: Path) -> None:
     """The pinned wheels (and wasmtime's) for the guest's Python, for an offline set-up."""
     _run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            "-q",
-            "--disable-pip-version-check",
-            "--only-binary=:all:",
-            "--python-version",
-            release.python,
-            "-d",
-            str(dest),
-            "-r",
-            str(ROOT / "requirements.lock"),
-            WASMTIME_WHEEL,
-        ],
+        fleet.download_argv(dest, ROOT, release.python, WASMTIME_WHEEL),
         build_log,
         1800,
     )

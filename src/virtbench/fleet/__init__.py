@@ -92,24 +92,35 @@ def source_tarball(dest: Path, root: Path = SOURCE_ROOT) -> tuple[Path, str]:
     return path, digest.hexdigest()[:16]
 
 
+def download_argv(
+    wheels: Path, root: Path = SOURCE_ROOT, python: str | None = None, *extra: str
+) -> list[str]:
+    """pip's download of the pinned packages (requirements.lock) as wheels into `wheels`,
+    for `python` (X.Y; None: this one's) with `extra` requirements beside them."""
+    version = ["--python-version", python] if python else []
+    return [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "-q",
+        "--disable-pip-version-check",
+        "--only-binary=:all:",
+        *version,
+        "-r",
+        str(root / "requirements.lock"),
+        "-d",
+        str(wheels),
+        *extra,
+    ]
+
+
 def wheelhouse(dest: Path, root: Path = SOURCE_ROOT) -> tuple[Path, str]:
     """The pinned Python packages (requirements.lock) as wheels in one tarball, for hosts
     with no route to PyPI (inventory variable `virtbench_offline`); its digest."""
     wheels = dest / "wheels"
     res = proc.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            "-q",
-            "--disable-pip-version-check",
-            "--only-binary=:all:",
-            "-r",
-            str(root / "requirements.lock"),
-            "-d",
-            str(wheels),
-        ],
+        download_argv(wheels, root),
         timeout=1800,
         check=False,
         what="fleet: pip download",
