@@ -13,22 +13,25 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Job:
     """One guest host's work: `make demo` or only the set-up, `virtbench run` arguments,
-    the tests (narrowed by a -k expression)."""
+    the tests (narrowed by a -k expression); `fresh`: the set-up from nothing, without the
+    venv the image carries (image.py)."""
 
     demo: bool
     runs: tuple[str, ...]
     tests: tuple[str, ...]
     keyword: str | None = None
+    fresh: bool = False
 
     def script(self) -> str:
         return script(self)
 
 
-# `make test`'s form: the set-up, doctor, a quickstart of fewer repetitions, one fault test
-# (kill -9 amid a pile-up, then clean) and `clean`.
+CHECKOUT = "/root/virtbench"  # where the job puts the checkout (and the image its venv)
+# `make test`'s form: the set-up (from the image's venv), doctor, a quickstart of fewer
+# repetitions, one fault test (kill -9 amid a pile-up, then clean) and `clean`.
 SHORT = Job(
     demo=False,
-    runs=("quickstart --runs 5 --warmups 1 --instances 10",),
+    runs=("quickstart --runs 3 --warmups 1 --instances 5",),
     tests=(
         "tests/integration/test_faults_cleanup.py::"
         "test_kill_9_then_clean_leaves_nothing_of_any_runtime_kind[runc]",
@@ -43,13 +46,14 @@ FULL_TESTS = (
 # (youki is built from its crate by `make test` only: the guests run `make demo`'s set-up)
 NOT_BUILT = "not youki"
 FULL = {
-    "bookworm": Job(demo=True, runs=(), tests=FULL_TESTS, keyword=NOT_BUILT),
+    "bookworm": Job(demo=True, runs=(), tests=FULL_TESTS, keyword=NOT_BUILT, fresh=True),
     # Debian 13's runsc (2024) defaults to its systrap platform: the sandbox questions on it
     "trixie": Job(
         demo=True,
         runs=("sandbox --quick --runtimes runsc:systrap",),
         tests=FULL_TESTS,
         keyword=NOT_BUILT,
+        fresh=True,
     ),
 }
 
@@ -82,6 +86,7 @@ def script(job: Job) -> str:
     """The job's shell script: the set-up (and `make demo`) as the README says (offline:
     the image's wheels), doctor, each run, the tests, then `virtbench clean`."""
     k = f"-k '{job.keyword}'" if job.keyword else ""
+    fresh = f"rm -rf {CHECKOUT}/.venv\n" if job.fresh else ""
     steps = 'step make setup\nmake setup; echo "setup rc=$?"\n'
     if job.demo:  # the set-up is done by then: its time and the main job's said apart
         steps += 'step make demo\nmake demo; echo "demo rc=$?"\n'
@@ -99,7 +104,7 @@ cat $out/facts.before
 export PIP_NO_INDEX=1 PIP_FIND_LINKS=/opt/vb-wheels
 # as in the suite (tests/conftest.py): density's mechanics, not its memory figures
 export VIRTBENCH_MEMORY_SETTLE_S=2
-rm -rf /root/virtbench && cp -a /job/src /root/virtbench && cd /root/virtbench
+{fresh}mkdir -p {CHECKOUT} && cp -a /job/src/. {CHECKOUT}/ && cd {CHECKOUT}
 {steps}
 cp -r results $out/results 2>/dev/null
 step tests

@@ -46,6 +46,24 @@ def test_children_are_instances_not_the_holder(tmp_path: Path):
     assert sorted(d.name for d in layout.children()) == ["vb-abc123-0001", "vb-abc123-0002"]
 
 
+def test_the_delegated_unit_goes_with_its_cgroup_and_is_said_so_only_then(
+    tmp_path: Path, monkeypatch
+):
+    layout = cgroups.Layout(2, {}, tmp_path, cgroups.DELEGATED)
+    parent = tmp_path / cgroups.DELEGATED
+    stopped = []
+    monkeypatch.setattr(systemd, "stop", stopped.append)  # systemd left the directory
+    assert not cgroups.release_delegated(layout) and not stopped  # nothing there
+    (parent / "vb-abc123-0001").mkdir(parents=True)
+    (parent / "holder").mkdir()
+    assert not cgroups.release_delegated(layout) and not stopped  # an instance is left
+    (parent / "vb-abc123-0001").rmdir()
+    assert cgroups.release_delegated(layout)
+    assert stopped == ["virtbench.service"] and not parent.exists()
+    # a second call has nothing to remove, and says so
+    assert not cgroups.release_delegated(layout) and stopped == ["virtbench.service"]
+
+
 def test_slices_nest_at_each_dash():
     assert systemd.slice_path("vb-abc123-0001.slice") == Path(
         "vb.slice/vb-abc123.slice/vb-abc123-0001.slice"

@@ -12,6 +12,7 @@ sits in the leaf `holder/`), so that virtbench never writes into cgroups systemd
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import signal
 import time
@@ -233,8 +234,10 @@ def _delegate(parent: Path) -> None:
 
 
 def release_delegated(layout: Layout) -> bool:
-    """Stop the delegated unit once no instance cgroup is left in it (systemd then removes
-    its cgroup); whether it was stopped."""
+    """Stop the delegated unit once no instance cgroup is left in it; whether its cgroup
+    is gone now. systemd removes the cgroup of a unit it stops, but not one whose child
+    was still dying in the kernel then (a killed run's, just removed): the unit is gone,
+    its directory left, and removed here."""
     assert layout.unified is not None
     parent = layout.unified / layout.parent
     if not parent.is_dir() or layout.children():
@@ -243,7 +246,31 @@ def release_delegated(layout: Layout) -> bool:
         systemd.stop(DELEGATED_UNIT)
     except VirtbenchError:  # still there: the next run's end tries again
         return False
-    return True
+    for d in (parent / HOLDER, parent):
+        if d.is_dir():
+            rmdir_once_released(d)
+    return not parent.exists()
+
+
+def rmdir_once_released(cgroup: Path, wait_s: float = 3.0) -> bool:
+    """Remove an empty cgroup directory; whether it was removed. One with no child left
+    but busy (EBUSY: a child just removed is still dying in the kernel, as a killed
+    nspawn machine's are) is tried again for up to `wait_s`; one with a child is not
+    empty and stays (a dead run's cgroup is a leftover `scan` lists)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            cgroup.rmdir()
+            return True
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            if exc.errno != errno.EBUSY or time.monotonic() > deadline:
+                return False
+            with contextlib.suppress(OSError):
+                if any(p.is_dir() for p in cgroup.iterdir()):
+                    return False
+            time.sleep(0.05)
 
 
 def create(

@@ -17,12 +17,10 @@ is an error naming what could not be listed, never an empty list.
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
 import os
 import shutil
 import signal
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -353,30 +351,9 @@ def remove_empty_parents(layout: cgroups.Layout | None = None) -> list[Path]:
             return removed
         for root in layout.roots():
             parent = root / layout.parent
-            if _rmdir_once_released(parent):
+            if cgroups.rmdir_once_released(parent):
                 removed.append(parent)
     return removed
-
-
-def _rmdir_once_released(cgroup: Path, wait_s: float = 3.0) -> bool:
-    """Remove an empty cgroup directory; whether it was removed. One with no child left
-    but busy (EBUSY: a child just removed is still dying in the kernel, as a killed
-    nspawn machine's are) is tried again for up to `wait_s`; one with a child is not
-    empty and stays (a dead run's cgroup is a leftover `scan` lists)."""
-    deadline = time.monotonic() + wait_s
-    while True:
-        try:
-            cgroup.rmdir()
-            return True
-        except FileNotFoundError:
-            return False
-        except OSError as exc:
-            if exc.errno != errno.EBUSY or time.monotonic() > deadline:
-                return False
-            with contextlib.suppress(OSError):
-                if any(p.is_dir() for p in cgroup.iterdir()):
-                    return False
-            time.sleep(0.05)
 
 
 def summarize(items: list[Leftover]) -> str:
