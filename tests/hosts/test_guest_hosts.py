@@ -64,6 +64,8 @@ def _check(result: boot.Boot, job: jobs.Job) -> None:
     # the user's services as they were: same main process, same configuration
     assert _services(result.out / "facts.after") == _services(result.out / "facts.before")
     assert after["docker-config"] == before["docker-config"]
+    assert after["firewall"].isdigit(), f"nftables' ruleset unread: {after['firewall']}"
+    assert after["firewall"] == before["firewall"], "a podman network's chains were left"
     for what in ("units", "cgroups", "netns", "links", "mounts", "profiles"):
         assert after[what] == "0", f"{what} named vb-* left: {after[what]}"
     # the unit systemd delegates virtbench's cgroups to goes with the last run
