@@ -83,6 +83,12 @@ class FakeMemory(runtimes.observe.Memory):
         i = self.rt.world.running.get(inst.name)
         return None if i is None else (i.pss or 0) + i.kernel
 
+    def cgroup_parts(self, inst: Instance) -> dict[str, int] | None:
+        """Its cgroup's memory by part: the process's as anonymous memory, and its kernel
+        memory (no page cache)."""
+        i = self.rt.world.running.get(inst.name)
+        return None if i is None else {"anon": i.pss or 0, "file": 0, "kernel": i.kernel}
+
 
 # --- exec, pause, snapshot (runtimes/controls.py), after the truth ----------------------
 class FakeExec(runtimes.controls.Exec):

@@ -182,6 +182,9 @@ def test_sleeper_signals_ready_and_stops_clean(name, network, ctx, artifact):
         allowed = {cpus_allowed(p) for p in workload} - {None}
         assert allowed == {"0"}, allowed
         assert rt.memory.cgroup_bytes(inst) is not None
+        parts = rt.memory.cgroup_parts(inst)  # memory.stat, in the version's own keys
+        assert parts is not None and {"anon", "file"} <= set(parts), parts
+        assert all(v >= 0 for v in parts.values()), parts
         if name == "native":  # the same kind of network namespace a container gets
             host_net = os.readlink("/proc/self/ns/net")
             nets = {os.readlink(f"/proc/{p}/ns/net") for p in alive}

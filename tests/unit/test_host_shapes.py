@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from tests.conftest import need
 
-from virtbench.host import cgroups, systemd, testbed
+from virtbench.host import cgroup_stats, cgroups, systemd, testbed
 from virtbench.loadgen import baseline
 from virtbench.runtimes.lxc import lxc
 from virtbench.runtimes.oci import apparmor, base
@@ -64,6 +64,43 @@ def test_the_delegated_unit_goes_with_its_cgroup_and_is_said_so_only_then(
     assert not cgroups.release_delegated(layout) and stopped == ["virtbench.service"]
 
 
+def test_memory_parts_are_read_in_each_versions_own_keys(tmp_path: Path):
+    """memory.stat's anon, page cache and kernel parts: v2's keys (its `kernel`, or the sum
+    of its parts on a kernel without one), v1's hierarchical ones and kmem's own file."""
+    v2 = cgroups.Layout(2, {}, tmp_path / "v2", "virtbench")
+    d = tmp_path / "v2/virtbench/vb-abc123-0001"
+    d.mkdir(parents=True)
+    (d / "memory.stat").write_text("anon 4096\nfile 8192\nkernel 12288\nslab 100\n")
+    assert cgroup_stats.memory_parts(v2, d.name) == {"anon": 4096, "file": 8192, "kernel": 12288}
+    (d / "memory.stat").write_text(
+        "anon 4096\nfile 8192\nkernel_stack 16384\npagetables 4096\npercpu 80\nsock 0\nslab 2000\n"
+    )
+    assert cgroup_stats.memory_parts(v2, d.name)["kernel"] == 16384 + 4096 + 80 + 2000
+    v1 = cgroups.Layout(1, {"memory": tmp_path / "v1"}, None, "virtbench")
+    d = tmp_path / "v1/virtbench/vb-abc123-0001"
+    d.mkdir(parents=True)
+    (d / "memory.stat").write_text("rss 1\ncache 2\ntotal_rss 4096\ntotal_cache 8192\n")
+    assert cgroup_stats.memory_parts(v1, d.name) == {"anon": 4096, "file": 8192}  # no kmem file
+    (d / "memory.kmem.usage_in_bytes").write_text("12288\n")
+    assert cgroup_stats.memory_parts(v1, d.name)["kernel"] == 12288
+    assert cgroup_stats.memory_parts(v1, "vb-abc123-0002") is None  # no cgroup: unread, not 0
+
+
+def test_pressure_is_read_from_the_some_line_of_each_file_on_v2_only(tmp_path: Path):
+    v2 = cgroups.Layout(2, {}, tmp_path, "virtbench")
+    d = tmp_path / "virtbench/vb-abc123-0001"
+    d.mkdir(parents=True)
+    (d / "cpu.pressure").write_text(
+        "some avg10=1.00 avg60=0.50 avg300=0.10 total=1234567\n"
+        "full avg10=0.00 avg60=0.00 avg300=0.00 total=99\n"
+    )
+    (d / "memory.pressure").write_text("some avg10=0.00 avg60=0.00 avg300=0.00 total=42\n")
+    assert cgroup_stats.stall_totals(v2, d.name) == {"cpu": 1234567, "memory": 42}  # no io file
+    assert cgroup_stats.stall_totals(v2, "vb-abc123-0002") is None  # nothing read: not zeros
+    v1 = cgroups.Layout(1, {"memory": tmp_path}, None, "virtbench")
+    assert cgroup_stats.stall_totals(v1, d.name) is None
+
+
 def test_slices_nest_at_each_dash():
     assert systemd.slice_path("vb-abc123-0001.slice") == Path(
         "vb.slice/vb-abc123.slice/vb-abc123-0001.slice"
@@ -85,7 +122,7 @@ def test_an_instance_an_engine_placed_through_systemd_is_found_in_its_slice(tmp_
     assert layout.memory_dir(name) == placed
     assert sorted(cgroups.procs(layout, name)) == [41, 42]  # the scope below, walked
     (placed / "memory.current").write_text("1048576\n")
-    assert cgroups.memory_bytes(layout, name) == 1048576
+    assert cgroup_stats.memory_bytes(layout, name) == 1048576
     own = tmp_path / cgroups.DELEGATED / name
     own.mkdir(parents=True)
     assert layout.memory_dir(name) == own  # virtbench's own cgroup comes first

@@ -2,7 +2,7 @@ import io
 import tarfile
 from pathlib import Path
 
-from virtbench.host import cgroups
+from virtbench.host import cgroup_stats, cgroups
 from virtbench.runtimes.base import Instance, InstanceSpec, NoState
 from virtbench.runtimes.lxc.lxd_config import image_tarballs, limits_cpu, raw_lxc
 
@@ -70,21 +70,21 @@ def test_image_tarballs_are_split_metadata_and_root_owned_rootfs(tmp_path):
 def test_ran_and_emptied_tells_not_started_from_exited(tmp_path):
     layout = cgroups.Layout(1, {"memory": tmp_path / "m", "cpuacct": tmp_path / "c"}, None)
     d = tmp_path / "c" / "virtbench" / "vb-abc123-1"
-    assert not cgroups.ran_and_emptied(layout, "vb-abc123-1")  # no cgroup yet
+    assert not cgroup_stats.ran_and_emptied(layout, "vb-abc123-1")  # no cgroup yet
     d.mkdir(parents=True)
     (d / "cgroup.procs").write_text("")
     (d / "cpuacct.usage").write_text("0\n")
-    assert not cgroups.ran_and_emptied(layout, "vb-abc123-1")  # made, nothing ran
+    assert not cgroup_stats.ran_and_emptied(layout, "vb-abc123-1")  # made, nothing ran
     (d / "cgroup.procs").write_text("123\n")
     (d / "cpuacct.usage").write_text("5000\n")
-    assert not cgroups.ran_and_emptied(layout, "vb-abc123-1")  # running
+    assert not cgroup_stats.ran_and_emptied(layout, "vb-abc123-1")  # running
     (d / "cgroup.procs").write_text("")
-    assert cgroups.ran_and_emptied(layout, "vb-abc123-1")  # exited
+    assert cgroup_stats.ran_and_emptied(layout, "vb-abc123-1")  # exited
     v2 = cgroups.Layout(2, {}, tmp_path / "u")
     u = tmp_path / "u" / "virtbench" / "vb-abc123-1"
     u.mkdir(parents=True)
     (u / "cgroup.procs").write_text("")
     (u / "cpu.stat").write_text("usage_usec 0\nuser_usec 0\n")
-    assert not cgroups.ran_and_emptied(v2, "vb-abc123-1")
+    assert not cgroup_stats.ran_and_emptied(v2, "vb-abc123-1")
     (u / "cpu.stat").write_text("usage_usec 17\nuser_usec 9\n")
-    assert cgroups.ran_and_emptied(v2, "vb-abc123-1")
+    assert cgroup_stats.ran_and_emptied(v2, "vb-abc123-1")

@@ -93,3 +93,34 @@ def test_every_total_is_declared_with_its_unit_and_follows_no_worker(tmp_path):
         m = metrics.find(name, "nginx")
         assert m is not None and m.unit == unit and m.direction == "lower", name
         assert not m.headline and not m.repeated and m.plot == "resources"
+
+
+def test_the_time_an_instance_waited_is_the_growth_of_its_pressure_totals(tmp_path):
+    """Injected pressure totals (microseconds some task waited): 0.5 s of CPU waiting and
+    0.1 s of memory over a 2 s watch read 25% and 5%; io, which did not grow, 0%; a
+    resource read only at the start is left out, as is every share without a second read."""
+    from virtbench import metrics
+
+    write_stat(tmp_path, 1, 1, 1, 0, 1)
+    reads = iter(
+        [
+            {"cpu": 1_000_000, "memory": 0, "io": 7, "gone": 5},
+            {"cpu": 1_500_000, "memory": 100_000, "io": 7},
+        ]
+    )
+    clock = iter([0.0, 2.0]).__next__
+    w = ProcWatch("p", lambda: [1], proc=tmp_path, clock=clock, stalls=reads.__next__)
+    w.begin()
+    stalls = {k: v for k, v in w.end().items() if "stall" in k}
+    assert stalls == {
+        "resources.instance.cpu_stall_pct": (25.0, "%"),
+        "resources.instance.memory_stall_pct": (5.0, "%"),
+        "resources.instance.io_stall_pct": (0.0, "%"),
+    }
+    for name in stalls:
+        m = metrics.find(name, "nginx")
+        assert m is not None and m.unit == "%" and m.direction == "lower", name
+    clock = iter([0.0, 2.0]).__next__
+    unread = ProcWatch("p", lambda: [1], proc=tmp_path, clock=clock, stalls=lambda: None)
+    unread.begin()
+    assert not [k for k in unread.end() if "stall" in k]  # v1: no pressure, no figure

@@ -176,10 +176,16 @@ def test_density_recovers_memory_per_instance(tmp_path, monkeypatch):
         samples = run(s)
     assert world.running == {}
     cases = [
-        median_case(f"{rt} pss", t.pss_mib, values(samples, "density.pss", rt))
+        median_case(f"{rt} {metric}", want, values(samples, f"density.{metric}", rt))
         for rt, t in truth.runtimes.items()
+        for metric, want in (
+            ("pss", t.pss_mib),
+            ("cgroup_anon", t.pss_mib),  # the fake charges its process's memory as anon
+            ("cgroup_kernel", t.kernel_mib),
+        )
     ]
     covered(cases, tolerance=0.05)
+    assert set(values(samples, "density.cgroup_file", "fa")) == {0.0}  # and no page cache
     fits = cost_fits(samples)
     cases = []
     for rt, t in truth.runtimes.items():

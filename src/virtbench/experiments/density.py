@@ -7,6 +7,8 @@ one after another. After each start, record:
   density.pss             PSS summed over the new instance's host processes (MiB)
   density.pss_without_guest_ram   VMs: the same less the PSS of the guest's RAM mapping
   density.cgroup_memory   memory charged to its cgroup (MiB)
+  density.cgroup_anon, density.cgroup_file, density.cgroup_kernel
+                          that memory by part, from the cgroup's memory.stat (MiB)
   density.mem_available   host MemAvailable (MiB)
 Before the first instance, every `instances_per_benchmark` instances and at the end,
 drop caches and record, at the instances running then (the sample's `background`):
@@ -38,12 +40,11 @@ from __future__ import annotations
 import time
 from typing import Literal
 
-import numpy as np
 from pydantic import Field
 
 from virtbench import workloads
 from virtbench.errors import InstanceError
-from virtbench.experiments.command import HELLO, HELLO_BYTES, wrong
+from virtbench.experiments.density_liveness import alive
 from virtbench.experiments.estimate import Costs, Estimate
 from virtbench.experiments.failures import Failures
 from virtbench.experiments.kind import ExperimentType
@@ -60,12 +61,17 @@ from virtbench.metrics.model import (
     pile_metric,
 )
 from virtbench.runtimes.base import Instance
-from virtbench.runtimes.model import Family
 from virtbench.spec.base import (
     CommonExperiment,
 )
 from virtbench.store import Sample
 
+# cgroup_stats.memory_parts' parts, and their figures
+CGROUP_PARTS = {
+    "anon": "density.cgroup_anon",
+    "file": "density.cgroup_file",
+    "kernel": "density.cgroup_kernel",
+}
 # One unit of measurement (`run --resume` skips the finished ones): a sample's fields.
 UNIT = ("runtime", "repetition")
 
@@ -86,6 +92,20 @@ METRICS: tuple[Metric, ...] = (
           "charges a cgroup 64 pages at a time and keeps the rest per CPU, so the figure "
           "moves in steps of 0.25 MiB", resolution=CHARGE_BATCH_MIB,
           label="cgroup memory of each instance"),
+    *(
+        pile_metric(name, "MiB", "lower", f"{what}, of the memory charged to the new "
+              f"instance's cgroup ({keys} in memory.stat); the kernel counts these per CPU "
+              "and adds them up 64 pages at a time, so a part moves in steps of 0.25 MiB",
+              resolution=CHARGE_BATCH_MIB, compared=False, label=f"{label} in its cgroup")
+        for name, what, keys, label in (
+            ("density.cgroup_anon", "anonymous memory", "v2 anon, v1 total_rss",
+             "anonymous memory"),
+            ("density.cgroup_file", "the page cache, shmem and tmpfs included",
+             "v2 file, v1 total_cache", "page cache"),
+            ("density.cgroup_kernel", "the kernel's memory for it",
+             "v2 kernel, v1 memory.kmem.usage_in_bytes", "kernel memory"),
+        )
+    ),
     pile_metric("density.mem_available", "MiB", "higher", "the host's MemAvailable after the new "
           "instance got ready", resolution=KIB_MIB, repeated=False, summary="series",
           compared=False, side=True, label="memory available after launch"),
@@ -255,7 +275,14 @@ class Pile:
             self.sample(
                 "density.pss", None, "MiB", i, error="no host process of the instance could be read"
             )
-        cg = rt.memory.cgroup_bytes(inst)
+        self.cgroup_memory(inst, i)
+        avail = self.host.mem_available() / MIB
+        self.sample("density.mem_available", avail, "MiB", i, direction="higher")
+        return ""
+
+    def cgroup_memory(self, inst: Instance, i: int) -> None:
+        """The memory charged to the `i`th instance's cgroup, in all and by part."""
+        cg = self.rt.memory.cgroup_bytes(inst)
         self.sample(
             "density.cgroup_memory",
             None if cg is None else cg / MIB,
@@ -263,9 +290,19 @@ class Pile:
             i,
             error="" if cg is not None else "no memory cgroup",
         )
-        avail = self.host.mem_available() / MIB
-        self.sample("density.mem_available", avail, "MiB", i, direction="higher")
-        return ""
+        if cg is None:
+            return
+        parts = self.rt.memory.cgroup_parts(inst) or {}
+        for part, metric in CGROUP_PARTS.items():
+            v = parts.get(part)
+            why = "not accounted by this kernel" if parts else "its memory.stat unread"
+            self.sample(
+                metric,
+                None if v is None else v / MIB,
+                "MiB",
+                i,
+                error="" if v is not None else why,
+            )
 
     def pile(self) -> str:
         """Instances up to the target, a step every `instances_per_benchmark` and at the
@@ -306,54 +343,6 @@ class Pile:
             self.sample("density.teardown_per_instance", teardown * 1e3 / n, "ms", n)
         level = "info" if n == self.cfg.instances else "warning"
         self.s.event(level, f"{what}: stopped at {n} instances ({reason})")
-
-
-def alive(pile: Pile) -> None:
-    """Ask `liveness_probes` random instances of the pile-up to run a command; record
-    each answer (or why not) and how many answered."""
-    rt, n = pile.rt, len(pile.started)
-    why = rt.exec.problem()
-    if why is None and rt.family is Family.VM and not pile.started[0].spec.agent:
-        why = "its instances here boot the minimal guest, which has no exec agent"
-    if why is not None:
-        pile.sample(
-            "density.answered",
-            None,
-            "instances",
-            n,
-            direction="higher",
-            error=f"{pile.runtime} cannot answer a command: {why}",
-        )
-        return
-    rng = np.random.default_rng([pile.s.order_seed, pile.rep])
-    chosen = sorted(rng.choice(n, size=min(pile.cfg.liveness_probes, n), replace=False))
-    answered, first = 0, ""
-    for i in chosen:
-        params = {**pile.params, "probed": len(chosen), "instance_index": int(i)}
-        try:
-            res = rt.exec.run(pile.started[i], HELLO, pile.cfg.timeout_s)
-            err = wrong(res, HELLO_BYTES)
-        except InstanceError as exc:
-            res, err = None, str(exc)
-        value = res.ms if res is not None and not err else None
-        pile.sample("density.liveness", value, "ms", n, params=params, error=err)
-        answered += not err
-        first = first or (err and f"instance {i + 1}: {err}")
-    pile.sample(
-        "density.answered",
-        float(answered),
-        "instances",
-        n,
-        direction="higher",
-        params={**pile.params, "probed": len(chosen)},
-    )
-    if answered < len(chosen):
-        missing = len(chosen) - answered
-        pile.s.event(
-            "warning",
-            f"density: {pile.runtime}: {missing} of {len(chosen)} probed "
-            f"instances did not answer ({first})",
-        )
 
 
 def run(s: Session, cfg: DensityExperiment) -> None:

@@ -333,7 +333,12 @@ class Worker:
         prefix = f"proc/{self.runtime}/{self.name}/{where}/{level}"
         if labels.get("warmup"):
             prefix += "/pilot" if labels.get("params", {}).get("pilot") else "/warmup"
-        return ProcWatch(prefix, lambda: rt.observe.pids(inst), rt.daemons.pids())
+        return ProcWatch(
+            prefix,
+            lambda: rt.observe.pids(inst),
+            rt.daemons.pids(),
+            stalls=lambda: rt.observe.stall_totals(inst),
+        )
 
     def stop(self) -> None:
         if self.inst is not None:

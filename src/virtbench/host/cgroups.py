@@ -326,63 +326,6 @@ def procs(layout: Layout, name: str) -> list[int]:
     return found
 
 
-def tasks(layout: Layout, name: str) -> tuple[int | None, int]:
-    """(peak number of host tasks, threads included, in the instance's pids cgroup (None
-    where the kernel keeps no peak); how many forks a pids.max in it or below refused)."""
-    if layout.version == 1 and "pids" not in layout.v1:
-        return None, 0
-    d = layout.controller_dir("pids", name)
-    try:
-        peak: int | None = int((d / "pids.peak").read_text())
-    except (OSError, ValueError):
-        peak = None
-    refused = 0  # counted where the limit is: ours, or an engine's cgroup below it
-    for dirpath, _dirs, _files in os.walk(d):
-        with contextlib.suppress(OSError, ValueError):
-            for line in (Path(dirpath) / "pids.events").read_text().splitlines():
-                key, _, value = line.partition(" ")
-                if key == "max":
-                    refused += int(value)
-    return peak, refused
-
-
-def ran_and_emptied(layout: Layout, name: str) -> bool:
-    """True once a process has run in the cgroup and none is left: the exit of an init
-    whose runtime reports it late or not at all (LXD). The CPU time charged tells "not
-    started yet" (empty, nothing charged) from "already exited" (empty, time charged)."""
-    if layout.version == 1:
-        if "cpuacct" in layout.v1:
-            d = layout.controller_dir("cpuacct", name)
-            usage_file = d / "cpuacct.usage"
-        else:
-            d = layout.memory_dir(name)
-            usage_file = d / "memory.max_usage_in_bytes"
-        parse = int
-    else:
-        d = layout.memory_dir(name)
-        usage_file = d / "cpu.stat"
-
-        def parse(text: str) -> int:
-            return int(text.split("usage_usec", 1)[1].split()[0])
-
-    try:
-        procs = (d / "cgroup.procs").read_text().split()
-        used = parse(usage_file.read_text())
-    except (OSError, ValueError, IndexError):
-        return False
-    return not procs and used > 0
-
-
-def memory_bytes(layout: Layout, name: str) -> int | None:
-    """Memory charged to the cgroup (v1 usage_in_bytes, v2 memory.current)."""
-    d = layout.memory_dir(name)
-    f = d / ("memory.usage_in_bytes" if layout.version == 1 else "memory.current")
-    try:
-        return int(f.read_text())
-    except (OSError, ValueError):
-        return None
-
-
 def _member(path: Path, pid: int) -> bool:
     """Whether `pid` is (still) in the cgroup `path`, from the process's own short
     /proc/PID/cgroup (re-reading the cgroup's whole list for each of its pids would be

@@ -92,7 +92,9 @@ class ProcWatch:
 
     `prefix` names its series points: `<prefix>/instance.cpu_pct`, `.rss_mib`,
     `.user_ticks`, `.system_ticks`, `.guest_ticks` (cumulative since `begin`), the same
-    under `<prefix>/daemon.` when the runtime has daemons."""
+    under `<prefix>/daemon.` when the runtime has daemons. `stalls` reads the instance
+    cgroup's pressure totals (microseconds some task waited, per resource: v2 only), whose
+    growth over the watch `end` gives as the share of its time the instance waited."""
 
     def __init__(
         self,
@@ -101,8 +103,11 @@ class ProcWatch:
         daemon_pids: list[int] | None = None,
         proc: Path = Path("/proc"),
         clock: Callable[[], float] = time.monotonic,
+        stalls: Callable[[], dict[str, int] | None] | None = None,
     ) -> None:
         self.prefix = prefix
+        self.stalls = stalls
+        self.stalled: dict[str, int] | None = None
         self.proc = proc
         self.clock = clock
         self.parts = {"instance": Part(instance_pids)}
@@ -115,6 +120,7 @@ class ProcWatch:
         for part in self.parts.values():
             part.read(self.proc)
             part.user = part.system = part.guest = 0  # what ran before is not this one's
+        self.stalled = self.stalls() if self.stalls else None
         self.t0 = self.t_last = self.clock()
 
     def tick(self, wall: float) -> list[tuple[str, float, float]]:
@@ -150,4 +156,20 @@ class ProcWatch:
             out[f"{base}.cpu_guest_s"] = (part.guest / CLK_TCK, "s")
             out[f"{base}.cpu_pct"] = (100.0 * (part.user + part.system) / CLK_TCK / seconds, "%")
             out[f"{base}.rss_max_mib"] = (part.rss_max * PAGE / MIB, "MiB")
+        out.update(self._stalls(seconds))
         return out
+
+    def _stalls(self, seconds: float) -> dict[str, tuple[float, str]]:
+        """Per resource, the share of the watch's time some of the instance's tasks
+        waited for it (%): the growth of its pressure total over the watch's duration."""
+        now = self.stalls() if self.stalls and self.stalled else None
+        if not now or not self.stalled:
+            return {}
+        return {
+            f"resources.instance.{res}_stall_pct": (
+                min(100.0, max(0.0, 100.0 * (now[res] - was) / 1e6 / seconds)),
+                "%",
+            )
+            for res, was in self.stalled.items()
+            if res in now
+        }

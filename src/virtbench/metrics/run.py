@@ -59,5 +59,10 @@ RUN: tuple[Metric, ...] = (
     Metric("resources.*.rss_max_mib", "MiB", "lower", "the largest sum of the processes' "
            "resident sets at a read (shared pages once per process)", resolution=4 / 1024,
            repeated=False, headline=False, side=True, plot="resources", label="{} peak RSS"),
+    Metric("resources.*.*_stall_pct", "%", "lower", "share of the measurement's time in which "
+           "some of the instance's tasks waited for the resource (cpu, memory or io): the "
+           "growth of the `some` total of its cgroup's pressure file (PSI; cgroup v2 only)",
+           resolution=1e-4, repeated=False, headline=False, side=True,
+           label="{} waiting for {}"),
 )
 # fmt: on

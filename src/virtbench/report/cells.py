@@ -77,6 +77,17 @@ def quantity(
     return text, span(low * factor, high * factor, shown)
 
 
+def median_cell(value: float, unit: str, m: metrics.Metric) -> str:
+    """A median, or "< X" where it lies within the method's resolution X of zero (a
+    counter the kernel adds up in batches reads 0 with up to a batch uncounted); a count's
+    0 is exact and stays."""
+    res = m.resolution
+    count = res is not None and float(res).is_integer() and unit != "%"
+    if res is not None and m.lower_bound == 0.0 and 0 <= value < res and not (count and value == 0):
+        return f"< {quantity(res, unit)[0]}"
+    return quantity(value, unit)[0]
+
+
 CI_HEADER = "95% CI"  # a column of confidence intervals only
 RANGE_HEADER = "range"  # of ranges only: groups of fewer than MIN_UNITS units
 MIXED_HEADER = "interval"  # of both: each cell says which it holds
@@ -123,12 +134,16 @@ def add_interval_rows(
     at: int,
     units: Iterable[str] = (),
     grouped: bool = False,
+    below: Iterable[bool] = (),
 ) -> None:
     """Add `rows` (cells, summary) to `t`, each with its summary's interval (in its unit
     of `units`) put in at column `at`, whose header becomes what that column holds
     (`interval_column`); `grouped`: a rule under each group of rows (a row whose first
-    cell is empty continues the one above)."""
+    cell is empty continues the one above); a row of `below` (its median within the
+    method's resolution: median_cell) has no interval finer than that."""
     header, cells = interval_column((st for _, st in rows), units)
+    flags = list(below) or [False] * len(cells)
+    cells = ["below resolution" if b else c for c, b in zip(cells, flags, strict=True)]
     t.columns[at].header = header
     for i, ((row, _), cell) in enumerate(zip(rows, cells, strict=True)):
         # grouped: a row whose first cell is empty continues the group above it

@@ -20,6 +20,7 @@ from virtbench.report.cells import (
     cv_cell,
     fmt,
     group,
+    median_cell,
     median_rows,
     natural,
     quantity,
@@ -78,14 +79,15 @@ def summary_table(
         if seen is not None:
             seen.append(st)
         measure = _measure(metric, workload, several, ids)
-        median = quantity(st.median, unit)[0]
+        median = median_cell(st.median, unit, metrics.lookup(metric, workload))
         row = ["" if measure == said else measure, runtime, median, cv_cell(st), str(st.n)]
         said = measure
         row += _wide_cells(st, unit) if wide else []
         row += [str(int(failed[groups[key]].sum()))] if "failed" in cols else []
         rows_shown.append((row, st))
         units.append(unit)
-    add_interval_rows(t, rows_shown, cols.index(CI_HEADER), units, grouped=True)
+    below = [row[2].startswith("< ") for row, _ in rows_shown]
+    add_interval_rows(t, rows_shown, cols.index(CI_HEADER), units, grouped=True, below=below)
     return t
 
 

@@ -17,7 +17,7 @@ import time
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from virtbench.errors import InstanceError
-from virtbench.host import cgroups, proc
+from virtbench.host import cgroup_stats, cgroups, proc
 from virtbench.measure import memory
 
 if TYPE_CHECKING:
@@ -57,13 +57,18 @@ class Observe:
             return None
         return "ended (no process of it is left; its runtime keeps no exit status)"
 
+    def stall_totals(self, inst: Instance) -> dict[str, int] | None:
+        """How long its cgroup's tasks have waited, per resource (cgroup_stats.stall_totals:
+        v2's pressure files, in microseconds)."""
+        return cgroup_stats.stall_totals(self.rt.ctx.layout, inst.name)
+
     def tasks(self, inst: Instance) -> tuple[int | None, int]:
         """(peak host tasks, threads included, of the instance's cgroups, None where the
         kernel keeps no peak; forks refused by its pids limit)."""
         peak: int | None = None
         refused = 0
         for n in self.rt.cgroup_names(inst):
-            p, r = cgroups.tasks(self.rt.ctx.layout, n)
+            p, r = cgroup_stats.tasks(self.rt.ctx.layout, n)
             refused += r
             if p is not None:
                 peak = (peak or 0) + p
@@ -131,7 +136,11 @@ class Memory:
 
     def cgroup_bytes(self, inst: Instance) -> int | None:
         """Memory charged to the instance's cgroup."""
-        return cgroups.memory_bytes(self.rt.ctx.layout, inst.name)
+        return cgroup_stats.memory_bytes(self.rt.ctx.layout, inst.name)
+
+    def cgroup_parts(self, inst: Instance) -> dict[str, int] | None:
+        """That memory by part (cgroup_stats.memory_parts: anon, file, kernel), in bytes."""
+        return cgroup_stats.memory_parts(self.rt.ctx.layout, inst.name)
 
     def pss_bytes(self, inst: Instance) -> int | None:
         """PSS (bytes) summed over the instance's host processes (`observe.pids`); None

@@ -40,7 +40,7 @@ from pydantic import BaseModel
 
 from virtbench import naming
 from virtbench.errors import InstanceError, ListingError, RuntimeUnavailable
-from virtbench.host import cgroups, proc, systemd
+from virtbench.host import cgroup_stats, proc, systemd
 from virtbench.host.unixhttp import UnixHTTPConnection
 from virtbench.runtimes import launcher, traces
 from virtbench.runtimes.base import (
@@ -317,7 +317,7 @@ class Lxd(Runtime):
         p = inst.proc
         assert p is not None
         deadline = time.monotonic() + timeout
-        while not cgroups.ran_and_emptied(self.ctx.layout, inst.name):
+        while not cgroup_stats.ran_and_emptied(self.ctx.layout, inst.name):
             if p.poll() not in (None, 0) or time.monotonic() > deadline:
                 break
             time.sleep(POLL_S)

@@ -1,0 +1,65 @@
+"""`density`'s liveness probes: with `liveness_probes` = K, K instances of a pile-up,
+drawn at random (seeded by the run), each run vb-hello through the runtime's exec; each
+answer (or why not) is a `density.liveness` sample, and how many answered
+`density.answered`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from virtbench.errors import InstanceError
+from virtbench.experiments.command import HELLO, HELLO_BYTES, wrong
+from virtbench.runtimes.model import Family
+
+if TYPE_CHECKING:
+    from virtbench.experiments.density import Pile
+
+
+def alive(pile: Pile) -> None:
+    """Ask `liveness_probes` random instances of the pile-up to run a command; record
+    each answer (or why not) and how many answered."""
+    rt, n = pile.rt, len(pile.started)
+    why = rt.exec.problem()
+    if why is None and rt.family is Family.VM and not pile.started[0].spec.agent:
+        why = "its instances here boot the minimal guest, which has no exec agent"
+    if why is not None:
+        pile.sample(
+            "density.answered",
+            None,
+            "instances",
+            n,
+            direction="higher",
+            error=f"{pile.runtime} cannot answer a command: {why}",
+        )
+        return
+    rng = np.random.default_rng([pile.s.order_seed, pile.rep])
+    chosen = sorted(rng.choice(n, size=min(pile.cfg.liveness_probes, n), replace=False))
+    answered, first = 0, ""
+    for i in chosen:
+        params = {**pile.params, "probed": len(chosen), "instance_index": int(i)}
+        try:
+            res = rt.exec.run(pile.started[i], HELLO, pile.cfg.timeout_s)
+            err = wrong(res, HELLO_BYTES)
+        except InstanceError as exc:
+            res, err = None, str(exc)
+        value = res.ms if res is not None and not err else None
+        pile.sample("density.liveness", value, "ms", n, params=params, error=err)
+        answered += not err
+        first = first or (err and f"instance {i + 1}: {err}")
+    pile.sample(
+        "density.answered",
+        float(answered),
+        "instances",
+        n,
+        direction="higher",
+        params={**pile.params, "probed": len(chosen)},
+    )
+    if answered < len(chosen):
+        missing = len(chosen) - answered
+        pile.s.event(
+            "warning",
+            f"density: {pile.runtime}: {missing} of {len(chosen)} probed "
+            f"instances did not answer ({first})",
+        )
