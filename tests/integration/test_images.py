@@ -185,7 +185,9 @@ def test_an_image_that_never_becomes_ready_ends_with_its_console_and_leaves_noth
     assert res.returncode == 1, res.stdout + res.stderr
     errors = [ln for ln in res.stderr.splitlines() if ln.startswith("error:")]
     assert len(errors) == 1, res.stderr
-    assert errors[0].startswith("error: uk-nginx measured nothing: port 9999 not open after 30 s")
+    assert errors[0].startswith(
+        "error: uk-nginx measured nothing in throughput: port 9999 not open after 30 s"
+    )
     assert "VB-START vb-" in errors[0]  # the console's last lines: vb-init started nginx
     rid = run_id_of(res.stdout)
     assert f"run {rid} completed" in res.stdout
@@ -209,7 +211,7 @@ def test_a_file_that_is_no_kernel_is_a_failed_sample_with_qemus_words(env, tmp_p
     res = cli("run", str(spec), env=env, timeout=600)
     assert res.returncode == 1, res.stdout + res.stderr
     errors = [ln for ln in res.stderr.splitlines() if ln.startswith("error:")]
-    assert len(errors) == 1 and errors[0].startswith("error: txt measured nothing: "), errors
+    assert len(errors) == 1 and errors[0].startswith("error: txt measured nothing in "), errors
     assert "the VMM said: qemu: invalid kernel header" in errors[0], errors[0]
     rid = run_id_of(res.stdout)
     boots = [s for s in Store(tmp_path / "results").samples(rid) if s.metric.startswith("boot.")]

@@ -170,7 +170,7 @@ def test_real_image_on_qboot_ends_with_its_crash_line_and_status_1(env, tmp_path
     res = cli("run", str(spec), env=env, timeout=600)
     assert res.returncode == 1, res.stdout + res.stderr
     errors = [ln for ln in res.stderr.splitlines() if ln.startswith("error:")]
-    assert len(errors) == 1 and errors[0].startswith("error: uk-http measured nothing: "), errors
+    assert len(errors) == 1 and errors[0].startswith("error: uk-http measured nothing in "), errors
     assert "crashed: " in errors[0] and "Assertion failure" in errors[0], errors[0]
     rid = run_id_of(res.stdout)
     assert labelled(rid) == []

@@ -228,7 +228,10 @@ def test_host_port_taken_by_another_process_is_not_measured(tmp_path):
         squatter.close()
     # recorded as a failure; the run ends saying native measured nothing, and why
     assert res.returncode == 1, res.stdout + res.stderr
-    said = "error: native measured nothing: redis on native: port 16379 on the host is already"
+    said = (
+        "error: native measured nothing in throughput: redis on native: port 16379 on the "
+        "host is already"
+    )
     assert said in res.stderr, res.stderr
     store = Store(tmp_path / "r")
     samples = [s for s in store.samples(store.runs()[0].id) if s.experiment != "image"]

@@ -216,7 +216,38 @@ def test_a_runtime_that_measured_nothing_is_named_with_its_first_reason():
         smp("crun", "requests_per_s", None, "one failed"),
         smp("crun", "requests_per_s", 1000.0),
     ]
-    assert unmeasured(samples) == {"uk-nginx": "port 80 not open after 60 s: booted"}
+    assert unmeasured(samples) == {"uk-nginx": "throughput: port 80 not open after 60 s: booted"}
+
+
+def test_nothing_measured_of_one_experiment_fails_whatever_another_measured():
+    """A runtime skipped in `boot` after failures in a row, which measured a whole pile-up
+    in `density` and had its image's size taken, measured nothing of boot: it is named with
+    that experiment; one that cannot do an experiment at all is not."""
+
+    def smp(experiment: str, rt: str, metric: str, value: float | None, error: str = ""):
+        return Sample(
+            experiment=experiment,
+            metric=metric,
+            value=value,
+            unit="ms",
+            direction="lower",
+            runtime=rt,
+            workload="hello",
+            repetition=0,
+            error=error,
+        )
+
+    why = "solo5-elftool: not on PATH"
+    samples = [
+        smp("image", "s5", "image_size", 0.4),
+        *(smp("boot", "s5", "boot.spawn_to_exit", None, why) for _ in range(3)),
+        smp("density", "s5", "density.launch", 20.0),
+        smp("boot", "crun", "boot.spawn_to_exit", 30.0),
+        smp("density", "crun", "density.launch", 10.0),
+        smp("pause", "wasm", "pause.pause", None, "wasm cannot: no freezer here"),
+        smp("boot", "wasm", "boot.spawn_to_exit", 5.0),
+    ]
+    assert unmeasured(samples) == {"s5": f"boot: {why}"}
 
 
 def test_side_figures_of_failed_boots_are_not_a_measurement():
@@ -252,7 +283,7 @@ def test_side_figures_of_failed_boots_are_not_a_measurement():
         smp("ok", "boot.spawn_to_exit", 35.0),
         smp("ok", "boot.teardown", 10.0),
     ]
-    assert unmeasured(samples) == {"uk": crash}
+    assert unmeasured(samples) == {"uk": f"boot: {crash}"}
     side = [m.name for m in metrics.registry() if m.side]
     assert {
         "boot.teardown",

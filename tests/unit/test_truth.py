@@ -18,6 +18,7 @@ import statistics
 from collections import defaultdict
 
 import numpy as np
+import pytest
 from tests.fakeruntime import fake_session, install, run, tmp_paths, values
 from tests.faketruth import FakeHarness, RuntimeTruth, Truth
 from tests.recovered import covered, median_case
@@ -358,3 +359,40 @@ def test_min_memory_finds_the_injected_minimum_within_one_step(tmp_path, monkeyp
         assert all(100 <= x.params["memory_mib"] < 130 for x in slow)
         assert all("worse than with 512 MiB" in x.params["why"] for x in slow)
         assert world.running == {}
+
+
+def test_a_runtime_that_fails_every_boot_fails_the_run_whatever_else_it_measured(tmp_path):
+    """fb cannot start in the memory its table gives it: every boot fails and it is skipped,
+    while its image's size is measured and fa measures every boot; the run is
+    stored completed, but its end names fb, the experiment and why, and exits 1."""
+    import typer
+
+    from virtbench.cli.run import _say_end, unmeasured
+
+    truth = Truth({"fa": RuntimeTruth(), "fb": RuntimeTruth(needs_mib=64)}, seed=8)
+    world = install(truth)
+    spec = parse(
+        {
+            "name": "nothing",
+            "runtimes": ["fa", "fb"],
+            "runtime": {"fb": {"memory_mib": 16}},
+            "experiment": [{"type": "boot", "runs": 3, "warmups": 0}],
+        },
+        "test",
+        world.drivers,
+    )
+    store = Store(tmp_path / "results")
+    run_id, status = runner.execute(
+        resolve(spec),
+        Surroundings(store, tmp_paths(tmp_path), [].append, FakeHarness(world, tmp_path)),
+        runner.Invocation(["virtbench", "run"]),
+    )
+    samples = store.samples(run_id)
+    assert status == "completed"
+    assert {x.runtime for x in samples if x.experiment == "image" and not x.error} == {"fa", "fb"}
+    nothing = unmeasured(samples)
+    assert nothing == {"fb": "boot: fake: out of memory in 16 MiB"}
+    with pytest.raises(typer.Exit) as ended:
+        _say_end(run_id, status, nothing)
+    assert ended.value.exit_code == 1
+    assert world.running == {}

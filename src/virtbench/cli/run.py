@@ -275,33 +275,36 @@ def _say_end(run_id: str, status: str, nothing: dict[str, str]) -> None:
     """How the run ended; the runtimes that measured nothing said last, once, where they
     cannot be missed (and exit 1 for them)."""
     for runtime, why in nothing.items():
-        err.print(f"error: {escape(runtime)} measured nothing: {escape(why)}", soft_wrap=True)
+        err.print(f"error: {escape(runtime)} measured nothing in {escape(why)}", soft_wrap=True)
     out.print(f"run {run_id} {status}")
     if nothing:
         raise typer.Exit(1)
 
 
 def unmeasured(samples: Frame | list[Any]) -> dict[str, str]:
-    """Runtimes of a run whose every measurement failed (an image that never became
-    ready, a server that never answered): runtime -> the first failure's reason. What is
-    recorded beside a measurement, even a failed one (a teardown, a launch of a pile-up,
-    the host, the image's size: the registry's `side` figures), measures nothing."""
+    """Runtimes of a run that measured nothing of an experiment: every measurement of it
+    failed (an image that never became ready, a server that never answered, a runtime
+    skipped after failures in a row), whatever they measured in another: runtime -> the
+    experiment and its first failure's reason. What is recorded beside a measurement,
+    even a failed one (a teardown, a launch of a pile-up, the host, the image's size: the
+    registry's `side` figures), measures nothing; a runtime that cannot do an experiment
+    at all (its failures say "<runtime> cannot: ...", above its tables) is not counted."""
     from virtbench import metrics
 
     f = as_frame(samples)
     f = f.take(~f.warmup & ~f.where("experiment", "image"))
     side = np.array([metrics.lookup(m).side for m in f.labels["metric"]], dtype=bool)
-    failed = f.failed
     if side.size:
-        f = f.take(~(side[f.codes["metric"]] & ~failed))
-        failed = f.failed
-    measured = set(f.take(~failed).distinct("runtime"))
-    tried = f.take(failed)
-    first = {
-        rt: tried.labels["error"][tried.codes["error"][rows[0]]]
-        for (rt,), rows in tried.groups("runtime")
-    }
-    return {rt: why for rt, why in first.items() if rt not in measured}
+        f = f.take(~(side[f.codes["metric"]] & ~f.failed))
+    found: dict[str, str] = {}
+    for (experiment, rt), rows in f.groups("experiment", "runtime"):
+        part = f.take(rows)
+        if rt in found or (~part.failed).any():
+            continue
+        errors = [part.labels["error"][c] for c in part.codes["error"].tolist()]
+        if not all(e.startswith(f"{rt} cannot: ") for e in errors):
+            found[rt] = f"{experiment}: {errors[0]}"
+    return found
 
 
 def resolve_spec(
