@@ -3,6 +3,10 @@ slowdown is flagged, identical data is not, and the exit code tells a CI job whi
 
 from __future__ import annotations
 
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from tests.fakerun import fake_run
 from tests.schemas import BMF_SCHEMA
 from typer.testing import CliRunner
@@ -101,7 +105,8 @@ def test_compare_input_errors_name_the_flag(tmp_path):
 
 def test_compare_memory_costs_by_their_slopes_and_refuses_a_baseline_below_resolution(tmp_path):
     """Memory per instance is compared as fitted slopes; where A's is below resolution (an
-    instance that costs nothing) there is no ratio, and one line says why."""
+    instance that costs nothing) there is no ratio, one line says why, and the verdict is
+    decided on the difference."""
     store = Store(tmp_path)
     fake_run(store, "ddddd4", {"crun": 1.0}, experiments=("density",), seed=1)
     fake_run(store, "eeeee5", {"crun": 1.5}, experiments=("density",), seed=2)
@@ -112,8 +117,10 @@ def test_compare_memory_costs_by_their_slopes_and_refuses_a_baseline_below_resol
     fake_run(store, "fffff6", {"native": 0.0, "crun": 1.0}, experiments=("density",), seed=3)
     res = compare(tmp_path, "fffff6", "--runtimes", "native,crun")
     lines = res.output.splitlines()
-    host = next(ln for ln in lines if ln.startswith("│ memory per instance") and "no ratio" in ln)
-    assert "< " in host and "-%" not in host, host
+    # no ratio to nothing: decided on the difference, in the figure's unit, not a %
+    host = next(ln for ln in lines if ln.startswith("│ memory per instance"))
+    assert "< " in host and "%" not in host and "worse" in host, host
+    assert any("MiB" in c or "KiB" in c for c in host.split("│")[4:5]), host
     why = [ln for ln in lines if ln.startswith("no ratio:")]
     assert any(
         ln.startswith("no ratio: memory per instance")
@@ -211,9 +218,91 @@ def test_a_figure_where_more_is_better_that_fell_to_zero_is_without_end_worse():
     import math
 
     from virtbench.analysis.significance import ABResult
-    from virtbench.report.compare import Row, times
+    from virtbench.report.compare import Row
+    from virtbench.report.compare_words import times
 
     r = ABResult(5, 5, 10.0, 0.0, -1.0, 0.01)
     key = ("throughput", "nginx.requests_per_s", "req/s", "nginx", "0", "", "", "")
     row = Row(key, "higher", r, 0.01, "worse", ci=(-1.0, -0.5))
     assert times(row) == (math.inf, 2.0, math.inf)
+
+
+MIRROR = {"worse": "better", "better": "worse", "no change": "no change", "too few": "too few"}
+
+
+def _side(runtime: str, metric: str, unit: str, values: list[list[float]]) -> list:
+    """A runtime's samples of `metric`: one list of values per repetition (a pile-up's,
+    one value per instance)."""
+    from virtbench.store import Sample
+
+    experiment = metric.split(".")[0]
+    return [
+        Sample(
+            experiment=experiment,
+            metric=metric,
+            value=v,
+            unit=unit,
+            direction="lower",
+            runtime=runtime,
+            workload="sleep" if experiment == "density" else "hello",
+            repetition=rep,
+            background=i,  # a pile-up's instances: each a unit of its own
+        )
+        for rep, vs in enumerate(values)
+        for i, v in enumerate(vs)
+    ]
+
+
+def _both_ways(a: list, b: list) -> tuple[list, list]:
+    from virtbench.report.compare import compare as cmp
+
+    ab = cmp([*a], [*b], with_runtime=False)
+    ba = cmp([*b], [*a], with_runtime=False)
+    return ab, ba
+
+
+def test_a_quickstart_s_cgroup_memory_is_decided_the_same_both_ways():
+    """crun's cgroup memory per instance sits at one charge batch (0.244 MiB, within the
+    method's 0.25 MiB resolution), runc's at 0.67: runc,crun said "better" and crun,runc
+    gave no verdict; now both decide on the difference, mirrored, with no ratio either way."""
+    rng = np.random.default_rng(5)
+    crun = [[0.244 + 0.004 * rng.random() for _ in range(30)]]
+    runc = [[0.668 + 0.05 * rng.random() for _ in range(30)]]
+    a = _side("runc", "density.cgroup_memory", "MiB", runc)
+    b = _side("crun", "density.cgroup_memory", "MiB", crun)
+    ab, ba = _both_ways(a, b)
+    assert [r.verdict for r in ab] == ["better"] and [r.verdict for r in ba] == ["worse"]
+    assert ab[0].reason and ba[0].reason  # no ratio either way: crun's is within resolution
+    assert ab[0].diff[0] == pytest.approx(-ba[0].diff[0])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    metric=st.sampled_from(
+        [("density.cgroup_memory", "MiB"), ("boot.spawn_to_exit", "ms"), ("density.pss", "MiB")]
+    ),
+    med_a=st.floats(0.0, 3.0),
+    ratio=st.floats(0.0, 3.0),
+    reps=st.tuples(st.integers(3, 8), st.integers(3, 8)),
+    noise=st.floats(0.0, 0.2),
+    seed=st.integers(0, 2**16),
+)
+def test_compare_of_b_and_a_is_the_mirror_of_a_and_b(metric, med_a, ratio, reps, noise, seed):
+    """Injected pairs, one side within the method's resolution or not, close to the
+    minimum effect or not: every verdict of compare(A, B) is the mirror of compare(B, A),
+    and so are the tallies."""
+    from virtbench.report.compare import counts
+
+    rng = np.random.default_rng(seed)
+    name, unit = metric
+
+    def values(median: float, n: int) -> list[list[float]]:
+        return [[max(0.0, median * (1 + noise * rng.standard_normal()))] for _ in range(n)]
+
+    a = _side("ra", name, unit, values(med_a, reps[0]))
+    b = _side("rb", name, unit, values(med_a * ratio, reps[1]))
+    ab, ba = _both_ways(a, b)
+    assert [MIRROR[r.verdict] for r in ab] == [r.verdict for r in ba]
+    assert [bool(r.reason) for r in ab] == [bool(r.reason) for r in ba]
+    n_ab, n_ba = counts(ab), counts(ba)
+    assert (n_ab["worse"], n_ab["better"]) == (n_ba["better"], n_ba["worse"])

@@ -80,7 +80,11 @@ def ab_test(a: Sequence[float], b: Sequence[float], seed: int = 0) -> ABResult:
         return ABResult(x.size, y.size, ma, mb, change, p)
     if x.size + y.size > PERMUTATION_MAX_VALUES:
         return ABResult(x.size, y.size, ma, mb, change, permutation_normal_p(x, y), "normal limit")
-    p = permutation_p(x, y, np.random.default_rng(seed))
+    # the two-sided p of a difference of means does not depend on which side is A: the
+    # resampled test draws its splits for the pair in one order, so that B against A and
+    # A against B get one p
+    first, second = (x, y) if (x.size, x.tobytes()) <= (y.size, y.tobytes()) else (y, x)
+    p = permutation_p(first, second, np.random.default_rng(seed))
     return ABResult(x.size, y.size, ma, mb, change, p)
 
 
@@ -136,13 +140,32 @@ def holm(pvalues: Sequence[float]) -> list[float]:
 
 def verdict(r: ABResult, direction: str, p: float, alpha: float, min_effect: float) -> Verdict:
     """ "better"/"worse" (B against A, in the metric's direction) when the difference is
-    significant (`p` <= alpha, p already corrected) and at least `min_effect` (0.05 = 5%);
-    "too few" when no permutation test of these sizes could reach alpha; else "no change"."""
+    significant (`p` <= alpha, p already corrected) and at least `min_effect` (0.05 = 5%)
+    either way: a ratio of at least 1.05 or at most 1/1.05, so that A against B is the
+    mirror of B against A; "too few" when no permutation test of these sizes could reach
+    alpha; else "no change"."""
     if min_p(r.n_a, r.n_b) > alpha or math.isnan(p):
         return "too few"
-    if p > alpha or math.isnan(r.change) or abs(r.change) < min_effect:
+    if p > alpha or math.isnan(r.change) or r.change <= -1:
+        return "no change"
+    if abs(math.log1p(r.change)) < math.log1p(min_effect) - 1e-12:
         return "no change"
     worse = r.change > 0 if direction == "lower" else r.change < 0
+    return "worse" if worse else "better"
+
+
+def difference_verdict(
+    r: ABResult, direction: str, p: float, alpha: float, resolution: float | None
+) -> Verdict:
+    """The verdict where a ratio means nothing (a side within the method's resolution of
+    zero): decided on the difference of the medians, significant and beyond the
+    resolution; the same rule whichever side is A."""
+    if min_p(r.n_a, r.n_b) > alpha or math.isnan(p):
+        return "too few"
+    diff = r.median_b - r.median_a
+    if p > alpha or math.isnan(diff) or abs(diff) <= (resolution or 0.0):
+        return "no change"
+    worse = diff > 0 if direction == "lower" else diff < 0
     return "worse" if worse else "better"
 
 

@@ -263,6 +263,17 @@ def slowdown_ci(
     return (point, *_interval(ratios))
 
 
+def difference_ci(a: Sequence[float], b: Sequence[float], seed: int = 0) -> tuple[float, float]:
+    """The 95% CI of median(b) - median(a), one value per unit on each side: a percentile
+    bootstrap of both; nan with fewer than MIN_UNITS units on a side."""
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    x, y = x[np.isfinite(x)], y[np.isfinite(y)]
+    if x.size < MIN_UNITS or y.size < MIN_UNITS:
+        return math.nan, math.nan
+    rng = np.random.default_rng(seed)
+    return _interval(_boot_medians(y, rng) - _boot_medians(x, rng))
+
+
 def _log_ratio_ci(b: np.ndarray, a: np.ndarray, direction: str) -> tuple[float, float]:
     """The 95% CI of the slowdown of two big groups of independent values, without
     resampling: each median's order-statistic interval read as a normal one on the log

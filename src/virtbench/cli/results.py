@@ -155,6 +155,7 @@ def compare(
     regression (worse, failed, missing), 3 when too few samples decide nothing, 2 on bad
     input (for CI jobs)."""
     from virtbench.report import compare as cmp
+    from virtbench.report import compare_words as cmp_words
 
     pair, host_pair = _compare_pairs(run_ids, runtimes, hosts, min_effect, alpha, fail_on)
     store = read_results(results, store_url)
@@ -169,7 +170,7 @@ def compare(
         metrics=comma_list(metric, "--metric"),
     )
     title = cmp.title(sides.name_a, sides.name_b, min_effect, alpha)
-    for line in cmp.sentences(rows, sides.name_a, sides.name_b):
+    for line in cmp_words.sentences(rows, sides.name_a, sides.name_b):
         out.print(escape(line))
     print_table(cmp.verdict_table(title, rows, sides.name_a, sides.name_b))
     _write_verdicts(markdown, json_out, title, rows, sides)
@@ -253,10 +254,10 @@ def _write_verdicts(
     """`--markdown` and `--json`: the verdicts also as a Markdown table, B's figures as
     Bencher Metric Format, each where it was asked for."""
     from virtbench.report import bmf
-    from virtbench.report import compare as cmp
+    from virtbench.report import compare_words as cmp_words
 
     for path, text in (
-        (markdown, lambda: cmp.markdown(title, rows, sides.name_a, sides.name_b)),
+        (markdown, lambda: cmp_words.markdown(title, rows, sides.name_a, sides.name_b)),
         (json_out, lambda: json.dumps(bmf.of_rows(rows, sides.name_b), indent=2) + "\n"),
     ):
         if path is not None:

@@ -11,7 +11,8 @@ import re
 from collections.abc import Iterable
 
 from virtbench.analysis.stats import Summary
-from virtbench.report.compare import Key, Row, label, times
+from virtbench.report.compare import Key, Row, label
+from virtbench.report.compare_words import times
 
 Bmf = dict[str, dict[str, dict[str, float]]]
 

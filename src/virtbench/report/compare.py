@@ -11,8 +11,12 @@ when both sides hold the same runtimes. For every condition present on both side
           with 5 units or more a side, its 95% CI (a bootstrap of both medians)
   p       permutation test of the difference of means (significance.ab_test), Holm-corrected
           over all the conditions compared, so more metrics do not mean more false alarms
-  verdict "worse" / "better" (in the metric's direction) when p <= alpha and
-          |change| >= the minimum effect; "too few" when no test of these sample sizes
+  verdict "worse" / "better" (in the metric's direction) when p <= alpha and the
+          ratio is at least 1 + the minimum effect either way (B/A or A/B: the same
+          verdict, mirrored, whichever side is A); where either side's median is within
+          the method's resolution of zero a ratio means nothing, and the verdict is
+          decided on the difference (B - A, with its 95% CI) beyond that resolution;
+          "too few" when no test of these sample sizes
           could reach alpha after Holm's correction over the m conditions (smallest
           possible p x m > alpha; 3 vs 3 never can: its smallest p is 0.1); "failed"
           when B has only failed samples where A has values, "missing" when B lacks a
@@ -37,11 +41,27 @@ from rich.table import Table
 
 from virtbench import metrics
 from virtbench.analysis.fit import p_difference
-from virtbench.analysis.significance import ABResult, ab_test, holm, min_p, p_floor, verdict
-from virtbench.analysis.stats import slowdown_ci
+from virtbench.analysis.significance import (
+    ABResult,
+    ab_test,
+    difference_verdict,
+    holm,
+    min_p,
+    p_floor,
+    verdict,
+)
+from virtbench.analysis.stats import difference_ci, slowdown_ci
 from virtbench.errors import VirtbenchError
-from virtbench.report.cells import Rows, add_columns, fmt, quantity, refusal, span, unit_keys
-from virtbench.report.standing import ratio
+from virtbench.report.cells import (
+    Rows,
+    add_columns,
+    fmt,
+    quantity,
+    refusal,
+    scaled,
+    span,
+    unit_keys,
+)
 from virtbench.store.frame import Frame, as_frame
 from virtbench.store.records import Sample
 
@@ -92,6 +112,8 @@ class Row:
     cells: tuple[str, str] = ("", "")  # A's and B's figure as shown, where not a median
     # the change's 95% CI (a bootstrap of the two medians over units); nan: none
     ci: tuple[float, float] = (math.nan, math.nan)
+    # where there is no ratio: B - A and its 95% CI (nan: none)
+    diff: tuple[float, float, float] = (math.nan, math.nan, math.nan)
 
 
 def _fit_results(
@@ -112,7 +134,7 @@ def _fit_results(
         y = side_b[0]
         key = fit_key(a, metric, rt)
         key = key if with_runtime else key[:-1]
-        why = baseline_refusal(x, metric, "A") or ""
+        why = baseline_refusal(x, metric, "A") or baseline_refusal(y, metric, "B") or ""
         change = math.nan if why else y.slope / x.slope - 1
         r = ABResult(x.points, y.points, x.slope, y.slope, change, p_difference(x, y))
         out[key] = (r, why, (cost_cells(x, metric)[0], cost_cells(y, metric)[0]))
@@ -219,7 +241,7 @@ def compare(
         )
     tested = [k for k in keys if k in vb and vb[k].size]
     results = {k: ab_test(va[k], vb[k]) for k in tested}
-    why = {k: refusal(k[1], k[3], results[k].median_a) for k in tested}
+    why = {k: _no_ratio(k, results[k]) for k in tested}
     fits = _fit_results(fa, fb, with_runtime)
     fitted = {k: fits[k] for k in _chosen(list(fits), metrics)}
     shown = {}
@@ -244,7 +266,8 @@ def compare(
         r, p = results[k], adjusted[k]
         cells = shown.get(k, ("", ""))
         if why[k]:
-            rows.append(Row(k, direction_of(k), r, p, "no ratio", why[k], cells))
+            sides = None if k in fitted else (va[k], vb[k])
+            rows.append(_no_ratio_row(k, direction_of(k), r, p, alpha, why[k], cells, sides))
             continue
         v = verdict(r, direction_of(k), p, alpha, min_effect)
         if v == "no change" and min_p(r.n_a, r.n_b) * m > alpha:
@@ -254,6 +277,29 @@ def compare(
     return rows
 
 
+def _no_ratio_row(
+    k: Key,
+    direction: str,
+    r: ABResult,
+    p: float,
+    alpha: float,
+    reason: str,
+    cells: tuple[str, str],
+    sides: tuple[np.ndarray, np.ndarray] | None,
+) -> Row:
+    """A row without a ratio, decided on B - A (with its CI where `sides` gives the
+    units' values), beyond the method's resolution."""
+    v = difference_verdict(r, direction, p, alpha, metrics.lookup(k[1], k[3]).resolution)
+    ci = difference_ci(*sides) if sides is not None else (math.nan, math.nan)
+    return Row(k, direction, r, p, v, reason, cells, diff=(r.median_b - r.median_a, *ci))
+
+
+def _no_ratio(k: Key, r: ABResult) -> str:
+    """Why B against A has no ratio ("": it has one): either side's median within the
+    method's resolution of zero, whichever side it is."""
+    return refusal(k[1], k[3], r.median_a) or refusal(k[1], k[3], r.median_b, "B")
+
+
 VERDICT_STYLE = {
     "worse": "red",
     "failed": "red",
@@ -261,7 +307,6 @@ VERDICT_STYLE = {
     "better": "green",
     "no change": "",
     "too few": "dim",
-    "no ratio": "yellow",
 }
 REGRESSIONS = ("worse", "failed", "missing")
 
@@ -280,10 +325,23 @@ def cells(row: Row) -> list[str]:
     change = f"{r.change * 100:+.1f}%" if not math.isnan(r.change) else "n/a"
     if not math.isnan(row.ci[0]) and not math.isnan(r.change):
         change += f" ({span(row.ci[0] * 100, row.ci[1] * 100, '%', digits=2)})"
+    if row.reason:  # no ratio: the difference, in the figure's unit
+        change = difference_cell(row)
     medians = (quantity(r.median_a, unit)[0], quantity(r.median_b, unit)[0])
     a_cell, b_cell = row.cells if row.cells[0] else medians
     n = f"{r.n_a}/{r.n_b}" + (" steps" if row.cells[0] else "")
     return [label(row.key), a_cell, b_cell, change, p_cell(row), n, row.verdict]
+
+
+def difference_cell(row: Row) -> str:
+    """B - A in the figure's unit, with its 95% CI where it has one ("n/a": none)."""
+    d, lo, hi = row.diff
+    if math.isnan(d):
+        return "n/a"
+    unit = row.key[2]
+    factor, shown = scaled(max(abs(d), abs(lo) if not math.isnan(lo) else 0.0), unit)
+    text = f"{'+' if d > 0 else ''}{fmt(d * factor)} {shown}"
+    return text if math.isnan(lo) else f"{text} ({span(lo * factor, hi * factor, shown)})"
 
 
 def p_cell(row: Row) -> str:
@@ -308,37 +366,6 @@ def title(name_a: str, name_b: str, min_effect: float, alpha: float) -> str:
     return f"A = {name_a}, B = {name_b}: B against A (min effect {min_effect:g}%, alpha {alpha:g})"
 
 
-def times(row: Row) -> tuple[float, float, float]:
-    """B in A's terms, how many times worse (>1) or better (<1) whichever way the figure
-    improves, with its 95% CI (nan: none)."""
-    c, (lo, hi) = row.result.change, row.ci
-    if row.direction == "lower":
-        return 1 + c, 1 + lo, 1 + hi
-
-    def inverse(x: float) -> float:  # B's figure 0 where more is better: without end worse
-        return 1 / x if x else math.inf
-
-    return inverse(1 + c), inverse(1 + hi), inverse(1 + lo)
-
-
-def sentences(rows: list[Row], name_a: str, name_b: str) -> list[str]:
-    """One per row whose verdict is worse or better: "B (run x crun) is 1.10x
-    (1.07-1.13) slower than A (...) at time to run and exit (hello)"."""
-    out = []
-    for row in rows:
-        if row.verdict not in ("worse", "better") or math.isnan(row.result.change):
-            continue
-        x, lo, hi = times(row)
-        worse = row.verdict == "worse"
-        if not worse:
-            x, lo, hi = 1 / x, 1 / hi, 1 / lo
-        timed = row.key[2] in ("ms", "us", "ns", "s")
-        word = ("slower" if worse else "faster") if timed else ("worse" if worse else "better")
-        ci = f" ({ratio(lo)}-{ratio(hi)})" if not math.isnan(lo) else ""
-        out.append(f"B ({name_b}) is {ratio(x)}x{ci} {word} than A ({name_a}): {label(row.key)}")
-    return out
-
-
 def verdict_table(title: str, rows: list[Row], name_a: str, name_b: str) -> Table:
     t = Table(title=title, title_justify="left")
     add_columns(t, headers(name_a, name_b), ("measure", "verdict"))
@@ -346,29 +373,6 @@ def verdict_table(title: str, rows: list[Row], name_a: str, name_b: str) -> Tabl
         *rest, v = cells(row)
         t.add_row(*rest, _styled(v))
     return t
-
-
-def markdown(title: str, rows: list[Row], name_a: str, name_b: str) -> str:
-    """The verdict table as GitHub-flavoured Markdown (a pull request's comment): the
-    title, the table, the verdicts counted, and why a row has no ratio."""
-
-    def esc(text: str) -> str:
-        return text.replace("\\", "\\\\").replace("|", "\\|")
-
-    lines = [f"**{esc(title)}**", ""]
-    said = sentences(rows, name_a, name_b)
-    lines += [f"- {esc(line)}" for line in said] + ([""] if said else [])
-    lines.append("| " + " | ".join(map(esc, headers(name_a, name_b))) + " |")
-    lines.append("|---|---:|---:|---:|---:|---:|---|")
-    for row in rows:
-        *rest, v = cells(row)
-        lines.append(
-            "| " + " | ".join(map(esc, [*rest, f"**{v}**" if v in REGRESSIONS else v])) + " |"
-        )
-    n = counts(rows)
-    lines += ["", ", ".join(f"{v} {k}" for k, v in n.items() if v)]
-    lines += [f"- no ratio: {esc(line)}" for line in reasons(rows)]
-    return "\n".join(lines) + "\n"
 
 
 def _styled(v: str) -> str:

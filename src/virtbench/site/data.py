@@ -17,6 +17,7 @@ from virtbench.analysis.stats import Summary
 from virtbench.errors import VirtbenchError
 from virtbench.host import testbed
 from virtbench.report import compare as cmp
+from virtbench.report import compare_words as cmp_words
 from virtbench.report.answers import emulated_runtimes
 from virtbench.report.cells import summarize_rows
 from virtbench.report.export import clean
@@ -131,7 +132,7 @@ def verdicts(before: Frame, after: Frame) -> tuple[list[dict[str, Any]], str]:
         return [], str(e)
     out = []
     for r in rows:
-        x, lo, hi = cmp.times(r)
+        x, lo, hi = cmp_words.times(r)
         out.append(
             {
                 **dict(zip(KEY_FIELDS, r.key, strict=True)),
