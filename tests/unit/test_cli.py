@@ -37,6 +37,22 @@ def test_show_unknown_run(tmp_path):
     assert res.exit_code == 0 and "no runs" in res.output
 
 
+def test_an_unknown_baseline_is_an_error_naming_the_run_s_runtimes(tmp_path):
+    from tests.fakerun import fake_run
+
+    from virtbench.store import Store
+
+    fake_run(Store(tmp_path), "bbbbb1", {"runc": 1.0, "crun": 1.0})
+    res = runner.invoke(app, ["show", "bbbbb1", "--baseline", "foo", "--results", str(tmp_path)])
+    assert res.exit_code == 2, res.output
+    assert (
+        res.output.strip()
+        == "error: --baseline: run bbbbb1 has no runtime 'foo' (it has: crun, runc)"
+    )
+    res = runner.invoke(app, ["--results", str(tmp_path), "show", "bbbbb1", "--baseline", "crun"])
+    assert res.exit_code == 0 and "run bbbbb1" in res.output, res.output
+
+
 def test_an_error_echoing_line_breaks_of_the_input_stays_one_line():
     """The fuzzer's find: NEL (U+0085) in a spec name split the error in two."""
     from virtbench.cli.common import one_line
@@ -155,20 +171,23 @@ def test_a_table_rich_would_cut_at_80_columns_keeps_its_layout_without_its_least
 
 
 def test_reading_commands_create_no_store_and_a_closed_pipe_ends_quietly(tmp_path):
-    """show, compare, report and export of a directory without a store: one line, exit 2,
-    and no store created there; list says there are no runs."""
+    """list, show, compare, report, export and site of a directory without a store: the
+    same one line in each, naming the directory tried and how to point at another, exit
+    2, and no store created there; --results before the command is the same option."""
     empty = tmp_path / "nothing"
+    said = f"no results store in {empty} (no virtbench.sqlite there): point at the directory"
     for argv in (
+        ["list"],
         ["show", "abc123"],
         ["compare", "a", "b"],
         ["export", "abc123"],
         ["report", "abc123", "-o", str(tmp_path / "r.html")],
+        ["site", str(tmp_path / "site")],
     ):
-        res = runner.invoke(app, [*argv, "--results", str(empty)])
-        assert res.exit_code == 2 and "no results store there" in res.output, res.output
-        assert not empty.exists()
-    res = runner.invoke(app, ["list", "--results", str(empty)])
-    assert res.exit_code == 0 and "no runs" in res.output and not empty.exists()
+        for where in ([*argv, "--results", str(empty)], ["--results", str(empty), *argv]):
+            res = runner.invoke(app, where)
+            assert res.exit_code == 2 and said in " ".join(res.output.split()), (where, res.output)
+            assert "--results DIR" in res.output and not empty.exists()
 
 
 def test_the_module_runs_as_the_command():

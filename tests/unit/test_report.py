@@ -140,7 +140,7 @@ def test_report_flags_name_what_to_fix(tmp_path):
     res = runner.invoke(app, [*base, "--global-test", "t"])
     assert res.exit_code == 2 and "--global-test: 't' is not one of kruskal, anova" in res.output
     res = runner.invoke(app, ["report", "latest", "--results", str(tmp_path / "empty")])
-    assert res.exit_code == 2 and "no results store there" in res.output
+    assert res.exit_code == 2 and "no results store in" in res.output
     res = runner.invoke(app, ["report", "zzzzz9", "--results", str(tmp_path)])
     assert res.exit_code == 2 and "run 'zzzzz9' not found" in res.output
     assert not (tmp_path / "r.html").exists()

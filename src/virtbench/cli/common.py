@@ -52,8 +52,22 @@ def _options(
             help="Print virtbench's version and exit.",
         ),
     ] = False,
+    results: Annotated[
+        Path | None,
+        typer.Option("--results", metavar="DIR", help="Results directory, for any command."),
+    ] = None,
+    store: Annotated[
+        str | None,
+        typer.Option("--store", metavar="URL", help="A shared results database, for any command."),
+    ] = None,
 ) -> None:
-    """The options given before a command (`virtbench --version`)."""
+    """The options given before a command (`virtbench --version`, `virtbench --results DIR
+    list`): --results and --store here are the command's own defaults (as their
+    environment variables are), which the same option after the command overrides."""
+    if results is not None:
+        os.environ["VIRTBENCH_RESULTS"] = str(results)
+    if store is not None:
+        os.environ["VIRTBENCH_STORE"] = store
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -88,8 +102,9 @@ def read_results(results: Path, store: str | None) -> Store:
 
     if not store and not (results / DB_NAME).is_file():
         raise VirtbenchError(
-            f"--results {results}: no results store there (no {DB_NAME}); give the directory "
-            "`virtbench run` wrote to, e.g. --results results"
+            f"no results store in {results.absolute()} (no {DB_NAME} there): point at the "
+            "directory `virtbench run` wrote with --results DIR, or at a shared one with "
+            "--store URL"
         )
     return open_results(results, store)
 

@@ -16,11 +16,11 @@ from virtbench.cli.common import (
     StoreOpt,
     app,
     one_line_errors,
-    open_results,
     out,
     print_table,
     read_results,
 )
+from virtbench.errors import VirtbenchError
 from virtbench.report import conditions, twocpu
 from virtbench.report.hosts import named_line
 from virtbench.store import Store
@@ -34,12 +34,8 @@ TWO_CPUS_FROM = 200_000  # samples: below, a helper process costs more than it s
 def list_runs(results: ResultsOpt = DEFAULT_RESULTS, store_url: StoreOpt = None) -> None:
     """List the runs in the store."""
     from virtbench.report.tables import runs_table
-    from virtbench.store import DB_NAME
 
-    if not store_url and not (results / DB_NAME).is_file():  # nothing to list: create nothing
-        out.print(f"no runs in {results} (no results store there yet)")
-        return
-    store = open_results(results, store_url)
+    store = read_results(results, store_url)  # no store there: an error, none created
     rows = [(r, store.count_samples(r.id)) for r in store.runs()]
     if not rows:
         out.print(f"no runs in {store.location}")
@@ -71,6 +67,13 @@ def show(
     Per metric and runtime: median with 95% CI, CV and n."""
     store = read_results(results, store_url)
     record = store.run(run_id)
+    if baseline is not None:
+        have = store.frame(record.id).distinct("runtime")
+        if baseline not in have:
+            raise VirtbenchError(
+                f"--baseline: run {record.id} has no runtime {baseline!r} "
+                f"(it has: {', '.join(sorted(have))})"
+            )
     out.print(f"run {record.id} ({record.name}): {record.status}")
     print_run(store, record.id, wide, ids, baseline)
 
