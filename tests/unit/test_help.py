@@ -62,3 +62,31 @@ def test_no_command_summary_is_cut_in_the_help(columns):
             summary = first_paragraph(cmd.help or "")
             assert summary.endswith("."), (name, summary)
             assert f"{name} {summary}" in shown, (name, summary, listed)
+
+
+def every_command() -> list[list[str]]:
+    """The arguments that show each command's own help (fleet's subcommands included)."""
+    found = []
+    for argv, group in groups():
+        found += [[*argv, name] for name in group.commands]
+    return found
+
+
+@pytest.mark.parametrize("columns", [80, 200])
+def test_help_names_values_as_people_write_them_and_breaks_no_word(columns):
+    """Every command's help: values named N, TEXT, DIR, URL... (never Python's `<int>`,
+    `<list[str]>`, `x>=0`, `{A [B]}...`), ranges in words, and no line ends in a word or
+    option cut at its hyphen."""
+    for argv in every_command():
+        res = runner.invoke(app, [*argv, "--help"], env={"COLUMNS": str(columns)})
+        assert res.exit_code == 0, (argv, res.output)
+        text = res.output
+        assert "<" not in text and "{" not in text and ">=" not in text, (argv, text)
+        cut = [ln for ln in text.splitlines() if ln.rstrip()[-2:-1].isalpha() and ln.endswith("-")]
+        assert not cut, (argv, cut)
+    compare = runner.invoke(app, ["compare", "--help"], env={"COLUMNS": "80"}).output
+    assert "compare [OPTIONS] A [B]\n" in compare
+    assert "--results DIR" in compare and "--store URL" in compare
+    assert "report [OPTIONS] RUN...\n" in runner.invoke(app, ["report", "--help"]).output
+    keep = " ".join(runner.invoke(app, ["clean", "--help"]).output.split())
+    assert "--keep N" in keep and "at least 0" in keep

@@ -14,6 +14,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from virtbench.cli import help_words
 from virtbench.errors import VirtbenchError
 
 if TYPE_CHECKING:
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 
     from virtbench.store import Store
 
+help_words.install()
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
@@ -73,13 +75,19 @@ def _options(
 F = TypeVar("F", bound=Callable[..., Any])
 ResultsOpt = Annotated[
     Path,
-    typer.Option("--results", help="Results directory (SQLite store).", envvar="VIRTBENCH_RESULTS"),
+    typer.Option(
+        "--results",
+        metavar="DIR",
+        help="Results directory (SQLite store).",
+        envvar="VIRTBENCH_RESULTS",
+    ),
 ]
 DEFAULT_RESULTS = Path("results")
 StoreOpt = Annotated[
     str | None,
     typer.Option(
         "--store",
+        metavar="URL",
         help="A shared results database (postgresql://user@host/db) instead of --results.",
         envvar="VIRTBENCH_STORE",
     ),
