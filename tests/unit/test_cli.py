@@ -1,5 +1,6 @@
 """CLI argument handling that needs no root: errors are one line and name the flag."""
 
+import pytest
 from typer.testing import CliRunner
 
 from virtbench.cli import app
@@ -221,3 +222,34 @@ def test_doctor_says_what_the_sandboxes_without_a_driver_need_and_where_they_com
     (tmp_path / "krun").chmod(0o755)
     krun = next(c for c in doctor.elsewhere_checks() if c.name == "runtime krun")
     assert krun.detail.startswith(f"{tmp_path / 'krun'} is here, but virtbench has no driver")
+
+
+@pytest.mark.parametrize("width", [80, 200])
+def test_doctor_never_cuts_a_word_or_url(width):
+    """A fix naming a long URL: at 80 columns each check's words go under its line, the URL
+    whole on a line; at 200 the table keeps its columns. Every word of every check is
+    shown whole."""
+    import io
+
+    from rich.console import Console
+
+    from virtbench.cli.host import _doctor_table
+
+    url = "github.com/firecracker-microvm/firecracker/releases"
+    rows = [
+        ("ok", "runtime crun", "available, version 1.8.1", ""),
+        (
+            "fail",
+            "runtime firecracker",
+            "firecracker not on PATH",
+            f"download a release from {url}",
+        ),
+    ]
+    console = Console(width=width, file=io.StringIO(), color_system=None)
+    console.print(_doctor_table(rows, width))
+    text = console.file.getvalue()
+    words = " ".join(r[2] + " fix: " + r[3] for r in rows).split()
+    shown = text.split()
+    assert all(w in shown for w in words), text
+    assert any(ln.strip().startswith("fail") and "firecracker" in ln for ln in text.splitlines())
+    assert all(len(ln.rstrip()) <= width for ln in text.splitlines())

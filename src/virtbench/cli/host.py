@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.markup import escape
 
 from virtbench import __version__
@@ -21,20 +23,43 @@ def doctor() -> None:
     """Say which runtimes can run here.
 
     For each that cannot, how to fix it; and the host's facts."""
-    from rich.table import Table
 
     from virtbench import runtimes
     from virtbench.host.doctor import Check, all_checks
 
-    style = {"ok": "green", "fail": "red", "warn": "yellow", "info": "blue"}
-    t = Table(box=None, show_header=False, pad_edge=False)
-    t.add_column("status", no_wrap=True)
-    t.add_column("check", no_wrap=True)
-    t.add_column("what, and how to fix it", overflow="fold", ratio=1)
-    for c in [*all_checks(runtimes.availability()), Check(*_cache_line())]:
-        fix = f"\n[dim]fix:[/] {escape(c.fix)}" if c.fix else ""
-        t.add_row(f"[{style[c.status]}]{c.status}[/]", escape(c.name), escape(c.detail) + fix)
-    out.print(t)
+    checks = [*all_checks(runtimes.availability()), Check(*_cache_line())]
+    rows = [(c.status, c.name, c.detail, c.fix) for c in checks]
+    out.print(_doctor_table(rows, out.width))
+
+
+DOCTOR_STYLE = {"ok": "green", "fail": "red", "warn": "yellow", "info": "blue"}
+
+
+def _doctor_table(rows: list[tuple[str, str, str, str]], width: int) -> Any:
+    """(status, check, detail, fix) as a table: status, check, then what and how to fix
+    it. Where the terminal leaves that last column narrower than its longest word (a URL),
+    each check's words go under its line instead, across the whole width: a word is never
+    cut."""
+    from rich.console import Group
+    from rich.padding import Padding
+    from rich.table import Table
+
+    name_w = max(len(r[1]) for r in rows)
+    words = [w for r in rows for w in f"{r[2]} fix: {r[3]}".split()]
+    said = {r[1]: escape(r[2]) + (f"\n[dim]fix:[/] {escape(r[3])}" if r[3] else "") for r in rows}
+    status = {r[1]: f"[{DOCTOR_STYLE[r[0]]}]{r[0]:<4}[/]" for r in rows}
+    if width - (5 + 1 + name_w + 1) >= max(map(len, words)):
+        t = Table(box=None, show_header=False, pad_edge=False)
+        t.add_column("status", no_wrap=True)
+        t.add_column("check", no_wrap=True)
+        t.add_column("what, and how to fix it", overflow="fold", ratio=1)
+        for r in rows:
+            t.add_row(status[r[1]], escape(r[1]), said[r[1]])
+        return t
+    lines: list[Any] = []
+    for r in rows:
+        lines += [f"{status[r[1]]}  {escape(r[1])}", Padding(said[r[1]], (0, 0, 0, 6))]
+    return Group(*lines)
 
 
 def _cache_line() -> tuple[str, str, str]:
