@@ -253,3 +253,18 @@ def test_doctor_never_cuts_a_word_or_url(width):
     assert all(w in shown for w in words), text
     assert any(ln.strip().startswith("fail") and "firecracker" in ln for ln in text.splitlines())
     assert all(len(ln.rstrip()) <= width for ln in text.splitlines())
+
+
+def test_a_table_s_notes_span_the_terminal_not_the_table(tmp_path, monkeypatch):
+    """At 200 columns a narrow table's caption (the memory costs' note) is one long line
+    under it, not wrapped at the table's ~90 columns."""
+    from tests.fakerun import fake_run
+
+    from virtbench.store import Store
+
+    fake_run(Store(tmp_path), "note01", {"runc": 1.0, "crun": 1.1}, ("density",))
+    monkeypatch.setenv("COLUMNS", "200")
+    res = runner.invoke(app, ["show", "note01", "--results", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    note = next(ln for ln in res.output.splitlines() if ln.startswith("per instance: the slope"))
+    assert len(note) > 150, note

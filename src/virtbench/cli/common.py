@@ -118,10 +118,21 @@ def read_results(results: Path, store: str | None) -> Store:
 
 
 def print_table(t: Table) -> None:
-    """A table as it is where it fits the terminal, else stacked (never a cut value)."""
+    """A table as it is where it fits the terminal, else stacked (never a cut value); its
+    caption under it across the terminal's width, not wrapped to the table's."""
     from virtbench.report.narrow import fit
 
-    out.print(fit(t, out))
+    shown = fit(t, out)
+    caption = getattr(shown, "caption", None)  # a stacked table is a group of its rows
+    if not caption:
+        out.print(shown)
+        return
+    shown.caption = None
+    try:
+        out.print(shown)
+    finally:
+        shown.caption = caption
+    out.print(caption, style="table.caption")
 
 
 def one_line(text: str) -> str:
