@@ -101,6 +101,34 @@ def test_pressure_is_read_from_the_some_line_of_each_file_on_v2_only(tmp_path: P
     assert cgroup_stats.stall_totals(v1, d.name) is None
 
 
+def test_a_directory_a_stopped_unit_left_is_not_taken_for_the_delegated_parent(
+    tmp_path: Path, monkeypatch
+):
+    """The unit stopped and systemd left its cgroup (a child still dying): the holder is
+    there but empty. The next run starts the unit again, rather than write into a
+    directory systemd may remove under it; once its process holds the holder, it is
+    taken as running."""
+    from types import SimpleNamespace
+
+    parent = tmp_path / cgroups.DELEGATED
+    (parent / "holder").mkdir(parents=True)
+    (parent / "holder/cgroup.procs").write_text("")
+    (parent / "cgroup.procs").write_text("4242\n")
+    started: list[list[str]] = []
+
+    def run(argv, **kw):
+        started.append(argv)
+        return SimpleNamespace(returncode=0, brief=lambda: "")
+
+    monkeypatch.setattr(systemd, "active", lambda unit: bool(started))
+    monkeypatch.setattr(cgroups.proc, "run", run)
+    cgroups._delegate(parent)
+    assert len(started) == 1 and started[0][0] == "systemd-run", started
+    assert (parent / "holder/cgroup.procs").read_text() == "4242"  # the unit's process
+    cgroups._delegate(parent)  # held: running, nothing started again
+    assert len(started) == 1
+
+
 def test_slices_nest_at_each_dash():
     assert systemd.slice_path("vb-abc123-0001.slice") == Path(
         "vb.slice/vb-abc123.slice/vb-abc123-0001.slice"

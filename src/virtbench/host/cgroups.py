@@ -201,13 +201,17 @@ def _v2_parent(layout: Layout) -> Path:
 
 def _delegate(parent: Path) -> None:
     """Where systemd owns the tree: the transient unit whose cgroup `parent` systemd
-    delegates to virtbench, started if it is not there (a concurrent run may have just
+    delegates to virtbench, started if it is not running (a concurrent run may have just
     started it), and its holder moved to a leaf of its own, as a cgroup that gives its
-    children controllers must hold no process itself."""
+    children controllers must hold no process itself. The unit's process in the holder
+    is what says it runs: a directory a stopped unit left (systemd removes none with a
+    child still dying) is not a delegated parent, and writing there would be lost when
+    systemd removes it."""
     holder = parent / HOLDER
-    if holder.is_dir():
+    if _populated(holder):
         return
-    if not parent.is_dir():
+    deadline = time.monotonic() + 30
+    while not systemd.active(DELEGATED_UNIT):
         res = proc.run(
             [
                 "systemd-run",
@@ -222,15 +226,26 @@ def _delegate(parent: Path) -> None:
             check=False,
             timeout=60,
         )
-        if not parent.is_dir():
+        if res.returncode == 0 or systemd.active(DELEGATED_UNIT):
+            break
+        if time.monotonic() > deadline:  # one stopping still has the name: tried again
             raise VirtbenchError(
                 f"cannot start the unit systemd delegates virtbench's cgroups to "
                 f"({DELEGATED_UNIT}): {res.brief()}"
             )
+        time.sleep(0.5)
     holder.mkdir(exist_ok=True)
     for pid in (parent / "cgroup.procs").read_text().split():
         with contextlib.suppress(ProcessLookupError):
             _write(holder / "cgroup.procs", pid)
+
+
+def _populated(cgroup: Path) -> bool:
+    """Whether a process is in `cgroup` (False where it is not there)."""
+    try:
+        return bool((cgroup / "cgroup.procs").read_text().split())
+    except OSError:
+        return False
 
 
 def release_delegated(layout: Layout) -> bool:
