@@ -165,3 +165,15 @@ def test_mitigations_and_smt_are_read_as_the_kernel_reports_them(tmp_path):
     assert facts.smt_control(tmp_path / "absent") == "unknown"
     real = facts.snapshot({})
     assert real["mitigations"]["setting"] and "smt_control" in real
+
+
+def test_smt_and_mitigations_read_in_words():
+    from virtbench.report.facts import mitigation_setting_words, smt_words
+
+    assert smt_words("notsupported") == "not supported" and smt_words("forceoff") == "forced off"
+    assert (
+        mitigation_setting_words("auto,no_guest_host,no_guest_guest")
+        == "auto, except guest to host and guest to guest"
+    )
+    assert mitigation_setting_words("auto,nosmt") == "auto, nosmt"
+    assert mitigation_setting_words("off") == "off"

@@ -178,11 +178,11 @@ def _print_facts(record: Any, samples: Frame) -> None:
 
 
 def _smt_and_mitigations(env: dict[str, Any]) -> str:
-    """`, SMT off, mitigations auto (12 mitigated, 1 vulnerable)` for the host line."""
-    text = f", SMT {env['smt_control']}" if "smt_control" in env else ""
+    """`, SMT: off, mitigations: auto (12 mitigated, 1 vulnerable)` for the host line."""
+    from virtbench.report.facts import mitigations_words, smt_words
+
+    text = f", SMT: {smt_words(env['smt_control'])}" if "smt_control" in env else ""
     m = env.get("mitigations")
     if isinstance(m, dict):
-        counts = m.get("counts") or {}
-        shown = ", ".join(f"{n} {k}" for k, n in counts.items() if n and k != "not affected")
-        text += f", mitigations {m.get('setting')}" + (f" ({shown})" if shown else "")
+        text += f", mitigations: {mitigations_words(m)}"
     return text

@@ -37,12 +37,50 @@ def cpu_list(value: Any) -> str:
     return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
 
 
-def _mitigations(value: Any) -> str:
+# the kernel's SMT control, and its mitigations= attack vectors, in words
+SMT_WORDS = {
+    "on": "on",
+    "off": "off",
+    "forceoff": "forced off",
+    "notsupported": "not supported",
+    "notimplemented": "not controllable",
+}
+VECTOR_WORDS = {
+    "no_user_kernel": "user to kernel",
+    "no_user_user": "user to user",
+    "no_guest_host": "guest to host",
+    "no_guest_guest": "guest to guest",
+    "no_cross_thread": "across SMT threads",
+}
+
+
+def smt_words(control: Any) -> str:
+    """The kernel's SMT control in words ("notsupported" -> "not supported")."""
+    return SMT_WORDS.get(str(control), str(control))
+
+
+def mitigation_setting_words(setting: Any) -> str:
+    """`mitigations=` in words: "auto,no_guest_host,no_guest_guest" -> "auto, except
+    guest to host and guest to guest"."""
+    first, *rest = str(setting).split(",")
+    skipped = [VECTOR_WORDS[r] for r in rest if r in VECTOR_WORDS]
+    others = [r for r in rest if r not in VECTOR_WORDS]  # nosmt and the like, as given
+    text = ", ".join([first, *others])
+    if skipped:
+        text += ", except " + " and ".join(
+            [", ".join(skipped[:-1]), skipped[-1]] if len(skipped) > 1 else skipped
+        )
+    return text
+
+
+def mitigations_words(value: Any) -> str:
+    """The mitigations fact in words: its setting, and the vulnerabilities by status."""
     if not isinstance(value, dict):
         return str(value)
     counts = value.get("counts") or {}
     said = ", ".join(f"{n} {k}" for k, n in counts.items() if n and k != "not affected")
-    return f"{value.get('setting', 'n/a')}" + (f" ({said})" if said else "")
+    setting = mitigation_setting_words(value.get("setting", "n/a"))
+    return setting + (f" ({said})" if said else "")
 
 
 def _quiet(value: Any) -> str:
@@ -76,7 +114,7 @@ KNOWN: tuple[tuple[str, str, Callable[[Any], str]], ...] = (
     ("cpu_count", "CPUs", str),
     ("cpus_allowed", "CPUs the run used", cpu_list),
     ("smt", "SMT (hyper-threads) active", _yes),
-    ("smt_control", "SMT control", str),
+    ("smt_control", "SMT control", smt_words),
     ("memory_bytes", "memory", _bytes),
     ("swap_bytes", "swap", _bytes),
     ("kvm", "KVM", str),
@@ -84,7 +122,7 @@ KNOWN: tuple[tuple[str, str, Callable[[Any], str]], ...] = (
     ("cgroup_version", "cgroups", str),
     ("host_shape", "host shape (init, cgroups)", _shape),
     ("lsm", "security modules", str),
-    ("mitigations", "CPU vulnerability mitigations", _mitigations),
+    ("mitigations", "CPU vulnerability mitigations", mitigations_words),
     ("quiescence", "quiet host before each timed launch", _quiet),
     ("loadgen", "serving workloads' clients", _loadgen),
     ("python", "Python", str),

@@ -94,7 +94,7 @@ def cost_table(title: str, samples: Rows, runtime_order: list[str]) -> Table:
         mine = [name for name in names if (name, r) in fits]
         for j, name in enumerate(mine):  # the runtime named once, a rule under its rows
             f = fits[(name, r)]
-            ups = f"{f.points} in {f.groups} pile-up" + ("s" if f.groups > 1 else "")
+            ups = f"{f.points} steps, {f.groups} pile-up" + ("s" if f.groups > 1 else "")
             ends = j + 1 == len(mine) and i + 1 < len(shown)
             cells = cost_cells(f, name)
             t.add_row(r if j == 0 else "", metrics.label(name), *cells, ups, end_section=ends)
