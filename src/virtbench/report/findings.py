@@ -78,8 +78,10 @@ def warnings(
     f = as_frame(samples)
     failed = failures(f)
     cannot = [text for _, text in failed if " cannot: " in text]
-    # each event once, and none that says again what a runtime cannot do
-    said = dict.fromkeys((level, msg) for _, level, msg in events)
+    # each event once, none that says again what a runtime cannot do, and none that only
+    # confirms what was asked (an info: a pile-up that reached its target, the order's
+    # seed; they are the run's notes, said apart)
+    said = dict.fromkeys((level, msg) for _, level, msg in events if level != "info")
     out = [(level, msg) for level, msg in said if not any(c.split(" (")[0] in msg for c in cannot)]
     out += trust_notes(f)
     out += [(level, text) for level, text in conditions.shown(f) if level == "warning"]
@@ -124,20 +126,33 @@ def failures(f: Frame) -> list[tuple[str, str]]:
 
 
 def high_spread(f: Frame, cv_warn: float) -> list[tuple[str, str]]:
-    """The groups whose CV is above `cv_warn`, largest first (`ranked` says the first
-    few one by one and names the rest on one line)."""
-    spread = []
+    """One line for every group whose CV is above `cv_warn`: how many of the groups, the
+    three widest by name, and what narrows them (none where no group is)."""
+    spread, total = [], 0
     for key, by_rt in condition_groups(f).items():
         for runtime, values in by_rt.items():
             arr = np.asarray(values)
+            total += 1
             mean = float(arr.mean()) if arr.size else math.nan
             cv = float(arr.std(ddof=1)) / mean if arr.size >= 3 and mean else math.nan
             if not math.isnan(cv) and cv > cv_warn:
-                spread.append((cv, f"{label(key)} on {runtime}", arr.size))
+                spread.append((cv, f"{label(key)} on {runtime}"))
+    if not spread:
+        return []
     spread.sort(reverse=True)
+    worst = "; ".join(f"{name} (CV {cv * 100:.0f}%)" for cv, name in spread[:3])
     return [
-        ("info", f"high spread: {name}: CV {cv * 100:.1f}% over n={n}") for cv, name, n in spread
+        (
+            "info",
+            f"high spread in {len(spread)} of {total} groups (CV above {cv_warn * 100:.0f}%), "
+            f"widest: {worst}: more repetitions (--runs, or --target-cv) narrow their CIs",
+        )
     ]
+
+
+def run_notes(events: list[tuple[float, str, str]]) -> list[str]:
+    """What the run said that confirms rather than warns (its info events), once each."""
+    return list(dict.fromkeys(msg for _, level, msg in events if level == "info"))
 
 
 LEVELS = {"error": 0, "warning": 1, "info": 2}

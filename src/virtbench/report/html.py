@@ -30,7 +30,14 @@ from virtbench.report import hosts as hostsmod
 from virtbench.report.answers import answers
 from virtbench.report.cells import bounded_note, quantity
 from virtbench.report.desmet import desmet
-from virtbench.report.findings import differences, failures, from_rich, ranked, warnings
+from virtbench.report.findings import (
+    differences,
+    failures,
+    from_rich,
+    ranked,
+    run_notes,
+    warnings,
+)
 from virtbench.report.glossary import glossary
 from virtbench.report.hosts import named_line
 from virtbench.report.plotkit import Plot
@@ -204,6 +211,22 @@ def not_run(run: RunRecord) -> list[tuple[str, str]]:
     ]
 
 
+FIRST_WARNINGS = 5  # said before the results; the rest one click away
+
+
+def _warnings(
+    run: RunRecord, f: Any, events: list[tuple[float, str, str]], cv_warn: float
+) -> dict[str, Any]:
+    """The warnings a reader weighs first (at most FIRST_WARNINGS, by what they change),
+    the rest, and the run's own notes (what only confirms what was asked)."""
+    found = ranked(not_run(run) + warnings(f, events, cv_warn))
+    return {
+        "warnings": found[:FIRST_WARNINGS],
+        "more_warnings": found[FIRST_WARNINGS:],
+        "run_notes": run_notes(events),
+    }
+
+
 def run_section(store: Store, run: RunRecord, opts: Options) -> dict[str, Any]:
     """What the report template shows of one run: its answers, warnings, each experiment
     type's tables and plots, the differences between its runtimes and their DESMET
@@ -238,7 +261,7 @@ def run_section(store: Store, run: RunRecord, opts: Options) -> dict[str, Any]:
             if run.id in opts.answers
             else answer_parts(f, opts.ratio_baseline)
         ),
-        "warnings": ranked(not_run(run) + warnings(f, store.events(run.id), opts.cv_warn)),
+        **_warnings(run, f, store.events(run.id), opts.cv_warn),
         "experiments": _experiments(run, f, figures, seen, alike),
         "alike": alike,
         "ci_note": " ".join([CI_NOTE, bounded_note(seen)]).strip(),
