@@ -320,32 +320,3 @@ def test_a_runtime_measured_under_emulation_is_marked_wherever_an_answer_names_i
     plain = Answer("Fastest to start", "t", "ms", a.ranked)  # nothing emulated: no mark
     assert [r[0] for r in from_rich(table(plain)).rows] == ["crun", "osv"]
     assert not any("emulated" in n for n in notes(plain))
-
-
-def test_warnings_are_few_and_each_changes_a_reading(tmp_path):
-    """A run with spread in many groups and routine notes: the spread is one line naming
-    the three widest groups and what narrows them; a note that only confirms a target is
-    the run's note, not a warning; at most five come before the results."""
-    from tests.fakerun import fake_run
-
-    from virtbench.report import html
-    from virtbench.report.findings import run_notes, warnings
-    from virtbench.store import Store
-
-    store = Store(tmp_path)
-    factors = {"runc": 1.0, "crun": 1.0, "native": 1.0, "docker": 1.2}
-    fake_run(store, "warn01", factors, ("boot", "density", "throughput"), cv=0.5)
-    events = [
-        (0.0, "info", "density: crun run 1: stopped at 30 instances (reached the target of 30)"),
-        (0.0, "warning", "host noise: 3 task(s) of other work kept a CPU busy"),
-    ]
-    found = warnings(store.frame("warn01"), events, cv_warn=0.10)
-    spread = [t for _, t in found if t.startswith("high spread")]
-    assert len(spread) == 1 and spread[0].count("(CV ") == 4, spread  # "(CV above" and 3
-    assert "--target-cv" in spread[0]
-    assert not any("reached the target" in t for _, t in found)
-    assert run_notes(events) == [events[0][2]]
-    run = store.run("warn01")
-    shown = html._warnings(run, store.frame("warn01"), events, 0.10)
-    assert len(shown["warnings"]) <= html.FIRST_WARNINGS
-    assert shown["warnings"] + shown["more_warnings"] == html.ranked(found)

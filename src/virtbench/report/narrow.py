@@ -20,7 +20,7 @@ DROPPABLE = (
     "mean",
     "steps",
     "points",
-    "ok",
+    "succeeded",
     "n",
     "batches",
     "ms / instance",

@@ -285,7 +285,7 @@ def table(a: Answer, ids: bool = False) -> Table:
     native = a.reference is not None and a.scale == "ratio"
     tails = any(s.p95 is not None for s in a.everyone)
     counted = any(s.total for s in a.everyone)
-    cols += ["x native"] * native + ["p95"] * tails + ["ok"] * counted
+    cols += ["x native"] * native + ["p95"] * tails + ["succeeded"] * counted
     named = f" [{a.metric}]" if ids and a.metric else ""
     t = Table(title=f"{a.question}: {a.measure}{named}", title_justify="left")
     add_columns(t, cols, ("runtime",))

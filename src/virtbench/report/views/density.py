@@ -6,39 +6,133 @@ running."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
+import numpy as np
 from rich.table import Table
 
 from virtbench import metrics
 from virtbench.report import plots_piles
 from virtbench.report.fits import cost_fits, cost_table
 from virtbench.report.standing import Answer, Standing, ranked
-from virtbench.report.views.kind import Shown, View, heading, summaries
+from virtbench.report.views.kind import Shown, View, heading, standings, summaries
 from virtbench.store.frame import Frame
+
+# The figures that answer "least memory per instance", each a way to measure it: what the
+# host loses per instance (the slope of its memory in use over the pile-up), what each
+# instance's cgroup is charged, and its processes' PSS.
+PER_INSTANCE = ("density.cgroup_memory", "density.pss")
 
 
 def answers(f: Frame) -> list[Answer]:
-    """Least memory per instance: the first fitted cost (host memory in use)."""
-    fits = cost_fits(f)
+    """Least memory per instance, ranked by the sharpest sound estimate of it: of the
+    host's cost per instance (the first fitted cost) and the per-instance medians, the one
+    whose 95% CIs are the narrowest, among those where every runtime has a CI above the
+    method's resolution; the note says which, and why not the others."""
+    found = [c for c in [_cost(f), *(_median(f, m) for m in PER_INSTANCE)] if c is not None]
+    if not found:
+        return []
+    sound = [c for c in found if not c.why]
+    chosen = min(sound, key=lambda c: c.width) if sound else found[0]
+    others = [
+        f"{c.label}: {c.why or f'CIs {c.width * 100:.0f}% of the figure wide'}"
+        for c in found
+        if c is not chosen
+    ]
+    said = f"ranked by {chosen.label}" + (
+        f", the sharpest estimate here (CIs {chosen.width * 100:.0f}% of the figure wide); "
+        f"not by {'; '.join(others)}"
+        if sound and others
+        else ""
+    )
+    note = "; ".join(x for x in (said, _alive(f)) if x)
+    return ranked(
+        "Least memory per instance",
+        chosen.label,
+        chosen.unit,
+        chosen.found,
+        True,
+        metric=chosen.metric,
+        workload=chosen.workload,
+        sentence="{a} needs {x} less memory per instance than {b}",
+        note=note,
+        figure=chosen.figure,
+        scale=chosen.scale,
+    )
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """One way a run measured memory per instance: every runtime's figure and CI, how
+    wide those CIs are (the median over runtimes of CI width / figure), and why it cannot
+    rank them ("" where it can)."""
+
+    metric: str
+    label: str
+    unit: str
+    found: list[Standing]
+    figure: str
+    workload: str = ""
+
+    @property
+    def resolution(self) -> float:
+        return metrics.lookup(self.metric, self.workload).resolution or 0.0
+
+    @property
+    def width(self) -> float:
+        """The median CI width over runtimes, as a share of the figure (of the method's
+        resolution, for a figure within it)."""
+        res = self.resolution
+        widths = [
+            (s.high - s.low) / max(abs(s.value), res)
+            for s in self.found
+            if s.has_ci and max(abs(s.value), res) > 0
+        ]
+        return float(np.median(widths)) if widths else math.inf
+
+    @property
+    def why(self) -> str:
+        if len(self.found) < 2:
+            return "fewer than two runtimes"
+        if not all(s.has_ci for s in self.found):
+            return "not every runtime's figure has a CI"
+        return ""
+
+    @property
+    def scale(self) -> str:
+        """A ratio, unless a runtime's figure is within the method's resolution (a ratio
+        to it means nothing): then by how much, a difference."""
+        return "difference" if any(s.value <= self.resolution for s in self.found) else "ratio"
+
+
+def _cost(f: Frame) -> Estimate | None:
+    """The host's memory per instance: the first fitted cost's slopes."""
     cost = next(iter(metrics.fitted()), None)
     if cost is None:
-        return []
+        return None
     floor = math.nan if cost.lower_bound is None else cost.lower_bound
     found = [
         Standing(rt, fit.slope, fit.ci_low, fit.ci_high, floor)
-        for (name, rt), fit in fits.items()
+        for (name, rt), fit in cost_fits(f).items()
         if name == cost.name
     ]
-    return ranked(
-        "Least memory per instance",
-        metrics.label(cost.name),
-        cost.unit,
-        found,
-        True,
-        metric=cost.name,
-        sentence="{a} needs {x} less memory per instance than {b}",
-        note=_alive(f),
-        figure="per instance",
+    if not found:
+        return None
+    return Estimate(
+        cost.name, "the host's memory in use per instance", cost.unit, found, "per instance"
+    )
+
+
+def _median(f: Frame, metric: str) -> Estimate | None:
+    """A per-instance figure's medians over the pile-up's instances."""
+    rows = f.where("metric", metric) & ~f.warmup
+    if not rows.any():
+        return None
+    sub = f.take(rows)
+    workload = sub.labels["workload"][sub.codes["workload"][0]]
+    m = metrics.lookup(metric, workload)
+    return Estimate(
+        metric, metrics.label(metric, workload), m.unit, standings(sub, 0.0), "median", workload
     )
 
 
