@@ -5,6 +5,23 @@ from __future__ import annotations
 
 import numpy as np
 
+from virtbench.store import Sample
+
+
+def pile_sample(runtime: str, metric: str, value: float, background: int) -> Sample:
+    """A density figure (MiB) of one pile-up's instance or step `background`."""
+    return Sample(
+        experiment="density",
+        metric=metric,
+        value=float(value),
+        unit="MiB",
+        direction="lower",
+        runtime=runtime,
+        workload="sleep",
+        repetition=0,
+        background=background,
+    )
+
 
 def test_warnings_are_few_and_each_changes_a_reading(tmp_path):
     """A run with spread in many groups and routine notes: the spread is one line naming
@@ -41,24 +58,10 @@ def test_the_memory_question_is_ranked_by_its_sharpest_sound_estimate():
     wide ones: the answer ranks by cgroup memory, decides fa over fb, and says why not the
     others."""
     from virtbench.report.views.density import answers
-    from virtbench.store import Sample
     from virtbench.store.frame import as_frame
 
     rng = np.random.default_rng(3)
-
-    def smp(rt, metric, value, background):
-        return Sample(
-            experiment="density",
-            metric=metric,
-            value=float(value),
-            unit="MiB",
-            direction="lower",
-            runtime=rt,
-            workload="sleep",
-            repetition=0,
-            background=background,
-        )
-
+    smp = pile_sample
     samples = []
     for rt, cg in (("fa", 1.0), ("fb", 2.0)):
         samples += [smp(rt, "density.host_used", 900 + n * cg * 1.5, n) for n in (0, 30)]
@@ -78,22 +81,11 @@ def test_a_memory_answer_with_a_runtime_within_resolution_is_decided_by_how_much
     """crun's cgroup memory sits at one charge batch (0.244 MiB, within the method's 0.25),
     runc's at 0.67: no ratio means anything, the difference does, with its CI."""
     from virtbench.report.views.density import answers
-    from virtbench.store import Sample
     from virtbench.store.frame import as_frame
 
     rng = np.random.default_rng(4)
     samples = [
-        Sample(
-            experiment="density",
-            metric="density.cgroup_memory",
-            value=base + 0.01 * rng.random(),
-            unit="MiB",
-            direction="lower",
-            runtime=rt,
-            workload="sleep",
-            repetition=0,
-            background=i,
-        )
+        pile_sample(rt, "density.cgroup_memory", base + 0.01 * rng.random(), i)
         for rt, base in (("crun", 0.240), ("runc", 0.66))
         for i in range(30)
     ]
