@@ -56,5 +56,20 @@ for (const e of document.querySelectorAll(text)) {
   if (e.scrollWidth > e.clientWidth + 1 && e.clientWidth > 0)
     out.spill.push(e.tagName + ': ' + e.textContent.trim().slice(0, 60));
 }
+// an answer's table wider than its box (a ratio scrolled out of sight)
+out.answers = [];
+for (const e of document.querySelectorAll('.answer .scroll')) {
+  if (e.scrollWidth > e.clientWidth + 1) out.answers.push(e.textContent.trim().slice(0, 60));
+}
+// plot text drawn smaller than 10 px: its font size in the SVG's units, scaled as shown
+out.small = [];
+for (const svg of document.querySelectorAll('figure svg')) {
+  const box = svg.viewBox.baseVal;
+  const scale = box && box.width ? svg.getBoundingClientRect().width / box.width : 1;
+  for (const t of svg.querySelectorAll('text')) {
+    const px = parseFloat(getComputedStyle(t).fontSize) * scale;
+    if (px < 10 && t.textContent.trim()) out.small.push(t.textContent.trim() + ' ' + px.toFixed(1));
+  }
+}
 return out;
 """

@@ -68,7 +68,8 @@ def test_layout_check_sees_overflow_a_missing_image_and_spilled_text(browser, tm
 @pytest.mark.parametrize("width", [1366, 390])
 def test_report_fits_a_desktop_and_a_phone_with_nothing_outside_its_box(browser, tmp_path, width):
     """The report of a run of every experiment type, at 1366 and 390 pixels wide: no
-    horizontal scroll, every plot drawn, no text outside its box, no console error."""
+    horizontal scroll, every plot drawn, no text outside its box, no answer table wider
+    than its box, no plot text under 10 px, no console error."""
     store = Store(tmp_path / "results")
     everything = ("boot", "density", "throughput", "scalability", "isolation")
     fake_run(store, "wide01", {"native": 1.0, "crun": 1.3, "runsc": 2.0}, everything)
@@ -81,6 +82,8 @@ def test_report_fits_a_desktop_and_a_phone_with_nothing_outside_its_box(browser,
     browser.get(page.as_uri())
     found = browser.execute_script(LAYOUT)
     assert found["overflow"] <= 0 and not found["empty"] and not found["spill"], found
+    assert not found["answers"], found["answers"]  # every answer's ratio in sight
+    assert not found["small"], found["small"][:10]  # plot text of 10 px or more
     assert problems(browser) == []
     # the first screen answers: the first question, its sentence, its table
     first = browser.execute_script(

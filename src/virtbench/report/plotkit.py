@@ -102,12 +102,20 @@ def runtimes_in(samples: list[Sample], order: list[str]) -> list[str]:
     return [r for r in order if r in have] + sorted(have - set(order))
 
 
+PANELS_PER_ROW = 2  # wider, and a page would shrink its text below what can be read
+
+
 def new_figure(title: str, ncols: int = 1, width: float = 6.4) -> tuple[Figure, list]:
-    fig, axes = plt.subplots(
-        1, ncols, figsize=(width * ncols if ncols > 1 else width, 3.8), squeeze=False
-    )
+    """A figure of `ncols` panels `width` inches wide each, at most PANELS_PER_ROW to a
+    row (more go on the rows below): a page shows it at its own size, its text as set."""
+    cols = min(ncols, PANELS_PER_ROW)
+    rows = -(-ncols // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, 3.8 * rows), squeeze=False)
+    flat = list(axes.flat)
+    for spare in flat[ncols:]:  # an odd panel out: the row's other place left empty
+        spare.set_visible(False)
     fig.suptitle(title, fontsize=10)
-    return fig, list(axes[0])
+    return fig, flat[:ncols]
 
 
 def drawn_as(s: Sample, kind: metrics.PlotKind) -> bool:
@@ -138,7 +146,7 @@ def unit_ticks(unit: str) -> FuncFormatter:
     (never 10^0 or 1e+03)."""
     from virtbench.report.cells import fmt
 
-    gap = "" if unit.startswith("%") else " "
+    gap = "" if unit.startswith("%") or not unit else " "
     return FuncFormatter(lambda v, _pos: f"{fmt(v)}{gap}{unit}" if v else "0")
 
 
@@ -154,6 +162,15 @@ def log_if_spread(ax: Axes, values: list[float], unit: str, axis: str = "y") -> 
     which.set_major_formatter(unit_ticks(unit))
     which.set_minor_formatter(NullFormatter())
     return True
+
+
+def log_levels(ax: Axes, axis: str = "x") -> None:
+    """A log axis of counts (instances, connections: 1, 4, 16, 64), its ticks as plain
+    numbers, never 10^0."""
+    (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
+    which = ax.xaxis if axis == "x" else ax.yaxis
+    which.set_major_formatter(unit_ticks(""))
+    which.set_minor_formatter(NullFormatter())
 
 
 def slugify(text: str) -> str:

@@ -38,6 +38,7 @@ from virtbench.report.plotkit import (
     colour_for,
     drawn_as,
     log_if_spread,
+    log_levels,
     new_figure,
     numeric_level,
     runtimes_in,
@@ -80,7 +81,7 @@ def boot(samples: list[Sample], order: list[str]) -> list[Plot]:
         every = [v for values in data for v in values]
         log_if_spread(box, every, unit)
         log_if_spread(cdf, every, unit, axis="x")
-        cdf.legend(fontsize=7)
+        cdf.legend(fontsize=8)
         plots.append(Plot(f"boot-{slugify(metric)}", f"{label}: every sample", fig))
     return plots
 
@@ -138,7 +139,7 @@ def latency(samples: list[Sample], order: list[str]) -> list[Plot]:
         cdf.set_xlabel(f"round trip ({unit})")
         cdf.set_ylabel("fraction of requests")
         log_if_spread(cdf, [s.value for _, s in points], unit, axis="x")  # type: ignore[misc]
-        cdf.legend(fontsize=7)
+        cdf.legend(fontsize=8)
         plots.append(Plot(f"latency-{slugify(test)}", f"{test}: round trip", fig))
     return plots
 
@@ -185,10 +186,10 @@ def concurrency(samples: list[Sample], order: list[str]) -> list[Plot]:
             ax.errorbar(levels, med, yerr=err, marker="o", capsize=3, label=r, color=colour(r))
         every = sorted({lv for lv, _ in mine})
         if every[0] > 0 and every[-1] / every[0] >= 8:  # a sweep such as 1, 4, 16, 64
-            ax.set_xscale("log")
+            log_levels(ax)
         ax.set_xlabel(level_name(workload))
         ax.set_ylabel(f"{label} ({unit})")
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=8)
         plots.append(
             Plot(
                 f"concurrency-{slugify(workload)}-{slugify(metric)}",

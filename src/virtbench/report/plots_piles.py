@@ -88,7 +88,7 @@ def _scalability_one(samples: list[Sample], order: list[str]) -> list[Plot]:
     host.set_ylim(0, 105)
     for ax in (raw, rel, host):
         ax.set_xlabel("background instances")
-        ax.legend(fontsize=6)
+        ax.legend(fontsize=8)
     wl = ok[0].workload
     return [Plot(f"scalability-{slugify(wl)}-{slugify(metric)}", f"{wl}: {label}", fig)]
 
@@ -134,11 +134,11 @@ def _isolation_one(samples: list[Sample], order: list[str]) -> list[Plot]:
             ax.bar(x, med, width, yerr=ci_err(sts), capsize=2, color=COLOURS[j], label=p)
             for xi, st in zip(x, sts, strict=True):
                 if not st.n:
-                    ax.annotate("n/a", (xi, 0), ha="center", va="bottom", fontsize=7, color="grey")
+                    ax.annotate("n/a", (xi, 0), ha="center", va="bottom", fontsize=8, color="grey")
         ax.set_xticks(range(len(attackers) + 1), ["baseline", *attackers], rotation=30)
         ax.set_title(r, fontsize=9)
         ax.set_ylabel(f"{label} ({unit})")
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=8)
     wl = ok[0].workload
     return [Plot(f"isolation-{slugify(wl)}-{slugify(metric)}", f"{wl}: {label} by attacker", fig)]
 
@@ -195,7 +195,7 @@ def _isolation_relative_one(samples: list[Sample], order: list[str]) -> list[Plo
         ax.set_xticks(range(len(attackers)), attackers, rotation=30)
         ax.set_title(f"attackers {p}", fontsize=9)
         ax.set_ylabel("performance / baseline (x)")
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=8)
     wl = ok[0].workload
     return [
         Plot(
@@ -264,7 +264,7 @@ def density(samples: list[Sample], order: list[str]) -> list[Plot]:
             ax.set_ylabel(f"{m.label} ({unit})")
             ax.set_ylim(bottom=0)
         if mine:
-            ax.legend(fontsize=7)
+            ax.legend(fontsize=8)
     return [Plot("density-memory-per-instance", "Memory per instance", fig)]
 
 

@@ -12,6 +12,7 @@ from virtbench import metrics
 from virtbench.report.plotkit import (
     Plot,
     colour_for,
+    log_levels,
     new_figure,
     runtimes_in,
     successful,
@@ -59,11 +60,11 @@ def burst(samples: list[Sample], order: list[str]) -> list[Plot]:
     for a in (ax, ax_rate):
         a.set_xlabel("instances launched at once")
         if min(levels_seen) > 0 and max(levels_seen) / min(levels_seen) >= 8:
-            a.set_xscale("log")
+            log_levels(a)
     ax.set_ylabel("time to ready (ms; band: 5th to 95th percentile)")
     ax_rate.set_ylabel("instances ready per second (1/s, median)")
-    ax.legend(fontsize=7)
-    ax_rate.legend(fontsize=7)
+    ax.legend(fontsize=8)
+    ax_rate.legend(fontsize=8)
     return [
         Plot(
             "burst-time-to-ready",
@@ -109,7 +110,7 @@ def operations(
     ax.invert_yaxis()
     ax.set_xlabel("time (ms; bar: median, line: 5th to 99th percentile)")
     if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     return [Plot(name, title, fig)]
 
@@ -120,7 +121,7 @@ def _cannot(ax: Axes, mine: list[Sample], ok: list[Sample], runtimes: list[str])
         if not any(s.runtime == r for s in ok):
             why = next((s.error for s in mine if s.runtime == r and s.error), "no figure")
             where = ax.get_yaxis_transform()
-            ax.text(0.01, i, _short(why), transform=where, va="center", fontsize=7, color="grey")
+            ax.text(0.01, i, _short(why), transform=where, va="center", fontsize=8, color="grey")
 
 
 def _short(why: str, width: int = 70) -> str:

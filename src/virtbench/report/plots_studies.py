@@ -79,7 +79,7 @@ def startup(samples: list[Sample], order: list[str]) -> list[Plot]:
     if not log_if_spread(ax, values, unit):
         ax.set_ylim(bottom=0)
         ax.yaxis.set_major_formatter(unit_ticks(unit))
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=8)
     return [Plot("startup-medians", "Startup time per runtime (median, 95% CI)", fig)]
 
 
@@ -99,7 +99,7 @@ def image(samples: list[Sample], order: list[str]) -> list[Plot]:
     for x, (r, v) in enumerate(zip(runtimes, sizes, strict=True)):
         how = next(s.params.get("measured_by", "") for s in ok if s.runtime == r)
         text = f"{quantity(v, ok[0].unit)[0]}\n{how}"
-        ax.annotate(text, (x, v * factor), ha="center", va="bottom", fontsize=6)
+        ax.annotate(text, (x, v * factor), ha="center", va="bottom", fontsize=8)
     if not log_if_spread(ax, [v * factor for v in sizes], unit):
         ax.set_ylim(bottom=0)
         ax.yaxis.set_major_formatter(unit_ticks(unit))
@@ -149,7 +149,7 @@ def payload(samples: list[Sample], order: list[str]) -> list[Plot]:
         ax.set_xlabel("pages touched" if name == "page faults" else "payload (bytes)")
         ax.set_ylabel("cost per call (ns)" if name != "page faults" else "all pages (ns)")
         ax.set_ylim(bottom=0)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=8)
     return [Plot("syscall-payload", "syscall cost against payload size", fig)]
 
 
@@ -193,7 +193,7 @@ def _medians_by_level(name: str, primary: str, mine: list[Sample], order: list[s
     ax.set_xticks(range(len(levels)), ticks, rotation=30 if len(levels) > 4 else 0)
     ax.set_ylim(bottom=0)
     ax.set_ylabel(f"{label} ({unit})")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=8)
     return Plot(f"medians-{slugify(name)}-{slugify(primary)}", f"{name}: {label}", fig)
 
 
@@ -248,6 +248,6 @@ def resources(series: Series, order: list[str]) -> list[Plot]:
             ax.set_xlabel("time into the measurement (s)")
             ax.set_ylabel(unit)
             ax.set_ylim(bottom=0)
-            ax.legend(fontsize=7)
+            ax.legend(fontsize=8)
         plots.append(Plot(f"resources-{slugify(workload)}", f"{workload}: CPU and RSS", fig))
     return plots[:MAX_PER_KIND]
