@@ -4,10 +4,12 @@ the style, the colours per runtime, and the small helpers that pick and summaris
 
 from __future__ import annotations
 
+import contextlib
 import io
 import math
 import re
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,6 +42,15 @@ COLOURS = plt.get_cmap("tab10").colors
 MAX_PER_KIND = 16  # a run with 100 metrics gets the first 16 of each kind, not 100 plots
 
 
+@contextlib.contextmanager
+def _legend_search_quiet() -> Iterator[None]:
+    """Matplotlib warns when placing a legend where it hides least data took it over a
+    second (a loaded machine: a matter of time, not of the figure); the figure is right."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message='Creating legend with loc="best" can be slow')
+        yield
+
+
 @dataclass
 class Plot:
     name: str  # file stem, e.g. "boot-spawn_to_exit"
@@ -51,7 +62,7 @@ class Plot:
     def _svg_text(self) -> str:
         if not self._svg:
             buf = io.StringIO()
-            with plt.rc_context(STYLE):  # svg.* settings are read when saving
+            with plt.rc_context(STYLE), _legend_search_quiet():  # svg.* are read when saving
                 self.fig.savefig(buf, format="svg", bbox_inches=None, metadata=_metadata("svg"))
             self._svg = buf.getvalue()
         return self._svg
@@ -61,7 +72,7 @@ class Plot:
         try:
             directory.mkdir(parents=True, exist_ok=True)
             path = directory / f"{self.name}.png"
-            with plt.rc_context(STYLE):
+            with plt.rc_context(STYLE), _legend_search_quiet():
                 self.fig.savefig(path, metadata=_metadata("png"))
             out.append(path)
             path = directory / f"{self.name}.svg"
@@ -113,7 +124,7 @@ def new_figure(title: str, ncols: int = 1, width: float = 6.4) -> tuple[Figure, 
     fig, axes = plt.subplots(rows, cols, figsize=(width * cols, 3.8 * rows), squeeze=False)
     flat = list(axes.flat)
     for spare in flat[ncols:]:  # an odd panel out: the row's other place left empty
-        spare.set_visible(False)
+        spare.remove()
     fig.suptitle(title, fontsize=10)
     return fig, flat[:ncols]
 
