@@ -306,3 +306,17 @@ def test_compare_of_b_and_a_is_the_mirror_of_a_and_b(metric, med_a, ratio, reps,
     assert [bool(r.reason) for r in ab] == [bool(r.reason) for r in ba]
     n_ab, n_ba = counts(ab), counts(ba)
     assert (n_ab["worse"], n_ab["better"]) == (n_ba["better"], n_ba["worse"])
+
+
+def test_the_measure_column_stays_readable_at_80_columns(tmp_path):
+    """Two runs compared at 80 columns: the measure's name keeps 20 columns (not a word a
+    line); the p column goes first, and the note under the table says so."""
+    store = Store(tmp_path)
+    fake_run(store, "runaa1", {"runc": 1.0, "crun": 1.0}, ("boot", "density"), seed=1)
+    fake_run(store, "runbb2", {"runc": 1.1, "crun": 1.0}, ("boot", "density"), seed=2)
+    argv = ["compare", "runaa1", "runbb2", "--results", str(tmp_path)]
+    res = runner.invoke(app, argv, env={"COLUMNS": "80"})
+    header = next(ln for ln in res.output.splitlines() if ln.startswith("┃ measure"))
+    assert len(header.split("┃")[1]) >= 22, header  # 20 and its padding
+    assert all(len(ln) <= 80 for ln in res.output.splitlines() if "│" in ln)
+    assert "left out at this width: n, p (Holm)" in " ".join(res.output.split())

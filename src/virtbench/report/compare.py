@@ -366,9 +366,13 @@ def title(name_a: str, name_b: str, min_effect: float, alpha: float) -> str:
     return f"A = {name_a}, B = {name_b}: B against A (min effect {min_effect:g}%, alpha {alpha:g})"
 
 
+MEASURE_MIN = 20
+
+
 def verdict_table(title: str, rows: list[Row], name_a: str, name_b: str) -> Table:
     t = Table(title=title, title_justify="left")
     add_columns(t, headers(name_a, name_b), ("measure", "verdict"))
+    t.columns[0].min_width = MEASURE_MIN  # a measure's name, never a word a line
     for row in rows:
         *rest, v = cells(row)
         t.add_row(*rest, _styled(v))

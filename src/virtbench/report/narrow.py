@@ -22,6 +22,7 @@ DROPPABLE = (
     "points",
     "succeeded",
     "n",
+    "p (Holm)",
     "batches",
     "ms / instance",
     "wall ms",
@@ -99,7 +100,12 @@ def _only(t: Table, keep: list[int], wrap: bool = False) -> Table:
     )
     cols = [t.columns[i] for i in keep]
     for col in cols:
-        out.add_column(col.header, justify=col.justify, no_wrap=col.no_wrap and not wrap)
+        out.add_column(
+            col.header,
+            justify=col.justify,
+            no_wrap=col.no_wrap and not wrap,
+            min_width=col.min_width,
+        )
     for row, cells in zip(t.rows, zip(*(col.cells for col in cols), strict=True), strict=True):
         out.add_row(*cells, end_section=row.end_section)
     return out
@@ -128,9 +134,10 @@ def uncut_width(t: Table) -> int:
 
 def column_floor(col: Column) -> int:
     """The narrowest a column can be without cutting a value: its widest word (its
-    widest line where it does not wrap)."""
+    widest line where it does not wrap), or its `min_width` where a word a line would be
+    not read (a measure's name)."""
     cells = [str(col.header), *(str(c) for c in col.cells)]
-    return max(_narrowest(c, col.no_wrap) for c in cells)
+    return max(col.min_width or 0, *(_narrowest(c, col.no_wrap) for c in cells))
 
 
 def _narrowest(markup: str, no_wrap: bool) -> int:
