@@ -319,4 +319,4 @@ def test_the_measure_column_stays_readable_at_80_columns(tmp_path):
     header = next(ln for ln in res.output.splitlines() if ln.startswith("┃ measure"))
     assert len(header.split("┃")[1]) >= 22, header  # 20 and its padding
     assert all(len(ln) <= 80 for ln in res.output.splitlines() if "│" in ln)
-    assert "left out at this width: n, p (Holm)" in " ".join(res.output.split())
+    assert "left out at this width: p (Holm), n" in " ".join(res.output.split())
