@@ -93,3 +93,31 @@ def test_a_memory_answer_with_a_runtime_within_resolution_is_decided_by_how_much
     assert a.scale == "difference" and [s.runtime for s in a.ranked] == ["crun", "runc"]
     (said,) = a.sentences()
     assert said.startswith("crun needs 0.4") and "MiB (" in said and "less memory per" in said
+
+
+def test_numbers_read_as_people_write_them_in_every_section(tmp_path):
+    """p values "< 0.001" (never 0.0000000000203), DESMET's baseline figure in the tables'
+    units, the bands as "60%", the glossary without code marks and in the tables' units."""
+    import re
+
+    from tests.fakerun import fake_run
+    from typer.testing import CliRunner
+
+    from virtbench.cli import app
+    from virtbench.report.cells import p_text
+    from virtbench.store import Store
+
+    assert p_text(2.03e-11) == "< 0.001" and p_text(0.0123) == "0.012"
+    store = Store(tmp_path)
+    kinds = ("boot", "density", "throughput")
+    fake_run(store, "nums01", {"native": 1.0, "crun": 1.3, "runc": 1.6}, kinds)
+    out = tmp_path / "r.html"
+    res = CliRunner().invoke(app, ["report", "nums01", "-o", str(out), "--results", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    page = re.sub(
+        r"<svg.*?</svg>|<pre>.*?</pre>|<style>.*?</style>", "", out.read_text(), flags=re.S
+    )
+    assert not re.search(r">0\.000\d", page), "a p value in more digits than it means"
+    assert "&lt; 0.001" in page and "60%, 70%, 80%, 90%" in page and "60.0" not in page
+    glossary = page[page.index("What the figures mean") : page.index("Appendix")]
+    assert "`" not in glossary and "KiB, MiB, GiB" in glossary

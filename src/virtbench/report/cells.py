@@ -35,6 +35,16 @@ def fmt(x: float | None, digits: int = 3) -> str:
     return np.format_float_positional(x, precision=digits, fractional=False, trim="-")
 
 
+P_FLOOR = 0.001  # smaller p values all read "< 0.001": their digits mean nothing more
+
+
+def p_text(p: float) -> str:
+    """A p value as people write it: "0.012", "< 0.001"; "n/a" for none."""
+    if math.isnan(p):
+        return "n/a"
+    return f"< {P_FLOOR:g}" if p < P_FLOOR else fmt(p, 2)
+
+
 def span(low: float, high: float, unit: str = "", digits: int = 3) -> str:
     """An interval as the whole project writes it: "1.24-1.48 ms"; "-39.3 to -30.5%"
     where a bound is negative (a hyphen would read as a minus); "n/a" for none."""

@@ -53,9 +53,11 @@ from virtbench.analysis.significance import (
 from virtbench.analysis.stats import difference_ci, slowdown_ci
 from virtbench.errors import VirtbenchError
 from virtbench.report.cells import (
+    P_FLOOR,
     Rows,
     add_columns,
     fmt,
+    p_text,
     quantity,
     refusal,
     scaled,
@@ -351,7 +353,9 @@ def p_cell(row: Row) -> str:
         return "n/a"
     floor = p_floor(row.result.n_a, row.result.n_b)
     bound = row.result.method == "permutation" and floor and row.result.p <= floor
-    return f"<{fmt(row.p_adjusted, 2)}" if bound else fmt(row.p_adjusted, 3)
+    if bound and row.p_adjusted >= P_FLOOR:
+        return f"< {fmt(row.p_adjusted, 2)}"
+    return p_text(row.p_adjusted)
 
 
 def headers(name_a: str, name_b: str) -> list[str]:

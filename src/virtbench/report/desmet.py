@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from virtbench import metrics
 from virtbench.analysis.stats import desmet_score
 from virtbench.report import compare as cmp
-from virtbench.report.cells import Rows, fmt
+from virtbench.report.cells import Rows, quantity
 from virtbench.report.compare import label
 from virtbench.report.findings import HtmlTable, ScoreOptions, condition_groups, median_of
 from virtbench.report.fits import baseline_refusal, cost_cells, cost_fits
@@ -157,7 +157,7 @@ class _Scorer:
             if why:  # a score is a ratio to the baseline: none against nothing
                 self.refused.append(f"{label(c.key)} not scored: {why}")
                 continue
-            figure = f"{fmt(ref)} {c.unit}" + (f" ({ref_rt})" if boot else "")
+            figure = quantity(ref, c.unit)[0] + (f" ({ref_rt})" if boot else "")
             medians = {r: median_of(by_rt.get(r, [])) for r in self.others}
             feature = c.feature()
             self.metric_of[feature] = c.base_metric

@@ -19,7 +19,7 @@ from virtbench import metrics
 from virtbench.analysis.significance import ab_test, anova_tukey, holm, kruskal_dunn, min_p
 from virtbench.report import compare as cmp
 from virtbench.report import conditions
-from virtbench.report.cells import Rows, fmt
+from virtbench.report.cells import Rows, p_text
 from virtbench.report.compare import label
 from virtbench.report.trust import trust_notes
 from virtbench.store.frame import Frame, as_frame
@@ -213,7 +213,7 @@ def differences(samples: Rows, order: list[str], global_test: str = "kruskal") -
         else:
             differ = ", ".join(f"{a} vs {b}" for a, b in pairs) or "none of the pairs"
         stat_cell = "n/a" if math.isnan(stat) else f"{stat:.3g}"
-        rows.append([measure, name, stat_cell, "n/a" if math.isnan(p) else fmt(p, 3), differ])
+        rows.append([measure, name, stat_cell, p_text(p), differ])
     headers = [
         "measure",
         "test",

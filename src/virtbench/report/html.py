@@ -28,7 +28,7 @@ from virtbench.report import compare as cmp
 from virtbench.report import conditions, facts, sections, standing, twocpu, views
 from virtbench.report import hosts as hostsmod
 from virtbench.report.answers import answers
-from virtbench.report.cells import bounded_note, quantity
+from virtbench.report.cells import bounded_note, fmt, quantity
 from virtbench.report.desmet import desmet
 from virtbench.report.findings import (
     differences,
@@ -276,7 +276,7 @@ def run_section(store: Store, run: RunRecord, opts: Options) -> dict[str, Any]:
             if opts.global_test == "anova"
             else "Kruskal-Wallis with Dunn's pairs (Holm)"
         ),
-        "bands": opts.bands,
+        "bands": {k: [f"{fmt(b)}%" for b in v] for k, v in opts.bands.items()},
     }
 
 
