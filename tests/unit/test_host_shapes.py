@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from tests.conftest import need
 
-from virtbench.host import cgroup_stats, cgroups, systemd, testbed
+from virtbench.host import cgroup_stats, cgroups, delegation, systemd, testbed
 from virtbench.loadgen import baseline
 from virtbench.runtimes.lxc import lxc
 from virtbench.runtimes.oci import apparmor, base
@@ -53,15 +53,15 @@ def test_the_delegated_unit_goes_with_its_cgroup_and_is_said_so_only_then(
     parent = tmp_path / cgroups.DELEGATED
     stopped = []
     monkeypatch.setattr(systemd, "stop", stopped.append)  # systemd left the directory
-    assert not cgroups.release_delegated(layout) and not stopped  # nothing there
+    assert not delegation.release(layout) and not stopped  # nothing there
     (parent / "vb-abc123-0001").mkdir(parents=True)
     (parent / "holder").mkdir()
-    assert not cgroups.release_delegated(layout) and not stopped  # an instance is left
+    assert not delegation.release(layout) and not stopped  # an instance is left
     (parent / "vb-abc123-0001").rmdir()
-    assert cgroups.release_delegated(layout)
+    assert delegation.release(layout)
     assert stopped == ["virtbench.service"] and not parent.exists()
     # a second call has nothing to remove, and says so
-    assert not cgroups.release_delegated(layout) and stopped == ["virtbench.service"]
+    assert not delegation.release(layout) and stopped == ["virtbench.service"]
 
 
 def test_memory_parts_are_read_in_each_versions_own_keys(tmp_path: Path):
@@ -105,28 +105,62 @@ def test_a_directory_a_stopped_unit_left_is_not_taken_for_the_delegated_parent(
     tmp_path: Path, monkeypatch
 ):
     """The unit stopped and systemd left its cgroup (a child still dying): the holder is
-    there but empty. The next run starts the unit again, rather than write into a
-    directory systemd may remove under it; once its process holds the holder, it is
-    taken as running."""
+    there but empty. The next run removes what is empty of it and starts the unit again
+    (its process straight into the holder where systemd can: DelegateSubgroup=), rather
+    than write into a directory systemd may remove under it; once the unit's process
+    holds the holder, it is taken as running, and nothing is started again."""
     from types import SimpleNamespace
 
     parent = tmp_path / cgroups.DELEGATED
     (parent / "holder").mkdir(parents=True)
-    (parent / "holder/cgroup.procs").write_text("")
-    (parent / "cgroup.procs").write_text("4242\n")
     started: list[list[str]] = []
 
-    def run(argv, **kw):
+    def run(argv, **kw):  # systemd makes the cgroup afresh, its process in the holder
         started.append(argv)
+        (parent / "holder").mkdir(parents=True, exist_ok=True)
+        (parent / "holder/cgroup.procs").write_text("4242\n")
         return SimpleNamespace(returncode=0, brief=lambda: "")
 
     monkeypatch.setattr(systemd, "active", lambda unit: bool(started))
-    monkeypatch.setattr(cgroups.proc, "run", run)
-    cgroups._delegate(parent)
+    monkeypatch.setattr(systemd, "version", lambda: 257)
+    monkeypatch.setattr(delegation.proc, "run", run)
+    delegation.delegate(parent)
     assert len(started) == 1 and started[0][0] == "systemd-run", started
-    assert (parent / "holder/cgroup.procs").read_text() == "4242"  # the unit's process
-    cgroups._delegate(parent)  # held: running, nothing started again
+    assert "--property=DelegateSubgroup=holder" in started[0]
+    delegation.delegate(parent)  # held: running, nothing started again
     assert len(started) == 1
+
+
+def test_on_an_older_systemd_the_unit_s_process_is_moved_once_it_is_there(
+    tmp_path: Path, monkeypatch
+):
+    """systemd 252 has no DelegateSubgroup=: the process reaches the unit's cgroup after
+    systemd says it started, and is moved to the holder once it is there."""
+    from types import SimpleNamespace
+
+    parent = tmp_path / cgroups.DELEGATED
+    calls: list[list[str]] = []
+
+    def run(argv, **kw):
+        calls.append(argv)
+        parent.mkdir(parents=True)
+        (parent / "cgroup.procs").write_text("")  # not there yet: attached a moment later
+        return SimpleNamespace(returncode=0, brief=lambda: "")
+
+    reads = []
+
+    def active(unit):
+        if calls and len(reads) == 2:
+            (parent / "cgroup.procs").write_text("4242\n")
+        reads.append(unit)
+        return bool(calls)
+
+    monkeypatch.setattr(systemd, "active", active)
+    monkeypatch.setattr(systemd, "version", lambda: 252)
+    monkeypatch.setattr(delegation.proc, "run", run)
+    delegation.delegate(parent)
+    assert not any("DelegateSubgroup" in a for a in calls[0])
+    assert (parent / "holder/cgroup.procs").read_text() == "4242"
 
 
 def test_slices_nest_at_each_dash():

@@ -5,7 +5,7 @@ answer (or why not) is a `density.liveness` sample, and how many answered
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
@@ -13,13 +13,10 @@ from virtbench.errors import InstanceError
 from virtbench.experiments.command import HELLO, HELLO_BYTES, wrong
 from virtbench.runtimes.model import Family
 
-if TYPE_CHECKING:
-    from virtbench.experiments.density import Pile
 
-
-def alive(pile: Pile) -> None:
-    """Ask `liveness_probes` random instances of the pile-up to run a command; record
-    each answer (or why not) and how many answered."""
+def alive(pile: Any) -> None:
+    """Ask `liveness_probes` random instances of the pile-up (density.Pile) to run a
+    command; record each answer (or why not) and how many answered."""
     rt, n = pile.rt, len(pile.started)
     why = rt.exec.problem()
     if why is None and rt.family is Family.VM and not pile.started[0].spec.agent:

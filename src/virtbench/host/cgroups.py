@@ -19,7 +19,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from virtbench.errors import VirtbenchError
 from virtbench.host import proc, systemd
 
 PARENT = "virtbench"
@@ -186,85 +185,16 @@ CONTROLLERS = "+memory +cpuset +cpu +pids"
 
 
 def _v2_parent(layout: Layout) -> Path:
-    """virtbench's parent in the unified tree, made (or, delegated, its unit started)
-    if it is not there, its children given the controllers instances are limited by."""
+    """virtbench's parent in the unified tree, made if it is not there (delegated: the
+    unit systemd made it for, started by host/delegation.py), its children given the
+    controllers instances are limited by."""
     assert layout.unified is not None
     parent = layout.unified / layout.parent
-    if layout.delegated:
-        _delegate(parent)
-    else:
+    if not layout.delegated:
         parent.mkdir(exist_ok=True)
     with contextlib.suppress(OSError):
         _write(parent / "cgroup.subtree_control", CONTROLLERS)
     return parent
-
-
-def _delegate(parent: Path) -> None:
-    """Where systemd owns the tree: the transient unit whose cgroup `parent` systemd
-    delegates to virtbench, started if it is not running (a concurrent run may have just
-    started it), and its holder moved to a leaf of its own, as a cgroup that gives its
-    children controllers must hold no process itself. The unit's process in the holder
-    is what says it runs: a directory a stopped unit left (systemd removes none with a
-    child still dying) is not a delegated parent, and writing there would be lost when
-    systemd removes it."""
-    holder = parent / HOLDER
-    if _populated(holder):
-        return
-    deadline = time.monotonic() + 30
-    while not systemd.active(DELEGATED_UNIT):
-        res = proc.run(
-            [
-                "systemd-run",
-                "--quiet",
-                "--collect",
-                f"--unit={DELEGATED_UNIT}",
-                f"--slice={DELEGATED_SLICE}",
-                "--property=Delegate=yes",
-                "sleep",
-                "infinity",
-            ],
-            check=False,
-            timeout=60,
-        )
-        if res.returncode == 0 or systemd.active(DELEGATED_UNIT):
-            break
-        if time.monotonic() > deadline:  # one stopping still has the name: tried again
-            raise VirtbenchError(
-                f"cannot start the unit systemd delegates virtbench's cgroups to "
-                f"({DELEGATED_UNIT}): {res.brief()}"
-            )
-        time.sleep(0.5)
-    holder.mkdir(exist_ok=True)
-    for pid in (parent / "cgroup.procs").read_text().split():
-        with contextlib.suppress(ProcessLookupError):
-            _write(holder / "cgroup.procs", pid)
-
-
-def _populated(cgroup: Path) -> bool:
-    """Whether a process is in `cgroup` (False where it is not there)."""
-    try:
-        return bool((cgroup / "cgroup.procs").read_text().split())
-    except OSError:
-        return False
-
-
-def release_delegated(layout: Layout) -> bool:
-    """Stop the delegated unit once no instance cgroup is left in it; whether its cgroup
-    is gone now. systemd removes the cgroup of a unit it stops, but not one whose child
-    was still dying in the kernel then (a killed run's, just removed): the unit is gone,
-    its directory left, and removed here."""
-    assert layout.unified is not None
-    parent = layout.unified / layout.parent
-    if not parent.is_dir() or layout.children():
-        return False
-    try:
-        systemd.stop(DELEGATED_UNIT)
-    except VirtbenchError:  # still there: the next run's end tries again
-        return False
-    for d in (parent / HOLDER, parent):
-        if d.is_dir():
-            rmdir_once_released(d)
-    return not parent.exists()
 
 
 def rmdir_once_released(cgroup: Path, wait_s: float = 3.0) -> bool:

@@ -11,6 +11,7 @@ removes whole. Those slices are systemd's units: they are stopped through system
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -50,6 +51,17 @@ def slice_path(unit: str) -> Path:
     dash is a level (`a-b-c.slice` is `a.slice/a-b.slice/a-b-c.slice`)."""
     parts = unit.removesuffix(SUFFIX).split("-")
     return Path(*("-".join(parts[: i + 1]) + SUFFIX for i in range(len(parts))))
+
+
+@functools.cache
+def version() -> int:
+    """systemd's version (252 on Debian 12, 257 on 13); 0 where it cannot be told."""
+    try:
+        res = _systemctl("--version", timeout=10)
+    except VirtbenchError:
+        return 0
+    m = re.match(r"systemd (\d+)", res.stdout)
+    return int(m.group(1)) if m else 0
 
 
 def _systemctl(*args: str, timeout: float = 30) -> proc.Result:

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from virtbench import naming, runtimes
 from virtbench.errors import ListingError, VirtbenchError
-from virtbench.host import cgroups, proc, state, sysctl, systemd
+from virtbench.host import cgroups, delegation, proc, state, sysctl, systemd
 from virtbench.loadgen import remote
 from virtbench.paths import Paths
 from virtbench.runtimes import daemon
@@ -346,7 +346,7 @@ def remove_empty_parents(layout: cgroups.Layout | None = None) -> list[Path]:
         if not idle:
             return []
         if layout.delegated:  # systemd's unit: stopped, and systemd removes its cgroup
-            if cgroups.release_delegated(layout):
+            if delegation.release(layout):
                 removed.append(layout.unified / layout.parent)
             return removed
         for root in layout.roots():

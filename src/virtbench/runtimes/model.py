@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from virtbench.host import cgroups
+from virtbench.host import cgroups, delegation
 
 if TYPE_CHECKING:
     from virtbench.host.state import RunState
@@ -201,7 +201,7 @@ class RuntimeContext:
         from virtbench.runtimes.daemon import Daemons
 
         self.daemons = Daemons(self.state)
-        cgroups.ensure_parents(self.layout)  # the run holds its lock: no clean removes them
+        delegation.ensure_parents(self.layout)  # the run holds its lock: no clean removes them
 
     @property
     def scratch(self) -> Path:
