@@ -83,9 +83,11 @@ facts() {
   echo "netns $(ip netns list | grep -c '^vb-')"
   echo "links $(ip -o link show | grep -c ': vb-')"
   echo "mounts $(grep -c /run/virtbench/ /proc/self/mounts)"
-  # podman's networks' firewall chains (netavark's nftables, CNI's iptables)
+  # the firewall chains of one podman network or container (netavark's per-network
+  # nv_<id>_..., CNI's CNI-<hash> and CNI-DN-<hash>; not their global chains, which
+  # netavark and CNI keep once made)
   if nft list ruleset >/tmp/ruleset 2>&1; then
-    echo "firewall $(grep -cE '^\s*chain (nv_|NETAVARK|CNI-)' /tmp/ruleset)"
+    echo "firewall $(grep -cE '^\s*chain (nv_|CNI-[0-9a-f]|CNI-DN-)' /tmp/ruleset)"
   else
     echo "firewall unread"
   fi
