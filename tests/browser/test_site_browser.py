@@ -64,6 +64,13 @@ CHARTS = """
 return [...document.querySelectorAll('svg.trend')].map(e => {
   const r = e.getBoundingClientRect(); return [r.width, r.height, r.right]; });
 """
+NARROW = """
+return [...document.querySelectorAll('td')].filter(td => {
+  const words = td.textContent.trim().split(/\\s+/);
+  const w = td.getBoundingClientRect().width;
+  return words.length > 3 && td.checkVisibility() && w < 90;
+}).map(td => td.textContent.trim().slice(0, 40));
+"""
 LINKS = "return [...document.querySelectorAll('a[href]')].map(a => a.href);"
 
 
@@ -76,6 +83,10 @@ def test_site_pages_fit_and_link_only_inside(browser, built, page, width):
     browser.get(path.as_uri())
     found = browser.execute_script(LAYOUT)
     assert found["overflow"] <= 0 and not found["empty"] and not found["spill"], found
+    assert not found["answers"] and not found["small"], found
+    # no table squeezed to a word a line: each cell with words has room for a few
+    narrow = browser.execute_script(NARROW)
+    assert not narrow, narrow
     assert problems(browser) == []
     fetched = requests(browser)
     assert fetched and all(u.startswith(("file:", "data:")) for u in fetched), fetched
