@@ -19,7 +19,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, NullFormatter
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from virtbench import metrics
 from virtbench.errors import VirtbenchError
@@ -170,6 +170,7 @@ def log_if_spread(ax: Axes, values: list[float], unit: str, axis: str = "y") -> 
     scale = ax.set_yscale if axis == "y" else ax.set_xscale
     scale("log")
     which = ax.yaxis if axis == "y" else ax.xaxis
+    which.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))  # 1, 2, 5, 10 ms...
     which.set_major_formatter(unit_ticks(unit))
     which.set_minor_formatter(NullFormatter())
     return True

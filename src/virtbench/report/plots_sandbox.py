@@ -12,11 +12,11 @@ from virtbench import metrics
 from virtbench.report.plotkit import (
     Plot,
     colour_for,
+    log_if_spread,
     log_levels,
     new_figure,
     runtimes_in,
     successful,
-    unit_ticks,
 )
 from virtbench.store.records import Sample
 
@@ -104,8 +104,7 @@ def operations(
     _cannot(ax, mine, ok, runtimes)
     values = [float(s.value) for s in ok]  # type: ignore[arg-type]
     if min(values) > 0 and max(values) / min(values) >= 30:
-        ax.set_xscale("log")
-        ax.xaxis.set_major_formatter(unit_ticks("ms"))
+        log_if_spread(ax, values, "ms", axis="x")
     ax.set_yticks(range(len(runtimes)), runtimes)
     ax.invert_yaxis()
     ax.set_xlabel("time (ms; bar: median, line: 5th to 99th percentile)")
