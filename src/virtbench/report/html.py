@@ -182,13 +182,18 @@ def _experiments(
     """Each experiment type's section: its heading, tables and plots, in the views'
     order; `alike` collects what every runtime measured alike (for the facts)."""
     out = []
-    for kind, tables in sections.by_type(run, f, wide=True, seen=seen, facts=alike):
+    facts_of: dict[str, list[str]] = {}
+    for kind, tables in sections.by_type(
+        run, f, wide=True, seen=seen, facts=alike, facts_of=facts_of
+    ):
         view = views.of(kind)
         out.append(
             {
                 "type": kind,
                 "heading": view.title or kind,
                 "about": view.about,
+                # what every runtime measured alike: said in its own section too
+                "alike": facts_of.get(kind, []),
                 # what a runtime cannot do, beside the tables it leaves empty
                 "cannot": [
                     text

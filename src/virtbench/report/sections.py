@@ -42,14 +42,19 @@ def by_type(
     seen: list[Summary] | None = None,
     ids: bool = False,
     facts: list[str] | None = None,
+    facts_of: dict[str, list[str]] | None = None,
 ) -> list[tuple[str, list[Table]]]:
-    """(type, its tables) of every type the run holds, in the views' order."""
+    """(type, its tables) of every type the run holds, in the views' order; `facts_of`
+    gets each type's own lines of `facts` (what every runtime measured alike)."""
     f = as_frame(samples)
     order = list(run.spec.get("runtimes", []))
     out = []
     for view in views.of_run(f.distinct("experiment")):
         mine = f.take(f.where("experiment", view.type))
+        before = len(facts) if facts is not None else 0
         out.append((view.type, view.tables(Shown(run, mine, order, wide, seen, ids, facts))))
+        if facts_of is not None and facts is not None:
+            facts_of[view.type] = facts[before:]
     return out
 
 
