@@ -223,7 +223,8 @@ def test_the_command(tmp_path):
     args = ["site", str(tmp_path / "out"), "--results", str(tmp_path / "store"), "-j", "2"]
     res = runner.invoke(app, args)
     assert res.exit_code == 0, res.output
-    assert "site: 2 runs on 1 testbed" in res.output and "made 2 runs' files" in res.output
+    said = " ".join(res.output.split())  # as the terminal wrapped it, wherever it did
+    assert "site: 2 runs on 1 testbed" in said and "made 2 runs' files" in said
     res = runner.invoke(app, ["site", "--schema"])
     assert json.loads(res.stdout) == schema.schema()
     res = runner.invoke(app, [*args[:-1], "0"])
