@@ -38,6 +38,7 @@ class Series:
     emulated: bool
     floor: float = math.nan  # the least the quantity can be (memory: 0; nan: no bound)
     points: list[Point] = field(default_factory=list)
+    rank: int = 0  # its figure's place in the registry: the answers' order (boot first)
 
     def low(self, p: Point) -> float:
         """A point's lower bound as drawn: never below what the quantity can be."""
@@ -96,7 +97,8 @@ def _fit_point(doc: dict[str, Any], s: dict[str, Any], flag: dict[str, Any] | No
 
 def series(docs: list[dict[str, Any]]) -> list[Series]:
     """Every headline figure's series per runtime (medians, and costs per instance),
-    from the entry's run files (oldest first), by figure then runtime."""
+    from the entry's run files (oldest first), by figure (in the answers' order, the
+    registry's) then runtime."""
     out: dict[tuple[str, ...], Series] = {}
     for doc in docs:
         flags = _changes(doc)
@@ -107,12 +109,13 @@ def series(docs: list[dict[str, Any]]) -> list[Series]:
                 continue
             key = _key(s)
             if key not in out:
-                bound = metrics.lookup(s["metric"], s["workload"]).lower_bound
-                floor = math.nan if bound is None else float(bound)
-                out[key] = Series(s["figure"], s["runtime"], s["unit"], False, floor)
+                m = metrics.lookup(s["metric"], s["workload"])
+                floor = math.nan if m.lower_bound is None else float(m.lower_bound)
+                rank = next((i for i, d in enumerate(metrics.registry()) if d is m), 0)
+                out[key] = Series(s["figure"], s["runtime"], s["unit"], False, floor, rank=rank)
             out[key].emulated |= s["emulated"]  # in any run: its line is marked
             out[key].points.append(point(doc, s, flags.get(key)))
-    return [out[k] for k in sorted(out, key=lambda k: (out[k].figure, out[k].runtime))]
+    return [out[k] for k in sorted(out, key=lambda k: (out[k].rank, out[k].figure, out[k].runtime))]
 
 
 def interval(s: Series, p: Point) -> str:
