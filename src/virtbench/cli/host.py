@@ -44,21 +44,27 @@ def _doctor_table(rows: list[tuple[str, str, str, str]], width: int) -> Any:
     from rich.padding import Padding
     from rich.table import Table
 
-    name_w = max(len(r[1]) for r in rows)
-    words = [w for r in rows for w in f"{r[2]} fix: {r[3]}".split()]
-    said = {r[1]: escape(r[2]) + (f"\n[dim]fix:[/] {escape(r[3])}" if r[3] else "") for r in rows}
-    status = {r[1]: f"[{DOCTOR_STYLE[r[0]]}]{r[0]:<4}[/]" for r in rows}
+    name_w = max(len(name) for _, name, _, _ in rows)
+    words = [w for _, _, detail, fix in rows for w in f"{detail} fix: {fix}".split()]
+    cells = [
+        (
+            f"[{DOCTOR_STYLE[status]}]{status:<4}[/]",
+            escape(name),
+            escape(detail) + (f"\n[dim]fix:[/] {escape(fix)}" if fix else ""),
+        )
+        for status, name, detail, fix in rows
+    ]
     if width - (5 + 1 + name_w + 1) >= max(map(len, words)):
         t = Table(box=None, show_header=False, pad_edge=False)
         t.add_column("status", no_wrap=True)
         t.add_column("check", no_wrap=True)
         t.add_column("what, and how to fix it", overflow="fold", ratio=1)
-        for r in rows:
-            t.add_row(status[r[1]], escape(r[1]), said[r[1]])
+        for row in cells:
+            t.add_row(*row)
         return t
     lines: list[Any] = []
-    for r in rows:
-        lines += [f"{status[r[1]]}  {escape(r[1])}", Padding(said[r[1]], (0, 0, 0, 6))]
+    for status, name, said in cells:
+        lines += [f"{status}  {name}", Padding(said, (0, 0, 0, 6))]
     return Group(*lines)
 
 

@@ -100,6 +100,7 @@ def series(docs: list[dict[str, Any]]) -> list[Series]:
     from the entry's run files (oldest first), by figure (in the answers' order, the
     registry's) then runtime."""
     out: dict[tuple[str, ...], Series] = {}
+    order = {id(m): i for i, m in enumerate(metrics.registry())}  # the answers' order
     for doc in docs:
         flags = _changes(doc)
         rows = [(s, _point) for s in doc["summaries"]]
@@ -111,7 +112,7 @@ def series(docs: list[dict[str, Any]]) -> list[Series]:
             if key not in out:
                 m = metrics.lookup(s["metric"], s["workload"])
                 floor = math.nan if m.lower_bound is None else float(m.lower_bound)
-                rank = next((i for i, d in enumerate(metrics.registry()) if d is m), 0)
+                rank = order.get(id(m), len(order))
                 out[key] = Series(s["figure"], s["runtime"], s["unit"], False, floor, rank=rank)
             out[key].emulated |= s["emulated"]  # in any run: its line is marked
             out[key].points.append(point(doc, s, flags.get(key)))
