@@ -17,6 +17,7 @@ import re
 from collections import defaultdict
 
 import numpy as np
+from matplotlib.axes import Axes
 
 from virtbench import metrics, workloads
 from virtbench.analysis.stats import Summary, summarize
@@ -49,14 +50,28 @@ def _by_unit(samples: list[Sample], runtime: str, metric: str) -> Summary:
 def startup(samples: list[Sample], order: list[str]) -> list[Plot]:
     """S3's startup figure as medians: every headline and side boot figure, each
     runtime's median with its 95% CI as a dot and whisker, on one shared axis (a log
-    one only where the medians span more than a decade)."""
-    ok = [s for s in successful(samples) if s.metric != "boot.teardown"]
-    names = sorted({s.metric for s in ok}, key=lambda m: (not metrics.lookup(m).headline, m))
-    if not names:
+    one only where the medians span more than a decade); the teardown beside it, on
+    its own axis, where the run timed it."""
+    ok = successful(samples)
+    starts = [s for s in ok if s.metric != "boot.teardown"]
+    stops = [s for s in ok if s.metric == "boot.teardown"]
+    if not starts:
         return []
-    runtimes = runtimes_in(ok, order)
+    runtimes = runtimes_in(starts, order)
+    panels = [("Start", starts)] + ([("Teardown", stops)] if stops else [])
+    fig, axes = new_figure(
+        "Startup time per runtime: median and 95% CI", ncols=len(panels), width=7.4
+    )
+    for ax, (title, chosen) in zip(axes, panels, strict=True):
+        _medians_panel(ax, chosen, runtimes)
+        ax.set_title(title, fontsize=9)
+    return [Plot("startup-medians", "Startup time per runtime (median, 95% CI)", fig)]
+
+
+def _medians_panel(ax: Axes, ok: list[Sample], runtimes: list[str]) -> None:
+    """One panel of the startup figure: each metric's medians and CIs per runtime."""
+    names = sorted({s.metric for s in ok}, key=lambda m: (not metrics.lookup(m).headline, m))
     unit = ok[0].unit
-    fig, (ax,) = new_figure("Startup time per runtime: median and 95% CI", width=7.4)
     colours = colour_for(names)
     step = 0.7 / max(1, len(names))
     values = []
@@ -72,7 +87,7 @@ def startup(samples: list[Sample], order: list[str]) -> list[Plot]:
         ax.errorbar(
             xs, medians, yerr=ci_err(kept), fmt="o", ms=4, capsize=3, color=colour, label=label
         )
-        values += [st.median for st in kept]
+        values += medians
     ax.set_xticks(range(len(runtimes)), runtimes)
     ax.tick_params(axis="x", rotation=30)
     ax.set_ylabel(f"time ({unit})")
@@ -80,7 +95,6 @@ def startup(samples: list[Sample], order: list[str]) -> list[Plot]:
         ax.set_ylim(bottom=0)
         ax.yaxis.set_major_formatter(unit_ticks(unit))
     ax.legend(fontsize=8)
-    return [Plot("startup-medians", "Startup time per runtime (median, 95% CI)", fig)]
 
 
 def image(samples: list[Sample], order: list[str]) -> list[Plot]:

@@ -34,6 +34,7 @@ from virtbench.report.cells import (
     fmt,
     quantity,
     refusal,
+    scaled,
     span,
 )
 
@@ -198,9 +199,10 @@ def amount(f: Factor, unit: str) -> str:
     """`12.3 points (5.1-19.4)` of a difference."""
     if math.isnan(f.point):
         return "n/a"
-    what = "points" if unit.startswith("%") else unit
-    ci = f" ({span(f.low, f.high)})" if not math.isnan(f.low) else ""
-    return f"{'+' if f.point > 0 else ''}{fmt(f.point)} {what}{ci}"
+    factor, shown = scaled(f.point, unit)  # memory as the tables show it: 451 KiB
+    what = "points" if unit.startswith("%") else shown
+    ci = f" ({span(f.low * factor, f.high * factor)})" if not math.isnan(f.low) else ""
+    return f"{'+' if f.point > 0 else ''}{fmt(f.point * factor)} {what}{ci}"
 
 
 def _direction(a: Answer) -> str:
