@@ -59,8 +59,9 @@ def startup(samples: list[Sample], order: list[str]) -> list[Plot]:
         return []
     runtimes = runtimes_in(starts, order)
     panels = [("Start", starts)] + ([("Teardown", stops)] if stops else [])
+    wide = 7.4 if len(panels) == 1 else 6.4  # two panels as wide as a page shows them
     fig, axes = new_figure(
-        "Startup time per runtime: median and 95% CI", ncols=len(panels), width=7.4
+        "Startup time per runtime: median and 95% CI", ncols=len(panels), width=wide
     )
     for ax, (title, chosen) in zip(axes, panels, strict=True):
         _medians_panel(ax, chosen, runtimes)
@@ -94,7 +95,7 @@ def _medians_panel(ax: Axes, ok: list[Sample], runtimes: list[str]) -> None:
     if not log_if_spread(ax, values, unit):
         ax.set_ylim(bottom=0)
         ax.yaxis.set_major_formatter(unit_ticks(unit))
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=9)
 
 
 def image(samples: list[Sample], order: list[str]) -> list[Plot]:

@@ -163,7 +163,10 @@ class Answer:
         if any(math.isnan(self.factor(a, b).low) for a, b in pairs):
             return "The order is not sure: some neighbours have no ratio with a 95% CI (see why)."
         none = "1" if self.scale == "ratio" else "0"
-        return f"The order could be chance: every neighbours' 95% CI includes {none}."
+        return (
+            "The order could be chance: between each runtime and the next, the 95% CI "
+            f"includes {none} (no difference)."
+        )
 
     def sentences(self) -> list[str]:
         """One per neighbouring pair the ratio's (or difference's) CI separates."""
