@@ -127,7 +127,7 @@ def test_compare_memory_costs_by_their_slopes_and_refuses_a_baseline_below_resol
         and "A's slope is below the method's resolution" in ln
         for ln in why
     ), why
-    assert any("PSS of each new instance" in ln and "median is 0 MiB" in ln for ln in why), why
+    assert any("PSS of each new instance" in ln and "median is 0 KiB" in ln for ln in why), why
 
 
 def test_compare_writes_markdown_and_bencher_json_with_the_same_verdicts_and_exit(tmp_path):

@@ -121,7 +121,7 @@ def test_desmet_scores_nothing_against_a_baseline_below_resolution(tmp_path):
     res = runner.invoke(app, ["report", "ccccc3", "-o", str(out), "--results", str(tmp_path)])
     assert res.exit_code == 0, res.output
     page = out.read_text()
-    assert "PSS of each new instance (sleep) not scored: native&#39;s median is 0 MiB" in page
+    assert "PSS of each new instance (sleep) not scored: native&#39;s median is 0 KiB" in page
     assert "memory per instance not scored: native&#39;s slope is below the method&#39;s" in page
     scores = page[page.index("DESMET scores") :]
     assert "<td>memory per instance</td>" not in scores[: scores.index("</table>")]

@@ -66,8 +66,10 @@ def scaled(value: float, unit: str) -> tuple[float, str]:
     """(factor, unit) to show `value` (stored in `unit`) in: memory in KiB, MiB or GiB
     as its size needs (1 <= shown < 1024 where it can be); any other unit as it is."""
     choices = SCALES.get(unit)
-    if not choices or math.isnan(value) or value == 0:
+    if not choices or math.isnan(value):
         return 1.0, unit
+    if value == 0:  # nothing, in the smallest unit the tables use (0 KiB)
+        return choices[0][1], choices[0][0]
     for name, factor in choices:
         small = abs(value * factor) < 1 and name != choices[0][0]
         if abs(value * factor) < 1024 and not small:
@@ -168,11 +170,11 @@ def refusal(metric: str, workload: str, baseline: float, who: str = "A") -> str:
     if math.isnan(baseline):
         return ""
     if baseline <= 0:
-        return f"{who}'s median is {fmt(baseline)} {m.unit}: a ratio to it means nothing"
+        return f"{who}'s median is {quantity(baseline, m.unit)[0]}: a ratio to it means nothing"
     if m.resolution is not None and baseline <= m.resolution:
         return (
-            f"{who}'s median {fmt(baseline)} {m.unit} is within the method's resolution "
-            f"({fmt(m.resolution)} {m.unit}): a ratio to it means nothing"
+            f"{who}'s median {quantity(baseline, m.unit)[0]} is within the method's "
+            f"resolution ({quantity(m.resolution, m.unit)[0]}): a ratio to it means nothing"
         )
     return ""
 

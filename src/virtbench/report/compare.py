@@ -57,6 +57,7 @@ from virtbench.report.cells import (
     Rows,
     add_columns,
     fmt,
+    median_cell,
     p_text,
     quantity,
     refusal,
@@ -329,7 +330,8 @@ def cells(row: Row) -> list[str]:
         change += f" ({span(row.ci[0] * 100, row.ci[1] * 100, '%', digits=2)})"
     if row.reason:  # no ratio: the difference, in the figure's unit
         change = difference_cell(row)
-    medians = (quantity(r.median_a, unit)[0], quantity(r.median_b, unit)[0])
+    m = metrics.lookup(row.key[1], row.key[3])
+    medians = (median_cell(r.median_a, unit, m), median_cell(r.median_b, unit, m))
     a_cell, b_cell = row.cells if row.cells[0] else medians
     n = f"{r.n_a}/{r.n_b}" + (" steps" if row.cells[0] else "")
     return [label(row.key), a_cell, b_cell, change, p_cell(row), n, row.verdict]
