@@ -59,7 +59,6 @@ from virtbench.report.cells import (
     fmt,
     median_cell,
     p_text,
-    quantity,
     refusal,
     scaled,
     span,
