@@ -63,6 +63,11 @@ def pick_subnet(used: list[ipaddress.IPv4Network]) -> ipaddress.IPv4Network:
     raise VirtbenchError("no free private subnet for a virtbench bridge (10.231-233.x all in use)")
 
 
+def free_subnet() -> ipaddress.IPv4Network:
+    """A candidate subnet no address or route on the host overlaps now."""
+    return pick_subnet(_used_networks())
+
+
 class BridgeNetwork:
     """Created on first use, removed by `close()` (and by `virtbench clean` by name)."""
 

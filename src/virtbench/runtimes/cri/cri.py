@@ -1,0 +1,337 @@
+"""`cri`: pods through the CRI, the path a Kubernetes node takes to a runtime: a pod
+sandbox (its pause process, its network from CNI), then the instance's container in it,
+each through containerd's CRI plugin and a shim per pod, by RuntimeClass handler
+(`cri:runc`, `cri:crun`, `cri:runsc`, `cri:youki`).
+
+The run starts a containerd of its own for it (runtimes/cri/containerd.py: its own root,
+state, socket and handlers, never the host's), imports the artifact rootfs as the
+workload's image and as the pause image (no registry, runtimes/cri/image.py), and gives
+pods a CNI bridge of the run's (`vb-<run>-cri`). Each instance is one pod named after it
+(`vb-<run>-<n>`, label `org.virtbench.run`), its cgroups under the instance's; its
+launch is RunPodSandbox, CreateContainer and StartContainer, each one crictl call;
+stopping is StopPodSandbox and RemovePodSandbox. The shim (and for runsc the sandbox and
+gofer below it) is counted with the instance.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+import psutil
+from pydantic import BaseModel, ConfigDict
+
+from virtbench.errors import InstanceError
+from virtbench.host import proc
+from virtbench.runtimes import owners
+from virtbench.runtimes.base import Availability, Family, Instance, Runtime, which
+from virtbench.runtimes.cri import containerd
+from virtbench.runtimes.cri.crictl import BINARY, Crictl, write_config
+from virtbench.runtimes.cri.image import layout_tar
+from virtbench.runtimes.daemon import Daemon
+from virtbench.runtimes.engines.base import LABEL, engine_exit_reason
+from virtbench.runtimes.engines.placement import Placement
+from virtbench.runtimes.network import free_subnet
+from virtbench.runtimes.observe import Observe, RunDaemons
+from virtbench.runtimes.tarball import tar_of
+
+DAEMON = "containerd-cri"
+POD_NAMESPACE = "virtbench"
+
+
+class CriOptions(BaseModel):
+    """The RuntimeClass handler pods run with."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    handler: Literal["runc", "crun", "runsc", "youki"] = "runc"
+
+
+@dataclass
+class CriState:
+    """What the driver keeps of a pod: its configs' files, the sandbox's and container's
+    ids, its shim."""
+
+    pod_config: Path | None = None
+    container_config: Path | None = None
+    pod_id: str | None = None
+    container_id: str | None = None
+    shims: list[psutil.Process] = field(default_factory=list)
+
+
+class CriObserve(Observe):
+    """How a pod's container ended, as the CRI says; the pod's shim (and what runs below
+    it: runsc's sandbox and gofer) is counted with the instance."""
+
+    rt: Cri
+
+    def exit_reason(self, inst: Instance[CriState]) -> str | None:
+        cid = inst.own.container_id
+        if cid is None:
+            return "ended (its container is gone)"
+        try:
+            status = self.rt.crictl.json("inspect", cid)["status"]
+        except InstanceError as exc:
+            return f"ended (the CRI cannot inspect it: {exc})"
+        running = status.get("state") == "CONTAINER_RUNNING"
+        oom = status.get("reason") == "OOMKilled"
+        return engine_exit_reason(running, status.get("exitCode"), oom, status.get("message"))
+
+    def owner_pids(self, inst: Instance[CriState], pid: int | None = None) -> list[int]:
+        if pid is None:
+            pid = self.rt.container_pid(inst)
+        if pid is None:
+            return []
+        return owners.supervisor_tree(pid, lambda n: n.startswith("containerd-shim"))
+
+
+class CriDaemons(RunDaemons):
+    names = (DAEMON,)
+
+
+class Cri(Runtime):
+    name = "cri"
+    family = Family.CONTAINER
+    description = "pods through the CRI (containerd), by RuntimeClass handler"
+    typical_launch_s = 0.6
+    networks = ("bridge", "host")
+    Options = CriOptions
+    options: CriOptions
+    variant_option = "handler"
+    variants = containerd.HANDLERS
+    default_variant = "runc"
+    virtbench_bridge = False
+    Observe = CriObserve
+    Daemons = CriDaemons
+    State = CriState
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        rid = self.ctx.run_id
+        self.where = containerd.Layout(
+            root=self.ctx.paths.data_dir(rid) / "containerd",
+            state=self.ctx.scratch / "cri",
+            cni=self.ctx.scratch / "cri" / "cni",
+        )
+        self.crictl = Crictl(self.where.state / "crictl.yaml")
+        self.image = f"localhost/vb-{rid}-rootfs:1"
+        self.pause_image = f"localhost/vb-{rid}-pause:1"
+        self.bridge = f"vb-{rid}-cri"
+        self.placement = Placement("cgroupfs", self.ctx.layout.parent)
+
+    # --- availability ------------------------------------------------------------------
+    @classmethod
+    def available(cls, options: CriOptions | None = None) -> Availability:
+        handler = (options or CriOptions()).handler
+        for binary, fix in (("containerd", "apt-get install containerd"), (BINARY, "make cri")):
+            if which(binary) is None:
+                return Availability(False, reason=f"{binary} not on PATH", fix=fix)
+        problem = containerd.handler_problem(handler)
+        if problem is not None:
+            return Availability(False, reason=problem[0], fix=problem[1])
+        res = proc.run(["containerd", "--version"], check=False, timeout=10)
+        words = res.stdout.split()
+        version = words[2] if len(words) > 2 else "?"
+        return Availability(True, version=f"containerd {version} (virtbench starts its own)")
+
+    def conditions(self) -> dict[str, Any]:
+        return {
+            "rootfs": "overlay (containerd's overlayfs snapshotter, on disk)",
+            "security": "engine-default (the CRI's defaults: no seccomp profile unless a pod asks)",
+            "cgroups": self.placement.words("containerd", "this run's"),
+        }
+
+    # --- the engine ---------------------------------------------------------------------
+    def _setup(self) -> None:
+        w = self.where
+        for d in (w.root, w.state, w.cni):
+            d.mkdir(parents=True, exist_ok=True)
+        self._network()
+        handlers = [h for h in containerd.HANDLERS if containerd.handler_problem(h) is None]
+        w.config.write_text(containerd.config_toml(w, handlers, self.pause_image))
+        (w.state / "runsc.toml").write_text(containerd.RUNSC_TOML)
+        write_config(self.crictl.config, w.socket)
+        # labelled: a crash leaves it, and the shims it spawns, to `clean` by their label
+        env = {**os.environ, "VIRTBENCH_INSTANCE": f"vb-{self.ctx.run_id}-containerd"}
+        argv = [which("containerd") or "containerd", "--config", str(w.config)]
+        self.ctx.daemons.ensure(
+            Daemon(DAEMON, self.crictl.answers, argv, ready_timeout=90, env=env)
+        )
+        self._import(self.image, role="rootfs")
+        self._import(self.pause_image, role="pause")
+
+    def _network(self) -> None:
+        """The pods' bridge, made now with its gateway address so that no other run takes
+        its subnet, and the CNI configuration that puts pods on it."""
+        if (self.where.cni / "10-virtbench.conflist").exists():
+            return
+        subnet = free_subnet()
+        self.ctx.state.record("link", self.bridge, subnet=str(subnet))
+        gateway = f"{next(subnet.hosts())}/{subnet.prefixlen}"
+        for argv in (
+            ["ip", "link", "add", self.bridge, "type", "bridge"],
+            ["ip", "addr", "add", gateway, "dev", self.bridge],
+            ["ip", "link", "set", self.bridge, "up"],
+        ):
+            proc.run(argv, timeout=30)
+        conf = containerd.cni_conflist(
+            self.bridge, self.bridge, str(subnet), self.where.cni / "leases"
+        )
+        (self.where.cni / "10-virtbench.conflist").write_text(conf)
+
+    def _import(self, name: str, role: str) -> None:
+        """The artifact rootfs as image `name` in the CRI's namespace (once per run)."""
+        known = self.crictl.json("images").get("images") or []
+        if any(name in (img.get("repoTags") or []) for img in known):
+            return
+        if self.ctx.rootfs is None:
+            raise InstanceError(f"{self.label}: no artifact rootfs to import")
+        self.ctx.state.record("image", name, runtime=self.label)
+        labels = {LABEL: self.ctx.run_id, "org.virtbench.role": role}
+        cmd = ["/bin/vb-sleep"]
+        tar = self.where.state / f"{role}.tar"
+        tar.write_bytes(layout_tar(tar_of(self.ctx.rootfs), name, cmd, labels))
+        ctr = [which("ctr") or "ctr", "-a", str(self.where.socket), "-n", containerd.NAMESPACE]
+        res = proc.run([*ctr, "images", "import", str(tar)], check=False, timeout=300)
+        tar.unlink(missing_ok=True)
+        if res.returncode != 0:
+            raise InstanceError(f"{self.label}: importing {name}: {res.brief()}")
+
+    def image_size(self) -> tuple[int, str] | None:
+        for img in self.crictl.json("images").get("images") or []:
+            if self.image in (img.get("repoTags") or []):
+                return int(img.get("size", 0)), "containerd image size"
+        return None
+
+    def _close(self) -> None:
+        # the daemon goes with the run's others (ctx.daemons); its pods are gone by now
+        proc.run(["ip", "link", "delete", self.bridge], check=False, timeout=30)
+
+    # --- lifecycle ------------------------------------------------------------------------
+    def _prepare(self, inst: Instance[CriState]) -> None:
+        self.ctx.state.record("container", inst.name, runtime=self.label)
+        self.ctx.state.record("cgroup", inst.name)
+        d = self.where.state / "pods" / inst.name
+        (d / "logs").mkdir(parents=True, exist_ok=True)
+        network = self.effective_network(inst.spec.network)
+        pod, ctr = pod_config(self, inst, network, d / "logs"), container_config(self, inst)
+        inst.own.pod_config, inst.own.container_config = d / "pod.json", d / "container.json"
+        inst.own.pod_config.write_text(json.dumps(pod))
+        inst.own.container_config.write_text(json.dumps(ctr))
+
+    def _start(self, inst: Instance[CriState], detach: bool) -> None:
+        del detach  # foreground: `_wait` waits for the container's exit
+        pod, ctr = str(inst.own.pod_config), str(inst.own.container_config)
+        inst.own.pod_id = self.crictl.call("runp", "--runtime", self.options.handler, pod)
+        inst.own.container_id = self.crictl.call("create", inst.own.pod_id, ctr, pod)
+        self.crictl.call("start", inst.own.container_id)
+
+    def _after_start(self, inst: Instance[CriState]) -> None:
+        pid = self.container_pid(inst)
+        inst.own.shims = owners.snapshot(self.observe.owner_pids(inst, pid))
+        if inst.spec.network == "bridge" and inst.own.pod_id:
+            status = self.crictl.json("inspectp", inst.own.pod_id)["status"]
+            inst.address = (status.get("network") or {}).get("ip") or None
+
+    def container_pid(self, inst: Instance[CriState]) -> int | None:
+        """The host pid of the instance's container process (None: gone)."""
+        if inst.own.container_id is None:
+            return None
+        with contextlib.suppress(InstanceError, KeyError, TypeError):
+            pid = self.crictl.json("inspect", inst.own.container_id)["info"]["pid"]
+            return int(pid) or None
+        return None
+
+    def _wait(self, inst: Instance[CriState], timeout: float) -> int:
+        """Polls the container's state every 5 ms; its exit time is the one its shim
+        reported (the host's clock, carried over to the monotonic one)."""
+        cid = inst.own.container_id
+        if cid is None:
+            raise InstanceError(f"{self.label}: {inst.name} has no container")
+        deadline = time.monotonic() + timeout
+        while True:
+            status = self.crictl.json("inspect", cid)["status"]
+            if status.get("state") == "CONTAINER_EXITED":
+                inst.t_exit_ns = _monotonic_of(status.get("finishedAt"))
+                return int(status.get("exitCode", -1))
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{inst.name} still running after {timeout:g} s")
+            time.sleep(0.005)
+
+    def _stop(self, inst: Instance[CriState]) -> None:
+        pod, inst.own.pod_id = inst.own.pod_id, None
+        inst.own.container_id = None
+        shims = inst.own.shims or (owners.find_by_cmdline("containerd-shim", pod) if pod else [])
+        try:
+            if pod is not None:
+                self.crictl.call("stopp", pod)
+                self.crictl.call("rmp", pod)
+        finally:  # the shim goes with its pod; never leave one behind
+            self.observe.reap_later(shims)
+
+
+def _monotonic_of(stamp: object) -> int | None:
+    """A CRI timestamp (crictl's RFC 3339 with nanoseconds, or ns since the epoch) on
+    the monotonic clock; None where there is none."""
+    wall = _epoch_ns(stamp)
+    if wall is None or wall <= 0:
+        return None
+    return time.monotonic_ns() - (time.time_ns() - wall)
+
+
+def _epoch_ns(stamp: object) -> int | None:
+    """ns since the epoch of "2026-12-02T09:35:35.123456789Z" (or of an integer)."""
+    if isinstance(stamp, int):
+        return stamp
+    m = STAMP_RE.fullmatch(str(stamp or ""))
+    if m is None:
+        return None
+    whole = datetime.fromisoformat(m["whole"]).replace(tzinfo=timezone.utc)
+    fraction = int((m["fraction"] or "0").ljust(9, "0")[:9])
+    return int(whole.timestamp()) * 1_000_000_000 + fraction
+
+
+STAMP_RE = re.compile(r"(?P<whole>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(?P<fraction>\d+))?Z")
+
+
+def pod_config(rt: Cri, inst: Instance, network: str, logs: Path) -> dict[str, Any]:
+    """The pod sandbox's configuration (the CRI's PodSandboxConfig)."""
+    name = inst.spec.name
+    config: dict[str, Any] = {
+        "metadata": {"name": name, "namespace": POD_NAMESPACE, "uid": name, "attempt": 0},
+        "hostname": name,
+        "log_directory": str(logs),
+        "labels": {LABEL: rt.ctx.run_id, "org.virtbench.instance": name},
+        "linux": {"cgroup_parent": rt.placement.cgroup_parent(name)},
+    }
+    if network == "host":
+        config["linux"]["security_context"] = {"namespace_options": {"network": 2}}  # NODE
+    return config
+
+
+def container_config(rt: Cri, inst: Instance) -> dict[str, Any]:
+    """The instance's container (the CRI's ContainerConfig): its command, binds and
+    limits."""
+    spec = inst.spec
+    resources: dict[str, Any] = {}
+    if spec.memory_mib:
+        resources["memory_limit_in_bytes"] = spec.memory_mib * 1024 * 1024
+    if spec.cpus:
+        resources["cpuset_cpus"] = spec.cpus
+    return {
+        "metadata": {"name": "main"},
+        "image": {"image": rt.image},
+        "command": list(inst.argv),
+        "envs": [{"key": "VIRTBENCH_INSTANCE", "value": spec.name}],
+        "mounts": [{"container_path": dest, "host_path": str(host)} for host, dest in inst.binds],
+        "log_path": "main.log",
+        "labels": {LABEL: rt.ctx.run_id, "org.virtbench.instance": spec.name},
+        "linux": {"resources": resources},
+    }
