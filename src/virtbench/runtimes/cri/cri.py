@@ -21,7 +21,7 @@ import os
 import re
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -293,7 +293,7 @@ def _epoch_ns(stamp: object) -> int | None:
     m = STAMP_RE.fullmatch(str(stamp or ""))
     if m is None:
         return None
-    whole = datetime.fromisoformat(m["whole"]).replace(tzinfo=timezone.utc)
+    whole = datetime.fromisoformat(m["whole"]).replace(tzinfo=UTC)
     fraction = int((m["fraction"] or "0").ljust(9, "0")[:9])
     return int(whole.timestamp()) * 1_000_000_000 + fraction
 
