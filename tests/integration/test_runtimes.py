@@ -33,6 +33,9 @@ RUNTIMES = [
     "podman",
     "podman:runc",
     "podman:runsc",
+    "cri",
+    "cri:crun",
+    "cri:runsc",
 ]
 
 
@@ -68,9 +71,10 @@ def in_subtree(top, filename: str) -> list[str]:
 def instance_leftovers(run_id: str) -> list[str]:
     """What the run's instances left; run-wide objects (the bridge, the netns of the run's
     LXD daemon, LXD's name for the host's netns, an engine's image and network, the
+    pods' bridge and the containerd of a run's `cri` runtimes, the
     slices an engine under systemd was given: stopped when it closes) go at the end and
     are checked by `ctx`."""
-    run_wide = ("-br", "-lxd", "-host", "-net")
+    run_wide = ("-br", "-lxd", "-host", "-net", "-cri", "-containerd)")
     return [
         x
         for x in labelled(run_id)
@@ -143,6 +147,10 @@ SLEEPERS = [
     ("podman", "host"),
     ("podman", "bridge"),
     ("podman:runsc", "none"),
+    ("cri", "bridge"),
+    ("cri:crun", "bridge"),
+    ("cri:crun", "host"),
+    ("cri:runsc", "bridge"),
 ]
 
 
@@ -233,6 +241,9 @@ def test_a_sleeper_is_itself_when_it_says_ready(artifact, tmp_path):
 
 # Runtimes that keep the payload's exit status say it; the others say it ended.
 KEEP_STATUS = (
+    "cri",
+    "cri:crun",
+    "cri:runsc",
     "native",
     "nspawn",
     "bwrap",

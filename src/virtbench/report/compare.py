@@ -359,10 +359,9 @@ def p_cell(row: Row) -> str:
     return p_text(row.p_adjusted)
 
 
-def headers(name_a: str, name_b: str) -> list[str]:
+def headers() -> list[str]:
     """The verdict table's headers: A and B by their letters (the title names them:
     `title`), so the table keeps its layout at 80 columns."""
-    del name_a, name_b
     return ["measure", "A", "B", "change (95% CI)", "p (Holm)", "n", "verdict"]
 
 
@@ -376,7 +375,7 @@ MEASURE_MIN = 20
 
 def verdict_table(title: str, rows: list[Row], name_a: str, name_b: str) -> Table:
     t = Table(title=title, title_justify="left")
-    add_columns(t, headers(name_a, name_b), ("measure", "verdict"))
+    add_columns(t, headers(), ("measure", "verdict"))
     t.columns[0].min_width = MEASURE_MIN  # a measure's name, never a word a line
     for row in rows:
         *rest, v = cells(row)

@@ -77,7 +77,7 @@ def markdown(title: str, rows: list[Row], name_a: str, name_b: str) -> str:
     lines = [f"**{esc(title)}**", ""]
     said = sentences(rows, name_a, name_b)
     lines += [f"- {esc(line)}" for line in said] + ([""] if said else [])
-    lines.append("| " + " | ".join(map(esc, headers(name_a, name_b))) + " |")
+    lines.append("| " + " | ".join(map(esc, headers())) + " |")
     lines.append("|---|---:|---:|---:|---:|---:|---|")
     for row in rows:
         *rest, v = cells(row)

@@ -32,22 +32,44 @@ NAMESPACE = "k8s.io"  # the CRI's containerd namespace
 CNI_BIN = Path("/usr/lib/cni")
 
 
-def handler_problem(handler: str) -> tuple[str, str] | None:
-    """(why, fix) where this host cannot run `handler`'s pods; None where it can."""
+def handler_problem(handler: str) -> tuple[str, str, bool] | None:
+    """(why, fix, whether the host's own settings are why) where this host cannot run
+    `handler`'s pods; None where it can."""
     if handler in SHIMMED:
         if which(RUNC_SHIM_BINARY) is None:
-            return f"{RUNC_SHIM_BINARY} not on PATH", "apt-get install containerd"
+            return f"{RUNC_SHIM_BINARY} not on PATH", "apt-get install containerd", False
         if which(SHIMMED[handler]) is None:
             fix = "make youki" if handler == "youki" else f"apt-get install {handler}"
-            return f"{SHIMMED[handler]} not on PATH", fix
+            return f"{SHIMMED[handler]} not on PATH", fix, False
         return None
     if handler == "runsc":
         if which("runsc") is None:
-            return "runsc not on PATH", "apt-get install runsc"
+            return "runsc not on PATH", "apt-get install runsc", False
         if which(RUNSC_SHIM_BINARY) is None:
-            return f"{RUNSC_SHIM_BINARY} (gVisor's containerd shim) not on PATH", "make cri"
+            return f"{RUNSC_SHIM_BINARY} (gVisor's containerd shim) not on PATH", "make cri", False
+        if not has_capability(CAP_SYS_RESOURCE):
+            return (
+                f"{RUNSC_SHIM_BINARY} protects itself from the OOM killer (oom_score_adj "
+                "-999), which needs CAP_SYS_RESOURCE, and this root lacks it (a container's "
+                "root?)",
+                "run virtbench as a root that has CAP_SYS_RESOURCE",
+                True,
+            )
         return None
-    return f"no handler {handler!r} in the containerd virtbench starts", ", ".join(HANDLERS)
+    known = ", ".join(HANDLERS)
+    return f"no handler {handler!r} in the containerd virtbench starts", known, False
+
+
+CAP_SYS_RESOURCE = 24
+
+
+def has_capability(bit: int, status: Path = Path("/proc/self/status")) -> bool:
+    """Whether this process holds capability `bit` (its effective set)."""
+    try:
+        line = next(x for x in status.read_text().splitlines() if x.startswith("CapEff:"))
+    except (OSError, StopIteration):
+        return False
+    return bool(int(line.split()[1], 16) >> bit & 1)
 
 
 @dataclass(frozen=True)

@@ -29,9 +29,16 @@ import psutil
 from pydantic import BaseModel, ConfigDict
 
 from virtbench.errors import InstanceError
-from virtbench.host import proc
+from virtbench.host import cgroups, proc
 from virtbench.runtimes import owners
-from virtbench.runtimes.base import Availability, Family, Instance, Runtime, which
+from virtbench.runtimes.base import (
+    Availability,
+    Family,
+    Instance,
+    Runtime,
+    remove_tree,
+    which,
+)
 from virtbench.runtimes.cri import containerd
 from virtbench.runtimes.cri.crictl import BINARY, Crictl, write_config
 from virtbench.runtimes.cri.image import layout_tar
@@ -64,6 +71,7 @@ class CriState:
     pod_id: str | None = None
     container_id: str | None = None
     shims: list[psutil.Process] = field(default_factory=list)
+    logs_saved: bool = False
 
 
 class CriObserve(Observe):
@@ -82,6 +90,8 @@ class CriObserve(Observe):
             return f"ended (the CRI cannot inspect it: {exc})"
         running = status.get("state") == "CONTAINER_RUNNING"
         oom = status.get("reason") == "OOMKilled"
+        if not running:
+            self.rt.save_logs(inst)  # what it printed, for the error that says how it ended
         return engine_exit_reason(running, status.get("exitCode"), oom, status.get("message"))
 
     def owner_pids(self, inst: Instance[CriState], pid: int | None = None) -> list[int]:
@@ -126,6 +136,11 @@ class Cri(Runtime):
         self.bridge = f"vb-{rid}-cri"
         self.placement = Placement("cgroupfs", self.ctx.layout.parent)
 
+    def effective_network(self, requested: str) -> str:
+        """A pod always has a network of its own: "none" is the pod network (the run's
+        bridge), as a Kubernetes pod has, and so recorded with every sample."""
+        return super().effective_network("bridge" if requested == "none" else requested)
+
     # --- availability ------------------------------------------------------------------
     @classmethod
     def available(cls, options: CriOptions | None = None) -> Availability:
@@ -135,7 +150,8 @@ class Cri(Runtime):
                 return Availability(False, reason=f"{binary} not on PATH", fix=fix)
         problem = containerd.handler_problem(handler)
         if problem is not None:
-            return Availability(False, reason=problem[0], fix=problem[1])
+            why, fix, host = problem
+            return Availability(False, reason=why, fix=fix, host_settings=host)
         res = proc.run(["containerd", "--version"], check=False, timeout=10)
         words = res.stdout.split()
         version = words[2] if len(words) > 2 else "?"
@@ -161,9 +177,15 @@ class Cri(Runtime):
         # labelled: a crash leaves it, and the shims it spawns, to `clean` by their label
         env = {**os.environ, "VIRTBENCH_INSTANCE": f"vb-{self.ctx.run_id}-containerd"}
         argv = [which("containerd") or "containerd", "--config", str(w.config)]
-        self.ctx.daemons.ensure(
-            Daemon(DAEMON, self.crictl.answers, argv, ready_timeout=90, env=env)
+        daemon = Daemon(
+            DAEMON,
+            self.crictl.answers,
+            argv,
+            ready_timeout=90,
+            env=env,
+            after_stop=lambda: remove_tree(w.root.parent),  # its images and snapshots
         )
+        self.ctx.daemons.ensure(daemon)
         self._import(self.image, role="rootfs")
         self._import(self.pause_image, role="pause")
 
@@ -216,8 +238,13 @@ class Cri(Runtime):
 
     # --- lifecycle ------------------------------------------------------------------------
     def _prepare(self, inst: Instance[CriState]) -> None:
+        """The pod's files, and its cgroup with the pod's limits, as a kubelet makes a
+        pod's (the CRI takes no pids limit: a node sets it on the pod's cgroup)."""
+        spec = inst.spec
         self.ctx.state.record("container", inst.name, runtime=self.label)
         self.ctx.state.record("cgroup", inst.name)
+        memory = spec.memory_mib * 1024 * 1024 if spec.memory_mib else None
+        cgroups.create(self.ctx.layout, inst.name, memory, spec.cpus, spec.pids_limit)
         d = self.where.state / "pods" / inst.name
         (d / "logs").mkdir(parents=True, exist_ok=True)
         network = self.effective_network(inst.spec.network)
@@ -236,7 +263,7 @@ class Cri(Runtime):
     def _after_start(self, inst: Instance[CriState]) -> None:
         pid = self.container_pid(inst)
         inst.own.shims = owners.snapshot(self.observe.owner_pids(inst, pid))
-        if inst.spec.network == "bridge" and inst.own.pod_id:
+        if self.effective_network(inst.spec.network) == "bridge" and inst.own.pod_id:
             status = self.crictl.json("inspectp", inst.own.pod_id)["status"]
             inst.address = (status.get("network") or {}).get("ip") or None
 
@@ -265,7 +292,24 @@ class Cri(Runtime):
                 raise TimeoutError(f"{inst.name} still running after {timeout:g} s")
             time.sleep(0.005)
 
+    def _after_exit(self, inst: Instance[CriState]) -> None:
+        self.save_logs(inst)
+
+    def save_logs(self, inst: Instance[CriState]) -> None:
+        """What the container printed, into the instance's log once (the CRI's log
+        lines, `<time> <stream> <tag> <text>`, as their text)."""
+        if inst.own.logs_saved or inst.own.pod_config is None:
+            return
+        source = inst.own.pod_config.parent / "logs" / "main.log"
+        with contextlib.suppress(OSError):
+            lines = source.read_text(errors="replace").splitlines()
+            text = "".join(ln.split(" ", 3)[3] + "\n" for ln in lines if ln.count(" ") >= 3)
+            with open(inst.log_path, "a") as log:
+                log.write(text)
+            inst.own.logs_saved = True
+
     def _stop(self, inst: Instance[CriState]) -> None:
+        self.save_logs(inst)
         pod, inst.own.pod_id = inst.own.pod_id, None
         inst.own.container_id = None
         shims = inst.own.shims or (owners.find_by_cmdline("containerd-shim", pod) if pod else [])
@@ -306,13 +350,14 @@ def pod_config(rt: Cri, inst: Instance, network: str, logs: Path) -> dict[str, A
     name = inst.spec.name
     config: dict[str, Any] = {
         "metadata": {"name": name, "namespace": POD_NAMESPACE, "uid": name, "attempt": 0},
-        "hostname": name,
         "log_directory": str(logs),
         "labels": {LABEL: rt.ctx.run_id, "org.virtbench.instance": name},
         "linux": {"cgroup_parent": rt.placement.cgroup_parent(name)},
     }
-    if network == "host":
+    if network == "host":  # the node's network (and its hostname: no UTS namespace)
         config["linux"]["security_context"] = {"namespace_options": {"network": 2}}  # NODE
+    else:
+        config["hostname"] = name
     return config
 
 
