@@ -56,11 +56,11 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export GOPATH=$work/gopath GOCACHE=$work/cache GOBIN=/usr/local/bin GOTOOLCHAIN=local
 export GOFLAGS=-modcacherw CGO_ENABLED=0
-echo "install-cri: go install crictl@$CRICTL and gVisor's shim (a few minutes)"
+echo "install-cri: go install crictl@$CRICTL and gVisor's shim (minutes)"
 "$GOBIN_TOOL" install -ldflags "-X sigs.k8s.io/cri-tools/pkg/version.Version=${CRICTL#v}" \
   "sigs.k8s.io/cri-tools/cmd/crictl@$CRICTL"
 "$GOBIN_TOOL" install "gvisor.dev/gvisor/shim@$GVISOR"
 mv /usr/local/bin/shim /usr/local/bin/containerd-shim-runsc-v1
 mkdir -p "$(dirname "$STAMP")"
 echo "$WANT" >"$STAMP"
-crictl --version
+/usr/local/bin/crictl --version

@@ -102,12 +102,14 @@ def vmm_binary(vmm: str) -> str:
 
 
 @pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    """A CLI run's own state directory and results store."""
-    return {
-        "VIRTBENCH_STATE_DIR": str(tmp_path / "state"),
-        "VIRTBENCH_RESULTS": str(tmp_path / "results"),
-    }
+def env(tmp_path: Path) -> Iterator[dict[str, str]]:
+    """A CLI run's own state directory (short, as /run/virtbench is, for the unix sockets
+    in it; reached as tmp_path/state too) and results store."""
+    state = Path(tempfile.mkdtemp(prefix="vb", dir="/tmp"))
+    state.chmod(0o755)
+    (tmp_path / "state").symlink_to(state)
+    yield {"VIRTBENCH_STATE_DIR": str(state), "VIRTBENCH_RESULTS": str(tmp_path / "results")}
+    shutil.rmtree(state, ignore_errors=True)
 
 
 def run_id_of(output: str) -> str:
@@ -210,7 +212,9 @@ def labelled(run_id: str) -> list[str]:
             if item.startswith(f"VIRTBENCH_INSTANCE=vb-{run_id}-".encode()):
                 found.append(f"process {pid} ({item.split(b'=', 1)[1].decode()})")
     mounts = Path("/proc/self/mountinfo").read_text()
-    found += [
-        f"mount {line.split()[4]}" for line in mounts.splitlines() if f"/vb-{run_id}-" in line
+    found += [  # named for the run, or inside its state directory (a run's containerd's)
+        f"mount {line.split()[4]}"
+        for line in mounts.splitlines()
+        if f"/vb-{run_id}-" in line or f"/runs/{run_id}/" in line.split()[4]
     ]
     return found

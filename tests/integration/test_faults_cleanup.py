@@ -45,7 +45,19 @@ def _run_cgroups(rid: str) -> list[Path]:
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "runtime",
-    ["runc", "youki", "runsc", "docker", "podman", "lxc", "lxd", "nspawn", "bwrap", "wasmtime"],
+    [
+        "runc",
+        "youki",
+        "runsc",
+        "docker",
+        "podman",
+        "cri:crun",
+        "lxc",
+        "lxd",
+        "nspawn",
+        "bwrap",
+        "wasmtime",
+    ],
 )
 def test_kill_9_then_clean_leaves_nothing_of_any_runtime_kind(runtime, env, tmp_path):
     """kill -9 of a density run while its instances pile up, then `virtbench clean`: no
@@ -72,8 +84,8 @@ def test_kill_9_then_clean_leaves_nothing_of_any_runtime_kind(runtime, env, tmp_
     daemons = [(r["pid"], r["start"]) for r in records if r["kind"] == "daemon-pid"]
     left = labelled(rid)
     assert left, "the run should have left instances behind"
-    if runtime in ("runc", "runsc"):  # each container's overlay root is mounted
-        assert any(x.startswith("mount ") and "/rootfs/" in x for x in left), left
+    if runtime in ("runc", "runsc", "cri:crun"):  # each container's overlay root is mounted
+        assert any(x.startswith("mount ") and "/rootfs" in x for x in left), left
     res = cli("clean", "--run", rid, env=env, timeout=300)
     assert res.returncode == 0, res.stdout + res.stderr
     assert f"run {rid} marked crashed" in res.stdout

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from virtbench.runtimes.cri import containerd
-from virtbench.runtimes.cri.cri import _epoch_ns, _monotonic_of
-from virtbench.runtimes.cri.crictl import _reason
-from virtbench.runtimes.cri.image import NAME_ANNOTATION, layout_tar
+from virtbench.runtimes.engines import containerd
+from virtbench.runtimes.engines.cri import _epoch_ns, _monotonic_of
+from virtbench.runtimes.engines.crictl import _reason
+from virtbench.runtimes.engines.oci_image import NAME_ANNOTATION, layout_tar
 
 
 def _members(tar: bytes) -> dict[str, bytes]:
@@ -124,3 +124,37 @@ def test_a_crictl_error_reads_as_the_cri_said_it():
         == "failed to create containerd task: OCI runtime create failed: no such handler"
     )
     assert _reason("") == "(no output)"
+
+
+def test_a_pod_launch_is_recorded_phase_by_phase_each_from_the_one_before():
+    """A driver's marks (a pod's sandbox, its container's create and start) become one
+    declared boot figure each, timed from the end of the phase before."""
+    from virtbench import metrics
+    from virtbench.experiments.boot import _phases
+
+    recorded = []
+
+    class Session:
+        def record(self, sample):
+            recorded.append(sample)
+
+    class Inst:
+        t_spawn_ns = 1_000_000
+        phases = [
+            ("pod_sandbox", 181_000_000),
+            ("container_create", 201_000_000),
+            ("container_start", 231_000_000),
+        ]
+
+    base = dict(
+        experiment="boot", direction="lower", runtime="cri:crun", workload="sleep", repetition=0
+    )
+    _phases(Session(), Inst(), base)  # type: ignore[arg-type]
+    got = {s.metric: s.value for s in recorded}
+    assert got == {
+        "boot.phase_pod_sandbox": 180.0,
+        "boot.phase_container_create": 20.0,
+        "boot.phase_container_start": 30.0,
+    }
+    for name in got:  # declared, not the registry's catch-all
+        assert metrics.label(name) in ("pod sandbox", "container create", "container start")

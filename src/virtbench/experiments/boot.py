@@ -4,6 +4,8 @@ Timeline of one measurement (host monotonic clock):
   spawn              the launch call is issued
   spawn_to_started   the launcher returned (detached instances: the runtime's "run -d")
   spawn_to_first_output  VMs: the guest's first byte on the serial console
+  phase_*            a pod's launch (`cri`), call by call: its sandbox (pause process and
+                     network), its container's create, its start
   spawn_to_ready     the `sleep` workload's probe datagram reached the host listener
   spawn_to_exit      the `hello` workload's main process exited (foreground launch)
   teardown           stopping and deleting a `sleep` instance took this long
@@ -49,6 +51,15 @@ METRICS: tuple[Metric, ...] = (
     boot_metric("boot.spawn_to_first_output", SPAWN + "the guest's first byte on its serial "
           "console (VMs)" + MONO, headline=False, side=True,
           label="time to first output"),
+    boot_metric("boot.phase_pod_sandbox", SPAWN + "the pod's sandbox ran: its pause process "
+          "and its network (the CRI's RunPodSandbox; `cri` runtimes)" + MONO, headline=False,
+          side=True, label="pod sandbox"),
+    boot_metric("boot.phase_container_create", "the pod's sandbox ran -> its container was "
+          "created (CreateContainer; `cri` runtimes)" + MONO, headline=False, side=True,
+          label="container create"),
+    boot_metric("boot.phase_container_start", "the container was created -> it started "
+          "(StartContainer; `cri` runtimes)" + MONO, headline=False, side=True,
+          label="container start"),
     # kept out of the CV target: a side figure, recorded after a failed boot too
     boot_metric("boot.teardown", "stop called -> the instance and all it left on the host removed"
           + MONO, repeated=False, headline=False, side=True, label="teardown"),
@@ -74,6 +85,23 @@ class BootExperiment(RepeatedExperiment):
 
 def _ms(ns: int) -> float:
     return ns / 1e6
+
+
+# the launch phases a driver may mark (Instance.phases), and the figure of each
+PHASES = {
+    "pod_sandbox": "boot.phase_pod_sandbox",
+    "container_create": "boot.phase_container_create",
+    "container_start": "boot.phase_container_start",
+}
+
+
+def _phases(s: Session, inst: Instance, base: dict) -> None:
+    """The launch's phases its driver marked, each from the end of the one before."""
+    start = inst.t_spawn_ns
+    for name, end in inst.phases:
+        value = _ms(end - start)
+        s.record(Sample(metric=PHASES[name], value=value, unit="ms", **base))
+        start = end
 
 
 def _first_output(s: Session, inst: Instance, base: dict) -> None:
@@ -146,6 +174,7 @@ def to_exit(s: Session, launch: Launch, base: dict) -> None:
         assert inst.t_exit_ns is not None
         value = _ms(inst.t_exit_ns - inst.t_spawn_ns)
         _first_output(s, inst, base)
+        _phases(s, inst, base)
         s.record(Sample(metric=metric, value=value, unit="ms", **base))
     finally:
         rt.stop(inst)
@@ -170,6 +199,7 @@ def to_ready(s: Session, launch: Launch, base: dict) -> None:
             )
         )
         _first_output(s, inst, base)
+        _phases(s, inst, base)
         s.record(Sample(metric=metric, value=_ms(t_ready - inst.t_spawn_ns), unit="ms", **base))
     except InstanceError as exc:
         s.record(Sample(metric=metric, value=None, unit="ms", error=str(exc), **base))

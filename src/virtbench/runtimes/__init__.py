@@ -34,7 +34,7 @@ BUILTIN: dict[str, str] = {
     "runsc": "virtbench.runtimes.oci.runsc:Runsc",
     "docker": "virtbench.runtimes.engines.docker:Docker",
     "podman": "virtbench.runtimes.engines.podman:Podman",
-    "cri": "virtbench.runtimes.cri.cri:Cri",
+    "cri": "virtbench.runtimes.engines.cri:Cri",
     "lxc": "virtbench.runtimes.lxc.lxc:Lxc",
     "lxd": "virtbench.runtimes.lxc.lxd:Lxd",
     "nspawn": "virtbench.runtimes.process.nspawn:Nspawn",

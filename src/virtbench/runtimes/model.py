@@ -121,6 +121,9 @@ class Instance(Generic[S]):
     argv: tuple[str, ...] = ()
     t_spawn_ns: int = 0
     t_started_ns: int = 0
+    # the launch's phases a driver marks, in order: (name, host monotonic ns at its end);
+    # the first begins at t_spawn_ns (a pod's sandbox, its container's create and start)
+    phases: list[tuple[str, int]] = field(default_factory=list)
     t_exit_ns: int | None = None
     exit_code: int | None = None
     address: str | None = None

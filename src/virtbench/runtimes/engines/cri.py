@@ -3,9 +3,9 @@ sandbox (its pause process, its network from CNI), then the instance's container
 each through containerd's CRI plugin and a shim per pod, by RuntimeClass handler
 (`cri:runc`, `cri:crun`, `cri:runsc`, `cri:youki`).
 
-The run starts a containerd of its own for it (runtimes/cri/containerd.py: its own root,
+The run starts a containerd of its own for it (engines/containerd.py: its own root,
 state, socket and handlers, never the host's), imports the artifact rootfs as the
-workload's image and as the pause image (no registry, runtimes/cri/image.py), and gives
+workload's image and as the pause image (no registry, engines/oci_image.py), and gives
 pods a CNI bridge of the run's (`vb-<run>-cri`). Each instance is one pod named after it
 (`vb-<run>-<n>`, label `org.virtbench.run`), its cgroups under the instance's; its
 launch is RunPodSandbox, CreateContainer and StartContainer, each one crictl call;
@@ -39,11 +39,11 @@ from virtbench.runtimes.base import (
     remove_tree,
     which,
 )
-from virtbench.runtimes.cri import containerd
-from virtbench.runtimes.cri.crictl import BINARY, Crictl, write_config
-from virtbench.runtimes.cri.image import layout_tar
 from virtbench.runtimes.daemon import Daemon
+from virtbench.runtimes.engines import containerd
 from virtbench.runtimes.engines.base import LABEL, engine_exit_reason
+from virtbench.runtimes.engines.crictl import BINARY, Crictl, write_config
+from virtbench.runtimes.engines.oci_image import layout_tar
 from virtbench.runtimes.engines.placement import Placement
 from virtbench.runtimes.network import free_subnet
 from virtbench.runtimes.observe import Observe, RunDaemons
@@ -257,8 +257,11 @@ class Cri(Runtime):
         del detach  # foreground: `_wait` waits for the container's exit
         pod, ctr = str(inst.own.pod_config), str(inst.own.container_config)
         inst.own.pod_id = self.crictl.call("runp", "--runtime", self.options.handler, pod)
+        inst.phases.append(("pod_sandbox", time.monotonic_ns()))
         inst.own.container_id = self.crictl.call("create", inst.own.pod_id, ctr, pod)
+        inst.phases.append(("container_create", time.monotonic_ns()))
         self.crictl.call("start", inst.own.container_id)
+        inst.phases.append(("container_start", time.monotonic_ns()))
 
     def _after_start(self, inst: Instance[CriState]) -> None:
         pid = self.container_pid(inst)
