@@ -39,6 +39,7 @@ from virtbench.runtimes.base import (
     remove_tree,
     which,
 )
+from virtbench.runtimes.controls import CommandExec
 from virtbench.runtimes.daemon import Daemon
 from virtbench.runtimes.engines import containerd
 from virtbench.runtimes.engines.base import LABEL, engine_exit_reason
@@ -102,6 +103,19 @@ class CriObserve(Observe):
         return owners.supervisor_tree(pid, lambda n: n.startswith("containerd-shim"))
 
 
+class CriExec(CommandExec):
+    """The CRI's ExecSync, as a kubelet's exec probe calls it: `crictl exec` (through the
+    run's containerd's streaming server, on 127.0.0.1)."""
+
+    rt: Cri
+
+    def argv(self, inst: Instance[CriState], argv: list[str]) -> list[str]:
+        cid = inst.own.container_id
+        if cid is None:
+            raise InstanceError(f"{self.rt.label}: {inst.name} has no container")
+        return self.rt.crictl.argv("exec", cid, *argv)
+
+
 class CriDaemons(RunDaemons):
     names = (DAEMON,)
 
@@ -120,6 +134,7 @@ class Cri(Runtime):
     virtbench_bridge = False
     Observe = CriObserve
     Daemons = CriDaemons
+    Exec = CriExec
     State = CriState
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
