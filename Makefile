@@ -96,9 +96,9 @@ clean-venv:
 # the run's SSH connection (bench/loadgen_overhead.py), and `virtbench site` over a store of
 # 1,000 runs (bench/site_scale.py). Each prints its ratio; a summary ends.
 BENCH_INSTANCES ?= 1000
-bench: setup
+bench: setup $(STAMPS)/cri
 	@log=$$(mktemp); rc=0; export PYTHONUNBUFFERED=1; \
-	$(BIN)/python bench/boot_vs_hyperfine.py --runs 20 --runtimes native,crun,runc | tee -a $$log; \
+	$(BIN)/python bench/boot_vs_hyperfine.py --runs 20 --runtimes native,crun,runc,cri:crun | tee -a $$log; \
 	  rc=$$(( rc | PIPESTATUS[0] )); \
 	$(BIN)/python bench/launch_vs_shell.py --instances $(BENCH_INSTANCES) | tee -a $$log; \
 	  rc=$$(( rc | PIPESTATUS[0] )); \

@@ -11,8 +11,10 @@ launch command where its `_start` has one (`run_argv` of runc, crun and runsc,
 from __future__ import annotations
 
 import contextlib
+import shlex
 
 from virtbench.runtimes.base import Instance, InstanceSpec, Runtime
+from virtbench.runtimes.engines.cri import Cri
 from virtbench.runtimes.engines.docker import Docker
 from virtbench.runtimes.engines.dockerd import BASE_URL
 from virtbench.runtimes.engines.podman import Podman
@@ -27,7 +29,7 @@ def detached(rt: Runtime) -> bool:
     `spawn_to_started` rather than the by-hand foreground run of `hello`: where that
     command returns long after the exit (LXD's `lxc launch` of an init that exits
     returns ~5 s late)."""
-    return isinstance(rt, Lxd)
+    return isinstance(rt, Lxd | Cri)  # a pod: a CRI client's calls return at "started"
 
 
 def command_line(rt: Runtime, spec: InstanceSpec) -> tuple[Instance, list[str], dict[str, str]]:
@@ -61,7 +63,22 @@ def argv_of(rt: Runtime, inst: Instance) -> tuple[list[str], dict[str, str]]:
         del args[args.index("--name") : args.index("--name") + 2]  # repeated runs
         argv = rt.podman_argv("run", "--rm", *args, rt.image, *inst.argv)
         return argv, {"CONTAINERS_CONF": rt.env["CONTAINERS_CONF"]}
+    if isinstance(rt, Cri):
+        return cri_argv(rt, inst), {}
     raise NotImplementedError(f"{rt.label}: no command-line equivalent")
+
+
+def cri_argv(rt: Cri, inst: Instance) -> list[str]:
+    """A pod's launch as a shell loop of crictl would do it: its sandbox, its container's
+    create and start, with the driver's own pod and container configurations."""
+    crictl = shlex.join(rt.crictl.argv())
+    pod, ctr = shlex.quote(str(inst.own.pod_config)), shlex.quote(str(inst.own.container_config))
+    handler = shlex.quote(rt.options.handler)
+    script = (
+        f"p=$({crictl} runp --runtime {handler} {pod}) && "
+        f"c=$({crictl} create $p {ctr} {pod}) && {crictl} start $c >/dev/null"
+    )
+    return ["sh", "-c", script]
 
 
 def docker_argv(rt: Docker, inst: Instance) -> list[str]:
@@ -79,4 +96,6 @@ def prepare_command(rt: Runtime, inst: Instance) -> list[str] | None:
     previous instance of that name (LXD); None: nothing."""
     if isinstance(rt, Lxd):
         return ["lxc", "delete", "--force", inst.name]
+    if isinstance(rt, Cri):  # the previous try's pod (only the run's own containerd has it)
+        return [*rt.crictl.argv("rmp", "--force", "--all")]
     return None
