@@ -83,6 +83,10 @@ class FakeMemory(runtimes.observe.Memory):
         i = self.rt.world.running.get(inst.name)
         return None if i is None else (i.pss or 0) + i.kernel
 
+    def overhead_bytes(self, inst: Instance) -> int | None:
+        i = self.rt.world.running.get(inst.name)
+        return None if i is None else i.overhead
+
     def cgroup_parts(self, inst: Instance) -> dict[str, int] | None:
         """Its cgroup's memory by part: the process's as anonymous memory, and its kernel
         memory (no page cache)."""

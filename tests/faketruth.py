@@ -59,6 +59,8 @@ class RuntimeTruth:
     figure_slope: float = 0.0  # the figure changes by this per running instance
     slowdown: dict[tuple[str, str], float] = field(default_factory=dict)  # (attacker,
     # placement) -> factor the figure is divided by while those attackers run (2 = half)
+    overhead_mib: float | None = None  # a pod's sandbox (`cri`): its cost beyond its
+    # container, drawn per instance like its PSS; None: no such split
     needs_mib: float = 0.0  # an instance given less memory than this fails to start
     unreadable: tuple[int, ...] = ()  # the memory of these detached starts (numbered
     # from 1, host-wide) cannot be read: their processes are gone
@@ -112,6 +114,7 @@ class FakeInstance:
     pss: int | None  # None: its processes cannot be read
     kernel: int
     pid: int
+    overhead: int | None = None
 
 
 def lognormal(rng: np.random.Generator, median: float, cv: float) -> float:
@@ -221,6 +224,9 @@ class World:
             if self.started in rt.unreadable
             else int(lognormal(self.rng, rt.pss_mib, rt.pss_cv) * MIB),
             kernel=int(rt.kernel_mib * MIB),
+            overhead=None
+            if rt.overhead_mib is None
+            else int(lognormal(self.rng, rt.overhead_mib, rt.pss_cv) * MIB),
             pid=FAKE_PID + self.started,
         )
         self.running[name] = inst

@@ -187,6 +187,7 @@ def test_density_recovers_memory_per_instance(tmp_path, monkeypatch):
     ]
     covered(cases, tolerance=0.05)
     assert set(values(samples, "density.cgroup_file", "fa")) == {0.0}  # and no page cache
+    assert not values(samples, "density.pod_overhead", "fa")  # no pods: no such figure
     fits = cost_fits(samples)
     cases = []
     for rt, t in truth.runtimes.items():
@@ -396,3 +397,26 @@ def test_a_runtime_that_fails_every_boot_fails_the_run_whatever_else_it_measured
         _say_end(run_id, status, nothing)
     assert ended.value.exit_code == 1
     assert world.running == {}
+
+
+def test_density_recovers_a_pods_overhead_beyond_its_container(tmp_path):
+    """A pod's sandbox cost (the fake's injected overhead, as a `cri` runtime's pause
+    sandbox and shim) is each pod's `density.pod_overhead`: its median's CI holds it."""
+    truth = Truth(
+        {
+            "fa": RuntimeTruth(pss_mib=3.0, overhead_mib=4.5),
+            "fb": RuntimeTruth(pss_mib=3.0, overhead_mib=12.0),
+        },
+        seed=5,
+    )
+    exp = {"type": "density", "instances": 20, "instances_per_benchmark": 10, "runs": 1}
+    with fake_session(tmp_path, truth, ["fa", "fb"], exp) as (s, world):
+        samples = run(s)
+    assert world.running == {}
+    cases = [
+        median_case(
+            f"{rt} pod overhead", t.overhead_mib, values(samples, "density.pod_overhead", rt)
+        )
+        for rt, t in truth.runtimes.items()
+    ]
+    covered(cases, tolerance=0.05)

@@ -7,6 +7,7 @@ one after another. After each start, record:
   density.pss             PSS summed over the new instance's host processes (MiB)
   density.pss_without_guest_ram   VMs: the same less the PSS of the guest's RAM mapping
   density.cgroup_memory   memory charged to its cgroup (MiB)
+  density.pod_overhead    a pod's (`cri`): its cost beyond its container (MiB)
   density.cgroup_anon, density.cgroup_file, density.cgroup_kernel
                           that memory by part, from the cgroup's memory.stat (MiB)
   density.mem_available   host MemAvailable (MiB)
@@ -87,6 +88,11 @@ METRICS: tuple[Metric, ...] = (
     pile_metric("density.pss_without_guest_ram", "MiB", "lower", "VMs: density.pss less the PSS "
           "of the guest's RAM mapping, the VMM's own cost", resolution=KIB_MIB,
           label="PSS without guest RAM"),
+    pile_metric("density.pod_overhead", "MiB", "lower", "a pod's cost beyond its container "
+          "(`cri`): what its cgroup is charged beyond its container's own cgroup (the pause "
+          "sandbox; runsc's sentry and gofer), plus the PSS of its processes outside its "
+          "cgroup (the shim): what a RuntimeClass's overhead.podFixed must cover",
+          resolution=CHARGE_BATCH_MIB, label="pod overhead"),
     pile_metric("density.cgroup_memory", "MiB", "lower", "memory charged to the new instance's "
           "cgroup (memory.current, v1 usage_in_bytes: page cache included); the kernel "
           "charges a cgroup 64 pages at a time and keeps the rest per CPU, so the figure "
@@ -276,6 +282,9 @@ class Pile:
                 "density.pss", None, "MiB", i, error="no host process of the instance could be read"
             )
         self.cgroup_memory(inst, i)
+        over = rt.memory.overhead_bytes(inst)
+        if over is not None:  # a pod: its sandbox's cost
+            self.sample("density.pod_overhead", over / MIB, "MiB", i)
         avail = self.host.mem_available() / MIB
         self.sample("density.mem_available", avail, "MiB", i, direction="higher")
         return ""

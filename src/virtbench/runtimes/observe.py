@@ -147,6 +147,12 @@ class Memory:
         when it has none, or none could be read."""
         return memory.pss_total(self.rt.observe.pids(inst))
 
+    def overhead_bytes(self, inst: Instance) -> int | None:
+        """What the instance costs beyond its workload's own container (a pod's sandbox:
+        `cri`), in bytes; None where a runtime has no such split."""
+        del inst
+        return None
+
     def guest_ram_pss(self, inst: Instance) -> int | None:
         """PSS (bytes) of the guest's RAM inside the instance's host processes (VMs: the
         VMM's guest memory mapping); None where there is no guest RAM."""

@@ -29,7 +29,8 @@ import psutil
 from pydantic import BaseModel, ConfigDict
 
 from virtbench.errors import InstanceError
-from virtbench.host import cgroups, proc
+from virtbench.host import cgroup_stats, cgroups, proc
+from virtbench.measure import memory
 from virtbench.runtimes import owners
 from virtbench.runtimes.base import (
     Availability,
@@ -47,7 +48,7 @@ from virtbench.runtimes.engines.crictl import BINARY, Crictl, write_config
 from virtbench.runtimes.engines.oci_image import layout_tar
 from virtbench.runtimes.engines.placement import Placement
 from virtbench.runtimes.network import free_subnet
-from virtbench.runtimes.observe import Observe, RunDaemons
+from virtbench.runtimes.observe import Memory, Observe, RunDaemons
 from virtbench.runtimes.tarball import tar_of
 
 DAEMON = "containerd-cri"
@@ -116,6 +117,26 @@ class CriExec(CommandExec):
         return self.rt.crictl.argv("exec", cid, *argv)
 
 
+class CriMemory(Memory):
+    """A pod's overhead as a RuntimeClass's `overhead.podFixed` must cover it: what the
+    pod's cgroup is charged beyond its container's own cgroup (the pause sandbox; for
+    runsc the sentry and gofer), plus the PSS of the pod's processes outside its cgroup
+    (the shim)."""
+
+    rt: Cri
+
+    def overhead_bytes(self, inst: Instance[CriState]) -> int | None:
+        cid = inst.own.container_id
+        layout = self.rt.ctx.layout
+        pod = cgroup_stats.memory_bytes(layout, inst.name)
+        own = cgroup_stats.memory_bytes(layout, f"{inst.name}/{cid}") if cid else None
+        if pod is None or own is None:
+            return None
+        inside = set(cgroups.procs(layout, inst.name))
+        outside = [p for p in self.rt.observe.pids(inst) if p not in inside]
+        return max(0, pod - own) + (memory.pss_total(outside) or 0)
+
+
 class CriDaemons(RunDaemons):
     names = (DAEMON,)
 
@@ -135,6 +156,7 @@ class Cri(Runtime):
     Observe = CriObserve
     Daemons = CriDaemons
     Exec = CriExec
+    Memory = CriMemory
     State = CriState
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
