@@ -83,6 +83,7 @@ def instance_leftovers(run_id: str) -> list[str]:
         and " images " not in x
         and not x.startswith("unit ")
         and not x.endswith(".slice")
+        and not (x.startswith("mount ") and f"/runs/{run_id}/lxd/" in x)  # its own LXD's
     ]
 
 
