@@ -316,15 +316,19 @@ def test_a_first_build_killed_before_its_manifest_is_redone_not_refused(tmp_path
 
 
 def test_an_entry_page_orders_trends_as_the_answers_and_says_once_nothing_is_compared(tmp_path):
-    """One run of boot and density: its trends in the answers' order (time to start before
-    memory), and one line saying nothing is compared yet, not "no change flagged" on each
-    chart."""
+    """One run of boot and density: the page leads with its answers; its trends in the
+    answers' order (time to start before memory), and one line saying nothing is compared
+    yet, not "no change flagged" on each chart."""
     store = Store(tmp_path / "store")
     fake_run(store, "one001", {"runc": 1.0, "crun": 1.1}, ("boot", "density"), n=8)
     res = runner.invoke(app, ["site", str(tmp_path / "out"), "--results", str(tmp_path / "store")])
     assert res.exit_code == 0, res.output
     (page,) = [p for p in (tmp_path / "out").rglob("index.html") if "Trends" in p.read_text()]
-    text = page.read_text().split("<h2>Trends</h2>", 1)[1]
+    lead, text = page.read_text().split("<h2>Trends</h2>", 1)
+    # it leads with the latest run's answers, before its runs and trends
+    head = lead.split("<h2>Runs</h2>", 1)[0]
+    assert "latest run's answers" in head and "Fastest to start: time to run and exit" in head
+    assert "faster than" in head  # runc against crun, 1.1x: a sentence
     assert text.count("One run so far: nothing is compared yet") == 1
     assert "no change flagged" not in text
     assert text.index("time to run and exit") < text.index("memory per instance")

@@ -110,7 +110,7 @@ def _write_pages(files: Files, site: Plan, root: Path) -> None:
         files.write(f"{pages.testbed_dir(t.id)}/{pages.INDEX}", pages.testbed_page(t, parts))
         for e in t.entries:
             folder = pages.entry_dir(e)
-            files.write(f"{folder}/{pages.INDEX}", pages.entry_page(t, e, docs))
+            files.write(f"{folder}/{pages.INDEX}", pages.entry_page(t, e, docs, parts))
             if e.latest:
                 doc = {**docs[e.latest.id], "kind": "latest"}
                 doc["$schema"] = "../../../schema/site.schema.json"

@@ -151,9 +151,14 @@ def _against(doc: dict[str, Any]) -> str:
     return f"against {prev['run']}"
 
 
-def entry_page(t: Testbed, e: Entry, docs: dict[str, dict[str, Any]]) -> str:
-    """The entry's runs (newest first) and the trend of every headline figure over its
-    completed ones."""
+def entry_page(
+    t: Testbed,
+    e: Entry,
+    docs: dict[str, dict[str, Any]],
+    parts: dict[str, list[dict[str, Any]]] | None = None,
+) -> str:
+    """The entry's answers (its latest completed run's, `parts` as in testbed_page), its
+    runs (newest first) and the trend of every headline figure over its completed ones."""
     page = f"{entry_dir(e)}/{INDEX}"
     done = [r.id for r in e.completed]
     place = {run: i for i, run in enumerate(done)}
@@ -170,9 +175,12 @@ def entry_page(t: Testbed, e: Entry, docs: dict[str, dict[str, Any]]) -> str:
         flags = trend.flagged(doc) if doc else {}
         runs.append({**row, "flags": flags, "against": _against(doc), "rest": trend.unflagged(doc)})
         runs[-1]["samples"] = doc.get("counts")
+    last = e.latest
     return ENV.get_template("entry.html.j2").render(
         testbed=t,
         entry=e,
+        answers=(parts or {}).get(last.id, []) if last else [],
+        last=None if last is None else _run_row(last, page),
         runs=runs,
         figures=figures,
         unrecorded=e.testbed == "unrecorded",
