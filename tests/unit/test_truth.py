@@ -420,3 +420,36 @@ def test_density_recovers_a_pods_overhead_beyond_its_container(tmp_path):
         for rt, t in truth.runtimes.items()
     ]
     covered(cases, tolerance=0.05)
+
+
+def test_a_runtimeclass_is_written_from_the_pod_overhead_measured(tmp_path):
+    """podFixed's memory is the pod overhead's CI upper end plus 10%, rounded up to a MiB,
+    above the injected overhead; the manifest is YAML a cluster takes as a RuntimeClass."""
+    import math
+
+    import yaml
+
+    from virtbench.report import runtimeclass
+    from virtbench.store.frame import as_frame
+
+    truth = Truth({"fa": RuntimeTruth(overhead_mib=4.5)}, seed=7)
+    exp = {"type": "density", "instances": 20, "instances_per_benchmark": 10, "runs": 1}
+    with fake_session(tmp_path, truth, ["fa"], exp) as (s, _world):
+        samples = run(s)
+    t = runtimeclass.table(as_frame(samples), "density")
+    assert t is not None and t.row_count == 1
+    cells = [next(iter(c.cells)) for c in t.columns]
+    runtime, _median, ci, fixed, manifest = cells
+    high = float(ci.split("-")[1].split()[0])
+    assert runtime == "fa" and fixed == f"{math.ceil(high * 1.1)}Mi"
+    assert int(fixed[:-2]) > 4.5
+    doc = yaml.safe_load(manifest)
+    assert doc["kind"] == "RuntimeClass" and doc["handler"] == "fa"
+    assert doc["metadata"]["name"] == "fa" and doc["overhead"]["podFixed"]["memory"] == fixed
+    assert runtimeclass.handler("cri:crun") == "crun" and runtimeclass.handler("cri") == "runc"
+    assert (
+        runtimeclass.table(
+            as_frame([x for x in samples if x.metric != "density.pod_overhead"]), "d"
+        )
+        is None
+    )

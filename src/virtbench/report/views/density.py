@@ -12,7 +12,7 @@ import numpy as np
 from rich.table import Table
 
 from virtbench import metrics
-from virtbench.report import plots_piles
+from virtbench.report import plots_piles, runtimeclass
 from virtbench.report.fits import cost_fits, cost_table
 from virtbench.report.standing import Answer, Standing, ranked
 from virtbench.report.views.kind import Shown, View, heading, standings, summaries
@@ -154,9 +154,15 @@ def _alive(f: Frame) -> str:
 
 
 def tables(shown: Shown) -> list[Table]:
-    """Each figure summarised, then the memory each instance costs."""
+    """Each figure summarised, the memory each instance costs, and a RuntimeClass for
+    each pod handler (`cri`)."""
     costs = cost_table(f"{heading(shown)}: memory each instance costs", shown.frame, shown.order)
-    return summaries(shown) + ([costs] if costs.row_count else [])
+    classes = runtimeclass.table(shown.frame, heading(shown))
+    return (
+        summaries(shown)
+        + ([costs] if costs.row_count else [])
+        + ([classes] if classes is not None else [])
+    )
 
 
 VIEW = View(
