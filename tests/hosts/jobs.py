@@ -48,10 +48,11 @@ FULL_TESTS = (
     "tests/integration/test_faults_cleanup.py",
     "tests/integration/test_engines.py",
 )
-# (youki is built from its crate by `make test` only: the guests run `make demo`'s set-up)
+# (youki, crictl and gVisor's shim are built by `make test` only: the guests run `make
+# demo`'s set-up)
 FULL_KEYWORD = (
-    "not youki and (none] or docker-bridge] or podman-bridge] or lxc-bridge] or kill_9 "
-    "or test_engines or dockerd)"
+    "not youki and not cri and (none] or docker-bridge] or podman-bridge] or lxc-bridge] "
+    "or kill_9 or test_engines or dockerd)"
 )
 FULL = {
     "bookworm": Job(demo=True, runs=(), tests=FULL_TESTS, keyword=FULL_KEYWORD, fresh=True),
