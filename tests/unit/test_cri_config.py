@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from virtbench.runtimes.engines import containerd
-from virtbench.runtimes.engines.cri import _epoch_ns, _monotonic_of
+from virtbench.runtimes.engines.cri_pod import epoch_ns, monotonic_of
 from virtbench.runtimes.engines.crictl import _reason
 from virtbench.runtimes.engines.oci_image import NAME_ANNOTATION, layout_tar
 
@@ -101,16 +101,16 @@ def test_a_missing_capability_is_read_from_the_status_file(tmp_path: Path):
     ],
 )
 def test_the_cri_timestamps_are_read_to_the_nanosecond(stamp, ns):
-    assert _epoch_ns(stamp) == ns
+    assert epoch_ns(stamp) == ns
 
 
 def test_an_exit_time_lands_on_the_monotonic_clock_where_it_happened():
     """A container that ended 50 ms ago (wall clock) ended 50 ms ago on the monotonic one."""
     wall = time.time_ns() - 50_000_000
     now = time.monotonic_ns()
-    t = _monotonic_of(wall)
+    t = monotonic_of(wall)
     assert t is not None and 40_000_000 < now - t < 200_000_000
-    assert _monotonic_of(0) is None and _monotonic_of(None) is None
+    assert monotonic_of(0) is None and monotonic_of(None) is None
 
 
 def test_a_crictl_error_reads_as_the_cri_said_it():

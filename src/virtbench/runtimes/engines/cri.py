@@ -18,19 +18,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import time
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, Literal
 
-import psutil
 from pydantic import BaseModel, ConfigDict
 
 from virtbench.errors import InstanceError
-from virtbench.host import cgroup_stats, cgroups, proc
-from virtbench.measure import memory
+from virtbench.host import cgroups, proc
 from virtbench.runtimes import owners
 from virtbench.runtimes.base import (
     Availability,
@@ -40,19 +34,19 @@ from virtbench.runtimes.base import (
     remove_tree,
     which,
 )
-from virtbench.runtimes.controls import CommandExec
 from virtbench.runtimes.daemon import Daemon
 from virtbench.runtimes.engines import containerd
-from virtbench.runtimes.engines.base import LABEL, engine_exit_reason
+from virtbench.runtimes.engines.base import LABEL
+from virtbench.runtimes.engines.cri_controls import CriExec, CriMemory, CriObserve
+from virtbench.runtimes.engines.cri_pod import CriState, container_config, monotonic_of, pod_config
 from virtbench.runtimes.engines.crictl import BINARY, Crictl, write_config
 from virtbench.runtimes.engines.oci_image import layout_tar
 from virtbench.runtimes.engines.placement import Placement
 from virtbench.runtimes.network import free_subnet
-from virtbench.runtimes.observe import Memory, Observe, RunDaemons
+from virtbench.runtimes.observe import RunDaemons
 from virtbench.runtimes.tarball import tar_of
 
 DAEMON = "containerd-cri"
-POD_NAMESPACE = "virtbench"
 
 
 class CriOptions(BaseModel):
@@ -61,80 +55,6 @@ class CriOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     handler: Literal["runc", "crun", "runsc", "youki"] = "runc"
-
-
-@dataclass
-class CriState:
-    """What the driver keeps of a pod: its configs' files, the sandbox's and container's
-    ids, its shim."""
-
-    pod_config: Path | None = None
-    container_config: Path | None = None
-    pod_id: str | None = None
-    container_id: str | None = None
-    shims: list[psutil.Process] = field(default_factory=list)
-    logs_saved: bool = False
-
-
-class CriObserve(Observe):
-    """How a pod's container ended, as the CRI says; the pod's shim (and what runs below
-    it: runsc's sandbox and gofer) is counted with the instance."""
-
-    rt: Cri
-
-    def exit_reason(self, inst: Instance[CriState]) -> str | None:
-        cid = inst.own.container_id
-        if cid is None:
-            return "ended (its container is gone)"
-        try:
-            status = self.rt.crictl.json("inspect", cid)["status"]
-        except InstanceError as exc:
-            return f"ended (the CRI cannot inspect it: {exc})"
-        running = status.get("state") == "CONTAINER_RUNNING"
-        oom = status.get("reason") == "OOMKilled"
-        if not running:
-            self.rt.save_logs(inst)  # what it printed, for the error that says how it ended
-        return engine_exit_reason(running, status.get("exitCode"), oom, status.get("message"))
-
-    def owner_pids(self, inst: Instance[CriState], pid: int | None = None) -> list[int]:
-        if pid is None:
-            pid = self.rt.container_pid(inst)
-        if pid is None:
-            return []
-        return owners.supervisor_tree(pid, lambda n: n.startswith("containerd-shim"))
-
-
-class CriExec(CommandExec):
-    """The CRI's ExecSync, as a kubelet's exec probe calls it: `crictl exec` (through the
-    run's containerd's streaming server, on 127.0.0.1)."""
-
-    rt: Cri
-
-    def argv(self, inst: Instance[CriState], argv: list[str]) -> list[str]:
-        cid = inst.own.container_id
-        if cid is None:
-            raise InstanceError(f"{self.rt.label}: {inst.name} has no container")
-        return self.rt.crictl.argv("exec", cid, *argv)
-
-
-class CriMemory(Memory):
-    """A pod's overhead as a RuntimeClass's `overhead.podFixed` must cover it: what the
-    pod's cgroup is charged beyond its container's own cgroup (the pause sandbox; for
-    runsc the sentry and gofer), plus the PSS of the pod's processes outside its cgroup
-    (the shim)."""
-
-    rt: Cri
-
-    def overhead_bytes(self, inst: Instance[CriState]) -> int | None:
-        cid = inst.own.container_id
-        layout = self.rt.ctx.layout
-        pod = cgroup_stats.memory_bytes(layout, inst.name)
-        own = cgroup_stats.memory_bytes(layout, f"{inst.name}/{cid}") if cid else None
-        if pod is None or own is None:
-            return None
-        inside = set(cgroups.procs(layout, inst.name))
-        outside = [p for p in self.rt.observe.pids(inst) if p not in inside]
-        return max(0, pod - own) + (memory.pss_total(outside) or 0)
 
 
 class CriDaemons(RunDaemons):
@@ -285,7 +205,9 @@ class Cri(Runtime):
         d = self.where.state / "pods" / inst.name
         (d / "logs").mkdir(parents=True, exist_ok=True)
         network = self.effective_network(inst.spec.network)
-        pod, ctr = pod_config(self, inst, network, d / "logs"), container_config(self, inst)
+        rid, parent = self.ctx.run_id, self.placement.cgroup_parent(inst.name)
+        pod = pod_config(rid, parent, inst, network, d / "logs")
+        ctr = container_config(rid, self.image, inst)
         inst.own.pod_config, inst.own.container_config = d / "pod.json", d / "container.json"
         inst.own.pod_config.write_text(json.dumps(pod))
         inst.own.container_config.write_text(json.dumps(ctr))
@@ -326,7 +248,7 @@ class Cri(Runtime):
         while True:
             status = self.crictl.json("inspect", cid)["status"]
             if status.get("state") == "CONTAINER_EXITED":
-                inst.t_exit_ns = _monotonic_of(status.get("finishedAt"))
+                inst.t_exit_ns = monotonic_of(status.get("finishedAt"))
                 return int(status.get("exitCode", -1))
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{inst.name} still running after {timeout:g} s")
@@ -359,64 +281,3 @@ class Cri(Runtime):
                 self.crictl.call("rmp", pod)
         finally:  # the shim goes with its pod; never leave one behind
             self.observe.reap_later(shims)
-
-
-def _monotonic_of(stamp: object) -> int | None:
-    """A CRI timestamp (crictl's RFC 3339 with nanoseconds, or ns since the epoch) on
-    the monotonic clock; None where there is none."""
-    wall = _epoch_ns(stamp)
-    if wall is None or wall <= 0:
-        return None
-    return time.monotonic_ns() - (time.time_ns() - wall)
-
-
-def _epoch_ns(stamp: object) -> int | None:
-    """ns since the epoch of "2026-12-02T09:35:35.123456789Z" (or of an integer)."""
-    if isinstance(stamp, int):
-        return stamp
-    m = STAMP_RE.fullmatch(str(stamp or ""))
-    if m is None:
-        return None
-    whole = datetime.fromisoformat(m["whole"]).replace(tzinfo=UTC)
-    fraction = int((m["fraction"] or "0").ljust(9, "0")[:9])
-    return int(whole.timestamp()) * 1_000_000_000 + fraction
-
-
-STAMP_RE = re.compile(r"(?P<whole>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(?P<fraction>\d+))?Z")
-
-
-def pod_config(rt: Cri, inst: Instance, network: str, logs: Path) -> dict[str, Any]:
-    """The pod sandbox's configuration (the CRI's PodSandboxConfig)."""
-    name = inst.spec.name
-    config: dict[str, Any] = {
-        "metadata": {"name": name, "namespace": POD_NAMESPACE, "uid": name, "attempt": 0},
-        "log_directory": str(logs),
-        "labels": {LABEL: rt.ctx.run_id, "org.virtbench.instance": name},
-        "linux": {"cgroup_parent": rt.placement.cgroup_parent(name)},
-    }
-    if network == "host":  # the node's network (and its hostname: no UTS namespace)
-        config["linux"]["security_context"] = {"namespace_options": {"network": 2}}  # NODE
-    else:
-        config["hostname"] = name
-    return config
-
-
-def container_config(rt: Cri, inst: Instance) -> dict[str, Any]:
-    """The instance's container (the CRI's ContainerConfig): its command, binds and
-    limits."""
-    spec = inst.spec
-    resources: dict[str, Any] = {}
-    if spec.memory_mib:
-        resources["memory_limit_in_bytes"] = spec.memory_mib * 1024 * 1024
-    if spec.cpus:
-        resources["cpuset_cpus"] = spec.cpus
-    return {
-        "metadata": {"name": "main"},
-        "image": {"image": rt.image},
-        "command": list(inst.argv),
-        "envs": [{"key": "VIRTBENCH_INSTANCE", "value": spec.name}],
-        "mounts": [{"container_path": dest, "host_path": str(host)} for host, dest in inst.binds],
-        "log_path": "main.log",
-        "labels": {LABEL: rt.ctx.run_id, "org.virtbench.instance": spec.name},
-        "linux": {"resources": resources},
-    }
