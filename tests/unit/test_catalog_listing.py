@@ -56,7 +56,7 @@ def test_the_catalog_is_grouped_as_a_reader_looks_for_things(tmp_path):
     assert by_group[catalog_list.START] == ["quickstart"]
     assert by_group[catalog_list.STUDIES] == STUDIES
     assert by_group[catalog_list.PARTS] == s1.aliases  # in the study's order: uk_boot, d_boot
-    assert by_group[catalog_list.SANDBOX] == ["sandbox", "burst"]
+    assert by_group[catalog_list.SANDBOX] == ["sandbox", "burst", "pods"]
     assert by_group[catalog_list.TYPES][:2] == ["boot", "density"]
 
 

@@ -41,6 +41,7 @@ PLACE = {
     "quickstart": START,
     "sandbox": SANDBOX,
     "burst": SANDBOX,
+    "pods": SANDBOX,
     "boot": TYPES,
     "density": TYPES,
     "throughput": TYPES,
