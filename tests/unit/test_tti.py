@@ -193,3 +193,22 @@ def test_a_tail_with_too_few_values_beyond_it_has_no_ci():
     assert not quantile_ci(values[:60], units[:60], 0.5).has_ci  # 3 batches
     assert not quantile_ci(values[:160], units[:160], 0.95).has_ci  # 8 batches: a tail
     assert quantile_ci(values, units, 0.95).has_ci  # 10 batches, 10 beyond it
+
+
+def test_a_warm_up_instance_comes_first_per_runtime_and_counts_in_no_figure(tmp_path):
+    """`warm_up`: one instance per runtime before its first batch, its samples stored as a
+    warm-up; the batches' figures are those of the same run without it."""
+    exp = {"type": "tti", "sequential": 3, "staggered": 0, "levels": [], "runs": 2}
+    exp |= {"settle_s": 0, "warm_up": True}
+    truth = Truth({"fa": FA, "fb": FA}, seed=3)
+    with fake_session(tmp_path, truth, ["fa", "fb"], exp) as (s, world):
+        run(s)
+        samples = s.store.samples(s.run_id)  # warm-ups too
+        assert world.running == {}
+    for rt in ("fa", "fb"):
+        warm = [x for x in samples if x.runtime == rt and x.warmup]
+        kept = [x for x in samples if x.runtime == rt and not x.warmup]
+        interactive = [x for x in warm if x.metric == "tti.interactive@seq"]
+        assert len(interactive) == 1 and interactive[0].value is not None  # one, first
+        assert len([x for x in kept if x.metric == "tti.interactive@seq"]) == 6  # 2 x 3
+        assert min(x.repetition for x in warm) == min(x.repetition for x in kept)

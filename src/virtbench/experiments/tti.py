@@ -98,6 +98,10 @@ class TtiExperiment(CommonExperiment):
     runs: int = Field(default=10, ge=1, le=1000)
     timeout_s: float = Field(default=120.0, gt=0, le=3600)
     settle_s: float = Field(default=1.0, ge=0, le=600)  # after a batch's instances are stopped
+    # one instance started and asked its command before a runtime's first batch, stored as
+    # a warm-up (left out of every figure): a first start pays for caches later ones find
+    # warm (a Kubernetes startup benchmark starts a pod first)
+    warm_up: bool = False
 
     _levels = field_validator("levels")(lambda cls, v: levels(v))
 
@@ -116,6 +120,7 @@ def run(s: Session, cfg: TtiExperiment) -> None:
     if not cfg.batches():
         return
     units = {f"tti.interactive@{at}": "ms" for at, _ in cfg.batches()}
+    warm = set() if cfg.warm_up else set(s.runtimes)  # the runtimes warmed up
     for rep, warmup, order in s.schedule(0, cfg.runs, "tti"):
         for runtime in order:
             unit = {"runtime": runtime, "repetition": rep, "workload": cfg.workload}
@@ -125,6 +130,10 @@ def run(s: Session, cfg: TtiExperiment) -> None:
             why = s.runtimes[runtime].exec.problem()
             if why is not None:
                 cannot(s, why, base, units)
+            elif runtime not in warm:  # one instance first, its figures a warm-up's
+                warm.add(runtime)
+                with failures.attempt(runtime):
+                    batch(s, runtime, Batch("seq", 1), cfg, {**base, "warmup": True})
             for at, n in cfg.batches() if why is None else ():
                 if failures.skip(runtime):
                     break
@@ -273,16 +282,17 @@ def batch_figures(s: Session, base: dict, b: Batch, first: int, done: list[int])
 
 
 def estimate(cfg: TtiExperiment, cost: Costs) -> Estimate:
-    """Every instance a launch and a command (a tenth of a launch); a quiet wait and
-    `settle_s` per batch (each sequential instance a batch of its own)."""
-    n = cfg.runs * sum(k for _, k in cfg.batches())
+    """Every instance a launch and a command (a tenth of a launch), the warm-up one too;
+    a quiet wait and `settle_s` per batch (each sequential instance a batch of its own)."""
+    n = cfg.runs * sum(k for _, k in cfg.batches()) + cfg.warm_up  # and the warm-up one
     waits = cfg.runs * (cfg.sequential + len(cfg.batches()) - (cfg.sequential > 0))
     t = n * 1.1 * cost.launch(serving=True) + waits * (cfg.settle_s + QUIET_WAIT_S)
     t += cfg.runs * cfg.staggered * cfg.gap_ms / 1e3
     what = [f"{cfg.sequential} one by one"] if cfg.sequential else []
     what += [f"{cfg.staggered} at {cfg.gap_ms:g} ms apart"] if cfg.staggered else []
     what += [f"{', '.join(map(str, cfg.levels))} at once"] if cfg.levels else []
-    return Estimate(n, t, f"{cfg.runs} x ({'; '.join(what)}), then a command in each")
+    first = "a warm-up instance, then " if cfg.warm_up else ""
+    return Estimate(n, t, f"{first}{cfg.runs} x ({'; '.join(what)}), then a command in each")
 
 
 TYPE = ExperimentType(
