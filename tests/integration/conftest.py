@@ -36,16 +36,21 @@ def _root() -> None:
     need(os.geteuid() == 0, "integration tests need root")
 
 
+def short_state_dir() -> Path:
+    """A state directory as short as /run/virtbench: a unix socket's path (a run's
+    containerd's) holds at most 107 bytes, and a test's tmp_path can take most of them."""
+    state = Path(tempfile.mkdtemp(prefix="vb", dir="/tmp"))
+    state.chmod(0o755)
+    return state
+
+
 @pytest.fixture
 def paths(tmp_path: Path) -> Iterator[Paths]:
     base = Paths.from_env()
     # unprivileged LXD containers under the state dir need every parent searchable
     for d in [tmp_path, *tmp_path.parents]:
         d.chmod(d.stat().st_mode | stat.S_IXOTH)
-    # the state directory short, as /run/virtbench is: a unix socket's path (a run's
-    # containerd's) holds at most 107 bytes, and a test's tmp_path can take most of them
-    state = Path(tempfile.mkdtemp(prefix="vb", dir="/tmp"))
-    state.chmod(0o755)
+    state = short_state_dir()
     yield Paths(state=state, cache=base.cache, guest_src=base.guest_src, data=tmp_path / "data")
     shutil.rmtree(state, ignore_errors=True)
 
@@ -105,8 +110,7 @@ def vmm_binary(vmm: str) -> str:
 def env(tmp_path: Path) -> Iterator[dict[str, str]]:
     """A CLI run's own state directory (short, as /run/virtbench is, for the unix sockets
     in it; reached as tmp_path/state too) and results store."""
-    state = Path(tempfile.mkdtemp(prefix="vb", dir="/tmp"))
-    state.chmod(0o755)
+    state = short_state_dir()
     (tmp_path / "state").symlink_to(state)
     yield {"VIRTBENCH_STATE_DIR": str(state), "VIRTBENCH_RESULTS": str(tmp_path / "results")}
     shutil.rmtree(state, ignore_errors=True)

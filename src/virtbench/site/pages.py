@@ -155,7 +155,7 @@ def entry_page(
     t: Testbed,
     e: Entry,
     docs: dict[str, dict[str, Any]],
-    parts: dict[str, list[dict[str, Any]]] | None = None,
+    parts: dict[str, list[dict[str, Any]]],
 ) -> str:
     """The entry's answers (its latest completed run's, `parts` as in testbed_page), its
     runs (newest first) and the trend of every headline figure over its completed ones."""
@@ -179,7 +179,7 @@ def entry_page(
     return ENV.get_template("entry.html.j2").render(
         testbed=t,
         entry=e,
-        answers=(parts or {}).get(last.id, []) if last else [],
+        answers=parts.get(last.id, []) if last else [],
         last=None if last is None else _run_row(last, page),
         runs=runs,
         figures=figures,

@@ -140,11 +140,10 @@ class Cri(Runtime):
             argv,
             ready_timeout=90,
             env=env,
-            after_stop=lambda: remove_tree(w.root.parent),  # its images and snapshots
+            after_stop=self._remove_root,
         )
         self.ctx.daemons.ensure(daemon)
-        self._import(self.image, role="rootfs")
-        self._import(self.pause_image, role="pause")
+        self._import({self.image: "rootfs", self.pause_image: "pause"})
 
     def _network(self) -> None:
         """The pods' bridge, made now with its gateway address so that no other run takes
@@ -165,23 +164,37 @@ class Cri(Runtime):
         )
         (self.where.cni / "10-virtbench.conflist").write_text(conf)
 
-    def _import(self, name: str, role: str) -> None:
-        """The artifact rootfs as image `name` in the CRI's namespace (once per run)."""
-        known = self.crictl.json("images").get("images") or []
-        if any(name in (img.get("repoTags") or []) for img in known):
+    def _import(self, images: dict[str, str]) -> None:
+        """The artifact rootfs as each image (name -> role) the CRI's namespace lacks (a
+        run's other `cri` variant may have imported them), its layer made once."""
+        known = {
+            t
+            for img in self.crictl.json("images").get("images") or []
+            for t in img.get("repoTags") or []
+        }
+        missing = {name: role for name, role in images.items() if name not in known}
+        if not missing:
             return
         if self.ctx.rootfs is None:
             raise InstanceError(f"{self.label}: no artifact rootfs to import")
-        self.ctx.state.record("image", name, runtime=self.label)
-        labels = {LABEL: self.ctx.run_id, "org.virtbench.role": role}
-        cmd = ["/bin/vb-sleep"]
-        tar = self.where.state / f"{role}.tar"
-        tar.write_bytes(layout_tar(tar_of(self.ctx.rootfs), name, cmd, labels))
+        layer = tar_of(self.ctx.rootfs)
         ctr = [which("ctr") or "ctr", "-a", str(self.where.socket), "-n", containerd.NAMESPACE]
-        res = proc.run([*ctr, "images", "import", str(tar)], check=False, timeout=300)
-        tar.unlink(missing_ok=True)
-        if res.returncode != 0:
-            raise InstanceError(f"{self.label}: importing {name}: {res.brief()}")
+        for name, role in missing.items():
+            self.ctx.state.record("image", name, runtime=self.label)
+            labels = {LABEL: self.ctx.run_id, "org.virtbench.role": role}
+            tar = self.where.state / f"{role}.tar"
+            tar.write_bytes(layout_tar(layer, name, ["/bin/vb-sleep"], labels))
+            res = proc.run([*ctr, "images", "import", str(tar)], check=False, timeout=300)
+            tar.unlink(missing_ok=True)
+            if res.returncode != 0:
+                raise InstanceError(f"{self.label}: importing {name}: {res.brief()}")
+
+    def _remove_root(self) -> None:
+        """After the run's containerd stopped: its images and snapshots on disk, then the
+        run's data directory if that leaves it empty."""
+        remove_tree(self.where.root)
+        with contextlib.suppress(OSError):
+            self.where.root.parent.rmdir()
 
     def image_size(self) -> tuple[int, str] | None:
         for img in self.crictl.json("images").get("images") or []:
