@@ -44,8 +44,9 @@ def test_the_wrapper_keeps_the_clients_output_and_status_and_reads_its_cpus():
 
 
 def test_a_client_that_spins_on_its_only_cpu_is_flagged_saturated():
-    spin = "end=$(($(date +%s) + 2)); while [ $(date +%s) -lt $end ]; do :; done"
-    res = wrapped(["sh", "-c", spin])
+    # a shell loop that starts nothing: a loop that ran `date` each turn waited on the
+    # disk for it on a loaded host, and its CPU was idle (iowait) a tenth of the time
+    res = wrapped(["timeout", "2", "sh", "-c", "while :; do :; done"])
     _, busy = cpu.split(res.stderr)
     assert busy is not None and busy.saturated, busy
 
