@@ -87,6 +87,13 @@ class FakeMemory(runtimes.observe.Memory):
         i = self.rt.world.running.get(inst.name)
         return None if i is None else i.overhead
 
+    def overhead_cpu(self, inst: Instance) -> dict[str, int] | None:
+        """Its overhead's CPU time: exactly `overhead_mcpu` since it started."""
+        i = self.rt.world.running.get(inst.name)
+        if i is None or i.overhead_mcpu is None:
+            return None
+        return {"sandbox": round((time.monotonic_ns() - i.t0_ns) * i.overhead_mcpu / 1000)}
+
     def cgroup_parts(self, inst: Instance) -> dict[str, int] | None:
         """Its cgroup's memory by part: the process's as anonymous memory, and its kernel
         memory (no page cache)."""

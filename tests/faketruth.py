@@ -61,6 +61,7 @@ class RuntimeTruth:
     # placement) -> factor the figure is divided by while those attackers run (2 = half)
     overhead_mib: float | None = None  # a pod's sandbox (`cri`): its cost beyond its
     # container, drawn per instance like its PSS; None: no such split
+    overhead_mcpu: float | None = None  # ... and the CPU it runs while idle (millicores)
     needs_mib: float = 0.0  # an instance given less memory than this fails to start
     unreadable: tuple[int, ...] = ()  # the memory of these detached starts (numbered
     # from 1, host-wide) cannot be read: their processes are gone
@@ -115,6 +116,8 @@ class FakeInstance:
     kernel: int
     pid: int
     overhead: int | None = None
+    overhead_mcpu: float | None = None  # what its overhead runs while idle, in millicores
+    t0_ns: int = field(default_factory=time.monotonic_ns)  # when it started
 
 
 def lognormal(rng: np.random.Generator, median: float, cv: float) -> float:
@@ -227,6 +230,7 @@ class World:
             overhead=None
             if rt.overhead_mib is None
             else int(lognormal(self.rng, rt.overhead_mib, rt.pss_cv) * MIB),
+            overhead_mcpu=rt.overhead_mcpu,
             pid=FAKE_PID + self.started,
         )
         self.running[name] = inst

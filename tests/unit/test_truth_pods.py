@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 import yaml
 from tests.fakeruntime import fake_session, run, values
 from tests.faketruth import RuntimeTruth, Truth
@@ -16,16 +17,16 @@ from virtbench.store.frame import as_frame
 
 def test_density_recovers_a_pods_overhead_beyond_its_container(tmp_path):
     """A pod's sandbox cost (the fake's injected overhead, as a `cri` runtime's pause
-    sandbox and shim) is each pod's `density.pod_overhead`: its median's CI holds it."""
+    sandbox and shim) is each pod's `density.pod_overhead`: its median's CI holds it; the
+    CPU it runs while idle (injected exactly) is `density.pod_idle_cpu` at every step."""
     truth = Truth(
         {
-            "fa": RuntimeTruth(pss_mib=3.0, overhead_mib=4.5),
-            "fb": RuntimeTruth(pss_mib=3.0, overhead_mib=12.0),
+            "fa": RuntimeTruth(pss_mib=3.0, overhead_mib=4.5, overhead_mcpu=0.8),
+            "fb": RuntimeTruth(pss_mib=3.0, overhead_mib=12.0, overhead_mcpu=40.0),
         },
         seed=5,
     )
-    exp = {"type": "density", "instances": 20, "instances_per_benchmark": 10, "runs": 1}
-    with fake_session(tmp_path, truth, ["fa", "fb"], exp) as (s, world):
+    with fake_session(tmp_path, truth, ["fa", "fb"], DENSITY) as (s, world):
         samples = run(s)
     assert world.running == {}
     cases = [
@@ -35,26 +36,49 @@ def test_density_recovers_a_pods_overhead_beyond_its_container(tmp_path):
         for rt, t in truth.runtimes.items()
     ]
     covered(cases, tolerance=0.05)
+    for rt, t in truth.runtimes.items():
+        steps = [x for x in samples if x.metric == "density.pod_idle_cpu" and x.runtime == rt]
+        assert [x.background for x in steps] == [4, 8, 12, 16, 20]  # at each step with pods running
+        for x in steps:  # the window read on the host's clock, the counters on the fake's
+            assert x.value == pytest.approx(t.overhead_mcpu, rel=0.02), x
+            assert x.params["window_s"] >= 0.2
+
+
+DENSITY = {
+    "type": "density",
+    "instances": 20,
+    "instances_per_benchmark": 4,
+    "runs": 1,
+    "pod_idle_cpu_s": 0.2,
+}
 
 
 def test_a_runtimeclass_is_written_from_the_pod_overhead_measured(tmp_path):
-    """podFixed's memory is the pod overhead's CI upper end plus 10%, rounded up to a MiB,
-    above the injected overhead; the manifest is YAML a cluster takes as a RuntimeClass."""
-    truth = Truth({"fa": RuntimeTruth(overhead_mib=4.5)}, seed=7)
-    exp = {"type": "density", "instances": 20, "instances_per_benchmark": 10, "runs": 1}
-    with fake_session(tmp_path, truth, ["fa"], exp) as (s, _world):
+    """podFixed is the pod overhead's and idle CPU's CI upper ends plus 10%, rounded up
+    to a MiB and a millicore, above the injected overhead; the manifest is YAML a cluster
+    takes as a RuntimeClass; a handler's shipped podFixed is named beside it."""
+    truth = Truth({"fa": RuntimeTruth(overhead_mib=4.5, overhead_mcpu=2.5)}, seed=7)
+    with fake_session(tmp_path, truth, ["fa"], DENSITY) as (s, _world):
         samples = run(s)
     t = runtimeclass.table(as_frame(samples), "density")
     assert t is not None and t.row_count == 1
     cells = [next(iter(c.cells)) for c in t.columns]
-    runtime, _median, ci, fixed, manifest = cells
-    high = float(ci.split("-")[1].split()[0])
-    assert runtime == "fa" and fixed == f"{math.ceil(high * 1.1)}Mi"
-    assert int(fixed[:-2]) > 4.5
+    runtime, memory, cpu, fixed, shipped, manifest = cells
+    high = float(memory.split("(")[1].split("-")[1].rstrip(")"))
+    cpu_high = float(cpu.split("(")[1].split("-")[1].rstrip(")"))
+    mib, cpu_m = math.ceil(high * 1.1), math.ceil(cpu_high * 1.1)
+    assert runtime == "fa" and fixed == f"{mib}Mi, {cpu_m}m" and shipped == "none"
+    assert mib > 4.5 and cpu_m >= 3
     doc = yaml.safe_load(manifest)
     assert doc["kind"] == "RuntimeClass" and doc["handler"] == "fa"
-    assert doc["metadata"]["name"] == "fa" and doc["overhead"]["podFixed"]["memory"] == fixed
+    assert doc["metadata"]["name"] == "fa"
+    assert doc["overhead"]["podFixed"] == {"memory": f"{mib}Mi", "cpu": f"{cpu_m}m"}
     assert runtimeclass.handler("cri:crun") == "crun" and runtimeclass.handler("cri") == "runc"
+    assert runtimeclass.SHIPPED["kata-qemu"] == ("160Mi", "250m")
+    without_cpu = as_frame([x for x in samples if x.metric != "density.pod_idle_cpu"])
+    t = runtimeclass.table(without_cpu, "d")
+    assert t is not None and "not measured" in t.columns[2].cells
+    assert "cpu" not in yaml.safe_load(next(iter(t.columns[5].cells)))["overhead"]["podFixed"]
     assert (
         runtimeclass.table(
             as_frame([x for x in samples if x.metric != "density.pod_overhead"]), "d"

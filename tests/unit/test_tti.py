@@ -6,6 +6,7 @@ least 90% of the time without being needlessly wide."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -14,6 +15,7 @@ from tests.faketruth import RuntimeTruth, Truth, World
 
 from virtbench.analysis.tails import quantile_ci, success_ci
 from virtbench.experiments import tti
+from virtbench.report.sandbox import pooled as tti_pooled
 
 # fa: ready 20 ms after its create call (log-normal, CV 10%), plus 0.5 ms per instance of
 # fa already running (a burst's k-th waits 0.5 k ms more); its command takes 5 ms.
@@ -212,3 +214,39 @@ def test_a_warm_up_instance_comes_first_per_runtime_and_counts_in_no_figure(tmp_
         assert len(interactive) == 1 and interactive[0].value is not None  # one, first
         assert len([x for x in kept if x.metric == "tti.interactive@seq"]) == 6  # 2 x 3
         assert min(x.repetition for x in warm) == min(x.repetition for x in kept)
+
+
+def test_each_batch_p99_is_held_against_the_specs_slo_by_its_ci(tmp_path):
+    """`slo_p99_ms`: the report says which runtime's batches met it (the p99's whole CI
+    at or below the line: fa's ~30 ms under 45), missed it (above: fb's ~65 ms) or
+    cannot tell (its CI spans the line); without the option, no SLO is said."""
+    from virtbench.report.sandbox import slo_notes
+    from virtbench.report.views import tti as view
+    from virtbench.report.views.kind import Shown
+    from virtbench.store.frame import as_frame
+
+    # 10 batches of 60: enough beyond each p99 for its CI
+    exp = {"type": "tti", "sequential": 60, "staggered": 0, "levels": [], "runs": 10}
+    exp |= {"settle_s": 0, "slo_p99_ms": 45}
+    slow = RuntimeTruth(ready_ms=60.0, cv=0.10, slope_ms=0.5, exec_ms=5.0)
+    with fake_session(tmp_path, Truth({"fa": FA, "fb": slow}, seed=4), ["fa", "fb"], exp) as (
+        s,
+        _world,
+    ):
+        samples = run(s)
+        record = s.store.run(s.run_id)
+    shown = Shown(record, as_frame(samples), ["fa", "fb"])
+    assert view.slo_ms(shown) == 45.0
+    caption = str(view.tables(shown)[0].caption)
+    assert "SLO p99 <= 45 ms" in caption, caption
+    lines = {line.split(":")[0].strip(): line for line in caption.splitlines()}
+    assert "fa one by one" in lines["met"] and "fb" not in lines["met"], caption
+    assert "fb one by one" in lines["missed"] and "fa" not in lines["missed"], caption
+    found = tti_pooled(as_frame(samples))
+    p99 = next(b for b in found if b.runtime == "fa").tails["p99"]
+    assert p99.has_ci
+    on_it = slo_notes(found, (p99.low + p99.high) / 2)  # the line inside fa's CI
+    assert any(line.startswith("  its CI spans the line: fa") for line in on_it), on_it
+    no_slo = Shown(replace(record, spec={**record.spec, "experiment": []}), shown.frame, ["fa"])
+    assert view.slo_ms(no_slo) is None
+    assert "SLO" not in str(view.tables(no_slo)[0].caption or "")

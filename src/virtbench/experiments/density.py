@@ -18,6 +18,7 @@ drop caches and record, at the instances running then (the sample's `background`
   density.kernel_used     the kernel's: Slab + PageTables + KernelStack + Percpu (MiB)
   density.user_pss        PSS over every host process of every running instance, plus
                           the daemons this run started (a share of which is each one's)
+  density.pod_idle_cpu    pods: their overhead's CPU while idle (density_pods.py)
 The report fits a line through each of these against the instances running (report/
 fits.py): its slope is the memory each instance costs the host, its kernel side and its
 user side, with a 95% CI.
@@ -46,6 +47,7 @@ from pydantic import Field
 from virtbench import workloads
 from virtbench.errors import InstanceError
 from virtbench.experiments.density_liveness import alive
+from virtbench.experiments.density_pods import idle_cpu
 from virtbench.experiments.estimate import Costs, Estimate
 from virtbench.experiments.failures import Failures
 from virtbench.experiments.kind import ExperimentType
@@ -93,6 +95,10 @@ METRICS: tuple[Metric, ...] = (
           "sandbox; runsc's sentry and gofer), plus the PSS of its processes outside its "
           "cgroup (the shim): what a RuntimeClass's overhead.podFixed must cover",
           resolution=CHARGE_BATCH_MIB, label="pod overhead"),
+    pile_metric("density.pod_idle_cpu", "millicores", "lower", "a pod's overhead's CPU (`cri`) "
+          "while every instance idles: its cgroup's CPU time beyond its container's and its "
+          "shim's threads', over pod_idle_cpu_s at each step, per pod", resolution=1e-3,
+          label="pod overhead's idle CPU"),
     pile_metric("density.cgroup_memory", "MiB", "lower", "memory charged to the new instance's "
           "cgroup (memory.current, v1 usage_in_bytes: page cache included); the kernel "
           "charges a cgroup 64 pages at a time and keeps the rest per CPU, so the figure "
@@ -177,6 +183,7 @@ class DensityExperiment(CommonExperiment):
     # kernel frees what an earlier teardown left in bursts, up to ~10 s later here
     memory_settle_s: float = Field(default=15.0, ge=0, le=600)
     liveness_probes: int = Field(default=0, ge=0, le=100_000)  # after the pile-up
+    pod_idle_cpu_s: float = Field(default=2.0, ge=0, le=600)  # pods: each step's idle window
 
     def instance_workloads(self) -> list[str]:
         return [self.workload]
@@ -248,6 +255,7 @@ class Pile:
             )
         else:
             self.sample("density.user_pss", pss / MIB, "MiB", n, params=at)
+        idle_cpu(self)
         if self.none_used is None:
             self.none_used = used
         else:

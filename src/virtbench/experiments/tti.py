@@ -102,6 +102,9 @@ class TtiExperiment(CommonExperiment):
     # a warm-up (left out of every figure): a first start pays for caches later ones find
     # warm (a Kubernetes startup benchmark starts a pod first)
     warm_up: bool = False
+    # a startup SLO: the report holds each batch's p99 against it (Kubernetes' pod
+    # startup SLO is 5000: p99 of pods, image pull excluded, running within 5 s)
+    slo_p99_ms: float | None = Field(default=None, gt=0, le=3_600_000)
 
     _levels = field_validator("levels")(lambda cls, v: levels(v))
 

@@ -35,27 +35,38 @@ def ran_and_emptied(layout: Layout, name: str) -> bool:
     """True once a process has run in the cgroup and none is left: the exit of an init
     whose runtime reports it late or not at all (LXD). The CPU time charged tells "not
     started yet" (empty, nothing charged) from "already exited" (empty, time charged)."""
-    if layout.version == 1:
-        if "cpuacct" in layout.v1:
-            d = layout.controller_dir("cpuacct", name)
-            usage_file = d / "cpuacct.usage"
-        else:
-            d = layout.memory_dir(name)
-            usage_file = d / "memory.max_usage_in_bytes"
-        parse = int
-    else:
+    if layout.version == 1 and "cpuacct" not in layout.v1:  # the peak memory instead
         d = layout.memory_dir(name)
-        usage_file = d / "cpu.stat"
-
-        def parse(text: str) -> int:
-            return int(text.split("usage_usec", 1)[1].split()[0])
-
+        try:
+            used: int | None = int((d / "memory.max_usage_in_bytes").read_text())
+        except (OSError, ValueError):
+            return False
+    else:
+        d = (
+            layout.controller_dir("cpuacct", name)
+            if layout.version == 1
+            else layout.memory_dir(name)
+        )
+        used = cpu_ns(layout, name)
     try:
         procs = (d / "cgroup.procs").read_text().split()
-        used = parse(usage_file.read_text())
-    except (OSError, ValueError, IndexError):
+    except OSError:
         return False
-    return not procs and used > 0
+    return used is not None and not procs and used > 0
+
+
+def cpu_ns(layout: Layout, name: str) -> int | None:
+    """CPU time charged to the cgroup and those below it, in ns (v1 cpuacct.usage, v2
+    cpu.stat's usage_usec); None where it cannot be read."""
+    try:
+        if layout.version == 1:
+            if "cpuacct" not in layout.v1:
+                return None
+            return int((layout.controller_dir("cpuacct", name) / "cpuacct.usage").read_text())
+        text = (layout.memory_dir(name) / "cpu.stat").read_text()
+        return int(text.split("usage_usec", 1)[1].split()[0]) * 1000
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def memory_bytes(layout: Layout, name: str) -> int | None:

@@ -111,9 +111,10 @@ def estimate_cell(e: Estimate) -> str:
     return f"{fmt(e.value)} ({span(e.low, e.high)})" if e.has_ci else fmt(e.value)
 
 
-def tti_table(title: str, f: Frame, order: list[str]) -> Table:
+def tti_table(title: str, f: Frame, order: list[str], slo_ms: float | None = None) -> Table:
     """One row per runtime and batch kind: the pooled tail with its 95% CI, success and
-    wall time; why a figure has no CI, once, under it."""
+    wall time; why a figure has no CI, once, under it; each p99 against the spec's SLO
+    (`slo_ms`), where it gives one."""
     t = Table(title=title, title_justify="left")
     add_columns(
         t,
@@ -148,10 +149,31 @@ def tti_table(title: str, f: Frame, order: list[str]) -> Table:
     none = "; ".join(w.removeprefix("no CI: ") for w in why)
     notes = [f"a figure without a bracketed 95% CI has none: {none}"] if why else []
     notes += [f"{r} cannot: {why}" for r, why in sorted(unable.items())]
+    notes += slo_notes(found, slo_ms) if slo_ms is not None else []
     if notes:
         t.caption = "\n".join(notes)
         t.caption_justify = "left"
     return t
+
+
+def slo_notes(found: list[Batches], slo_ms: float) -> list[str]:
+    """Each batch's p99 against the SLO (p99 <= `slo_ms`), by its CI: met where the
+    whole CI is at or below the line, missed where it is above, undecided where the CI
+    spans it (without a CI, by the figure, and said so); one line per verdict."""
+    said: dict[str, list[str]] = {}
+    for b in found:
+        p99 = b.tails["p99"]
+        if math.isnan(p99.value):
+            continue
+        low, high = (p99.low, p99.high) if p99.has_ci else (p99.value, p99.value)
+        verdict = "met" if high <= slo_ms else "missed" if low > slo_ms else "undecided"
+        bare = "" if p99.has_ci else ", no CI"
+        said.setdefault(verdict, []).append(
+            f"{b.runtime} {describe(b.at)} ({fmt(p99.value)}{bare})"
+        )
+    head = f"SLO p99 <= {fmt(slo_ms)} ms (the spec's slo_p99_ms), by the p99's 95% CI"
+    words = {"met": "met", "missed": "missed", "undecided": "its CI spans the line"}
+    return [head] + [f"  {words[v]}: {', '.join(said[v])}" for v in words if v in said]
 
 
 DIRTY = re.compile(r"^(snapshot\.(?:checkpoint|size|restore_to_ready))@(\d+)MiB$")

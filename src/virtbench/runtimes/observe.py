@@ -153,6 +153,13 @@ class Memory:
         del inst
         return None
 
+    def overhead_cpu(self, inst: Instance) -> dict[str, int] | None:
+        """The CPU time that overhead (`overhead_bytes`) has run so far, in ns, as named
+        counters that only grow while each exists (the sandbox's cgroup, each shim
+        thread): two reads give its use between them. None where there is no such split."""
+        del inst
+        return None
+
     def guest_ram_pss(self, inst: Instance) -> int | None:
         """PSS (bytes) of the guest's RAM inside the instance's host processes (VMs: the
         VMM's guest memory mapping); None where there is no guest RAM."""

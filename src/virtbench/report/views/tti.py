@@ -61,12 +61,20 @@ def tables(shown: Shown) -> list[Table]:
     """The pooled table, then every other figure summarised."""
     f = shown.frame
     title = f"{heading(shown)}: create -> first command, pooled"
-    out = [tti_table(title, f, shown.order)]
+    out = [tti_table(title, f, shown.order, slo_ms(shown))]
     pooled_ones = [
         f.code("metric", m) for m in f.distinct("metric") if m.startswith(f"{INTERACTIVE}@")
     ]
     rest = f.take(np.flatnonzero(~np.isin(f.codes["metric"], pooled_ones)))
     return out + summaries(replace(shown, frame=rest))
+
+
+def slo_ms(shown: Shown) -> float | None:
+    """The SLO the run's tti experiment set (`slo_p99_ms`), if any."""
+    for exp in shown.run.spec.get("experiment", []):
+        if exp.get("type") == "tti" and exp.get("slo_p99_ms"):
+            return float(exp["slo_p99_ms"])
+    return None
 
 
 VIEW = View(

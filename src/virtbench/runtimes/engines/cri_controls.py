@@ -8,7 +8,7 @@ from typing import Any
 
 from virtbench.errors import InstanceError
 from virtbench.host import cgroup_stats, cgroups
-from virtbench.measure import memory
+from virtbench.measure import memory, procstat
 from virtbench.runtimes import owners
 from virtbench.runtimes.base import Instance
 from virtbench.runtimes.controls import CommandExec
@@ -73,6 +73,21 @@ class CriMemory(Memory):
         own = cgroup_stats.memory_bytes(layout, f"{inst.name}/{cid}") if cid else None
         if pod is None or own is None:
             return None
-        inside = set(cgroups.procs(layout, inst.name))
-        outside = [p for p in self.rt.observe.pids(inst) if p not in inside]
-        return max(0, pod - own) + (memory.pss_total(outside) or 0)
+        return max(0, pod - own) + (memory.pss_total(self._outside(inst)) or 0)
+
+    def overhead_cpu(self, inst: Instance[CriState]) -> dict[str, int] | None:
+        """The pod's cgroup's CPU time beyond its container's, and each thread of the
+        pod's processes outside its cgroup (the shim), in ns."""
+        cid = inst.own.container_id
+        layout = self.rt.ctx.layout
+        pod = cgroup_stats.cpu_ns(layout, inst.name)
+        own = cgroup_stats.cpu_ns(layout, f"{inst.name}/{cid}") if cid else None
+        if pod is None or own is None:
+            return None
+        threads = procstat.thread_cpu_ns(self._outside(inst))
+        return {"sandbox": max(0, pod - own), **{f"thread {t}": ns for t, ns in threads.items()}}
+
+    def _outside(self, inst: Instance[CriState]) -> list[int]:
+        """The pod's processes outside its cgroup (the shim)."""
+        inside = set(cgroups.procs(self.rt.ctx.layout, inst.name))
+        return [p for p in self.rt.observe.pids(inst) if p not in inside]
