@@ -78,15 +78,17 @@ def _shipped(runtime: str) -> str:
 
 def table(f: Frame, title: str) -> Table | None:
     """Per pod runtime: its pod overhead and idle CPU with their 95% CIs, the podFixed
-    made of them, the handler's shipped one and the manifest; None without pods."""
+    made of them and the handler's shipped one; under it, each handler's manifest (one
+    flow-style YAML document each: a line broken where it wraps still reads the same);
+    None without pods."""
     rows = f.where("metric", MEMORY) & ~f.warmup
     if not rows.any():
         return None
     cpu_rows = f.where("metric", CPU) & ~f.warmup
     cpus = {st.runtime: st for st in standings(f.take(cpu_rows))} if cpu_rows.any() else {}
     t = Table(title=f"{title}: a RuntimeClass for each pod handler", title_justify="left")
-    heads = ["runtime", "pod overhead", "idle CPU", "podFixed", "shipped", "manifest"]
-    add_columns(t, heads, ("runtime", "manifest"))
+    add_columns(t, ["runtime", "pod overhead", "idle CPU", "podFixed", "shipped"], ("runtime",))
+    manifests = []
     for st in standings(f.take(rows)):
         cpu = cpus.get(st.runtime)
         mib = rounded_up(_upper(st))
@@ -98,8 +100,8 @@ def table(f: Frame, title: str) -> Table | None:
             _cell(cpu, "m"),
             fixed,
             _shipped(st.runtime),
-            manifest(st.runtime, mib, cpu_m),
         )
+        manifests.append(manifest(st.runtime, mib, cpu_m))
     t.caption = (
         "pod overhead: what a pod costs beyond its container (its cgroup's charge beyond "
         "the container's, and its shim's PSS); idle CPU: their CPU while every pod idles, in "
@@ -107,7 +109,8 @@ def table(f: Frame, title: str) -> Table | None:
         f"podFixed: each 95% CI's upper end plus {MARGIN:.0%}, rounded up to a whole MiB "
         "and millicore (the largest seen, where there is no CI); shipped: the podFixed of "
         "the handler's own RuntimeClass (Kata Containers' kata-deploy), none for runc, "
-        "crun, youki and runsc"
+        "crun, youki and runsc\nEach handler's RuntimeClass, as YAML a cluster applies "
+        "(`kubectl apply -f`):\n" + "\n---\n".join(manifests)
     )
     t.caption_justify = "left"
     return t
