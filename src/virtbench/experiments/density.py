@@ -8,6 +8,7 @@ one after another. After each start, record:
   density.pss_without_guest_ram   VMs: the same less the PSS of the guest's RAM mapping
   density.cgroup_memory   memory charged to its cgroup (MiB)
   density.pod_overhead    a pod's (`cri`): its cost beyond its container (MiB)
+  density.pod_idle_cpu    pods: each one's overhead's idle CPU (density_pods.py)
   density.cgroup_anon, density.cgroup_file, density.cgroup_kernel
                           that memory by part, from the cgroup's memory.stat (MiB)
   density.mem_available   host MemAvailable (MiB)
@@ -18,7 +19,6 @@ drop caches and record, at the instances running then (the sample's `background`
   density.kernel_used     the kernel's: Slab + PageTables + KernelStack + Percpu (MiB)
   density.user_pss        PSS over every host process of every running instance, plus
                           the daemons this run started (a share of which is each one's)
-  density.pod_idle_cpu    pods: their overhead's CPU while idle (density_pods.py)
 The report fits a line through each of these against the instances running (report/
 fits.py): its slope is the memory each instance costs the host, its kernel side and its
 user side, with a 95% CI.
@@ -64,9 +64,7 @@ from virtbench.metrics.model import (
     pile_metric,
 )
 from virtbench.runtimes.base import Instance
-from virtbench.spec.base import (
-    CommonExperiment,
-)
+from virtbench.spec.base import CommonExperiment
 from virtbench.store import Sample
 
 # cgroup_stats.memory_parts' parts, and their figures
@@ -96,9 +94,9 @@ METRICS: tuple[Metric, ...] = (
           "cgroup (the shim): what a RuntimeClass's overhead.podFixed must cover",
           resolution=CHARGE_BATCH_MIB, label="pod overhead"),
     pile_metric("density.pod_idle_cpu", "millicores", "lower", "a pod's overhead's CPU (`cri`) "
-          "while every instance idles: its cgroup's CPU time beyond its container's and its "
-          "shim's threads', over pod_idle_cpu_s at each step, per pod", resolution=1e-3,
-          label="pod overhead's idle CPU"),
+          "while every instance of the pile-up idles: its cgroup's CPU time beyond its "
+          "container's and its shim's threads', over pod_idle_cpu_s, per pod",
+          resolution=1e-3, label="pod overhead's idle CPU"),
     pile_metric("density.cgroup_memory", "MiB", "lower", "memory charged to the new instance's "
           "cgroup (memory.current, v1 usage_in_bytes: page cache included); the kernel "
           "charges a cgroup 64 pages at a time and keeps the rest per CPU, so the figure "
@@ -183,7 +181,8 @@ class DensityExperiment(CommonExperiment):
     # kernel frees what an earlier teardown left in bursts, up to ~10 s later here
     memory_settle_s: float = Field(default=15.0, ge=0, le=600)
     liveness_probes: int = Field(default=0, ge=0, le=100_000)  # after the pile-up
-    pod_idle_cpu_s: float = Field(default=2.0, ge=0, le=600)  # pods: each step's idle window
+    # pods: their overhead's idle CPU is read over it once all are up (density_pods.py)
+    pod_idle_cpu_s: float = Field(default=60.0, ge=0, le=3600)
 
     def instance_workloads(self) -> list[str]:
         return [self.workload]
@@ -231,7 +230,10 @@ class Pile:
         )
 
     def step(self) -> None:
-        """The host's memory with the started instances up, caches dropped."""
+        """The host's memory with the started instances up, caches dropped (at the
+        target, pods' idle CPU first: dropping the caches sets them faulting pages in)."""
+        if len(self.started) == self.cfg.instances:
+            idle_cpu(self)
         host, running = self.host, self.started
         n = len(running)
         at = {**self.params, "caches_dropped": host.drop_caches()}
@@ -255,7 +257,6 @@ class Pile:
             )
         else:
             self.sample("density.user_pss", pss / MIB, "MiB", n, params=at)
-        idle_cpu(self)
         if self.none_used is None:
             self.none_used = used
         else:
@@ -347,6 +348,8 @@ class Pile:
         self.step()
         try:
             reason = self.pile()
+            if 0 < len(self.started) < self.cfg.instances:  # stopped short: at its end
+                idle_cpu(self)
             if self.cfg.liveness_probes and self.started:
                 alive(self)
         finally:

@@ -77,14 +77,18 @@ class CriMemory(Memory):
 
     def overhead_cpu(self, inst: Instance[CriState]) -> dict[str, int] | None:
         """The pod's cgroup's CPU time beyond its container's, and each thread of the
-        pod's processes outside its cgroup (the shim), in ns."""
+        pod's processes outside its cgroup (the shim), in ns. The shim is the one found
+        at its start: asking the CRI for the pod's processes now would make the shim
+        answer, and count that answer as its idle use."""
         cid = inst.own.container_id
         layout = self.rt.ctx.layout
         pod = cgroup_stats.cpu_ns(layout, inst.name)
         own = cgroup_stats.cpu_ns(layout, f"{inst.name}/{cid}") if cid else None
         if pod is None or own is None:
             return None
-        threads = procstat.thread_cpu_ns(self._outside(inst))
+        inside = set(cgroups.procs(layout, inst.name))
+        shims = [p.pid for p in inst.own.shims if p.pid not in inside and p.is_running()]
+        threads = procstat.thread_cpu_ns(shims)
         return {"sandbox": max(0, pod - own), **{f"thread {t}": ns for t, ns in threads.items()}}
 
     def _outside(self, inst: Instance[CriState]) -> list[int]:
