@@ -159,10 +159,10 @@ def tti_table(title: str, f: Frame, order: list[str], slo_ms: float | None = Non
 def slo_notes(found: list[Batches], slo_ms: float) -> list[str]:
     """Each batch's p99 against the SLO (p99 <= `slo_ms`), by its CI: met where the
     whole CI is at or below the line, missed where it is above, undecided where the CI
-    spans it (by the p99 itself where it has no CI, and said how many); one line per
-    verdict, "every batch" where all share it."""
-    said: dict[str, list[tuple[float, str]]] = {}
-    bare = 0
+    spans it (by the p99 itself where it has no CI, and said how many). The batch kinds
+    every runtime met on one line, then a line for each other kind."""
+    kinds: dict[str, dict[str, list[str]]] = {}
+    bare, highest = 0, {}  # batch kind -> (its highest p99 met, by which runtime)
     for b in found:
         p99 = b.tails["p99"]
         if math.isnan(p99.value):
@@ -170,19 +170,25 @@ def slo_notes(found: list[Batches], slo_ms: float) -> list[str]:
         low, high = (p99.low, p99.high) if p99.has_ci else (p99.value, p99.value)
         bare += not p99.has_ci
         verdict = "met" if high <= slo_ms else "missed" if low > slo_ms else "undecided"
-        said.setdefault(verdict, []).append((p99.value, f"{b.runtime} {describe(b.at)}"))
-    total = sum(len(v) for v in said.values())
+        kind = kinds.setdefault(describe(b.at), {})
+        kind.setdefault(verdict, []).append(f"{b.runtime} ({fmt(p99.value)} ms)")
+        if verdict == "met":
+            highest[describe(b.at)] = max(
+                highest.get(describe(b.at), (0.0, "")), (p99.value, b.runtime)
+            )
+    total = sum(len(v) for k in kinds.values() for v in k.values())
     by = f"; by the p99 itself for {bare} of {total} without one" if bare else ""
     out = [f"SLO p99 <= {fmt(slo_ms)} ms (the spec's slo_p99_ms), by each p99's 95% CI{by}"]
-    words = {"met": "met", "missed": "missed", "undecided": "its CI spans the line"}
-    for verdict, word in words.items():
-        batches = said.get(verdict, [])
-        if len(batches) == total and total > 1:
-            value, name = max(batches)
-            out.append(f"  {word}: every batch (the highest p99: {name}, {fmt(value)} ms)")
-        elif batches:
-            listed = ", ".join(f"{name} ({fmt(value)} ms)" for value, name in batches)
-            out.append(f"  {word}: {listed}")
+    all_met = [k for k, v in kinds.items() if list(v) == ["met"]]
+    if all_met:
+        value, runtime, kind = max((*highest[k], k) for k in all_met)
+        top = f"the highest p99: {runtime} {kind}, {fmt(value)} ms"
+        out.append(f"  {', '.join(all_met)}: met by every runtime ({top})")
+    words = {"missed": "missed by", "undecided": "its CI spans the line for", "met": "met by"}
+    for kind, verdicts in kinds.items():
+        if kind not in all_met:
+            said = [f"{w} {', '.join(verdicts[v])}" for v, w in words.items() if v in verdicts]
+            out.append(f"  {kind}: {'; '.join(said)}")
     return out
 
 

@@ -98,10 +98,11 @@ class Drivers:
         cls = self.get(base)
         if cls.variant_option is None:
             raise ValueError(f"runtime {base} has no variants ({label!r})")
-        if variant not in cls.variants:
+        known = dict.fromkeys([*cls.variants, *cls.host_variants()])
+        if variant not in known:
             raise ValueError(
                 f"unknown variant {label!r} (allowed: "
-                + ", ".join(f"{base}:{v}" for v in cls.variants)
+                + ", ".join(f"{base}:{v}" for v in known)
                 + ")"
             )
 
@@ -114,7 +115,8 @@ class Drivers:
                 cls = self.get(base)
             except Exception:  # a broken third-party driver is reported by doctor
                 continue
-            out += [f"{base}:{v}" for v in cls.variants if v != cls.default_variant]
+            known = dict.fromkeys([*cls.variants, *cls.host_variants()])
+            out += [f"{base}:{v}" for v in known if v != cls.default_variant]
         return out
 
     def availability(self) -> Iterator[tuple[str, Availability | Exception]]:

@@ -89,6 +89,11 @@ class Runtime(Lifecycle, ABC):
     variants: ClassVar[tuple[str, ...]] = ()
     default_variant: ClassVar[str | None] = None
 
+    @classmethod
+    def host_variants(cls) -> tuple[str, ...]:
+        """Variants this host offers beyond `variants` (a host containerd's handlers)."""
+        return ()
+
     # the classes of its capabilities and helpers, made once per driver (see the module doc)
     Exec: ClassVar[type[controls.Exec]] = controls.Exec
     Pause: ClassVar[type[controls.Pause]] = controls.CgroupFreezer

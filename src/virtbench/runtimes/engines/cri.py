@@ -3,14 +3,15 @@ sandbox (its pause process, its network from CNI), then the instance's container
 each through containerd's CRI plugin and a shim per pod, by RuntimeClass handler
 (`cri:runc`, `cri:crun`, `cri:runsc`, `cri:youki`).
 
-The run starts a containerd of its own for it (engines/containerd.py: its own root,
-state, socket and handlers, never the host's), imports the artifact rootfs as the
-workload's image and as the pause image (no registry, engines/oci_image.py), and gives
-pods a CNI bridge of the run's (`vb-<run>-cri`). Each instance is one pod named after it
-(`vb-<run>-<n>`, label `org.virtbench.run`), its cgroups under the instance's; its
-launch is RunPodSandbox, CreateContainer and StartContainer, each one crictl call;
-stopping is StopPodSandbox and RemovePodSandbox. The shim (and for runsc the sandbox and
-gofer below it) is counted with the instance.
+The host's containerd serves the pods where it serves the CRI, ready, with the handler,
+as it is configured (engines/host_cri.py); otherwise the run starts a containerd of its
+own (engines/containerd.py: its own root, state, socket and handlers) and gives pods a
+CNI bridge of the run's (`vb-<run>-cri`). Either way it imports the artifact rootfs as
+the workload's image and as the pause image (no registry, engines/oci_image.py). Each
+instance is one pod named after it (`vb-<run>-<n>`, label `org.virtbench.run`), its
+cgroups under the instance's; its launch is RunPodSandbox, CreateContainer and
+StartContainer, each one crictl call; stopping is StopPodSandbox and RemovePodSandbox.
+The shim (and for runsc the sandbox and gofer below it) is counted with the instance.
 """
 
 from __future__ import annotations
@@ -19,9 +20,11 @@ import contextlib
 import json
 import os
 import time
-from typing import Any, Literal
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from virtbench.errors import InstanceError
 from virtbench.host import cgroups, proc
@@ -35,7 +38,7 @@ from virtbench.runtimes.base import (
     which,
 )
 from virtbench.runtimes.daemon import Daemon
-from virtbench.runtimes.engines import containerd
+from virtbench.runtimes.engines import containerd, host_cri
 from virtbench.runtimes.engines.base import LABEL
 from virtbench.runtimes.engines.cri_controls import CriExec, CriMemory, CriObserve
 from virtbench.runtimes.engines.cri_pod import CriState, container_config, monotonic_of, pod_config
@@ -54,7 +57,8 @@ class CriOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    handler: Literal["runc", "crun", "runsc", "youki"] = "runc"
+    # runc, crun, runsc, youki; or any other handler the host's containerd has (kata)
+    handler: str = Field(default="runc", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
 
 
 class CriDaemons(RunDaemons):
@@ -87,7 +91,9 @@ class Cri(Runtime):
             state=self.ctx.scratch / "cri",
             cni=self.ctx.scratch / "cri" / "cni",
         )
-        self.crictl = Crictl(self.where.state / "crictl.yaml")
+        self.host, self.host_unused = _host_for(self.options.handler)
+        on = "host" if self.host is not None else "own"  # a run may hold pods of both
+        self.crictl = Crictl(self.where.state / f"crictl-{on}.yaml")
         self.image = f"localhost/vb-{rid}-rootfs:1"
         self.pause_image = f"localhost/vb-{rid}-pause:1"
         self.bridge = f"vb-{rid}-cri"
@@ -102,27 +108,69 @@ class Cri(Runtime):
     @classmethod
     def available(cls, options: CriOptions | None = None) -> Availability:
         handler = (options or CriOptions()).handler
-        for binary, fix in (("containerd", "apt-get install containerd"), (BINARY, "make cri")):
-            if which(binary) is None:
-                return Availability(False, reason=f"{binary} not on PATH", fix=fix)
-        problem = containerd.handler_problem(handler)
-        if problem is not None:
-            why, fix, host = problem
-            return Availability(False, reason=why, fix=fix, host_settings=host)
-        res = proc.run(["containerd", "--version"], check=False, timeout=10)
-        words = res.stdout.split()
-        version = words[2] if len(words) > 2 else "?"
-        return Availability(True, version=f"containerd {version} (virtbench starts its own)")
+        if which(BINARY) is None:
+            return Availability(False, reason=f"{BINARY} not on PATH", fix="make cri")
+        host, unused = _host_for(handler)
+        if host is not None:
+            return Availability(
+                True, version=f"containerd {host.version} (the host's, as configured)"
+            )
+        own = _own_available(handler)
+        if not unused:
+            return own
+        if own.ok:
+            return replace(own, version=f"{own.version}: the host's is not used, {unused}")
+        return replace(own, reason=f"{own.reason}; the host's containerd: {unused}")
 
     def conditions(self) -> dict[str, Any]:
+        if self.host is not None:
+            whose, engine = "the host's", f"the host's, as configured ({self.host.socket})"
+        else:
+            whose, engine = (
+                "this run's",
+                "this run's own"
+                + (f" (the host's is not used: {self.host_unused})" if self.host_unused else ""),
+            )
         return {
             "rootfs": "overlay (containerd's overlayfs snapshotter, on disk)",
             "security": "engine-default (the CRI's defaults: no seccomp profile unless a pod asks)",
-            "cgroups": self.placement.words("containerd", "this run's"),
+            "cgroups": self.placement.words("containerd", whose),
+            "containerd": engine,
         }
 
+    @classmethod
+    def host_variants(cls) -> tuple[str, ...]:
+        """The handlers of the host's containerd, where it serves the CRI (kata...)."""
+        host = host_cri.find()
+        return tuple(host.handlers) if host is not None and not host.problem else ()
+
+    @classmethod
+    def list_objects(cls) -> list[tuple[str, str]]:
+        """The host's containerd's pods and images (a run's own containerd goes with
+        its directories and label)."""
+        return host_cri.list_objects()
+
+    @classmethod
+    def remove_object(cls, kind: str, name: str) -> None:
+        host_cri.remove_object(kind, name)
+
     # --- the engine ---------------------------------------------------------------------
+    @property
+    def socket(self) -> Path:
+        """The CRI socket of the containerd its pods run in."""
+        return self.host.socket if self.host is not None else self.where.socket
+
     def _setup(self) -> None:
+        self.where.state.mkdir(parents=True, exist_ok=True)
+        if self.host is None:
+            self._own()
+        else:
+            write_config(self.crictl.config, self.host.socket)
+        self._import({self.image: "rootfs", self.pause_image: "pause"})
+
+    def _own(self) -> None:
+        """The run's own containerd, with every handler this host can run, and its
+        pods' network."""
         w = self.where
         for d in (w.root, w.state, w.cni):
             d.mkdir(parents=True, exist_ok=True)
@@ -143,7 +191,6 @@ class Cri(Runtime):
             after_stop=self._remove_root,
         )
         self.ctx.daemons.ensure(daemon)
-        self._import({self.image: "rootfs", self.pause_image: "pause"})
 
     def _network(self) -> None:
         """The pods' bridge, made now with its gateway address so that no other run takes
@@ -178,7 +225,7 @@ class Cri(Runtime):
         if self.ctx.rootfs is None:
             raise InstanceError(f"{self.label}: no artifact rootfs to import")
         layer = tar_of(self.ctx.rootfs)
-        ctr = [which("ctr") or "ctr", "-a", str(self.where.socket), "-n", containerd.NAMESPACE]
+        ctr = [which("ctr") or "ctr", "-a", str(self.socket), "-n", containerd.NAMESPACE]
         for name, role in missing.items():
             self.ctx.state.record("image", name, runtime=self.label)
             labels = {LABEL: self.ctx.run_id, "org.virtbench.role": role}
@@ -203,8 +250,14 @@ class Cri(Runtime):
         return None
 
     def _close(self) -> None:
-        # the daemon goes with the run's others (ctx.daemons); its pods are gone by now
-        proc.run(["ip", "link", "delete", self.bridge], check=False, timeout=30)
+        # the own daemon goes with the run's others (ctx.daemons), its images with its
+        # root; its pods are gone by now. The host's keeps nothing of the run's.
+        if self.host is None:
+            proc.run(["ip", "link", "delete", self.bridge], check=False, timeout=30)
+            return
+        for image in (self.image, self.pause_image):  # a variant closed before took them
+            with contextlib.suppress(InstanceError):
+                self.crictl.call("rmi", image)
 
     # --- lifecycle ------------------------------------------------------------------------
     def _prepare(self, inst: Instance[CriState]) -> None:
@@ -294,3 +347,29 @@ class Cri(Runtime):
                 self.crictl.call("rmp", pod)
         finally:  # the shim goes with its pod; never leave one behind
             self.observe.reap_later(shims)
+
+
+def _host_for(handler: str) -> tuple[host_cri.HostCri | None, str]:
+    """(the host's containerd, where it serves `handler`'s pods; why it does not, where
+    there is one that does not: "" where there is none)."""
+    host = host_cri.find()
+    if host is None:
+        return None, ""
+    why = host_cri.handler_problem(host, handler)
+    return (host, "") if why is None else (None, why)
+
+
+def _own_available(handler: str) -> Availability:
+    """Whether the containerd a run starts can serve `handler`'s pods here."""
+    if which("containerd") is None:
+        return Availability(
+            False, reason="containerd not on PATH", fix="apt-get install containerd"
+        )
+    problem = containerd.handler_problem(handler)
+    if problem is not None:
+        why, fix, host = problem
+        return Availability(False, reason=why, fix=fix, host_settings=host)
+    res = proc.run(["containerd", "--version"], check=False, timeout=10)
+    words = res.stdout.split()
+    version = words[2] if len(words) > 2 else "?"
+    return Availability(True, version=f"containerd {version} (virtbench starts its own)")
