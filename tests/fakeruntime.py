@@ -87,6 +87,13 @@ class FakeMemory(runtimes.observe.Memory):
         i = self.rt.world.running.get(inst.name)
         return None if i is None else i.overhead
 
+    def cpu_counters(self, inst: Instance, pids: list[int]) -> dict[str, int] | None:
+        """Its CPU time: exactly `idle_mcpu` since it started."""
+        i = self.rt.world.running.get(inst.name)
+        if i is None:
+            return None
+        return {"cgroup": round((time.monotonic_ns() - i.t0_ns) * i.idle_mcpu / 1000)}
+
     def overhead_cpu(self, inst: Instance) -> dict[str, int] | None:
         """Its overhead's CPU time: exactly `overhead_mcpu` since it started."""
         i = self.rt.world.running.get(inst.name)

@@ -62,6 +62,7 @@ class RuntimeTruth:
     overhead_mib: float | None = None  # a pod's sandbox (`cri`): its cost beyond its
     # container, drawn per instance like its PSS; None: no such split
     overhead_mcpu: float | None = None  # ... and the CPU it runs while idle (millicores)
+    idle_mcpu: float = 0.0  # the CPU a whole instance (its overhead included) runs idle
     needs_mib: float = 0.0  # an instance given less memory than this fails to start
     unreadable: tuple[int, ...] = ()  # the memory of these detached starts (numbered
     # from 1, host-wide) cannot be read: their processes are gone
@@ -117,6 +118,7 @@ class FakeInstance:
     pid: int
     overhead: int | None = None
     overhead_mcpu: float | None = None  # what its overhead runs while idle, in millicores
+    idle_mcpu: float = 0.0  # what it runs while idle, its overhead included
     t0_ns: int = field(default_factory=time.monotonic_ns)  # when it started
 
 
@@ -231,6 +233,7 @@ class World:
             if rt.overhead_mib is None
             else int(lognormal(self.rng, rt.overhead_mib, rt.pss_cv) * MIB),
             overhead_mcpu=rt.overhead_mcpu,
+            idle_mcpu=rt.idle_mcpu,
             pid=FAKE_PID + self.started,
         )
         self.running[name] = inst

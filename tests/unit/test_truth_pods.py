@@ -22,8 +22,8 @@ def test_density_recovers_a_pods_overhead_beyond_its_container(tmp_path):
     all are up."""
     truth = Truth(
         {
-            "fa": RuntimeTruth(pss_mib=3.0, overhead_mib=4.5, overhead_mcpu=0.8),
-            "fb": RuntimeTruth(pss_mib=3.0, overhead_mib=12.0, overhead_mcpu=40.0),
+            "fa": RuntimeTruth(pss_mib=3.0, overhead_mib=4.5, overhead_mcpu=0.8, idle_mcpu=1.5),
+            "fb": RuntimeTruth(pss_mib=3.0, overhead_mib=12.0, overhead_mcpu=40.0, idle_mcpu=90),
         },
         seed=5,
     )
@@ -41,8 +41,11 @@ def test_density_recovers_a_pods_overhead_beyond_its_container(tmp_path):
         pods = [x for x in samples if x.metric == "density.pod_idle_cpu" and x.runtime == rt]
         assert [x.background for x in pods] == list(range(20))  # each pod, once all are up
         for x in pods:  # the window read on the host's clock, the counters on the fake's
-            assert x.params["pods_running"] == 20 and x.params["window_s"] >= 0.2
+            assert x.params["instances_running"] == 20 and x.params["window_s"] >= 0.2
             assert x.value == pytest.approx(t.overhead_mcpu, rel=0.02), x
+        whole = [x for x in samples if x.metric == "density.idle_cpu" and x.runtime == rt]
+        assert [x.background for x in whole] == list(range(20))  # every instance's, too
+        assert all(x.value == pytest.approx(t.idle_mcpu, rel=0.02) for x in whole), whole
 
 
 DENSITY = {
@@ -50,7 +53,7 @@ DENSITY = {
     "instances": 20,
     "instances_per_benchmark": 10,
     "runs": 1,
-    "pod_idle_cpu_s": 0.2,
+    "idle_cpu_s": 0.2,
 }
 
 

@@ -8,7 +8,7 @@ one after another. After each start, record:
   density.pss_without_guest_ram   VMs: the same less the PSS of the guest's RAM mapping
   density.cgroup_memory   memory charged to its cgroup (MiB)
   density.pod_overhead    a pod's (`cri`): its cost beyond its container (MiB)
-  density.pod_idle_cpu    pods: each one's overhead's idle CPU (density_pods.py)
+  density.idle_cpu, density.pod_idle_cpu   with idle_cpu_s: CPU while idle (density_idle.py)
   density.cgroup_anon, density.cgroup_file, density.cgroup_kernel
                           that memory by part, from the cgroup's memory.stat (MiB)
   density.mem_available   host MemAvailable (MiB)
@@ -46,8 +46,8 @@ from pydantic import Field
 
 from virtbench import workloads
 from virtbench.errors import InstanceError
+from virtbench.experiments.density_idle import IDLE_METRICS, idle_cpu
 from virtbench.experiments.density_liveness import alive
-from virtbench.experiments.density_pods import idle_cpu
 from virtbench.experiments.estimate import Costs, Estimate
 from virtbench.experiments.failures import Failures
 from virtbench.experiments.kind import ExperimentType
@@ -93,10 +93,7 @@ METRICS: tuple[Metric, ...] = (
           "sandbox; runsc's sentry and gofer), plus the PSS of its processes outside its "
           "cgroup (the shim): what a RuntimeClass's overhead.podFixed must cover",
           resolution=CHARGE_BATCH_MIB, label="pod overhead"),
-    pile_metric("density.pod_idle_cpu", "millicores", "lower", "a pod's overhead's CPU (`cri`) "
-          "while every instance of the pile-up idles: its cgroup's CPU time beyond its "
-          "container's and its shim's threads', over pod_idle_cpu_s, per pod",
-          resolution=1e-3, label="pod overhead's idle CPU"),
+    *IDLE_METRICS,
     pile_metric("density.cgroup_memory", "MiB", "lower", "memory charged to the new instance's "
           "cgroup (memory.current, v1 usage_in_bytes: page cache included); the kernel "
           "charges a cgroup 64 pages at a time and keeps the rest per CPU, so the figure "
@@ -181,8 +178,8 @@ class DensityExperiment(CommonExperiment):
     # kernel frees what an earlier teardown left in bursts, up to ~10 s later here
     memory_settle_s: float = Field(default=15.0, ge=0, le=600)
     liveness_probes: int = Field(default=0, ge=0, le=100_000)  # after the pile-up
-    # pods: their overhead's idle CPU is read over it once all are up (density_pods.py)
-    pod_idle_cpu_s: float = Field(default=60.0, ge=0, le=3600)
+    # once all are up, each one's idle CPU is read over it (0: not; density_idle.py)
+    idle_cpu_s: float = Field(default=0.0, ge=0, le=3600)
 
     def instance_workloads(self) -> list[str]:
         return [self.workload]

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from virtbench.errors import InstanceError
 from virtbench.host import cgroup_stats, cgroups, proc
-from virtbench.measure import memory
+from virtbench.measure import memory, procstat
 
 if TYPE_CHECKING:
     from virtbench.runtimes.model import Instance
@@ -152,6 +152,19 @@ class Memory:
         `cri`), in bytes; None where a runtime has no such split."""
         del inst
         return None
+
+    def cpu_counters(self, inst: Instance, pids: list[int]) -> dict[str, int] | None:
+        """The CPU time the instance has run so far, in ns, as named counters that only
+        grow while each exists: its cgroup's, and each thread of its processes `pids`
+        (found once, by the caller) outside that cgroup. None where its cgroup's CPU time
+        cannot be read."""
+        layout = self.rt.ctx.layout
+        total = cgroup_stats.cpu_ns(layout, inst.name)
+        if total is None:
+            return None
+        inside = set(cgroups.procs(layout, inst.name))
+        threads = procstat.thread_cpu_ns([p for p in pids if p not in inside])
+        return {"cgroup": total, **{f"thread {t}": ns for t, ns in threads.items()}}
 
     def overhead_cpu(self, inst: Instance) -> dict[str, int] | None:
         """The CPU time that overhead (`overhead_bytes`) has run so far, in ns, as named
