@@ -86,6 +86,29 @@ GlobalTestOpt = Annotated[
     str,
     typer.Option("--global-test", help="Across runtimes: kruskal (+ Dunn) or anova (+ Tukey HSD)."),
 ]
+HostPriceOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--host-price",
+        metavar="USD",
+        help="What a host costs per hour: the report adds instances per host and cost per "
+        "instance-hour, from the run's memory and idle CPU per instance.",
+    ),
+]
+HostMemoryOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--host-memory",
+        metavar="GIB",
+        help="With --host-price: its memory (default: the run's host's).",
+    ),
+]
+HostCpusOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--host-cpus", metavar="N", help="With --host-price: its CPUs (default: the run's host's)."
+    ),
+]
 
 
 @app.command()
@@ -102,6 +125,9 @@ def report(
     plots: PlotsOpt = None,
     desmet_weights: DesmetWeightsOpt = None,
     global_test: GlobalTestOpt = "kruskal",
+    host_price: HostPriceOpt = None,
+    host_memory: HostMemoryOpt = None,
+    host_cpus: HostCpusOpt = None,
     results: ResultsOpt = DEFAULT_RESULTS,
     store_url: StoreOpt = None,
 ) -> None:
@@ -116,6 +142,7 @@ def report(
     if cv_warn <= 0:
         raise VirtbenchError(f"--cv-warn: {cv_warn:g} must be a percentage > 0, e.g. 10")
     bands = _all_bands(bands_higher, bands_lower, bands_boot)
+    host = _host(host_price, host_memory, host_cpus)
     store = read_results(results, store_url)
     run_ids = resolve(store, run_ids)  # "latest", a fleet -> run ids; unknown: error
     _check_baselines(store, run_ids, baseline, boot_baseline)
@@ -130,6 +157,7 @@ def report(
         global_test=global_test,
         boot_baseline=boot_baseline,
         weights=_weights(desmet_weights),
+        **host,
     )
     text = html.render(store, run_ids, opts)
     try:
@@ -141,6 +169,24 @@ def report(
         f"report of {', '.join(run_ids)} written to {output} ({size}); "
         f"its plots as PNG and SVG in {plots}"
     )
+
+
+def _host(price: float | None, memory: float | None, cpus: float | None) -> dict[str, float]:
+    """The host the cost is worked out for, as html.Options takes it; each a number > 0,
+    and its size only with a price."""
+    given = {"--host-price": price, "--host-memory": memory, "--host-cpus": cpus}
+    for flag, value in given.items():
+        if value is not None and not value > 0:
+            raise VirtbenchError(f"{flag}: {value:g} must be more than 0")
+    if price is None and (memory is not None or cpus is not None):
+        raise VirtbenchError(
+            "--host-memory and --host-cpus size the host --host-price prices: give it"
+        )
+    if price is None:
+        return {}
+    out = {"host_price": price}
+    out |= {"host_memory_gib": memory} if memory else {}
+    return out | ({"host_cpus": cpus} if cpus else {})
 
 
 def _all_bands(

@@ -25,12 +25,13 @@ import numpy as np
 from virtbench import __version__
 from virtbench.analysis.stats import DESMET_BANDS
 from virtbench.report import compare as cmp
-from virtbench.report import conditions, facts, sections, standing, twocpu, views
+from virtbench.report import conditions, cost, facts, sections, standing, twocpu, views
 from virtbench.report import hosts as hostsmod
 from virtbench.report.answers import answers
 from virtbench.report.cells import bounded_note, fmt, quantity
 from virtbench.report.desmet import desmet
 from virtbench.report.findings import (
+    HtmlTable,
     differences,
     failures,
     from_rich,
@@ -65,6 +66,11 @@ class Options:
     links: list[tuple[str, str]] = field(default_factory=list)
     # a run's answers worked out already (by run id; the site's), not worked out again
     answers: dict[str, list[standing.Answer]] = field(default_factory=dict)
+    # what an instance costs: the price per hour, and the memory (GiB) and CPUs of the host
+    # it is worked out for (None: each run's own)
+    host_price: float | None = None
+    host_memory_gib: float | None = None
+    host_cpus: float | None = None
 
 
 def _when(t: float | None) -> str:
@@ -282,7 +288,22 @@ def run_section(store: Store, run: RunRecord, opts: Options) -> dict[str, Any]:
             else "Kruskal-Wallis with Dunn's pairs (Holm)"
         ),
         "bands": {k: [f"{fmt(b)}%" for b in v] for k, v in opts.bands.items()},
+        "cost": _cost(run, f, opts),
     }
+
+
+def _cost(run: RunRecord, f: Frame, opts: Options) -> HtmlTable | None:
+    """What an instance costs on the host the options state (the run's own size where
+    they do not), where a price is given and the run piled instances up."""
+    if opts.host_price is None:
+        return None
+    env = run.environment
+    memory = (
+        opts.host_memory_gib * 1024 if opts.host_memory_gib else env.get("memory_bytes", 0) / 2**20
+    )
+    cpus = opts.host_cpus or float(env.get("cpu_count") or 0)
+    t = cost.table(f, cost.Host(opts.host_price, memory, cpus), f"run {run.id}")
+    return from_rich(t) if t is not None else None
 
 
 def render(store: Store, run_ids: list[str], opts: Options) -> str:
