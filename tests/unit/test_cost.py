@@ -61,3 +61,21 @@ def test_an_open_end_is_said_and_a_figure_is_never_divided_by_nothing():
     assert cost._price(500.0, *n) == "0.061 (at most 0.366)"
     none = cost.Figure(0.0, math.nan, math.nan, resolution=1 / 1024)
     assert cost._instances(*none.fit(4096.0)) == "no bound"
+
+
+def test_the_host_flags_are_checked_before_anything_is_read(tmp_path):
+    """A host size without a price, or a price that is no price, is one line naming the
+    flag, exit 2, before any store is opened."""
+    from typer.testing import CliRunner
+
+    from virtbench.cli import app
+
+    def said(*args: str) -> str:
+        missing = str(tmp_path / "none")
+        res = CliRunner().invoke(app, ["report", "x", "--results", missing, *args])
+        assert res.exit_code == 2, res.output
+        return " ".join(res.output.split())
+
+    assert "give it" in said("--host-memory", "64")
+    assert "--host-price: -1 must be more than 0" in said("--host-price", "-1")
+    assert "--host-cpus: 0 must be more than 0" in said("--host-price", "1", "--host-cpus", "0")
