@@ -28,6 +28,7 @@ from virtbench import experiments, metrics, runtimes
 from virtbench.errors import InstanceError
 from virtbench.experiments.session import Session
 from virtbench.host.state import RunState
+from virtbench.measure import pagecache
 from virtbench.measure.probe import Heartbeats
 from virtbench.measure.quiet import Quiet
 from virtbench.paths import Paths
@@ -182,6 +183,8 @@ class FakeSnapshot(runtimes.controls.Snapshot):
         with self.rt._lock:
             ready_ms = lognormal(self.rt.world.rng, truth.restore_ready_ms, truth.restore_cv)
         ready_ms += truth.restore_per_mib_ms * dirtied(inst)
+        if truth.cold_ms and pagecache.resident_bytes([image_dir / "state"]) == 0:
+            ready_ms += truth.cold_ms  # its image read from the disk
         self.rt._beat(inst, t0 + round(ready_ms * 1e6), token)
 
     copies = True

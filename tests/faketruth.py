@@ -86,6 +86,7 @@ class RuntimeTruth:
     # MiB the instance dirtied (snapshot's dirty_mib), and its image is that much bigger
     restore_per_mib_ms: float = 0.0  # ... and its first heartbeat after a restore this later
     restore_cv: float = 0.0  # the spread (log-normal) of restore_ready_ms
+    cold_ms: float = 0.0  # a restore whose image is out of the page cache is back this later
     restores_a_stranger: bool = False  # a restored instance beats with another token
     copy_stagger_ms: float = 0.0  # copies restored at once: the k-th beats k-1 times this later
     copies_lost: int = 0  # ... and the first this many restored never beat

@@ -4,6 +4,8 @@ per 100 MiB (the fake runtime), and the image grows by what was written."""
 
 from __future__ import annotations
 
+import statistics
+
 from rich.console import Console
 from tests.fakeruntime import fake_session, run
 from tests.faketruth import RuntimeTruth, Truth
@@ -92,3 +94,39 @@ def _render(table) -> str:
     console = Console(width=200, record=True)
     console.print(table)
     return console.export_text()
+
+
+def test_a_cold_restore_reads_its_image_from_the_disk_and_recovers_its_injected_cost(tmp_path):
+    """`cache = ["warm", "cold"]`: each repetition also takes an instance whose image is
+    dropped from the page cache (fincore says how much was cached before and after);
+    the fake's restore is back 25 ms (fa) or 60 ms (fb) later only when its image is not
+    cached, and the cold twins recover that beside the warm ones, in an answer of their
+    own."""
+    truth = Truth(
+        {
+            "fa": RuntimeTruth(restore_ready_ms=9.0, image_mib=8.0, cold_ms=25.0),
+            "fb": RuntimeTruth(restore_ready_ms=9.0, image_mib=8.0, cold_ms=60.0),
+        },
+        seed=6,
+    )
+    exp = {"type": "snapshot", "runs": 5, "cache": ["warm", "cold"]}
+    with fake_session(tmp_path, truth, ["fa", "fb"], exp) as (s, world):
+        samples = run(s)
+        assert world.running == {}
+    for rt, extra in (("fa", 25.0), ("fb", 60.0)):
+        mine = [x for x in samples if x.runtime == rt]
+        warm = [x for x in mine if x.metric == "snapshot.restore_to_ready"]
+        cold = [x for x in mine if x.metric == "snapshot.cold_restore_to_ready"]
+        assert len(warm) == len(cold) == 5
+        assert all(x.params["cache"] == "warm" and "cached_after" not in x.params for x in warm)
+        for x in cold:  # the image out of the cache after the drop, as fincore read it
+            assert x.params["cache"] == "cold" and x.params["cached_after"] == 0, x.params
+            assert x.params["cached_before"] >= 0
+        # medians: a neighbour that drops the host's caches (a density run) makes a warm
+        # restore cold now and then
+        assert abs(statistics.median(x.value for x in cold) - (9.0 + extra)) < 3.0, cold
+        assert abs(statistics.median(x.value for x in warm) - 9.0) < 3.0, warm
+        assert len([x for x in mine if x.metric == "snapshot.checkpoint"]) == 10
+    found = answers(as_frame(samples))
+    cold_one = [a for a in found if "cold disk" in a.question]
+    assert cold_one and cold_one[0].ranked[0].runtime == "fa", found

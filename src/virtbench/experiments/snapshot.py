@@ -55,6 +55,7 @@ from virtbench.experiments.held import Operation, cannot, each_repetition, recor
 from virtbench.experiments.kind import ExperimentType
 from virtbench.experiments.pause import next_beat, silent, steady_beat
 from virtbench.experiments.session import Session
+from virtbench.experiments.snapshot_cold import COLD, COLD_METRICS, name, out_of_cache
 from virtbench.measure.probe import Beat
 from virtbench.metrics.model import KIB_MIB, MONO, NS_MS, Metric
 from virtbench.runtimes.base import Instance, remove_tree
@@ -89,6 +90,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("snapshot.many_failed", "instances", "lower", "restore_many: copies that did "
            "not beat (each with its reason as a failed many_to_ready)", compared=False,
            side=True, label="copies not back"),
+    *COLD_METRICS,
 )
 # fmt: on
 
@@ -105,6 +107,9 @@ class SnapshotExperiment(CommonExperiment):
     timeout_s: float = Field(default=300.0, gt=0, le=3600)
     restore_many: int = Field(default=0, ge=0, le=1000)
     dirty_mib: list[int] = Field(default=[])  # each level: an instance that wrote that much
+    # each level: an instance restored with its image as left (warm), and one with its
+    # image out of the page cache (cold: snapshot_cold.py)
+    cache: list[Literal["warm", "cold"]] = Field(default=["warm"], min_length=1)
 
     @field_validator("dirty_mib")
     @classmethod
@@ -135,16 +140,23 @@ def at(dirty: int | None) -> str:
 
 ONE = ("snapshot.checkpoint", "snapshot.size", "snapshot.restore", "snapshot.restore_to_ready")
 UNITS = {m.name: m.unit for m in METRICS if m.name in ONE}  # a failed repetition: each
-MANY = {m.name: m.unit for m in METRICS if m.name not in ONE}
+MANY = {m.name: m.unit for m in METRICS if m.name not in ONE and m.name not in COLD.values()}
 
 
-def units(cfg: SnapshotExperiment, dirty: int | None) -> dict[str, str]:
-    """The figures (and their units) of one dirty level."""
-    return {m + at(dirty): u for m, u in ({**UNITS, **MANY} if cfg.restore_many else UNITS).items()}
+def units(cfg: SnapshotExperiment, dirty: int | None, cold: bool = False) -> dict[str, str]:
+    """The figures (and their units) of one dirty level, its cold restore's where `cold`."""
+    figures = {name(m, cold): u for m, u in UNITS.items()}
+    figures |= MANY if cfg.restore_many else {}
+    return {m + at(dirty): u for m, u in figures.items()}
 
 
 def run(s: Session, cfg: SnapshotExperiment) -> None:
-    every = {m: u for d in cfg.levels() for m, u in units(cfg, d).items()}
+    every = {
+        m: u
+        for d in cfg.levels()
+        for mode in cfg.cache
+        for m, u in units(cfg, d, mode == "cold").items()
+    }
     each_repetition(s, cfg, Operation("snapshot", lambda rt: rt.snapshot.problem(), every, levels))
 
 
@@ -154,8 +166,8 @@ def levels(s: Session, runtime: str, cfg: SnapshotExperiment, base: dict) -> Non
     level was tried."""
     memory = guest_memory(s, runtime, cfg)
     first: InstanceError | None = None
-    for dirty in cfg.levels():
-        params = dict(base["params"])
+    for dirty, mode in ((d, m) for d in cfg.levels() for m in cfg.cache):
+        params = dict(base["params"], cache=mode)
         if dirty is not None:
             params.update(dirty_mib=dirty, **({"memory_mib": memory} if memory else {}))
         mine = {**base, "params": params}
@@ -163,7 +175,7 @@ def levels(s: Session, runtime: str, cfg: SnapshotExperiment, base: dict) -> Non
             snapshot_once(s, runtime, cfg, mine, dirty=dirty, memory=memory)
         except InstanceError as exc:
             if not getattr(exc, "recorded", False):  # e.g. it never started
-                for m, u in units(cfg, dirty).items():
+                for m, u in units(cfg, dirty, mode == "cold").items():
                     s.record(Sample(metric=m, value=None, unit=u, error=str(exc), **mine))
             first = first or recorded(exc)
     if first is not None:
@@ -222,20 +234,24 @@ def checkpoint_and_restore(
             t1 = time.monotonic_ns()
         held = silent(s, inst, cfg.gone_s, "its checkpoint returned: not stopped")
         size = disk_usage(image)[0]
+        cold = base["params"].get("cache") == "cold"
+        if cold:  # said with every sample of the repetition
+            base = {**base, "params": {**base["params"], **out_of_cache(image)}}
         with s.timed("snapshot", inst.runtime, base["params"], wait=False):
             t2 = time.monotonic_ns()
             rt.snapshot.restore(inst, image)
             t3 = time.monotonic_ns()
             beat = next_beat(s, inst, held, cfg.timeout_s, "its restore")
     except InstanceError as exc:
+        cold = base["params"].get("cache") == "cold"
         for m, u in UNITS.items():
-            s.record(Sample(metric=m + sfx, value=None, unit=u, error=str(exc), **base))
+            s.record(Sample(metric=name(m, cold) + sfx, value=None, unit=u, error=str(exc), **base))
         raise recorded(exc) from None
     figures = [
         ("snapshot.checkpoint", (t1 - t0) / 1e6, "ms"),
         ("snapshot.size", size / 2**20, "MiB"),
-        ("snapshot.restore", (t3 - t2) / 1e6, "ms"),
-        ("snapshot.restore_to_ready", (beat.t_ns - t2) / 1e6, "ms"),
+        (name("snapshot.restore", cold), (t3 - t2) / 1e6, "ms"),
+        (name("snapshot.restore_to_ready", cold), (beat.t_ns - t2) / 1e6, "ms"),
     ]
     for m, value, unit in figures:
         s.record(Sample(metric=m + sfx, value=value, unit=unit, **base))

@@ -30,6 +30,8 @@ def answers(f: Frame) -> list[Answer]:
     """Back from disk: without dirty levels, each runtime's median; with them, at the
     largest level two runtimes reached, then the slope per PER_MIB MiB dirtied."""
     out = median_question("Fastest back from a checkpoint on disk", RESTORE, SENTENCE)(f)
+    cold = "snapshot.cold_restore_to_ready"
+    out += median_question("Fastest back from a checkpoint on a cold disk", cold, SENTENCE)(f)
     restores = [x for x in dirty_slopes(f) if x.metric == RESTORE]
     for d in sorted({d for x in restores for d in x.medians}, reverse=True):
         metric = f"{RESTORE}@{d}MiB"
