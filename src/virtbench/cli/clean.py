@@ -70,7 +70,7 @@ def clean(
         out.print("nothing to clean" + (" among what could be listed" if problems else ""))
     else:
         for it in items:
-            put = it.kind == "sysctl"  # a host setting, put back as the run found it
+            put = it.kind in ("sysctl", "ksm")  # a host setting, put back as the run found it
             verb = (
                 ("would put back" if put else "would remove")
                 if dry_run

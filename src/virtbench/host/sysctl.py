@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from virtbench.errors import VirtbenchError
@@ -101,9 +102,11 @@ def in_netns(netns: Path, profile: dict[str, str]) -> None:
 class HostProfile:
     """The host's side of a run's profile: `apply` it, `restore` what was there."""
 
-    def __init__(self, profile: dict[str, str], state_dir: Path, root: Path = ROOT) -> None:
+    def __init__(
+        self, profile: dict[str, str], state_dir: Path, root: Path = ROOT, file: str = FILE
+    ) -> None:
         self.profile = profile
-        self.file = state_dir / FILE
+        self.file = state_dir / file
         self.root = root
         self.before: dict[str, str] = {}
 
@@ -137,18 +140,23 @@ class HostProfile:
         """Put every key back; one message per key that could not be."""
         if not self.file.is_file():
             return []
-        errors = restore_file(self.file, self.root)
+        errors = restore_file(self.file, self.root, self.put_back)
         self.file.unlink(missing_ok=True)
         return errors
 
+    @staticmethod
+    def put_back(key: str, before: str, root: Path) -> None:
+        """Write `before` back to `key` (a setting may need more than one write)."""
+        write(key, before, root)
+
 
 def leftovers(
-    state_dir: Path, problems: list[str] | None = None, root: Path = ROOT
+    state_dir: Path, problems: list[str] | None = None, root: Path = ROOT, name: str = FILE
 ) -> list[tuple[str, str, str]]:
     """(key, before, set) a dead run's profile left on the host: the keys whose value is
     still the one it set. A key changed since, or a record that cannot be read, goes to
     `problems` (said by clean, never taken for "nothing left")."""
-    file = state_dir / FILE
+    file = state_dir / name
     if not file.is_file():
         return []
     said = problems if problems is not None else []
@@ -177,24 +185,29 @@ def leftovers(
     return out
 
 
-def restore_one(key: str, before: str, wanted: str, root: Path = ROOT) -> str | None:
+def restore_one(
+    key: str, before: str, wanted: str, root: Path = ROOT, put_back: PutBack | None = None
+) -> str | None:
     """Put `key` back to `before` if it still holds what the run set; why not, or None."""
     now = read(key, root)
     if now != wanted:
         return f"sysctl {key} is {now!r}, not the run's {wanted!r}: left as it is"
     try:
-        write(key, before, root)
+        (put_back or HostProfile.put_back)(key, before, root)
     except VirtbenchError as exc:
         return str(exc)
     return None
 
 
-def restore_file(file: Path, root: Path = ROOT) -> list[str]:
+PutBack = Callable[[str, str, Path], None]
+
+
+def restore_file(file: Path, root: Path = ROOT, put_back: PutBack | None = None) -> list[str]:
     saved = json.loads(file.read_text())
     errors = []
     for key, (before, wanted) in saved.items():
         try:
-            why = restore_one(key, before, wanted, root)
+            why = restore_one(key, before, wanted, root, put_back)
         except VirtbenchError as exc:
             why = str(exc)
         if why:

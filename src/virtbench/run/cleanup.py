@@ -26,7 +26,7 @@ from pathlib import Path
 
 from virtbench import naming, runtimes
 from virtbench.errors import ListingError, VirtbenchError
-from virtbench.host import cgroups, delegation, proc, state, sysctl, systemd
+from virtbench.host import cgroups, delegation, ksm, proc, state, sysctl, systemd
 from virtbench.loadgen import remote
 from virtbench.paths import Paths
 from virtbench.runtimes import daemon
@@ -230,6 +230,9 @@ def _run_dir(d: Path, problems: list[str] | None) -> list[Leftover]:
     for key, before, wanted in sysctl.leftovers(d, problems):  # its profile
         back = f"back to {before!r}; the run set {wanted!r}"
         found.append(Leftover("sysctl", key, d.name, back, (before, wanted)))
+    for key, before, wanted in sysctl.leftovers(d, problems, ksm.ROOT, ksm.FILE):  # KSM on
+        back = f"back to {before!r}; the run set {wanted!r}"
+        found.append(Leftover("ksm", key, d.name, back, (before, wanted)))
     found.append(Leftover("state", str(d), d.name))
     return found
 
@@ -319,15 +322,16 @@ def _remove(items: list[Leftover], layout: cgroups.Layout) -> list[str]:
             errors.append(why)
     for it in by_kind.get("daemon", []):
         daemon.stop_recorded(int(it.name), int(it.detail.rsplit(" ", 1)[1]))
-    for it in by_kind.get("sysctl", []):  # back to what the run found, unless changed since
-        assert it.values is not None
-        before, wanted = it.values
-        try:
-            why = sysctl.restore_one(it.name, before, wanted)
-        except VirtbenchError as exc:
-            why = str(exc)
-        if why:
-            errors.append(why)
+    for kind, root, back in (("sysctl", sysctl.ROOT, None), ("ksm", ksm.ROOT, ksm.put_back)):
+        for it in by_kind.get(kind, []):  # back to what the run found, unless changed since
+            assert it.values is not None
+            before, wanted = it.values
+            try:
+                why = sysctl.restore_one(it.name, before, wanted, root, back)
+            except VirtbenchError as exc:
+                why = str(exc)
+            if why:
+                errors.append(why)
     for kind in ("data", "state"):
         for it in by_kind.get(kind, []):
             shutil.rmtree(it.name, ignore_errors=True)
