@@ -25,6 +25,7 @@ import numpy as np
 from virtbench import naming
 from virtbench.artifacts import Artifact
 from virtbench.host import cgroups
+from virtbench.host.ksm import Counters
 from virtbench.measure.machine import Host
 from virtbench.measure.topology import PLACEMENTS, Topology
 from virtbench.paths import Paths
@@ -87,6 +88,7 @@ class RuntimeTruth:
     restore_per_mib_ms: float = 0.0  # ... and its first heartbeat after a restore this later
     restore_cv: float = 0.0  # the spread (log-normal) of restore_ready_ms
     cold_ms: float = 0.0  # a restore whose image is out of the page cache is back this later
+    ksm_mib: float = 0.0  # of each instance's memory, what KSM merges once it is on
     restores_a_stranger: bool = False  # a restored instance beats with another token
     copy_stagger_ms: float = 0.0  # copies restored at once: the k-th beats k-1 times this later
     copies_lost: int = 0  # ... and the first this many restored never beat
@@ -161,6 +163,14 @@ class World:
         # interruption, a runtime that fails)
         self.fault: Callable[[int], None] | None = None
         self.drivers: Any = None  # the drivers its fake runtime is under (fakeruntime.install)
+        self.ksm_on = False  # KSM switched on (FakeKsm)
+        self.ksm_reads = 0  # its counters read so far: a full scan each
+
+    def merged(self) -> int:
+        """Bytes KSM merged: every running instance's `ksm_mib`, while it is on."""
+        if not self.ksm_on:
+            return 0
+        return int(sum(self.of(i.label).ksm_mib for i in self.running.values()) * MIB)
 
     def of(self, label: str) -> RuntimeTruth:
         return self.truth.runtimes[label]
@@ -254,11 +264,26 @@ class World:
         return int(self.truth.slab_mib * MIB + used + noise)
 
     def mem_available(self) -> int:
-        """MemAvailable: the base less every running instance's PSS and kernel side,
-        plus the reading's noise."""
-        used = sum((i.pss or 0) + i.kernel for i in self.running.values())
+        """MemAvailable: the base less every running instance's PSS and kernel side (less
+        what KSM merged, while it is on), plus the reading's noise."""
+        used = sum((i.pss or 0) + i.kernel for i in self.running.values()) - self.merged()
         noise = self.rng.normal(0.0, self.truth.mem_noise_mib) * MIB
         return int(self.truth.mem_available_mib * MIB - used + noise)
+
+
+class FakeKsm:
+    """KSM as the fake host has it: on while applied, off again once restored."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+
+    def apply(self) -> dict:
+        self.world.ksm_on = True
+        return {}
+
+    def restore(self) -> list[str]:
+        self.world.ksm_on = False
+        return []
 
 
 class FakeHost(Host):
@@ -289,6 +314,19 @@ class FakeHost(Host):
 
     def pcp_free(self) -> int:
         return 0  # the fake's free memory is all in MemAvailable
+
+    def sharing_problem(self) -> str | None:
+        return None
+
+    def sharing(self, state_dir: Path) -> FakeKsm:
+        del state_dir  # nothing of the real host's is changed
+        return FakeKsm(self.world)
+
+    def shared(self) -> Counters:
+        """What the fake's KSM shares: all it merges from its first read on (a full scan a
+        read)."""
+        self.world.ksm_reads += 1
+        return Counters(self.world.merged() // 4096, self.world.ksm_reads)
 
     def drop_caches(self) -> bool:
         return True

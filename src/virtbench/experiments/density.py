@@ -48,6 +48,7 @@ from virtbench import workloads
 from virtbench.errors import InstanceError
 from virtbench.experiments.density_idle import IDLE_METRICS, idle_cpu
 from virtbench.experiments.density_liveness import alive
+from virtbench.experiments.density_sharing import SHARING_METRICS, shared
 from virtbench.experiments.estimate import Costs, Estimate
 from virtbench.experiments.failures import Failures
 from virtbench.experiments.kind import ExperimentType
@@ -94,6 +95,7 @@ METRICS: tuple[Metric, ...] = (
           "cgroup (the shim): what a RuntimeClass's overhead.podFixed must cover",
           resolution=CHARGE_BATCH_MIB, label="pod overhead"),
     *IDLE_METRICS,
+    *SHARING_METRICS,
     pile_metric("density.cgroup_memory", "MiB", "lower", "memory charged to the new instance's "
           "cgroup (memory.current, v1 usage_in_bytes: page cache included); the kernel "
           "charges a cgroup 64 pages at a time and keeps the rest per CPU, so the figure "
@@ -178,8 +180,9 @@ class DensityExperiment(CommonExperiment):
     # kernel frees what an earlier teardown left in bursts, up to ~10 s later here
     memory_settle_s: float = Field(default=15.0, ge=0, le=600)
     liveness_probes: int = Field(default=0, ge=0, le=100_000)  # after the pile-up
-    # once all are up, each one's idle CPU is read over it (0: not; density_idle.py)
-    idle_cpu_s: float = Field(default=0.0, ge=0, le=3600)
+    idle_cpu_s: float = Field(default=0.0, ge=0, le=3600)  # density_idle.py
+    sharing: list[Literal["off", "ksm"]] = Field(default=["off"], min_length=1)  # ..._sharing.py
+    ksm_settle_timeout_s: float = Field(default=300.0, gt=0, le=3600)
 
     def instance_workloads(self) -> list[str]:
         return [self.workload]
@@ -349,6 +352,7 @@ class Pile:
                 idle_cpu(self)
             if self.cfg.liveness_probes and self.started:
                 alive(self)
+            shared(self)
         finally:
             t0 = time.monotonic()
             for inst in self.started:

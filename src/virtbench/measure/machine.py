@@ -9,9 +9,10 @@ instances) without touching the experiments.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from virtbench.host import facts
+from virtbench.host import facts, ksm
 from virtbench.measure import memory, quiet, sampler
 from virtbench.measure.topology import Topology
 
@@ -48,6 +49,18 @@ class Host:
         next pile-up. Caches are dropped first unless not `drop`. (seconds waited,
         whether it settled before the timeout)."""
         return memory.settle(window_s, timeout_s, drop)
+
+    def sharing_problem(self) -> str | None:
+        """Why this host cannot share pages between instances (KSM), or None."""
+        return ksm.available()
+
+    def sharing(self, state_dir: Path) -> ksm.Ksm:
+        """KSM for a run whose state directory is `state_dir`: `apply` it, `restore` it."""
+        return ksm.Ksm(state_dir)
+
+    def shared(self) -> ksm.Counters:
+        """What KSM shares now: its pages sharing another's frame, its full scans."""
+        return ksm.counters()
 
     def availability(self, window_s: float) -> dict[str, float]:
         """CPU idle % over the next `window_s` seconds (sleeps that long), then
