@@ -67,10 +67,20 @@ def test_sharing_settles_when_two_full_scans_add_nothing():
     )  # grows until scan 3, then two scans add nothing
     said, counters, settled = ksm.settle(lambda: ksm.Counters(*next(seq)), 10, poll=0.001)
     assert settled and counters == ksm.Counters(310, 5) and said < 1
-    stuck = ksm.settle(lambda: ksm.Counters(5, 0), 0.01, poll=0.001)
+    stuck = ksm.settle(lambda: ksm.Counters(5, 0, tracked=9), 0.01, poll=0.001)
     assert not stuck[2]
     assert ksm.Counters(256, 0).saved_mib == 1.0
 
 
 def test_a_kernel_without_ksm_says_so(tmp_path):
     assert "has no KSM" in (ksm.available(tmp_path / "none") or "")
+
+
+def test_with_nothing_mergeable_no_scan_completes_and_that_is_settled(monkeypatch, sysfs):
+    """KSM with no process that may merge tracks no page and never counts a full scan:
+    settled once that has held NOTHING_S, not after the whole timeout."""
+    monkeypatch.setattr(ksm, "NOTHING_S", 0.05)
+    for name in ("pages_shared", "pages_unshared", "pages_volatile"):
+        (sysfs / name).write_text("0\n")
+    waited, counters, settled = ksm.settle(lambda: ksm.counters(sysfs), 60, poll=0.01)
+    assert settled and waited < 5 and counters == ksm.Counters(0, 0, 0)

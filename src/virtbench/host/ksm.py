@@ -55,10 +55,13 @@ class Ksm(sysctl.HostProfile):
 
 @dataclass(frozen=True)
 class Counters:
-    """KSM's counters: pages that share another's frame, and full scans done."""
+    """KSM's counters: pages that share another's frame, full scans done, and the pages
+    it tracks at all (shared, unshared, volatile: 0 while no process has memory it may
+    merge, and then no scan ever completes)."""
 
     pages_sharing: int
     full_scans: int
+    tracked: int = 0
 
     @property
     def saved_mib(self) -> float:
@@ -67,18 +70,24 @@ class Counters:
 
 def counters(root: Path = ROOT) -> Counters:
     try:
-        return Counters(
-            int((root / "pages_sharing").read_text()), int((root / "full_scans").read_text())
-        )
+        read = {f: int((root / f).read_text()) for f in COUNTERS}
     except (OSError, ValueError) as exc:
         raise VirtbenchError(f"KSM's counters in {root} cannot be read ({exc})") from None
+    tracked = read["pages_shared"] + read["pages_unshared"] + read["pages_volatile"]
+    return Counters(read["pages_sharing"], read["full_scans"], tracked)
+
+
+COUNTERS = ("pages_sharing", "full_scans", "pages_shared", "pages_unshared", "pages_volatile")
+NOTHING_S = 5.0  # tracking nothing this long after it is on: nothing to merge
 
 
 def settle(
     read: Callable[[], Counters], timeout: float, poll: float = 0.5
 ) -> tuple[float, Counters, bool]:
     """Wait until a whole scan adds nothing to what is shared (two full scans after the
-    last growth), or `timeout`; (seconds waited, counters then, whether it settled)."""
+    last growth), or KSM tracks no page `NOTHING_S` after it began (no process has
+    memory it may merge: no scan ever completes), or `timeout`; (seconds waited, counters
+    then, whether it settled)."""
     t0 = time.monotonic()
     last = read()
     grew_at_scan = last.full_scans
@@ -88,6 +97,8 @@ def settle(
         if now.pages_sharing > last.pages_sharing:
             grew_at_scan = now.full_scans
         elif now.full_scans >= grew_at_scan + 2:
+            return time.monotonic() - t0, now, True
+        if not now.tracked and not now.pages_sharing and time.monotonic() - t0 >= NOTHING_S:
             return time.monotonic() - t0, now, True
         last = now
     return time.monotonic() - t0, last, False
