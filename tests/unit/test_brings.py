@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 from tests.catalogs import listing
+from tests.fakehost import FakeHarness
 from tests.fakeruntime import install, tmp_paths
-from tests.faketruth import FakeHarness, RuntimeTruth, Truth
+from tests.faketruth import RuntimeTruth, Truth
 from tests.unit.test_docs import ROOT, anchors
 from typer.testing import CliRunner
 

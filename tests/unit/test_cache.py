@@ -8,8 +8,9 @@ import time
 from pathlib import Path
 
 import pytest
+from tests.fakehost import FakeHarness
 from tests.fakeruntime import install, tmp_paths
-from tests.faketruth import FakeHarness, RuntimeTruth, Truth
+from tests.faketruth import RuntimeTruth, Truth
 
 from virtbench.artifacts import cache
 from virtbench.errors import VirtbenchError

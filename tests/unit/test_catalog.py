@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 from tests.catalogs import STUDIES
+from tests.fakehost import FakeHarness
 from tests.fakeruntime import install, tmp_paths
-from tests.faketruth import FakeHarness, RuntimeTruth, Truth
+from tests.faketruth import RuntimeTruth, Truth
 from typer.testing import CliRunner
 
 from virtbench import runtimes

@@ -5,8 +5,9 @@ and cleans apart."""
 from __future__ import annotations
 
 import pytest
+from tests.fakehost import FakeHarness
 from tests.fakeruntime import install, tmp_paths
-from tests.faketruth import FakeHarness, RuntimeTruth, Truth
+from tests.faketruth import RuntimeTruth, Truth
 
 from virtbench.errors import InstanceError, VirtbenchError
 from virtbench.host import state

@@ -19,8 +19,9 @@ from collections import defaultdict
 
 import numpy as np
 import pytest
+from tests.fakehost import FakeHarness
 from tests.fakeruntime import fake_session, install, run, tmp_paths, values
-from tests.faketruth import FakeHarness, RuntimeTruth, Truth
+from tests.faketruth import RuntimeTruth, Truth
 from tests.recovered import covered, median_case
 
 from virtbench.analysis.order import order_effects

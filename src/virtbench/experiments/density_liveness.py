@@ -15,7 +15,7 @@ from virtbench.runtimes.model import Family
 
 
 def alive(pile: Any) -> None:
-    """Ask `liveness_probes` random instances of the pile-up (density.Pile) to run a
+    """Ask `liveness_probes` random instances of the pile-up (density_pile.Pile) to run a
     command; record each answer (or why not) and how many answered."""
     rt, n = pile.rt, len(pile.started)
     why = rt.exec.problem()

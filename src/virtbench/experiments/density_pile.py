@@ -1,0 +1,203 @@
+"""`density`'s pile-up (experiments/density.py says what it records): one runtime's
+instances started one after another, each one's memory and the host's at each step,
+until the target or the memory guard; then its add-ons (idle CPU, liveness probes,
+sharing) and every instance stopped."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from virtbench import workloads
+from virtbench.errors import InstanceError
+from virtbench.experiments.density_idle import idle_cpu
+from virtbench.experiments.density_liveness import alive
+from virtbench.experiments.density_sharing import shared
+from virtbench.experiments.session import Session
+from virtbench.measure import memory
+from virtbench.runtimes.base import Instance
+from virtbench.store import Sample
+
+# cgroup_stats.memory_parts' parts, and their figures
+CGROUP_PARTS = {
+    "anon": "density.cgroup_anon",
+    "file": "density.cgroup_file",
+    "kernel": "density.cgroup_kernel",
+}
+
+MIB = 1024 * 1024
+# /proc/meminfo's kernel-side memory that grows with instances (namespaces, cgroups,
+# page tables, task stacks, per-CPU counters); caches are dropped before each reading
+KERNEL_FIELDS = ("Slab", "PageTables", "KernelStack", "Percpu")
+
+
+def guard_limit(cfg: Any, mem_total: int) -> int:
+    """MemAvailable below which no more instances are started (bytes)."""
+    return max(int(cfg.guard_available_pct / 100 * mem_total), cfg.guard_available_mib * MIB)
+
+
+class Pile:
+    """One run of one runtime: sleepers started one after another, each one's memory and
+    the host's at each step, until the target or the guard; then all stopped."""
+
+    def __init__(self, s: Session, cfg: Any, runtime: str, rep: int) -> None:
+        self.s, self.cfg, self.runtime, self.rep = s, cfg, runtime, rep
+        self.rt, self.host = s.runtimes[runtime], s.host
+        self.argv = workloads.get(cfg.workload).argv
+        self.params = {**s.params(runtime), "instances_target": cfg.instances}
+        self.started: list[Instance] = []
+        self.none_used: float | None = None  # host memory in use before the first instance
+        self.limit = guard_limit(cfg, self.host.meminfo()["MemTotal"])
+
+    def sample(self, metric: str, value: float | None, unit: str, background: int, **kw) -> None:
+        self.s.record(
+            Sample(
+                experiment="density",
+                metric=metric,
+                value=value,
+                unit=unit,
+                direction=kw.pop("direction", "lower"),
+                runtime=self.runtime,
+                workload=self.cfg.workload,
+                repetition=self.rep,
+                background=background,
+                params=kw.pop("params", self.params),
+                **kw,
+            )
+        )
+
+    def step(self) -> None:
+        """The host's memory with the started instances up, caches dropped (at the
+        target, pods' idle CPU first: dropping the caches sets them faulting pages in)."""
+        if len(self.started) == self.cfg.instances:
+            idle_cpu(self)
+        host, running = self.host, self.started
+        n = len(running)
+        at = {**self.params, "caches_dropped": host.drop_caches()}
+        info = host.meminfo()
+        used = memory.in_use(info, host.pcp_free()) / MIB
+        kernel = sum(info.get(k, 0) for k in KERNEL_FIELDS) / MIB
+        each = [self.rt.memory.pss_bytes(i) for i in running]
+        unread = sum(p is None for p in each)
+        pss = sum(p or 0 for p in each) + (self.rt.daemons.pss_bytes() or 0)
+        self.sample("density.host_used", used, "MiB", n, params=at)
+        self.sample("density.kernel_used", kernel, "MiB", n, params=at)
+        if unread:  # a sum missing instances would understate the step
+            self.sample(
+                "density.user_pss",
+                None,
+                "MiB",
+                n,
+                params=at,
+                error=f"the memory of {unread} of {n} running instances could not "
+                "be read (no host process of theirs left)",
+            )
+        else:
+            self.sample("density.user_pss", pss / MIB, "MiB", n, params=at)
+        if self.none_used is None:
+            self.none_used = used
+        else:
+            self.s.say(
+                f"density: {self.runtime} {n}/{self.cfg.instances} instances, host "
+                f"memory in use {used - self.none_used:+.1f} MiB since none"
+            )
+
+    def add(self, i: int) -> str:
+        """Start the `i`th instance and record its launch and memory; why the pile stops
+        ("" if it does not)."""
+        s, rt = self.s, self.rt
+        timed: dict = {**self.params}  # the launch's quiet wait goes in its sample
+        spec = s.instance_spec(self.runtime, self.argv)
+        try:  # an instance that never gets ready is stopped, not counted
+            inst, t_ready = s.start_ready(
+                self.runtime, spec, self.cfg.timeout_s, ("density", timed)
+            )
+            self.started.append(inst)
+        except InstanceError as exc:
+            self.sample("density.launch", None, "ms", i, error=str(exc), params=timed)
+            return f"instance {i + 1} failed: {exc}"
+        self.sample("density.launch", (t_ready - inst.t_spawn_ns) / 1e6, "ms", i, params=timed)
+        pss = rt.memory.pss_bytes(inst)
+        if pss is not None:
+            self.sample("density.pss", pss / MIB, "MiB", i)
+            guest = rt.memory.guest_ram_pss(inst)
+            if guest is not None:  # VMs: the VMM's own cost, without the guest's RAM
+                self.sample("density.pss_without_guest_ram", (pss - guest) / MIB, "MiB", i)
+        else:
+            self.sample(
+                "density.pss", None, "MiB", i, error="no host process of the instance could be read"
+            )
+        self.cgroup_memory(inst, i)
+        over = rt.memory.overhead_bytes(inst)
+        if over is not None:  # a pod: its sandbox's cost
+            self.sample("density.pod_overhead", over / MIB, "MiB", i)
+        avail = self.host.mem_available() / MIB
+        self.sample("density.mem_available", avail, "MiB", i, direction="higher")
+        return ""
+
+    def cgroup_memory(self, inst: Instance, i: int) -> None:
+        """The memory charged to the `i`th instance's cgroup, in all and by part."""
+        cg = self.rt.memory.cgroup_bytes(inst)
+        self.sample(
+            "density.cgroup_memory",
+            None if cg is None else cg / MIB,
+            "MiB",
+            i,
+            error="" if cg is not None else "no memory cgroup",
+        )
+        if cg is None:
+            return
+        parts = self.rt.memory.cgroup_parts(inst) or {}
+        for part, metric in CGROUP_PARTS.items():
+            v = parts.get(part)
+            why = "not accounted by this kernel" if parts else "its memory.stat unread"
+            self.sample(
+                metric,
+                None if v is None else v / MIB,
+                "MiB",
+                i,
+                error="" if v is not None else why,
+            )
+
+    def pile(self) -> str:
+        """Instances up to the target, a step every `instances_per_benchmark` and at the
+        end; why the pile stopped."""
+        cfg, limit = self.cfg, self.limit
+        for i in range(cfg.instances):
+            avail = self.host.mem_available()
+            if avail < limit:
+                return (
+                    f"memory guard: MemAvailable {avail / MIB:.0f} MiB < "
+                    f"{limit / MIB:.0f} MiB after {i} instances"
+                )
+            stop = self.add(i)
+            if stop:
+                return stop
+            if len(self.started) % cfg.instances_per_benchmark == 0:
+                self.step()
+        if self.started and len(self.started) % cfg.instances_per_benchmark:
+            self.step()  # the tail after the last full step
+        return f"reached the target of {cfg.instances}"
+
+    def run(self) -> None:
+        what = f"density: {self.runtime} run {self.rep + 1}"
+        self.params = {**self.params, **self.s.settle(self.cfg.memory_settle_s, what)}
+        self.step()
+        try:
+            reason = self.pile()
+            if 0 < len(self.started) < self.cfg.instances:  # stopped short: at its end
+                idle_cpu(self)
+            if self.cfg.liveness_probes and self.started:
+                alive(self)
+            shared(self)
+        finally:
+            t0 = time.monotonic()
+            for inst in self.started:
+                self.rt.stop(inst)
+            teardown = time.monotonic() - t0
+        n = len(self.started)
+        self.sample("density.reached", float(n), "instances", n, direction="higher")
+        if n:
+            self.sample("density.teardown_per_instance", teardown * 1e3 / n, "ms", n)
+        level = "info" if n == self.cfg.instances else "warning"
+        self.s.event(level, f"{what}: stopped at {n} instances ({reason})")
