@@ -36,6 +36,7 @@ class FakeExec(runtimes.controls.Exec):
         # a command runs once the instance is ready: at its drawn ready time at the soonest
         t0 = max(time.monotonic_ns(), inst.own.done_ns)
         ms = truth.exec_ms + truth.exec_per_mib_ms * nbytes / 2**20
+        ms += truth.exec_per_instance_ms * self.rt.world.background(self.rt.label)
         with self.rt._lock:
             if truth.exec_fail_share and self.rt.world.rng.random() < truth.exec_fail_share:
                 return ExecResult(t0, t0 + round(ms * 1e6), 1, 0, "fake: injected failure")

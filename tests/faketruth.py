@@ -64,6 +64,7 @@ class RuntimeTruth:
     exec_ms: float | None = 5.0  # a command run in it, spawn -> exit (exactly this)
     exec_per_mib_ms: float = 2.0  # ... plus this per MiB of its output
     exec_lost_bytes: int = 0  # its output comes back this many bytes short
+    exec_per_instance_ms: float = 0.0  # ... and takes this much more per instance running
     exec_fail_share: float = 0.0  # this share of commands exit 1 (drawn per command)
     mute: tuple[int, ...] = ()  # these detached starts (numbered from 1, host-wide) stop
     # answering commands: an exec in them times out

@@ -33,7 +33,10 @@ exec, in turn:
                           with its reason
   density.answered        how many of the probed instances answered
 A runtime whose instances cannot run a command (no exec; a VM's minimal guest has no
-agent) is said so, as a failed density.answered.
+agent) is said so, as a failed density.answered. With `latency_bound_ms`, the probes are
+asked at every step too and the pile-up stops where their p99 is above the bound
+(density_bound.py); with `sharing = ["off", "ksm"]`, KSM is switched on once it is up
+(density_sharing.py).
 Then every instance is stopped; `density.teardown_per_instance` is the mean stop time (ms).
 """
 
@@ -41,8 +44,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
+from virtbench.experiments.density_bound import BOUND_METRICS
 from virtbench.experiments.density_idle import IDLE_METRICS
 from virtbench.experiments.density_pile import Pile
 from virtbench.experiments.density_sharing import SHARING_METRICS
@@ -83,6 +87,7 @@ METRICS: tuple[Metric, ...] = (
           resolution=CHARGE_BATCH_MIB, label="pod overhead"),
     *IDLE_METRICS,
     *SHARING_METRICS,
+    *BOUND_METRICS,
     pile_metric("density.cgroup_memory", "MiB", "lower", "memory charged to the new instance's "
           "cgroup (memory.current, v1 usage_in_bytes: page cache included); the kernel "
           "charges a cgroup 64 pages at a time and keeps the rest per CPU, so the figure "
@@ -170,6 +175,14 @@ class DensityExperiment(CommonExperiment):
     idle_cpu_s: float = Field(default=0.0, ge=0, le=3600)  # density_idle.py
     sharing: list[Literal["off", "ksm"]] = Field(default=["off"], min_length=1)  # ..._sharing.py
     ksm_settle_timeout_s: float = Field(default=300.0, gt=0, le=3600)
+    # stop where the liveness probes' p99 at a step is above it (density_bound.py)
+    latency_bound_ms: float | None = Field(default=None, gt=0, le=3_600_000)
+
+    @model_validator(mode="after")
+    def _bound_needs_probes(self) -> DensityExperiment:
+        if self.latency_bound_ms is not None and not self.liveness_probes:
+            raise ValueError("latency_bound_ms needs liveness_probes (how many to ask a step)")
+        return self
 
     def instance_workloads(self) -> list[str]:
         return [self.workload]

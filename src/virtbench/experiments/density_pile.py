@@ -10,6 +10,7 @@ from typing import Any
 
 from virtbench import workloads
 from virtbench.errors import InstanceError
+from virtbench.experiments.density_bound import at_bound, crossed
 from virtbench.experiments.density_idle import idle_cpu
 from virtbench.experiments.density_liveness import alive
 from virtbench.experiments.density_sharing import shared
@@ -47,6 +48,9 @@ class Pile:
         self.params = {**s.params(runtime), "instances_target": cfg.instances}
         self.started: list[Instance] = []
         self.none_used: float | None = None  # host memory in use before the first instance
+        self.last_used: float | None = None  # ... and at the last step
+        self.within: tuple[int, float] | None = None  # (instances, in use): the last step
+        # within the latency bound (density_bound.py)
         self.limit = guard_limit(cfg, self.host.meminfo()["MemTotal"])
 
     def sample(self, metric: str, value: float | None, unit: str, background: int, **kw) -> None:
@@ -75,7 +79,7 @@ class Pile:
         n = len(running)
         at = {**self.params, "caches_dropped": host.drop_caches()}
         info = host.meminfo()
-        used = memory.in_use(info, host.pcp_free()) / MIB
+        used = self.last_used = memory.in_use(info, host.pcp_free()) / MIB
         kernel = sum(info.get(k, 0) for k in KERNEL_FIELDS) / MIB
         each = [self.rt.memory.pss_bytes(i) for i in running]
         unread = sum(p is None for p in each)
@@ -175,8 +179,12 @@ class Pile:
                 return stop
             if len(self.started) % cfg.instances_per_benchmark == 0:
                 self.step()
+                if why := crossed(self):
+                    return why
         if self.started and len(self.started) % cfg.instances_per_benchmark:
             self.step()  # the tail after the last full step
+            if why := crossed(self):
+                return why
         return f"reached the target of {cfg.instances}"
 
     def run(self) -> None:
@@ -190,6 +198,7 @@ class Pile:
             if self.cfg.liveness_probes and self.started:
                 alive(self)
             shared(self)
+            at_bound(self)
         finally:
             t0 = time.monotonic()
             for inst in self.started:

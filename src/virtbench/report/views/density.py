@@ -15,7 +15,14 @@ from virtbench import metrics
 from virtbench.report import plots_piles, runtimeclass
 from virtbench.report.fits import cost_fits, cost_table
 from virtbench.report.standing import Answer, Standing, ranked
-from virtbench.report.views.kind import Shown, View, heading, standings, summaries
+from virtbench.report.views.kind import (
+    Shown,
+    View,
+    heading,
+    median_question,
+    standings,
+    summaries,
+)
 from virtbench.store.frame import Frame
 
 # The figures that answer "least memory per instance", each a way to measure it: what the
@@ -58,7 +65,15 @@ def answers(f: Frame) -> list[Answer]:
         note=note,
         figure=chosen.figure,
         scale=chosen.scale,
-    )
+    ) + BOUNDED(f)
+
+
+# how many fit per GiB while their liveness probes answered within the latency bound
+BOUNDED = median_question(
+    "Most instances per GiB within the latency bound",
+    "density.per_gib_at_bound",
+    "{a} fits {x} more instances per GiB than {b} within the bound",
+)
 
 
 @dataclass(frozen=True)
