@@ -76,7 +76,29 @@ def test_the_memory_question_is_ranked_by_its_sharpest_sound_estimate():
     assert a.sentences() and a.sentences()[0].startswith("fa needs 2")
     assert "ranked by cgroup memory of each instance, the sharpest estimate here" in a.note
     assert "the host's memory in use per instance: not every runtime's figure has a CI" in a.note
-    assert "PSS of each new instance: CIs" in a.note
+    assert "PSS of each new instance: counts less than cgroup memory" in a.note
+
+
+def test_a_narrow_estimate_that_leaves_memory_out_does_not_rank_the_answer():
+    """make demo's case: crun's and runc's PSS (a sleeper's 12 KiB each) have the
+    narrowest CIs but leave out the kernel's side that their cgroup memory counts (256
+    and 734 KiB): the answer ranks by cgroup memory and decides crun over runc."""
+    from virtbench.report.views.density import answers
+    from virtbench.store.frame import as_frame
+
+    rng = np.random.default_rng(5)
+    samples = []
+    for rt, cg in (("crun", 0.25), ("runc", 0.72)):
+        samples += [
+            pile_sample(rt, "density.cgroup_memory", cg + 0.08 * rng.random(), i) for i in range(30)
+        ]
+        samples += [
+            pile_sample(rt, "density.pss", 0.0117 + 1e-4 * rng.random(), i) for i in range(30)
+        ]
+    (a,) = answers(as_frame(samples))
+    assert a.metric == "density.cgroup_memory", a.note
+    assert a.sentences() and a.sentences()[0].startswith("crun needs"), a.sentences()
+    assert "PSS of each new instance: counts less than cgroup memory" in a.note
 
 
 def test_a_memory_answer_with_a_runtime_within_resolution_is_decided_by_how_much():

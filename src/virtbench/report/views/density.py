@@ -5,6 +5,7 @@ running."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -35,10 +36,12 @@ def answers(f: Frame) -> list[Answer]:
     """Least memory per instance, ranked by the sharpest sound estimate of it: of the
     host's cost per instance (the first fitted cost) and the per-instance medians, the one
     whose 95% CIs are the narrowest, among those where every runtime has a CI above the
-    method's resolution; the note says which, and why not the others."""
+    method's resolution and that count all another counts; the note says which, and why
+    not the others."""
     found = [c for c in [_cost(f), *(_median(f, m) for m in PER_INSTANCE)] if c is not None]
     if not found:
         return []
+    found = [c if c.metric not in PER_INSTANCE else _short_of(c, found) for c in found]
     sound = [c for c in found if not c.why]
     chosen = min(sound, key=lambda c: c.width) if sound else found[0]
     others = [
@@ -88,6 +91,7 @@ class Estimate:
     found: list[Standing]
     figure: str
     workload: str = ""
+    short: str = ""  # why it leaves out memory another estimate counts ("" if it does not)
 
     @property
     def resolution(self) -> float:
@@ -107,6 +111,8 @@ class Estimate:
 
     @property
     def why(self) -> str:
+        if self.short:
+            return self.short
         if len(self.found) < 2:
             return "fewer than two runtimes"
         if not all(s.has_ci for s in self.found):
@@ -136,6 +142,21 @@ def _cost(f: Frame) -> Estimate | None:
     return Estimate(
         cost.name, "the host's memory in use per instance", cost.unit, found, "per instance"
     )
+
+
+def _short_of(c: Estimate, found: list[Estimate]) -> Estimate:
+    """`c`, a per-instance part of the memory, said to fall short where, for a runtime,
+    its whole CI lies below another estimate's (it leaves out memory that one counts: a
+    container's PSS, its kernel side), so that the answer never ranks by a part of it.
+    (The host's cost per instance is the whole, noisy or not: its CIs speak for it.)"""
+    for other in found:
+        mine = {s.runtime: s for s in c.found}
+        for s in other.found:
+            m = mine.get(s.runtime)
+            if m is not None and m.has_ci and s.has_ci and m.high < s.low:
+                short = f"counts less than {other.label} for {s.runtime}: it leaves some out"
+                return dataclasses.replace(c, short=short)
+    return c
 
 
 def _median(f: Frame, metric: str) -> Estimate | None:
