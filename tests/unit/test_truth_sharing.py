@@ -27,6 +27,8 @@ def test_ksm_savings_and_the_memory_per_instance_after_sharing_are_recovered(tmp
     assert len(saved) == len(after) == len(settle) == 2  # one per pile-up
     assert saved == pytest.approx([30.0, 30.0], abs=0.01)
     assert after == pytest.approx([18.0, 18.0], abs=1.0)  # the reading's noise: +-
+    unshared = values(samples, "density.unshared_per_instance", "fa")
+    assert unshared == pytest.approx([48.0, 48.0], abs=1.0)  # the same method, before
     assert all(x.params["ksm_settled"] and x.background == 10 for x in settle)
     before = cost_fits(samples)[("density.host_cost", "fa")]
     assert before.ci_low <= 48.0 <= before.ci_high, before

@@ -8,10 +8,12 @@ and as Kata's density figures wait for KSM before reading:
   density.ksm_settle          KSM switched on -> sharing settled (s)
   density.ksm_saved           what it saved, per instance: pages sharing another's
                               frame x 4 KiB / instances running (MiB)
-  density.shared_per_instance host memory in use once settled (caches dropped), less
-                              that before the first instance, / instances running (MiB):
-                              memory per instance after sharing, beside the pile-up's
-                              slope before it
+  density.unshared_per_instance  host memory in use just before KSM is switched on
+                              (caches dropped), less that before the first instance, /
+                              instances running (MiB)
+  density.shared_per_instance the same once sharing settled: memory per instance after
+                              sharing, by the same method as the figure before it (their
+                              difference, against what KSM says it saved, cross-checks it)
 
 One each per pile-up (its `background` the instances running); the params say whether
 sharing settled and after how many full scans. Only memory a process marked mergeable is
@@ -46,6 +48,15 @@ SHARING_METRICS: tuple[Metric, ...] = (
         label="memory sharing saved per instance",
     ),
     pile_metric(
+        "density.unshared_per_instance",
+        "MiB",
+        "lower",
+        "sharing = ksm: host memory in use just before KSM is switched on (caches dropped), "
+        "less that before the first instance, / instances running",
+        resolution=KIB_MIB,
+        label="memory per instance, before sharing",
+    ),
+    pile_metric(
         "density.shared_per_instance",
         "MiB",
         "lower",
@@ -68,14 +79,14 @@ def shared(pile: Any) -> None:
         for metric, unit in (("density.ksm_saved", "MiB"), ("density.ksm_settle", "s")):
             pile.sample(metric, None, unit, n, error=f"{pile.runtime}: {why}")
         return
+    unshared = _in_use(host, pile.none_used, n)
     held = host.sharing(pile.rt.ctx.state.dir)  # the run's state directory
     held.apply()
     try:
         pile.s.say(f"density: {pile.runtime} sharing pages (KSM) among {n} instances")
         waited, counters, settled = ksm.settle(host.shared, pile.cfg.ksm_settle_timeout_s)
         at = {**pile.params, "ksm_settled": settled, "ksm_full_scans": counters.full_scans}
-        at["caches_dropped"] = host.drop_caches()
-        used = memory.in_use(host.meminfo(), host.pcp_free()) / MIB
+        shared_each = _in_use(host, pile.none_used, n)
     finally:
         for why in held.restore():
             pile.s.event("warning", f"density: KSM not put back as it was: {why}")
@@ -83,4 +94,11 @@ def shared(pile: Any) -> None:
     pile.sample(
         "density.ksm_saved", counters.saved_mib / n, "MiB", n, params=at, direction="higher"
     )
-    pile.sample("density.shared_per_instance", (used - pile.none_used) / n, "MiB", n, params=at)
+    pile.sample("density.unshared_per_instance", unshared, "MiB", n, params=at)
+    pile.sample("density.shared_per_instance", shared_each, "MiB", n, params=at)
+
+
+def _in_use(host: Any, none_used: float, n: int) -> float:
+    """Host memory in use now (caches dropped), less `none_used`, per instance (MiB)."""
+    host.drop_caches()
+    return (memory.in_use(host.meminfo(), host.pcp_free()) / MIB - none_used) / n
