@@ -40,6 +40,8 @@ def test_the_pile_up_stops_at_the_bound_and_says_how_many_fit_per_gib_there(tmp_
     assert values(samples, "density.reached", "fa") == [8.0, 8.0]
     per_gib = values(samples, "density.per_gib_at_bound", "fa")
     assert per_gib == pytest.approx([1024 / 4.0] * 2, rel=0.15)  # 6 instances of 4 MiB
+    at = [x for x in samples if x.metric == "density.per_gib_at_bound" and x.runtime == "fa"]
+    assert {x.params["bound_crossed_at"] for x in at} == {8} and {x.background for x in at} == {6}
     assert stops and "above 12 ms at 8 instances" in str(stops[0]), stops
     # fb: 5 + 2 x 4 = 13 ms at 4, so 2 within; 8 MiB each: 128 per GiB, fa's 256 first
     assert values(samples, "density.reached", "fb") == [4.0, 4.0]

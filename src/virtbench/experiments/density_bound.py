@@ -9,7 +9,9 @@ still answer in time. The answer is how many instances fit per GiB of host memor
   density.per_gib_at_bound  once per pile-up: the instances running at the last step
                           within the bound / the host memory they used then (its memory
                           in use, caches dropped, less that before the first instance),
-                          per GiB
+                          per GiB; `bound_crossed_at` in its params says at how many
+                          instances the bound was crossed (None: never, the pile-up
+                          ended first, and more would still fit within it)
 """
 
 from __future__ import annotations
@@ -77,6 +79,7 @@ def crossed(pile: Any) -> str:
     why = f"{lost} of {len(times)} probed instances did not answer" if lost else ""
     pile.sample("density.liveness_p99", None if lost else tail, "ms", n, params=at, error=why)
     if lost or tail > bound:
+        pile.crossed_at = n
         said = why or f"the probes' p99 {tail:.1f} ms is above {bound:g} ms"
         return f"latency bound: {said} at {n} instances"
     pile.within = (n, pile.last_used)
@@ -93,7 +96,10 @@ def at_bound(pile: Any) -> None:
         return
     n, used = pile.within
     gib = (used - pile.none_used) / 1024
+    # not crossed: the pile-up reached its target (or the memory guard) first, and the
+    # figure is what fits within the bound at least
     at = {**pile.params, "latency_bound_ms": pile.cfg.latency_bound_ms}
+    at["bound_crossed_at"] = pile.crossed_at
     if gib <= 0:
         why = f"the host's memory in use did not grow over {n} instances: no per-GiB figure"
         pile.sample("density.per_gib_at_bound", None, "instances", n, params=at, error=why)

@@ -50,7 +50,8 @@ class Pile:
         self.none_used: float | None = None  # host memory in use before the first instance
         self.last_used: float | None = None  # ... and at the last step
         self.within: tuple[int, float] | None = None  # (instances, in use): the last step
-        # within the latency bound (density_bound.py)
+        # within the latency bound (density_bound.py), and where it was crossed
+        self.crossed_at: int | None = None
         self.limit = guard_limit(cfg, self.host.meminfo()["MemTotal"])
 
     def sample(self, metric: str, value: float | None, unit: str, background: int, **kw) -> None:
