@@ -59,6 +59,7 @@ def test_an_open_end_is_said_and_a_figure_is_never_divided_by_nothing():
     assert n[0] == 8192.0 and math.isinf(n[2]) and math.isclose(n[1], 4096 / 3)
     assert cost._instances(*n) == "8,192 (at least 1,365)"
     assert cost._price(500.0, *n) == "0.061 (at most 0.366)"
+    assert cost._cell(cost.Figure(0.0, 0.0, 0.0, resolution=1e-3), "m") == "< 0.001 m"
     none = cost.Figure(0.0, math.nan, math.nan, resolution=1 / 1024)
     assert cost._instances(*none.fit(4096.0)) == "no bound"
 

@@ -127,6 +127,9 @@ def _host(host: Host) -> str:
 
 
 def _cell(x: Figure, unit: str) -> str:
+    """ "4.08 MiB (3.84-4.39)"; "< 0.001 m" within the method's resolution of 0."""
+    if 0 <= x.value < x.resolution or (x.value == 0 and x.resolution == 0):
+        return f"< {fmt(x.resolution)} {unit}" if x.resolution else f"0 {unit}"
     ci = f" ({span(x.low, x.high)})" if not math.isnan(x.low) else ""
     return f"{fmt(x.value)} {unit}{ci}"
 
