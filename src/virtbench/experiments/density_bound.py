@@ -45,7 +45,7 @@ BOUND_METRICS: tuple[Metric, ...] = (
         "latency_bound_ms: instances running at the last step whose probes' p99 was within "
         "the bound, per GiB of host memory they used then (memory in use, caches dropped, "
         "less that before the first instance)",
-        label="instances per GiB within the latency bound",
+        label="instances per GiB within bound",
     ),
 )
 
