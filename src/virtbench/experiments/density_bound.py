@@ -21,8 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from virtbench.errors import InstanceError
-from virtbench.experiments.command import HELLO, HELLO_BYTES, wrong
+from virtbench.experiments.density_liveness import ask
 from virtbench.metrics.model import NS_MS, Metric, pile_metric
 
 BOUND_METRICS: tuple[Metric, ...] = (
@@ -65,14 +64,8 @@ def crossed(pile: Any) -> str:
     n = len(pile.started)
     rng = np.random.default_rng([pile.s.order_seed, pile.rep, n])
     chosen = rng.choice(n, size=min(pile.cfg.liveness_probes, n), replace=False)
-    times = []
-    for i in sorted(chosen):
-        try:
-            res = pile.rt.exec.run(pile.started[i], HELLO, pile.cfg.timeout_s)
-            err = wrong(res, HELLO_BYTES)
-        except InstanceError as exc:
-            res, err = None, str(exc)
-        times.append(math.inf if err or res is None else res.ms)
+    answers = [ask(pile, int(i))[0] for i in sorted(chosen)]
+    times = [math.inf if ms is None else ms for ms in answers]
     tail = p99(times)
     at = {**pile.params, "probed": len(times), "latency_bound_ms": bound}
     lost = sum(math.isinf(t) for t in times)

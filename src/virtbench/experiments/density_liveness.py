@@ -36,12 +36,7 @@ def alive(pile: Any) -> None:
     answered, first = 0, ""
     for i in chosen:
         params = {**pile.params, "probed": len(chosen), "instance_index": int(i)}
-        try:
-            res = rt.exec.run(pile.started[i], HELLO, pile.cfg.timeout_s)
-            err = wrong(res, HELLO_BYTES)
-        except InstanceError as exc:
-            res, err = None, str(exc)
-        value = res.ms if res is not None and not err else None
+        value, err = ask(pile, int(i))
         pile.sample("density.liveness", value, "ms", n, params=params, error=err)
         answered += not err
         first = first or (err and f"instance {i + 1}: {err}")
@@ -60,3 +55,14 @@ def alive(pile: Any) -> None:
             f"density: {pile.runtime}: {missing} of {len(chosen)} probed "
             f"instances did not answer ({first})",
         )
+
+
+def ask(pile: Any, i: int) -> tuple[float | None, str]:
+    """The pile-up's `i`th instance asked to run vb-hello through its runtime's exec:
+    (the exec call -> its line read, in ms, or None; why it did not answer, or "")."""
+    try:
+        res = pile.rt.exec.run(pile.started[i], HELLO, pile.cfg.timeout_s)
+        err = wrong(res, HELLO_BYTES)
+    except InstanceError as exc:
+        return None, str(exc)
+    return (None, err) if err else (res.ms, "")

@@ -224,8 +224,10 @@ def checkpoint_and_restore(
     s: Session, inst: Instance, image: Path, cfg: SnapshotExperiment, base: dict, *, sfx: str = ""
 ) -> Beat:
     """Checkpoint `inst` to `image`, restore it, and record the four figures (their
-    names + `sfx`); the last heartbeat before the checkpoint."""
+    names + `sfx`, their cold twins' for a cold one); the last heartbeat before the
+    checkpoint."""
     rt = s.runtimes[inst.runtime]
+    cold = base["params"].get("cache") == "cold"
     try:
         steady_beat(s, inst, cfg.timeout_s)
         with s.timed("snapshot", inst.runtime, base["params"]):
@@ -234,7 +236,6 @@ def checkpoint_and_restore(
             t1 = time.monotonic_ns()
         held = silent(s, inst, cfg.gone_s, "its checkpoint returned: not stopped")
         size = disk_usage(image)[0]
-        cold = base["params"].get("cache") == "cold"
         if cold:  # said with every sample of the repetition
             base = {**base, "params": {**base["params"], **out_of_cache(image)}}
         with s.timed("snapshot", inst.runtime, base["params"], wait=False):
@@ -243,7 +244,6 @@ def checkpoint_and_restore(
             t3 = time.monotonic_ns()
             beat = next_beat(s, inst, held, cfg.timeout_s, "its restore")
     except InstanceError as exc:
-        cold = base["params"].get("cache") == "cold"
         for m, u in UNITS.items():
             s.record(Sample(metric=name(m, cold) + sfx, value=None, unit=u, error=str(exc), **base))
         raise recorded(exc) from None

@@ -8,7 +8,7 @@ from typing import Any
 
 from virtbench.errors import InstanceError
 from virtbench.host import cgroup_stats, cgroups
-from virtbench.measure import memory, procstat
+from virtbench.measure import memory
 from virtbench.runtimes import owners
 from virtbench.runtimes.base import Instance
 from virtbench.runtimes.controls import CommandExec
@@ -81,15 +81,12 @@ class CriMemory(Memory):
         at its start: asking the CRI for the pod's processes now would make the shim
         answer, and count that answer as its idle use."""
         cid = inst.own.container_id
-        layout = self.rt.ctx.layout
-        pod = cgroup_stats.cpu_ns(layout, inst.name)
-        own = cgroup_stats.cpu_ns(layout, f"{inst.name}/{cid}") if cid else None
-        if pod is None or own is None:
+        own = cgroup_stats.cpu_ns(self.rt.ctx.layout, f"{inst.name}/{cid}") if cid else None
+        shims = [p.pid for p in inst.own.shims if p.is_running()]
+        counters = self.cpu_counters(inst, shims)  # the pod's cgroup, the shim's threads
+        if counters is None or own is None:
             return None
-        inside = set(cgroups.procs(layout, inst.name))
-        shims = [p.pid for p in inst.own.shims if p.pid not in inside and p.is_running()]
-        threads = procstat.thread_cpu_ns(shims)
-        return {"sandbox": max(0, pod - own), **{f"thread {t}": ns for t, ns in threads.items()}}
+        return {**counters, "cgroup": max(0, counters["cgroup"] - own)}
 
     def _outside(self, inst: Instance[CriState]) -> list[int]:
         """The pod's processes outside its cgroup (the shim)."""
