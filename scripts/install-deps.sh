@@ -40,6 +40,8 @@ PACKAGES=(
   nginx redis-server wrk redis-tools sysbench libsqlite3-dev iperf3 memcached
   "${POSTGRES[@]}" mariadb-server-core
   fio httperf iputils-ping
+  # the task workload's agent step: Debian's Python and git, copied into the artifact
+  git
   # VM-class runtimes (the minimal guest boots under KVM or TCG)
   qemu-system-x86
   # images built elsewhere: each instance's copy-on-write layer of a disk (qemu-img, qemu-io),

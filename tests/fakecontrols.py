@@ -8,13 +8,14 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tests.faketruth import FAKE_PID, classify, lognormal
+from tests.faketruth import FAKE_PID, RuntimeTruth, classify, lognormal
 
 from virtbench import runtimes
 from virtbench.errors import InstanceError
 from virtbench.measure import pagecache
 from virtbench.runtimes.base import Instance
 from virtbench.runtimes.controls import ExecResult
+from virtbench.workloads import task
 
 if TYPE_CHECKING:  # the runtime these are the controls of (its module imports them)
     from tests.fakeruntime import FakeRuntime
@@ -32,15 +33,34 @@ class FakeExec(runtimes.controls.Exec):
         held = self.rt.world.running.get(inst.name)
         if held is not None and held.pid - FAKE_PID in truth.mute:
             raise InstanceError(f"{inst.name}: no answer in {timeout:g} s")
-        nbytes = int(argv[1]) if len(argv) > 1 else len("hello from virtbench\n")
         # a command runs once the instance is ready: at its drawn ready time at the soonest
         t0 = max(time.monotonic_ns(), inst.own.done_ns)
+        if argv[1:2] == task.command()[1:2]:
+            return _task(t0, truth.exec_ms, truth)
+        nbytes = int(argv[1]) if len(argv) > 1 else len("hello from virtbench\n")
         ms = truth.exec_ms + truth.exec_per_mib_ms * nbytes / 2**20
         ms += truth.exec_per_instance_ms * self.rt.world.background(self.rt.label)
         with self.rt._lock:
             if truth.exec_fail_share and self.rt.world.rng.random() < truth.exec_fail_share:
                 return ExecResult(t0, t0 + round(ms * 1e6), 1, 0, "fake: injected failure")
         return ExecResult(t0, t0 + round(ms * 1e6), 0, nbytes - truth.exec_lost_bytes)
+
+
+def _task(t0: int, exec_ms: float, truth: RuntimeTruth) -> ExecResult:
+    """The task's run (workloads/task.py) after the truth: its report, its steps' times,
+    its exec's time their sum and `exec_ms`."""
+    lines, total = [], 0.0
+    for name, ms in zip(("clone", "venv", "install", "test"), truth.task_steps_ms, strict=True):
+        failed = name == truth.task_fails
+        lines.append(f"vb-task step={name} status={int(failed)} ms={ms:.3f}")
+        total += ms
+        if failed:
+            break
+    status = f"failed:{truth.task_fails}" if truth.task_fails else "0"
+    lines.append(f"vb-task done status={status} ms={total:.3f} fs=fakefs passed=482")
+    out = "".join(line + "\n" for line in lines)
+    end = t0 + round((total + exec_ms) * 1e6)
+    return ExecResult(t0, end, int(bool(truth.task_fails)), len(out), "", out)
 
 
 class FakePause(runtimes.controls.Pause):

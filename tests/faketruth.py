@@ -66,6 +66,10 @@ class RuntimeTruth:
     exec_lost_bytes: int = 0  # its output comes back this many bytes short
     exec_per_instance_ms: float = 0.0  # ... and takes this much more per instance running
     exec_fail_share: float = 0.0  # this share of commands exit 1 (drawn per command)
+    # the task's steps in the instance (clone, venv, install, test: exactly these ms), its
+    # exec taking exec_ms more; a step named by task_fails fails (the task exits 1)
+    task_steps_ms: tuple[float, float, float, float] = (100.0, 50.0, 5000.0, 3000.0)
+    task_fails: str = ""
     mute: tuple[int, ...] = ()  # these detached starts (numbered from 1, host-wide) stop
     # answering commands: an exec in them times out
     pause_ms: float | None = 3.0  # the pause call takes this long (slept)

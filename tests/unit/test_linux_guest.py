@@ -3,6 +3,7 @@ load order from modinfo dependencies; the kernel command line vb-init reads."""
 
 from __future__ import annotations
 
+import os
 import re
 import stat
 import struct
@@ -10,7 +11,7 @@ import subprocess
 
 import pytest
 
-from virtbench.artifacts.linux import elf_kernel, module_order, tree_entries, write_cpio
+from virtbench.artifacts.linux import Entry, elf_kernel, module_order, tree_entries, write_cpio
 from virtbench.errors import VirtbenchError
 
 
@@ -21,10 +22,11 @@ def test_cpio_is_read_back_by_gnu_cpio_with_device_node_and_symlink(tmp_path):
     (root / "bin" / "prog").chmod(0o755)
     (root / "etc").mkdir()
     (root / "etc" / "x").write_text("abc")
+    os.utime(root / "etc" / "x", (1577880000, 1577880000))  # 2020-01-01: kept (a .pyc's source)
     (root / "bin" / "link").symlink_to("prog")
     entries = tree_entries(root)
-    entries.append(("dev", stat.S_IFDIR | 0o755, b"", (0, 0)))
-    entries.append(("dev/console", stat.S_IFCHR | 0o600, b"", (5, 1)))
+    entries.append(Entry("dev", stat.S_IFDIR | 0o755))
+    entries.append(Entry("dev/console", stat.S_IFCHR | 0o600, rdev=(5, 1)))
     archive = tmp_path / "a.cpio"
     write_cpio(archive, entries)
     listing = subprocess.run(
@@ -38,6 +40,7 @@ def test_cpio_is_read_back_by_gnu_cpio_with_device_node_and_symlink(tmp_path):
     assert lines["dev/console"].startswith("crw-------")
     assert re.search(r" 5, +1 ", lines["dev/console"])
     assert lines["bin/prog"].startswith("-rwxr-xr-x") and "-> prog" in lines["bin/link"]
+    assert " 2020 " in lines["etc/x"] or "Jan  1  2020" in lines["etc/x"], lines["etc/x"]
     out = tmp_path / "out"
     out.mkdir()
     subprocess.run(

@@ -21,6 +21,7 @@ import stat
 import struct
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from virtbench.errors import VirtbenchError
 from virtbench.host import proc
@@ -164,30 +165,41 @@ def module_order(modules: Path, wanted: tuple[str, ...]) -> list[Path]:
     return order
 
 
-def _entry(
-    name: str, mode: int, data: bytes = b"", rdev: tuple[int, int] = (0, 0), ino: int = 0
-) -> bytes:
+class Entry(NamedTuple):
+    """One file of an initramfs: its path, mode, content (a symlink's target), device
+    numbers and modification time (s: the kernel sets it, and a `.pyc` is valid only
+    beside a source of the mtime it records)."""
+
+    name: str
+    mode: int
+    data: bytes = b""
+    rdev: tuple[int, int] = (0, 0)
+    mtime: int = 0
+
+
+def _entry(e: Entry, ino: int = 0) -> bytes:
     """One newc cpio entry (header, name, data, each padded to 4 bytes)."""
-    fields = [ino, mode, 0, 0, 1, 0, len(data), 0, 0, rdev[0], rdev[1], len(name) + 1, 0]
+    name, data, rdev = e.name, e.data, e.rdev
+    fields = [ino, e.mode, 0, 0, 1, e.mtime, len(data), 0, 0, rdev[0], rdev[1], len(name) + 1, 0]
     head = b"070701" + b"".join(b"%08X" % f for f in fields)
     out = head + name.encode() + b"\x00"
     out += b"\x00" * (-len(out) % 4) + data
     return out + b"\x00" * (-len(out) % 4)
 
 
-def write_cpio(path: Path, entries: list[tuple[str, int, bytes, tuple[int, int]]]) -> None:
-    """A newc cpio archive of (name, mode, data, rdev) entries, parents before children."""
+def write_cpio(path: Path, entries: list[Entry]) -> None:
+    """A newc cpio archive of `entries`, parents before children."""
     tmp = path.with_name(path.name + f".tmp{os.getpid()}")
     with open(tmp, "wb") as fh:
-        for ino, (name, mode, data, rdev) in enumerate(entries, start=1):
-            fh.write(_entry(name, mode, data, rdev, ino))
-        fh.write(_entry("TRAILER!!!", 0))
+        for ino, e in enumerate(entries, start=1):
+            fh.write(_entry(e, ino))
+        fh.write(_entry(Entry("TRAILER!!!", 0)))
     os.replace(tmp, path)
 
 
-def tree_entries(root: Path) -> list[tuple[str, int, bytes, tuple[int, int]]]:
+def tree_entries(root: Path) -> list[Entry]:
     """Entries for every directory, file and symlink under `root`, as the guest sees them."""
-    out: list[tuple[str, int, bytes, tuple[int, int]]] = []
+    out: list[Entry] = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
         for n in [*dirnames, *sorted(filenames)]:
@@ -195,11 +207,11 @@ def tree_entries(root: Path) -> list[tuple[str, int, bytes, tuple[int, int]]]:
             st = p.lstat()
             rel = str(p.relative_to(root))
             if stat.S_ISLNK(st.st_mode):
-                out.append((rel, st.st_mode, os.readlink(p).encode(), (0, 0)))
+                out.append(Entry(rel, st.st_mode, os.readlink(p).encode()))
             elif stat.S_ISDIR(st.st_mode):
-                out.append((rel, st.st_mode, b"", (0, 0)))
+                out.append(Entry(rel, st.st_mode))
             elif stat.S_ISREG(st.st_mode):
-                out.append((rel, st.st_mode, p.read_bytes(), (0, 0)))
+                out.append(Entry(rel, st.st_mode, p.read_bytes(), mtime=int(st.st_mtime)))
     return out
 
 
@@ -216,18 +228,18 @@ def build_initramfs(rootfs: Path, kernel: Kernel, out_dir: Path) -> Path:
     order = "".join(f"/{MODULE_DIR}/{m.name}\n" for m in modules).encode()
     if path.exists():
         return path
-    entries = [e for e in tree_entries(rootfs) if e[0] not in ("init", "dev/console")]
-    dirs = {e[0] for e in entries}
+    entries = [e for e in tree_entries(rootfs) if e.name not in ("init", "dev/console")]
+    dirs = {e.name for e in entries}
     for d in ("lib", "lib/modules", MODULE_DIR, "dev"):
         if d not in dirs:
-            entries.append((d, stat.S_IFDIR | 0o755, b"", (0, 0)))
-    entries.append(("dev/console", stat.S_IFCHR | 0o600, b"", (5, 1)))
-    entries.append(("init", stat.S_IFREG | 0o755, init.read_bytes(), (0, 0)))
-    entries.append((f"{MODULE_DIR}/order", stat.S_IFREG | 0o644, order, (0, 0)))
+            entries.append(Entry(d, stat.S_IFDIR | 0o755))
+    entries.append(Entry("dev/console", stat.S_IFCHR | 0o600, rdev=(5, 1)))
+    entries.append(Entry("init", stat.S_IFREG | 0o755, init.read_bytes()))
+    entries.append(Entry(f"{MODULE_DIR}/order", stat.S_IFREG | 0o644, order))
     entries += [
-        (f"{MODULE_DIR}/{m.name}", stat.S_IFREG | 0o644, m.read_bytes(), (0, 0)) for m in modules
+        Entry(f"{MODULE_DIR}/{m.name}", stat.S_IFREG | 0o644, m.read_bytes()) for m in modules
     ]
-    entries.sort(key=lambda e: e[0].count("/"))  # parents first
+    entries.sort(key=lambda e: e.name.count("/"))  # parents first
     out_dir.mkdir(parents=True, exist_ok=True)
     write_cpio(path, entries)
     return path

@@ -119,13 +119,16 @@ def host_files(
     return out
 
 
-def host_tree(directory: str) -> dict[str, tuple[bytes, int]]:
-    """Every file under a host directory (symlinks resolved), at the same paths."""
+def host_tree(directory: str, skip: tuple[str, ...] = ()) -> dict[str, tuple[bytes, int]]:
+    """Every file under a host directory (symlinks resolved), at the same paths, but
+    those under a directory named one of `skip`."""
     root = Path(directory)
     if not root.is_dir():
         raise VirtbenchError(f"{directory} not found on the host (install its Debian package)")
     out = {}
     for p in sorted(root.rglob("*")):
+        if skip and set(p.relative_to(root).parts[:-1]) & set(skip):
+            continue
         if p.is_file():
             real = p.resolve()
             out[str(p).lstrip("/")] = (real.read_bytes(), real.stat().st_mode)
@@ -199,11 +202,24 @@ def _place(program: str) -> str:
     return ("boot/" if program == KERNEL else "bin/") + program
 
 
+def host_mtimes(directory: str) -> dict[str, int]:
+    """The modification time (ns) of every file under a host directory, at its path in a
+    rootfs: a copied `.pyc` is valid only beside a source of the mtime it records."""
+    return {
+        str(p).lstrip("/"): p.stat().st_mtime_ns for p in Path(directory).rglob("*") if p.is_file()
+    }
+
+
 def build_rootfs(
-    programs: dict[str, Path], cache: Path, name: str, extra: dict[str, tuple[bytes, int]]
+    programs: dict[str, Path],
+    cache: Path,
+    name: str,
+    extra: dict[str, tuple[bytes, int]],
+    mtimes: dict[str, int] | None = None,
 ) -> Artifact:
     """Build (or reuse) a rootfs: the built guest `programs` in /bin plus `extra` (path in
-    the rootfs -> (content, mode)), e.g. host servers with their libraries and config."""
+    the rootfs -> (content, mode)), e.g. host servers with their libraries and config;
+    those in `mtimes` (path -> ns) keep the modification time they had on the host."""
     files = {_place(n): (p.read_bytes(), p.stat().st_mode) for n, p in programs.items()}
     files.update(extra)
     digest = _digest(files)
@@ -218,6 +234,8 @@ def build_rootfs(
             dest.parent.mkdir(parents=True, exist_ok=True)
             dest.write_bytes(content)
             dest.chmod(mode & 0o777)
+            if mtimes and rel in mtimes:
+                os.utime(dest, ns=(mtimes[rel], mtimes[rel]))
         for d in tmp.rglob("*"):  # unprivileged containers' root must read every file
             if d.is_dir():
                 d.chmod(0o755)
@@ -238,19 +256,21 @@ def build_servers_rootfs(guest_src: Path, cache: Path, workload_names: list[str]
     binaries: list[str] = []
     renamed: dict[str, str] = {}  # our dynamically linked programs go to /bin
     extra: dict[str, tuple[bytes, int]] = {}
+    mtimes: dict[str, int] = {}
     users: list[str] = []
     for name in sorted(set(workload_names)):
         needs = workloads.get(name).needs
         binaries += [b for b in needs.host_binaries if b not in binaries]
         users += [u for u in needs.users if u not in users]
         for d in needs.host_dirs:
-            extra.update(host_tree(d))
+            extra.update(host_tree(d, needs.skip))
+            mtimes.update(host_mtimes(d))
         for prog in needs.guest_programs:
             built = str(build / prog)
             binaries.append(built)
             renamed[built] = f"/bin/{prog}"
         for rel, text in needs.file_texts().items():
-            extra[rel] = (text.encode(), 0o644)
+            extra[rel] = (text.encode() if isinstance(text, str) else text, 0o644)
     extra.update(host_files(binaries, renamed))
     extra.update(accounts(users))
-    return build_rootfs(programs, cache, "rootfs-servers", extra)
+    return build_rootfs(programs, cache, "rootfs-servers", extra, mtimes)

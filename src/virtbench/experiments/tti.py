@@ -35,7 +35,8 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Literal
+from collections.abc import Callable
+from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
@@ -166,37 +167,48 @@ def batch(s: Session, runtime: str, b: Batch, cfg: TtiExperiment, base: dict) ->
         base["params"]["gap_ms"] = cfg.gap_ms
     launched: list[Launched] = []
     errors: list[str] = []
+    asked = Asked("tti", cfg.workload, cfg.timeout_s, lambda i: first_command(s, i, cfg.timeout_s))
     for group in [1] * n if at == "seq" else [n]:
         gap_s = cfg.gap_ms / 1e3 * (at == "stagger")
-        more, why = together(s, runtime, group, cfg, base, gap_s=gap_s)
+        more, why = together(s, runtime, group, asked, base, gap_s=gap_s)
         launched += more
         errors += why
     record(s, base, at, launched, errors)
 
 
+@dataclasses.dataclass(frozen=True)
+class Asked:
+    """What instances launched together are asked once ready (`tti`, `task`): the
+    experiment's name, the workload they run, how long each may take from its launch to
+    ready, and `then(inst)`, what is asked (its InstanceError: the instance failed);
+    `data`: they need a data directory."""
+
+    experiment: str
+    workload: str
+    timeout_s: float
+    then: Callable[[Instance], Any]
+    data: bool = False
+
+
 def together(
-    s: Session, runtime: str, n: int, cfg: TtiExperiment, base: dict, *, gap_s: float = 0.0
+    s: Session, runtime: str, n: int, asked: Asked, base: dict, *, gap_s: float = 0.0
 ) -> tuple[list[Launched], list[str]]:
     """`n` instances prepared (untimed), launched together (`gap_s` apart) after a quiet
-    wait, each asked its first command once ready; every one stopped. (What became of each, why
+    wait, each asked `asked.then` once ready; every one stopped. (What became of each, why
     those that could not be prepared could not.)"""
     rt = s.runtimes[runtime]
-    argv = workloads.get(cfg.workload).argv
-
-    def then(inst: Instance) -> ExecResult:
-        return first_command(s, inst, cfg.timeout_s)
-
+    argv = workloads.get(asked.workload).argv
     prepared: list[Instance] = []
     errors: list[str] = []
     try:
         for _ in range(n):
-            spec = dataclasses.replace(s.instance_spec(runtime, argv), agent=True)
+            spec = s.instance_spec(runtime, argv, data=asked.data)
             try:
-                prepared.append(rt.prepare(spec))
+                prepared.append(rt.prepare(dataclasses.replace(spec, agent=True)))
             except InstanceError as exc:  # this one fails; the batch goes on with the rest
                 errors.append(str(exc))
-        with s.timed("tti", runtime, base["params"]):
-            got = launch_together(rt, prepared, cfg.timeout_s, then, gap_s)
+        with s.timed(asked.experiment, runtime, base["params"]):
+            got = launch_together(rt, prepared, asked.timeout_s, asked.then, gap_s)
     finally:
         stop_errors = rt.stop_each(prepared)
         for inst in prepared:
@@ -204,7 +216,8 @@ def together(
     if stop_errors:
         s.event(
             "warning",
-            f"tti: {runtime}: {len(stop_errors)} instances could not be stopped: {stop_errors[0]}",
+            f"{asked.experiment}: {runtime}: {len(stop_errors)} instances could not be "
+            f"stopped: {stop_errors[0]}",
         )
     return got, errors
 
@@ -261,14 +274,18 @@ def record(s: Session, base: dict, at: str, launched: list[Launched], errors: li
         )
 
 
-def batch_figures(s: Session, base: dict, b: Batch, first: int, done: list[int]) -> None:
+def batch_figures(
+    s: Session, base: dict, b: Batch, first: int, done: list[int], prefix: str = "tti"
+) -> None:
     """A staggered or simultaneous batch's wall time (from `first`, the first create
-    call, to the last of `done`, its instances' interactive times), amortized time and
-    failures (of its `b.n` instances)."""
+    call, to the last of `done`, when its instances were done: interactive, or their
+    task's end), amortized time and failures (of its `b.n` instances), as the figures
+    `<prefix>.wall`, `.amortized` and `.failed`."""
     at, n = b.at, b.n
-    s.record(Sample(metric="tti.failed" + f"@{at}", value=n - len(done), unit="instances", **base))
+    fail = f"{prefix}.failed@{at}"
+    s.record(Sample(metric=fail, value=n - len(done), unit="instances", **base))
     if not done:
-        for m in ("tti.wall", "tti.amortized"):
+        for m in (f"{prefix}.wall", f"{prefix}.amortized"):
             s.record(
                 Sample(
                     metric=f"{m}@{at}",
@@ -280,8 +297,9 @@ def batch_figures(s: Session, base: dict, b: Batch, first: int, done: list[int])
             )
         return
     wall = (max(done) - first) / 1e6
-    s.record(Sample(metric=f"tti.wall@{at}", value=wall, unit="ms", **base))
-    s.record(Sample(metric=f"tti.amortized@{at}", value=wall / len(done), unit="ms", **base))
+    s.record(Sample(metric=f"{prefix}.wall@{at}", value=wall, unit="ms", **base))
+    per = wall / len(done)
+    s.record(Sample(metric=f"{prefix}.amortized@{at}", value=per, unit="ms", **base))
 
 
 def estimate(cfg: TtiExperiment, cost: Costs) -> Estimate:

@@ -27,6 +27,7 @@ from virtbench.report.cells import add_columns, fmt, quantity, span
 from virtbench.store.frame import Frame
 
 QUANTILES = (("p50", 0.5), ("p95", 0.95), ("p99", 0.99))
+INTERACTIVE = "tti.interactive"
 
 
 @dataclass(frozen=True)
@@ -54,11 +55,12 @@ def describe(at: str) -> str:
     return {"seq": "one by one", "stagger": "staggered"}.get(at, f"{at} at once")
 
 
-def cannots(f: Frame) -> dict[str, str]:
-    """Runtimes that cannot run tti (no way to run a command inside): runtime -> why."""
+def cannots(f: Frame, main: str = INTERACTIVE) -> dict[str, str]:
+    """Runtimes that cannot run tti (or `main`'s experiment: no way to run a command
+    inside): runtime -> why."""
     out = {}
     for (metric, runtime), rows in f.groups("metric", "runtime"):
-        if metric.partition("@")[0] != "tti.interactive":
+        if metric.partition("@")[0] != main:
             continue
         errors = {f.labels["error"][c] for c in f.codes["error"][rows].tolist()}
         if len(errors) == 1:
@@ -68,15 +70,20 @@ def cannots(f: Frame) -> dict[str, str]:
     return out
 
 
-def pooled(f: Frame, unable: dict[str, str] | None = None) -> list[Batches]:
-    """Every runtime's every batch kind of a run's `tti` samples (warm-ups left out), but
-    those of runtimes that cannot (`unable`, default `cannots(f)`)."""
+def pooled(
+    f: Frame, unable: dict[str, str] | None = None, main: str = INTERACTIVE
+) -> list[Batches]:
+    """Every runtime's every batch kind of a run's `tti` samples (or those of `main`, a
+    per-instance figure whose experiment records `.wall` and `.amortized` as tti does:
+    `task.done`; warm-ups left out), but those of runtimes that cannot (`unable`,
+    default `cannots(f, main)`)."""
     f = f.take(~f.warmup)
     out = []
-    unable = cannots(f) if unable is None else unable
+    unable = cannots(f, main) if unable is None else unable
+    prefix = main.partition(".")[0]
     for (metric, runtime), rows in f.groups("metric", "runtime"):
         name, _, at = metric.partition("@")
-        if name != "tti.interactive" or runtime in unable:
+        if name != main or runtime in unable:
             continue
         ok = f.ok[rows]
         values, units = f.value[rows][ok], f.repetition[rows][ok]
@@ -91,8 +98,8 @@ def pooled(f: Frame, unable: dict[str, str] | None = None) -> list[Batches]:
                 int(ok.sum()),
                 int(rows.size),
                 len(set(f.repetition[rows].tolist())),
-                _median(f, f"tti.wall@{at}", runtime),
-                _median(f, f"tti.amortized@{at}", runtime),
+                _median(f, f"{prefix}.wall@{at}", runtime),
+                _median(f, f"{prefix}.amortized@{at}", runtime),
             )
         )
     return sorted(out, key=lambda b: (batch_order(b.at), b.runtime))
@@ -111,10 +118,16 @@ def estimate_cell(e: Estimate) -> str:
     return f"{fmt(e.value)} ({span(e.low, e.high)})" if e.has_ci else fmt(e.value)
 
 
-def tti_table(title: str, f: Frame, order: list[str], slo_ms: float | None = None) -> Table:
+def tti_table(
+    title: str,
+    f: Frame,
+    order: list[str],
+    slo_ms: float | None = None,
+    main: str = INTERACTIVE,
+) -> Table:
     """One row per runtime and batch kind: the pooled tail with its 95% CI, success and
     wall time; why a figure has no CI, once, under it; each p99 against the spec's SLO
-    (`slo_ms`), where it gives one."""
+    (`slo_ms`), where it gives one. Of `tti`, or of `main` (`pooled`)."""
     t = Table(title=title, title_justify="left")
     add_columns(
         t,
@@ -133,8 +146,10 @@ def tti_table(title: str, f: Frame, order: list[str], slo_ms: float | None = Non
         ("batch", "runtime"),
     )
     rank = {r: i for i, r in enumerate(order)}
-    unable = cannots(f)
-    found = sorted(pooled(f, unable), key=lambda b: (batch_order(b.at), rank.get(b.runtime, 99)))
+    unable = cannots(f, main)
+    found = sorted(
+        pooled(f, unable, main), key=lambda b: (batch_order(b.at), rank.get(b.runtime, 99))
+    )
     before = ""  # the batch kind of the row above: each kind named once
     for i, b in enumerate(found):
         kind = describe(b.at)

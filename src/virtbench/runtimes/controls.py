@@ -29,19 +29,22 @@ if TYPE_CHECKING:
     from virtbench.runtimes.model import Instance
 
 FREEZE_TIMEOUT_S = 10.0
+TAIL = 4096  # the bytes of a command's standard output an ExecResult keeps (its last)
 
 
 @dataclass(frozen=True)
 class ExecResult:
     """One command run in an instance: its host-side start and end (monotonic ns: the
-    exec call issued, and its exit seen with all its output read), exit status, and the
-    bytes of standard output that came back."""
+    exec call issued, and its exit seen with all its output read), exit status, the
+    bytes of standard output that came back, standard error's tail, and standard output's
+    last `TAIL` bytes (what a command reports its results in: `task`)."""
 
     t_start_ns: int
     t_end_ns: int
     status: int
     stdout_bytes: int
     stderr: str = ""
+    stdout_tail: str = ""
 
     @property
     def ms(self) -> float:
@@ -121,7 +124,8 @@ class CommandExec(Exec):
                 f"{self.rt.label}: {' '.join(cmd[:2])} ... did not end in {timeout:g} s"
             ) from None
         err = out.stderr.decode(errors="replace")[-300:]
-        return ExecResult(out.t0_ns, out.t1_ns, out.returncode, len(out.stdout), err)
+        tail = out.stdout[-TAIL:].decode(errors="replace")
+        return ExecResult(out.t0_ns, out.t1_ns, out.returncode, len(out.stdout), err, tail)
 
 
 # --- pause -----------------------------------------------------------------------------

@@ -113,10 +113,12 @@ class Needs:
     host_binaries    host programs copied with their libraries into the `rootfs-servers`
                      artifact, so every runtime runs the same bytes
     guest_programs   dynamically linked guest/ programs (to /bin, with their libraries)
-    host_dirs        host directories copied whole (a server's share/ and lib/)
+    host_dirs        host directories copied whole (a server's share/ and lib/) ...
+    skip             ... but for what lies under a directory of theirs with one of these
+                     names (a language's own tests)
     users            host users (e.g. postgres) the rootfs's /etc/passwd must know
-    files            {path in the rootfs: text}: config and data files, or a function
-                     returning them, called when the artifact is built
+    files            {path in the rootfs: text or bytes}: config and data files, or a
+                     function returning them, called when the artifact is built
     data             the instance needs a data directory on disk at /data (fio's
                      O_DIRECT, a database's files)
     """
@@ -125,8 +127,11 @@ class Needs:
     host_binaries: tuple[str, ...] = ()
     guest_programs: tuple[str, ...] = ()
     host_dirs: tuple[str, ...] = ()
+    skip: tuple[str, ...] = ()
     users: tuple[str, ...] = ()
-    files: Mapping[str, str] | Callable[[], Mapping[str, str]] = field(default_factory=dict)
+    files: Mapping[str, str | bytes] | Callable[[], Mapping[str, str | bytes]] = field(
+        default_factory=dict
+    )
     data: bool = False
 
     @property
@@ -134,7 +139,7 @@ class Needs:
         """Whether it needs the `rootfs-servers` artifact (host or dynamic programs)."""
         return bool(self.host_binaries or self.guest_programs)
 
-    def file_texts(self) -> Mapping[str, str]:
+    def file_texts(self) -> Mapping[str, str | bytes]:
         """Its `files`, the function called where it is one."""
         return self.files() if callable(self.files) else self.files
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from virtbench.runtimes.controls import Exec, ExecResult, Pause, Undriven
+from virtbench.runtimes.controls import TAIL, Exec, ExecResult, Pause, Undriven
 from virtbench.runtimes.model import Instance
 
 
@@ -26,14 +26,20 @@ class DockerExec(Exec):
         cid = self.rt.container_id(inst)
         t0 = time.monotonic_ns()
         eid = api.exec_create(cid, argv, stdout=True, stderr=True)["Id"]
-        nbytes, err = 0, b""
+        nbytes, err, tail = 0, b"", b""
         for out, errout in api.exec_start(eid, stream=True, demux=True):
             nbytes += len(out or b"")
             err = (err + (errout or b""))[-300:]
+            tail = (tail + (out or b""))[-TAIL:]
         status = api.exec_inspect(eid).get("ExitCode")
         t1 = time.monotonic_ns()
         return ExecResult(
-            t0, t1, -1 if status is None else int(status), nbytes, err.decode(errors="replace")
+            t0,
+            t1,
+            -1 if status is None else int(status),
+            nbytes,
+            err.decode(errors="replace"),
+            tail.decode(errors="replace"),
         )
 
 

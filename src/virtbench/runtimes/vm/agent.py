@@ -18,7 +18,7 @@ import time
 from typing import TYPE_CHECKING, ClassVar
 
 from virtbench.errors import InstanceError
-from virtbench.runtimes.controls import Exec, ExecResult
+from virtbench.runtimes.controls import TAIL, Exec, ExecResult
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -61,10 +61,11 @@ class GuestAgent(Exec):
         try:
             with self.connect(inst, timeout) as sock:
                 sock.sendall(request)
-                status, out, err = read_reply(sock, deadline)
+                status, out, err, tail = read_reply(sock, deadline)
         except (OSError, TimeoutError) as exc:
             raise InstanceError(f"{self.rt.label}: {inst.name}'s exec agent: {exc}") from None
-        return ExecResult(t0, time.monotonic_ns(), status, out, err.decode(errors="replace"))
+        said = err.decode(errors="replace")
+        return ExecResult(t0, time.monotonic_ns(), status, out, said, tail.decode(errors="replace"))
 
 
 AGENT_PORT = 1024  # the vsock port vb-agent listens on (vb.agent=vsock:1024)
@@ -93,16 +94,19 @@ class HybridVsockAgent(GuestAgent):
         return sock
 
 
-def read_reply(sock: socket.socket, deadline: float) -> tuple[int, int, bytes]:
-    """(exit status, bytes of standard output, standard error's tail) of one reply."""
+def read_reply(sock: socket.socket, deadline: float) -> tuple[int, int, bytes, bytes]:
+    """(exit status, bytes of standard output, standard error's tail, standard output's
+    last TAIL bytes) of one reply."""
     reader = Frames(sock, deadline)
-    out = 0
+    out, tail = 0, b""
     while True:
         head = reader.line().split()
         if head[:1] == [b"O"] and len(head) == 2:
-            out += len(reader.exactly(int(head[1])))
+            chunk = reader.exactly(int(head[1]))
+            out += len(chunk)
+            tail = (tail + chunk)[-TAIL:]
         elif head[:1] == [b"R"] and len(head) == 3:
-            return int(head[1]), out, reader.exactly(int(head[2]))
+            return int(head[1]), out, reader.exactly(int(head[2])), tail
         else:
             raise OSError(f"unexpected reply {b' '.join(head)[:60]!r}")
 
