@@ -52,7 +52,9 @@ from virtbench.workloads import task_source
 
 UNIT = ("runtime", "repetition", "workload")
 FROM = "the create call issued -> "
-STEPS = ("clone", "venv", "install", "test")
+DONE, READY = "task.done", "task.ready"
+# each step the runner reports, and its figure
+STEPS = {"clone": "task.clone", "venv": "task.venv", "install": "task.install", "test": "task.test"}
 INSIDE = ", timed inside the instance (its monotonic clock)"
 
 # The figures it records (metrics/model.py).
@@ -62,7 +64,7 @@ METRICS: tuple[Metric, ...] = (
            "install, test: guest/vb-task.py, through the runtime's exec) exited with every "
            "step done" + MONO, resolution=NS_MS, label="time to task done"),
     Metric("task.ready", "ms", "lower", FROM + "the instance's ready datagram reached the "
-           "host" + MONO, resolution=NS_MS, headline=False, label="create to ready"),
+           "host" + MONO, resolution=NS_MS, headline=False, label="create to ready (task)"),
     Metric("task.clone", "ms", "lower", "git clone of the project's bundle" + INSIDE,
            resolution=0.001, headline=False, label="step: git clone"),
     Metric("task.venv", "ms", "lower", "python -m venv --without-pip" + INSIDE,
@@ -74,7 +76,7 @@ METRICS: tuple[Metric, ...] = (
            resolution=0.001, headline=False, label="step: run the tests"),
     Metric("task.wall", "ms", "lower", "a batch launched at once: its first create call -> "
            "its last task done" + MONO, resolution=NS_MS, headline=False,
-           label="time for the whole batch"),
+           label="time for the batch of tasks"),
     Metric("task.amortized", "ms", "lower", "task.wall / the batch's tasks done",
            resolution=NS_MS, headline=False, label="time per task done"),
     Metric("task.failed", "instances", "lower", "instances of the batch whose task did not "
@@ -115,7 +117,7 @@ class TaskExperiment(CommonExperiment):
 
 def run(s: Session, cfg: TaskExperiment) -> None:
     failures = Failures(s, "task")
-    units = {f"task.done@{at}": "ms" for at, _ in cfg.batches()}
+    units = {f"{DONE}@{at}": "ms" for at, _ in cfg.batches()}
     warm = set() if cfg.warm_up else set(s.runtimes)  # the runtimes warmed up
     for rep, warmup, order in s.schedule(0, cfg.runs, "task"):
         for runtime in order:
@@ -176,11 +178,12 @@ def failure(got: tuple[ExecResult, work.Report | None]) -> str:
 def record(s: Session, base: dict, b: Batch, launched: list[Launched], errors: list[str]) -> None:
     """The batch's samples: each instance's, then (N at once) the batch's own."""
     for why in errors:  # instances that could not even be prepared
-        s.record(Sample(metric=f"task.done@{b.at}", value=None, unit="ms", error=why, **base))
+        s.record(Sample(metric=f"{DONE}@{b.at}", value=None, unit="ms", error=why, **base))
     first = min((x.spawn_ns for x in launched), default=0)
     done = [t for x in launched if (t := one(s, base, b.at, x, first)) is not None]
     if b.at != "seq":
-        batch_figures(s, base, Batch(b.at, len(launched) + len(errors)), first, done, "task")
+        names = ("task.failed", "task.wall", "task.amortized")
+        batch_figures(s, base, Batch(b.at, len(launched) + len(errors)), first, done, names)
     if not done:
         why = next((x.why for x in launched if x.why), errors[0] if errors else "none started")
         raise InstanceError(
@@ -198,13 +201,14 @@ def one(s: Session, base: dict, at: str, x: Launched, first: int) -> int | None:
     row = {**base, "params": params}
     if x.ready_ns is not None:
         ready = (x.ready_ns - x.spawn_ns) / 1e6
-        s.record(Sample(metric=f"task.ready@{at}", value=ready, unit="ms", **row))
+        s.record(Sample(metric=f"{READY}@{at}", value=ready, unit="ms", **row))
     for step in report.steps if report is not None else ():
         if step.status == 0 and step.name in STEPS:
-            s.record(Sample(metric=f"task.{step.name}@{at}", value=step.ms, unit="ms", **row))
+            metric = f"{STEPS[step.name]}@{at}"
+            s.record(Sample(metric=metric, value=step.ms, unit="ms", **row))
     end = None if why else x.then[0].t_end_ns
     value = None if end is None else (end - x.spawn_ns) / 1e6
-    s.record(Sample(metric=f"task.done@{at}", value=value, unit="ms", error=why, **row))
+    s.record(Sample(metric=f"{DONE}@{at}", value=value, unit="ms", error=why, **row))
     return end
 
 

@@ -274,18 +274,26 @@ def record(s: Session, base: dict, at: str, launched: list[Launched], errors: li
         )
 
 
+BATCH_FIGURES = ("tti.failed", "tti.wall", "tti.amortized")
+
+
 def batch_figures(
-    s: Session, base: dict, b: Batch, first: int, done: list[int], prefix: str = "tti"
+    s: Session,
+    base: dict,
+    b: Batch,
+    first: int,
+    done: list[int],
+    names: tuple[str, str, str] = BATCH_FIGURES,
 ) -> None:
-    """A staggered or simultaneous batch's wall time (from `first`, the first create
-    call, to the last of `done`, when its instances were done: interactive, or their
-    task's end), amortized time and failures (of its `b.n` instances), as the figures
-    `<prefix>.wall`, `.amortized` and `.failed`."""
+    """A staggered or simultaneous batch's failures (of its `b.n` instances), wall time
+    (from `first`, the first create call, to the last of `done`, when its instances were
+    done: interactive, or their task's end) and amortized time, as the figures `names`
+    (tti's, or another experiment's that batches as it does)."""
     at, n = b.at, b.n
-    fail = f"{prefix}.failed@{at}"
-    s.record(Sample(metric=fail, value=n - len(done), unit="instances", **base))
+    failed, wall_name, amortized = names
+    s.record(Sample(metric=f"{failed}@{at}", value=n - len(done), unit="instances", **base))
     if not done:
-        for m in (f"{prefix}.wall", f"{prefix}.amortized"):
+        for m in (wall_name, amortized):
             s.record(
                 Sample(
                     metric=f"{m}@{at}",
@@ -297,9 +305,9 @@ def batch_figures(
             )
         return
     wall = (max(done) - first) / 1e6
-    s.record(Sample(metric=f"{prefix}.wall@{at}", value=wall, unit="ms", **base))
+    s.record(Sample(metric=f"{wall_name}@{at}", value=wall, unit="ms", **base))
     per = wall / len(done)
-    s.record(Sample(metric=f"{prefix}.amortized@{at}", value=per, unit="ms", **base))
+    s.record(Sample(metric=f"{amortized}@{at}", value=per, unit="ms", **base))
 
 
 def estimate(cfg: TtiExperiment, cost: Costs) -> Estimate:

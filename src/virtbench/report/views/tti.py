@@ -35,7 +35,7 @@ def answers(f: Frame) -> list[Answer]:
             f"Fastest to interactive, {describe(at)}",
             "time to interactive (median instance)",
             "ms",
-            [_standing(b) for b in found],
+            [standing(b) for b in found],
             True,
             metric=f"{INTERACTIVE}@{at}",
             sentence="{a} is interactive {x} sooner than {b}",
@@ -43,7 +43,7 @@ def answers(f: Frame) -> list[Answer]:
     return out
 
 
-def _standing(b: Batches) -> Standing:
+def standing(b: Batches) -> Standing:
     p50, p95 = b.tails["p50"], b.tails["p95"]
     return Standing(
         b.runtime,
