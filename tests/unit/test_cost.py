@@ -80,3 +80,26 @@ def test_the_host_flags_are_checked_before_anything_is_read(tmp_path):
     assert "give it" in said("--host-memory", "64")
     assert "--host-price: -1 must be more than 0" in said("--host-price", "-1")
     assert "--host-cpus: 0 must be more than 0" in said("--host-price", "1", "--host-cpus", "0")
+
+
+def test_the_cost_of_a_task_holds_the_injected_truth(tmp_path):
+    """fa's tasks, two at once, are done 20 ms (ready) + 8,150 ms (steps) + 5 ms (exec)
+    after their create calls: each took half the batch's ~8,175 ms of the host, so the
+    host does ~880 an hour and one costs its price / that."""
+    truth = Truth({"fa": RuntimeTruth(ready_ms=20.0, cv=0.02, exec_ms=5.0)}, seed=5)
+    exp = {"type": "task", "sequential": 0, "levels": [2], "runs": 5, "settle_s": 0}
+    with fake_session(tmp_path, truth, ["fa"], exp) as (s, _world):
+        samples = run(s)
+    t = cost.task_table(as_frame(samples), HOST, "run x")
+    assert t is not None and "2 at once" in str(t.title)
+    (row,) = zip(*[list(c.cells) for c in t.columns], strict=True)
+    _, per_task, per_hour, price = row
+    want = 3_600_000 / (8175.0 / 2)
+    n, low, high = ranged(per_hour)
+    assert low <= want <= high + 1 and abs(n - want) < 10, per_hour
+    p, p_low, p_high = ranged(price)
+    # the cells are rounded to three figures
+    assert p_low * 0.995 <= HOST.price / want <= p_high * 1.005, price
+    assert math.isclose(p, HOST.price / n, rel_tol=0.01)
+    assert per_task.startswith("4,0") and "derived, not measured" in str(t.caption)
+    assert cost.task_table(as_frame([x for x in samples if "@2" not in x.metric]), HOST, "") is None

@@ -11,6 +11,12 @@ measured, never measured itself.
   cost                  per 1,000 instance-hours: 1,000 x the host's price per hour /
                         instances per host
 
+Where a `task` ran, what a task costs: at the most tasks the run launched at once (N),
+each took task.amortized (the batch's wall time / its tasks done) of the host's time, so
+
+  tasks per hour        3,600,000 ms / task.amortized@N (this host, N at once)
+  cost per task         the host's price per hour / tasks per hour
+
 Each interval is carried from the figures' 95% CIs: their ends divided through (a bound
 that reaches the method's resolution leaves that end open: "at least"). The host's whole
 memory and CPUs are taken as the instances' (what its own system needs is not
@@ -31,6 +37,7 @@ from virtbench.report.views.kind import standings
 from virtbench.store.frame import Frame
 
 HOST_COST, CGROUP, IDLE = "density.host_cost", "density.cgroup_memory", "density.idle_cpu"
+AMORTIZED = "task.amortized"
 HOURS = 1000  # the cost is given per this many instance-hours (per one: too many zeros)
 PER = "USD / 1,000 inst.-hours"
 
@@ -117,6 +124,34 @@ def table(f: Frame, host: Host, title: str) -> Table | None:
         "x the host's price per hour / instances; each interval from the figures' 95% CIs, "
         "an end open where a bound is within the method's resolution; the host's whole "
         "memory and CPUs are the instances'"
+    )
+    t.caption_justify = "left"
+    return t
+
+
+def task_table(f: Frame, host: Host, title: str) -> Table | None:
+    """Per runtime whose tasks ran at once: the time per task at the most at once, tasks
+    per hour and the cost per task; None where no task ran at once."""
+    levels: dict[str, int] = {}
+    for metric in f.distinct("metric"):
+        name, _, at = metric.partition("@")
+        if name == AMORTIZED and at.isdigit():
+            levels[metric] = int(at)
+    if not levels:
+        return None
+    at = max(levels.values())
+    per_task = _medians(f, f"{AMORTIZED}@{at}")
+    t = Table(title=f"{title}: cost per task at {at} at once", title_justify="left")
+    heads = ["runtime", "host time / task", "tasks / hour", "USD / task"]
+    add_columns(t, heads, ("runtime",))
+    for runtime, x in per_task.items():
+        hourly = Figure(x.value, x.low, x.high, x.resolution).fit(3_600_000.0)
+        t.add_row(runtime, _cell(x, "ms"), _instances(*hourly), _price(host.price, *hourly))
+    t.caption = (
+        f"derived, not measured: host time per task is task.amortized at {at} at once (the "
+        "batch's wall time / its tasks done) on the run's own host, whatever --host-memory "
+        "and --host-cpus say; tasks per hour = 3,600,000 ms / it; USD per task = the host's "
+        "price per hour / tasks per hour; each interval from the figure's 95% CI"
     )
     t.caption_justify = "left"
     return t

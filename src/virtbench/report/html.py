@@ -292,18 +292,20 @@ def run_section(store: Store, run: RunRecord, opts: Options) -> dict[str, Any]:
     }
 
 
-def _cost(run: RunRecord, f: Frame, opts: Options) -> HtmlTable | None:
+def _cost(run: RunRecord, f: Frame, opts: Options) -> list[HtmlTable]:
     """What an instance costs on the host the options state (the run's own size where
-    they do not), where a price is given and the run piled instances up."""
+    they do not), where a price is given and the run piled instances up, and what a task
+    costs where tasks ran at once."""
     if opts.host_price is None:
-        return None
+        return []
     env = run.environment
     memory = (
         opts.host_memory_gib * 1024 if opts.host_memory_gib else env.get("memory_bytes", 0) / 2**20
     )
     cpus = opts.host_cpus or float(env.get("cpu_count") or 0)
-    t = cost.table(f, cost.Host(opts.host_price, memory, cpus), f"run {run.id}")
-    return from_rich(t) if t is not None else None
+    host = cost.Host(opts.host_price, memory, cpus)
+    tables = [cost.table(f, host, f"run {run.id}"), cost.task_table(f, host, f"run {run.id}")]
+    return [from_rich(t) for t in tables if t is not None]
 
 
 def render(store: Store, run_ids: list[str], opts: Options) -> str:
