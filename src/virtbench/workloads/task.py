@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import glob
 import os
+import platform
 import re
-import subprocess
 from dataclasses import dataclass
 
 from virtbench.paths import Paths
@@ -111,15 +111,6 @@ def parse(out: str) -> Report | None:
     return Report(steps, done.group(1), done.group(2), int(done.group(3)))
 
 
-def git_version() -> str:
-    """The host's git, as the artifact copies it ("" where there is none)."""
-    try:
-        res = subprocess.run([GIT, "--version"], capture_output=True, text=True, timeout=30)
-    except OSError:
-        return ""
-    return res.stdout.strip().removeprefix("git version ")
-
-
 WORKLOAD = Workload(
     "task",
     "ready",
@@ -129,7 +120,7 @@ WORKLOAD = Workload(
         static_programs=("vb-sleep",),
         host_binaries=(PYTHON, GIT, *extension_modules()),
         host_dirs=(STDLIB,),
-        skip=(*SKIP, f"config-{VERSION}-x86_64-linux-gnu"),
+        skip=(*SKIP, f"config-{VERSION}-{platform.machine()}-linux-gnu"),
         files=payload,
         data=True,
     ),
