@@ -12,6 +12,7 @@ from tests.faketruth import FAKE_PID, RuntimeTruth, classify, lognormal
 
 from virtbench import runtimes
 from virtbench.errors import InstanceError
+from virtbench.experiments.snapshot_touch import ASK
 from virtbench.measure import pagecache
 from virtbench.runtimes.base import Instance
 from virtbench.runtimes.controls import ExecResult
@@ -37,6 +38,12 @@ class FakeExec(runtimes.controls.Exec):
         t0 = max(time.monotonic_ns(), inst.own.done_ns)
         if argv[1:2] == task.command()[1:2]:
             return _task(t0, truth.exec_ms, truth)
+        if argv == ASK:  # vb-touch: the next beat carries the touch of what it dirtied
+            ms = truth.touch_per_mib_ms * dirtied(inst)
+            ms += truth.cold_touch_per_mib_ms * dirtied(inst) * inst.own.cold
+            end = t0 + round(truth.exec_ms * 1e6)
+            self.rt._beat(inst, end + 2_000_000, touched_ns=max(1, round(ms * 1e6)))
+            return ExecResult(t0, end, 0, len("vb-touch: 1 signalled\n"))
         nbytes = int(argv[1]) if len(argv) > 1 else len("hello from virtbench\n")
         ms = truth.exec_ms + truth.exec_per_mib_ms * nbytes / 2**20
         ms += truth.exec_per_instance_ms * self.rt.world.background(self.rt.label)
@@ -115,7 +122,8 @@ class FakeSnapshot(runtimes.controls.Snapshot):
         with self.rt._lock:
             ready_ms = lognormal(self.rt.world.rng, truth.restore_ready_ms, truth.restore_cv)
         ready_ms += truth.restore_per_mib_ms * dirtied(inst)
-        if truth.cold_ms and pagecache.resident_bytes([image_dir / "state"]) == 0:
+        inst.own.cold = pagecache.resident_bytes([image_dir / "state"]) == 0
+        if inst.own.cold:
             ready_ms += truth.cold_ms  # its image read from the disk
         self.rt._beat(inst, t0 + round(ready_ms * 1e6), token)
 

@@ -120,6 +120,7 @@ class FakeState:
     seq: int = 0
     thawed: threading.Event | None = None
     copies: int = 0
+    cold: bool = False  # its last restore read its image from the disk
 
 
 class FakeRuntime(Runtime):
@@ -189,10 +190,13 @@ class FakeRuntime(Runtime):
         inst.t_exit_ns = inst.own.done_ns
         return 0
 
-    def _beat(self, inst: Instance, t_ns: int, token: str | None = None) -> None:
-        """A heartbeat of `inst` arriving at `t_ns` (its own token unless told)."""
+    def _beat(
+        self, inst: Instance, t_ns: int, token: str | None = None, touched_ns: int = 0
+    ) -> None:
+        """A heartbeat of `inst` arriving at `t_ns` (its own token unless told), carrying
+        a touch time (`touched_ns`) where it has one."""
         inst.own.seq += 1
-        self.ctx.probe.beat(inst.name, token or inst.own.token, inst.own.seq, t_ns)
+        self.ctx.probe.beat(inst.name, token or inst.own.token, inst.own.seq, t_ns, touched_ns)
 
     def _stop(self, inst: Instance) -> None:
         self.world.stop(inst.name, self.label)

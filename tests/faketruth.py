@@ -85,6 +85,8 @@ class RuntimeTruth:
     restore_per_mib_ms: float = 0.0  # ... and its first heartbeat after a restore this later
     restore_cv: float = 0.0  # the spread (log-normal) of restore_ready_ms
     cold_ms: float = 0.0  # a restore whose image is out of the page cache is back this later
+    touch_per_mib_ms: float = 0.01  # a restored instance touches what it dirtied this fast
+    cold_touch_per_mib_ms: float = 0.0  # ... and this much slower after a cold restore
     ksm_mib: float = 0.0  # of each instance's memory, what KSM merges once it is on
     restores_a_stranger: bool = False  # a restored instance beats with another token
     copy_stagger_ms: float = 0.0  # copies restored at once: the k-th beats k-1 times this later

@@ -25,6 +25,7 @@ OWN_PROGRAMS = (
     "vb-attack",  # the isolation experiment's attackers (workloads/attackers.py)
     "vb-init",  # PID 1 of Linux guests (VM runtimes), in their initramfs
     "vb-agent",  # what vb-init starts there to run the host's commands (exec into VMs)
+    "vb-touch",  # asks a restored beat instance to touch its dirtied memory (snapshot)
 )
 KERNEL = "vb-minikernel"  # the minimal guest kernel for VM runtimes, at /boot in the rootfs
 # the programs that also have a WASI build (guest/Makefile's WASM_PROGS), at

@@ -55,7 +55,8 @@ from virtbench.experiments.held import Operation, cannot, each_repetition, recor
 from virtbench.experiments.kind import ExperimentType
 from virtbench.experiments.pause import next_beat, silent, steady_beat
 from virtbench.experiments.session import Session
-from virtbench.experiments.snapshot_cold import COLD, COLD_METRICS, name, out_of_cache
+from virtbench.experiments.snapshot_cold import COLD_METRICS, name, out_of_cache
+from virtbench.experiments.snapshot_touch import TOUCH_METRICS, record_touch, touch_name
 from virtbench.measure.probe import Beat
 from virtbench.metrics.model import KIB_MIB, MONO, NS_MS, Metric
 from virtbench.runtimes.base import Instance, remove_tree
@@ -91,6 +92,7 @@ METRICS: tuple[Metric, ...] = (
            "not beat (each with its reason as a failed many_to_ready)", compared=False,
            side=True, label="copies not back"),
     *COLD_METRICS,
+    *TOUCH_METRICS,
 )
 # fmt: on
 
@@ -140,12 +142,13 @@ def at(dirty: int | None) -> str:
 
 ONE = ("snapshot.checkpoint", "snapshot.size", "snapshot.restore", "snapshot.restore_to_ready")
 UNITS = {m.name: m.unit for m in METRICS if m.name in ONE}  # a failed repetition: each
-MANY = {m.name: m.unit for m in METRICS if m.name not in ONE and m.name not in COLD.values()}
+MANY = {m.name: m.unit for m in METRICS if m.name.startswith("snapshot.many_")}
 
 
 def units(cfg: SnapshotExperiment, dirty: int | None, cold: bool = False) -> dict[str, str]:
     """The figures (and their units) of one dirty level, its cold restore's where `cold`."""
     figures = {name(m, cold): u for m, u in UNITS.items()}
+    figures |= {touch_name(cold): "ms"} if dirty is not None else {}
     figures |= MANY if cfg.restore_many else {}
     return {m + at(dirty): u for m, u in figures.items()}
 
@@ -201,8 +204,16 @@ def snapshot_once(
 ) -> None:
     rt = s.runtimes[runtime]
     args = () if dirty is None else (str(dirty),)
+    agent = dirty is not None and rt.exec.problem() is None  # vb-touch is run in it
     with running(
-        s, runtime, cfg.workload, cfg.timeout_s, control=True, args=args, memory_mib=memory
+        s,
+        runtime,
+        cfg.workload,
+        cfg.timeout_s,
+        control=True,
+        agent=agent,
+        args=args,
+        memory_mib=memory,
     ) as inst:
         # on disk, beside the instances' data directories (the state directory is a tmpfs)
         image = rt.ctx.paths.data_dir(s.run_id) / "checkpoints" / inst.name
@@ -244,8 +255,10 @@ def checkpoint_and_restore(
             t3 = time.monotonic_ns()
             beat = next_beat(s, inst, held, cfg.timeout_s, "its restore")
     except InstanceError as exc:
-        for m, u in UNITS.items():
-            s.record(Sample(metric=name(m, cold) + sfx, value=None, unit=u, error=str(exc), **base))
+        failed = {name(m, cold): u for m, u in UNITS.items()}
+        failed |= {touch_name(cold): "ms"} if sfx else {}
+        for m, u in failed.items():
+            s.record(Sample(metric=m + sfx, value=None, unit=u, error=str(exc), **base))
         raise recorded(exc) from None
     figures = [
         ("snapshot.checkpoint", (t1 - t0) / 1e6, "ms"),
@@ -255,6 +268,8 @@ def checkpoint_and_restore(
     ]
     for m, value, unit in figures:
         s.record(Sample(metric=m + sfx, value=value, unit=unit, **base))
+    if "dirty_mib" in base["params"]:  # then what it dirtied, touched again
+        record_touch(s, inst, beat, base, cfg.timeout_s)
     return held
 
 

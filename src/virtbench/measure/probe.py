@@ -7,7 +7,9 @@ them and stamps each with the host's monotonic clock the moment it returns from
 recv; guest clocks are never used.
 
 Instances of the `beat` workload go on sending `beat <instance> <token> <seq>`: the
-last one of each instance and how many came are kept (`beat`, `wait_beat`).
+last one of each instance and how many came are kept (`beat`, `wait_beat`). Once asked to
+touch the memory it dirtied (vb-touch), each beat also carries how long that took, in the
+guest's ns: `beat <instance> <token> <seq> <touch-ns>`.
 """
 
 from __future__ import annotations
@@ -33,6 +35,12 @@ class Beat:
     token: str
     seq: int
     count: int
+    touched_ns: int = 0  # the guest's time to touch its dirtied memory, once asked (0: not)
+
+
+def beat_numbers(parts: list[str]) -> bool:
+    """Whether a beat datagram's sequence number (and touch time) are numbers."""
+    return all(x.isdigit() for x in parts[3:])
 
 
 class Heartbeats:
@@ -43,13 +51,13 @@ class Heartbeats:
         self._cond = threading.Condition(self._lock)
         self._beats: dict[str, Beat] = {}
 
-    def beat(self, instance: str, token: str, seq: int, t_ns: int) -> None:
+    def beat(self, instance: str, token: str, seq: int, t_ns: int, touched_ns: int = 0) -> None:
         """Record a heartbeat of `instance` that arrived at `t_ns` (the listener's own, or
-        one a VM's console reader saw)."""
+        one a VM's console reader saw), with the touch time it carried (0: none)."""
         with self._cond:
             last = self._beats.get(instance)
             count = last.count + 1 if last is not None else 1
-            self._beats[instance] = Beat(t_ns, token, seq, count)
+            self._beats[instance] = Beat(t_ns, token, seq, count, touched_ns)
             self._cond.notify_all()
 
     def last_beat(self, instance: str) -> Beat | None:
@@ -137,8 +145,9 @@ class ProbeListener(Heartbeats):
                     parts = data.decode("ascii", "replace").split()
                     if len(parts) == 2 and parts[0] == "ready":
                         self._arrived(parts[1], t)
-                    elif len(parts) == 4 and parts[0] == "beat" and parts[3].isdigit():
-                        self.beat(parts[1], parts[2], int(parts[3]), t)
+                    elif len(parts) in (4, 5) and parts[0] == "beat" and beat_numbers(parts):
+                        touched = int(parts[4]) if len(parts) == 5 else 0
+                        self.beat(parts[1], parts[2], int(parts[3]), t, touched)
 
     def mark(self, instance: str, t_ns: int) -> None:
         """Record `instance` ready at `t_ns` as if its datagram had arrived then (drivers

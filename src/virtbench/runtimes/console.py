@@ -15,7 +15,7 @@ from typing import Any
 from virtbench.runtimes.model import Instance
 
 MARKER = re.compile(rb"VB-(READY|HELLO|EXIT) (\S+)(?: (\d+))?\r*\n")  # whole lines
-BEAT = re.compile(rb"VB-BEAT (\S+) ([0-9a-f]+) (\d+)\r*\n")
+BEAT = re.compile(rb"VB-BEAT (\S+) ([0-9a-f]+) (\d+)(?: (\d+))?\r*\n")
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ def read_console(
     inst: Instance,
     pattern: str | None,
     ready: Callable[[int], None],
-    beat: Callable[[str, int, int], None] | None = None,
+    beat: Callable[[str, int, int, int], None] | None = None,
     end: GuestEnd | None = None,
     halted: Callable[[int], None] | None = None,
 ) -> None:
@@ -41,12 +41,12 @@ def read_console(
     stamping its first byte (`t_first_output_ns`) and the markers: `VB-READY <name>`, or
     the image's `pattern` (`{name}` stands for the instance's name), calls `ready(t_ns)`
     once; `VB-HELLO <name>` says the hello workload ran; `VB-EXIT <name> <status>` is a
-    Linux guest's workload's status; `VB-BEAT <name> <token> <seq>` calls `beat(token,
-    seq, t_ns)` and is not copied to the log (the beat workload says it every 2 ms). A
-    copy restored from another instance's snapshot beats with that one's name
-    (`inst.beat_as`); what it saw goes to `inst.console`. With `end`, its `exited` line
-    is the guest's status too, and its `halted` line is stamped (`t_halted_ns`) and
-    calls `halted(t_ns)` once."""
+    Linux guest's workload's status; `VB-BEAT <name> <token> <seq> [<touch-ns>]` calls
+    `beat(token, seq, t_ns, touch_ns or 0)` and is not copied to the log (the beat
+    workload says it every 2 ms). A copy restored from another instance's snapshot beats
+    with that one's name (`inst.beat_as`); what it saw goes to `inst.console`. With
+    `end`, its `exited` line is the guest's status too, and its `halted` line is stamped
+    (`t_halted_ns`) and calls `halted(t_ns)` once."""
     assert inst.proc is not None and inst.proc.stdout is not None
     fd = inst.proc.stdout.fileno()
     pending = b""  # the line begun and not yet ended
@@ -122,7 +122,7 @@ class _Lines:
 
 
 def _beats(
-    pending: bytes, chunk: bytes, name: str, t: int, beat: Callable[[str, int, int], None]
+    pending: bytes, chunk: bytes, name: str, t: int, beat: Callable[[str, int, int, int], None]
 ) -> bytes:
     """Call `beat` for each whole heartbeat line of `name` that `chunk` completes; the
     chunk without the heartbeat lines wholly in it (a line begun in an earlier chunk is
@@ -132,7 +132,7 @@ def _beats(
     kept, pos = [], start
     for m in BEAT.finditer(text):
         if m.group(1).decode(errors="replace") == name:
-            beat(m.group(2).decode(), int(m.group(3)), t)
+            beat(m.group(2).decode(), int(m.group(3)), t, int(m.group(4) or 0))
         if m.start() >= start:
             kept.append(text[pos : m.start()])
             pos = m.end()
@@ -170,7 +170,11 @@ class ConsoleReady:
 
     def _read_console(self, inst: Instance) -> None:
         probe = self.ctx.probe
-        beat = None if probe is None else (lambda tok, seq, t: probe.beat(inst.name, tok, seq, t))
+        beat = (
+            None
+            if probe is None
+            else (lambda tok, seq, t, touched: probe.beat(inst.name, tok, seq, t, touched))
+        )
         read_console(
             inst,
             self.console_ready(),
