@@ -142,7 +142,8 @@ def at(dirty: int | None) -> str:
 
 ONE = ("snapshot.checkpoint", "snapshot.size", "snapshot.restore", "snapshot.restore_to_ready")
 UNITS = {m.name: m.unit for m in METRICS if m.name in ONE}  # a failed repetition: each
-MANY = {m.name: m.unit for m in METRICS if m.name.startswith("snapshot.many_")}
+MANY_NAMES = ("snapshot.many_to_ready", "snapshot.many_wall", "snapshot.many_failed")
+MANY = {m.name: m.unit for m in METRICS if m.name in MANY_NAMES}
 
 
 def units(cfg: SnapshotExperiment, dirty: int | None, cold: bool = False) -> dict[str, str]:
