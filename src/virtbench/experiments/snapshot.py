@@ -205,16 +205,8 @@ def snapshot_once(
 ) -> None:
     rt = s.runtimes[runtime]
     args = () if dirty is None else (str(dirty),)
-    agent = dirty is not None and rt.exec.problem() is None  # vb-touch is run in it
     with running(
-        s,
-        runtime,
-        cfg.workload,
-        cfg.timeout_s,
-        control=True,
-        agent=agent,
-        args=args,
-        memory_mib=memory,
+        s, runtime, cfg.workload, cfg.timeout_s, control=True, args=args, memory_mib=memory
     ) as inst:
         # on disk, beside the instances' data directories (the state directory is a tmpfs)
         image = rt.ctx.paths.data_dir(s.run_id) / "checkpoints" / inst.name

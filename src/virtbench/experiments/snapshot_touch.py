@@ -11,8 +11,8 @@ that on its own monotonic clock, and from then on carries the time in its heartb
   snapshot.first_touch        the dirtied MiB read once, inside the restored instance
   snapshot.cold_first_touch   the same after a restore from a cold disk
 
-A runtime that cannot run a command in its instance (a VM's minimal guest has no
-agent) says so once, as failed samples.
+A runtime that cannot run a command in its instance (a VM's minimal guest, which the
+beat workload boots, has no agent) says so once, as failed samples.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from virtbench.experiments.session import Session
 from virtbench.measure.probe import Beat
 from virtbench.metrics.model import Metric
 from virtbench.runtimes.base import Instance
+from virtbench.runtimes.vm.agent import GuestAgent
 from virtbench.store import Sample
 
 TOUCH, COLD_TOUCH = "snapshot.first_touch", "snapshot.cold_first_touch"
@@ -78,13 +79,25 @@ def first_touch(s: Session, inst: Instance, after: Beat, timeout: float) -> floa
     raise InstanceError(f"{inst.name}: no heartbeat carried its touch in {timeout:g} s")
 
 
+def touch_problem(s: Session, inst: Instance) -> str | None:
+    """Why no command can be run in `inst` (None: one can): the runtime has no exec, or
+    it is a VM's guest started without its agent (the beat workload's minimal guest, which
+    the snapshot figures are of)."""
+    exec_ = s.runtimes[inst.runtime].exec
+    if (why := exec_.problem()) is not None:
+        return why
+    if isinstance(exec_, GuestAgent) and not inst.spec.agent:
+        return "its guest (the minimal guest, for beat) has no exec agent"
+    return None
+
+
 def record_touch(s: Session, inst: Instance, after: Beat, base: dict, timeout: float) -> None:
     """The first touch of a restored instance at a dirty level (`base`'s params say
     which, and whether the restore was cold): its sample, failed with why where it
     failed, or the runtime's "cannot" (once) where it cannot run a command inside."""
     params = base["params"]
     metric = f"{touch_name(params.get('cache') == 'cold')}@{params['dirty_mib']}MiB"
-    why = s.runtimes[inst.runtime].exec.problem()
+    why = touch_problem(s, inst)
     if why is not None:
         cannot(s, why, base, {metric: "ms"})
         return
