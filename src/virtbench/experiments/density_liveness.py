@@ -14,6 +14,13 @@ from virtbench.experiments.command import HELLO, HELLO_BYTES, wrong
 from virtbench.runtimes.model import Family
 
 
+def with_agent(rt: Any, probes: int) -> bool:
+    """Whether a pile-up's instances start with their exec agent: where they will be
+    probed and a VM boots Linux for them anyway (`guest = "linux"`); never where the agent
+    would make a VM boot Linux instead of the minimal guest the figures are of."""
+    return bool(probes) and rt.family is Family.VM and getattr(rt.options, "guest", "") == "linux"
+
+
 def alive(pile: Any) -> None:
     """Ask `liveness_probes` random instances of the pile-up (density_pile.Pile) to run a
     command; record each answer (or why not) and how many answered."""

@@ -5,6 +5,7 @@ sharing) and every instance stopped."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any
 
@@ -12,7 +13,7 @@ from virtbench import workloads
 from virtbench.errors import InstanceError
 from virtbench.experiments.density_bound import at_bound, crossed
 from virtbench.experiments.density_idle import idle_cpu
-from virtbench.experiments.density_liveness import alive
+from virtbench.experiments.density_liveness import alive, with_agent
 from virtbench.experiments.density_sharing import shared
 from virtbench.experiments.session import Session
 from virtbench.measure import memory
@@ -113,6 +114,8 @@ class Pile:
         s, rt = self.s, self.rt
         timed: dict = {**self.params}  # the launch's quiet wait goes in its sample
         spec = s.instance_spec(self.runtime, self.argv)
+        if with_agent(rt, self.cfg.liveness_probes):  # a Linux guest, asked commands
+            spec = dataclasses.replace(spec, agent=True)
         try:  # an instance that never gets ready is stopped, not counted
             inst, t_ready = s.start_ready(
                 self.runtime, spec, self.cfg.timeout_s, ("density", timed)
