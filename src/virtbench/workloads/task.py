@@ -124,5 +124,5 @@ WORKLOAD = Workload(
         files=payload,
         data=True,
     ),
-    order=25,
+    order=180,
 )

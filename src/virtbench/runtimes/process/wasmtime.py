@@ -111,13 +111,13 @@ class Wasmtime(ConsoleReady, Native):
             return f"{cls.name} cannot run {workload}: the attackers have no WASI build"
         wl = workloads.get(workload)
         missing = [p for p in wl.needs.static_programs if p not in WASM_PROGRAMS]
-        if wl.needs.servers:
-            return f"{cls.name} cannot run {workload}: it runs host programs, which are not WASI"
         if wl.ends == "serve" or missing or not wl.needs.static_programs:
             return (
                 f"{cls.name} cannot run {workload}: WASI preview 1 has no sockets, "
                 f"and only {', '.join(WASM_PROGRAMS)} have WASI builds"
             )
+        if wl.needs.servers:
+            return f"{cls.name} cannot run {workload}: it runs host programs, which are not WASI"
         return None
 
     def conditions(self) -> dict[str, Any]:
