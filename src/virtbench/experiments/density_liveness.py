@@ -25,9 +25,7 @@ def alive(pile: Any) -> None:
     """Ask `liveness_probes` random instances of the pile-up (density_pile.Pile) to run a
     command; record each answer (or why not) and how many answered."""
     rt, n = pile.rt, len(pile.started)
-    why = rt.exec.problem()
-    if why is None and rt.family is Family.VM and not pile.started[0].spec.agent:
-        why = "its instances here boot the minimal guest, which has no exec agent"
+    why = rt.exec.problem_in(pile.started[0])
     if why is not None:
         pile.sample(
             "density.answered",

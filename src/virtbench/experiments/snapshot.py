@@ -261,8 +261,8 @@ def checkpoint_and_restore(
     ]
     for m, value, unit in figures:
         s.record(Sample(metric=m + sfx, value=value, unit=unit, **base))
-    if "dirty_mib" in base["params"]:  # then what it dirtied, touched again
-        record_touch(s, inst, beat, base, cfg.timeout_s)
+    if sfx:  # at a dirty level: then what it dirtied, touched again
+        record_touch(s, inst, beat, touch_name(cold) + sfx, base, cfg.timeout_s)
     return held
 
 

@@ -25,7 +25,6 @@ from virtbench.experiments.session import Session
 from virtbench.measure.probe import Beat
 from virtbench.metrics.model import Metric
 from virtbench.runtimes.base import Instance
-from virtbench.runtimes.vm.agent import GuestAgent
 from virtbench.store import Sample
 
 TOUCH, COLD_TOUCH = "snapshot.first_touch", "snapshot.cold_first_touch"
@@ -79,25 +78,13 @@ def first_touch(s: Session, inst: Instance, after: Beat, timeout: float) -> floa
     raise InstanceError(f"{inst.name}: no heartbeat carried its touch in {timeout:g} s")
 
 
-def touch_problem(s: Session, inst: Instance) -> str | None:
-    """Why no command can be run in `inst` (None: one can): the runtime has no exec, or
-    it is a VM's guest started without its agent (the beat workload's minimal guest, which
-    the snapshot figures are of)."""
-    exec_ = s.runtimes[inst.runtime].exec
-    if (why := exec_.problem()) is not None:
-        return why
-    if isinstance(exec_, GuestAgent) and not inst.spec.agent:
-        return "its guest (the minimal guest, for beat) has no exec agent"
-    return None
-
-
-def record_touch(s: Session, inst: Instance, after: Beat, base: dict, timeout: float) -> None:
-    """The first touch of a restored instance at a dirty level (`base`'s params say
-    which, and whether the restore was cold): its sample, failed with why where it
-    failed, or the runtime's "cannot" (once) where it cannot run a command inside."""
-    params = base["params"]
-    metric = f"{touch_name(params.get('cache') == 'cold')}@{params['dirty_mib']}MiB"
-    why = touch_problem(s, inst)
+def record_touch(
+    s: Session, inst: Instance, after: Beat, metric: str, base: dict, timeout: float
+) -> None:
+    """The first touch of a restored instance, as `metric` (its level's and cache's):
+    its sample, failed with why where it failed, or the runtime's "cannot" (once) where
+    no command can run in the instance as it was started."""
+    why = s.runtimes[inst.runtime].exec.problem_in(inst)
     if why is not None:
         cannot(s, why, base, {metric: "ms"})
         return

@@ -93,6 +93,11 @@ class Exec(Control):
     def problem(self) -> str | None:
         return self.why
 
+    def problem_in(self, inst: Instance) -> str | None:
+        """Why no command can be run in `inst` as it was started (None: one can)."""
+        del inst
+        return self.problem()
+
     def run(self, inst: Instance, argv: list[str], timeout: float) -> ExecResult:
         """Run `argv` (paths inside the instance) in `inst`, reading all its standard
         output; timed on the host."""

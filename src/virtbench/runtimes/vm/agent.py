@@ -48,6 +48,15 @@ class GuestAgent(Exec):
             )
         return None
 
+    def problem_in(self, inst: Instance) -> str | None:
+        """An instance started without its agent (the minimal guest, where the workload
+        is hello, sleep or beat) has none to run a command."""
+        if (why := self.problem()) is not None:
+            return why
+        if not inst.spec.agent:
+            return "its instances here boot the minimal guest, which has no exec agent"
+        return None
+
     def connect(self, inst: Instance, timeout: float) -> socket.socket:
         """A connected stream to the instance's agent."""
         raise NotImplementedError
@@ -74,6 +83,15 @@ GUEST_CID = 3  # the guest's vsock address on a VMM's hybrid vsock (any but 0-2)
 
 class HybridVsockAgent(GuestAgent):
     """vb-agent on vsock port AGENT_PORT, through the VMM's unix socket (`vsock_path`)."""
+
+    def problem_in(self, inst: Instance) -> str | None:
+        """An instance started without its agent (the minimal guest, where the workload
+        is hello, sleep or beat) has none to run a command."""
+        if (why := self.problem()) is not None:
+            return why
+        if not inst.spec.agent:
+            return "its instances here boot the minimal guest, which has no exec agent"
+        return None
 
     def connect(self, inst: Instance, timeout: float) -> socket.socket:
         sock = unix_stream(self.rt.vsock_path(inst), timeout)
