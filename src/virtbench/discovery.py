@@ -1,11 +1,12 @@
 """Plug-ins found by walking a package on purpose: every module of it imported by name,
 in name order, and the value each declares under one attribute kept.
 
-The experiment types, the workloads and the report's views are found this way. The
-result never depends on what was imported first: it is read only once every module it
-walks has finished importing, and a read during one of their imports (a module that
-asks for the registry while it is itself being imported) is an error, not a registry
-quietly missing that module.
+The experiment types, the workloads and the report's views are found this way, and each
+registry is put together above the modules it walks (the metric registry in metrics/,
+the spec in spec/), so no module reads its own package's registry while it is being
+imported: the layout test forbids the upward import that would take. A walk that asks
+for the same package's registry again while it is walking it (a module that reads it at
+import) is an error, not a registry quietly missing that module.
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Iterable
-from types import ModuleType
 from typing import TypeVar
 
 T = TypeVar("T")
+
+_walking: set[str] = set()  # the packages whose modules are being imported
 
 
 class DiscoveryError(RuntimeError):
@@ -26,20 +28,18 @@ class DiscoveryError(RuntimeError):
 def declared(package: str, path: Iterable[str], attribute: str, kind: type[T]) -> list[T]:
     """The `attribute` of every module of `package` (its `__path__`) that is a `kind`,
     in the modules' name order."""
-    found = []
-    for info in sorted(pkgutil.iter_modules(path), key=lambda i: i.name):
-        module = importlib.import_module(f"{package}.{info.name}")
-        if _initializing(module):
-            raise DiscoveryError(
-                f"{package}.{info.name} is still being imported: its package's registry "
-                "was read during an import (move that read into a function)"
-            )
-        value = getattr(module, attribute, None)
-        if isinstance(value, kind):
-            found.append(value)
-    return found
-
-
-def _initializing(module: ModuleType) -> bool:
-    spec = getattr(module, "__spec__", None)
-    return bool(getattr(spec, "_initializing", False))
+    if package in _walking:
+        raise DiscoveryError(
+            f"{package}'s registry was read while its modules were being imported "
+            "(move that read into a function)"
+        )
+    _walking.add(package)
+    try:
+        modules = sorted(pkgutil.iter_modules(path), key=lambda i: i.name)
+        found = [
+            getattr(importlib.import_module(f"{package}.{i.name}"), attribute, None)
+            for i in modules
+        ]
+    finally:
+        _walking.discard(package)
+    return [value for value in found if isinstance(value, kind)]

@@ -6,8 +6,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 import virtbench
 from virtbench.runtimes import BUILTIN
 
@@ -25,7 +23,9 @@ def modules() -> dict[str, Path]:
 
 
 def imports(mods: dict[str, Path]) -> dict[str, set[str]]:
-    """module -> the virtbench modules it imports, anywhere in its text."""
+    """module -> the virtbench modules it imports, anywhere in its text, and the packages
+    that importing them runs first (a package's `__init__` runs before any module of it
+    loads), but for the importer's own packages."""
 
     def owner(name: str) -> str:
         while name not in mods:
@@ -48,9 +48,20 @@ def imports(mods: dict[str, Path]) -> dict[str, set[str]]:
                 continue
             for name in names:
                 if name.split(".")[0] == "virtbench":
-                    graph[mod].add(owner(name))
+                    graph[mod].update(_with_packages(owner(name), mod, mods))
         graph[mod].discard(mod)
     return graph
+
+
+def _with_packages(dep: str, importer: str, mods: dict[str, Path]) -> set[str]:
+    """`dep` and each package above it that `importer` is not itself inside."""
+    found = {dep}
+    parts = dep.split(".")
+    for n in range(2, len(parts)):
+        package = ".".join(parts[:n])
+        if package in mods and not importer.startswith(package + "."):
+            found.add(package)
+    return found
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -105,13 +116,13 @@ LAYERS = [
     "host",  # processes, cgroups, sysctl, the run's lock and ledger, facts, doctor
     "analysis",  # statistics, significance, fits, order effects
     "store",  # samples and runs, stored
-    "metrics.model",  # what a figure is, as the types and workloads declare theirs
+    "figure",  # what a figure is, as the types and workloads declare theirs
     "measure",  # probe, memory, quiet, sampler, topology
     "workloads",  # what runs inside an instance
     "artifacts",  # workloads packaged for a runtime family
     "runtimes",  # drivers
     "loadgen",  # where a serving workload's client runs: here, or a load generator
-    "spec.base",  # what every spec table shares, as each experiment type's model uses it
+    "tables",  # what every spec table shares, as each experiment type's model uses it
     "experiments",  # the experiment types: each declares its model, figures and procedure
     "metrics",  # the registry of every figure, from the types and the workloads
     "spec",  # a spec, validated
@@ -168,11 +179,8 @@ def test_the_layer_check_sees_an_upward_import():
     assert rank[layer("virtbench.cli.run")] > rank[layer("virtbench.run.runner")]
     assert rank[layer("virtbench.host.proc")] < rank[layer("virtbench.runtimes.oci.crun")]
     assert layer("virtbench.errors") == "top" and rank["top"] == 0
-    assert (
-        layer("virtbench.metrics.model") == "metrics.model"
-        and layer("virtbench.metrics") == "metrics"
-    )
-    assert rank["metrics.model"] < rank["experiments"] < rank["metrics"]
+    assert layer("virtbench.figure") == "figure" and layer("virtbench.metrics") == "metrics"
+    assert rank["figure"] < rank["experiments"] < rank["metrics"]
 
 
 # The runtimes' families, lowest first: the shared core (runtimes/*.py: the Runtime base,
@@ -305,92 +313,3 @@ def test_capabilities_reach_a_driver_only_through_its_public_methods(tmp_path):
 
 # Imported first, in an interpreter of its own, then asked for every registry: what each
 # registry holds, and that nothing raised, whatever module was imported first.
-FIRST = """
-import importlib, json, sys
-importlib.import_module(sys.argv[1])
-from virtbench import experiments, metrics, workloads
-from virtbench.report import views
-print(json.dumps([experiments.names(), workloads.names(), len(metrics.registry()),
-                  sorted(views._declared())]))
-"""
-
-
-def registry_packages() -> list[str]:
-    """Every module of the packages whose registries are found by walking them, and of
-    the packages they import while they are (spec, metrics)."""
-    root = Path(virtbench.__file__).parent
-    out = ["virtbench.discovery"]
-    for package in ("experiments", "workloads", "metrics", "spec", "report/views"):
-        for path in sorted((root / package).glob("*.py")):
-            dotted = f"virtbench.{package.replace('/', '.')}"
-            out.append(dotted if path.stem == "__init__" else f"{dotted}.{path.stem}")
-    return out
-
-
-def test_every_registry_is_whole_whatever_module_is_imported_first():
-    """Each module of the registries' packages imported first, alone, in an interpreter of
-    its own: every registry then holds the same, full contents (a registry filled as a
-    side effect of what was imported first once dropped `exec` when exec.py came first,
-    and raised a circular ImportError when pause.py did)."""
-    import json
-    import subprocess
-    import sys
-    from concurrent.futures import ThreadPoolExecutor
-
-    from virtbench import experiments, metrics, workloads
-    from virtbench.report import views
-
-    whole = [
-        experiments.names(),
-        workloads.names(),
-        len(metrics.registry()),
-        sorted(views._declared()),
-    ]
-    assert len(whole[0]) >= 11 and len(whole[1]) >= 17 and len(whole[3]) >= 11
-
-    def first(module: str) -> tuple[str, str]:
-        res = subprocess.run(
-            [sys.executable, "-c", FIRST, module], capture_output=True, text=True, timeout=300
-        )
-        if res.returncode:
-            return module, res.stderr.strip().splitlines()[-1]
-        got = json.loads(res.stdout)
-        return module, "" if got == whole else f"registries differ: {got}"
-
-    modules = registry_packages()
-    assert "virtbench.experiments.exec" in modules and "virtbench.report.views.boot" in modules
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        broken = [(m, why) for m, why in pool.map(first, modules) if why]
-    assert not broken, broken
-
-
-def test_a_registry_read_while_its_modules_import_is_an_error(tmp_path, monkeypatch):
-    """The check can fail: a module that reads its package's registry while it is being
-    imported gets a DiscoveryError, never a registry missing itself."""
-    import importlib
-    import sys
-
-    from virtbench.discovery import DiscoveryError
-
-    registry = (
-        "from virtbench import discovery\n"
-        "def every():\n"
-        "    return discovery.declared(__name__, __path__, 'VALUE', int)\n"
-    )
-    for name, second in (
-        ("vbok", "VALUE = 2\n"),
-        ("vbbad", "import vbbad\nVALUE = 2\nvbbad.every()\n"),
-    ):
-        (tmp_path / name).mkdir()
-        (tmp_path / name / "__init__.py").write_text(registry)
-        (tmp_path / name / "a.py").write_text("VALUE = 1\n")
-        (tmp_path / name / "b.py").write_text(second)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    names = ("vbok", "vbok.a", "vbok.b", "vbbad", "vbbad.a", "vbbad.b")
-    try:
-        assert importlib.import_module("vbok").every() == [1, 2]
-        with pytest.raises(DiscoveryError, match=r"vbbad\.b is still being imported"):
-            importlib.import_module("vbbad.b")
-    finally:
-        for name in names:
-            sys.modules.pop(name, None)

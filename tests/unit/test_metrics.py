@@ -166,13 +166,13 @@ def test_nothing_is_declared_that_no_code_records():
     found = set().union(*(_recorded_calls(p)[0] for p in RECORDERS))
     own = {
         m.name
-        for m in metrics.REGISTRY
+        for m in metrics.registry()
         if not m.is_pattern and not m.workload and m.summary != "fit"
     }  # fits are computed when read, from series
     old = {"density.host_per_instance"}  # what earlier virtbench runs stored, read still
     assert own - old <= found and not old & found
     hit = {metrics.find(fig.name, name) for name in OUTPUTS for fig in parsed(name)}
-    assert {m for m in metrics.REGISTRY if m.workload} <= hit
+    assert {m for m in metrics.registry() if m.workload} <= hit
 
 
 def test_host_availability_is_what_scalability_records():
@@ -217,9 +217,9 @@ def test_an_undeclared_figure_of_an_experiment_is_treated_as_its_family():
 
 
 def test_declarations_are_whole():
-    exact = [(m.workload, m.name) for m in metrics.REGISTRY if not m.is_pattern]
+    exact = [(m.workload, m.name) for m in metrics.registry() if not m.is_pattern]
     assert len(exact) == len(set(exact))
-    for m in metrics.REGISTRY:
+    for m in metrics.registry():
         assert m.includes and m.summary in ("median", "series", "fit")
         if m.summary == "fit":  # the slope of a declared series
             assert metrics.lookup(m.fits).summary == "series", m.name
@@ -227,7 +227,7 @@ def test_declarations_are_whole():
         if not m.is_pattern or m.workload:
             assert m.unit and m.direction in ("lower", "higher"), m.name
             assert m.resolution is None or m.resolution > 0
-    times = [m for m in metrics.REGISTRY if m.unit in ("ms", "us", "ns", "s", "MiB")]
+    times = [m for m in metrics.registry() if m.unit in ("ms", "us", "ns", "s", "MiB")]
     assert all(m.lower_bound == 0.0 for m in times if m.name != "density.host_per_instance")
     assert [m.name for m in metrics.plotted("density")] == [
         "density.pss",

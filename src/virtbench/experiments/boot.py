@@ -29,12 +29,12 @@ from virtbench.experiments.failures import Failures
 from virtbench.experiments.kind import ExperimentType
 from virtbench.experiments.session import Session, total_runs
 from virtbench.experiments.trial import Trial
-from virtbench.metrics.model import MONO, OPEN, SPAWN, Metric, boot_metric
+from virtbench.figure import MONO, OPEN, SPAWN, Metric, boot_metric
 from virtbench.runtimes.base import Instance, InstanceSpec, Runtime
-from virtbench.spec.base import (
+from virtbench.store import Sample
+from virtbench.tables.base import (
     RepeatedExperiment,
 )
-from virtbench.store import Sample
 
 # One unit of measurement (`run --resume` skips the finished ones): a sample's fields.
 UNIT = ("runtime", "repetition", "workload")

@@ -40,12 +40,12 @@ from virtbench.experiments.failures import Failures
 from virtbench.experiments.kind import ExperimentType
 from virtbench.experiments.session import Session
 from virtbench.experiments.together import Launched, launch_together, levels
-from virtbench.metrics.model import MONO, NS_MS, Metric
+from virtbench.figure import MONO, NS_MS, Metric
 from virtbench.runtimes.base import Instance
-from virtbench.spec.base import (
+from virtbench.store import Sample
+from virtbench.tables.base import (
     CommonExperiment,
 )
-from virtbench.store import Sample
 
 UNIT = ("runtime", "repetition", "workload")
 

@@ -54,7 +54,7 @@ from virtbench.experiments.estimate import Costs, Estimate
 from virtbench.experiments.failures import Failures
 from virtbench.experiments.kind import ExperimentType
 from virtbench.experiments.session import Session
-from virtbench.metrics.model import (
+from virtbench.figure import (
     CHARGE_BATCH_MIB,
     KIB_MIB,
     MONO,
@@ -64,7 +64,7 @@ from virtbench.metrics.model import (
     Metric,
     pile_metric,
 )
-from virtbench.spec.base import CommonExperiment
+from virtbench.tables.base import CommonExperiment
 
 UNIT = ("runtime", "repetition")
 

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from virtbench.experiments.density_liveness import ask
-from virtbench.metrics.model import NS_MS, Metric, pile_metric
+from virtbench.figure import NS_MS, Metric, pile_metric
 
 BOUND_METRICS: tuple[Metric, ...] = (
     pile_metric(

@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from virtbench.metrics.model import Metric, pile_metric
+from virtbench.figure import Metric, pile_metric
 
 SETTLE_S = 1.0
 IDLE_METRICS: tuple[Metric, ...] = (

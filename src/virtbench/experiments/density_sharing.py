@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from virtbench.figure import KIB_MIB, Metric, pile_metric
 from virtbench.host import ksm
 from virtbench.measure import memory
-from virtbench.metrics.model import KIB_MIB, Metric, pile_metric
 
 MIB = 1 << 20
 SHARING_METRICS: tuple[Metric, ...] = (

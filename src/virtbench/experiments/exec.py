@@ -30,11 +30,11 @@ from virtbench.experiments.estimate import Costs, Estimate
 from virtbench.experiments.held import Operation, each_repetition, recorded, running
 from virtbench.experiments.kind import ExperimentType
 from virtbench.experiments.session import Session
-from virtbench.metrics.model import MONO, NS_MS, Metric
-from virtbench.spec.base import (
+from virtbench.figure import MONO, NS_MS, Metric
+from virtbench.store import Sample
+from virtbench.tables.base import (
     CommonExperiment,
 )
-from virtbench.store import Sample
 
 UNIT = ("runtime", "repetition", "workload")
 

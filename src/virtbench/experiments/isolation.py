@@ -52,8 +52,8 @@ from virtbench.experiments.kind import ExperimentType
 from virtbench.experiments.session import Session, total_runs
 from virtbench.experiments.trial import Trial
 from virtbench.experiments.worker import Job, Worker, check_reachable
+from virtbench.figure import Metric
 from virtbench.measure.topology import Topology
-from virtbench.metrics.model import Metric
 
 # One unit of measurement (`run --resume` skips the finished ones): a sample's fields.
 UNIT = ("runtime", "repetition", "attacker", "placement")

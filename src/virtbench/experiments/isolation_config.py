@@ -8,7 +8,7 @@ from typing import ClassVar, Literal
 from pydantic import Field, field_validator, model_validator
 
 from virtbench.measure.topology import PLACEMENTS
-from virtbench.spec.base import (
+from virtbench.tables.base import (
     RepeatedExperiment,
     WorkerExperiment,
     check_params,

@@ -46,7 +46,7 @@ def runs_needed(cv: float, target_pct: float) -> int:
 def ours(s: Session, cfg: IsolationExperiment) -> Callable[[Sample], bool]:
     """Is a sample a primary figure (at any level; failed ones too) of this isolation
     experiment's worker?"""
-    from virtbench.spec.base import measured  # the spec package lists experiment types
+    from virtbench.tables.base import measured  # the spec package lists experiment types
 
     primary, index = measured(cfg.worker).primary, s.experiment_index or 0
     return lambda smp: (

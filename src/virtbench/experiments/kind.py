@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from virtbench.experiments.estimate import Costs, Estimate
-from virtbench.metrics.model import Metric
+from virtbench.figure import Metric
 
 
 @dataclass(frozen=True)

@@ -32,13 +32,13 @@ from virtbench.experiments.estimate import Costs, Estimate
 from virtbench.experiments.kind import ExperimentType
 from virtbench.experiments.session import Session
 from virtbench.experiments.worker import Job, Worker, check_reachable
-from virtbench.metrics.model import Metric
-from virtbench.spec.base import (
+from virtbench.figure import Metric
+from virtbench.store.records import Sample
+from virtbench.tables.base import (
     WorkerExperiment,
     check_params,
     measuring_worker,
 )
-from virtbench.store.records import Sample
 
 # One unit of measurement (`run --resume` skips the finished ones): a sample's fields.
 UNIT = ("runtime",)

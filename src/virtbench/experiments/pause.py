@@ -28,13 +28,13 @@ from virtbench.experiments.estimate import Costs, Estimate
 from virtbench.experiments.held import Operation, each_repetition, recorded, running
 from virtbench.experiments.kind import ExperimentType
 from virtbench.experiments.session import Session
+from virtbench.figure import MONO, NS_MS, Metric
 from virtbench.measure.probe import Beat
-from virtbench.metrics.model import MONO, NS_MS, Metric
 from virtbench.runtimes.base import Instance
-from virtbench.spec.base import (
+from virtbench.store import Sample
+from virtbench.tables.base import (
     CommonExperiment,
 )
-from virtbench.store import Sample
 
 UNIT = ("runtime", "repetition", "workload")
 

@@ -48,7 +48,7 @@ from virtbench.experiments.scalability_config import ScalabilityExperiment
 from virtbench.experiments.session import Session
 from virtbench.experiments.trial import Trial
 from virtbench.experiments.worker import Job, Worker, check_reachable
-from virtbench.metrics.model import MONO, NS_MS, SPAWN, Metric, pile_metric
+from virtbench.figure import MONO, NS_MS, SPAWN, Metric, pile_metric
 from virtbench.runtimes.base import Instance
 from virtbench.store import Sample
 

@@ -57,14 +57,14 @@ from virtbench.experiments.pause import next_beat, silent, steady_beat
 from virtbench.experiments.session import Session
 from virtbench.experiments.snapshot_cold import COLD_METRICS, name, out_of_cache
 from virtbench.experiments.snapshot_touch import TOUCH_METRICS, record_touch, touch_name
+from virtbench.figure import KIB_MIB, MONO, NS_MS, Metric
 from virtbench.measure.probe import Beat
-from virtbench.metrics.model import KIB_MIB, MONO, NS_MS, Metric
 from virtbench.runtimes.base import Instance, remove_tree
 from virtbench.runtimes.model import Family
-from virtbench.spec.base import (
+from virtbench.store import Sample
+from virtbench.tables.base import (
     CommonExperiment,
 )
-from virtbench.store import Sample
 
 UNIT = ("runtime", "repetition", "workload")
 

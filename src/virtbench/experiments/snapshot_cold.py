@@ -18,8 +18,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from virtbench.errors import InstanceError
+from virtbench.figure import MONO, NS_MS, Metric
 from virtbench.measure import pagecache
-from virtbench.metrics.model import MONO, NS_MS, Metric
 
 COLD = {"snapshot.restore": "snapshot.cold_restore"} | {
     "snapshot.restore_to_ready": "snapshot.cold_restore_to_ready"

@@ -22,8 +22,8 @@ import time
 from virtbench.errors import InstanceError
 from virtbench.experiments.held import cannot
 from virtbench.experiments.session import Session
+from virtbench.figure import Metric
 from virtbench.measure.probe import Beat
-from virtbench.metrics.model import Metric
 from virtbench.runtimes.base import Instance
 from virtbench.store import Sample
 

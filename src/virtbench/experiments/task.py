@@ -42,11 +42,11 @@ from virtbench.experiments.kind import ExperimentType
 from virtbench.experiments.session import Session
 from virtbench.experiments.together import Launched, levels
 from virtbench.experiments.tti import Asked, Batch, batch_figures, together
-from virtbench.metrics.model import MONO, NS_MS, Metric
+from virtbench.figure import MONO, NS_MS, Metric
 from virtbench.runtimes.base import Instance
 from virtbench.runtimes.controls import ExecResult
-from virtbench.spec.base import CommonExperiment
 from virtbench.store import Sample
+from virtbench.tables.base import CommonExperiment
 from virtbench.workloads import task as work
 from virtbench.workloads import task_source
 

@@ -21,7 +21,7 @@ from virtbench.experiments.kind import ExperimentType
 from virtbench.experiments.session import Session
 from virtbench.experiments.trial import Trial
 from virtbench.experiments.worker import Job, Worker, check_reachable
-from virtbench.spec.base import (
+from virtbench.tables.base import (
     RepeatedExperiment,
     check_params,
     params_for,

@@ -49,11 +49,11 @@ from virtbench.experiments.held import base_of, cannot
 from virtbench.experiments.kind import ExperimentType
 from virtbench.experiments.session import Session
 from virtbench.experiments.together import Launched, launch_together, levels
-from virtbench.metrics.model import MONO, NS_MS, Metric
+from virtbench.figure import MONO, NS_MS, Metric
 from virtbench.runtimes.base import Instance
 from virtbench.runtimes.controls import ExecResult
-from virtbench.spec.base import CommonExperiment
 from virtbench.store import Sample
+from virtbench.tables.base import CommonExperiment
 
 UNIT = ("runtime", "repetition", "workload")
 FROM = "the create call issued -> "

@@ -28,8 +28,8 @@ from virtbench.loadgen import Clients
 from virtbench.measure.portready import PORT_FREE_WAIT_S, answers, port_open, wait_bindable
 from virtbench.measure.procstat import ProcWatch
 from virtbench.runtimes.base import Instance, Runtime
-from virtbench.spec.base import WorkerExperiment
 from virtbench.store import Sample
+from virtbench.tables.base import WorkerExperiment
 
 
 @dataclass(frozen=True)

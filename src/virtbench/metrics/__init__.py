@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import TYPE_CHECKING, Any
 
-from virtbench.metrics.model import (
+from virtbench import experiments, workloads
+from virtbench.figure import (
     CHARGE_BATCH_MIB,
     KIB_MIB,
     NS_MS,
@@ -35,15 +35,11 @@ from virtbench.metrics.model import (
 )
 from virtbench.metrics.run import RUN
 
-if TYPE_CHECKING:
-    from virtbench import workloads
-
 __all__ = [
     "CHARGE_BATCH_MIB",
     "DEFAULT",
     "KIB_MIB",
     "NS_MS",
-    "REGISTRY",
     "DesmetKind",
     "Metric",
     "PlotKind",
@@ -63,11 +59,9 @@ __all__ = [
 def registry() -> tuple[Metric, ...]:
     """Every declaration, in the order `lookup` tries them: each experiment type's own
     figures (experiments/kind.py), the run's, then each workload's (workloads/kind.py), in
-    their `metrics_order`. The types and workloads are imported here, when the registry
-    is first read, never when this package is: a workload's module imports
-    metrics.model, and so this package, while it is itself being imported."""
-    from virtbench import experiments, workloads
-
+    their `metrics_order`. This package is the one place they are put together: it sits
+    above the experiment types and the workloads, which declare their figures with
+    virtbench.figure and never read the registry."""
     return (
         *(m for t in experiments.types() for m in t.metrics),
         *RUN,
@@ -77,12 +71,6 @@ def registry() -> tuple[Metric, ...]:
 
 def _figures_order(w: workloads.Workload) -> tuple[int, str]:
     return (w.order if w.metrics_order is None else w.metrics_order, w.name)
-
-
-def __getattr__(name: str) -> Any:
-    if name == "REGISTRY":  # built when first read: it imports every experiment type
-        return registry()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # A workload figure this registry does not name: measured again each repetition, compared,

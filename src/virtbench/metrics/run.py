@@ -5,7 +5,7 @@ its own figures in its module (experiments/kind.py)."""
 
 from __future__ import annotations
 
-from virtbench.metrics.model import Metric
+from virtbench.figure import Metric
 
 
 def _host(name: str, includes: str, resolution: float | None, label: str) -> Metric:

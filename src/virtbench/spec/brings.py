@@ -25,7 +25,7 @@ from pydantic import Field, field_validator
 from virtbench import runtimes
 from virtbench.runtimes import Drivers
 from virtbench.runtimes.vm.guest import PresetName
-from virtbench.spec.base import Model
+from virtbench.tables.base import Model
 
 GUEST = r"^[a-z][a-z0-9-]{0,31}$"
 SEE = r"^docs/[a-z0-9_-]+\.md(#[a-z0-9-]+)?$"  # a page of this project's docs

@@ -147,7 +147,7 @@ def with_overrides(
 
 def quick_tables(data: dict[str, Any], where: str) -> dict[str, Any]:
     """The raw spec with each experiment's `quick` values in place (`--quick`)."""
-    from virtbench.spec.base import quick_form
+    from virtbench.tables.base import quick_form
 
     if not any(isinstance(e.get("quick"), dict) and e["quick"] for e in data["experiment"]):
         raise SpecError(f"--quick: {where} has no quick form (no experiment has a quick table)")

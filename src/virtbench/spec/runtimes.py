@@ -10,7 +10,7 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from virtbench import runtimes
 from virtbench.runtimes import Drivers
-from virtbench.spec.base import Model, option_error
+from virtbench.tables.base import Model, option_error
 
 CPUSET_RE = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
 

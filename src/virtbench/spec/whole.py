@@ -39,8 +39,8 @@ from virtbench import experiments, runtimes
 from virtbench.errors import SpecError
 from virtbench.runtimes import Drivers
 from virtbench.spec import brings as brought
-from virtbench.spec.base import Model, option_error, quick_form
 from virtbench.spec.runtimes import InstanceOptions, RuntimeOptions, check_tables
+from virtbench.tables.base import Model, option_error, quick_form
 
 __all__ = [
     "EXPERIMENT_TYPES",

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from virtbench import workloads
-from virtbench.metrics.model import Metric
+from virtbench.figure import Metric
 from virtbench.workloads import nginx
 from virtbench.workloads.kind import (
     Measures,

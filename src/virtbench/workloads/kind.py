@@ -19,8 +19,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from virtbench import figure as model
 from virtbench.errors import VirtbenchError
-from virtbench.metrics import model
 from virtbench.store.records import Direction
 
 Ends = Literal["exit", "ready", "serve"]

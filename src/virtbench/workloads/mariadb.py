@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from virtbench import workloads
 from virtbench.errors import VirtbenchError
-from virtbench.metrics.model import Metric
+from virtbench.figure import Metric
 from virtbench.workloads.kind import (
     Measures,
     Needs,

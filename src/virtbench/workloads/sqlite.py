@@ -10,7 +10,7 @@ import re
 from pydantic import BaseModel, ConfigDict, Field
 
 from virtbench import workloads
-from virtbench.metrics.model import Metric
+from virtbench.figure import Metric
 from virtbench.workloads.kind import (
     Inside,
     Measures,

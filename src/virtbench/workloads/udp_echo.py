@@ -16,7 +16,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from virtbench import workloads
-from virtbench.metrics.model import Metric
+from virtbench.figure import Metric
 from virtbench.workloads.kind import (
     Measures,
     Needs,

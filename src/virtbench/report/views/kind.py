@@ -19,7 +19,7 @@ from rich.table import Table
 
 from virtbench import metrics
 from virtbench.analysis.stats import Summary
-from virtbench.metrics.model import Metric
+from virtbench.figure import Metric
 from virtbench.report.cells import interval, summarize_rows, unit_keys
 from virtbench.report.plotkit import Plot
 from virtbench.report.standing import Answer, Standing, ranked
