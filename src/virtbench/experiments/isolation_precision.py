@@ -24,6 +24,7 @@ from virtbench.errors import InstanceError
 from virtbench.experiments.adaptive import Target, Worst
 from virtbench.experiments.worker import Job, Worker
 from virtbench.store import Sample
+from virtbench.tables.base import measured
 
 if TYPE_CHECKING:
     from virtbench.experiments.isolation_config import IsolationExperiment
@@ -46,9 +47,7 @@ def runs_needed(cv: float, target_pct: float) -> int:
 def ours(s: Session, cfg: IsolationExperiment) -> Callable[[Sample], bool]:
     """Is a sample a primary figure (at any level; failed ones too) of this isolation
     experiment's worker?"""
-    from virtbench.tables.base import measured  # the spec package lists experiment types
-
-    primary, index = measured(cfg.worker).primary, s.experiment_index or 0
+    primary, index = measured(cfg.worker).primary.name, s.experiment_index or 0
     return lambda smp: (
         smp.experiment == "isolation"
         and smp.workload == cfg.worker

@@ -115,7 +115,7 @@ def probe(s: Session, cfg: MinMemoryExperiment, runtime: str, mib: int) -> tuple
                 metrics = worker.measure(worker.levels[0])
             except InstanceError as exc:
                 return float("nan"), str(exc)
-        name = worker.measures.primary
+        name = worker.measures.primary.name
         primary = next((m for m in metrics if m.name == name), None)
         if primary is None:
             return float("nan"), f"{cfg.workload} gave no {name}"
@@ -163,7 +163,7 @@ def search(s: Session, cfg: MinMemoryExperiment, runtime: str) -> None:
 
     wl = workloads.get(cfg.workload)
     assert wl.measures is not None, f"{cfg.workload} yields no figures"
-    primary = wl.declaration(wl.measures.primary)
+    primary = wl.measures.primary
     unit, direction = primary.unit, primary.direction
     record = _recorder(s, cfg, runtime, direction)
     ref, why = probe(s, cfg, runtime, cfg.high_mib)

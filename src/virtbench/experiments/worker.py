@@ -382,8 +382,7 @@ class Worker:
     def failed(self, experiment: str, level: Any, error: str, **labels: Any) -> Sample:
         """The sample of a failed measurement, under the workload's primary metric."""
         primary = self.measures.primary
-        declared = self.wl.declaration(primary)
-        fields = (primary, None, declared.unit, declared.direction or "")
+        fields = (primary.name, None, primary.unit, primary.direction or "")
         return self.sample(experiment, *fields, level=level, error=error, **labels)
 
     def __enter__(self) -> Worker:

@@ -1,6 +1,10 @@
 """What a figure is: the `Metric` declaration and the units shared by the declarations.
 
-See the package's docstring (virtbench.metrics) for how the registry is read.
+Each figure is a module-level constant declared once, where it is measured (its
+experiment type's or workload's module), and recorded through it: `SPAWN_TO_READY.sample(
+value, **labels)` gives the stored sample its name, unit and direction; a family's member
+is `LATENCY_P.of("99")`, a swept level's name `TPS.at(16)`. The metric registry
+(virtbench.metrics) puts the declarations together; see its docstring for how it is read.
 """
 
 from __future__ import annotations
@@ -9,10 +13,11 @@ import fnmatch
 import functools
 import re
 from collections.abc import Iterable
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from virtbench.store.records import Direction
+from virtbench.store.records import Direction, Sample
 
 Summary = Literal["median", "series", "fit"]
 PlotKind = Literal["boot", "latency", "concurrency", "scalability", "density", "resources"]
@@ -82,6 +87,29 @@ class Metric:
     @property
     def is_pattern(self) -> bool:
         return any(c in self.name for c in "*?[")
+
+    def of(self, *parts: object) -> Metric:
+        """The member of this family whose name has `parts` in place of its wildcards, in
+        order: `LATENCY_P.of(99)` is `latency_p99`, declared as its family is."""
+        if not self.is_pattern or len(parts) != self.name.count("*") + self.name.count("?"):
+            raise ValueError(f"{self.name}: {len(parts)} parts for its wildcards")
+        it = iter(str(p) for p in parts)
+        name = "".join(next(it) if c in "*?" else c for c in self.name)
+        return dataclasses.replace(self, name=name)
+
+    def at(self, level: object) -> str:
+        """The stored name of this figure measured at a swept `level` (`tps@16`)."""
+        return f"{self.name}@{level}"
+
+    def sample(self, value: float | None, **labels: Any) -> Sample:
+        """A sample of this figure, its name, unit and direction as declared; `labels`
+        are the sample's other fields (experiment, runtime, error, params...). A family
+        (a pattern) is recorded through its member (`of`); a figure declared with its
+        unit and direction open takes them from `labels`."""
+        if self.is_pattern:
+            raise ValueError(f"{self.name} is a family: record one of its members (of)")
+        fields = {"unit": self.unit, "direction": self.direction} if self.direction else {}
+        return Sample(metric=self.name, value=value, **fields, **labels)
 
     def label_of(self, name: str) -> str:
         """What a person reads for figure `name` (a level suffix ignored), which this

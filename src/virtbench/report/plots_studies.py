@@ -176,7 +176,7 @@ def bars(samples: list[Sample], order: list[str]) -> list[Plot]:
     ok = successful(samples)
     for name in dict.fromkeys(s.workload for s in ok):
         measures = workloads.get(name).measures if name in workloads.names() else None
-        primary = measures.primary if measures is not None else None
+        primary = measures.primary.name if measures is not None else None
         mine = [s for s in ok if s.workload == name and s.metric.partition("@")[0] == primary]
         if not mine or primary is None:
             continue

@@ -87,15 +87,12 @@ def swept(
     return declared(workload, name, unit, direction, includes, resolution, "concurrency", label)
 
 
-def figure(metrics: tuple[model.Metric, ...], name: str, value: float) -> Metric:
-    """The parsed figure `name` = `value`, in the unit and direction `metrics` (its
-    workload's `METRICS`) declare it in: an exact name first, then the first pattern
-    that matches, as the metric registry looks it up. A name not declared is no
-    figure of this workload (ParseError)."""
-    found = model.first_match(metrics, name)
-    if found is None or found.direction is None:
-        raise ParseError(f"{name} is not one of the figures its workload declares")
-    return Metric(name, value, found.unit, found.direction)
+def figure(declared: model.Metric, value: float) -> Metric:
+    """The parsed figure `declared` = `value`, in the unit and direction it is declared
+    in: one of its workload's constants, or a family's member (`LATENCY_P.of(99)`)."""
+    if declared.is_pattern or declared.direction is None:
+        raise ParseError(f"{declared.name}: a parsed figure is one declared with its unit")
+    return Metric(declared.name, value, declared.unit, declared.direction)
 
 
 def one_level(params: Any) -> list[Any]:
@@ -151,8 +148,8 @@ class Measures:
 
     params      pydantic model of its parameters (spec `[experiment.params.<name>]`)
     parse       `parse(output)` -> [Metric]: a pure parser of the output (ParseError if it
-                holds no result); each figure built with `figure(METRICS, name, value)`
-    primary     the figure a failed measurement is stored under, declared in its metrics
+                holds no result); each figure built with `figure(CONSTANT, value)`
+    primary     the figure a failed measurement is stored under, one of its metrics
     levels      `levels(params)`: the values of the swept parameter (connections, threads,
                 tests), one measurement each; default one measurement at no level
     label       `label(params, level)`: the metric suffix of a level; None: "@<level>"
@@ -165,7 +162,7 @@ class Measures:
 
     params: type[BaseModel]
     parse: Callable[[str], list[Metric]]
-    primary: str
+    primary: model.Metric
     levels: Callable[[Any], list[Any]] = one_level
     label: Callable[[Any, Any], str] | None = None
     seconds: Callable[[Any, Any], float] | None = None
@@ -300,11 +297,8 @@ class Workload:
             return "its metrics are declared with workload=<its name>"
         if not all(m.unit and m.direction for m in self.metrics):
             return "each of its metrics declares its unit and direction"
-        if (
-            self.measures is not None
-            and model.first_match(self.metrics, self.measures.primary) is None
-        ):
-            return f"its primary figure {self.measures.primary} is not declared in metrics"
+        if self.measures is not None and self.measures.primary not in self.metrics:
+            return f"its primary figure {self.measures.primary.name} is not one of its metrics"
         return ""
 
     def declaration(self, name: str) -> model.Metric:
