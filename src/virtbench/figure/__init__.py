@@ -9,11 +9,11 @@ is `LATENCY_P.of("99")`, a swept level's name `TPS.at(16)`. The metric registry
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import functools
 import re
 from collections.abc import Iterable
-import dataclasses
 from dataclasses import dataclass
 from typing import Any, Literal
 
