@@ -29,9 +29,8 @@ from virtbench.experiments.failures import Failures
 from virtbench.experiments.kind import ExperimentType
 from virtbench.experiments.session import Session, total_runs
 from virtbench.experiments.trial import Trial
-from virtbench.figure import MONO, OPEN, SPAWN, Metric, boot_metric
+from virtbench.figure import MONO, OPEN, SPAWN, boot_metric
 from virtbench.runtimes.base import Instance, InstanceSpec, Runtime
-from virtbench.store import Sample
 from virtbench.tables.base import (
     RepeatedExperiment,
 )
@@ -39,33 +38,74 @@ from virtbench.tables.base import (
 # One unit of measurement (`run --resume` skips the finished ones): a sample's fields.
 UNIT = ("runtime", "repetition", "workload")
 
-# The figures it records (metrics/model.py).
-# fmt: off
-METRICS: tuple[Metric, ...] = (
-    boot_metric("boot.spawn_to_exit", SPAWN + "the instance's main process exited (`hello`, a "
-          "foreground launch)" + MONO, label="time to run and exit"),
-    boot_metric("boot.spawn_to_ready", SPAWN + "the `sleep` workload's ready datagram reached the "
-          "host's probe listener" + MONO, label="time to ready"),
-    boot_metric("boot.spawn_to_started", SPAWN + "the launcher returned (a detached instance's "
-          '"run -d")' + MONO, headline=False, side=True, label="launch call"),
-    boot_metric("boot.spawn_to_first_output", SPAWN + "the guest's first byte on its serial "
-          "console (VMs)" + MONO, headline=False, side=True,
-          label="time to first output"),
-    boot_metric("boot.phase_pod_sandbox", SPAWN + "the pod's sandbox ran: its pause process "
-          "and its network (the CRI's RunPodSandbox; `cri` runtimes)" + MONO, headline=False,
-          side=True, label="pod sandbox"),
-    boot_metric("boot.phase_container_create", "the pod's sandbox ran -> its container was "
-          "created (CreateContainer; `cri` runtimes)" + MONO, headline=False, side=True,
-          label="container create"),
-    boot_metric("boot.phase_container_start", "the container was created -> it started "
-          "(StartContainer; `cri` runtimes)" + MONO, headline=False, side=True,
-          label="container start"),
-    # kept out of the CV target: a side figure, recorded after a failed boot too
-    boot_metric("boot.teardown", "stop called -> the instance and all it left on the host removed"
-          + MONO, repeated=False, headline=False, side=True, label="teardown"),
-    boot_metric("boot.*", "a boot figure not declared here", label="boot {}", **OPEN),
+# The figures it records (virtbench.figure).
+SPAWN_TO_EXIT = boot_metric(
+    "boot.spawn_to_exit",
+    SPAWN + "the instance's main process exited (`hello`, a foreground launch)" + MONO,
+    label="time to run and exit",
 )
-# fmt: on
+SPAWN_TO_READY = boot_metric(
+    "boot.spawn_to_ready",
+    SPAWN + "the `sleep` workload's ready datagram reached the host's probe listener" + MONO,
+    label="time to ready",
+)
+SPAWN_TO_STARTED = boot_metric(
+    "boot.spawn_to_started",
+    SPAWN + 'the launcher returned (a detached instance\'s "run -d")' + MONO,
+    headline=False,
+    side=True,
+    label="launch call",
+)
+SPAWN_TO_FIRST_OUTPUT = boot_metric(
+    "boot.spawn_to_first_output",
+    SPAWN + "the guest's first byte on its serial console (VMs)" + MONO,
+    headline=False,
+    side=True,
+    label="time to first output",
+)
+PHASE_POD_SANDBOX = boot_metric(
+    "boot.phase_pod_sandbox",
+    SPAWN + "the pod's sandbox ran: its pause process and its network (the CRI's "
+    "RunPodSandbox; `cri` runtimes)" + MONO,
+    headline=False,
+    side=True,
+    label="pod sandbox",
+)
+PHASE_CONTAINER_CREATE = boot_metric(
+    "boot.phase_container_create",
+    "the pod's sandbox ran -> its container was created (CreateContainer; `cri` runtimes)" + MONO,
+    headline=False,
+    side=True,
+    label="container create",
+)
+PHASE_CONTAINER_START = boot_metric(
+    "boot.phase_container_start",
+    "the container was created -> it started (StartContainer; `cri` runtimes)" + MONO,
+    headline=False,
+    side=True,
+    label="container start",
+)
+# kept out of the CV target: a side figure, recorded after a failed boot too
+TEARDOWN = boot_metric(
+    "boot.teardown",
+    "stop called -> the instance and all it left on the host removed" + MONO,
+    repeated=False,
+    headline=False,
+    side=True,
+    label="teardown",
+)
+ANY = boot_metric("boot.*", "a boot figure not declared here", label="boot {}", **OPEN)
+METRICS = (
+    SPAWN_TO_EXIT,
+    SPAWN_TO_READY,
+    SPAWN_TO_STARTED,
+    SPAWN_TO_FIRST_OUTPUT,
+    PHASE_POD_SANDBOX,
+    PHASE_CONTAINER_CREATE,
+    PHASE_CONTAINER_START,
+    TEARDOWN,
+    ANY,
+)
 
 
 class BootExperiment(RepeatedExperiment):
@@ -89,9 +129,9 @@ def _ms(ns: int) -> float:
 
 # the launch phases a driver may mark (Instance.phases), and the figure of each
 PHASES = {
-    "pod_sandbox": "boot.phase_pod_sandbox",
-    "container_create": "boot.phase_container_create",
-    "container_start": "boot.phase_container_start",
+    "pod_sandbox": PHASE_POD_SANDBOX,
+    "container_create": PHASE_CONTAINER_CREATE,
+    "container_start": PHASE_CONTAINER_START,
 }
 
 
@@ -100,7 +140,7 @@ def _phases(s: Session, inst: Instance, base: dict) -> None:
     start = inst.t_spawn_ns
     for name, end in inst.phases:
         value = _ms(end - start)
-        s.record(Sample(metric=PHASES[name], value=value, unit="ms", **base))
+        s.record(PHASES[name].sample(value, **base))
         start = end
 
 
@@ -109,7 +149,7 @@ def _first_output(s: Session, inst: Instance, base: dict) -> None:
     t = inst.console.t_first_output_ns
     if t is not None:
         value = _ms(t - inst.t_spawn_ns)
-        s.record(Sample(metric="boot.spawn_to_first_output", value=value, unit="ms", **base))
+        s.record(SPAWN_TO_FIRST_OUTPUT.sample(value, **base))
 
 
 def measure_once(
@@ -129,7 +169,6 @@ def measure_once(
     spec = s.instance_spec(runtime, wl.argv)
     base = dict(
         experiment=experiment,
-        direction="lower",
         runtime=runtime,
         workload=trial.workload,
         repetition=trial.repetition,
@@ -158,24 +197,24 @@ class Launch:
 
 def to_exit(s: Session, launch: Launch, base: dict) -> None:
     """A foreground boot: spawn -> the instance's exit (its status must be 0)."""
-    metric = "boot.spawn_to_exit"
+    metric = SPAWN_TO_EXIT
     rt = launch.rt
     try:
         with launch.timed:
             inst = rt.run_to_exit(launch.spec, launch.timeout)
     except InstanceError as exc:
-        s.record(Sample(metric=metric, value=None, unit="ms", error=str(exc), **base))
+        s.record(metric.sample(None, error=str(exc), **base))
         raise
     try:
         if inst.exit_code != 0:
             err = f"exit status {inst.exit_code}: {inst.log_tail()}"
-            s.record(Sample(metric=metric, value=None, unit="ms", error=err, **base))
+            s.record(metric.sample(None, error=err, **base))
             raise InstanceError(f"{base['runtime']}: {base['workload']} {err}")
         assert inst.t_exit_ns is not None
         value = _ms(inst.t_exit_ns - inst.t_spawn_ns)
         _first_output(s, inst, base)
         _phases(s, inst, base)
-        s.record(Sample(metric=metric, value=value, unit="ms", **base))
+        s.record(metric.sample(value, **base))
     finally:
         rt.stop(inst)
 
@@ -183,31 +222,24 @@ def to_exit(s: Session, launch: Launch, base: dict) -> None:
 def to_ready(s: Session, launch: Launch, base: dict) -> None:
     """A detached boot: spawn -> the launcher returned, and -> the ready datagram; then
     its teardown."""
-    metric = "boot.spawn_to_ready"
+    metric = SPAWN_TO_READY
     rt = launch.rt
     inst = None
     try:
         with launch.timed:
             inst = rt.start(launch.spec, detach=True)
             t_ready = rt.wait_ready(inst, launch.timeout)
-        s.record(
-            Sample(
-                metric="boot.spawn_to_started",
-                unit="ms",
-                value=_ms(inst.t_started_ns - inst.t_spawn_ns),
-                **base,
-            )
-        )
+        s.record(SPAWN_TO_STARTED.sample(_ms(inst.t_started_ns - inst.t_spawn_ns), **base))
         _first_output(s, inst, base)
         _phases(s, inst, base)
-        s.record(Sample(metric=metric, value=_ms(t_ready - inst.t_spawn_ns), unit="ms", **base))
+        s.record(metric.sample(_ms(t_ready - inst.t_spawn_ns), **base))
     except InstanceError as exc:
-        s.record(Sample(metric=metric, value=None, unit="ms", error=str(exc), **base))
+        s.record(metric.sample(None, error=str(exc), **base))
         raise
     finally:
         if inst is not None:
             seconds = rt.stop(inst)
-            s.record(Sample(metric="boot.teardown", value=seconds * 1e3, unit="ms", **base))
+            s.record(TEARDOWN.sample(seconds * 1e3, **base))
 
 
 def run(s: Session, cfg: BootExperiment) -> None:

@@ -49,27 +49,66 @@ from virtbench.tables.base import (
 
 UNIT = ("runtime", "repetition", "workload")
 
-# The figures it records (metrics/model.py).
-# fmt: off
-METRICS: tuple[Metric, ...] = (
-    Metric("burst.spawn_to_ready", "ms", "lower", "each instance of the burst: its own launch "
-           "call -> its ready datagram reached the host" + MONO, resolution=NS_MS,
-           headline=False, label="time to ready in a burst"),
-    *(Metric(f"burst.{q}", "ms", "lower", f"the {q} of the burst's spawn_to_ready, one per "
-             "burst" + MONO, resolution=NS_MS, headline=q == "p50",
-             label=f"{word} time to ready at once")
-      for q, word in (("p50", "median"), ("p95", "p95"), ("p99", "p99"), ("max", "slowest"))),
-    Metric("burst.ready_per_s", "instances/s", "higher", "instances ready over the time "
-           "from the burst's first launch call to its last ready datagram", resolution=None,
-           label="instances ready/s"),
-    Metric("burst.failed", "instances", "lower", "instances of the burst that did not become "
-           "ready (each with its reason as a failed burst.spawn_to_ready)", compared=False,
-           side=True, label="instances not ready"),
-    Metric("burst.host_cpu", "%", "lower", "the host's CPUs busy from the burst's first launch "
-           "call to its last ready (or failure), /proc/stat", repeated=False, compared=False,
-           headline=False, side=True, label="host CPU busy"),
+# The figures it records (virtbench.figure), each at its level (`@<level>`).
+SPAWN_TO_READY = Metric(
+    "burst.spawn_to_ready",
+    "ms",
+    "lower",
+    "each instance of the burst: its own launch call -> its ready datagram reached the host" + MONO,
+    resolution=NS_MS,
+    headline=False,
+    label="time to ready in a burst",
 )
-# fmt: on
+
+
+def _quantile(name: str, word: str) -> Metric:
+    q = name.partition(".")[2]
+    return Metric(
+        name,
+        "ms",
+        "lower",
+        f"the {q} of the burst's spawn_to_ready, one per burst" + MONO,
+        resolution=NS_MS,
+        headline=q == "p50",
+        label=f"{word} time to ready at once",
+    )
+
+
+P50 = _quantile("burst.p50", "median")
+P95 = _quantile("burst.p95", "p95")
+P99 = _quantile("burst.p99", "p99")
+MAX = _quantile("burst.max", "slowest")
+READY_PER_S = Metric(
+    "burst.ready_per_s",
+    "instances/s",
+    "higher",
+    "instances ready over the time from the burst's first launch call to its last ready datagram",
+    resolution=None,
+    label="instances ready/s",
+)
+FAILED = Metric(
+    "burst.failed",
+    "instances",
+    "lower",
+    "instances of the burst that did not become ready (each with its reason as a failed "
+    "burst.spawn_to_ready)",
+    compared=False,
+    side=True,
+    label="instances not ready",
+)
+HOST_CPU = Metric(
+    "burst.host_cpu",
+    "%",
+    "lower",
+    "the host's CPUs busy from the burst's first launch call to its last ready (or "
+    "failure), /proc/stat",
+    repeated=False,
+    compared=False,
+    headline=False,
+    side=True,
+    label="host CPU busy",
+)
+METRICS = (SPAWN_TO_READY, P50, P95, P99, MAX, READY_PER_S, FAILED, HOST_CPU)
 
 
 class BurstExperiment(CommonExperiment):
@@ -89,7 +128,7 @@ class BurstExperiment(CommonExperiment):
         return [self.workload]
 
 
-QUANTILES = {"burst.p50": 50, "burst.p95": 95, "burst.p99": 99, "burst.max": 100}
+QUANTILES = {P50: 50, P95: 95, P99: 99, MAX: 100}
 
 
 def run(s: Session, cfg: BurstExperiment) -> None:
@@ -116,7 +155,6 @@ def burst_once(s: Session, runtime: str, level: int, rep: int, cfg: BurstExperim
     wl = workloads.get(cfg.workload)
     base = dict(
         experiment="burst",
-        direction="lower",
         runtime=runtime,
         workload=cfg.workload,
         repetition=rep,
@@ -160,42 +198,32 @@ class Burst:
 def record(s: Session, base: dict, burst: Burst) -> None:
     """The burst's samples: each instance's, then the burst's own figures."""
     level, launched, errors = burst.level, burst.launched, burst.errors
-    at = f"@{level}"
+    at = level
     ok = _each_instance(s, base, at, launched, errors)
-    failed = level - len(ok)
-    s.record(Sample(metric="burst.failed" + at, value=failed, unit="instances", **base))
+    s.record(FAILED.at(at).sample(level - len(ok), **base))
     s.record(_host_cpu(base, at, burst.busy_before, burst.busy_after))
     if not ok:
         why = launched[0].why if launched else errors[0]  # every one failed
         for q in QUANTILES:
-            s.record(Sample(metric=q + at, value=None, unit="ms", error=why, **base))
+            s.record(q.at(at).sample(None, error=why, **base))
         raise InstanceError(
             f"{base['runtime']}: no instance of a burst of {level} became ready: {why}"
         )
     times = np.array([(r - sp) / 1e6 for sp, r in ok])
     for q, pct in QUANTILES.items():
-        s.record(Sample(metric=q + at, value=float(np.percentile(times, pct)), unit="ms", **base))
+        s.record(q.at(at).sample(float(np.percentile(times, pct)), **base))
     window_s = (max(r for _, r in ok) - min(x.spawn_ns for x in launched)) / 1e9
-    s.record(
-        Sample(
-            metric="burst.ready_per_s" + at,
-            value=len(ok) / window_s,
-            unit="instances/s",
-            **{**base, "direction": "higher"},
-        )
-    )
+    s.record(READY_PER_S.at(at).sample(len(ok) / window_s, **base))
 
 
 def _each_instance(
-    s: Session, base: dict, at: str, launched: list[Launched], errors: list[str]
+    s: Session, base: dict, at: int, launched: list[Launched], errors: list[str]
 ) -> list[tuple[int, int]]:
     """Each instance's burst.spawn_to_ready: those that could not even be prepared
     (`errors`), then those launched, each with its launch call's offset after the
     burst's first; returns the (launch call, ready) times of those that became ready."""
     for why in errors:  # instances that could not even be prepared
-        s.record(
-            Sample(metric="burst.spawn_to_ready" + at, value=None, unit="ms", error=why, **base)
-        )
+        s.record(SPAWN_TO_READY.at(at).sample(None, error=why, **base))
     ok = []
     results = [(x.spawn_ns, None if x.why else x.ready_ns, x.why) for x in launched]
     first = min((spawn for spawn, _, _ in results), default=0)
@@ -203,29 +231,19 @@ def _each_instance(
         value = None if ready is None else (ready - spawn) / 1e6
         # when its launch call came, after the burst's first: how together they were
         params = {**base["params"], "launch_offset_ms": round((spawn - first) / 1e6, 3)}
-        s.record(
-            Sample(
-                metric="burst.spawn_to_ready" + at,
-                value=value,
-                unit="ms",
-                error=why,
-                **{**base, "params": params},
-            )
-        )
+        s.record(SPAWN_TO_READY.at(at).sample(value, error=why, **{**base, "params": params}))
         if ready is not None:
             ok.append((spawn, ready))
     return ok
 
 
-def _host_cpu(base: dict, at: str, busy0: tuple[int, int], busy1: tuple[int, int]) -> Sample:
+def _host_cpu(base: dict, at: int, busy0: tuple[int, int], busy1: tuple[int, int]) -> Sample:
     """burst.host_cpu: the host's CPUs busy between the two /proc/stat readings (busy,
     total); none where the burst was shorter than the counters' tick."""
     total = busy1[1] - busy0[1]
     cpu = 100 * (busy1[0] - busy0[0]) / total if total > 0 else None
-    return Sample(
-        metric="burst.host_cpu" + at,
-        value=cpu,
-        unit="%",
+    return HOST_CPU.at(at).sample(
+        cpu,
         error=""
         if total > 0
         else "the burst was shorter than the CPU counters' "

@@ -22,31 +22,30 @@ from typing import Any
 import numpy as np
 
 from virtbench.experiments.density_liveness import ask
-from virtbench.figure import NS_MS, Metric, pile_metric
+from virtbench.figure import NS_MS, pile_metric
 
-BOUND_METRICS: tuple[Metric, ...] = (
-    pile_metric(
-        "density.liveness_p99",
-        "ms",
-        "lower",
-        "latency_bound_ms: at each step, the p99 of K probed instances' exec of vb-hello "
-        "(nearest rank: of fewer than 100, the slowest), the exec call -> its line read",
-        resolution=NS_MS,
-        repeated=False,
-        summary="series",
-        compared=False,
-        label="liveness p99 at each step",
-    ),
-    pile_metric(
-        "density.per_gib_at_bound",
-        "instances",
-        "higher",
-        "latency_bound_ms: instances running at the last step whose probes' p99 was within "
-        "the bound, per GiB of host memory they used then (memory in use, caches dropped, "
-        "less that before the first instance)",
-        label="instances per GiB within bound",
-    ),
+LIVENESS_P99 = pile_metric(
+    "density.liveness_p99",
+    "ms",
+    "lower",
+    "latency_bound_ms: at each step, the p99 of K probed instances' exec of vb-hello "
+    "(nearest rank: of fewer than 100, the slowest), the exec call -> its line read",
+    resolution=NS_MS,
+    repeated=False,
+    summary="series",
+    compared=False,
+    label="liveness p99 at each step",
 )
+PER_GIB_AT_BOUND = pile_metric(
+    "density.per_gib_at_bound",
+    "instances",
+    "higher",
+    "latency_bound_ms: instances running at the last step whose probes' p99 was within "
+    "the bound, per GiB of host memory they used then (memory in use, caches dropped, "
+    "less that before the first instance)",
+    label="instances per GiB within bound",
+)
+BOUND_METRICS = (LIVENESS_P99, PER_GIB_AT_BOUND)
 
 
 def p99(values: list[float]) -> float:
@@ -70,7 +69,7 @@ def crossed(pile: Any) -> str:
     at = {**pile.params, "probed": len(times), "latency_bound_ms": bound}
     lost = sum(math.isinf(t) for t in times)
     why = f"{lost} of {len(times)} probed instances did not answer" if lost else ""
-    pile.sample("density.liveness_p99", None if lost else tail, "ms", n, params=at, error=why)
+    pile.sample(LIVENESS_P99, None if lost else tail, n, params=at, error=why)
     if lost or tail > bound:
         pile.crossed_at = n
         said = why or f"the probes' p99 {tail:.1f} ms is above {bound:g} ms"
@@ -85,7 +84,7 @@ def at_bound(pile: Any) -> None:
         return
     if pile.within is None or pile.none_used is None:
         why = "no step of the pile-up was within the latency bound"
-        pile.sample("density.per_gib_at_bound", None, "instances", 0, error=why)
+        pile.sample(PER_GIB_AT_BOUND, None, 0, error=why)
         return
     n, used = pile.within
     gib = (used - pile.none_used) / 1024
@@ -95,6 +94,6 @@ def at_bound(pile: Any) -> None:
     at["bound_crossed_at"] = pile.crossed_at
     if gib <= 0:
         why = f"the host's memory in use did not grow over {n} instances: no per-GiB figure"
-        pile.sample("density.per_gib_at_bound", None, "instances", n, params=at, error=why)
+        pile.sample(PER_GIB_AT_BOUND, None, n, params=at, error=why)
         return
-    pile.sample("density.per_gib_at_bound", n / gib, "instances", n, params=at, direction="higher")
+    pile.sample(PER_GIB_AT_BOUND, n / gib, n, params=at)

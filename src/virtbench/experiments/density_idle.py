@@ -23,31 +23,30 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from virtbench.figure import Metric, pile_metric
+from virtbench.figure import pile_metric
 
 SETTLE_S = 1.0
-IDLE_METRICS: tuple[Metric, ...] = (
-    pile_metric(
-        "density.idle_cpu",
-        "millicores",
-        "lower",
-        "an instance's CPU while every instance of the pile-up idles: its cgroup's CPU "
-        "time and its processes' outside it, over idle_cpu_s",
-        resolution=1e-3,
-        label="idle CPU of each instance",
-    ),
-    pile_metric(
-        "density.pod_idle_cpu",
-        "millicores",
-        "lower",
-        "a pod's overhead's CPU (`cri`) while every instance of the pile-up idles: its "
-        "cgroup's CPU time beyond its container's and its shim's threads', over "
-        "idle_cpu_s, per pod",
-        resolution=1e-3,
-        label="pod overhead's idle CPU",
-    ),
+IDLE_CPU = pile_metric(
+    "density.idle_cpu",
+    "millicores",
+    "lower",
+    "an instance's CPU while every instance of the pile-up idles: its cgroup's CPU "
+    "time and its processes' outside it, over idle_cpu_s",
+    resolution=1e-3,
+    label="idle CPU of each instance",
 )
-FIGURES = {"whole": "density.idle_cpu", "overhead": "density.pod_idle_cpu"}
+POD_IDLE_CPU = pile_metric(
+    "density.pod_idle_cpu",
+    "millicores",
+    "lower",
+    "a pod's overhead's CPU (`cri`) while every instance of the pile-up idles: its "
+    "cgroup's CPU time beyond its container's and its shim's threads', over "
+    "idle_cpu_s, per pod",
+    resolution=1e-3,
+    label="pod overhead's idle CPU",
+)
+IDLE_METRICS = (IDLE_CPU, POD_IDLE_CPU)
+FIGURES = {"whole": IDLE_CPU, "overhead": POD_IDLE_CPU}
 
 
 def idle_cpu(pile: Any) -> None:
@@ -72,10 +71,10 @@ def idle_cpu(pile: Any) -> None:
                 continue  # no pod: no overhead of its own
             if a[part] is None or b[part] is None:
                 why = "its CPU time could not be read (its cgroup or processes gone)"
-                pile.sample(metric, None, "millicores", i, params=at, error=why)
+                pile.sample(metric, None, i, params=at, error=why)
                 continue
             used = sum(max(0, a[part][k] - b[part][k]) for k in a[part].keys() & b[part])
-            pile.sample(metric, used / elapsed * 1000, "millicores", i, params=at)
+            pile.sample(metric, used / elapsed * 1000, i, params=at)
 
 
 def _read(pile: Any, inst: Any, pids: list[int]) -> dict[str, dict[str, int] | None]:

@@ -11,7 +11,30 @@ import numpy as np
 
 from virtbench.errors import InstanceError
 from virtbench.experiments.command import HELLO, HELLO_BYTES, wrong
+from virtbench.figure import MONO, NS_MS, pile_metric
 from virtbench.runtimes.model import Family
+
+LIVENESS = pile_metric(
+    "density.liveness",
+    "ms",
+    "lower",
+    "liveness_probes: the exec call in a probed instance of the pile-up -> vb-hello's line "
+    "read and its exit seen" + MONO,
+    resolution=NS_MS,
+    label="liveness probe",
+)
+ANSWERED = pile_metric(
+    "density.answered",
+    "instances",
+    "higher",
+    "liveness_probes: the probed instances that answered",
+    resolution=1.0,
+    repeated=False,
+    compared=False,
+    side=True,
+    label="instances that answered",
+)
+LIVENESS_METRICS = (LIVENESS, ANSWERED)
 
 
 def with_agent(rt: Any, probes: int) -> bool:
@@ -27,14 +50,7 @@ def alive(pile: Any) -> None:
     rt, n = pile.rt, len(pile.started)
     why = rt.exec.problem_in(pile.started[0])
     if why is not None:
-        pile.sample(
-            "density.answered",
-            None,
-            "instances",
-            n,
-            direction="higher",
-            error=f"{pile.runtime} cannot answer a command: {why}",
-        )
+        pile.sample(ANSWERED, None, n, error=f"{pile.runtime} cannot answer a command: {why}")
         return
     rng = np.random.default_rng([pile.s.order_seed, pile.rep])
     chosen = sorted(rng.choice(n, size=min(pile.cfg.liveness_probes, n), replace=False))
@@ -42,17 +58,10 @@ def alive(pile: Any) -> None:
     for i in chosen:
         params = {**pile.params, "probed": len(chosen), "instance_index": int(i)}
         value, err = ask(pile, int(i))
-        pile.sample("density.liveness", value, "ms", n, params=params, error=err)
+        pile.sample(LIVENESS, value, n, params=params, error=err)
         answered += not err
         first = first or (err and f"instance {i + 1}: {err}")
-    pile.sample(
-        "density.answered",
-        float(answered),
-        "instances",
-        n,
-        direction="higher",
-        params={**pile.params, "probed": len(chosen)},
-    )
+    pile.sample(ANSWERED, float(answered), n, params={**pile.params, "probed": len(chosen)})
     if answered < len(chosen):
         missing = len(chosen) - answered
         pile.s.event(

@@ -11,21 +11,18 @@ from typing import Any
 
 from virtbench import workloads
 from virtbench.errors import InstanceError
+from virtbench.experiments import density_figures as fig
 from virtbench.experiments.density_bound import at_bound, crossed
 from virtbench.experiments.density_idle import idle_cpu
 from virtbench.experiments.density_liveness import alive, with_agent
 from virtbench.experiments.density_sharing import shared
 from virtbench.experiments.session import Session
+from virtbench.figure import Metric
 from virtbench.measure import memory
 from virtbench.runtimes.base import Instance
-from virtbench.store import Sample
 
 # cgroup_stats.memory_parts' parts, and their figures
-CGROUP_PARTS = {
-    "anon": "density.cgroup_anon",
-    "file": "density.cgroup_file",
-    "kernel": "density.cgroup_kernel",
-}
+CGROUP_PARTS = {"anon": fig.CGROUP_ANON, "file": fig.CGROUP_FILE, "kernel": fig.CGROUP_KERNEL}
 
 MIB = 1024 * 1024
 # /proc/meminfo's kernel-side memory that grows with instances (namespaces, cgroups,
@@ -55,14 +52,13 @@ class Pile:
         self.crossed_at: int | None = None
         self.limit = guard_limit(cfg, self.host.meminfo()["MemTotal"])
 
-    def sample(self, metric: str, value: float | None, unit: str, background: int, **kw) -> None:
+    def sample(self, metric: Metric, value: float | None, background: int, **kw: Any) -> None:
+        """Record `metric` = `value` with `background` instances running (`kw`: the
+        sample's other fields; `params` defaults to the pile-up's)."""
         self.s.record(
-            Sample(
+            metric.sample(
+                value,
                 experiment="density",
-                metric=metric,
-                value=value,
-                unit=unit,
-                direction=kw.pop("direction", "lower"),
                 runtime=self.runtime,
                 workload=self.cfg.workload,
                 repetition=self.rep,
@@ -86,20 +82,19 @@ class Pile:
         each = [self.rt.memory.pss_bytes(i) for i in running]
         unread = sum(p is None for p in each)
         pss = sum(p or 0 for p in each) + (self.rt.daemons.pss_bytes() or 0)
-        self.sample("density.host_used", used, "MiB", n, params=at)
-        self.sample("density.kernel_used", kernel, "MiB", n, params=at)
+        self.sample(fig.HOST_USED, used, n, params=at)
+        self.sample(fig.KERNEL_USED, kernel, n, params=at)
         if unread:  # a sum missing instances would understate the step
             self.sample(
-                "density.user_pss",
+                fig.USER_PSS,
                 None,
-                "MiB",
                 n,
                 params=at,
                 error=f"the memory of {unread} of {n} running instances could not "
                 "be read (no host process of theirs left)",
             )
         else:
-            self.sample("density.user_pss", pss / MIB, "MiB", n, params=at)
+            self.sample(fig.USER_PSS, pss / MIB, n, params=at)
         if self.none_used is None:
             self.none_used = used
         else:
@@ -122,34 +117,31 @@ class Pile:
             )
             self.started.append(inst)
         except InstanceError as exc:
-            self.sample("density.launch", None, "ms", i, error=str(exc), params=timed)
+            self.sample(fig.LAUNCH, None, i, error=str(exc), params=timed)
             return f"instance {i + 1} failed: {exc}"
-        self.sample("density.launch", (t_ready - inst.t_spawn_ns) / 1e6, "ms", i, params=timed)
+        self.sample(fig.LAUNCH, (t_ready - inst.t_spawn_ns) / 1e6, i, params=timed)
         pss = rt.memory.pss_bytes(inst)
         if pss is not None:
-            self.sample("density.pss", pss / MIB, "MiB", i)
+            self.sample(fig.PSS, pss / MIB, i)
             guest = rt.memory.guest_ram_pss(inst)
             if guest is not None:  # VMs: the VMM's own cost, without the guest's RAM
-                self.sample("density.pss_without_guest_ram", (pss - guest) / MIB, "MiB", i)
+                self.sample(fig.PSS_WITHOUT_GUEST_RAM, (pss - guest) / MIB, i)
         else:
-            self.sample(
-                "density.pss", None, "MiB", i, error="no host process of the instance could be read"
-            )
+            self.sample(fig.PSS, None, i, error="no host process of the instance could be read")
         self.cgroup_memory(inst, i)
         over = rt.memory.overhead_bytes(inst)
         if over is not None:  # a pod: its sandbox's cost
-            self.sample("density.pod_overhead", over / MIB, "MiB", i)
+            self.sample(fig.POD_OVERHEAD, over / MIB, i)
         avail = self.host.mem_available() / MIB
-        self.sample("density.mem_available", avail, "MiB", i, direction="higher")
+        self.sample(fig.MEM_AVAILABLE, avail, i)
         return ""
 
     def cgroup_memory(self, inst: Instance, i: int) -> None:
         """The memory charged to the `i`th instance's cgroup, in all and by part."""
         cg = self.rt.memory.cgroup_bytes(inst)
         self.sample(
-            "density.cgroup_memory",
+            fig.CGROUP_MEMORY,
             None if cg is None else cg / MIB,
-            "MiB",
             i,
             error="" if cg is not None else "no memory cgroup",
         )
@@ -162,7 +154,6 @@ class Pile:
             self.sample(
                 metric,
                 None if v is None else v / MIB,
-                "MiB",
                 i,
                 error="" if v is not None else why,
             )
@@ -209,8 +200,8 @@ class Pile:
                 self.rt.stop(inst)
             teardown = time.monotonic() - t0
         n = len(self.started)
-        self.sample("density.reached", float(n), "instances", n, direction="higher")
+        self.sample(fig.REACHED, float(n), n)
         if n:
-            self.sample("density.teardown_per_instance", teardown * 1e3 / n, "ms", n)
+            self.sample(fig.TEARDOWN_PER_INSTANCE, teardown * 1e3 / n, n)
         level = "info" if n == self.cfg.instances else "warning"
         self.s.event(level, f"{what}: stopped at {n} instances ({reason})")

@@ -24,48 +24,47 @@ from __future__ import annotations
 
 from typing import Any
 
-from virtbench.figure import KIB_MIB, Metric, pile_metric
+from virtbench.figure import KIB_MIB, pile_metric
 from virtbench.host import ksm
 from virtbench.measure import memory
 
 MIB = 1 << 20
-SHARING_METRICS: tuple[Metric, ...] = (
-    pile_metric(
-        "density.ksm_settle",
-        "s",
-        "lower",
-        "sharing = ksm: KSM switched on once the pile-up is up -> two full scans in a row "
-        "added nothing to the pages shared",
-        resolution=0.5,
-        label="time for sharing to settle",
-    ),
-    pile_metric(
-        "density.ksm_saved",
-        "MiB",
-        "higher",
-        "sharing = ksm: pages sharing another's frame once settled x 4 KiB, / instances running",
-        resolution=KIB_MIB,
-        label="memory sharing saved per instance",
-    ),
-    pile_metric(
-        "density.unshared_per_instance",
-        "MiB",
-        "lower",
-        "sharing = ksm: host memory in use just before KSM is switched on (caches dropped), "
-        "less that before the first instance, / instances running",
-        resolution=KIB_MIB,
-        label="memory per instance, before sharing",
-    ),
-    pile_metric(
-        "density.shared_per_instance",
-        "MiB",
-        "lower",
-        "sharing = ksm: host memory in use once sharing settled (caches dropped), less that "
-        "before the first instance, / instances running",
-        resolution=KIB_MIB,
-        label="memory per instance, shared",
-    ),
+KSM_SETTLE = pile_metric(
+    "density.ksm_settle",
+    "s",
+    "lower",
+    "sharing = ksm: KSM switched on once the pile-up is up -> two full scans in a row "
+    "added nothing to the pages shared",
+    resolution=0.5,
+    label="time for sharing to settle",
 )
+KSM_SAVED = pile_metric(
+    "density.ksm_saved",
+    "MiB",
+    "higher",
+    "sharing = ksm: pages sharing another's frame once settled x 4 KiB, / instances running",
+    resolution=KIB_MIB,
+    label="memory sharing saved per instance",
+)
+UNSHARED_PER_INSTANCE = pile_metric(
+    "density.unshared_per_instance",
+    "MiB",
+    "lower",
+    "sharing = ksm: host memory in use just before KSM is switched on (caches dropped), "
+    "less that before the first instance, / instances running",
+    resolution=KIB_MIB,
+    label="memory per instance, before sharing",
+)
+SHARED_PER_INSTANCE = pile_metric(
+    "density.shared_per_instance",
+    "MiB",
+    "lower",
+    "sharing = ksm: host memory in use once sharing settled (caches dropped), less that "
+    "before the first instance, / instances running",
+    resolution=KIB_MIB,
+    label="memory per instance, shared",
+)
+SHARING_METRICS = (KSM_SETTLE, KSM_SAVED, UNSHARED_PER_INSTANCE, SHARED_PER_INSTANCE)
 
 
 def shared(pile: Any) -> None:
@@ -76,8 +75,8 @@ def shared(pile: Any) -> None:
     host, n = pile.s.host, len(pile.started)
     why = host.sharing_problem()
     if why is not None:
-        for metric, unit in (("density.ksm_saved", "MiB"), ("density.ksm_settle", "s")):
-            pile.sample(metric, None, unit, n, error=f"{pile.runtime}: {why}")
+        for metric in (KSM_SAVED, KSM_SETTLE):
+            pile.sample(metric, None, n, error=f"{pile.runtime}: {why}")
         return
     unshared = _in_use(host, pile.none_used, n)
     held = host.sharing(pile.rt.ctx.state.dir)  # the run's state directory
@@ -90,12 +89,10 @@ def shared(pile: Any) -> None:
     finally:
         for why in held.restore():
             pile.s.event("warning", f"density: KSM not put back as it was: {why}")
-    pile.sample("density.ksm_settle", waited, "s", n, params=at)
-    pile.sample(
-        "density.ksm_saved", counters.saved_mib / n, "MiB", n, params=at, direction="higher"
-    )
-    pile.sample("density.unshared_per_instance", unshared, "MiB", n, params=at)
-    pile.sample("density.shared_per_instance", shared_each, "MiB", n, params=at)
+    pile.sample(KSM_SETTLE, waited, n, params=at)
+    pile.sample(KSM_SAVED, counters.saved_mib / n, n, params=at)
+    pile.sample(UNSHARED_PER_INSTANCE, unshared, n, params=at)
+    pile.sample(SHARED_PER_INSTANCE, shared_each, n, params=at)
 
 
 def _in_use(host: Any, none_used: float, n: int) -> float:

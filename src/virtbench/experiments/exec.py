@@ -31,24 +31,31 @@ from virtbench.experiments.held import Operation, each_repetition, recorded, run
 from virtbench.experiments.kind import ExperimentType
 from virtbench.experiments.session import Session
 from virtbench.figure import MONO, NS_MS, Metric
-from virtbench.store import Sample
 from virtbench.tables.base import (
     CommonExperiment,
 )
 
 UNIT = ("runtime", "repetition", "workload")
 
-# The figures it records (metrics/model.py).
-# fmt: off
-METRICS: tuple[Metric, ...] = (
-    Metric("exec.true", "ms", "lower", "the exec call issued (runc exec, docker exec over the "
-           "API, lxc-attach, nsenter) -> vb-hello's one line read and its exit seen" + MONO,
-           resolution=NS_MS, label="a command inside"),
-    Metric("exec.stdout_1mib", "ms", "lower", "the exec call issued -> all 1 MiB of its "
-           "standard output read back and its exit seen" + MONO, resolution=NS_MS,
-           label="1 MiB of output from inside"),
+# The figures it records (virtbench.figure).
+TRUE = Metric(
+    "exec.true",
+    "ms",
+    "lower",
+    "the exec call issued (runc exec, docker exec over the API, lxc-attach, nsenter) -> "
+    "vb-hello's one line read and its exit seen" + MONO,
+    resolution=NS_MS,
+    label="a command inside",
 )
-# fmt: on
+STDOUT_1MIB = Metric(
+    "exec.stdout_1mib",
+    "ms",
+    "lower",
+    "the exec call issued -> all 1 MiB of its standard output read back and its exit seen" + MONO,
+    resolution=NS_MS,
+    label="1 MiB of output from inside",
+)
+METRICS = (TRUE, STDOUT_1MIB)
 
 
 class ExecExperiment(CommonExperiment):
@@ -67,15 +74,15 @@ class ExecExperiment(CommonExperiment):
         return [self.workload]
 
 
-def commands(cfg: ExecExperiment) -> list[tuple[str, list[str], int]]:
-    """(metric, argv inside the instance, bytes it writes to stdout)."""
+def commands(cfg: ExecExperiment) -> list[tuple[Metric, list[str], int]]:
+    """(figure, argv inside the instance, bytes it writes to stdout)."""
     n = cfg.stdout_bytes
-    return [("exec.true", HELLO, HELLO_BYTES), ("exec.stdout_1mib", ["/bin/vb-hello", str(n)], n)]
+    return [(TRUE, HELLO, HELLO_BYTES), (STDOUT_1MIB, ["/bin/vb-hello", str(n)], n)]
 
 
 def run(s: Session, cfg: ExecExperiment) -> None:
-    units = {m: "ms" for m, _, _ in commands(cfg)}
-    each_repetition(s, cfg, Operation("exec", lambda rt: rt.exec.problem(), units, exec_once))
+    op = Operation("exec", lambda rt: rt.exec.problem(), METRICS, exec_once)
+    each_repetition(s, cfg, op)
 
 
 def exec_once(s: Session, runtime: str, cfg: ExecExperiment, base: dict) -> None:
@@ -96,15 +103,7 @@ def exec_once(s: Session, runtime: str, cfg: ExecExperiment, base: dict) -> None
             for res, err in results:
                 err = err or wrong(res, expect)
                 value = res.ms if res is not None and not err else None
-                s.record(
-                    Sample(
-                        metric=metric,
-                        value=value,
-                        unit="ms",
-                        error=err,
-                        **{**base, "params": params},
-                    )
-                )
+                s.record(metric.sample(value, error=err, **{**base, "params": params}))
                 ok += not err
                 why = why or err
             if not ok:

@@ -13,8 +13,10 @@ from virtbench import workloads
 from virtbench.errors import InstanceError
 from virtbench.experiments.failures import Failures
 from virtbench.experiments.session import Session
+from virtbench.figure import Metric
 from virtbench.runtimes.base import Instance, Runtime
-from virtbench.store import Sample
+
+Figures = tuple[Metric, ...]  # an operation's figures, each a failed sample when it fails
 
 
 @contextlib.contextmanager
@@ -48,7 +50,7 @@ def running(
 
 
 @contextlib.contextmanager
-def failed_as(s: Session, base: dict[str, Any], units: dict[str, str]) -> Iterator[None]:
+def failed_as(s: Session, base: dict[str, Any], figures: Figures) -> Iterator[None]:
     """An InstanceError out of the block (the instance did not start, say) is recorded as
     a failed sample of each metric, with its reason, unless the block recorded its own
     (it set `recorded` on the error)."""
@@ -56,8 +58,8 @@ def failed_as(s: Session, base: dict[str, Any], units: dict[str, str]) -> Iterat
         yield
     except InstanceError as exc:
         if not getattr(exc, "recorded", False):
-            for m, unit in units.items():
-                s.record(Sample(metric=m, value=None, unit=unit, error=str(exc), **base))
+            for m in figures:
+                s.record(m.sample(None, error=str(exc), **base))
         raise
 
 
@@ -71,7 +73,6 @@ def base_of(s: Session, experiment: str, runtime: str, workload: str, rep: int) 
     """The fields every sample of one runtime's repetition shares."""
     return dict(
         experiment=experiment,
-        direction="lower",
         runtime=runtime,
         workload=workload,
         repetition=rep,
@@ -82,13 +83,13 @@ def base_of(s: Session, experiment: str, runtime: str, workload: str, rep: int) 
 @dataclasses.dataclass(frozen=True)
 class Operation:
     """What `exec`, `pause` or `snapshot` does on a held instance: its `experiment`'s
-    name, why a runtime cannot do it (`why_not`: None when it can), its figures and their
-    units (`units`: each a failed sample when it fails), and `measure(s, runtime, cfg,
-    base)`, which measures one repetition."""
+    name, why a runtime cannot do it (`why_not`: None when it can), its figures
+    (`figures`: each a failed sample when it fails), and `measure(s, runtime, cfg, base)`,
+    which measures one repetition."""
 
     experiment: str
     why_not: Callable[[Runtime], str | None]
-    units: dict[str, str]
+    figures: Figures
     measure: Callable[[Session, str, Any, dict], None]
 
 
@@ -97,9 +98,8 @@ def each_repetition(s: Session, cfg: Any, op: Operation) -> None:
     the schedule's order, one unit of measurement (`run --resume`) each. A runtime that
     cannot (`op.why_not` says why) is recorded so once; the others are measured by
     `op.measure(s, runtime, cfg, base)`, whose InstanceError is a failed sample of each of
-    `op.units`' figures (unless it recorded its own) and counts toward skipping the
-    runtime."""
-    experiment, units = op.experiment, op.units
+    `op.figures` (unless it recorded its own) and counts toward skipping the runtime."""
+    experiment, units = op.experiment, op.figures
     failures = Failures(s, experiment)
     for rep, warmup, order in s.schedule(0, cfg.runs, experiment):
         for runtime in order:
@@ -117,12 +117,12 @@ def each_repetition(s: Session, cfg: Any, op: Operation) -> None:
         s.say(f"{experiment}: repetition {rep + 1}/{cfg.runs} done")
 
 
-def cannot(s: Session, why: str, base: dict[str, Any], units: dict[str, str]) -> None:
+def cannot(s: Session, why: str, base: dict[str, Any], figures: Figures) -> None:
     """Record that `base`'s runtime cannot do what its experiment measures: one failed
     sample per figure, with the reason (once per run: the first repetition's)."""
     if base["repetition"] != 0:
         return
     error = f"{base['runtime']} cannot: {why}"
-    for m, unit in units.items():
-        s.record(Sample(metric=m, value=None, unit=unit, error=error, **base))
+    for m in figures:
+        s.record(m.sample(None, error=error, **base))
     s.event("info", f"{base['experiment']}: {error}")

@@ -42,6 +42,7 @@ from virtbench.experiments.failures import Failures
 from virtbench.experiments.isolation_config import IsolationExperiment
 from virtbench.experiments.isolation_neighbours import (
     SPINNER,
+    TASKS_PEAK,
     Condition,
     Neighbours,
     condition_labels,
@@ -58,18 +59,17 @@ from virtbench.measure.topology import Topology
 # One unit of measurement (`run --resume` skips the finished ones): a sample's fields.
 UNIT = ("runtime", "repetition", "attacker", "placement")
 
-# The figures it records (metrics/model.py).
-# fmt: off
-METRICS: tuple[Metric, ...] = (
-    # the attackers' own cost, not the worker's performance: not scored across runtimes
-    Metric("isolation.attacker_tasks_peak", "tasks", "lower", "host tasks (threads included) "
-           "of all the attackers' cgroups at their peak (pids.peak), summed", resolution=1.0,
-           repeated=False, compared=False, headline=False, side=True,
-           label="peak attacker tasks"),
-    Metric("isolation.*", "", None, "an isolation figure not declared here", lower_bound=None,
-           headline=False, label="isolation {}"),
+# The figures it records (virtbench.figure), beside its worker's.
+ANY = Metric(
+    "isolation.*",
+    "",
+    None,
+    "an isolation figure not declared here",
+    lower_bound=None,
+    headline=False,
+    label="isolation {}",
 )
-# fmt: on
+METRICS = (TASKS_PEAK, ANY)
 
 
 def worker_cpu(cfg: IsolationExperiment, topo: Topology) -> int:

@@ -5,13 +5,13 @@ that they stayed alive through the measurement."""
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from virtbench.errors import InstanceError
 from virtbench.experiments.session import Session
 from virtbench.experiments.worker import Worker
+from virtbench.figure import Metric
 from virtbench.measure.topology import Topology, format_cpulist
 from virtbench.runtimes.base import Instance, Runtime
 from virtbench.workloads import attackers
@@ -23,7 +23,19 @@ Condition = tuple[str, str, list[int]]  # attacker, placement, attacker CPUs
 
 SPINNER = "cpu"  # what a busy baseline runs on the CPUs outside the worker's core
 MEMORY_SHARE = 0.5  # attackers together may hold at most this share of MemAvailable
-TASKS = "isolation.attacker_tasks_peak"  # host tasks (threads too) of all attackers at peak
+# the attackers' own cost, not the worker's performance: not scored across runtimes
+TASKS_PEAK = Metric(
+    "isolation.attacker_tasks_peak",
+    "tasks",
+    "lower",
+    "host tasks (threads included) of all the attackers' cgroups at their peak (pids.peak), summed",
+    resolution=1.0,
+    repeated=False,
+    compared=False,
+    headline=False,
+    side=True,
+    label="peak attacker tasks",
+)
 
 
 def conditions(s: Session, cfg: IsolationExperiment, topo: Topology, cpu: int) -> list[Condition]:
@@ -165,8 +177,7 @@ class Neighbours:
             peaks = [self.rt.observe.tasks(a)[0] for a in self.running]
             if all(p is not None for p in peaks):
                 total = float(sum(p for p in peaks if p is not None))
-                sample = worker.sample("isolation", TASKS, total, "tasks", "lower", **labels)
-                s.record(dataclasses.replace(sample, metric=TASKS))
+                s.record(TASKS_PEAK.sample(total, **worker.labels("isolation", **labels)))
         errors = self.rt.stop_each(self.running)
         if errors:
             raise RuntimeError(f"isolation: {self.rt.label}: could not stop attacker {errors[0]}")

@@ -33,7 +33,6 @@ from virtbench.experiments.kind import ExperimentType
 from virtbench.experiments.session import Session
 from virtbench.experiments.worker import Job, Worker, check_reachable
 from virtbench.figure import Metric
-from virtbench.store.records import Sample
 from virtbench.tables.base import (
     WorkerExperiment,
     check_params,
@@ -43,22 +42,36 @@ from virtbench.tables.base import (
 # One unit of measurement (`run --resume` skips the finished ones): a sample's fields.
 UNIT = ("runtime",)
 
-# The figures it records (metrics/model.py).
-# fmt: off
-METRICS: tuple[Metric, ...] = (
-    Metric("min_memory.mib", "MiB", "lower", "the smallest memory (a VM's guest RAM, a "
-           "container's cgroup limit) whose probe passed: the workload completed and its "
-           "figure stayed within the tolerance of the one at high_mib; the true minimum is "
-           "within one step (params.step_mib) below", repeated=False, headline=False,
-           label="smallest working memory"),
-    # min_memory.probe: the workload's primary figure (median of the probe's measurements,
-    # in the workload's unit) at one memory size (params.memory_mib), or the failure that
-    # decided it; the family takes the unit and direction its samples carry
-    Metric("min_memory.*", "", None, "a probe of the search at params.memory_mib, in the "
-           "workload's unit", lower_bound=None, repeated=False, summary="series",
-           compared=False, ab_compared=False, headline=False, label="{} at one memory size"),
+# The figures it records (virtbench.figure).
+MINIMUM = Metric(
+    "min_memory.mib",
+    "MiB",
+    "lower",
+    "the smallest memory (a VM's guest RAM, a container's cgroup limit) whose probe "
+    "passed: the workload completed and its figure stayed within the tolerance of the one "
+    "at high_mib; the true minimum is within one step (params.step_mib) below",
+    repeated=False,
+    headline=False,
+    label="smallest working memory",
 )
-# fmt: on
+# min_memory.probe: the workload's primary figure (median of the probe's measurements,
+# in the workload's unit) at one memory size (params.memory_mib), or the failure that
+# decided it; the family takes the unit and direction its samples carry
+ANY = Metric(
+    "min_memory.*",
+    "",
+    None,
+    "a probe of the search at params.memory_mib, in the workload's unit",
+    lower_bound=None,
+    repeated=False,
+    summary="series",
+    compared=False,
+    ab_compared=False,
+    headline=False,
+    label="{} at one memory size",
+)
+PROBE = ANY.of("probe")
+METRICS = (MINIMUM, ANY)
 
 
 class MinMemoryExperiment(WorkerExperiment):
@@ -124,11 +137,11 @@ def probe(s: Session, cfg: MinMemoryExperiment, runtime: str, mib: int) -> tuple
 
 
 def _recorder(
-    s: Session, cfg: MinMemoryExperiment, runtime: str, direction: str
+    s: Session, cfg: MinMemoryExperiment, runtime: str, primary: Metric
 ) -> Callable[..., None]:
-    """How `search` records a sample of `runtime`: (metric, value, unit, error="",
-    **params), the search's settings in every sample's params; a probe's figure in the
-    workload's primary figure's `direction`, the minimum found lower-is-better."""
+    """How `search` records a sample of `runtime`: (figure, value, error="", **params),
+    the search's settings in every sample's params; a probe's figure in the workload's
+    primary figure's unit and direction, the minimum found as MINIMUM is declared."""
     base = {
         **s.params(runtime),
         "tolerance_pct": cfg.tolerance_pct,
@@ -137,16 +150,13 @@ def _recorder(
         "high_mib": cfg.high_mib,
     }
 
-    def record(
-        metric: str, value: float | None, unit_: str, error: str = "", **params: object
-    ) -> None:
+    def record(metric: Metric, value: float | None, error: str = "", **params: object) -> None:
+        open_ = {"unit": primary.unit, "direction": primary.direction} if metric is PROBE else {}
         s.record(
-            Sample(
+            metric.sample(
+                value,
+                **open_,
                 experiment="min_memory",
-                metric=metric,
-                value=value,
-                unit=unit_,
-                direction="lower" if metric == "min_memory.mib" else direction,
                 runtime=runtime,
                 workload=cfg.workload,
                 repetition=0,
@@ -164,12 +174,10 @@ def search(s: Session, cfg: MinMemoryExperiment, runtime: str) -> None:
     wl = workloads.get(cfg.workload)
     assert wl.measures is not None, f"{cfg.workload} yields no figures"
     primary = wl.measures.primary
-    unit, direction = primary.unit, primary.direction
-    record = _recorder(s, cfg, runtime, direction)
+    direction = primary.direction or "lower"
+    record = _recorder(s, cfg, runtime, primary)
     ref, why = probe(s, cfg, runtime, cfg.high_mib)
-    record(
-        "min_memory.probe", None if why else ref, unit, why, memory_mib=cfg.high_mib, passed=not why
-    )
+    record(PROBE, None if why else ref, why, memory_mib=cfg.high_mib, passed=not why)
     if why:
         s.event(
             "warning",
@@ -188,16 +196,16 @@ def search(s: Session, cfg: MinMemoryExperiment, runtime: str) -> None:
             worse = slowdown(value, ref, direction)
             passed = worse <= cfg.tolerance_pct / 100
             why = "" if passed else f"{worse * 100:.1f}% worse than with {cfg.high_mib} MiB"
-            record("min_memory.probe", value, unit, memory_mib=mid, passed=passed, why=why)
+            record(PROBE, value, memory_mib=mid, passed=passed, why=why)
         else:  # it did not: no figure, the reason instead
-            record("min_memory.probe", None, unit, why, memory_mib=mid, passed=False)
+            record(PROBE, None, why, memory_mib=mid, passed=False)
         s.say(
             f"min_memory: {runtime} {cfg.workload} at {mid} MiB: "
             + ("passes" if passed else f"fails ({why})")
         )
         tried += 1
         lo, hi = (lo, mid) if passed else (mid, hi)
-    record("min_memory.mib", float(hi), "MiB", reference=ref, probes=tried)
+    record(MINIMUM, float(hi), reference=ref, probes=tried)
     s.say(
         f"min_memory: {runtime} runs {cfg.workload} in {hi} MiB (the minimum is within "
         f"{step} MiB below; {tried} probes)"

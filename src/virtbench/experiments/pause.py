@@ -31,27 +31,41 @@ from virtbench.experiments.session import Session
 from virtbench.figure import MONO, NS_MS, Metric
 from virtbench.measure.probe import Beat
 from virtbench.runtimes.base import Instance
-from virtbench.store import Sample
 from virtbench.tables.base import (
     CommonExperiment,
 )
 
 UNIT = ("runtime", "repetition", "workload")
 
-# The figures it records (metrics/model.py).
-# fmt: off
-METRICS: tuple[Metric, ...] = (
-    Metric("pause.pause", "ms", "lower", "the pause call (freezer, runc/docker pause, "
-           "lxc-freeze, QEMU stop) -> it returned" + MONO, resolution=NS_MS, headline=False,
-           label="pause call"),
-    Metric("pause.resume", "ms", "lower", "the resume call -> it returned" + MONO,
-           resolution=NS_MS, headline=False, label="resume call"),
-    Metric("pause.resume_to_ready", "ms", "lower", "the resume call -> the instance's next "
-           "heartbeat reached the host (its token, a later number; a minimal VM guest's "
-           "may come up to one 2 ms period later)" + MONO, resolution=NS_MS,
-           label="back from pause"),
+# The figures it records (virtbench.figure).
+PAUSE = Metric(
+    "pause.pause",
+    "ms",
+    "lower",
+    "the pause call (freezer, runc/docker pause, lxc-freeze, QEMU stop) -> it returned" + MONO,
+    resolution=NS_MS,
+    headline=False,
+    label="pause call",
 )
-# fmt: on
+RESUME = Metric(
+    "pause.resume",
+    "ms",
+    "lower",
+    "the resume call -> it returned" + MONO,
+    resolution=NS_MS,
+    headline=False,
+    label="resume call",
+)
+RESUME_TO_READY = Metric(
+    "pause.resume_to_ready",
+    "ms",
+    "lower",
+    "the resume call -> the instance's next heartbeat reached the host (its token, a later "
+    "number; a minimal VM guest's may come up to one 2 ms period later)" + MONO,
+    resolution=NS_MS,
+    label="back from pause",
+)
+METRICS = (PAUSE, RESUME, RESUME_TO_READY)  # a failed cycle is a failed sample of each
 
 
 class PauseExperiment(CommonExperiment):
@@ -69,12 +83,12 @@ class PauseExperiment(CommonExperiment):
         return [self.workload]
 
 
-UNITS = {m.name: m.unit for m in METRICS}  # a failed cycle is a failed sample of each
 LAND_S = 0.02  # for heartbeats already on their way when the pause returned
 
 
 def run(s: Session, cfg: PauseExperiment) -> None:
-    each_repetition(s, cfg, Operation("pause", lambda rt: rt.pause.problem(), UNITS, pause_cycles))
+    op = Operation("pause", lambda rt: rt.pause.problem(), METRICS, pause_cycles)
+    each_repetition(s, cfg, op)
 
 
 def steady_beat(s: Session, inst: Instance, timeout: float) -> Beat:
@@ -144,14 +158,12 @@ def pause_cycles(s: Session, runtime: str, cfg: PauseExperiment, base: dict) -> 
                     t3 = time.monotonic_ns()
                     beat = next_beat(s, inst, held, cfg.timeout_s, "its resume")
             except InstanceError as exc:
-                for m, u in UNITS.items():
-                    s.record(Sample(metric=m, value=None, unit=u, error=str(exc), **b))
+                for m in METRICS:
+                    s.record(m.sample(None, error=str(exc), **b))
                 raise recorded(exc) from None
-            s.record(Sample(metric="pause.pause", value=(t1 - t0) / 1e6, unit="ms", **b))
-            s.record(Sample(metric="pause.resume", value=(t3 - t2) / 1e6, unit="ms", **b))
-            s.record(
-                Sample(metric="pause.resume_to_ready", value=(beat.t_ns - t2) / 1e6, unit="ms", **b)
-            )
+            s.record(PAUSE.sample((t1 - t0) / 1e6, **b))
+            s.record(RESUME.sample((t3 - t2) / 1e6, **b))
+            s.record(RESUME_TO_READY.sample((beat.t_ns - t2) / 1e6, **b))
 
 
 def estimate(cfg: PauseExperiment, cost: Costs) -> Estimate:

@@ -50,28 +50,50 @@ from virtbench.experiments.trial import Trial
 from virtbench.experiments.worker import Job, Worker, check_reachable
 from virtbench.figure import MONO, NS_MS, SPAWN, Metric, pile_metric
 from virtbench.runtimes.base import Instance
-from virtbench.store import Sample
 
 # One unit of measurement (`run --resume` skips the finished ones): a sample's fields.
 UNIT = ("runtime", "repetition")
 
-# The figures it records (metrics/model.py).
-# fmt: off
-METRICS: tuple[Metric, ...] = (
-    pile_metric("scalability.launch", "ms", "lower", SPAWN + "a background instance's ready "
-          "datagram reached the host" + MONO, resolution=NS_MS, side=True,
-          label="background time to ready"),
-    pile_metric("scalability.reached", "instances", "higher", "background instances running when "
-          "growth stopped (the target, the memory guard, swapping, a failure)",
-          resolution=1.0, repeated=False, compared=False, side=True,
-          label="background instances reached"),
-    pile_metric("scalability.teardown_per_instance", "ms", "lower", "stopping every background "
-          "instance, one after another, / their count" + MONO, resolution=NS_MS, side=True,
-          label="teardown per background instance"),
-    pile_metric("scalability.*", "", None, "a scalability figure not declared here",
-                lower_bound=None, label="scalability {}"),
+# The figures it records (virtbench.figure), beside the worker's, boot's and the host's.
+LAUNCH = pile_metric(
+    "scalability.launch",
+    "ms",
+    "lower",
+    SPAWN + "a background instance's ready datagram reached the host" + MONO,
+    resolution=NS_MS,
+    side=True,
+    label="background time to ready",
 )
-# fmt: on
+REACHED = pile_metric(
+    "scalability.reached",
+    "instances",
+    "higher",
+    "background instances running when growth stopped (the target, the memory guard, "
+    "swapping, a failure)",
+    resolution=1.0,
+    repeated=False,
+    compared=False,
+    side=True,
+    label="background instances reached",
+)
+TEARDOWN_PER_INSTANCE = pile_metric(
+    "scalability.teardown_per_instance",
+    "ms",
+    "lower",
+    "stopping every background instance, one after another, / their count" + MONO,
+    resolution=NS_MS,
+    side=True,
+    label="teardown per background instance",
+)
+ANY = pile_metric(
+    "scalability.*",
+    "",
+    None,
+    "a scalability figure not declared here",
+    lower_bound=None,
+    label="scalability {}",
+)
+METRICS = (LAUNCH, REACHED, TEARDOWN_PER_INSTANCE, ANY)
 
 
 MIB = 1024 * 1024
@@ -164,22 +186,18 @@ class PileUp:
 
     def record(
         self,
-        metric: str,
+        metric: Metric,
         value: float | None,
-        unit: str,
-        direction: str,
         n: int,
         *,
         error: str = "",
         params: dict | None = None,
     ) -> None:
+        """Record `metric` = `value` at `n` background instances."""
         self.s.record(
-            Sample(
+            metric.sample(
+                value,
                 experiment="scalability",
-                metric=metric,
-                value=value,
-                unit=unit,
-                direction=direction,
                 runtime=self.runtime,
                 workload="hello" if self.worker is None else self.cfg.worker,
                 repetition=self.rep,
@@ -206,8 +224,8 @@ class PileUp:
 
     def point(self, n: int) -> None:
         """Host availability, then the worker's measurements, at n background instances."""
-        for name, value in self.s.host.availability(self.cfg.settle_s).items():
-            self.record(name, value, "%", "higher", n)
+        for metric, value in self.s.host.availability(self.cfg.settle_s).items():
+            self.record(metric, value, n)
         for _ in range(self.cfg.per_point):
             try:
                 self.measure_worker(n, warmup=False)
@@ -235,12 +253,10 @@ class PileUp:
                 )
                 self.background.append(inst)
             except InstanceError as exc:
-                self.record(
-                    "scalability.launch", None, "ms", "lower", i, error=str(exc), params=timed
-                )
+                self.record(LAUNCH, None, i, error=str(exc), params=timed)
                 return Stop(False, f"background instance {i + 1} failed: {exc}")
             value = (t_ready - inst.t_spawn_ns) / 1e6
-            self.record("scalability.launch", value, "ms", "lower", i, params=timed)
+            self.record(LAUNCH, value, i, params=timed)
         return None
 
     def pile(self) -> Stop:
@@ -287,9 +303,9 @@ class PileUp:
         finally:
             teardown = self.stop_all()
         n = len(self.background)
-        self.record("scalability.reached", float(n), "instances", "higher", n)
+        self.record(REACHED, float(n), n)
         if n:
-            self.record("scalability.teardown_per_instance", teardown * 1e3 / n, "ms", "lower", n)
+            self.record(TEARDOWN_PER_INSTANCE, teardown * 1e3 / n, n)
         done = n == self.cfg.target and stop.reached
         self.s.event(
             "info" if done else "warning",

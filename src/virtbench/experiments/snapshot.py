@@ -38,63 +38,90 @@ failed samples.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, field_validator
 
-from virtbench import workloads
 from virtbench.artifacts.rootfs import disk_usage
 from virtbench.errors import InstanceError
 from virtbench.experiments.estimate import Costs, Estimate
-from virtbench.experiments.held import Operation, cannot, each_repetition, recorded, running
+from virtbench.experiments.held import (
+    Figures,
+    Operation,
+    each_repetition,
+    recorded,
+    running,
+)
 from virtbench.experiments.kind import ExperimentType
 from virtbench.experiments.pause import next_beat, silent, steady_beat
 from virtbench.experiments.session import Session
-from virtbench.experiments.snapshot_cold import COLD_METRICS, name, out_of_cache
-from virtbench.experiments.snapshot_touch import TOUCH_METRICS, record_touch, touch_name
+from virtbench.experiments.snapshot_cold import (
+    COLD_METRICS,
+    COLD_RESTORE,
+    COLD_RESTORE_TO_READY,
+    out_of_cache,
+)
+from virtbench.experiments.snapshot_many import MANY, MANY_METRICS, Checkpoint, restore_copies
+from virtbench.experiments.snapshot_touch import TOUCH_METRICS, record_touch, touch
 from virtbench.figure import KIB_MIB, MONO, NS_MS, Metric
 from virtbench.measure.probe import Beat
 from virtbench.runtimes.base import Instance, remove_tree
 from virtbench.runtimes.model import Family
-from virtbench.store import Sample
 from virtbench.tables.base import (
     CommonExperiment,
 )
 
 UNIT = ("runtime", "repetition", "workload")
 
-# The figures it records (metrics/model.py).
-# fmt: off
-METRICS: tuple[Metric, ...] = (
-    Metric("snapshot.checkpoint", "ms", "lower", "the checkpoint call (runsc checkpoint, QEMU "
-           "migration to a file, CRIU) -> it returned, the state on disk" + MONO,
-           resolution=NS_MS, headline=False, label="time to checkpoint"),
-    Metric("snapshot.size", "MiB", "lower", "the checkpoint image on disk, as du counts it",
-           resolution=KIB_MIB / 2, headline=False,  # du counts 512-byte blocks
-           label="checkpoint size on disk"),
-    Metric("snapshot.restore", "ms", "lower", "the restore call -> it returned" + MONO,
-           resolution=NS_MS, headline=False, label="restore call"),
-    Metric("snapshot.restore_to_ready", "ms", "lower", "the restore call -> the first "
-           "heartbeat reached the host with the token drawn before the checkpoint and a "
-           "later number" + MONO, resolution=NS_MS, label="back from a snapshot"),
-    Metric("snapshot.many_to_ready", "ms", "lower", "restore_many: one copy's restore call "
-           "(all N issued together) -> its first heartbeat, with the checkpointed instance's "
-           "token" + MONO, resolution=NS_MS, label="each copy back from a snapshot"),
-    Metric("snapshot.many_wall", "ms", "lower", "restore_many: the first copy's restore "
-           "call -> the last copy beating" + MONO, resolution=NS_MS, headline=False,
-           label="all copies back"),
-    Metric("snapshot.many_failed", "instances", "lower", "restore_many: copies that did "
-           "not beat (each with its reason as a failed many_to_ready)", compared=False,
-           side=True, label="copies not back"),
+# The figures it records (virtbench.figure), each at its dirty level (`@<n>MiB`).
+CHECKPOINT = Metric(
+    "snapshot.checkpoint",
+    "ms",
+    "lower",
+    "the checkpoint call (runsc checkpoint, QEMU migration to a file, CRIU) -> it returned, "
+    "the state on disk" + MONO,
+    resolution=NS_MS,
+    headline=False,
+    label="time to checkpoint",
+)
+SIZE = Metric(
+    "snapshot.size",
+    "MiB",
+    "lower",
+    "the checkpoint image on disk, as du counts it",
+    resolution=KIB_MIB / 2,  # du counts 512-byte blocks
+    headline=False,
+    label="checkpoint size on disk",
+)
+RESTORE = Metric(
+    "snapshot.restore",
+    "ms",
+    "lower",
+    "the restore call -> it returned" + MONO,
+    resolution=NS_MS,
+    headline=False,
+    label="restore call",
+)
+RESTORE_TO_READY = Metric(
+    "snapshot.restore_to_ready",
+    "ms",
+    "lower",
+    "the restore call -> the first heartbeat reached the host with the token drawn before "
+    "the checkpoint and a later number" + MONO,
+    resolution=NS_MS,
+    label="back from a snapshot",
+)
+METRICS = (
+    CHECKPOINT,
+    SIZE,
+    RESTORE,
+    RESTORE_TO_READY,
+    *MANY_METRICS,
     *COLD_METRICS,
     *TOUCH_METRICS,
 )
-# fmt: on
 
 
 class SnapshotExperiment(CommonExperiment):
@@ -135,32 +162,32 @@ MAX_DIRTY_MIB = 900  # the minimal guest maps its first GiB; it dirties from 16 
 VM_SPARE_MIB = 64  # a VM's guest memory beyond its largest level
 
 
-def at(dirty: int | None) -> str:
-    """A figure's suffix for a dirty level ("" without one)."""
-    return "" if dirty is None else f"@{dirty}MiB"
+def at(dirty: int | None) -> str | None:
+    """A figure's level for a dirty level (None without one)."""
+    return None if dirty is None else f"{dirty}MiB"
 
 
-ONE = ("snapshot.checkpoint", "snapshot.size", "snapshot.restore", "snapshot.restore_to_ready")
-UNITS = {m.name: m.unit for m in METRICS if m.name in ONE}  # a failed repetition: each
-MANY_NAMES = ("snapshot.many_to_ready", "snapshot.many_wall", "snapshot.many_failed")
-MANY = {m.name: m.unit for m in METRICS if m.name in MANY_NAMES}
+ONE = (CHECKPOINT, SIZE, RESTORE, RESTORE_TO_READY)  # a failed repetition: each
+COLD = {RESTORE: COLD_RESTORE, RESTORE_TO_READY: COLD_RESTORE_TO_READY}
 
 
-def units(cfg: SnapshotExperiment, dirty: int | None, cold: bool = False) -> dict[str, str]:
-    """The figures (and their units) of one dirty level, its cold restore's where `cold`."""
-    figures = {name(m, cold): u for m, u in UNITS.items()}
-    figures |= {touch_name(cold): "ms"} if dirty is not None else {}
-    figures |= MANY if cfg.restore_many else {}
-    return {m + at(dirty): u for m, u in figures.items()}
+def twin(metric: Metric, cold: bool) -> Metric:
+    """A restore figure: its cold twin for a cold restore."""
+    return COLD.get(metric, metric) if cold else metric
+
+
+def level_figures(cfg: SnapshotExperiment, dirty: int | None, cold: bool = False) -> Figures:
+    """The figures of one dirty level, its cold restore's where `cold`."""
+    figures = [twin(m, cold) for m in ONE]
+    figures += [touch(cold)] if dirty is not None else []
+    figures += MANY if cfg.restore_many else ()
+    return tuple(m.at(at(dirty)) for m in figures)
 
 
 def run(s: Session, cfg: SnapshotExperiment) -> None:
-    every = {
-        m: u
-        for d in cfg.levels()
-        for mode in cfg.cache
-        for m, u in units(cfg, d, mode == "cold").items()
-    }
+    every = tuple(
+        m for d in cfg.levels() for mode in cfg.cache for m in level_figures(cfg, d, mode == "cold")
+    )
     each_repetition(s, cfg, Operation("snapshot", lambda rt: rt.snapshot.problem(), every, levels))
 
 
@@ -179,8 +206,8 @@ def levels(s: Session, runtime: str, cfg: SnapshotExperiment, base: dict) -> Non
             snapshot_once(s, runtime, cfg, mine, dirty=dirty, memory=memory)
         except InstanceError as exc:
             if not getattr(exc, "recorded", False):  # e.g. it never started
-                for m, u in units(cfg, dirty, mode == "cold").items():
-                    s.record(Sample(metric=m, value=None, unit=u, error=str(exc), **mine))
+                for m in level_figures(cfg, dirty, mode == "cold"):
+                    s.record(m.sample(None, error=str(exc), **mine))
             first = first or recorded(exc)
     if first is not None:
         raise first
@@ -213,10 +240,11 @@ def snapshot_once(
         rt.ctx.state.record("checkpoint", str(image))
         try:
             image.mkdir(parents=True)
-            held = checkpoint_and_restore(s, inst, image, cfg, base, sfx=at(dirty))
+            held = checkpoint_and_restore(s, inst, image, cfg, base, level=at(dirty))
             if cfg.restore_many:
                 many = {**base, "params": dict(base["params"], copies=cfg.restore_many)}
-                restore_copies(s, Checkpoint(inst, image, held), cfg, many, at(dirty))
+                ckpt, n = Checkpoint(inst, image, held), cfg.restore_many
+                restore_copies(s, ckpt, n, cfg.timeout_s, many, at(dirty))
         finally:
             remove_tree(image)
             for d in (image.parent, image.parent.parent):  # the run's, once empty
@@ -225,10 +253,16 @@ def snapshot_once(
 
 
 def checkpoint_and_restore(
-    s: Session, inst: Instance, image: Path, cfg: SnapshotExperiment, base: dict, *, sfx: str = ""
+    s: Session,
+    inst: Instance,
+    image: Path,
+    cfg: SnapshotExperiment,
+    base: dict,
+    *,
+    level: str | None = None,
 ) -> Beat:
-    """Checkpoint `inst` to `image`, restore it, and record the four figures (their
-    names + `sfx`, their cold twins' for a cold one); the last heartbeat before the
+    """Checkpoint `inst` to `image`, restore it, and record the four figures (at
+    `level`, their cold twins for a cold one); the last heartbeat before the
     checkpoint."""
     rt = s.runtimes[inst.runtime]
     cold = base["params"].get("cache") == "cold"
@@ -248,117 +282,21 @@ def checkpoint_and_restore(
             t3 = time.monotonic_ns()
             beat = next_beat(s, inst, held, cfg.timeout_s, "its restore")
     except InstanceError as exc:
-        failed = {name(m, cold): u for m, u in UNITS.items()}
-        failed |= {touch_name(cold): "ms"} if sfx else {}
-        for m, u in failed.items():
-            s.record(Sample(metric=m + sfx, value=None, unit=u, error=str(exc), **base))
+        failed = [twin(m, cold) for m in ONE] + ([touch(cold)] if level else [])
+        for m in failed:
+            s.record(m.at(level).sample(None, error=str(exc), **base))
         raise recorded(exc) from None
     figures = [
-        ("snapshot.checkpoint", (t1 - t0) / 1e6, "ms"),
-        ("snapshot.size", size / 2**20, "MiB"),
-        (name("snapshot.restore", cold), (t3 - t2) / 1e6, "ms"),
-        (name("snapshot.restore_to_ready", cold), (beat.t_ns - t2) / 1e6, "ms"),
+        (CHECKPOINT, (t1 - t0) / 1e6),
+        (SIZE, size / 2**20),
+        (twin(RESTORE, cold), (t3 - t2) / 1e6),
+        (twin(RESTORE_TO_READY, cold), (beat.t_ns - t2) / 1e6),
     ]
-    for m, value, unit in figures:
-        s.record(Sample(metric=m + sfx, value=value, unit=unit, **base))
-    if sfx:  # at a dirty level: then what it dirtied, touched again
-        record_touch(s, inst, beat, touch_name(cold) + sfx, base, cfg.timeout_s)
+    for m, value in figures:
+        s.record(m.at(level).sample(value, **base))
+    if level:  # at a dirty level: then what it dirtied, touched again
+        record_touch(s, inst, beat, touch(cold).at(level), base, cfg.timeout_s)
     return held
-
-
-@dataclasses.dataclass(frozen=True)
-class Checkpoint:
-    """A checkpoint that copies are restored from: the instance checkpointed (`source`),
-    the directory its image is in, and its last heartbeat before the checkpoint (`held`),
-    which a copy goes on from."""
-
-    source: Instance
-    image: Path
-    held: Beat
-
-
-def restore_copies(
-    s: Session, checkpoint: Checkpoint, cfg: SnapshotExperiment, base: dict, sfx: str = ""
-) -> None:
-    """`cfg.restore_many` copies of `checkpoint`'s source, restored at once; record each
-    copy's restore to its first heartbeat, the batch's wall time and how many did not
-    beat. Every copy is stopped whatever happens."""
-    source = checkpoint.source
-    rt = s.runtimes[source.runtime]
-    many = {m + sfx: u for m, u in MANY.items()}
-    if (why := rt.snapshot.copies_problem()) is not None:
-        cannot(s, why, base, many)
-        return
-    copies: list[Instance] = []
-    argv = workloads.get(cfg.workload).argv
-    args = source.spec.argv[len(argv(source.name)) :]  # what the source was started with
-    try:
-        for _ in range(cfg.restore_many):
-            spec = s.instance_spec(
-                source.runtime, lambda name: (*argv(name), *args), memory_mib=source.spec.memory_mib
-            )
-            copies.append(rt.prepare(dataclasses.replace(spec, control=True)))
-        with s.timed("snapshot", source.runtime, base["params"]):
-            got = restore_together(s, copies, checkpoint, cfg.timeout_s)
-    except InstanceError as exc:
-        for m, u in many.items():
-            s.record(Sample(metric=m, value=None, unit=u, error=str(exc), **base))
-        raise recorded(exc) from None
-    finally:
-        rt.stop_each(copies)
-        for c in copies:
-            s.probe.forget(c.name)
-    for (t0, t_beat, why), copy in zip(got, copies, strict=True):
-        value = None if t_beat is None else (t_beat - t0) / 1e6
-        s.record(
-            Sample(
-                metric="snapshot.many_to_ready" + sfx,
-                value=value,
-                unit="ms",
-                error=why,
-                **{**base, "params": dict(base["params"], copy=copy.name)},
-            )
-        )
-    beats = [t for _, t, _ in got if t is not None]
-    failed = len(got) - len(beats)
-    wall = (max(beats) - min(t for t, _, _ in got)) / 1e6 if not failed else None
-    s.record(
-        Sample(
-            metric="snapshot.many_wall" + sfx,
-            value=wall,
-            unit="ms",
-            error=f"{failed} of {len(got)} copies did not beat" if failed else "",
-            **base,
-        )
-    )
-    s.record(Sample(metric="snapshot.many_failed" + sfx, value=failed, unit="instances", **base))
-
-
-def restore_together(
-    s: Session, copies: list[Instance], checkpoint: Checkpoint, timeout: float
-) -> list[tuple[int, int | None, str]]:
-    """Restore every copy at once (a thread each, released together by a barrier); per
-    copy: its restore call's ns, its first heartbeat's ns or None, and why not."""
-    source, held, image = checkpoint.source, checkpoint.held, checkpoint.image
-    rt = s.runtimes[source.runtime]
-    gate = threading.Barrier(len(copies))
-    after = Beat(0, held.token, held.seq, 0)  # a copy goes on from the checkpoint
-
-    def one(copy: Instance) -> tuple[int, int | None, str]:
-        t0 = time.monotonic_ns()
-        try:
-            gate.wait(timeout=60)
-            t0 = time.monotonic_ns()
-            rt.snapshot.restore_copy(copy, image, source)
-            what = f"its restore from {source.name}'s checkpoint"
-            return t0, next_beat(s, copy, after, timeout, what).t_ns, ""
-        except threading.BrokenBarrierError:
-            return t0, None, "the copies' threads did not all start in 60 s"
-        except InstanceError as exc:
-            return t0, None, str(exc)
-
-    with ThreadPoolExecutor(max_workers=len(copies)) as pool:
-        return list(pool.map(one, copies))
 
 
 def estimate(cfg: SnapshotExperiment, cost: Costs) -> Estimate:

@@ -26,32 +26,26 @@ COLD = {"snapshot.restore": "snapshot.cold_restore"} | {
 }
 LEFT_MAX = 0.01  # of the image's bytes still cached after the drop: more is not cold
 
-COLD_METRICS: tuple[Metric, ...] = (
-    Metric(
-        "snapshot.cold_restore",
-        "ms",
-        "lower",
-        "cache = cold: the restore call, its image written back and dropped from the page "
-        "cache first -> it returned" + MONO,
-        resolution=NS_MS,
-        headline=False,
-        label="restore call, from a cold disk",
-    ),
-    Metric(
-        "snapshot.cold_restore_to_ready",
-        "ms",
-        "lower",
-        "cache = cold: the restore call, its image out of the page cache -> the first "
-        "heartbeat with the token drawn before the checkpoint and a later number" + MONO,
-        resolution=NS_MS,
-        label="back from a snapshot on a cold disk",
-    ),
+COLD_RESTORE = Metric(
+    "snapshot.cold_restore",
+    "ms",
+    "lower",
+    "cache = cold: the restore call, its image written back and dropped from the page "
+    "cache first -> it returned" + MONO,
+    resolution=NS_MS,
+    headline=False,
+    label="restore call, from a cold disk",
 )
-
-
-def name(metric: str, cold: bool) -> str:
-    """A restore figure's name: its cold twin's for a cold restore."""
-    return COLD.get(metric, metric) if cold else metric
+COLD_RESTORE_TO_READY = Metric(
+    "snapshot.cold_restore_to_ready",
+    "ms",
+    "lower",
+    "cache = cold: the restore call, its image out of the page cache -> the first "
+    "heartbeat with the token drawn before the checkpoint and a later number" + MONO,
+    resolution=NS_MS,
+    label="back from a snapshot on a cold disk",
+)
+COLD_METRICS = (COLD_RESTORE, COLD_RESTORE_TO_READY)
 
 
 def out_of_cache(image: Path) -> dict[str, int]:

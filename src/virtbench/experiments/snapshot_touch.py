@@ -25,37 +25,33 @@ from virtbench.experiments.session import Session
 from virtbench.figure import Metric
 from virtbench.measure.probe import Beat
 from virtbench.runtimes.base import Instance
-from virtbench.store import Sample
 
-TOUCH, COLD_TOUCH = "snapshot.first_touch", "snapshot.cold_first_touch"
 ASK = ["/bin/vb-touch"]
 
-TOUCH_METRICS: tuple[Metric, ...] = (
-    Metric(
-        TOUCH,
-        "ms",
-        "lower",
-        "after the restore, once it beat again: the instance reads one word of every page "
-        "it dirtied before the checkpoint (vb-touch asks vb-ready), timed inside it",
-        resolution=1e-6,
-        headline=False,
-        label="first touch after a restore",
-    ),
-    Metric(
-        COLD_TOUCH,
-        "ms",
-        "lower",
-        "cache = cold: as snapshot.first_touch, after a restore from an image out of the "
-        "page cache",
-        resolution=1e-6,
-        headline=False,
-        label="first touch after a cold restore",
-    ),
+TOUCH = Metric(
+    "snapshot.first_touch",
+    "ms",
+    "lower",
+    "after the restore, once it beat again: the instance reads one word of every page it "
+    "dirtied before the checkpoint (vb-touch asks vb-ready), timed inside it",
+    resolution=1e-6,
+    headline=False,
+    label="first touch after a restore",
 )
+COLD_TOUCH = Metric(
+    "snapshot.cold_first_touch",
+    "ms",
+    "lower",
+    "cache = cold: as snapshot.first_touch, after a restore from an image out of the page cache",
+    resolution=1e-6,
+    headline=False,
+    label="first touch after a cold restore",
+)
+TOUCH_METRICS = (TOUCH, COLD_TOUCH)
 
 
-def touch_name(cold: bool) -> str:
-    """The first touch's figure: its cold twin's for a cold restore."""
+def touch(cold: bool) -> Metric:
+    """The first touch's figure: its cold twin for a cold restore."""
     return COLD_TOUCH if cold else TOUCH
 
 
@@ -79,17 +75,17 @@ def first_touch(s: Session, inst: Instance, after: Beat, timeout: float) -> floa
 
 
 def record_touch(
-    s: Session, inst: Instance, after: Beat, metric: str, base: dict, timeout: float
+    s: Session, inst: Instance, after: Beat, metric: Metric, base: dict, timeout: float
 ) -> None:
     """The first touch of a restored instance, as `metric` (its level's and cache's):
     its sample, failed with why where it failed, or the runtime's "cannot" (once) where
     no command can run in the instance as it was started."""
     why = s.runtimes[inst.runtime].exec.problem_in(inst)
     if why is not None:
-        cannot(s, why, base, {metric: "ms"})
+        cannot(s, why, base, (metric,))
         return
     try:
         value, error = first_touch(s, inst, after, timeout), ""
     except InstanceError as exc:
         value, error = None, str(exc)
-    s.record(Sample(metric=metric, value=value, unit="ms", error=error, **base))
+    s.record(metric.sample(value, error=error, **base))

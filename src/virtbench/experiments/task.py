@@ -45,45 +45,79 @@ from virtbench.experiments.tti import Asked, Batch, batch_figures, together
 from virtbench.figure import MONO, NS_MS, Metric
 from virtbench.runtimes.base import Instance
 from virtbench.runtimes.controls import ExecResult
-from virtbench.store import Sample
 from virtbench.tables.base import CommonExperiment
 from virtbench.workloads import task as work
 from virtbench.workloads import task_source
 
 UNIT = ("runtime", "repetition", "workload")
 FROM = "the create call issued -> "
-DONE, READY = "task.done", "task.ready"
-# each step the runner reports, and its figure
-STEPS = {"clone": "task.clone", "venv": "task.venv", "install": "task.install", "test": "task.test"}
 INSIDE = ", timed inside the instance (its monotonic clock)"
 
-# The figures it records (metrics/model.py).
-# fmt: off
-METRICS: tuple[Metric, ...] = (
-    Metric("task.done", "ms", "lower", FROM + "the task run in the instance (clone, venv, "
-           "install, test: guest/vb-task.py, through the runtime's exec) exited with every "
-           "step done" + MONO, resolution=NS_MS, label="time to task done"),
-    Metric("task.ready", "ms", "lower", FROM + "the instance's ready datagram reached the "
-           "host" + MONO, resolution=NS_MS, headline=False, label="create to ready (task)"),
-    Metric("task.clone", "ms", "lower", "git clone of the project's bundle" + INSIDE,
-           resolution=0.001, headline=False, label="step: git clone"),
-    Metric("task.venv", "ms", "lower", "python -m venv --without-pip" + INSIDE,
-           resolution=0.001, headline=False, label="step: create the venv"),
-    Metric("task.install", "ms", "lower", "pip install -e the project and its tests' "
-           "dependencies from local wheels" + INSIDE, resolution=0.001, headline=False,
-           label="step: install"),
-    Metric("task.test", "ms", "lower", "the project's tests (python -m pytest)" + INSIDE,
-           resolution=0.001, headline=False, label="step: run the tests"),
-    Metric("task.wall", "ms", "lower", "a batch launched at once: its first create call -> "
-           "its last task done" + MONO, resolution=NS_MS, headline=False,
-           label="time for the batch of tasks"),
-    Metric("task.amortized", "ms", "lower", "task.wall / the batch's tasks done",
-           resolution=NS_MS, headline=False, label="time per task done"),
-    Metric("task.failed", "instances", "lower", "instances of the batch whose task did not "
-           "finish (each a failed task.done with its reason)", compared=False, side=True,
-           label="tasks not done"),
+# The figures it records (virtbench.figure), each at its batch (`@seq`, `@<n>`).
+DONE = Metric(
+    "task.done",
+    "ms",
+    "lower",
+    FROM + "the task run in the instance (clone, venv, install, test: guest/vb-task.py, "
+    "through the runtime's exec) exited with every step done" + MONO,
+    resolution=NS_MS,
+    label="time to task done",
 )
-# fmt: on
+READY = Metric(
+    "task.ready",
+    "ms",
+    "lower",
+    FROM + "the instance's ready datagram reached the host" + MONO,
+    resolution=NS_MS,
+    headline=False,
+    label="create to ready (task)",
+)
+
+
+def _step(name: str, includes: str, label: str) -> Metric:
+    return Metric(
+        name, "ms", "lower", includes + INSIDE, resolution=0.001, headline=False, label=label
+    )
+
+
+CLONE = _step("task.clone", "git clone of the project's bundle", "step: git clone")
+VENV = _step("task.venv", "python -m venv --without-pip", "step: create the venv")
+INSTALL = _step(
+    "task.install",
+    "pip install -e the project and its tests' dependencies from local wheels",
+    "step: install",
+)
+TEST = _step("task.test", "the project's tests (python -m pytest)", "step: run the tests")
+WALL = Metric(
+    "task.wall",
+    "ms",
+    "lower",
+    "a batch launched at once: its first create call -> its last task done" + MONO,
+    resolution=NS_MS,
+    headline=False,
+    label="time for the batch of tasks",
+)
+AMORTIZED = Metric(
+    "task.amortized",
+    "ms",
+    "lower",
+    "task.wall / the batch's tasks done",
+    resolution=NS_MS,
+    headline=False,
+    label="time per task done",
+)
+FAILED = Metric(
+    "task.failed",
+    "instances",
+    "lower",
+    "instances of the batch whose task did not finish (each a failed task.done with its reason)",
+    compared=False,
+    side=True,
+    label="tasks not done",
+)
+METRICS = (DONE, READY, CLONE, VENV, INSTALL, TEST, WALL, AMORTIZED, FAILED)
+# each step the runner reports, and its figure
+STEPS = {"clone": CLONE, "venv": VENV, "install": INSTALL, "test": TEST}
 
 
 class TaskExperiment(CommonExperiment):
@@ -117,7 +151,7 @@ class TaskExperiment(CommonExperiment):
 
 def run(s: Session, cfg: TaskExperiment) -> None:
     failures = Failures(s, "task")
-    units = {f"{DONE}@{at}": "ms" for at, _ in cfg.batches()}
+    units = tuple(DONE.at(at) for at, _ in cfg.batches())
     warm = set() if cfg.warm_up else set(s.runtimes)  # the runtimes warmed up
     for rep, warmup, order in s.schedule(0, cfg.runs, "task"):
         for runtime in order:
@@ -178,11 +212,11 @@ def failure(got: tuple[ExecResult, work.Report | None]) -> str:
 def record(s: Session, base: dict, b: Batch, launched: list[Launched], errors: list[str]) -> None:
     """The batch's samples: each instance's, then (N at once) the batch's own."""
     for why in errors:  # instances that could not even be prepared
-        s.record(Sample(metric=f"{DONE}@{b.at}", value=None, unit="ms", error=why, **base))
+        s.record(DONE.at(b.at).sample(None, error=why, **base))
     first = min((x.spawn_ns for x in launched), default=0)
     done = [t for x in launched if (t := one(s, base, b.at, x, first)) is not None]
     if b.at != "seq":
-        names = ("task.failed", "task.wall", "task.amortized")
+        names = (FAILED, WALL, AMORTIZED)
         batch_figures(s, base, Batch(b.at, len(launched) + len(errors)), first, done, names)
     if not done:
         why = next((x.why for x in launched if x.why), errors[0] if errors else "none started")
@@ -201,14 +235,13 @@ def one(s: Session, base: dict, at: str, x: Launched, first: int) -> int | None:
     row = {**base, "params": params}
     if x.ready_ns is not None:
         ready = (x.ready_ns - x.spawn_ns) / 1e6
-        s.record(Sample(metric=f"{READY}@{at}", value=ready, unit="ms", **row))
+        s.record(READY.at(at).sample(ready, **row))
     for step in report.steps if report is not None else ():
         if step.status == 0 and step.name in STEPS:
-            metric = f"{STEPS[step.name]}@{at}"
-            s.record(Sample(metric=metric, value=step.ms, unit="ms", **row))
+            s.record(STEPS[step.name].at(at).sample(step.ms, **row))
     end = None if why else x.then[0].t_end_ns
     value = None if end is None else (end - x.spawn_ns) / 1e6
-    s.record(Sample(metric=f"{DONE}@{at}", value=value, unit="ms", error=why, **row))
+    s.record(DONE.at(at).sample(value, error=why, **row))
     return end
 
 

@@ -52,37 +52,79 @@ from virtbench.experiments.together import Launched, launch_together, levels
 from virtbench.figure import MONO, NS_MS, Metric
 from virtbench.runtimes.base import Instance
 from virtbench.runtimes.controls import ExecResult
-from virtbench.store import Sample
 from virtbench.tables.base import CommonExperiment
 
 UNIT = ("runtime", "repetition", "workload")
 FROM = "the create call issued -> "
 
-# The figures it records (metrics/model.py).
-# fmt: off
-METRICS: tuple[Metric, ...] = (
-    Metric("tti.interactive", "ms", "lower", FROM + "the first command run in the instance "
-           "(vb-hello, through the runtime's exec) exited 0 with its line read back" + MONO,
-           resolution=NS_MS, label="time to interactive"),
-    Metric("tti.launched", "ms", "lower", FROM + "it returned" + MONO, resolution=NS_MS,
-           headline=False, label="create call"),
-    Metric("tti.ready", "ms", "lower", FROM + "the instance's ready datagram reached the host"
-           + MONO, resolution=NS_MS, headline=False, label="create to ready"),
-    Metric("tti.first_command", "ms", "lower", "the ready datagram -> the first command's "
-           "exit seen with its output" + MONO, resolution=NS_MS, headline=False,
-           label="first command after ready"),
-    Metric("tti.wall", "ms", "lower", "a staggered or simultaneous batch: its first create "
-           "call -> its last instance interactive" + MONO, resolution=NS_MS, headline=False,
-           label="time for the whole batch"),
-    Metric("tti.amortized", "ms", "lower", "tti.wall / the batch's instances that became "
-           "interactive", resolution=NS_MS, headline=False,
-           label="time per interactive instance"),
-    Metric("tti.failed", "instances", "lower", "instances of the batch that did not become "
-           "interactive (each a failed tti.interactive with its reason)", compared=False,
-           side=True, label="instances not interactive"),
+# The figures it records (virtbench.figure), each at its batch (`@seq`, `@stagger`, `@<n>`).
+INTERACTIVE = Metric(
+    "tti.interactive",
+    "ms",
+    "lower",
+    FROM + "the first command run in the instance (vb-hello, through the runtime's exec) "
+    "exited 0 with its line read back" + MONO,
+    resolution=NS_MS,
+    label="time to interactive",
 )
-# fmt: on
-PER_INSTANCE = ("tti.interactive", "tti.launched", "tti.ready", "tti.first_command")
+LAUNCHED = Metric(
+    "tti.launched",
+    "ms",
+    "lower",
+    FROM + "it returned" + MONO,
+    resolution=NS_MS,
+    headline=False,
+    label="create call",
+)
+READY = Metric(
+    "tti.ready",
+    "ms",
+    "lower",
+    FROM + "the instance's ready datagram reached the host" + MONO,
+    resolution=NS_MS,
+    headline=False,
+    label="create to ready",
+)
+FIRST_COMMAND = Metric(
+    "tti.first_command",
+    "ms",
+    "lower",
+    "the ready datagram -> the first command's exit seen with its output" + MONO,
+    resolution=NS_MS,
+    headline=False,
+    label="first command after ready",
+)
+WALL = Metric(
+    "tti.wall",
+    "ms",
+    "lower",
+    "a staggered or simultaneous batch: its first create call -> its last instance "
+    "interactive" + MONO,
+    resolution=NS_MS,
+    headline=False,
+    label="time for the whole batch",
+)
+AMORTIZED = Metric(
+    "tti.amortized",
+    "ms",
+    "lower",
+    "tti.wall / the batch's instances that became interactive",
+    resolution=NS_MS,
+    headline=False,
+    label="time per interactive instance",
+)
+FAILED = Metric(
+    "tti.failed",
+    "instances",
+    "lower",
+    "instances of the batch that did not become interactive (each a failed "
+    "tti.interactive with its reason)",
+    compared=False,
+    side=True,
+    label="instances not interactive",
+)
+METRICS = (INTERACTIVE, LAUNCHED, READY, FIRST_COMMAND, WALL, AMORTIZED, FAILED)
+PER_INSTANCE = (INTERACTIVE, LAUNCHED, READY, FIRST_COMMAND)
 
 
 class TtiExperiment(CommonExperiment):
@@ -123,7 +165,7 @@ def run(s: Session, cfg: TtiExperiment) -> None:
     failures = Failures(s, "tti")
     if not cfg.batches():
         return
-    units = {f"tti.interactive@{at}": "ms" for at, _ in cfg.batches()}
+    units = tuple(INTERACTIVE.at(at) for at, _ in cfg.batches())
     warm = set() if cfg.warm_up else set(s.runtimes)  # the runtimes warmed up
     for rep, warmup, order in s.schedule(0, cfg.runs, "tti"):
         for runtime in order:
@@ -233,36 +275,22 @@ def first_command(s: Session, inst: Instance, timeout: float) -> ExecResult:
 def record(s: Session, base: dict, at: str, launched: list[Launched], errors: list[str]) -> None:
     """The batch's samples: each instance's phases, then (not `seq`) the batch's own."""
     for why in errors:  # instances that could not even be prepared
-        s.record(Sample(metric=f"tti.interactive@{at}", value=None, unit="ms", error=why, **base))
+        s.record(INTERACTIVE.at(at).sample(None, error=why, **base))
     first = min((x.spawn_ns for x in launched), default=0)
     done = []
     for x in launched:
         end = x.then.t_end_ns if x.then is not None and not x.why else None
         params = {**base["params"], "launch_offset_ms": round((x.spawn_ns - first) / 1e6, 3)}
-        phases = {"tti.interactive": end, "tti.launched": x.returned_ns, "tti.ready": x.ready_ns}
+        phases = {INTERACTIVE: end, LAUNCHED: x.returned_ns, READY: x.ready_ns}
         for metric, t in phases.items():
-            if t is None and metric != "tti.interactive":
+            if t is None and metric != INTERACTIVE:
                 continue  # a phase it never reached: its failure is tti.interactive's
             value = None if t is None else (t - x.spawn_ns) / 1e6
             why = x.why if t is None else ""
-            s.record(
-                Sample(
-                    metric=f"{metric}@{at}",
-                    value=value,
-                    unit="ms",
-                    error=why,
-                    **{**base, "params": params},
-                )
-            )
+            s.record(metric.at(at).sample(value, error=why, **{**base, "params": params}))
         if end is not None and x.ready_ns is not None:
-            s.record(
-                Sample(
-                    metric=f"tti.first_command@{at}",
-                    value=(end - x.ready_ns) / 1e6,
-                    unit="ms",
-                    **{**base, "params": params},
-                )
-            )
+            value = (end - x.ready_ns) / 1e6
+            s.record(FIRST_COMMAND.at(at).sample(value, **{**base, "params": params}))
             done.append(end)
     n = len(launched) + len(errors)
     if at != "seq":
@@ -274,7 +302,7 @@ def record(s: Session, base: dict, at: str, launched: list[Launched], errors: li
         )
 
 
-BATCH_FIGURES = ("tti.failed", "tti.wall", "tti.amortized")
+BATCH_FIGURES = (FAILED, WALL, AMORTIZED)
 
 
 def batch_figures(
@@ -283,7 +311,7 @@ def batch_figures(
     b: Batch,
     first: int,
     done: list[int],
-    names: tuple[str, str, str] = BATCH_FIGURES,
+    names: tuple[Metric, Metric, Metric] = BATCH_FIGURES,
 ) -> None:
     """A staggered or simultaneous batch's failures (of its `b.n` instances), wall time
     (from `first`, the first create call, to the last of `done`, when its instances were
@@ -291,23 +319,14 @@ def batch_figures(
     (tti's, or another experiment's that batches as it does)."""
     at, n = b.at, b.n
     failed, wall_name, amortized = names
-    s.record(Sample(metric=f"{failed}@{at}", value=n - len(done), unit="instances", **base))
+    s.record(failed.at(at).sample(n - len(done), **base))
     if not done:
         for m in (wall_name, amortized):
-            s.record(
-                Sample(
-                    metric=f"{m}@{at}",
-                    value=None,
-                    unit="ms",
-                    error="no instance became interactive",
-                    **base,
-                )
-            )
+            s.record(m.at(at).sample(None, error="no instance became interactive", **base))
         return
     wall = (max(done) - first) / 1e6
-    s.record(Sample(metric=f"{wall_name}@{at}", value=wall, unit="ms", **base))
-    per = wall / len(done)
-    s.record(Sample(metric=f"{amortized}@{at}", value=per, unit="ms", **base))
+    s.record(wall_name.at(at).sample(wall, **base))
+    s.record(amortized.at(at).sample(wall / len(done), **base))
 
 
 def estimate(cfg: TtiExperiment, cost: Costs) -> Estimate:

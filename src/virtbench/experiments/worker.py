@@ -363,20 +363,23 @@ class Worker:
         """A sample of this worker (at `level`, if any): `labels` are the Sample's own
         fields (repetition, warmup, background, attacker, placement); extra params go in
         `params=`."""
-        params = {**self.base_params, **labels.pop("params", {})}
-        if level is not None:
-            params["level"] = level
         return Sample(
-            experiment=experiment,
             metric=self.metric_name(metric, level),
             value=value,
             unit=unit,
             direction=direction,
-            runtime=self.runtime,
-            workload=self.name,
-            params=params,
             error=error,
-            **labels,
+            **self.labels(experiment, level, **labels),
+        )
+
+    def labels(self, experiment: str, level: Any = None, **labels: Any) -> dict[str, Any]:
+        """The fields of a sample of this worker (at `level`, if any) but its figure's:
+        `labels` as `sample` takes them."""
+        params = {**self.base_params, **labels.pop("params", {})}
+        if level is not None:
+            params["level"] = level
+        return dict(
+            experiment=experiment, runtime=self.runtime, workload=self.name, params=params, **labels
         )
 
     def failed(self, experiment: str, level: Any, error: str, **labels: Any) -> Sample:

@@ -97,9 +97,10 @@ class Metric:
         name = "".join(next(it) if c in "*?" else c for c in self.name)
         return dataclasses.replace(self, name=name)
 
-    def at(self, level: object) -> str:
-        """The stored name of this figure measured at a swept `level` (`tps@16`)."""
-        return f"{self.name}@{level}"
+    def at(self, level: object) -> Metric:
+        """This figure measured at a swept `level`, stored as `<name>@<level>` (`tps@16`,
+        `snapshot.restore@64MiB`); itself where `level` is None."""
+        return self if level is None else dataclasses.replace(self, name=f"{self.name}@{level}")
 
     def sample(self, value: float | None, **labels: Any) -> Sample:
         """A sample of this figure, its name, unit and direction as declared; `labels`

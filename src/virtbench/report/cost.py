@@ -31,13 +31,16 @@ from dataclasses import dataclass
 from rich.table import Table
 
 from virtbench import metrics
+from virtbench.experiments import density_figures as fig
+from virtbench.experiments import task
+from virtbench.experiments.density_idle import IDLE_CPU
 from virtbench.report.cells import add_columns, fmt, span
 from virtbench.report.fits import cost_fits
 from virtbench.report.views.kind import standings
 from virtbench.store.frame import Frame
 
-HOST_COST, CGROUP, IDLE = "density.host_cost", "density.cgroup_memory", "density.idle_cpu"
-AMORTIZED = "task.amortized"
+HOST_COST, CGROUP = fig.HOST_COST.name, fig.CGROUP_MEMORY.name
+IDLE, AMORTIZED = IDLE_CPU.name, task.AMORTIZED.name
 HOURS = 1000  # the cost is given per this many instance-hours (per one: too many zeros)
 PER = "USD / 1,000 inst.-hours"
 

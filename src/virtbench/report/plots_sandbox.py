@@ -9,6 +9,7 @@ import numpy as np
 from matplotlib.axes import Axes
 
 from virtbench import metrics
+from virtbench.experiments import burst as bursts
 from virtbench.report.plotkit import (
     Plot,
     colour_for,
@@ -32,9 +33,9 @@ def burst(samples: list[Sample], order: list[str]) -> list[Plot]:
         name, _, level = s.metric.partition("@")
         if not level.isdigit():
             continue
-        if name == "burst.spawn_to_ready":
+        if name == bursts.SPAWN_TO_READY.name:
             each[s.runtime][int(level)].append(float(s.value))  # type: ignore[arg-type]
-        elif name == "burst.ready_per_s":
+        elif name == bursts.READY_PER_S.name:
             rate[s.runtime][int(level)].append(float(s.value))  # type: ignore[arg-type]
     if not each:
         return []

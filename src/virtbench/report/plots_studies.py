@@ -21,6 +21,7 @@ from matplotlib.axes import Axes
 
 from virtbench import metrics, workloads
 from virtbench.analysis.stats import Summary, summarize
+from virtbench.experiments.boot import TEARDOWN
 from virtbench.report.cells import quantity, scaled
 from virtbench.report.plotkit import (
     MAX_PER_KIND,
@@ -53,8 +54,8 @@ def startup(samples: list[Sample], order: list[str]) -> list[Plot]:
     one only where the medians span more than a decade); the teardown beside it, on
     its own axis, where the run timed it."""
     ok = successful(samples)
-    starts = [s for s in ok if s.metric != "boot.teardown"]
-    stops = [s for s in ok if s.metric == "boot.teardown"]
+    starts = [s for s in ok if s.metric != TEARDOWN.name]
+    stops = [s for s in ok if s.metric == TEARDOWN.name]
     if not starts:
         return []
     runtimes = runtimes_in(starts, order)

@@ -12,12 +12,14 @@ import math
 
 from rich.table import Table
 
+from virtbench.experiments.density_figures import POD_OVERHEAD
+from virtbench.experiments.density_idle import POD_IDLE_CPU
 from virtbench.report.cells import add_columns, fmt, span
 from virtbench.report.standing import Standing
 from virtbench.report.views.kind import standings
 from virtbench.store.frame import Frame
 
-MEMORY, CPU = "density.pod_overhead", "density.pod_idle_cpu"
+MEMORY, CPU = POD_OVERHEAD.name, POD_IDLE_CPU.name
 MARGIN = 0.10  # over the CI's upper end: what a pod may cost that this run did not see
 HANDLER_OF = "cri"  # the driver whose variants are RuntimeClass handlers
 # podFixed (memory, cpu) of the RuntimeClasses a handler's project ships (Kata

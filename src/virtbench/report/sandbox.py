@@ -23,11 +23,12 @@ from rich.table import Table
 from virtbench import metrics
 from virtbench.analysis.fit import Fit, sen_fit
 from virtbench.analysis.tails import Estimate, quantile_ci, success_ci
+from virtbench.experiments import tti
 from virtbench.report.cells import add_columns, fmt, quantity, span
 from virtbench.store.frame import Frame
 
 QUANTILES = (("p50", 0.5), ("p95", 0.95), ("p99", 0.99))
-INTERACTIVE = "tti.interactive"
+INTERACTIVE = tti.INTERACTIVE.name
 
 
 @dataclass(frozen=True)

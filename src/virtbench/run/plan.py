@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from virtbench.experiments.boot import SPAWN_TO_EXIT, TEARDOWN
 from virtbench.experiments.estimate import DEFAULT_MEASURE_S
 
 if TYPE_CHECKING:
@@ -60,14 +61,14 @@ def launch_costs(samples: list[Any]) -> dict[str, float]:
     for x in samples:
         if x.experiment != "boot" or x.error or x.value is None or x.warmup:
             continue
-        if x.metric in ("boot.spawn_to_exit", "boot.teardown"):
+        if x.metric in (SPAWN_TO_EXIT.name, TEARDOWN.name):
             by.setdefault(x.runtime, {}).setdefault(x.metric, []).append(x.value)
     out = {}
     for runtime, m in by.items():
-        spawn = sorted(m.get("boot.spawn_to_exit", []))
+        spawn = sorted(m.get(SPAWN_TO_EXIT.name, []))
         if len(spawn) < 5:
             continue
-        down = sorted(m.get("boot.teardown", [])) or [0.0]
+        down = sorted(m.get(TEARDOWN.name, [])) or [0.0]
         out[runtime] = (spawn[len(spawn) // 2] + down[len(down) // 2]) / 1e3
     return out
 

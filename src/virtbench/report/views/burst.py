@@ -6,12 +6,13 @@ instances launched at once."""
 from __future__ import annotations
 
 from virtbench import metrics
+from virtbench.experiments import burst
 from virtbench.report import plots_sandbox
 from virtbench.report.standing import Answer, ranked
 from virtbench.report.views.kind import View, standings
 from virtbench.store.frame import Frame
 
-P50 = "burst.p50"
+P50 = burst.P50.name
 
 
 def answers(f: Frame) -> list[Answer]:

@@ -13,6 +13,9 @@ import numpy as np
 from rich.table import Table
 
 from virtbench import metrics
+from virtbench.experiments import density_figures as fig
+from virtbench.experiments.density_bound import PER_GIB_AT_BOUND
+from virtbench.experiments.density_liveness import ANSWERED
 from virtbench.report import plots_piles, runtimeclass
 from virtbench.report.fits import cost_fits, cost_table
 from virtbench.report.standing import Answer, Standing, ranked
@@ -29,7 +32,7 @@ from virtbench.store.frame import Frame
 # The figures that answer "least memory per instance", each a way to measure it: what the
 # host loses per instance (the slope of its memory in use over the pile-up), what each
 # instance's cgroup is charged, and its processes' PSS.
-PER_INSTANCE = ("density.cgroup_memory", "density.pss")
+PER_INSTANCE = (fig.CGROUP_MEMORY.name, fig.PSS.name)
 
 
 def answers(f: Frame) -> list[Answer]:
@@ -74,7 +77,7 @@ def answers(f: Frame) -> list[Answer]:
 # how many fit per GiB while their liveness probes answered within the latency bound
 BOUNDED = median_question(
     "Most instances per GiB within the latency bound",
-    "density.per_gib_at_bound",
+    PER_GIB_AT_BOUND.name,
     "{a} fits {x} more instances per GiB than {b} within the bound",
 )
 
@@ -174,7 +177,7 @@ def _median(f: Frame, metric: str) -> Estimate | None:
 
 def _alive(f: Frame) -> str:
     """What density's liveness probes found, per runtime ("" without probes)."""
-    rows = f.where("metric", "density.answered")
+    rows = f.where("metric", ANSWERED.name)
     if not rows.any():
         return ""
     said = []

@@ -4,6 +4,7 @@ runtime."""
 
 from __future__ import annotations
 
+from virtbench.experiments.exec import STDOUT_1MIB, TRUE
 from virtbench.report import plots_sandbox
 from virtbench.report.views.kind import View, median_question
 
@@ -17,7 +18,7 @@ VIEW = View(
     order=20,
     answers=median_question(
         "Fastest command in a running instance",
-        "exec.true",
+        TRUE.name,
         "{a} runs a command {x} faster than {b}",
     ),
     plots=(
@@ -26,7 +27,7 @@ VIEW = View(
             d.order,
             "exec-latency",
             "A command in a running instance: exec call -> exit, output read",
-            ("exec.true", "exec.stdout_1mib"),
+            (TRUE.name, STDOUT_1MIB.name),
         ),
     ),
 )

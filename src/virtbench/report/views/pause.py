@@ -3,6 +3,7 @@ heartbeat); every figure summarised; each figure's median and tail per runtime."
 
 from __future__ import annotations
 
+from virtbench.experiments.pause import PAUSE, RESUME, RESUME_TO_READY
 from virtbench.report import plots_sandbox
 from virtbench.report.views.kind import View, median_question
 
@@ -16,7 +17,7 @@ VIEW = View(
     order=30,
     answers=median_question(
         "Fastest back from a pause",
-        "pause.resume_to_ready",
+        RESUME_TO_READY.name,
         "{a} comes back {x} faster than {b}",
     ),
     plots=(
@@ -25,7 +26,7 @@ VIEW = View(
             d.order,
             "pause-resume",
             "Pause and resume: the calls, and resume -> the next heartbeat",
-            ("pause.pause", "pause.resume", "pause.resume_to_ready"),
+            (PAUSE.name, RESUME.name, RESUME_TO_READY.name),
         ),
     ),
 )

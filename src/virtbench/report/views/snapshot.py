@@ -8,6 +8,7 @@ from __future__ import annotations
 from rich.table import Table
 
 from virtbench import metrics
+from virtbench.experiments import snapshot
 from virtbench.report import plots_sandbox
 from virtbench.report.sandbox import PER_MIB, dirty_slopes, dirty_table
 from virtbench.report.standing import Answer, Standing, ranked
@@ -21,16 +22,22 @@ from virtbench.report.views.kind import (
 )
 from virtbench.store.frame import Frame
 
-RESTORE = "snapshot.restore_to_ready"
+RESTORE = snapshot.RESTORE_TO_READY.name
 SENTENCE = "{a} comes back {x} faster than {b}"
-FIGURES = ("snapshot.checkpoint", "snapshot.restore", RESTORE, "snapshot.many_to_ready")
+# the figures its plot draws, calls and the restore back to the same instance's heartbeat
+FIGURES = (
+    snapshot.CHECKPOINT.name,
+    snapshot.RESTORE.name,
+    RESTORE,
+    snapshot.MANY_TO_READY.name,
+)
 
 
 def answers(f: Frame) -> list[Answer]:
     """Back from disk: without dirty levels, each runtime's median; with them, at the
     largest level two runtimes reached, then the slope per PER_MIB MiB dirtied."""
     out = median_question("Fastest back from a checkpoint on disk", RESTORE, SENTENCE)(f)
-    cold = "snapshot.cold_restore_to_ready"
+    cold = snapshot.COLD_RESTORE_TO_READY.name
     out += median_question("Fastest back from a checkpoint on a cold disk", cold, SENTENCE)(f)
     restores = [x for x in dirty_slopes(f) if x.metric == RESTORE]
     for d in sorted({d for x in restores for d in x.medians}, reverse=True):
@@ -90,12 +97,7 @@ VIEW = View(
             d.order,
             "snapshot-restore",
             "Checkpoint and restore: the calls, and restore -> the same instance's heartbeat",
-            (
-                "snapshot.checkpoint",
-                "snapshot.restore",
-                "snapshot.restore_to_ready",
-                "snapshot.many_to_ready",
-            ),
+            FIGURES,
         ),
     ),
 )

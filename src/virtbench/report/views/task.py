@@ -10,6 +10,7 @@ from dataclasses import replace
 import numpy as np
 from rich.table import Table
 
+from virtbench.experiments import task
 from virtbench.report.cells import add_columns, fmt
 from virtbench.report.sandbox import Batches, batch_order, describe, pooled, tti_table
 from virtbench.report.standing import Answer, ranked
@@ -17,8 +18,8 @@ from virtbench.report.views.kind import Shown, View, heading, summaries
 from virtbench.report.views.tti import standing
 from virtbench.store.frame import Frame
 
-DONE = "task.done"
-STEPS = ("clone", "venv", "install", "test")
+DONE = task.DONE.name
+STEPS = tuple(task.STEPS)  # the steps, each a column
 
 
 def answers(f: Frame) -> list[Answer]:
@@ -59,7 +60,8 @@ def steps_table(title: str, f: Frame, order: list[str]) -> Table:
     before = ""  # the batch kind of the row above: each kind named once
     for at, runtime in sorted(found, key=lambda k: (batch_order(k[0]), rank.get(k[1], 99))):
         mine = f.where("runtime", runtime)
-        cells = [_median(f, mine & f.where("metric", f"task.{s}@{at}")) for s in STEPS]
+        steps = [task.STEPS[s].at(at).name for s in STEPS]
+        cells = [_median(f, mine & f.where("metric", m)) for m in steps]
         done = np.flatnonzero(mine & f.where("metric", f"{DONE}@{at}"))
         params = f.params_of(int(f.codes["params"][done[0]])) if done.size else {}
         where, passed = params.get("work_fs", ""), params.get("tests_passed", "")

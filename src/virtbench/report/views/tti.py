@@ -10,12 +10,13 @@ from dataclasses import replace
 import numpy as np
 from rich.table import Table
 
+from virtbench.experiments import tti
 from virtbench.report.sandbox import Batches, batch_order, describe, pooled, tti_table
 from virtbench.report.standing import Answer, Standing, ranked
 from virtbench.report.views.kind import Shown, View, heading, summaries
 from virtbench.store.frame import Frame
 
-INTERACTIVE = "tti.interactive"
+INTERACTIVE = tti.INTERACTIVE.name
 
 
 def answers(f: Frame) -> list[Answer]:
