@@ -113,7 +113,7 @@ def test_server_answers_the_host_client(name, network, workload, ctx, servers, r
             argv = client_argv(servers.path, serves.client(address, params, level, serves.port))
             res = subprocess.run(argv, capture_output=True, text=True, timeout=120)
             metrics.update({m.name: m.value for m in measures.parse(res.stdout + res.stderr)})
-        assert metrics[measures.primary] > MINIMUM.get(workload, 100), metrics
+        assert metrics[measures.primary.name] > MINIMUM.get(workload, 100), metrics
         if workload in ("nginx", "http-fixed"):
             assert metrics["errors"] == 0, res.stdout
         if workload == "http-fixed":  # every connection offered got its reply

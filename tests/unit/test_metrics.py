@@ -6,6 +6,7 @@ out of the CV target and the comparisons, as they always did."""
 from __future__ import annotations
 
 import ast
+import importlib
 import re
 from pathlib import Path
 
@@ -93,21 +94,26 @@ def test_primary_metric_is_declared_and_parsed(name):
     direction: a figure the parser yields, repeated and compared like any other."""
     wl = workloads.get(name)
     assert wl.measures is not None
-    m = declared(wl.measures.primary, name)
-    assert m is wl.declaration(wl.measures.primary)
+    primary = wl.measures.primary
+    m = declared(primary.name, name)
+    assert m is wl.declaration(primary.name) and (m.unit, m.direction) == (
+        primary.unit,
+        primary.direction,
+    )
     assert m.repeated and m.compared and m.headline and m.summary == "median"
-    assert wl.measures.primary in {fig.name for fig in parsed(name)}
+    assert primary.name in {fig.name for fig in parsed(name)}
 
 
 def test_a_parser_names_only_figures_its_workload_declares():
+    """A parsed figure is one of its workload's constants, or a member of one of its
+    families, in the unit and direction declared; a family itself is no figure."""
     from virtbench.workloads import memcached
     from virtbench.workloads.kind import figure
 
-    assert figure(memcached.METRICS, "p99_us", 2.5) == workloads.Metric(
-        "p99_us", 2.5, "us", "lower"
-    )
-    with pytest.raises(workloads.ParseError, match="ops_total"):
-        figure(memcached.METRICS, "ops_total", 1.0)
+    assert figure(memcached.LATENCY_P.of(99), 2.5) == workloads.Metric("p99_us", 2.5, "us", "lower")
+    assert figure(memcached.OPS_PER_S, 1.0) == workloads.Metric("ops_per_s", 1.0, "ops/s", "higher")
+    with pytest.raises(workloads.ParseError, match=r"p\*_us"):
+        figure(memcached.LATENCY_P, 1.0)
 
 
 def _declares_metrics(node: ast.AST) -> bool:
@@ -119,17 +125,47 @@ def _declares_metrics(node: ast.AST) -> bool:
     return False
 
 
+def _declares_constant(node: ast.stmt) -> bool:
+    """`NAME = maker("figure", ...)` at a module's top: a figure declared as a constant."""
+    if not isinstance(node, ast.Assign | ast.AnnAssign) or not isinstance(node.value, ast.Call):
+        return False
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    first = node.value.args[0] if node.value.args else None
+    return all(isinstance(t, ast.Name) and t.id.isupper() for t in targets) and (
+        isinstance(first, ast.Constant) and isinstance(first.value, str)
+    )
+
+
+def _constants(path: Path) -> dict[str, str]:
+    """The figures' constants `path`'s module sees, its own and those it imports: {the
+    constant's name: the figure's name}."""
+    module = importlib.import_module(".".join(path.relative_to(SRC.parent).with_suffix("").parts))
+    return {
+        k: v.name for k, v in vars(module).items() if isinstance(v, metrics.Metric) and k.isupper()
+    }
+
+
 def _recorded_calls(path: Path) -> tuple[set[str], list[tuple[set[str], set[str]]]]:
-    """Metric names written as literals in `path`, and for each call naming one (directly
-    or through a variable holding it): (those names, the call's other string literals).
-    The module's own declarations (`METRICS = ...`) are no recording of them."""
+    """Metric names written as literals in `path`, or recorded through their constants
+    (`IMAGE_SIZE.sample(...)`, `CPU_IDLE_PCT.name`), and for each call naming one as a
+    literal (directly or through a variable holding it): (those names, the call's other
+    string literals). The module's own declarations (`METRICS = ...`, its constants) are
+    no recording of them."""
     tree = ast.parse(path.read_text())
-    declaring = {id(d) for n in ast.walk(tree) if _declares_metrics(n) for d in ast.walk(n)}
+    decls = [n for n in ast.walk(tree) if _declares_metrics(n)]
+    decls += [n for n in tree.body if _declares_constant(n)]
+    declaring = {id(d) for n in decls for d in ast.walk(n)}
     nodes = [n for n in ast.walk(tree) if id(n) not in declaring]
     names = {
         n.value
         for n in nodes
         if isinstance(n, ast.Constant) and isinstance(n.value, str) and RECORDED.fullmatch(n.value)
+    }
+    constants = _constants(path)
+    through = {
+        constants[ref]
+        for n in nodes
+        if (ref := n.id if isinstance(n, ast.Name) else getattr(n, "attr", None)) in constants
     }
     bound: dict[str, set[str]] = {}
     for n in nodes:
@@ -147,7 +183,7 @@ def _recorded_calls(path: Path) -> tuple[set[str], list[tuple[set[str], set[str]
             }
             if named and strs - names:
                 calls.append((named, strs - names))
-    return names, calls
+    return names | {n for n in through if RECORDED.fullmatch(n)}, calls
 
 
 @pytest.mark.parametrize("path", RECORDERS, ids=lambda p: p.name)

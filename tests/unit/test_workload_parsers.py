@@ -318,7 +318,7 @@ def test_memcached_client_figures_and_usage_error():
         memcached.parse((DATA / "vb-mcload-usage.txt").read_text())
     wl = memcached.WORKLOAD  # as the experiments read it
     assert wl.measures is not None and wl.serves is not None
-    assert wl.measures.parse is memcached.parse and wl.measures.primary == "ops_per_s"
+    assert wl.measures.parse is memcached.parse and wl.measures.primary is memcached.OPS_PER_S
     params = wl.measures.params
     assert wl.measures.levels(params(connections=[1, 64])) == [1, 64]
     assert wl.measures.suffix(params(connections=[1, 64]), 64) == "@64"

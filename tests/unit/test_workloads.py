@@ -44,8 +44,16 @@ def test_workloads_have_an_order_of_their_own():
 def test_a_declaration_that_does_not_hold_together_is_refused():
     wl = memcached.WORKLOAD
     assert wl.measures is not None
+    nope = dataclasses.replace(memcached.OPS_PER_S, name="nope")
     with pytest.raises(ValueError, match="primary figure nope"):
-        dataclasses.replace(wl, measures=dataclasses.replace(wl.measures, primary="nope"))
+        dataclasses.replace(wl, measures=dataclasses.replace(wl.measures, primary=nope))
+    with pytest.raises(ValueError, match=r"primary figure p\*_us"):  # a family: no figure
+        dataclasses.replace(
+            wl, measures=dataclasses.replace(wl.measures, primary=memcached.LATENCY_P)
+        )
+    # a family's member is one of its figures, as declared
+    member = dataclasses.replace(wl.measures, primary=memcached.LATENCY_P.of(99))
+    assert dataclasses.replace(wl, measures=member).measures.primary.name == "p99_us"
     with pytest.raises(ValueError, match="workload=<its name>"):
         dataclasses.replace(wl, name="other")
     with pytest.raises(ValueError, match='ends = "serve"'):

@@ -12,6 +12,9 @@ totals are a lower bound when processes come and go during the measurement. RSS 
 sum of the processes' resident sets (shared pages counted once per process, as pidstat).
 Guest ticks are the time a VMM's vCPU threads ran guest code (0 for other processes); the
 kernel counts them in user ticks too, so CPU % (user + system) includes them.
+
+The totals' figures (`resources.*`) are declared here, where they are made: the run's
+figures (virtbench.metrics.run) list them.
 """
 
 from __future__ import annotations
@@ -22,9 +25,69 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from virtbench.figure import Metric, PlotKind
+
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
 MIB = 1 << 20
+
+
+def _resource(
+    name: str,
+    unit: str,
+    includes: str,
+    resolution: float,
+    label: str,
+    plot: PlotKind | None = "resources",
+) -> Metric:
+    """A figure of a server's resource use over a measurement: a side figure."""
+    return Metric(
+        name,
+        unit,
+        "lower",
+        includes,
+        resolution=resolution,
+        repeated=False,
+        headline=False,
+        side=True,
+        plot=plot,
+        label=label,
+    )
+
+
+CPU_S = _resource(
+    "resources.*.cpu_*_s",
+    "s",
+    "CPU time (user, system or guest ticks) of the instance's host processes, or of its "
+    "runtime's daemons, over the measurement",
+    0.01,
+    "{} {} CPU time",
+)
+CPU_PCT = _resource(
+    "resources.*.cpu_pct",
+    "%",
+    "(user + system ticks) / the measurement's duration, of one CPU (100 = one CPU busy)",
+    1.0,
+    "{} CPU use",
+)
+RSS_MAX_MIB = _resource(
+    "resources.*.rss_max_mib",
+    "MiB",
+    "the largest sum of the processes' resident sets at a read (shared pages once per process)",
+    4 / 1024,
+    "{} peak RSS",
+)
+STALL_PCT = _resource(
+    "resources.*.*_stall_pct",
+    "%",
+    "share of the measurement's time in which some of the instance's tasks waited for the "
+    "resource (cpu, memory or io): the growth of the `some` total of its cgroup's pressure "
+    "file (PSI; cgroup v2 only)",
+    1e-4,
+    "{} waiting for {}",
+    plot=None,
+)
+FIGURES = (CPU_S, CPU_PCT, RSS_MAX_MIB, STALL_PCT)
 
 
 @dataclass(frozen=True)
@@ -169,12 +232,15 @@ class ProcWatch:
         seconds = max(self.clock() - self.t0, 1e-9)
         out: dict[str, tuple[float, str]] = {}
         for name, part in self.parts.items():
-            base = f"resources.{name}"
-            out[f"{base}.cpu_user_s"] = (part.user / CLK_TCK, "s")
-            out[f"{base}.cpu_system_s"] = (part.system / CLK_TCK, "s")
-            out[f"{base}.cpu_guest_s"] = (part.guest / CLK_TCK, "s")
-            out[f"{base}.cpu_pct"] = (100.0 * (part.user + part.system) / CLK_TCK / seconds, "%")
-            out[f"{base}.rss_max_mib"] = (part.rss_max * PAGE / MIB, "MiB")
+            for kind, ticks in (
+                ("user", part.user),
+                ("system", part.system),
+                ("guest", part.guest),
+            ):
+                out[CPU_S.of(name, kind).name] = (ticks / CLK_TCK, CPU_S.unit)
+            busy = 100.0 * (part.user + part.system) / CLK_TCK / seconds
+            out[CPU_PCT.of(name).name] = (busy, CPU_PCT.unit)
+            out[RSS_MAX_MIB.of(name).name] = (part.rss_max * PAGE / MIB, RSS_MAX_MIB.unit)
         out.update(self._stalls(seconds))
         return out
 
@@ -185,9 +251,9 @@ class ProcWatch:
         if not now or not self.stalled:
             return {}
         return {
-            f"resources.instance.{res}_stall_pct": (
+            STALL_PCT.of("instance", res).name: (
                 min(100.0, max(0.0, 100.0 * (now[res] - was) / 1e6 / seconds)),
-                "%",
+                STALL_PCT.unit,
             )
             for res, was in self.stalled.items()
             if res in now

@@ -1,5 +1,7 @@
 """The host resource sampler: CPU idle %, MemAvailable % and free swap % over a run, and
-the availability of the host over a window.
+the availability of the host over a window (the scalability points). The host's figures
+are declared here, where they are read: the run's figures (virtbench.metrics.run) list
+them.
 """
 
 from __future__ import annotations
@@ -13,14 +15,84 @@ from typing import Any
 
 import psutil
 
+from virtbench.figure import Metric
+
+
+def _host(name: str, includes: str, resolution: float | None, label: str) -> Metric:
+    return Metric(
+        name,
+        "%",
+        "higher",
+        includes,
+        resolution=resolution,
+        repeated=False,
+        summary="series",
+        compared=False,
+        ab_compared=False,
+        plot="scalability",
+        headline=False,
+        side=True,
+        label=label,
+    )
+
+
+# --- the host's availability at each scalability point ------------------------------------
+CPU_IDLE_PCT = _host(
+    "host.cpu_idle_pct",
+    "idle share of all the host's CPUs over the `settle_s` window before the point's "
+    "measurements (psutil, /proc/stat; rounded to 0.1)",
+    0.1,
+    "CPU idle",
+)
+MEM_AVAILABLE_PCT = _host(
+    "host.mem_available_pct", "MemAvailable / MemTotal after that window", None, "memory available"
+)
+SWAP_FREE_PCT = _host(
+    "host.swap_free_pct",
+    "free swap / swap total (100 without swap; psutil, rounded to 0.1)",
+    0.1,
+    "swap free",
+)
+# the run's time series only (the host sampler): CPU taken by the hypervisor's other guests
+STEAL_PCT = Metric(
+    "host.steal_pct",
+    "%",
+    "lower",
+    "share of the host's CPU time stolen by the hypervisor over the sampler's period "
+    "(psutil, /proc/stat; rounded to 0.1)",
+    resolution=0.1,
+    repeated=False,
+    summary="series",
+    compared=False,
+    ab_compared=False,
+    headline=False,
+    side=True,
+    label="CPU steal",
+)
+OTHER = Metric(
+    "host.*",
+    "",
+    None,
+    "a host figure not declared here",
+    lower_bound=None,
+    repeated=False,
+    summary="series",
+    compared=False,
+    ab_compared=False,
+    headline=False,
+    side=True,
+    label="host {}",
+)
+FIGURES = (CPU_IDLE_PCT, MEM_AVAILABLE_PCT, SWAP_FREE_PCT, STEAL_PCT, OTHER)
+
 
 def _memory_pct() -> dict[str, float]:
     """MemAvailable and free swap, % (100 without swap)."""
     vm = psutil.virtual_memory()
     sw = psutil.swap_memory()
     return {
-        "host.mem_available_pct": 100.0 * vm.available / vm.total,
-        "host.swap_free_pct": 100.0 - sw.percent if sw.total else 100.0,
+        MEM_AVAILABLE_PCT.name: 100.0 * vm.available / vm.total,
+        SWAP_FREE_PCT.name: 100.0 - sw.percent if sw.total else 100.0,
     }
 
 
@@ -28,7 +100,7 @@ def availability(window_s: float) -> dict[str, float]:
     """Host resource availability (%): CPU idle over the next `window_s` seconds (this
     call sleeps that long), then MemAvailable and free swap."""
     idle = float(psutil.cpu_times_percent(interval=window_s).idle)
-    return {"host.cpu_idle_pct": idle, **_memory_pct()}
+    return {CPU_IDLE_PCT.name: idle, **_memory_pct()}
 
 
 class HostReads:
@@ -72,7 +144,7 @@ class HostReads:
             i = self._at.get(name)
             return 0.0 if i is None else min(max(0.0, round(deltas[i] * scale, 1)), 100.0)
 
-        return {"host.cpu_idle_pct": pct("idle"), "host.steal_pct": pct("steal")}
+        return {CPU_IDLE_PCT.name: pct("idle"), STEAL_PCT.name: pct("steal")}
 
     def memory_pct(self) -> dict[str, float]:
         """MemAvailable and free swap, % (100 without swap), as `_memory_pct` says them."""
@@ -87,8 +159,8 @@ class HostReads:
         swap, free = kb[b"SwapTotal"], kb[b"SwapFree"]
         used_pct = round(float(swap - free) / swap * 100, 1) if swap else 0.0
         return {
-            "host.mem_available_pct": 100.0 * avail / total,
-            "host.swap_free_pct": 100.0 - used_pct if swap else 100.0,
+            MEM_AVAILABLE_PCT.name: 100.0 * avail / total,
+            SWAP_FREE_PCT.name: 100.0 - used_pct if swap else 100.0,
         }
 
 

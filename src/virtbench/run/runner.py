@@ -30,6 +30,7 @@ from virtbench.loadgen import Clients
 from virtbench.measure.probe import ProbeListener
 from virtbench.measure.quiet import Primer, Quiet
 from virtbench.measure.sampler import HostSampler
+from virtbench.metrics.run import IMAGE_SIZE
 from virtbench.run import cleanup
 from virtbench.run import resume as resumes
 from virtbench.run.harness import Surroundings
@@ -44,7 +45,7 @@ from virtbench.run.teardown import Held, sigterm_as_interrupt, teardown, uninter
 from virtbench.runtimes.base import Runtime, RuntimeContext
 from virtbench.spec.resolved import Part, Plan
 from virtbench.store import Store
-from virtbench.store.records import RunRecord, Sample
+from virtbench.store.records import RunRecord
 
 
 @dataclass(frozen=True)
@@ -342,12 +343,9 @@ def record_image_size(
         return
     store.add_sample(
         run_id,
-        Sample(
+        IMAGE_SIZE.sample(
+            size[0] / 2**20,
             experiment="image",
-            metric="image_size",
-            value=size[0] / 2**20,
-            unit="MiB",
-            direction="lower",
             runtime=label,
             workload=artifact.name,
             repetition=0,

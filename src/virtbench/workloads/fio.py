@@ -35,17 +35,33 @@ TESTS = {  # fio --rw, block size param
     "seqwrite": ("write", "seq_bs"),
 }
 
-# fmt: off
-METRICS: tuple[Metric, ...] = (
-    declared("fio", "*.*.iops", "IOPS", "higher", "a test's reads or writes per second (fio "
-             "JSON)", label="{} {} IOPS"),
-    declared("fio", "*.*.mib_per_s", "MiB/s", "higher", "a test's bytes read or written per "
-             "second (fio bw_bytes)", 1 / 2**20, label="{} {} throughput"),
-    declared("fio", "*.*.clat_p*", "us", "lower", "a percentile (50, 99) of completion "
-             "latency, submission -> completion (fio clat_ns)", 0.001,
-             label="{} {} completion latency p{}"),
+IOPS = declared(
+    "fio",
+    "*.*.iops",
+    "IOPS",
+    "higher",
+    "a test's reads or writes per second (fio JSON)",
+    label="{} {} IOPS",
 )
-# fmt: on
+MIB_PER_S = declared(
+    "fio",
+    "*.*.mib_per_s",
+    "MiB/s",
+    "higher",
+    "a test's bytes read or written per second (fio bw_bytes)",
+    1 / 2**20,
+    label="{} {} throughput",
+)
+CLAT_P = declared(
+    "fio",
+    "*.*.clat_p*",
+    "us",
+    "lower",
+    "a percentile (50, 99) of completion latency, submission -> completion (fio clat_ns)",
+    0.001,
+    label="{} {} completion latency p{}",
+)
+METRICS: tuple[Metric, ...] = (IOPS, MIB_PER_S, CLAT_P)
 
 
 class Params(BaseModel):
@@ -111,13 +127,12 @@ def parse(output: str) -> list[workloads.Metric]:
         d = job.get(direction) or {}
         if not d.get("total_ios"):
             continue
-        name = f"{test}.{direction}"
-        out.append(figure(METRICS, f"{name}.iops", float(d["iops"])))
-        out.append(figure(METRICS, f"{name}.mib_per_s", d["bw_bytes"] / 2**20))
+        out.append(figure(IOPS.of(test, direction), float(d["iops"])))
+        out.append(figure(MIB_PER_S.of(test, direction), d["bw_bytes"] / 2**20))
         pcts = (d.get("clat_ns") or {}).get("percentile") or {}
-        for key, label_ in (("50.000000", "clat_p50"), ("99.000000", "clat_p99")):
+        for key, pct in (("50.000000", 50), ("99.000000", 99)):
             if key in pcts:
-                out.append(figure(METRICS, f"{name}.{label_}", pcts[key] / 1000.0))
+                out.append(figure(CLAT_P.of(test, direction, pct), pcts[key] / 1000.0))
     if not out:
         raise ParseError(f"fio: job {test} did no I/O")
     return out
@@ -135,7 +150,7 @@ WORKLOAD = Workload(
     None,
     "fio randrw 4k direct iodepth 1 (S4) and sequential read/write, data on disk",
     needs=Needs(host_binaries=("/usr/bin/fio",), data=True),
-    measures=Measures(Params, parse, "randrw.read.iops", levels, label, seconds),
+    measures=Measures(Params, parse, IOPS.of("randrw", "read"), levels, label, seconds),
     inside=Inside(command),
     metrics=METRICS,
     order=110,

@@ -30,18 +30,42 @@ from virtbench.workloads.kind import (
 )
 
 PORT = nginx.FIXED_PORT
-# fmt: off
-METRICS: tuple[Metric, ...] = (
-    swept("http-fixed", "reply_rate", "replies/s", "higher", "replies / the test's duration "
-          "(httperf)", label="replies/s"),
-    swept("http-fixed", "response_ms", "ms", "lower", "request sent -> first byte of the "
-          "reply (httperf Reply time response)", 0.1, label="response time"),
-    swept("http-fixed", "errors", "errors", "lower", "all of httperf's errors, refused and "
-          "timed-out connections included", 1.0, label="request errors"),
-    swept("http-fixed", "replies", "replies", "higher", "replies received (httperf)", 1.0,
-          label="replies received"),
+REPLY_RATE = swept(
+    "http-fixed",
+    "reply_rate",
+    "replies/s",
+    "higher",
+    "replies / the test's duration (httperf)",
+    label="replies/s",
 )
-# fmt: on
+RESPONSE_MS = swept(
+    "http-fixed",
+    "response_ms",
+    "ms",
+    "lower",
+    "request sent -> first byte of the reply (httperf Reply time response)",
+    0.1,
+    label="response time",
+)
+ERRORS = swept(
+    "http-fixed",
+    "errors",
+    "errors",
+    "lower",
+    "all of httperf's errors, refused and timed-out connections included",
+    1.0,
+    label="request errors",
+)
+REPLIES = swept(
+    "http-fixed",
+    "replies",
+    "replies",
+    "higher",
+    "replies received (httperf)",
+    1.0,
+    label="replies received",
+)
+METRICS: tuple[Metric, ...] = (REPLY_RATE, RESPONSE_MS, ERRORS, REPLIES)
 
 
 class Params(BaseModel):
@@ -108,10 +132,10 @@ def parse(output: str) -> list[workloads.Metric]:
     reply_rate = replies / duration if duration > 0 else 0.0
     response = _num(r"^Reply time \[ms\]: response ([\d.]+)", output)
     return [
-        figure(METRICS, "reply_rate", reply_rate),
-        figure(METRICS, "response_ms", response),
-        figure(METRICS, "errors", errors),
-        figure(METRICS, "replies", replies),
+        figure(REPLY_RATE, reply_rate),
+        figure(RESPONSE_MS, response),
+        figure(ERRORS, errors),
+        figure(REPLIES, replies),
     ]
 
 
@@ -127,7 +151,7 @@ WORKLOAD = Workload(
     argv,
     "S2 fixed 1.3 KB HTTP reply (nginx), httperf at a set rate",
     needs=nginx.WORKLOAD.needs,  # the same nginx binary and configuration
-    measures=Measures(Params, parse, "reply_rate", levels, seconds=seconds),
+    measures=Measures(Params, parse, REPLY_RATE, levels, seconds=seconds),
     serves=Serves(
         PORT,
         "httperf",

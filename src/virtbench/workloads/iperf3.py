@@ -25,18 +25,40 @@ from virtbench.workloads.kind import (
 )
 
 PORT = 15201
-# fmt: off
-METRICS: tuple[Metric, ...] = (
-    declared("iperf3", "*.gbit_s", "Gbit/s", "higher", "bits the receiver got per second over "
-             "the test (iperf3 -J)", label="{} throughput"),
-    declared("iperf3", "*.retransmits", "count", "lower", "TCP retransmits on the sender", 1.0,
-             label="{} retransmits"),
-    declared("iperf3", "udp.jitter_ms", "ms", "lower", "UDP packet delay variation (iperf3)",
-             label="UDP jitter"),
-    declared("iperf3", "udp.lost_percent", "%", "lower", "UDP datagrams lost at the stated "
-             "rate", label="UDP datagrams lost"),
+GBIT_S = declared(
+    "iperf3",
+    "*.gbit_s",
+    "Gbit/s",
+    "higher",
+    "bits the receiver got per second over the test (iperf3 -J)",
+    label="{} throughput",
 )
-# fmt: on
+RETRANSMITS = declared(
+    "iperf3",
+    "*.retransmits",
+    "count",
+    "lower",
+    "TCP retransmits on the sender",
+    1.0,
+    label="{} retransmits",
+)
+UDP_JITTER_MS = declared(
+    "iperf3",
+    "udp.jitter_ms",
+    "ms",
+    "lower",
+    "UDP packet delay variation (iperf3)",
+    label="UDP jitter",
+)
+UDP_LOST_PERCENT = declared(
+    "iperf3",
+    "udp.lost_percent",
+    "%",
+    "lower",
+    "UDP datagrams lost at the stated rate",
+    label="UDP datagrams lost",
+)
+METRICS: tuple[Metric, ...] = (GBIT_S, RETRANSMITS, UDP_JITTER_MS, UDP_LOST_PERCENT)
 
 
 class Params(BaseModel):
@@ -88,9 +110,9 @@ def parse(output: str) -> list[workloads.Metric]:
         if test["protocol"] == "UDP":
             s = end["sum"]
             return [
-                figure(METRICS, "udp.gbit_s", s["bits_per_second"] / 1e9),
-                figure(METRICS, "udp.jitter_ms", s["jitter_ms"]),
-                figure(METRICS, "udp.lost_percent", s["lost_percent"]),
+                figure(GBIT_S.of("udp"), s["bits_per_second"] / 1e9),
+                figure(UDP_JITTER_MS, s["jitter_ms"]),
+                figure(UDP_LOST_PERCENT, s["lost_percent"]),
             ]
         name = "tcp_reverse" if test.get("reverse") else "tcp"
         received = end["sum_received"]["bits_per_second"] / 1e9
@@ -98,8 +120,8 @@ def parse(output: str) -> list[workloads.Metric]:
     except (KeyError, TypeError) as exc:
         raise ParseError(f"iperf3: unexpected JSON ({exc})") from None
     return [
-        figure(METRICS, f"{name}.gbit_s", received),
-        figure(METRICS, f"{name}.retransmits", float(retrans)),
+        figure(GBIT_S.of(name), received),
+        figure(RETRANSMITS.of(name), float(retrans)),
     ]
 
 
@@ -115,7 +137,7 @@ WORKLOAD = Workload(
     argv,
     "iperf3 TCP bandwidth both ways, UDP jitter and loss at a set rate",
     needs=Needs(host_binaries=("/usr/bin/iperf3",)),
-    measures=Measures(Params, parse, "tcp.gbit_s", levels, label, seconds),
+    measures=Measures(Params, parse, GBIT_S.of("tcp"), levels, label, seconds),
     serves=Serves(PORT, "iperf3", client),
     metrics=METRICS,
     order=60,

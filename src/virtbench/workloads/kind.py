@@ -6,15 +6,16 @@ drive its server (`serves`) or run its measuring program (`inside`) and parse wh
 printed (`measures`), and the metric registry holds its `metrics`. Nothing else lists
 workloads.
 
-A workload's figures are declared once, in its module's `METRICS`: its parser names a
-figure and its value (`figure(METRICS, name, value)`), and the unit and direction come
-from the declaration.
+A workload's figures are declared once, each a module-level constant of its module, all
+of them in order in its `METRICS`: its parser gives a figure's constant and its value
+(`figure(REQUESTS_PER_S, value)`, a family's member `figure(LATENCY_P.of(99), value)`),
+and the unit and direction come from the declaration.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -149,7 +150,8 @@ class Measures:
     params      pydantic model of its parameters (spec `[experiment.params.<name>]`)
     parse       `parse(output)` -> [Metric]: a pure parser of the output (ParseError if it
                 holds no result); each figure built with `figure(CONSTANT, value)`
-    primary     the figure a failed measurement is stored under, one of its metrics
+    primary     the figure a failed measurement is stored under: one of its metrics, or
+                a member of one of its families (`REQUESTS_PER_S.of("get")`)
     levels      `levels(params)`: the values of the swept parameter (connections, threads,
                 tests), one measurement each; default one measurement at no level
     label       `label(params, level)`: the metric suffix of a level; None: "@<level>"
@@ -297,9 +299,15 @@ class Workload:
             return "its metrics are declared with workload=<its name>"
         if not all(m.unit and m.direction for m in self.metrics):
             return "each of its metrics declares its unit and direction"
-        if self.measures is not None and self.measures.primary not in self.metrics:
+        if self.measures is not None and not self._declares(self.measures.primary):
             return f"its primary figure {self.measures.primary.name} is not one of its metrics"
         return ""
+
+    def _declares(self, figure: model.Metric) -> bool:
+        """Whether `figure` is one of its metrics, or a member of one of its families
+        (`of`), as declared."""
+        found = None if figure.is_pattern else model.first_match(self.metrics, figure.name)
+        return found is not None and replace(found, name=figure.name) == figure
 
     def declaration(self, name: str) -> model.Metric:
         """The declaration of its figure `name` (an exact name, else the first pattern)."""

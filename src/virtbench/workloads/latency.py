@@ -34,21 +34,52 @@ from virtbench.workloads.kind import (
 )
 
 PORT = 15300
-# fmt: off
-METRICS: tuple[Metric, ...] = (
-    declared("latency", "*.*B.rtt_p*", "us", "lower", "a percentile of round trips, message "
-             "sent -> reply received, monotonic clock (vb-rr)", 0.001, "latency",
-             label="{} {}-byte round trip p{}"),
-    declared("latency", "*.*B.rtt_*", "us", "lower", "the mean, least or largest round trip "
-             "(vb-rr)", 0.001, label="{} {}-byte round trip {}"),
-    declared("latency", "*.*B.lost", "messages", "lower", "replies missing after 1 s", 1.0,
-             label="{} {}-byte replies lost"),
-    declared("latency", "icmp.rtt_*", "us", "lower", "ping's round trip min / avg / max / "
-             "mdev", 1.0, label="ICMP round trip {}"),
-    declared("latency", "icmp.loss_pct", "%", "lower", "ping's packet loss",
-             label="ICMP packet loss"),
+RTT_P = declared(
+    "latency",
+    "*.*B.rtt_p*",
+    "us",
+    "lower",
+    "a percentile of round trips, message sent -> reply received, monotonic clock (vb-rr)",
+    0.001,
+    "latency",
+    label="{} {}-byte round trip p{}",
 )
-# fmt: on
+RTT = declared(
+    "latency",
+    "*.*B.rtt_*",
+    "us",
+    "lower",
+    "the mean, least or largest round trip (vb-rr)",
+    0.001,
+    label="{} {}-byte round trip {}",
+)
+LOST = declared(
+    "latency",
+    "*.*B.lost",
+    "messages",
+    "lower",
+    "replies missing after 1 s",
+    1.0,
+    label="{} {}-byte replies lost",
+)
+ICMP_RTT = declared(
+    "latency",
+    "icmp.rtt_*",
+    "us",
+    "lower",
+    "ping's round trip min / avg / max / mdev",
+    1.0,
+    label="ICMP round trip {}",
+)
+ICMP_LOSS_PCT = declared(
+    "latency",
+    "icmp.loss_pct",
+    "%",
+    "lower",
+    "ping's packet loss",
+    label="ICMP packet loss",
+)
+METRICS: tuple[Metric, ...] = (RTT_P, RTT, LOST, ICMP_RTT, ICMP_LOSS_PCT)
 
 
 class Params(BaseModel):
@@ -106,6 +137,11 @@ def icmp_only(level: str) -> bool:
     return level.startswith("icmp")
 
 
+def _rtt(proto: str, size: str, key: str) -> Metric:
+    """The round trip figure `key` (p50, p999, avg, min, max) of a test and size."""
+    return RTT_P.of(proto, size, key[1:]) if key.startswith("p") else RTT.of(proto, size, key)
+
+
 def parse(output: str) -> list[workloads.Metric]:
     """One `vb-rr ping` line, or ping -q's summary (iputils)."""
     m = re.search(r"^rr proto=(\w+) size=(\d+) count=(\d+) lost=(\d+) (.*)$", output, re.M)
@@ -113,19 +149,19 @@ def parse(output: str) -> list[workloads.Metric]:
         proto, size, lost = m.group(1), m.group(2), float(m.group(4))
         figures = dict(kv.split("=") for kv in m.group(5).split())
         out = [
-            figure(METRICS, f"{proto}.{size}B.rtt_{k[:-3]}", float(v))
+            figure(_rtt(proto, size, k[:-3]), float(v))
             for k, v in figures.items()
             if k.endswith("_us")
         ]
-        return [*out, figure(METRICS, f"{proto}.{size}B.lost", lost)]
+        return [*out, figure(LOST.of(proto, size), lost)]
     loss = re.search(r"(\d+) packets transmitted, (\d+) received.*?([\d.]+)% packet loss", output)
     rtt = re.search(r"^rtt min/avg/max/mdev = ([\d.]+)/([\d.]+)/([\d.]+)/([\d.]+) ms", output, re.M)
     if loss and rtt:
         out = [
-            figure(METRICS, f"icmp.rtt_{k}", float(v) * 1000.0)
+            figure(ICMP_RTT.of(k), float(v) * 1000.0)
             for k, v in zip(("min", "avg", "max", "mdev"), rtt.groups(), strict=True)
         ]
-        return [*out, figure(METRICS, "icmp.loss_pct", float(loss.group(3)))]
+        return [*out, figure(ICMP_LOSS_PCT, float(loss.group(3)))]
     raise ParseError(f"latency: no result: {first_line(output)}")
 
 
@@ -135,7 +171,7 @@ WORKLOAD = Workload(
     argv,
     "TCP/UDP request-response round trips (vb-rr) and ICMP ping, percentiles",
     needs=Needs(static_programs=("vb-rr",)),
-    measures=Measures(Params, parse, "tcp.64B.rtt_p50", levels, label, seconds),
+    measures=Measures(Params, parse, RTT_P.of("tcp", 64, 50), levels, label, seconds),
     # the client is the artifact's vb-rr, run on the host
     serves=Serves(
         PORT,

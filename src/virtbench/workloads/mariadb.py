@@ -60,18 +60,43 @@ SERVER_OPTS = (
 )
 
 
-# fmt: off
-METRICS: tuple[Metric, ...] = (
-    swept("mariadb", "*.tps", "tx/s", "higher", "an OLTP test's transactions per second "
-          "(sysbench)", 0.01, label="{} transactions/s"),
-    swept("mariadb", "*.qps", "queries/s", "higher", "an OLTP test's queries per second "
-          "(sysbench)", 0.01, label="{} queries/s"),
-    swept("mariadb", "*.latency_*", "ms", "lower", "an OLTP transaction's latency, avg / "
-          "95th percentile (sysbench)", 0.01, label="{} latency {}"),
-    swept("mariadb", "*.errors", "errors", "lower", "errors sysbench ignored and retried "
-          "(deadlocks)", 1.0, label="{} errors retried"),
+TPS = swept(
+    "mariadb",
+    "*.tps",
+    "tx/s",
+    "higher",
+    "an OLTP test's transactions per second (sysbench)",
+    0.01,
+    label="{} transactions/s",
 )
-# fmt: on
+QPS = swept(
+    "mariadb",
+    "*.qps",
+    "queries/s",
+    "higher",
+    "an OLTP test's queries per second (sysbench)",
+    0.01,
+    label="{} queries/s",
+)
+LATENCY = swept(
+    "mariadb",
+    "*.latency_*",
+    "ms",
+    "lower",
+    "an OLTP transaction's latency, avg / 95th percentile (sysbench)",
+    0.01,
+    label="{} latency {}",
+)
+ERRORS = swept(
+    "mariadb",
+    "*.errors",
+    "errors",
+    "lower",
+    "errors sysbench ignored and retried (deadlocks)",
+    1.0,
+    label="{} errors retried",
+)
+METRICS: tuple[Metric, ...] = (TPS, QPS, LATENCY, ERRORS)
 
 
 def files() -> dict[str, str]:
@@ -187,14 +212,14 @@ def parse(output: str) -> list[workloads.Metric]:
     r, w = int(reads.group(1)), int(writes.group(1))
     test = "read_write" if r and w else "read_only" if r else "write_only"
     out = [
-        figure(METRICS, f"{test}.tps", float(tx.group(1))),
-        figure(METRICS, f"{test}.qps", float(q.group(1))),
+        figure(TPS.of(test), float(tx.group(1))),
+        figure(QPS.of(test), float(q.group(1))),
     ]
-    for key, name in (("avg", "latency_avg"), ("95th percentile", "latency_p95")):
+    for key, which in (("avg", "avg"), ("95th percentile", "p95")):
         if m := re.search(rf"^\s+{key}:\s+([\d.]+)", output, re.M):
-            out.append(figure(METRICS, f"{test}.{name}", float(m.group(1))))
+            out.append(figure(LATENCY.of(test, which), float(m.group(1))))
     if err := re.search(r"^\s+ignored errors:\s+(\d+)", output, re.M):
-        out.append(figure(METRICS, f"{test}.errors", float(err.group(1))))
+        out.append(figure(ERRORS.of(test), float(err.group(1))))
     return out
 
 
@@ -210,7 +235,7 @@ WORKLOAD = Workload(
         files=files,
         data=True,
     ),
-    measures=Measures(Params, parse, "read_only.tps", levels, label, seconds),
+    measures=Measures(Params, parse, TPS.of("read_only"), levels, label, seconds),
     serves=Serves(PORT, "sysbench", client, prepare=prepare),
     metrics=METRICS,
     order=130,

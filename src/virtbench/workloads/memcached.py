@@ -39,18 +39,35 @@ RESULT = re.compile(
     r"p999_us=([\d.]+) max_us=([\d.]+) over_100ms=(\d+)$",
     re.M,
 )
-# fmt: off
-METRICS: tuple[Metric, ...] = (
-    swept("memcached", "ops_per_s", "ops/s", "higher", "gets and sets completed / the "
-          "test's duration, one outstanding per connection (vb-mcload)", 0.1,
-          label="operations/s"),
-    swept("memcached", "p*_us", "us", "lower", "a percentile (50, 90, 99, 99.9) of the time "
-          "from a request's send to its reply's last byte (1 us buckets)", 1.0,
-          label="request latency p{}"),
-    swept("memcached", "misses", "gets", "lower", "gets of a key the server no longer held",
-          1.0, label="cache misses"),
+OPS_PER_S = swept(
+    "memcached",
+    "ops_per_s",
+    "ops/s",
+    "higher",
+    "gets and sets completed / the test's duration, one outstanding per connection (vb-mcload)",
+    0.1,
+    label="operations/s",
 )
-# fmt: on
+LATENCY_P = swept(
+    "memcached",
+    "p*_us",
+    "us",
+    "lower",
+    "a percentile (50, 90, 99, 99.9) of the time from a request's send to its reply's "
+    "last byte (1 us buckets)",
+    1.0,
+    label="request latency p{}",
+)
+MISSES = swept(
+    "memcached",
+    "misses",
+    "gets",
+    "lower",
+    "gets of a key the server no longer held",
+    1.0,
+    label="cache misses",
+)
+METRICS: tuple[Metric, ...] = (OPS_PER_S, LATENCY_P, MISSES)
 
 
 class Params(BaseModel):
@@ -122,10 +139,10 @@ def parse(output: str) -> list[workloads.Metric]:
     if m is None:
         raise ParseError(f"vb-mcload: no result: {first_line(output)}")
     ops_per_s, misses = float(m.group(4)), float(m.group(5))
-    out = [figure(METRICS, "ops_per_s", ops_per_s)]
-    for name, group in (("p50_us", 6), ("p90_us", 7), ("p99_us", 8), ("p999_us", 9)):
-        out.append(figure(METRICS, name, float(m.group(group))))
-    out.append(figure(METRICS, "misses", misses))
+    out = [figure(OPS_PER_S, ops_per_s)]
+    for pct, group in (("50", 6), ("90", 7), ("99", 8), ("999", 9)):
+        out.append(figure(LATENCY_P.of(pct), float(m.group(group))))
+    out.append(figure(MISSES, misses))
     return out
 
 
@@ -135,7 +152,7 @@ WORKLOAD = Workload(
     argv,
     "memcached, closed-loop gets/sets from the host with latency percentiles",
     needs=Needs(host_binaries=("/usr/bin/memcached",)),
-    measures=Measures(Params, parse, "ops_per_s", levels, seconds=seconds),
+    measures=Measures(Params, parse, OPS_PER_S, levels, seconds=seconds),
     serves=Serves(PORT, "/bin/vb-mcload", client, image_serves="memcached", image_port=11211),
     metrics=METRICS,
     order=170,

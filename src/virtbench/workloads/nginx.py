@@ -64,20 +64,49 @@ http {{
 }
 
 
-# fmt: off
-METRICS: tuple[Metric, ...] = (
-    swept("nginx", "requests_per_s", "req/s", "higher", "requests completed / the test's "
-          "duration (wrk Requests/sec)", 0.01, label="requests/s"),
-    swept("nginx", "transfer", "MiB/s", "higher", "response bytes, headers included, per "
-          "second (wrk Transfer/sec)", label="transfer rate"),
-    swept("nginx", "latency_avg", "ms", "lower", "mean time from a request sent to its "
-          "response read (wrk)", label="mean latency"),
-    swept("nginx", "latency_p*", "ms", "lower", "a percentile (50, 75, 90, 99) of that time "
-          "(wrk --latency)", label="latency p{}"),
-    swept("nginx", "errors", "count", "lower", "socket errors (connect, read, write, timeout) "
-          "and non-2xx/3xx responses", 1.0, label="errors and bad responses"),
+REQUESTS_PER_S = swept(
+    "nginx",
+    "requests_per_s",
+    "req/s",
+    "higher",
+    "requests completed / the test's duration (wrk Requests/sec)",
+    0.01,
+    label="requests/s",
 )
-# fmt: on
+TRANSFER = swept(
+    "nginx",
+    "transfer",
+    "MiB/s",
+    "higher",
+    "response bytes, headers included, per second (wrk Transfer/sec)",
+    label="transfer rate",
+)
+LATENCY_AVG = swept(
+    "nginx",
+    "latency_avg",
+    "ms",
+    "lower",
+    "mean time from a request sent to its response read (wrk)",
+    label="mean latency",
+)
+LATENCY_P = swept(
+    "nginx",
+    "latency_p*",
+    "ms",
+    "lower",
+    "a percentile (50, 75, 90, 99) of that time (wrk --latency)",
+    label="latency p{}",
+)
+ERRORS = swept(
+    "nginx",
+    "errors",
+    "count",
+    "lower",
+    "socket errors (connect, read, write, timeout) and non-2xx/3xx responses",
+    1.0,
+    label="errors and bad responses",
+)
+METRICS: tuple[Metric, ...] = (REQUESTS_PER_S, TRANSFER, LATENCY_AVG, LATENCY_P, ERRORS)
 
 
 class Params(BaseModel):
@@ -141,16 +170,16 @@ def parse(output: str) -> list[workloads.Metric]:
     rps = re.search(r"^Requests/sec:\s+([\d.]+)", output, re.M)
     if rps is None:
         raise ParseError(f"wrk: no result: {first_line(output)}")
-    out = [figure(METRICS, "requests_per_s", float(rps.group(1)))]
+    out = [figure(REQUESTS_PER_S, float(rps.group(1)))]
     tr = re.search(r"^Transfer/sec:\s+([\d.]+)([KMGT]?B)", output, re.M)
     if tr:
         mib = float(tr.group(1)) * _BYTES[tr.group(2)] / (1 << 20)
-        out.append(figure(METRICS, "transfer", mib))
+        out.append(figure(TRANSFER, mib))
     avg = re.search(r"^\s+Latency\s+(\S+)\s", output, re.M)
     if avg:
-        out.append(figure(METRICS, "latency_avg", _ms(avg.group(1))))
+        out.append(figure(LATENCY_AVG, _ms(avg.group(1))))
     for pct, value in re.findall(r"^\s+(50|75|90|99)%\s+(\S+)", output, re.M):
-        out.append(figure(METRICS, f"latency_p{pct}", _ms(value)))
+        out.append(figure(LATENCY_P.of(pct), _ms(value)))
     errors = 0
     sock = re.search(
         r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", output
@@ -164,7 +193,7 @@ def parse(output: str) -> list[workloads.Metric]:
         if total and bad * 100 >= int(total.group(1)):  # the rate of error pages
             raise ParseError(f"wrk: {bad} of {total.group(1)} responses were not 2xx/3xx")
         errors += bad
-    out.append(figure(METRICS, "errors", float(errors)))
+    out.append(figure(ERRORS, float(errors)))
     return out
 
 
@@ -180,7 +209,7 @@ WORKLOAD = Workload(
     argv,
     "nginx static file, wrk from the host (requests/s, latency percentiles)",
     needs=Needs(host_binaries=("/usr/sbin/nginx",), files=FILES),
-    measures=Measures(Params, parse, "requests_per_s", levels, seconds=seconds),
+    measures=Measures(Params, parse, REQUESTS_PER_S, levels, seconds=seconds),
     serves=Serves(PORT, "wrk", client, image_serves="http", image_port=80),
     metrics=METRICS,
     order=40,

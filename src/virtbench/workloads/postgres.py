@@ -50,16 +50,34 @@ CLIENT = f"{BIN}/pgbench"
 USER = "postgres"
 HBA = "/etc/virtbench/pg_hba.conf"
 
-# fmt: off
-METRICS: tuple[Metric, ...] = (
-    swept("postgres", "tps", "tx/s", "higher", "transactions / the test's duration, without "
-          "the initial connection time (pgbench)", 1e-6, label="transactions/s"),
-    swept("postgres", "latency_avg", "ms", "lower", "pgbench's latency average", 0.001,
-          label="mean latency"),
-    swept("postgres", "failed", "transactions", "lower", "failed transactions (pgbench)", 1.0,
-          label="failed transactions"),
+TPS = swept(
+    "postgres",
+    "tps",
+    "tx/s",
+    "higher",
+    "transactions / the test's duration, without the initial connection time (pgbench)",
+    1e-6,
+    label="transactions/s",
 )
-# fmt: on
+LATENCY_AVG = swept(
+    "postgres",
+    "latency_avg",
+    "ms",
+    "lower",
+    "pgbench's latency average",
+    0.001,
+    label="mean latency",
+)
+FAILED = swept(
+    "postgres",
+    "failed",
+    "transactions",
+    "lower",
+    "failed transactions (pgbench)",
+    1.0,
+    label="failed transactions",
+)
+METRICS: tuple[Metric, ...] = (TPS, LATENCY_AVG, FAILED)
 
 
 class Params(BaseModel):
@@ -164,11 +182,11 @@ def parse(output: str) -> list[workloads.Metric]:
     tps = re.search(r"^tps = ([\d.]+) \(without initial connection time\)", output, re.M)
     if tps is None:
         raise ParseError(f"pgbench: no result: {first_line(_errors(output) or output)}")
-    out = [figure(METRICS, "tps", float(tps.group(1)))]
+    out = [figure(TPS, float(tps.group(1)))]
     if lat := re.search(r"^latency average = ([\d.]+) ms", output, re.M):
-        out.append(figure(METRICS, "latency_avg", float(lat.group(1))))
+        out.append(figure(LATENCY_AVG, float(lat.group(1))))
     if failed := re.search(r"^number of failed transactions: (\d+)", output, re.M):
-        out.append(figure(METRICS, "failed", float(failed.group(1))))
+        out.append(figure(FAILED, float(failed.group(1))))
     return out
 
 
@@ -195,7 +213,7 @@ WORKLOAD = Workload(
         files={HBA.lstrip("/"): "local all all trust\nhost all all 0.0.0.0/0 trust\n"},
         data=True,
     ),
-    measures=Measures(Params, parse, "tps", levels, seconds=seconds),
+    measures=Measures(Params, parse, TPS, levels, seconds=seconds),
     serves=Serves(
         PORT, CLIENT, client, extra_clients=(f"{BIN}/pg_isready",), ready=ready, prepare=prepare
     ),

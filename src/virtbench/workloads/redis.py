@@ -40,14 +40,25 @@ logfile ""
 }
 
 
-# fmt: off
-METRICS: tuple[Metric, ...] = (
-    swept("redis", "*.requests_per_s", "req/s", "higher", "a test's (GET, SET) requests / "
-          "its duration, pipelined (redis-benchmark)", 0.01, label="{} requests/s"),
-    swept("redis", "*.latency_*", "ms", "lower", "a test's request latency, avg / p50 / p95 / "
-          "p99 (redis-benchmark)", 0.001, label="{} latency {}"),
+REQUESTS_PER_S = swept(
+    "redis",
+    "*.requests_per_s",
+    "req/s",
+    "higher",
+    "a test's (GET, SET) requests / its duration, pipelined (redis-benchmark)",
+    0.01,
+    label="{} requests/s",
 )
-# fmt: on
+LATENCY = swept(
+    "redis",
+    "*.latency_*",
+    "ms",
+    "lower",
+    "a test's request latency, avg / p50 / p95 / p99 (redis-benchmark)",
+    0.001,
+    label="{} latency {}",
+)
+METRICS: tuple[Metric, ...] = (REQUESTS_PER_S, LATENCY)
 
 
 class Params(BaseModel):
@@ -108,10 +119,10 @@ def parse(output: str) -> list[workloads.Metric]:
     for row in rows:
         test = row["test"].lower()
         try:
-            out.append(figure(METRICS, f"{test}.requests_per_s", float(row["rps"])))
+            out.append(figure(REQUESTS_PER_S.of(test), float(row["rps"])))
             for key in ("avg", "p50", "p95", "p99"):
                 ms = float(row[f"{key}_latency_ms"])
-                out.append(figure(METRICS, f"{test}.latency_{key}", ms))
+                out.append(figure(LATENCY.of(test, key), ms))
         except (KeyError, ValueError) as exc:
             raise ParseError(f"redis-benchmark: unreadable row {row}: {exc}") from None
     return out
@@ -123,7 +134,7 @@ WORKLOAD = Workload(
     argv,
     "redis-server (no persistence), redis-benchmark GET/SET from the host",
     needs=Needs(host_binaries=("/usr/bin/redis-server",), files=FILES),
-    measures=Measures(Params, parse, "get.requests_per_s", levels, seconds=seconds),
+    measures=Measures(Params, parse, REQUESTS_PER_S.of("get"), levels, seconds=seconds),
     serves=Serves(PORT, "redis-benchmark", client, image_serves="redis", image_port=6379),
     metrics=METRICS,
     order=50,

@@ -26,17 +26,16 @@ from virtbench.workloads.kind import (
 
 KERNELS = ("copy", "scale", "add", "triad")
 
-METRICS: tuple[Metric, ...] = (
-    declared(
-        "stream",
-        "*_mb_s",
-        "MB/s",
-        "higher",
-        "a STREAM kernel's best rate over the passes (vb-stream)",
-        0.1,
-        label="{} bandwidth",
-    ),
+MB_S = declared(
+    "stream",
+    "*_mb_s",
+    "MB/s",
+    "higher",
+    "a STREAM kernel's best rate over the passes (vb-stream)",
+    0.1,
+    label="{} bandwidth",
 )
+METRICS: tuple[Metric, ...] = (MB_S,)
 
 
 class Params(BaseModel):
@@ -62,7 +61,7 @@ def parse(output: str) -> list[workloads.Metric]:
     found = dict(re.findall(r"^stream (\w+) best_mb_s=([\d.]+)", output, re.M))
     if set(found) != set(KERNELS):
         raise ParseError(f"vb-stream: no result: {first_line(output)}")
-    return [figure(METRICS, f"{k}_mb_s", float(found[k])) for k in KERNELS]
+    return [figure(MB_S.of(k), float(found[k])) for k in KERNELS]
 
 
 WORKLOAD = Workload(
@@ -71,7 +70,7 @@ WORKLOAD = Workload(
     None,
     "STREAM copy/scale/add/triad memory bandwidth (MB/s), one thread",
     needs=Needs(static_programs=("vb-stream",)),
-    measures=Measures(Params, parse, "triad_mb_s", seconds=seconds),
+    measures=Measures(Params, parse, MB_S.of("triad"), seconds=seconds),
     inside=Inside(command),
     metrics=METRICS,
     order=80,

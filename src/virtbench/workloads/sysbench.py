@@ -32,23 +32,68 @@ from virtbench.workloads.kind import (
 
 FILEIO_MODES = ("seqwr", "seqrewr", "seqrd", "rndrd", "rndwr", "rndrw")
 
-# fmt: off
-METRICS: tuple[Metric, ...] = (
-    swept("sysbench", "cpu.events_per_s", "events/s", "higher", "prime searches up to "
-          "cpu_max_prime per second, all threads", 0.01, label="CPU events/s"),
-    swept("sysbench", "cpu.latency_*", "ms", "lower", "one event's time, avg / 95th "
-          "percentile", 0.01, label="CPU event latency {}"),
-    swept("sysbench", "memory.mib_per_s", "MiB/s", "higher", "memory transferred per second "
-          "(block size, operation as configured)", 0.01, label="memory bandwidth"),
-    swept("sysbench", "memory.ops_per_s", "ops/s", "higher", "memory block operations per "
-          "second", 0.01, label="memory operations/s"),
-    swept("sysbench", "fileio.*_mib_per_s", "MiB/s", "higher", "a fileio mode's MiB read or "
-          "written per second, on the data directory's disk", 0.01,
-          label="file I/O {} throughput"),
-    swept("sysbench", "fileio.*_per_s", "ops/s", "higher", "a fileio mode's reads, writes or "
-          "fsyncs per second", 0.01, label="file I/O {}/s"),
+CPU_EVENTS_PER_S = swept(
+    "sysbench",
+    "cpu.events_per_s",
+    "events/s",
+    "higher",
+    "prime searches up to cpu_max_prime per second, all threads",
+    0.01,
+    label="CPU events/s",
 )
-# fmt: on
+CPU_LATENCY = swept(
+    "sysbench",
+    "cpu.latency_*",
+    "ms",
+    "lower",
+    "one event's time, avg / 95th percentile",
+    0.01,
+    label="CPU event latency {}",
+)
+MEMORY_MIB_PER_S = swept(
+    "sysbench",
+    "memory.mib_per_s",
+    "MiB/s",
+    "higher",
+    "memory transferred per second (block size, operation as configured)",
+    0.01,
+    label="memory bandwidth",
+)
+MEMORY_OPS_PER_S = swept(
+    "sysbench",
+    "memory.ops_per_s",
+    "ops/s",
+    "higher",
+    "memory block operations per second",
+    0.01,
+    label="memory operations/s",
+)
+FILEIO_MIB_PER_S = swept(
+    "sysbench",
+    "fileio.*_mib_per_s",
+    "MiB/s",
+    "higher",
+    "a fileio mode's MiB read or written per second, on the data directory's disk",
+    0.01,
+    label="file I/O {} throughput",
+)
+FILEIO_PER_S = swept(
+    "sysbench",
+    "fileio.*_per_s",
+    "ops/s",
+    "higher",
+    "a fileio mode's reads, writes or fsyncs per second",
+    0.01,
+    label="file I/O {}/s",
+)
+METRICS: tuple[Metric, ...] = (
+    CPU_EVENTS_PER_S,
+    CPU_LATENCY,
+    MEMORY_MIB_PER_S,
+    MEMORY_OPS_PER_S,
+    FILEIO_MIB_PER_S,
+    FILEIO_PER_S,
+)
 
 
 class Params(BaseModel):
@@ -159,15 +204,15 @@ def _parse_fileio(output: str) -> list[workloads.Metric]:
         raise ParseError(f"sysbench fileio: no test heading: {first_line(output)}")
     run = output[m.end() :]
     out = []
-    for pattern, name in (
-        (r"^\s+reads/s:\s+([\d.]+)", "reads_per_s"),
-        (r"^\s+writes/s:\s+([\d.]+)", "writes_per_s"),
-        (r"^\s+fsyncs/s:\s+([\d.]+)", "fsyncs_per_s"),
-        (r"^\s+read, MiB/s:\s+([\d.]+)", "read_mib_per_s"),
-        (r"^\s+written, MiB/s:\s+([\d.]+)", "written_mib_per_s"),
+    for pattern, family, what in (
+        (r"^\s+reads/s:\s+([\d.]+)", FILEIO_PER_S, "reads"),
+        (r"^\s+writes/s:\s+([\d.]+)", FILEIO_PER_S, "writes"),
+        (r"^\s+fsyncs/s:\s+([\d.]+)", FILEIO_PER_S, "fsyncs"),
+        (r"^\s+read, MiB/s:\s+([\d.]+)", FILEIO_MIB_PER_S, "read"),
+        (r"^\s+written, MiB/s:\s+([\d.]+)", FILEIO_MIB_PER_S, "written"),
     ):
         if (v := _num(pattern, run)) is not None:
-            out.append(figure(METRICS, f"fileio.{mode}.{name}", v))
+            out.append(figure(family.of(f"{mode}.{what}"), v))
     if len(out) < 5:
         raise ParseError(f"sysbench fileio {mode}: incomplete report: {first_line(run)}")
     return out
@@ -179,14 +224,14 @@ def parse(output: str) -> list[workloads.Metric]:
     if re.search(r"^Doing .+ test$", output, re.M):
         return _parse_fileio(output)
     if (eps := _num(r"^\s+events per second:\s+([\d.]+)", output)) is not None:
-        out.append(figure(METRICS, "cpu.events_per_s", eps))
-        for key, name in (("avg", "latency_avg"), ("95th percentile", "latency_p95")):
+        out.append(figure(CPU_EVENTS_PER_S, eps))
+        for key, which in (("avg", "avg"), ("95th percentile", "p95")):
             if (v := _num(rf"^\s+{key}:\s+([\d.]+)", output)) is not None:
-                out.append(figure(METRICS, f"cpu.{name}", v))
+                out.append(figure(CPU_LATENCY.of(which), v))
     elif (mib := _num(r"MiB transferred \(([\d.]+) MiB/sec\)", output)) is not None:
-        out.append(figure(METRICS, "memory.mib_per_s", mib))
+        out.append(figure(MEMORY_MIB_PER_S, mib))
         if (ops := _num(r"^Total operations: \d+ \(\s*([\d.]+) per second\)", output)) is not None:
-            out.append(figure(METRICS, "memory.ops_per_s", ops))
+            out.append(figure(MEMORY_OPS_PER_S, ops))
     else:
         raise ParseError(f"sysbench: no result: {first_line(output)}")
     return out
@@ -208,7 +253,7 @@ WORKLOAD = Workload(
         host_binaries=("/usr/bin/sysbench",),
         data=True,  # fileio's files
     ),
-    measures=Measures(Params, parse, "cpu.events_per_s", levels, label, seconds),
+    measures=Measures(Params, parse, CPU_EVENTS_PER_S, levels, label, seconds),
     inside=Inside(command),
     metrics=METRICS,
     order=90,

@@ -30,17 +30,41 @@ from virtbench.workloads.kind import (
 
 PORT = 15301
 LEVEL = "pacing gap between datagrams (us)"  # what its swept level is, for plots
-# fmt: off
-METRICS: tuple[Metric, ...] = (
-    swept("udp-echo", "seconds", "s", "lower", "first datagram sent -> last reply received "
-          "(vb-rr flood)", 1e-6, label="time to last reply"),
-    swept("udp-echo", "replies", "datagrams", "higher", "replies received", 1.0,
-          label="replies received"),
-    swept("udp-echo", "lost_pct", "%", "lower", "datagrams sent without a reply",
-          label="datagrams lost"),
-    swept("udp-echo", "replies_per_s", "1/s", "higher", "replies / seconds", label="replies/s"),
+SECONDS = swept(
+    "udp-echo",
+    "seconds",
+    "s",
+    "lower",
+    "first datagram sent -> last reply received (vb-rr flood)",
+    1e-6,
+    label="time to last reply",
 )
-# fmt: on
+REPLIES = swept(
+    "udp-echo",
+    "replies",
+    "datagrams",
+    "higher",
+    "replies received",
+    1.0,
+    label="replies received",
+)
+LOST_PCT = swept(
+    "udp-echo",
+    "lost_pct",
+    "%",
+    "lower",
+    "datagrams sent without a reply",
+    label="datagrams lost",
+)
+REPLIES_PER_S = swept(
+    "udp-echo",
+    "replies_per_s",
+    "1/s",
+    "higher",
+    "replies / seconds",
+    label="replies/s",
+)
+METRICS: tuple[Metric, ...] = (SECONDS, REPLIES, LOST_PCT, REPLIES_PER_S)
 
 
 class Params(BaseModel):
@@ -100,10 +124,10 @@ def parse(output: str) -> list[workloads.Metric]:
         raise ParseError(f"vb-rr flood: no result: {first_line(output)}")
     sent, received, seconds = int(m.group(1)), int(m.group(2)), float(m.group(3))
     return [
-        figure(METRICS, "seconds", seconds),
-        figure(METRICS, "replies", float(received)),
-        figure(METRICS, "lost_pct", 100.0 * (sent - received) / sent),
-        figure(METRICS, "replies_per_s", received / seconds if seconds > 0 else 0.0),
+        figure(SECONDS, seconds),
+        figure(REPLIES, float(received)),
+        figure(LOST_PCT, 100.0 * (sent - received) / sent),
+        figure(REPLIES_PER_S, received / seconds if seconds > 0 else 0.0),
     ]
 
 
@@ -113,7 +137,7 @@ WORKLOAD = Workload(
     argv,
     "S2 UDP echo: 100,000 paced datagrams answered with 1 KB (vb-rr flood)",
     needs=Needs(static_programs=("vb-rr",)),
-    measures=Measures(Params, parse, "seconds", levels, label, seconds, level_name=LEVEL),
+    measures=Measures(Params, parse, SECONDS, levels, label, seconds, level_name=LEVEL),
     # the client is the artifact's vb-rr, run on the host; its readiness is a datagram
     # answered (vb-rr serves TCP too; an image may not)
     serves=Serves(
