@@ -21,9 +21,6 @@ from virtbench.errors import InstanceError
 from virtbench.figure import MONO, NS_MS, Metric
 from virtbench.measure import pagecache
 
-COLD = {"snapshot.restore": "snapshot.cold_restore"} | {
-    "snapshot.restore_to_ready": "snapshot.cold_restore_to_ready"
-}
 LEFT_MAX = 0.01  # of the image's bytes still cached after the drop: more is not cold
 
 COLD_RESTORE = Metric(

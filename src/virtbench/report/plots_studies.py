@@ -22,6 +22,7 @@ from matplotlib.axes import Axes
 from virtbench import metrics, workloads
 from virtbench.analysis.stats import Summary, summarize
 from virtbench.experiments.boot import TEARDOWN
+from virtbench.metrics.run import IMAGE_SIZE
 from virtbench.report.cells import quantity, scaled
 from virtbench.report.plotkit import (
     MAX_PER_KIND,
@@ -102,7 +103,7 @@ def _medians_panel(ax: Axes, ok: list[Sample], runtimes: list[str]) -> None:
 def image(samples: list[Sample], order: list[str]) -> list[Plot]:
     """S3's image sizes: what each runtime keeps on disk for the run's artifact, where
     the sizes differ (identical ones are a fact, said in words)."""
-    ok = [s for s in successful(samples) if s.metric == "image_size"]
+    ok = [s for s in successful(samples) if s.metric == IMAGE_SIZE.name]
     if not ok or len({s.value for s in ok}) < 2:
         return []
     runtimes = runtimes_in(ok, order)
