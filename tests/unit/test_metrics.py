@@ -5,15 +5,13 @@ out of the CV target and the comparisons, as they always did."""
 
 from __future__ import annotations
 
-import ast
-import importlib
 import re
 from pathlib import Path
 
 import pytest
 from tests.unit.test_workload_parsers import DATA, OUTPUTS
 
-from virtbench import experiments, metrics, workloads
+from virtbench import metrics, workloads
 from virtbench.experiments.adaptive import worst_cv
 from virtbench.experiments.session import Session
 from virtbench.measure import sampler
@@ -24,14 +22,6 @@ from virtbench.store.frame import as_frame
 from virtbench.store.records import Sample
 
 SRC = Path(metrics.__file__).parent.parent  # src/virtbench
-# The experiments' own figures (each type's prefix, and the run's: host, image_size): a
-# name as a string literal in the code that records them.
-RECORDED = re.compile(rf"({'|'.join([*experiments.names(), 'host'])})\.[a-z0-9_]+|image_size")
-RECORDERS = [
-    *sorted((SRC / "experiments").glob("*.py")),
-    SRC / "run" / "runner.py",
-    SRC / "measure" / "sampler.py",
-]
 NOT_REPEATED = [
     "host.cpu_idle_pct",
     "host.mem_available_pct",
@@ -116,97 +106,8 @@ def test_a_parser_names_only_figures_its_workload_declares():
         figure(memcached.LATENCY_P, 1.0)
 
 
-def _declares_metrics(node: ast.AST) -> bool:
-    """`METRICS = (...)` or `METRICS: tuple[Metric, ...] = (...)`: a type's declarations."""
-    if isinstance(node, ast.AnnAssign):
-        return isinstance(node.target, ast.Name) and node.target.id == "METRICS"
-    if isinstance(node, ast.Assign):
-        return any(isinstance(x, ast.Name) and x.id == "METRICS" for x in node.targets)
-    return False
-
-
-def _declares_constant(node: ast.stmt) -> bool:
-    """`NAME = maker("figure", ...)` at a module's top: a figure declared as a constant."""
-    if not isinstance(node, ast.Assign | ast.AnnAssign) or not isinstance(node.value, ast.Call):
-        return False
-    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-    first = node.value.args[0] if node.value.args else None
-    return all(isinstance(t, ast.Name) and t.id.isupper() for t in targets) and (
-        isinstance(first, ast.Constant) and isinstance(first.value, str)
-    )
-
-
-def _constants(path: Path) -> dict[str, str]:
-    """The figures' constants `path`'s module sees, its own and those it imports: {the
-    constant's name: the figure's name}."""
-    module = importlib.import_module(".".join(path.relative_to(SRC.parent).with_suffix("").parts))
-    return {
-        k: v.name for k, v in vars(module).items() if isinstance(v, metrics.Metric) and k.isupper()
-    }
-
-
-def _recorded_calls(path: Path) -> tuple[set[str], list[tuple[set[str], set[str]]]]:
-    """Metric names written as literals in `path`, or recorded through their constants
-    (`IMAGE_SIZE.sample(...)`, `CPU_IDLE_PCT.name`), and for each call naming one as a
-    literal (directly or through a variable holding it): (those names, the call's other
-    string literals). The module's own declarations (`METRICS = ...`, its constants) are
-    no recording of them."""
-    tree = ast.parse(path.read_text())
-    decls = [n for n in ast.walk(tree) if _declares_metrics(n)]
-    decls += [n for n in tree.body if _declares_constant(n)]
-    declaring = {id(d) for n in decls for d in ast.walk(n)}
-    nodes = [n for n in ast.walk(tree) if id(n) not in declaring]
-    names = {
-        n.value
-        for n in nodes
-        if isinstance(n, ast.Constant) and isinstance(n.value, str) and RECORDED.fullmatch(n.value)
-    }
-    constants = _constants(path)
-    through = {
-        constants[ref]
-        for n in nodes
-        if (ref := n.id if isinstance(n, ast.Name) else getattr(n, "attr", None)) in constants
-    }
-    bound: dict[str, set[str]] = {}
-    for n in nodes:
-        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant):
-            for t in n.targets:
-                if isinstance(t, ast.Name) and n.value.value in names:
-                    bound.setdefault(t.id, set()).add(n.value.value)
-    calls = []
-    for n in nodes:
-        if isinstance(n, ast.Call):
-            args = [*n.args, *(k.value for k in n.keywords)]
-            strs = {a.value for a in args if isinstance(a, ast.Constant) and type(a.value) is str}
-            named = (strs & names) | {
-                v for a in args if isinstance(a, ast.Name) for v in bound.get(a.id, ())
-            }
-            if named and strs - names:
-                calls.append((named, strs - names))
-    return names | {n for n in through if RECORDED.fullmatch(n)}, calls
-
-
-@pytest.mark.parametrize("path", RECORDERS, ids=lambda p: p.name)
-def test_experiment_figures_are_declared_in_the_unit_recorded(path):
-    names, calls = _recorded_calls(path)
-    for name in names - WORKLOADS_UNIT:  # those: their family's pattern (declared())
-        assert declared(name).name == name
-    for named, strings in calls:  # e.g. sample("density.launch", None, "ms", i)
-        for name in named - WORKLOADS_UNIT:
-            m = declared(name)
-            assert m.unit in strings, (path.name, name, strings)
-            assert not {"lower", "higher"} & strings or m.direction in strings, (name, strings)
-
-
-def test_nothing_is_declared_that_no_code_records():
-    found = set().union(*(_recorded_calls(p)[0] for p in RECORDERS))
-    own = {
-        m.name
-        for m in metrics.registry()
-        if not m.is_pattern and not m.workload and m.summary != "fit"
-    }  # fits are computed when read, from series
-    old = {"density.host_per_instance"}  # what earlier virtbench runs stored, read still
-    assert own - old <= found and not old & found
+def test_every_workload_figure_declared_is_one_a_parser_gives():
+    """What an experiment type declares and no code uses: tests/unit/test_figures.py."""
     hit = {metrics.find(fig.name, name) for name in OUTPUTS for fig in parsed(name)}
     assert {m for m in metrics.registry() if m.workload} <= hit
 

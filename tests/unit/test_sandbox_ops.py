@@ -113,9 +113,10 @@ def test_snapshot_times_checkpoint_restore_and_the_same_instance(tmp_path, monke
     restore = [x.value for x in by(samples, "snapshot.restore", "fa")]
     ready = [x.value for x in by(samples, "snapshot.restore_to_ready", "fa")]
     assert len(ckpt) == len(size) == len(restore) == len(ready) == 3
-    assert all(8.0 <= v < 60.0 for v in ckpt), ckpt  # slept, and 3 MiB written
+    # slept, and 3 MiB written; a loaded host may add a little, never a unit's worth
+    assert all(8.0 <= v < 1000.0 for v in ckpt), ckpt
     assert all(abs(v - 3.0) < 0.01 for v in size), size  # du of the 3 MiB image
-    assert all(6.0 <= v < 60.0 for v in restore), restore
+    assert all(6.0 <= v < 1000.0 for v in restore), restore
     assert all(abs(v - 9.0) < 0.5 for v in ready), ready
     no = by(samples, "snapshot.size", "fb")
     assert len(no) == 1 and "fb cannot: fake: no checkpoint" in no[0].error

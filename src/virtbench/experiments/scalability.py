@@ -49,6 +49,7 @@ from virtbench.experiments.session import Session
 from virtbench.experiments.trial import Trial
 from virtbench.experiments.worker import Job, Worker, check_reachable
 from virtbench.figure import MONO, NS_MS, SPAWN, Metric, pile_metric
+from virtbench.measure import sampler
 from virtbench.runtimes.base import Instance
 
 # One unit of measurement (`run --resume` skips the finished ones): a sample's fields.
@@ -224,8 +225,9 @@ class PileUp:
 
     def point(self, n: int) -> None:
         """Host availability, then the worker's measurements, at n background instances."""
-        for metric, value in self.s.host.availability(self.cfg.settle_s).items():
-            self.record(metric, value, n)
+        host = {m.name: m for m in sampler.FIGURES}  # the host's figures, by their names
+        for name, value in self.s.host.availability(self.cfg.settle_s).items():
+            self.record(host[name], value, n)
         for _ in range(self.cfg.per_point):
             try:
                 self.measure_worker(n, warmup=False)
