@@ -65,7 +65,7 @@ def test_wait_wakes_at_exit_not_on_a_poll_tick(monkeypatch):
     p = proc.spawn(["sleep", "5"])
     with pytest.raises(subprocess.TimeoutExpired):
         proc.wait(p, 0.1)
-    proc.kill_group(p)
+    proc.stop(p)
     assert p.poll() is not None
 
 
@@ -259,3 +259,54 @@ def test_a_spawned_child_is_waited_signalled_and_reaped_as_popens():
         proc.spawn(["no-such-binary-xyz"])
     with pytest.raises(proc.VirtbenchError, match="command not found"):
         proc.spawn(["/no/such/binary"])
+
+
+def started(script: str, pidfile: Path) -> subprocess.Popen:
+    """`script` spawned in a group of its own, once its background child wrote its pid."""
+    p = proc.spawn(["sh", "-c", script])
+    deadline = time.monotonic() + 30
+    while not (pidfile.exists() and pidfile.read_text().strip()):
+        assert time.monotonic() < deadline and p.poll() is None
+        time.sleep(0.01)
+    return p
+
+
+def test_stop_terms_the_group_then_kills_what_ignores_it(tmp_path):
+    pidfile = tmp_path / "pid"
+    p = started(f"sleep 300 & echo $! > {pidfile}; wait", pidfile)
+    assert proc.stop(p, 10) == -signal.SIGTERM  # TERM to the group: the shell's and sleep's
+    assert gone(int(pidfile.read_text()), 10)
+    pidfile.unlink()
+    p = started(f"trap '' TERM; sleep 300 & echo $! > {pidfile}; wait", pidfile)
+    t0 = time.monotonic()
+    assert proc.stop(p, 0.2) == -signal.SIGKILL  # TERM ignored (by sleep too): KILL
+    assert time.monotonic() - t0 < 10 and gone(int(pidfile.read_text()), 10)
+    assert proc.stop(p) == -signal.SIGKILL and not proc.signal_child(p, signal.SIGTERM)
+
+
+def test_stop_terms_the_leader_alone_first_and_kills_the_rest_of_its_group(tmp_path):
+    # a daemon's stop: the leader handles its TERM (exits 3); what it left in its group
+    # got no TERM from here, only the KILL of `rest`
+    pidfile = tmp_path / "pid"
+    script = f"trap 'exit 3' TERM; sh -c 'trap \"\" TERM; sleep 300' & echo $! > {pidfile}; wait"
+    p = started(script, pidfile)
+    child = int(pidfile.read_text())
+    assert proc.stop(p, grace=0, leader_grace=10) == 3
+    assert not gone(child, 0.2)  # no `rest`: left as it was
+    assert proc.stop(p, rest=True) == 3 and gone(child, 10)
+
+
+def test_signal_child_reaches_the_child_until_it_is_reaped():
+    p = proc.spawn(["sleep", "30"])
+    assert proc.signal_child(p, signal.SIGHUP)
+    assert proc.wait(p, 10) == -signal.SIGHUP
+    assert not proc.signal_child(p, signal.SIGKILL)  # reaped: its pid may be another's
+
+
+def test_run_takes_its_input_from_a_file_and_a_bare_spawn_is_reaped(tmp_path):
+    data = tmp_path / "in"
+    data.write_bytes(b"line one\nline two\n")
+    assert proc.run(["wc", "-l"], stdin_path=data).stdout.strip() == "2"
+    with pytest.raises(FileNotFoundError):
+        proc.run(["cat"], stdin_path=tmp_path / "missing")
+    assert proc.run_bare("/bin/true") == 0

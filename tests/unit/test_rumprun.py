@@ -148,7 +148,7 @@ def _fake_rumprun(
         return inst, result, sleeper, returned
     finally:
         with contextlib.suppress(Exception):  # never leave it running, whatever failed
-            proc.end_group(inst.proc)
+            proc.stop(inst.proc, rest=True)
         rt.end_reader(inst)
 
 

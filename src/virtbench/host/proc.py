@@ -2,10 +2,17 @@
 
 Every external command virtbench runs goes through :func:`run` (wait for it, its output
 as text), :func:`run_bytes` (wait for it, its output as bytes, timed tightly) or
-:func:`spawn` (keep it running). Children get their own process group so a Ctrl-C at the
-terminal reaches virtbench only, and virtbench stops them in order. A command that times
-out, or whose wait is interrupted, is ended as a group (what it started in the background
-too, even once the command itself has exited), waited for, and its pipes are closed.
+:func:`spawn` (keep it running), and every child it started ends through :func:`stop`
+(TERM, wait, KILL, to its process group). Children get their own process group so a
+Ctrl-C at the terminal reaches virtbench only, and virtbench stops them in order. A
+command that times out, or whose wait is interrupted, is ended as a group (what it
+started in the background too, even once the command itself has exited), waited for,
+and its pipes are closed. A signal reaches only the process meant: a child while it is
+not reaped (:func:`signal_child`), any other process through a pidfd (:func:`signal_pid`).
+
+No other module imports subprocess or calls os.kill or os.killpg
+(tests/unit/test_processes.py); what they need of subprocess is here: `Popen`,
+`TimeoutExpired`, `PIPE`.
 """
 
 from __future__ import annotations
@@ -22,7 +29,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from virtbench.errors import VirtbenchError
-from virtbench.host.spawn import Spawned
+from virtbench.host import spawn as _spawn
+
+# subprocess's names the rest of virtbench uses (a child's type, a wait's timeout, a pipe
+# for `spawn`), so that this module is the only one importing it
+Popen = subprocess.Popen
+TimeoutExpired = subprocess.TimeoutExpired
+PIPE = subprocess.PIPE
 
 
 @dataclass(frozen=True)
@@ -68,33 +81,70 @@ class Output:
     t1_ns: int
 
 
-def kill_group(proc: subprocess.Popen, grace: float = 2.0) -> None:
-    """Send TERM to the child's process group, then KILL after `grace` seconds."""
-    if proc.poll() is not None:
-        return
-    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+class Spawned(subprocess.Popen):
+    """A child started with `os.posix_spawn` (glibc: vfork and exec: host/spawn.py) and
+    kept as a Popen: `wait`, `poll`, `send_signal`, `kill`, `pid` and `returncode` work
+    as Popen's."""
+
+    def __init__(self, args: list[str], pid: int) -> None:
+        # not Popen.__init__, which would start another process: what its methods read
+        # (CPython's subprocess.Popen)
+        self._waitpid_lock = threading.Lock()
+        self._input = None
+        self._communication_started = False
+        self.args = args
+        self.stdin = self.stdout = self.stderr = None
+        self.pid = pid
+        self.returncode = None
+        self.encoding = self.errors = None
+        self.text_mode = False
+        self.pipesize = -1
+        self._sigint_wait_secs = 0.25
+        self._closed_child_pipe_fds = True
+        self._child_created = True
 
 
-def end_group(proc: subprocess.Popen, grace: float = 2.0) -> None:
-    """End `proc` and its whole process group, and wait for it: TERM, then KILL after
-    `grace` seconds (kill_group); then KILL whatever of the group outlives it (a child it
-    started in the background that still holds its pipes), even when `proc` itself had
-    already exited."""
-    kill_group(proc, grace)
-    # While a member is left, the group's id cannot name another process; signal_group
-    # checks each process's group through a pidfd.
-    signal_group(proc.pid, signal.SIGKILL)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=5.0)  # reaped (kill_group gives up on one that will not die)
+def signal_child(p: Popen, sig: int, *, group: bool = False) -> bool:
+    """Send `sig` to the child `p` (to its whole process group if `group`) while it is
+    not reaped: until it is waited for, its pid and the group id it leads can name no
+    other process. True if it was sent."""
+    if p.poll() is not None:
+        return False
+    try:
+        (os.killpg if group else os.kill)(p.pid, sig)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def stop(
+    p: Popen,
+    grace: float = 2.0,
+    *,
+    leader_grace: float = 0.0,
+    rest: bool = False,
+    reap: float = 5.0,
+) -> int | None:
+    """End the child `p` and its process group, and wait for it: virtbench's one TERM,
+    wait, KILL. In order, each only while `p` runs: TERM to `p` alone, then up to
+    `leader_grace` seconds for its exit (if `leader_grace`: a daemon or systemd-nspawn
+    ends what it started itself); TERM to the group, then up to `grace` seconds (if
+    `grace`); KILL to the group. With `rest`, KILL also to whatever of the group
+    outlives `p` (a child it started in the background that holds its pipes, a
+    containerd), even when `p` itself had already exited. Then up to `reap` seconds for
+    `p` to be reaped. Its return code, or None if it did not end."""
+    for group, seconds in ((False, leader_grace), (True, grace)):
+        if seconds > 0 and signal_child(p, signal.SIGTERM, group=group):
+            with contextlib.suppress(TimeoutExpired):
+                wait(p, seconds)
+    signal_child(p, signal.SIGKILL, group=True)
+    if rest:
+        # While a member is left, the group's id cannot name another process; signal_group
+        # checks each process's group through a pidfd.
+        signal_group(p.pid, signal.SIGKILL)
+    with contextlib.suppress(TimeoutExpired):
+        wait(p, reap)
+    return p.returncode
 
 
 def signal_pid(pid: int, sig: int, is_same: Callable[[int], bool]) -> bool:
@@ -153,7 +203,7 @@ def describe_status(rc: int) -> str:
     return f"exited with status {rc}"
 
 
-def wait(p: subprocess.Popen, timeout: float) -> int:
+def wait(p: Popen, timeout: float) -> int:
     """Wait for `p` to exit, waking the moment it does (pidfd + poll).
 
     Popen.wait(timeout=...) polls with an exponential back-off of up to 50 ms, which
@@ -170,7 +220,7 @@ def wait(p: subprocess.Popen, timeout: float) -> int:
         poller = select.poll()
         poller.register(fd, select.POLLIN)
         if not poller.poll(max(0, int(timeout * 1000))):
-            raise subprocess.TimeoutExpired(p.args, timeout)
+            raise TimeoutExpired(p.args, timeout)
     finally:
         os.close(fd)
     return p.wait()
@@ -182,34 +232,32 @@ def _popen(
     env: Mapping[str, str] | None,
     *,
     cwd: Path | None = None,
+    stdin_path: Path | None = None,
     stdout_path: Path | None = None,
     text: bool = True,
-) -> subprocess.Popen:
+) -> Popen:
     """Start `argv` in its own process group, its output piped (stdout to `stdout_path`
-    instead, if given; bytes unless `text`); VirtbenchError when there is no such
-    command."""
-    sink = open(stdout_path, "wb") if stdout_path is not None else None  # noqa: SIM115
-    try:
-        return subprocess.Popen(
-            list(argv),
-            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-            stdout=sink if sink is not None else subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=text,
-            env=dict(env) if env is not None else None,
-            process_group=0,
-            cwd=cwd,
-        )
-    except FileNotFoundError as exc:
-        raise VirtbenchError(f"{argv[0]}: command not found") from exc
-    finally:
-        if sink is not None:
-            sink.close()  # the child has its own copy
+    instead, if given; bytes unless `text`), its input `input` or the file `stdin_path`;
+    VirtbenchError when there is no such command."""
+    with contextlib.ExitStack() as files:  # closed once started: the child has its copies
+        sink = files.enter_context(open(stdout_path, "wb")) if stdout_path else None
+        source = files.enter_context(open(stdin_path, "rb")) if stdin_path else None
+        try:
+            return subprocess.Popen(
+                list(argv),
+                stdin=source or (subprocess.PIPE if input is not None else subprocess.DEVNULL),
+                stdout=sink or subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=text,
+                env=dict(env) if env is not None else None,
+                process_group=0,
+                cwd=cwd,
+            )
+        except FileNotFoundError as exc:
+            raise VirtbenchError(f"{argv[0]}: command not found") from exc
 
 
-def _communicate(
-    proc: subprocess.Popen, input: str | None, timeout: float
-) -> tuple[str, str | None, bool]:
+def _communicate(proc: Popen, input: str | None, timeout: float) -> tuple[str, str | None, bool]:
     """(stdout, stderr, whether it timed out) of `proc` once it exits, or is killed (its
     whole group) after `timeout` seconds or when this call is interrupted."""
     # The timeout is a timer that kills the group, not communicate(timeout=...): with a
@@ -219,7 +267,7 @@ def _communicate(
 
     def expire() -> None:
         expired.set()
-        end_group(proc)  # what it left running in the background holds its pipes open
+        stop(proc, rest=True)  # what it left running in the background holds its pipes open
 
     timer = threading.Timer(timeout, expire)
     timer.daemon = True
@@ -227,7 +275,7 @@ def _communicate(
         timer.start()
         out, err = proc.communicate(input=input)
     except BaseException:
-        end_group(proc)
+        stop(proc, rest=True)
         raise
     finally:
         timer.cancel()
@@ -245,10 +293,12 @@ def run(
     env: Mapping[str, str] | None = None,
     what: str | None = None,
     cwd: Path | None = None,
+    stdin_path: Path | None = None,
     stdout_path: Path | None = None,
 ) -> Result:
     """Run `argv` to completion (in `cwd`, if given) and capture its output (its stdout
-    goes to the file `stdout_path` instead, if given: binary output).
+    goes to the file `stdout_path` instead, if given: binary output); its input is
+    `input` or the file `stdin_path` (binary input).
 
     Raises CommandError on a non-zero exit when `check` is true, and always on timeout
     (CommandTimeout). The child is killed (its whole process group) on timeout and if
@@ -256,7 +306,7 @@ def run(
     """
     start = time.monotonic()
     # the `with` closes the pipes and waits
-    with _popen(argv, input, env, cwd=cwd, stdout_path=stdout_path) as proc:
+    with _popen(argv, input, env, cwd=cwd, stdin_path=stdin_path, stdout_path=stdout_path) as proc:
         out, err, expired = _communicate(proc, input, timeout)
     if expired:
         res = Result(
@@ -269,37 +319,11 @@ def run(
     return res
 
 
-READ_CHUNK = 1 << 20  # bytes per read: a pipe holds 64 KiB, so whatever is there
-
-
-def _drain(p: subprocess.Popen, deadline_ns: int) -> tuple[bytes, bytes, bool]:
-    """What `p` writes to its stdout and stderr until it has closed both (True), or until
-    `deadline_ns` (False, and what came by then); each read as soon as it is there."""
-    assert p.stdout is not None and p.stderr is not None
-    chunks: dict[int, list[bytes]] = {p.stdout.fileno(): [], p.stderr.fileno(): []}
-    poller = select.poll()
-    for fd in chunks:
-        poller.register(fd, select.POLLIN)
-    left = len(chunks)
-    while left:
-        ms = -(-(deadline_ns - time.monotonic_ns()) // 1_000_000)  # rounded up
-        if ms <= 0:
-            break
-        for fd, _ in poller.poll(ms):
-            if chunk := os.read(fd, READ_CHUNK):
-                chunks[fd].append(chunk)
-            else:  # its end (a hang-up reads as the end too)
-                poller.unregister(fd)
-                left -= 1
-    out, err = (b"".join(c) for c in chunks.values())
-    return out, err, left == 0
-
-
-def _exit_by(p: subprocess.Popen, deadline_ns: int) -> int | None:
+def _exit_by(p: Popen, deadline_ns: int) -> int | None:
     """`p`'s exit status once it has exited, or None if it has not by `deadline_ns`."""
     try:
         return wait(p, max(0.0, (deadline_ns - time.monotonic_ns()) / 1e9))
-    except subprocess.TimeoutExpired:
+    except TimeoutExpired:
         return None
 
 
@@ -324,13 +348,14 @@ def run_bytes(
     deadline = t0 + int(timeout * 1e9)
     with _popen(argv, None, env, text=False) as p:  # closes the pipes, waits
         try:
-            out, err, done = _drain(p, deadline)
+            assert p.stdout is not None and p.stderr is not None
+            out, err, done = _spawn.drain(p.stdout.fileno(), p.stderr.fileno(), deadline)
             rc = _exit_by(p, deadline) if done else None
             t1 = time.monotonic_ns()
             if rc is None:
-                end_group(p)
+                stop(p, rest=True)
         except BaseException:
-            end_group(p)
+            stop(p, rest=True)
             raise
     if rc is None:
         said = err.decode(errors="replace") + f"\ntimed out after {timeout:g} s"
@@ -345,12 +370,12 @@ def spawn(
     stdout: int | None = None,
     stderr: int | None = None,
     env: Mapping[str, str] | None = None,
-) -> subprocess.Popen:
+) -> Popen:
     """Start `argv` in its own process group and return without waiting. Its output to
     files opened here (descriptors above 2; None: /dev/null) goes through
-    `os.posix_spawn` (`Spawned`); a pipe (subprocess.PIPE), through Popen."""
+    `os.posix_spawn` (`Spawned`); a pipe (`PIPE`), through Popen."""
     if all(fd is None or fd > 2 for fd in (stdout, stderr)):
-        return Spawned.start(argv, stdout, stderr, env)
+        return Spawned(list(argv), _spawn.start(argv, stdout, stderr, env))
     try:
         return subprocess.Popen(
             list(argv),
@@ -362,3 +387,10 @@ def spawn(
         )
     except FileNotFoundError as exc:
         raise VirtbenchError(f"{argv[0]}: command not found") from exc
+
+
+def run_bare(path: str) -> int:
+    """Start the program `path` (no arguments, no environment) with a bare posix_spawn
+    and reap it at once: the plain process creation of a loop by hand (no pipes, group
+    or timer thread). Its wait status."""
+    return os.waitpid(os.posix_spawn(path, [path], {}), 0)[1]

@@ -1,9 +1,12 @@
-"""Children started with `os.posix_spawn` (glibc: vfork and exec) instead of Popen, whose
-Python work before its fork would land in every timed launch (about 0.03 ms back to
-back, 0.1 ms or more on a CPU that was idle; Popen's `communicate` adds a poll back-off
-after the output ends): `Spawned`, a Popen that host/proc.py's `spawn` starts this way
-where the output goes to files. Nothing else calls this module: host/proc.py is the one
-way virtbench starts a process.
+"""The os-level half of host/proc.py, with no subprocess in it: children started with
+`os.posix_spawn` (glibc: vfork and exec) instead of Popen, and a child's pipes read as
+the data comes.
+
+Popen's Python work before its fork would land in every timed launch (about 0.03 ms
+back to back, 0.1 ms or more on a CPU that was idle; its `communicate` adds a poll
+back-off after the output ends). `start` gives the pid of a child started the way Popen
+would start it; host/proc.py keeps it as a Popen (`proc.Spawned`). Nothing else calls
+this module: host/proc.py is the one way virtbench starts a process.
 """
 
 from __future__ import annotations
@@ -11,10 +14,10 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import select
 import shutil
 import signal
-import subprocess
-import threading
+import time
 from collections.abc import Mapping, Sequence
 
 from virtbench.errors import VirtbenchError
@@ -59,69 +62,69 @@ def _executable(name: str, env: Mapping[str, str] | None, fresh: bool = False) -
 _RESTORED = (signal.SIGPIPE, signal.SIGXFSZ)
 
 
-class Spawned(subprocess.Popen):
-    """A child started with `os.posix_spawn` (glibc: vfork and exec), kept as a Popen:
-    `wait`, `poll`, `send_signal`, `kill`, `pid` and `returncode` work as Popen's.
+def start(
+    argv: Sequence[str],
+    stdout: int | None,
+    stderr: int | None,
+    env: Mapping[str, str] | None,
+) -> int:
+    """Spawn `argv` (stdin /dev/null, stdout and stderr those descriptors or /dev/null)
+    in a process group of its own, as Popen would with `stdin=DEVNULL`,
+    `process_group=0` and `restore_signals`; its pid. Popen's `close_fds` has no
+    posix_spawn equivalent: this process's descriptors are close-on-exec (PEP 446; those
+    it inherited are made so before the first spawn: `_devnull`), so the child gets only
+    0, 1 and 2 either way."""
+    null = _devnull()
+    actions = [
+        (os.POSIX_SPAWN_DUP2, null, 0),
+        (os.POSIX_SPAWN_DUP2, null if stdout is None else stdout, 1),
+        (os.POSIX_SPAWN_DUP2, null if stderr is None else stderr, 2),
+    ]
+    args = list(argv)
 
-    What Popen does in Python before its fork (about 0.03 ms back to back, 0.1 ms on a
-    CPU that was idle) would land in every timed launch; this starts the child the way
-    Popen would with `stdin=DEVNULL`, `process_group=0` and `restore_signals`. Popen's
-    `close_fds` has no posix_spawn equivalent: this process's descriptors are
-    close-on-exec (PEP 446; those it inherited are made so before the first spawn:
-    `_devnull`), so the child gets only 0, 1 and 2 either way."""
+    def spawn(path: str) -> int:
+        return os.posix_spawn(
+            path,
+            args,
+            os.environ if env is None else env,
+            file_actions=actions,
+            setpgroup=0,
+            setsigdef=_RESTORED,
+        )
 
-    def __init__(self, args: list[str], pid: int) -> None:
-        # not Popen.__init__, which would start another process: what its methods read
-        # (CPython's subprocess.Popen)
-        self._waitpid_lock = threading.Lock()
-        self._input = None
-        self._communication_started = False
-        self.args = args
-        self.stdin = self.stdout = self.stderr = None
-        self.pid = pid
-        self.returncode = None
-        self.encoding = self.errors = None
-        self.text_mode = False
-        self.pipesize = -1
-        self._sigint_wait_secs = 0.25
-        self._closed_child_pipe_fds = True
-        self._child_created = True
-
-    @classmethod
-    def start(
-        cls,
-        argv: Sequence[str],
-        stdout: int | None,
-        stderr: int | None,
-        env: Mapping[str, str] | None,
-    ) -> Spawned:
-        """Spawn `argv` (stdin /dev/null, stdout and stderr those descriptors or
-        /dev/null) in a process group of its own."""
-        null = _devnull()
-        actions = [
-            (os.POSIX_SPAWN_DUP2, null, 0),
-            (os.POSIX_SPAWN_DUP2, null if stdout is None else stdout, 1),
-            (os.POSIX_SPAWN_DUP2, null if stderr is None else stderr, 2),
-        ]
-        args = list(argv)
-
-        def spawn(path: str) -> int:
-            return os.posix_spawn(
-                path,
-                args,
-                os.environ if env is None else env,
-                file_actions=actions,
-                setpgroup=0,
-                setsigdef=_RESTORED,
-            )
-
-        path = _executable(args[0], env)
-        try:
-            return cls(args, spawn(path))
-        except FileNotFoundError as exc:
-            if path == args[0]:
-                raise VirtbenchError(f"{args[0]}: command not found") from exc
-        try:  # the path cached went: looked up again, once
-            return cls(args, spawn(_executable(args[0], env, fresh=True)))
-        except FileNotFoundError as exc:
+    path = _executable(args[0], env)
+    try:
+        return spawn(path)
+    except FileNotFoundError as exc:
+        if path == args[0]:
             raise VirtbenchError(f"{args[0]}: command not found") from exc
+    try:  # the path cached went: looked up again, once
+        return spawn(_executable(args[0], env, fresh=True))
+    except FileNotFoundError as exc:
+        raise VirtbenchError(f"{args[0]}: command not found") from exc
+
+
+READ_CHUNK = 1 << 20  # bytes per read: a pipe holds 64 KiB, so whatever is there
+
+
+def drain(out_fd: int, err_fd: int, deadline_ns: int) -> tuple[bytes, bytes, bool]:
+    """What a child writes to the pipes `out_fd` and `err_fd` until it has closed both
+    (True), or until `deadline_ns` (False, and what came by then); each read as soon as
+    it is there."""
+    chunks: dict[int, list[bytes]] = {out_fd: [], err_fd: []}
+    poller = select.poll()
+    for fd in chunks:
+        poller.register(fd, select.POLLIN)
+    left = len(chunks)
+    while left:
+        ms = -(-(deadline_ns - time.monotonic_ns()) // 1_000_000)  # rounded up
+        if ms <= 0:
+            break
+        for fd, _ in poller.poll(ms):
+            if chunk := os.read(fd, READ_CHUNK):
+                chunks[fd].append(chunk)
+            else:  # its end (a hang-up reads as the end too)
+                poller.unregister(fd)
+                left -= 1
+    out, err = (b"".join(c) for c in chunks.values())
+    return out, err, left == 0

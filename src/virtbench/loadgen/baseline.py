@@ -13,10 +13,8 @@ includes the idle round trip.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import socket
-import subprocess
 from typing import Any
 
 from virtbench.host import proc
@@ -61,10 +59,7 @@ def link(ssh: Ssh, address: str) -> dict[str, Any]:
             return {"error": f"iperf3: {res.brief()}"}
         return {"mbit_s": round(bits / 1e6, 1), "seconds": LINK_SECONDS}
     finally:
-        if server.poll() is None:
-            server.terminate()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(server, 10)
+        proc.stop(server, 10)
 
 
 def measure(ssh: Ssh, address: str) -> dict[str, Any]:

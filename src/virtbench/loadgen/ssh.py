@@ -15,11 +15,10 @@ host that asks for a password is an error, never a prompt in the middle of a run
 from __future__ import annotations
 
 import shlex
-import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from virtbench.errors import RuntimeUnavailable
+from virtbench.errors import RuntimeUnavailable, VirtbenchError
 from virtbench.host import proc
 from virtbench.runtimes.daemon import Daemon, Daemons
 
@@ -84,14 +83,10 @@ class Ssh:
         script = shlex.join(["sh", "-c", 'cat > "$1" && chmod 755 "$1"', "sh", remote])
         argv = [*self._argv("-o", "ControlMaster=no"), "--", script]
         try:
-            with open(local, "rb") as data:
-                done = subprocess.run(argv, stdin=data, capture_output=True, timeout=timeout)
-        except (OSError, subprocess.TimeoutExpired) as exc:
+            done = proc.run(argv, check=False, timeout=timeout, stdin_path=local)
+        except (OSError, VirtbenchError) as exc:  # no such file or command, a timeout
             return f"{local.name}: {exc}"
-        if done.returncode != 0:
-            said = done.stderr.decode(errors="replace").strip().splitlines()
-            return f"{local.name}: {said[-1] if said else f'exit status {done.returncode}'}"
-        return None
+        return None if done.returncode == 0 else f"{local.name}: {done.brief()}"
 
     def shell(self, script: str, timeout: float = 60) -> proc.Result:
         """A shell script run on the other host (its `sh`)."""

@@ -31,10 +31,8 @@ was runnable carries `load` > 0 (flagged in `show`, `compare` and the report).
 from __future__ import annotations
 
 import ctypes
-import os
 import platform
 import statistics
-import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -171,7 +169,7 @@ class Primer:
         self, layout: cgroups.Layout, name: Callable[[str], str], record: Callable[[str], None]
     ) -> None:
         self.dirs: list[Path] = []
-        self.proc: subprocess.Popen | None = None
+        self.proc: proc.Popen | None = None
         self._at = 0
         # One hierarchy is enough (the lock is global); not cpuset, whose cgroups take no
         # task before their CPUs are set.
@@ -199,15 +197,14 @@ class Primer:
             fh.write(str(self.proc.pid))
         # and one trivial program started and waited for, as the previous launch of a
         # by-hand loop would have: process creation is as warm before every launch. A bare
-        # posix_spawn, not host/proc.py: the plain process creation such a loop does (no
-        # pipes, group or timer thread), of a program that ends at once, reaped right here
-        pid = os.posix_spawn(WARM_PROGRAM, [WARM_PROGRAM], {})
-        os.waitpid(pid, 0)
+        # posix_spawn: the plain process creation such a loop does (no pipes, group or
+        # timer thread), of a program that ends at once, reaped right here
+        proc.run_bare(WARM_PROGRAM)
 
     def close(self) -> None:
         """End the sentinel and remove its cgroups."""
         if self.proc is not None:
-            proc.end_group(self.proc)  # ended as a group, and waited for
+            proc.stop(self.proc, rest=True)  # ended as a group, and waited for
             self.proc = None
         for d in self.dirs:
             cgroups.kill_and_remove(d)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import subprocess
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -56,7 +55,7 @@ class Started:
     """A daemon this run started: its process and its log."""
 
     daemon: Daemon
-    popen: subprocess.Popen
+    popen: proc.Popen
     log: Path
 
 
@@ -118,7 +117,7 @@ class Daemons:
                 return None
             try:
                 d.popen.wait(timeout=grace)
-            except subprocess.TimeoutExpired:
+            except proc.TimeoutExpired:
                 return None
         how = proc.describe_status(d.popen.returncode)
         tail = _tail(d.log, 1) if d.popen.returncode > 0 else ""  # killed: the log knows not why
@@ -139,16 +138,9 @@ class Daemons:
         d = self.started.pop(name, None)
         if d is None:
             return
-        p = d.popen
-        if p.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(p.pid, signal.SIGTERM)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(p, d.daemon.stop_timeout)
-        # Children it left (e.g. a containerd it spawned) share its process group.
-        proc.signal_group(p.pid, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(p, 10)
+        # TERM to the daemon alone, which stops what it started; then KILL to its group,
+        # where children it left (e.g. a containerd it spawned) are
+        proc.stop(d.popen, grace=0, leader_grace=d.daemon.stop_timeout, rest=True, reap=10)
         if d.daemon.after_stop is not None:
             d.daemon.after_stop()
 

@@ -7,7 +7,6 @@ words (Runtime.run_to_exit)."""
 from __future__ import annotations
 
 import os
-import subprocess
 import time
 
 from virtbench.errors import InstanceError
@@ -47,7 +46,7 @@ def await_launch(inst: Instance, what: str, timeout: float, hint: str) -> None:
     assert inst.proc is not None
     try:
         rc = proc.wait(inst.proc, timeout)
-    except subprocess.TimeoutExpired:
+    except proc.TimeoutExpired:
         raise InstanceError(f"{what} did not return in {timeout:g} s{hint}") from None
     inst.proc = None
     if rc != 0:
@@ -58,7 +57,7 @@ def wait_failed(who: str, exc: Exception, timeout: float, said: str = "") -> Ins
     """Why waiting for the foreground instance `who` ("<label>: <name>") failed: it did not
     exit in `timeout` s (and what its log's last lines say, `said`), or the wait itself
     failed (e.g. the engine's daemon went away)."""
-    if isinstance(exc, subprocess.TimeoutExpired | TimeoutError) or (
+    if isinstance(exc, proc.TimeoutExpired | TimeoutError) or (
         "timed out" in str(exc).lower()  # an engine API's read timeout
     ):
         return InstanceError(f"{who} did not exit in {timeout:g} s" + (f": {said}" if said else ""))

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import re
 import shutil
-import subprocess
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -21,6 +20,7 @@ from pydantic import BaseModel, ConfigDict
 from virtbench.host import cgroups, delegation
 
 if TYPE_CHECKING:
+    from virtbench.host.proc import Popen
     from virtbench.host.state import RunState
     from virtbench.measure.probe import ProbeListener
     from virtbench.paths import Paths
@@ -128,7 +128,7 @@ class Instance(Generic[S]):
     exit_code: int | None = None
     address: str | None = None
     netns: Path | None = None
-    proc: subprocess.Popen | None = None
+    proc: Popen | None = None
     stopped: bool = False
     binds: list[tuple[Path, str]] = field(default_factory=list)
     data_dir: Path | None = None  # the host directory behind DATA_MOUNT

@@ -20,7 +20,6 @@ offered; no route leads anywhere else.
 
 from __future__ import annotations
 
-import contextlib
 import ipaddress
 import json
 import os
@@ -272,6 +271,5 @@ class Dhcp:
         except FileNotFoundError:
             return
         started = self.daemons.started.get(self.name)
-        if started is not None and started.popen.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(started.popen.pid, signal.SIGHUP)
+        if started is not None:
+            proc.signal_child(started.popen, signal.SIGHUP)

@@ -315,8 +315,8 @@ class Podman(Engine):
 
     def _stop(self, inst: Instance) -> None:
         p = inst.proc
-        if p is not None and p.poll() is None:
-            proc.kill_group(p)
+        if p is not None:
+            proc.stop(p)
         self.cli("rm", "--force", "--time", "0", inst.name, check=False, timeout=60)
         self.observe.reap_later(inst.own.conmon)
 

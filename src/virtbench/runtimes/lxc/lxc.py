@@ -13,10 +13,6 @@ per-instance netns, shared with `lxc.namespace.share.net`). This host has no lxc
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-import subprocess
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -200,10 +196,6 @@ class Lxc(Runtime):
         exited = p is not None and p.poll() is not None  # foreground: gone with its init
         if not exited and (self.lxcpath / inst.name / "config").exists():
             proc.run(self.tool_argv(inst, "lxc-stop", "-k"), check=False, timeout=30)
-        if p is not None and p.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(p.pid, signal.SIGKILL)
-        if p is not None:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(p, 10)
+        if p is not None:  # what lxc-stop left of the launch: KILL, no TERM
+            proc.stop(p, grace=0, reap=10)
         remove_tree(self.lxcpath / inst.name)

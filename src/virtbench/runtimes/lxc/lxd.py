@@ -30,7 +30,6 @@ import contextlib
 import json
 import os
 import stat
-import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -327,7 +326,7 @@ class Lxd(Runtime):
         if rc != 0:
             raise InstanceError(f"lxc launch {inst.name} failed: {inst.log_tail()}")
         if inst.t_exit_ns is None:
-            raise subprocess.TimeoutExpired(inst.own.launch, timeout)
+            raise proc.TimeoutExpired(inst.own.launch, timeout)
         return 0  # LXD does not report the init's exit status
 
     def _after_exit(self, inst: Instance) -> None:
@@ -357,10 +356,9 @@ class Lxd(Runtime):
                 raise InstanceError(f"lxc delete {inst.name} failed: {res.brief()}")
             time.sleep(0.1)  # LXD still finishing the launch of an init that exited
         if p is not None:
-            with contextlib.suppress(subprocess.TimeoutExpired):
+            with contextlib.suppress(proc.TimeoutExpired):
                 proc.wait(p, 30)
-            if p.poll() is None:
-                proc.kill_group(p)
+            proc.stop(p)  # the launch, if it outlived the delete
 
     # --- clean -------------------------------------------------------------------------
     @staticmethod

@@ -330,8 +330,8 @@ class OciRuntime(Runtime):
         return ""
 
     def _stop(self, inst: Instance) -> None:
-        if inst.proc is not None and inst.proc.poll() is None:
-            proc.kill_group(inst.proc)
+        if inst.proc is not None:
+            proc.stop(inst.proc)
         res = proc.run([self.binary, "delete", "--force", inst.name], check=False, timeout=30)
         # a foreground container deletes itself when it exits: a delete that failed is
         # an error only if the container is still there

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,6 +105,9 @@ class Native(Runtime):
     Snapshot = NativeSnapshot
     Attach = NativeAttach
     State = ProcessState
+    # seconds a TERM to the first process alone gets before the TERM to its group (0:
+    # none): a launcher that ends what it started itself (nspawn)
+    leader_grace: ClassVar[float] = 0.0
 
     def __init__(self, ctx: RuntimeContext, *args: Any, **kwargs: Any) -> None:
         super().__init__(ctx, *args, **kwargs)
@@ -214,14 +215,6 @@ class Native(Runtime):
         p = inst.proc
         if p is None:
             return
-        if p.poll() is None:  # TERM first: servers remove their pid files on the way out
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(p.pid, signal.SIGTERM)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(p, TERM_GRACE_S)
-        if p.poll() is None:  # the leader is not reaped yet, so its group id is still ours
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(p.pid, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            p.wait(timeout=10)
+        # TERM first: servers remove their pid files on the way out
+        proc.stop(p, TERM_GRACE_S, leader_grace=self.leader_grace, reap=10)
         # anything else left in the instance's cgroup is killed by the base's removal

@@ -11,10 +11,6 @@ bridge's per-instance netns via --network-namespace-path).
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-import subprocess
 from typing import ClassVar
 
 from pydantic import BaseModel
@@ -37,6 +33,9 @@ class Nspawn(Native):
     networks: ClassVar[tuple[str, ...]] = ("none", "host", "bridge")
     Exec = LeaderExec  # pause: the cgroup freezer (Runtime's)
     Snapshot = NspawnSnapshot
+    # TERM lets nspawn end the container and undo its mounts and its propagation
+    # directory under /run/systemd/nspawn; the group's TERM and KILL only if it lingers
+    leader_grace = 5.0
 
     @classmethod
     def available(cls, options: BaseModel | None = None) -> Availability:
@@ -81,14 +80,3 @@ class Nspawn(Native):
         """The container's PID 1: the first process under systemd-nspawn in a PID
         namespace of its own."""
         return self.contained(inst, "container process")
-
-    def _stop(self, inst: Instance) -> None:
-        # TERM lets nspawn end the container and undo its mounts and its propagation
-        # directory under /run/systemd/nspawn; KILL (Native._stop) only if it lingers.
-        p = inst.proc
-        if p is not None and p.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(p.pid, signal.SIGTERM)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(p, 5)
-        super()._stop(inst)

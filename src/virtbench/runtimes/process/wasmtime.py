@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import subprocess
 import time
 from pathlib import Path
 from typing import Any, ClassVar
@@ -186,7 +185,7 @@ class Wasmtime(ConsoleReady, Native):
         self._dirs.pop(inst.name)
         env = {"PATH": "/usr/bin:/bin", "VIRTBENCH_INSTANCE": inst.name}
         with open(inst.log_path, "ab") as log:
-            inst.proc = proc.spawn(argv, stdout=subprocess.PIPE, stderr=log.fileno(), env=env)
+            inst.proc = proc.spawn(argv, stdout=proc.PIPE, stderr=log.fileno(), env=env)
         self.start_reader(inst)
 
     def _wait(self, inst: Instance, timeout: float) -> int:

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import http.client
 import json
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
 from virtbench.errors import InstanceError
+from virtbench.host.proc import Popen
 from virtbench.host.unixhttp import SUN_PATH_MAX, UnixHTTPConnection
 from virtbench.runtimes.controls import CgroupFreezer, Snapshot
 from virtbench.runtimes.model import Instance
@@ -34,7 +34,7 @@ def fresh_socket(sock: Path, who: str) -> None:
 
 
 def connect(
-    sock: Path, vmm: subprocess.Popen | None, who: str, timeout: float = API_TIMEOUT_S
+    sock: Path, vmm: Popen | None, who: str, timeout: float = API_TIMEOUT_S
 ) -> UnixHTTPConnection:
     """A connection to `sock` once the VMM (`vmm`, just started) has made it: it exists a
     few ms after exec. InstanceError if the VMM exits first or `timeout` passes."""

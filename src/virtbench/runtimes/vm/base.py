@@ -56,7 +56,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 import threading
 import time
 from pathlib import Path
@@ -278,7 +277,7 @@ class Vm(ConsoleReady, VmBoot, Native):
         env = {"PATH": "/usr/bin:/bin", "VIRTBENCH_INSTANCE": inst.name}  # found by clean
         inst.side_log = self.vmm_log(inst)
         with open(inst.side_log, "ab") as log:
-            inst.proc = proc.spawn(argv, stdout=subprocess.PIPE, stderr=log.fileno(), env=env)
+            inst.proc = proc.spawn(argv, stdout=proc.PIPE, stderr=log.fileno(), env=env)
         self.start_reader(inst)
         self._configure(inst)
         if self.byo:  # ready when its port answers, if it serves and prints nothing we read
@@ -296,7 +295,7 @@ class Vm(ConsoleReady, VmBoot, Native):
         started (in the console reader's thread, so that `_wait` returns)."""
         del t  # the exit time, which the reader put in inst.console
         if inst.proc is not None:
-            proc.kill_group(inst.proc, TERM_GRACE_S)
+            proc.stop(inst.proc, TERM_GRACE_S)
 
     def _wait(self, inst: Instance, timeout: float) -> int:
         assert inst.proc is not None
