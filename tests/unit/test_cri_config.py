@@ -146,9 +146,7 @@ def test_a_pod_launch_is_recorded_phase_by_phase_each_from_the_one_before():
             ("container_start", 231_000_000),
         ]
 
-    base = dict(
-        experiment="boot", direction="lower", runtime="cri:crun", workload="sleep", repetition=0
-    )
+    base = dict(experiment="boot", runtime="cri:crun", workload="sleep", repetition=0)
     _phases(Session(), Inst(), base)  # type: ignore[arg-type]
     got = {s.metric: s.value for s in recorded}
     assert got == {

@@ -9,6 +9,7 @@ from rich.table import Table
 
 from virtbench import metrics
 from virtbench.experiments import snapshot
+from virtbench.experiments.snapshot_many import MANY_TO_READY
 from virtbench.report import plots_sandbox
 from virtbench.report.sandbox import PER_MIB, dirty_slopes, dirty_table
 from virtbench.report.standing import Answer, Standing, ranked
@@ -29,7 +30,7 @@ FIGURES = (
     snapshot.CHECKPOINT.name,
     snapshot.RESTORE.name,
     RESTORE,
-    snapshot.MANY_TO_READY.name,
+    MANY_TO_READY.name,
 )
 
 
