@@ -65,8 +65,8 @@ def test_a_named_runtime_is_its_driver_with_options_of_its_own(kernel):
     cls = runtimes.get("qemu:q35:tcg")
     rt = got["uk-nginx"].create(SimpleNamespace())
     assert rt.label == "uk-nginx" and rt.name == "qemu" and isinstance(rt, cls)
-    assert rt.serve_port("nginx") == 8080 and rt.serve_port("http-fixed") == 8080
-    assert rt.serve_port("redis") is None  # not what it serves: the workload's own port
+    assert rt.serves.port("nginx") == 8080 and rt.serves.port("http-fixed") == 8080
+    assert rt.serves.port("redis") is None  # not what it serves: the workload's own port
     assert rt.effective_network("none") == "bridge"  # its clients reach it there
 
 

@@ -77,7 +77,7 @@ from virtbench.runtimes.base import (
 )
 from virtbench.runtimes.controls import Exec
 from virtbench.runtimes.model import crash_line
-from virtbench.runtimes.observe import Memory
+from virtbench.runtimes.observe import Memory, Serves
 from virtbench.runtimes.process.native import TERM_GRACE_S, HostProcess, NativeSnapshot
 from virtbench.runtimes.vm import image as vm_image
 from virtbench.runtimes.vm.attach import VmAttach
@@ -130,6 +130,23 @@ class VmMemory(Memory):
         return sum(values) if values else None
 
 
+class ImageServes(Serves):
+    """An image built elsewhere serves what its `serves` says, on its `port`; the minimal
+    and Linux guests serve the workload's own server."""
+
+    rt: Vm
+
+    def port(self, workload: str) -> int | None:
+        """The port an image serving `workload` listens on (None: the workload's own)."""
+        return self.rt.options.serve_port if self.service(workload) is not None else None
+
+    def service(self, workload: str) -> ImageService | None:
+        o = self.rt.options
+        if self.rt.boot.byo and o.service is not None and workload in o.service.workloads:
+            return o.service
+        return None
+
+
 class Vm(Runtime):
     """Base of the VM drivers (not a runtime of its own): each of its instances a VMM
     process (`vmm`) booting a guest (`boot`)."""
@@ -163,6 +180,7 @@ class Vm(Runtime):
     Snapshot = NativeSnapshot  # as its VMM's process: no checkpoint virtbench drives
     Memory = VmMemory
     Attach = VmAttach
+    Serves = ImageServes
 
     def __init__(self, ctx: RuntimeContext, *args: Any, **kwargs: Any) -> None:
         super().__init__(ctx, *args, **kwargs)
@@ -245,16 +263,6 @@ class Vm(Runtime):
         if self.boot.byo and self.options.serves is not None:
             return "bridge"
         return super().effective_network(requested)
-
-    def serve_port(self, workload: str) -> int | None:
-        """The port an image serving `workload` listens on (None: the workload's own)."""
-        return self.options.serve_port if self.image_service(workload) is not None else None
-
-    def image_service(self, workload: str) -> ImageService | None:
-        o = self.options
-        if self.boot.byo and o.service is not None and workload in o.service.workloads:
-            return o.service
-        return None
 
     def _prepare(self, inst: Instance) -> None:
         mode = guest_mode(inst.spec.argv)
