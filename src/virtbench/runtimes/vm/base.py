@@ -78,7 +78,7 @@ from virtbench.runtimes.base import (
 from virtbench.runtimes.controls import Exec
 from virtbench.runtimes.model import crash_line
 from virtbench.runtimes.observe import Memory, Serves
-from virtbench.runtimes.process.native import TERM_GRACE_S, HostProcess, NativeSnapshot
+from virtbench.runtimes.process.native import HostProcess, NativeSnapshot
 from virtbench.runtimes.vm import image as vm_image
 from virtbench.runtimes.vm.attach import VmAttach
 from virtbench.runtimes.vm.boot import VmBoot
@@ -141,6 +141,7 @@ class ImageServes(Serves):
         return self.rt.options.serve_port if self.service(workload) is not None else None
 
     def service(self, workload: str) -> ImageService | None:
+        """What the image serves `workload` as, if it serves it."""
         o = self.rt.options
         if self.rt.boot.byo and o.service is not None and workload in o.service.workloads:
             return o.service
@@ -313,8 +314,7 @@ class Vm(Runtime):
         idle (QEMU under Rumprun): end it, TERM then KILL, by the process this driver
         started (in the console reader's thread, so that `_wait` returns)."""
         del t  # the exit time, which the reader put in inst.console
-        if inst.proc is not None:
-            proc.kill_group(inst.proc, TERM_GRACE_S)
+        self.vmm.end_idle(inst)
 
     def _wait(self, inst: Instance, timeout: float) -> int:
         rc = self.vmm.wait(inst, timeout)

@@ -43,6 +43,7 @@ class VmBoot:
 
     @property
     def options(self) -> VmOptions:
+        """The driver's options, as they are now."""
         return self.rt.options
 
     def guest(self, inst: Instance) -> str:
@@ -54,6 +55,7 @@ class VmBoot:
         return g
 
     def memory_mib(self, inst: Instance) -> int:
+        """The guest's memory: the instance's, the driver's, else its guest's usual."""
         return inst.spec.memory_mib or self.options.memory_mib or MEMORY_MIB[self.guest(inst)]
 
     @property
@@ -62,6 +64,7 @@ class VmBoot:
         return self.options.guest == "image"
 
     def kernel(self, inst: Instance) -> Path:
+        """The kernel the VMM loads (an ELF vmlinux unpacked once where it loads only ELF)."""
         if self.options.kernel is not None:
             image = self.options.kernel
         elif self.guest(inst) == "linux":
@@ -77,6 +80,7 @@ class VmBoot:
         return self.elf[image]
 
     def initrd(self, inst: Instance) -> Path | None:
+        """A Linux guest's initramfs, an image's own initrd, or none."""
         if self.guest(inst) == "linux":
             return self.linux(inst.spec.rootfs)[1]
         return self.options.initrd

@@ -21,7 +21,7 @@ from pathlib import Path
 from virtbench.host import proc
 from virtbench.runtimes.console import Console, GuestEnd
 from virtbench.runtimes.model import Instance, RuntimeContext
-from virtbench.runtimes.process.native import HostProcess
+from virtbench.runtimes.process.native import TERM_GRACE_S, HostProcess
 
 
 class Vmm:
@@ -75,6 +75,13 @@ class Vmm:
         self.console.join(inst)
         inst.t_exit_ns = t_exit
         return rc
+
+    def end_idle(self, inst: Instance) -> None:
+        """End a VMM that stays up, idle, after its guest halted (QEMU under Rumprun):
+        TERM, then KILL after the grace, by the process spawned here; its console reader
+        sees the end (it may be the caller: this returns without joining it)."""
+        if inst.proc is not None:
+            proc.kill_group(inst.proc, TERM_GRACE_S)
 
     def stop(self, inst: Instance) -> None:
         """End the VMM, TERM then KILL, and its console reader; its cgroups stay (the
