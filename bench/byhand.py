@@ -22,6 +22,7 @@ from virtbench.runtimes.lxc.lxc import Lxc
 from virtbench.runtimes.lxc.lxd import Lxd
 from virtbench.runtimes.oci.base import OciRuntime
 from virtbench.runtimes.process.native import Native
+from virtbench.runtimes.vm.base import Vm
 
 
 def detached(rt: Runtime) -> bool:
@@ -50,7 +51,7 @@ def argv_of(rt: Runtime, inst: Instance) -> tuple[list[str], dict[str, str]]:
     """The by-hand command of a prepared instance, and its extra environment."""
     if isinstance(rt, OciRuntime):
         return rt.run_argv(inst, detach=False), {}
-    if isinstance(rt, Native):  # and nspawn, and the VMMs on it
+    if isinstance(rt, Native | Vm):  # and nspawn, bwrap, wasmtime; a VM's VMM
         return rt.launch_argv(inst), {}
     if isinstance(rt, Lxc):
         return rt.start_argv(inst, detach=False), {}

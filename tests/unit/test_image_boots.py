@@ -79,11 +79,11 @@ def _fake_vmm_exit(tmp_path: Path, case: str) -> int:
     with open(inst.side_log, "wb") as log:
         inst.proc = subprocess.Popen(["sh", "-c", script], stdout=subprocess.PIPE, stderr=log)
     inst.t_spawn_ns = time.monotonic_ns()
-    rt.start_reader(inst)
+    rt.read_console(inst)
     try:
         return rt._wait(inst, 30)
     finally:
-        rt.end_reader(inst)
+        rt.vmm.console.end(inst)
 
 
 def test_an_images_exit_is_a_boot_only_with_the_guests_own_output(tmp_path):

@@ -65,8 +65,8 @@ def test_a_named_runtime_is_its_driver_with_options_of_its_own(kernel):
     cls = runtimes.get("qemu:q35:tcg")
     rt = got["uk-nginx"].create(SimpleNamespace())
     assert rt.label == "uk-nginx" and rt.name == "qemu" and isinstance(rt, cls)
-    assert rt.serve_port("nginx") == 8080 and rt.serve_port("http-fixed") == 8080
-    assert rt.serve_port("redis") is None  # not what it serves: the workload's own port
+    assert rt.serves.port("nginx") == 8080 and rt.serves.port("http-fixed") == 8080
+    assert rt.serves.port("redis") is None  # not what it serves: the workload's own port
     assert rt.effective_network("none") == "bridge"  # its clients reach it there
 
 
@@ -181,7 +181,9 @@ def test_image_command_line_and_scratch_disk_per_vmm(tmp_path, kernel):
         inst = Instance(spec_, name, tmp_path / "vb-r1-0001.log", argv=spec_.argv, own=rt.State())
         inst.address = "10.1.0.2"
         inst.own.prefixlen, inst.own.gateway, inst.own.mac = 16, "10.1.0.1", "06:00:0a:01:00:02"
-        assert rt.cmdline(inst) == "--ipv4=10.1.0.2/16 --ipv4-gateway=10.1.0.1 --name=vb-r1-0001"
+        assert (
+            rt.boot.cmdline(inst) == "--ipv4=10.1.0.2/16 --ipv4-gateway=10.1.0.1 --name=vb-r1-0001"
+        )
         vm_image.scratch_disk(inst, opts, tmp_path)
         disk = inst.own.scratch_disk
         assert disk.stat().st_size == 8 << 20 and disk.stat().st_blocks == 0  # sparse

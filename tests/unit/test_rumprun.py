@@ -82,7 +82,7 @@ def test_qemu_appends_the_document_as_one_argument(tmp_path, kernel):
     assert json.loads(argv[argv.index("-append") + 1]) == {"cmdline": 'vb-r1-0001 8080 "x y"'}
     inst.address = "10.1.0.2"
     inst.own.prefixlen, inst.own.gateway, inst.own.mac = 16, "10.1.0.1", "06:00:0a:01:00:02"
-    doc = json.loads(rt.cmdline(inst))
+    doc = json.loads(rt.boot.cmdline(inst))
     assert doc["net"] == {**NET, "addr": "10.1.0.2", "mask": "16", "gw": "10.1.0.1"}
 
 
@@ -137,7 +137,7 @@ def _fake_rumprun(
     with open(inst.side_log, "ab") as log:
         inst.proc = proc.spawn(["sh", "-c", script], stdout=subprocess.PIPE, stderr=log.fileno())
     inst.t_spawn_ns = time.monotonic_ns()
-    rt.start_reader(inst)
+    rt.read_console(inst)
     try:
         try:
             result: int | InstanceError = rt._wait(inst, 30)
@@ -149,7 +149,7 @@ def _fake_rumprun(
     finally:
         with contextlib.suppress(Exception):  # never leave it running, whatever failed
             proc.stop(inst.proc, rest=True)
-        rt.end_reader(inst)
+        rt.vmm.console.end(inst)
 
 
 def test_exit_0_is_a_boot_ending_at_the_halt_line_and_the_vmm_is_ended(tmp_path, kernel):

@@ -115,12 +115,12 @@ def test_an_exec_instance_on_qemu_boots_linux_with_its_agents_port(tmp_path):
     ctx = SimpleNamespace(scratch=tmp_path, paths=SimpleNamespace(cache=tmp_path))
     qemu = runtimes.get("qemu")(ctx, runtimes.get("qemu").Options(variant="q35:tcg"), "q")
     spec = InstanceSpec("vb-r1-1", workloads.get("sleep").argv("vb-r1-1"), tmp_path)
-    assert qemu.guest(Instance(spec, "q", tmp_path / "l", argv=spec.argv, own=QemuState())) == (
-        "minimal"
-    )
+    assert qemu.boot.guest(
+        Instance(spec, "q", tmp_path / "l", argv=spec.argv, own=QemuState())
+    ) == ("minimal")
     agent = dataclasses.replace(spec, agent=True)
     inst = Instance(agent, "q", tmp_path / "l", argv=spec.argv, own=QemuState())
-    assert qemu.guest(inst) == "linux" and qemu.exec.problem() is None
+    assert qemu.boot.guest(inst) == "linux" and qemu.exec.problem() is None
     devices = " ".join(qemu._agent_devices(inst))
     assert f"path={tmp_path / 'qmp' / 'vb-r1-1.agent'},server=on,wait=off" in devices
     assert "virtserialport,bus=vbser.0,chardev=vbagent,name=vb.agent" in devices
@@ -142,9 +142,9 @@ def test_exec_into_a_microvm_goes_through_its_hybrid_vsock(label, tmp_path, monk
     rt, _ = vmm(label, tmp_path)
     spec = InstanceSpec("vb-r1-2", workloads.get("sleep").argv("vb-r1-2"), tmp_path, agent=True)
     inst = Instance(spec, label, tmp_path / "log", argv=spec.argv, own=rt.State())
-    assert rt.guest(inst) == "linux" and " vb.agent=vsock:1024" in rt.cmdline(inst)
-    monkeypatch.setattr(rt, "kernel", lambda inst: tmp_path / "vmlinux")  # not built here
-    monkeypatch.setattr(rt, "initrd", lambda inst: None)
+    assert rt.boot.guest(inst) == "linux" and " vb.agent=vsock:1024" in rt.boot.cmdline(inst)
+    monkeypatch.setattr(rt.boot, "kernel", lambda inst: tmp_path / "vmlinux")  # not built here
+    monkeypatch.setattr(rt.boot, "initrd", lambda inst: None)
     if label == "firecracker":
         want = {"guest_cid": 3, "uds_path": str(rt.vsock_path(inst))}
         assert rt._settings(inst)["vsock"] == want
@@ -345,7 +345,7 @@ def test_a_vms_image_counts_the_linux_guest_exec_boots(tmp_path, monkeypatch):
             paths=SimpleNamespace(cache=tmp_path),
         )
         fc = cls(ctx, cls.Options(), "firecracker")
-        monkeypatch.setattr(fc, "_linux", lambda r: (tmp_path / "vmlinuz", tmp_path / "initrd"))
+        monkeypatch.setattr(fc.boot, "linux", lambda r: (tmp_path / "vmlinuz", tmp_path / "initrd"))
         size, how = fc.image_size()
         assert size == want, (runs_commands, size, how)
         assert ("Linux" in how) == runs_commands

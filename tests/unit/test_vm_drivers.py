@@ -89,12 +89,12 @@ def test_linux_guest_kernel_and_command_line_per_vmm(tmp_path, name, exit_mode, 
     rt = cls(ctx, cls.Options(guest="linux", kernel=image))  # type: ignore[arg-type]
     spec = InstanceSpec("vb-r1-nginx-1", ("/usr/sbin/nginx", "-g", "x y"), tmp_path)
     inst = Instance(spec, name, tmp_path / "log", argv=spec.argv, own=rt.State())
-    line = rt.cmdline(inst)
+    line = rt.boot.cmdline(inst)
     assert exit_mode in line.split() and "vb.name=vb-r1-nginx-1" in line.split()
     argv = bytes.fromhex(re.search(r"vb\.argv=(\w+)", line).group(1)).split(b"\0")
     assert argv == [b"/usr/sbin/nginx", b"-g", b"x y", b""]
     assert ("reboot=k" in line.split()) == (name == "firecracker")
-    kernel = rt.kernel(inst)
+    kernel = rt.boot.kernel(inst)
     assert (kernel != image) == elf
     assert kernel.read_bytes() == (b"\x7fELF" + b"k" * 4000 if elf else image.read_bytes())
 

@@ -144,13 +144,13 @@ class Worker:
         self.ready_timeout = job.ready_timeout
         self.client_timeout = job.client_timeout
         self.rt = s.runtimes[runtime]
-        # where its server listens: the workload's port, or an image's own (serve_port)
+        # where its server listens: the workload's port, or an image's own (`serves.port`)
         serves = self.wl.serves
-        self.port: int = self.rt.serve_port(name) or (serves.port if serves is not None else 0)
+        self.port: int = self.rt.serves.port(name) or (serves.port if serves is not None else 0)
         self.inst: Instance | None = None
         self.address = ""
         # an image built elsewhere may answer some of the client's levels only (ping)
-        self.image = self.rt.image_service(name)
+        self.image = self.rt.serves.service(name)
         every = measures.levels(params)
         self.answered = [v for v in every if self.image is None or self.image.answers(name, v)]
         self.skipped = [str(v) for v in every if v not in self.answered]

@@ -11,8 +11,9 @@ instance a Runtime started is tracked until stopped, and `close` (from the run's
 
 The rest is composed, not inherited: a driver declares the class it uses for `Exec`,
 `Pause` and `Snapshot` (controls.py: default no exec, the cgroup freezer, no checkpoint),
-`Memory`, `Daemons` and `Observe` (observe.py: what is attributed to an instance, the
-run's daemons, its processes and ready signal) and `Attach` (attach.py: bridge, data,
+`Memory`, `Daemons`, `Observe` and `Serves` (observe.py: what is attributed to an
+instance, the run's daemons, its processes and ready signal, what it serves a workload
+as) and `Attach` (attach.py: bridge, data,
 probe address); `__init__` makes one of each (`rt.exec`, `rt.pause`, ...) holding the
 driver. A capability a runtime lacks says why in one line (`problem()`). Its spec options
 are a pydantic model `Options` (each driver narrows `options` to its own); `variant_option`
@@ -26,7 +27,7 @@ Lifecycle (lifecycle.py), which calls these hooks.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
@@ -47,9 +48,6 @@ from virtbench.runtimes.model import (  # re-exported: drivers import them from 
     remove_tree,
     which,
 )
-
-if TYPE_CHECKING:
-    from virtbench.workloads import ImageService
 
 __all__ = [
     "DATA_MOUNT",
@@ -101,6 +99,7 @@ class Runtime(Lifecycle, ABC):
     Memory: ClassVar[type[observe.Memory]] = observe.Memory
     Daemons: ClassVar[type[observe.RunDaemons]] = observe.RunDaemons
     Observe: ClassVar[type[observe.Observe]] = observe.Observe
+    Serves: ClassVar[type[observe.Serves]] = observe.Serves
     Attach: ClassVar[type[attach.Attach]] = attach.Attach
 
     def __init__(
@@ -121,6 +120,7 @@ class Runtime(Lifecycle, ABC):
         self.memory = self.Memory(self)
         self.daemons = self.Daemons(self)
         self.observe = self.Observe(self)
+        self.serves = self.Serves(self)
         self.attach = self.Attach(self)
 
     # --- what drivers provide -------------------------------------------------------
@@ -155,16 +155,6 @@ class Runtime(Lifecycle, ABC):
     def _revive(self) -> None:
         """After the engine died: bring it back (a fresh daemon) so that `close` can
         remove what the run made through it. Default: nothing to revive."""
-
-    def serve_port(self, workload: str) -> int | None:
-        """The port an instance serves `workload` on when not the workload's own (an image
-        built elsewhere); None: the workload's PORT."""
-        return None
-
-    def image_service(self, workload: str) -> ImageService | None:
-        """What an image built elsewhere serves `workload` as (how its readiness is probed,
-        which of the client's levels it answers); None: the workload's own server."""
-        return None
 
     def _prepare(self, inst: Instance) -> None:
         """Untimed, before the launch call: bundle files, cgroups (recorded in the ledger)."""

@@ -1,6 +1,6 @@
 """The serial console of a VM (its guest's alone: the VMM's own messages go to another
 file), or a WASI module's stdout: read by a thread per instance, which finds its ready
-line and heartbeats (`ConsoleReady`, the VM drivers' and wasmtime's)."""
+line and heartbeats (`Console`, which a VM's VMM and wasmtime hold)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,8 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
-from virtbench.runtimes.model import Instance
+from virtbench.runtimes.model import Instance, RuntimeContext
 
 MARKER = re.compile(rb"VB-(READY|HELLO|EXIT) (\S+)(?: (\d+))?\r*\n")  # whole lines
 BEAT = re.compile(rb"VB-BEAT (\S+) ([0-9a-f]+) (\d+)(?: (\d+))?\r*\n")
@@ -140,35 +139,44 @@ def _beats(
     return b"".join(kept)
 
 
-class ConsoleReady:
-    """A driver mixin: an instance's stdout (its process spawned with stdout=PIPE) read by
-    a thread of its own that marks the instance ready on its `VB-READY` line (or the
-    `console_ready` expression) and hands heartbeats to the probe (`read_console`)."""
+class Console:
+    """The consoles of a driver's instances: each instance's stdout (its process spawned
+    with stdout=PIPE) read by a thread of its own, which marks the instance ready on its
+    `VB-READY` line (or a `pattern` of the driver's) and hands heartbeats to the probe
+    (`read_console`). A VM's VMM holds one (vm/vmm.py), as wasmtime does."""
 
-    ctx: Any
-    _readers: dict[str, threading.Thread]
+    def __init__(self, ctx: RuntimeContext) -> None:
+        self.ctx = ctx
+        self.readers: dict[str, threading.Thread] = {}
 
-    def console_ready(self) -> str | None:
-        """A regular expression on the console that says ready, besides `VB-READY`."""
-        return None
-
-    def console_end(self) -> GuestEnd | None:
-        """How the guest says on its console that it is done, if its VMM outlives it."""
-        return None
-
-    def _halted(self, inst: Instance, t: int) -> None:
-        """The guest said it halted (`console_end`), at `t`: in the reader's thread."""
-        del inst, t
-
-    def start_reader(self, inst: Instance) -> None:
-        """Read `inst`'s console from now on, in a thread of its own."""
+    def start(
+        self,
+        inst: Instance,
+        pattern: str | None = None,
+        end: GuestEnd | None = None,
+        halted: Callable[[Instance, int], None] | None = None,
+    ) -> None:
+        """Read `inst`'s console from now on, in a thread of its own: `pattern`, a
+        regular expression that says ready besides `VB-READY`; `end`, how the guest says
+        it is done where its VMM outlives it, `halted(inst, t_ns)` called (in the
+        reader's thread) when it said it halted."""
         reader = threading.Thread(
-            target=self._read_console, args=(inst,), daemon=True, name=f"vb-console-{inst.name}"
+            target=self.read,
+            args=(inst, pattern, end, halted),
+            daemon=True,
+            name=f"vb-console-{inst.name}",
         )
-        self._readers[inst.name] = reader
+        self.readers[inst.name] = reader
         reader.start()
 
-    def _read_console(self, inst: Instance) -> None:
+    def read(
+        self,
+        inst: Instance,
+        pattern: str | None,
+        end: GuestEnd | None,
+        halted: Callable[[Instance, int], None] | None,
+    ) -> None:
+        """Read `inst`'s console to its end (what `start`'s thread does)."""
         probe = self.ctx.probe
         beat = (
             None
@@ -177,27 +185,29 @@ class ConsoleReady:
         )
         read_console(
             inst,
-            self.console_ready(),
-            lambda t: self._ready(inst, t),
+            pattern,
+            lambda t: self.ready(inst, t),
             beat,
-            self.console_end(),
-            lambda t: self._halted(inst, t),
+            end,
+            None if halted is None else (lambda t: halted(inst, t)),
         )
 
-    def _ready(self, inst: Instance, t: int) -> None:
+    def ready(self, inst: Instance, t: int) -> None:
+        """`inst` is ready since `t` (host monotonic ns): its console said so, or its port
+        answered (an image that serves)."""
         inst.console.t_ready_ns = t
         if self.ctx.probe is not None:
             self.ctx.probe.mark(inst.name, t)
 
-    def join_reader(self, inst: Instance) -> None:
+    def join(self, inst: Instance) -> None:
         """Wait (5 s at most) for the console to be read to its end: its last marker counts."""
-        reader = self._readers.get(inst.name)
+        reader = self.readers.get(inst.name)
         if reader is not None:
             reader.join(timeout=5)
 
-    def end_reader(self, inst: Instance) -> None:
+    def end(self, inst: Instance) -> None:
         """After the process ended: its console read to the end, and closed."""
-        reader = self._readers.pop(inst.name, None)
+        reader = self.readers.pop(inst.name, None)
         if reader is not None:
             reader.join(timeout=5)
         if inst.proc is not None and inst.proc.stdout is not None:

@@ -1,7 +1,7 @@
 """What the host can read of a started instance and of its runtime: its processes, how it
 ended, its tasks, its ready signal and whether what lingers after a removal is gone
 (`Observe`); the memory attributed to it (`Memory`); the daemons this run started for
-the runtime (`RunDaemons`).
+the runtime (`RunDaemons`); what it serves a workload as, and on which port (`Serves`).
 
 Each is an object a driver declares by class (`Observe = DockerObserve`, `Memory =
 VmMemory`, `Daemons = DockerDaemons`) and Runtime makes one per driver (`rt.observe`,
@@ -22,6 +22,7 @@ from virtbench.measure import memory, procstat
 
 if TYPE_CHECKING:
     from virtbench.runtimes.model import Instance
+    from virtbench.workloads import ImageService
 
 
 class Observe:
@@ -196,3 +197,24 @@ class RunDaemons:
     def pss_bytes(self) -> int | None:
         """PSS (bytes) of their processes; None where the run started none."""
         return memory.pss_total(self.pids())
+
+
+class Serves:
+    """What an instance of a driver (`rt`) serves a workload as: by default the workload's
+    own server on its own port; an image built elsewhere says its own (vm/base.py's
+    `ImageServes`)."""
+
+    def __init__(self, rt: Any) -> None:
+        self.rt = rt
+
+    def port(self, workload: str) -> int | None:
+        """The port an instance serves `workload` on when not the workload's own (an image
+        built elsewhere); None: the workload's PORT."""
+        del workload
+        return None
+
+    def service(self, workload: str) -> ImageService | None:
+        """What an image built elsewhere serves `workload` as (how its readiness is probed,
+        which of the client's levels it answers); None: the workload's own server."""
+        del workload
+        return None

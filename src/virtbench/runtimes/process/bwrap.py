@@ -58,13 +58,12 @@ class Bwrap(Native):
             "lsm": "none",
         }
 
-    def _launcher(self, inst: Instance, dirs: list) -> list[str]:
-        """vb-cgexec into the cgroups and, on the bridge, the instance's netns (bwrap
-        cannot join one); `none` is bwrap's own --unshare-net."""
-        net: list[str] = []
+    def _launch_net(self, inst: Instance) -> list[str]:
+        """On the bridge, vb-cgexec joins the instance's netns (bwrap cannot join one);
+        `none` is bwrap's own --unshare-net."""
         if self.effective_network(inst.spec.network) == "bridge" and inst.netns is not None:
-            net = ["-n", str(inst.netns)]
-        return [str(inst.spec.rootfs / "bin" / "vb-cgexec"), *net, *map(str, dirs), "--"]
+            return ["-n", str(inst.netns)]
+        return []
 
     def _command(self, inst: Instance) -> list[str]:
         argv = [

@@ -95,6 +95,10 @@ class ProcessState:
 
 
 class Native(Runtime):
+    """A host process in its own cgroups: the launch every process driver shares (bwrap,
+    nspawn, wasmtime fill in `_command` and, where theirs differs, `_launch_net`); the
+    process itself is `self.process`, a `HostProcess`."""
+
     name = "native"
     typical_launch_s = 0.01  # start + stop here without earlier boots
     spawns_launcher = True
@@ -111,16 +115,11 @@ class Native(Runtime):
 
     def __init__(self, ctx: RuntimeContext, *args: Any, **kwargs: Any) -> None:
         super().__init__(ctx, *args, **kwargs)
-        self._dirs: dict[str, list[Path]] = {}
+        self.process = HostProcess(ctx, self.label, self.leader_grace)
 
     @classmethod
     def available(cls, options: BaseModel | None = None) -> Availability:
-        layout = cgroups.Layout.detect()
-        if layout.version == 0:
-            return Availability(False, reason="no cgroup hierarchy mounted", fix="mount cgroups")
-        if os.geteuid() != 0:
-            return Availability(False, reason="needs root for cgroups", fix="run as root")
-        return Availability(True, version=os.uname().release)
+        return HostProcess.available()
 
     def _command(self, inst: Instance) -> list[str]:
         """What vb-cgexec execs inside the instance's cgroups."""
@@ -129,20 +128,19 @@ class Native(Runtime):
     def launch_argv(self, inst: Instance) -> list[str]:
         """What `_start` spawns for a prepared instance: the launcher into its cgroups,
         then the command it execs (also what a user would type: bench/byhand.py)."""
-        return [*self._launcher(inst, self._dirs[inst.name]), *self._command(inst)]
+        return [*self.process.launcher(inst, self._launch_net(inst)), *self._command(inst)]
 
-    def _launcher(self, inst: Instance, dirs: list[Path]) -> list[str]:
-        """vb-cgexec: joins the cgroups, then (native only: nspawn and VMs do their own
-        network) the instance's network namespace (a new one for `none`, the bridge's for
-        `bridge`), then execs the workload."""
-        net: list[str] = []
-        if self.family is Family.PROCESS:
-            network = self.effective_network(inst.spec.network)
-            if network == "none":
-                net = ["-N"]
-            elif network == "bridge" and inst.netns is not None:
-                net = ["-n", str(inst.netns)]
-        return [str(inst.spec.rootfs / "bin" / "vb-cgexec"), *net, *map(str, dirs), "--"]
+    def _launch_net(self, inst: Instance) -> list[str]:
+        """What vb-cgexec does of the network (native only: nspawn does its own): a new
+        namespace for `none`, the bridge's for `bridge`."""
+        if self.family is not Family.PROCESS:
+            return []
+        network = self.effective_network(inst.spec.network)
+        if network == "none":
+            return ["-N"]
+        if network == "bridge" and inst.netns is not None:
+            return ["-n", str(inst.netns)]
+        return []
 
     def host_argv(self, inst: Instance, argv: list[str] | None = None) -> list[str]:
         """The argv (default: the instance's) with paths inside the instance replaced by
@@ -169,35 +167,26 @@ class Native(Runtime):
         return out
 
     def _prepare(self, inst: Instance) -> None:
-        self.ctx.state.record("cgroup", inst.name)
-        mem = inst.spec.memory_mib * 1024 * 1024 if inst.spec.memory_mib else None
-        spec = inst.spec
-        self._dirs[inst.name] = cgroups.create(
-            self.ctx.layout, inst.name, mem, spec.cpus, spec.pids_limit
-        )
+        self.process.prepare(inst)
 
     def _start(self, inst: Instance, detach: bool) -> None:
-        env = {"PATH": "/usr/bin:/bin", "VIRTBENCH_INSTANCE": inst.name}
         # vb-cgexec joins the cgroups and execs the workload: a vfork/exec launch, where
         # joining from a preexec_fn would force a full fork of this process (~3 ms).
         argv = self.launch_argv(inst)
-        self._dirs.pop(inst.name)
         with open(inst.log_path, "ab") as log:
             inst.t_spawn_ns = time.monotonic_ns()  # the command built: the spawn itself
-            inst.proc = proc.spawn(argv, stdout=log.fileno(), stderr=log.fileno(), env=env)
+            self.process.spawn(inst, argv, log.fileno(), log.fileno())
 
     def leader(self, inst: Instance) -> int:
         """The instance's first process (vb-cgexec exec'd the workload)."""
-        if inst.proc is None or inst.proc.poll() is not None:
-            raise InstanceError(f"{self.label}: {inst.name} is not running")
-        return inst.proc.pid
+        return self.process.pid(inst)
 
     def contained(self, inst: Instance[ProcessState], what: str, skip: str = "") -> int:
         """The first process under the instance's own (nspawn, bwrap) in a pid namespace
         of its own, other than one named `skip` (bwrap's reaper): the container's first
         process, found once; InstanceError naming `what` when there is none."""
         if inst.own.leader is None:
-            outer = Native.leader(self, inst)
+            outer = self.process.pid(inst)
             mine = os.readlink(f"/proc/{outer}/ns/pid")
             for child in psutil.Process(outer).children(recursive=True):
                 with contextlib.suppress(OSError, psutil.Error):
@@ -211,7 +200,70 @@ class Native(Runtime):
         return inst.own.leader
 
     def _stop(self, inst: Instance) -> None:
-        self._dirs.pop(inst.name, None)
+        self.process.stop(inst)
+
+
+class HostProcess:
+    """The one host process of each instance of a driver, in cgroups of its own: the
+    cgroups made untimed (`prepare`), the launcher that joins them (vb-cgexec,
+    `launcher`), the spawn, and its end, TERM then KILL (`stop`; the cgroups themselves
+    go with the instance, Lifecycle.stop). Native's, and so bwrap's, nspawn's and
+    wasmtime's; a VM's VMM is one too (vm/vmm.py). It holds each instance's cgroups from
+    `prepare` until the spawn (`dirs`)."""
+
+    def __init__(self, ctx: RuntimeContext, label: str, leader_grace: float = 0.0) -> None:
+        self.ctx = ctx
+        self.label = label
+        self.leader_grace = leader_grace  # s its leader alone gets TERM first (nspawn)
+        self.dirs: dict[str, list[Path]] = {}
+
+    @staticmethod
+    def available() -> Availability:
+        """Whether this host gives a process cgroups of its own (and virtbench the right)."""
+        layout = cgroups.Layout.detect()
+        if layout.version == 0:
+            return Availability(False, reason="no cgroup hierarchy mounted", fix="mount cgroups")
+        if os.geteuid() != 0:
+            return Availability(False, reason="needs root for cgroups", fix="run as root")
+        return Availability(True, version=os.uname().release)
+
+    def prepare(self, inst: Instance) -> None:
+        """Untimed, before the launch: the instance's cgroups (recorded in the ledger
+        first), with its memory limit, cpuset and pids limit."""
+        self.ctx.state.record("cgroup", inst.name)
+        mem = inst.spec.memory_mib * 1024 * 1024 if inst.spec.memory_mib else None
+        spec = inst.spec
+        self.dirs[inst.name] = cgroups.create(
+            self.ctx.layout, inst.name, mem, spec.cpus, spec.pids_limit
+        )
+
+    def prepared(self, inst: Instance) -> bool:
+        """Whether `inst`'s cgroups are made and its process not yet spawned."""
+        return inst.name in self.dirs
+
+    def launcher(self, inst: Instance, net: list[str]) -> list[str]:
+        """vb-cgexec: joins the prepared cgroups and, with `net` (`-N`: a new network
+        namespace, `-n <path>`: that one), a network namespace, then execs what follows."""
+        dirs = self.dirs[inst.name]
+        return [str(inst.spec.rootfs / "bin" / "vb-cgexec"), *net, *map(str, dirs), "--"]
+
+    def spawn(self, inst: Instance, argv: list[str], stdout: int, stderr: int) -> None:
+        """Start `argv` (a `launcher` line) as `inst`'s process (`inst.proc`), in a
+        process group of its own, with the environment `virtbench clean` finds it by."""
+        env = {"PATH": "/usr/bin:/bin", "VIRTBENCH_INSTANCE": inst.name}
+        self.dirs.pop(inst.name)
+        inst.proc = proc.spawn(argv, stdout=stdout, stderr=stderr, env=env)
+
+    def pid(self, inst: Instance) -> int:
+        """The process spawned for `inst`, while it runs."""
+        if inst.proc is None or inst.proc.poll() is not None:
+            raise InstanceError(f"{self.label}: {inst.name} is not running")
+        return inst.proc.pid
+
+    def stop(self, inst: Instance) -> None:
+        """End `inst`'s process and its group, TERM then KILL; a process already gone,
+        or never spawned, is no error."""
+        self.dirs.pop(inst.name, None)
         p = inst.proc
         if p is None:
             return

@@ -32,7 +32,7 @@ from virtbench.errors import InstanceError, VirtbenchError
 from virtbench.host import proc
 from virtbench.runtimes.attach import Attach
 from virtbench.runtimes.base import Availability, Family, Instance, RuntimeContext, which
-from virtbench.runtimes.console import ConsoleReady
+from virtbench.runtimes.console import Console
 from virtbench.runtimes.controls import Exec, Snapshot
 from virtbench.runtimes.model import with_probe
 from virtbench.runtimes.process.native import Native
@@ -68,7 +68,7 @@ def version_of(binary: str) -> str:
     return words[1]
 
 
-class Wasmtime(ConsoleReady, Native):
+class Wasmtime(Native):
     name = "wasmtime"
     typical_launch_s = 0.01  # start + stop here without earlier boots
     family = Family.SANDBOX
@@ -80,7 +80,7 @@ class Wasmtime(ConsoleReady, Native):
 
     def __init__(self, ctx: RuntimeContext, *args: Any, **kwargs: Any) -> None:
         super().__init__(ctx, *args, **kwargs)
-        self._readers = {}
+        self.console = Console(ctx)  # the module's stdout, where it says ready
         self._binary = "wasmtime"  # its path, found at set-up
         self._compiled: dict[str, Path] = {}
 
@@ -182,23 +182,21 @@ class Wasmtime(ConsoleReady, Native):
     def _start(self, inst: Instance, detach: bool) -> None:
         del detach
         argv = self.launch_argv(inst)
-        self._dirs.pop(inst.name)
-        env = {"PATH": "/usr/bin:/bin", "VIRTBENCH_INSTANCE": inst.name}
         with open(inst.log_path, "ab") as log:
-            inst.proc = proc.spawn(argv, stdout=proc.PIPE, stderr=log.fileno(), env=env)
-        self.start_reader(inst)
+            self.process.spawn(inst, argv, proc.PIPE, log.fileno())
+        self.console.start(inst)
 
     def _wait(self, inst: Instance, timeout: float) -> int:
         assert inst.proc is not None
         rc = proc.wait(inst.proc, timeout)
         inst.t_exit_ns = time.monotonic_ns()
-        self.join_reader(inst)
+        self.console.join(inst)
         return rc
 
     def _stop(self, inst: Instance) -> None:
         super()._stop(inst)
         with contextlib.suppress(OSError):
-            self.end_reader(inst)
+            self.console.end(inst)
 
     def image_size(self) -> tuple[int, str] | None:
         """The WASI modules as built (.wasm), not their precompiled code."""

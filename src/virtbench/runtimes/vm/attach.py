@@ -8,7 +8,7 @@ from virtbench.errors import InstanceError, VirtbenchError
 from virtbench.host import proc
 from virtbench.runtimes.model import Instance, with_probe
 from virtbench.runtimes.process.native import NativeAttach
-from virtbench.runtimes.vm.boot import VmBoot
+from virtbench.runtimes.vm.boot import Booted
 from virtbench.runtimes.vm.guest import mac_of
 
 
@@ -16,7 +16,7 @@ class VmAttach(NativeAttach):
     """A VM's place on the bridge is a tap, its data a disk image, and without a network
     its probe is its console."""
 
-    rt: VmBoot  # the Vm driver (vm/base.py), as far as what it boots goes
+    rt: Booted  # the Vm driver (vm/base.py), as far as what it boots goes
 
     def data(self, inst: Instance) -> None:
         """A Linux guest's data disk: a sparse ext4 image (`data_disk_mib`) in the
@@ -24,7 +24,7 @@ class VmAttach(NativeAttach):
         and mounted at /data by vb-init (`vb.data=vda`)."""
         super().data(inst)
         assert inst.data_dir is not None
-        if self.rt.guest(inst) != "linux":
+        if self.rt.boot.guest(inst) != "linux":
             return  # the minimal guest and images have no use for one
         disk = inst.data_dir / "disk.img"
         try:
@@ -43,7 +43,7 @@ class VmAttach(NativeAttach):
         own = inst.own
         own.tap, own.mac, own.gateway = tap, mac_of(ip), bridge.host_ip
         own.prefixlen = bridge.prefixlen
-        if self.rt.byo and self.rt.options.wants_dhcp:  # its address as a lease of its MAC
+        if self.rt.boot.byo and self.rt.options.wants_dhcp:  # its address as a lease of its MAC
             bridge.lease(inst.name, own.mac, ip, self.rt.ctx.daemons)
 
     def probe(self, inst: Instance, network: str) -> tuple[str, ...]:

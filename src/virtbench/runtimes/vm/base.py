@@ -1,11 +1,15 @@
 """What every VM-class driver shares: a VMM process per instance booting a guest kernel.
 
-A driver (qemu, firecracker, cloud-hypervisor) says how to start its VMM (`_command`, and
-optionally `_configure` for VMMs set up over an API socket after they start) and what its
-exit status means; this base does the rest the same way for all of them:
+A VM has a VMM: `Vm` is a Runtime that holds its instances' VMM processes (`self.vmm`,
+vm/vmm.py's `Vmm`) and what they boot (`self.boot`, vm/boot.py's `VmBoot`). A driver
+(qemu, firecracker, cloud-hypervisor, the Solo5 tenders) fills in a few hooks: how to
+start its VMM (`_command`, and optionally `_configure` for VMMs set up over an API socket
+after they start) and what its exit status means (class attributes); this base does the
+rest the same way for all of them:
 
-- the VMM runs in the instance's cgroups (launched through vb-cgexec, as for native), so
-  its memory, threads and leftovers are accounted and cleaned like any instance's;
+- the VMM runs in the instance's cgroups (launched through vb-cgexec, as native launches a
+  process), so its memory, threads and leftovers are accounted and cleaned like any
+  instance's;
 - its serial console (the VMM's stdout) is read by a thread that stamps the first byte
   (`inst.console.t_first_output_ns`) and the guest's markers: `VB-READY <name>` is handed
   to the probe listener as if it were the ready datagram, `VB-HELLO <name>` says the hello
@@ -56,8 +60,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import threading
-import time
+from abc import abstractmethod
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -68,14 +71,14 @@ from virtbench.runtimes.base import (
     Availability,
     Family,
     Instance,
+    Runtime,
     RuntimeContext,
     which,
 )
-from virtbench.runtimes.console import ConsoleReady, GuestEnd
 from virtbench.runtimes.controls import Exec
 from virtbench.runtimes.model import crash_line
-from virtbench.runtimes.observe import Memory
-from virtbench.runtimes.process.native import TERM_GRACE_S, Native
+from virtbench.runtimes.observe import Memory, Serves
+from virtbench.runtimes.process.native import HostProcess, NativeSnapshot
 from virtbench.runtimes.vm import image as vm_image
 from virtbench.runtimes.vm.attach import VmAttach
 from virtbench.runtimes.vm.boot import VmBoot
@@ -88,6 +91,7 @@ from virtbench.runtimes.vm.guest import (
     mac_of,
 )
 from virtbench.runtimes.vm.state import VmState
+from virtbench.runtimes.vm.vmm import Vmm
 
 if TYPE_CHECKING:
     from virtbench.workloads import ImageService
@@ -120,16 +124,36 @@ class VmMemory(Memory):
     rt: Vm
 
     def guest_ram_pss(self, inst: Instance) -> int | None:
-        size_kib = self.rt.memory_mib(inst) * 1024
+        size_kib = self.rt.boot.memory_mib(inst) * 1024
         found = [memory.pss_of_mappings(pid, size_kib) for pid in self.rt.observe.pids(inst)]
         values = [v for v in found if v is not None]
         return sum(values) if values else None
 
 
-class Vm(ConsoleReady, VmBoot, Native):
-    """Base of the VM drivers (not a runtime of its own)."""
+class ImageServes(Serves):
+    """An image built elsewhere serves what its `serves` says, on its `port`; the minimal
+    and Linux guests serve the workload's own server."""
+
+    rt: Vm
+
+    def port(self, workload: str) -> int | None:
+        """The port an image serving `workload` listens on (None: the workload's own)."""
+        return self.rt.options.serve_port if self.service(workload) is not None else None
+
+    def service(self, workload: str) -> ImageService | None:
+        """What the image serves `workload` as, if it serves it."""
+        o = self.rt.options
+        if self.rt.boot.byo and o.service is not None and workload in o.service.workloads:
+            return o.service
+        return None
+
+
+class Vm(Runtime):
+    """Base of the VM drivers (not a runtime of its own): each of its instances a VMM
+    process (`vmm`) booting a guest (`boot`)."""
 
     family = Family.VM
+    spawns_launcher = True  # a spawn that returns at once, as native's
     # bridge: a tap device on the run's bridge, the VM's first NIC (virtio-net)
     networks: ClassVar[tuple[str, ...]] = ("none", "bridge")
     Options: ClassVar[type[VmOptions]] = VmOptions
@@ -154,14 +178,25 @@ class Vm(ConsoleReady, VmBoot, Native):
     # no exec (the drivers' own: vm/agent.py); pause is the freezer on the VMM (QEMU's is
     # QMP, Firecracker's and Cloud Hypervisor's their APIs); no snapshot but the drivers' own
     Exec = NoGuestAgent
+    Snapshot = NativeSnapshot  # as its VMM's process: no checkpoint virtbench drives
     Memory = VmMemory
     Attach = VmAttach
+    Serves = ImageServes
 
     def __init__(self, ctx: RuntimeContext, *args: Any, **kwargs: Any) -> None:
         super().__init__(ctx, *args, **kwargs)
-        self._readers: dict[str, threading.Thread] = {}
-        self._linux_files: dict[str, tuple[Path, Path]] = {}
-        self._elf: dict[Path, Path] = {}  # kernel image -> its ELF vmlinux
+        self.vmm = Vmm(ctx, self.label)
+        self.boot = VmBoot(self)
+
+    # --- what a VM driver fills in ------------------------------------------------------
+    @abstractmethod
+    def _command(self, inst: Instance) -> list[str]:
+        """The VMM's argv for `inst` (its binary first; what it restores from, if
+        `inst.own.restore_from` is set)."""
+
+    def _configure(self, inst: Instance) -> None:
+        """Timed, right after the VMM started: configure and boot it over its API."""
+        del inst  # VMMs configured by their command line have nothing to do here
 
     @classmethod
     def binary_of(cls, options: VmOptions | None) -> str:
@@ -187,7 +222,7 @@ class Vm(ConsoleReady, VmBoot, Native):
         if cls.needs_kvm(options) and not os.access("/dev/kvm", os.R_OK | os.W_OK):
             fix = "load kvm_intel or kvm_amd (in a VM: enable nested virtualization)"
             return Availability(False, reason="/dev/kvm missing or not accessible", fix=fix)
-        base = super().available(options)
+        base = HostProcess.available()
         if not base.ok:
             return base
         try:
@@ -226,90 +261,70 @@ class Vm(ConsoleReady, VmBoot, Native):
     def effective_network(self, requested: str) -> str:
         """An image that serves is on the run's bridge whatever the spec says: its
         clients reach it there."""
-        if self.byo and self.options.serves is not None:
+        if self.boot.byo and self.options.serves is not None:
             return "bridge"
         return super().effective_network(requested)
 
-    def serve_port(self, workload: str) -> int | None:
-        """The port an image serving `workload` listens on (None: the workload's own)."""
-        return self.options.serve_port if self.image_service(workload) is not None else None
-
-    def image_service(self, workload: str) -> ImageService | None:
-        o = self.options
-        if self.byo and o.service is not None and workload in o.service.workloads:
-            return o.service
-        return None
-
     def _prepare(self, inst: Instance) -> None:
         mode = guest_mode(inst.spec.argv)
-        if mode is None and self.guest(inst) == "minimal":
+        byo, kernel = self.boot.byo, self.boot.kernel
+        if mode is None and self.boot.guest(inst) == "minimal":
             raise InstanceError(
                 f"{self.label}: the minimal guest runs only the hello, sleep and beat "
                 f'workloads (got {" ".join(inst.spec.argv)}); use guest = "linux"'
             )
         o = self.options
-        if self.byo and mode != "hello" and o.ready is None and o.serves is None:
+        if byo and mode != "hello" and o.ready is None and o.serves is None:
             raise InstanceError(
                 f"{self.label}: an image that keeps running needs ready = "
                 '"<regex on its console>", or serves = "http" (ready when '
                 "its port answers)"
             )
-        if self.byo and o.scratch_disk_mib is not None:
+        if byo and o.scratch_disk_mib is not None:
             vm_image.scratch_disk(inst, o, self.ctx.scratch)
-        if not o.boots_disk and not self.kernel(inst).is_file():
-            raise InstanceError(
-                f"{self.label}: no guest kernel at {self.kernel(inst)} (run make setup)"
-            )
-        super()._prepare(inst)
+        if not o.boots_disk and not kernel(inst).is_file():
+            raise InstanceError(f"{self.label}: no guest kernel at {kernel(inst)} (run make setup)")
+        self.vmm.prepare(inst)
 
     def vmm_log(self, inst: Instance) -> Path:
         """Where the VMM's own messages go (never the guest's console log)."""
         return inst.log_path.with_name(f"{inst.name}.vmm.log")
 
-    def _configure(self, inst: Instance) -> None:
-        """Timed, right after the VMM started: configure and boot it over its API."""
-        del inst  # VMMs configured by their command line have nothing to do here
+    def launch_argv(self, inst: Instance) -> list[str]:
+        """What `_start` spawns for a prepared instance: vb-cgexec into its cgroups, then
+        the VMM (also what a user would type: bench/byhand.py)."""
+        return self.vmm.argv(inst, self._command(inst))
 
     def _start(self, inst: Instance, detach: bool) -> None:
         del detach  # both ways the VM runs on; run_to_exit waits for the VMM to end
-        argv = self.launch_argv(inst)  # native's launcher: cgroups only, for a VM
-        self._dirs.pop(inst.name)
-        env = {"PATH": "/usr/bin:/bin", "VIRTBENCH_INSTANCE": inst.name}  # found by clean
-        inst.side_log = self.vmm_log(inst)
-        with open(inst.side_log, "ab") as log:
-            inst.proc = proc.spawn(argv, stdout=proc.PIPE, stderr=log.fileno(), env=env)
-        self.start_reader(inst)
+        self.vmm.spawn(inst, self.launch_argv(inst), self.vmm_log(inst))
+        self.read_console(inst)
         self._configure(inst)
-        if self.byo:  # ready when its port answers, if it serves and prints nothing we read
-            vm_image.watch_port(inst, self.options, lambda t: self._ready(inst, t))
+        if self.boot.byo:  # ready when its port answers, if it serves and prints nothing we read
+            vm_image.watch_port(inst, self.options, lambda t: self.vmm.ready(inst, t))
 
-    def console_ready(self) -> str | None:
-        return self.options.ready
-
-    def console_end(self) -> GuestEnd | None:
-        return vm_image.guest_end(self.options) if self.byo else None
+    def read_console(self, inst: Instance) -> None:
+        """Read the console of `inst`'s VMM (just spawned) from now on: `VB-READY`, or an
+        image's `ready` expression, and how its preset says it is done."""
+        end = vm_image.guest_end(self.options) if self.boot.byo else None
+        self.vmm.read(inst, self.options.ready, end, self._halted)
 
     def _halted(self, inst: Instance, t: int) -> None:
         """The image said it halted (its preset's `halted` line) and its VMM stays up,
         idle (QEMU under Rumprun): end it, TERM then KILL, by the process this driver
         started (in the console reader's thread, so that `_wait` returns)."""
         del t  # the exit time, which the reader put in inst.console
-        if inst.proc is not None:
-            proc.stop(inst.proc, TERM_GRACE_S)
+        self.vmm.end_idle(inst)
 
     def _wait(self, inst: Instance, timeout: float) -> int:
-        assert inst.proc is not None
-        rc = proc.wait(inst.proc, timeout)
-        t_exit = time.monotonic_ns()
-        self.join_reader(inst)
-        inst.t_exit_ns = t_exit
+        rc = self.vmm.wait(inst, timeout)
         if inst.console.t_halted_ns is not None:  # an image halted: its VMM was ended
             return vm_image.halted_exit(self.label, inst, self.options)
         if inst.console.guest_status is not None:  # a Linux guest said how it ended
             return inst.console.guest_status
         if rc == self.clean_exit and inst.console.hello:
             return 0
-        if self.byo and rc in (0, self.clean_exit):
+        if self.boot.byo and rc in (0, self.clean_exit):
             return self.image_exit(inst, rc)
         return rc
 
@@ -329,20 +344,18 @@ class Vm(ConsoleReady, VmBoot, Native):
         return 0
 
     def _stop(self, inst: Instance) -> None:
-        super()._stop(inst)
+        self.vmm.stop(inst)
         vm_image.end(inst)
-        self.end_reader(inst)
 
     def end_vmm(self, inst: Instance) -> None:
         """End `inst`'s VMM (after a checkpoint), keeping its cgroups for `restart`."""
-        Native._stop(self, inst)
-        self.end_reader(inst)
+        self.vmm.stop(inst)
 
     def restart(self, inst: Instance) -> None:
         """A new VMM for `inst`, in its cgroups (kept since its launch), its console read
         again: a restore's (the driver's `_command`/`_configure` see what it restores)."""
-        if inst.name not in self._dirs:
-            Native._prepare(self, inst)
+        if not self.vmm.prepared(inst):
+            self.vmm.prepare(inst)
         self._start(inst, True)
 
     def image_size(self) -> tuple[int, str] | None:
@@ -351,7 +364,7 @@ class Vm(ConsoleReady, VmBoot, Native):
         def du(*files: Path | None) -> int:
             return sum(p.stat().st_blocks * 512 for p in files if p is not None)
 
-        if self.byo:
+        if self.boot.byo:
             return du(o.kernel, o.initrd, o.disk), "image files du"
         if self.ctx.rootfs is None:
             return None
@@ -359,11 +372,11 @@ class Vm(ConsoleReady, VmBoot, Native):
         # programs) exactly when some workload is not hello/sleep, i.e. boots Linux
         servers = not self.ctx.rootfs.name.startswith("rootfs-minimal")
         if o.guest == "linux" or (o.guest == "auto" and servers):
-            return du(*self._linux(self.ctx.rootfs)), "Linux kernel + initramfs du"
+            return du(*self.boot.linux(self.ctx.rootfs)), "Linux kernel + initramfs du"
         kernel = self.ctx.rootfs / KERNEL
         if not kernel.exists():
             return None
         if o.guest == "auto" and self.ctx.runs_commands:  # exec's instances boot Linux
-            linux = du(*self._linux(self.ctx.rootfs))
+            linux = du(*self.boot.linux(self.ctx.rootfs))
             return du(kernel) + linux, "guest kernel + Linux kernel + initramfs (exec's) du"
         return du(kernel), "guest kernel du"

@@ -114,8 +114,8 @@ class CloudHypervisor(ApiVm):
         self.vsock_path(inst).unlink(missing_ok=True)
 
     def _boot(self, inst: Instance) -> list[str]:
-        o = self.options
-        initrd = self.initrd(inst)
+        o, boot = self.options, self.boot
+        initrd = boot.initrd(inst)
         extra = ["--initramfs", str(initrd)] if initrd is not None else []
         own = inst.own
         disks = [f"path={own.data_disk}"] if own.data_disk is not None else []
@@ -131,13 +131,13 @@ class CloudHypervisor(ApiVm):
             extra += ["--vsock", f"cid={GUEST_CID},socket={self.vsock_path(inst)}"]
         return [
             "--kernel",
-            str(self.kernel(inst)),
+            str(boot.kernel(inst)),
             "--cmdline",
-            self.cmdline(inst),
+            boot.cmdline(inst),
             "--cpus",
             f"boot={o.vcpus}",
             "--memory",
-            f"size={self.memory_mib(inst)}M",
+            f"size={boot.memory_mib(inst)}M",
             "--serial",
             "tty",
             "--console",

@@ -90,10 +90,10 @@ class Firecracker(ApiVm):
         return self.ctx.scratch / f"{inst.name}.json"
 
     def _settings(self, inst: Instance) -> dict[str, dict[str, Any]]:
-        machine = {"vcpu_count": self.options.vcpus, "mem_size_mib": self.memory_mib(inst)}
-        boot = {"kernel_image_path": str(self.kernel(inst)), "boot_args": self.cmdline(inst)}
-        o = self.options
-        if (initrd := self.initrd(inst)) is not None:
+        o, guest = self.options, self.boot
+        machine = {"vcpu_count": o.vcpus, "mem_size_mib": guest.memory_mib(inst)}
+        boot = {"kernel_image_path": str(guest.kernel(inst)), "boot_args": guest.cmdline(inst)}
+        if (initrd := guest.initrd(inst)) is not None:
             boot["initrd_path"] = str(initrd)
         settings: dict[str, dict[str, Any]] = {"machine-config": machine, "boot-source": boot}
         if inst.own.tap:

@@ -109,7 +109,7 @@ class QemuSnapshot(Snapshot):
         inst.own.qmp = None
         if inst.proc is not None:
             proc.wait(inst.proc, 30)
-        self.rt.end_reader(inst)
+        self.rt.end_vmm(inst)  # it quit: its console read to the end
 
     def restore(self, inst: Instance, image_dir: Path) -> None:
         """A new QEMU with the same command line, taking its state from the file
@@ -181,7 +181,7 @@ class Qemu(Vm):
 
     def _prepare(self, inst: Instance) -> None:
         super()._prepare(inst)
-        if self.byo and self.options.disk is not None:  # untimed: its own layer
+        if self.boot.byo and self.options.disk is not None:  # untimed: its own layer
             vm_image.disk_layer(inst, self.options, self.ctx.scratch)
         if inst.spec.control or inst.spec.agent:
             self.qmp_path(inst).parent.mkdir(exist_ok=True)
@@ -193,7 +193,7 @@ class Qemu(Vm):
         super()._stop(inst)
 
     def _command(self, inst: Instance[QemuState]) -> list[str]:
-        o = self.options
+        o, boot = self.options, self.boot
         cpu = o.cpu or ("host,-arch-capabilities" if o.accel == "kvm" else "max")
         argv = [
             which(self.binary_of(o)) or self.binary_of(o),
@@ -208,7 +208,7 @@ class Qemu(Vm):
             "-smp",
             str(o.vcpus),
             "-m",
-            str(self.memory_mib(inst)),
+            str(boot.memory_mib(inst)),
             "-nodefaults",
             "-no-user-config",
             "-display",
@@ -222,7 +222,7 @@ class Qemu(Vm):
             "isa-debug-exit,iobase=0xf4,iosize=0x04",
         ]
         if not o.boots_disk:  # else the firmware boots the disk's own boot sector
-            argv += ["-kernel", str(self.kernel(inst)), "-append", self.cmdline(inst)]
+            argv += ["-kernel", str(boot.kernel(inst)), "-append", boot.cmdline(inst)]
         else:  # what SeaBIOS says (debug port 0x402: "No bootable device.") with the VMM's
             log = str(self.vmm_log(inst)).replace(",", ",,")
             argv += ["-chardev", f"file,id=vbfw,path={log},append=on"]
@@ -246,11 +246,11 @@ class Qemu(Vm):
             ]
         if inst.spec.control:  # paused or checkpointed: its machine protocol's socket
             argv += ["-qmp", f"unix:{self.qmp_path(inst)},server=on,wait=off"]
-        if inst.spec.agent and self.guest(inst) == "linux":  # vb-agent's channel
+        if inst.spec.agent and self.boot.guest(inst) == "linux":  # vb-agent's channel
             argv += self._agent_devices(inst)
         if (image := inst.own.restore_from) is not None:  # the state saved by migrate
             argv += ["-incoming", f"exec:cat {shlex.quote(str(image / 'state'))}"]
-        if (initrd := self.initrd(inst)) is not None:
+        if (initrd := self.boot.initrd(inst)) is not None:
             argv += ["-initrd", str(initrd)]
         return argv
 

@@ -122,12 +122,13 @@ class Solo5(Vm):
 
     def net_device(self, inst: Instance) -> str | None:
         """The unikernel's network device's name (its manifest's), or None."""
-        devices = self.manifest(self.kernel(inst))
+        kernel = self.boot.kernel(inst)
+        devices = self.manifest(kernel)
         nets = [d["name"] for d in devices if d["type"] == "NET_BASIC"]
         others = [f"{d['name']} ({d['type']})" for d in devices if d["type"] != "NET_BASIC"]
         if others or len(nets) > 1:
             raise InstanceError(
-                f"{self.label}: {self.kernel(inst)} declares devices virtbench cannot attach "
+                f"{self.label}: {kernel} declares devices virtbench cannot attach "
                 f"({', '.join(others + nets[1:])}): one network device at most"
             )
         return nets[0] if nets else None
@@ -142,13 +143,14 @@ class Solo5(Vm):
 
     def _command(self, inst: Instance) -> list[str]:
         argv = [which(self.binary_of(self.options)) or self.binary_of(self.options)]
-        argv.append(f"--mem={self.memory_mib(inst)}")
+        boot = self.boot
+        argv.append(f"--mem={boot.memory_mib(inst)}")
         dev = self.net_device(inst)
         if dev is not None:
             if not inst.own.tap:
                 raise InstanceError(f"{self.label}: {inst.name} has no tap for {dev}")
             argv += [f"--net:{dev}={inst.own.tap}", f"--net-mac:{dev}={inst.own.mac}"]
-        return [*argv, str(self.kernel(inst)), *shlex.split(self.cmdline(inst))]
+        return [*argv, str(boot.kernel(inst)), *shlex.split(boot.cmdline(inst))]
 
 
 class Solo5Hvt(Solo5):
