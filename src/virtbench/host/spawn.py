@@ -59,7 +59,7 @@ def _executable(name: str, env: Mapping[str, str] | None, fresh: bool = False) -
 _RESTORED = (signal.SIGPIPE, signal.SIGXFSZ)
 
 
-class Spawned(subprocess.Popen):
+class Spawned(subprocess.Popen[bytes]):
     """A child started with `os.posix_spawn` (glibc: vfork and exec), kept as a Popen:
     `wait`, `poll`, `send_signal`, `kill`, `pid` and `returncode` work as Popen's.
 
