@@ -77,9 +77,12 @@ test-hosts: setup $(STAMPS)/test-deps
 test-unit: $(STAMPS)/venv
 	$(BIN)/python -m pytest tests/unit $(PYTEST_ARGS)
 
+# mypy: what pyproject.toml's [tool.mypy] says (src/virtbench, strict but its phase-2
+# overrides), its cache in .mypy_cache (a second run reads only what changed)
 lint: $(STAMPS)/venv
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
+	$(BIN)/mypy
 
 clean-venv:
 	rm -rf $(VENV) $(STAMPS)

@@ -13,10 +13,11 @@ from dataclasses import dataclass
 import numpy as np
 
 
-def finite(values: Sequence[float]) -> np.ndarray:
+def finite(values: Sequence[float] | np.ndarray) -> np.ndarray:
     """The finite values (NaN and None dropped)."""
     if isinstance(values, np.ndarray) and values.dtype.kind == "f":
-        return values[np.isfinite(values)]
+        kept: np.ndarray = values[np.isfinite(values)]
+        return kept
     return np.asarray([v for v in values if v is not None and math.isfinite(v)], dtype=float)
 
 

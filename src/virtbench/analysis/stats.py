@@ -21,7 +21,7 @@ runtimes: Kruskal-Wallis with Dunn's pairs, or ANOVA with Tukey's HSD (as S3).
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -100,7 +100,8 @@ def _cluster_medians(values: np.ndarray, unit: np.ndarray, rng: np.random.Genera
     half = cum[:, -1:] / 2
     lower = np.argmax(cum >= half, axis=1)  # the weighted median (average of the two
     upper = np.argmax(cum > half, axis=1)  # middle values when the weight splits evenly)
-    return (sorted_values[lower] + sorted_values[upper]) / 2
+    medians: np.ndarray = (sorted_values[lower] + sorted_values[upper]) / 2
+    return medians
 
 
 def resample_counts(k: int, rng: np.random.Generator) -> np.ndarray:
@@ -115,7 +116,8 @@ def resample_counts(k: int, rng: np.random.Generator) -> np.ndarray:
 def _boot_medians(values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Medians of BOOTSTRAP_RESAMPLES resamples (with replacement) of `values`."""
     idx = rng.integers(0, len(values), size=(BOOTSTRAP_RESAMPLES, len(values)))
-    return np.median(values[idx], axis=1)
+    medians: np.ndarray = np.median(values[idx], axis=1)
+    return medians
 
 
 def _interval(estimates: np.ndarray) -> tuple[float, float]:
@@ -138,7 +140,8 @@ def order_ci(values: np.ndarray) -> tuple[float, float]:
 def _evenly(rank: np.ndarray, size: np.ndarray, keep: np.ndarray) -> np.ndarray:
     """Whether item `rank` (0-based) of a run of `size` items is one of `keep` evenly
     spaced ones (element-wise)."""
-    return np.floor((rank + 1) * keep / size) > np.floor(rank * keep / size)
+    kept: np.ndarray = np.floor((rank + 1) * keep / size) > np.floor(rank * keep / size)
+    return kept
 
 
 def bounded_subset(unit: np.ndarray, limit: int = BOOTSTRAP_MAX_VALUES) -> np.ndarray:
@@ -163,7 +166,8 @@ def bounded_subset(unit: np.ndarray, limit: int = BOOTSTRAP_MAX_VALUES) -> np.nd
     ranks[order] = np.arange(rows.size) - starts[u[rows][order]]
     size = counts[u[rows]]
     keep = np.maximum(1, np.floor(size * share))
-    return rows[_evenly(ranks, size, keep)]
+    subset: np.ndarray = rows[_evenly(ranks, size, keep)]
+    return subset
 
 
 def bootstrap_ci(
@@ -298,7 +302,7 @@ def _bounded(values: np.ndarray, unit: np.ndarray) -> tuple[np.ndarray, np.ndarr
 
 
 # --- outliers ---------------------------------------------------------------------------
-def outliers(values: Sequence[float]) -> np.ndarray:
+def outliers(values: Sequence[float] | np.ndarray) -> np.ndarray:
     """Flags (same order as the finite values) outside Tukey's fences: below Q1 - 1.5 IQR or
     above Q3 + 1.5 IQR. Flagged values are shown, never dropped."""
     arr = finite(values)
@@ -306,7 +310,8 @@ def outliers(values: Sequence[float]) -> np.ndarray:
         return np.zeros(arr.size, dtype=bool)
     q1, q3 = np.quantile(arr, [0.25, 0.75])
     fence = 1.5 * (q3 - q1)
-    return (arr < q1 - fence) | (arr > q3 + fence)
+    flags: np.ndarray = (arr < q1 - fence) | (arr > q3 + fence)
+    return flags
 
 
 # --- two modes ----------------------------------------------------------------------------
@@ -355,14 +360,13 @@ def modes(values: Sequence[float], resolution: float | None = None) -> Modes | N
     with np.errstate(divide="ignore", invalid="ignore"):
         d = np.where(var > 0, math.sqrt(2) * gap / np.sqrt(var), np.where(gap > 0, np.inf, 0.0))
     i = int(np.argmax(d))  # the first best split, as a scan from the lowest would find
-    best = (float(d[i]), int(k[i]))
-    d, k = best
-    if d < MODES_MIN_SEPARATION:
+    separation, split = float(d[i]), int(k[i])
+    if separation < MODES_MIN_SEPARATION:
         return None
-    lo_med, hi_med = float(np.median(arr[:k])), float(np.median(arr[k:]))
+    lo_med, hi_med = float(np.median(arr[:split])), float(np.median(arr[split:]))
     if resolution is not None and hi_med - lo_med <= 2 * resolution:
         return None
-    return Modes(k, lo_med, n - k, hi_med, d)
+    return Modes(split, lo_med, n - split, hi_med, separation)
 
 
 # --- DESMET-style scores against a baseline (S5) --------------------------------------------
@@ -374,7 +378,9 @@ DESMET_BANDS = {
 }
 
 
-def desmet_score(value: float, baseline: float, kind: str, bands: dict | None = None) -> float:
+def desmet_score(
+    value: float, baseline: float, kind: str, bands: Mapping[str, Sequence[float]] | None = None
+) -> float:
     """0-4 (nan when either median is missing or the baseline is 0). `kind`: "higher",
     "lower" or "boot" (lower is better, scored on its own bands)."""
     if math.isnan(value) or math.isnan(baseline) or baseline == 0:

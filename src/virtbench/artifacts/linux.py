@@ -222,7 +222,8 @@ def build_initramfs(rootfs: Path, kernel: Kernel, out_dir: Path) -> Path:
         raise VirtbenchError(f"no /bin/vb-init in {rootfs} (rebuild the artifact: make setup)")
     modules = module_order(kernel.modules, GUEST_MODULES)
     digest = hashlib.sha256()
-    for part in (rootfs.name, kernel.release, init.read_bytes(), *map(str, modules)):
+    parts: list[str | bytes] = [rootfs.name, kernel.release, init.read_bytes(), *map(str, modules)]
+    for part in parts:
         digest.update(part if isinstance(part, bytes) else part.encode())
     path = out_dir / f"initramfs-{rootfs.name}-{digest.hexdigest()[:16]}.cpio"
     order = "".join(f"/{MODULE_DIR}/{m.name}\n" for m in modules).encode()

@@ -12,6 +12,7 @@ import os
 import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from virtbench.errors import VirtbenchError
 from virtbench.host import proc
@@ -48,7 +49,7 @@ class Artifact:
     disk_bytes: int
     apparent_bytes: int
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["path"] = str(self.path)
         return d
@@ -237,9 +238,9 @@ def build_rootfs(
             dest.chmod(mode & 0o777)
             if mtimes and rel in mtimes:
                 os.utime(dest, ns=(mtimes[rel], mtimes[rel]))
-        for d in tmp.rglob("*"):  # unprivileged containers' root must read every file
-            if d.is_dir():
-                d.chmod(0o755)
+        for p in tmp.rglob("*"):  # unprivileged containers' root must read every file
+            if p.is_dir():
+                p.chmod(0o755)
         (tmp / "etc" / "virtbench-artifact").write_text(f"{name} {digest}\n")
         os.replace(tmp, final)
     os.utime(final)  # used now: the cache keeps the most recently used (artifacts/cache.py)

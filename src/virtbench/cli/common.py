@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, NoReturn, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
@@ -72,7 +72,8 @@ def _options(
         os.environ["VIRTBENCH_STORE"] = store
 
 
-F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 ResultsOpt = Annotated[
     Path,
     typer.Option(
@@ -120,13 +121,15 @@ def read_results(results: Path, store: str | None) -> Store:
 def print_table(t: Table) -> None:
     """A table as it is where it fits the terminal, else stacked (never a cut value); its
     caption under it across the terminal's width, not wrapped to the table's."""
+    from rich.table import Table
+
     from virtbench.report.narrow import fit
 
     shown = fit(t, out)
-    caption = getattr(shown, "caption", None)  # a stacked table is a group of its rows
-    if not caption:
+    if not isinstance(shown, Table) or not shown.caption:  # stacked: a group of its rows
         out.print(shown)
         return
+    caption = shown.caption
     shown.caption = None
     try:
         out.print(shown)
@@ -143,9 +146,9 @@ def one_line(text: str) -> str:
     )
 
 
-def one_line_errors(fn: F) -> F:
+def one_line_errors(fn: Callable[P, R]) -> Callable[P, R]:
     @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return fn(*args, **kwargs)
         except VirtbenchError as exc:
@@ -154,10 +157,10 @@ def one_line_errors(fn: F) -> F:
         except BrokenPipeError:  # the reader left (`... | head`): before click says 1
             closed_pipe()
 
-    return wrapper  # type: ignore[return-value]
+    return wrapper
 
 
-def closed_pipe() -> None:
+def closed_pipe() -> NoReturn:
     """End quietly with the status a shell gives a writer SIGPIPE ended (128 + 13), as
     `cat` and `seq` end; what is left unflushed goes nowhere rather than raise at exit."""
     devnull = os.open(os.devnull, os.O_WRONLY)

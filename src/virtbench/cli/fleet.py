@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
+from typer.core import TyperGroup
 
 from virtbench.cli.common import (
     DEFAULT_RESULTS,
@@ -99,7 +100,9 @@ def _plan(spec: str, args: list[str], runtimes: str | None, shard: str) -> fleet
         if a.split("=", 1)[0] in OWN_FLAGS:
             raise VirtbenchError(f"fleet run: {a.split('=', 1)[0]} is set by the fleet; drop it")
     # The flags as `virtbench run` will parse them on the hosts: bad ones fail here first.
-    run_cmd = typer.main.get_command(app).commands["run"]  # type: ignore[attr-defined]
+    group = typer.main.get_command(app)
+    assert isinstance(group, TyperGroup)  # the app has commands: a group of them
+    run_cmd = group.commands["run"]
     params = run_cmd.make_context("virtbench run", [spec, *args]).params
     parsed = cli_run.resolve_spec(spec, runtimes, cli_run.run_flags(params), params["quick"])
     plan = fleet.Plan(

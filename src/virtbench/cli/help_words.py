@@ -70,12 +70,14 @@ def _whole_words(init: Any) -> Any:
 
 
 def install() -> None:
-    _textwrap.TextWrapper.__init__ = _whole_words(_textwrap.TextWrapper.__init__)  # type: ignore[method-assign]
-    core.TyperOption.display_type_rich = _option_type  # type: ignore[method-assign]
-    core.TyperOption._get_number_range_help_str = _option_range  # type: ignore[method-assign]
-    core.TyperArgument.display_type_rich = lambda self, ctx: None  # type: ignore[method-assign]
-    core.TyperArgument._get_number_range_help_str = (  # type: ignore[method-assign]
+    # Typer has no setting for these words: its methods (and its click's) are replaced
+    wrap, opt, arg = _textwrap.TextWrapper, core.TyperOption, core.TyperArgument
+    wrap.__init__ = _whole_words(wrap.__init__)  # type: ignore[method-assign]  # no setting
+    opt.display_type_rich = _option_type  # type: ignore[method-assign]  # no setting
+    opt._get_number_range_help_str = _option_range  # type: ignore[method-assign]  # no setting
+    arg.display_type_rich = lambda self, ctx: None  # type: ignore[method-assign]  # no setting
+    arg._get_number_range_help_str = (  # type: ignore[method-assign]  # no setting
         lambda self: range_words(self.min, self.max)
     )
-    core.TyperArgument._usage_display_name = _argument_usage  # type: ignore[method-assign]
-    core.TyperArgument._rich_display_name = _argument_name  # type: ignore[method-assign]
+    arg._usage_display_name = _argument_usage  # type: ignore[method-assign]  # no setting
+    arg._rich_display_name = _argument_name  # type: ignore[method-assign]  # no setting

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TypedDict
 
 import typer
 
@@ -171,7 +171,15 @@ def report(
     )
 
 
-def _host(price: float | None, memory: float | None, cpus: float | None) -> dict[str, float]:
+class _HostCost(TypedDict, total=False):
+    """html.Options' fields of the host a cost is worked out for."""
+
+    host_price: float
+    host_memory_gib: float
+    host_cpus: float
+
+
+def _host(price: float | None, memory: float | None, cpus: float | None) -> _HostCost:
     """The host the cost is worked out for, as html.Options takes it; each a number > 0,
     and its size only with a price."""
     given = {"--host-price": price, "--host-memory": memory, "--host-cpus": cpus}
@@ -184,9 +192,12 @@ def _host(price: float | None, memory: float | None, cpus: float | None) -> dict
         )
     if price is None:
         return {}
-    out = {"host_price": price}
-    out |= {"host_memory_gib": memory} if memory else {}
-    return out | ({"host_cpus": cpus} if cpus else {})
+    out: _HostCost = {"host_price": price}
+    if memory:
+        out["host_memory_gib"] = memory
+    if cpus:
+        out["host_cpus"] = cpus
+    return out
 
 
 def _all_bands(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -256,10 +257,11 @@ def _write_verdicts(
     from virtbench.report import bmf
     from virtbench.report import compare_words as cmp_words
 
-    for path, text in (
+    wanted: list[tuple[Path | None, Callable[[], str]]] = [
         (markdown, lambda: cmp_words.markdown(title, rows, sides.name_a, sides.name_b)),
         (json_out, lambda: json.dumps(bmf.of_rows(rows, sides.name_b), indent=2) + "\n"),
-    ):
+    ]
+    for path, text in wanted:
         if path is not None:
             try:
                 path.write_text(text())

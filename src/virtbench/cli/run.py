@@ -65,7 +65,8 @@ def with_flag_options(after: str) -> Callable[[F], F]:
             if p.kind is not inspect.Parameter.VAR_KEYWORD
         ]
         new = [*kept[:at], *added, *kept[at:]]
-        func.__signature__ = inspect.Signature(new)  # type: ignore[attr-defined]
+        signature = inspect.Signature(new)
+        func.__signature__ = signature  # type: ignore[attr-defined]  # inspect.signature reads it
         func.__annotations__ = {p.name: p.annotation for p in new}
         return func
 

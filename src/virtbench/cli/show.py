@@ -4,6 +4,7 @@ its events, host and artifacts (what `run` prints at its end)."""
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
@@ -98,7 +99,7 @@ def print_run(
         seen: list[Any] = []  # the summaries, for what their intervals were made with
         return experiment_tables(record, samples, wide=wide, seen=seen, ids=ids, facts=alike), seen
 
-    work = [functools.partial(trust_notes, samples), tables]
+    work: list[Callable[[], Any]] = [functools.partial(trust_notes, samples), tables]
     # a big run's notes are found on another CPU while its tables are made
     notes, (made, seen) = (
         twocpu.in_order(work) if len(samples) >= TWO_CPUS_FROM else [task() for task in work]

@@ -87,6 +87,7 @@ def restore_copies(
         return
     copies: list[Instance] = []
     argv = workloads.get(base["workload"]).argv
+    assert argv is not None, "snapshot's workload runs a command of its own"
     args = source.spec.argv[len(argv(source.name)) :]  # what the source was started with
     try:
         for _ in range(n):

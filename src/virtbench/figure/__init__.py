@@ -109,8 +109,11 @@ class Metric:
         unit and direction open takes them from `labels`."""
         if self.is_pattern:
             raise ValueError(f"{self.name} is a family: record one of its members (of)")
-        fields = {"unit": self.unit, "direction": self.direction} if self.direction else {}
-        return Sample(metric=self.name, value=value, **fields, **labels)
+        if self.direction is None:  # open: the sample says
+            return Sample(metric=self.name, value=value, **labels)
+        return Sample(
+            metric=self.name, value=value, unit=self.unit, direction=self.direction, **labels
+        )
 
     def label_of(self, name: str) -> str:
         """What a person reads for figure `name` (a level suffix ignored), which this

@@ -143,7 +143,7 @@ TOOLS = {
 }
 
 
-def snapshot(runtime_versions: dict[str, str]) -> dict:
+def snapshot(runtime_versions: dict[str, str]) -> dict[str, Any]:
     """The environment snapshot stored with each run."""
     vm = psutil.virtual_memory()
     sw = psutil.swap_memory()

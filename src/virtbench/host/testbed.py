@@ -78,8 +78,8 @@ def differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
         if key == "host_shape" and (key not in fa or key not in fb):
             continue  # a run from before the shape was recorded cannot be told apart by it
         if key == "loadgen":
-            a, b = (f"on {f['loadgen']['host']}" if "loadgen" in f else "here" for f in (fa, fb))
-            out.append(f"clients {a} vs {b}")
+            x, y = (f"on {f['loadgen']['host']}" if "loadgen" in f else "here" for f in (fa, fb))
+            out.append(f"clients {x} vs {y}")
         elif key == "mitigations":
             out.append(key)
         elif key == "host_shape":

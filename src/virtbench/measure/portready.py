@@ -92,7 +92,7 @@ def icmp_socket(address: str) -> socket.socket:
 
 
 def _checksum(data: bytes) -> int:
-    total = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    total: int = sum(struct.unpack(f"!{len(data) // 2}H", data))
     while total >> 16:
         total = (total & 0xFFFF) + (total >> 16)
     return ~total & 0xFFFF
@@ -113,6 +113,8 @@ def icmp_reply(packet: bytes, ident: int) -> bool:
     icmp = packet[start : start + 8]
     if len(icmp) < 8:
         return False
+    kind: int
+    got: int
     kind, _, _, got, _ = struct.unpack("!BBHHH", icmp)
     return kind == 0 and got == ident
 

@@ -169,7 +169,7 @@ class Primer:
         self, layout: cgroups.Layout, name: Callable[[str], str], record: Callable[[str], None]
     ) -> None:
         self.dirs: list[Path] = []
-        self.proc: proc.Popen | None = None
+        self.proc: proc.Popen[bytes] | None = None
         self._at = 0
         # One hierarchy is enough (the lock is global); not cpuset, whose cgroups take no
         # task before their CPUs are set.

@@ -118,7 +118,9 @@ class HostReads:
         self._ticks = os.sysconf("SC_CLK_TCK")
         fields = psutil.cpu_times()._fields  # what psutil reads of the line, in order
         self._n = len(fields)
-        self._at = {name: fields.index(name) for name in ("idle", "steal") if name in fields}
+        self._at: dict[str, int] = {
+            name: fields.index(name) for name in ("idle", "steal") if name in fields
+        }
         self._guest = [fields.index(f) for f in ("guest", "guest_nice") if f in fields]
         self._last = self._cpu()
 

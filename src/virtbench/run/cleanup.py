@@ -17,6 +17,7 @@ is an error naming what could not be listed, never an empty list.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import shutil
@@ -298,7 +299,7 @@ def _remove(items: list[Leftover], layout: cgroups.Layout) -> list[str]:
             except Exception as exc:  # keep going: the rest must still be removed
                 errors.append(f"{kind} {it.name}: {exc}")
     for it in by_kind.get("process", []):  # only while it still carries the run's label
-        proc.signal_pid(int(it.name), signal.SIGKILL, lambda p, lb=it.detail: _labelled(p, lb))
+        proc.signal_pid(int(it.name), signal.SIGKILL, functools.partial(_labelled, label=it.detail))
     for it in sorted(by_kind.get("unit", []), key=lambda u: len(u.name)):  # a run's first
         try:
             systemd.stop(it.name)
@@ -351,6 +352,7 @@ def remove_empty_parents(layout: cgroups.Layout | None = None) -> list[Path]:
             return []
         if layout.delegated:  # systemd's unit: stopped, and systemd removes its cgroup
             if delegation.release(layout):
+                assert layout.unified is not None  # a delegated parent is in the unified tree
                 removed.append(layout.unified / layout.parent)
             return removed
         for root in layout.roots():

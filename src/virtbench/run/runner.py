@@ -152,7 +152,9 @@ class Run:
             lambda pts: store.add_series(self.run_id, pts), interval=spec.sample_interval_s
         ).start()
         assert self.held.ctx is not None
-        self.held.primer = prepare_quiet(session, self.held.drivers, self.held.ctx)
+        self.held.primer = prepare_quiet(
+            session, self.held.drivers, self.held.ctx, quiescence=spec.quiescence
+        )
         self.start.quiescence(
             store,
             env,
@@ -291,16 +293,17 @@ class Run:
 
 
 def prepare_quiet(
-    session: Session, drivers: dict[str, Runtime], ctx: RuntimeContext
+    session: Session, drivers: dict[str, Runtime], ctx: RuntimeContext, *, quiescence: bool
 ) -> Primer | None:
     """Timed launches wait for a quiet host (measure/quiet.py): the previous instance's
     lingering supervisors gone, nothing else runnable. Other work found on the host
-    before the first launch is said in an event: every sample then counts as under load."""
+    before the first launch is said in an event: every sample then counts as under load.
+    `quiescence`: the spec's (off: launches follow one another at once)."""
     spec = session.spec
     session.quiet = Quiet(
         running=session.host.running,
         settled=lambda: all(d.settled() for d in drivers.values()),
-        enabled=spec.quiescence,
+        enabled=quiescence,
     )
     if len(spec.runtimes) > 1:
         session.event(
@@ -308,7 +311,7 @@ def prepare_quiet(
             "order: runtimes measured in the rows of a Williams design (each follows each "
             f"other equally often), seed {session.order_seed}",
         )
-    if not spec.quiescence:
+    if not quiescence:
         session.event("warning", "quiescence off: each launch follows the previous one at once")
         return None
     primer = None

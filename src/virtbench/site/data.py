@@ -73,7 +73,7 @@ def headline(key: cmp.Key) -> bool:
     return bool(m.headline and not m.side)
 
 
-def _summary(key: cmp.Key, s: Summary, failed: int, total: int, emulated: bool) -> dict:
+def _summary(key: cmp.Key, s: Summary, failed: int, total: int, emulated: bool) -> dict[str, Any]:
     return {
         **dict(zip(KEY_FIELDS, key, strict=True)),
         "label": cmp.label(key),
@@ -171,7 +171,7 @@ def run_json(
     costs, answers and `previous` ({run, verdicts, none: why there are none} or null)."""
     emulated = emulated_runtimes(f)
     kept = f.take(~f.warmup)
-    return clean(
+    out: dict[str, Any] = clean(
         {
             "$schema": "../schema/site.schema.json",
             "kind": "run",
@@ -193,6 +193,7 @@ def run_json(
             "previous": previous,
         }
     )
+    return out
 
 
 def dumps(doc: dict[str, Any]) -> str:

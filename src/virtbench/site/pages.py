@@ -78,7 +78,8 @@ def index(p: Plan, parts: dict[str, list[dict[str, Any]]], docs: dict[str, Any])
         entries = []
         for e in t.entries:
             last = e.latest
-            first = (parts.get(last.id) or [None])[0] if last else None
+            mine = parts.get(last.id) if last else None
+            first = mine[0] if mine else None
             entries.append(
                 {
                     "name": e.name + (f" on {e.host}" if e.host else ""),

@@ -55,8 +55,8 @@ class Run:
     def digest(self) -> str:
         """What its files (report, JSON, BMF) are made of: the run and the run it is
         compared with (none on machines not recorded)."""
-        compared = self.previous is not None and self.testbed != UNRECORDED
-        return digest(self.own, self.previous.own if compared else None)
+        compared = self.previous if self.testbed != UNRECORDED else None
+        return digest(self.own, compared.own if compared is not None else None)
 
 
 @dataclass

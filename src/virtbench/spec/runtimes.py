@@ -15,6 +15,13 @@ from virtbench.tables.base import Model, option_error
 CPUSET_RE = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
 
 
+def cpuset(v: str | None) -> str | None:
+    """`cpus` as given: a cpuset list, or none (ValueError: neither)."""
+    if v is not None and not CPUSET_RE.match(v):
+        raise ValueError("must be a cpuset list like '0' or '0-1,3'")
+    return v
+
+
 class InstanceOptions(Model):
     """Resources and network of every instance (fields left unset keep the default)."""
 
@@ -23,12 +30,7 @@ class InstanceOptions(Model):
     cpus: str | None = None
     pids_limit: int | None = Field(default=None, ge=1, le=1 << 22)
 
-    @field_validator("cpus")
-    @classmethod
-    def _cpuset(cls, v: str | None) -> str | None:
-        if v is not None and not CPUSET_RE.match(v):
-            raise ValueError("must be a cpuset list like '0' or '0-1,3'")
-        return v
+    _cpuset = field_validator("cpus")(cpuset)
 
 
 class RuntimeOptions(Model):
@@ -49,7 +51,7 @@ class RuntimeOptions(Model):
     cpus: str | None = None
     pids_limit: int | None = Field(default=None, ge=1, le=1 << 22)
 
-    _cpuset = field_validator("cpus")(InstanceOptions._cpuset.__func__)  # type: ignore[attr-defined]
+    _cpuset = field_validator("cpus")(cpuset)
 
 
 def check_tables(v: dict[str, RuntimeOptions], drivers: Drivers) -> None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import tomllib
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, Union
 
 from pydantic import (
     BaseModel,
@@ -40,7 +40,7 @@ from virtbench.errors import SpecError
 from virtbench.runtimes import Drivers
 from virtbench.spec import brings as brought
 from virtbench.spec.runtimes import InstanceOptions, RuntimeOptions, check_tables
-from virtbench.tables.base import Model, option_error, quick_form
+from virtbench.tables.base import CommonExperiment, Model, option_error, quick_form
 
 __all__ = [
     "EXPERIMENT_TYPES",
@@ -56,7 +56,10 @@ __all__ = [
 # Every experiment type's table model by its name, in the types' order: each type declares
 # its own (experiments/kind.py).
 EXPERIMENT_TYPES: dict[str, type[BaseModel]] = {t.name: t.config for t in experiments.types()}
-Experiment = Annotated[Union[tuple(EXPERIMENT_TYPES.values())], Field(discriminator="type")]  # noqa: UP007
+if TYPE_CHECKING:  # the union below is made at run time: to a checker, what all its tables are
+    Experiment: TypeAlias = CommonExperiment
+else:
+    Experiment = Annotated[Union[tuple(EXPERIMENT_TYPES.values())], Field(discriminator="type")]  # noqa: UP007
 
 
 class Loadgen(Model):

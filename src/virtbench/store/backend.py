@@ -206,7 +206,7 @@ class SqliteBackend(Backend):
         return None
 
     def version(self) -> int:
-        return self.db.execute("PRAGMA user_version").fetchone()["user_version"]
+        return int(self.db.execute("PRAGMA user_version").fetchone()["user_version"])
 
     def set_version(self, version: int) -> None:
         self.db.execute(f"PRAGMA user_version = {int(version)}")

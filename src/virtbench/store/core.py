@@ -225,7 +225,7 @@ class Store:
 
     def count_samples(self, run_id: str) -> int:
         q = "SELECT COUNT(*) AS n FROM samples WHERE run_id = ? AND warmup = 0"
-        return self._db.rows(q, (run_id,))[0]["n"]
+        return int(self._db.rows(q, (run_id,))[0]["n"])
 
     def add_series(self, run_id: str, points: list[tuple[str, float, float]]) -> None:
         """Host time series points (name, t, value), in one transaction."""

@@ -68,9 +68,10 @@ COLUMNS = (
 class Frame:
     """Columns of samples, in the order they were measured."""
 
-    codes: dict[str, np.ndarray]  # text field -> int32 code per row
+    # (codes and numbers: dicts, or some rows of another frame's: `take`)
+    codes: Mapping[str, np.ndarray]  # text field -> int32 code per row
     labels: dict[str, list[str]]  # text field -> its distinct values
-    numbers: dict[str, np.ndarray]  # numeric field -> one value per row
+    numbers: Mapping[str, np.ndarray]  # numeric field -> one value per row
     _params: dict[int, dict[str, Any]] = field(default_factory=dict, repr=False)
     _keys: dict[str, tuple[np.ndarray, list[Any]]] = field(default_factory=dict, repr=False)
     memo: dict[str, Any] = field(default_factory=dict, repr=False)  # what readers derive once
@@ -148,7 +149,7 @@ class Frame:
         return cls(codes, labels, numbers)
 
     def to_bytes(self) -> bytes:
-        arrays = {
+        arrays: dict[str, Any] = {
             f"c_{k}": v.astype(_code_type(len(self.labels[k]))) for k, v in self.codes.items()
         }
         arrays |= {f"n_{k}": v for k, v in self.numbers.items()}
@@ -188,11 +189,13 @@ class Frame:
         code = self.code(name, label)
         if code < 0:
             return np.zeros(len(self), dtype=bool)
-        return self.codes[name] == code
+        rows: np.ndarray = self.codes[name] == code
+        return rows
 
     def column(self, name: str) -> np.ndarray:
         """A text field's values, one per row (an object array)."""
-        return np.asarray(self.labels[name], dtype=object)[self.codes[name]]
+        values: np.ndarray = np.asarray(self.labels[name], dtype=object)[self.codes[name]]
+        return values
 
     def distinct(self, name: str) -> list[str]:
         """A text field's values in the order they first appear."""
@@ -207,7 +210,8 @@ class Frame:
     @property
     def ok(self) -> np.ndarray:
         """Successful measurements with a finite value."""
-        return ~self.failed & np.isfinite(self.numbers["value"])
+        rows: np.ndarray = ~self.failed & np.isfinite(self.numbers["value"])
+        return rows
 
     def params_of(self, code: int) -> dict[str, Any]:
         if code not in self._params:
@@ -219,7 +223,8 @@ class Frame:
         per = [self.params_of(i).get(key, default) for i in range(len(self.labels["params"]))]
         out = np.empty(len(per), dtype=object)
         out[:] = per
-        return out[self.codes["params"]]
+        values: np.ndarray = out[self.codes["params"]]
+        return values
 
     def take(self, rows: np.ndarray) -> Frame:
         """The rows selected by a boolean mask or an index array, labels shared. Each
@@ -228,10 +233,10 @@ class Frame:
         index = np.flatnonzero(rows) if rows.dtype == np.bool_ else rows.astype(np.int64)
         return Frame(
             _Rows.of(self.codes, index),
-            self.labels,  # type: ignore[arg-type]
+            self.labels,
             _Rows.of(self.numbers, index),
             self._params,
-        )  # type: ignore[arg-type]
+        )
 
     def key_column(self, name: str) -> tuple[np.ndarray, list[Any]]:
         """(an integer code per row, what each code stands for) of any field."""

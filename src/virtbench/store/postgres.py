@@ -72,7 +72,8 @@ class PgBackend(Backend):
             raise VirtbenchError(
                 f"--store {self.location}: invalid URL ({_reason(exc, None)})"
             ) from None
-        self._secret = params.get("password")
+        password = params.get("password")
+        self._secret = None if password is None else str(password)
         extra: dict[str, Any] = {"application_name": "virtbench"}
         if "connect_timeout" not in params:
             extra["connect_timeout"] = 10  # an unreachable host: say so, don't hang
