@@ -74,10 +74,10 @@ def install() -> None:
     wrap, opt, arg = _textwrap.TextWrapper, core.TyperOption, core.TyperArgument
     wrap.__init__ = _whole_words(wrap.__init__)  # type: ignore[method-assign]  # no setting
     opt.display_type_rich = _option_type  # type: ignore[method-assign]  # no setting
-    opt._get_number_range_help_str = _option_range  # type: ignore[method-assign]  # no setting
+    core.TyperOption._get_number_range_help_str = _option_range  # type: ignore[method-assign]  # no setting
     arg.display_type_rich = lambda self, ctx: None  # type: ignore[method-assign]  # no setting
-    arg._get_number_range_help_str = (  # type: ignore[method-assign]  # no setting
+    core.TyperArgument._get_number_range_help_str = (  # type: ignore[method-assign]  # no setting
         lambda self: range_words(self.min, self.max)
     )
-    arg._usage_display_name = _argument_usage  # type: ignore[method-assign]  # no setting
-    arg._rich_display_name = _argument_name  # type: ignore[method-assign]  # no setting
+    core.TyperArgument._usage_display_name = _argument_usage  # type: ignore[method-assign]  # no setting
+    core.TyperArgument._rich_display_name = _argument_name  # type: ignore[method-assign]  # no setting
