@@ -257,7 +257,7 @@ def _popen(
             raise VirtbenchError(f"{argv[0]}: command not found") from exc
 
 
-def _communicate(proc: Popen, input: str | None, timeout: float) -> tuple[str, str | None, bool]:
+def _communicate(proc: Popen, input: str | None, timeout: float) -> tuple[str, str, bool]:
     """(stdout, stderr, whether it timed out) of `proc` once it exits, or is killed (its
     whole group) after `timeout` seconds or when this call is interrupted."""
     # The timeout is a timer that kills the group, not communicate(timeout=...): with a
