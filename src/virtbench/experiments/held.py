@@ -66,7 +66,7 @@ def failed_as(s: Session, base: dict[str, Any], figures: Figures) -> Iterator[No
 
 def recorded(exc: InstanceError) -> InstanceError:
     """`exc`, marked as recorded already (see failed_as)."""
-    exc.recorded = True  # type: ignore[attr-defined]
+    exc.recorded = True  # type: ignore[attr-defined]  # a mark on this exception alone, read by getattr
     return exc
 
 

@@ -200,7 +200,7 @@ def scalability_table(
                 first = st.median
             # "vs 0" is a ratio: none to a first point of nothing (or within resolution)
             workload = f.labels["workload"][workloads[worker[0]]]
-            usable = not math.isnan(first) and not refusal(metric, workload, first)  # type: ignore[arg-type]
+            usable = not math.isnan(first) and not refusal(metric, workload, first)  # type: ignore[arg-type]  # rows measured: a worker metric
             rel = st.median / first if usable and not math.isnan(st.median) else math.nan
             host_cells = []
             for _, m in zip(HOST_COLUMNS, host, strict=True):  # one column each
