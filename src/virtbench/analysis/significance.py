@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+# Values as callers hold them: a sequence, or a column of a frame (a numpy array)
+Values = Sequence[float] | np.ndarray
 
-def finite(values: Sequence[float] | np.ndarray) -> np.ndarray:
+
+def finite(values: Values) -> np.ndarray:
     """The finite values (NaN and None dropped)."""
     if isinstance(values, np.ndarray) and values.dtype.kind == "f":
         kept: np.ndarray = values[np.isfinite(values)]
@@ -61,7 +64,7 @@ def p_floor(n_a: int, n_b: int) -> float:
     return 2 / (PERMUTATIONS + 1) if math.comb(n_a + n_b, n_a) > PERMUTATIONS else 0.0
 
 
-def ab_test(a: Sequence[float], b: Sequence[float], seed: int = 0) -> ABResult:
+def ab_test(a: Values, b: Values, seed: int = 0) -> ABResult:
     """Two-sample permutation test of the difference of means, as Firecracker's A/B tool
     does (exact when the permutations are fewer than PERMUTATIONS, else PERMUTATIONS
     random ones with a fixed seed). Means, not medians, for the test: the median of a
@@ -187,7 +190,7 @@ class GroupTest:
     pairs: list[PairTest]
 
 
-def kruskal_dunn(groups: dict[str, Sequence[float]], alpha: float = 0.05) -> GroupTest | None:
+def kruskal_dunn(groups: Mapping[str, Values], alpha: float = 0.05) -> GroupTest | None:
     """Kruskal-Wallis over the groups, then Dunn's test for every pair with Holm's
     correction (ties corrected). None with fewer than 2 groups of at least 2 values."""
     from scipy import stats as sps
@@ -223,7 +226,7 @@ def kruskal_dunn(groups: dict[str, Sequence[float]], alpha: float = 0.05) -> Gro
     return GroupTest("Kruskal-Wallis + Dunn (Holm)", float(h), float(p), pairs)
 
 
-def anova_tukey(groups: dict[str, Sequence[float]], alpha: float = 0.05) -> GroupTest | None:
+def anova_tukey(groups: Mapping[str, Values], alpha: float = 0.05) -> GroupTest | None:
     """One-way ANOVA over the groups, then Tukey's HSD for every pair (as S3 did). None
     with fewer than 2 groups of at least 2 values or no variance at all."""
     from scipy import stats as sps

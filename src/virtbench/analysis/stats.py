@@ -26,7 +26,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from virtbench.analysis.significance import finite
+from virtbench.analysis.significance import Values, finite
+
+# The unit of each value (a sequence, or a column of a frame)
+Units = Sequence[Hashable] | np.ndarray
 
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_MAX_VALUES = 2000  # above: order statistics, or a subset of nested values
@@ -58,9 +61,7 @@ class Summary:
         return not math.isnan(self.ci_low)
 
 
-def _finite_pairs(
-    values: Sequence[float], units: Sequence[Hashable] | None
-) -> tuple[np.ndarray, np.ndarray]:
+def _finite_pairs(values: Values, units: Units | None) -> tuple[np.ndarray, np.ndarray]:
     """(finite values, the index of each one's unit, numbered in order of first
     appearance); without `units` each value is one. Arrays are taken at numpy speed."""
     if isinstance(values, np.ndarray) and (units is None or isinstance(units, np.ndarray)):
@@ -199,7 +200,7 @@ def ci_of(
     return (*_interval(_cluster_medians(values, unit, np.random.default_rng(seed))), method)
 
 
-def summarize(values: Sequence[float], units: Sequence[Hashable] | None = None) -> Summary:
+def summarize(values: Values, units: Units | None = None) -> Summary:
     """Summary of finite values (NaN and None are dropped before counting). `units`: the
     independent unit of each value (e.g. its repetition), when values are nested."""
     arr, unit = _finite_pairs(values, units)
@@ -234,13 +235,13 @@ def slowdown(value: float, baseline: float, direction: str) -> float:
 
 
 def slowdown_ci(
-    baseline: Sequence[float],
-    attacked: Sequence[float],
+    baseline: Values,
+    attacked: Values,
     direction: str,
     *,
     seed: int = 0,
-    units_b: Sequence[Hashable] | None = None,
-    units_a: Sequence[Hashable] | None = None,
+    units_b: Units | None = None,
+    units_a: Units | None = None,
 ) -> tuple[float, float, float]:
     """(slowdown of the attacked median against the baseline median, 95% CI low, high):
     a percentile bootstrap resampling both groups' units independently; no interval
@@ -267,7 +268,7 @@ def slowdown_ci(
     return (point, *_interval(ratios))
 
 
-def difference_ci(a: Sequence[float], b: Sequence[float], seed: int = 0) -> tuple[float, float]:
+def difference_ci(a: Values, b: Values, seed: int = 0) -> tuple[float, float]:
     """The 95% CI of median(b) - median(a), one value per unit on each side: a percentile
     bootstrap of both; nan with fewer than MIN_UNITS units on a side."""
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)

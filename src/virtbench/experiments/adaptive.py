@@ -22,7 +22,9 @@ class Session(Protocol):
 
     run_id: str
     store: Store
-    repeated: Callable[[str, str], bool]
+
+    @property
+    def repeated(self) -> Callable[[str, str], bool]: ...
 
     def event(self, level: str, message: str) -> None: ...
 
@@ -111,7 +113,7 @@ def worst_cv(s: Session, experiment: str, since: float) -> Worst:
             or not s.repeated(smp.metric, smp.workload)
         ):
             continue
-        key = (
+        key: tuple[str, ...] = (
             smp.metric,
             smp.workload,
             smp.runtime,

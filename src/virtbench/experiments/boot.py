@@ -166,17 +166,19 @@ def measure_once(
     runtime = trial.runtime
     rt = s.runtimes[runtime]
     wl = workloads.get(trial.workload)
+    assert wl.argv is not None, f"{trial.workload} runs no argv of its own"
     spec = s.instance_spec(runtime, wl.argv)
+    merged = {**s.params(runtime), **(params or {})}
     base = dict(
         experiment=experiment,
         runtime=runtime,
         workload=trial.workload,
         repetition=trial.repetition,
         warmup=trial.warmup,
-        params={**s.params(runtime), **(params or {})},
+        params=merged,
         **labels,
     )
-    timed = s.timed(experiment, runtime, base["params"])  # quiet host, recorded in params
+    timed = s.timed(experiment, runtime, merged)  # quiet host, recorded in params
     launch = Launch(rt, spec, timed, timeout)
     if wl.ends == "exit":
         to_exit(s, launch, base)

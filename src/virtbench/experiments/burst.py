@@ -153,12 +153,14 @@ def burst_once(s: Session, runtime: str, level: int, rep: int, cfg: BurstExperim
     when not one instance became ready (the runtime's failures count it)."""
     rt = s.runtimes[runtime]
     wl = workloads.get(cfg.workload)
+    assert wl.argv is not None, f"{cfg.workload} runs no argv of its own"
+    params = {**s.params(runtime), "level": level}
     base = dict(
         experiment="burst",
         runtime=runtime,
         workload=cfg.workload,
         repetition=rep,
-        params={**s.params(runtime), "level": level},
+        params=params,
     )
     prepared: list[Instance] = []
     errors: list[str] = []
@@ -168,7 +170,7 @@ def burst_once(s: Session, runtime: str, level: int, rep: int, cfg: BurstExperim
                 prepared.append(rt.prepare(s.instance_spec(runtime, wl.argv)))
             except InstanceError as exc:  # this one fails; the burst goes on with the rest
                 errors.append(str(exc))
-        with s.timed("burst", runtime, base["params"]):
+        with s.timed("burst", runtime, params):
             busy0 = s.host.cpu_busy()
             results = launch_together(rt, prepared, cfg.timeout_s)
             burst = Burst(level, results, errors, busy0, s.host.cpu_busy())

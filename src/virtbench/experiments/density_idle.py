@@ -67,13 +67,14 @@ def idle_cpu(pile: Any) -> None:
     at = {**pile.params, "window_s": round(elapsed / 1e9, 3), "instances_running": len(running)}
     for i, (b, a) in enumerate(zip(before, after, strict=True)):
         for part, metric in FIGURES.items():
-            if part == "overhead" and b[part] is None and a[part] is None:
+            now, then = a[part], b[part]
+            if part == "overhead" and then is None and now is None:
                 continue  # no pod: no overhead of its own
-            if a[part] is None or b[part] is None:
+            if now is None or then is None:
                 why = "its CPU time could not be read (its cgroup or processes gone)"
                 pile.sample(metric, None, i, params=at, error=why)
                 continue
-            used = sum(max(0, a[part][k] - b[part][k]) for k in a[part].keys() & b[part])
+            used = sum(max(0, now[k] - then[k]) for k in now.keys() & then)
             pile.sample(metric, used / elapsed * 1000, i, params=at)
 
 

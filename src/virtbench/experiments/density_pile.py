@@ -42,7 +42,9 @@ class Pile:
     def __init__(self, s: Session, cfg: Any, runtime: str, rep: int) -> None:
         self.s, self.cfg, self.runtime, self.rep = s, cfg, runtime, rep
         self.rt, self.host = s.runtimes[runtime], s.host
-        self.argv = workloads.get(cfg.workload).argv
+        argv = workloads.get(cfg.workload).argv
+        assert argv is not None, f"{cfg.workload} runs no argv of its own"
+        self.argv = argv
         self.params = {**s.params(runtime), "instances_target": cfg.instances}
         self.started: list[Instance] = []
         self.none_used: float | None = None  # host memory in use before the first instance

@@ -31,6 +31,7 @@ from virtbench.experiments.held import Operation, each_repetition, recorded, run
 from virtbench.experiments.kind import ExperimentType
 from virtbench.experiments.session import Session
 from virtbench.figure import MONO, NS_MS, Metric
+from virtbench.runtimes.controls import ExecResult
 from virtbench.tables.base import (
     CommonExperiment,
 )
@@ -94,7 +95,7 @@ def exec_once(s: Session, runtime: str, cfg: ExecExperiment, base: dict) -> None
             params = dict(base["params"], command=" ".join(argv))
             ok, why = 0, ""
             with s.timed("exec", runtime, params):
-                results = []
+                results: list[tuple[ExecResult | None, str]] = []
                 for _ in range(cfg.count):
                     try:
                         results.append((rt.exec.run(inst, argv, cfg.timeout_s), ""))

@@ -36,6 +36,7 @@ def running(
     checkpointed; `agent`: commands will be run in it; `memory_mib`: the spec's, else."""
     rt = s.runtimes[runtime]
     argv = workloads.get(workload).argv
+    assert argv is not None, f"{workload} runs no argv of its own"
     spec = s.instance_spec(runtime, lambda name: (*argv(name), *args), memory_mib=memory_mib)
     if control or agent:
         spec = dataclasses.replace(spec, control=control, agent=agent)
@@ -65,7 +66,7 @@ def failed_as(s: Session, base: dict[str, Any], figures: Figures) -> Iterator[No
 
 def recorded(exc: InstanceError) -> InstanceError:
     """`exc`, marked as recorded already (see failed_as)."""
-    exc.recorded = True  # type: ignore[attr-defined]
+    exc.recorded = True  # type: ignore[attr-defined]  # a mark on this exception alone, read by getattr
     return exc
 
 

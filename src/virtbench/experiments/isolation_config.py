@@ -7,7 +7,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from virtbench.measure.topology import PLACEMENTS
+from virtbench.measure.topology import PLACEMENTS, Placement
 from virtbench.tables.base import (
     RepeatedExperiment,
     WorkerExperiment,
@@ -25,9 +25,7 @@ class IsolationExperiment(WorkerExperiment, RepeatedExperiment):
     type: Literal["isolation"]
     worker: str = "sqlite"
     attackers: list[str] = Field(default=list(S1_ATTACKERS), min_length=1)
-    placements: list[Literal["same-cpu", "smt-sibling", "other-cpu", "all-other"]] = Field(
-        default=list(PLACEMENTS), min_length=1
-    )
+    placements: list[Placement] = Field(default=list(PLACEMENTS), min_length=1)
     worker_cpu: int | None = Field(default=None, ge=0)
     # Host tasks (threads too) each attacker may have; None: a quarter of the host's
     # pid_max shared by the placement's attackers, at most 8192 (isolation.pids_limit).

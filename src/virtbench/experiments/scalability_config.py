@@ -56,8 +56,8 @@ class ScalabilityExperiment(WorkerExperiment):
     @model_validator(mode="after")
     def _params(self) -> ScalabilityExperiment:
         check_params(self.params, [] if self.worker == "boot" else [self.worker])
-        both = self.instances is not None and self.benchmark_times is not None
-        if both and self.instances != self.instances_per_benchmark * self.benchmark_times:
+        n, times = self.instances, self.benchmark_times
+        if n is not None and times is not None and n != self.instances_per_benchmark * times:
             raise ValueError(
                 "instances: give instances (the final count) or benchmark_times (steps "
                 "of instances_per_benchmark), not both"

@@ -86,7 +86,7 @@ def measure(s: Session, cfg: ThroughputExperiment, trial: Trial) -> None:
     """One repetition of one workload: a fresh server (or a fresh measuring instance per
     level), every level measured, every figure stored as soon as it is parsed."""
     worker = Worker(s, trial.runtime, Job.of(cfg, trial.workload))
-    labels = {"repetition": trial.repetition, "warmup": trial.warmup}
+    labels: dict[str, Any] = {"repetition": trial.repetition, "warmup": trial.warmup}
     with worker:
         try:
             worker.start()

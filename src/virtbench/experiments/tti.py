@@ -240,6 +240,7 @@ def together(
     those that could not be prepared could not.)"""
     rt = s.runtimes[runtime]
     argv = workloads.get(asked.workload).argv
+    assert argv is not None, f"{asked.workload} runs no argv of its own"
     prepared: list[Instance] = []
     errors: list[str] = []
     try:

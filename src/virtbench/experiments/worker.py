@@ -28,8 +28,8 @@ from virtbench.loadgen import Clients
 from virtbench.measure.portready import PORT_FREE_WAIT_S, answers, port_open, wait_bindable
 from virtbench.measure.procstat import ProcWatch
 from virtbench.runtimes.base import Instance, Runtime
-from virtbench.store import Sample
-from virtbench.tables.base import WorkerExperiment
+from virtbench.store import Direction, Sample
+from virtbench.tables.base import Measuring
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class Job:
     client_timeout: float
 
     @classmethod
-    def of(cls, cfg: WorkerExperiment, name: str) -> Job:
+    def of(cls, cfg: Measuring, name: str) -> Job:
         """The workload `name` as the experiment `cfg` measures it."""
         return cls(name, cfg.params_for(name), cfg.ready_timeout_s, cfg.client_timeout_s)
 
@@ -226,18 +226,18 @@ class Worker:
         if serves is None:
             inside = wl.inside
             assert inside is not None, f"{wl.name} neither serves nor measures inside"
-            inst = self.rt.run_to_exit(
+            once = self.rt.run_to_exit(
                 self._spec(lambda _name: inside.command(self.params, level)), self.client_timeout
             )
             try:
-                if inst.exit_code != 0:
-                    raise InstanceError(f"{wl.name} exited {inst.exit_code}: {inst.log_tail()}")
+                if once.exit_code != 0:
+                    raise InstanceError(f"{wl.name} exited {once.exit_code}: {once.log_tail()}")
                 try:
-                    return parse(inst.log_path.read_text(errors="replace"))
+                    return parse(once.log_path.read_text(errors="replace"))
                 except workloads.ParseError as exc:
                     raise InstanceError(f"{wl.name}: {exc}") from None
             finally:
-                self.rt.stop(inst)
+                self.rt.stop(once)
         inst = self.inst
         if inst is None:
             raise InstanceError(f"{self.name}: the server is not running")
@@ -283,7 +283,8 @@ class Worker:
             labels["params"] = {**given, **waited}
             watch = self.watch(experiment, level, labels)
             try:
-                with self.s.sampler.watching(watch) if watch else contextlib.nullcontext():
+                sampler = self.s.sampler  # there is a watch only with a sampler
+                with sampler.watching(watch) if watch and sampler else contextlib.nullcontext():
                     metrics = self.measure(level)
                 if check is not None:
                     check()
@@ -354,7 +355,7 @@ class Worker:
         metric: str,
         value: float | None,
         unit: str,
-        direction: str,
+        direction: Direction,
         *,
         level: Any = None,
         error: str = "",
@@ -385,7 +386,9 @@ class Worker:
     def failed(self, experiment: str, level: Any, error: str, **labels: Any) -> Sample:
         """The sample of a failed measurement, under the workload's primary metric."""
         primary = self.measures.primary
-        fields = (primary.name, None, primary.unit, primary.direction or "")
+        # a workload's metrics each declare their direction (kind.py's Workload checks)
+        assert primary.direction is not None, f"{primary.name} declares no direction"
+        fields = (primary.name, None, primary.unit, primary.direction)
         return self.sample(experiment, *fields, level=level, error=error, **labels)
 
     def __enter__(self) -> Worker:

@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from virtbench.errors import VirtbenchError
 from virtbench.host import spawn as _spawn
@@ -81,7 +82,7 @@ class Output:
     t1_ns: int
 
 
-class Spawned(subprocess.Popen):
+class Spawned(subprocess.Popen[Any]):
     """A child started with `os.posix_spawn` (glibc: vfork and exec: host/spawn.py) and
     kept as a Popen: `wait`, `poll`, `send_signal`, `kill`, `pid` and `returncode` work
     as Popen's."""
@@ -104,7 +105,7 @@ class Spawned(subprocess.Popen):
         self._child_created = True
 
 
-def signal_child(p: Popen, sig: int, *, group: bool = False) -> bool:
+def signal_child(p: Popen[Any], sig: int, *, group: bool = False) -> bool:
     """Send `sig` to the child `p` (to its whole process group if `group`) while it is
     not reaped: until it is waited for, its pid and the group id it leads can name no
     other process. True if it was sent."""
@@ -118,7 +119,7 @@ def signal_child(p: Popen, sig: int, *, group: bool = False) -> bool:
 
 
 def stop(
-    p: Popen,
+    p: Popen[Any],
     grace: float = 2.0,
     *,
     leader_grace: float = 0.0,
@@ -203,7 +204,7 @@ def describe_status(rc: int) -> str:
     return f"exited with status {rc}"
 
 
-def wait(p: Popen, timeout: float) -> int:
+def wait(p: Popen[Any], timeout: float) -> int:
     """Wait for `p` to exit, waking the moment it does (pidfd + poll).
 
     Popen.wait(timeout=...) polls with an exponential back-off of up to 50 ms, which
@@ -235,7 +236,7 @@ def _popen(
     stdin_path: Path | None = None,
     stdout_path: Path | None = None,
     text: bool = True,
-) -> Popen:
+) -> Popen[Any]:
     """Start `argv` in its own process group, its output piped (stdout to `stdout_path`
     instead, if given; bytes unless `text`), its input `input` or the file `stdin_path`;
     VirtbenchError when there is no such command."""
@@ -257,7 +258,7 @@ def _popen(
             raise VirtbenchError(f"{argv[0]}: command not found") from exc
 
 
-def _communicate(proc: Popen, input: str | None, timeout: float) -> tuple[str, str | None, bool]:
+def _communicate(proc: Popen[Any], input: str | None, timeout: float) -> tuple[str, str, bool]:
     """(stdout, stderr, whether it timed out) of `proc` once it exits, or is killed (its
     whole group) after `timeout` seconds or when this call is interrupted."""
     # The timeout is a timer that kills the group, not communicate(timeout=...): with a
@@ -319,7 +320,7 @@ def run(
     return res
 
 
-def _exit_by(p: Popen, deadline_ns: int) -> int | None:
+def _exit_by(p: Popen[Any], deadline_ns: int) -> int | None:
     """`p`'s exit status once it has exited, or None if it has not by `deadline_ns`."""
     try:
         return wait(p, max(0.0, (deadline_ns - time.monotonic_ns()) / 1e9))
@@ -370,7 +371,7 @@ def spawn(
     stdout: int | None = None,
     stderr: int | None = None,
     env: Mapping[str, str] | None = None,
-) -> Popen:
+) -> Popen[Any]:
     """Start `argv` in its own process group and return without waiting. Its output to
     files opened here (descriptors above 2; None: /dev/null) goes through
     `os.posix_spawn` (`Spawned`); a pipe (`PIPE`), through Popen."""

@@ -58,7 +58,7 @@ class Clients:
             self.busy = cpu.between(before, cpu.counters(cpus), cpus)
         return res
 
-    def address(self, address: str, network: str) -> str:
+    def address(self, address: str | None, network: str) -> str:
         """The address the client reaches an instance at (`address`: the instance's
         own, "" on the host's network)."""
         del network

@@ -121,7 +121,7 @@ class Remote(Clients):
             return {}
         return {**self.busy.params(), "loadgen_cpus": self.busy.cpus}
 
-    def address(self, address: str, network: str) -> str:
+    def address(self, address: str | None, network: str) -> str:
         if network != "bridge" or not address:
             return self.this_host
         self._route()

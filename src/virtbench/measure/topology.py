@@ -14,9 +14,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 SYSFS_CPU = Path("/sys/devices/system/cpu")
-PLACEMENTS = ("same-cpu", "smt-sibling", "other-cpu", "all-other")
+Placement = Literal["same-cpu", "smt-sibling", "other-cpu", "all-other"]
+PLACEMENTS: tuple[Placement, ...] = ("same-cpu", "smt-sibling", "other-cpu", "all-other")
 
 
 def parse_cpulist(text: str) -> list[int]:

@@ -15,7 +15,7 @@ from rich.table import Table
 from virtbench import metrics
 from virtbench.analysis.stats import BOOTSTRAP_MAX_VALUES, CI_BOOTSTRAP, Summary, summarize
 from virtbench.store.frame import Frame, as_frame
-from virtbench.store.records import Sample
+from virtbench.store.records import Sample, values_of
 
 Rows = Frame | list[Sample]
 
@@ -194,7 +194,7 @@ def unit_of(s: Sample) -> tuple[int, int]:
 def summarize_samples(rows: Iterable[Sample]) -> Summary:
     """Summary of the successful values of `rows`, over their independent units."""
     ok = [r for r in rows if not r.error and r.value is not None]
-    return summarize([r.value for r in ok], [unit_of(r) for r in ok])  # type: ignore[misc]
+    return summarize(values_of(ok), [unit_of(r) for r in ok])
 
 
 def unit_values(rows: Iterable[Sample]) -> list[float]:

@@ -137,9 +137,9 @@ def task_table(f: Frame, host: Host, title: str) -> Table | None:
     per hour and the cost per task; None where no task ran at once."""
     levels: dict[str, int] = {}
     for metric in f.distinct("metric"):
-        name, _, at = metric.partition("@")
-        if name == AMORTIZED and at.isdigit():
-            levels[metric] = int(at)
+        name, _, level = metric.partition("@")
+        if name == AMORTIZED and level.isdigit():
+            levels[metric] = int(level)
     if not levels:
         return None
     at = max(levels.values())

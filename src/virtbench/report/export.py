@@ -146,7 +146,7 @@ def _json_lines(f: Frame, run_id: str, start: int) -> str:
     part = f.take(np.arange(start, min(len(f), start + _CSV_CHUNK)))
     head = '{"record": "sample", "run_id": ' + json.dumps(run_id) + ", "
     a, b, c, d = (
-        _pieces(part, fields, lambda k, fs=fields: _json_piece(fs, k)) for fields in _JSON_TEXT
+        _pieces(part, fields, functools.partial(_json_piece, fields)) for fields in _JSON_TEXT
     )
     values = [v or "null" for v in _floats(part.value)]
     ts = [t or "null" for t in _floats(part.t)]

@@ -316,7 +316,7 @@ def render(store: Store, run_ids: list[str], opts: Options) -> str:
         undefined=jinja2.StrictUndefined,
     )
     parts = [run_section(store, r, opts) for r in runs]
-    across = []
+    across: list[dict[str, Any]] = []
     for first, other, rows in hostsmod.comparisons(store, runs):
         testbeds = hostsmod.testbed_note(runs, first, other)
         if isinstance(rows, str):

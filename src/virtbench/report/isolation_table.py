@@ -99,7 +99,7 @@ class _Isolation:
             return "baseline"
         if not len(ok) or not len(base.rows):
             return "n/a"
-        why = refusal(self.metric, self.workload, base.median, f"{runtime}'s baseline")  # type: ignore[arg-type]
+        why = refusal(self.metric, self.workload, base.median, f"{runtime}'s baseline")  # type: ignore[arg-type]  # a table with rows has its metric
         if why:
             self.refused.append(f"{runtime}: {why}")
             return "no ratio"

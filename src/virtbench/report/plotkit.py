@@ -12,20 +12,23 @@ import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, cast
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
+from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+from matplotlib.typing import RcKeyType
 
 from virtbench import metrics
 from virtbench.errors import VirtbenchError
 from virtbench.store.records import Sample
 
-STYLE = {
+STYLE: dict[RcKeyType, Any] = {
     "figure.dpi": 100,
     "savefig.dpi": 110,
     "font.size": 9,
@@ -38,7 +41,8 @@ STYLE = {
     # a study's run draws dozens; each is closed once written (html.run_section)
     "figure.max_open_warning": 0,
 }
-COLOURS = plt.get_cmap("tab10").colors
+_TAB10 = cast(ListedColormap, plt.get_cmap("tab10"))  # a listed colour map: ten colours
+COLOURS = cast(tuple[tuple[float, float, float], ...], _TAB10.colors)  # as RGB triples
 MAX_PER_KIND = 16  # a run with 100 metrics gets the first 16 of each kind, not 100 plots
 
 

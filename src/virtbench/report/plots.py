@@ -45,7 +45,7 @@ from virtbench.report.plotkit import (
     slugify,
     successful,
 )
-from virtbench.store.records import Sample
+from virtbench.store.records import Sample, value_of, values_of
 from virtbench.workloads.kind import LEVEL_NAME
 
 __all__ = ["STYLE", "Plot"]
@@ -63,7 +63,7 @@ def boot(samples: list[Sample], order: list[str]) -> list[Plot]:
         colour = colour_for(order)
         unit, label = mine[0].unit, metrics.label(metric)
         fig, (box, cdf) = new_figure(f"{label}: every sample per runtime", 2, 4.2)
-        data = [[s.value for s in mine if s.runtime == r] for r in runtimes]
+        data = [[value_of(s) for s in mine if s.runtime == r] for r in runtimes]
         parts = box.boxplot(data, tick_labels=runtimes, showfliers=False, patch_artist=True)
         for patch, r in zip(parts["boxes"], runtimes, strict=True):
             patch.set(facecolor=colour(r), alpha=0.35)
@@ -109,7 +109,7 @@ def latency(samples: list[Sample], order: list[str]) -> list[Plot]:
         unit = points[0][1].unit
         runtimes = runtimes_in([s for _, s in points], order)
         fig, (box, cdf) = new_figure(f"{test} round trip ({unit})", 2, 4.2)
-        p50 = [[s.value for p, s in points if p == 50 and s.runtime == r] for r in runtimes]
+        p50 = [[value_of(s) for p, s in points if p == 50 and s.runtime == r] for r in runtimes]
         parts = box.boxplot(p50, tick_labels=runtimes, showfliers=False, patch_artist=True)
         for patch, r in zip(parts["boxes"], runtimes, strict=True):
             patch.set(facecolor=colour(r), alpha=0.35)
@@ -120,7 +120,7 @@ def latency(samples: list[Sample], order: list[str]) -> list[Plot]:
             pcts = sorted({p for p, s in points if s.runtime == r})
             med, lo, hi = [], [], []
             for p in pcts:
-                vals = [s.value for q, s in points if q == p and s.runtime == r]
+                vals = [value_of(s) for q, s in points if q == p and s.runtime == r]
                 med.append(float(np.median(vals)))
                 lo.append(med[-1] - min(vals))
                 hi.append(max(vals) - med[-1])
@@ -138,7 +138,7 @@ def latency(samples: list[Sample], order: list[str]) -> list[Plot]:
         cdf.set_title("within a run: CDF from its percentiles", fontsize=9)
         cdf.set_xlabel(f"round trip ({unit})")
         cdf.set_ylabel("fraction of requests")
-        log_if_spread(cdf, [s.value for _, s in points], unit, axis="x")  # type: ignore[misc]
+        log_if_spread(cdf, [value_of(s) for _, s in points], unit, axis="x")
         cdf.legend(fontsize=8)
         plots.append(Plot(f"latency-{slugify(test)}", f"{test}: round trip", fig))
     return plots
@@ -179,7 +179,8 @@ def concurrency(samples: list[Sample], order: list[str]) -> list[Plot]:
         for r in runtimes_in([s for _, s in mine], order):
             levels = sorted({lv for lv, s in mine if s.runtime == r})
             sts = [
-                summarize([s.value for v, s in mine if s.runtime == r and v == lv]) for lv in levels
+                summarize(values_of(s for v, s in mine if s.runtime == r and v == lv))
+                for lv in levels
             ]
             med = [st.median for st in sts]
             err = ci_err(sts)

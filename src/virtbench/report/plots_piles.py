@@ -26,7 +26,7 @@ from virtbench.report.plotkit import (
     successful,
 )
 from virtbench.report.tables import by_worker, worker_metric
-from virtbench.store.records import Sample
+from virtbench.store.records import Sample, value_of, values_of
 
 
 def scalability(samples: list[Sample], order: list[str]) -> list[Plot]:
@@ -96,7 +96,7 @@ def _scalability_one(samples: list[Sample], order: list[str]) -> list[Plot]:
 def _point(samples: list[Sample], metric: str, background: int) -> Summary:
     """The median of `metric` at one background count, with its 95% CI over runs."""
     at = [s for s in samples if s.metric == metric and s.background == background]
-    return summarize([s.value for s in at], [s.repetition for s in at])  # type: ignore[misc]
+    return summarize(values_of(at), [s.repetition for s in at])
 
 
 def isolation(samples: list[Sample], order: list[str]) -> list[Plot]:
@@ -120,13 +120,13 @@ def _isolation_one(samples: list[Sample], order: list[str]) -> list[Plot]:
     width = 0.8 / max(1, len(placements))
     for ax, r in zip(axes, runtimes, strict=True):
         mine = [s for s in ok if s.runtime == r]
-        base = summarize([s.value for s in mine if not s.attacker])
+        base = summarize(values_of(s for s in mine if not s.attacker))
         ax.bar(
             [0], [base.median], 0.6, yerr=ci_err([base]), capsize=3, color="grey", label="baseline"
         )
         for j, p in enumerate(placements):
             sts = [
-                summarize([s.value for s in mine if (s.attacker, s.placement) == (a, p)])
+                summarize(values_of(s for s in mine if (s.attacker, s.placement) == (a, p)))
                 for a in attackers
             ]
             x = np.arange(1, len(attackers) + 1) + (j - (len(placements) - 1) / 2) * width
@@ -177,8 +177,8 @@ def _isolation_relative_one(samples: list[Sample], order: list[str]) -> list[Plo
             for a in attackers:
                 hit = [s for s in ok if (s.runtime, s.attacker, s.placement) == (r, a, p)]
                 point, low, high = slowdown_ci(
-                    [s.value for s in base],
-                    [s.value for s in hit],
+                    values_of(base),
+                    values_of(hit),
                     direction,
                     units_b=[s.repetition for s in base],
                     units_a=[s.repetition for s in hit],
@@ -236,13 +236,13 @@ def density(samples: list[Sample], order: list[str]) -> list[Plot]:
     for ax, m in zip(axes, panels, strict=True):
         mine = [s for s in ok if s.metric == series[m.name]]
         # memory in KiB, MiB or GiB as the panel's values need
-        k, unit = scaled(float(np.median([abs(s.value) for s in mine] or [0.0])), "MiB")  # type: ignore[arg-type]
+        k, unit = scaled(float(np.median([abs(value_of(s)) for s in mine] or [0.0])), "MiB")
         for r in runtimes_in(mine, order):
             if not m.fits:  # a new instance's PSS, at the instances running with it
                 by: dict[int, list[float]] = defaultdict(list)
                 for s in mine:
                     if s.runtime == r:
-                        by[s.background + 1].append(s.value * k)  # type: ignore[operator]
+                        by[s.background + 1].append(value_of(s) * k)
                 xs = sorted(by)
                 ax.plot(
                     xs,
@@ -285,11 +285,11 @@ def _steps(ax: Axes, mine: list[Sample], steps: Steps) -> None:
 
     r, f, c = steps.runtime, steps.fit, steps.colour
     start: dict[int, float] = {}
-    pts = sorted((s.repetition, s.background, s.value) for s in mine if s.runtime == r)
+    pts = sorted((s.repetition, s.background, value_of(s)) for s in mine if s.runtime == r)
     for rep, _, v in pts:
-        start.setdefault(rep, v)  # type: ignore[arg-type]
+        start.setdefault(rep, v)
     xs = [n for _, n, _ in pts]
-    ax.plot(xs, [v - start[rep] for rep, _, v in pts], ls="", marker="o", ms=3, color=c)  # type: ignore[operator]
+    ax.plot(xs, [v - start[rep] for rep, _, v in pts], ls="", marker="o", ms=3, color=c)
     text = cost_cells(f, steps.name)[0] if f is not None else "n/a"
     if f is not None:
         ax.plot([min(xs), max(xs)], [0.0, f.slope * (max(xs) - min(xs))], lw=1, color=c)

@@ -19,7 +19,7 @@ from virtbench.report.plotkit import (
     runtimes_in,
     successful,
 )
-from virtbench.store.records import Sample
+from virtbench.store.records import Sample, value_of
 
 
 def burst(samples: list[Sample], order: list[str]) -> list[Plot]:
@@ -34,9 +34,9 @@ def burst(samples: list[Sample], order: list[str]) -> list[Plot]:
         if not level.isdigit():
             continue
         if name == bursts.SPAWN_TO_READY.name:
-            each[s.runtime][int(level)].append(float(s.value))  # type: ignore[arg-type]
+            each[s.runtime][int(level)].append(float(value_of(s)))
         elif name == bursts.READY_PER_S.name:
-            rate[s.runtime][int(level)].append(float(s.value))  # type: ignore[arg-type]
+            rate[s.runtime][int(level)].append(float(value_of(s)))
     if not each:
         return []
     colour = colour_for(order)
@@ -93,7 +93,7 @@ def operations(
     for j, metric in enumerate(figures):
         shown = False
         for i, r in enumerate(runtimes):
-            v = [float(s.value) for s in ok if s.runtime == r and s.metric == metric]  # type: ignore[arg-type]
+            v = [float(value_of(s)) for s in ok if s.runtime == r and s.metric == metric]
             if not v:
                 continue
             y = i + (j - (len(figures) - 1) / 2) * height
@@ -103,7 +103,7 @@ def operations(
             ax.plot([p5, p99], [y, y], color="black", linewidth=1)
             shown = True
     _cannot(ax, mine, ok, runtimes)
-    values = [float(s.value) for s in ok]  # type: ignore[arg-type]
+    values = [float(value_of(s)) for s in ok]
     if min(values) > 0 and max(values) / min(values) >= 30:
         log_if_spread(ax, values, "ms", axis="x")
     ax.set_yticks(range(len(runtimes)), runtimes)

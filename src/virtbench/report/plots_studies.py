@@ -36,7 +36,7 @@ from virtbench.report.plotkit import (
     successful,
     unit_ticks,
 )
-from virtbench.store.records import Sample
+from virtbench.store.records import Sample, value_of, values_of
 
 SIZED = re.compile(r"^(read|write|sendto_recvfrom)_(\d+)b_ns$")
 PAGES = re.compile(r"^page_fault_(\d+)p_ns$")
@@ -46,7 +46,7 @@ Series = list[tuple[str, float, float]]
 def _by_unit(samples: list[Sample], runtime: str, metric: str) -> Summary:
     """A runtime's median of `metric` with its 95% CI over its repetitions."""
     mine = [s for s in samples if s.runtime == runtime and s.metric == metric]
-    return summarize([s.value for s in mine], [s.repetition for s in mine])  # type: ignore[misc]
+    return summarize(values_of(mine), [s.repetition for s in mine])
 
 
 def startup(samples: list[Sample], order: list[str]) -> list[Plot]:
@@ -107,7 +107,7 @@ def image(samples: list[Sample], order: list[str]) -> list[Plot]:
     if not ok or len({s.value for s in ok}) < 2:
         return []
     runtimes = runtimes_in(ok, order)
-    sizes = [max(s.value for s in ok if s.runtime == r) for r in runtimes]  # type: ignore[type-var]
+    sizes = [max(value_of(s) for s in ok if s.runtime == r) for r in runtimes]
     factor, unit = scaled(float(np.median(sizes)), ok[0].unit)
     fig, (ax,) = new_figure("Image size on disk per runtime")
     colour = colour_for(order)
@@ -147,7 +147,7 @@ def payload(samples: list[Sample], order: list[str]) -> list[Plot]:
             xs = sorted({x for x, s in points if s.runtime == r})
             sts = [
                 summarize(
-                    [s.value for x2, s in points if s.runtime == r and x2 == x],
+                    values_of(s for x2, s in points if s.runtime == r and x2 == x),
                     [s.repetition for x2, s in points if s.runtime == r and x2 == x],
                 )
                 for x in xs

@@ -178,7 +178,8 @@ def slo_notes(found: list[Batches], slo_ms: float) -> list[str]:
     spans it (by the p99 itself where it has no CI, and said how many). The batch kinds
     every runtime met on one line, then a line for each other kind."""
     kinds: dict[str, dict[str, list[str]]] = {}
-    bare, highest = 0, {}  # batch kind -> (its highest p99 met, by which runtime)
+    bare = 0
+    highest: dict[str, tuple[float, str]] = {}  # batch kind -> (highest p99 met, by which runtime)
     for b in found:
         p99 = b.tails["p99"]
         if math.isnan(p99.value):
@@ -186,8 +187,8 @@ def slo_notes(found: list[Batches], slo_ms: float) -> list[str]:
         low, high = (p99.low, p99.high) if p99.has_ci else (p99.value, p99.value)
         bare += not p99.has_ci
         verdict = "met" if high <= slo_ms else "missed" if low > slo_ms else "undecided"
-        kind = kinds.setdefault(describe(b.at), {})
-        kind.setdefault(verdict, []).append(f"{b.runtime} ({fmt(p99.value)} ms)")
+        verdicts = kinds.setdefault(describe(b.at), {})
+        verdicts.setdefault(verdict, []).append(f"{b.runtime} ({fmt(p99.value)} ms)")
         if verdict == "met":
             highest[describe(b.at)] = max(
                 highest.get(describe(b.at), (0.0, "")), (p99.value, b.runtime)

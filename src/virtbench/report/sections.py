@@ -66,7 +66,7 @@ def drawers(
     by: dict[str, list[Sample]] = {}
     for s in samples:
         by.setdefault(s.experiment, []).append(s)
-    out = []
+    out: list[tuple[str, Callable[[], list[Plot]]]] = []
     for view in views.of_run(list(by)):
         drawn = Drawn(by[view.type], order, series or [])
         out += [(view.type, functools.partial(_draw, kind, drawn)) for kind in view.plots]

@@ -277,7 +277,7 @@ def ranked(
     reference = next((s for s in found if s.runtime == REFERENCE), None)
     if len(others) < 2:  # native and one other: the only comparison there is
         others, reference = found, None
-    answer = Answer(question, measure, unit, others, lower_better, reference=reference, **kw)  # type: ignore[arg-type]
+    answer = Answer(question, measure, unit, others, lower_better, reference=reference, **kw)  # type: ignore[arg-type]  # kw: Answer's own fields, as callers name them
     return [answer]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections import defaultdict
+from typing import overload
 
 import numpy as np
 from rich import box
@@ -60,9 +61,9 @@ def summary_table(
     summaries = {k: summarize_rows(f, rows) for k, rows in groups.items()}
     several = len({k[4] for k in groups}) > 1
     if facts is not None:
-        for key, line in alike(summaries, several).items():
+        for pair, line in alike(summaries, several).items():
             facts.append(line)
-            groups = {k: v for k, v in groups.items() if (k[1], k[4]) != key}
+            groups = {k: v for k, v in groups.items() if (k[1], k[4]) != pair}
     t = Table(title=title, title_justify="left")
     cols = ["measure", "runtime", "median", CI_HEADER, "CV", "n"]
     cols += ["mean", "SD", "min-max", "outliers"] if wide else []
@@ -134,7 +135,11 @@ def alike(summaries: dict[tuple[str, ...], Summary], several: bool) -> dict[tupl
 HOST_COLUMNS = ("CPU idle", "mem avail", "swap free")
 
 
-def by_worker(samples: Rows) -> list[tuple[str, Rows]]:
+@overload
+def by_worker(samples: Frame) -> list[tuple[str, Frame]]: ...
+@overload
+def by_worker(samples: list[Sample]) -> list[tuple[str, list[Sample]]]: ...
+def by_worker(samples: Rows) -> list[tuple[str, Frame]] | list[tuple[str, list[Sample]]]:
     """A scalability or isolation experiment's samples per worker (its workload), in the
     order they were measured: a spec may measure several workers the same way. A frame
     gives frames, a list of samples lists."""
@@ -195,7 +200,7 @@ def scalability_table(
                 first = st.median
             # "vs 0" is a ratio: none to a first point of nothing (or within resolution)
             workload = f.labels["workload"][workloads[worker[0]]]
-            usable = not math.isnan(first) and not refusal(metric, workload, first)  # type: ignore[arg-type]
+            usable = not math.isnan(first) and not refusal(metric, workload, first)  # type: ignore[arg-type]  # rows measured: a worker metric
             rel = st.median / first if usable and not math.isnan(st.median) else math.nan
             host_cells = []
             for _, m in zip(HOST_COLUMNS, host, strict=True):  # one column each

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from virtbench.errors import VirtbenchError
@@ -24,7 +24,7 @@ def cpus() -> int:
     return len(os.sched_getaffinity(0))
 
 
-def in_order(tasks: list[Callable[[], T]]) -> Iterator[T]:
+def in_order(tasks: Sequence[Callable[[], T]]) -> Iterator[T]:
     """Each task's result, in task order. The child starts now; this process does its share
     when the first result is asked for, keeping its own results until their turn (the
     child's wait in a queue). With one CPU or one task, each is done as it is asked for."""

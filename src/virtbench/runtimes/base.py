@@ -124,13 +124,15 @@ class Runtime(Lifecycle, ABC):
         self.attach = self.Attach(self)
 
     # --- what drivers provide -------------------------------------------------------
+    # `options` of these class methods: an instance of the driver's `Options` (each driver
+    # narrows its type to that), or None for its defaults
     @classmethod
     @abstractmethod
-    def available(cls, options: BaseModel | None = None) -> Availability:
+    def available(cls, options: Any = None) -> Availability:
         """Can this runtime (with these options) run here? Never raises."""
 
     @classmethod
-    def cannot_run(cls, workload: str, options: BaseModel | None = None) -> str | None:
+    def cannot_run(cls, workload: str, options: Any = None) -> str | None:
         """Why this runtime (with these options) cannot run `workload` (None: it can)."""
         del workload, options
         return None

@@ -99,15 +99,15 @@ class _Lines:
     def whole(self, text: bytes, t: int) -> None:
         """Read the whole lines `text` (ending in a newline, or empty), which came at `t`."""
         seen_by, name = self.inst.console, self.inst.name
-        for m in MARKER.finditer(text):
-            if m.group(2).decode(errors="replace") != name:
+        for mark in MARKER.finditer(text):
+            if mark.group(2).decode(errors="replace") != name:
                 continue
-            if m.group(1) == b"READY" and seen_by.t_ready_ns is None:
+            if mark.group(1) == b"READY" and seen_by.t_ready_ns is None:
                 self.ready(t)
-            elif m.group(1) == b"HELLO":
+            elif mark.group(1) == b"HELLO":
                 seen_by.hello = True
-            elif m.group(1) == b"EXIT" and m.group(3) is not None:
-                seen_by.guest_status = int(m.group(3))
+            elif mark.group(1) == b"EXIT" and mark.group(3) is not None:
+                seen_by.guest_status = int(mark.group(3))
         if self.exited is None and self.halt is None:
             return
         for line in text.splitlines():

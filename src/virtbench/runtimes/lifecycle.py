@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, ClassVar, NoReturn
 
 from virtbench.errors import EngineGone, InstanceError, SpecError
 from virtbench.host import cgroups
@@ -38,15 +38,29 @@ class Lifecycle:
 
     ctx: RuntimeContext
     label: str
-    family: Family
-    networks: tuple[str, ...]
+    family: ClassVar[Family]
+    networks: ClassVar[tuple[str, ...]]
     instances: dict[str, Instance]
     dead: str | None
     _set_up: bool
-    State: type
+    State: ClassVar[type]
     pause: controls.Pause
     observe: observe.Observe
     attach: attach.Attach
+
+    if TYPE_CHECKING:  # the hooks, as Runtime (base.py) declares them and drivers give them
+
+        def _prepare(self, inst: Instance) -> None: ...
+        def _start(self, inst: Instance, detach: bool) -> None: ...
+        def _after_start(self, inst: Instance) -> None: ...
+        def _wait(self, inst: Instance, timeout: float) -> int: ...
+        def _after_exit(self, inst: Instance) -> None: ...
+        def _stop(self, inst: Instance) -> None: ...
+        def _setup(self) -> None: ...
+        def _close(self) -> None: ...
+        def _revive(self) -> None: ...
+        def engine_gone(self) -> str | None: ...
+        def cgroup_names(self, inst: Instance) -> list[str]: ...
 
     # --- the public lifecycle -----------------------------------------------------------
     def effective_network(self, requested: str) -> str:

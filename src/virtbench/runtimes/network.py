@@ -36,7 +36,7 @@ from virtbench.runtimes.daemon import Daemon, Daemons
 
 # Candidate subnets, tried in order; the first that overlaps nothing on the host wins.
 CANDIDATES = [
-    ipaddress.ip_network(f"10.{a}.{b}.0/22") for a in (231, 232, 233) for b in range(0, 256, 4)
+    ipaddress.IPv4Network(f"10.{a}.{b}.0/22") for a in (231, 232, 233) for b in range(0, 256, 4)
 ]
 NETNS_DIR = Path("/run/netns")
 
@@ -47,10 +47,10 @@ def _used_networks() -> list[ipaddress.IPv4Network]:
         data = json.loads(proc.run(argv, timeout=10).stdout or "[]")
         for item in data:
             for a in item.get("addr_info", []):
-                used.append(ipaddress.ip_network(f"{a['local']}/{a['prefixlen']}", strict=False))
+                used.append(ipaddress.IPv4Network(f"{a['local']}/{a['prefixlen']}", strict=False))
             dst = item.get("dst")
             if dst and dst != "default":
-                used.append(ipaddress.ip_network(dst if "/" in dst else f"{dst}/32", strict=False))
+                used.append(ipaddress.IPv4Network(dst if "/" in dst else f"{dst}/32", strict=False))
     return used
 
 

@@ -8,6 +8,7 @@ take it with all of its descendants.
 
 from __future__ import annotations
 
+import functools
 import signal
 from collections.abc import Callable
 
@@ -66,10 +67,16 @@ def any_alive(procs: list[psutil.Process]) -> bool:
     return False
 
 
+def _running(p: psutil.Process, pid: int) -> bool:
+    """Whether `p` (the process `pid` was, when seen) is still running: the same one."""
+    del pid
+    return p.is_running()
+
+
 def end(procs: list[psutil.Process], timeout: float = 5.0) -> None:
     """Wait for these processes to exit; SIGKILL the ones still there after `timeout`.
     psutil checks each handle's start time, so a reused pid is never signalled."""
     _gone, alive = psutil.wait_procs(procs, timeout=timeout)
     for p in alive:  # through a pidfd, only while it is the process the handle saw
-        proc.signal_pid(p.pid, signal.SIGKILL, lambda _pid, p=p: p.is_running())
+        proc.signal_pid(p.pid, signal.SIGKILL, functools.partial(_running, p))
     psutil.wait_procs(alive, timeout=5)

@@ -6,7 +6,9 @@ keeps them and the reports that read them (`virtbench.store` re-exports them).
 
 from __future__ import annotations
 
+import math
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -52,6 +54,18 @@ class Sample:
     params: dict[str, Any] = field(default_factory=dict)
     host: str = ""
     t: float = field(default_factory=time.time)
+
+
+def value_of(s: Sample) -> float:
+    """The value of a successful sample (one that has one: plotkit's `successful`)."""
+    assert s.value is not None, f"{s.metric}: a sample without a value"
+    return s.value
+
+
+def values_of(samples: Iterable[Sample]) -> list[float]:
+    """The samples' values, nan for one without: as numpy reads a None, a value that is
+    not finite (never summarised)."""
+    return [math.nan if s.value is None else s.value for s in samples]
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ reads."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -117,6 +117,16 @@ def measuring_worker(v: str, also: tuple[str, ...] = ()) -> str:
     if v not in allowed:
         raise ValueError(f"unknown worker {v!r} (allowed: {', '.join(allowed)})")
     return v
+
+
+class Measuring(Protocol):
+    """What a worker's job reads of the experiment measuring it (WorkerExperiment's, or
+    an experiment's of its own, as throughput's)."""
+
+    ready_timeout_s: float
+    client_timeout_s: float
+
+    def params_for(self, name: str) -> Any: ...
 
 
 class WorkerExperiment(CommonExperiment):

@@ -100,10 +100,11 @@ def image_services() -> dict[str, ImageService]:
     out = {}
     for kind, serves in sorted(found.items()):
         ports = {s.image_port for s in serves}
-        if len(ports) != 1 or None in ports:
+        port = ports.pop() if len(ports) == 1 else None
+        if port is None:
             raise ValueError(f"the workloads an image serving {kind} runs disagree on its port")
         pairs = zip(names[kind], serves, strict=True)
         only = {name: s.image_levels for name, s in pairs if s.image_levels is not None}
         protocol = serves[0].image_protocol or serves[0].protocol
-        out[kind] = ImageService(tuple(names[kind]), ports.pop(), protocol, only)  # type: ignore[arg-type]
+        out[kind] = ImageService(tuple(names[kind]), port, protocol, only)
     return out

@@ -40,7 +40,7 @@ class Metric:
     name: str  # e.g. "requests_per_s", "get.latency_p99"
     value: float
     unit: str
-    direction: str  # "higher" or "lower" is better
+    direction: Direction  # "higher" or "lower" is better
 
 
 def first_line(text: str, limit: int = 160) -> str:

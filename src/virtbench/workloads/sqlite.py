@@ -54,7 +54,8 @@ def seconds(params: Params, level: None = None) -> float:
     """About how long one measurement takes (the catalog's estimate): ~10,000 INSERTs a
     second when each is its own transaction, natively here; slower sandboxes take longer."""
     del level
-    return 1.0 + params.rows / (10_000 * params.rows_per_transaction**0.5)
+    root: float = params.rows_per_transaction**0.5
+    return 1.0 + params.rows / (10_000 * root)
 
 
 def command(params: Params, level: None = None) -> tuple[str, ...]:

@@ -171,9 +171,9 @@ def medians(
 def workers(f: Frame) -> list[tuple[str, Frame, str]]:
     """(worker, its rows, the figure its tables follow) of a scalability or isolation
     run: a spec may measure several workers the same way, never mixed."""
-    out = []
+    out: list[tuple[str, Frame, str]] = []
     for worker, mine in by_worker(f):
         metric = worker_metric(mine)
         if metric is not None:
-            out.append((str(worker), mine, metric))  # type: ignore[arg-type]
+            out.append((str(worker), mine, metric))
     return out

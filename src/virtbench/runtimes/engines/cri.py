@@ -78,6 +78,7 @@ class Cri(Runtime):
     default_variant = "runc"
     virtbench_bridge = False
     Observe = CriObserve
+    observe: CriObserve
     Daemons = CriDaemons
     Exec = CriExec
     Memory = CriMemory

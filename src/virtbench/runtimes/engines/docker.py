@@ -121,6 +121,7 @@ class Docker(Engine):
     Snapshot = DockerSnapshot
     Daemons = DockerDaemons
     Observe = DockerObserve
+    observe: DockerObserve
     State = DockerState
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

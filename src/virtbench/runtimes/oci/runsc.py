@@ -85,7 +85,8 @@ class Runsc(OciRuntime):
     Snapshot = RunscSnapshot
 
     @classmethod
-    def available(cls, options: RunscOptions | None = None) -> Availability:
+    def available(cls, options: OciOptions | None = None) -> Availability:
+        assert options is None or isinstance(options, RunscOptions), "runsc takes its own"
         avail = super().available(options)
         if not avail.ok:
             return avail

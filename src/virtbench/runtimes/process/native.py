@@ -24,6 +24,7 @@ from pydantic import BaseModel
 
 from virtbench.errors import InstanceError
 from virtbench.host import cgroups, proc
+from virtbench.runtimes import controls
 from virtbench.runtimes.attach import Attach
 from virtbench.runtimes.base import (
     DATA_MOUNT,
@@ -105,9 +106,10 @@ class Native(Runtime):
     family = Family.PROCESS
     description = "host process in its own cgroup"
     networks: ClassVar[tuple[str, ...]] = ("none", "host", "bridge")
-    Exec = NativeExec  # pause: the cgroup freezer (Runtime's)
-    Snapshot = NativeSnapshot
-    Attach = NativeAttach
+    # pause: the cgroup freezer (Runtime's); the sandboxes built on it give their own
+    Exec: ClassVar[type[controls.Exec]] = NativeExec
+    Snapshot: ClassVar[type[controls.Snapshot]] = NativeSnapshot
+    Attach: ClassVar[type[Attach]] = NativeAttach
     State = ProcessState
     # seconds a TERM to the first process alone gets before the TERM to its group (0:
     # none): a launcher that ends what it started itself (nspawn)

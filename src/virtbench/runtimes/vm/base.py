@@ -67,6 +67,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from virtbench.errors import InstanceError
 from virtbench.host import proc
 from virtbench.measure import memory
+from virtbench.runtimes import controls
 from virtbench.runtimes.base import (
     Availability,
     Family,
@@ -177,8 +178,9 @@ class Vm(Runtime):
     boots_disks: ClassVar[bool] = False
     # no exec (the drivers' own: vm/agent.py); pause is the freezer on the VMM (QEMU's is
     # QMP, Firecracker's and Cloud Hypervisor's their APIs); no snapshot but the drivers' own
-    Exec = NoGuestAgent
-    Snapshot = NativeSnapshot  # as its VMM's process: no checkpoint virtbench drives
+    Exec: ClassVar[type[controls.Exec]] = NoGuestAgent
+    # as its VMM's process: no checkpoint virtbench drives
+    Snapshot: ClassVar[type[controls.Snapshot]] = NativeSnapshot
     Memory = VmMemory
     Attach = VmAttach
     Serves = ImageServes

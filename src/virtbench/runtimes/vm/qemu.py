@@ -133,6 +133,12 @@ class QemuAgent(GuestAgent):
         return unix_stream(self.rt.agent_path(inst), timeout)
 
 
+def _own(options: VmOptions | None) -> QemuOptions:
+    """A qemu label's options (its `Options`, as the spec resolves them), or the defaults."""
+    assert options is None or isinstance(options, QemuOptions), "qemu takes its own options"
+    return options or QemuOptions()
+
+
 class Qemu(Vm):
     name = "qemu"
     typical_launch_s = 0.3  # start + stop here without earlier boots
@@ -160,13 +166,13 @@ class Qemu(Vm):
         return {"firmware": self.options.firmware_used}
 
     @classmethod
-    def needs_kvm(cls, options: QemuOptions | None) -> bool:
-        return (options or QemuOptions()).accel == "kvm"
+    def needs_kvm(cls, options: VmOptions | None) -> bool:
+        return _own(options).accel == "kvm"
 
     @classmethod
-    def cannot_run(cls, workload: str, options: QemuOptions | None = None) -> str | None:
+    def cannot_run(cls, workload: str, options: VmOptions | None = None) -> str | None:
         why = super().cannot_run(workload, options)
-        opts = options or QemuOptions()
+        opts = _own(options)
         linux = opts.guest == "linux" or (opts.guest == "auto" and workload not in SIMPLE)
         if why is None and linux and opts.machine == "microvm" and opts.accel == "tcg":
             # microvm has no HPET/PM timer: Linux cannot calibrate its clock under TCG
