@@ -20,6 +20,7 @@ from virtbench.errors import SpecError
 from virtbench.spec import EXPERIMENT_TYPES, InstanceOptions
 from virtbench.spec import flags as spec_flags
 from virtbench.store import Sample, Store
+from virtbench.tables.flags import FLAG_FIELDS
 
 HOSTILE = [
     "../../etc/passwd",
@@ -126,7 +127,7 @@ def test_any_spec_is_valid_or_one_line_error(data):
     assert all(re.fullmatch(r"[a-z0-9-]+(:[a-z0-9-]+)*", r) for r in parsed.runtimes)
 
 
-FLAGS = list(spec_flags.FLAG_FIELDS)
+FLAGS = list(FLAG_FIELDS)
 
 
 @SETTINGS

@@ -32,7 +32,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as sps
 
 from virtbench.analysis.stats import (
     BOOTSTRAP_MAX_VALUES,
@@ -68,6 +67,8 @@ def _units(unit: np.ndarray) -> tuple[np.ndarray, int]:
 
 def expanded_alpha(k: int) -> float:
     """The lower tail of the expanded percentile interval for k independent units."""
+    from scipy import stats as sps  # here, not above: importing scipy costs a second
+
     t = sps.t.ppf(1 - (1 - CONFIDENCE) / 2, k - 1)
     return float(sps.norm.cdf(-math.sqrt(k / (k - 1)) * t))
 
@@ -111,6 +112,8 @@ def woodruff(
     size = np.bincount(idx, minlength=k)
     var = k / (k - 1) * float(np.sum((per - share * size) ** 2)) / n**2
     se = math.sqrt(max(var, q * (1 - q) / n))
+    from scipy import stats as sps
+
     t = float(sps.t.ppf(1 - (1 - CONFIDENCE) / 2, k - 1))
     lo = np.quantile(values, max(q - t * se, 0.0), method="inverted_cdf")
     hi = np.quantile(values, min(q + t * se, 1.0), method="inverted_cdf")
@@ -124,6 +127,8 @@ def success_ci(ok: np.ndarray, unit: np.ndarray, seed: int = 0) -> Estimate:
     n, k = ok.size, int(ok.sum())
     if n == 0:
         return Estimate(math.nan, why_none="no instance")
+    from scipy import stats as sps
+
     wilson = sps.binomtest(k, n).proportion_ci(confidence_level=CONFIDENCE, method="wilson")
     lo, hi = float(wilson.low), float(wilson.high)
     idx, units = _units(np.asarray(unit))

@@ -28,8 +28,8 @@ from virtbench.cli.common import (
 )
 from virtbench.errors import VirtbenchError
 from virtbench.paths import Paths
-from virtbench.spec.flags import FLAGS
 from virtbench.store.frame import Frame, as_frame
+from virtbench.tables.flags import FLAGS
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -46,7 +46,7 @@ def _either(value: Any, s1_value: Any, flag: str) -> Any:
 
 
 def with_flag_options(after: str) -> Callable[[F], F]:
-    """`func`'s `**flags` become one option per spec flag (spec_flags.FLAGS), after its
+    """`func`'s `**flags` become one option per spec flag (tables/flags.py FLAGS), after its
     parameter `after`, so typer builds them as if declared one by one."""
 
     def decorate(func: F) -> F:

@@ -1,5 +1,7 @@
 """What every plot module shares: the `Plot` (saved as PNG and SVG, or inlined as SVG),
 the style, the colours per runtime, and the small helpers that pick and summarise samples.
+Matplotlib is loaded when the first figure is drawn (`pyplot()`), not when a module that
+can draw is imported: `show` and `compare` never draw, and never pay for it.
 """
 
 from __future__ import annotations
@@ -11,22 +13,20 @@ import re
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
-from typing import Any, cast
-
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-from matplotlib.axes import Axes
-from matplotlib.colors import ListedColormap
-from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
-from matplotlib.typing import RcKeyType
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, cast
 
 from virtbench import metrics
 from virtbench.errors import VirtbenchError
 from virtbench.store.records import Sample
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import FuncFormatter
+    from matplotlib.typing import RcKeyType
 
 STYLE: dict[RcKeyType, Any] = {
     "figure.dpi": 100,
@@ -41,9 +41,27 @@ STYLE: dict[RcKeyType, Any] = {
     # a study's run draws dozens; each is closed once written (html.run_section)
     "figure.max_open_warning": 0,
 }
-_TAB10 = cast(ListedColormap, plt.get_cmap("tab10"))  # a listed colour map: ten colours
-COLOURS = cast(tuple[tuple[float, float, float], ...], _TAB10.colors)  # as RGB triples
 MAX_PER_KIND = 16  # a run with 100 metrics gets the first 16 of each kind, not 100 plots
+
+
+@cache
+def pyplot() -> ModuleType:
+    """matplotlib.pyplot on the Agg back end, imported on first use."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+@cache
+def colours() -> tuple[tuple[float, float, float], ...]:
+    """matplotlib's ten "tab10" colours, as RGB triples."""
+    from matplotlib.colors import ListedColormap
+
+    tab10 = cast(ListedColormap, pyplot().get_cmap("tab10"))  # a listed map: ten colours
+    return cast(tuple[tuple[float, float, float], ...], tab10.colors)
 
 
 @contextlib.contextmanager
@@ -66,7 +84,7 @@ class Plot:
     def _svg_text(self) -> str:
         if not self._svg:
             buf = io.StringIO()
-            with plt.rc_context(STYLE), _legend_search_quiet():  # svg.* are read when saving
+            with pyplot().rc_context(STYLE), _legend_search_quiet():  # svg.* read when saving
                 self.fig.savefig(buf, format="svg", bbox_inches=None, metadata=_metadata("svg"))
             self._svg = buf.getvalue()
         return self._svg
@@ -76,7 +94,7 @@ class Plot:
         try:
             directory.mkdir(parents=True, exist_ok=True)
             path = directory / f"{self.name}.png"
-            with plt.rc_context(STYLE), _legend_search_quiet():
+            with pyplot().rc_context(STYLE), _legend_search_quiet():
                 self.fig.savefig(path, metadata=_metadata("png"))
             out.append(path)
             path = directory / f"{self.name}.svg"
@@ -97,7 +115,7 @@ class Plot:
         return re.sub(r'href="#([^"]+)"', rf'href="#{prefix}\1"', text)
 
     def close(self) -> None:
-        plt.close(self.fig)
+        pyplot().close(self.fig)
 
 
 def _metadata(ext: str) -> dict[str, str | None]:
@@ -105,7 +123,8 @@ def _metadata(ext: str) -> dict[str, str | None]:
 
 
 def colour_for(order: list[str]) -> Callable[[str], tuple[float, ...]]:
-    return lambda r: COLOURS[order.index(r) % len(COLOURS)] if r in order else COLOURS[-1]
+    palette = colours()
+    return lambda r: palette[order.index(r) % len(palette)] if r in order else palette[-1]
 
 
 def successful(samples: list[Sample]) -> list[Sample]:
@@ -125,7 +144,7 @@ def new_figure(title: str, ncols: int = 1, width: float = 6.4) -> tuple[Figure, 
     row (more go on the rows below): a page shows it at its own size, its text as set."""
     cols = min(ncols, PANELS_PER_ROW)
     rows = -(-ncols // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, 3.8 * rows), squeeze=False)
+    fig, axes = pyplot().subplots(rows, cols, figsize=(width * cols, 3.8 * rows), squeeze=False)
     flat = list(axes.flat)
     for spare in flat[ncols:]:  # an odd panel out: the row's other place left empty
         spare.remove()
@@ -159,6 +178,8 @@ def ci_err(sts: list) -> list[list[float]]:
 def unit_ticks(unit: str) -> FuncFormatter:
     """Tick labels as numbers people write, with their unit: "1 ms", "10 ms", "0.5 MiB"
     (never 10^0 or 1e+03)."""
+    from matplotlib.ticker import FuncFormatter
+
     from virtbench.report.cells import fmt
 
     gap = "" if unit.startswith("%") or not unit else " "
@@ -171,6 +192,8 @@ def log_if_spread(ax: Axes, values: list[float], unit: str, axis: str = "y") -> 
     positive = [v for v in values if v > 0]
     if len(positive) < 2 or max(positive) / min(positive) <= 10 or len(positive) < len(values):
         return False
+    from matplotlib.ticker import LogLocator, NullFormatter
+
     scale = ax.set_yscale if axis == "y" else ax.set_xscale
     scale("log")
     which = ax.yaxis if axis == "y" else ax.xaxis
@@ -183,6 +206,8 @@ def log_if_spread(ax: Axes, values: list[float], unit: str, axis: str = "y") -> 
 def log_levels(ax: Axes, axis: str = "x") -> None:
     """A log axis of counts (instances, connections: 1, 4, 16, 64), its ticks as plain
     numbers, never 10^0."""
+    from matplotlib.ticker import NullFormatter
+
     (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
     which = ax.xaxis if axis == "x" else ax.yaxis
     which.set_major_formatter(unit_ticks(""))

@@ -7,19 +7,19 @@ import math
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-from matplotlib.axes import Axes
 
 from virtbench import metrics
 from virtbench.analysis.fit import Fit
 from virtbench.analysis.stats import Summary, summarize
 from virtbench.report.cells import scaled
 from virtbench.report.plotkit import (
-    COLOURS,
     Plot,
     ci_err,
     colour_for,
+    colours,
     new_figure,
     runtimes_in,
     slugify,
@@ -27,6 +27,9 @@ from virtbench.report.plotkit import (
 )
 from virtbench.report.tables import by_worker, worker_metric
 from virtbench.store.records import Sample, value_of, values_of
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 
 def scalability(samples: list[Sample], order: list[str]) -> list[Plot]:
@@ -131,7 +134,7 @@ def _isolation_one(samples: list[Sample], order: list[str]) -> list[Plot]:
             ]
             x = np.arange(1, len(attackers) + 1) + (j - (len(placements) - 1) / 2) * width
             med = [st.median if st.n else math.nan for st in sts]  # not measured: no bar
-            ax.bar(x, med, width, yerr=ci_err(sts), capsize=2, color=COLOURS[j], label=p)
+            ax.bar(x, med, width, yerr=ci_err(sts), capsize=2, color=colours()[j], label=p)
             for xi, st in zip(x, sts, strict=True):
                 if not st.n:
                     ax.annotate("n/a", (xi, 0), ha="center", va="bottom", fontsize=8, color="grey")

@@ -4,9 +4,9 @@ operations on a running instance (`exec`, `pause`, `snapshot`)."""
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import TYPE_CHECKING
 
 import numpy as np
-from matplotlib.axes import Axes
 
 from virtbench import metrics
 from virtbench.experiments import burst as bursts
@@ -20,6 +20,9 @@ from virtbench.report.plotkit import (
     successful,
 )
 from virtbench.store.records import Sample, value_of
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 
 def burst(samples: list[Sample], order: list[str]) -> list[Plot]:

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from typing import TYPE_CHECKING
 
 import numpy as np
-from matplotlib.axes import Axes
 
 from virtbench import metrics, workloads
 from virtbench.analysis.stats import Summary, summarize
@@ -37,6 +37,9 @@ from virtbench.report.plotkit import (
     unit_ticks,
 )
 from virtbench.store.records import Sample, value_of, values_of
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 SIZED = re.compile(r"^(read|write|sendto_recvfrom)_(\d+)b_ns$")
 PAGES = re.compile(r"^page_fault_(\d+)p_ns$")

@@ -154,7 +154,10 @@ class Answer:
         """`s`'s figure as a multiple of native's (the studies' overhead figure)."""
         if self.reference is None or self.scale != "ratio":
             return Factor(why="no native figure")
-        return _ratio(self, self.reference, s, plain=True)
+        key = ("of native", s.runtime)  # no runtime is named so
+        if key not in self._factors:
+            self._factors[key] = _ratio(self, self.reference, s, plain=True)
+        return self._factors[key]
 
     def undecided(self) -> str:
         """What stands in place of sentences where there are none: why the order is not
