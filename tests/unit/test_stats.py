@@ -117,7 +117,7 @@ def test_global_tests_and_post_hoc_pairs():
 
 
 def test_desmet_scores_follow_s5_bands():
-    from virtbench.analysis.stats import desmet_score
+    from virtbench.report.desmet import desmet_score
 
     assert desmet_score(95, 100, "higher") == 4 and desmet_score(65, 100, "higher") == 1
     assert desmet_score(50, 100, "higher") == 0
@@ -314,10 +314,8 @@ def test_permutation_p_is_scipys():
     rng = np.random.default_rng(9)
     for na, nb, shift in ((3, 3, 0.0), (5, 5, 2.0), (4, 7, 1.0), (6, 6, 0.5), (2, 9, 3.0)):
         x, y = rng.normal(10, 1, na), rng.normal(10 + shift, 1, nb)
-        assert significance.permutation_p(x, y, np.random.default_rng(0)) == pytest.approx(
-            scipy_p(x, y), abs=1e-12
-        )
+        assert significance.permutation_p(x, y, 0) == pytest.approx(scipy_p(x, y), abs=1e-12)
     for shift in (0.0, 0.4, 1.0):
         x, y = rng.normal(10, 1, 15), rng.normal(10 + shift, 1, 15)
-        got = significance.permutation_p(x, y, np.random.default_rng(0))
+        got = significance.permutation_p(x, y, 0)
         assert abs(got - scipy_p(x, y, 40000)) < 0.015

@@ -5,6 +5,7 @@ stats.py are what these tests compare."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Mapping, Sequence
@@ -88,15 +89,26 @@ def ab_test(a: Values, b: Values, seed: int = 0) -> ABResult:
     # resampled test draws its splits for the pair in one order, so that B against A and
     # A against B get one p
     first, second = (x, y) if (x.size, x.tobytes()) <= (y.size, y.tobytes()) else (y, x)
-    p = permutation_p(first, second, np.random.default_rng(seed))
+    p = permutation_p(first, second, seed)
     return ABResult(x.size, y.size, ma, mb, change, p)
 
 
-def permutation_p(x: np.ndarray, y: np.ndarray, rng: np.random.Generator) -> float:
+@functools.lru_cache(maxsize=4)
+def _shuffles(n: int, seed: int) -> np.ndarray:
+    """PERMUTATIONS random orders of range(n), drawn from `seed`: the same for every pair
+    of that size (a site compares hundreds), so drawn once and kept (read-only)."""
+    rng = np.random.default_rng(seed)
+    order = rng.permuted(np.tile(np.arange(n), (PERMUTATIONS, 1)), axis=1)
+    order.flags.writeable = False
+    return order
+
+
+def permutation_p(x: np.ndarray, y: np.ndarray, seed: int) -> float:
     """Two-sided p of mean(y) - mean(x) by permutation, as scipy's permutation_test
     reckons it: every split of the pooled values when there are at most PERMUTATIONS,
-    else PERMUTATIONS random ones (then the observed split counts as one of them);
-    twice the smaller tail, at most 1. (Here, not scipy: importing it costs a second.)"""
+    else PERMUTATIONS random ones drawn from `seed` (then the observed split counts as
+    one of them); twice the smaller tail, at most 1. (Here, not scipy: importing it costs
+    a second.)"""
     pooled = np.concatenate((x, y))
     n, k = pooled.size, x.size
     observed = float(y.mean() - x.mean())
@@ -110,8 +122,7 @@ def permutation_p(x: np.ndarray, y: np.ndarray, rng: np.random.Generator) -> flo
         less = np.count_nonzero(null <= observed + gamma) / null.size
         greater = np.count_nonzero(null >= observed - gamma) / null.size
     else:
-        order = rng.permuted(np.tile(np.arange(n), (PERMUTATIONS, 1)), axis=1)
-        shuffled = pooled[order]
+        shuffled = pooled[_shuffles(n, seed)]
         null = shuffled[:, k:].mean(axis=1) - shuffled[:, :k].mean(axis=1)
         less = (np.count_nonzero(null <= observed + gamma) + 1) / (PERMUTATIONS + 1)
         greater = (np.count_nonzero(null >= observed - gamma) + 1) / (PERMUTATIONS + 1)

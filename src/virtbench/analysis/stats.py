@@ -1,5 +1,5 @@
 """Statistics: summaries that always carry their spread, outlier flags, slowdown, A/B
-tests, global tests over several runtimes, and DESMET-style scores.
+tests, global tests over several runtimes.
 
 The confidence interval is a percentile bootstrap of the median (2000 resamples with
 a fixed seed, so the same data always gives the same interval) over the independent
@@ -21,11 +21,12 @@ runtimes: Kruskal-Wallis with Dunn's pairs, or ANOVA with Tukey's HSD (as S3).
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from virtbench.analysis.memo import by_value
 from virtbench.analysis.significance import Values, finite
 
 # The unit of each value (a sequence, or a column of a frame)
@@ -180,6 +181,7 @@ def bootstrap_ci(
     return ci_of(values, seed, unit)[:2]
 
 
+@by_value(1024)
 def ci_of(
     values: np.ndarray, seed: int = 0, unit: np.ndarray | None = None
 ) -> tuple[float, float, str]:
@@ -253,9 +255,17 @@ def slowdown_ci(
     point = slowdown(float(np.median(a)), float(np.median(b)), direction)
     if int(ub.max()) + 1 < MIN_UNITS or int(ua.max()) + 1 < MIN_UNITS:
         return point, math.nan, math.nan
+    return (point, *_ratio_ci(b, ub, a, ua, direction, seed))
+
+
+@by_value(1024)
+def _ratio_ci(
+    b: np.ndarray, ub: np.ndarray, a: np.ndarray, ua: np.ndarray, direction: str, seed: int
+) -> tuple[float, float]:
+    """slowdown_ci's interval, of values with at least MIN_UNITS units a side."""
     big = BOOTSTRAP_MAX_VALUES
     if b.size > big and a.size > big and ub.max() + 1 == b.size and ua.max() + 1 == a.size:
-        return (point, *_log_ratio_ci(b, a, direction))
+        return _log_ratio_ci(b, a, direction)
     rng = np.random.default_rng(seed)
     b, ub = _bounded(b, ub)
     a, ua = _bounded(a, ua)
@@ -264,8 +274,8 @@ def slowdown_ci(
         ratios = ma / mb - 1 if direction == "lower" else mb / ma - 1
     ratios = ratios[np.isfinite(ratios)]
     if ratios.size == 0:
-        return point, math.nan, math.nan
-    return (point, *_interval(ratios))
+        return math.nan, math.nan
+    return _interval(ratios)
 
 
 def difference_ci(a: Values, b: Values, seed: int = 0) -> tuple[float, float]:
@@ -368,26 +378,3 @@ def modes(values: Sequence[float], resolution: float | None = None) -> Modes | N
     if resolution is not None and hi_med - lo_med <= 2 * resolution:
         return None
     return Modes(split, lo_med, n - split, hi_med, separation)
-
-
-# --- DESMET-style scores against a baseline (S5) --------------------------------------------
-# A result scores 0-4: one point per band it meets, as a percentage of the baseline's median.
-DESMET_BANDS = {
-    "higher": (60.0, 70.0, 80.0, 90.0),  # throughput-like: at least this % of the baseline
-    "lower": (140.0, 130.0, 120.0, 110.0),  # latency-like: at most this %
-    "boot": (40.0, 30.0, 20.0, 10.0),  # boot-like: at most this % (S5 scored boot so)
-}
-
-
-def desmet_score(
-    value: float, baseline: float, kind: str, bands: Mapping[str, Sequence[float]] | None = None
-) -> float:
-    """0-4 (nan when either median is missing or the baseline is 0). `kind`: "higher",
-    "lower" or "boot" (lower is better, scored on its own bands)."""
-    if math.isnan(value) or math.isnan(baseline) or baseline == 0:
-        return math.nan
-    pct = value / baseline * 100
-    thresholds = (bands or DESMET_BANDS)[kind]
-    if kind == "higher":
-        return float(sum(pct >= t for t in thresholds))
-    return float(sum(pct <= t for t in thresholds))

@@ -204,7 +204,7 @@ def _all_bands(
     higher: str | None, lower: str | None, boot: str | None
 ) -> dict[str, tuple[float, ...]]:
     """The DESMET bands of each kind of measure: as given, else the defaults."""
-    from virtbench.analysis.stats import DESMET_BANDS
+    from virtbench.report.desmet import DESMET_BANDS
 
     return {
         "higher": _bands(higher, "--bands-higher", DESMET_BANDS["higher"]),

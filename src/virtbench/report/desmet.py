@@ -9,16 +9,37 @@ import dataclasses
 import fnmatch
 import math
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from virtbench import metrics
-from virtbench.analysis.stats import desmet_score
 from virtbench.report import compare as cmp
 from virtbench.report.cells import Rows, quantity
 from virtbench.report.compare import label
 from virtbench.report.findings import HtmlTable, ScoreOptions, condition_groups, median_of
 from virtbench.report.fits import baseline_refusal, cost_cells, cost_fits
 from virtbench.store.frame import Frame, as_frame
+
+# A result scores 0-4: one point per band it meets, as a percentage of the baseline's median.
+DESMET_BANDS = {
+    "higher": (60.0, 70.0, 80.0, 90.0),  # throughput-like: at least this % of the baseline
+    "lower": (140.0, 130.0, 120.0, 110.0),  # latency-like: at most this %
+    "boot": (40.0, 30.0, 20.0, 10.0),  # boot-like: at most this % (S5 scored boot so)
+}
+
+
+def desmet_score(
+    value: float, baseline: float, kind: str, bands: Mapping[str, Sequence[float]] | None = None
+) -> float:
+    """0-4 (nan when either median is missing or the baseline is 0). `kind`: "higher",
+    "lower" or "boot" (lower is better, scored on its own bands)."""
+    if math.isnan(value) or math.isnan(baseline) or baseline == 0:
+        return math.nan
+    pct = value / baseline * 100
+    thresholds = (bands or DESMET_BANDS)[kind]
+    if kind == "higher":
+        return float(sum(pct >= t for t in thresholds))
+    return float(sum(pct <= t for t in thresholds))
 
 
 def desmet_weight(measure: str, weights: dict[str, float], metric: str = "") -> float:

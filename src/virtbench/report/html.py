@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 import html
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,13 +24,12 @@ import jinja2
 import numpy as np
 
 from virtbench import __version__
-from virtbench.analysis.stats import DESMET_BANDS
 from virtbench.report import compare as cmp
 from virtbench.report import conditions, cost, facts, sections, standing, twocpu, views
 from virtbench.report import hosts as hostsmod
 from virtbench.report.answers import answers
 from virtbench.report.cells import bounded_note, fmt, quantity
-from virtbench.report.desmet import desmet
+from virtbench.report.desmet import DESMET_BANDS, desmet
 from virtbench.report.findings import (
     HtmlTable,
     differences,
@@ -64,8 +64,9 @@ class Options:
     boot_baseline: str | None = None  # boot is scored against this one (default: baseline)
     # (label, href) shown as a line of links above the title (the site's way back)
     links: list[tuple[str, str]] = field(default_factory=list)
-    # a run's answers worked out already (by run id; the site's), not worked out again
-    answers: dict[str, list[standing.Answer]] = field(default_factory=dict)
+    # a run's answers as the report shows them (`answer_view`), worked out already (by run
+    # id; the site's), not worked out again
+    answers: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     # what an instance costs: the price per hour, and the memory (GiB) and CPUs of the host
     # it is worked out for (None: each run's own)
     host_price: float | None = None
@@ -268,9 +269,7 @@ def run_section(store: Store, run: RunRecord, opts: Options) -> dict[str, Any]:
         "runtimes": order,
         "conditions": conditions.shown(f),
         "answers": (
-            [answer_view(a) for a in opts.answers[run.id]]
-            if run.id in opts.answers
-            else answer_parts(f, opts.ratio_baseline)
+            opts.answers[run.id] if run.id in opts.answers else answer_parts(f, opts.ratio_baseline)
         ),
         **_warnings(run, f, store.events(run.id), opts.cv_warn),
         "experiments": _experiments(run, f, figures, seen, alike),
@@ -308,13 +307,18 @@ def _cost(run: RunRecord, f: Frame, opts: Options) -> list[HtmlTable]:
     return [from_rich(t) for t in tables if t is not None]
 
 
-def render(store: Store, run_ids: list[str], opts: Options) -> str:
-    runs = [store.run(r) for r in run_ids]  # unknown ids fail before any work
-    env = jinja2.Environment(
+@functools.cache
+def _environment() -> jinja2.Environment:
+    """The templates, loaded and compiled once a process (a site renders hundreds)."""
+    return jinja2.Environment(
         loader=jinja2.PackageLoader("virtbench.report", "templates"),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
     )
+
+
+def render(store: Store, run_ids: list[str], opts: Options) -> str:
+    runs = [store.run(r) for r in run_ids]  # unknown ids fail before any work
     parts = [run_section(store, r, opts) for r in runs]
     across: list[dict[str, Any]] = []
     for first, other, rows in hostsmod.comparisons(store, runs):
@@ -325,12 +329,16 @@ def render(store: Store, run_ids: list[str], opts: Options) -> str:
         title = cmp.title(first, other, 5, 0.05)
         table = from_rich(cmp.verdict_table(title, rows, first, other))
         across.append({"a": first, "b": other, "table": table, "note": "", "tb": testbeds})
-    return env.get_template(TEMPLATE).render(
-        title="virtbench report: " + ", ".join(f"{r.id} ({r.name})" for r in runs),
-        sections=parts,
-        hosts=across,
-        links=opts.links,
-        version=__version__,
-        generated=_when(dt.datetime.now().timestamp()),
-        esc=html.escape,
+    return (
+        _environment()
+        .get_template(TEMPLATE)
+        .render(
+            title="virtbench report: " + ", ".join(f"{r.id} ({r.name})" for r in runs),
+            sections=parts,
+            hosts=across,
+            links=opts.links,
+            version=__version__,
+            generated=_when(dt.datetime.now().timestamp()),
+            esc=html.escape,
+        )
     )

@@ -69,11 +69,10 @@ def _make_files(store: Store, task: Task) -> Made:
         previous = {"run": task.previous, "verdicts": rows, "none": none}
     sums = data.summaries(f)
     doc = data.run_json(run, f, found, sums, previous)
-    opts = html.Options(plots_dir=None, links=list(task.links), answers={task.run: found})
-    report = html.render(store, [task.run], opts)
     parts = [html.answer_view(a) for a in found]
-    for p in parts:
-        p["table"] = vars(p["table"])
+    opts = html.Options(plots_dir=None, links=list(task.links), answers={task.run: parts})
+    report = html.render(store, [task.run], opts)
+    parts = [{**p, "table": vars(p["table"])} for p in parts]
     named = bmf.of_run([(k, s) for k, s, _, _ in sums], emulated_runtimes(f))
     return Made(task.run, report, doc, named, parts)
 
