@@ -192,10 +192,11 @@ def test_each_studys_quick_form_runs_on_the_fake_and_says_what_it_skipped(
         }
         for e in raw["experiment"]
     ]
-    for e in raw["experiment"]:  # the fake host's memory holds still at once
+    for e in raw["experiment"]:  # the fake host's memory and attackers hold still at once
         e["quick"] = {
             **e.get("quick", {}),
             **({"memory_settle_s": 0} if "memory_settle_s" in e.get("quick", {}) else {}),
+            **({"settle_s": 0} if e["type"] == "isolation" else {}),
         }
     spec = spec_flags.with_overrides(raw, where, None, {}, quick=True, drivers=world.drivers)
     store = Store(tmp_path / "results")
