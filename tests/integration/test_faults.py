@@ -23,6 +23,9 @@ from tests.integration.test_cli_runs import start_density
 from virtbench.store import Store
 
 
+# a density pile-up killed midway: long enough to be caught with a third of it up
+PILE, KILLED_AT = 30, 10
+
 def test_full_disk_under_results_stops_the_run_cleanly_with_the_database_intact(env, tmp_path):
     """The results directory is a 1 MiB tmpfs: the store's write-ahead log fills it after a
     few dozen boots. The run must stop with one line naming the directory, stop what it
@@ -156,7 +159,7 @@ def test_ctrl_c_then_resume_finishes_the_run_without_redoing_what_was_done(env, 
 def test_kill_9_then_resume_removes_the_leftovers_and_redoes_the_pile_up(env, tmp_path):
     """kill -9 in the middle of a density pile-up: `run --resume` removes what the killed
     run left, throws away the half pile-up and measures it again whole."""
-    p, rid = start_density(env, 60)
+    p, rid = start_density(env, PILE)
     p.kill()
     p.communicate(timeout=30)
     killed_at = time.time()
@@ -167,7 +170,7 @@ def test_kill_9_then_resume_removes_the_leftovers_and_redoes_the_pile_up(env, tm
     store = Store(tmp_path / "results")
     dens = [s for s in store.samples(rid) if s.experiment == "density"]
     reached = [s.value for s in dens if s.metric == "density.reached"]
-    assert reached == [60.0], reached
+    assert reached == [float(PILE)], reached
     assert all(s.t > killed_at for s in dens)  # the cut-short pile-up went
     assert store.run(rid).status == "completed"
     assert not labelled(rid)
@@ -265,7 +268,7 @@ def test_kill_9_next_to_a_busy_run_then_clean_and_resume_leave_nothing_and_lose_
         store.close()
         assert before, "the killed run had stored samples"
         containers = {x for x in labelled(rid) if x.startswith("container")}
-        assert len(containers) >= 20
+        assert len(containers) >= KILLED_AT
         _dry_runs_list_the_same(busy, busy_rid, containers, env)
         res = cli("clean", "--run", rid, env=env)
         assert res.returncode == 0, res.stdout + res.stderr
@@ -278,7 +281,7 @@ def test_kill_9_next_to_a_busy_run_then_clean_and_resume_leave_nothing_and_lose_
         assert store.run(rid).status == "completed"
         reached = [s.value for s in store.samples(rid) if s.metric == "density.reached"]
         store.close()
-        assert reached == [60.0], reached
+        assert reached == [float(PILE)], reached
         redone = {(s[0], s[1]) for s in after - before}  # a unit measured again whole
         assert not [s for s in before - after if (s[0], s[1]) not in redone]
         assert not labelled(rid)
@@ -294,14 +297,14 @@ def test_kill_9_next_to_a_busy_run_then_clean_and_resume_leave_nothing_and_lose_
 
 
 def _density_killed_mid_pile_up(env: dict[str, str]) -> str:
-    """A crun density run of 60 instances, killed (kill -9) once 20 or more of its
-    containers are up; its run id."""
+    """A crun density run of PILE instances, killed (kill -9) once KILLED_AT or more of
+    its containers are up; its run id."""
     p, rid = start_run(
         "density",
         "--runtimes",
         "crun",
         "--instances",
-        "60",
+        str(PILE),
         "--runs",
         "1",
         "--instances-per-benchmark",
@@ -309,7 +312,7 @@ def _density_killed_mid_pile_up(env: dict[str, str]) -> str:
         env=env,
     )
     deadline = time.monotonic() + 150
-    while len([x for x in labelled(rid) if x.startswith("container")]) < 20:
+    while len([x for x in labelled(rid) if x.startswith("container")]) < KILLED_AT:
         assert p.poll() is None and time.monotonic() < deadline, p.communicate()[0]
         time.sleep(0.1)
     p.kill()

@@ -66,6 +66,27 @@ SERVE = [
     "http-fixed",
     "memcached",
 ]
+# `make test`: every workload on native (the host's network) and crun (a bridge), and on
+# every other runtime one server and one measuring program (its network, its way to run
+# a program to its exit); the rest of the matrix is `make test-long`'s
+EVERY = ("native", "crun")
+ONE_SERVER, ONE_INSIDE = "nginx", "stream"
+
+
+def matrix(workloads: list[str], one: str, network: bool) -> list:
+    return [
+        pytest.param(
+            name,
+            *([net] if network else []),
+            w,
+            id=f"{name}-{net}-{w}" if network else f"{name}-{w}",
+            marks=() if name in EVERY or w == one else pytest.mark.long,
+        )
+        for name, net in CASES
+        for w in workloads
+    ]
+
+
 ZERO_OK = {"fileio.seqwr.reads_per_s", "fileio.seqwr.read_mib_per_s"}  # a write-only test
 # else > 100 (per second); httperf offers 100 connections a second for 1 s, so its reply
 # rate is about that offer (98-101 here, the test's duration a little over 1 s): half of it
@@ -79,8 +100,7 @@ def servers():
     return build_servers_rootfs(base.guest_src, base.cache, [*SERVE, *INSIDE])
 
 
-@pytest.mark.parametrize("workload", SERVE)
-@pytest.mark.parametrize(("name", "network"), CASES)
+@pytest.mark.parametrize(("name", "network", "workload"), matrix(SERVE, ONE_SERVER, True))
 def test_server_answers_the_host_client(name, network, workload, ctx, servers, request):
     import subprocess
 
@@ -135,8 +155,7 @@ def test_server_answers_the_host_client(name, network, workload, ctx, servers, r
     assert not instance_leftovers(ctx.run_id)
 
 
-@pytest.mark.parametrize("workload", INSIDE)
-@pytest.mark.parametrize("name", [c[0] for c in CASES])
+@pytest.mark.parametrize(("name", "workload"), matrix(INSIDE, ONE_INSIDE, False))
 def test_measuring_program_runs_inside(name, workload, ctx, servers):
     """stream, syscall, sqlite, sysbench and fio run to their exit inside the instance
     (the same binaries everywhere), and what they print parses."""
