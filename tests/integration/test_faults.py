@@ -22,9 +22,9 @@ from tests.integration.test_cli_runs import start_density
 
 from virtbench.store import Store
 
-
 # a density pile-up killed midway: long enough to be caught with a third of it up
 PILE, KILLED_AT = 30, 10
+
 
 def test_full_disk_under_results_stops_the_run_cleanly_with_the_database_intact(env, tmp_path):
     """The results directory is a 1 MiB tmpfs: the store's write-ahead log fills it after a

@@ -267,7 +267,8 @@ def test_a_build_stopped_midway_is_finished_by_the_next(tmp_path, monkeypatch):
 
 def test_a_run_page_is_its_report(tmp_path):
     """The page the site makes for a run is what `virtbench report RUN` writes (but for
-    the time it was made and the site's links above it)."""
+    the time it was made, the site's links above it, and its figures drawn without
+    matplotlib where a type has them so: the same figures, under the same captions)."""
     store = Store(tmp_path / "store")
     fake_run(store, "k1", {"native": 1.0, "runc": 1.2, "crun": 1.1}, ("boot", "density"), n=8)
     site.build(store, tmp_path / "store", tmp_path / "out")
@@ -278,11 +279,15 @@ def test_a_run_page_is_its_report(tmp_path):
 
     def plain(text: str) -> str:
         text = re.sub(r'<nav class="site">.*?</nav>\n', "", text)
+        text = re.sub(r"<figure><svg.*?(<figcaption>)", r"<figure>\1", text, flags=re.S)
         return re.sub(r"virtbench 0[^,]*, \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.", "", text)
 
     page = (tmp_path / "out" / "runs" / "k1.html").read_text()
+    report = (tmp_path / "r.html").read_text()
     assert '<nav class="site">' in page and "Fastest to start" in page
-    assert plain(page) == plain((tmp_path / "r.html").read_text())
+    assert plain(page) == plain(report)
+    assert page.count("<figure><svg") == report.count("<figure><svg") >= 3
+    assert "Matplotlib" in report and page.count("Matplotlib") < report.count("Matplotlib")
 
 
 def test_a_trend_never_draws_or_says_a_figure_below_what_it_can_be():

@@ -42,6 +42,7 @@ from virtbench.report.findings import (
 from virtbench.report.glossary import glossary
 from virtbench.report.hosts import named_line
 from virtbench.report.plotkit import Plot
+from virtbench.report.svgplot import LightPlot
 from virtbench.report.trust import CI_NOTE
 from virtbench.run.preflight import not_run_line
 from virtbench.store import Store
@@ -64,6 +65,8 @@ class Options:
     boot_baseline: str | None = None  # boot is scored against this one (default: baseline)
     # (label, href) shown as a line of links above the title (the site's way back)
     links: list[tuple[str, str]] = field(default_factory=list)
+    # figures drawn without matplotlib where a type has them so (the site's run pages)
+    light_plots: bool = False
     # a run's answers as the report shows them (`answer_view`), worked out already (by run
     # id; the site's), not worked out again
     answers: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
@@ -121,7 +124,7 @@ def _runtime_order(run: RunRecord, f: Frame) -> list[str]:
 
 
 def _svgs(
-    draw: Callable[[], list[Plot]], scope: str, plots_dir: Path | None
+    draw: Callable[[], list[Plot] | list[LightPlot]], scope: str, plots_dir: Path | None
 ) -> Callable[[], list[dict[str, str]]]:
     """A task drawing `draw`'s plots as inline SVGs (ids scoped to the run), each also
     saved under `plots_dir` when given."""
@@ -248,7 +251,7 @@ def run_section(store: Store, run: RunRecord, opts: Options) -> dict[str, Any]:
     procs = [p for p in store.series(run.id) if p[0].startswith("proc/")]
     samples, plots_note = plotted(f)
     plots_dir = opts.plots_dir / run.id if opts.plots_dir is not None else None
-    drawers = sections.drawers(samples, order, procs)
+    drawers = sections.drawers(samples, order, procs, light=opts.light_plots)
     # the figures are drawn on another CPU while the rest is worked out, then on both
     drawn = twocpu.in_order([_svgs(d, run.id, plots_dir) for _, d in drawers])
     figures: dict[str, list[dict[str, str]]] = {}

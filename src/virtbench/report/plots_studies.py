@@ -46,7 +46,7 @@ PAGES = re.compile(r"^page_fault_(\d+)p_ns$")
 Series = list[tuple[str, float, float]]
 
 
-def _by_unit(samples: list[Sample], runtime: str, metric: str) -> Summary:
+def by_unit(samples: list[Sample], runtime: str, metric: str) -> Summary:
     """A runtime's median of `metric` with its 95% CI over its repetitions."""
     mine = [s for s in samples if s.runtime == runtime and s.metric == metric]
     return summarize(values_of(mine), [s.repetition for s in mine])
@@ -82,7 +82,7 @@ def _medians_panel(ax: Axes, ok: list[Sample], runtimes: list[str]) -> None:
     step = 0.7 / max(1, len(names))
     values = []
     for j, metric in enumerate(names):
-        sts = [_by_unit(ok, r, metric) for r in runtimes]
+        sts = [by_unit(ok, r, metric) for r in runtimes]
         x = np.arange(len(runtimes)) + (j - (len(names) - 1) / 2) * step
         shown = [(xi, st) for xi, st in zip(x, sts, strict=True) if st.n]
         if not shown:
@@ -201,7 +201,7 @@ def _medians_by_level(name: str, primary: str, mine: list[Sample], order: list[s
     fig, (ax,) = new_figure(f"{name}: {label}, median and 95% CI", width=width)
     step = 0.7 / max(1, len(runtimes))
     for j, r in enumerate(runtimes):
-        sts = [_by_unit(mine, r, lv) for lv in levels]
+        sts = [by_unit(mine, r, lv) for lv in levels]
         x = np.arange(len(levels)) + (j - (len(runtimes) - 1) / 2) * step
         kept = [(xi, st) for xi, st in zip(x, sts, strict=True) if st.n]
         xs, at = [xi for xi, _ in kept], [st for _, st in kept]

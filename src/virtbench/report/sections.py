@@ -12,7 +12,8 @@ from rich.table import Table
 from virtbench.analysis.stats import Summary
 from virtbench.report import views
 from virtbench.report.cells import Rows
-from virtbench.report.plotkit import STYLE, Plot
+from virtbench.report.plotkit import STYLE, Plot, pyplot
+from virtbench.report.svgplot import LightPlot
 from virtbench.report.views.kind import Drawn, Series, Shown
 from virtbench.store.frame import as_frame
 from virtbench.store.records import RunRecord, Sample
@@ -59,23 +60,26 @@ def by_type(
 
 
 def drawers(
-    samples: list[Sample], order: list[str], series: Series | None = None
-) -> list[tuple[str, Callable[[], list[Plot]]]]:
+    samples: list[Sample], order: list[str], series: Series | None = None, light: bool = False
+) -> list[tuple[str, Callable[[], list[Plot] | list[LightPlot]]]]:
     """(type, a function drawing one kind of its plots) for every kind every type of the
-    run declares, in the views' order: the kinds can be drawn apart (on another CPU)."""
+    run declares, in the views' order: the kinds can be drawn apart (on another CPU).
+    `light`: a type that has its figures drawn without matplotlib has them so."""
     by: dict[str, list[Sample]] = {}
     for s in samples:
         by.setdefault(s.experiment, []).append(s)
-    out: list[tuple[str, Callable[[], list[Plot]]]] = []
+    out: list[tuple[str, Callable[[], list[Plot] | list[LightPlot]]]] = []
     for view in views.of_run(list(by)):
         drawn = Drawn(by[view.type], order, series or [])
+        if light and view.light:
+            out += [(view.type, functools.partial(kind, drawn)) for kind in view.light]
+            continue
         out += [(view.type, functools.partial(_draw, kind, drawn)) for kind in view.plots]
     return out
 
 
 def _draw(kind: Callable[[Drawn], list[Plot]], drawn: Drawn) -> list[Plot]:
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     with plt.rc_context(STYLE):
         out = kind(drawn)
         for p in out:
@@ -86,4 +90,4 @@ def _draw(kind: Callable[[Drawn], list[Plot]], drawn: Drawn) -> list[Plot]:
 def figures(samples: list[Sample], order: list[str], series: Series | None = None) -> list[Plot]:
     """Every plot the run's samples (and its instances' resource series) allow, in the
     views' order."""
-    return [p for _, draw in drawers(samples, order, series) for p in draw()]
+    return [p for _, draw in drawers(samples, order, series) for p in draw() if isinstance(p, Plot)]

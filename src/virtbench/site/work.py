@@ -70,7 +70,9 @@ def _make_files(store: Store, task: Task) -> Made:
     sums = data.summaries(f)
     doc = data.run_json(run, f, found, sums, previous)
     parts = [html.answer_view(a) for a in found]
-    opts = html.Options(plots_dir=None, links=list(task.links), answers={task.run: parts})
+    opts = html.Options(
+        plots_dir=None, links=list(task.links), answers={task.run: parts}, light_plots=True
+    )
     report = html.render(store, [task.run], opts)
     parts = [{**p, "table": vars(p["table"])} for p in parts]
     named = bmf.of_run([(k, s) for k, s, _, _ in sums], emulated_runtimes(f))

@@ -4,7 +4,7 @@ per runtime (strip and CDF) and the startup figure of every runtime on one axis.
 
 from __future__ import annotations
 
-from virtbench.report import plots, plots_studies
+from virtbench.report import lightplots, plots, plots_studies
 from virtbench.report.views.kind import View, medians
 
 VIEW = View(
@@ -24,5 +24,9 @@ VIEW = View(
     plots=(
         lambda d: plots_studies.startup(d.samples, d.order),
         lambda d: plots.boot(d.samples, d.order),
+    ),
+    light=(
+        lambda d: lightplots.startup(d.samples, d.order),
+        lambda d: lightplots.boot(d.samples, d.order),
     ),
 )

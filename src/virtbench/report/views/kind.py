@@ -23,6 +23,7 @@ from virtbench.figure import Metric
 from virtbench.report.cells import interval, summarize_rows, unit_keys
 from virtbench.report.plotkit import Plot
 from virtbench.report.standing import Answer, Standing, ranked
+from virtbench.report.svgplot import LightPlot
 from virtbench.report.tables import by_worker, summary_table, worker_metric
 from virtbench.store.frame import Frame
 from virtbench.store.records import RunRecord, Sample
@@ -94,6 +95,9 @@ class View:
     answers: Callable[[Frame], list[Answer]] = no_answers
     tables: Callable[[Shown], list[Table]] = summaries
     plots: tuple[Callable[[Drawn], list[Plot]], ...] = ()
+    # the same figures drawn without matplotlib (report/lightplots.py), where a page
+    # asks for them (the site's run pages)
+    light: tuple[Callable[[Drawn], list[LightPlot]], ...] = ()
 
 
 def standings(f: Frame, floor: float = np.nan) -> list[Standing]:
