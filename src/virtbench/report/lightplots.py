@@ -12,9 +12,9 @@ import numpy as np
 
 from virtbench import metrics
 from virtbench.analysis.stats import Summary
-from virtbench.experiments.boot import TEARDOWN
-from virtbench.report.plotkit import drawn_as, runtimes_in, slugify, successful
-from virtbench.report.plots_studies import by_unit
+from virtbench.report.plotkit import slugify
+from virtbench.report.plots import boot_groups
+from virtbench.report.plots_studies import by_unit, startup_panels
 from virtbench.report.svgplot import (
     TAB10,
     Axis,
@@ -25,19 +25,15 @@ from virtbench.report.svgplot import (
     panels,
     spread_wide,
 )
-from virtbench.store.records import Sample, value_of
+from virtbench.store.records import Sample
 
 
 def boot(samples: list[Sample], order: list[str]) -> list[LightPlot]:
     """Per boot figure: every sample per runtime over its box (left) and the CDF (right)."""
-    ok = [s for s in successful(samples) if drawn_as(s, "boot")]
     plots = []
-    for metric in sorted({s.metric for s in ok}):
-        mine = [s for s in ok if s.metric == metric]
-        runtimes = runtimes_in(mine, order)
-        colour = colour_of(order)
-        unit, label = mine[0].unit, metrics.label(metric)
-        data = [[value_of(s) for s in mine if s.runtime == r] for r in runtimes]
+    colour = colour_of(order)
+    for metric, unit, runtimes, data in boot_groups(samples, order):
+        label = metrics.label(metric)
         every = [v for values in data for v in values]
         log = spread_wide(every)
         box, cdf = panels(2)
@@ -106,13 +102,9 @@ def _cdf(
 def startup(samples: list[Sample], order: list[str]) -> list[LightPlot]:
     """S3's startup figure: every headline and side boot figure, each runtime's median
     with its 95% CI as a dot and whisker; the teardown beside it, where the run timed it."""
-    ok = successful(samples)
-    starts = [s for s in ok if s.metric != TEARDOWN.name]
-    stops = [s for s in ok if s.metric == TEARDOWN.name]
-    if not starts:
+    runtimes, chosen = startup_panels(samples, order)
+    if not chosen:
         return []
-    runtimes = runtimes_in(starts, order)
-    chosen = [("Start", starts)] + ([("Teardown", stops)] if stops else [])
     drawn = panels(len(chosen))
     for p, (title, part) in zip(drawn, chosen, strict=True):
         _medians(p, part, runtimes)

@@ -51,19 +51,30 @@ from virtbench.workloads.kind import LEVEL_NAME
 __all__ = ["STYLE", "Plot"]
 
 
+def boot_groups(
+    samples: list[Sample], order: list[str]
+) -> list[tuple[str, str, list[str], list[list[float]]]]:
+    """Per boot figure (drawn as "boot"): (its metric, its unit, the runtimes that
+    measured it in order, each one's successful values)."""
+    ok = [s for s in successful(samples) if drawn_as(s, "boot")]
+    out = []
+    for metric in sorted({s.metric for s in ok}):
+        mine = [s for s in ok if s.metric == metric]
+        runtimes = runtimes_in(mine, order)
+        data = [[value_of(s) for s in mine if s.runtime == r] for r in runtimes]
+        out.append((metric, mine[0].unit, runtimes, data))
+    return out
+
+
 def boot(samples: list[Sample], order: list[str]) -> list[Plot]:
     """Per boot figure: every sample per runtime over its box (left) and the CDF
     (right), both in the figure's unit; a log axis only where the values span more than
     a decade."""
-    ok = [s for s in successful(samples) if drawn_as(s, "boot")]
     plots = []
-    for metric in sorted({s.metric for s in ok}):
-        mine = [s for s in ok if s.metric == metric]
-        runtimes = runtimes_in(mine, order)
-        colour = colour_for(order)
-        unit, label = mine[0].unit, metrics.label(metric)
+    colour = colour_for(order)
+    for metric, unit, runtimes, data in boot_groups(samples, order):
+        label = metrics.label(metric)
         fig, (box, cdf) = new_figure(f"{label}: every sample per runtime", 2, 4.2)
-        data = [[value_of(s) for s in mine if s.runtime == r] for r in runtimes]
         parts = box.boxplot(data, tick_labels=runtimes, showfliers=False, patch_artist=True)
         for patch, r in zip(parts["boxes"], runtimes, strict=True):
             patch.set(facecolor=colour(r), alpha=0.35)

@@ -52,18 +52,27 @@ def by_unit(samples: list[Sample], runtime: str, metric: str) -> Summary:
     return summarize(values_of(mine), [s.repetition for s in mine])
 
 
+def startup_panels(
+    samples: list[Sample], order: list[str]
+) -> tuple[list[str], list[tuple[str, list[Sample]]]]:
+    """The startup figure's runtimes and panels: the start figures, and the teardown
+    where the run timed it (none without a start figure)."""
+    ok = successful(samples)
+    starts = [s for s in ok if s.metric != TEARDOWN.name]
+    stops = [s for s in ok if s.metric == TEARDOWN.name]
+    if not starts:
+        return [], []
+    return runtimes_in(starts, order), [("Start", starts)] + ([("Teardown", stops)] * bool(stops))
+
+
 def startup(samples: list[Sample], order: list[str]) -> list[Plot]:
     """S3's startup figure as medians: every headline and side boot figure, each
     runtime's median with its 95% CI as a dot and whisker, on one shared axis (a log
     one only where the medians span more than a decade); the teardown beside it, on
     its own axis, where the run timed it."""
-    ok = successful(samples)
-    starts = [s for s in ok if s.metric != TEARDOWN.name]
-    stops = [s for s in ok if s.metric == TEARDOWN.name]
-    if not starts:
+    runtimes, panels = startup_panels(samples, order)
+    if not panels:
         return []
-    runtimes = runtimes_in(starts, order)
-    panels = [("Start", starts)] + ([("Teardown", stops)] if stops else [])
     wide = 7.4 if len(panels) == 1 else 6.4  # two panels as wide as a page shows them
     fig, axes = new_figure(
         "Startup time per runtime: median and 95% CI", ncols=len(panels), width=wide
