@@ -27,8 +27,9 @@ $(STAMPS)/test-deps: scripts/install-deps.sh $(STAMPS)/deps
 	@$(TIMED) "packages for the tests" scripts/install-deps.sh test
 	@touch $@
 
-# youki is not in Debian: built from its crate (about 3 minutes, once), for the tests and
-# for whoever wants it (`make youki`); `make demo` does without it.
+# youki is not in Debian: built from its crate (about 4 minutes on 2 CPUs, once: the
+# build is kept in /var/cache/virtbench/youki by version), for the tests and for whoever
+# wants it (`make youki`); `make demo` does without it.
 $(STAMPS)/youki: scripts/install-youki.sh $(STAMPS)/deps
 	@$(TIMED) "youki" scripts/install-youki.sh
 	@touch $@
