@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Build youki (the OCI runtime in Rust) from its crate into /usr/local/bin, once: Debian 12
 # does not ship it. About 4 minutes on 2 vCPUs (4 min 7 s measured on the project's test
-# machine beside other work), once: the binary is kept by version in the cache below. Needs cargo >= 1.80: the one on PATH if recent enough, else Debian 12's
-# cargo-web (1.96). No version of the crate has default features: v1 is what runs on a
+# machine beside other work), once: the binary is kept by version in the cache below.
+# Needs cargo >= 1.80: the one on PATH if recent enough, else Debian 12's cargo-web (1.96). No version of the crate has default features: v1 is what runs on a
 # cgroup v1 (hybrid) host, v2 on a unified one, seccomp applies the bundles' filters.
 # Usage: scripts/install-youki.sh   (as root; `make youki`, and part of `make test`)
 set -euo pipefail
