@@ -1,6 +1,7 @@
 """Reading a big store: `show`, `compare`, `export` (CSV and NDJSON) and `report` of one
-run of 1,000,000 samples (six runtimes, every experiment type, written the way tests/fakerun.py
-writes a run, and finished as a run is: its frame made), each timed as a fresh process
+run of 1,000,000 samples, and `show` of one of about 180,000 (`show-180k`), each of six
+runtimes and every experiment type (written the way tests/fakerun.py writes a run, and
+finished as a run is: its frame made), each timed as a fresh process
 with its peak RSS (the median of 3 runs each: this host's speed drifts by a fifth from
 minute to minute). Output goes to /dev/null (the report and its plots to files): what
 is timed is virtbench reading, not the disk writing. Python's bytecode is made first,
@@ -36,7 +37,9 @@ TARGETS = {
     "export": 5.0,
     "export-ndjson": 5.0,  # seconds
     "report": 15.0,
+    "show-180k": 1.5,
 }
+MID_SAMPLES = 180_000  # the `show-180k` run's size
 PEAK_MIB = 1024
 # as a user's shell has it: Python writes the bytecode of what it imports, once
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
@@ -99,24 +102,31 @@ def main() -> int:
     ap.add_argument("--samples", type=int, default=1_000_000)
     ap.add_argument("--keep", type=Path, help="build the store in this directory and keep it")
     ap.add_argument("--repeat", type=int, default=3, help="runs of each command (the median)")
+    ap.add_argument("--only", help="these commands alone, comma-separated (e.g. show-180k)")
     ap.add_argument("--build", type=Path, help=argparse.SUPPRESS)  # the builder process
     args = ap.parse_args()
+    only = set(args.only.split(",")) if args.only else set(TARGETS)
+    if only - set(TARGETS):
+        ap.error(f"--only: no command {', '.join(sorted(only - set(TARGETS)))}")
     if args.build:
         build(args.build, args.samples, "big001")
         return 0
     vb = [sys.executable, "-m", "virtbench"]
     with tempfile.TemporaryDirectory(prefix="vb-read-") as tmp:
         where = args.keep or Path(tmp) / "results"
-        t0 = time.perf_counter()
-        # built by a process of its own: a child's peak RSS counts its parent's at the fork
-        subprocess.run(
-            [sys.executable, __file__, "--build", str(where), "--samples", str(args.samples)],
-            check=True,
-        )
-        print(
-            f"read scale: a store of {args.samples:,} samples built in "
-            f"{time.perf_counter() - t0:.0f} s ({where})"
-        )
+        mid = Path(tmp) / "mid"
+        stores = ((where, args.samples, only - {"show-180k"}), (mid, MID_SAMPLES, {"show-180k"}))
+        for directory, samples, readers in stores:
+            if not only & readers:
+                continue  # a store no command asked for
+            t0 = time.perf_counter()
+            # built by a process of its own: a child's peak RSS counts its parent's at the fork
+            build_argv = ["--build", str(directory), "--samples", str(samples)]
+            subprocess.run([sys.executable, __file__, *build_argv], check=True)
+            print(
+                f"read scale: a store of {samples:,} samples built in "
+                f"{time.perf_counter() - t0:.0f} s ({directory})"
+            )
         subprocess.run([*vb, "--help"], stdout=subprocess.DEVNULL, check=True, env=ENV)
         store = ["--results", str(where)]
         commands = {
@@ -125,9 +135,12 @@ def main() -> int:
             "export": [*vb, "export", "big001", "--format", "csv", *store],
             "export-ndjson": [*vb, "export", "big001", "--format", "ndjson", *store],
             "report": [*vb, "report", "big001", "-o", str(Path(tmp) / "report.html"), *store],
+            "show-180k": [*vb, "show", "big001", "--results", str(mid)],
         }
         missed = []
         for name, argv in commands.items():
+            if name not in only:
+                continue
             runs = [timed(argv) for _ in range(args.repeat)]  # this host's speed drifts
             took = statistics.median(r[0] for r in runs)
             peak = max(r[1] for r in runs)
