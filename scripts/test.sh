@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
 # `make test`'s tests, after its set-up, in phases:
-#  - the unit tests on every CPU (pytest-xdist: they share nothing of the host), and
-#    beside them the guest host (tests/hosts' short form: a QEMU guest of its own, about
-#    one CPU busy under emulation, its image built first where the cache lacks it);
-#  - then the integration and browser tests one at a time: they share dockerd, cgroups
-#    and bridges, and time what runs on the host, so nothing else runs beside them.
+#  - the unit tests on every CPU (pytest-xdist: they share nothing of the host);
+#  - then the integration, browser and guest-host tests one at a time: they share dockerd,
+#    cgroups and bridges, and time what runs on the host (the guest host's runs wait for
+#    a quiet host inside it), so nothing else runs beside them.
 # Each phase is timed; at the end, passed or not, every phase of this `make test` is
 # listed with its time, then the 20 slowest tests.
 # Usage: scripts/test.sh [PYTEST_ARG...]   (as `make test` calls it)
@@ -25,12 +24,6 @@ phase() { # NAME PYTEST_ARG...: a timed pytest run, where none selected is no fa
 }
 
 rc=0
-guest_log=.stamps/guest-host.log
-phase "guest host (beside the unit tests)" -m "$marks" tests/hosts "$@" >"$guest_log" 2>&1 &
-guest=$!
 phase "unit tests" -m "$marks" -n auto tests/unit "$@" || rc=1
-echo "--- the guest host (tests/hosts), beside the unit tests: $guest_log ---"
-wait "$guest" || rc=1
-cat "$guest_log"
-phase "integration tests" -m "$marks" tests/integration tests/browser "$@" || rc=1
+phase "integration tests" -m "$marks" tests/integration tests/browser tests/hosts "$@" || rc=1
 exit "$rc"

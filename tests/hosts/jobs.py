@@ -31,7 +31,7 @@ CHECKOUT = "/root/virtbench"  # where the job puts the checkout (and the image i
 # repetitions, one fault test (kill -9 amid a pile-up, then clean) and `clean`.
 SHORT = Job(
     demo=False,
-    runs=("quickstart --runs 3 --warmups 1 --instances 5",),
+    runs=("quickstart --runs 2 --warmups 1 --instances 3",),
     tests=(
         "tests/integration/test_faults_cleanup.py::"
         "test_kill_9_then_clean_leaves_nothing_of_any_runtime_kind[runc]",
