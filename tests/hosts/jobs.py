@@ -125,7 +125,8 @@ export VIRTBENCH_MEMORY_SETTLE_S=2
 {steps}
 cp -r results $out/results 2>/dev/null
 step tests
-VIRTBENCH_STRICT=1 .venv/bin/python -m pytest -p no:cacheprovider -q -ra {k} \\
+# every figure inside is emulated (TCG): a test gets three times the suite's 300 s
+VIRTBENCH_STRICT=1 .venv/bin/python -m pytest -p no:cacheprovider -q -ra --timeout 900 {k} \\
   --junitxml=$out/junit.xml {" ".join(job.tests)}
 echo "pytest rc=$?"
 step clean
