@@ -83,3 +83,32 @@ def test_roles_give_each_host_under_test_its_own_load_generator():
         roles({"a": {"virtbench_loadgen": "b"}, "b": {}, "lg": lg})
     two = roles({"a": {"virtbench_loadgen": "lg2"}, "lg": lg, "lg2": {"virtbench_role": "loadgen"}})
     assert two.loadgen_of == {"a": "lg2"}
+
+
+def test_the_offline_hosts_wheels_are_kept_by_the_lock_file_and_sent_again_as_they_are(
+    tmp_path, monkeypatch
+):
+    """A second fleet run sends the wheelhouse the first one gathered, without pip; a
+    changed requirements.lock gathers it anew."""
+    import subprocess
+
+    downloads = []
+
+    def pip(argv, **kwargs):
+        downloads.append(argv)
+        into = Path(argv[argv.index("-d") + 1])
+        into.mkdir(parents=True)
+        (into / f"a-{len(downloads)}.0-py3-none-any.whl").write_text("a wheel")
+        return subprocess.CompletedProcess(argv, 0, "", "")
+
+    monkeypatch.setattr(fleet.proc, "run", pip)
+    root, cache = tmp_path / "src", tmp_path / "cache"
+    root.mkdir()
+    (root / "requirements.lock").write_text("a==1.0\n")
+    first, digest = fleet.wheelhouse(tmp_path / "w1", root, cache=cache)
+    again, same = fleet.wheelhouse(tmp_path / "w2", root, cache=cache)
+    assert len(downloads) == 1 and same == digest
+    assert again.parent == cache / "wheelhouse" and again.read_bytes() == first.read_bytes()
+    (root / "requirements.lock").write_text("a==2.0\n")
+    _, other = fleet.wheelhouse(tmp_path / "w3", root, cache=cache)
+    assert len(downloads) == 2 and other != digest

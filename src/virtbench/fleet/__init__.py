@@ -25,6 +25,7 @@ run everywhere (`virtbench report FLEET`, `virtbench compare FLEET --hosts a,b`)
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import sys
 import tarfile
@@ -115,9 +116,16 @@ def download_argv(
     ]
 
 
-def wheelhouse(dest: Path, root: Path = SOURCE_ROOT) -> tuple[Path, str]:
+def wheelhouse(dest: Path, root: Path = SOURCE_ROOT, cache: Path | None = None) -> tuple[Path, str]:
     """The pinned Python packages (requirements.lock) as wheels in one tarball, for hosts
-    with no route to PyPI (inventory variable `virtbench_offline`); its digest."""
+    with no route to PyPI (inventory variable `virtbench_offline`); its digest. Kept in
+    `cache` by the lock file and this Python's version: the next fleet run sends the same
+    tarball without downloading it again."""
+    key = hashlib.sha256((root / "requirements.lock").read_bytes() + sys.version.encode())
+    kept = cache / "wheelhouse" / f"{key.hexdigest()[:16]}.tar" if cache else None
+    if kept is not None and kept.is_file():
+        with tarfile.open(kept) as tar:
+            return kept, _names_digest(tar.getnames())
     wheels = dest / "wheels"
     res = proc.run(
         download_argv(wheels, root),
@@ -134,7 +142,16 @@ def wheelhouse(dest: Path, root: Path = SOURCE_ROOT) -> tuple[Path, str]:
         for n in names:
             tar.add(wheels / n, arcname=n)
     shutil.rmtree(wheels)
-    return path, hashlib.sha256("\n".join(names).encode()).hexdigest()[:16]
+    if kept is not None:  # whole or not at all: another run may read it meanwhile
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        partial = kept.with_name(f"{kept.name}.{os.getpid()}.tmp")
+        shutil.copyfile(path, partial)
+        partial.replace(kept)
+    return path, _names_digest(names)
+
+
+def _names_digest(names: list[str]) -> str:
+    return hashlib.sha256("\n".join(sorted(names)).encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -175,7 +192,7 @@ def run(
         wheels, wheels_digest = ("", "")
         if offline:
             say(f"gathering the Python packages for {', '.join(offline)} (virtbench_offline)")
-            path, wheels_digest = wheelhouse(work)
+            path, wheels_digest = wheelhouse(work, cache=paths.cache)
             wheels = str(path)
         said = f"fleet {fleet} started: {plan.spec_name} on {', '.join(share)}"
         if cast.loadgens:
