@@ -97,6 +97,38 @@ def timed(argv: list[str], out: Path | None = None) -> tuple[float, float, int, 
     return took, usage.ru_maxrss / 1024, p.returncode, tail
 
 
+def build_store(directory: Path, samples: int) -> None:
+    """The store of `samples` samples, built by a process of its own (a child's peak RSS
+    counts its parent's at the fork)."""
+    t0 = time.perf_counter()
+    argv = ["--build", str(directory), "--samples", str(samples)]
+    subprocess.run([sys.executable, __file__, *argv], check=True)
+    print(
+        f"read scale: a store of {samples:,} samples built in "
+        f"{time.perf_counter() - t0:.0f} s ({directory})"
+    )
+
+
+def within_target(name: str, argv: list[str], repeat: int) -> bool:
+    """Time `argv` `repeat` times and say its median against its target: within it?"""
+    runs = [timed(argv) for _ in range(repeat)]  # this host's speed drifts
+    took = statistics.median(r[0] for r in runs)
+    peak = max(r[1] for r in runs)
+    bad = [r for r in runs if not (r[2] == 0 or (name == "compare" and r[2] in (1, 3)))]
+    within = took <= TARGETS[name] and peak <= PEAK_MIB
+    spread = (
+        f" (median of {len(runs)}: {min(r[0] for r in runs):.2f}-{max(r[0] for r in runs):.2f} s)"
+        if len(runs) > 1
+        else ""
+    )
+    print(
+        f"read {name}: {took:.2f} s{spread}, {peak:.0f} MiB peak (target <= "
+        f"{TARGETS[name]:g} s, <= {PEAK_MIB} MiB){'' if within else '  MISSED'}"
+        + (f"  exit {bad[0][2]}: {bad[0][3]}" if bad else "")
+    )
+    return within and not bad
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--samples", type=int, default=1_000_000)
@@ -117,16 +149,8 @@ def main() -> int:
         mid = Path(tmp) / "mid"
         stores = ((where, args.samples, only - {"show-180k"}), (mid, MID_SAMPLES, {"show-180k"}))
         for directory, samples, readers in stores:
-            if not only & readers:
-                continue  # a store no command asked for
-            t0 = time.perf_counter()
-            # built by a process of its own: a child's peak RSS counts its parent's at the fork
-            build_argv = ["--build", str(directory), "--samples", str(samples)]
-            subprocess.run([sys.executable, __file__, *build_argv], check=True)
-            print(
-                f"read scale: a store of {samples:,} samples built in "
-                f"{time.perf_counter() - t0:.0f} s ({directory})"
-            )
+            if only & readers:  # else no command asked for it
+                build_store(directory, samples)
         subprocess.run([*vb, "--help"], stdout=subprocess.DEVNULL, check=True, env=ENV)
         store = ["--results", str(where)]
         commands = {
@@ -137,28 +161,11 @@ def main() -> int:
             "report": [*vb, "report", "big001", "-o", str(Path(tmp) / "report.html"), *store],
             "show-180k": [*vb, "show", "big001", "--results", str(mid)],
         }
-        missed = []
-        for name, argv in commands.items():
-            if name not in only:
-                continue
-            runs = [timed(argv) for _ in range(args.repeat)]  # this host's speed drifts
-            took = statistics.median(r[0] for r in runs)
-            peak = max(r[1] for r in runs)
-            bad = [r for r in runs if not (r[2] == 0 or (name == "compare" and r[2] in (1, 3)))]
-            within = took <= TARGETS[name] and peak <= PEAK_MIB
-            spread = (
-                f" (median of {len(runs)}: {min(r[0] for r in runs):.2f}-"
-                f"{max(r[0] for r in runs):.2f} s)"
-                if len(runs) > 1
-                else ""
-            )
-            print(
-                f"read {name}: {took:.2f} s{spread}, {peak:.0f} MiB peak (target <= "
-                f"{TARGETS[name]:g} s, <= {PEAK_MIB} MiB){'' if within else '  MISSED'}"
-                + (f"  exit {bad[0][2]}: {bad[0][3]}" if bad else "")
-            )
-            if not within or bad:
-                missed.append(name)
+        missed = [
+            name
+            for name, argv in commands.items()
+            if name in only and not within_target(name, argv, args.repeat)
+        ]
     print(
         "read scale: all within targets"
         if not missed
