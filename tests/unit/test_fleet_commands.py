@@ -112,3 +112,6 @@ def test_the_offline_hosts_wheels_are_kept_by_the_lock_file_and_sent_again_as_th
     (root / "requirements.lock").write_text("a==2.0\n")
     _, other = fleet.wheelhouse(tmp_path / "w3", root, cache=cache)
     assert len(downloads) == 2 and other != digest
+    (root / "requirements.lock").write_text("a==3.0\n")
+    fleet.wheelhouse(tmp_path / "w4", root, cache=cache)
+    assert len(list((cache / "wheelhouse").glob("*.tar"))) == 2  # the two newest kept

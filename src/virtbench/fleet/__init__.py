@@ -119,8 +119,8 @@ def download_argv(
 def wheelhouse(dest: Path, root: Path = SOURCE_ROOT, cache: Path | None = None) -> tuple[Path, str]:
     """The pinned Python packages (requirements.lock) as wheels in one tarball, for hosts
     with no route to PyPI (inventory variable `virtbench_offline`); its digest. Kept in
-    `cache` by the lock file and this Python's version: the next fleet run sends the same
-    tarball without downloading it again."""
+    `cache` by the lock file and this Python's version (the two newest): the next fleet
+    run sends the same tarball without downloading it again."""
     key = hashlib.sha256((root / "requirements.lock").read_bytes() + sys.version.encode())
     kept = cache / "wheelhouse" / f"{key.hexdigest()[:16]}.tar" if cache else None
     if kept is not None and kept.is_file():
@@ -147,6 +147,9 @@ def wheelhouse(dest: Path, root: Path = SOURCE_ROOT, cache: Path | None = None) 
         partial = kept.with_name(f"{kept.name}.{os.getpid()}.tmp")
         shutil.copyfile(path, partial)
         partial.replace(kept)
+        older = sorted(kept.parent.glob("*.tar"), key=lambda p: p.stat().st_mtime)[:-2]
+        for stale in older:  # the two newest stay: another fleet run may still send one
+            stale.unlink(missing_ok=True)
     return path, _names_digest(names)
 
 
