@@ -33,12 +33,12 @@ def _ci(tmp_path: Path, budget: str, rc: int) -> subprocess.CompletedProcess[str
 
 
 def test_ci_holds_to_its_budget_and_names_the_slowest_tests_past_it(tmp_path: Path) -> None:
-    assert "BUDGET_MIN=${VB_CI_BUDGET_MIN:-70}" in (ROOT / ".ci" / "run").read_text()
-    within = _ci(tmp_path, "70", 0)
+    assert "BUDGET_MIN=${VB_CI_BUDGET_MIN:-80}" in (ROOT / ".ci" / "run").read_text()
+    within = _ci(tmp_path, "80", 0)
     assert within.returncode == 0, within.stdout + within.stderr
-    assert "ci: make test took 0m0" in within.stdout and "(budget 70m)" in within.stdout
+    assert "ci: make test took 0m0" in within.stdout and "(budget 80m)" in within.stdout
     assert "test_slow" not in within.stdout
-    failed = _ci(tmp_path, "70", 2)
+    failed = _ci(tmp_path, "80", 2)
     assert failed.returncode == 2  # the tests' own failure, within the budget
     over = _ci(tmp_path, "-1", 0)  # every run is past a budget below zero
     assert over.returncode == 1, over.stdout
