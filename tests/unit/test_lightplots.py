@@ -16,7 +16,8 @@ import pytest
 from tests.fakerun import fake_run
 
 from virtbench.report import lightplots
-from virtbench.report.svgplot import Axis, spread_wide, tick_text
+from virtbench.report.plotkit import spread_wide, tick_text
+from virtbench.report.svgplot import Axis
 from virtbench.store import Sample, Store
 
 NS = "{http://www.w3.org/2000/svg}"

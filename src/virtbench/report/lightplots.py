@@ -12,7 +12,7 @@ import numpy as np
 
 from virtbench import metrics
 from virtbench.analysis.stats import Summary
-from virtbench.report.plotkit import slugify
+from virtbench.report.plotkit import slugify, spread_wide
 from virtbench.report.plots import boot_groups
 from virtbench.report.plots_studies import by_unit, startup_panels
 from virtbench.report.svgplot import (
@@ -23,7 +23,6 @@ from virtbench.report.svgplot import (
     colour_of,
     figure,
     panels,
-    spread_wide,
 )
 from virtbench.store.records import Sample
 
@@ -37,10 +36,12 @@ def boot(samples: list[Sample], order: list[str]) -> list[LightPlot]:
         every = [v for values in data for v in values]
         log = spread_wide(every)
         box, cdf = panels(2)
-        _boxes(box, data, runtimes, colour, Axis.of(every, box.y + box.h, box.y, log, False))
-        box.y_axis(Axis.of(every, box.y + box.h, box.y, log, False), unit, f"{label} ({unit})")
-        _cdf(cdf, data, runtimes, colour, Axis.of(every, cdf.x, cdf.x + cdf.w, log, False))
-        cdf.x_axis(Axis.of(every, cdf.x, cdf.x + cdf.w, log, False), unit, f"{label} ({unit})")
+        up = Axis.of(every, box.y + box.h, box.y, log, False)
+        across = Axis.of(every, cdf.x, cdf.x + cdf.w, log, False)
+        _boxes(box, data, runtimes, colour, up)
+        box.y_axis(up, unit, f"{label} ({unit})")
+        _cdf(cdf, data, runtimes, colour, across)
+        cdf.x_axis(across, unit, f"{label} ({unit})")
         cdf.legend([(r, colour[r]) for r in runtimes])
         heading = f"{label}: every sample per runtime"
         name = f"boot-{slugify(metric)}"

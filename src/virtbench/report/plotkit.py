@@ -175,22 +175,34 @@ def ci_err(sts: list) -> list[list[float]]:
     return [lo, hi]
 
 
-def unit_ticks(unit: str) -> FuncFormatter:
-    """Tick labels as numbers people write, with their unit: "1 ms", "10 ms", "0.5 MiB"
-    (never 10^0 or 1e+03)."""
-    from matplotlib.ticker import FuncFormatter
-
+def tick_text(v: float, unit: str) -> str:
+    """A tick's label as people write the number, with its unit: "1 ms", "10 ms", "0.5
+    MiB", "50%", "0" (never 10^0 or 1e+03)."""
     from virtbench.report.cells import fmt
 
     gap = "" if unit.startswith("%") or not unit else " "
-    return FuncFormatter(lambda v, _pos: f"{fmt(v)}{gap}{unit}" if v else "0")
+    return f"{fmt(v)}{gap}{unit}" if v else "0"
+
+
+def spread_wide(values: list[float]) -> bool:
+    """Whether an axis of `values` is a log one: all positive, spanning more than a decade."""
+    positive = [v for v in values if v > 0]
+    return (
+        len(positive) >= 2 and len(positive) == len(values) and max(positive) > 10 * min(positive)
+    )
+
+
+def unit_ticks(unit: str) -> FuncFormatter:
+    """Tick labels as `tick_text` writes them."""
+    from matplotlib.ticker import FuncFormatter
+
+    return FuncFormatter(lambda v, _pos: tick_text(v, unit))
 
 
 def log_if_spread(ax: Axes, values: list[float], unit: str, axis: str = "y") -> bool:
     """A log axis only where the values span more than a decade, then with unit ticks
     (1 ms, 10 ms, 100 ms); True where it made one."""
-    positive = [v for v in values if v > 0]
-    if len(positive) < 2 or max(positive) / min(positive) <= 10 or len(positive) < len(values):
+    if not spread_wide(values):
         return False
     from matplotlib.ticker import LogLocator, NullFormatter
 

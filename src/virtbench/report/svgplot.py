@@ -13,7 +13,7 @@ from html import escape
 from pathlib import Path
 
 from virtbench.errors import VirtbenchError
-from virtbench.report.cells import fmt
+from virtbench.report.plotkit import tick_text
 
 # matplotlib's default colours ("tab10"), as plotkit's figures have them
 TAB10 = (
@@ -35,15 +35,6 @@ LEFT, RIGHT, TOP, BOTTOM = 72, 16, 46, 70  # room around it: ticks, labels, titl
 
 def colour_of(order: list[str]) -> dict[str, str]:
     return {r: TAB10[i % len(TAB10)] for i, r in enumerate(order)}
-
-
-def spread_wide(values: list[float]) -> bool:
-    """A log axis where the values are all positive and span more than a decade (as
-    plotkit.log_if_spread decides)."""
-    positive = [v for v in values if v > 0]
-    return (
-        len(positive) >= 2 and len(positive) == len(values) and max(positive) > 10 * min(positive)
-    )
 
 
 def _nice_step(span: float, count: int) -> float:
@@ -91,12 +82,6 @@ class Axis:
         step = _nice_step(self.hi - self.lo, 5)
         n = round((self.hi - self.lo) / step)
         return [self.lo + i * step for i in range(n + 1)]
-
-
-def tick_text(v: float, unit: str) -> str:
-    """As plotkit.unit_ticks writes a tick: "10 ms", "50%", "0"."""
-    gap = "" if unit.startswith("%") or not unit else " "
-    return f"{fmt(v)}{gap}{unit}" if v else "0"
 
 
 @dataclass
