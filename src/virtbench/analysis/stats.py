@@ -96,30 +96,46 @@ def _cluster_medians(values: np.ndarray, unit: np.ndarray, rng: np.random.Genera
     if k == values.size:  # one value per unit: the plain bootstrap
         return _boot_medians(values, rng)
     order = np.argsort(values, kind="stable")
-    sorted_values, sorted_unit = values[order], unit[order]
-    weights = resample_counts(k, rng)[:, sorted_unit]
-    cum = np.cumsum(weights, axis=1)
-    half = cum[:, -1:] / 2
-    lower = np.argmax(cum >= half, axis=1)  # the weighted median (average of the two
-    upper = np.argmax(cum > half, axis=1)  # middle values when the weight splits evenly)
-    medians: np.ndarray = (sorted_values[lower] + sorted_values[upper]) / 2
-    return medians
+    return _weighted_medians(values[order], resample_counts(k, rng)[:, unit[order]])
+
+
+def _row_counts(draws: np.ndarray, k: int) -> np.ndarray:
+    """How often each of 0..k-1 appears in each row of `draws` (one bincount of the rows
+    laid end to end: np.add.at's result, many times faster)."""
+    rows = draws.shape[0]
+    flat = (draws + (np.arange(rows) * k)[:, None]).ravel()
+    return np.bincount(flat, minlength=rows * k).reshape(rows, k)
 
 
 def resample_counts(k: int, rng: np.random.Generator) -> np.ndarray:
     """How often each of k units is drawn (with replacement, k draws) in each of
     BOOTSTRAP_RESAMPLES resamples: the weights of a cluster bootstrap."""
     draws = rng.integers(0, k, size=(BOOTSTRAP_RESAMPLES, k))
-    counts = np.zeros((BOOTSTRAP_RESAMPLES, k))
-    np.add.at(counts, (np.arange(BOOTSTRAP_RESAMPLES)[:, None], draws), 1)
-    return counts
+    return _row_counts(draws, k).astype(float)
+
+
+def _weighted_medians(sorted_values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Each row's weighted median of `sorted_values` (ascending): the value where the
+    cumulative weight reaches half, or the average of the two middle values where the
+    weight splits evenly (np.median's, for whole-number weights)."""
+    cum = np.cumsum(weights, axis=1)
+    half = cum[:, -1:] / 2
+    lower = np.argmax(cum >= half, axis=1)
+    upper = np.argmax(cum > half, axis=1)
+    medians: np.ndarray = (sorted_values[lower] + sorted_values[upper]) / 2
+    return medians
 
 
 def _boot_medians(values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Medians of BOOTSTRAP_RESAMPLES resamples (with replacement) of `values`."""
-    idx = rng.integers(0, len(values), size=(BOOTSTRAP_RESAMPLES, len(values)))
-    medians: np.ndarray = np.median(values[idx], axis=1)
-    return medians
+    """Medians of BOOTSTRAP_RESAMPLES resamples (with replacement) of `values`: each
+    resample's draws counted by their value's rank, its median the weighted one (the same
+    numbers as np.median of each resample, without sorting each)."""
+    n = values.size
+    idx = rng.integers(0, n, size=(BOOTSTRAP_RESAMPLES, n))
+    order = np.argsort(values, kind="stable")
+    rank = np.empty(n, dtype=np.intp)
+    rank[order] = np.arange(n)
+    return _weighted_medians(values[order], _row_counts(rank[idx], n))
 
 
 def _interval(estimates: np.ndarray) -> tuple[float, float]:
