@@ -52,20 +52,12 @@ $(STAMPS)/wasmtime: scripts/install-wasmtime.sh $(STAMPS)/venv
 
 wasmtime: $(STAMPS)/wasmtime
 
-# The pinned packages are installed by uv (itself pinned in requirements.lock, and put in
-# the venv by pip): a minute and a half less than pip's install of the same wheels. Where
-# pip is told to stay offline (PIP_NO_INDEX, PIP_FIND_LINKS: a fleet host, a guest host),
-# so is uv.
-UV_OFFLINE = $${PIP_NO_INDEX:+--no-index} $${PIP_FIND_LINKS:+--find-links "$$PIP_FIND_LINKS"}
-UV := $(BIN)/uv pip install -q --python $(BIN)/python $(UV_OFFLINE)
-
-$(STAMPS)/venv: requirements.lock pyproject.toml $(STAMPS)/deps
+# The pinned packages are installed by uv (pinned itself, put in the venv by pip): a
+# minute and a half less than pip's install of the same wheels (scripts/install-python.sh).
+$(STAMPS)/venv: requirements.lock pyproject.toml scripts/install-python.sh $(STAMPS)/deps
 	@mkdir -p $(STAMPS)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@$(TIMED) "python packages" sh -c '\
-	  $(BIN)/python -m pip install -q --disable-pip-version-check "$$(grep "^uv==" requirements.lock)" && \
-	  $(UV) -r requirements.lock && \
-	  $(UV) --no-deps --no-build-isolation -e .'
+	@$(TIMED) "python packages" scripts/install-python.sh $(VENV)
 	@touch $@
 
 guest/build/vb-hello: $(wildcard guest/*.c guest/minikernel/*) guest/Makefile $(STAMPS)/deps

@@ -9,8 +9,9 @@ import pytest
 
 STRICT = os.environ.get("VIRTBENCH_STRICT") == "1"
 # The suite checks density's mechanics, not its memory figures (bench/memory_vs_hand.py
-# does): each pile-up waits 2 s for the host's memory to hold still, not 15.
-os.environ.setdefault("VIRTBENCH_MEMORY_SETTLE_S", "2")
+# does): a pile-up does not wait for the host's memory to hold still (one real run waits
+# 2 s, tests/integration/test_cli_runs.py), where a run waits 15 s.
+os.environ.setdefault("VIRTBENCH_MEMORY_SETTLE_S", "0")
 # pytest-xdist's workers are started with COLUMNS=80 and LINES=24, which would fix the
 # width of the CLI's console when it is made; the tests give the terminal they mean
 if os.environ.get("PYTEST_XDIST_WORKER"):

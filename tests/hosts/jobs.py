@@ -120,7 +120,7 @@ facts > $out/facts.before
 cat $out/facts.before
 export PIP_NO_INDEX=1 PIP_FIND_LINKS=/opt/vb-wheels
 # as in the suite (tests/conftest.py): density's mechanics, not its memory figures
-export VIRTBENCH_MEMORY_SETTLE_S=2
+export VIRTBENCH_MEMORY_SETTLE_S=0
 {fresh}mkdir -p {CHECKOUT} && cp -a /job/src/. {CHECKOUT}/ && cd {CHECKOUT}
 {steps}
 cp -r results $out/results 2>/dev/null

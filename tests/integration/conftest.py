@@ -134,6 +134,12 @@ def cli(
     )
 
 
+def run_cgroups(rid: str) -> list[Path]:
+    """The run's instance cgroups: a glob, quick enough to poll while instances start
+    (labelled() asks every engine and takes a second or more)."""
+    return cgroups.Layout.detect().of_run(rid)
+
+
 def start_run(*args: str, env: dict[str, str]) -> tuple[subprocess.Popen, str]:
     """`virtbench run ARGS` in the background, as from a terminal (a shell's background job,
     e.g. `make test &`, would hand down SIGINT ignored, and Python would then install no

@@ -17,10 +17,9 @@ from pathlib import Path
 
 import pytest
 from tests.conftest import need
-from tests.integration.conftest import cli, labelled, start_run
+from tests.integration.conftest import cli, labelled, run_cgroups, start_run
 
 from virtbench import runtimes
-from virtbench.host import cgroups
 from virtbench.runtimes import daemon
 from virtbench.store import Store
 
@@ -36,16 +35,11 @@ def _docker_disk_mentions(rid: str) -> list[str]:
     return [str(f) for f in files if f.is_file() and marker in f.read_bytes()]
 
 
-def _run_cgroups(rid: str) -> list[Path]:
-    """The run's instance cgroups: a glob, quick enough to poll while instances start
-    (labelled() asks every engine and takes a second or more)."""
-    return cgroups.Layout.detect().of_run(rid)
-
-
-# `make test`: an OCI runtime's containers (their overlay mounts), an engine with the
-# daemon the run started, the CRI's pods and LXD's own daemon; every other kind is
+# `make test`: an engine with the daemon the run started, the CRI's pods and LXD's own
+# daemon (an OCI runtime's containers and their overlay mounts: crun's, in
+# test_cli_runs.py; runc's in the guest host's short form); every other kind is
 # `make test-long`'s (and `make test-hosts` runs them all on stock Debian hosts)
-KILLED = ("runc", "docker", "cri:crun", "lxd")
+KILLED = ("docker", "cri:crun", "lxd")
 
 
 @pytest.mark.slow
@@ -83,7 +77,7 @@ def test_kill_9_then_clean_leaves_nothing_of_any_runtime_kind(runtime, env, tmp_
         "density", "--runtimes", runtime, "--instances", instances, "--runs", "1", env=env
     )
     deadline = time.monotonic() + 300
-    while len(_run_cgroups(rid)) < 3:
+    while len(run_cgroups(rid)) < 3:
         assert p.poll() is None and time.monotonic() < deadline, p.communicate()[0]
         time.sleep(0.05)
     ledger = tmp_path / "state" / "runs" / rid / "ledger.jsonl"

@@ -265,6 +265,9 @@ def test_the_console_is_the_guests_alone(vmm, ctx, artifact):
         rt.stop(inst)
 
 
+# VMMs and taps after kill -9: test_vms.py's bridged VMs; a run's state directory (its
+# scratch disks): test_cli_runs.py's kill -9; a named runtime's are `make test-long`'s
+@pytest.mark.long
 def test_kill_9_while_images_boot_then_clean_leaves_nothing(env, tmp_path, image):
     """A named runtime's instances are found and removed by their run's label like any
     other: VMMs (by their cgroups), taps and the host's neighbour entries (with the

@@ -63,7 +63,7 @@ network = "host"
 [[experiment]]
 type = "throughput"
 workloads = ["nginx", "redis", "memcached"]
-runs = 2
+runs = 1
 [experiment.params.nginx]
 connections = 4
 threads = 1
@@ -80,9 +80,7 @@ NGINX = SPEC.split("[experiment.params.redis]")[0].replace(
 
 
 def nginx(duration_s: int) -> str:
-    return NGINX.replace("runs = 2", "runs = 1").replace(
-        "duration_s = 2", f"duration_s = {duration_s}"
-    )
+    return NGINX.replace("duration_s = 2", f"duration_s = {duration_s}")
 
 
 def routes(h: fleethosts.Hosts) -> str:
@@ -107,7 +105,7 @@ def test_clients_on_a_load_generator_one_run_one_store_nothing_left(hosts, tmp_p
     for rt in ("native", "crun"):
         for metric in ("requests_per_s", "ops_per_s"):
             got = [s.value for s in samples if s.runtime == rt and s.metric.startswith(metric)]
-            assert len(got) >= 2 and all(v and v > 0 for v in got), (rt, metric, got)
+            assert got and all(v and v > 0 for v in got), (rt, metric, got)
     assert all(s.params["loadgen_cpus"] == "1" for s in samples)  # its sshd's affinity
     clients = [s for s in samples if s.metric.startswith(("requests", "get.", "ops"))]
     assert {s.params["role"] for s in clients} == {"loadgen"}  # the client measured these

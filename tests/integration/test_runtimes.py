@@ -42,6 +42,15 @@ RUNTIMES = [
 # what the workload runs as: itself, an OCI runtime's re-exec, gVisor's sandbox, wasmtime
 WORKLOAD_COMMS = ("vb-sleep", "exe", "runsc-sandbox", "wasmtime")
 
+# An engine's other runtimes: `make test` starts a sleeper on each (below), and hello and
+# a payload that ends early on the engine's own and on the other runtime by itself.
+PAIRS = ("docker:crun", "docker:runsc", "podman:runsc", "cri:crun", "cri:runsc")
+
+
+def sweep(*values: str, long: bool) -> object:
+    """A case of a parametrized test, `make test-long`'s where `long`."""
+    return pytest.param(*values, marks=pytest.mark.long if long else ())
+
 
 def cpus_allowed(pid: int) -> str | None:
     try:
@@ -96,7 +105,7 @@ def spec(ctx: RuntimeContext, artifact, wl, n: int, **kw) -> InstanceSpec:
 # once, and never returns (a lost SIGCHLD: about 4 in 100 hellos in a tight loop here); a
 # boot experiment records such a start as failed with that reason. Its detached starts
 # are tested below.
-@pytest.mark.parametrize("name", [r for r in RUNTIMES if r != "youki"])
+@pytest.mark.parametrize("name", [sweep(r, long=r in PAIRS) for r in RUNTIMES if r != "youki"])
 def test_hello_runs_to_exit(name, ctx, artifact):
     rt = driver(name, ctx)
     inst = rt.run_to_exit(spec(ctx, artifact, hello, 1), timeout=60)
@@ -155,7 +164,15 @@ SLEEPERS = [
 ]
 
 
-@pytest.mark.parametrize(("name", "network"), SLEEPERS)
+# A runtime's host network where it has a bridge too, and lxd's cases but its bridge (each
+# starts an LXD), are `make test-long`'s; the engines' host network stays.
+SLEEPERS_LONG = {(n, "host") for n in ("runc", "crun", "youki", "lxc", "nspawn", "bwrap")}
+SLEEPERS_LONG |= {("lxd", "none"), ("lxd", "host")}
+
+
+@pytest.mark.parametrize(
+    ("name", "network"), [sweep(*c, long=c in SLEEPERS_LONG) for c in SLEEPERS]
+)
 def test_sleeper_signals_ready_and_stops_clean(name, network, ctx, artifact):
     rt = driver(name, ctx)
     s = spec(ctx, artifact, sleep, 2, network=network, memory_mib=32, cpus="0", pids_limit=48)
@@ -259,7 +276,7 @@ KEEP_STATUS = (
 NO_CONSOLE = ("lxc", "lxd", "podman")
 
 
-@pytest.mark.parametrize("name", RUNTIMES)
+@pytest.mark.parametrize("name", [sweep(r, long=r in PAIRS) for r in RUNTIMES])
 def test_an_instance_that_ends_before_it_is_ready_is_reported_at_once_with_how(name, ctx, artifact):
     """vb-ready given an address it cannot use prints why and exits 65 without signalling:
     the wait for its ready signal ends within seconds (not at the timeout) and says how
@@ -298,7 +315,8 @@ def test_an_instance_that_ends_before_it_is_ready_is_reported_at_once_with_how(n
         "lxc",
         "lxd",
         "docker",
-        "docker:runsc",
+        # dockerd, after runsc failed to start a container, takes its whole 30 s to stop
+        sweep("docker:runsc", long=True),
         "podman",
         "podman:runsc",
     ],

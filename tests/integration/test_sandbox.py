@@ -13,6 +13,7 @@ from tests.integration.conftest import (
     cli,
     driver,
     labelled,
+    run_cgroups,
     run_id_of,
     start_run,
     vmm_binary,
@@ -50,7 +51,7 @@ def test_burst_on_crun_and_qemu_times_every_instance_launched_together(env, tmp_
         rate = [x.value for x in samples if x.runtime == rt and x.metric == "burst.ready_per_s@8"]
         assert len(rate) == 2 and all(r > 0 for r in rate)
         failed = [x.value for x in samples if x.runtime == rt and x.metric == "burst.failed@8"]
-        assert failed == [0, 0]
+        assert failed == [0]
         cpu = [x.value for x in samples if x.runtime == rt and x.metric == "burst.host_cpu@8"]
         assert len(cpu) == 2 and all(0 <= v <= 100 for v in cpu)
     assert labelled(rid) == []
@@ -69,7 +70,7 @@ def test_kill_9_mid_burst_then_clean_leaves_nothing(env, tmp_path):
     )
     p, rid = start_run(str(path), env=env)
     deadline = time.monotonic() + 120
-    while len([x for x in labelled(rid) if x.startswith("container")]) < 10:
+    while len(run_cgroups(rid)) < 10:
         assert time.monotonic() < deadline, "no burst's instances came up"
         assert p.poll() is None
         time.sleep(0.05)
@@ -238,7 +239,8 @@ def test_exec_into_a_linux_guest_through_its_agent(env, tmp_path):
     assert labelled(rid) == []
 
 
-@pytest.mark.parametrize("runtime", ["crun", "qemu"])
+# a VMM killed and cleaned: test_vms.py's kill -9 of bridged VMs; paused, under `long`
+@pytest.mark.parametrize("runtime", ["crun", pytest.param("qemu", marks=pytest.mark.long)])
 def test_kill_9_while_paused_then_clean_leaves_nothing(runtime, env, tmp_path):
     path = tmp_path / "pause.toml"
     path.write_text(
@@ -275,7 +277,7 @@ def test_time_to_interactive_on_crun_and_runsc_one_by_one_staggered_and_at_once(
     path.write_text(
         'name = "t"\nruntimes = ["crun", "runsc"]\n[instance]\nnetwork = "none"\n'
         '[[experiment]]\ntype = "tti"\nsequential = 2\nstaggered = 3\ngap_ms = 200\n'
-        "levels = [4]\nruns = 2\nsettle_s = 0.2\n"
+        "levels = [4]\nruns = 1\nsettle_s = 0.2\n"
     )
     res = cli("run", str(path), env=env)
     assert res.returncode == 0, res.stdout + res.stderr
@@ -288,22 +290,17 @@ def test_time_to_interactive_on_crun_and_runsc_one_by_one_staggered_and_at_once(
                 m: [x for x in samples if x.runtime == rt and x.metric == f"tti.{m}@{at}"]
                 for m in ("interactive", "launched", "ready", "first_command")
             }
-            assert all(len(v) == 2 * n for v in mine.values()), (rt, at, mine)
+            assert all(len(v) == n for v in mine.values()), (rt, at, mine)
             for i, ready, first in zip(
                 mine["interactive"], mine["ready"], mine["first_command"], strict=True
             ):
                 assert 0 < ready.value < i.value < 30_000
                 assert abs(i.value - ready.value - first.value) < 0.01
             if at == "stagger":  # the k-th launched k x 200 ms after the first
-                for rep in (0, 1):
-                    offsets = sorted(
-                        x.params["launch_offset_ms"]
-                        for x in mine["interactive"]
-                        if x.repetition == rep
-                    )
-                    assert all(abs(o - 200 * k) < 100 for k, o in enumerate(offsets)), offsets
+                offsets = sorted(x.params["launch_offset_ms"] for x in mine["interactive"])
+                assert all(abs(o - 200 * k) < 100 for k, o in enumerate(offsets)), offsets
         failed = [x.value for x in samples if x.runtime == rt and x.metric == "tti.failed@4"]
-        assert failed == [0, 0]
+        assert failed == [0]
     assert labelled(rid) == []
     shown = cli("show", rid, env=env)
     assert shown.returncode == 0 and "create -> first command, pooled" in shown.stdout

@@ -10,7 +10,7 @@ from virtbench.store import Store
 
 
 def test_s4_quick_runs_here_and_its_report_draws_its_figures(env, tmp_path):
-    res = cli("run", "s4-ukl", "--quick", env=env)
+    res = cli("run", "s4-ukl", "--quick", "--runs", "1", env=env)  # each figure once
     assert res.returncode == 0, res.stdout + res.stderr
     rid = run_id_of(res.stdout)
     assert f"run {rid} completed" in res.stdout

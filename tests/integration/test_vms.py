@@ -204,7 +204,19 @@ def test_linux_guest_under_tcg_runs_hello_and_sleep(env, tmp_path):
     first = mine["boot.spawn_to_first_output"].value
     assert first is not None and 0 < first < mine["boot.spawn_to_ready"].value
     assert labelled(rid) == []
-    res = cli("run", "boot", "--runtimes", "qemu:microvm:tcg", "--workloads", "hello", env=env)
+    res = cli(
+        "run",
+        "boot",
+        "--runtimes",
+        "qemu:microvm:tcg",
+        "--workloads",
+        "hello",
+        "--runs",
+        "1",
+        "--warmups",
+        "0",
+        env=env,
+    )
     assert res.returncode == 0  # the minimal guest
     path = tmp_path / "mvm.toml"
     path.write_text(

@@ -109,8 +109,9 @@ def test_a_burst_and_a_staggered_wave_give_their_wall_and_amortized_time(tmp_pat
             ]
             assert len(each) == n and all(abs(x.value - 45.0) < 0.5 for x in each)
             offsets = sorted(x.params["launch_offset_ms"] for x in each)
-            if at == "stagger":  # the k-th launched k x 20 ms after the first
-                assert all(abs(o - 20 * k) < 15 for k, o in enumerate(offsets)), offsets
+            if at == "stagger":  # the k-th launched k x 20 ms after the first, or later
+                # where this host's load delayed it (no upper bound: a loaded host's is its own)
+                assert all(o > 20 * k - 15 for k, o in enumerate(offsets)), offsets
                 assert all(x.params["gap_ms"] == 20 for x in each)
             wall = [
                 x.value for x in samples if x.metric == f"tti.wall@{at}" and x.repetition == rep
