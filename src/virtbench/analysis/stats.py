@@ -96,7 +96,7 @@ def _cluster_medians(values: np.ndarray, unit: np.ndarray, rng: np.random.Genera
     if k == values.size:  # one value per unit: the plain bootstrap
         return _boot_medians(values, rng)
     order = np.argsort(values, kind="stable")
-    return _weighted_medians(values[order], resample_counts(k, rng)[:, unit[order]])
+    return _weighted_medians(values[order], _unit_counts(k, rng)[:, unit[order]])
 
 
 def _row_counts(draws: np.ndarray, k: int) -> np.ndarray:
@@ -107,18 +107,23 @@ def _row_counts(draws: np.ndarray, k: int) -> np.ndarray:
     return np.bincount(flat, minlength=rows * k).reshape(rows, k)
 
 
-def resample_counts(k: int, rng: np.random.Generator) -> np.ndarray:
+def _unit_counts(k: int, rng: np.random.Generator) -> np.ndarray:
     """How often each of k units is drawn (with replacement, k draws) in each of
-    BOOTSTRAP_RESAMPLES resamples: the weights of a cluster bootstrap."""
+    BOOTSTRAP_RESAMPLES resamples, as 32-bit integers: the weights of a cluster bootstrap."""
     draws = rng.integers(0, k, size=(BOOTSTRAP_RESAMPLES, k))
-    return _row_counts(draws, k).astype(float)
+    return _row_counts(draws, k).astype(np.int32)
+
+
+def resample_counts(k: int, rng: np.random.Generator) -> np.ndarray:
+    """_unit_counts as floats."""
+    return _unit_counts(k, rng).astype(float)
 
 
 def _weighted_medians(sorted_values: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """Each row's weighted median of `sorted_values` (ascending): the value where the
     cumulative weight reaches half, or the average of the two middle values where the
     weight splits evenly (np.median's, for whole-number weights)."""
-    cum = np.cumsum(weights, axis=1)
+    cum = np.cumsum(weights, axis=1, dtype=weights.dtype)
     half = cum[:, -1:] / 2
     lower = np.argmax(cum >= half, axis=1)
     upper = np.argmax(cum > half, axis=1)
@@ -128,14 +133,18 @@ def _weighted_medians(sorted_values: np.ndarray, weights: np.ndarray) -> np.ndar
 
 def _boot_medians(values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Medians of BOOTSTRAP_RESAMPLES resamples (with replacement) of `values`: each
-    resample's draws counted by their value's rank, its median the weighted one (the same
-    numbers as np.median of each resample, without sorting each)."""
+    resample's draws as their values' ranks (small integers, quick to sort), its median
+    read at the middle ranks (the same numbers as np.median of each resample)."""
     n = values.size
     idx = rng.integers(0, n, size=(BOOTSTRAP_RESAMPLES, n))
     order = np.argsort(values, kind="stable")
-    rank = np.empty(n, dtype=np.intp)
+    rank = np.empty(n, dtype=np.int16 if n <= np.iinfo(np.int16).max else np.intp)
     rank[order] = np.arange(n)
-    return _weighted_medians(values[order], _row_counts(rank[idx], n))
+    ranks = rank[idx]
+    ranks.sort(axis=1)
+    ascending = values[order]
+    medians: np.ndarray = (ascending[ranks[:, (n - 1) // 2]] + ascending[ranks[:, n // 2]]) / 2
+    return medians
 
 
 def _interval(estimates: np.ndarray) -> tuple[float, float]:
