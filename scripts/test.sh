@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # `make test`'s tests, after its set-up, in phases:
-#  - the unit tests on every CPU (pytest-xdist: they share nothing of the host);
-#  - then the integration, browser and guest-host tests one at a time: they share dockerd,
-#    cgroups and bridges, and time what runs on the host (the guest host's runs wait for
-#    a quiet host inside it), so nothing else runs beside them.
+#  - the unit and browser tests on every CPU (pytest-xdist: they share nothing of the
+#    host; a browser test reads files a fake run wrote);
+#  - then the integration and guest-host tests one at a time: they share dockerd, cgroups
+#    and bridges, and time what runs on the host (the guest host's runs wait for a quiet
+#    host inside it), so nothing else runs beside them.
 # Each phase is timed; at the end, passed or not, every phase of this `make test` is
 # listed with its time, then the 20 slowest tests.
 # Usage: scripts/test.sh [PYTEST_ARG...]   (as `make test` calls it)
@@ -24,6 +25,6 @@ phase() { # NAME PYTEST_ARG...: a timed pytest run, where none selected is no fa
 }
 
 rc=0
-phase "unit tests" -m "$marks" -n auto tests/unit "$@" || rc=1
-phase "integration tests" -m "$marks" tests/integration tests/browser tests/hosts "$@" || rc=1
+phase "unit and browser tests" -m "$marks" -n auto tests/unit tests/browser "$@" || rc=1
+phase "integration tests" -m "$marks" tests/integration tests/hosts "$@" || rc=1
 exit "$rc"

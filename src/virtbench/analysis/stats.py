@@ -96,7 +96,7 @@ def _cluster_medians(values: np.ndarray, unit: np.ndarray, rng: np.random.Genera
     if k == values.size:  # one value per unit: the plain bootstrap
         return _boot_medians(values, rng)
     order = np.argsort(values, kind="stable")
-    return _weighted_medians(values[order], _unit_counts(k, rng)[:, unit[order]])
+    return _weighted_medians(values[order], resample_counts(k, rng, np.int32)[:, unit[order]])
 
 
 def _row_counts(draws: np.ndarray, k: int) -> np.ndarray:
@@ -107,16 +107,11 @@ def _row_counts(draws: np.ndarray, k: int) -> np.ndarray:
     return np.bincount(flat, minlength=rows * k).reshape(rows, k)
 
 
-def _unit_counts(k: int, rng: np.random.Generator) -> np.ndarray:
+def resample_counts(k: int, rng: np.random.Generator, dtype: type = float) -> np.ndarray:
     """How often each of k units is drawn (with replacement, k draws) in each of
-    BOOTSTRAP_RESAMPLES resamples, as 32-bit integers: the weights of a cluster bootstrap."""
+    BOOTSTRAP_RESAMPLES resamples: the weights of a cluster bootstrap."""
     draws = rng.integers(0, k, size=(BOOTSTRAP_RESAMPLES, k))
-    return _row_counts(draws, k).astype(np.int32)
-
-
-def resample_counts(k: int, rng: np.random.Generator) -> np.ndarray:
-    """_unit_counts as floats."""
-    return _unit_counts(k, rng).astype(float)
+    return _row_counts(draws, k).astype(dtype)
 
 
 def _weighted_medians(sorted_values: np.ndarray, weights: np.ndarray) -> np.ndarray:
