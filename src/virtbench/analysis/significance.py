@@ -121,8 +121,9 @@ def _first_sums(pooled: np.ndarray, k: int, seed: int) -> np.ndarray:
     n = pooled.size
     if n <= ONE_HOT_MAX_VALUES:
         sums: np.ndarray = _first_k(n, k, seed) @ pooled
-        return sums
-    return pooled[_shuffles(n, seed)[:, :k]].sum(axis=1)
+    else:
+        sums = pooled[_shuffles(n, seed)[:, :k]].sum(axis=1)
+    return sums
 
 
 def permutation_p(x: np.ndarray, y: np.ndarray, seed: int) -> float:
