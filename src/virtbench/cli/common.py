@@ -30,8 +30,9 @@ app = typer.Typer(
     rich_markup_mode=None,  # plain help: wrapped to the terminal, no type column per flag
     help="Compare virtualization runtimes on this host: boot time, memory, throughput.",
 )
-out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
+# no emoji codes: a name with colons (qemu:q35:tcg) is printed as written
+out = Console(highlight=False, emoji=False)
+err = Console(stderr=True, highlight=False, emoji=False)
 
 
 def _print_version(given: bool) -> None:

@@ -6,6 +6,8 @@ to an ellipsis or broken across lines."""
 
 from __future__ import annotations
 
+import functools
+
 from rich.cells import cell_len
 from rich.console import Console, Group, RenderableType
 from rich.table import Column, Table
@@ -63,9 +65,10 @@ def _whole(t: Table, width: int) -> bool:
     as wide as its widest word (its widest line where it does not wrap). Where it can
     but does not fit as it is, its columns get their widths here (`_widths`): Rich's own
     layout may shrink a column below its widest word and cut it to an ellipsis."""
-    if uncut_width(t) > width:
+    floor = uncut_width(t)
+    if floor > width:
         return False
-    natural = uncut_width(t) + sum(_natural(col) - column_floor(col) for col in t.columns)
+    natural = floor + sum(_natural(col) - column_floor(col) for col in t.columns)
     if natural > width:
         for col, w in zip(t.columns, _widths(t, width), strict=True):
             col.width = w
@@ -140,7 +143,9 @@ def column_floor(col: Column) -> int:
     return max(col.min_width or 0, *(_narrowest(c, col.no_wrap) for c in cells))
 
 
+@functools.lru_cache(maxsize=4096)
 def _narrowest(markup: str, no_wrap: bool) -> int:
+    """A cell's narrowest width (kept: a run's tables repeat their names and units)."""
     lines = Text.from_markup(markup).plain.splitlines() or [""]
     if no_wrap:
         return max(cell_len(line) for line in lines)
