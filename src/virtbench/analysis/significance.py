@@ -103,10 +103,12 @@ def _shuffles(n: int, seed: int) -> np.ndarray:
     return order
 
 
-ONE_HOT_MAX_VALUES = 128  # up to here every split's first sum is one product (kept)
+# Up to here every split's first sum is one product with its 0/1 picks, kept (8 bytes a
+# split and value: 32 MB at 400 values; two sizes are kept, a site compares one size)
+ONE_HOT_MAX_VALUES = PERMUTATION_MAX_VALUES
 
 
-@functools.lru_cache(maxsize=4)
+@functools.lru_cache(maxsize=2)
 def _first_k(n: int, k: int, seed: int) -> np.ndarray:
     """Which of n values each of _shuffles(n, seed)'s orders puts first (its first k), as
     a 0/1 matrix: its product with the pooled values is every split's first sum."""
