@@ -27,11 +27,12 @@ class Job:
 
 
 CHECKOUT = "/root/virtbench"  # where the job puts the checkout (and the image its venv)
-# `make test`'s form: the set-up (from the image's venv), doctor, a quickstart of fewer
-# repetitions, one fault test (kill -9 amid a pile-up, then clean) and `clean`.
+# `make test`'s form: the set-up (from the image's venv), doctor, a quickstart of one
+# repetition (every launch and pile-up of it once, a pile-up of two), one fault test
+# (kill -9 amid a pile-up, then clean) and `clean`.
 SHORT = Job(
     demo=False,
-    runs=("quickstart --runs 2 --warmups 1 --instances 3",),
+    runs=("quickstart --runs 1 --warmups 0 --instances 2",),
     tests=(
         "tests/integration/test_faults_cleanup.py::"
         "test_kill_9_then_clean_leaves_nothing_of_any_runtime_kind[runc]",
