@@ -103,29 +103,16 @@ def _shuffles(n: int, seed: int) -> np.ndarray:
     return order
 
 
-# Up to here every split's first sum is one product with its 0/1 picks, kept (8 bytes a
-# split and value: 32 MB at 400 values; two sizes are kept, a site compares one size)
-ONE_HOT_MAX_VALUES = PERMUTATION_MAX_VALUES
-
-
 @functools.lru_cache(maxsize=2)
 def _first_k(n: int, k: int, seed: int) -> np.ndarray:
     """Which of n values each of _shuffles(n, seed)'s orders puts first (its first k), as
-    a 0/1 matrix: its product with the pooled values is every split's first sum."""
+    a 0/1 matrix: its product with the pooled values is every split's first sum, as the
+    exact splits' is. Kept: a site compares pairs of one size (8 bytes a split and value:
+    32 MB at PERMUTATION_MAX_VALUES, above which ab_test takes the normal limit)."""
     picks = np.zeros((PERMUTATIONS, n))
     picks[np.arange(PERMUTATIONS)[:, None], _shuffles(n, seed)[:, :k]] = 1.0
     picks.flags.writeable = False
     return picks
-
-
-def _first_sums(pooled: np.ndarray, k: int, seed: int) -> np.ndarray:
-    """The sum of the first k values of each of the PERMUTATIONS random splits."""
-    n = pooled.size
-    if n <= ONE_HOT_MAX_VALUES:
-        sums: np.ndarray = _first_k(n, k, seed) @ pooled
-    else:
-        sums = pooled[_shuffles(n, seed)[:, :k]].sum(axis=1)
-    return sums
 
 
 def permutation_p(x: np.ndarray, y: np.ndarray, seed: int) -> float:
@@ -147,7 +134,7 @@ def permutation_p(x: np.ndarray, y: np.ndarray, seed: int) -> float:
         less = np.count_nonzero(null <= observed + gamma) / null.size
         greater = np.count_nonzero(null >= observed - gamma) / null.size
     else:
-        sum_x = _first_sums(pooled, k, seed)
+        sum_x = _first_k(n, k, seed) @ pooled
         null = (pooled.sum() - sum_x) / (n - k) - sum_x / k
         less = (np.count_nonzero(null <= observed + gamma) + 1) / (PERMUTATIONS + 1)
         greater = (np.count_nonzero(null >= observed - gamma) + 1) / (PERMUTATIONS + 1)

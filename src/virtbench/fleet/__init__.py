@@ -17,9 +17,10 @@
 
 Inventory variables: `virtbench_dir`; `virtbench_env` (a dict of environment variables
 for virtbench on that host, e.g. VIRTBENCH_STATE_DIR); `virtbench_offline` (true: the
-host has no route to PyPI, so the controller ships the pinned wheels and the set-up installs
-from them -- Debian's packages must then already be installed there). The fleet id names the
-run everywhere (`virtbench report FLEET`, `virtbench compare FLEET --hosts a,b`).
+host has no route to PyPI, so the controller ships the pinned wheels and the set-up
+installs from them -- Debian's packages must then already be installed there). The fleet
+id names the run everywhere (`virtbench report FLEET`, `virtbench compare FLEET --hosts
+a,b`).
 """
 
 from __future__ import annotations
