@@ -14,6 +14,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.conftest import need
@@ -132,6 +133,12 @@ def cli(
         timeout=timeout,
         env={**os.environ, **(env or {}), "COLUMNS": "200"},
     )
+
+
+def sweep(*values: str, long: bool) -> Any:
+    """A case of a parametrized test, `make test-long`'s where `long` (the rest of a sweep
+    whose first cases `make test` runs)."""
+    return pytest.param(*values, marks=pytest.mark.long if long else ())
 
 
 def run_cgroups(rid: str) -> list[Path]:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from tests.conftest import need
-from tests.integration.conftest import cli, labelled, run_cgroups, start_run
+from tests.integration.conftest import cli, labelled, run_cgroups, start_run, sweep
 
 from virtbench import runtimes
 from virtbench.runtimes import daemon
@@ -46,7 +46,7 @@ KILLED = ("docker", "cri:crun", "lxd")
 @pytest.mark.parametrize(
     "runtime",
     [
-        pytest.param(r, marks=() if r in KILLED else pytest.mark.long)
+        sweep(r, long=r not in KILLED)
         for r in (
             "runc",
             "youki",

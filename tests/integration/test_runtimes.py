@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.integration.conftest import driver, labelled
+from tests.integration.conftest import driver, labelled, sweep
 
 from virtbench import naming
 from virtbench.errors import InstanceError
@@ -45,11 +45,6 @@ WORKLOAD_COMMS = ("vb-sleep", "exe", "runsc-sandbox", "wasmtime")
 # An engine's other runtimes: `make test` starts a sleeper on each (below), and hello and
 # a payload that ends early on the engine's own and on the other runtime by itself.
 PAIRS = ("docker:crun", "docker:runsc", "podman:runsc", "cri:crun", "cri:runsc")
-
-
-def sweep(*values: str, long: bool) -> object:
-    """A case of a parametrized test, `make test-long`'s where `long`."""
-    return pytest.param(*values, marks=pytest.mark.long if long else ())
 
 
 def cpus_allowed(pid: int) -> str | None:

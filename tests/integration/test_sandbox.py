@@ -16,6 +16,7 @@ from tests.integration.conftest import (
     run_cgroups,
     run_id_of,
     start_run,
+    sweep,
     vmm_binary,
 )
 
@@ -240,7 +241,7 @@ def test_exec_into_a_linux_guest_through_its_agent(env, tmp_path):
 
 
 # a VMM killed and cleaned: test_vms.py's kill -9 of bridged VMs; paused, under `long`
-@pytest.mark.parametrize("runtime", ["crun", pytest.param("qemu", marks=pytest.mark.long)])
+@pytest.mark.parametrize("runtime", ["crun", sweep("qemu", long=True)])
 def test_kill_9_while_paused_then_clean_leaves_nothing(runtime, env, tmp_path):
     path = tmp_path / "pause.toml"
     path.write_text(
