@@ -3,6 +3,7 @@ its KSM, and a harness whose builds are the World's."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -134,8 +135,9 @@ class FakeHarness(Harness):
         run_id: str | None = None,
         include_live: bool = False,
         problems: list[str] | None = None,
+        engines: Collection[str] | None = None,
     ) -> list[cleanup.Leftover]:
-        del paths, layout, include_live, problems
+        del paths, layout, include_live, problems, engines
         found = [(naming.run_id_of(n), n) for n in self.world.running]
         return [
             cleanup.Leftover("instance", n, rid, "fake")

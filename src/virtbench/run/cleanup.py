@@ -22,6 +22,7 @@ import json
 import os
 import shutil
 import signal
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,12 +57,16 @@ class Leftover:
 ENGINE_KINDS = ("instance", "orphan", "image", "network", "volume", "profile", "pool", "apparmor")
 
 
-def _engine_objects(problems: list[str] | None) -> list[tuple[str, str, str]]:
-    """(runtime, kind, name) for everything any registered runtime's engine holds; a
-    runtime that cannot list goes in `problems` (or raises, without a list for them),
-    and the sweep of the others goes on."""
+def _engine_objects(
+    problems: list[str] | None, engines: Collection[str] | None
+) -> list[tuple[str, str, str]]:
+    """(runtime, kind, name) for everything the engines of these registered runtimes
+    (None: of every one) hold; a runtime that cannot list goes in `problems` (or raises,
+    without a list for them), and the sweep of the others goes on."""
     found = []
     for name in runtimes.names():
+        if engines is not None and name not in engines:
+            continue
         try:
             found += [(name, k, n) for k, n in runtimes.get(name).list_objects()]
         except Exception as exc:
@@ -142,12 +147,17 @@ class _Scope:
         return naming.is_run_id(rid) and rid not in self.live and self.run_id in (None, rid)
 
 
-def _by_label(scope: _Scope, layout: cgroups.Layout, problems: list[str] | None) -> list[Leftover]:
-    """What carries a run's label in its name: engine objects, processes, cgroups,
-    network namespaces and links."""
+def _by_label(
+    scope: _Scope,
+    layout: cgroups.Layout,
+    problems: list[str] | None,
+    engines: Collection[str] | None,
+) -> list[Leftover]:
+    """What carries a run's label in its name: engine objects (of `engines`' runtimes, or
+    of all), processes, cgroups, network namespaces and links."""
     found = [
         Leftover(kind, obj, rid, runtime)
-        for runtime, kind, obj in _engine_objects(problems)
+        for runtime, kind, obj in _engine_objects(problems, engines)
         if (rid := scope.ours(obj))
     ]
     found += _units(scope, problems)
@@ -244,14 +254,18 @@ def scan(
     layout: cgroups.Layout | None = None,
     include_live: bool = False,
     problems: list[str] | None = None,
+    engines: Collection[str] | None = None,
 ) -> list[Leftover]:
     """Everything labelled with a run id (or only `run_id`), skipping live runs unless
     `include_live` (a run checking its own leftovers while it still holds its lock).
-    What could not be listed is raised as ListingError, or, given a `problems` list,
-    said there while the rest is still scanned."""
+    Engines' objects are asked of the runtimes named in `engines` (a run's own: no
+    other engine holds what it made), or of every installed one (None: `clean`). What
+    could not be listed is raised as ListingError, or, given a `problems` list, said
+    there while the rest is still scanned."""
     layout = layout or cgroups.Layout.detect()
     scope = _Scope(run_id, set() if include_live else state.live_runs())
-    return _by_label(scope, layout, problems) + _in_run_dirs(scope, paths, problems)
+    found = _by_label(scope, layout, problems, engines)
+    return found + _in_run_dirs(scope, paths, problems)
 
 
 def remove(

@@ -14,7 +14,7 @@ own, and its fake instances as the leftovers.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,11 +64,18 @@ class Harness:
         run_id: str | None = None,
         include_live: bool = False,
         problems: list[str] | None = None,
+        engines: Collection[str] | None = None,
     ) -> list[cleanup.Leftover]:
-        """What runs (or only `run_id`) left on the host (cleanup.scan: what could not be
-        listed raises, or goes in `problems` if given)."""
+        """What runs (or only `run_id`) left on the host, engines' objects asked of
+        `engines` (None: of every runtime; cleanup.scan: what could not be listed
+        raises, or goes in `problems` if given)."""
         return cleanup.scan(
-            paths, run_id=run_id, layout=layout, include_live=include_live, problems=problems
+            paths,
+            run_id=run_id,
+            layout=layout,
+            include_live=include_live,
+            problems=problems,
+            engines=engines,
         )
 
     def remove(self, items: list[cleanup.Leftover], layout: cgroups.Layout) -> list[str]:

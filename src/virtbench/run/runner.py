@@ -85,7 +85,7 @@ class Run:
         self.store, self.paths, self.say = where.store, where.paths, where.say
         self.harness, self.start, self.layout = where.harness, start, layout
         self.run_id = start.run_id
-        self.held = Held()
+        self.held = Held(engines=plan.engines())
         # the guests the spec brings that no runtime of the run stands for (preflight.py)
         self.not_run: list[dict[str, str]] = []
 
@@ -97,7 +97,9 @@ class Run:
         try:
             self.start.before(self.paths, self.layout, self.say, self.harness)
             problems: list[str] = []
-            leftovers = self.harness.leftovers(self.paths, self.layout, problems=problems)
+            leftovers = self.harness.leftovers(
+                self.paths, self.layout, problems=problems, engines=self.plan.engines()
+            )
         except BaseException:
             run_state.close(remove=self.start.removes_state_on_failure)
             raise

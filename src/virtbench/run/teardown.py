@@ -64,6 +64,8 @@ class Held:
     # what the run made there could not be removed (the load generator lost): the run's
     # state directory stays, so that `virtbench clean` removes it once it is back
     remote_left: bool = False
+    # the runtime names whose engines can hold what the run made (None: every one)
+    engines: frozenset[str] | None = None
 
 
 def teardown(run_id: str, where: Surroundings, layout: cgroups.Layout, held: Held) -> list[str]:
@@ -97,7 +99,9 @@ def teardown(run_id: str, where: Surroundings, layout: cgroups.Layout, held: Hel
 
     def sweep() -> None:  # belt and braces: anything a driver missed
         problems: list[str] = []  # what could not be listed (a lost load generator)
-        rest = harness.leftovers(paths, layout, run_id=run_id, include_live=True, problems=problems)
+        rest = harness.leftovers(
+            paths, layout, run_id=run_id, include_live=True, problems=problems, engines=held.engines
+        )
         errors.extend(problems)
         # its state goes with the lock; its sysctl profile is put back by the run itself
         rest = [r for r in rest if r.kind not in ("state", "sysctl")]

@@ -17,8 +17,10 @@ the installed one.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import re
+import sys
 from collections.abc import Iterator, Mapping
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
@@ -68,8 +70,8 @@ class Drivers:
     def installed(cls) -> Drivers:
         """The built-in drivers, then those other packages register."""
         found: dict[str, str | type[Runtime]] = dict(BUILTIN)
-        for ep in entry_points(group="virtbench.runtimes"):
-            found.setdefault(ep.name, ep.value)
+        for name, value in _registered(tuple(sys.path)):
+            found.setdefault(name, value)
         return cls(found)
 
     def replaced(self, targets: Mapping[str, str | type[Runtime]]) -> Drivers:
@@ -150,9 +152,16 @@ class Drivers:
         return cls(ctx, cls.Options(**self.options_for(label, {})), label=label)
 
 
+@functools.lru_cache(maxsize=4)
+def _registered(path: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """(name, "module:Class") of the drivers other packages register, as found on the
+    import path `path` (read once per path: each read scans every installed package)."""
+    del path  # the cache's key: a path changed since (a venv activated) is read again
+    return tuple((ep.name, ep.value) for ep in entry_points(group="virtbench.runtimes"))
+
+
 def installed() -> Drivers:
-    """The drivers virtbench runs with (read again at each call: cheap, and a package
-    installed meanwhile counts)."""
+    """The drivers virtbench runs with (other packages' read once per import path)."""
     return Drivers.installed()
 
 

@@ -114,6 +114,11 @@ class Plan:
         """Each runtime's instance options."""
         return {label: r.instance for label, r in self.runtimes.items()}
 
+    def engines(self) -> frozenset[str]:
+        """The runtime names its runtimes' drivers stand on: the engines that can hold
+        what the run makes (its sweeps ask no other)."""
+        return frozenset(split(r.driver)[0] for r in self.runtimes.values())
+
     def narrowed(self, spec: Spec) -> Plan:
         """This plan for `spec`, the same spec with fewer runtimes or experiments naming
         fewer (what preflight keeps): its runtimes' resolutions are kept as they are."""
