@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # `make test`'s tests, after its set-up, in phases:
 #  - the unit and browser tests on every CPU (pytest-xdist: they share nothing of the
-#    host; a browser test reads files a fake run wrote);
-#  - then the integration and guest-host tests one at a time: they share dockerd, cgroups
-#    and bridges, and time what runs on the host (the guest host's runs wait for a quiet
-#    host inside it), so nothing else runs beside them.
+#    host; a browser test reads files a fake run wrote), and beside them the guest host
+#    (tests/hosts: a QEMU guest whose runs time only what runs inside it, and wait for a
+#    quiet host there; its output is printed when it ends);
+#  - then the integration tests one at a time: they share dockerd, cgroups and bridges,
+#    and time what runs on the host, so nothing else runs beside them.
 # Each phase is timed; at the end, passed or not, every phase of this `make test` is
 # listed with its time, then the 20 slowest tests.
 # Usage: scripts/test.sh [PYTEST_ARG...]   (as `make test` calls it)
@@ -25,6 +26,12 @@ phase() { # NAME PYTEST_ARG...: a timed pytest run, where none selected is no fa
 }
 
 rc=0
+guest_log=.stamps/guest-host.log
+phase "guest host" -m "$marks" tests/hosts "$@" >"$guest_log" 2>&1 &
+guest=$!
 phase "unit and browser tests" -m "$marks" -n auto tests/unit tests/browser "$@" || rc=1
-phase "integration tests" -m "$marks" tests/integration tests/hosts "$@" || rc=1
+echo "--- the guest host (its output) ---"
+wait "$guest" || rc=1
+cat "$guest_log"
+phase "integration tests" -m "$marks" tests/integration "$@" || rc=1
 exit "$rc"

@@ -14,22 +14,26 @@ from dataclasses import dataclass
 class Job:
     """One guest host's work: `make demo` or only the set-up, `virtbench run` arguments,
     the tests (narrowed by a -k expression); `fresh`: the set-up from nothing, without the
-    venv and wasmtime the image carries (image.py)."""
+    venv and wasmtime the image carries (image.py); `programs`: the guest programs built
+    on this host (Debian 12's compilers, as the guest's) put where runs take them, so
+    that the set-up finds them built (under emulation their compiling takes minutes)."""
 
     demo: bool
     runs: tuple[str, ...]
     tests: tuple[str, ...]
     keyword: str | None = None
     fresh: bool = False
+    programs: bool = False
 
     def script(self) -> str:
         return script(self)
 
 
 CHECKOUT = "/root/virtbench"  # where the job puts the checkout (and the image its venv)
-# `make test`'s form: the set-up (from the image's venv), doctor, a quickstart of one
-# repetition (every launch and pile-up of it once, a pile-up of two), one fault test
-# (kill -9 amid a pile-up, then clean) and `clean`.
+CACHE = "/var/cache/virtbench"  # virtbench's cache there (Paths' default)
+# `make test`'s form: the set-up (from the image's venv and this host's guest programs),
+# doctor, a quickstart of one repetition (every launch and pile-up of it once, a pile-up
+# of two), one fault test (kill -9 amid a pile-up, then clean) and `clean`.
 SHORT = Job(
     demo=False,
     runs=("quickstart --runs 1 --warmups 0 --instances 2",),
@@ -37,6 +41,7 @@ SHORT = Job(
         "tests/integration/test_faults_cleanup.py::"
         "test_kill_9_then_clean_leaves_nothing_of_any_runtime_kind[runc]",
     ),
+    programs=True,
 )
 # `make test-hosts`: `make demo`, then of the runtimes', engines' and fault tests those
 # that tell a host shape apart: every runtime's sleeper on its own network (its cgroups,
@@ -104,7 +109,9 @@ def script(job: Job) -> str:
     """The job's shell script: the set-up (and `make demo`) as the README says (offline:
     the image's wheels), doctor, each run, the tests, then `virtbench clean`."""
     k = f"-k '{job.keyword}'" if job.keyword else ""
-    fresh = f"rm -rf {CHECKOUT}/.venv /usr/local/bin/wasmtime\n" if job.fresh else ""
+    before = f"rm -rf {CHECKOUT}/.venv /usr/local/bin/wasmtime\n" if job.fresh else ""
+    if job.programs:  # `make setup`'s `virtbench build` finds them newer than the sources
+        before += f"mkdir -p {CACHE} && cp -a /job/guest-build {CACHE}/\n"
     steps = 'step make setup\nmake setup; echo "setup rc=$?"\n'
     if job.demo:  # the set-up is done by then: its time and the main job's said apart
         steps += 'step make demo\nmake demo; echo "demo rc=$?"\n'
@@ -122,7 +129,7 @@ cat $out/facts.before
 export PIP_NO_INDEX=1 PIP_FIND_LINKS=/opt/vb-wheels
 # as in the suite (tests/conftest.py): density's mechanics, not its memory figures
 export VIRTBENCH_MEMORY_SETTLE_S=0
-{fresh}mkdir -p {CHECKOUT} && cp -a /job/src/. {CHECKOUT}/ && cd {CHECKOUT}
+{before}mkdir -p {CHECKOUT} && cp -a /job/src/. {CHECKOUT}/ && cd {CHECKOUT}
 {steps}
 cp -r results $out/results 2>/dev/null
 step tests

@@ -2,9 +2,9 @@
 AppArmor on, dockerd and the other services already running) built from Debian's packages
 and booted here, the README's set-up and main job run inside, then a part of the suite.
 
-`make test` runs the short form on Debian 12 (set-up, doctor, quickstart, the runtimes'
-own checks, one fault test, `clean`); `make test-hosts` runs more of the suite on Debian 12
-and Debian 13. Each says how long its image took to build (once: it is cached) and its
+`make test` runs the short form on Debian 12 (set-up, starting from the image's venv and
+the guest programs built here, doctor, quickstart, one fault test, `clean`); `make
+test-hosts` runs more of the suite on Debian 12 and Debian 13, its set-up from nothing. Each says how long its image took to build (once: it is cached) and its
 guest to boot; under TCG every figure inside is emulated.
 """
 
@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 from tests.hosts import boot, image, jobs
+
+from virtbench.artifacts.rootfs import build_guest_programs
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
@@ -77,7 +79,11 @@ def _check(result: boot.Boot, job: jobs.Job) -> None:
 
 def _boot(release: str, job: jobs.Job, tmp_path: Path, timeout: float) -> boot.Boot:
     img = image.image(image.RELEASES[release])
-    result = boot.boot(img, job.script(), tmp_path / "guest", timeout)
+    programs = None
+    if job.programs:  # built from this checkout, into a directory of the test's own
+        programs = tmp_path / "guest-build"
+        build_guest_programs(image.ROOT / "guest", programs)
+    result = boot.boot(img, job.script(), tmp_path / "guest", timeout, programs)
     booted = "never" if result.boot_s is None else f"{result.boot_s:.0f} s"
     print(
         f"\n{img.built()}\nbooted under {result.accel} to its job in {booted}; the job "
