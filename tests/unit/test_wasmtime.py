@@ -1,18 +1,18 @@
 """The wasmtime driver's choices without starting it: which workloads have WASI builds,
-how it reads wasmtime's version, and that guest/Makefile built every module it names
-(its lifecycle against the real wasmtime: tests/integration/test_runtimes.py)."""
+how it reads wasmtime's version, and that set-up built every module it names (guest/'s
+Makefile, into the cache; its lifecycle against the real wasmtime:
+tests/integration/test_runtimes.py)."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import pytest
 
 from virtbench.artifacts.rootfs import WASM_PROGRAMS
 from virtbench.errors import VirtbenchError
+from virtbench.paths import Paths
 from virtbench.runtimes.process.wasmtime import Wasmtime, version_of
 
-GUEST_BUILD = Path(__file__).resolve().parents[2] / "guest" / "build"
+GUEST_BUILD = Paths.from_env().cache / "guest-build"  # where set-up builds them
 
 
 @pytest.mark.parametrize("workload", ["hello", "sleep", "beat", "stream"])
