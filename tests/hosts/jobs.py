@@ -16,7 +16,9 @@ class Job:
     the tests (narrowed by a -k expression); `fresh`: the set-up from nothing, without the
     venv and wasmtime the image carries (image.py); `programs`: the guest programs built
     on this host (Debian 12's compilers, as the guest's) put where runs take them, so
-    that the set-up finds them built (under emulation their compiling takes minutes)."""
+    that the set-up finds them built (under emulation their compiling takes minutes);
+    `crash`: a run killed with SIGKILL once two of its instances run, which the job's
+    `clean` must find crashed and remove."""
 
     demo: bool
     runs: tuple[str, ...]
@@ -24,6 +26,7 @@ class Job:
     keyword: str | None = None
     fresh: bool = False
     programs: bool = False
+    crash: str | None = None  # `virtbench run` arguments of a run killed amid its pile-up
 
     def script(self) -> str:
         return script(self)
@@ -33,15 +36,14 @@ CHECKOUT = "/root/virtbench"  # where the job puts the checkout (and the image i
 CACHE = "/var/cache/virtbench"  # virtbench's cache there (Paths' default)
 # `make test`'s form: the set-up (from the image's venv and this host's guest programs),
 # doctor, a quickstart of one repetition (every launch and pile-up of it once, a pile-up
-# of two), one fault test (kill -9 amid a pile-up, then clean) and `clean`.
+# of two), a run of runc's containers killed amid its pile-up, and `clean`, which must
+# remove all of it (the facts after; `make test-hosts` runs the fault tests themselves).
 SHORT = Job(
     demo=False,
     runs=("quickstart --runs 1 --warmups 0 --instances 2",),
-    tests=(
-        "tests/integration/test_faults_cleanup.py::"
-        "test_kill_9_then_clean_leaves_nothing_of_any_runtime_kind[runc]",
-    ),
+    tests=(),
     programs=True,
+    crash="density --runtimes runc --instances 40 --runs 1",
 )
 # `make test-hosts`: `make demo`, then of the runtimes', engines' and fault tests those
 # that tell a host shape apart: every runtime's sleeper on its own network (its cgroups,
@@ -90,6 +92,8 @@ facts() {
   echo "netns $(ip netns list | grep -c '^vb-')"
   echo "links $(ip -o link show | grep -c ': vb-')"
   echo "mounts $(grep -c /run/virtbench/ /proc/self/mounts)"
+  echo "containers $( (runc list -q; crun list -q) 2>/dev/null | grep -c '^vb-')"
+  echo "runs $(ls /run/virtbench/runs 2>/dev/null | wc -l)"
   # the firewall chains of one podman network or container (netavark's per-network
   # nv_<id>_..., CNI's CNI-<hash> and CNI-DN-<hash>; not their global chains, which
   # netavark and CNI keep once made)
@@ -108,7 +112,6 @@ facts() {
 def script(job: Job) -> str:
     """The job's shell script: the set-up (and `make demo`) as the README says (offline:
     the image's wheels), doctor, each run, the tests, then `virtbench clean`."""
-    k = f"-k '{job.keyword}'" if job.keyword else ""
     before = f"rm -rf {CHECKOUT}/.venv /usr/local/bin/wasmtime\n" if job.fresh else ""
     if job.programs:  # `make setup`'s `virtbench build` finds them newer than the sources
         before += f"mkdir -p {CACHE} && cp -a /job/guest-build {CACHE}/\n"
@@ -131,15 +134,45 @@ export PIP_NO_INDEX=1 PIP_FIND_LINKS=/opt/vb-wheels
 export VIRTBENCH_MEMORY_SETTLE_S=0
 {before}mkdir -p {CHECKOUT} && cp -a /job/src/. {CHECKOUT}/ && cd {CHECKOUT}
 {steps}
+{_crash(job.crash) if job.crash else ""}
 cp -r results $out/results 2>/dev/null
-step tests
-# every figure inside is emulated (TCG): a test gets three times the suite's 300 s
-VIRTBENCH_STRICT=1 .venv/bin/python -m pytest -p no:cacheprovider -q -ra --timeout 900 {k} \\
-  --junitxml=$out/junit.xml {" ".join(job.tests)}
-echo "pytest rc=$?"
+{_tests(job) if job.tests else ""}
 step clean
 .venv/bin/virtbench clean; echo "clean rc=$?"
 facts > $out/facts.after
 cat $out/facts.after
 step done
+"""
+
+
+def _crash(args: str) -> str:
+    """A run in the background, killed with SIGKILL once two of its instances' cgroups
+    exist (`vb-<run>-0001`...; within five minutes); its id and exit status said:
+    `crash <id> rc=137`."""
+    return f"""step virtbench run {args}, killed amid its pile-up
+.venv/bin/virtbench run {args} >/tmp/crash.log 2>&1 &
+pid=$!
+rid=""
+n=0
+while [ $n -lt 600 ] && kill -0 $pid 2>/dev/null; do
+  rid=$(sed -n 's/^run \\([a-z0-9]*\\) started.*/\\1/p' /tmp/crash.log | head -1)
+  up=$(find /sys/fs/cgroup -type d -name "vb-$rid-[0-9]*" | wc -l)
+  [ -n "$rid" ] && [ "$up" -ge 2 ] && break
+  sleep 0.5
+  n=$((n + 1))
+done
+kill -9 $pid
+wait $pid
+echo "crash $rid rc=$?"
+cat /tmp/crash.log"""
+
+
+def _tests(job: Job) -> str:
+    """The job's tests, their results in out/junit.xml."""
+    k = f"-k '{job.keyword}'" if job.keyword else ""
+    return f"""step tests
+# every figure inside is emulated (TCG): a test gets three times the suite's 300 s
+VIRTBENCH_STRICT=1 .venv/bin/python -m pytest -p no:cacheprovider -q -ra --timeout 900 {k} \\
+  --junitxml=$out/junit.xml {" ".join(job.tests)}
+echo "pytest rc=$?"
 """
