@@ -33,7 +33,7 @@ def _ci(tmp_path: Path, budget: str, rc: int) -> subprocess.CompletedProcess[str
 
 
 def test_ci_holds_to_its_budget_and_names_the_slowest_tests_past_it(tmp_path: Path) -> None:
-    assert "BUDGET_MIN=${VB_CI_BUDGET_MIN:-60}" in (ROOT / ".ci" / "run").read_text()
+    assert "BUDGET_MIN=${VB_CI_BUDGET_MIN:-45}" in (ROOT / ".ci" / "run").read_text()
     within = _ci(tmp_path, "80", 0)
     assert within.returncode == 0, within.stdout + within.stderr
     assert "ci: make test took 0m0" in within.stdout and "(budget 80m)" in within.stdout
