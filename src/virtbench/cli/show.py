@@ -93,15 +93,15 @@ def print_run(
     record = store.run(run_id)
     samples = store.frame(run_id)
 
-    alike: list[str] = []  # what every runtime measured alike: said once, not as rows
-
-    def tables() -> tuple[list[Table], list[Any]]:
+    def tables() -> tuple[list[Table], list[Any], list[str]]:
         seen: list[Any] = []  # the summaries, for what their intervals were made with
-        return experiment_tables(record, samples, wide=wide, seen=seen, ids=ids, facts=alike), seen
+        alike: list[str] = []  # what every runtime measured alike: said once, not as rows
+        made = experiment_tables(record, samples, wide=wide, seen=seen, ids=ids, facts=alike)
+        return made, seen, alike  # returned, not kept: the helper process may make them
 
     work: list[Callable[[], Any]] = [functools.partial(trust_notes, samples), tables]
     # a big run's notes are found on another CPU while its tables are made
-    notes, (made, seen) = (
+    notes, (made, seen, alike) = (
         twocpu.in_order(work) if len(samples) >= TWO_CPUS_FROM else [task() for task in work]
     )
     print_answers(samples, ids, baseline)
