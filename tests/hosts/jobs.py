@@ -111,7 +111,8 @@ facts() {
 
 def script(job: Job) -> str:
     """The job's shell script: the set-up (and `make demo`) as the README says (offline:
-    the image's wheels), doctor, each run, the tests, then `virtbench clean`."""
+    the image's wheels), doctor, each run, the run killed amid its pile-up, the tests,
+    then `virtbench clean`."""
     before = f"rm -rf {CHECKOUT}/.venv /usr/local/bin/wasmtime\n" if job.fresh else ""
     if job.programs:  # `make setup`'s `virtbench build` finds them newer than the sources
         before += f"mkdir -p {CACHE} && cp -a /job/guest-build {CACHE}/\n"

@@ -5,9 +5,8 @@ and booted here, the README's set-up and main job run inside, then a part of the
 `make test` runs the short form on Debian 12 (set-up, starting from the image's venv and
 the guest programs built here, doctor, quickstart, a run killed amid its pile-up,
 `clean`); `make test-hosts` runs more of the suite on Debian 12 and Debian 13, its set-up
-from nothing.
-Each says how long its image took to build (once: it is cached) and its guest to boot;
-under TCG every figure inside is emulated.
+from nothing. Each says how long its image took to build (once: it is cached) and its
+guest to boot; under TCG every figure inside is emulated.
 """
 
 from __future__ import annotations

@@ -98,7 +98,7 @@ class Run:
             self.start.before(self.paths, self.layout, self.say, self.harness)
             problems: list[str] = []
             leftovers = self.harness.leftovers(
-                self.paths, self.layout, problems=problems, engines=self.plan.engines()
+                self.paths, self.layout, problems=problems, engines=self.held.engines
             )
         except BaseException:
             run_state.close(remove=self.start.removes_state_on_failure)
