@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from virtbench.analysis import significance, stats
+from virtbench.analysis import resample, significance, stats
 from virtbench.analysis.significance import ab_test
 from virtbench.analysis.stats import modes, slowdown, summarize
 
@@ -224,7 +224,7 @@ def test_nested_big_groups_resample_a_subset_of_each_unit():
     assert np.all(np.diff(keep) > 0)
     st = summarize(values, list(unit))
     assert st.ci_method == stats.CI_SUBSET and st.median == float(np.median(values))
-    full = stats._interval(stats._cluster_medians(values, unit, np.random.default_rng(0)))
+    full = stats._interval(resample._cluster_medians(values, unit, np.random.default_rng(0)))
     assert st.ci_high - st.ci_low >= 0.9 * (full[1] - full[0])
 
 
@@ -319,3 +319,21 @@ def test_permutation_p_is_scipys():
         x, y = rng.normal(10, 1, 15), rng.normal(10 + shift, 1, 15)
         got = significance.permutation_p(x, y, 0)
         assert abs(got - scipy_p(x, y, 40000)) < 0.015
+
+
+def test_each_group_has_its_own_stream_and_equal_groups_are_still_resampled_apart():
+    """A group's resamples depend on its values only (asked for by its interval, a
+    ratio or a change, it is resampled once: the same medians), two groups' streams
+    are independent, and a ratio of two equal groups is not read from one stream (that
+    would make every resampled ratio 1: an interval of zero width)."""
+    rng = np.random.default_rng(7)
+    a = 100 + rng.normal(0, 5, 40)
+    units = np.arange(a.size)
+    first = resample.medians(a, units, 0, 0)
+    stats.summarize(a)
+    assert resample.medians(a, units, 0, 0) is first and not first.flags.writeable
+    other = resample.medians(a + 1, units, 0, 0) - 1
+    assert not np.array_equal(first, other)  # a shifted group: a stream of its own
+    point, lo, hi = stats.slowdown_ci(a, a.copy(), "lower")
+    assert point == 0 and lo < -0.01 and hi > 0.01
+    assert abs(np.corrcoef(first, other)[0, 1]) < 0.1  # independent draws

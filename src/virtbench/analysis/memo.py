@@ -13,6 +13,13 @@ from typing import Any, TypeVar
 import numpy as np
 
 R = TypeVar("R")
+_ALL: list[OrderedDict[Hashable, Any]] = []  # every function's kept results
+
+
+def forget() -> None:
+    """Drop every kept result (a benchmark timing the work from cold)."""
+    for kept in _ALL:
+        kept.clear()
 
 
 def _key(arg: object) -> Hashable:
@@ -28,6 +35,7 @@ def by_value(size: int) -> Callable[[Callable[..., R]], Callable[..., R]]:
 
     def wrap(fn: Callable[..., R]) -> Callable[..., R]:
         kept: OrderedDict[Hashable, R] = OrderedDict()
+        _ALL.append(kept)
 
         @functools.wraps(fn)
         def inner(*args: Any, **kwargs: Any) -> R:

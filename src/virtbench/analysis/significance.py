@@ -5,6 +5,7 @@ stats.py are what these tests compare."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import math
@@ -74,23 +75,51 @@ def ab_test(a: Values, b: Values, seed: int = 0) -> ABResult:
     Bounded: with more than PERMUTATION_MAX_VALUES values in all, p is that of the
     permutation distribution's normal limit (its exact mean 0 and variance), which
     resampling would only approximate."""
-    x, y = finite(a), finite(b)
+    return ab_tests([(a, b)], seed)[0]
+
+
+def ab_tests(pairs: Sequence[tuple[Values, Values]], seed: int = 0) -> list[ABResult]:
+    """`ab_test` of each (A, B) pair. The resampled tests of pairs of the same sizes are
+    worked out together: their random splits are read once for all of them (a report
+    or a site page compares many pairs of one size), with the same p each would get."""
+    out: list[ABResult] = []
+    waiting: dict[tuple[int, int], list[tuple[int, np.ndarray, np.ndarray]]] = {}
+    for i, (a, b) in enumerate(pairs):
+        r, sides = _ab_start(finite(a), finite(b))
+        out.append(r)
+        if sides is None:
+            continue
+        first, second = sides
+        if math.comb(first.size + second.size, first.size) <= PERMUTATIONS:
+            out[i] = dataclasses.replace(r, p=permutation_p(first, second, seed))
+        else:
+            waiting.setdefault((first.size, second.size), []).append((i, first, second))
+    for group in waiting.values():
+        ps = _resampled_ps([g[1] for g in group], [g[2] for g in group], seed)
+        for (i, _, _), p in zip(group, ps, strict=True):
+            out[i] = dataclasses.replace(out[i], p=p)
+    return out
+
+
+def _ab_start(x: np.ndarray, y: np.ndarray) -> tuple[ABResult, tuple[np.ndarray, ...] | None]:
+    """The result of x against y where no permutations are needed, else the result
+    without its p and the two sides in the order the splits are drawn for them."""
     nan = math.nan
     if x.size == 0 or y.size == 0:
-        return ABResult(x.size, y.size, nan, nan, nan, nan)
+        return ABResult(x.size, y.size, nan, nan, nan, nan), None
     ma, mb = float(np.median(x)), float(np.median(y))
     change = mb / ma - 1 if ma else nan
     if x.size < 2 or y.size < 2 or (np.all(x == x[0]) and np.all(y == x[0])):
         p = 1.0 if x.size >= 2 and y.size >= 2 else nan
-        return ABResult(x.size, y.size, ma, mb, change, p)
+        return ABResult(x.size, y.size, ma, mb, change, p), None
     if x.size + y.size > PERMUTATION_MAX_VALUES:
-        return ABResult(x.size, y.size, ma, mb, change, permutation_normal_p(x, y), "normal limit")
+        p = permutation_normal_p(x, y)
+        return ABResult(x.size, y.size, ma, mb, change, p, "normal limit"), None
     # the two-sided p of a difference of means does not depend on which side is A: the
     # resampled test draws its splits for the pair in one order, so that B against A and
     # A against B get one p
-    first, second = (x, y) if (x.size, x.tobytes()) <= (y.size, y.tobytes()) else (y, x)
-    p = permutation_p(first, second, seed)
-    return ABResult(x.size, y.size, ma, mb, change, p)
+    sides = (x, y) if (x.size, x.tobytes()) <= (y.size, y.tobytes()) else (y, x)
+    return ABResult(x.size, y.size, ma, mb, change, nan), sides
 
 
 @functools.lru_cache(maxsize=4)
@@ -123,22 +152,32 @@ def permutation_p(x: np.ndarray, y: np.ndarray, seed: int) -> float:
     a second.)"""
     pooled = np.concatenate((x, y))
     n, k = pooled.size, x.size
+    if math.comb(n, k) > PERMUTATIONS:
+        return _resampled_ps([x], [y], seed)[0]
     observed = float(y.mean() - x.mean())
     gamma = abs(1e-14 * observed)  # scipy's tolerance for ties of the statistic
-    if math.comb(n, k) <= PERMUTATIONS:
-        picks = np.array(list(itertools.combinations(range(n), k)))
-        in_x = np.zeros((picks.shape[0], n), dtype=bool)
-        in_x[np.arange(picks.shape[0])[:, None], picks] = True
-        sum_x = in_x.astype(float) @ pooled
-        null = (pooled.sum() - sum_x) / (n - k) - sum_x / k
-        less = np.count_nonzero(null <= observed + gamma) / null.size
-        greater = np.count_nonzero(null >= observed - gamma) / null.size
-    else:
-        sum_x = _first_k(n, k, seed) @ pooled
-        null = (pooled.sum() - sum_x) / (n - k) - sum_x / k
-        less = (np.count_nonzero(null <= observed + gamma) + 1) / (PERMUTATIONS + 1)
-        greater = (np.count_nonzero(null >= observed - gamma) + 1) / (PERMUTATIONS + 1)
+    picks = np.array(list(itertools.combinations(range(n), k)))
+    in_x = np.zeros((picks.shape[0], n), dtype=bool)
+    in_x[np.arange(picks.shape[0])[:, None], picks] = True
+    sum_x = in_x.astype(float) @ pooled
+    null = (pooled.sum() - sum_x) / (n - k) - sum_x / k
+    less = np.count_nonzero(null <= observed + gamma) / null.size
+    greater = np.count_nonzero(null >= observed - gamma) / null.size
     return float(min(1.0, 2 * min(less, greater)))
+
+
+def _resampled_ps(xs: list[np.ndarray], ys: list[np.ndarray], seed: int) -> list[float]:
+    """permutation_p of each (x, y), all of one pair of sizes, over PERMUTATIONS random
+    splits: one product of the splits with every pair's pooled values."""
+    pooled = np.stack([np.concatenate((x, y)) for x, y in zip(xs, ys, strict=True)], axis=1)
+    n, k = pooled.shape[0], xs[0].size
+    observed = np.array([float(y.mean() - x.mean()) for x, y in zip(xs, ys, strict=True)])
+    gamma = np.abs(1e-14 * observed)  # scipy's tolerance for ties of the statistic
+    sum_x = _first_k(n, k, seed) @ pooled
+    null = (pooled.sum(axis=0) - sum_x) / (n - k) - sum_x / k
+    less = (np.count_nonzero(null <= observed + gamma, axis=0) + 1) / (PERMUTATIONS + 1)
+    greater = (np.count_nonzero(null >= observed - gamma, axis=0) + 1) / (PERMUTATIONS + 1)
+    return [float(min(1.0, 2 * min(lo, hi))) for lo, hi in zip(less, greater, strict=True)]
 
 
 def permutation_normal_p(x: np.ndarray, y: np.ndarray) -> float:
@@ -211,6 +250,12 @@ class GroupTest:
     statistic: float
     p: float
     pairs: list[PairTest]
+
+
+def preload() -> None:
+    """Import what the tests of several groups use (scipy's statistics: about a second),
+    in a process about to fork workers that each run them, so they import it once."""
+    import scipy.stats  # noqa: F401
 
 
 def kruskal_dunn(groups: Mapping[str, Values], alpha: float = 0.05) -> GroupTest | None:

@@ -1,9 +1,9 @@
 """Statistics: summaries that always carry their spread, outlier flags, slowdown, A/B
 tests, global tests over several runtimes.
 
-The confidence interval is a percentile bootstrap of the median (2000 resamples with
-a fixed seed, so the same data always gives the same interval) over the independent
-units: when values are nested (several batches of one instance, several boots of one
+The confidence interval is a percentile bootstrap of the median (2000 resamples from a
+stream seeded by the values, so the same data always gives the same interval) over the
+independent units: when values are nested (several batches of one instance, several boots of one
 pile-up) the units are resampled whole (a cluster bootstrap), never the values inside
 them as if they were independent. With fewer than MIN_UNITS units there is no interval
 (a 95% CI of 3 values is their range, which covers ~75%); the range is shown instead and
@@ -27,12 +27,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from virtbench.analysis.memo import by_value
+from virtbench.analysis.resample import medians, salt_of
 from virtbench.analysis.significance import Values, finite
 
 # The unit of each value (a sequence, or a column of a frame)
 Units = Sequence[Hashable] | np.ndarray
 
-BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_MAX_VALUES = 2000  # above: order statistics, or a subset of nested values
 CONFIDENCE = 0.95
 Z = 1.959963984540054  # the standard normal's 97.5% quantile
@@ -87,59 +87,6 @@ def _finite_pairs(values: Values, units: Units | None) -> tuple[np.ndarray, np.n
     index: dict[Hashable, int] = {}
     idx = [index.setdefault(u, len(index)) for _, u in keep]
     return np.asarray([v for v, _ in keep], dtype=float), np.asarray(idx, dtype=int)
-
-
-def _cluster_medians(values: np.ndarray, unit: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Medians of BOOTSTRAP_RESAMPLES cluster resamples: the units drawn with replacement,
-    each bringing all its values (a weighted median over the sorted values)."""
-    k = int(unit.max()) + 1
-    if k == values.size:  # one value per unit: the plain bootstrap
-        return _boot_medians(values, rng)
-    order = np.argsort(values, kind="stable")
-    return _weighted_medians(values[order], resample_counts(k, rng, np.int32)[:, unit[order]])
-
-
-def _row_counts(draws: np.ndarray, k: int) -> np.ndarray:
-    """How often each of 0..k-1 appears in each row of `draws` (one bincount of the rows
-    laid end to end: np.add.at's result, many times faster)."""
-    rows = draws.shape[0]
-    flat = (draws + (np.arange(rows) * k)[:, None]).ravel()
-    return np.bincount(flat, minlength=rows * k).reshape(rows, k)
-
-
-def resample_counts(k: int, rng: np.random.Generator, dtype: type = float) -> np.ndarray:
-    """How often each of k units is drawn (with replacement, k draws) in each of
-    BOOTSTRAP_RESAMPLES resamples: the weights of a cluster bootstrap."""
-    draws = rng.integers(0, k, size=(BOOTSTRAP_RESAMPLES, k))
-    return _row_counts(draws, k).astype(dtype)
-
-
-def _weighted_medians(sorted_values: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """Each row's weighted median of `sorted_values` (ascending): the value where the
-    cumulative weight reaches half, or the average of the two middle values where the
-    weight splits evenly (np.median's, for whole-number weights)."""
-    cum = np.cumsum(weights, axis=1, dtype=weights.dtype)
-    half = cum[:, -1:] / 2
-    lower = np.argmax(cum >= half, axis=1)
-    upper = np.argmax(cum > half, axis=1)
-    medians: np.ndarray = (sorted_values[lower] + sorted_values[upper]) / 2
-    return medians
-
-
-def _boot_medians(values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Medians of BOOTSTRAP_RESAMPLES resamples (with replacement) of `values`: each
-    resample's draws as their values' ranks (small integers, quick to sort), its median
-    read at the middle ranks (the same numbers as np.median of each resample)."""
-    n = values.size
-    idx = rng.integers(0, n, size=(BOOTSTRAP_RESAMPLES, n))
-    order = np.argsort(values, kind="stable")
-    rank = np.empty(n, dtype=np.int16 if n <= np.iinfo(np.int16).max else np.intp)
-    rank[order] = np.arange(n)
-    ranks = rank[idx]
-    ranks.sort(axis=1)
-    ascending = values[order]
-    medians: np.ndarray = (ascending[ranks[:, (n - 1) // 2]] + ascending[ranks[:, n // 2]]) / 2
-    return medians
 
 
 def _interval(estimates: np.ndarray) -> tuple[float, float]:
@@ -219,7 +166,7 @@ def ci_of(
         keep = bounded_subset(unit)
         values, unit = values[keep], np.unique(unit[keep], return_inverse=True)[1]
         method = CI_SUBSET
-    return (*_interval(_cluster_medians(values, unit, np.random.default_rng(seed))), method)
+    return (*_interval(medians(values, unit, seed, 0)), method)
 
 
 def summarize(values: Values, units: Units | None = None) -> Summary:
@@ -286,10 +233,9 @@ def _ratio_ci(
     big = BOOTSTRAP_MAX_VALUES
     if b.size > big and a.size > big and ub.max() + 1 == b.size and ua.max() + 1 == a.size:
         return _log_ratio_ci(b, a, direction)
-    rng = np.random.default_rng(seed)
     b, ub = _bounded(b, ub)
     a, ua = _bounded(a, ua)
-    mb, ma = _cluster_medians(b, ub, rng), _cluster_medians(a, ua, rng)
+    mb, ma = medians(b, ub, seed, 0), medians(a, ua, seed, salt_of(b, ub, a, ua))
     with np.errstate(divide="ignore", invalid="ignore"):
         ratios = ma / mb - 1 if direction == "lower" else mb / ma - 1
     ratios = ratios[np.isfinite(ratios)]
@@ -305,8 +251,8 @@ def difference_ci(a: Values, b: Values, seed: int = 0) -> tuple[float, float]:
     x, y = x[np.isfinite(x)], y[np.isfinite(y)]
     if x.size < MIN_UNITS or y.size < MIN_UNITS:
         return math.nan, math.nan
-    rng = np.random.default_rng(seed)
-    return _interval(_boot_medians(y, rng) - _boot_medians(x, rng))
+    ux, uy = np.arange(x.size), np.arange(y.size)
+    return _interval(medians(y, uy, seed, salt_of(x, ux, y, uy)) - medians(x, ux, seed, 0))
 
 
 def _log_ratio_ci(b: np.ndarray, a: np.ndarray, direction: str) -> tuple[float, float]:

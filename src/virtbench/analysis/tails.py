@@ -33,12 +33,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from virtbench.analysis.resample import resample_counts
 from virtbench.analysis.stats import (
     BOOTSTRAP_MAX_VALUES,
     CONFIDENCE,
     MIN_UNITS,
     bounded_subset,
-    resample_counts,
 )
 
 MIN_BEYOND = 5  # values beyond a quantile needed for its CI

@@ -43,7 +43,7 @@ from virtbench import metrics
 from virtbench.analysis.fit import p_difference
 from virtbench.analysis.significance import (
     ABResult,
-    ab_test,
+    ab_tests,
     difference_verdict,
     holm,
     min_p,
@@ -242,7 +242,7 @@ def compare(
             "workload and conditions); check the runs, --runtimes or --metric"
         )
     tested = [k for k in keys if k in vb and vb[k].size]
-    results = {k: ab_test(va[k], vb[k]) for k in tested}
+    results = dict(zip(tested, ab_tests([(va[k], vb[k]) for k in tested]), strict=True))
     why = {k: _no_ratio(k, results[k]) for k in tested}
     fits = _fit_results(fa, fb, with_runtime)
     fitted = {k: fits[k] for k in _chosen(list(fits), metrics)}

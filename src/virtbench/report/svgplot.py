@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from html import escape
 from pathlib import Path
 
+import numpy as np
+
 from virtbench.errors import VirtbenchError
 from virtbench.report.plotkit import tick_text
 
@@ -160,10 +162,11 @@ class Panel:
             self.add(_text(x0 + 23, y, label, "", 10))
 
     def _hidden(self, x: float, y: float, w: float, h: float, near: float = 6) -> int:
-        return sum(
-            x - near <= px <= x + w + near and y - near <= py <= y + h + near
-            for px, py in self.taken
-        )
+        if not self.taken:
+            return 0
+        px, py = np.asarray(self.taken, dtype=float).T
+        inside = (x - near <= px) & (px <= x + w + near) & (y - near <= py) & (py <= y + h + near)
+        return int(np.count_nonzero(inside))
 
 
 def _line(x1: float, y1: float, x2: float, y2: float, style: str) -> str:

@@ -94,9 +94,9 @@ def _fresh(files: Files, run: Run) -> bool:
 def _write_run(files: Files, m: work.Made, digest: str) -> None:
     paths = run_files(m.run)
     files.write(paths["report"], m.report, digest)
-    files.write(paths["json"], dumps(m.json), digest)
-    files.write(paths["bmf"], dumps(m.bmf), digest)
-    files.write(paths["parts"], dumps({"answers": m.parts}), digest)
+    files.write(paths["json"], m.json, digest)
+    files.write(paths["bmf"], m.bmf, digest)
+    files.write(paths["parts"], m.parts, digest)
 
 
 def _write_pages(files: Files, site: Plan, root: Path) -> None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from virtbench.analysis import significance
 from virtbench.errors import VirtbenchError
 from virtbench.report import bmf, html
 from virtbench.report.answers import answers, emulated_runtimes
@@ -35,11 +36,13 @@ class Task:
 
 @dataclass(frozen=True)
 class Made:
+    """A run's files' texts (made where the run is, so a worker encodes them)."""
+
     run: str
     report: str  # HTML
-    json: dict[str, Any]
-    bmf: dict[str, Any]
-    parts: list[dict[str, Any]]  # the answers as the report shows them
+    json: str
+    bmf: str
+    parts: str  # the answers as the report shows them
 
 
 def task_of(run: Run, links: list[tuple[str, str]]) -> Task:
@@ -76,7 +79,9 @@ def _make_files(store: Store, task: Task) -> Made:
     report = html.render(store, [task.run], opts)
     parts = [{**p, "table": vars(p["table"])} for p in parts]
     named = bmf.of_run([(k, s) for k, s, _, _ in sums], emulated_runtimes(f))
-    return Made(task.run, report, doc, named, parts)
+    return Made(
+        task.run, report, data.dumps(doc), data.dumps(named), data.dumps({"answers": parts})
+    )
 
 
 _store: Store | None = None  # a worker's own connection
@@ -101,8 +106,8 @@ def made(store: Store, location: str | Path, tasks: list[Task], jobs: int) -> It
     if jobs <= 1 or len(tasks) <= 1:
         yield from (make(store, t) for t in tasks)
         return
-    for run in sorted({r for t in tasks for r in (t.run, t.previous) if r}):
-        store.frame(run)
+    store.make_frames(sorted({r for t in tasks for r in (t.run, t.previous) if r}))
+    significance.preload()
     ctx = multiprocessing.get_context("fork")
     cpus = ctx.SimpleQueue()
     mine = sorted(os.sched_getaffinity(0))
@@ -111,6 +116,8 @@ def made(store: Store, location: str | Path, tasks: list[Task], jobs: int) -> It
     start = (location, store.alive, cpus)
     pool = ProcessPoolExecutor(jobs, ctx, initializer=_start, initargs=start)
     try:
-        yield from pool.map(_make, tasks, chunksize=1)
+        # runs in a row of one entry to one worker: each is compared with the one before,
+        # whose frame and resamples that worker then still holds
+        yield from pool.map(_make, tasks, chunksize=max(1, len(tasks) // (jobs * 4)))
     finally:  # on an error or Ctrl-C, the runs not started are not started
         pool.shutdown(wait=True, cancel_futures=True)
