@@ -154,7 +154,8 @@ def test_copies_restored_at_once_from_one_checkpoint_recover_their_truth(tmp_pat
     assert all(x.params["copies"] == 6 for x in copies)
     got = sorted(x.value for x in copies if x.value is not None)
     want = [9.0 + 5.0 * k for k in range(2, 6)]  # the first two restored never beat
-    assert len(got) == 4 and all(abs(g - w) < 2.0 for g, w in zip(got, want, strict=True)), got
+    # a sleep ends late on a loaded host, never early: tight below, generous above
+    assert len(got) == 4 and all(w - 1 < g < w + 20 for g, w in zip(got, want, strict=True)), got
     lost = [x.error for x in copies if x.value is None]
     assert len(lost) == 2 and all("no heartbeat in 0.5 s after its restore" in e for e in lost)
     (failed,) = by(samples, "snapshot.many_failed", "fa")

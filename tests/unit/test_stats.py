@@ -116,6 +116,39 @@ def test_global_tests_and_post_hoc_pairs():
     assert flat is not None and flat.p == 1.0 and not flat.pairs[0].significant
 
 
+def test_kruskal_wallis_is_scipys_with_ties_and_dunn_is_the_normal_test_of_mean_ranks():
+    from scipy import stats as sps
+
+    from virtbench.analysis.significance import holm, kruskal_dunn
+
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        groups = {
+            f"r{i}": np.round(rng.normal(10 + rng.integers(0, 3), 2, rng.integers(2, 60)))
+            for i in range(int(rng.integers(2, 6)))
+        }
+        test = kruskal_dunn(groups)
+        h, p = sps.kruskal(*groups.values())
+        assert test is not None and test.statistic == pytest.approx(h, rel=1e-12)
+        assert test.p == pytest.approx(p, rel=1e-9, abs=1e-15)
+        pooled = np.concatenate(list(groups.values()))
+        ranks, n = sps.rankdata(pooled), pooled.size
+        _, counts = np.unique(pooled, return_counts=True)
+        spread = n * (n + 1) / 12 - np.sum(counts**3 - counts) / (12 * (n - 1))
+        mean, start = {}, 0
+        for k, v in groups.items():
+            mean[k], start = ranks[start : start + v.size].mean(), start + v.size
+        raw = [
+            2
+            * sps.norm.sf(
+                abs(mean[t.a] - mean[t.b])
+                / np.sqrt(spread * (1 / groups[t.a].size + 1 / groups[t.b].size))
+            )
+            for t in test.pairs
+        ]
+        assert [t.p for t in test.pairs] == pytest.approx(holm(raw), rel=1e-9)
+
+
 def test_desmet_scores_follow_s5_bands():
     from virtbench.report.desmet import desmet_score
 
@@ -337,3 +370,13 @@ def test_each_group_has_its_own_stream_and_equal_groups_are_still_resampled_apar
     point, lo, hi = stats.slowdown_ci(a, a.copy(), "lower")
     assert point == 0 and lo < -0.01 and hi > 0.01
     assert abs(np.corrcoef(first, other)[0, 1]) < 0.1  # independent draws
+
+
+def test_the_percentile_interval_is_numpys_quantile_to_the_last_digit():
+    rng = np.random.default_rng(11)
+    alpha = (1 - stats.CONFIDENCE) / 2
+    for n in (1, 2, 3, 7, 100, 1999, 2000):
+        for _ in range(20):
+            e = np.round(rng.lognormal(size=n), int(rng.integers(1, 4)))  # ties too
+            want = np.quantile(e, [alpha, 1 - alpha])
+            assert stats._interval(e) == (float(want[0]), float(want[1]))

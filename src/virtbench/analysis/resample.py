@@ -68,16 +68,14 @@ def _weighted_medians(sorted_values: np.ndarray, weights: np.ndarray) -> np.ndar
 
 def _boot_medians(values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Medians of BOOTSTRAP_RESAMPLES resamples (with replacement) of `values`: each
-    resample's draws as their values' ranks (small integers, quick to sort), its median
-    read at the middle ranks (the same numbers as np.median of each resample)."""
+    resample drawn as ranks in the sorted values (a value drawn uniformly is a rank drawn
+    uniformly; small integers, quick to draw and sort), its median read at the middle
+    ranks (the same numbers as np.median of each resample)."""
     n = values.size
-    idx = rng.integers(0, n, size=(BOOTSTRAP_RESAMPLES, n))
-    order = np.argsort(values, kind="stable")
-    rank = np.empty(n, dtype=np.int16 if n <= np.iinfo(np.int16).max else np.intp)
-    rank[order] = np.arange(n)
-    ranks = rank[idx]
+    small = np.int16 if n <= np.iinfo(np.int16).max else np.intp
+    ranks = rng.integers(0, n, size=(BOOTSTRAP_RESAMPLES, n), dtype=small)
     ranks.sort(axis=1)
-    ascending = values[order]
+    ascending = np.sort(values)
     medians: np.ndarray = (ascending[ranks[:, (n - 1) // 2]] + ascending[ranks[:, n // 2]]) / 2
     return medians
 
