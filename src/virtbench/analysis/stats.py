@@ -182,7 +182,13 @@ def ci_of(
 def summarize(values: Values, units: Units | None = None) -> Summary:
     """Summary of finite values (NaN and None are dropped before counting). `units`: the
     independent unit of each value (e.g. its repetition), when values are nested."""
-    arr, unit = _finite_pairs(values, units)
+    return _summary(*_finite_pairs(values, units))
+
+
+@by_value(1024)
+def _summary(arr: np.ndarray, unit: np.ndarray) -> Summary:
+    """summarize's figures of finite values and their units (kept: a report's table, its
+    answers and its figures summarise the same groups)."""
     if arr.size == 0:
         nan = math.nan
         return Summary(0, nan, nan, nan, nan, nan, nan, nan, nan)

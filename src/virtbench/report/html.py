@@ -320,6 +320,11 @@ def _environment() -> jinja2.Environment:
     )
 
 
+def preload() -> None:
+    """Compile the template now (a process about to fork the workers that render)."""
+    _environment().get_template(TEMPLATE)
+
+
 def render(store: Store, run_ids: list[str], opts: Options) -> str:
     runs = [store.run(r) for r in run_ids]  # unknown ids fail before any work
     parts = [run_section(store, r, opts) for r in runs]

@@ -76,9 +76,9 @@ def _boxes(
         median = _segment(x - half, y.at(med), x + half, y.at(med))
         p.add(f'<g stroke="{TAB10[1]}" stroke-width="1.5">{median}</g>')
         jitter = rng.uniform(-0.12, 0.12, v.size) * p.w / len(runtimes)
-        spots = [(x + j, y.at(value)) for j, value in zip(jitter, values, strict=True)]
+        spots = list(zip((x + jitter).tolist(), y.all_at(np.asarray(values)), strict=True))
         p.taken += spots
-        dots = "".join(f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="1.6"/>' for cx, cy in spots)
+        dots = "".join(map('<circle cx="%.1f" cy="%.1f" r="1.6"/>'.__mod__, spots))
         p.add(f'<g fill="{colour[r]}">{dots}</g>')
     p.frame()
 
@@ -92,10 +92,11 @@ def _cdf(
     for values, r in zip(data, runtimes, strict=True):
         v = np.sort(np.asarray(values))
         n = v.size
-        spots = [(x.at(float(v[i])), frac.at((i + 1) / n)) for i in range(n)]
+        ups = frac.all_at(np.arange(1, n + 1) / n)
+        spots = list(zip(x.all_at(v), ups, strict=True))
         p.taken += spots + [(b[0], a[1]) for a, b in itertools.pairwise(spots)]  # steps' corners
         path = [f"M{spots[0][0]:.1f},{spots[0][1]:.1f}"]
-        path += [f"H{px:.1f}V{py:.1f}" for px, py in spots[1:]]
+        path += map("H%.1fV%.1f".__mod__, spots[1:])
         p.add(f'<path d="{"".join(path)}" fill="none" stroke="{colour[r]}" stroke-width="1.5"/>')
     p.frame()
 
@@ -119,7 +120,8 @@ def _medians(p: Panel, ok: list[Sample], runtimes: list[str]) -> None:
     names = sorted({s.metric for s in ok}, key=lambda m: (not metrics.lookup(m).headline, m))
     unit = ok[0].unit
     colours = colour_of(names)
-    sts = {m: [by_unit(ok, r, m) for r in runtimes] for m in names}
+    summary = by_unit(ok)
+    sts = {m: [summary(r, m) for r in runtimes] for m in names}
     medians = [st.median for m in names for st in sts[m] if st.n]
     reach = medians + [v for m in names for st in sts[m] if st.n for v in _ci(st)]
     log = spread_wide(medians) and min(reach) > 0

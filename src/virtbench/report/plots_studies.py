@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -46,10 +47,18 @@ PAGES = re.compile(r"^page_fault_(\d+)p_ns$")
 Series = list[tuple[str, float, float]]
 
 
-def by_unit(samples: list[Sample], runtime: str, metric: str) -> Summary:
-    """A runtime's median of `metric` with its 95% CI over its repetitions."""
-    mine = [s for s in samples if s.runtime == runtime and s.metric == metric]
-    return summarize(values_of(mine), [s.repetition for s in mine])
+def by_unit(samples: list[Sample]) -> Callable[[str, str], Summary]:
+    """A runtime's median of a metric with its 95% CI over its repetitions, for each
+    runtime and metric asked for (the samples grouped once)."""
+    groups: dict[tuple[str, str], list[Sample]] = defaultdict(list)
+    for s in samples:
+        groups[s.runtime, s.metric].append(s)
+
+    def of(runtime: str, metric: str) -> Summary:
+        mine = groups.get((runtime, metric), [])
+        return summarize(values_of(mine), [s.repetition for s in mine])
+
+    return of
 
 
 def startup_panels(
@@ -90,8 +99,9 @@ def _medians_panel(ax: Axes, ok: list[Sample], runtimes: list[str]) -> None:
     colours = colour_for(names)
     step = 0.7 / max(1, len(names))
     values = []
+    summary = by_unit(ok)
     for j, metric in enumerate(names):
-        sts = [by_unit(ok, r, metric) for r in runtimes]
+        sts = [summary(r, metric) for r in runtimes]
         x = np.arange(len(runtimes)) + (j - (len(names) - 1) / 2) * step
         shown = [(xi, st) for xi, st in zip(x, sts, strict=True) if st.n]
         if not shown:
@@ -209,8 +219,9 @@ def _medians_by_level(name: str, primary: str, mine: list[Sample], order: list[s
     width = max(6.4, 1.2 * len(levels))
     fig, (ax,) = new_figure(f"{name}: {label}, median and 95% CI", width=width)
     step = 0.7 / max(1, len(runtimes))
+    summary = by_unit(mine)
     for j, r in enumerate(runtimes):
-        sts = [by_unit(mine, r, lv) for lv in levels]
+        sts = [summary(r, lv) for lv in levels]
         x = np.arange(len(levels)) + (j - (len(runtimes) - 1) / 2) * step
         kept = [(xi, st) for xi, st in zip(x, sts, strict=True) if st.n]
         xs, at = [xi for xi, _ in kept], [st for _, st in kept]

@@ -76,6 +76,15 @@ class Axis:
         )
         return self.a + (v - lo) / (hi - lo) * (self.b - self.a)
 
+    def all_at(self, values: np.ndarray) -> list[float]:
+        """`at` of each value (at numpy's speed: a figure places thousands)."""
+        v = np.asarray(values, dtype=float)
+        lo, hi = self.lo, self.hi
+        if self.log:
+            v, lo, hi = np.log10(v), math.log10(lo), math.log10(hi)
+        placed: list[float] = (self.a + (v - lo) / (hi - lo) * (self.b - self.a)).tolist()
+        return placed
+
     def ticks(self) -> list[float]:
         if self.log:
             decades = range(round(math.log10(self.lo)), round(math.log10(self.hi)) + 1)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from virtbench import metrics
 from virtbench.analysis import significance
 from virtbench.errors import VirtbenchError
 from virtbench.report import bmf, html
@@ -107,6 +108,9 @@ def made(store: Store, location: str | Path, tasks: list[Task], jobs: int) -> It
         yield from (make(store, t) for t in tasks)
         return
     store.make_frames(sorted({r for t in tasks for r in (t.run, t.previous) if r}))
+    # what each worker would make for itself, made once before they fork
+    metrics.registry()
+    html.preload()
     significance.preload()
     ctx = multiprocessing.get_context("fork")
     cpus = ctx.SimpleQueue()
