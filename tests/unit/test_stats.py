@@ -380,3 +380,12 @@ def test_the_percentile_interval_is_numpys_quantile_to_the_last_digit():
             e = np.round(rng.lognormal(size=n), int(rng.integers(1, 4)))  # ties too
             want = np.quantile(e, [alpha, 1 - alpha])
             assert stats._interval(e) == (float(want[0]), float(want[1]))
+
+
+def test_a_quantile_of_ordered_values_is_numpys_percentile_to_the_last_digit():
+    rng = np.random.default_rng(12)
+    for n in (1, 2, 3, 4, 10, 99, 1000):
+        for _ in range(20):
+            v = np.sort(np.round(rng.lognormal(size=n), 2))
+            want = np.percentile(v, [25, 50, 75])
+            assert [stats.quantile_of(v, q) for q in (0.25, 0.5, 0.75)] == want.tolist()

@@ -94,15 +94,25 @@ def _interval(estimates: np.ndarray) -> tuple[float, float]:
     the estimates' 2.5% and 97.5%, read from the four order statistics around them (a
     partition, not a sort: the estimates are thousands, the intervals a page's many)."""
     alpha = (1 - CONFIDENCE) / 2
-    n = estimates.size
-    at = [(n - 1) * alpha, (n - 1) * (1 - alpha)]
-    low = [min(math.floor(h), n - 1) for h in at]
-    part = np.partition(estimates, sorted({*low, *(min(i + 1, n - 1) for i in low)}))
-    out = []
-    for h, i in zip(at, low, strict=True):
-        a, b, t = float(part[i]), float(part[min(i + 1, n - 1)]), h - i
-        out.append(b - (b - a) * (1 - t) if t >= 0.5 else a + (b - a) * t)  # numpy's lerp
-    return out[0], out[1]
+    ranks = sorted({r for q in (alpha, 1 - alpha) for r in _around(estimates.size, q)})
+    part = np.partition(estimates, ranks)
+    return quantile_of(part, alpha), quantile_of(part, 1 - alpha)
+
+
+def _around(n: int, q: float) -> tuple[int, int]:
+    """The two ranks (0-based) the linear quantile q of n values lies between."""
+    low = min(math.floor((n - 1) * q), n - 1)
+    return low, min(low + 1, n - 1)
+
+
+def quantile_of(ordered: np.ndarray, q: float) -> float:
+    """np.quantile(values, q) (its default linear method, to the last digit) of values
+    `ordered`: sorted, or partitioned at the two ranks around q (a figure's quartiles,
+    an interval's ends: no sort of thousands for a number)."""
+    h = (ordered.size - 1) * q
+    i, j = _around(ordered.size, q)
+    a, b, t = float(ordered[i]), float(ordered[j]), h - i
+    return b - (b - a) * (1 - t) if t >= 0.5 else a + (b - a) * t  # numpy's lerp
 
 
 def order_ci(values: np.ndarray) -> tuple[float, float]:

@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from virtbench import metrics
-from virtbench.analysis.stats import Summary
+from virtbench.analysis.stats import Summary, quantile_of
 from virtbench.report.plotkit import slugify, spread_wide
 from virtbench.report.plots import boot_groups
 from virtbench.report.plots_studies import by_unit, startup_panels
@@ -59,7 +59,7 @@ def _boxes(
     rng = np.random.default_rng(0)
     for x, values, r in zip(xs, data, runtimes, strict=True):
         v = np.sort(np.asarray(values))
-        q1, med, q3 = (float(q) for q in np.percentile(v, [25, 50, 75]))
+        q1, med, q3 = (quantile_of(v, q) for q in (0.25, 0.5, 0.75))  # v is sorted
         low = float(v[v >= q1 - 1.5 * (q3 - q1)].min())
         high = float(v[v <= q3 + 1.5 * (q3 - q1)].max())
         stroke = 'stroke="#000" stroke-width="1"'

@@ -157,7 +157,8 @@ class Panel:
             (self.x + self.w - width - 6, self.y + self.h - height - 6),
             (self.x + 6, self.y + self.h - height - 6),
         ]
-        x0, y0 = min(corners, key=lambda c: self._hidden(c[0], c[1], width, height))
+        taken = np.asarray(self.taken, dtype=float).reshape(-1, 2).T
+        x0, y0 = min(corners, key=lambda c: _hidden(taken, c[0], c[1], width, height))
         box = 'fill="#fff" fill-opacity="0.8" stroke="#ccc"'
         self.add(f'<rect x="{x0:.1f}" y="{y0:.1f}" width="{width:.1f}" height="{height}" {box}/>')
         for i, (label, colour) in enumerate(items):
@@ -170,12 +171,12 @@ class Panel:
                 self.add(f'<circle cx="{x0 + 12:.1f}" cy="{y - 4:.1f}" r="3" fill="{colour}"/>')
             self.add(_text(x0 + 23, y, label, "", 10))
 
-    def _hidden(self, x: float, y: float, w: float, h: float, near: float = 6) -> int:
-        if not self.taken:
-            return 0
-        px, py = np.asarray(self.taken, dtype=float).T
-        inside = (x - near <= px) & (px <= x + w + near) & (y - near <= py) & (py <= y + h + near)
-        return int(np.count_nonzero(inside))
+
+def _hidden(taken: np.ndarray, x: float, y: float, w: float, h: float, near: float = 6) -> int:
+    """How many of the points `taken` (x row, y row) a box at (x, y) would hide."""
+    px, py = taken
+    inside = (x - near <= px) & (px <= x + w + near) & (y - near <= py) & (py <= y + h + near)
+    return int(np.count_nonzero(inside))
 
 
 def _line(x1: float, y1: float, x2: float, y2: float, style: str) -> str:
