@@ -86,6 +86,7 @@ def _make_files(store: Store, task: Task) -> Made:
 
 
 _store: Store | None = None  # a worker's own connection
+CHUNK = 16  # runs handed to a worker at once
 
 
 def _start(location: str | Path, alive: Any, cpus: Any) -> None:
@@ -121,7 +122,9 @@ def made(store: Store, location: str | Path, tasks: list[Task], jobs: int) -> It
     pool = ProcessPoolExecutor(jobs, ctx, initializer=_start, initargs=start)
     try:
         # runs in a row of one entry to one worker: each is compared with the one before,
-        # whose frame and resamples that worker then still holds
-        yield from pool.map(_make, tasks, chunksize=max(1, len(tasks) // (jobs * 4)))
+        # whose frame and resamples that worker then still holds (a few at a time: a
+        # Ctrl-C waits for the runs begun)
+        chunk = min(CHUNK, max(1, len(tasks) // (jobs * 4)))
+        yield from pool.map(_make, tasks, chunksize=chunk)
     finally:  # on an error or Ctrl-C, the runs not started are not started
         pool.shutdown(wait=True, cancel_futures=True)
