@@ -284,13 +284,12 @@ def kruskal_dunn(groups: Mapping[str, Values], alpha: float = 0.05) -> GroupTest
     ties = float(np.sum(counts**3 - counts))
     h = 12 / (n * (n + 1)) * sum(sizes[i] * mean_rank[k] ** 2 for i, k in enumerate(names))
     h = (h - 3 * (n + 1)) / (1 - ties / (n**3 - n))
+    spread = n * (n + 1) / 12 - ties / (12 * (n - 1))  # of a rank, ties corrected
     raw, keys = [], []
     for i, a in enumerate(names):
         for b in names[i + 1 :]:
-            se = n * (n + 1) / 12 - ties / (12 * (n - 1))
-            z = (mean_rank[a] - mean_rank[b]) / math.sqrt(
-                se * (1 / data[a].size + 1 / data[b].size)
-            )
+            se = math.sqrt(spread * (1 / data[a].size + 1 / data[b].size))
+            z = (mean_rank[a] - mean_rank[b]) / se
             raw.append(math.erfc(abs(z) / math.sqrt(2)))  # two-sided normal p
             keys.append((a, b))
     adj = holm(raw)
