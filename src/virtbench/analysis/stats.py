@@ -7,8 +7,8 @@ independent units: when values are nested (several batches of one instance, seve
 boots of one pile-up) the units are resampled whole (a cluster bootstrap), never the
 values inside them as if they were independent. With fewer than MIN_UNITS units there is
 no interval (a 95% CI of 3 values is their range, which covers ~75%); the range is shown
-instead and named as such. The work is bounded whatever the group's size: above BOOTSTRAP_MAX_VALUES
-independent values the interval is the distribution-free one of order statistics (the
+instead and named as such. The work is bounded whatever the group's size: above
+BOOTSTRAP_MAX_VALUES independent values the interval is the distribution-free one of order statistics (the
 ranks a binomial(n, 1/2) puts around the median; exact, no resampling), and above it
 nested values are resampled from an evenly spaced subset of each unit's values (at most
 BOOTSTRAP_MAX_VALUES in all: a wider interval, never a narrower one); `Summary.ci_method`
