@@ -8,14 +8,14 @@ boots of one pile-up) the units are resampled whole (a cluster bootstrap), never
 values inside them as if they were independent. With fewer than MIN_UNITS units there is
 no interval (a 95% CI of 3 values is their range, which covers ~75%); the range is shown
 instead and named as such. The work is bounded whatever the group's size: above
-BOOTSTRAP_MAX_VALUES independent values the interval is the distribution-free one of order statistics (the
-ranks a binomial(n, 1/2) puts around the median; exact, no resampling), and above it
-nested values are resampled from an evenly spaced subset of each unit's values (at most
-BOOTSTRAP_MAX_VALUES in all: a wider interval, never a narrower one); `Summary.ci_method`
-says which. Outliers are flagged by
-Tukey's fences and counted, never dropped. A/B: a two-sample permutation test with Holm's
-correction over the metrics compared and a minimum effect (report/compare.py). Several
-runtimes: Kruskal-Wallis with Dunn's pairs, or ANOVA with Tukey's HSD (as S3).
+BOOTSTRAP_MAX_VALUES independent values the interval is the distribution-free one of
+order statistics (the ranks a binomial(n, 1/2) puts around the median; exact, no
+resampling), and above it nested values are resampled from an evenly spaced subset of
+each unit's values (at most BOOTSTRAP_MAX_VALUES in all: a wider interval, never a
+narrower one); `Summary.ci_method` says which. Outliers are flagged by Tukey's fences
+and counted, never dropped. A/B: a two-sample permutation test with Holm's correction
+over the metrics compared and a minimum effect (report/compare.py). Several runtimes:
+Kruskal-Wallis with Dunn's pairs, or ANOVA with Tukey's HSD (as S3).
 """
 
 from __future__ import annotations
