@@ -172,6 +172,28 @@ def test_an_interrupted_wait_kills_the_whole_group_and_closes_its_pipes(runner, 
     gc.collect()
 
 
+@pytest.mark.parametrize("runner", [proc.run, proc.run_bytes], ids=["run", "run_bytes"])
+def test_an_interruption_while_popen_still_starts_the_child_ends_its_group(
+    runner, tmp_path, monkeypatch
+):
+    """A Ctrl-C can land once the child runs but before Popen has returned it (its wait
+    for the exec): the group is ended all the same, not left running unowned."""
+    pidfile = tmp_path / "pid"
+    start = subprocess.Popen._execute_child
+
+    def interrupted(self, *args, **kwargs):  # the interruption, once the grandchild is there
+        start(self, *args, **kwargs)
+        wait_for_file(pidfile, threading.Event())
+        raise Interrupted
+
+    monkeypatch.setattr(subprocess.Popen, "_execute_child", interrupted)
+    with pytest.raises(Interrupted):
+        runner(["sh", "-c", BACKGROUND["waits"].format(f=pidfile)], timeout=120)
+    monkeypatch.undo()
+    assert gone(int(pidfile.read_text()))
+    gc.collect()  # a Popen left running or with open pipes would warn here (an error)
+
+
 def test_run_bytes_reads_every_byte_times_it_and_returns_the_status():
     out = proc.run_bytes(["head", "-c", str(1 << 20), "/dev/zero"])
     assert (out.returncode, len(out.stdout), out.stderr) == (0, 1 << 20, b"")

@@ -24,7 +24,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -205,12 +205,9 @@ def describe_status(rc: int) -> str:
 
 
 def wait(p: Popen[Any], timeout: float) -> int:
-    """Wait for `p` to exit, waking the moment it does (pidfd + poll).
-
-    Popen.wait(timeout=...) polls with an exponential back-off of up to 50 ms, which
-    would be added to every timed exit; a pidfd becomes readable exactly at exit.
-    Raises subprocess.TimeoutExpired like Popen.wait.
-    """
+    """Wait for `p` to exit, waking the moment it does (pidfd + poll): Popen.wait(timeout)
+    polls with a back-off of up to 50 ms, which would be added to every timed exit; a
+    pidfd becomes readable exactly at exit. Raises TimeoutExpired as Popen.wait does."""
     if p.returncode is not None:
         return p.returncode
     try:
@@ -227,7 +224,8 @@ def wait(p: Popen[Any], timeout: float) -> int:
     return p.wait()
 
 
-def _popen(
+@contextlib.contextmanager
+def _owned(
     argv: Sequence[str],
     input: str | None,
     env: Mapping[str, str] | None,
@@ -236,31 +234,49 @@ def _popen(
     stdin_path: Path | None = None,
     stdout_path: Path | None = None,
     text: bool = True,
-) -> Popen[Any]:
-    """Start `argv` in its own process group, its output piped (stdout to `stdout_path`
-    instead, if given; bytes unless `text`), its input `input` or the file `stdin_path`;
-    VirtbenchError when there is no such command."""
+) -> Iterator[Popen[Any]]:
+    """`argv` started (`_start`), its output piped (stdout to `stdout_path` if given; bytes
+    unless `text`), its input `input` or the file `stdin_path`; whatever ends the block
+    early (an error, Ctrl-C) ends its whole group. Its pipes closed, it is waited for."""
     with contextlib.ExitStack() as files:  # closed once started: the child has its copies
         sink = files.enter_context(open(stdout_path, "wb")) if stdout_path else None
         source = files.enter_context(open(stdin_path, "rb")) if stdin_path else None
+        p = _start(
+            argv,
+            stdin=source or (subprocess.PIPE if input is not None else subprocess.DEVNULL),
+            stdout=sink or subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=text,
+            env=dict(env) if env is not None else None,
+            cwd=cwd,
+        )
+    with p:  # closes the pipes and waits
         try:
-            return subprocess.Popen(
-                list(argv),
-                stdin=source or (subprocess.PIPE if input is not None else subprocess.DEVNULL),
-                stdout=sink or subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=text,
-                env=dict(env) if env is not None else None,
-                process_group=0,
-                cwd=cwd,
-            )
-        except FileNotFoundError as exc:
-            raise VirtbenchError(f"{argv[0]}: command not found") from exc
+            yield p
+        except BaseException:
+            stop(p, rest=True)
+            raise
+
+
+def _start(argv: Sequence[str], **popen: Any) -> Popen[Any]:
+    """Popen(argv, **popen) in a process group of its own; a start interrupted once the
+    child runs (Ctrl-C while Popen waits for its exec) ends its group, not leaves it."""
+    p: Popen[Any] = Popen.__new__(Popen)
+    try:
+        Popen.__init__(p, list(argv), process_group=0, **popen)
+        return p
+    except FileNotFoundError as exc:  # Popen has reaped the child that could not exec
+        raise VirtbenchError(f"{argv[0]}: command not found") from exc
+    except BaseException:
+        if getattr(p, "pid", None) is not None:  # interrupted once the child was there
+            stop(p, rest=True)
+            p.__exit__(None, None, None)  # its pipes closed, waited for
+        raise
 
 
 def _communicate(proc: Popen[Any], input: str | None, timeout: float) -> tuple[str, str, bool]:
     """(stdout, stderr, whether it timed out) of `proc` once it exits, or is killed (its
-    whole group) after `timeout` seconds or when this call is interrupted."""
+    whole group) after `timeout` seconds."""
     # The timeout is a timer that kills the group, not communicate(timeout=...): with a
     # timeout, Popen waits for the exit by polling with a back-off of up to 50 ms, which
     # would land in timed commands (a runtime's delete is the teardown figure).
@@ -275,9 +291,6 @@ def _communicate(proc: Popen[Any], input: str | None, timeout: float) -> tuple[s
     try:
         timer.start()
         out, err = proc.communicate(input=input)
-    except BaseException:
-        stop(proc, rest=True)
-        raise
     finally:
         timer.cancel()
         if timer.is_alive():
@@ -302,12 +315,11 @@ def run(
     `input` or the file `stdin_path` (binary input).
 
     Raises CommandError on a non-zero exit when `check` is true, and always on timeout
-    (CommandTimeout). The child is killed (its whole process group) on timeout and if
-    this call is interrupted; it is always waited for and its pipes closed.
+    (CommandTimeout). The child's whole process group is killed on timeout and if this
+    call is interrupted, even while Popen starts it; it is always waited for.
     """
     start = time.monotonic()
-    # the `with` closes the pipes and waits
-    with _popen(argv, input, env, cwd=cwd, stdin_path=stdin_path, stdout_path=stdout_path) as proc:
+    with _owned(argv, input, env, cwd=cwd, stdin_path=stdin_path, stdout_path=stdout_path) as proc:
         out, err, expired = _communicate(proc, input, timeout)
     if expired:
         res = Result(
@@ -341,23 +353,17 @@ def run_bytes(
 
     Nothing is added to the timed span: no timer thread, and no polling back-off (the
     pipes, then the exit through a pidfd, are waited for here with the time left).
-    Raises CommandTimeout after `timeout` seconds; the child is killed (its whole process
-    group) then and if this call is interrupted; it is always waited for and its pipes
-    closed.
+    Raises CommandTimeout after `timeout` seconds. Ended as `run`'s child is.
     """
     t0 = time.monotonic_ns()
     deadline = t0 + int(timeout * 1e9)
-    with _popen(argv, None, env, text=False) as p:  # closes the pipes, waits
-        try:
-            assert p.stdout is not None and p.stderr is not None
-            out, err, done = _spawn.drain(p.stdout.fileno(), p.stderr.fileno(), deadline)
-            rc = _exit_by(p, deadline) if done else None
-            t1 = time.monotonic_ns()
-            if rc is None:
-                stop(p, rest=True)
-        except BaseException:
+    with _owned(argv, None, env, text=False) as p:  # an interruption ends the group
+        assert p.stdout is not None and p.stderr is not None
+        out, err, done = _spawn.drain(p.stdout.fileno(), p.stderr.fileno(), deadline)
+        rc = _exit_by(p, deadline) if done else None
+        t1 = time.monotonic_ns()
+        if rc is None:
             stop(p, rest=True)
-            raise
     if rc is None:
         said = err.decode(errors="replace") + f"\ntimed out after {timeout:g} s"
         res = Result(tuple(argv), -9, out[-4096:].decode(errors="replace"), said, timeout)
@@ -377,17 +383,13 @@ def spawn(
     `os.posix_spawn` (`Spawned`); a pipe (`PIPE`), through Popen."""
     if all(fd is None or fd > 2 for fd in (stdout, stderr)):
         return Spawned(list(argv), _spawn.start(argv, stdout, stderr, env))
-    try:
-        return subprocess.Popen(
-            list(argv),
-            stdin=subprocess.DEVNULL,
-            stdout=stdout if stdout is not None else subprocess.DEVNULL,
-            stderr=stderr if stderr is not None else subprocess.DEVNULL,
-            env=dict(env) if env is not None else None,
-            process_group=0,
-        )
-    except FileNotFoundError as exc:
-        raise VirtbenchError(f"{argv[0]}: command not found") from exc
+    return _start(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=stdout if stdout is not None else subprocess.DEVNULL,
+        stderr=stderr if stderr is not None else subprocess.DEVNULL,
+        env=dict(env) if env is not None else None,
+    )
 
 
 def run_bare(path: str) -> int:
