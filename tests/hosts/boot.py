@@ -18,6 +18,7 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,16 +76,17 @@ def _source_files() -> list[str]:
     return [f for f in res.stdout.decode().split("\0") if f and (ROOT / f).is_file()]
 
 
-def job_disk(work: Path, script: str, programs: Path | None = None) -> Path:
-    """The job disk: the checkout as git lists it, the job's script, and the guest
-    programs built here (`programs`, as /job/guest-build) where the job takes them."""
+def job_disk(work: Path, script: str, carried: Mapping[str, Path] | None = None) -> Path:
+    """The job disk: the checkout as git lists it, the job's script, and the directories
+    of this host's the job takes (`carried`: its path under /job -> the directory here,
+    such as the guest programs built here as `guest-build`)."""
     tree = work / "job"
     for rel in _source_files():
         dst = tree / "src" / rel
         dst.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / rel, dst)
-    if programs is not None:  # their times kept: newer than the sources, as built
-        shutil.copytree(programs, tree / "guest-build", symlinks=True)
+    for where, directory in (carried or {}).items():  # times kept: programs newer than sources
+        shutil.copytree(directory, tree / where, symlinks=True)
     (tree / "run.sh").write_text(script)
     disk = work / "job.raw"
     subprocess.run(
@@ -132,24 +134,28 @@ def qemu_argv(img: Image, layer: Path, job: Path, console: Path, how: str) -> li
     ]
 
 
-def boot(img: Image, script: str, work: Path, timeout: float, programs: Path | None = None) -> Boot:
-    """Boot `img` once with `script` as its job (and `programs` on its disk: job_disk);
+def boot(
+    img: Image, script: str, work: Path, timeout: float, carried: Mapping[str, Path] | None = None
+) -> Boot:
+    """Boot `img` once with `script` as its job (and `carried` on its disk: job_disk);
     the job's output read back into `work/out`. QEMU is ended (its process group) if the
     job outlives `timeout`."""
     work.mkdir(parents=True, exist_ok=True)
     with open(img.path.with_name(img.path.name + ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_SH)  # no new image of the release prunes this one
-        return _boot(img, script, work, timeout, programs)
+        return _boot(img, script, work, timeout, carried)
 
 
-def _boot(img: Image, script: str, work: Path, timeout: float, programs: Path | None) -> Boot:
+def _boot(
+    img: Image, script: str, work: Path, timeout: float, carried: Mapping[str, Path] | None
+) -> Boot:
     layer, console = work / "layer.qcow2", work / "console.log"
     subprocess.run(
         ["qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b", str(img.disk), str(layer)],
         check=True,
         capture_output=True,
     )
-    job = job_disk(work, script, programs)
+    job = job_disk(work, script, carried)
     how = accel()
     t0 = time.monotonic()
     with open(work / "qemu.log", "w") as qemu_log:  # the child holds its own copy

@@ -18,7 +18,9 @@ class Job:
     on this host (Debian 12's compilers, as the guest's) put where runs take them, so
     that the set-up finds them built (under emulation their compiling takes minutes);
     `crash`: a run killed with SIGKILL once two of its instances run, which the job's
-    `clean` must find crashed and remove."""
+    `clean` must find crashed and remove; `task`: its runs take the task workload's
+    project, fetched on this host for the guest's Python and carried to the guest's
+    cache (virtbench fetches it from PyPI, which the guest cannot reach)."""
 
     demo: bool
     runs: tuple[str, ...]
@@ -27,6 +29,7 @@ class Job:
     fresh: bool = False
     programs: bool = False
     crash: str | None = None  # `virtbench run` arguments of a run killed amid its pile-up
+    task: bool = False
 
     def script(self) -> str:
         return script(self)
@@ -71,6 +74,7 @@ FULL = {
         tests=FULL_TESTS,
         keyword=FULL_KEYWORD,
         fresh=True,
+        task=True,
     ),
 }
 
@@ -116,6 +120,8 @@ def script(job: Job) -> str:
     before = f"rm -rf {CHECKOUT}/.venv /usr/local/bin/wasmtime\n" if job.fresh else ""
     if job.programs:  # `make setup`'s `virtbench build` finds them newer than the sources
         before += f"mkdir -p {CACHE} && cp -a /job/guest-build {CACHE}/\n"
+    if job.task:
+        before += f"mkdir -p {CACHE}/task && cp -a /job/task/. {CACHE}/task/\n"
     steps = 'step make setup\nmake setup; echo "setup rc=$?"\n'
     if job.demo:  # the set-up is done by then: its time and the main job's said apart
         steps += 'step make demo\nmake demo; echo "demo rc=$?"\n'

@@ -19,6 +19,7 @@ import pytest
 from tests.hosts import boot, image, jobs
 
 from virtbench.artifacts.rootfs import build_guest_programs
+from virtbench.workloads import task_source
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
@@ -87,11 +88,14 @@ def _check(result: boot.Boot, job: jobs.Job) -> None:
 
 def _boot(release: str, job: jobs.Job, tmp_path: Path, timeout: float) -> boot.Boot:
     img = image.image(image.RELEASES[release])
-    programs = None
+    carried = {}  # under /job -> the directory here
     if job.programs:  # built from this checkout, into a directory of the test's own
-        programs = tmp_path / "guest-build"
-        build_guest_programs(image.ROOT / "guest", programs)
-    result = boot.boot(img, job.script(), tmp_path / "guest", timeout, programs)
+        carried["guest-build"] = tmp_path / "guest-build"
+        build_guest_programs(image.ROOT / "guest", carried["guest-build"])
+    if job.task:  # the task workload's project, for the guest's Python
+        project = task_source.fetch(image.cache_dir().parent, img.release.python)
+        carried[f"task/{project.name}"] = project
+    result = boot.boot(img, job.script(), tmp_path / "guest", timeout, carried)
     booted = "never" if result.boot_s is None else f"{result.boot_s:.0f} s"
     print(
         f"\n{img.built()}\nbooted under {result.accel} to its job in {booted}; the job "
