@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from virtbench import fleet
+from virtbench.paths import Paths
 
 ROOT = Path(__file__).resolve().parents[2]
 MIRROR = "http://deb.debian.org/debian"
@@ -93,7 +94,7 @@ class Image:
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("VIRTBENCH_CACHE_DIR", "/var/cache/virtbench")) / "hosts"
+    return Paths.from_env().cache / "hosts"
 
 
 def key(release: Release) -> str:

@@ -19,6 +19,7 @@ import pytest
 from tests.hosts import boot, image, jobs
 
 from virtbench.artifacts.rootfs import build_guest_programs
+from virtbench.paths import Paths
 from virtbench.workloads import task_source
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
@@ -93,7 +94,7 @@ def _boot(release: str, job: jobs.Job, tmp_path: Path, timeout: float) -> boot.B
         carried["guest-build"] = tmp_path / "guest-build"
         build_guest_programs(image.ROOT / "guest", carried["guest-build"])
     if job.task:  # the task workload's project, for the guest's Python
-        project = task_source.fetch(image.cache_dir().parent, img.release.python)
+        project = task_source.fetch(Paths.from_env().cache, img.release.python)
         carried[f"task/{project.name}"] = project
     result = boot.boot(img, job.script(), tmp_path / "guest", timeout, carried)
     booted = "never" if result.boot_s is None else f"{result.boot_s:.0f} s"
